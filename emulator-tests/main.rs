@@ -1,1 +1,7 @@
+//! Tests of the transactional shell against the real Firestore emulator.
+//!
+//! The harness starts one emulator for this binary (or reuses
+//! `FIRESTORE_EMULATOR_HOST`); each test works in its own project.
 
+mod harness;
+mod support;

@@ -1,1 +1,53 @@
-fn main() {}
+//! `command-journal`: the command-line interface of the command journal.
+//!
+//! Subcommands read one JSON object on stdin and print one JSON line on stdout.
+//! Exit codes: 0 success, 2 `invalid_input`, 3 any other journal error, 4
+//! `unavailable`.
+
+mod cli;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "command-journal",
+    version,
+    about = "At-most-once payment and ledger commands on Firestore"
+)]
+struct Args {
+    /// Firestore project id.
+    #[arg(long, global = true)]
+    project: Option<String>,
+    /// Emulator `HOST:PORT` (default: FIRESTORE_EMULATOR_HOST).
+    #[arg(long, global = true, env = "FIRESTORE_EMULATOR_HOST")]
+    emulator_host: Option<String>,
+    /// Replace the trusted clock (RFC 3339); refused unless the target is an emulator.
+    #[arg(long, global = true)]
+    at: Option<String>,
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Print the derived identity of the command on stdin.
+    Identity,
+    /// Run the local emulator with firestore.rules in the foreground.
+    Emulator,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("command-journal: cannot start the async runtime: {error}");
+            return cli::exit::unavailable();
+        }
+    };
+    runtime.block_on(cli::run(args))
+}

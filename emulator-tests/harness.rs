@@ -1,0 +1,117 @@
+//! The emulator harness: start, isolation, and no JVM outliving its parent.
+
+use super::support;
+use std::io::{BufRead as _, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const CLI: &str = env!("CARGO_BIN_EXE_command-journal");
+
+#[test]
+fn shared_emulator_answers_and_hands_out_distinct_projects() {
+    let emulator = support::emulator();
+    assert!(
+        emulator.host().starts_with("127.0.0.1:")
+            || std::env::var_os("FIRESTORE_EMULATOR_HOST").is_some()
+    );
+    let a = emulator.new_project_id();
+    let b = emulator.new_project_id();
+    assert_ne!(a, b);
+}
+
+/// True while `/proc/{pid}` names a process that is not a zombie.
+fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+#[test]
+fn a_killed_parent_takes_its_emulator_jvm_with_it() {
+    let mut parent = Command::new(CLI)
+        .arg("emulator")
+        .env_remove("FIRESTORE_EMULATOR_HOST")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn the CLI");
+    let stdout = parent.stdout.take().expect("stdout");
+    let mut line = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("ready line");
+    let ready: serde_json::Value = serde_json::from_str(&line).expect("ready line is JSON");
+    let jvm = u32::try_from(ready["pid"].as_u64().expect("pid")).expect("pid fits");
+    assert!(
+        alive(jvm),
+        "the JVM should be running while its parent lives"
+    );
+
+    parent.kill().expect("SIGKILL the parent");
+    parent.wait().expect("reap the parent");
+
+    // The kernel delivers PR_SET_PDEATHSIG asynchronously: wait for the JVM's death,
+    // bounded, rather than assuming it already happened.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while alive(jvm) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        !alive(jvm),
+        "the emulator JVM outlived its SIGKILLed parent"
+    );
+}
+
+#[test]
+fn a_missing_jar_is_a_clear_error_naming_the_debian_package() {
+    let output = Command::new(CLI)
+        .arg("emulator")
+        .env_remove("FIRESTORE_EMULATOR_HOST")
+        .env("COMMAND_JOURNAL_EMULATOR_JAR", "/nonexistent/emulator.jar")
+        .output()
+        .expect("run the CLI");
+    assert_eq!(output.status.code(), Some(4));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("google-cloud-cli-firestore-emulator"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("/nonexistent/emulator.jar"), "{stderr}");
+}
+
+#[test]
+fn missing_java_is_a_clear_error_naming_the_debian_package() {
+    let output = Command::new(CLI)
+        .arg("emulator")
+        .env_remove("FIRESTORE_EMULATOR_HOST")
+        .env_remove("JAVA_HOME")
+        .env("PATH", "/nonexistent")
+        .output()
+        .expect("run the CLI");
+    assert_eq!(output.status.code(), Some(4));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("default-jre-headless"), "{stderr}");
+}
+
+#[cfg(feature = "testcontainers")]
+#[tokio::test]
+async fn the_container_emulator_starts_where_a_docker_engine_runs() {
+    use command_journal::emulator::container;
+    let engine = std::os::unix::net::UnixStream::connect("/var/run/docker.sock").is_ok()
+        || std::env::var_os("DOCKER_HOST").is_some();
+    if !engine {
+        println!("skipped: no Docker engine answers on this machine (testcontainers feature)");
+        return;
+    }
+    let started = container::start().await.expect("container emulator");
+    let host = started.emulator().host().to_owned();
+    let connection = command_journal::connection::Connection::connect(
+        "container-check",
+        command_journal::connection::Target::Emulator(host),
+    )
+    .await;
+    assert!(connection.is_ok());
+}

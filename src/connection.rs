@@ -1,0 +1,145 @@
+//! One constructor for the `FirestoreDb` and the raw gcloud-sdk Firestore client of a
+//! project, against the emulator or production.
+
+use crate::error::JournalError;
+use firestore::{FirestoreDb, FirestoreDbOptions};
+use gcloud_sdk::google::firestore::v1::firestore_client::FirestoreClient;
+use gcloud_sdk::google_cloud_auth::credentials::{
+    CacheableResource, Credentials, CredentialsProvider, EntityTag,
+};
+use gcloud_sdk::google_cloud_auth::errors::CredentialsError;
+use gcloud_sdk::tonic::codegen::http::Extensions;
+use gcloud_sdk::tonic::codegen::http::header::{AUTHORIZATION, HeaderValue};
+use gcloud_sdk::{GoogleAuthMiddleware, HeaderMap};
+
+/// The raw gRPC client the transaction shell uses.
+pub type RawClient = FirestoreClient<GoogleAuthMiddleware>;
+
+/// Where a connection goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// The emulator at `HOST:PORT`, authenticated as the owner (bypasses rules).
+    Emulator(String),
+    /// Cloud Firestore with Application Default Credentials.
+    Production,
+}
+
+impl Target {
+    /// True for the emulator.
+    pub fn is_emulator(&self) -> bool {
+        matches!(self, Self::Emulator(_))
+    }
+}
+
+/// A project's `FirestoreDb` (queries, scans) and raw client (transactions).
+#[derive(Clone)]
+pub struct Connection {
+    db: FirestoreDb,
+    raw: RawClient,
+    project: String,
+    target: Target,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("project", &self.project)
+            .field("target", &self.target)
+            .finish()
+    }
+}
+
+fn valid_project_id(project: &str) -> bool {
+    (1..=100).contains(&project.len())
+        && project
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
+impl Connection {
+    /// Connects to `project` on `target`. A malformed project id is
+    /// `invalid_input { field: "project" }`; a failure to connect is `unavailable`.
+    pub async fn connect(project: &str, target: Target) -> Result<Self, JournalError> {
+        if !valid_project_id(project) {
+            return Err(JournalError::invalid("project"));
+        }
+        let options = FirestoreDbOptions::new(project.to_owned());
+        let db = match &target {
+            Target::Emulator(host) => {
+                let options = options.with_firebase_api_url(format!("http://{host}"));
+                FirestoreDb::with_options_auth(options, Credentials::from(OwnerToken::default()))
+                    .await
+            }
+            Target::Production => FirestoreDb::with_options(options).await,
+        }
+        .map_err(|error| {
+            tracing::warn!(%error, "could not connect to firestore");
+            JournalError::Unavailable
+        })?;
+        let raw = db.client().get();
+        Ok(Self {
+            db,
+            raw,
+            project: project.to_owned(),
+            target,
+        })
+    }
+
+    /// The `firestore` crate handle, for queries and scans.
+    pub fn db(&self) -> &FirestoreDb {
+        &self.db
+    }
+
+    /// A clone of the raw gRPC client (cheap: it shares the channel).
+    pub fn raw(&self) -> RawClient {
+        self.raw.clone()
+    }
+
+    /// The project id.
+    pub fn project(&self) -> &str {
+        &self.project
+    }
+
+    /// Where this connection goes.
+    pub fn target(&self) -> &Target {
+        &self.target
+    }
+
+    /// `projects/{p}/databases/(default)`.
+    pub fn database_path(&self) -> String {
+        format!("projects/{}/databases/(default)", self.project)
+    }
+
+    /// `projects/{p}/databases/(default)/documents`.
+    pub fn documents_path(&self) -> String {
+        format!("{}/documents", self.database_path())
+    }
+}
+
+/// The emulator's owner token: requests bypass security rules, as server code using
+/// IAM does in production.
+#[derive(Debug, Default)]
+struct OwnerToken {
+    tag: EntityTag,
+}
+
+impl CredentialsProvider for OwnerToken {
+    async fn headers(
+        &self,
+        extensions: Extensions,
+    ) -> Result<CacheableResource<HeaderMap>, CredentialsError> {
+        if extensions.get::<EntityTag>() == Some(&self.tag) {
+            return Ok(CacheableResource::NotModified);
+        }
+        let mut headers = HeaderMap::new();
+        headers.insert(AUTHORIZATION, HeaderValue::from_static("Bearer owner"));
+        Ok(CacheableResource::New {
+            entity_tag: self.tag.clone(),
+            data: headers,
+        })
+    }
+
+    async fn universe_domain(&self) -> Option<String> {
+        None
+    }
+}
