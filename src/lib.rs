@@ -6,6 +6,8 @@ pub mod digest;
 pub mod emulator;
 pub mod error;
 pub mod identity;
+pub mod ledger;
 pub mod strict_json;
+pub mod time;
 
 pub use error::JournalError;
