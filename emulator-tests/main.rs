@@ -4,4 +4,5 @@
 //! `FIRESTORE_EMULATOR_HOST`); each test works in its own project.
 
 mod harness;
+mod registration;
 mod support;

@@ -3,11 +3,16 @@
 
 pub mod connection;
 pub mod digest;
+pub(crate) mod document;
 pub mod emulator;
 pub mod error;
 pub mod identity;
+pub mod journal;
 pub mod ledger;
+pub mod registration;
 pub mod strict_json;
 pub mod time;
+pub mod transaction;
 
 pub use error::JournalError;
+pub use journal::Journal;

@@ -1,0 +1,15 @@
+//! Strict codecs for every stored document type.
+//!
+//! Each codec parses the raw Firestore field map, never a serde view of it: the exact
+//! field set, exact value types (an integer is not a double, a timestamp is not a
+//! string, null is not absent), exact enums and the relations between fields.
+//! Anything else is [`JournalError::JournalCorrupt`](crate::JournalError) and the
+//! operation that read it writes nothing.
+
+pub mod audit;
+pub(crate) mod fields;
+pub mod lifecycle;
+pub mod root;
+
+/// Largest command revision and fence epoch (ten decimal digits).
+pub const MAX_REVISION: i64 = 9_999_999_999;
