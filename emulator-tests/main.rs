@@ -4,5 +4,6 @@
 //! `FIRESTORE_EMULATOR_HOST`); each test works in its own project.
 
 mod harness;
+mod lease;
 mod registration;
 mod support;

@@ -98,6 +98,26 @@ pub async fn put(connection: &Connection, path: &str, fields: HashMap<String, Va
     connection.raw().commit(request).await.expect("owner write");
 }
 
+/// Deletes one document as the owner, bypassing the journal.
+pub async fn delete(connection: &Connection, path: &str) {
+    let request = CommitRequest {
+        database: connection.database_path(),
+        writes: vec![Write {
+            update_mask: None,
+            update_transforms: Vec::new(),
+            current_document: None,
+            operation: Some(write::Operation::Delete(name(connection, path))),
+        }],
+        transaction: Vec::new(),
+        request_options: None,
+    };
+    connection
+        .raw()
+        .commit(request)
+        .await
+        .expect("owner delete");
+}
+
 /// Every document of collection `collection_id` under `parent` (relative path, ""
 /// for the root), as the owner.
 pub async fn list(connection: &Connection, parent: &str, collection_id: &str) -> Vec<Document> {

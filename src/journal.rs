@@ -2,7 +2,11 @@
 
 use crate::connection::Connection;
 use crate::error::JournalError;
-use crate::identity::CommandInput;
+use crate::identity::{CommandInput, LeaseId, TerminalReferenceFingerprint};
+use crate::lease::{
+    Acquire, LeaseCall, LeaseOutput, Status, StatusOutput, Terminal, TerminalOutput,
+    TerminalRequest,
+};
 use crate::registration::{Registration, RegistrationOutput};
 use crate::time::{Clock, SystemClock, Timestamp};
 use crate::transaction::{self, Counters, Stats};
@@ -76,5 +80,87 @@ impl Journal {
     ) -> Result<RegistrationOutput, JournalError> {
         let op = Registration::new(command.identity(), self.now()?);
         self.run(&op).await
+    }
+
+    fn lease_call(
+        &self,
+        command: &CommandInput,
+        lease: &LeaseId,
+    ) -> Result<LeaseCall, JournalError> {
+        let identity = command.identity();
+        let owner = command.lease_owner(&identity, lease)?;
+        Ok(LeaseCall::new(identity, owner, self.now()?))
+    }
+
+    /// Acquires the command's fixed 60 s lease for `lease`, one id per worker attempt.
+    ///
+    /// `lease_acquired` for a first acquisition (fence 1), an expired takeover (the
+    /// fence plus one, also by the same lease id) or the same holder's retry before
+    /// expiry (same fence and expiry, no write); `lease_busy` while another holder's lease is
+    /// active; the terminal outcome once the command is terminal. A lease is
+    /// concurrency evidence only: it does not authorise a provider call.
+    pub async fn acquire_lease(
+        &self,
+        command: &CommandInput,
+        lease: &LeaseId,
+    ) -> Result<LeaseOutput, JournalError> {
+        let op = Acquire::new(self.lease_call(command, lease)?);
+        self.run(&op).await
+    }
+
+    /// Records success with the command-bound commitment of `reference`, for the
+    /// exact holder and fence while the lease is active. An exact retry answers the
+    /// same without writing, even after expiry; anything else is rejected unwritten.
+    pub async fn complete_command(
+        &self,
+        command: &CommandInput,
+        lease: &LeaseId,
+        expected_fence_epoch: i64,
+        reference: &TerminalReferenceFingerprint,
+    ) -> Result<TerminalOutput, JournalError> {
+        check_fence(expected_fence_epoch)?;
+        let call = self.lease_call(command, lease)?;
+        let commitment = command.identity().terminal_commitment(reference);
+        let op = Terminal::new(
+            call,
+            expected_fence_epoch,
+            TerminalRequest::Succeed(commitment),
+        );
+        self.run(&op).await
+    }
+
+    /// Records final failure (no reason is stored), under the same rules as
+    /// [`complete_command`](Self::complete_command).
+    pub async fn fail_command(
+        &self,
+        command: &CommandInput,
+        lease: &LeaseId,
+        expected_fence_epoch: i64,
+    ) -> Result<TerminalOutput, JournalError> {
+        check_fence(expected_fence_epoch)?;
+        let op = Terminal::new(
+            self.lease_call(command, lease)?,
+            expected_fence_epoch,
+            TerminalRequest::Fail,
+        );
+        self.run(&op).await
+    }
+
+    /// The command's redacted state, revision and fence, validating every document
+    /// it reads; writes nothing.
+    pub async fn status(&self, command: &CommandInput) -> Result<StatusOutput, JournalError> {
+        let identity = command.identity();
+        // The owner is not consulted by status; any digest will do.
+        let owner = identity.command_key_hash().clone();
+        let op = Status::new(LeaseCall::new(identity, owner, self.now()?));
+        self.run(&op).await
+    }
+}
+
+fn check_fence(fence: i64) -> Result<(), JournalError> {
+    if (1..=crate::document::MAX_REVISION).contains(&fence) {
+        Ok(())
+    } else {
+        Err(JournalError::invalid("expectedFenceEpoch"))
     }
 }

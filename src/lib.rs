@@ -8,6 +8,7 @@ pub mod emulator;
 pub mod error;
 pub mod identity;
 pub mod journal;
+pub mod lease;
 pub mod ledger;
 pub mod registration;
 pub mod strict_json;

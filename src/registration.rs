@@ -3,6 +3,7 @@
 
 use crate::document::audit::{self, RegistrationEvent};
 use crate::document::fields::FieldMap;
+use crate::document::lifecycle;
 use crate::document::root::{self, RootDocument};
 use crate::error::JournalError;
 use crate::identity::CommandIdentity;
@@ -136,17 +137,26 @@ impl Transition for Registration {
 
     fn paths(&self) -> Vec<String> {
         let hash = self.identity.command_key_hash();
-        vec![root::path(hash), audit::path(hash, 1)]
+        vec![
+            root::path(hash),
+            audit::path(hash, 1),
+            lifecycle::path(hash),
+        ]
     }
 
     fn decide(&self, snapshot: &Snapshot) -> Decision<RegistrationOutput> {
-        match check_registration(&self.identity, snapshot.get(0), snapshot.get(1)) {
+        let hash = self.identity.command_key_hash();
+        let root = snapshot.get(&root::path(hash));
+        let audit = snapshot.get(&audit::path(hash, 1));
+        match check_registration(&self.identity, root, audit) {
             Ok(Some(_)) => Decision::Observe(RegistrationOutput::new(
                 RegistrationOutcome::RegisteredExisting,
             )),
+            Ok(None) if snapshot.get(&lifecycle::path(hash)).is_some() => {
+                Decision::Reject(JournalError::corrupt("lifecycle without its registration"))
+            }
             Ok(None) => {
                 let (root, event) = self.documents();
-                let hash = self.identity.command_key_hash();
                 Decision::Mutate(
                     vec![
                         Write::Create {

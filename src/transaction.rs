@@ -29,7 +29,7 @@ use crate::document::fields::FieldMap;
 use crate::error::JournalError;
 use gcloud_sdk::google::firestore::v1::{
     BatchGetDocumentsRequest, CommitRequest, Document, Precondition, Write as RawWrite,
-    batch_get_documents_response, precondition, write,
+    batch_get_documents_request, batch_get_documents_response, precondition, write,
 };
 use gcloud_sdk::prost_types;
 use gcloud_sdk::tonic::{Code, Status};
@@ -37,6 +37,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+/// Follow-up reads one attempt may make (see [`Decision::Read`]).
+pub const MAX_FOLLOW_UP_READS: usize = 2;
 /// Attempts per operation, fixed in code.
 pub const MAX_ATTEMPTS: u32 = 10;
 /// Longest wait for one RPC before the attempt counts as DEADLINE_EXCEEDED.
@@ -74,23 +76,33 @@ pub enum Decision<O> {
     Mutate(Vec<Write>, O),
     /// Refuse; nothing is written.
     Reject(JournalError),
+    /// Read these documents too (at the same read time), then decide again.
+    Read(Vec<String>),
 }
 
-/// The documents an attempt read, in the order the operation asked for them.
+/// The documents an attempt read, by path relative to the documents root. Every read
+/// of one attempt is at the same read time, so the snapshot is consistent.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Snapshot {
-    docs: Vec<Option<FieldMap>>,
+    docs: HashMap<String, Option<FieldMap>>,
 }
 
 impl Snapshot {
-    /// A snapshot of the given documents (`None` for a missing one).
-    pub fn new(docs: Vec<Option<FieldMap>>) -> Self {
-        Self { docs }
+    /// A snapshot of the given `(path, document)` pairs (`None` for a missing one).
+    pub fn new(docs: impl IntoIterator<Item = (String, Option<FieldMap>)>) -> Self {
+        Self {
+            docs: docs.into_iter().collect(),
+        }
     }
 
-    /// The `index`-th requested document, `None` when it does not exist.
-    pub fn get(&self, index: usize) -> Option<&FieldMap> {
-        self.docs.get(index).and_then(Option::as_ref)
+    /// The document at `path`, `None` when it does not exist or was not read.
+    pub fn get(&self, path: &str) -> Option<&FieldMap> {
+        self.docs.get(path).and_then(Option::as_ref)
+    }
+
+    /// Whether `path` was read (whether or not the document exists).
+    pub fn was_read(&self, path: &str) -> bool {
+        self.docs.contains_key(path)
     }
 }
 
@@ -262,44 +274,67 @@ struct Read {
 
 impl Runner<'_> {
     async fn attempt<T: Transition>(&self, paths: &[String], op: &T) -> Result<T::Output, Failure> {
-        let mut found = match tokio::time::timeout(RPC_TIMEOUT, self.read(paths)).await {
-            Ok(Ok(found)) => found,
-            Ok(Err(status)) => return Err(classify("batch_get", &status)),
-            Err(_) => return Err(Failure::Retry(Code::DeadlineExceeded)),
-        };
+        let mut docs = HashMap::new();
         let mut update_times = HashMap::new();
-        let docs = paths
-            .iter()
-            .map(|path| {
-                found.remove(path).map(|read| {
+        let mut read_time = None;
+        let mut to_read = paths.to_vec();
+        for _ in 0..=MAX_FOLLOW_UP_READS {
+            let read = tokio::time::timeout(RPC_TIMEOUT, self.read(&to_read, read_time));
+            let (found, time) = match read.await {
+                Ok(Ok(found)) => found,
+                Ok(Err(status)) => return Err(classify("batch_get", &status)),
+                Err(_) => return Err(Failure::Retry(Code::DeadlineExceeded)),
+            };
+            read_time = read_time.or(time);
+            let mut found = found;
+            for path in to_read.drain(..) {
+                let doc = found.remove(&path).map(|read| {
                     update_times.insert(path.clone(), read.update_time);
                     read.fields
-                })
-            })
-            .collect();
-        match op.decide(&Snapshot::new(docs)) {
-            Decision::Observe(output) => Ok(output),
-            Decision::Reject(error) => Err(Failure::Final(error)),
-            Decision::Mutate(writes, output) => {
-                let writes = writes
-                    .into_iter()
-                    .map(|w| self.raw_write(w, &update_times))
-                    .collect::<Result<Vec<_>, _>>()?;
-                self.commit(writes).await?;
-                Ok(output)
+                });
+                docs.insert(path, doc);
+            }
+            let snapshot = Snapshot { docs };
+            match op.decide(&snapshot) {
+                Decision::Observe(output) => return Ok(output),
+                Decision::Reject(error) => return Err(Failure::Final(error)),
+                Decision::Mutate(writes, output) => {
+                    let writes = writes
+                        .into_iter()
+                        .map(|w| self.raw_write(w, &update_times))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    self.commit(writes).await?;
+                    return Ok(output);
+                }
+                Decision::Read(more) => {
+                    docs = snapshot.docs;
+                    to_read = more.into_iter().filter(|p| !docs.contains_key(p)).collect();
+                    if to_read.is_empty() {
+                        break;
+                    }
+                }
             }
         }
+        // decide kept asking for more (or for what it already had): a bug, fail closed.
+        Err(Failure::Final(JournalError::corrupt(
+            "unbounded follow-up reads",
+        )))
     }
 
     /// One consistent read of every path; missing documents are absent from the map.
-    async fn read(&self, paths: &[String]) -> Result<HashMap<String, Read>, Status> {
+    async fn read(
+        &self,
+        paths: &[String],
+        read_time: Option<prost_types::Timestamp>,
+    ) -> Result<(HashMap<String, Read>, Option<prost_types::Timestamp>), Status> {
         Counters::bump(&self.counters.batch_gets);
         let request = BatchGetDocumentsRequest {
             database: self.database.clone(),
             documents: paths.iter().map(|p| format!("{}/{p}", self.root)).collect(),
             mask: None,
             request_options: None,
-            consistency_selector: None,
+            consistency_selector: read_time
+                .map(batch_get_documents_request::ConsistencySelector::ReadTime),
         };
         let mut stream = self
             .raw
@@ -309,18 +344,20 @@ impl Runner<'_> {
             .into_inner();
         let prefix = format!("{}/", self.root);
         let mut found = HashMap::new();
+        let mut read_time = None;
         while let Some(message) = stream.message().await? {
-            if let Some(batch_get_documents_response::Result::Found(doc)) = message.result {
-                if let Some(path) = doc.name.strip_prefix(&prefix) {
-                    let read = Read {
-                        fields: doc.fields,
-                        update_time: doc.update_time,
-                    };
-                    found.insert(path.to_owned(), read);
-                }
+            read_time = read_time.or(message.read_time);
+            if let Some(batch_get_documents_response::Result::Found(doc)) = message.result
+                && let Some(path) = doc.name.strip_prefix(&prefix)
+            {
+                let read = Read {
+                    fields: doc.fields,
+                    update_time: doc.update_time,
+                };
+                found.insert(path.to_owned(), read);
             }
         }
-        Ok(found)
+        Ok((found, read_time))
     }
 
     async fn commit(&self, writes: Vec<RawWrite>) -> Result<(), Failure> {

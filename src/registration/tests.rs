@@ -34,8 +34,20 @@ fn registered() -> (FieldMap, FieldMap) {
     (root.encode(), event.encode())
 }
 
+fn snapshot(root: Option<FieldMap>, audit: Option<FieldMap>) -> Snapshot {
+    let hash = identity().command_key_hash().clone();
+    Snapshot::new([
+        (format!("checkoutRequests/{hash}"), root),
+        (
+            format!("auditEvents/commerce_command_{hash}_0000000001"),
+            audit,
+        ),
+        (format!("checkoutRequests/{hash}/lifecycle/current"), None),
+    ])
+}
+
 fn decide(root: Option<FieldMap>, audit: Option<FieldMap>) -> Decision<RegistrationOutput> {
-    Registration::new(identity(), now()).decide(&Snapshot::new(vec![root, audit]))
+    Registration::new(identity(), now()).decide(&snapshot(root, audit))
 }
 
 fn assert_corrupt(decision: Decision<RegistrationOutput>, case: &str) {
@@ -92,8 +104,7 @@ fn exact_existing_registration_is_observed_without_writes() {
     let (root, audit) = registered();
     // A later captured time changes nothing: the stored registration is kept.
     let later = Timestamp::from_micros(now().micros() + 5_000_000).expect("time");
-    let decision =
-        Registration::new(identity(), later).decide(&Snapshot::new(vec![Some(root), Some(audit)]));
+    let decision = Registration::new(identity(), later).decide(&snapshot(Some(root), Some(audit)));
     assert!(matches!(
         decision,
         Decision::Observe(o) if o.outcome() == RegistrationOutcome::RegisteredExisting
@@ -105,8 +116,28 @@ fn a_different_payload_is_a_command_conflict() {
     let (root, audit) = registered();
     let other = Registration::new(identity_with(json!({"sku": "mug"})), now());
     assert_eq!(
-        other.decide(&Snapshot::new(vec![Some(root), Some(audit)])),
+        other.decide(&snapshot(Some(root), Some(audit))),
         Decision::Reject(JournalError::CommandConflict)
+    );
+}
+
+#[test]
+fn a_lifecycle_without_registration_is_corrupt_not_adopted() {
+    let hash = identity().command_key_hash().clone();
+    let orphan = Snapshot::new([
+        (format!("checkoutRequests/{hash}"), None),
+        (
+            format!("auditEvents/commerce_command_{hash}_0000000001"),
+            None,
+        ),
+        (
+            format!("checkoutRequests/{hash}/lifecycle/current"),
+            Some(fields::map([("anything", fields::int(1))])),
+        ),
+    ]);
+    assert_corrupt(
+        Registration::new(identity(), now()).decide(&orphan),
+        "orphan lifecycle",
     );
 }
 
@@ -266,8 +297,8 @@ fn codecs_round_trip() {
 fn decide_is_deterministic_across_attempts() {
     // The runner calls decide once per attempt with the same prepared value.
     let op = Registration::new(identity(), now());
-    let first = op.decide(&Snapshot::new(vec![None, None]));
+    let first = op.decide(&snapshot(None, None));
     for _ in 0..10 {
-        assert_eq!(op.decide(&Snapshot::new(vec![None, None])), first);
+        assert_eq!(op.decide(&snapshot(None, None)), first);
     }
 }

@@ -1,0 +1,583 @@
+//! Command leases, monotonic fencing and terminal commitments (seed 000's B2B).
+//!
+//! Pure: each prepared operation holds the derived identity, the holder's lease-owner
+//! fingerprint and the one captured time, and `decide`s over the strictly parsed
+//! root, revision-1 audit, lifecycle, its current audit partner and the (absent) next
+//! audit event.
+//!
+//! State machine:
+//!
+//! ```text
+//! registered + acquire                          -> leased, fence 1, revision 2
+//! leased + same active holder                   -> leased (read-only recovery)
+//! leased + another active holder                -> busy (read-only)
+//! leased + expired (any holder, same included)  -> leased, fence + 1, revision + 1
+//! leased + exact active holder/fence + success  -> succeeded, revision + 1
+//! leased + exact active holder/fence + failure  -> failed_final, revision + 1
+//! terminal + exact terminal retry               -> same terminal (read-only)
+//! terminal + acquire                            -> terminal observation (read-only)
+//! stale / conflicting / malformed / overflow    -> reject (read-only)
+//! ```
+
+use crate::digest::Digest;
+use crate::document::MAX_REVISION;
+use crate::document::audit::{self, EventType, TransitionEvent};
+use crate::document::lifecycle::{self, LEASE_SECONDS, Lifecycle, LifecycleState};
+use crate::document::root::{self, RootDocument};
+use crate::error::JournalError;
+use crate::identity::CommandIdentity;
+use crate::registration::check_registration;
+use crate::time::Timestamp;
+use crate::transaction::{Decision, Snapshot, Transition, Write};
+use serde::ser::{Serialize, SerializeStruct, Serializer};
+
+/// Audit revisions read speculatively with the lifecycle, so that the common
+/// histories (first lease, completion, one takeover) need a single read.
+const SPECULATIVE_AUDITS: std::ops::RangeInclusive<i64> = 2..=4;
+
+/// The answer to `acquire_lease`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeaseOutput {
+    /// The caller holds the lease: newly acquired, taken over after expiry, or the
+    /// same holder's lost-response retry.
+    Acquired {
+        /// The fence to present when completing or failing.
+        fence_epoch: i64,
+        /// When the lease expires (exclusive).
+        lease_expires_at: Timestamp,
+    },
+    /// Another holder has an active lease. Exposes no fence or expiry.
+    Busy,
+    /// The command already succeeded.
+    Succeeded,
+    /// The command already failed finally.
+    FailedFinal,
+}
+
+/// The answer to `complete_command` and `fail_command`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TerminalOutput {
+    /// `terminal_succeeded`.
+    Succeeded,
+    /// `terminal_failed_final`.
+    FailedFinal,
+}
+
+impl From<TerminalOutput> for LeaseOutput {
+    fn from(t: TerminalOutput) -> Self {
+        match t {
+            TerminalOutput::Succeeded => Self::Succeeded,
+            TerminalOutput::FailedFinal => Self::FailedFinal,
+        }
+    }
+}
+
+impl LeaseOutput {
+    /// The `outcome` field of the fixed output shape.
+    pub fn outcome(&self) -> &'static str {
+        match self {
+            Self::Acquired { .. } => "lease_acquired",
+            Self::Busy => "lease_busy",
+            Self::Succeeded => "terminal_succeeded",
+            Self::FailedFinal => "terminal_failed_final",
+        }
+    }
+
+    /// The `state` field of the fixed output shape.
+    pub fn state(&self) -> &'static str {
+        match self {
+            Self::Acquired { .. } | Self::Busy => "leased",
+            Self::Succeeded => "succeeded",
+            Self::FailedFinal => "failed_final",
+        }
+    }
+}
+
+/// Serializes to exactly the seed's shapes, e.g.
+/// `{"journalSchemaVersion":1,"lifecycleSchemaVersion":1,"outcome":"lease_acquired",
+/// "state":"leased","fenceEpoch":1,"leaseExpiresAt":{"seconds":…,"nanoseconds":…}}`.
+impl Serialize for LeaseOutput {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let len = if matches!(self, Self::Acquired { .. }) {
+            6
+        } else {
+            4
+        };
+        let mut s = serializer.serialize_struct("LeaseOutput", len)?;
+        s.serialize_field("journalSchemaVersion", &1)?;
+        s.serialize_field("lifecycleSchemaVersion", &1)?;
+        s.serialize_field("outcome", self.outcome())?;
+        s.serialize_field("state", self.state())?;
+        if let Self::Acquired {
+            fence_epoch,
+            lease_expires_at,
+        } = self
+        {
+            s.serialize_field("fenceEpoch", fence_epoch)?;
+            s.serialize_field("leaseExpiresAt", &SecondsNanos(*lease_expires_at))?;
+        }
+        s.end()
+    }
+}
+
+impl Serialize for TerminalOutput {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        LeaseOutput::from(*self).serialize(serializer)
+    }
+}
+
+struct SecondsNanos(Timestamp);
+
+impl Serialize for SecondsNanos {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut s = serializer.serialize_struct("Timestamp", 2)?;
+        s.serialize_field("seconds", &self.0.seconds())?;
+        s.serialize_field("nanoseconds", &self.0.subsec_nanos())?;
+        s.end()
+    }
+}
+
+/// What a terminal call asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TerminalRequest {
+    /// Success with the command-bound commitment hash.
+    Succeed(Digest),
+    /// Final failure; stores no reason.
+    Fail,
+}
+
+/// The inputs every lease operation shares.
+#[derive(Debug, Clone)]
+pub struct LeaseCall {
+    identity: CommandIdentity,
+    owner: Digest,
+    now: Timestamp,
+}
+
+impl LeaseCall {
+    /// `owner` is the lease-owner fingerprint of the caller's lease id.
+    pub fn new(identity: CommandIdentity, owner: Digest, now: Timestamp) -> Self {
+        Self {
+            identity,
+            owner,
+            now,
+        }
+    }
+
+    fn hash(&self) -> &Digest {
+        self.identity.command_key_hash()
+    }
+
+    fn first_read(&self) -> Vec<String> {
+        let hash = self.hash();
+        let mut paths = vec![
+            root::path(hash),
+            audit::path(hash, 1),
+            lifecycle::path(hash),
+        ];
+        paths.extend(SPECULATIVE_AUDITS.map(|r| audit::path(hash, r)));
+        paths
+    }
+
+    /// Validates everything that must hold before any write: the registration pair,
+    /// the lifecycle, its exact current audit partner and the absence of the next
+    /// audit event. Asks for a follow-up read when the partner or next event fell
+    /// outside the speculative window.
+    fn load(&self, snapshot: &Snapshot) -> Result<Loaded, Decision<()>> {
+        let hash = self.hash();
+        let root = check_registration(
+            &self.identity,
+            snapshot.get(&root::path(hash)),
+            snapshot.get(&audit::path(hash, 1)),
+        )
+        .map_err(Decision::Reject)?;
+        let Some(root) = root else {
+            // Never registered: anything of a lifecycle is an orphan.
+            let orphan = snapshot.get(&lifecycle::path(hash)).is_some()
+                || SPECULATIVE_AUDITS
+                    .clone()
+                    .any(|r| snapshot.get(&audit::path(hash, r)).is_some());
+            return Err(Decision::Reject(if orphan {
+                JournalError::corrupt("lifecycle records without a registration")
+            } else {
+                JournalError::NotRegistered
+            }));
+        };
+        let Some(fields) = snapshot.get(&lifecycle::path(hash)) else {
+            if snapshot.get(&audit::path(hash, 2)).is_some() {
+                return Err(Decision::Reject(JournalError::corrupt(
+                    "transition audit event without a lifecycle",
+                )));
+            }
+            return Ok(Loaded {
+                root,
+                current: None,
+            });
+        };
+        let current = Lifecycle::parse(hash, fields).map_err(Decision::Reject)?;
+        let partner_path = audit::path(hash, current.command_revision);
+        let next_path = audit::path(hash, current.command_revision + 1);
+        let missing: Vec<String> = [&partner_path, &next_path]
+            .into_iter()
+            .filter(|p| !snapshot.was_read(p))
+            .cloned()
+            .collect();
+        if !missing.is_empty() {
+            return Err(Decision::Read(missing));
+        }
+        if snapshot.get(&next_path).is_some() {
+            return Err(Decision::Reject(JournalError::corrupt(
+                "the next audit event already exists",
+            )));
+        }
+        let partner =
+            snapshot
+                .get(&partner_path)
+                .ok_or(Decision::Reject(JournalError::corrupt(
+                    "lifecycle without its current audit event",
+                )))?;
+        let event = TransitionEvent::parse(&audit::id(hash, current.command_revision), partner)
+            .map_err(Decision::Reject)?;
+        if !partners(&root, &current, &event) {
+            return Err(Decision::Reject(JournalError::corrupt(
+                "lifecycle disagrees with its current audit event",
+            )));
+        }
+        Ok(Loaded {
+            root,
+            current: Some(current),
+        })
+    }
+
+    fn event(&self, root: &RootDocument, after: &Lifecycle, event_type: EventType) -> Write {
+        let event = TransitionEvent {
+            command_key_hash: self.hash().clone(),
+            command_revision: after.command_revision,
+            event_type,
+            environment: root.environment,
+            caller_scope_kind: root.caller_scope_kind,
+            command_type: root.command_type.clone(),
+            fence_epoch: after.fence_epoch,
+            lease_expires_at: after.lease_expires_at,
+            occurred_at: after.updated_at,
+        };
+        Write::Create {
+            path: audit::path(self.hash(), after.command_revision),
+            fields: event.encode(),
+        }
+    }
+}
+
+/// The validated state a decision starts from.
+struct Loaded {
+    root: RootDocument,
+    current: Option<Lifecycle>,
+}
+
+/// The lifecycle and its current audit event describe the same transition, and
+/// neither predates the registration.
+fn partners(root: &RootDocument, current: &Lifecycle, event: &TransitionEvent) -> bool {
+    let expected_type = match current.state {
+        LifecycleState::Leased if current.fence_epoch == 1 => EventType::LeaseAcquired,
+        LifecycleState::Leased => EventType::LeaseTakenOver,
+        LifecycleState::Succeeded => EventType::Succeeded,
+        LifecycleState::FailedFinal => EventType::FailedFinal,
+    };
+    event.event_type == expected_type
+        && event.command_key_hash == current.command_key_hash
+        && event.environment == root.environment
+        && event.caller_scope_kind == root.caller_scope_kind
+        && event.command_type == root.command_type
+        && event.fence_epoch == current.fence_epoch
+        && event.lease_expires_at == current.lease_expires_at
+        && event.occurred_at == current.updated_at
+        && current.created_at >= root.registered_at
+}
+
+fn finish<O>(result: Result<Decision<O>, Decision<()>>) -> Decision<O> {
+    match result {
+        Ok(decision) => decision,
+        Err(Decision::Reject(error)) => Decision::Reject(error),
+        Err(Decision::Read(paths)) => Decision::Read(paths),
+        Err(_) => Decision::Reject(JournalError::corrupt("unexpected decision")),
+    }
+}
+
+/// A prepared `acquire_lease`.
+#[derive(Debug, Clone)]
+pub struct Acquire {
+    call: LeaseCall,
+}
+
+impl Acquire {
+    /// Prepares an acquisition by the holder in `call`.
+    pub fn new(call: LeaseCall) -> Self {
+        Self { call }
+    }
+
+    fn decide_inner(&self, snapshot: &Snapshot) -> Result<Decision<LeaseOutput>, Decision<()>> {
+        let call = &self.call;
+        let Loaded { root, current } = call.load(snapshot)?;
+        let now = call.now;
+        let Some(current) = current else {
+            if now < root.registered_at {
+                return Ok(Decision::Reject(JournalError::ClockRegression));
+            }
+            let Some(expires) = now.plus_seconds(LEASE_SECONDS) else {
+                return Ok(Decision::Reject(JournalError::ClockRegression));
+            };
+            let after = Lifecycle {
+                command_key_hash: call.hash().clone(),
+                state: LifecycleState::Leased,
+                command_revision: 2,
+                fence_epoch: 1,
+                lease_owner_fingerprint: call.owner.clone(),
+                lease_acquired_at: now,
+                lease_expires_at: expires,
+                created_at: now,
+                updated_at: now,
+                terminal_commitment: None,
+            };
+            let writes = vec![
+                Write::Create {
+                    path: lifecycle::path(call.hash()),
+                    fields: after.encode(),
+                },
+                call.event(&root, &after, EventType::LeaseAcquired),
+            ];
+            return Ok(Decision::Mutate(
+                writes,
+                LeaseOutput::Acquired {
+                    fence_epoch: 1,
+                    lease_expires_at: expires,
+                },
+            ));
+        };
+        let same_holder = current.lease_owner_fingerprint == call.owner;
+        let held = LeaseOutput::Acquired {
+            fence_epoch: current.fence_epoch,
+            lease_expires_at: current.lease_expires_at,
+        };
+        match current.state {
+            LifecycleState::Succeeded => return Ok(Decision::Observe(LeaseOutput::Succeeded)),
+            LifecycleState::FailedFinal => return Ok(Decision::Observe(LeaseOutput::FailedFinal)),
+            LifecycleState::Leased => {}
+        }
+        // An earlier-captured time only observes: it never takes over.
+        if now < current.updated_at || now < current.lease_expires_at {
+            return Ok(Decision::Observe(if same_holder {
+                held
+            } else {
+                LeaseOutput::Busy
+            }));
+        }
+        // Expired: a takeover by any holder, the same one included.
+        let fence_epoch = current.fence_epoch + 1;
+        let command_revision = current.command_revision + 1;
+        if command_revision > MAX_REVISION || fence_epoch > MAX_REVISION {
+            return Ok(Decision::Reject(JournalError::RevisionOverflow));
+        }
+        let Some(expires) = now.plus_seconds(LEASE_SECONDS) else {
+            return Ok(Decision::Reject(JournalError::ClockRegression));
+        };
+        let after = Lifecycle {
+            state: LifecycleState::Leased,
+            command_revision,
+            fence_epoch,
+            lease_owner_fingerprint: call.owner.clone(),
+            lease_acquired_at: now,
+            lease_expires_at: expires,
+            updated_at: now,
+            terminal_commitment: None,
+            ..current
+        };
+        let writes = vec![
+            Write::Replace {
+                path: lifecycle::path(call.hash()),
+                fields: after.encode(),
+            },
+            call.event(&root, &after, EventType::LeaseTakenOver),
+        ];
+        Ok(Decision::Mutate(
+            writes,
+            LeaseOutput::Acquired {
+                fence_epoch,
+                lease_expires_at: expires,
+            },
+        ))
+    }
+}
+
+impl Transition for Acquire {
+    type Output = LeaseOutput;
+
+    fn paths(&self) -> Vec<String> {
+        self.call.first_read()
+    }
+
+    fn decide(&self, snapshot: &Snapshot) -> Decision<LeaseOutput> {
+        finish(self.decide_inner(snapshot))
+    }
+}
+
+/// A prepared `complete_command` or `fail_command`.
+#[derive(Debug, Clone)]
+pub struct Terminal {
+    call: LeaseCall,
+    expected_fence_epoch: i64,
+    request: TerminalRequest,
+}
+
+impl Terminal {
+    /// Prepares a terminal transition by the holder in `call` at the fence it holds.
+    pub fn new(call: LeaseCall, expected_fence_epoch: i64, request: TerminalRequest) -> Self {
+        Self {
+            call,
+            expected_fence_epoch,
+            request,
+        }
+    }
+
+    fn output(&self) -> TerminalOutput {
+        match self.request {
+            TerminalRequest::Succeed(_) => TerminalOutput::Succeeded,
+            TerminalRequest::Fail => TerminalOutput::FailedFinal,
+        }
+    }
+
+    fn decide_inner(&self, snapshot: &Snapshot) -> Result<Decision<TerminalOutput>, Decision<()>> {
+        let call = &self.call;
+        let Loaded { root, current } = call.load(snapshot)?;
+        let Some(current) = current else {
+            return Ok(Decision::Reject(JournalError::LeaseNotHeld));
+        };
+        if current.lease_owner_fingerprint != call.owner {
+            return Ok(Decision::Reject(JournalError::LeaseNotHeld));
+        }
+        if current.fence_epoch != self.expected_fence_epoch {
+            return Ok(Decision::Reject(JournalError::StaleFence));
+        }
+        let wanted = match &self.request {
+            TerminalRequest::Succeed(commitment) => (LifecycleState::Succeeded, Some(commitment)),
+            TerminalRequest::Fail => (LifecycleState::FailedFinal, None),
+        };
+        if current.state != LifecycleState::Leased {
+            // Exact retry (even after the lease expired) observes; anything else conflicts.
+            let stored = (current.state, current.terminal_commitment.as_ref());
+            return Ok(if stored == wanted {
+                Decision::Observe(self.output())
+            } else {
+                Decision::Reject(JournalError::TerminalConflict)
+            });
+        }
+        let now = call.now;
+        // An earlier-captured time never finalizes.
+        if now < current.updated_at {
+            return Ok(Decision::Reject(JournalError::ClockRegression));
+        }
+        if now >= current.lease_expires_at {
+            return Ok(Decision::Reject(JournalError::LeaseExpired));
+        }
+        let command_revision = current.command_revision + 1;
+        if command_revision > MAX_REVISION {
+            return Ok(Decision::Reject(JournalError::RevisionOverflow));
+        }
+        let (state, commitment) = wanted;
+        let after = Lifecycle {
+            state,
+            command_revision,
+            updated_at: now,
+            terminal_commitment: commitment.cloned(),
+            ..current
+        };
+        let event_type = match state {
+            LifecycleState::Succeeded => EventType::Succeeded,
+            _ => EventType::FailedFinal,
+        };
+        let writes = vec![
+            Write::Replace {
+                path: lifecycle::path(call.hash()),
+                fields: after.encode(),
+            },
+            call.event(&root, &after, event_type),
+        ];
+        Ok(Decision::Mutate(writes, self.output()))
+    }
+}
+
+impl Transition for Terminal {
+    type Output = TerminalOutput;
+
+    fn paths(&self) -> Vec<String> {
+        self.call.first_read()
+    }
+
+    fn decide(&self, snapshot: &Snapshot) -> Decision<TerminalOutput> {
+        finish(self.decide_inner(snapshot))
+    }
+}
+
+/// The redacted state of a command, for `status`: no holder, no commitment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusOutput {
+    journal_schema_version: u8,
+    /// `registered`, `leased`, `succeeded` or `failed_final`.
+    pub state: &'static str,
+    /// The command revision (1 while only registered).
+    pub command_revision: i64,
+    /// The current fence, `None` while only registered.
+    pub fence_epoch: Option<i64>,
+    /// Whether a lease is active at the captured time (false unless leased).
+    pub lease_active: bool,
+}
+
+/// A prepared read-only `status`.
+#[derive(Debug, Clone)]
+pub struct Status {
+    call: LeaseCall,
+}
+
+impl Status {
+    /// Prepares a status read; `call`'s owner is not used.
+    pub fn new(call: LeaseCall) -> Self {
+        Self { call }
+    }
+
+    fn decide_inner(&self, snapshot: &Snapshot) -> Result<Decision<StatusOutput>, Decision<()>> {
+        let Loaded { current, .. } = self.call.load(snapshot)?;
+        let output = match current {
+            None => StatusOutput {
+                journal_schema_version: 1,
+                state: "registered",
+                command_revision: 1,
+                fence_epoch: None,
+                lease_active: false,
+            },
+            Some(lifecycle) => StatusOutput {
+                journal_schema_version: 1,
+                state: lifecycle.state.as_str(),
+                command_revision: lifecycle.command_revision,
+                fence_epoch: Some(lifecycle.fence_epoch),
+                lease_active: lifecycle.state == LifecycleState::Leased
+                    && self.call.now < lifecycle.lease_expires_at,
+            },
+        };
+        Ok(Decision::Observe(output))
+    }
+}
+
+impl Transition for Status {
+    type Output = StatusOutput;
+
+    fn paths(&self) -> Vec<String> {
+        self.call.first_read()
+    }
+
+    fn decide(&self, snapshot: &Snapshot) -> Decision<StatusOutput> {
+        finish(self.decide_inner(snapshot))
+    }
+}
+
+#[cfg(test)]
+mod tests;
