@@ -3,6 +3,8 @@
 //! The harness starts one emulator for this binary (or reuses
 //! `FIRESTORE_EMULATOR_HOST`); each test works in its own project.
 
+mod canary;
+mod cli;
 mod harness;
 mod lease;
 mod registration;

@@ -1,17 +1,78 @@
 //! Subcommand dispatch, shared by every subcommand of the binary.
 
+pub mod commands;
 pub mod exit;
 pub mod identity;
 pub mod input;
 
 use crate::{Args, Cmd};
+use command_journal::connection::{Connection, Target};
+use command_journal::time::ManualClock;
+use command_journal::{Journal, JournalError};
+use commands::Operation;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 /// Runs the parsed command line and returns the process exit code.
 pub async fn run(args: Args) -> ExitCode {
-    match args.command {
-        Cmd::Identity => exit::report(identity::run(&read_stdin())),
-        Cmd::Emulator => emulator().await,
+    let operation = match args.command {
+        Cmd::Identity => return exit::report(identity::run(&read_stdin())),
+        Cmd::Emulator => return emulator().await,
+        Cmd::Register => Operation::Register,
+        Cmd::Acquire => Operation::Acquire,
+        Cmd::Complete => Operation::Complete,
+        Cmd::Fail => Operation::Fail,
+        Cmd::Status => Operation::Status,
+    };
+    let options = Global {
+        project: args.project,
+        emulator_host: args.emulator_host,
+        at: args.at,
+    };
+    exit::report(commands::run(operation, &read_stdin(), || options.journal()).await)
+}
+
+/// The global options that choose the project, the target and the clock.
+pub struct Global {
+    project: Option<String>,
+    emulator_host: Option<String>,
+    at: Option<String>,
+}
+
+impl Global {
+    /// The emulator when a host is given, otherwise production.
+    pub fn target(&self) -> Target {
+        match self.emulator_host.as_deref().map(str::trim) {
+            Some(host) if !host.is_empty() => Target::Emulator(host.to_owned()),
+            _ => Target::Production,
+        }
+    }
+
+    /// Connects, with `--at` as the clock when given; `--at` is refused (exit 2, field
+    /// `at`) unless the target is an emulator.
+    pub async fn journal(&self) -> Result<Journal, JournalError> {
+        let target = self.target();
+        let clock = match &self.at {
+            None => None,
+            Some(_) if !target.is_emulator() => {
+                return Err(JournalError::InvalidInput { field: "at" });
+            }
+            Some(at) => {
+                let at = chrono::DateTime::parse_from_rfc3339(at)
+                    .map_err(|_| JournalError::InvalidInput { field: "at" })?;
+                Some(Arc::new(ManualClock::new(at.to_utc())))
+            }
+        };
+        let project = self
+            .project
+            .clone()
+            .or_else(|| std::env::var("GOOGLE_CLOUD_PROJECT").ok())
+            .ok_or(JournalError::InvalidInput { field: "project" })?;
+        let connection = Connection::connect(&project, target).await?;
+        Ok(match clock {
+            Some(clock) => Journal::with_clock(connection, clock),
+            None => Journal::new(connection),
+        })
     }
 }
 

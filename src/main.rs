@@ -33,6 +33,16 @@ struct Args {
 enum Cmd {
     /// Print the derived identity of the command on stdin.
     Identity,
+    /// Register the command on stdin exactly once.
+    Register,
+    /// Acquire the command's lease for `leaseId`.
+    Acquire,
+    /// Record success for the holder at `expectedFenceEpoch`.
+    Complete,
+    /// Record final failure for the holder at `expectedFenceEpoch`.
+    Fail,
+    /// Print the command's redacted state, revision and fence.
+    Status,
     /// Run the local emulator with firestore.rules in the foreground.
     Emulator,
 }

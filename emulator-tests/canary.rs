@@ -1,0 +1,155 @@
+//! No secret leaves the journal: after a workload that touches every document type
+//! and every outcome with canary values, no stored document, output, error or trace
+//! line contains a raw lease id, command id, caller id, payload value or terminal
+//! reference.
+
+use super::support::{self, list};
+use chrono::{DateTime, TimeDelta};
+use command_journal::Journal;
+use command_journal::identity::{
+    CommandInput, CommandRequest, LeaseId, TerminalReferenceFingerprint,
+};
+use command_journal::time::ManualClock;
+use serde_json::json;
+use std::sync::{Arc, Mutex};
+
+const CALLER: &str = "CANARYcallerZq81";
+const COMMAND_ID: &str = "c0ffee00-ca4a-4e11-8a5e-5ecre7000000";
+const COMMAND_ID_VALID: &str = "c0ffee00-ca4a-4e11-8a5e-0000deadbeef";
+const LEASE_A: &str = "1ea5e000-aaaa-4aaa-8aaa-00000000000a";
+const LEASE_B: &str = "1ea5e000-bbbb-4bbb-8bbb-00000000000b";
+const PAYLOAD: &str = "CANARYpayloadVx42";
+const REFERENCE: &str = "ca11ab1eca11ab1eca11ab1eca11ab1eca11ab1eca11ab1eca11ab1eca11ab1e";
+
+#[derive(Clone, Default)]
+struct Capture(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Capture {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn command(payload_value: &str) -> CommandInput {
+    let payload = json!({"note": payload_value, "nested": {"deep": [payload_value]}});
+    CommandInput::new(CommandRequest {
+        environment: "emulator",
+        caller_scope_kind: "guest",
+        caller_id: CALLER,
+        command_id: COMMAND_ID_VALID,
+        command_type: "checkout",
+        endpoint_schema_version: 7,
+        payload: &payload,
+    })
+    .expect("valid")
+}
+
+#[tokio::test]
+async fn no_raw_secret_reaches_documents_outputs_errors_or_traces() {
+    assert!(
+        COMMAND_ID.len() == 36,
+        "the invalid canary id has the UUID shape"
+    );
+    let capture = Capture::default();
+    let writer = capture.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let clock = Arc::new(ManualClock::new(
+        DateTime::from_timestamp(1_950_000_000, 0).expect("time"),
+    ));
+    let journal = Journal::with_clock(support::fresh_connection().await, clock.clone());
+    let cmd = command(PAYLOAD);
+    let a = LeaseId::parse(LEASE_A).expect("lease");
+    let b = LeaseId::parse(LEASE_B).expect("lease");
+    let reference = TerminalReferenceFingerprint::parse(REFERENCE).expect("reference");
+    let mut seen = String::new();
+    let mut record = |text: String| seen.push_str(&text);
+
+    record(format!("{:?}", journal.register_command(&cmd).await));
+    record(format!(
+        "{:?}",
+        journal.register_command(&command("CANARYother")).await
+    ));
+    record(format!("{:?}", journal.acquire_lease(&cmd, &a).await));
+    record(format!("{:?}", journal.acquire_lease(&cmd, &b).await));
+    record(format!(
+        "{:?}",
+        journal.complete_command(&cmd, &b, 1, &reference).await
+    ));
+    clock.advance(TimeDelta::seconds(60));
+    record(format!(
+        "{:?}",
+        journal.complete_command(&cmd, &a, 1, &reference).await
+    ));
+    record(format!("{:?}", journal.acquire_lease(&cmd, &b).await));
+    record(format!(
+        "{:?}",
+        journal.complete_command(&cmd, &b, 2, &reference).await
+    ));
+    record(format!("{:?}", journal.fail_command(&cmd, &b, 2).await));
+    record(format!("{:?}", journal.status(&cmd).await));
+    for output in [journal.acquire_lease(&cmd, &a).await] {
+        record(serde_json::to_string(&output.expect("terminal")).expect("json"));
+    }
+    let invalid = CommandInput::new(CommandRequest {
+        environment: "emulator",
+        caller_scope_kind: "guest",
+        caller_id: CALLER,
+        command_id: COMMAND_ID,
+        command_type: "checkout",
+        endpoint_schema_version: 7,
+        payload: &json!({}),
+    });
+    record(format!("{invalid:?}"));
+    if let Err(error) = &invalid {
+        record(error.to_string());
+    }
+
+    let connection = journal.connection();
+    let mut stored = String::new();
+    for collection in ["checkoutRequests", "auditEvents"] {
+        stored += &format!("{:?}", list(connection, "", collection).await);
+    }
+    let hash = cmd.identity().command_key_hash().to_string();
+    let lifecycles = list(connection, &format!("checkoutRequests/{hash}"), "lifecycle").await;
+    assert_eq!(lifecycles.len(), 1, "the sweep must see the lifecycle");
+    stored += &format!("{lifecycles:?}");
+    let traces =
+        String::from_utf8_lossy(&capture.0.lock().unwrap_or_else(|e| e.into_inner())).into_owned();
+    assert!(
+        !traces.is_empty(),
+        "the trace capture must have seen the workload"
+    );
+
+    for (what, text) in [
+        ("stored documents", &stored),
+        ("outputs and errors", &seen),
+        ("traces", &traces),
+    ] {
+        for canary in [
+            CALLER,
+            COMMAND_ID,
+            COMMAND_ID_VALID,
+            LEASE_A,
+            LEASE_B,
+            PAYLOAD,
+            "CANARYother",
+            REFERENCE,
+        ] {
+            assert!(!text.contains(canary), "{what} contain {canary}");
+        }
+    }
+}

@@ -1,0 +1,214 @@
+//! The `command-journal` binary against the emulator: exact output lines, exit codes
+//! and stored documents.
+
+use super::support::{self, list};
+use serde_json::{Value, json};
+use std::io::Write as _;
+use std::process::{Command, Stdio};
+
+const CLI: &str = env!("CARGO_BIN_EXE_command-journal");
+const COMMAND_ID: &str = "3f2504e0-4f89-41d3-9a0c-0305e82c3301";
+const LEASE_ID: &str = "9b2d7c1e-3a4f-4e5b-8c6d-7e8f9a0b1c2d";
+
+/// Runs the CLI with `args`, feeding `stdin`; returns (exit code, stdout line, stderr).
+fn cli(args: &[&str], stdin: &Value) -> (i32, Value, String) {
+    let mut child = Command::new(CLI)
+        .args(args)
+        .env_remove("FIRESTORE_EMULATOR_HOST")
+        .env_remove("GOOGLE_CLOUD_PROJECT")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin.to_string().as_bytes())
+        .expect("write stdin");
+    let output = child.wait_with_output().expect("wait");
+    let stdout = String::from_utf8(output.stdout).expect("utf-8");
+    assert_eq!(stdout.lines().count(), 1, "exactly one line: {stdout:?}");
+    let line = serde_json::from_str(stdout.trim()).expect("JSON line");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    (output.status.code().unwrap_or(-1), line, stderr)
+}
+
+fn args(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+fn input(extra: Value) -> Value {
+    let mut base = json!({
+        "environment": "emulator",
+        "callerScopeKind": "member",
+        "callerId": "CANARYcaller_cli",
+        "commandId": COMMAND_ID,
+        "commandType": "checkout",
+        "endpointSchemaVersion": 1,
+        "payload": {"sku": "CANARYpayload_cli"},
+    });
+    if let (Some(base), Value::Object(extra)) = (base.as_object_mut(), extra) {
+        base.extend(extra);
+    }
+    base
+}
+
+#[tokio::test]
+async fn register_acquire_complete_and_status_through_the_cli() {
+    let connection = support::fresh_connection().await;
+    let host = support::emulator().host().to_owned();
+    let project = connection.project().to_owned();
+    let at = |t: &'static str| -> Vec<String> {
+        ["--project", &project, "--emulator-host", &host, "--at", t]
+            .map(String::from)
+            .to_vec()
+    };
+    let t0 = at("2030-01-01T00:00:00.5Z");
+    let (code, out, _) = cli(
+        &[args(&t0).as_slice(), &["register"]].concat(),
+        &input(json!({})),
+    );
+    assert_eq!(code, 0);
+    assert_eq!(
+        out,
+        json!({"journalSchemaVersion":1,"outcome":"registered_new","state":"registered"})
+    );
+    assert_eq!(list(&connection, "", "checkoutRequests").await.len(), 1);
+    assert_eq!(list(&connection, "", "auditEvents").await.len(), 1);
+
+    let lease = input(json!({"leaseId": LEASE_ID}));
+    let (code, out, _) = cli(&[args(&t0).as_slice(), &["acquire"]].concat(), &lease);
+    assert_eq!(code, 0);
+    assert_eq!(
+        out,
+        json!({"journalSchemaVersion":1,"lifecycleSchemaVersion":1,"outcome":"lease_acquired",
+               "state":"leased","fenceEpoch":1,
+               "leaseExpiresAt":{"seconds":1_893_456_060_i64,"nanoseconds":500_000_000}})
+    );
+    let done = input(json!({"leaseId": LEASE_ID, "expectedFenceEpoch": 1,
+                            "terminalReferenceFingerprint": "ab".repeat(32)}));
+    let t1 = at("2030-01-01T00:00:30Z");
+    let (code, out, _) = cli(&[args(&t1).as_slice(), &["complete"]].concat(), &done);
+    assert_eq!(
+        (code, out["outcome"].clone()),
+        (0, json!("terminal_succeeded"))
+    );
+    let (code, out, _) = cli(
+        &[args(&t1).as_slice(), &["status"]].concat(),
+        &input(json!({})),
+    );
+    assert_eq!(code, 0);
+    assert_eq!(
+        out,
+        json!({"journalSchemaVersion":1,"state":"succeeded","commandRevision":3,"fenceEpoch":1,"leaseActive":false})
+    );
+    let failed = input(json!({"leaseId": LEASE_ID, "expectedFenceEpoch": 1}));
+    let (code, out, _) = cli(&[args(&t1).as_slice(), &["fail"]].concat(), &failed);
+    assert_eq!((code, out), (3, json!({"error": "terminal_conflict"})));
+
+    // Nothing raw was stored.
+    let mut text = String::new();
+    for collection in ["checkoutRequests", "auditEvents"] {
+        text += &format!("{:?}", list(&connection, "", collection).await);
+    }
+    text += &format!(
+        "{:?}",
+        list(
+            &connection,
+            &format!("checkoutRequests/{}", out_hash(&project, &host)),
+            "lifecycle"
+        )
+        .await
+    );
+    for canary in ["CANARY", COMMAND_ID, LEASE_ID, &"ab".repeat(32)] {
+        assert!(!text.contains(canary), "stored documents contain {canary}");
+    }
+}
+
+/// The command key hash of the test command, through the CLI's identity subcommand.
+fn out_hash(_project: &str, _host: &str) -> String {
+    let (code, out, _) = cli(&["identity"], &input(json!({})));
+    assert_eq!(code, 0);
+    out["commandKeyHash"].as_str().expect("hash").to_owned()
+}
+
+#[test]
+fn invalid_input_exits_2_naming_the_field_only() {
+    let (code, out, _) = cli(
+        &["identity"],
+        &input(json!({"commandId": "CANARY-not-a-uuid"})),
+    );
+    assert_eq!(
+        (code, out),
+        (2, json!({"error":"invalid_input","field":"commandId"}))
+    );
+    let (code, out, _) = cli(
+        &["identity"],
+        &json!({"environment": "emulator", "environment2": 1}),
+    );
+    assert_eq!(code, 2);
+    assert_eq!(out["error"], "invalid_input");
+    let mut text = input(json!({})).to_string();
+    text.insert_str(1, r#""callerId":"dup","#);
+    let output = Command::new(CLI)
+        .arg("identity")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            child
+                .stdin
+                .take()
+                .expect("stdin")
+                .write_all(text.as_bytes())?;
+            child.wait_with_output()
+        })
+        .expect("run");
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "duplicate keys are invalid input"
+    );
+}
+
+#[test]
+fn at_is_refused_unless_the_target_is_an_emulator() {
+    let (code, out, _) = cli(
+        &["--project", "p", "--at", "2030-01-01T00:00:00Z", "register"],
+        &input(json!({})),
+    );
+    assert_eq!(
+        (code, out),
+        (2, json!({"error":"invalid_input","field":"at"}))
+    );
+}
+
+#[test]
+fn an_unreachable_emulator_is_unavailable_exit_4_promptly() {
+    // A port nothing listens on: bind, read the port, close.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port")
+        .port();
+    let host = format!("127.0.0.1:{port}");
+    let started = std::time::Instant::now();
+    let (code, out, _) = cli(
+        &["--project", "p", "--emulator-host", &host, "register"],
+        &input(json!({})),
+    );
+    assert_eq!((code, out), (4, json!({"error":"unavailable"})));
+    // Ten attempts with at most 250 ms backoff each: bounded well under a minute.
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+}
+
+#[test]
+fn identity_prints_the_golden_vector() {
+    let vectors: Value =
+        serde_json::from_str(include_str!("../testdata/identity_vectors.json")).expect("vectors");
+    let case = &vectors["commands"][1];
+    let (code, out, _) = cli(&["identity"], &case["input"]);
+    assert_eq!(code, 0);
+    assert_eq!(out, case["expected"]);
+}
