@@ -9,3 +9,4 @@ mod harness;
 mod lease;
 mod registration;
 mod support;
+mod verify;

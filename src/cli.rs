@@ -4,6 +4,7 @@ pub mod commands;
 pub mod exit;
 pub mod identity;
 pub mod input;
+pub mod verify;
 
 use crate::{Args, Cmd};
 use command_journal::connection::{Connection, Target};
@@ -18,6 +19,14 @@ pub async fn run(args: Args) -> ExitCode {
     let operation = match args.command {
         Cmd::Identity => return exit::report(identity::run(&read_stdin())),
         Cmd::Emulator => return emulator().await,
+        Cmd::Verify => {
+            let options = Global {
+                project: args.project,
+                emulator_host: args.emulator_host,
+                at: args.at,
+            };
+            return verify::run(&options).await;
+        }
         Cmd::Register => Operation::Register,
         Cmd::Acquire => Operation::Acquire,
         Cmd::Complete => Operation::Complete,

@@ -483,6 +483,11 @@ impl LedgerKey {
         &self.feat_code
     }
 
+    /// The caller's idempotency key within the feat code.
+    pub fn idempotency_key(&self) -> &str {
+        &self.idempotency_key
+    }
+
     /// The ledger reservation id: the document id of the reservation.
     pub fn reservation_id(&self) -> Digest {
         frame_digest(

@@ -238,6 +238,11 @@ impl LeaseCall {
                 )))?;
         let event = TransitionEvent::parse(&audit::id(hash, current.command_revision), partner)
             .map_err(Decision::Reject)?;
+        if current.created_at < root.registered_at {
+            return Err(Decision::Reject(JournalError::corrupt(
+                "lifecycle predates its registration",
+            )));
+        }
         if !partners(&root, &current, &event) {
             return Err(Decision::Reject(JournalError::corrupt(
                 "lifecycle disagrees with its current audit event",
@@ -274,9 +279,8 @@ struct Loaded {
     current: Option<Lifecycle>,
 }
 
-/// The lifecycle and its current audit event describe the same transition, and
-/// neither predates the registration.
-fn partners(root: &RootDocument, current: &Lifecycle, event: &TransitionEvent) -> bool {
+/// The lifecycle and its current audit event describe the same transition.
+pub(crate) fn partners(root: &RootDocument, current: &Lifecycle, event: &TransitionEvent) -> bool {
     let expected_type = match current.state {
         LifecycleState::Leased if current.fence_epoch == 1 => EventType::LeaseAcquired,
         LifecycleState::Leased => EventType::LeaseTakenOver,
@@ -291,7 +295,6 @@ fn partners(root: &RootDocument, current: &Lifecycle, event: &TransitionEvent) -
         && event.fence_epoch == current.fence_epoch
         && event.lease_expires_at == current.lease_expires_at
         && event.occurred_at == current.updated_at
-        && current.created_at >= root.registered_at
 }
 
 fn finish<O>(result: Result<Decision<O>, Decision<()>>) -> Decision<O> {

@@ -14,6 +14,7 @@ pub mod registration;
 pub mod strict_json;
 pub mod time;
 pub mod transaction;
+pub mod verify;
 
 pub use error::JournalError;
 pub use journal::Journal;

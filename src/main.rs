@@ -43,6 +43,8 @@ enum Cmd {
     Fail,
     /// Print the command's redacted state, revision and fence.
     Status,
+    /// Scan the whole journal, print every broken invariant, write nothing (exit 5 if any).
+    Verify,
     /// Run the local emulator with firestore.rules in the foreground.
     Emulator,
 }

@@ -47,6 +47,19 @@ pub fn id(hash: &Digest, revision: i64) -> String {
     format!("commerce_command_{hash}_{revision:010}")
 }
 
+/// Splits an event id into its command key hash and revision; `None` unless it is
+/// exactly `commerce_command_{64 lowercase hex}_{10 digits}` with a revision of 1 or more.
+pub fn parse_id(id: &str) -> Option<(Digest, i64)> {
+    let rest = id.strip_prefix("commerce_command_")?;
+    let (hash, revision) = rest.split_once('_')?;
+    let hash = Digest::parse(hash)?;
+    if revision.len() != 10 || !revision.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let revision: i64 = revision.parse().ok()?;
+    (revision >= 1).then_some((hash, revision))
+}
+
 /// The event's path relative to the documents root.
 pub fn path(hash: &Digest, revision: i64) -> String {
     format!("{COLLECTION}/{}", id(hash, revision))

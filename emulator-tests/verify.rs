@@ -1,0 +1,378 @@
+//! The verifier against the emulator: a large clean journal verifies clean, every
+//! seeded corruption is reported with its code and path, and nothing is written.
+
+use super::support::{self, command, delete, get, list, put};
+use chrono::{DateTime, TimeDelta};
+use command_journal::Journal;
+use command_journal::identity::{CommandInput, LeaseId, TerminalReferenceFingerprint};
+use command_journal::time::ManualClock;
+use command_journal::verify::{FindingCode, VerifyReport, verify};
+use gcloud_sdk::google::firestore::v1::value::ValueType;
+use gcloud_sdk::google::firestore::v1::{Document, Value};
+use serde_json::json;
+use std::sync::Arc;
+
+fn lease(n: u64) -> LeaseId {
+    LeaseId::parse(&support::uuid(3, n)).expect("lease")
+}
+
+fn reference() -> TerminalReferenceFingerprint {
+    TerminalReferenceFingerprint::parse(&"7e".repeat(32)).expect("reference")
+}
+
+async fn journal() -> (Journal, Arc<ManualClock>) {
+    let clock = Arc::new(ManualClock::new(
+        DateTime::from_timestamp(1_960_000_000, 0).expect("time"),
+    ));
+    (
+        Journal::with_clock(support::fresh_connection().await, clock.clone()),
+        clock,
+    )
+}
+
+fn hash(cmd: &CommandInput) -> String {
+    cmd.identity().command_key_hash().to_string()
+}
+
+fn root_path(cmd: &CommandInput) -> String {
+    format!("checkoutRequests/{}", hash(cmd))
+}
+
+fn lifecycle_path(cmd: &CommandInput) -> String {
+    format!("checkoutRequests/{}/lifecycle/current", hash(cmd))
+}
+
+fn audit_path(cmd: &CommandInput, revision: i64) -> String {
+    format!("auditEvents/commerce_command_{}_{revision:010}", hash(cmd))
+}
+
+async fn run_verify(journal: &Journal) -> VerifyReport {
+    let mut calls = 0;
+    let report = verify(journal.connection(), &mut |_| calls += 1)
+        .await
+        .expect("verify runs");
+    assert!(calls >= 1, "progress is reported");
+    report
+}
+
+/// Every document of the project with its update time, to prove verify writes nothing.
+async fn everything(journal: &Journal) -> Vec<Document> {
+    let connection = journal.connection();
+    let mut all = list(connection, "", "checkoutRequests").await;
+    all.extend(list(connection, "", "auditEvents").await);
+    let roots: Vec<String> = all
+        .iter()
+        .filter_map(|d| d.name.split("/documents/").nth(1))
+        .filter(|p| p.starts_with("checkoutRequests/"))
+        .map(str::to_owned)
+        .collect();
+    for root in roots {
+        all.extend(list(connection, &root, "lifecycle").await);
+    }
+    all
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_clean_journal_of_several_thousand_documents_verifies_clean() {
+    let (journal, clock) = journal().await;
+    let commands: Vec<CommandInput> = (0..800)
+        .map(|n| command(10_000 + n, json!({"n": n})))
+        .collect();
+    let mut tasks = Vec::new();
+    for chunk in commands.chunks(50) {
+        let (journal, chunk) = (journal.clone(), chunk.to_vec());
+        tasks.push(tokio::spawn(async move {
+            for (i, cmd) in chunk.iter().enumerate() {
+                journal.register_command(cmd).await.expect("register");
+                journal
+                    .acquire_lease(cmd, &lease(1))
+                    .await
+                    .expect("acquire");
+                match i % 3 {
+                    0 => {
+                        journal
+                            .complete_command(cmd, &lease(1), 1, &reference())
+                            .await
+                            .expect("complete");
+                    }
+                    1 => {
+                        journal.fail_command(cmd, &lease(1), 1).await.expect("fail");
+                    }
+                    _ => {}
+                }
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.expect("task");
+    }
+    // Some takeovers too.
+    clock.advance(TimeDelta::seconds(61));
+    for cmd in commands.iter().skip(2).step_by(3).take(50) {
+        journal
+            .acquire_lease(cmd, &lease(2))
+            .await
+            .expect("takeover");
+    }
+    let report = run_verify(&journal).await;
+    assert!(report.clean, "{:?}", report.finding_counts);
+    assert_eq!(report.scanned.checkout_requests, 800);
+    assert_eq!(report.scanned.lifecycles, 800);
+    assert!(report.scanned.total() >= 3_500, "{:?}", report.scanned);
+}
+
+fn set(doc: &mut Document, field: &str, value: ValueType) {
+    doc.fields.insert(
+        field.to_owned(),
+        Value {
+            value_type: Some(value),
+        },
+    );
+}
+
+/// A journal with one command per scenario, each corrupted one way.
+#[tokio::test]
+async fn every_seeded_corruption_is_reported_with_its_code_and_path() {
+    let (journal, clock) = journal().await;
+    let connection = journal.connection();
+    let cmds: Vec<CommandInput> = (0..14)
+        .map(|n| command(20_000 + n, json!({"n": n})))
+        .collect();
+    for cmd in &cmds {
+        journal.register_command(cmd).await.expect("register");
+        journal
+            .acquire_lease(cmd, &lease(1))
+            .await
+            .expect("acquire");
+    }
+    // Commands 6 and 7 get a takeover (revision 3); 8 a success (revision 3).
+    clock.advance(TimeDelta::seconds(61));
+    for cmd in &cmds[6..8] {
+        journal
+            .acquire_lease(cmd, &lease(2))
+            .await
+            .expect("takeover");
+    }
+    journal
+        .acquire_lease(&cmds[11], &lease(2))
+        .await
+        .expect("takeover");
+    journal
+        .acquire_lease(&cmds[11], &lease(2))
+        .await
+        .expect("same");
+    journal
+        .complete_command(&cmds[8], &lease(1), 1, &reference())
+        .await
+        .err();
+    let fresh = journal
+        .acquire_lease(&cmds[8], &lease(3))
+        .await
+        .expect("takeover");
+    let command_journal::lease::LeaseOutput::Acquired { fence_epoch, .. } = fresh else {
+        panic!("expected a lease");
+    };
+    journal
+        .complete_command(&cmds[8], &lease(3), fence_epoch, &reference())
+        .await
+        .expect("complete");
+    assert_eq!(
+        run_verify(&journal).await.finding_counts.len(),
+        0,
+        "clean before damage"
+    );
+
+    let mut expected: Vec<(FindingCode, String)> = Vec::new();
+    // 0: malformed root.
+    let mut doc = get(connection, &root_path(&cmds[0])).await.expect("root");
+    set(&mut doc, "extra", ValueType::BooleanValue(true));
+    put(connection, &root_path(&cmds[0]), doc.fields).await;
+    expected.push((FindingCode::MalformedDocument, root_path(&cmds[0])));
+    // 1: orphan lifecycle and audit events (root deleted).
+    delete(connection, &root_path(&cmds[1])).await;
+    expected.push((FindingCode::OrphanLifecycle, lifecycle_path(&cmds[1])));
+    expected.push((FindingCode::OrphanAuditEvent, audit_path(&cmds[1], 1)));
+    expected.push((FindingCode::OrphanAuditEvent, audit_path(&cmds[1], 2)));
+    // 2: missing registration event.
+    delete(connection, &audit_path(&cmds[2], 1)).await;
+    expected.push((
+        FindingCode::MissingRegistrationEvent,
+        audit_path(&cmds[2], 1),
+    ));
+    // 3: registration event disagrees with its root.
+    let mut doc = get(connection, &audit_path(&cmds[3], 1))
+        .await
+        .expect("audit");
+    set(
+        &mut doc,
+        "commandType",
+        ValueType::StringValue("refund".into()),
+    );
+    put(connection, &audit_path(&cmds[3], 1), doc.fields).await;
+    expected.push((FindingCode::RegistrationMismatch, audit_path(&cmds[3], 1)));
+    // 4: lifecycle without its current event.
+    delete(connection, &audit_path(&cmds[4], 2)).await;
+    expected.push((
+        FindingCode::LifecycleWithoutCurrentEvent,
+        lifecycle_path(&cmds[4]),
+    ));
+    expected.push((FindingCode::AuditGap, audit_path(&cmds[4], 2)));
+    // 5: current event disagrees with the lifecycle.
+    let mut doc = get(connection, &audit_path(&cmds[5], 2))
+        .await
+        .expect("audit");
+    set(
+        &mut doc,
+        "occurredAt",
+        ValueType::TimestampValue(gcloud_sdk::prost_types::Timestamp {
+            seconds: 1_960_000_005,
+            nanos: 0,
+        }),
+    );
+    put(connection, &audit_path(&cmds[5], 2), doc.fields).await;
+    expected.push((FindingCode::LifecycleEventMismatch, audit_path(&cmds[5], 2)));
+    // 6: a gap in the chain (revision 2 of 3 deleted).
+    delete(connection, &audit_path(&cmds[6], 2)).await;
+    expected.push((FindingCode::AuditGap, audit_path(&cmds[6], 2)));
+    // 7: an extra event beyond the lifecycle's revision.
+    let doc = get(connection, &audit_path(&cmds[7], 3))
+        .await
+        .expect("audit");
+    let mut extra = doc.clone();
+    set(&mut extra, "commandRevision", ValueType::IntegerValue(4));
+    set(&mut extra, "fenceEpoch", ValueType::IntegerValue(3));
+    put(connection, &audit_path(&cmds[7], 4), extra.fields).await;
+    expected.push((FindingCode::ExtraAuditEvent, audit_path(&cmds[7], 4)));
+    // 8: an event recorded after the terminal one.
+    let terminal = get(connection, &audit_path(&cmds[8], 4))
+        .await
+        .expect("terminal event");
+    let mut after = terminal.clone();
+    set(&mut after, "commandRevision", ValueType::IntegerValue(5));
+    set(&mut after, "fenceEpoch", ValueType::IntegerValue(4));
+    set(
+        &mut after,
+        "eventType",
+        ValueType::StringValue("command_lease_taken_over".into()),
+    );
+    set(
+        &mut after,
+        "fromState",
+        ValueType::StringValue("leased".into()),
+    );
+    set(
+        &mut after,
+        "toState",
+        ValueType::StringValue("leased".into()),
+    );
+    put(connection, &audit_path(&cmds[8], 5), after.fields).await;
+    expected.push((FindingCode::ExtraAuditEvent, audit_path(&cmds[8], 5)));
+    expected.push((FindingCode::ChangedAfterTerminal, audit_path(&cmds[8], 5)));
+    // A takeover's revision pins its fence, so after a terminal event (which costs a
+    // revision but no fence) it cannot be the fence plus one.
+    expected.push((FindingCode::FenceNotIncremented, audit_path(&cmds[8], 5)));
+    // 9: unexpected documents next to the journal.
+    let stray = get(connection, &root_path(&cmds[9])).await.expect("root");
+    put(
+        connection,
+        "auditEvents/not_a_journal_event",
+        stray.fields.clone(),
+    )
+    .await;
+    put(
+        connection,
+        "checkoutRequests/not-a-hash",
+        stray.fields.clone(),
+    )
+    .await;
+    put(
+        connection,
+        &format!("{}/lifecycle/other", root_path(&cmds[9])),
+        stray.fields,
+    )
+    .await;
+    expected.push((
+        FindingCode::UnexpectedDocument,
+        "auditEvents/not_a_journal_event".into(),
+    ));
+    expected.push((
+        FindingCode::UnexpectedDocument,
+        "checkoutRequests/not-a-hash".into(),
+    ));
+    expected.push((
+        FindingCode::UnexpectedDocument,
+        format!("{}/lifecycle/other", root_path(&cmds[9])),
+    ));
+    // 10: the lifecycle predates the registration.
+    let late = ValueType::TimestampValue(gcloud_sdk::prost_types::Timestamp {
+        seconds: 1_960_000_030,
+        nanos: 0,
+    });
+    let mut doc = get(connection, &root_path(&cmds[10])).await.expect("root");
+    set(&mut doc, "registeredAt", late.clone());
+    put(connection, &root_path(&cmds[10]), doc.fields).await;
+    let mut doc = get(connection, &audit_path(&cmds[10], 1))
+        .await
+        .expect("audit");
+    set(&mut doc, "occurredAt", late);
+    put(connection, &audit_path(&cmds[10], 1), doc.fields).await;
+    expected.push((FindingCode::TimestampRegression, lifecycle_path(&cmds[10])));
+    // 12: a malformed lifecycle.
+    let mut doc = get(connection, &lifecycle_path(&cmds[12]))
+        .await
+        .expect("lifecycle");
+    set(&mut doc, "state", ValueType::StringValue("paused".into()));
+    put(connection, &lifecycle_path(&cmds[12]), doc.fields).await;
+    expected.push((FindingCode::MalformedDocument, lifecycle_path(&cmds[12])));
+    // 13: a malformed audit event.
+    let mut doc = get(connection, &audit_path(&cmds[13], 2))
+        .await
+        .expect("audit");
+    set(&mut doc, "fenceEpoch", ValueType::DoubleValue(1.0));
+    put(connection, &audit_path(&cmds[13], 2), doc.fields).await;
+    expected.push((FindingCode::MalformedDocument, audit_path(&cmds[13], 2)));
+
+    let before = everything(&journal).await;
+    let report = run_verify(&journal).await;
+    assert!(!report.clean);
+    let mut found: Vec<(FindingCode, String)> = report
+        .findings
+        .iter()
+        .map(|f| (f.code, f.path.clone()))
+        .collect();
+    found.sort();
+    expected.sort();
+    assert_eq!(found, expected);
+    assert_eq!(everything(&journal).await, before, "verify writes nothing");
+}
+
+#[tokio::test]
+async fn the_cli_exits_5_on_findings_and_0_when_clean() {
+    let (journal, _clock) = journal().await;
+    let connection = journal.connection();
+    let cmd = command(30_000, json!({}));
+    journal.register_command(&cmd).await.expect("register");
+    let cli = |journal: &Journal| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_command-journal"))
+            .args([
+                "--project",
+                journal.connection().project(),
+                "--emulator-host",
+                support::emulator().host(),
+                "verify",
+            ])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("run verify")
+    };
+    let clean = cli(&journal);
+    assert_eq!(clean.status.code(), Some(0));
+    let report: serde_json::Value = serde_json::from_slice(&clean.stdout).expect("json");
+    assert_eq!(report["clean"], true);
+    assert!(String::from_utf8_lossy(&clean.stderr).contains("verify: clean"));
+    delete(connection, &audit_path(&cmd, 1)).await;
+    let broken = cli(&journal);
+    assert_eq!(broken.status.code(), Some(5));
+    let report: serde_json::Value = serde_json::from_slice(&broken.stdout).expect("json");
+    assert_eq!(report["findingCounts"]["missing_registration_event"], 1);
+}
