@@ -1,6 +1,7 @@
 //! Subcommand dispatch, shared by every subcommand of the binary.
 
 pub mod commands;
+pub mod demo;
 pub mod exit;
 pub mod identity;
 pub mod input;
@@ -19,6 +20,18 @@ pub async fn run(args: Args) -> ExitCode {
     let operation = match args.command {
         Cmd::Identity => return exit::report(identity::run(&read_stdin())),
         Cmd::Emulator => return emulator().await,
+        Cmd::Demo {
+            commands,
+            workers,
+            seed,
+        } => {
+            let options = demo::DemoOptions {
+                commands,
+                workers,
+                seed,
+            };
+            return demo::run(args.emulator_host, options).await;
+        }
         Cmd::Verify => {
             let options = Global {
                 project: args.project,

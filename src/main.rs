@@ -47,6 +47,18 @@ enum Cmd {
     Verify,
     /// Run the local emulator with firestore.rules in the foreground.
     Emulator,
+    /// Run a worked workload on a private emulator and print what happened.
+    Demo {
+        /// Commands in the workload.
+        #[arg(long, default_value_t = 60)]
+        commands: u64,
+        /// Workers sent at each unfinished command per round.
+        #[arg(long, default_value_t = 4)]
+        workers: u64,
+        /// Seed of every random choice.
+        #[arg(long, default_value_t = 2026)]
+        seed: u64,
+    },
 }
 
 fn main() -> ExitCode {

@@ -1,0 +1,361 @@
+//! `command-journal demo`: the main job on the embedded default. Starts its own
+//! emulator (unless one is named), runs a seeded workload of racing, crashing, stale
+//! and retrying workers over many commands with a manual clock that moves leases past
+//! expiry, then prints a table of what happened and the verifier's verdict.
+
+use chrono::{DateTime, TimeDelta};
+use command_journal::connection::{Connection, Target};
+use command_journal::emulator::Emulator;
+use command_journal::identity::{
+    CommandInput, CommandRequest, LeaseId, TerminalReferenceFingerprint,
+};
+use command_journal::lease::{LeaseOutput, TerminalOutput};
+use command_journal::time::ManualClock;
+use command_journal::{Journal, JournalError};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Size and seed of the workload.
+#[derive(Debug, Clone, Copy)]
+pub struct DemoOptions {
+    /// Commands to run.
+    pub commands: u64,
+    /// Workers sent at each unfinished command per round.
+    pub workers: u64,
+    /// Seed of every random choice.
+    pub seed: u64,
+}
+
+#[derive(Default)]
+struct Tally {
+    registrations_new: AtomicU64,
+    registrations_existing: AtomicU64,
+    acquisitions: AtomicU64,
+    takeovers: AtomicU64,
+    busy: AtomicU64,
+    lost_responses_retried: AtomicU64,
+    crashed_holders: AtomicU64,
+    stale_rejections: AtomicU64,
+    succeeded: AtomicU64,
+    failed: AtomicU64,
+    terminal_observed: AtomicU64,
+    unexpected: AtomicU64,
+}
+
+fn bump(counter: &AtomicU64) {
+    counter.fetch_add(1, Ordering::Relaxed);
+}
+
+fn uuid(rng: &mut fastrand::Rng) -> String {
+    let mut bytes = [0_u8; 16];
+    rng.fill(&mut bytes);
+    uuid::Builder::from_random_bytes(bytes)
+        .into_uuid()
+        .to_string()
+}
+
+fn demo_command(rng: &mut fastrand::Rng, n: u64) -> Result<CommandInput, JournalError> {
+    let id = uuid(rng);
+    let caller = format!("member_{}", rng.u32(..10_000));
+    let payload = serde_json::json!({"sku": format!("sku-{}", n % 17), "quantity": 1 + n % 3, "priceCents": 1250 + n});
+    CommandInput::new(CommandRequest {
+        environment: "emulator",
+        caller_scope_kind: "member",
+        caller_id: &caller,
+        command_id: &id,
+        command_type: "checkout",
+        endpoint_schema_version: 1,
+        payload: &payload,
+    })
+}
+
+/// A worker that crashed holding a lease: it comes back later and tries to finish.
+struct Stale {
+    command: usize,
+    lease: LeaseId,
+    fence: i64,
+}
+
+fn progress(done: u64, total: u64) {
+    let width = 30;
+    let filled = usize::try_from(done * width / total.max(1)).unwrap_or(0);
+    eprint!(
+        "\r  [{}{}] {done}/{total} commands terminal",
+        "#".repeat(filled),
+        ".".repeat(usize::try_from(width).unwrap_or(30).saturating_sub(filled))
+    );
+}
+
+/// Runs the demo; `host` is an emulator to use instead of starting one.
+pub async fn run(host: Option<String>, options: DemoOptions) -> ExitCode {
+    let started = std::time::Instant::now();
+    let owned;
+    let host = match host {
+        Some(host) => host,
+        None => {
+            eprintln!("demo: starting the Firestore emulator…");
+            owned = match tokio::task::spawn_blocking(Emulator::start).await {
+                Ok(Ok(emulator)) => emulator,
+                Ok(Err(error)) => {
+                    eprintln!("demo: {error}");
+                    return super::exit::unavailable();
+                }
+                Err(_) => return super::exit::unavailable(),
+            };
+            owned.host().to_owned()
+        }
+    };
+    match workload(&host, options).await {
+        Ok(clean) => {
+            eprintln!("demo: finished in {:.1} s", started.elapsed().as_secs_f64());
+            if clean {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(5)
+            }
+        }
+        Err(error) => super::exit::report(Err(error)),
+    }
+}
+
+async fn workload(host: &str, options: DemoOptions) -> Result<bool, JournalError> {
+    let mut rng = fastrand::Rng::with_seed(options.seed);
+    let project = format!("demo-{}-{:06x}", std::process::id(), rng.u32(..0xff_ffff));
+    let connection = Connection::connect(&project, Target::Emulator(host.to_owned())).await?;
+    let clock = Arc::new(ManualClock::new(
+        DateTime::from_timestamp(1_900_000_000, 0).unwrap_or_default(),
+    ));
+    let journal = Journal::with_clock(connection, clock.clone());
+    let tally = Arc::new(Tally::default());
+    let commands: Vec<CommandInput> = (0..options.commands)
+        .map(|n| demo_command(&mut rng, n))
+        .collect::<Result<_, _>>()?;
+    eprintln!(
+        "demo: {} commands, {} workers per command and round, seed {}",
+        options.commands, options.workers, options.seed
+    );
+
+    // Two registrars race per command (a lost response and its retry).
+    let mut tasks = Vec::new();
+    for command in &commands {
+        for _ in 0..2 {
+            let (journal, command, tally) = (journal.clone(), command.clone(), tally.clone());
+            tasks.push(tokio::spawn(async move {
+                use command_journal::registration::RegistrationOutcome::*;
+                match journal.register_command(&command).await?.outcome() {
+                    RegisteredNew => bump(&tally.registrations_new),
+                    RegisteredExisting => bump(&tally.registrations_existing),
+                }
+                Ok::<(), JournalError>(())
+            }));
+        }
+    }
+    for task in tasks.drain(..) {
+        task.await.map_err(|_| JournalError::Unavailable)??;
+    }
+
+    let mut terminal = vec![false; commands.len()];
+    let mut stale: Vec<Stale> = Vec::new();
+    let total = options.commands;
+    progress(0, total);
+    for _round in 0..30 {
+        if terminal.iter().all(|t| *t) {
+            break;
+        }
+        let mut round = Vec::new();
+        for (index, command) in commands.iter().enumerate().filter(|(i, _)| !terminal[*i]) {
+            for _ in 0..options.workers {
+                let plan = Plan {
+                    lease: LeaseId::parse(&uuid(&mut rng))?,
+                    lost_acquire: rng.u8(..100) < 20,
+                    lost_terminal: rng.u8(..100) < 20,
+                    action: match rng.u8(..100) {
+                        0..55 => Action::Complete,
+                        55..65 => Action::Fail,
+                        _ => Action::Crash,
+                    },
+                    reference: TerminalReferenceFingerprint::parse(&format!(
+                        "{:064x}",
+                        rng.u128(..)
+                    ))?,
+                };
+                let (journal, command, tally) = (journal.clone(), command.clone(), tally.clone());
+                round.push(tokio::spawn(async move {
+                    let crashed = worker(&journal, &command, &plan, &tally).await?;
+                    Ok::<_, JournalError>((index, crashed.map(|fence| (plan.lease, fence))))
+                }));
+            }
+        }
+        for task in round {
+            let (index, crashed) = task.await.map_err(|_| JournalError::Unavailable)??;
+            if let Some((lease, fence)) = crashed {
+                stale.push(Stale {
+                    command: index,
+                    lease,
+                    fence,
+                });
+            }
+        }
+        // Leases held by crashed workers expire; the stale workers come back.
+        clock.advance(TimeDelta::seconds(61));
+        for s in stale.drain(..) {
+            let reference = TerminalReferenceFingerprint::parse(&"5a".repeat(32))?;
+            match journal
+                .complete_command(&commands[s.command], &s.lease, s.fence, &reference)
+                .await
+            {
+                Err(
+                    JournalError::LeaseExpired
+                    | JournalError::LeaseNotHeld
+                    | JournalError::StaleFence,
+                ) => bump(&tally.stale_rejections),
+                Err(JournalError::TerminalConflict) => bump(&tally.stale_rejections),
+                Ok(_) | Err(_) => bump(&tally.unexpected),
+            }
+        }
+        for (index, command) in commands.iter().enumerate() {
+            if !terminal[index] {
+                let status = journal.status(command).await?;
+                terminal[index] = matches!(status.state, "succeeded" | "failed_final");
+            }
+        }
+        progress(terminal.iter().filter(|t| **t).count() as u64, total);
+    }
+    eprintln!();
+
+    let mut progress_line = |read: u64| eprint!("\r  verify: {read} documents read");
+    let report = command_journal::verify::verify(journal.connection(), &mut progress_line).await?;
+    eprintln!();
+    let stats = journal.stats();
+    let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+    let rows: Vec<(&str, u64)> = vec![
+        ("commands", options.commands),
+        ("registered new / existing", 0),
+        ("acquisitions", get(&tally.acquisitions)),
+        ("  of which takeovers", get(&tally.takeovers)),
+        ("busy answers", get(&tally.busy)),
+        ("lost responses retried", get(&tally.lost_responses_retried)),
+        (
+            "workers crashed holding a lease",
+            get(&tally.crashed_holders),
+        ),
+        ("stale rejections", get(&tally.stale_rejections)),
+        ("succeeded", get(&tally.succeeded)),
+        ("failed", get(&tally.failed)),
+        ("terminal observations", get(&tally.terminal_observed)),
+        ("audit events", report.scanned.audit_events),
+        ("attempts / RPCs", 0),
+        ("unexpected answers", get(&tally.unexpected)),
+    ];
+    println!();
+    println!("  {:<34} {:>10}", "what", "count");
+    println!("  {:-<34} {:->10}", "", "");
+    for (name, value) in rows {
+        match name {
+            "registered new / existing" => println!(
+                "  {name:<34} {:>10}",
+                format!(
+                    "{} / {}",
+                    get(&tally.registrations_new),
+                    get(&tally.registrations_existing)
+                )
+            ),
+            "attempts / RPCs" => println!(
+                "  {name:<34} {:>10}",
+                format!("{} / {}", stats.attempts, stats.rpcs())
+            ),
+            _ => println!("  {name:<34} {value:>10}"),
+        }
+    }
+    println!();
+    if report.clean {
+        println!("verify: clean ({} documents)", report.scanned.total());
+    } else {
+        println!(
+            "verify: {} broken invariants: {:?}",
+            report.findings.len(),
+            report.finding_counts
+        );
+    }
+    Ok(report.clean && get(&tally.unexpected) == 0)
+}
+
+#[derive(Clone, Copy)]
+enum Action {
+    Complete,
+    Fail,
+    Crash,
+}
+
+struct Plan {
+    lease: LeaseId,
+    lost_acquire: bool,
+    lost_terminal: bool,
+    action: Action,
+    reference: TerminalReferenceFingerprint,
+}
+
+/// One worker attempt; returns the fence it held if it crashed holding the lease.
+async fn worker(
+    journal: &Journal,
+    command: &CommandInput,
+    plan: &Plan,
+    tally: &Tally,
+) -> Result<Option<i64>, JournalError> {
+    let first = journal.acquire_lease(command, &plan.lease).await?;
+    let fence = match first {
+        LeaseOutput::Busy => {
+            bump(&tally.busy);
+            return Ok(None);
+        }
+        LeaseOutput::Succeeded | LeaseOutput::FailedFinal => {
+            bump(&tally.terminal_observed);
+            return Ok(None);
+        }
+        LeaseOutput::Acquired { fence_epoch, .. } => fence_epoch,
+    };
+    bump(&tally.acquisitions);
+    if fence > 1 {
+        bump(&tally.takeovers);
+    }
+    if plan.lost_acquire {
+        // The response was lost: the retry must answer exactly the same.
+        bump(&tally.lost_responses_retried);
+        if journal.acquire_lease(command, &plan.lease).await? != first {
+            bump(&tally.unexpected);
+        }
+    }
+    let outcome = match plan.action {
+        Action::Crash => {
+            bump(&tally.crashed_holders);
+            return Ok(Some(fence));
+        }
+        Action::Complete => {
+            journal
+                .complete_command(command, &plan.lease, fence, &plan.reference)
+                .await
+        }
+        Action::Fail => journal.fail_command(command, &plan.lease, fence).await,
+    };
+    match outcome {
+        Ok(TerminalOutput::Succeeded) => bump(&tally.succeeded),
+        Ok(TerminalOutput::FailedFinal) => bump(&tally.failed),
+        Err(_) => bump(&tally.unexpected),
+    }
+    if plan.lost_terminal {
+        bump(&tally.lost_responses_retried);
+        let again = match plan.action {
+            Action::Complete => {
+                journal
+                    .complete_command(command, &plan.lease, fence, &plan.reference)
+                    .await
+            }
+            _ => journal.fail_command(command, &plan.lease, fence).await,
+        };
+        if again != outcome {
+            bump(&tally.unexpected);
+        }
+    }
+    Ok(None)
+}
