@@ -132,6 +132,12 @@ pub struct LeaseId(String);
 redacted_debug!(LeaseId);
 
 impl LeaseId {
+    /// A fresh random lease id, for one logical worker attempt (trusted server code
+    /// generates it; it is never taken from a browser).
+    pub fn generate() -> Self {
+        Self(uuid::Uuid::new_v4().hyphenated().to_string())
+    }
+
     /// Validates the lease id's format.
     pub fn parse(text: &str) -> Result<Self, JournalError> {
         parse_uuid_v4(text)

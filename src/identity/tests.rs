@@ -367,3 +367,11 @@ fn no_error_or_debug_output_contains_raw_input() {
         assert!(!text.contains(canary), "error leaked {canary}: {text}");
     }
 }
+
+#[test]
+fn generated_lease_ids_are_valid_distinct_v4() {
+    let a = LeaseId::generate();
+    let b = LeaseId::generate();
+    assert_ne!(a, b);
+    assert_eq!(LeaseId::parse(&a.0), Ok(a.clone()));
+}
