@@ -204,7 +204,11 @@ impl LeaseCall {
             }));
         };
         let Some(fields) = snapshot.get(&lifecycle::path(hash)) else {
-            if snapshot.get(&audit::path(hash, 2)).is_some() {
+            // Without a lifecycle no transition event may exist (every one read).
+            let stray = SPECULATIVE_AUDITS
+                .clone()
+                .any(|r| snapshot.get(&audit::path(hash, r)).is_some());
+            if stray {
                 return Err(Decision::Reject(JournalError::corrupt(
                     "transition audit event without a lifecycle",
                 )));
