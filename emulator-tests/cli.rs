@@ -212,3 +212,97 @@ fn identity_prints_the_golden_vector() {
     assert_eq!(code, 0);
     assert_eq!(out, case["expected"]);
 }
+
+#[test]
+fn ledger_fingerprint_matches_the_independent_implementation_byte_for_byte() {
+    let vectors: Value =
+        serde_json::from_str(include_str!("../testdata/ledger_vectors.json")).expect("vectors");
+    let cases = vectors["cases"].as_array().expect("cases");
+    assert!(cases.len() >= 12);
+    for case in cases {
+        let (code, out, _) = cli(&["ledger", "fingerprint"], &case["input"]);
+        assert_eq!(code, 0, "{}", case["name"]);
+        assert_eq!(
+            out["canonical"], case["expected"]["canonical"],
+            "{}",
+            case["name"]
+        );
+        assert_eq!(
+            out["fingerprint"], case["expected"]["fingerprint"],
+            "{}",
+            case["name"]
+        );
+        assert_eq!(
+            out["fingerprintVersion"], case["expected"]["fingerprintVersion"],
+            "{}",
+            case["name"]
+        );
+    }
+}
+
+#[test]
+fn ledger_accept_validates_before_connecting() {
+    // Invalid input is exit 2 even with no reachable target.
+    let (code, out, _) = cli(
+        &[
+            "--project",
+            "p",
+            "--emulator-host",
+            "127.0.0.1:9",
+            "ledger",
+            "accept",
+        ],
+        &json!({"classId": "c"}),
+    );
+    assert_eq!(code, 2);
+    assert_eq!(out["error"], "invalid_input");
+}
+
+#[tokio::test]
+async fn ledger_accept_and_replay_through_the_cli() {
+    let connection = support::fresh_connection().await;
+    let host = support::emulator().host().to_owned();
+    let project = connection.project().to_owned();
+    let base = [
+        "--project",
+        project.as_str(),
+        "--emulator-host",
+        host.as_str(),
+    ];
+    let plan = json!({
+        "family": "store_purchase",
+        "fingerprintVersion": 5,
+        "effects": [{"seat_id": "seat-A", "target_seat_id": "seat-A", "actor_seat_id": "seat-A",
+                     "mechanism": "WALLET", "amount": "12.5", "account_type": "checking",
+                     "type": "DEBIT", "policy_id": "policy-7"}],
+        "intent": {"policyUuid": "6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b", "quantity": 2},
+    });
+    let accept = |plan: &Value| {
+        json!({"classId": "class-1", "featCode": "STORE", "idempotencyKey": "key-1",
+               "scope": {"seatId": "seat-A", "actorSeatId": "seat-A"}, "plan": plan})
+    };
+    let (code, first, _) = cli(&[&base[..], &["ledger", "accept"]].concat(), &accept(&plan));
+    assert_eq!(
+        (code, first["outcome"].clone()),
+        (0, json!("accepted")),
+        "{first}"
+    );
+    let (code, again, _) = cli(&[&base[..], &["ledger", "accept"]].concat(), &accept(&plan));
+    assert_eq!((code, again["outcome"].clone()), (0, json!("replayed")));
+    assert_eq!(again["effectIds"], first["effectIds"]);
+    let mut changed = plan.clone();
+    changed["intent"]["quantity"] = json!(3);
+    let (code, out, _) = cli(
+        &[&base[..], &["ledger", "accept"]].concat(),
+        &accept(&changed),
+    );
+    assert_eq!((code, out), (3, json!({"error": "replay_mismatch"})));
+    let replay = json!({"classId": "class-1", "featCode": "STORE", "idempotencyKey": "key-1",
+                        "scope": {"seatId": "seat-A", "actorSeatId": "seat-A"},
+                        "charge": {"family": "store_purchase",
+                                   "intent": {"policyUuid": "6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b", "quantity": 2}}});
+    let (code, out, _) = cli(&[&base[..], &["ledger", "replay"]].concat(), &replay);
+    assert_eq!((code, out["outcome"].clone()), (0, json!("replayed")));
+    assert_eq!(list(&connection, "", "ledgerReservations").await.len(), 1);
+    assert_eq!(list(&connection, "", "ledgerTransactions").await.len(), 1);
+}

@@ -7,6 +7,7 @@ mod canary;
 mod cli;
 mod harness;
 mod lease;
+mod ledger;
 mod registration;
 mod support;
 mod verify;

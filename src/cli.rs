@@ -5,6 +5,7 @@ pub mod demo;
 pub mod exit;
 pub mod identity;
 pub mod input;
+pub mod ledger;
 pub mod verify;
 
 use crate::{Args, Cmd};
@@ -32,6 +33,14 @@ pub async fn run(args: Args) -> ExitCode {
             };
             return demo::run(args.emulator_host, options).await;
         }
+        Cmd::Ledger { action } => {
+            let options = Global {
+                project: args.project,
+                emulator_host: args.emulator_host,
+                at: args.at,
+            };
+            return ledger_command(action, &options).await;
+        }
         Cmd::Verify => {
             let options = Global {
                 project: args.project,
@@ -52,6 +61,28 @@ pub async fn run(args: Args) -> ExitCode {
         at: args.at,
     };
     exit::report(commands::run(operation, &read_stdin(), || options.journal()).await)
+}
+
+async fn ledger_command(action: crate::LedgerCmd, options: &Global) -> ExitCode {
+    let stdin = read_stdin();
+    let (name, needs_journal) = match action {
+        crate::LedgerCmd::Fingerprint => ("fingerprint", false),
+        crate::LedgerCmd::Accept => ("accept", true),
+        crate::LedgerCmd::Replay => ("replay", true),
+    };
+    if !needs_journal {
+        return exit::report(ledger::run(name, &stdin, None).await);
+    }
+    // Validate the input before connecting: invalid input is exit 2 whatever the target.
+    if let Err(error) = ledger::run(name, &stdin, None).await
+        && error != JournalError::Unavailable
+    {
+        return exit::report(Err(error));
+    }
+    match options.journal().await {
+        Ok(journal) => exit::report(ledger::run(name, &stdin, Some(&journal)).await),
+        Err(error) => exit::report(Err(error)),
+    }
 }
 
 /// The global options that choose the project, the target and the clock.

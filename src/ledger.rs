@@ -1,7 +1,30 @@
 //! Ledger idempotency reservations (SPEC-LED-002, seed 003) as DESIGN.md maps them
 //! onto Firestore.
 //!
-//! [`fingerprint`] holds the pure, versioned replay-fingerprint serializers; it does
-//! no I/O.
+//! - [`fingerprint`]: the pure, versioned replay-fingerprint serializers;
+//! - [`reservation`] and [`effect`]: the strict codecs of `ledgerReservations/{id}`
+//!   and `ledgerTransactions/{id}`;
+//! - `accept`, `replay`, `migration`: prepared operations with pure `decide`s, run by
+//!   the journal's one transaction runner through [`Journal`](crate::Journal)'s
+//!   `accept_ledger_command`, `replay_reserved_charge`, `replay_reserved_reversal`
+//!   and `link_historical_effects`;
+//! - [`outcome`]: what those operations answer.
 
+mod accept;
+pub mod effect;
 pub mod fingerprint;
+pub mod migration;
+mod operations;
+pub mod outcome;
+pub mod replay;
+pub mod reservation;
+mod stored;
+
+#[cfg(test)]
+mod fixtures;
+
+pub use effect::{LedgerEffect, Lineage, TransferLeg};
+pub use migration::HistoricalCommand;
+pub use outcome::{LedgerOutcome, LedgerReplay, Outcome};
+pub use replay::ReversalAuthority;
+pub use reservation::LedgerScope;

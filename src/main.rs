@@ -43,6 +43,11 @@ enum Cmd {
     Fail,
     /// Print the command's redacted state, revision and fence.
     Status,
+    /// Ledger reservations: `fingerprint`, `accept`, `replay`.
+    Ledger {
+        #[command(subcommand)]
+        action: LedgerCmd,
+    },
     /// Scan the whole journal, print every broken invariant, write nothing (exit 5 if any).
     Verify,
     /// Run the local emulator with firestore.rules in the foreground.
@@ -59,6 +64,16 @@ enum Cmd {
         #[arg(long, default_value_t = 2026)]
         seed: u64,
     },
+}
+
+#[derive(Debug, Subcommand)]
+enum LedgerCmd {
+    /// Print the fingerprint, its version and the exact canonical text hashed.
+    Fingerprint,
+    /// Accept a ledger command: its reservation and every effect, atomically.
+    Accept,
+    /// Replay a reserved charge or reversal before pricing.
+    Replay,
 }
 
 fn main() -> ExitCode {

@@ -1,0 +1,499 @@
+use super::*;
+use crate::document::fields;
+use crate::ledger::effect::Lineage;
+use crate::ledger::fixtures::{
+    Memory, historical, key, now, plan, reversal_json, rid, scope, store, store_json, transfer,
+};
+use crate::ledger::migration::Link;
+use crate::ledger::reservation;
+use crate::transaction::Write;
+use serde_json::json;
+
+fn accept(n: u32, plan: &FingerprintInput) -> Accept {
+    Accept::new(&key(n), plan, &scope(), now()).expect("valid accept")
+}
+
+fn reservation_path(n: u32) -> String {
+    reservation::path(&rid(n))
+}
+
+fn slot(n: u32, i: usize) -> String {
+    effect::path(&effect::effect_id(&rid(n), i))
+}
+
+fn assert_corrupt<T: std::fmt::Debug>(result: Result<T, JournalError>, case: &str) {
+    assert!(
+        matches!(result, Err(JournalError::JournalCorrupt { .. })),
+        "{case}: expected journal_corrupt, got {result:?}"
+    );
+}
+
+/// A store with key 1 accepted for a store purchase of 12.50.
+fn accepted() -> (Memory, LedgerOutcome) {
+    let mut memory = Memory::default();
+    let outcome = memory.run(&accept(1, &store(5, "12.5"))).expect("accepted");
+    (memory, outcome)
+}
+
+#[test]
+fn first_accept_creates_the_reservation_and_every_effect_in_one_mutation() {
+    let plan = plan(json!({
+        "family": "effect_plan", "fingerprintVersion": 5,
+        "effects": [{"seat_id": "s", "amount": "-1"}, {"seat_id": "t", "amount": "1"},
+                    {"seat_id": "u", "amount": null}],
+    }));
+    let op = accept(1, &plan);
+    assert_eq!(
+        op.paths(),
+        vec![
+            reservation_path(1),
+            slot(1, 0),
+            slot(1, 1),
+            slot(1, 2),
+            slot(1, 3)
+        ]
+    );
+    let Decision::Mutate(writes, outcome) = op.decide(&Memory::default().snapshot(&op.paths()))
+    else {
+        panic!("expected a mutation");
+    };
+    assert_eq!(writes.len(), 4);
+    let paths: Vec<&str> = writes
+        .iter()
+        .map(|w| match w {
+            Write::Create { path, .. } => path.as_str(),
+            Write::Replace { .. } => panic!("accept never replaces"),
+        })
+        .collect();
+    assert_eq!(
+        paths,
+        [reservation_path(1), slot(1, 0), slot(1, 1), slot(1, 2)]
+    );
+    assert_eq!(outcome.outcome, Outcome::Accepted);
+    assert_eq!(outcome.fingerprint_version, CURRENT_FINGERPRINT_VERSION);
+    assert_eq!(outcome.fingerprint, plan.fingerprint(5).expect("fp").digest);
+    assert_eq!(outcome.accepted_at, now());
+    assert_eq!(outcome.migration_id, None);
+    let ids: Vec<String> = (0..3).map(|i| effect::effect_id(&rid(1), i)).collect();
+    assert_eq!(outcome.effect_ids(), ids);
+    for (i, e) in outcome.effects.iter().enumerate() {
+        assert_eq!(e.lineage, Lineage::CanonicalLinked);
+        assert_eq!(e.reservation_id.as_ref(), Some(&rid(1)));
+        assert_eq!(e.effect_index, Some(i));
+        assert_eq!(e.item, plan.effects()[i]);
+    }
+}
+
+#[test]
+fn stored_documents_are_exactly_what_was_decided() {
+    let (memory, outcome) = accepted();
+    assert_eq!(memory.count(reservation::COLLECTION), 1);
+    assert_eq!(memory.count(effect::COLLECTION), 1);
+    let stored = &memory.docs[&reservation_path(1)];
+    assert_eq!(stored["classId"], fields::string("class-7"));
+    assert_eq!(stored["idempotencyKey"], fields::string("idem-1"));
+    assert_eq!(stored["commandFamily"], fields::string("store_purchase"));
+    assert_eq!(stored["fingerprintVersion"], fields::int(5));
+    assert_eq!(stored["scopeSeatId"], fields::string("seat-A"));
+    assert_eq!(stored["migrationId"], fields::null());
+    let row = &memory.docs[&slot(1, 0)];
+    assert_eq!(row["amount"], fields::string("12.50"));
+    assert_eq!(row["compensationSubtype"], fields::null());
+    assert_eq!(
+        serde_json::to_value(&outcome).expect("json")["effectIds"],
+        json!([effect::effect_id(&rid(1), 0)])
+    );
+}
+
+#[test]
+fn output_serializes_camel_case() {
+    let (_, outcome) = accepted();
+    let json = serde_json::to_value(&outcome).expect("json");
+    let keys: Vec<&str> = json
+        .as_object()
+        .expect("object")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    let mut expected = [
+        "outcome",
+        "reservationId",
+        "commandFamily",
+        "fingerprint",
+        "fingerprintVersion",
+        "acceptedAt",
+        "migrationId",
+        "effectIds",
+        "effects",
+    ];
+    expected.sort_unstable();
+    assert_eq!(keys, expected);
+    assert_eq!(json["outcome"], "accepted");
+    assert_eq!(json["fingerprintVersion"], 5);
+    assert_eq!(
+        json["acceptedAt"],
+        json!({"seconds": 1_800_000_000, "nanoseconds": 123_456_000})
+    );
+    assert_eq!(json["effects"][0]["amount"], "12.50");
+}
+
+#[test]
+fn an_exact_retry_replays_the_stored_effects_without_writing() {
+    let (mut memory, first) = accepted();
+    let before = memory.clone();
+    // A later captured time changes nothing.
+    let later = Timestamp::from_micros(now().micros() + 7_000_000).expect("time");
+    let op = Accept::new(&key(1), &store(5, "12.50"), &scope(), later).expect("op");
+    let Decision::Observe(replayed) = op.decide(&memory.snapshot(&op.paths())) else {
+        panic!("expected an observation");
+    };
+    assert_eq!(replayed.outcome, Outcome::Replayed);
+    assert_eq!(
+        LedgerOutcome {
+            outcome: Outcome::Accepted,
+            ..replayed.clone()
+        },
+        first
+    );
+    assert_eq!(memory.run(&op), Ok(replayed));
+    assert_eq!(memory, before);
+}
+
+#[test]
+fn a_different_plan_or_family_is_a_replay_mismatch_without_writing() {
+    let (mut memory, _) = accepted();
+    let before = memory.clone();
+    let changed = [
+        store(5, "13.00"),
+        plan(store_json(5, "12.50", 3)),
+        plan(json!({"family": "effect_plan", "fingerprintVersion": 5,
+                    "effects": store_json(5, "12.50", 2)["effects"].clone()})),
+        transfer("12.50"),
+    ];
+    for plan in changed {
+        assert_eq!(
+            memory.run(&accept(1, &plan)),
+            Err(JournalError::ReplayMismatch),
+            "{plan:?}"
+        );
+    }
+    assert_eq!(memory, before);
+}
+
+#[test]
+fn another_scope_is_a_scope_mismatch() {
+    let (mut memory, _) = accepted();
+    for (seat, actor) in [("seat-B", "seat-A"), ("seat-A", "seat-B")] {
+        let scope = LedgerScope::new(seat, actor).expect("scope");
+        let op = Accept::new(&key(1), &store(5, "12.5"), &scope, now()).expect("op");
+        assert_eq!(memory.run(&op), Err(JournalError::ScopeMismatch));
+    }
+}
+
+#[test]
+fn a_new_reservation_requires_the_current_version_but_a_replay_uses_the_stored_one() {
+    let mut memory = Memory::default();
+    assert_eq!(
+        memory.run(&accept(1, &store(4, "12.5"))),
+        Err(JournalError::invalid("fingerprintVersion"))
+    );
+    assert!(memory.docs.is_empty());
+    // A version-4 reservation (linked by the migration) replays under version 4,
+    // whatever version the retried plan declares.
+    let linked =
+        Link::new(&key(1), &scope(), &historical(&store(4, "12.5"), 4), now()).expect("link");
+    memory.run(&linked).expect("linked");
+    for declared in [4, 5] {
+        let outcome = memory
+            .run(&accept(1, &store(declared, "12.50")))
+            .expect("replayed");
+        assert_eq!(outcome.outcome, Outcome::Replayed);
+        assert_eq!(outcome.fingerprint_version, 4);
+        assert_eq!(outcome.effects[0].lineage, Lineage::HistoricalLinked);
+    }
+    assert_eq!(
+        memory.run(&accept(1, &store(5, "12.60"))),
+        Err(JournalError::ReplayMismatch)
+    );
+}
+
+#[test]
+fn versions_without_a_serializer_fail_closed() {
+    for version in [1, 2, 3] {
+        let mut memory = Memory::default();
+        let link = Link::new(
+            &key(1),
+            &scope(),
+            &historical(&store(5, "12.5"), version),
+            now(),
+        )
+        .expect("link");
+        memory.run(&link).expect("linked");
+        let before = memory.clone();
+        assert_eq!(
+            memory.run(&accept(1, &store(5, "12.5"))),
+            Err(JournalError::UnsupportedFingerprintVersion)
+        );
+        assert_eq!(memory, before);
+    }
+    // A version from a newer crate is unsupported too, not corrupt.
+    let (mut memory, _) = accepted();
+    let path = reservation_path(1);
+    let mut doc = memory.docs[&path].clone();
+    doc.insert("fingerprintVersion".into(), fields::int(6));
+    memory.docs.insert(path, doc);
+    assert_eq!(
+        memory.run(&accept(1, &store(5, "12.5"))),
+        Err(JournalError::UnsupportedFingerprintVersion)
+    );
+}
+
+#[test]
+fn an_effect_in_a_slot_without_its_reservation_fails_the_whole_accept() {
+    let plan = transfer("5");
+    for occupied in 0..=2 {
+        let mut memory = Memory::default();
+        memory
+            .docs
+            .insert(slot(1, occupied), fields::map([("x", fields::int(1))]));
+        let before = memory.clone();
+        assert_corrupt(memory.run(&accept(1, &plan)), &format!("slot {occupied}"));
+        assert_eq!(memory, before, "nothing written");
+    }
+    // Even a well-formed effect copied from another command is not evidence.
+    let (donor, _) = accepted();
+    let mut memory = Memory::default();
+    memory
+        .docs
+        .insert(slot(1, 0), donor.docs[&slot(1, 0)].clone());
+    assert_corrupt(memory.run(&accept(1, &store(5, "12.5"))), "orphan copy");
+    assert_eq!(memory.count(reservation::COLLECTION), 0);
+}
+
+#[test]
+fn a_reservation_whose_effects_are_incomplete_or_unlinked_is_corrupt() {
+    let (memory, _) = accepted();
+    let op = accept(1, &store(5, "12.5"));
+    type Mutation = Box<dyn Fn(&mut Memory)>;
+    let mutations: Vec<(&str, Mutation)> = vec![
+        (
+            "effect missing",
+            Box::new(|m: &mut Memory| {
+                m.docs.remove(&slot(1, 0));
+            }),
+        ),
+        (
+            "effect beyond the reservation",
+            Box::new(|m: &mut Memory| {
+                let extra = m.docs[&slot(1, 0)].clone();
+                m.docs.insert(slot(1, 1), extra);
+            }),
+        ),
+        (
+            "effect of another time",
+            Box::new(|m: &mut Memory| {
+                let later = Timestamp::from_micros(now().micros() + 1).expect("time");
+                if let Some(doc) = m.docs.get_mut(&slot(1, 0)) {
+                    doc.insert("acceptedAt".into(), fields::timestamp(later));
+                }
+            }),
+        ),
+        (
+            "historical effect under a canonical reservation",
+            Box::new(|m: &mut Memory| {
+                if let Some(doc) = m.docs.get_mut(&slot(1, 0)) {
+                    doc.insert("lineage".into(), fields::string("historical_linked"));
+                    doc.insert("migrationId".into(), fields::string("mig-1"));
+                }
+            }),
+        ),
+        (
+            "malformed reservation",
+            Box::new(|m: &mut Memory| {
+                if let Some(doc) = m.docs.get_mut(&reservation_path(1)) {
+                    doc.remove("scopeSeatId");
+                }
+            }),
+        ),
+        (
+            "effects no longer produce the stored fingerprint",
+            Box::new(|m: &mut Memory| {
+                if let Some(doc) = m.docs.get_mut(&slot(1, 0)) {
+                    doc.insert("amount".into(), fields::string("1.00"));
+                }
+            }),
+        ),
+    ];
+    for (case, mutate) in mutations {
+        let mut broken = memory.clone();
+        mutate(&mut broken);
+        let before = broken.clone();
+        assert_corrupt(broken.run(&op), case);
+        assert_eq!(broken, before, "{case}: nothing written");
+    }
+}
+
+#[test]
+fn a_stored_reservation_larger_than_the_plan_is_read_in_full_before_comparing() {
+    let three = plan(json!({
+        "family": "effect_plan", "fingerprintVersion": 5,
+        "effects": [{"seat_id": "s"}, {"seat_id": "t"}, {"seat_id": "u"}],
+    }));
+    let mut memory = Memory::default();
+    memory.run(&accept(1, &three)).expect("accepted");
+    let one = plan(json!({
+        "family": "effect_plan", "fingerprintVersion": 5, "effects": [{"seat_id": "s"}],
+    }));
+    let op = accept(1, &one);
+    assert_eq!(
+        op.decide(&memory.snapshot(&op.paths())),
+        Decision::Read(vec![slot(1, 2), slot(1, 3)])
+    );
+    assert_eq!(memory.run(&op), Err(JournalError::ReplayMismatch));
+}
+
+#[test]
+fn a_transfer_is_one_reservation_with_a_debit_and_a_credit() {
+    let mut memory = Memory::default();
+    let outcome = memory.run(&accept(1, &transfer("40.5"))).expect("accepted");
+    assert_eq!(memory.count(reservation::COLLECTION), 1);
+    assert_eq!(memory.count(effect::COLLECTION), 2);
+    let legs: Vec<_> = outcome
+        .effects
+        .iter()
+        .map(|e| {
+            (
+                e.transfer_leg,
+                e.item.amount.as_ref().map(|a| a.as_str().to_owned()),
+                e.item.account_type.clone(),
+                e.item.seat_id.clone(),
+            )
+        })
+        .collect();
+    let direction = Some("checking_to_savings".to_owned());
+    let seat = Some("seat-A".to_owned());
+    assert_eq!(
+        legs,
+        [
+            (
+                Some(TransferLeg::Debit),
+                Some("-40.50".to_owned()),
+                direction.clone(),
+                seat.clone()
+            ),
+            (
+                Some(TransferLeg::Credit),
+                Some("40.50".to_owned()),
+                direction,
+                seat
+            ),
+        ]
+    );
+    assert_eq!(
+        outcome.fingerprint,
+        transfer("40.50").fingerprint(5).expect("fp").digest
+    );
+    let replay = memory.run(&accept(1, &transfer("40.50"))).expect("replay");
+    assert_eq!(replay.outcome, Outcome::Replayed);
+    assert_eq!(
+        memory.run(&accept(1, &transfer("40.51"))),
+        Err(JournalError::ReplayMismatch)
+    );
+    for amount in ["0", "0.00"] {
+        assert_eq!(
+            Accept::new(&key(2), &transfer(amount), &scope(), now()).map(|_| ()),
+            Err(JournalError::invalid("transfer"))
+        );
+    }
+    let no_amount = plan(
+        json!({"family": "internal_transfer", "fingerprintVersion": 5,
+                                "transfer": {"target_seat_id": "seat-A"}}),
+    );
+    assert!(Accept::new(&key(2), &no_amount, &scope(), now()).is_err());
+}
+
+#[test]
+fn transfer_legs_that_disagree_are_corrupt() {
+    let mut memory = Memory::default();
+    memory.run(&accept(1, &transfer("40.5"))).expect("accepted");
+    let mut broken = memory.clone();
+    if let Some(doc) = broken.docs.get_mut(&slot(1, 0)) {
+        doc.insert("amount".into(), fields::string("-40.00"));
+    }
+    assert_corrupt(broken.run(&accept(1, &transfer("40.5"))), "legs disagree");
+    let mut swapped = memory.clone();
+    if let Some(doc) = swapped.docs.get_mut(&slot(1, 0)) {
+        doc.insert("transferLeg".into(), fields::string("credit"));
+        doc.insert("amount".into(), fields::string("40.50"));
+    }
+    assert_corrupt(swapped.run(&accept(1, &transfer("40.5"))), "two credits");
+}
+
+#[test]
+fn a_reversal_is_a_new_reservation_linking_an_existing_original() {
+    let (mut memory, original) = accepted();
+    let original_id = original.effects[0].effect_id.clone();
+    let original_docs = memory.clone().docs;
+    let reversal = plan(reversal_json(5, &original_id, Some("GOODWILL")));
+    let op = accept(2, &reversal);
+    assert!(op.paths().contains(&effect::path(&original_id)));
+    let outcome = memory.run(&op).expect("accepted");
+    assert_eq!(outcome.command_family, CommandFamily::Reversal);
+    assert_eq!(
+        outcome.effects[0].item.original_transaction_id.as_deref(),
+        Some(original_id.as_str())
+    );
+    assert_eq!(memory.count(reservation::COLLECTION), 2);
+    for (path, doc) in &original_docs {
+        assert_eq!(&memory.docs[path], doc, "the original is unchanged");
+    }
+    // The original's key is still occupied by the original command.
+    assert_eq!(
+        memory.run(&accept(1, &store(5, "12.5"))).map(|o| o.outcome),
+        Ok(Outcome::Replayed)
+    );
+}
+
+#[test]
+fn a_reversal_must_name_an_existing_well_formed_original() {
+    let mut memory = Memory::default();
+    let missing = plan(reversal_json(5, "no-such-transaction", None));
+    assert_eq!(
+        memory.run(&accept(2, &missing)),
+        Err(JournalError::invalid("effects"))
+    );
+    assert!(memory.docs.is_empty());
+    for bad in [json!(null), json!("a/b"), json!("x".repeat(257))] {
+        let mut value = reversal_json(5, "x", None);
+        value["effects"][0]["original_transaction_id"] = bad;
+        assert_eq!(
+            Accept::new(&key(2), &plan(value), &scope(), now()).map(|_| ()),
+            Err(JournalError::invalid("effects"))
+        );
+    }
+    memory.docs.insert(
+        effect::path("legacy-1"),
+        fields::map([("x", fields::int(1))]),
+    );
+    assert_corrupt(
+        memory.run(&accept(2, &plan(reversal_json(5, "legacy-1", None)))),
+        "malformed original",
+    );
+}
+
+#[test]
+fn a_lost_race_re_reads_and_replays() {
+    let op = accept(1, &store(5, "12.5"));
+    let mut memory = Memory::default();
+    let empty = memory.snapshot(&op.paths());
+    let Decision::Mutate(..) = op.decide(&empty) else {
+        panic!("expected a mutation");
+    };
+    // Another caller commits first; this attempt's creates would fail their
+    // preconditions, and the retry decides on the new state.
+    memory.run(&op).expect("winner");
+    assert_eq!(
+        memory.attempt(&op).map(|o| o.outcome),
+        Ok(Outcome::Replayed)
+    );
+}

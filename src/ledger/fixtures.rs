@@ -1,0 +1,164 @@
+//! Test fixtures shared by the ledger unit tests: commands, and an in-memory store
+//! that drives a `Transition` the way the runner does (read, decide, follow-up reads,
+//! precondition-checked atomic commit, retry on conflict).
+
+use super::fingerprint::FingerprintInput;
+use super::migration::HistoricalCommand;
+use super::reservation::LedgerScope;
+use crate::digest::Digest;
+use crate::document::fields::FieldMap;
+use crate::error::JournalError;
+use crate::identity::LedgerKey;
+use crate::time::Timestamp;
+use crate::transaction::{Decision, MAX_FOLLOW_UP_READS, Snapshot, Transition, Write};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+
+pub const POLICY: &str = "6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b";
+
+pub fn key(n: u32) -> LedgerKey {
+    LedgerKey::new("class-7", "FEAT-STORE", &format!("idem-{n}")).expect("key")
+}
+
+pub fn rid(n: u32) -> Digest {
+    key(n).reservation_id()
+}
+
+pub fn scope() -> LedgerScope {
+    LedgerScope::new("seat-A", "seat-A").expect("scope")
+}
+
+pub fn now() -> Timestamp {
+    Timestamp::from_micros(1_800_000_000_123_456).expect("time")
+}
+
+pub fn plan(value: Value) -> FingerprintInput {
+    FingerprintInput::from_json(&value).expect("valid plan")
+}
+
+/// A one-effect store purchase of `amount` under `version`.
+pub fn store_json(version: u32, amount: &str, quantity: u64) -> Value {
+    json!({
+        "family": "store_purchase",
+        "fingerprintVersion": version,
+        "effects": [{
+            "seat_id": "seat-A", "target_seat_id": "seat-A", "actor_seat_id": "seat-A",
+            "mechanism": "WALLET", "amount": amount, "account_type": "checking",
+            "type": "DEBIT", "policy_id": "policy-7"
+        }],
+        "intent": {"policyUuid": POLICY, "quantity": quantity},
+    })
+}
+
+pub fn store(version: u32, amount: &str) -> FingerprintInput {
+    plan(store_json(version, amount, 2))
+}
+
+pub fn transfer(amount: &str) -> FingerprintInput {
+    plan(json!({
+        "family": "internal_transfer",
+        "fingerprintVersion": 5,
+        "transfer": {
+            "account_direction": "checking_to_savings", "target_seat_id": "seat-A",
+            "actor_seat_id": "seat-A", "amount": amount, "type": "INTERNAL_TRANSFER",
+        },
+    }))
+}
+
+pub fn reversal_json(version: u32, original: &str, subtype: Option<&str>) -> Value {
+    json!({
+        "family": "reversal",
+        "fingerprintVersion": version,
+        "effects": [{
+            "seat_id": "seat-A", "target_seat_id": "seat-A", "actor_seat_id": "officer-1",
+            "mechanism": "WALLET", "amount": "12.50", "account_type": "checking",
+            "type": "REVERSAL", "original_transaction_id": original,
+            "compensation_subtype": subtype,
+        }],
+    })
+}
+
+/// A historical command for `plan`'s effects with `plan`'s fingerprint under
+/// `version` (or any digest when the version has no serializer).
+pub fn historical(plan: &FingerprintInput, version: u32) -> HistoricalCommand {
+    let fingerprint = plan
+        .fingerprint(version)
+        .map(|f| f.digest)
+        .unwrap_or_else(|_| Digest::parse(&"3".repeat(64)).expect("digest"));
+    HistoricalCommand {
+        family: plan.family(),
+        fingerprint,
+        fingerprint_version: version,
+        accepted_at: Timestamp::from_micros(1_600_000_000_000_000).expect("time"),
+        migration_id: "mig-2026-10".into(),
+        effects: plan.effects().to_vec(),
+    }
+}
+
+/// An in-memory documents root.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Memory {
+    pub docs: BTreeMap<String, FieldMap>,
+}
+
+impl Memory {
+    /// A snapshot of `paths` as they stand.
+    pub fn snapshot(&self, paths: &[String]) -> Snapshot {
+        Snapshot::new(paths.iter().map(|p| (p.clone(), self.docs.get(p).cloned())))
+    }
+
+    /// One attempt: reads, decides (following up to the runner's limit) and applies
+    /// a mutation atomically unless a precondition fails (`Err(None)`).
+    pub fn attempt<T: Transition>(&mut self, op: &T) -> Result<T::Output, Option<JournalError>> {
+        let mut paths = op.paths();
+        for _ in 0..=MAX_FOLLOW_UP_READS {
+            match op.decide(&self.snapshot(&paths)) {
+                Decision::Observe(out) => return Ok(out),
+                Decision::Reject(error) => return Err(Some(error)),
+                Decision::Mutate(writes, out) => {
+                    for write in &writes {
+                        if let Write::Create { path, .. } = write
+                            && self.docs.contains_key(path)
+                        {
+                            return Err(None);
+                        }
+                    }
+                    for write in writes {
+                        match write {
+                            Write::Create { path, fields } | Write::Replace { path, fields } => {
+                                self.docs.insert(path, fields);
+                            }
+                        }
+                    }
+                    return Ok(out);
+                }
+                Decision::Read(more) => {
+                    assert!(
+                        more.iter().all(|p| !paths.contains(p)),
+                        "decide asked to re-read a path"
+                    );
+                    paths.extend(more);
+                }
+            }
+        }
+        panic!("unbounded follow-up reads");
+    }
+
+    /// Runs `op` to completion, retrying precondition conflicts.
+    pub fn run<T: Transition>(&mut self, op: &T) -> Result<T::Output, JournalError> {
+        for _ in 0..3 {
+            match self.attempt(op) {
+                Ok(out) => return Ok(out),
+                Err(Some(error)) => return Err(error),
+                Err(None) => {}
+            }
+        }
+        Err(JournalError::Unavailable)
+    }
+
+    /// The number of documents in `collection`.
+    pub fn count(&self, collection: &str) -> usize {
+        let prefix = format!("{collection}/");
+        self.docs.keys().filter(|p| p.starts_with(&prefix)).count()
+    }
+}
