@@ -376,3 +376,132 @@ async fn the_cli_exits_5_on_findings_and_0_when_clean() {
     let report: serde_json::Value = serde_json::from_slice(&broken.stdout).expect("json");
     assert_eq!(report["findingCounts"]["missing_registration_event"], 1);
 }
+
+mod ledger {
+    use super::*;
+    use command_journal::identity::LedgerKey;
+    use command_journal::ledger::LedgerScope;
+    use command_journal::ledger::fingerprint::FingerprintInput;
+
+    fn plan(quantity: u64) -> FingerprintInput {
+        FingerprintInput::from_json(&json!({
+            "family": "store_purchase",
+            "fingerprintVersion": 5,
+            "effects": [
+                {"seat_id": "seat-A", "target_seat_id": "seat-A", "actor_seat_id": "seat-A",
+                 "mechanism": "WALLET", "amount": "12.50", "account_type": "checking",
+                 "type": "DEBIT", "policy_id": "policy-7"},
+                {"seat_id": "seat-A", "target_seat_id": "seat-A", "actor_seat_id": "seat-A",
+                 "mechanism": "WALLET", "amount": "1.00", "account_type": "fees",
+                 "type": "DEBIT", "policy_id": "policy-7"}
+            ],
+            "intent": {"policyUuid": "6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b", "quantity": quantity},
+        }))
+        .expect("plan")
+    }
+
+    #[tokio::test]
+    async fn ledger_corruptions_are_reported_and_a_clean_ledger_is_clean() {
+        let (journal, _clock) = journal().await;
+        let connection = journal.connection();
+        let scope = LedgerScope::new("seat-A", "seat-A").expect("scope");
+        let mut ids = Vec::new();
+        for n in 0..5 {
+            let key = LedgerKey::new("class-1", "STORE", &format!("key-{n}")).expect("key");
+            let outcome = journal
+                .accept_ledger_command(&key, &plan(1 + n), &scope)
+                .await
+                .expect("accept");
+            let value = serde_json::to_value(&outcome).expect("json");
+            let rid = value["reservationId"].as_str().expect("rid").to_owned();
+            ids.push(rid);
+        }
+        // A legitimate legacy row with no reservation.
+        let some_effect = get(connection, &format!("ledgerTransactions/{}_0000", ids[4]))
+            .await
+            .expect("effect");
+        let mut legacy = some_effect.clone();
+        set(
+            &mut legacy,
+            "lineage",
+            ValueType::StringValue("historical_unlinked".into()),
+        );
+        set(&mut legacy, "reservationId", ValueType::NullValue(0));
+        set(&mut legacy, "effectIndex", ValueType::NullValue(0));
+        set(
+            &mut legacy,
+            "effectId",
+            ValueType::StringValue("legacy-0001".into()),
+        );
+        put(
+            connection,
+            "ledgerTransactions/legacy-0001",
+            legacy.fields.clone(),
+        )
+        .await;
+        let report = run_verify(&journal).await;
+        assert!(report.clean, "{:?}", report.findings);
+        assert_eq!(report.scanned.ledger_reservations, 5);
+        assert_eq!(report.scanned.ledger_transactions, 11);
+
+        let mut expected = Vec::new();
+        // 0: a reservation without one of its effects.
+        delete(connection, &format!("ledgerTransactions/{}_0001", ids[0])).await;
+        expected.push((
+            FindingCode::ReservationMissingEffects,
+            format!("ledgerTransactions/{}_0001", ids[0]),
+        ));
+        // 1: canonical effects without their reservation.
+        delete(connection, &format!("ledgerReservations/{}", ids[1])).await;
+        expected.push((
+            FindingCode::CanonicalEffectWithoutReservation,
+            format!("ledgerTransactions/{}_0000", ids[1]),
+        ));
+        expected.push((
+            FindingCode::CanonicalEffectWithoutReservation,
+            format!("ledgerTransactions/{}_0001", ids[1]),
+        ));
+        // 2: an effect whose lineage says unlinked but still names a reservation.
+        let path = format!("ledgerTransactions/{}_0000", ids[2]);
+        let mut doc = get(connection, &path).await.expect("effect");
+        set(
+            &mut doc,
+            "lineage",
+            ValueType::StringValue("historical_unlinked".into()),
+        );
+        put(connection, &path, doc.fields).await;
+        expected.push((FindingCode::LineageViolation, path));
+        // 3: a malformed reservation.
+        let path = format!("ledgerReservations/{}", ids[3]);
+        let mut doc = get(connection, &path).await.expect("reservation");
+        set(
+            &mut doc,
+            "fingerprintVersion",
+            ValueType::StringValue("5".into()),
+        );
+        put(connection, &path, doc.fields).await;
+        expected.push((FindingCode::MalformedDocument, path));
+        // 4: a legacy row that claims a reservation.
+        let mut claim = legacy.clone();
+        set(
+            &mut claim,
+            "reservationId",
+            ValueType::StringValue(ids[4].clone()),
+        );
+        put(connection, "ledgerTransactions/legacy-0001", claim.fields).await;
+        expected.push((
+            FindingCode::LineageViolation,
+            "ledgerTransactions/legacy-0001".into(),
+        ));
+
+        let report = run_verify(&journal).await;
+        let mut found: Vec<(FindingCode, String)> = report
+            .findings
+            .iter()
+            .map(|f| (f.code, f.path.clone()))
+            .collect();
+        found.sort();
+        expected.sort();
+        assert_eq!(found, expected);
+    }
+}

@@ -18,7 +18,7 @@ mod operations;
 pub mod outcome;
 pub mod replay;
 pub mod reservation;
-mod stored;
+pub(crate) mod stored;
 
 #[cfg(test)]
 mod fixtures;

@@ -8,6 +8,7 @@
 //! [`MAX_FINDINGS`] findings and counts the rest.
 
 pub mod commerce;
+pub mod ledger;
 mod scan;
 
 use crate::connection::Connection;

@@ -2,11 +2,13 @@
 //! merged by command key hash.
 
 use super::commerce::{CommandDocs, StoredDoc, check_command};
+use super::ledger::{check_reservation, check_standalone_effect};
 use super::{Finding, FindingCode, VerifyReport};
 use crate::connection::Connection;
 use crate::digest::Digest;
 use crate::document::{audit, root};
 use crate::error::JournalError;
+use crate::ledger::{effect, reservation};
 use firestore::{FirestoreConsistencySelector, FirestoreDb, FirestoreResult};
 use futures::stream::{BoxStream, StreamExt};
 use gcloud_sdk::google::firestore::v1::{BatchGetDocumentsRequest, Document};
@@ -67,8 +69,11 @@ async fn scan<'a>(
 
 /// How a scanned document sorts into the merge.
 enum Keyed {
-    /// Belongs to the command with this hash (and, for audit events, this revision).
+    /// Belongs to the command (or reservation) with this hash; the number is the
+    /// audit revision where one applies.
     Command(Digest, i64, StoredDoc),
+    /// A journal document checked on its own (a historical unlinked ledger effect).
+    Standalone(StoredDoc),
     /// Not a journal document: reported as unexpected.
     Unexpected(String),
 }
@@ -100,6 +105,31 @@ fn classify_audit(path: &str, doc: StoredDoc) -> Keyed {
         [audit::COLLECTION, id] => match audit::parse_id(id) {
             Some((hash, revision)) => Keyed::Command(hash, revision, doc),
             None => Keyed::Unexpected(doc.path),
+        },
+        _ => Keyed::Unexpected(doc.path),
+    }
+}
+
+fn classify_reservation(path: &str, doc: StoredDoc) -> Keyed {
+    match path.split('/').collect::<Vec<_>>()[..] {
+        [reservation::COLLECTION, id] => match Digest::parse(id) {
+            Some(rid) => Keyed::Command(rid, 0, doc),
+            None => Keyed::Unexpected(doc.path),
+        },
+        _ => Keyed::Unexpected(doc.path),
+    }
+}
+
+fn classify_effect(path: &str, doc: StoredDoc) -> Keyed {
+    match path.split('/').collect::<Vec<_>>()[..] {
+        [effect::COLLECTION, id] => match id.split_once('_') {
+            Some((rid, index)) if index.len() == 4 && index.bytes().all(|b| b.is_ascii_digit()) => {
+                match Digest::parse(rid) {
+                    Some(rid) => Keyed::Command(rid, 0, doc),
+                    None => Keyed::Standalone(doc),
+                }
+            }
+            _ => Keyed::Standalone(doc),
         },
         _ => Keyed::Unexpected(doc.path),
     }
@@ -151,6 +181,7 @@ impl<'a> Head<'a> {
             };
             match (self.classify)(&path, doc) {
                 Keyed::Command(hash, revision, doc) => self.next = Some((hash, revision, doc)),
+                Keyed::Standalone(doc) => report.record(check_standalone_effect(&doc)),
                 Keyed::Unexpected(path) => report.record(vec![Finding {
                     code: FindingCode::UnexpectedDocument,
                     path,
@@ -247,6 +278,55 @@ pub(super) async fn run(
     report.scanned.checkout_requests = roots.read;
     report.scanned.lifecycles = lifecycles.read;
     report.scanned.audit_events = audits.read;
+
+    // Ledger: reservations and the effects whose ids derive from them, merged by
+    // reservation id (an effect id is `{reservationId}_{index:04}`).
+    let mut reservations = Head::new(
+        scan(&db, reservation::COLLECTION, false).await?,
+        classify_reservation,
+        prefix.clone(),
+    );
+    let mut effects = Head::new(
+        scan(&db, effect::COLLECTION, false).await?,
+        classify_effect,
+        prefix,
+    );
+    loop {
+        reservations.fill(&mut report).await?;
+        effects.fill(&mut report).await?;
+        let Some(rid) = [reservations.hash(), effects.hash()]
+            .into_iter()
+            .flatten()
+            .min()
+            .cloned()
+        else {
+            break;
+        };
+        let reservation_doc = reservations
+            .take(&rid, &mut report)
+            .await?
+            .into_iter()
+            .next()
+            .map(|(_, d)| d);
+        let effect_docs: Vec<StoredDoc> = effects
+            .take(&rid, &mut report)
+            .await?
+            .into_iter()
+            .map(|(_, d)| d)
+            .collect();
+        report.record(check_reservation(
+            &rid,
+            reservation_doc.as_ref(),
+            &effect_docs,
+        ));
+        let read = report.scanned.total() + reservations.read + effects.read;
+        if read / 1_000 > reported {
+            reported = read / 1_000;
+            progress(read);
+        }
+    }
+    report.scanned.ledger_reservations = reservations.read;
+    report.scanned.ledger_transactions = effects.read;
     progress(report.scanned.total());
     Ok(report)
 }
