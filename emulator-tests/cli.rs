@@ -306,3 +306,37 @@ async fn ledger_accept_and_replay_through_the_cli() {
     assert_eq!(list(&connection, "", "ledgerReservations").await.len(), 1);
     assert_eq!(list(&connection, "", "ledgerTransactions").await.len(), 1);
 }
+
+#[test]
+fn the_demo_runs_its_workload_and_verifies_clean() {
+    let output = Command::new(CLI)
+        .args([
+            "--emulator-host",
+            support::emulator().host(),
+            "demo",
+            "--commands",
+            "12",
+            "--workers",
+            "3",
+            "--seed",
+            "7",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run the demo");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("verify: clean"), "{stdout}");
+    for row in [
+        "acquisitions",
+        "busy answers",
+        "stale rejections",
+        "ledger mismatches",
+    ] {
+        assert!(stdout.contains(row), "missing row {row}: {stdout}");
+    }
+    assert!(
+        stdout.contains("unexpected answers                          0"),
+        "{stdout}"
+    );
+}

@@ -6,10 +6,13 @@
 use chrono::{DateTime, TimeDelta};
 use command_journal::connection::{Connection, Target};
 use command_journal::emulator::Emulator;
+use command_journal::identity::LedgerKey;
 use command_journal::identity::{
     CommandInput, CommandRequest, LeaseId, TerminalReferenceFingerprint,
 };
 use command_journal::lease::{LeaseOutput, TerminalOutput};
+use command_journal::ledger::fingerprint::{CURRENT_FINGERPRINT_VERSION, FingerprintInput};
+use command_journal::ledger::{LedgerOutcome, LedgerScope, Outcome};
 use command_journal::time::ManualClock;
 use command_journal::{Journal, JournalError};
 use std::process::ExitCode;
@@ -40,6 +43,9 @@ struct Tally {
     succeeded: AtomicU64,
     failed: AtomicU64,
     terminal_observed: AtomicU64,
+    ledger_accepted: AtomicU64,
+    ledger_replayed: AtomicU64,
+    ledger_mismatches: AtomicU64,
     unexpected: AtomicU64,
 }
 
@@ -224,6 +230,8 @@ async fn workload(host: &str, options: DemoOptions) -> Result<bool, JournalError
     }
     eprintln!();
 
+    ledger(&journal, &tally, options.commands / 2, &mut rng).await?;
+
     let mut progress_line = |read: u64| eprint!("\r  verify: {read} documents read");
     let report = command_journal::verify::verify(journal.connection(), &mut progress_line).await?;
     eprintln!();
@@ -245,6 +253,13 @@ async fn workload(host: &str, options: DemoOptions) -> Result<bool, JournalError
         ("failed", get(&tally.failed)),
         ("terminal observations", get(&tally.terminal_observed)),
         ("audit events", report.scanned.audit_events),
+        ("ledger accepts", get(&tally.ledger_accepted)),
+        ("ledger replays", get(&tally.ledger_replayed)),
+        ("ledger mismatches (refused)", get(&tally.ledger_mismatches)),
+        (
+            "ledger documents",
+            report.scanned.ledger_reservations + report.scanned.ledger_transactions,
+        ),
         ("attempts / RPCs", 0),
         ("unexpected answers", get(&tally.unexpected)),
     ];
@@ -358,4 +373,61 @@ async fn worker(
         }
     }
     Ok(None)
+}
+
+fn charge(quantity: u64, cents: u64) -> Result<FingerprintInput, JournalError> {
+    let amount = format!("{}.{:02}", cents / 100, cents % 100);
+    FingerprintInput::from_json(&serde_json::json!({
+        "family": "store_purchase",
+        "fingerprintVersion": CURRENT_FINGERPRINT_VERSION,
+        "effects": [{"seat_id": "seat-1", "target_seat_id": "seat-1", "actor_seat_id": "seat-1",
+                     "mechanism": "WALLET", "amount": amount, "account_type": "checking",
+                     "type": "STORE_PURCHASE", "policy_id": "policy-1"}],
+        "intent": {"policyUuid": "6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b", "quantity": quantity},
+    }))
+}
+
+/// Ledger charges: two callers race each accept (one accepts, one replays), a lost
+/// response is retried (replay), and a changed plan under the same key is refused.
+async fn ledger(
+    journal: &Journal,
+    tally: &Arc<Tally>,
+    charges: u64,
+    rng: &mut fastrand::Rng,
+) -> Result<(), JournalError> {
+    let scope = LedgerScope::new("seat-1", "seat-1")?;
+    let mut tasks = Vec::new();
+    for n in 0..charges {
+        let key = LedgerKey::new(
+            "class-demo",
+            "STORE_PURCHASE",
+            &format!("charge-{n}-{}", rng.u32(..)),
+        )?;
+        let plan = charge(1 + n % 3, 1250 + n)?;
+        let changed = charge(1 + n % 3, 1250 + n + 1)?;
+        let (journal, tally, scope) = (journal.clone(), tally.clone(), scope.clone());
+        tasks.push(tokio::spawn(async move {
+            let count = |outcome: &LedgerOutcome| match outcome.outcome {
+                Outcome::Accepted => bump(&tally.ledger_accepted),
+                Outcome::Replayed => bump(&tally.ledger_replayed),
+                _ => bump(&tally.unexpected),
+            };
+            let (a, b) = tokio::join!(
+                journal.accept_ledger_command(&key, &plan, &scope),
+                journal.accept_ledger_command(&key, &plan, &scope)
+            );
+            count(&a?);
+            count(&b?);
+            count(&journal.accept_ledger_command(&key, &plan, &scope).await?);
+            match journal.accept_ledger_command(&key, &changed, &scope).await {
+                Err(JournalError::ReplayMismatch) => bump(&tally.ledger_mismatches),
+                _ => bump(&tally.unexpected),
+            }
+            Ok::<(), JournalError>(())
+        }));
+    }
+    for task in tasks {
+        task.await.map_err(|_| JournalError::Unavailable)??;
+    }
+    Ok(())
 }
