@@ -65,6 +65,8 @@
 //! and strictly parsed documents, run by one transaction runner
 //! ([`transaction`]); [`verify`] checks a whole journal without writing.
 
+#![deny(missing_docs)]
+
 pub mod connection;
 pub mod digest;
 pub(crate) mod document;
