@@ -5,9 +5,12 @@
 
 mod canary;
 mod cli;
+mod faults;
 mod harness;
 mod lease;
 mod ledger;
+mod proxy;
+mod randomized;
 mod registration;
 mod support;
 mod verify;

@@ -11,6 +11,7 @@ use crate::registration::{Registration, RegistrationOutput};
 use crate::time::{Clock, SystemClock, Timestamp};
 use crate::transaction::{self, Counters, Stats};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// A command journal over one project: cheap to clone, safe to share across tasks.
 ///
@@ -22,6 +23,7 @@ pub struct Journal {
     connection: Connection,
     clock: Arc<dyn Clock>,
     counters: Arc<Counters>,
+    rpc_timeout: Duration,
 }
 
 impl std::fmt::Debug for Journal {
@@ -45,7 +47,16 @@ impl Journal {
             connection,
             clock,
             counters: Arc::new(Counters::default()),
+            rpc_timeout: transaction::RPC_TIMEOUT,
         }
+    }
+
+    /// The same journal with another per-RPC deadline (default
+    /// [`RPC_TIMEOUT`](transaction::RPC_TIMEOUT)); an RPC that takes longer counts as
+    /// DEADLINE_EXCEEDED and the attempt is retried.
+    pub fn with_rpc_timeout(mut self, timeout: Duration) -> Self {
+        self.rpc_timeout = timeout;
+        self
     }
 
     /// The connection this journal uses.
@@ -67,7 +78,7 @@ impl Journal {
         &self,
         op: &T,
     ) -> Result<T::Output, JournalError> {
-        transaction::run(&self.connection, &self.counters, op).await
+        transaction::run(&self.connection, &self.counters, self.rpc_timeout, op).await
     }
 
     /// Registers `command` exactly once: `registered_new` creates the root and its

@@ -72,6 +72,8 @@ pub mod digest;
 pub(crate) mod document;
 pub mod emulator;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod identity;
 pub mod journal;
 pub mod lease;

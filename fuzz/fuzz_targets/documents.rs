@@ -1,0 +1,6 @@
+//! `cargo +nightly fuzz run documents`: see fuzz/README.md.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    command_journal::fuzzing::parse_documents(data);
+});
