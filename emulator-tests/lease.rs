@@ -1,6 +1,6 @@
 //! Leases, fencing and terminal commitments (B2B) against the emulator.
 
-use super::support::{self, command, get, list, put};
+use super::support::{self, command, get, list, put, race};
 use chrono::{DateTime, TimeDelta, Utc};
 use command_journal::JournalError;
 use command_journal::connection::Connection;
@@ -64,20 +64,6 @@ async fn state(connection: &Connection, cmd: &CommandInput) -> (Vec<Option<Docum
         })
         .count();
     (docs, audits)
-}
-
-async fn race<T, F, Fut>(n: u64, f: F) -> Vec<Result<T, JournalError>>
-where
-    T: Send + 'static,
-    F: Fn(u64) -> Fut,
-    Fut: std::future::Future<Output = Result<T, JournalError>> + Send + 'static,
-{
-    let tasks: Vec<_> = (0..n).map(|i| tokio::spawn(f(i))).collect();
-    let mut results = Vec::new();
-    for task in tasks {
-        results.push(task.await.expect("task"));
-    }
-    results
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

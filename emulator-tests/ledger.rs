@@ -1,7 +1,7 @@
 //! Ledger reservations (SPEC-LED-002) against the emulator: races, stored versions,
 //! orphan effects, scope, reversal linkage and replay before pricing.
 
-use super::support::{self, get, list, put};
+use super::support::{self, get, list, put, race};
 use command_journal::digest::Digest;
 use command_journal::identity::LedgerKey;
 use command_journal::ledger::fingerprint::{FingerprintInput, Intent};
@@ -17,7 +17,7 @@ use serde_json::{Value as Json, json};
 use std::collections::HashMap;
 
 const ROUNDS: u32 = 3;
-const RACERS: usize = 24;
+const RACERS: u64 = 24;
 const POLICY: &str = "6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b";
 
 fn key(tag: &str, n: u32) -> LedgerKey {
@@ -147,20 +147,6 @@ fn effect_path(key: &LedgerKey, index: usize) -> String {
     format!("ledgerTransactions/{}_{index:04}", key.reservation_id())
 }
 
-async fn race<T, F, Fut>(n: usize, f: F) -> Vec<Result<T, JournalError>>
-where
-    T: Send + 'static,
-    F: Fn(usize) -> Fut,
-    Fut: std::future::Future<Output = Result<T, JournalError>> + Send + 'static,
-{
-    let tasks: Vec<_> = (0..n).map(|i| tokio::spawn(f(i))).collect();
-    let mut results = Vec::new();
-    for task in tasks {
-        results.push(task.await.expect("task"));
-    }
-    results
-}
-
 fn replayed(result: Result<LedgerReplay, JournalError>) -> LedgerOutcome {
     match result {
         Ok(LedgerReplay::Replayed(outcome)) => outcome,
@@ -201,7 +187,11 @@ async fn twenty_four_concurrent_accepts_of_one_plan_create_one_reservation() {
             .iter()
             .filter(|o| o.outcome == Outcome::Replayed)
             .count();
-        assert_eq!((accepted, replays), (1, RACERS - 1), "round {round}");
+        assert_eq!(
+            (accepted, replays),
+            (1, RACERS as usize - 1),
+            "round {round}"
+        );
         let effect_ids = outcomes[0].effect_ids();
         assert!(
             outcomes.iter().all(|o| o.effect_ids() == effect_ids

@@ -153,3 +153,18 @@ pub async fn list(connection: &Connection, parent: &str, collection_id: &str) ->
         page_token = response.next_page_token;
     }
 }
+
+/// Runs `f(0..n)` as concurrent tasks and returns their answers in task order.
+pub async fn race<T, F, Fut>(n: u64, f: F) -> Vec<Result<T, command_journal::JournalError>>
+where
+    T: Send + 'static,
+    F: Fn(u64) -> Fut,
+    Fut: Future<Output = Result<T, command_journal::JournalError>> + Send + 'static,
+{
+    let tasks: Vec<_> = (0..n).map(|i| tokio::spawn(f(i))).collect();
+    let mut results = Vec::new();
+    for task in tasks {
+        results.push(task.await.expect("task"));
+    }
+    results
+}

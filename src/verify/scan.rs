@@ -80,14 +80,19 @@ enum Keyed {
 
 type Classify = fn(&str, StoredDoc) -> Keyed;
 
-fn classify_root(id_path: &str, doc: StoredDoc) -> Keyed {
-    match id_path.split('/').collect::<Vec<_>>()[..] {
-        [root::COLLECTION, id] => match Digest::parse(id) {
+/// A document `{collection}/{id}` whose id is a digest belongs to that digest.
+fn keyed_by_digest_id(collection: &str, path: &str, doc: StoredDoc) -> Keyed {
+    match path.split('/').collect::<Vec<_>>()[..] {
+        [c, id] if c == collection => match Digest::parse(id) {
             Some(hash) => Keyed::Command(hash, 0, doc),
             None => Keyed::Unexpected(doc.path),
         },
         _ => Keyed::Unexpected(doc.path),
     }
+}
+
+fn classify_root(path: &str, doc: StoredDoc) -> Keyed {
+    keyed_by_digest_id(root::COLLECTION, path, doc)
 }
 
 fn classify_lifecycle(path: &str, doc: StoredDoc) -> Keyed {
@@ -111,13 +116,7 @@ fn classify_audit(path: &str, doc: StoredDoc) -> Keyed {
 }
 
 fn classify_reservation(path: &str, doc: StoredDoc) -> Keyed {
-    match path.split('/').collect::<Vec<_>>()[..] {
-        [reservation::COLLECTION, id] => match Digest::parse(id) {
-            Some(rid) => Keyed::Command(rid, 0, doc),
-            None => Keyed::Unexpected(doc.path),
-        },
-        _ => Keyed::Unexpected(doc.path),
-    }
+    keyed_by_digest_id(reservation::COLLECTION, path, doc)
 }
 
 fn classify_effect(path: &str, doc: StoredDoc) -> Keyed {
