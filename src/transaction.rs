@@ -151,14 +151,14 @@ impl Stats {
         self.batch_gets + self.commits
     }
 
-    /// `self - earlier`, field by field.
+    /// `self - earlier`, field by field (saturating at zero).
     pub fn since(&self, earlier: &Stats) -> Stats {
         Stats {
-            calls: self.calls - earlier.calls,
-            attempts: self.attempts - earlier.attempts,
-            batch_gets: self.batch_gets - earlier.batch_gets,
-            commits: self.commits - earlier.commits,
-            conflicts: self.conflicts - earlier.conflicts,
+            calls: self.calls.saturating_sub(earlier.calls),
+            attempts: self.attempts.saturating_sub(earlier.attempts),
+            batch_gets: self.batch_gets.saturating_sub(earlier.batch_gets),
+            commits: self.commits.saturating_sub(earlier.commits),
+            conflicts: self.conflicts.saturating_sub(earlier.conflicts),
         }
     }
 }
