@@ -72,6 +72,9 @@ pub mod digest;
 pub(crate) mod document;
 pub mod emulator;
 pub mod error;
+/// Fuzzing entry points (cargo feature `fuzzing`): harness code with oracle
+/// assertions, kept out of the library proper.
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod identity;
