@@ -28,7 +28,7 @@ use crate::error::JournalError;
 use crate::identity::CommandIdentity;
 use crate::registration::check_registration;
 use crate::time::Timestamp;
-use crate::transaction::{Decision, Snapshot, Transition, Write};
+use crate::transaction::{Decision, Snapshot, Step, Transition, Write};
 use serde::ser::{Serialize, SerializeStruct, Serializer};
 
 /// Audit revisions read speculatively with the lifecycle, so that the common
@@ -183,21 +183,21 @@ impl LeaseCall {
     /// the lifecycle, its exact current audit partner and the absence of the next
     /// audit event. Asks for a follow-up read when the partner or next event fell
     /// outside the speculative window.
-    fn load(&self, snapshot: &Snapshot) -> Result<Loaded, Decision<()>> {
+    fn load(&self, snapshot: &Snapshot) -> Result<Loaded, Step> {
         let hash = self.hash();
         let root = check_registration(
             &self.identity,
             snapshot.get(&root::path(hash)),
             snapshot.get(&audit::path(hash, 1)),
         )
-        .map_err(Decision::Reject)?;
+        .map_err(Step::Reject)?;
         let Some(root) = root else {
             // Never registered: anything of a lifecycle is an orphan.
             let orphan = snapshot.get(&lifecycle::path(hash)).is_some()
                 || SPECULATIVE_AUDITS
                     .clone()
                     .any(|r| snapshot.get(&audit::path(hash, r)).is_some());
-            return Err(Decision::Reject(if orphan {
+            return Err(Step::Reject(if orphan {
                 JournalError::corrupt("lifecycle records without a registration")
             } else {
                 JournalError::NotRegistered
@@ -209,7 +209,7 @@ impl LeaseCall {
                 .clone()
                 .any(|r| snapshot.get(&audit::path(hash, r)).is_some());
             if stray {
-                return Err(Decision::Reject(JournalError::corrupt(
+                return Err(Step::Reject(JournalError::corrupt(
                     "transition audit event without a lifecycle",
                 )));
             }
@@ -218,7 +218,7 @@ impl LeaseCall {
                 current: None,
             });
         };
-        let current = Lifecycle::parse(hash, fields).map_err(Decision::Reject)?;
+        let current = Lifecycle::parse(hash, fields).map_err(Step::Reject)?;
         let partner_path = audit::path(hash, current.command_revision);
         let next_path = audit::path(hash, current.command_revision + 1);
         let missing: Vec<String> = [&partner_path, &next_path]
@@ -227,28 +227,27 @@ impl LeaseCall {
             .cloned()
             .collect();
         if !missing.is_empty() {
-            return Err(Decision::Read(missing));
+            return Err(Step::Read(missing));
         }
         if snapshot.get(&next_path).is_some() {
-            return Err(Decision::Reject(JournalError::corrupt(
+            return Err(Step::Reject(JournalError::corrupt(
                 "the next audit event already exists",
             )));
         }
-        let partner =
-            snapshot
-                .get(&partner_path)
-                .ok_or(Decision::Reject(JournalError::corrupt(
-                    "lifecycle without its current audit event",
-                )))?;
+        let partner = snapshot
+            .get(&partner_path)
+            .ok_or(Step::Reject(JournalError::corrupt(
+                "lifecycle without its current audit event",
+            )))?;
         let event = TransitionEvent::parse(&audit::id(hash, current.command_revision), partner)
-            .map_err(Decision::Reject)?;
+            .map_err(Step::Reject)?;
         if current.created_at < root.registered_at {
-            return Err(Decision::Reject(JournalError::corrupt(
+            return Err(Step::Reject(JournalError::corrupt(
                 "lifecycle predates its registration",
             )));
         }
         if !partners(&root, &current, &event) {
-            return Err(Decision::Reject(JournalError::corrupt(
+            return Err(Step::Reject(JournalError::corrupt(
                 "lifecycle disagrees with its current audit event",
             )));
         }
@@ -301,15 +300,6 @@ pub(crate) fn partners(root: &RootDocument, current: &Lifecycle, event: &Transit
         && event.occurred_at == current.updated_at
 }
 
-fn finish<O>(result: Result<Decision<O>, Decision<()>>) -> Decision<O> {
-    match result {
-        Ok(decision) => decision,
-        Err(Decision::Reject(error)) => Decision::Reject(error),
-        Err(Decision::Read(paths)) => Decision::Read(paths),
-        Err(_) => Decision::Reject(JournalError::corrupt("unexpected decision")),
-    }
-}
-
 /// A prepared `acquire_lease`.
 #[derive(Debug, Clone)]
 pub struct Acquire {
@@ -322,7 +312,7 @@ impl Acquire {
         Self { call }
     }
 
-    fn decide_inner(&self, snapshot: &Snapshot) -> Result<Decision<LeaseOutput>, Decision<()>> {
+    fn decide_inner(&self, snapshot: &Snapshot) -> Result<Decision<LeaseOutput>, Step> {
         let call = &self.call;
         let Loaded { root, current } = call.load(snapshot)?;
         let now = call.now;
@@ -423,7 +413,7 @@ impl Transition for Acquire {
     }
 
     fn decide(&self, snapshot: &Snapshot) -> Decision<LeaseOutput> {
-        finish(self.decide_inner(snapshot))
+        self.decide_inner(snapshot).unwrap_or_else(Step::decision)
     }
 }
 
@@ -452,7 +442,7 @@ impl Terminal {
         }
     }
 
-    fn decide_inner(&self, snapshot: &Snapshot) -> Result<Decision<TerminalOutput>, Decision<()>> {
+    fn decide_inner(&self, snapshot: &Snapshot) -> Result<Decision<TerminalOutput>, Step> {
         let call = &self.call;
         let Loaded { root, current } = call.load(snapshot)?;
         let Some(current) = current else {
@@ -520,7 +510,7 @@ impl Transition for Terminal {
     }
 
     fn decide(&self, snapshot: &Snapshot) -> Decision<TerminalOutput> {
-        finish(self.decide_inner(snapshot))
+        self.decide_inner(snapshot).unwrap_or_else(Step::decision)
     }
 }
 
@@ -551,7 +541,7 @@ impl Status {
         Self { call }
     }
 
-    fn decide_inner(&self, snapshot: &Snapshot) -> Result<Decision<StatusOutput>, Decision<()>> {
+    fn decide_inner(&self, snapshot: &Snapshot) -> Result<Decision<StatusOutput>, Step> {
         let Loaded { current, .. } = self.call.load(snapshot)?;
         let output = match current {
             None => StatusOutput {
@@ -582,7 +572,7 @@ impl Transition for Status {
     }
 
     fn decide(&self, snapshot: &Snapshot) -> Decision<StatusOutput> {
-        finish(self.decide_inner(snapshot))
+        self.decide_inner(snapshot).unwrap_or_else(Step::decision)
     }
 }
 

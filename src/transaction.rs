@@ -81,6 +81,32 @@ pub enum Decision<O> {
     Read(Vec<String>),
 }
 
+/// Why a shared loading step inside a `decide` could not answer yet; becomes the
+/// matching [`Decision`] with [`Step::decision`].
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Step {
+    /// Read these paths too, then decide again.
+    Read(Vec<String>),
+    /// Fail with this error; nothing is written.
+    Reject(JournalError),
+}
+
+impl Step {
+    /// The decision this step stands for.
+    pub fn decision<O>(self) -> Decision<O> {
+        match self {
+            Self::Read(paths) => Decision::Read(paths),
+            Self::Reject(error) => Decision::Reject(error),
+        }
+    }
+}
+
+impl From<JournalError> for Step {
+    fn from(error: JournalError) -> Self {
+        Self::Reject(error)
+    }
+}
+
 /// The documents an attempt read, by path relative to the documents root. Follow-up
 /// reads of an attempt are at the first read's time. A first read is a snapshot on
 /// Cloud Firestore but not always on the emulator; a decision of `journal_corrupt` is

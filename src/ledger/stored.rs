@@ -12,7 +12,7 @@ use super::outcome::{LedgerOutcome, Outcome};
 use super::reservation::{self, ReservationDocument};
 use crate::digest::Digest;
 use crate::error::JournalError;
-use crate::transaction::{Decision, Snapshot};
+use crate::transaction::Snapshot;
 
 /// A reservation with every one of its effects, cross-checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,30 +21,7 @@ pub(crate) struct Stored {
     pub effects: Vec<LedgerEffect>,
 }
 
-/// Why [`load`] could not answer yet.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Step {
-    /// Read these paths too, then decide again.
-    Read(Vec<String>),
-    /// Fail with this error; nothing is written.
-    Reject(JournalError),
-}
-
-impl Step {
-    /// The decision this step stands for.
-    pub fn decision<O>(self) -> Decision<O> {
-        match self {
-            Self::Read(paths) => Decision::Read(paths),
-            Self::Reject(error) => Decision::Reject(error),
-        }
-    }
-}
-
-impl From<JournalError> for Step {
-    fn from(error: JournalError) -> Self {
-        Self::Reject(error)
-    }
-}
+pub(crate) use crate::transaction::Step;
 
 /// The paths of effects `0..=count` of `reservation_id`: the slots a command of
 /// `count` effects creates, plus the first slot past them.
