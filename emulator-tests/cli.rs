@@ -198,7 +198,16 @@ fn an_unreachable_emulator_is_unavailable_exit_4_promptly() {
         &["--project", "p", "--emulator-host", &host, "register"],
         &input(json!({})),
     );
-    assert_eq!((code, out), (4, json!({"error":"unavailable"})));
+    assert_eq!(code, 4, "{out}");
+    assert_eq!(out["error"], "unavailable");
+    assert_eq!(out["class"], "unavailable");
+    // The connection itself failed: no attempt was made, and the message says retry.
+    assert_eq!(out["attempts"], 0);
+    assert!(
+        out["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("retrying the whole call is safe"))
+    );
     // Ten attempts with at most 250 ms backoff each: bounded well under a minute.
     assert!(started.elapsed() < std::time::Duration::from_secs(30));
 }

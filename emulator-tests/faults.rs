@@ -11,7 +11,6 @@
 use super::proxy::{Exchange, Fault, Proxy, Rpc};
 use super::support::{self, command, get, list};
 use chrono::{DateTime, TimeDelta, Utc};
-use command_journal::JournalError;
 use command_journal::connection::{Connection, Target};
 use command_journal::identity::{CommandInput, LeaseId, TerminalReferenceFingerprint};
 use command_journal::journal::Journal;
@@ -19,6 +18,7 @@ use command_journal::lease::{LeaseOutput, TerminalOutput};
 use command_journal::registration::RegistrationOutcome;
 use command_journal::time::{ManualClock, Timestamp};
 use command_journal::transaction::{MAX_ATTEMPTS, RPC_TIMEOUT, Stats};
+use command_journal::{GrpcCode, JournalError};
 use gcloud_sdk::google::firestore::v1::Document;
 use gcloud_sdk::google::firestore::v1::value::ValueType;
 use serde_json::json;
@@ -415,7 +415,14 @@ async fn an_unreachable_emulator_is_unavailable_promptly_and_writes_nothing() {
     };
     let began = Instant::now();
     let connected = Connection::connect("faults-closed-port", Target::Emulator(closed)).await;
-    assert_eq!(connected.err(), Some(JournalError::Unavailable));
+    assert_eq!(
+        connected.err(),
+        Some(JournalError::Unavailable {
+            last_code: None,
+            attempts: 0,
+            deadline: false
+        })
+    );
     assert!(
         began.elapsed() < UNAVAILABLE_WITHIN,
         "{:?}",
@@ -472,7 +479,17 @@ async fn an_unreachable_emulator_is_unavailable_promptly_and_writes_nothing() {
             _ => rig.journal.status(&leased).await.map(|_| ()),
         };
         let elapsed = began.elapsed();
-        assert_eq!(result, Err(JournalError::Unavailable), "{name}");
+        // Refused reconnections answer UNAVAILABLE; the error says so and counts the
+        // attempts it made.
+        assert_eq!(
+            result,
+            Err(JournalError::Unavailable {
+                last_code: Some(GrpcCode::Unavailable),
+                attempts: MAX_ATTEMPTS,
+                deadline: false
+            }),
+            "{name}"
+        );
         assert!(elapsed < UNAVAILABLE_WITHIN, "{name} took {elapsed:?}");
         // Every attempt is one read that fails (the first may meet the connection the
         // proxy cut, then reconnections are refused), and no commit is sent.
@@ -497,7 +514,14 @@ async fn an_emulator_that_accepts_but_never_answers_is_unavailable_within_the_de
     let journal = Journal::new(connection).with_rpc_timeout(Duration::from_millis(200));
     let began = Instant::now();
     let result = journal.register_command(&command(900, json!({}))).await;
-    assert_eq!(result, Err(command_journal::JournalError::Unavailable));
+    assert_eq!(
+        result,
+        Err(command_journal::JournalError::Unavailable {
+            last_code: Some(GrpcCode::DeadlineExceeded),
+            attempts: MAX_ATTEMPTS,
+            deadline: false
+        })
+    );
     let used = journal.stats();
     assert_eq!(used.attempts, u64::from(MAX_ATTEMPTS));
     assert_eq!(

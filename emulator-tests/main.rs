@@ -4,7 +4,10 @@
 //! `FIRESTORE_EMULATOR_HOST`); each test works in its own project.
 
 mod canary;
+mod cancellation;
 mod cli;
+mod databases;
+mod errors;
 mod faults;
 mod harness;
 mod lease;
@@ -12,5 +15,7 @@ mod ledger;
 mod proxy;
 mod randomized;
 mod registration;
+mod spans;
+mod status_server;
 mod support;
 mod verify;

@@ -11,13 +11,14 @@ pub mod verify;
 use crate::{Args, Cmd};
 use command_journal::connection::{Connection, Target};
 use command_journal::time::ManualClock;
-use command_journal::{Journal, JournalError};
+use command_journal::{Concurrency, Journal, JournalError};
 use commands::Operation;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 /// Runs the parsed command line and returns the process exit code.
 pub async fn run(args: Args) -> ExitCode {
+    let options = Global::from_args(&args);
     let operation = match args.command {
         Cmd::Identity => return exit::report(identity::run(&read_stdin())),
         Cmd::Emulator => return emulator().await,
@@ -34,19 +35,9 @@ pub async fn run(args: Args) -> ExitCode {
             return demo::run(args.emulator_host, options).await;
         }
         Cmd::Ledger { action } => {
-            let options = Global {
-                project: args.project,
-                emulator_host: args.emulator_host,
-                at: args.at,
-            };
             return ledger_command(action, &options).await;
         }
         Cmd::Verify => {
-            let options = Global {
-                project: args.project,
-                emulator_host: args.emulator_host,
-                at: args.at,
-            };
             return verify::run(&options).await;
         }
         Cmd::Register => Operation::Register,
@@ -54,11 +45,6 @@ pub async fn run(args: Args) -> ExitCode {
         Cmd::Complete => Operation::Complete,
         Cmd::Fail => Operation::Fail,
         Cmd::Status => Operation::Status,
-    };
-    let options = Global {
-        project: args.project,
-        emulator_host: args.emulator_host,
-        at: args.at,
     };
     exit::report(commands::run(operation, &read_stdin(), || options.journal()).await)
 }
@@ -75,7 +61,7 @@ async fn ledger_command(action: crate::LedgerCmd, options: &Global) -> ExitCode 
     }
     // Validate the input before connecting: invalid input is exit 2 whatever the target.
     if let Err(error) = ledger::run(name, &stdin, None).await
-        && error != JournalError::Unavailable
+        && error != ledger::no_journal()
     {
         return exit::report(Err(error));
     }
@@ -90,9 +76,25 @@ pub struct Global {
     project: Option<String>,
     emulator_host: Option<String>,
     at: Option<String>,
+    database: String,
+    concurrency: Concurrency,
 }
 
 impl Global {
+    /// The global options of a parsed command line.
+    pub fn from_args(args: &Args) -> Self {
+        Self {
+            project: args.project.clone(),
+            emulator_host: args.emulator_host.clone(),
+            at: args.at.clone(),
+            database: args.database.clone(),
+            concurrency: match args.concurrency {
+                crate::ConcurrencyArg::Preconditions => Concurrency::Preconditions,
+                crate::ConcurrencyArg::Transaction => Concurrency::Transaction,
+            },
+        }
+    }
+
     /// The emulator when a host is given, otherwise production.
     pub fn target(&self) -> Target {
         match self.emulator_host.as_deref().map(str::trim) {
@@ -116,16 +118,14 @@ impl Global {
                 Some(Arc::new(ManualClock::new(at.to_utc())))
             }
         };
-        let project = self
-            .project
-            .clone()
-            .or_else(|| std::env::var("GOOGLE_CLOUD_PROJECT").ok())
-            .ok_or(JournalError::InvalidInput { field: "project" })?;
-        let connection = Connection::connect(&project, target).await?;
-        Ok(match clock {
+        let production = !target.is_emulator();
+        let project = command_journal::resolve_project(self.project.as_deref(), production).await?;
+        let connection = Connection::connect_database(&project, &self.database, target).await?;
+        let journal = match clock {
             Some(clock) => Journal::with_clock(connection, clock),
             None => Journal::new(connection),
-        })
+        };
+        Ok(journal.with_concurrency(self.concurrency))
     }
 }
 

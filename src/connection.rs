@@ -1,5 +1,5 @@
 //! One constructor for the `FirestoreDb` and the raw gcloud-sdk Firestore client of a
-//! project, against the emulator or production.
+//! project's database, against the emulator or production.
 
 use crate::error::JournalError;
 use firestore::{FirestoreDb, FirestoreDbOptions};
@@ -37,6 +37,7 @@ pub struct Connection {
     db: FirestoreDb,
     raw: RawClient,
     project: String,
+    database: String,
     target: Target,
 }
 
@@ -44,6 +45,7 @@ impl std::fmt::Debug for Connection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Connection")
             .field("project", &self.project)
+            .field("database", &self.database)
             .field("target", &self.target)
             .finish()
     }
@@ -56,31 +58,72 @@ fn valid_project_id(project: &str) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
 }
 
+/// The id of a project's default database.
+pub const DEFAULT_DATABASE: &str = "(default)";
+
+/// `(default)`, or a named database id: 4–63 characters of lowercase letters, digits
+/// and hyphens, starting with a letter and not ending with a hyphen.
+fn valid_database_id(database: &str) -> bool {
+    if database == DEFAULT_DATABASE {
+        return true;
+    }
+    let bytes = database.as_bytes();
+    (4..=63).contains(&bytes.len())
+        && bytes[0].is_ascii_lowercase()
+        && bytes[bytes.len() - 1] != b'-'
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+}
+
 impl Connection {
-    /// Connects to `project` on `target`. A malformed project id is
-    /// `invalid_input { field: "project" }`; a failure to connect is `unavailable`.
+    /// Connects to the default database of `project` on `target`; see
+    /// [`connect_database`](Self::connect_database).
     pub async fn connect(project: &str, target: Target) -> Result<Self, JournalError> {
+        Self::connect_database(project, DEFAULT_DATABASE, target).await
+    }
+
+    /// Connects to database `database` of `project` on `target`. A malformed project
+    /// or database id is `invalid_input` (`project`, `database`); production without
+    /// usable Application Default Credentials is `credentials_unavailable`, decided
+    /// without any network call; an emulator that cannot be reached is `unavailable`.
+    pub async fn connect_database(
+        project: &str,
+        database: &str,
+        target: Target,
+    ) -> Result<Self, JournalError> {
         if !valid_project_id(project) {
             return Err(JournalError::invalid("project"));
         }
-        let options = FirestoreDbOptions::new(project.to_owned());
+        if !valid_database_id(database) {
+            return Err(JournalError::invalid("database"));
+        }
+        let options =
+            FirestoreDbOptions::new(project.to_owned()).with_database_id(database.to_owned());
         let db = match &target {
             Target::Emulator(host) => {
                 let options = options.with_firebase_api_url(format!("http://{host}"));
                 FirestoreDb::with_options_auth(options, Credentials::from(OwnerToken::default()))
                     .await
+                    .map_err(|error| {
+                        tracing::warn!(%error, "could not connect to the emulator");
+                        JournalError::unreachable()
+                    })?
             }
-            Target::Production => FirestoreDb::with_options(options).await,
-        }
-        .map_err(|error| {
-            tracing::warn!(%error, "could not connect to firestore");
-            JournalError::Unavailable
-        })?;
+            Target::Production => {
+                crate::credentials::check_available()?;
+                FirestoreDb::with_options(options).await.map_err(|error| {
+                    tracing::warn!(%error, "could not connect to firestore");
+                    crate::credentials::classify_connect_error(&error)
+                })?
+            }
+        };
         let raw = db.client().get();
         Ok(Self {
             db,
             raw,
             project: project.to_owned(),
+            database: database.to_owned(),
             target,
         })
     }
@@ -105,12 +148,17 @@ impl Connection {
         &self.target
     }
 
-    /// `projects/{p}/databases/(default)`.
-    pub fn database_path(&self) -> String {
-        format!("projects/{}/databases/(default)", self.project)
+    /// The database id (`(default)` unless another was given).
+    pub fn database(&self) -> &str {
+        &self.database
     }
 
-    /// `projects/{p}/databases/(default)/documents`.
+    /// `projects/{p}/databases/{d}`.
+    pub fn database_path(&self) -> String {
+        format!("projects/{}/databases/{}", self.project, self.database)
+    }
+
+    /// `projects/{p}/databases/{d}/documents`.
     pub fn documents_path(&self) -> String {
         format!("{}/documents", self.database_path())
     }

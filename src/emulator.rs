@@ -196,8 +196,14 @@ impl Emulator {
 
     /// Deletes every document of `project`'s default database.
     pub async fn clear(&self, project: &str) -> Result<(), EmulatorError> {
+        self.clear_database(project, crate::connection::DEFAULT_DATABASE)
+            .await
+    }
+
+    /// Deletes every document of database `database` of `project`.
+    pub async fn clear_database(&self, project: &str, database: &str) -> Result<(), EmulatorError> {
         let url = format!(
-            "http://{}/emulator/v1/projects/{project}/databases/(default)/documents",
+            "http://{}/emulator/v1/projects/{project}/databases/{database}/documents",
             self.host
         );
         let response = reqwest::Client::new()

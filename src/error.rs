@@ -1,12 +1,19 @@
-//! The one closed error type of the crate.
+//! The one closed error type of the crate, and the classes callers act on.
+
+mod grpc;
+
+pub use grpc::GrpcCode;
 
 /// Every way an operation of the journal can fail.
 ///
-/// The set is closed and each variant has a stable snake_case [`code`](Self::code).
-/// Messages never contain raw input, hashes, document paths or ids: `InvalidInput`
-/// names the offending field only, and `JournalCorrupt` carries a fixed description
-/// of which invariant failed.
+/// Each variant has a stable snake_case [`code`](Self::code) and belongs to one
+/// [`ErrorClass`]: a caller retries only what [`is_retryable`](Self::is_retryable)
+/// says, and a configuration refusal is never reported as `unavailable`. Messages
+/// never contain raw input, hashes, document paths or ids: `InvalidInput` names the
+/// offending field only, and `JournalCorrupt` carries a fixed description of which
+/// invariant failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum JournalError {
     /// An input failed validation; `field` is its camelCase name, never its value.
     #[error("invalid input: {field}")]
@@ -53,9 +60,141 @@ pub enum JournalError {
     /// The stored fingerprint version has no serializer in this crate.
     #[error("the stored fingerprint version is not supported")]
     UnsupportedFingerprintVersion,
-    /// Firestore could not be reached or kept aborting; retrying the whole call is safe.
-    #[error("firestore is unavailable")]
+    /// Firestore could not be reached, kept aborting, or the operation's deadline
+    /// passed. Every operation is idempotent: retrying the whole call later is safe.
+    #[error(
+        "firestore is unavailable after {attempts} attempt(s){}{}; retrying the whole call is safe",
+        last_code_text(*last_code),
+        if *deadline { ", deadline reached" } else { "" }
+    )]
+    Unavailable {
+        /// The last gRPC status code seen, if an RPC answered at all.
+        last_code: Option<GrpcCode>,
+        /// Attempts made (reads started); 0 when the connection itself failed.
+        attempts: u32,
+        /// Whether the operation's deadline ended it.
+        deadline: bool,
+    },
+    /// No usable Google credentials: Application Default Credentials are absent or
+    /// cannot be loaded. Fix the deployment; retrying does not help.
+    #[error(
+        "no usable Google credentials: set GOOGLE_APPLICATION_CREDENTIALS, run `gcloud auth application-default login`, or run on Google Cloud with a service account"
+    )]
+    CredentialsUnavailable,
+    /// Firestore rejected the credentials (UNAUTHENTICATED) or they lack permission on
+    /// the database (PERMISSION_DENIED; grant `roles/datastore.user`).
+    #[error("firestore refused the credentials ({}): {}", grpc.as_str(), permission_hint(*grpc))]
+    PermissionDenied {
+        /// `PermissionDenied` or `Unauthenticated`.
+        grpc: GrpcCode,
+    },
+    /// The target is not usable as configured: the project or database does not exist,
+    /// it is not a Firestore Native database, or a request was invalid for it.
+    #[error("firestore is not configured for the journal: {}{}", cause.describe(), grpc_text(*grpc))]
+    NotConfigured {
+        /// What is wrong.
+        cause: ConfigCause,
+        /// The gRPC code Firestore answered, when it answered.
+        grpc: Option<GrpcCode>,
+    },
+    /// A defect inside this process (an output that failed to serialize, a worker task
+    /// that panicked); nothing about the journal is implied. Not retryable.
+    #[error("internal error: {reason}")]
+    Internal {
+        /// Fixed description of what failed.
+        reason: &'static str,
+    },
+}
+
+/// What is wrong with a target that is [`NotConfigured`](JournalError::NotConfigured).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ConfigCause {
+    /// NOT_FOUND on the database: the project or the database does not exist.
+    DatabaseNotFound,
+    /// INVALID_ARGUMENT: Firestore refused the request as malformed for this target.
+    InvalidArgument,
+    /// FAILED_PRECONDITION on a read (for example a Datastore-mode database).
+    FailedPrecondition,
+    /// The server does not implement the request (UNIMPLEMENTED, OUT_OF_RANGE).
+    Unsupported,
+    /// No project id was given and none could be found in the environment.
+    ProjectUnknown,
+}
+
+impl ConfigCause {
+    /// A stable snake_case name.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::DatabaseNotFound => "database_not_found",
+            Self::InvalidArgument => "invalid_argument",
+            Self::FailedPrecondition => "failed_precondition",
+            Self::Unsupported => "unsupported",
+            Self::ProjectUnknown => "project_unknown",
+        }
+    }
+
+    fn describe(&self) -> &'static str {
+        match self {
+            Self::DatabaseNotFound => "the project or database does not exist",
+            Self::InvalidArgument => "firestore refused the request as invalid for this target",
+            Self::FailedPrecondition => {
+                "the database refused the request (is it a Firestore Native database?)"
+            }
+            Self::Unsupported => "the server does not support the request",
+            Self::ProjectUnknown => {
+                "no project id: pass --project or set GOOGLE_CLOUD_PROJECT or GCLOUD_PROJECT"
+            }
+        }
+    }
+}
+
+fn last_code_text(code: Option<GrpcCode>) -> String {
+    code.map(|c| format!(", last gRPC code {}", c.as_str()))
+        .unwrap_or_default()
+}
+
+fn grpc_text(code: Option<GrpcCode>) -> String {
+    code.map(|c| format!(" (gRPC {})", c.as_str()))
+        .unwrap_or_default()
+}
+
+fn permission_hint(code: GrpcCode) -> &'static str {
+    match code {
+        GrpcCode::Unauthenticated => "the credentials are invalid or expired",
+        _ => "the service account needs roles/datastore.user on the project",
+    }
+}
+
+/// How a caller should act on an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ErrorClass {
+    /// The input is invalid: fix the request.
+    Input,
+    /// The journal refused the transition (conflict, stale fence, corruption, …):
+    /// retrying the same call gives the same answer.
+    Refused,
+    /// Firestore is briefly unavailable: retrying the whole call later is safe.
     Unavailable,
+    /// The deployment is misconfigured (credentials, permissions, project, database):
+    /// page whoever owns the configuration.
+    Configuration,
+    /// A defect inside this process.
+    Internal,
+}
+
+impl ErrorClass {
+    /// A stable snake_case name.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Input => "input",
+            Self::Refused => "refused",
+            Self::Unavailable => "unavailable",
+            Self::Configuration => "configuration",
+            Self::Internal => "internal",
+        }
+    }
 }
 
 impl JournalError {
@@ -75,7 +214,40 @@ impl JournalError {
             Self::ReplayMismatch => "replay_mismatch",
             Self::ScopeMismatch => "scope_mismatch",
             Self::UnsupportedFingerprintVersion => "unsupported_fingerprint_version",
-            Self::Unavailable => "unavailable",
+            Self::Unavailable { .. } => "unavailable",
+            Self::CredentialsUnavailable => "credentials_unavailable",
+            Self::PermissionDenied { .. } => "permission_denied",
+            Self::NotConfigured { .. } => "not_configured",
+            Self::Internal { .. } => "internal",
+        }
+    }
+
+    /// The class of this error: what the caller should do about it.
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            Self::InvalidInput { .. } => ErrorClass::Input,
+            Self::Unavailable { .. } => ErrorClass::Unavailable,
+            Self::CredentialsUnavailable
+            | Self::PermissionDenied { .. }
+            | Self::NotConfigured { .. } => ErrorClass::Configuration,
+            Self::Internal { .. } => ErrorClass::Internal,
+            _ => ErrorClass::Refused,
+        }
+    }
+
+    /// Whether retrying the whole call later may succeed. True only for
+    /// `unavailable`: every other error answers the same until something changes.
+    pub fn is_retryable(&self) -> bool {
+        self.class() == ErrorClass::Unavailable
+    }
+
+    /// The gRPC code behind a Firestore refusal or outage, when one answered.
+    pub fn grpc_code(&self) -> Option<GrpcCode> {
+        match self {
+            Self::Unavailable { last_code, .. } => *last_code,
+            Self::PermissionDenied { grpc } => Some(*grpc),
+            Self::NotConfigured { grpc, .. } => *grpc,
+            _ => None,
         }
     }
 
@@ -88,49 +260,21 @@ impl JournalError {
     pub(crate) fn corrupt(reason: &'static str) -> Self {
         Self::JournalCorrupt { reason }
     }
+
+    /// Firestore could not be reached at all (no RPC answered).
+    pub(crate) fn unreachable() -> Self {
+        Self::Unavailable {
+            last_code: None,
+            attempts: 0,
+            deadline: false,
+        }
+    }
+
+    /// Shorthand for an [`Internal`](Self::Internal) error.
+    pub(crate) fn internal(reason: &'static str) -> Self {
+        Self::Internal { reason }
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::JournalError;
-
-    #[test]
-    fn codes_are_stable_and_distinct() {
-        let all = [
-            JournalError::invalid("x"),
-            JournalError::CommandConflict,
-            JournalError::NotRegistered,
-            JournalError::LeaseNotHeld,
-            JournalError::StaleFence,
-            JournalError::LeaseExpired,
-            JournalError::TerminalConflict,
-            JournalError::ClockRegression,
-            JournalError::RevisionOverflow,
-            JournalError::corrupt("x"),
-            JournalError::ReplayMismatch,
-            JournalError::ScopeMismatch,
-            JournalError::UnsupportedFingerprintVersion,
-            JournalError::Unavailable,
-        ];
-        let codes: Vec<&str> = all.iter().map(JournalError::code).collect();
-        assert_eq!(
-            codes,
-            [
-                "invalid_input",
-                "command_conflict",
-                "not_registered",
-                "lease_not_held",
-                "stale_fence",
-                "lease_expired",
-                "terminal_conflict",
-                "clock_regression",
-                "revision_overflow",
-                "journal_corrupt",
-                "replay_mismatch",
-                "scope_mismatch",
-                "unsupported_fingerprint_version",
-                "unavailable",
-            ]
-        );
-    }
-}
+mod tests;

@@ -8,8 +8,8 @@ use crate::lease::{
     TerminalRequest,
 };
 use crate::registration::{Registration, RegistrationOutput};
+use crate::runner::{self, Concurrency, Counters, RunOptions, Stats};
 use crate::time::{Clock, SystemClock, Timestamp};
-use crate::transaction::{self, Counters, Stats};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,7 +23,7 @@ pub struct Journal {
     connection: Connection,
     clock: Arc<dyn Clock>,
     counters: Arc<Counters>,
-    rpc_timeout: Duration,
+    options: RunOptions,
 }
 
 impl std::fmt::Debug for Journal {
@@ -47,16 +47,43 @@ impl Journal {
             connection,
             clock,
             counters: Arc::new(Counters::default()),
-            rpc_timeout: transaction::RPC_TIMEOUT,
+            options: RunOptions {
+                rpc_timeout: runner::RPC_TIMEOUT,
+                deadline: None,
+                concurrency: Concurrency::default(),
+            },
         }
     }
 
     /// The same journal with another per-RPC deadline (default
-    /// [`RPC_TIMEOUT`](transaction::RPC_TIMEOUT)); an RPC that takes longer counts as
+    /// [`RPC_TIMEOUT`](runner::RPC_TIMEOUT)); an RPC that takes longer counts as
     /// DEADLINE_EXCEEDED and the attempt is retried.
     pub fn with_rpc_timeout(mut self, timeout: Duration) -> Self {
-        self.rpc_timeout = timeout;
+        self.options.rpc_timeout = timeout;
         self
+    }
+
+    /// The same journal with a bound on each whole operation, retries included
+    /// (default: none; the attempt limit still applies). An operation still running
+    /// when it passes ends with `unavailable` (`deadline: true`) and starts no further
+    /// RPC; a commit already in flight may or may not have been applied, and calling
+    /// again converges on the stored state, as after any unknown outcome.
+    pub fn with_deadline(mut self, deadline: Duration) -> Self {
+        self.options.deadline = Some(deadline);
+        self
+    }
+
+    /// The same journal in another concurrency mode (default
+    /// [`Concurrency::Preconditions`]). Both modes run the same decisions and give the
+    /// same outputs; they differ in RPCs and in how contention is resolved.
+    pub fn with_concurrency(mut self, concurrency: Concurrency) -> Self {
+        self.options.concurrency = concurrency;
+        self
+    }
+
+    /// This journal's concurrency mode.
+    pub fn concurrency(&self) -> Concurrency {
+        self.options.concurrency
     }
 
     /// The connection this journal uses.
@@ -74,11 +101,11 @@ impl Journal {
         Timestamp::from_datetime(self.clock.now()).ok_or(JournalError::ClockRegression)
     }
 
-    pub(crate) async fn run<T: transaction::Transition>(
+    pub(crate) async fn run<T: crate::transaction::Transition>(
         &self,
         op: &T,
     ) -> Result<T::Output, JournalError> {
-        transaction::run(&self.connection, &self.counters, self.rpc_timeout, op).await
+        runner::run(&self.connection, &self.counters, self.options, op).await
     }
 
     /// Registers `command` exactly once: `registered_new` creates the root and its

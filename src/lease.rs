@@ -408,6 +408,10 @@ impl Acquire {
 impl Transition for Acquire {
     type Output = LeaseOutput;
 
+    fn name(&self) -> crate::transaction::OperationName {
+        crate::transaction::OperationName::Acquire
+    }
+
     fn paths(&self) -> Vec<String> {
         self.call.first_read()
     }
@@ -505,6 +509,13 @@ impl Terminal {
 impl Transition for Terminal {
     type Output = TerminalOutput;
 
+    fn name(&self) -> crate::transaction::OperationName {
+        match self.request {
+            TerminalRequest::Succeed(_) => crate::transaction::OperationName::Complete,
+            TerminalRequest::Fail => crate::transaction::OperationName::Fail,
+        }
+    }
+
     fn paths(&self) -> Vec<String> {
         self.call.first_read()
     }
@@ -566,6 +577,10 @@ impl Status {
 
 impl Transition for Status {
     type Output = StatusOutput;
+
+    fn name(&self) -> crate::transaction::OperationName {
+        crate::transaction::OperationName::Status
+    }
 
     fn paths(&self) -> Vec<String> {
         self.call.first_read()

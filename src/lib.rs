@@ -68,6 +68,7 @@
 #![deny(missing_docs)]
 
 pub mod connection;
+mod credentials;
 pub mod digest;
 pub(crate) mod document;
 pub mod emulator;
@@ -82,10 +83,13 @@ pub mod journal;
 pub mod lease;
 pub mod ledger;
 pub mod registration;
+pub mod runner;
 pub mod strict_json;
 pub mod time;
 pub mod transaction;
 pub mod verify;
 
-pub use error::JournalError;
+pub use credentials::resolve_project;
+pub use error::{ConfigCause, ErrorClass, GrpcCode, JournalError};
 pub use journal::Journal;
+pub use runner::Concurrency;

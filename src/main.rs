@@ -25,8 +25,54 @@ struct Args {
     /// Replace the trusted clock (RFC 3339); refused unless the target is an emulator.
     #[arg(long, global = true)]
     at: Option<String>,
+    /// Firestore database id.
+    #[arg(
+        long,
+        global = true,
+        env = "FIRESTORE_DATABASE",
+        default_value = "(default)"
+    )]
+    database: String,
+    /// How operations stay consistent: `preconditions` (no server locks; default) or
+    /// `transaction` (Firestore read-write transactions).
+    #[arg(long, global = true, value_enum, default_value_t = ConcurrencyArg::Preconditions)]
+    concurrency: ConcurrencyArg,
+    /// Log format on stderr, when RUST_LOG enables logging (off by default).
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Cmd,
+}
+
+/// `--concurrency`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum ConcurrencyArg {
+    /// One read, precondition-guarded commit; no server lock.
+    Preconditions,
+    /// Firestore read-write transactions.
+    Transaction,
+}
+
+/// `--log-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Logs to stderr as `RUST_LOG` says (nothing when it is unset).
+fn install_logging(format: LogFormat) {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("off"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().try_init(),
+    };
 }
 
 #[derive(Debug, Subcommand)]
@@ -78,6 +124,7 @@ enum LedgerCmd {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    install_logging(args.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -85,7 +132,7 @@ fn main() -> ExitCode {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("command-journal: cannot start the async runtime: {error}");
-            return cli::exit::unavailable();
+            return cli::exit::internal("the async runtime could not start");
         }
     };
     runtime.block_on(cli::run(args))

@@ -135,6 +135,10 @@ impl Registration {
 impl Transition for Registration {
     type Output = RegistrationOutput;
 
+    fn name(&self) -> crate::transaction::OperationName {
+        crate::transaction::OperationName::Register
+    }
+
     fn paths(&self) -> Vec<String> {
         let hash = self.identity.command_key_hash();
         vec![

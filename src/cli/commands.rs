@@ -21,7 +21,9 @@ pub enum Operation {
 }
 
 fn to_json<T: serde::Serialize>(value: T) -> Result<Value, JournalError> {
-    serde_json::to_value(value).map_err(|_| JournalError::Unavailable)
+    serde_json::to_value(value).map_err(|_| JournalError::Internal {
+        reason: "output serialization failed",
+    })
 }
 
 /// Validates the whole stdin object first (exit 2 before any connection), then runs

@@ -158,7 +158,9 @@ async fn workload(host: &str, options: DemoOptions) -> Result<bool, JournalError
         }
     }
     for task in tasks.drain(..) {
-        task.await.map_err(|_| JournalError::Unavailable)??;
+        task.await.map_err(|_| JournalError::Internal {
+            reason: "a worker task panicked",
+        })??;
     }
 
     let mut terminal = vec![false; commands.len()];
@@ -194,7 +196,9 @@ async fn workload(host: &str, options: DemoOptions) -> Result<bool, JournalError
             }
         }
         for task in round {
-            let (index, crashed) = task.await.map_err(|_| JournalError::Unavailable)??;
+            let (index, crashed) = task.await.map_err(|_| JournalError::Internal {
+                reason: "a worker task panicked",
+            })??;
             if let Some((lease, fence)) = crashed {
                 stale.push(Stale {
                     command: index,
@@ -427,7 +431,9 @@ async fn ledger(
         }));
     }
     for task in tasks {
-        task.await.map_err(|_| JournalError::Unavailable)??;
+        task.await.map_err(|_| JournalError::Internal {
+            reason: "a worker task panicked",
+        })??;
     }
     Ok(())
 }

@@ -1,11 +1,61 @@
 //! Maps results to the one JSON line on stdout and the exit code.
 
-use command_journal::JournalError;
+use command_journal::{ErrorClass, JournalError};
 use serde_json::{Value, json};
 use std::process::ExitCode;
 
-/// Prints `result` as one JSON line and returns its exit code: 0 for success, 2 for
-/// `invalid_input`, 4 for `unavailable`, 3 for any other journal error.
+/// Exit code of a refused transition (`command_conflict`, `stale_fence`, …).
+pub const REFUSED: u8 = 3;
+/// Exit code of `unavailable`: retrying the whole call later is safe.
+pub const UNAVAILABLE: u8 = 4;
+/// Exit code of a configuration refusal (credentials, permissions, project, database).
+pub const CONFIGURATION: u8 = 8;
+/// Exit code of a defect inside the process.
+pub const INTERNAL: u8 = 1;
+
+/// The exit code of an error's class: 2 input, 3 refused, 4 unavailable,
+/// 8 configuration, 1 internal.
+pub fn code_of(error: &JournalError) -> u8 {
+    match error.class() {
+        ErrorClass::Input => 2,
+        ErrorClass::Refused => REFUSED,
+        ErrorClass::Unavailable => UNAVAILABLE,
+        ErrorClass::Configuration => CONFIGURATION,
+        _ => INTERNAL,
+    }
+}
+
+/// The one JSON line of an error: `{"error": code}`, plus the field of an invalid
+/// input, and for outages, configuration and internal errors the class, the gRPC
+/// code, the attempts made and a message naming the cause (never a raw value).
+pub fn error_line(error: &JournalError) -> Value {
+    let mut line = json!({"error": error.code()});
+    match error {
+        JournalError::InvalidInput { field } => {
+            line["field"] = json!(field);
+        }
+        JournalError::Unavailable {
+            attempts, deadline, ..
+        } => {
+            line["attempts"] = json!(attempts);
+            line["deadline"] = json!(deadline);
+        }
+        JournalError::NotConfigured { cause, .. } => {
+            line["cause"] = json!(cause.code());
+        }
+        _ => {}
+    }
+    if !matches!(error.class(), ErrorClass::Input | ErrorClass::Refused) {
+        line["class"] = json!(error.class().code());
+        if let Some(code) = error.grpc_code() {
+            line["grpcCode"] = json!(code.as_str());
+        }
+        line["message"] = json!(error.to_string());
+    }
+    line
+}
+
+/// Prints `result` as one JSON line and returns its exit code (see [`code_of`]).
 pub fn report(result: Result<Value, JournalError>) -> ExitCode {
     match result {
         Ok(value) => {
@@ -13,20 +63,23 @@ pub fn report(result: Result<Value, JournalError>) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(error) => {
-            let (line, code) = match error {
-                JournalError::InvalidInput { field } => {
-                    (json!({"error": "invalid_input", "field": field}), 2)
-                }
-                JournalError::Unavailable => (json!({"error": "unavailable"}), 4),
-                other => (json!({"error": other.code()}), 3),
-            };
-            println!("{line}");
-            ExitCode::from(code)
+            println!("{}", error_line(&error));
+            ExitCode::from(code_of(&error))
         }
     }
 }
 
-/// Prints `{"error":"unavailable"}` and returns exit code 4.
+/// Prints `unavailable` with no attempt made (the emulator or runtime could not
+/// start) and returns exit code 4.
 pub fn unavailable() -> ExitCode {
-    report(Err(JournalError::Unavailable))
+    report(Err(JournalError::Unavailable {
+        last_code: None,
+        attempts: 0,
+        deadline: false,
+    }))
+}
+
+/// Prints `internal` with a fixed reason and returns exit code 1.
+pub fn internal(reason: &'static str) -> ExitCode {
+    report(Err(JournalError::Internal { reason }))
 }

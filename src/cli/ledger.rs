@@ -42,7 +42,7 @@ pub async fn run(
             let scope = scope(input.value("scope")?)?;
             let plan = FingerprintInput::from_json(&input.value("plan")?)?;
             input.finish()?;
-            let journal = journal.ok_or(JournalError::Unavailable)?;
+            let journal = journal.ok_or_else(no_journal)?;
             output(&journal.accept_ledger_command(&key, &plan, &scope).await?)
         }
         "replay" => {
@@ -55,14 +55,14 @@ pub async fn run(
             let replay = match (charge, reversal) {
                 (Some(charge), None) => {
                     let intent = charge_intent(charge)?;
-                    let journal = journal.ok_or(JournalError::Unavailable)?;
+                    let journal = journal.ok_or_else(no_journal)?;
                     journal
                         .replay_reserved_charge(&key, &scope, &intent)
                         .await?
                 }
                 (None, Some(reversal)) => {
                     let authority = reversal_authority(reversal)?;
-                    let journal = journal.ok_or(JournalError::Unavailable)?;
+                    let journal = journal.ok_or_else(no_journal)?;
                     journal
                         .replay_reserved_reversal(&key, &scope, &authority)
                         .await?
@@ -87,10 +87,21 @@ fn fingerprint(stdin: &str) -> Result<Value, JournalError> {
     }))
 }
 
+/// The answer of an operation that validated its input but was given no journal.
+pub fn no_journal() -> JournalError {
+    JournalError::Unavailable {
+        last_code: None,
+        attempts: 0,
+        deadline: false,
+    }
+}
+
 fn output(value: &impl serde::Serialize) -> Result<Value, JournalError> {
     // The outputs are plain data and always serialize; the mapping only keeps the
     // signature total, as `commands` does.
-    serde_json::to_value(value).map_err(|_| JournalError::Unavailable)
+    serde_json::to_value(value).map_err(|_| JournalError::Internal {
+        reason: "output serialization failed",
+    })
 }
 
 fn key(input: &mut Input) -> Result<LedgerKey, JournalError> {
@@ -215,10 +226,7 @@ mod tests {
         let base = r#""classId":"c","featCode":"f","idempotencyKey":"k","scope":{"seatId":"s","actorSeatId":"a"}"#;
         let plan = r#""plan":{"family":"effect_plan","fingerprintVersion":5,"effects":[{}]}"#;
         let accept = format!("{{{base},{plan}}}");
-        assert_eq!(
-            block(run("accept", &accept, None)),
-            Err(JournalError::Unavailable)
-        );
+        assert_eq!(block(run("accept", &accept, None)), Err(no_journal()));
         let extra = format!("{{{base},{plan},\"x\":1}}");
         assert_eq!(
             block(run("accept", &extra, None)),
@@ -232,10 +240,7 @@ mod tests {
         let charge = format!(
             "{{{base},\"charge\":{{\"family\":\"overdraft_fee\",\"intent\":{{\"forceAuthority\":false}}}}}}"
         );
-        assert_eq!(
-            block(run("replay", &charge, None)),
-            Err(JournalError::Unavailable)
-        );
+        assert_eq!(block(run("replay", &charge, None)), Err(no_journal()));
         let not_a_charge =
             format!("{{{base},\"charge\":{{\"family\":\"reversal\",\"intent\":null}}}}");
         assert_eq!(
@@ -260,10 +265,7 @@ mod tests {
             Err(JournalError::InvalidInput { field: "reversal" })
         );
         let reversal = format!("{{{base},\"reversal\":{{\"mechanism\":\"WALLET\"}}}}");
-        assert_eq!(
-            block(run("replay", &reversal, None)),
-            Err(JournalError::Unavailable)
-        );
+        assert_eq!(block(run("replay", &reversal, None)), Err(no_journal()));
         assert_eq!(
             block(run("bogus", "{}", None)),
             Err(JournalError::InvalidInput { field: "action" })

@@ -18,7 +18,7 @@ pub async fn run(options: &Global) -> ExitCode {
     };
     match serde_json::to_string(&report) {
         Ok(line) => println!("{line}"),
-        Err(_) => return exit::unavailable(),
+        Err(_) => return exit::internal("report serialization failed"),
     }
     if report.clean {
         eprintln!("verify: clean ({} documents)", report.scanned.total());

@@ -190,6 +190,10 @@ impl Accept {
 impl Transition for Accept {
     type Output = LedgerOutcome;
 
+    fn name(&self) -> crate::transaction::OperationName {
+        crate::transaction::OperationName::LedgerAccept
+    }
+
     fn paths(&self) -> Vec<String> {
         let mut paths = vec![super::reservation::path(&self.reservation_id)];
         paths.extend(self.slots());

@@ -153,7 +153,7 @@ impl Memory {
                 Err(None) => {}
             }
         }
-        Err(JournalError::Unavailable)
+        Err(JournalError::unreachable())
     }
 
     /// The number of documents in `collection`.

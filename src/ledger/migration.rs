@@ -124,6 +124,10 @@ impl Link {
 impl Transition for Link {
     type Output = LedgerOutcome;
 
+    fn name(&self) -> crate::transaction::OperationName {
+        crate::transaction::OperationName::LedgerLink
+    }
+
     fn paths(&self) -> Vec<String> {
         let mut paths = vec![reservation::path(self.reservation_id())];
         paths.extend(self.slots());

@@ -159,6 +159,10 @@ impl Replay {
 impl Transition for Replay {
     type Output = LedgerReplay;
 
+    fn name(&self) -> crate::transaction::OperationName {
+        crate::transaction::OperationName::LedgerReplay
+    }
+
     fn paths(&self) -> Vec<String> {
         let mut paths = vec![reservation::path(&self.reservation_id)];
         paths.extend(self.slots());

@@ -29,7 +29,7 @@ async fn server_read_time(
         request_options: None,
         consistency_selector: None,
     };
-    let unavailable = |_| JournalError::Unavailable;
+    let unavailable = |status: gcloud_sdk::tonic::Status| crate::runner::status_error(&status);
     let mut stream = connection
         .raw()
         .batch_get_documents(request)
@@ -40,10 +40,10 @@ async fn server_read_time(
         if let Some(t) = message.read_time {
             let nanos = i128::from(t.seconds) * 1_000_000_000 + i128::from(t.nanos);
             return firestore::jiff::Timestamp::from_nanosecond(nanos)
-                .map_err(|_| JournalError::Unavailable);
+                .map_err(|_| JournalError::internal("read time out of range"));
         }
     }
-    Err(JournalError::Unavailable)
+    Err(JournalError::unreachable())
 }
 
 async fn scan<'a>(
@@ -63,7 +63,7 @@ async fn scan<'a>(
     };
     query.stream_query_with_errors().await.map_err(|error| {
         tracing::warn!(%error, "verify scan failed to start");
-        JournalError::Unavailable
+        crate::runner::firestore_error(&error)
     })
 }
 
@@ -166,7 +166,7 @@ impl<'a> Head<'a> {
             };
             let document = item.map_err(|error| {
                 tracing::warn!(%error, "verify scan failed");
-                JournalError::Unavailable
+                crate::runner::firestore_error(&error)
             })?;
             self.read += 1;
             let path = document
