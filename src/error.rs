@@ -53,6 +53,10 @@ pub enum JournalError {
     /// The stored fingerprint version has no serializer in this crate.
     #[error("the stored fingerprint version is not supported")]
     UnsupportedFingerprintVersion,
+    /// A historical multi-effect command fingerprinted under version 1 or 2 needs
+    /// principal material that version 3 removed; the migration refuses to link it.
+    #[error("a version 1 or 2 multi-effect command cannot be linked")]
+    ObsoleteMultiEffectFingerprint,
     /// Firestore could not be reached or kept aborting; retrying the whole call is safe.
     #[error("firestore is unavailable")]
     Unavailable,
@@ -75,6 +79,7 @@ impl JournalError {
             Self::ReplayMismatch => "replay_mismatch",
             Self::ScopeMismatch => "scope_mismatch",
             Self::UnsupportedFingerprintVersion => "unsupported_fingerprint_version",
+            Self::ObsoleteMultiEffectFingerprint => "obsolete_multi_effect_fingerprint",
             Self::Unavailable => "unavailable",
         }
     }
@@ -110,6 +115,7 @@ mod tests {
             JournalError::ReplayMismatch,
             JournalError::ScopeMismatch,
             JournalError::UnsupportedFingerprintVersion,
+            JournalError::ObsoleteMultiEffectFingerprint,
             JournalError::Unavailable,
         ];
         let codes: Vec<&str> = all.iter().map(JournalError::code).collect();
@@ -129,6 +135,7 @@ mod tests {
                 "replay_mismatch",
                 "scope_mismatch",
                 "unsupported_fingerprint_version",
+                "obsolete_multi_effect_fingerprint",
                 "unavailable",
             ]
         );
