@@ -1,5 +1,6 @@
-//! The explicit migration call that links historical effects to a reservation
-//! (seed 003 §VII, `HISTORICAL_LINKED`).
+//! The explicit migration call that links historical effects to a reservation: a
+//! pre-reservation effect whose command identity and fingerprint a governed migration
+//! proved becomes `historical_linked`.
 //!
 //! A historical effect is a row that already sits in `ledgerTransactions` as
 //! `historical_unlinked` (imported by other means, under its own legacy id). Linking

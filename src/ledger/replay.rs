@@ -1,5 +1,4 @@
-//! Replay before pricing (seed 003, `replay_reserved_charge` and
-//! `replay_reserved_reversal`).
+//! Replay before pricing: `replay_reserved_charge` and `replay_reserved_reversal`.
 //!
 //! A retried charge or reversal first resolves its reservation and the complete
 //! ordered effect vector — before any balance, pricing, fee or protection input
@@ -35,7 +34,7 @@
 //! other scoped seat or actor                      -> scope_mismatch
 //! version without serializer (1–3, > 5)           -> unsupported_fingerprint_version
 //! other family (a charge replaying a reversal, …) -> replay_mismatch
-//! v5 subtype supplied, no compensating effect    -> replay_mismatch
+//! v5 subtype supplied, no compensating effect     -> replay_mismatch
 //! rebuilt fingerprint differs                     -> replay_mismatch
 //! rebuilt fingerprint equal                       -> replayed, stored effects
 //! ```
