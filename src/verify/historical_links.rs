@@ -8,7 +8,9 @@
 //!   each listed row must say `historical_linked` with that reservation, that index and
 //!   that migration, and each imported row that says it is linked must be listed so.
 //!   A listed row that does not exist is `reservation_missing_effects` at the row's
-//!   path; any other disagreement is `broken_historical_link` at the row's path.
+//!   path; any other disagreement (including a row listed by two reservations, which
+//!   would make one effect part of two commands) is `broken_historical_link` at the
+//!   row's path.
 //! - **One row per monetary effect.** A historical row created by a migration (a
 //!   `historical_linked` row at a reservation-derived id, the shape an earlier release
 //!   wrote) whose monetary content (the thirteen effect fields) equals an imported row's
@@ -36,8 +38,8 @@ struct Claim {
 /// What the scan learnt about historical rows so far.
 #[derive(Debug, Default)]
 pub(crate) struct HistoricalLinks {
-    /// Imported row id → the link its reservation lists.
-    listed: BTreeMap<String, Claim>,
+    /// Imported row id → the links reservations list for it (one, unless corrupt).
+    listed: BTreeMap<String, Vec<Claim>>,
     /// Imported row id → the link the row states (`None`: unlinked).
     rows: BTreeMap<String, Option<Claim>>,
     /// Imported row ids that failed their codec (already reported).
@@ -103,27 +105,26 @@ impl HistoricalLinks {
         migration_id: Option<&str>,
         id: &str,
     ) {
-        self.listed.insert(
-            id.to_owned(),
-            Claim {
-                reservation_id: reservation_id.clone(),
-                index,
-                migration_id: migration_id.map(str::to_owned),
-            },
-        );
+        self.listed.entry(id.to_owned()).or_default().push(Claim {
+            reservation_id: reservation_id.clone(),
+            index,
+            migration_id: migration_id.map(str::to_owned),
+        });
     }
 
     /// Every finding, once the whole collection was scanned.
     pub fn finish(self) -> Vec<Finding> {
         let mut found = BTreeSet::new();
         let at = |id: &str| effect::path(id);
-        for (id, claim) in &self.listed {
+        for (id, claims) in &self.listed {
             match self.rows.get(id) {
                 None if self.malformed.contains(id) => {}
                 None => {
                     found.insert((FindingCode::ReservationMissingEffects, at(id)));
                 }
-                Some(stated) if stated.as_ref() != Some(claim) => {
+                // Every listing must be the one link the row states (so a row listed
+                // by two reservations is broken whatever it says).
+                Some(stated) if claims.iter().any(|c| stated.as_ref() != Some(c)) => {
                     found.insert((FindingCode::BrokenHistoricalLink, at(id)));
                 }
                 Some(_) => {}
@@ -131,7 +132,7 @@ impl HistoricalLinks {
         }
         for (id, stated) in &self.rows {
             if let Some(stated) = stated
-                && self.listed.get(id) != Some(stated)
+                && !self.listed.get(id).is_some_and(|c| c.contains(stated))
             {
                 found.insert((FindingCode::BrokenHistoricalLink, at(id)));
             }

@@ -64,6 +64,10 @@ fn every_disagreement_is_one_finding_at_the_row() {
     links.listed(&rid(1), 3, Some("m"), "migration");
     links.imported_row(&row("elsewhere", "1.00", Some((2, 0, "m"))));
     links.listed(&rid(1), 4, Some("m"), "elsewhere");
+    // Listed by two reservations (it states the first).
+    links.imported_row(&row("twice", "1.00", Some((1, 6, "m"))));
+    links.listed(&rid(1), 6, Some("m"), "twice");
+    links.listed(&rid(4), 0, Some("m"), "twice");
     // Claims a reservation that does not list it.
     links.imported_row(&row("stray", "1.00", Some((3, 0, "m"))));
     // Malformed: reported by its codec already.
@@ -76,6 +80,7 @@ fn every_disagreement_is_one_finding_at_the_row() {
         found(FindingCode::BrokenHistoricalLink, "migration"),
         found(FindingCode::BrokenHistoricalLink, "elsewhere"),
         found(FindingCode::BrokenHistoricalLink, "stray"),
+        found(FindingCode::BrokenHistoricalLink, "twice"),
     ];
     expected.sort();
     let mut actual = links.finish();
