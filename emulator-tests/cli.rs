@@ -349,3 +349,132 @@ fn the_demo_runs_its_workload_and_verifies_clean() {
         "{stdout}"
     );
 }
+
+#[tokio::test]
+async fn ledger_multi_effect_reversal_replay_and_link_through_the_cli() {
+    let connection = support::fresh_connection().await;
+    let host = support::emulator().host().to_owned();
+    let project = connection.project().to_owned();
+    let base = [
+        "--project",
+        project.as_str(),
+        "--emulator-host",
+        host.as_str(),
+    ];
+    let ledger =
+        |action: &str, input: &Value| cli(&[&base[..], &["ledger", action]].concat(), input);
+    let scope = json!({"seatId": "seat-A", "actorSeatId": "seat-A"});
+    let charge = json!({
+        "family": "effect_plan", "fingerprintVersion": 5,
+        "effects": [{"seat_id": "seat-A", "amount": "-12.50", "type": "DEBIT"}],
+    });
+    let (code, original, _) = ledger(
+        "accept",
+        &json!({"classId": "class-1", "featCode": "CHARGE", "idempotencyKey": "c-1",
+                "scope": scope, "plan": charge}),
+    );
+    assert_eq!(code, 0, "{original}");
+    let original_id = original["effectIds"][0].as_str().expect("id").to_owned();
+
+    // The two-effect reversal of the defect report, and a three-effect one.
+    let effect = |cents: u64, subtype: Option<&str>| {
+        json!({"seat_id": "seat-A", "actor_seat_id": "officer-9", "mechanism": "REVERSAL",
+               "amount": "12.50", "type": "REVERSAL", "original_transaction_id": original_id,
+               "compensation_amount_cents": cents, "compensation_subtype": subtype})
+    };
+    let shapes = [
+        vec![effect(1250, Some("DUPLICATE_CHARGE")), effect(0, None)],
+        vec![
+            effect(0, None),
+            effect(1250, Some("DUPLICATE_CHARGE")),
+            effect(50, Some("DUPLICATE_CHARGE")),
+        ],
+    ];
+    for (n, effects) in shapes.into_iter().enumerate() {
+        let key = format!("r-{n}");
+        let plan = json!({"family": "reversal", "fingerprintVersion": 5, "effects": effects});
+        let (code, accepted, _) = ledger(
+            "accept",
+            &json!({"classId": "class-1", "featCode": "REVERSAL", "idempotencyKey": key,
+                    "scope": scope, "plan": plan}),
+        );
+        assert_eq!(
+            (code, accepted["outcome"].clone()),
+            (0, json!("accepted")),
+            "{accepted}"
+        );
+        let replay = |actor: &str, subtype: Option<&str>| {
+            ledger(
+                "replay",
+                &json!({"classId": "class-1", "featCode": "REVERSAL", "idempotencyKey": key,
+                        "scope": scope,
+                        "reversal": {"actorSeatId": actor, "mechanism": "REVERSAL",
+                                     "compensationSubtype": subtype}}),
+            )
+        };
+        let (code, out, _) = replay("officer-9", Some("DUPLICATE_CHARGE"));
+        assert_eq!(
+            (code, out["outcome"].clone()),
+            (0, json!("replayed")),
+            "{out}"
+        );
+        assert_eq!(out["effects"], accepted["effects"]);
+        for (actor, subtype) in [
+            ("officer-9", Some("GOODWILL")),
+            ("officer-1", Some("DUPLICATE_CHARGE")),
+        ] {
+            let (code, out, _) = replay(actor, subtype);
+            assert_eq!((code, out), (3, json!({"error": "replay_mismatch"})));
+        }
+    }
+
+    // `ledger link` over two imported rows.
+    let items = [
+        json!({"seat_id": "seat-A", "amount": "-3.00", "type": "LEGACY"}),
+        json!({"seat_id": "seat-B", "amount": "3.00", "type": "LEGACY"}),
+    ];
+    let legacy_plan = command_journal::ledger::fingerprint::FingerprintInput::from_json(
+        &json!({"family": "effect_plan", "fingerprintVersion": 4, "effects": items}),
+    )
+    .expect("plan");
+    for (i, item) in legacy_plan.effects().iter().enumerate() {
+        let id = format!("legacy-{i}");
+        super::support::put(
+            &connection,
+            &format!("ledgerTransactions/{id}"),
+            super::ledger::unlinked_row_of(&id, item),
+        )
+        .await;
+    }
+    let fingerprint = legacy_plan.fingerprint(4).expect("v4").digest;
+    let link = |key: &str, version: u32| {
+        json!({"classId": "class-1", "featCode": "LEGACY", "idempotencyKey": key,
+               "scope": scope,
+               "historical": {"family": "effect_plan", "fingerprint": fingerprint.as_str(),
+                              "fingerprintVersion": version,
+                              "acceptedAt": "2020-09-13T12:26:40Z", "migrationId": "mig-1",
+                              "effectIds": ["legacy-0", "legacy-1"], "effects": items}})
+    };
+    let (code, out, _) = ledger("link", &link("l-0", 2));
+    assert_eq!(
+        (code, out),
+        (3, json!({"error": "obsolete_multi_effect_fingerprint"}))
+    );
+    let (code, out, _) = ledger("link", &link("l-0", 4));
+    assert_eq!(
+        (code, out["outcome"].clone()),
+        (0, json!("linked")),
+        "{out}"
+    );
+    assert_eq!(out["effectIds"], json!(["legacy-0", "legacy-1"]));
+    let (code, out, _) = ledger("link", &link("l-0", 4));
+    assert_eq!((code, out["outcome"].clone()), (0, json!("already_linked")));
+    let (code, out, _) = ledger("link", &link("l-1", 4));
+    assert_eq!(
+        (code, out),
+        (2, json!({"error": "invalid_input", "field": "effectIds"}))
+    );
+    // 1 charge + 2 + 3 reversal effects + 2 linked rows; 1 + 2 + 1 reservations.
+    assert_eq!(list(&connection, "", "ledgerTransactions").await.len(), 8);
+    assert_eq!(list(&connection, "", "ledgerReservations").await.len(), 4);
+}

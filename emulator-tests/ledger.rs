@@ -2,9 +2,10 @@
 //! orphan effects, scope, reversal linkage and replay before pricing.
 
 use super::support::{self, get, list, put, race};
+use command_journal::connection::Connection;
 use command_journal::digest::Digest;
 use command_journal::identity::LedgerKey;
-use command_journal::ledger::fingerprint::{FingerprintInput, Intent};
+use command_journal::ledger::fingerprint::{EffectPlanItem, FingerprintInput, Intent};
 use command_journal::ledger::{
     HistoricalCommand, LedgerOutcome, LedgerReplay, LedgerScope, Lineage, Outcome,
     ReversalAuthority, TransferLeg,
@@ -81,7 +82,8 @@ fn reversal(original: &str, subtype: Option<&str>) -> FingerprintInput {
         "family": "reversal", "fingerprintVersion": 5,
         "effects": [{"seat_id": "seat-A", "actor_seat_id": "officer-1", "mechanism": "WALLET",
                      "amount": "12.50", "account_type": "checking", "type": "REVERSAL",
-                     "original_transaction_id": original, "compensation_subtype": subtype}],
+                     "original_transaction_id": original, "compensation_subtype": subtype,
+                     "compensation_amount_cents": if subtype.is_some() { 1250 } else { 0 }}],
     }))
 }
 
@@ -93,19 +95,72 @@ fn authority(actor: &str, subtype: Option<&str>) -> ReversalAuthority {
     }
 }
 
-fn historical(plan: &FingerprintInput, version: u32) -> HistoricalCommand {
+fn historical(plan: &FingerprintInput, version: u32, tag: &str) -> HistoricalCommand {
     let fingerprint = match plan.fingerprint(version) {
         Ok(fingerprint) => fingerprint.digest,
         // No serializer for this version: the migration's proven digest.
         Err(_) => Digest::parse(&"3c".repeat(32)).expect("digest"),
     };
+    let effects = plan.effects().to_vec();
     HistoricalCommand {
         family: plan.family(),
         fingerprint,
         fingerprint_version: version,
         accepted_at: Timestamp::from_micros(1_600_000_000_000_000).expect("time"),
         migration_id: "mig-2026-10".into(),
-        effects: plan.effects().to_vec(),
+        effect_ids: (0..effects.len()).map(|i| format!("{tag}-{i}")).collect(),
+        effects,
+    }
+}
+
+/// The stored fields of a `historical_unlinked` row `id` holding `item`, as an import
+/// leaves it.
+pub fn unlinked_row_of(id: &str, item: &EffectPlanItem) -> HashMap<String, Value> {
+    let text = |v: &Option<String>| v.as_deref().map_or_else(null, string);
+    let mut fields = unlinked_row(id);
+    for (name, value) in [
+        ("seatId", text(&item.seat_id)),
+        ("targetSeatId", text(&item.target_seat_id)),
+        ("actorSeatId", text(&item.actor_seat_id)),
+        ("mechanism", text(&item.mechanism)),
+        (
+            "amount",
+            item.amount
+                .as_ref()
+                .map_or_else(null, |a| string(a.as_str())),
+        ),
+        ("accountType", text(&item.account_type)),
+        ("type", text(&item.r#type)),
+        ("originalTransactionId", text(&item.original_transaction_id)),
+        ("policyId", text(&item.policy_id)),
+        (
+            "compensationOriginLocator",
+            text(&item.compensation_origin_locator),
+        ),
+        (
+            "compensationAmountCents",
+            int(i64::try_from(item.compensation_amount_cents).expect("cents")),
+        ),
+        (
+            "correctionIntentLocator",
+            text(&item.correction_intent_locator),
+        ),
+        ("compensationSubtype", text(&item.compensation_subtype)),
+    ] {
+        fields.insert(name.to_owned(), value);
+    }
+    fields
+}
+
+/// Imports the rows `command` names as `historical_unlinked` rows holding its effects.
+pub async fn import(connection: &Connection, command: &HistoricalCommand) {
+    for (id, item) in command.effect_ids.iter().zip(&command.effects) {
+        put(
+            connection,
+            &format!("ledgerTransactions/{id}"),
+            unlinked_row_of(id, item),
+        )
+        .await;
     }
 }
 
@@ -301,8 +356,10 @@ async fn a_stored_version_four_reservation_replays_under_version_four() {
     let journal = support::fresh_journal().await;
     // Linked by the migration.
     let linked = key("v4-linked", 0);
+    let command = historical(&store(4, "12.50"), 4, "v4");
+    import(journal.connection(), &command).await;
     let outcome = journal
-        .link_historical_effects(&linked, &scope(), &historical(&store(4, "12.50"), 4))
+        .link_historical_effects(&linked, &scope(), &command)
         .await
         .expect("linked");
     assert_eq!(outcome.outcome, Outcome::Linked);
@@ -365,7 +422,8 @@ async fn a_stored_version_four_reservation_replays_under_version_four() {
 async fn a_stored_version_three_reservation_fails_closed_and_writes_nothing() {
     let journal = support::fresh_journal().await;
     let key = key("v3", 0);
-    let command = historical(&store(5, "12.50"), 3);
+    let command = historical(&store(5, "12.50"), 3, "v3");
+    import(journal.connection(), &command).await;
     journal
         .link_historical_effects(&key, &scope(), &command)
         .await
@@ -394,19 +452,19 @@ async fn a_stored_version_three_reservation_fails_closed_and_writes_nothing() {
     assert_eq!(everything(&journal).await, before, "nothing written");
 }
 
-fn int(v: i64) -> Value {
+pub fn int(v: i64) -> Value {
     Value {
         value_type: Some(ValueType::IntegerValue(v)),
     }
 }
 
-fn string(v: &str) -> Value {
+pub fn string(v: &str) -> Value {
     Value {
         value_type: Some(ValueType::StringValue(v.into())),
     }
 }
 
-fn null() -> Value {
+pub fn null() -> Value {
     Value {
         value_type: Some(ValueType::NullValue(0)),
     }
@@ -709,4 +767,225 @@ async fn a_transfer_is_two_linked_effects() {
             .map(|o| o.outcome),
         Ok(Outcome::Replayed)
     );
+}
+
+/// A reversal of `original` by officer-9 (mechanism REVERSAL) with `shape` effects,
+/// each `(compensation cents, amount)`: a compensating effect (cents above zero) has
+/// subtype DUPLICATE_CHARGE, a non-compensating one null.
+fn mixed_reversal(original: &str, shape: &[(u64, &str)]) -> FingerprintInput {
+    let effects: Vec<Json> = shape
+        .iter()
+        .map(|(cents, amount)| {
+            json!({"seat_id": "seat-A", "actor_seat_id": "officer-9", "mechanism": "REVERSAL",
+                   "amount": amount, "type": "REVERSAL", "original_transaction_id": original,
+                   "compensation_amount_cents": cents,
+                   "compensation_subtype": if *cents > 0 { Some("DUPLICATE_CHARGE") } else { None }})
+        })
+        .collect();
+    plan(json!({"family": "reversal", "fingerprintVersion": 5, "effects": effects}))
+}
+
+fn officer_9(subtype: Option<&str>) -> ReversalAuthority {
+    ReversalAuthority {
+        actor_seat_id: Some("officer-9".into()),
+        mechanism: Some("REVERSAL".into()),
+        compensation_subtype: subtype.map(Into::into),
+    }
+}
+
+#[tokio::test]
+async fn two_and_three_effect_reversals_replay_exactly_and_mismatch_on_any_change() {
+    let journal = support::fresh_journal().await;
+    let original = journal
+        .accept_ledger_command(&key("charged", 0), &store(5, "12.50"), &scope())
+        .await
+        .expect("charge");
+    let original_id = original.effects[0].effect_id.clone();
+    let shapes: [&[(u64, &str)]; 2] = [
+        &[(1250, "12.50"), (0, "0.25")],
+        &[(0, "0.25"), (1250, "12.50"), (300, "3.00")],
+    ];
+    for (n, shape) in shapes.into_iter().enumerate() {
+        let key = key("mixed-reversal", u32::try_from(n).expect("n"));
+        let accepted = journal
+            .accept_ledger_command(&key, &mixed_reversal(&original_id, shape), &scope())
+            .await
+            .expect("accepted");
+        assert_eq!(accepted.effects.len(), shape.len());
+        let before = everything(&journal).await;
+        let exact = replayed(
+            journal
+                .replay_reserved_reversal(&key, &scope(), &officer_9(Some("DUPLICATE_CHARGE")))
+                .await,
+        );
+        assert_eq!(exact.effects, accepted.effects);
+        let changed_actor = ReversalAuthority {
+            actor_seat_id: Some("officer-1".into()),
+            ..officer_9(Some("DUPLICATE_CHARGE"))
+        };
+        let changed_mechanism = ReversalAuthority {
+            mechanism: Some("WALLET".into()),
+            ..officer_9(Some("DUPLICATE_CHARGE"))
+        };
+        for changed in [
+            officer_9(Some("GOODWILL")),
+            officer_9(None),
+            changed_actor,
+            changed_mechanism,
+        ] {
+            assert_eq!(
+                journal
+                    .replay_reserved_reversal(&key, &scope(), &changed)
+                    .await,
+                Err(JournalError::ReplayMismatch),
+                "{changed:?}"
+            );
+        }
+        assert_eq!(everything(&journal).await, before, "nothing written");
+    }
+}
+
+#[tokio::test]
+async fn linking_existing_rows_leaves_one_row_per_effect_and_a_second_link_is_refused() {
+    let journal = support::fresh_journal().await;
+    let connection = journal.connection();
+    let command = historical(&store(4, "12.50"), 4, "legacy-tx");
+    import(connection, &command).await;
+    let imported = everything(&journal).await;
+    assert_eq!(imported.len(), 2);
+
+    // Refusals that write nothing: a missing row, differing content, v2 multi-effect.
+    let missing = HistoricalCommand {
+        effect_ids: vec!["legacy-tx-0".into(), "legacy-tx-9".into()],
+        ..command.clone()
+    };
+    let mut differing = command.clone();
+    differing.effects[1].amount = command.effects[0].amount.clone();
+    let v2 = HistoricalCommand {
+        fingerprint_version: 2,
+        ..command.clone()
+    };
+    let linked_key = key("linked", 0);
+    for (bad, error) in [
+        (missing, JournalError::InvalidInput { field: "effectIds" }),
+        (differing, JournalError::InvalidInput { field: "effects" }),
+        (v2, JournalError::ObsoleteMultiEffectFingerprint),
+    ] {
+        assert_eq!(
+            journal
+                .link_historical_effects(&linked_key, &scope(), &bad)
+                .await,
+            Err(error)
+        );
+    }
+    assert_eq!(everything(&journal).await, imported, "nothing written");
+
+    let outcome = journal
+        .link_historical_effects(&linked_key, &scope(), &command)
+        .await
+        .expect("linked");
+    assert_eq!(outcome.outcome, Outcome::Linked);
+    assert_eq!(outcome.effect_ids(), ["legacy-tx-0", "legacy-tx-1"]);
+    let after = everything(&journal).await;
+    assert_eq!(
+        after.len(),
+        3,
+        "one reservation, and still one row per effect"
+    );
+    let monetary = [
+        "seatId",
+        "targetSeatId",
+        "actorSeatId",
+        "mechanism",
+        "amount",
+        "accountType",
+        "type",
+        "originalTransactionId",
+        "policyId",
+        "compensationOriginLocator",
+        "compensationAmountCents",
+        "correctionIntentLocator",
+        "compensationSubtype",
+        "acceptedAt",
+    ];
+    for (i, id) in command.effect_ids.iter().enumerate() {
+        let row = get(connection, &format!("ledgerTransactions/{id}"))
+            .await
+            .expect("row");
+        let was = &imported[&row.name];
+        for field in monetary {
+            assert_eq!(row.fields[field], was.fields[field], "{field} unchanged");
+        }
+        assert_eq!(row.fields["lineage"], string("historical_linked"));
+        assert_eq!(row.fields["effectIndex"], int(i64::try_from(i).expect("i")));
+        assert_eq!(
+            row.fields["reservationId"],
+            string(linked_key.reservation_id().as_str())
+        );
+    }
+    // The linked reservation replays under its stored version 4.
+    let replay = replayed(
+        journal
+            .replay_reserved_charge(&linked_key, &scope(), &store_intent(2))
+            .await,
+    );
+    assert_eq!(replay.fingerprint_version, 4);
+
+    // A second link of the same rows is refused; the exact retry writes nothing.
+    assert_eq!(
+        journal
+            .link_historical_effects(&key("linked", 1), &scope(), &command)
+            .await,
+        Err(JournalError::InvalidInput { field: "effectIds" })
+    );
+    let again = journal
+        .link_historical_effects(&linked_key, &scope(), &command)
+        .await
+        .expect("already linked");
+    assert_eq!(again.outcome, Outcome::AlreadyLinked);
+    assert_eq!(everything(&journal).await, after, "nothing written");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_links_of_the_same_rows_link_them_once() {
+    let journal = support::fresh_journal().await;
+    let command = historical(&store(4, "12.50"), 4, "raced");
+    import(journal.connection(), &command).await;
+    let journal = std::sync::Arc::new(journal);
+    let results = race(8, |n| {
+        let journal = journal.clone();
+        let command = command.clone();
+        async move {
+            journal
+                .link_historical_effects(
+                    &key("raced", u32::try_from(n % 2).expect("n")),
+                    &scope(),
+                    &command,
+                )
+                .await
+        }
+    })
+    .await;
+    let linked: Vec<usize> = (0..results.len())
+        .filter(|i| matches!(&results[*i], Ok(o) if o.outcome == Outcome::Linked))
+        .collect();
+    assert_eq!(linked.len(), 1, "{results:?}");
+    // The winner's key answers already_linked to the other three; the other key is
+    // refused four times, because the rows are linked.
+    let winner = linked[0] % 2;
+    for (i, result) in results.iter().enumerate() {
+        if i % 2 == winner {
+            assert!(
+                matches!(result, Ok(o) if o.outcome == Outcome::Linked || o.outcome == Outcome::AlreadyLinked),
+                "{result:?}"
+            );
+        } else {
+            assert_eq!(
+                result,
+                &Err(JournalError::InvalidInput { field: "effectIds" })
+            );
+        }
+    }
+    let all = everything(&journal).await;
+    assert_eq!(all.len(), 3, "one reservation, two rows");
 }

@@ -504,4 +504,154 @@ mod ledger {
         expected.sort();
         assert_eq!(found, expected);
     }
+
+    #[tokio::test]
+    async fn historical_link_corruptions_are_reported_with_their_code_and_path() {
+        use command_journal::ledger::HistoricalCommand;
+        use command_journal::time::Timestamp;
+        let (journal, _clock) = journal().await;
+        let connection = journal.connection();
+        let scope = LedgerScope::new("seat-A", "seat-A").expect("scope");
+        let legacy = FingerprintInput::from_json(&json!({
+            "family": "effect_plan", "fingerprintVersion": 4,
+            "effects": [{"seat_id": "seat-A", "amount": "-3.00", "type": "LEGACY"},
+                        {"seat_id": "seat-B", "amount": "3.00", "type": "LEGACY"},
+                        {"seat_id": "seat-C", "amount": "7.00", "type": "LEGACY"}],
+        }))
+        .expect("plan");
+        let items = legacy.effects().to_vec();
+        for (id, item) in ["legacy-0", "legacy-1", "legacy-free"].iter().zip(&items) {
+            put(
+                connection,
+                &format!("ledgerTransactions/{id}"),
+                crate::ledger::unlinked_row_of(id, item),
+            )
+            .await;
+        }
+        let linked_key = LedgerKey::new("class-1", "LEGACY", "linked").expect("key");
+        let command = HistoricalCommand {
+            family: legacy.family(),
+            fingerprint: legacy.fingerprint(4).expect("v4").digest,
+            fingerprint_version: 4,
+            accepted_at: Timestamp::from_micros(1_600_000_000_000_000).expect("time"),
+            migration_id: "mig-1".into(),
+            effect_ids: vec!["legacy-0".into(), "legacy-1".into()],
+            effects: items[..2].to_vec(),
+        };
+        journal
+            .link_historical_effects(&linked_key, &scope, &command)
+            .await
+            .expect("linked");
+        let report = run_verify(&journal).await;
+        assert!(report.clean, "{:?}", report.findings);
+        let rid = linked_key.reservation_id().to_string();
+
+        let mut expected = Vec::new();
+        // A linked row relabelled unlinked behind its reservation's back.
+        let mut doc = get(connection, "ledgerTransactions/legacy-0")
+            .await
+            .expect("row");
+        set(
+            &mut doc,
+            "lineage",
+            ValueType::StringValue("historical_unlinked".into()),
+        );
+        set(&mut doc, "reservationId", ValueType::NullValue(0));
+        set(&mut doc, "effectIndex", ValueType::NullValue(0));
+        set(&mut doc, "migrationId", ValueType::NullValue(0));
+        put(connection, "ledgerTransactions/legacy-0", doc.fields).await;
+        expected.push((
+            FindingCode::BrokenHistoricalLink,
+            "ledgerTransactions/legacy-0".to_owned(),
+        ));
+        // A linked row that disappeared.
+        delete(connection, "ledgerTransactions/legacy-1").await;
+        expected.push((
+            FindingCode::ReservationMissingEffects,
+            "ledgerTransactions/legacy-1".to_owned(),
+        ));
+        // An unlinked row claiming the reservation, which does not list it.
+        let mut doc = get(connection, "ledgerTransactions/legacy-free")
+            .await
+            .expect("row");
+        set(
+            &mut doc,
+            "lineage",
+            ValueType::StringValue("historical_linked".into()),
+        );
+        set(
+            &mut doc,
+            "reservationId",
+            ValueType::StringValue(rid.clone()),
+        );
+        set(&mut doc, "effectIndex", ValueType::IntegerValue(2));
+        set(
+            &mut doc,
+            "migrationId",
+            ValueType::StringValue("mig-1".into()),
+        );
+        put(connection, "ledgerTransactions/legacy-free", doc.fields).await;
+        expected.push((
+            FindingCode::BrokenHistoricalLink,
+            "ledgerTransactions/legacy-free".to_owned(),
+        ));
+        // A migration that created a new row for an effect already imported (the
+        // earlier release's behaviour): the imported row legacy-dup and the created
+        // row hold the same money.
+        put(
+            connection,
+            "ledgerTransactions/legacy-dup",
+            crate::ledger::unlinked_row_of("legacy-dup", &items[2]),
+        )
+        .await;
+        let dup_key = LedgerKey::new("class-1", "LEGACY", "created").expect("key");
+        let dup_rid = dup_key.reservation_id().to_string();
+        let mut reservation = get(connection, &format!("ledgerReservations/{rid}"))
+            .await
+            .expect("reservation");
+        let created_id = format!("{dup_rid}_0000");
+        set(
+            &mut reservation,
+            "reservationId",
+            ValueType::StringValue(dup_rid.clone()),
+        );
+        set(
+            &mut reservation,
+            "idempotencyKey",
+            ValueType::StringValue("created".into()),
+        );
+        set(
+            &mut reservation,
+            "effectIds",
+            ValueType::ArrayValue(gcloud_sdk::google::firestore::v1::ArrayValue {
+                values: vec![crate::ledger::string(&created_id)],
+            }),
+        );
+        let accepted_at = reservation.fields["acceptedAt"].clone();
+        put(
+            connection,
+            &format!("ledgerReservations/{dup_rid}"),
+            reservation.fields,
+        )
+        .await;
+        let mut created = crate::ledger::unlinked_row_of(&created_id, &items[2]);
+        created.insert("lineage".into(), crate::ledger::string("historical_linked"));
+        created.insert("reservationId".into(), crate::ledger::string(&dup_rid));
+        created.insert("effectIndex".into(), crate::ledger::int(0));
+        created.insert("migrationId".into(), crate::ledger::string("mig-1"));
+        created.insert("acceptedAt".into(), accepted_at);
+        let created_path = format!("ledgerTransactions/{created_id}");
+        put(connection, &created_path, created).await;
+        expected.push((FindingCode::DuplicateMonetaryEffect, created_path));
+
+        let report = run_verify(&journal).await;
+        let mut found: Vec<(FindingCode, String)> = report
+            .findings
+            .iter()
+            .map(|f| (f.code, f.path.clone()))
+            .collect();
+        found.sort();
+        expected.sort();
+        assert_eq!(found, expected);
+    }
 }

@@ -55,6 +55,7 @@ async fn ledger_command(action: crate::LedgerCmd, options: &Global) -> ExitCode 
         crate::LedgerCmd::Fingerprint => ("fingerprint", false),
         crate::LedgerCmd::Accept => ("accept", true),
         crate::LedgerCmd::Replay => ("replay", true),
+        crate::LedgerCmd::Link => ("link", true),
     };
     if !needs_journal {
         return exit::report(ledger::run(name, &stdin, None).await);

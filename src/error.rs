@@ -60,6 +60,10 @@ pub enum JournalError {
     /// The stored fingerprint version has no serializer in this crate.
     #[error("the stored fingerprint version is not supported")]
     UnsupportedFingerprintVersion,
+    /// A version 1 or 2 historical command with more than one effect: its fingerprint
+    /// covers principal material that version 3 removed; the migration refuses to link it.
+    #[error("a version 1 or 2 multi-effect command cannot be linked")]
+    ObsoleteMultiEffectFingerprint,
     /// Firestore could not be reached, kept aborting, or the operation's deadline
     /// passed. Every operation is idempotent: retrying the whole call later is safe.
     #[error(
@@ -214,6 +218,7 @@ impl JournalError {
             Self::ReplayMismatch => "replay_mismatch",
             Self::ScopeMismatch => "scope_mismatch",
             Self::UnsupportedFingerprintVersion => "unsupported_fingerprint_version",
+            Self::ObsoleteMultiEffectFingerprint => "obsolete_multi_effect_fingerprint",
             Self::Unavailable { .. } => "unavailable",
             Self::CredentialsUnavailable => "credentials_unavailable",
             Self::PermissionDenied { .. } => "permission_denied",

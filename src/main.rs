@@ -120,6 +120,8 @@ enum LedgerCmd {
     Accept,
     /// Replay a reserved charge or reversal before pricing.
     Replay,
+    /// Link existing historical_unlinked rows to the reservation a migration proved.
+    Link,
 }
 
 fn main() -> ExitCode {

@@ -8,6 +8,7 @@
 //! [`MAX_FINDINGS`] findings and counts the rest.
 
 pub mod commerce;
+mod historical_links;
 pub mod ledger;
 mod scan;
 
@@ -56,6 +57,12 @@ pub enum FindingCode {
     CanonicalEffectWithoutReservation,
     /// A ledger effect whose lineage fields break the lineage rules.
     LineageViolation,
+    /// An imported historical row and the reservation linking it disagree (either
+    /// side names the other at another reservation, index or migration, or not at all).
+    BrokenHistoricalLink,
+    /// A row a migration created holds the same monetary content as an imported row:
+    /// one monetary effect represented twice.
+    DuplicateMonetaryEffect,
 }
 
 impl FindingCode {
@@ -78,6 +85,8 @@ impl FindingCode {
             Self::ReservationMissingEffects => "reservation_missing_effects",
             Self::CanonicalEffectWithoutReservation => "canonical_effect_without_reservation",
             Self::LineageViolation => "lineage_violation",
+            Self::BrokenHistoricalLink => "broken_historical_link",
+            Self::DuplicateMonetaryEffect => "duplicate_monetary_effect",
         }
     }
 }

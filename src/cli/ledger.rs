@@ -1,4 +1,4 @@
-//! `command-journal ledger fingerprint | accept | replay`.
+//! `command-journal ledger fingerprint | accept | replay | link`.
 //!
 //! Input shapes (one JSON object on stdin, duplicate keys rejected, unknown keys
 //! `invalid_input` on `input` unless noted):
@@ -16,15 +16,25 @@
 //!   the fingerprint input) or `"reversal": {"actorSeatId", "mechanism",
 //!   "compensationSubtype"}` (each a string or null; absent is null). Prints the
 //!   outcome `replayed` or `{"outcome": "not_reserved", "reservationId"}`.
+//! - `link`: `{"classId", "featCode", "idempotencyKey", "scope": {…}, "historical":
+//!   {"family", "fingerprint", "fingerprintVersion", "acceptedAt", "migrationId",
+//!   "effectIds", "effects"}}`: what the migration proved — the command family, the
+//!   accepted fingerprint (64 lowercase hex, stored as given) and its version (1–5),
+//!   the acceptance time (RFC 3339), the migration id, the document ids of the
+//!   existing `historical_unlinked` rows in accepted creation order, and each row's
+//!   monetary content (effect objects as in the fingerprint input). Prints the outcome
+//!   `linked` or `already_linked` with the reservation and its (relabelled) rows.
 //!
-//! `accept` and `replay` without a journal (no project or emulator) are `unavailable`.
+//! `accept`, `replay` and `link` without a journal (no project or emulator) are `unavailable`.
 
 use super::input::Input;
+use command_journal::digest::Digest;
 use command_journal::identity::LedgerKey;
 use command_journal::ledger::fingerprint::{
     CURRENT_FINGERPRINT_VERSION, CommandFamily, FingerprintInput, Intent,
 };
-use command_journal::ledger::{LedgerScope, ReversalAuthority};
+use command_journal::ledger::{HistoricalCommand, LedgerScope, ReversalAuthority};
+use command_journal::time::Timestamp;
 use command_journal::{Journal, JournalError};
 use serde_json::{Map, Value, json};
 
@@ -71,8 +81,100 @@ pub async fn run(
             };
             output(&replay)
         }
+        "link" => {
+            let mut input = Input::parse(stdin)?;
+            let key = key(&mut input)?;
+            let scope = scope(input.value("scope")?)?;
+            let command = historical(input.value("historical")?)?;
+            input.finish()?;
+            let journal = journal.ok_or_else(no_journal)?;
+            output(
+                &journal
+                    .link_historical_effects(&key, &scope, &command)
+                    .await?,
+            )
+        }
         _ => Err(JournalError::InvalidInput { field: "action" }),
     }
+}
+
+/// The migration's proven command; each part is `invalid_input` on its own name.
+fn historical(value: Value) -> Result<HistoricalCommand, JournalError> {
+    let mut map = object(
+        value,
+        &[
+            "family",
+            "fingerprint",
+            "fingerprintVersion",
+            "acceptedAt",
+            "migrationId",
+            "effectIds",
+            "effects",
+        ],
+        "historical",
+    )?;
+    let family = match map.get("family") {
+        Some(Value::String(text)) => CommandFamily::parse(text)?,
+        _ => return Err(JournalError::InvalidInput { field: "family" }),
+    };
+    let fingerprint = match map.get("fingerprint") {
+        Some(Value::String(text)) => Digest::parse(text),
+        _ => None,
+    }
+    .ok_or(JournalError::InvalidInput {
+        field: "fingerprint",
+    })?;
+    let fingerprint_version = map
+        .get("fingerprintVersion")
+        .and_then(Value::as_u64)
+        .and_then(|v| u32::try_from(v).ok())
+        .ok_or(JournalError::InvalidInput {
+            field: "fingerprintVersion",
+        })?;
+    let accepted_at = match map.get("acceptedAt") {
+        Some(Value::String(text)) => chrono::DateTime::parse_from_rfc3339(text)
+            .ok()
+            .and_then(|t| Timestamp::from_datetime(t.with_timezone(&chrono::Utc))),
+        _ => None,
+    }
+    .ok_or(JournalError::InvalidInput {
+        field: "acceptedAt",
+    })?;
+    let migration_id = match map.get("migrationId") {
+        Some(Value::String(text)) => text.clone(),
+        _ => {
+            return Err(JournalError::InvalidInput {
+                field: "migrationId",
+            });
+        }
+    };
+    let effect_ids = match map.get("effectIds") {
+        Some(Value::Array(ids)) => ids
+            .iter()
+            .map(|id| id.as_str().map(str::to_owned))
+            .collect::<Option<Vec<String>>>(),
+        _ => None,
+    }
+    .ok_or(JournalError::InvalidInput { field: "effectIds" })?;
+    // The fingerprint input's own parser validates each effect object.
+    let probe = json!({
+        "family": CommandFamily::EffectPlan.as_str(),
+        "fingerprintVersion": CURRENT_FINGERPRINT_VERSION,
+        "effects": map.remove("effects").unwrap_or(Value::Null),
+    });
+    let effects = FingerprintInput::from_json(&probe)
+        .map_err(|_| JournalError::InvalidInput { field: "effects" })?
+        .effects()
+        .to_vec();
+    Ok(HistoricalCommand {
+        family,
+        fingerprint,
+        fingerprint_version,
+        accepted_at,
+        migration_id,
+        effect_ids,
+        effects,
+    })
 }
 
 fn fingerprint(stdin: &str) -> Result<Value, JournalError> {
@@ -269,6 +371,47 @@ mod tests {
         assert_eq!(
             block(run("bogus", "{}", None)),
             Err(JournalError::InvalidInput { field: "action" })
+        );
+    }
+
+    #[test]
+    fn link_validates_the_historical_command_before_needing_a_journal() {
+        let base = r#""classId":"c","featCode":"f","idempotencyKey":"k","scope":{"seatId":"s","actorSeatId":"a"}"#;
+        let historical = |fields: &str| {
+            format!(
+                "{{{base},\"historical\":{{\"family\":\"effect_plan\",\"fingerprint\":\"{}\",{fields}}}}}",
+                "a".repeat(64)
+            )
+        };
+        let good = r#""fingerprintVersion":4,"acceptedAt":"2020-09-13T12:26:40Z","migrationId":"m","effectIds":["x-0"],"effects":[{"amount":"1"}]"#;
+        assert_eq!(
+            block(run("link", &historical(good), None)),
+            Err(no_journal())
+        );
+        let cases = [
+            (good.replace("4,", "\"4\","), "fingerprintVersion"),
+            (
+                good.replace("2020-09-13T12:26:40Z", "yesterday"),
+                "acceptedAt",
+            ),
+            (good.replace("[\"x-0\"]", "[7]"), "effectIds"),
+            (good.replace("\"1\"", "\"1.001\""), "effects"),
+            (good.replace("\"m\"", "7"), "migrationId"),
+            (format!("{good},\"extra\":1"), "historical"),
+        ];
+        for (fields, field) in cases {
+            assert_eq!(
+                block(run("link", &historical(&fields), None)),
+                Err(JournalError::InvalidInput { field }),
+                "{fields}"
+            );
+        }
+        let bad_digest = historical(good).replace(&"a".repeat(64), "A");
+        assert_eq!(
+            block(run("link", &bad_digest, None)),
+            Err(JournalError::InvalidInput {
+                field: "fingerprint"
+            })
         );
     }
 }

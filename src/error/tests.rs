@@ -24,6 +24,7 @@ fn codes_are_stable_and_distinct() {
         JournalError::ReplayMismatch,
         JournalError::ScopeMismatch,
         JournalError::UnsupportedFingerprintVersion,
+        JournalError::ObsoleteMultiEffectFingerprint,
         unavailable(),
         JournalError::CredentialsUnavailable,
         JournalError::PermissionDenied {
@@ -52,6 +53,7 @@ fn codes_are_stable_and_distinct() {
             "replay_mismatch",
             "scope_mismatch",
             "unsupported_fingerprint_version",
+            "obsolete_multi_effect_fingerprint",
             "unavailable",
             "credentials_unavailable",
             "permission_denied",

@@ -32,6 +32,11 @@
 //!   effect row (1–256 bytes of `[A-Za-z0-9_-]`); a name of another shape, or of a row
 //!   that does not exist when the reversal is first accepted, is `invalid_input` on
 //!   `effects`. The original row and its reservation are only read, never written.
+//! - A reversal must be one its retry's authority can state exactly: every effect
+//!   has the same `actor_seat_id` and the same `mechanism`, every compensating effect
+//!   (compensation cents above zero) the same `compensation_subtype`, and every
+//!   non-compensating effect a null subtype. Any other shape is `invalid_input` on
+//!   `effects`, so every accepted reversal can be replayed.
 //! - An exact replay also re-derives the fingerprint from the stored effects; if
 //!   they no longer produce the stored fingerprint the answer is `journal_corrupt`,
 //!   so a replay never returns effects that are not the accepted ones.
@@ -41,6 +46,7 @@ use super::fingerprint::{
     CURRENT_FINGERPRINT_VERSION, CommandFamily, EffectPlanItem, FingerprintInput, check_version,
 };
 use super::outcome::{LedgerOutcome, Outcome};
+use super::replay::reversal_is_replayable;
 use super::reservation::{LedgerScope, ReservationDocument};
 use super::stored::{self, Stored};
 use crate::digest::Digest;
@@ -97,6 +103,9 @@ impl Accept {
         };
         let mut originals: Vec<String> = Vec::new();
         if plan.family() == CommandFamily::Reversal {
+            if !reversal_is_replayable(plan.effects()) {
+                return Err(JournalError::invalid("effects"));
+            }
             for (item, _) in &items {
                 match item.original_transaction_id.as_deref() {
                     Some(id) if is_original_id(id) => {

@@ -14,10 +14,12 @@
 //! | `seatId` … `compensationSubtype` | the thirteen fields of [`EffectPlanItem`], camelCase |
 //! | `acceptedAt` | timestamp (for unlinked rows: the recorded time of the legacy row) |
 //!
-//! Relations the codec enforces: a linked effect's id is exactly
+//! Relations the codec enforces: a canonical effect's id is exactly
 //! `{reservationId}_{effectIndex:04}` (so creation order is recoverable from the id);
 //! an unlinked effect's id never has that shape, so it can never occupy a slot of a
-//! reservation; a debit leg's amount is negative and a credit leg's positive; text
+//! reservation; a historical linked effect has either shape — the derived one, or the
+//! imported row's own id, kept when a migration links a row that already existed (its
+//! order is then the reservation's `effectIds` order); a debit leg's amount is negative and a credit leg's positive; text
 //! fields follow the fingerprint rules (non-empty, at most
 //! [`MAX_TEXT_BYTES`] bytes, or null),
 //! amounts are canonical two-decimal strings and compensation cents are 0 to 2^53-1.
@@ -57,6 +59,8 @@ const FIELDS: [&str; 21] = [
     "compensationSubtype",
     "acceptedAt",
 ];
+/// Longest imported (legacy) effect id, in bytes.
+const MAX_LEGACY_ID_BYTES: usize = 256;
 /// Longest migration id, in bytes.
 const MAX_MIGRATION_ID_BYTES: usize = 128;
 
@@ -164,6 +168,17 @@ pub(crate) fn is_linked_effect_id(id: &str) -> bool {
         }
         None => false,
     }
+}
+
+/// The id of a row imported before reservations existed: 1–256 bytes of
+/// `[A-Za-z0-9_-]` that never has the shape of a reservation-derived id, so it can
+/// never occupy a reservation's slot.
+pub(crate) fn is_legacy_effect_id(id: &str) -> bool {
+    (1..=MAX_LEGACY_ID_BYTES).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        && !is_linked_effect_id(id)
 }
 
 /// A migration id: 1–128 bytes of `[A-Za-z0-9_-]`.
@@ -296,10 +311,13 @@ impl LedgerEffect {
                     && self.transfer_leg.is_none()
                     && !is_linked_effect_id(&self.effect_id)
             }
-            (Lineage::CanonicalLinked | Lineage::HistoricalLinked, Some(rid), Some(index)) => {
-                let migration_ok =
-                    (self.lineage == Lineage::HistoricalLinked) == self.migration_id.is_some();
-                migration_ok && self.effect_id == effect_id(rid, index)
+            (Lineage::CanonicalLinked, Some(rid), Some(index)) => {
+                self.migration_id.is_none() && self.effect_id == effect_id(rid, index)
+            }
+            (Lineage::HistoricalLinked, Some(rid), Some(index)) => {
+                self.migration_id.is_some()
+                    && (self.effect_id == effect_id(rid, index)
+                        || is_legacy_effect_id(&self.effect_id))
             }
             _ => false,
         };

@@ -2,9 +2,12 @@
 //! that drives a `Transition` the way the runner does (read, decide, follow-up reads,
 //! precondition-checked atomic commit, retry on conflict).
 
-use super::fingerprint::FingerprintInput;
-use super::migration::HistoricalCommand;
+use super::effect::{self, LedgerEffect, Lineage};
+use super::fingerprint::{EffectPlanItem, FingerprintInput};
+use super::migration::{HistoricalCommand, Link};
+use super::outcome::LedgerOutcome;
 use super::reservation::LedgerScope;
+use super::stored;
 use crate::digest::Digest;
 use crate::document::fields::FieldMap;
 use crate::error::JournalError;
@@ -65,7 +68,10 @@ pub fn transfer(amount: &str) -> FingerprintInput {
     }))
 }
 
+/// A one-effect reversal of `original`; compensating (1250 cents) when `subtype` is
+/// given, so the subtype applies to it.
 pub fn reversal_json(version: u32, original: &str, subtype: Option<&str>) -> Value {
+    let cents = if subtype.is_some() { 1250 } else { 0 };
     json!({
         "family": "reversal",
         "fingerprintVersion": version,
@@ -73,25 +79,68 @@ pub fn reversal_json(version: u32, original: &str, subtype: Option<&str>) -> Val
             "seat_id": "seat-A", "target_seat_id": "seat-A", "actor_seat_id": "officer-1",
             "mechanism": "WALLET", "amount": "12.50", "account_type": "checking",
             "type": "REVERSAL", "original_transaction_id": original,
-            "compensation_subtype": subtype,
+            "compensation_subtype": subtype, "compensation_amount_cents": cents,
         }],
     })
 }
 
-/// A historical command for `plan`'s effects with `plan`'s fingerprint under
-/// `version` (or any digest when the version has no serializer).
+/// A historical command for `plan`'s effects (an internal transfer's derived legs)
+/// with `plan`'s fingerprint under `version` (or any digest when the version has no
+/// serializer), naming rows `legacy-0`, `legacy-1`, ….
 pub fn historical(plan: &FingerprintInput, version: u32) -> HistoricalCommand {
+    historical_tagged(plan, version, "legacy")
+}
+
+/// As [`historical`], naming rows `{tag}-0`, `{tag}-1`, ….
+pub fn historical_tagged(plan: &FingerprintInput, version: u32, tag: &str) -> HistoricalCommand {
     let fingerprint = plan
         .fingerprint(version)
         .map(|f| f.digest)
         .unwrap_or_else(|_| Digest::parse(&"3".repeat(64)).expect("digest"));
+    let effects: Vec<EffectPlanItem> = match plan.transfer() {
+        Some(transfer) => stored::transfer_legs(transfer).expect("legs").to_vec(),
+        None => plan.effects().to_vec(),
+    };
     HistoricalCommand {
         family: plan.family(),
         fingerprint,
         fingerprint_version: version,
         accepted_at: Timestamp::from_micros(1_600_000_000_000_000).expect("time"),
         migration_id: "mig-2026-10".into(),
-        effects: plan.effects().to_vec(),
+        effect_ids: (0..effects.len()).map(|i| format!("{tag}-{i}")).collect(),
+        effects,
+    }
+}
+
+/// A `historical_unlinked` row `id` holding `item`, as an import would leave it.
+pub fn unlinked(id: &str, item: &EffectPlanItem) -> LedgerEffect {
+    LedgerEffect {
+        effect_id: id.to_owned(),
+        lineage: Lineage::HistoricalUnlinked,
+        reservation_id: None,
+        effect_index: None,
+        migration_id: None,
+        transfer_leg: None,
+        item: item.clone(),
+        accepted_at: Timestamp::from_micros(1_500_000_000_000_000).expect("time"),
+    }
+}
+
+impl Memory {
+    /// Imports the rows `command` names, as `historical_unlinked` rows holding its
+    /// effects.
+    pub fn import(&mut self, command: &HistoricalCommand) {
+        for (id, item) in command.effect_ids.iter().zip(&command.effects) {
+            self.docs
+                .insert(effect::path(id), unlinked(id, item).encode());
+        }
+    }
+
+    /// Imports `command`'s rows and links them under key `n`.
+    pub fn import_and_link(&mut self, n: u32, command: &HistoricalCommand) -> LedgerOutcome {
+        self.import(command);
+        self.run(&Link::new(&key(n), &scope(), command, now()).expect("link"))
+            .expect("linked")
     }
 }
 

@@ -52,8 +52,10 @@ impl Journal {
 
     /// Replays a reversal before pricing: as
     /// [`replay_reserved_charge`](Self::replay_reserved_charge), comparing the
-    /// supplied actor, mechanism and compensation subtype (put in place of the stored
-    /// ones in every effect) under the stored version. Writes nothing.
+    /// supplied authority effect by effect under the stored version — the actor and
+    /// mechanism with every effect, the compensation subtype with the compensating
+    /// effects only (never copied onto the others) — see [`ReversalAuthority`].
+    /// Writes nothing.
     pub async fn replay_reserved_reversal(
         &self,
         key: &LedgerKey,
@@ -64,12 +66,22 @@ impl Journal {
         self.run(&op).await
     }
 
-    /// The explicit migration call: creates a `historical_linked` reservation and its
-    /// effects exactly as `command` states them (fingerprint and version stored as
-    /// given, never recomputed), atomically. `linked` when created, `already_linked`
-    /// when exactly this was linked before (no write), `scope_mismatch` or
-    /// `replay_mismatch` when the key holds anything else, `journal_corrupt` for an
-    /// orphan effect in the command's slots.
+    /// The explicit migration call: links the existing `historical_unlinked` rows
+    /// `command` names (by document id) to a new `historical_linked` reservation,
+    /// after checking that each row holds exactly the proven monetary content. One
+    /// commit creates the reservation (fingerprint and version stored as given, never
+    /// recomputed) and relabels each row's link fields, guarded by preconditions; no
+    /// monetary field is written and no row is created, so each effect stays exactly
+    /// one row.
+    ///
+    /// `linked` when done, `already_linked` when exactly this link was made before
+    /// (no write). Nothing is written and the answer is `invalid_input` on `effectIds`
+    /// for a named row that is missing, canonical or already linked, `invalid_input`
+    /// on `effects` for a row whose content differs, `obsolete_multi_effect_fingerprint`
+    /// for a version 1 or 2 command with more than one effect (other than an internal
+    /// transfer), `scope_mismatch` or `replay_mismatch` when the key holds anything
+    /// else, `journal_corrupt` for a malformed row or an orphan effect in the key's
+    /// first derived slot.
     pub async fn link_historical_effects(
         &self,
         key: &LedgerKey,

@@ -12,7 +12,7 @@
 //! | `fingerprint` | 64 lowercase hex |
 //! | `fingerprintVersion` | integer 1–9999, stored as accepted (a version without a serializer here is `unsupported_fingerprint_version` when used, not corruption) |
 //! | `acceptedAt` | timestamp |
-//! | `effectIds` | array of 1–256 strings, exactly `{reservationId}_{i:04}` for i = 0, 1, … (two for `internal_transfer`) |
+//! | `effectIds` | array of 1–256 strings, exactly `{reservationId}_{i:04}` for i = 0, 1, … (two for `internal_transfer`); for a historical reservation either that or the distinct ids of the imported rows it links, in accepted creation order |
 //! | `scopeSeatId`, `scopeActorSeatId` | the scoped seat and actor replay checks |
 //! | `migrationId` | null for a canonical reservation; the migration id for one created by [`link_historical_effects`](crate::Journal::link_historical_effects) |
 //!
@@ -135,6 +135,7 @@ fn string_array(map: &FieldMap, name: &str) -> Result<Vec<String>, JournalError>
 pub(crate) fn effect_ids_hold(
     reservation_id: &Digest,
     family: CommandFamily,
+    historical: bool,
     ids: &[String],
 ) -> bool {
     let count_ok = if family == CommandFamily::InternalTransfer {
@@ -142,11 +143,21 @@ pub(crate) fn effect_ids_hold(
     } else {
         (1..=MAX_EFFECTS).contains(&ids.len())
     };
-    count_ok
-        && ids
-            .iter()
-            .enumerate()
-            .all(|(i, id)| *id == effect::effect_id(reservation_id, i))
+    let derived = ids
+        .iter()
+        .enumerate()
+        .all(|(i, id)| *id == effect::effect_id(reservation_id, i));
+    let imported = historical
+        && ids.iter().all(|id| effect::is_legacy_effect_id(id))
+        && ids.iter().enumerate().all(|(i, id)| !ids[..i].contains(id));
+    count_ok && (derived || imported)
+}
+
+/// True when the reservation links imported rows by their own ids rather than owning
+/// effects at derived ids.
+pub(crate) fn links_imported_rows(reservation_id: &Digest, ids: &[String]) -> bool {
+    ids.first()
+        .is_some_and(|id| *id != effect::effect_id(reservation_id, 0))
 }
 
 impl ReservationDocument {
@@ -166,12 +177,6 @@ impl ReservationDocument {
         }
         let family = f.parsed("commandFamily", CommandFamily::parse)?;
         let version = f.int_in("fingerprintVersion", 1..=MAX_STORED_VERSION)?;
-        let effect_ids = string_array(map, "effectIds")?;
-        if !effect_ids_hold(&reservation_id, family, &effect_ids) {
-            return Err(f.corrupt("effectIds"));
-        }
-        let scope = LedgerScope::new(f.string("scopeSeatId")?, f.string("scopeActorSeatId")?)
-            .map_err(|_| f.corrupt("scope"))?;
         let migration_id = f.nullable("migrationId", |s| {
             if is_migration_id(s) {
                 Ok(s.to_owned())
@@ -179,6 +184,12 @@ impl ReservationDocument {
                 Err(())
             }
         })?;
+        let effect_ids = string_array(map, "effectIds")?;
+        if !effect_ids_hold(&reservation_id, family, migration_id.is_some(), &effect_ids) {
+            return Err(f.corrupt("effectIds"));
+        }
+        let scope = LedgerScope::new(f.string("scopeSeatId")?, f.string("scopeActorSeatId")?)
+            .map_err(|_| f.corrupt("scope"))?;
         Ok(Self {
             key,
             reservation_id,

@@ -37,10 +37,12 @@ pub(crate) fn effect_slots(reservation_id: &Digest, count: usize) -> Vec<String>
 ///   reservation) exists — an effect in a reservation's slot without the reservation
 ///   is `journal_corrupt`, never evidence of a reservation (a `historical_unlinked`
 ///   row cannot even have such an id);
-/// - reservation present: parsed strictly; every effect it lists must be present,
-///   parse strictly and link back (id, reservation, index, lineage, migration,
-///   acceptance time, transfer legs), and the slot after the last must be empty; asks
-///   for a follow-up read of whatever of that was not read yet.
+/// - reservation present: parsed strictly; every effect it lists (at derived ids, or
+///   the imported rows a migration linked by their own ids) must be present, parse
+///   strictly and link back (id, reservation, index, lineage, migration, acceptance
+///   time for derived ids, transfer legs), and the derived slot after the last (the
+///   first, for imported rows) must be empty; asks for a follow-up read of whatever of
+///   that was not read yet.
 pub(crate) fn load(
     snapshot: &Snapshot,
     reservation_id: &Digest,
@@ -56,8 +58,20 @@ pub(crate) fn load(
     };
     let reservation = ReservationDocument::parse(reservation_id.as_str(), fields)?;
     let count = reservation.effect_ids.len();
-    let slots = effect_slots(reservation_id, count);
-    let missing: Vec<String> = slots
+    let imported = reservation::links_imported_rows(reservation_id, &reservation.effect_ids);
+    // The derived slot that must stay empty: the one after the last effect, or, for a
+    // reservation linking imported rows by their own ids, its first derived slot.
+    let probe = effect::path(&effect::effect_id(
+        reservation_id,
+        if imported { 0 } else { count },
+    ));
+    let mut paths: Vec<String> = reservation
+        .effect_ids
+        .iter()
+        .map(|id| effect::path(id))
+        .collect();
+    paths.push(probe.clone());
+    let missing: Vec<String> = paths
         .iter()
         .filter(|p| !snapshot.was_read(p))
         .cloned()
@@ -65,7 +79,7 @@ pub(crate) fn load(
     if !missing.is_empty() {
         return Err(Step::Read(missing));
     }
-    if slots.get(count).is_some_and(|p| snapshot.get(p).is_some()) {
+    if snapshot.get(&probe).is_some() {
         return Err(Step::Reject(JournalError::corrupt(
             "ledger effect beyond its reservation's effects",
         )));
@@ -73,7 +87,7 @@ pub(crate) fn load(
     let effects = reservation
         .effect_ids
         .iter()
-        .zip(&slots)
+        .zip(&paths)
         .map(|(id, path)| match snapshot.get(path) {
             Some(fields) => LedgerEffect::parse(id, fields),
             None => Err(JournalError::corrupt(
@@ -101,11 +115,15 @@ pub(crate) fn verify(
     } else {
         Lineage::CanonicalLinked
     };
-    if !reservation::effect_ids_hold(rid, reservation.family, &reservation.effect_ids)
+    let historical = reservation.migration_id.is_some();
+    if !reservation::effect_ids_hold(rid, reservation.family, historical, &reservation.effect_ids)
         || effects.len() != reservation.effect_ids.len()
     {
         return Err(fail());
     }
+    // An imported row keeps its own recorded time; an effect created with its
+    // reservation carries the reservation's.
+    let imported = reservation::links_imported_rows(rid, &reservation.effect_ids);
     for (i, (e, id)) in effects.iter().zip(&reservation.effect_ids).enumerate() {
         let leg = match (transfer, i) {
             (false, _) => None,
@@ -117,7 +135,7 @@ pub(crate) fn verify(
             && e.effect_index == Some(i)
             && e.lineage == lineage
             && e.migration_id == reservation.migration_id
-            && e.accepted_at == reservation.accepted_at
+            && (imported || e.accepted_at == reservation.accepted_at)
             && e.transfer_leg == leg
             && e.relations_hold();
         if !linked {
@@ -126,10 +144,7 @@ pub(crate) fn verify(
     }
     if transfer {
         let legs_agree = match effects {
-            [debit, credit] => transfer_plan(&credit.item)
-                .as_ref()
-                .and_then(transfer_legs)
-                .is_some_and(|[d, c]| d == debit.item && c == credit.item),
+            [debit, credit] => transfer_legs_agree(&debit.item, &credit.item),
             _ => false,
         };
         if !legs_agree {
@@ -164,6 +179,14 @@ pub(crate) fn transfer_legs(plan: &TransferPlan) -> Option<[EffectPlanItem; 2]> 
         ..EffectPlanItem::default()
     };
     Some([leg(debit_amount), leg(credit_amount)])
+}
+
+/// True when `debit` and `credit` are exactly the two legs one transfer derives.
+pub(crate) fn transfer_legs_agree(debit: &EffectPlanItem, credit: &EffectPlanItem) -> bool {
+    transfer_plan(credit)
+        .as_ref()
+        .and_then(transfer_legs)
+        .is_some_and(|[d, c]| d == *debit && c == *credit)
 }
 
 /// The transfer a credit leg was derived from (the inverse of [`transfer_legs`], whose

@@ -1,11 +1,13 @@
 //! Pure invariant checks over ledger reservations and their effects.
 
 use super::commerce::StoredDoc;
+use super::historical_links::HistoricalLinks;
 use super::{Finding, FindingCode};
 use crate::digest::Digest;
 use crate::document::fields::FieldMap;
+use crate::ledger::Lineage;
 use crate::ledger::effect::{self, LedgerEffect};
-use crate::ledger::reservation::ReservationDocument;
+use crate::ledger::reservation::{self, ReservationDocument};
 use crate::ledger::stored;
 use gcloud_sdk::google::firestore::v1::value::ValueType;
 
@@ -56,29 +58,44 @@ fn check_effect(doc: &StoredDoc) -> Result<LedgerEffect, Finding> {
         .map_err(|_| finding(FindingCode::MalformedDocument, &doc.path))
 }
 
-/// An effect whose id is not derived from a reservation: only `historical_unlinked`
-/// rows may have one, and they are never evidence of a reservation.
-pub fn check_standalone_effect(doc: &StoredDoc) -> Vec<Finding> {
+/// An effect whose id is not derived from a reservation: a `historical_unlinked` row,
+/// or an imported row a migration linked (whose link `links` checks once the scan is
+/// complete); never a canonical row.
+pub(crate) fn check_standalone_effect(
+    doc: &StoredDoc,
+    links: &mut HistoricalLinks,
+) -> Vec<Finding> {
     match check_effect(doc) {
-        Err(found) => vec![found],
-        Ok(effect) if effect.reservation_id.is_some() => {
+        Err(found) => {
+            links.malformed_row(id_of(&doc.path));
+            vec![found]
+        }
+        Ok(effect) if effect.lineage == Lineage::CanonicalLinked => {
             vec![finding(FindingCode::LineageViolation, &doc.path)]
         }
-        Ok(_) => Vec::new(),
+        Ok(effect) => {
+            links.imported_row(&effect);
+            Vec::new()
+        }
     }
 }
 
-/// A reservation (if stored) and every effect whose id derives from its id.
-pub fn check_reservation(
+/// A reservation (if stored) and every effect whose id derives from its id; the
+/// imported rows a historical reservation lists are handed to `links`.
+pub(crate) fn check_reservation(
     reservation_id: &Digest,
     reservation_doc: Option<&StoredDoc>,
     effect_docs: &[StoredDoc],
+    links: &mut HistoricalLinks,
 ) -> Vec<Finding> {
     let mut out = Vec::new();
     let mut effects = Vec::new();
     for doc in effect_docs {
         match check_effect(doc) {
-            Ok(effect) => effects.push((doc, effect)),
+            Ok(effect) => {
+                links.derived_row(&doc.path, &effect);
+                effects.push((doc, effect));
+            }
             Err(found) => out.push(found),
         }
     }
@@ -105,6 +122,25 @@ pub fn check_reservation(
                 return out;
             }
         };
+    if reservation::links_imported_rows(reservation_id, &reservation.effect_ids) {
+        for (index, id) in reservation.effect_ids.iter().enumerate() {
+            links.listed(
+                reservation_id,
+                index,
+                reservation.migration_id.as_deref(),
+                id,
+            );
+        }
+        // It lists none of its derived slots: whatever is there claims a link it
+        // never made.
+        for (doc, _) in &effects {
+            out.push(finding(
+                FindingCode::CanonicalEffectWithoutReservation,
+                &doc.path,
+            ));
+        }
+        return out;
+    }
     // Effects the reservation does not list claim a link it never made.
     for (doc, _) in &effects {
         if !reservation

@@ -2,6 +2,7 @@
 //! merged by command key hash.
 
 use super::commerce::{CommandDocs, StoredDoc, check_command};
+use super::historical_links::HistoricalLinks;
 use super::ledger::{check_reservation, check_standalone_effect};
 use super::{Finding, FindingCode, VerifyReport};
 use crate::connection::Connection;
@@ -141,6 +142,8 @@ struct Head<'a> {
     prefix: String,
     next: Option<(Digest, i64, StoredDoc)>,
     read: u64,
+    /// Historical rows seen on their own, checked when the scan is complete.
+    links: HistoricalLinks,
 }
 
 impl<'a> Head<'a> {
@@ -155,6 +158,7 @@ impl<'a> Head<'a> {
             prefix,
             next: None,
             read: 0,
+            links: HistoricalLinks::default(),
         }
     }
 
@@ -180,7 +184,9 @@ impl<'a> Head<'a> {
             };
             match (self.classify)(&path, doc) {
                 Keyed::Command(hash, revision, doc) => self.next = Some((hash, revision, doc)),
-                Keyed::Standalone(doc) => report.record(check_standalone_effect(&doc)),
+                Keyed::Standalone(doc) => {
+                    report.record(check_standalone_effect(&doc, &mut self.links));
+                }
                 Keyed::Unexpected(path) => report.record(vec![Finding {
                     code: FindingCode::UnexpectedDocument,
                     path,
@@ -317,6 +323,7 @@ pub(super) async fn run(
             &rid,
             reservation_doc.as_ref(),
             &effect_docs,
+            &mut effects.links,
         ));
         let read = report.scanned.total() + reservations.read + effects.read;
         if read / 1_000 > reported {
@@ -324,6 +331,7 @@ pub(super) async fn run(
             progress(read);
         }
     }
+    report.record(std::mem::take(&mut effects.links).finish());
     report.scanned.ledger_reservations = reservations.read;
     report.scanned.ledger_transactions = effects.read;
     progress(report.scanned.total());

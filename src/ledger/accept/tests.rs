@@ -4,7 +4,6 @@ use crate::ledger::effect::Lineage;
 use crate::ledger::fixtures::{
     Memory, historical, key, now, plan, reversal_json, rid, scope, store, store_json, transfer,
 };
-use crate::ledger::migration::Link;
 use crate::ledger::reservation;
 use crate::transaction::Write;
 use serde_json::json;
@@ -200,9 +199,7 @@ fn a_new_reservation_requires_the_current_version_but_a_replay_uses_the_stored_o
     assert!(memory.docs.is_empty());
     // A version-4 reservation (linked by the migration) replays under version 4,
     // whatever version the retried plan declares.
-    let linked =
-        Link::new(&key(1), &scope(), &historical(&store(4, "12.5"), 4), now()).expect("link");
-    memory.run(&linked).expect("linked");
+    memory.import_and_link(1, &historical(&store(4, "12.5"), 4));
     for declared in [4, 5] {
         let outcome = memory
             .run(&accept(1, &store(declared, "12.50")))
@@ -221,14 +218,7 @@ fn a_new_reservation_requires_the_current_version_but_a_replay_uses_the_stored_o
 fn versions_without_a_serializer_fail_closed() {
     for version in [1, 2, 3] {
         let mut memory = Memory::default();
-        let link = Link::new(
-            &key(1),
-            &scope(),
-            &historical(&store(5, "12.5"), version),
-            now(),
-        )
-        .expect("link");
-        memory.run(&link).expect("linked");
+        memory.import_and_link(1, &historical(&store(5, "12.5"), version));
         let before = memory.clone();
         assert_eq!(
             memory.run(&accept(1, &store(5, "12.5"))),
@@ -496,4 +486,53 @@ fn a_lost_race_re_reads_and_replays() {
         memory.attempt(&op).map(|o| o.outcome),
         Ok(Outcome::Replayed)
     );
+}
+
+#[test]
+fn only_reversals_their_retry_can_state_exactly_are_accepted() {
+    let (mut memory, original) = accepted();
+    let original_id = original.effects[0].effect_id.clone();
+    let effect = |actor: &str, mechanism: &str, cents: u64, subtype: Option<&str>| {
+        json!({
+            "seat_id": "seat-A", "actor_seat_id": actor, "mechanism": mechanism,
+            "amount": "1.00", "original_transaction_id": original_id,
+            "compensation_amount_cents": cents, "compensation_subtype": subtype,
+        })
+    };
+    let reversal = |effects: Vec<serde_json::Value>| {
+        plan(json!({"family": "reversal", "fingerprintVersion": 5, "effects": effects}))
+    };
+    let refused = [
+        // Two actors.
+        vec![effect("o-1", "M", 0, None), effect("o-2", "M", 0, None)],
+        // Two mechanisms.
+        vec![effect("o-1", "M", 0, None), effect("o-1", "N", 0, None)],
+        // Two compensation reasons.
+        vec![
+            effect("o-1", "M", 5, Some("A")),
+            effect("o-1", "M", 5, Some("B")),
+        ],
+        vec![
+            effect("o-1", "M", 5, Some("A")),
+            effect("o-1", "M", 5, None),
+        ],
+        // A reason on a non-compensating effect.
+        vec![
+            effect("o-1", "M", 5, Some("A")),
+            effect("o-1", "M", 0, Some("A")),
+        ],
+    ];
+    for effects in refused {
+        assert_eq!(
+            Accept::new(&key(2), &reversal(effects), &scope(), now()).map(|_| ()),
+            Err(JournalError::invalid("effects"))
+        );
+    }
+    let mixed = reversal(vec![
+        effect("o-1", "M", 5, Some("A")),
+        effect("o-1", "M", 0, None),
+        effect("o-1", "M", 7, Some("A")),
+    ]);
+    let outcome = memory.run(&accept(2, &mixed)).expect("accepted");
+    assert_eq!(outcome.effects.len(), 3);
 }

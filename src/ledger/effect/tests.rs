@@ -282,3 +282,32 @@ fn semantic_malformation_matrix() {
         "read under another id",
     );
 }
+
+#[test]
+fn an_imported_row_keeps_its_own_id_only_when_historically_linked() {
+    let linked_import = LedgerEffect {
+        effect_id: "legacy-tx-42".into(),
+        ..historical()
+    };
+    assert_eq!(
+        parse(&linked_import, &linked_import.encode()),
+        Ok(linked_import.clone())
+    );
+    let canonical_import = LedgerEffect {
+        effect_id: "legacy-tx-42".into(),
+        ..canonical()
+    };
+    assert_corrupt(
+        parse(&canonical_import, &canonical_import.encode()),
+        "a canonical effect at an imported id",
+    );
+    // An id of the derived shape must be the effect's own slot.
+    let elsewhere = LedgerEffect {
+        effect_id: effect_id(&rid(2), 3),
+        ..historical()
+    };
+    assert_corrupt(
+        parse(&elsewhere, &elsewhere.encode()),
+        "a historical effect in another reservation's slot",
+    );
+}

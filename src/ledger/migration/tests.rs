@@ -1,9 +1,12 @@
 use super::*;
-use crate::document::fields;
+use crate::document::fields::{self, FieldMap};
 use crate::ledger::accept::Accept;
 use crate::ledger::effect::{self, Lineage};
 use crate::ledger::fingerprint::Amount;
-use crate::ledger::fixtures::{Memory, historical, key, now, rid, scope, store, transfer};
+use crate::ledger::fixtures::{
+    Memory, historical, historical_tagged, key, now, plan, rid, scope, store, transfer, unlinked,
+};
+use serde_json::json;
 
 fn link(n: u32, command: &HistoricalCommand) -> Result<Link, JournalError> {
     Link::new(&key(n), &scope(), command, now())
@@ -13,36 +16,128 @@ fn v3() -> HistoricalCommand {
     historical(&store(5, "12.5"), 3)
 }
 
+/// A two-effect plan, proven under `version`, naming rows `{tag}-0` and `{tag}-1`.
+fn two_effects(version: u32, tag: &str) -> HistoricalCommand {
+    let two = plan(json!({
+        "family": "effect_plan", "fingerprintVersion": 5,
+        "effects": [{"seat_id": "seat-A", "amount": "-3.00"}, {"seat_id": "seat-B", "amount": "3.00"}],
+    }));
+    historical_tagged(&two, version, tag)
+}
+
+/// The fields a link may set on an imported row.
+const LINK_FIELDS: [&str; 5] = [
+    "lineage",
+    "reservationId",
+    "effectIndex",
+    "migrationId",
+    "transferLeg",
+];
+
+fn without_link_fields(row: &FieldMap) -> FieldMap {
+    row.iter()
+        .filter(|(name, _)| !LINK_FIELDS.contains(&name.as_str()))
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect()
+}
+
 #[test]
-fn linking_creates_a_historical_reservation_and_effects_exactly_as_given() {
-    let command = v3();
+fn linking_relabels_the_named_rows_and_creates_the_reservation_that_owns_them() {
+    let command = two_effects(3, "legacy");
     let mut memory = Memory::default();
+    memory.import(&command);
+    let imported = memory.clone();
     let outcome = memory.run(&link(1, &command).expect("op")).expect("linked");
     assert_eq!(outcome.outcome, Outcome::Linked);
     assert_eq!(outcome.fingerprint, command.fingerprint, "stored as given");
     assert_eq!(outcome.fingerprint_version, 3);
     assert_eq!(outcome.accepted_at, command.accepted_at);
     assert_eq!(outcome.migration_id.as_deref(), Some("mig-2026-10"));
+    assert_eq!(outcome.effect_ids(), ["legacy-0", "legacy-1"]);
+    // Exactly one row per monetary effect: the imported ones, relabelled in place.
     assert_eq!(memory.count(reservation::COLLECTION), 1);
-    assert_eq!(memory.count(effect::COLLECTION), 1);
-    let e = &outcome.effects[0];
-    assert_eq!(e.lineage, Lineage::HistoricalLinked);
-    assert_eq!(e.migration_id.as_deref(), Some("mig-2026-10"));
-    assert_eq!(e.effect_id, effect::effect_id(&rid(1), 0));
+    assert_eq!(memory.count(effect::COLLECTION), 2);
+    for (i, id) in command.effect_ids.iter().enumerate() {
+        let path = effect::path(id);
+        let before = &imported.docs[&path];
+        let after = &memory.docs[&path];
+        assert_eq!(
+            without_link_fields(after),
+            without_link_fields(before),
+            "no monetary field (nor the recorded time) changes"
+        );
+        assert_eq!(after["lineage"], fields::string("historical_linked"));
+        assert_eq!(after["reservationId"], fields::string(rid(1).as_str()));
+        assert_eq!(
+            after["effectIndex"],
+            fields::int(i64::try_from(i).expect("i"))
+        );
+        assert_eq!(after["migrationId"], fields::string("mig-2026-10"));
+        assert_eq!(after["transferLeg"], fields::null());
+        let e = &outcome.effects[i];
+        assert_eq!(e.lineage, Lineage::HistoricalLinked);
+        assert_eq!(e.item, command.effects[i]);
+    }
     let stored = &memory.docs[&reservation::path(&rid(1))];
     assert_eq!(stored["migrationId"], fields::string("mig-2026-10"));
     assert_eq!(stored["fingerprintVersion"], fields::int(3));
+    let parsed = ReservationDocument::parse(rid(1).as_str(), stored).expect("strict");
+    assert_eq!(parsed.effect_ids, ["legacy-0", "legacy-1"]);
 }
 
 #[test]
-fn relinking_is_idempotent_and_anything_else_under_the_key_is_refused() {
+fn the_link_is_one_atomic_commit_guarded_by_preconditions() {
+    let command = two_effects(3, "legacy");
     let mut memory = Memory::default();
-    memory.run(&link(1, &v3()).expect("op")).expect("linked");
-    let before = memory.clone();
+    memory.import(&command);
+    let op = link(1, &command).expect("op");
+    let Decision::Mutate(writes, _) = op.decide(&memory.snapshot(&op.paths())) else {
+        panic!("expected one mutation");
+    };
+    let shapes: Vec<(bool, String)> = writes
+        .iter()
+        .map(|w| match w {
+            Write::Create { path, .. } => (true, path.clone()),
+            Write::Replace { path, .. } => (false, path.clone()),
+        })
+        .collect();
     assert_eq!(
-        memory.run(&link(1, &v3()).expect("op")).map(|o| o.outcome),
+        shapes,
+        [
+            (true, reservation::path(&rid(1))),
+            (false, effect::path("legacy-0")),
+            (false, effect::path("legacy-1")),
+        ]
+    );
+}
+
+#[test]
+fn a_second_link_of_the_same_rows_is_refused_and_the_exact_retry_writes_nothing() {
+    let mut memory = Memory::default();
+    let command = v3();
+    memory.import_and_link(1, &command);
+    let before = memory.clone();
+    // The exact same link (a retry): already linked, nothing written.
+    assert_eq!(
+        memory
+            .run(&link(1, &command).expect("op"))
+            .map(|o| o.outcome),
         Ok(Outcome::AlreadyLinked)
     );
+    // The same rows under another key, or by another migration under another key.
+    for command in [
+        command.clone(),
+        HistoricalCommand {
+            migration_id: "mig-2027-01".into(),
+            ..command.clone()
+        },
+    ] {
+        assert_eq!(
+            memory.run(&link(2, &command).expect("op")),
+            Err(JournalError::invalid("effectIds"))
+        );
+    }
+    // Anything else under the linked key.
     let other_fingerprint = HistoricalCommand {
         fingerprint: Digest::parse(&"4".repeat(64)).expect("digest"),
         ..v3()
@@ -55,7 +150,13 @@ fn relinking_is_idempotent_and_anything_else_under_the_key_is_refused() {
         fingerprint_version: 2,
         ..v3()
     };
-    for command in [other_fingerprint, other_migration, other_version] {
+    let other_rows = historical_tagged(&store(5, "12.5"), 3, "other");
+    for command in [
+        other_fingerprint,
+        other_migration,
+        other_version,
+        other_rows,
+    ] {
         assert_eq!(
             memory.run(&link(1, &command).expect("op")),
             Err(JournalError::ReplayMismatch)
@@ -65,6 +166,61 @@ fn relinking_is_idempotent_and_anything_else_under_the_key_is_refused() {
     let op = Link::new(&key(1), &elsewhere, &v3(), now()).expect("op");
     assert_eq!(memory.run(&op), Err(JournalError::ScopeMismatch));
     assert_eq!(memory, before);
+}
+
+#[test]
+fn missing_canonical_differing_or_malformed_rows_are_refused_writing_nothing() {
+    let mut memory = Memory::default();
+    let accepted = memory
+        .run(&Accept::new(&key(9), &store(5, "12.5"), &scope(), now()).expect("op"))
+        .expect("accepted");
+    let command = two_effects(3, "legacy");
+    memory.import(&command);
+    memory.docs.remove(&effect::path("legacy-1"));
+    let before = memory.clone();
+    // legacy-1 does not exist.
+    assert_eq!(
+        memory.run(&link(1, &command).expect("op")),
+        Err(JournalError::invalid("effectIds"))
+    );
+    assert_eq!(memory, before);
+    // A canonical row never has a legacy id: refused before reading.
+    let canonical = HistoricalCommand {
+        effect_ids: vec!["legacy-0".into(), accepted.effects[0].effect_id.clone()],
+        ..command.clone()
+    };
+    assert_eq!(
+        link(1, &canonical).map(|_| ()),
+        Err(JournalError::invalid("effectIds"))
+    );
+    // legacy-1 exists but holds another amount.
+    let mut other = command.effects[1].clone();
+    other.amount = Amount::parse("3.01");
+    memory.docs.insert(
+        effect::path("legacy-1"),
+        unlinked("legacy-1", &other).encode(),
+    );
+    let differing = memory.clone();
+    assert_eq!(
+        memory.run(&link(1, &command).expect("op")),
+        Err(JournalError::invalid("effects"))
+    );
+    assert_eq!(memory, differing);
+    // legacy-1 is malformed.
+    memory.docs.insert(
+        effect::path("legacy-1"),
+        fields::map([("lineage", fields::string("historical_unlinked"))]),
+    );
+    assert!(matches!(
+        memory.run(&link(1, &command).expect("op")),
+        Err(JournalError::JournalCorrupt { .. })
+    ));
+    assert_eq!(memory.count(reservation::COLLECTION), 1, "only key 9's");
+    assert_eq!(
+        memory.docs[&effect::path("legacy-0")],
+        before.docs[&effect::path("legacy-0")],
+        "the good row stays unlinked"
+    );
 }
 
 #[test]
@@ -78,6 +234,7 @@ fn a_canonical_reservation_is_never_relabelled_historical() {
         accepted_at: now(),
         ..v3()
     };
+    memory.import(&command);
     let before = memory.clone();
     assert_eq!(
         memory.run(&link(1, &command).expect("op")),
@@ -87,10 +244,11 @@ fn a_canonical_reservation_is_never_relabelled_historical() {
 }
 
 #[test]
-fn an_orphan_effect_in_the_slots_is_corrupt() {
+fn an_orphan_effect_in_the_first_derived_slot_is_corrupt() {
     let mut memory = Memory::default();
+    memory.import(&v3());
     memory.docs.insert(
-        effect::path(&effect::effect_id(&rid(1), 1)),
+        effect::path(&effect::effect_id(&rid(1), 0)),
         fields::map([("x", fields::int(1))]),
     );
     assert!(matches!(
@@ -101,36 +259,56 @@ fn an_orphan_effect_in_the_slots_is_corrupt() {
 }
 
 #[test]
-fn a_historical_transfer_must_be_its_derived_debit_and_credit() {
-    let legs = crate::ledger::stored::transfer_legs(transfer("7").transfer().expect("transfer"))
-        .expect("legs");
-    let command = HistoricalCommand {
-        family: CommandFamily::InternalTransfer,
-        effects: legs.to_vec(),
-        ..v3()
-    };
+fn a_historical_transfer_links_its_debit_and_credit_rows_as_legs() {
+    let command = historical(&transfer("7"), 4);
+    let legs = command.effects.clone();
     let mut memory = Memory::default();
-    let outcome = memory.run(&link(1, &command).expect("op")).expect("linked");
+    let outcome = memory.import_and_link(1, &command);
     assert_eq!(outcome.effects.len(), 2);
-    let mut swapped = legs.to_vec();
+    assert_eq!(
+        memory.docs[&effect::path("legacy-0")]["transferLeg"],
+        fields::string("debit")
+    );
+    assert_eq!(
+        memory.docs[&effect::path("legacy-1")]["transferLeg"],
+        fields::string("credit")
+    );
+    let mut swapped = legs.clone();
     swapped.reverse();
-    let mut uneven = legs.to_vec();
+    let mut uneven = legs.clone();
     uneven[0].amount = Amount::parse("-6.00");
-    for effects in [
-        swapped,
-        uneven,
-        vec![legs[0].clone()],
-        [legs.to_vec(), legs.to_vec()].concat(),
-    ] {
+    for effects in [swapped, uneven, vec![legs[0].clone()]] {
         let command = HistoricalCommand {
-            family: CommandFamily::InternalTransfer,
+            effect_ids: (0..effects.len()).map(|i| format!("t-{i}")).collect(),
             effects,
-            ..v3()
+            ..command.clone()
         };
         assert_eq!(
             link(2, &command).map(|_| ()),
             Err(JournalError::invalid("effects"))
         );
+    }
+}
+
+#[test]
+fn versions_one_and_two_with_more_than_one_effect_are_refused_distinctly() {
+    for version in [1, 2] {
+        assert_eq!(
+            link(1, &two_effects(version, "legacy")).map(|_| ()),
+            Err(JournalError::ObsoleteMultiEffectFingerprint),
+            "version {version}"
+        );
+        assert_eq!(
+            JournalError::ObsoleteMultiEffectFingerprint.code(),
+            "obsolete_multi_effect_fingerprint"
+        );
+        // One effect, or an internal transfer (whose serializer never changed), is
+        // linkable.
+        assert!(link(1, &historical(&store(5, "1"), version)).is_ok());
+        assert!(link(1, &historical(&transfer("7"), version)).is_ok());
+    }
+    for version in 3..=5 {
+        assert!(link(1, &two_effects(version, "legacy")).is_ok());
     }
 }
 
@@ -175,6 +353,7 @@ fn input_rules() {
         (
             HistoricalCommand {
                 effects: Vec::new(),
+                effect_ids: Vec::new(),
                 ..v3()
             },
             "effects",
@@ -195,6 +374,34 @@ fn input_rules() {
                 ..v3()
             },
             "effects",
+        ),
+        (
+            HistoricalCommand {
+                effect_ids: Vec::new(),
+                ..v3()
+            },
+            "effectIds",
+        ),
+        (
+            HistoricalCommand {
+                effect_ids: vec!["a b".into()],
+                ..v3()
+            },
+            "effectIds",
+        ),
+        (
+            HistoricalCommand {
+                effect_ids: vec![effect::effect_id(&rid(1), 0)],
+                ..v3()
+            },
+            "effectIds",
+        ),
+        (
+            HistoricalCommand {
+                effect_ids: vec!["dup".into(), "dup".into()],
+                ..two_effects(3, "x")
+            },
+            "effectIds",
         ),
     ];
     for (command, field) in cases {

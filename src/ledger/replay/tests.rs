@@ -5,8 +5,11 @@ use crate::ledger::effect;
 use crate::ledger::fixtures::{
     Memory, POLICY, historical, key, now, plan, reversal_json, rid, scope, store, transfer,
 };
-use crate::ledger::migration::Link;
 use crate::ledger::outcome::LedgerOutcome;
+use crate::ledger::reservation::ReservationDocument;
+use crate::ledger::stored;
+use crate::transaction::Write;
+use proptest::prelude::*;
 use serde_json::json;
 
 fn store_intent(quantity: u64) -> Intent {
@@ -36,6 +39,30 @@ fn accept(memory: &mut Memory, n: u32, plan: &FingerprintInput) -> LedgerOutcome
     memory
         .run(&Accept::new(&key(n), plan, &scope(), now()).expect("op"))
         .expect("accepted")
+}
+
+/// Stores `plan` as a canonical reservation under key `n` fingerprinted with `version`,
+/// as an earlier release that accepted under that version left it.
+fn install(memory: &mut Memory, n: u32, plan: &FingerprintInput, version: u32) -> LedgerOutcome {
+    let reservation = ReservationDocument {
+        key: key(n),
+        reservation_id: rid(n),
+        family: plan.family(),
+        fingerprint: plan.fingerprint(version).expect("fingerprint").digest,
+        fingerprint_version: version,
+        accepted_at: now(),
+        effect_ids: Vec::new(),
+        scope: scope(),
+        migration_id: None,
+    };
+    let items = plan.effects().iter().map(|e| (e.clone(), None)).collect();
+    let built = stored::build(reservation, items).expect("built");
+    for write in built.creates() {
+        if let Write::Create { path, fields } = write {
+            memory.docs.insert(path, fields);
+        }
+    }
+    built.outcome(Outcome::Accepted)
 }
 
 fn replayed(result: Result<LedgerReplay, JournalError>) -> LedgerOutcome {
@@ -190,16 +217,17 @@ fn scope_is_checked_independently_of_the_namespace() {
 #[test]
 fn stored_versions_select_the_serializer_or_fail_closed() {
     let mut memory = Memory::default();
-    let v4 = Link::new(&key(1), &scope(), &historical(&store(4, "12.5"), 4), now()).expect("link");
-    memory.run(&v4).expect("linked");
+    memory.import_and_link(1, &historical(&store(4, "12.5"), 4));
     let outcome = replayed(memory.run(&charge(1, &store_intent(2))));
     assert_eq!(outcome.fingerprint_version, 4);
     assert_eq!(
         memory.run(&charge(1, &store_intent(5))),
         Err(JournalError::ReplayMismatch)
     );
-    let v3 = Link::new(&key(2), &scope(), &historical(&store(5, "12.5"), 3), now()).expect("link");
-    memory.run(&v3).expect("linked");
+    memory.import_and_link(
+        2,
+        &crate::ledger::fixtures::historical_tagged(&store(5, "12.5"), 3, "v3"),
+    );
     let before = memory.clone();
     assert_eq!(
         memory.run(&charge(2, &store_intent(2))),
@@ -217,9 +245,7 @@ fn reversed(version: u32, subtype: Option<&str>) -> Memory {
     if version == 5 {
         accept(&mut memory, 2, &plan(json));
     } else {
-        let link =
-            Link::new(&key(2), &scope(), &historical(&plan(json), version), now()).expect("link");
-        memory.run(&link).expect("linked");
+        install(&mut memory, 2, &plan(json), version);
     }
     memory
 }
@@ -331,4 +357,170 @@ fn invalid_replay_inputs_are_rejected_before_reading() {
         Replay::reversal(&key(1), &scope(), &empty_actor).map(|_| ()),
         Err(JournalError::invalid("reversal"))
     );
+}
+
+/// The reversal of the defect report: a compensating effect (DUPLICATE_CHARGE, cents
+/// above zero) and a non-compensating one (subtype null), one actor and mechanism.
+fn two_effect_reversal(original: &str) -> FingerprintInput {
+    plan(json!({
+        "family": "reversal", "fingerprintVersion": 5,
+        "effects": [
+            {"seat_id": "seat-A", "actor_seat_id": "officer-9", "mechanism": "REVERSAL",
+             "amount": "12.50", "type": "REVERSAL", "original_transaction_id": original,
+             "compensation_amount_cents": 1250, "compensation_subtype": "DUPLICATE_CHARGE"},
+            {"seat_id": "seat-A", "actor_seat_id": "officer-9", "mechanism": "REVERSAL",
+             "amount": "-1.00", "type": "FEE_REVERSAL", "original_transaction_id": original},
+        ],
+    }))
+}
+
+#[test]
+fn a_mixed_two_effect_reversal_replays_exactly_and_mismatches_on_any_change() {
+    let mut memory = Memory::default();
+    let original = accept(&mut memory, 1, &store(5, "12.5"));
+    let accepted = accept(
+        &mut memory,
+        2,
+        &two_effect_reversal(&original.effects[0].effect_id),
+    );
+    let before = memory.clone();
+    let exact = replayed(memory.run(&reversal(
+        2,
+        &authority("officer-9", "REVERSAL", Some("DUPLICATE_CHARGE")),
+    )));
+    assert_eq!(exact.effects, accepted.effects);
+    assert_eq!(
+        exact.effects[1].item.compensation_subtype, None,
+        "the subtype is never copied onto the non-compensating effect"
+    );
+    for changed in [
+        authority("officer-9", "REVERSAL", Some("GOODWILL")),
+        authority("officer-9", "REVERSAL", None),
+        authority("officer-1", "REVERSAL", Some("DUPLICATE_CHARGE")),
+        authority("officer-9", "WALLET", Some("DUPLICATE_CHARGE")),
+    ] {
+        assert_eq!(
+            memory.run(&reversal(2, &changed)),
+            Err(JournalError::ReplayMismatch),
+            "{changed:?}"
+        );
+    }
+    assert_eq!(memory, before);
+}
+
+#[test]
+fn a_version_five_reversal_without_compensation_has_no_reason_to_supply() {
+    let mut memory = reversed(5, None);
+    replayed(memory.run(&reversal(2, &authority("officer-1", "WALLET", None))));
+    assert_eq!(
+        memory.run(&reversal(
+            2,
+            &authority("officer-1", "WALLET", Some("GOODWILL"))
+        )),
+        Err(JournalError::ReplayMismatch)
+    );
+}
+
+const ACTORS: [&str; 2] = ["officer-1", "officer-9"];
+const MECHANISMS: [&str; 2] = ["REVERSAL", "WALLET"];
+const SUBTYPES: [&str; 2] = ["DUPLICATE_CHARGE", "GOODWILL"];
+
+/// One generated effect: compensating or not, and its amount in cents.
+fn effect_strategy() -> impl Strategy<Value = (bool, u32, u8)> {
+    (any::<bool>(), 1..100_000u32, 0..3u8)
+}
+
+/// `value` with its text replaced by another of `choices` (or by the other one).
+fn other(choices: [&str; 2], value: &str) -> String {
+    choices
+        .into_iter()
+        .find(|c| *c != value)
+        .unwrap_or("OTHER")
+        .to_owned()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    /// Accept (v5) or an earlier release's accept (v4), then: the exact authority
+    /// replays the stored effects; every single-field change of a covered value is a
+    /// replay mismatch; under v4 (which does not cover the subtype) a changed subtype
+    /// replays and returns the stored subtypes unchanged.
+    #[test]
+    fn every_accepted_reversal_replays_exactly_and_mismatches_on_any_covered_change(
+        effects in prop::collection::vec(effect_strategy(), 1..=8),
+        version in 4..=5u32,
+        actor in 0..2usize,
+        mechanism in 0..2usize,
+        subtype in prop::option::of(0..2usize),
+    ) {
+        let actor = ACTORS[actor];
+        let mechanism = MECHANISMS[mechanism];
+        let subtype = subtype.map(|i| SUBTYPES[i]);
+        let mut memory = Memory::default();
+        let original = accept(&mut memory, 1, &store(5, "12.5"));
+        let original_id = original.effects[0].effect_id.clone();
+        let items: Vec<serde_json::Value> = effects
+            .iter()
+            .map(|(compensating, cents, seat)| {
+                let amount = format!("{}.{:02}", cents / 100, cents % 100);
+                json!({
+                    "seat_id": format!("seat-{seat}"), "actor_seat_id": actor,
+                    "mechanism": mechanism, "amount": amount, "type": "REVERSAL",
+                    "original_transaction_id": original_id,
+                    "compensation_amount_cents": if *compensating { *cents } else { 0 },
+                    "compensation_subtype": if *compensating { subtype } else { None },
+                })
+            })
+            .collect();
+        let command = plan(json!({
+            "family": "reversal", "fingerprintVersion": version, "effects": items,
+        }));
+        let stored = if version == 5 {
+            accept(&mut memory, 2, &command)
+        } else {
+            install(&mut memory, 2, &command, 4)
+        };
+        let any_compensating = effects.iter().any(|(c, _, _)| *c);
+        let exact_subtype = if any_compensating { subtype } else { None };
+        let exact = authority(actor, mechanism, exact_subtype);
+        let before = memory.clone();
+        let replay = replayed(memory.run(&reversal(2, &exact)));
+        prop_assert_eq!(&replay.effects, &stored.effects);
+
+        let changed_actor = ReversalAuthority {
+            actor_seat_id: Some(other(ACTORS, actor)),
+            ..exact.clone()
+        };
+        let no_actor = ReversalAuthority { actor_seat_id: None, ..exact.clone() };
+        let changed_mechanism = ReversalAuthority {
+            mechanism: Some(other(MECHANISMS, mechanism)),
+            ..exact.clone()
+        };
+        let no_mechanism = ReversalAuthority { mechanism: None, ..exact.clone() };
+        for changed in [changed_actor, no_actor, changed_mechanism, no_mechanism] {
+            prop_assert_eq!(
+                memory.run(&reversal(2, &changed)),
+                Err(JournalError::ReplayMismatch)
+            );
+        }
+        let mut subtypes = vec![Some(other(SUBTYPES, exact_subtype.unwrap_or("")))];
+        if exact_subtype.is_some() {
+            subtypes.push(None);
+        }
+        for changed_subtype in subtypes {
+            let changed = ReversalAuthority {
+                compensation_subtype: changed_subtype,
+                ..exact.clone()
+            };
+            let result = memory.run(&reversal(2, &changed));
+            if version == 5 {
+                prop_assert_eq!(result, Err(JournalError::ReplayMismatch));
+            } else {
+                let replay = replayed(result);
+                prop_assert_eq!(&replay.effects, &stored.effects, "nothing fabricated");
+            }
+        }
+        prop_assert_eq!(&memory, &before);
+    }
 }

@@ -210,3 +210,34 @@ fn semantic_malformation_matrix() {
         "other document id",
     );
 }
+
+#[test]
+fn only_a_historical_reservation_may_list_imported_rows_by_their_own_ids() {
+    let imported = ReservationDocument {
+        migration_id: Some("mig-2026-10".into()),
+        effect_ids: vec!["legacy-0".into(), "legacy-1".into(), "legacy-2".into()],
+        ..base()
+    };
+    assert_eq!(parse(&imported.encode()), Ok(imported.clone()));
+    assert!(links_imported_rows(&rid(1), &imported.effect_ids));
+    assert!(!links_imported_rows(&rid(1), &base().effect_ids));
+    let canonical = ReservationDocument {
+        migration_id: None,
+        ..imported.clone()
+    };
+    assert_corrupt(parse(&canonical.encode()), "canonical with imported ids");
+    let repeated = ReservationDocument {
+        effect_ids: vec!["legacy-0".into(), "legacy-0".into(), "legacy-2".into()],
+        ..imported.clone()
+    };
+    assert_corrupt(parse(&repeated.encode()), "an imported row listed twice");
+    let mixed = ReservationDocument {
+        effect_ids: vec![
+            effect::effect_id(&rid(1), 0),
+            "legacy-1".into(),
+            "legacy-2".into(),
+        ],
+        ..imported
+    };
+    assert_corrupt(parse(&mixed.encode()), "derived and imported ids mixed");
+}

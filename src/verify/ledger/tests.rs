@@ -55,7 +55,7 @@ fn a_standalone_row_claiming_a_reservation_is_a_lineage_violation() {
         fields: links("historical_unlinked", true, false, false),
     };
     assert_eq!(
-        check_standalone_effect(&doc),
+        check_standalone_effect(&doc, &mut HistoricalLinks::default()),
         vec![finding(
             FindingCode::LineageViolation,
             "ledgerTransactions/legacy-1"

@@ -1,0 +1,115 @@
+use super::*;
+use crate::ledger::fingerprint::{Amount, EffectPlanItem};
+use crate::time::Timestamp;
+
+fn rid(n: u8) -> Digest {
+    Digest::parse(&format!("{n:02x}").repeat(32)).expect("digest")
+}
+
+fn item(amount: &str) -> EffectPlanItem {
+    EffectPlanItem {
+        seat_id: Some("seat-A".into()),
+        amount: Amount::parse(amount),
+        ..EffectPlanItem::default()
+    }
+}
+
+fn row(id: &str, amount: &str, link: Option<(u8, usize, &str)>) -> LedgerEffect {
+    LedgerEffect {
+        effect_id: id.into(),
+        lineage: if link.is_some() {
+            Lineage::HistoricalLinked
+        } else {
+            Lineage::HistoricalUnlinked
+        },
+        reservation_id: link.map(|(r, _, _)| rid(r)),
+        effect_index: link.map(|(_, i, _)| i),
+        migration_id: link.map(|(_, _, m)| m.to_owned()),
+        transfer_leg: None,
+        item: item(amount),
+        accepted_at: Timestamp::from_micros(1_500_000_000_000_000).expect("time"),
+    }
+}
+
+fn found(code: FindingCode, id: &str) -> Finding {
+    Finding {
+        code,
+        path: effect::path(id),
+    }
+}
+
+#[test]
+fn agreeing_links_and_unlinked_rows_are_clean() {
+    let mut links = HistoricalLinks::default();
+    links.imported_row(&row("legacy-0", "1.00", Some((1, 0, "m"))));
+    links.imported_row(&row("legacy-1", "2.00", Some((1, 1, "m"))));
+    links.imported_row(&row("legacy-2", "1.00", None));
+    links.listed(&rid(1), 0, Some("m"), "legacy-0");
+    links.listed(&rid(1), 1, Some("m"), "legacy-1");
+    assert_eq!(links.finish(), Vec::new());
+}
+
+#[test]
+fn every_disagreement_is_one_finding_at_the_row() {
+    let mut links = HistoricalLinks::default();
+    // Listed but missing.
+    links.listed(&rid(1), 0, Some("m"), "gone");
+    // Listed but still unlinked.
+    links.imported_row(&row("unlinked", "1.00", None));
+    links.listed(&rid(1), 1, Some("m"), "unlinked");
+    // Linked at another index, by another migration, to another reservation.
+    links.imported_row(&row("index", "1.00", Some((1, 3, "m"))));
+    links.listed(&rid(1), 2, Some("m"), "index");
+    links.imported_row(&row("migration", "1.00", Some((1, 3, "other"))));
+    links.listed(&rid(1), 3, Some("m"), "migration");
+    links.imported_row(&row("elsewhere", "1.00", Some((2, 0, "m"))));
+    links.listed(&rid(1), 4, Some("m"), "elsewhere");
+    // Listed by two reservations (it states the first).
+    links.imported_row(&row("twice", "1.00", Some((1, 6, "m"))));
+    links.listed(&rid(1), 6, Some("m"), "twice");
+    links.listed(&rid(4), 0, Some("m"), "twice");
+    // Claims a reservation that does not list it.
+    links.imported_row(&row("stray", "1.00", Some((3, 0, "m"))));
+    // Malformed: reported by its codec already.
+    links.malformed_row("bad");
+    links.listed(&rid(1), 5, Some("m"), "bad");
+    let mut expected = vec![
+        found(FindingCode::ReservationMissingEffects, "gone"),
+        found(FindingCode::BrokenHistoricalLink, "unlinked"),
+        found(FindingCode::BrokenHistoricalLink, "index"),
+        found(FindingCode::BrokenHistoricalLink, "migration"),
+        found(FindingCode::BrokenHistoricalLink, "elsewhere"),
+        found(FindingCode::BrokenHistoricalLink, "stray"),
+        found(FindingCode::BrokenHistoricalLink, "twice"),
+    ];
+    expected.sort();
+    let mut actual = links.finish();
+    actual.sort();
+    assert_eq!(actual, expected);
+}
+
+#[test]
+fn a_migration_created_row_duplicating_an_imported_one_is_reported_at_the_created_row() {
+    let mut links = HistoricalLinks::default();
+    let created = effect::path(&effect::effect_id(&rid(1), 0));
+    let duplicate = row(&effect::effect_id(&rid(1), 0), "1.00", Some((1, 0, "m")));
+    links.derived_row(&created, &duplicate);
+    // Unique content: a created row with no imported twin is not a duplicate.
+    let unique_path = effect::path(&effect::effect_id(&rid(1), 1));
+    links.derived_row(
+        &unique_path,
+        &row(&effect::effect_id(&rid(1), 1), "9.00", Some((1, 1, "m"))),
+    );
+    // Canonical rows are never compared.
+    let mut canonical = row(&effect::effect_id(&rid(2), 0), "1.00", None);
+    canonical.lineage = Lineage::CanonicalLinked;
+    links.derived_row("ledgerTransactions/canonical", &canonical);
+    links.imported_row(&row("legacy-0", "1.00", None));
+    assert_eq!(
+        links.finish(),
+        vec![Finding {
+            code: FindingCode::DuplicateMonetaryEffect,
+            path: created,
+        }]
+    );
+}
