@@ -5,6 +5,7 @@
 
 mod canary;
 mod cli;
+mod cli_operator;
 mod faults;
 mod harness;
 mod lease;
