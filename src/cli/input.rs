@@ -1,7 +1,10 @@
 //! The one JSON object a subcommand reads on stdin, taken field by field.
 
 use command_journal::JournalError;
-use command_journal::identity::{CommandInput, CommandRequest};
+use command_journal::identity::{
+    CallerId, CallerScopeKind, CommandId, CommandInput, CommandRequest, CommandType,
+    EndpointSchemaVersion, Environment,
+};
 use command_journal::strict_json::{ObjectError, parse_object};
 use serde_json::{Map, Value};
 
@@ -117,14 +120,21 @@ impl Input {
         only_keys(&self.fields, allowed)
     }
 
-    /// Takes the command fields and validates them.
+    /// Takes the command fields and validates them, each as it is taken, so that the
+    /// first key in the documented order that is missing or wrong is the one reported.
     pub fn command(&mut self) -> Result<CommandInput, JournalError> {
         let environment = self.string("environment")?;
+        Environment::parse(&environment)?;
         let caller_scope_kind = self.string("callerScopeKind")?;
+        CallerScopeKind::parse(&caller_scope_kind)?;
         let caller_id = self.string("callerId")?;
+        CallerId::parse(&caller_id)?;
         let command_id = self.string("commandId")?;
+        CommandId::parse(&command_id)?;
         let command_type = self.string("commandType")?;
+        CommandType::parse(&command_type)?;
         let endpoint_schema_version = self.integer("endpointSchemaVersion")?;
+        EndpointSchemaVersion::new(endpoint_schema_version)?;
         let payload = self.value("payload")?;
         CommandInput::new(CommandRequest {
             environment: &environment,
