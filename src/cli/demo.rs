@@ -140,9 +140,15 @@ impl Progress {
         }
     }
 
+    /// Replaces the bar with one plain line of the final count.
     fn finish(self) {
         if let Self::Bar(bar) = self {
-            bar.finish();
+            bar.finish_and_clear();
+            eprintln!(
+                "demo: {}/{} commands terminal",
+                bar.position(),
+                bar.length().unwrap_or_default()
+            );
         }
     }
 }
@@ -171,10 +177,11 @@ pub async fn run(host: Option<String>, options: DemoOptions) -> ExitCode {
             host
         }
     };
-    // Installed before anything is printed, so a stop that follows the printed
-    // commands is always handled (and the JVM stopped).
-    let stop = options.keep.then(super::Stop::listen);
+    // Until the workload ends, Ctrl-C ends the process and the JVM dies with it. The
+    // listener is installed before the inspect commands are printed, so a stop sent
+    // after reading them is always handled and the JVM stopped.
     let result = workload(&host, &options).await;
+    let stop = options.keep.then(super::Stop::listen);
     let code = match result {
         Ok(finished) => {
             eprintln!("demo: finished in {:.1} s", started.elapsed().as_secs_f64());
