@@ -6,6 +6,7 @@
 mod canary;
 mod cancellation;
 mod cli;
+mod cli_operator;
 mod databases;
 mod errors;
 mod faults;

@@ -6,13 +6,16 @@ pub mod exit;
 pub mod identity;
 pub mod input;
 pub mod ledger;
+pub mod schema;
 pub mod verify;
 
-use crate::{Args, Cmd};
+use crate::{Args, Cmd, ExampleOf, LedgerCmd};
 use command_journal::connection::{Connection, Target};
 use command_journal::time::ManualClock;
 use command_journal::{Concurrency, Journal, JournalError};
 use commands::Operation;
+use input::Failure;
+use schema::Subject;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -20,56 +23,83 @@ use std::sync::Arc;
 pub async fn run(args: Args) -> ExitCode {
     let options = Global::from_args(&args);
     let operation = match args.command {
-        Cmd::Identity => return exit::report(identity::run(&read_stdin())),
+        Cmd::Identity => return exit::report_failure(identity::run(&read_stdin())),
         Cmd::Emulator => return emulator().await,
+        Cmd::Example { of } => return example(&of),
+        Cmd::Completions { shell } => return completions(shell),
         Cmd::Demo {
             commands,
             workers,
             seed,
+            keep,
         } => {
-            let options = demo::DemoOptions {
+            let demo = demo::DemoOptions {
                 commands,
                 workers,
                 seed,
+                keep,
+                project: options.project,
             };
-            return demo::run(args.emulator_host, options).await;
+            return demo::run(options.emulator_host, demo).await;
         }
-        Cmd::Ledger { action } => {
-            return ledger_command(action, &options).await;
-        }
-        Cmd::Verify => {
-            return verify::run(&options).await;
-        }
+        Cmd::Ledger { action } => return ledger_command(&action, &options).await,
+        Cmd::Verify { allow_empty } => return verify::run(&options, allow_empty).await,
         Cmd::Register => Operation::Register,
         Cmd::Acquire => Operation::Acquire,
         Cmd::Complete => Operation::Complete,
         Cmd::Fail => Operation::Fail,
         Cmd::Status => Operation::Status,
     };
-    exit::report(commands::run(operation, &read_stdin(), || options.journal()).await)
+    exit::report_failure(commands::run(operation, &read_stdin(), || options.journal()).await)
 }
 
-async fn ledger_command(action: crate::LedgerCmd, options: &Global) -> ExitCode {
+async fn ledger_command(action: &LedgerCmd, options: &Global) -> ExitCode {
     let stdin = read_stdin();
-    let (name, needs_journal) = match action {
-        crate::LedgerCmd::Fingerprint => ("fingerprint", false),
-        crate::LedgerCmd::Accept => ("accept", true),
-        crate::LedgerCmd::Replay => ("replay", true),
-        crate::LedgerCmd::Link => ("link", true),
-    };
-    if !needs_journal {
-        return exit::report(ledger::run(name, &stdin, None).await);
+    if matches!(action, LedgerCmd::Fingerprint) {
+        return exit::report_failure(ledger::run(action, &stdin, None).await);
     }
     // Validate the input before connecting: invalid input is exit 2 whatever the target.
-    if let Err(error) = ledger::run(name, &stdin, None).await
-        && error != ledger::no_journal()
+    if let Err(error) = ledger::run(action, &stdin, None).await
+        && error != Failure::Journal(ledger::no_journal())
     {
-        return exit::report(Err(error));
+        return exit::report_failure(Err(error));
     }
     match options.journal().await {
-        Ok(journal) => exit::report(ledger::run(name, &stdin, Some(&journal)).await),
+        Ok(journal) => exit::report_failure(ledger::run(action, &stdin, Some(&journal)).await),
         Err(error) => exit::report(Err(error)),
     }
+}
+
+/// Prints the example stdin object of a subcommand.
+fn example(of: &ExampleOf) -> ExitCode {
+    let subject = match of {
+        ExampleOf::Identity => Subject::Identity,
+        ExampleOf::Register => Subject::Register,
+        ExampleOf::Acquire => Subject::Acquire,
+        ExampleOf::Complete => Subject::Complete,
+        ExampleOf::Fail => Subject::Fail,
+        ExampleOf::Status => Subject::Status,
+        ExampleOf::Ledger { action } => match action {
+            LedgerCmd::Fingerprint => Subject::LedgerFingerprint,
+            LedgerCmd::Accept => Subject::LedgerAccept,
+            LedgerCmd::Replay => Subject::LedgerReplay,
+            LedgerCmd::Link => Subject::LedgerLink,
+        },
+    };
+    println!("{}", subject.example());
+    ExitCode::SUCCESS
+}
+
+/// Prints the completion script of `shell` for the whole command line.
+fn completions(shell: clap_complete::Shell) -> ExitCode {
+    let mut command = <Args as clap::CommandFactory>::command();
+    clap_complete::generate(
+        shell,
+        &mut command,
+        "command-journal",
+        &mut std::io::stdout(),
+    );
+    ExitCode::SUCCESS
 }
 
 /// The global options that choose the project, the target and the clock.
@@ -150,27 +180,53 @@ async fn emulator() -> ExitCode {
         "pid": emulator.pid(),
         "rules": "firestore.rules",
     });
+    let stop = Stop::listen();
     println!("{line}");
     eprintln!(
         "emulator ready: export FIRESTORE_EMULATOR_HOST={} (Ctrl-C stops it)",
         emulator.host()
     );
-    wait_for_stop().await;
+    stop.wait().await;
     drop(emulator);
     ExitCode::SUCCESS
 }
 
-async fn wait_for_stop() {
-    use tokio::signal::unix::{SignalKind, signal};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
+/// Ctrl-C and SIGTERM, listened for from creation on.
+pub struct Stop {
+    interrupt: Option<tokio::signal::unix::Signal>,
+    terminate: Option<tokio::signal::unix::Signal>,
+}
+
+impl Stop {
+    /// Starts listening for Ctrl-C and SIGTERM.
+    pub fn listen() -> Self {
+        use tokio::signal::unix::{SignalKind, signal};
+        Self {
+            interrupt: signal(SignalKind::interrupt()).ok(),
+            terminate: signal(SignalKind::terminate()).ok(),
         }
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
+    }
+
+    /// Waits until either arrives (returns at once if neither could be listened for).
+    pub async fn wait(mut self) {
+        if self.interrupt.is_none() && self.terminate.is_none() {
+            return;
+        }
+        let interrupt = async {
+            match &mut self.interrupt {
+                Some(signal) => signal.recv().await,
+                None => std::future::pending().await,
+            }
+        };
+        let terminate = async {
+            match &mut self.terminate {
+                Some(signal) => signal.recv().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = interrupt => {}
+            _ = terminate => {}
         }
     }
 }

@@ -256,6 +256,14 @@ impl JournalError {
         }
     }
 
+    /// For `invalid_input`, the fixed rule its field must follow; never the value received.
+    pub fn expected(&self) -> Option<&'static str> {
+        match self {
+            Self::InvalidInput { field } => crate::expected::expected_for(field),
+            _ => None,
+        }
+    }
+
     /// Shorthand for an [`InvalidInput`](Self::InvalidInput) naming `field`.
     pub(crate) fn invalid(field: &'static str) -> Self {
         Self::InvalidInput { field }

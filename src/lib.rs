@@ -73,6 +73,7 @@ pub mod digest;
 pub(crate) mod document;
 pub mod emulator;
 pub mod error;
+pub mod expected;
 /// Fuzzing entry points (cargo feature `fuzzing`): harness code with oracle
 /// assertions, kept out of the library proper.
 #[cfg(feature = "fuzzing")]

@@ -1,19 +1,24 @@
 //! `command-journal`: the command-line interface of the command journal.
 //!
-//! Subcommands read one JSON object on stdin and print one JSON line on stdout.
+//! Subcommands read one JSON object on stdin and print one JSON line on stdout; each
+//! one's `--help` documents that object and `example` prints a working one.
 //! Exit codes: 0 success, 2 `invalid_input`, 3 any other journal error, 4
-//! `unavailable`.
+//! `unavailable`, 5 `verify` found broken invariants, 7 `verify` scanned no journal
+//! document (unless `--allow-empty`).
 
 mod cli;
 
 use clap::{Parser, Subcommand};
+use cli::schema::Subject;
 use std::process::ExitCode;
 
 #[derive(Debug, Parser)]
 #[command(
     name = "command-journal",
     version,
-    about = "At-most-once payment and ledger commands on Firestore"
+    about = "At-most-once payment and ledger commands on Firestore",
+    after_help = "Each subcommand that reads stdin documents its JSON object in its --help; \
+                  `command-journal example <subcommand>` prints a working one."
 )]
 struct Args {
     /// Firestore project id.
@@ -78,24 +83,35 @@ fn install_logging(format: LogFormat) {
 #[derive(Debug, Subcommand)]
 enum Cmd {
     /// Print the derived identity of the command on stdin.
+    #[command(after_help = Subject::Identity.help())]
     Identity,
     /// Register the command on stdin exactly once.
+    #[command(after_help = Subject::Register.help())]
     Register,
     /// Acquire the command's lease for `leaseId`.
+    #[command(after_help = Subject::Acquire.help())]
     Acquire,
     /// Record success for the holder at `expectedFenceEpoch`.
+    #[command(after_help = Subject::Complete.help())]
     Complete,
     /// Record final failure for the holder at `expectedFenceEpoch`.
+    #[command(after_help = Subject::Fail.help())]
     Fail,
     /// Print the command's redacted state, revision and fence.
+    #[command(after_help = Subject::Status.help())]
     Status,
-    /// Ledger reservations: `fingerprint`, `accept`, `replay`.
+    /// Ledger reservations: `fingerprint`, `accept`, `replay`, `link`.
     Ledger {
         #[command(subcommand)]
         action: LedgerCmd,
     },
-    /// Scan the whole journal, print every broken invariant, write nothing (exit 5 if any).
-    Verify,
+    /// Scan the whole journal, print every broken invariant, write nothing (exit 5 if
+    /// any; exit 7 if it scanned no journal document at all).
+    Verify {
+        /// Exit 0 even when the project and database hold no journal document.
+        #[arg(long)]
+        allow_empty: bool,
+    },
     /// Run the local emulator with firestore.rules in the foreground.
     Emulator,
     /// Run a worked workload on a private emulator and print what happened.
@@ -109,19 +125,59 @@ enum Cmd {
         /// Seed of every random choice.
         #[arg(long, default_value_t = 2026)]
         seed: u64,
+        /// Leave the emulator running afterwards, print how to inspect the journal,
+        /// and stop it on Ctrl-C or SIGTERM.
+        #[arg(long)]
+        keep: bool,
+    },
+    /// Print the example stdin object of a subcommand (the one its --help shows).
+    Example {
+        #[command(subcommand)]
+        of: ExampleOf,
+    },
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions {
+        /// The shell to complete for.
+        shell: clap_complete::Shell,
     },
 }
 
 #[derive(Debug, Subcommand)]
 enum LedgerCmd {
     /// Print the fingerprint, its version and the exact canonical text hashed.
+    #[command(after_help = Subject::LedgerFingerprint.help())]
     Fingerprint,
     /// Accept a ledger command: its reservation and every effect, atomically.
+    #[command(after_help = Subject::LedgerAccept.help())]
     Accept,
     /// Replay a reserved charge or reversal before pricing.
+    #[command(after_help = Subject::LedgerReplay.help())]
     Replay,
     /// Link existing historical_unlinked rows to the reservation a migration proved.
+    #[command(after_help = Subject::LedgerLink.help())]
     Link,
+}
+
+/// The subcommands `example` prints an input for.
+#[derive(Debug, Subcommand)]
+enum ExampleOf {
+    /// `identity`'s input.
+    Identity,
+    /// `register`'s input.
+    Register,
+    /// `acquire`'s input.
+    Acquire,
+    /// `complete`'s input.
+    Complete,
+    /// `fail`'s input.
+    Fail,
+    /// `status`'s input.
+    Status,
+    /// A ledger subcommand's input.
+    Ledger {
+        #[command(subcommand)]
+        action: LedgerCmd,
+    },
 }
 
 fn main() -> ExitCode {

@@ -15,6 +15,59 @@ pub fn parse(text: &str) -> Option<Value> {
     Some(value)
 }
 
+/// Why text is not one acceptable JSON object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ObjectError {
+    /// Malformed JSON, trailing text, or a JSON value that is not an object.
+    NotAnObject,
+    /// A duplicate key: the top-level key that is given twice, or whose value holds a
+    /// duplicate key at some depth (nested key names are not reported).
+    DuplicateKey(String),
+}
+
+/// Parses `text` as one JSON object without duplicate keys at any depth, naming the
+/// top-level key at fault when a key is duplicated.
+pub fn parse_object(text: &str) -> Result<Map<String, Value>, ObjectError> {
+    if !serde_json::from_str::<Value>(text).is_ok_and(|value| value.is_object()) {
+        return Err(ObjectError::NotAnObject);
+    }
+    let mut current = None;
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let parsed = deserializer.deserialize_map(TopLevel {
+        current: &mut current,
+    });
+    match parsed {
+        Ok(map) if deserializer.end().is_ok() => Ok(map),
+        // The text is one valid JSON object, so the strict parse failed on a duplicate.
+        _ => Err(current.map_or(ObjectError::NotAnObject, ObjectError::DuplicateKey)),
+    }
+}
+
+/// Visits the top-level object, remembering the key whose value is being read.
+struct TopLevel<'a> {
+    current: &'a mut Option<String>,
+}
+
+impl<'de> Visitor<'de> for TopLevel<'_> {
+    type Value = Map<String, Value>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object without duplicate keys")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Self::Value, A::Error> {
+        let mut map = Map::new();
+        while let Some(key) = access.next_key::<String>()? {
+            *self.current = Some(key.clone());
+            let StrictValue(value) = access.next_value()?;
+            if map.insert(key, value).is_some() {
+                return Err(de::Error::custom("duplicate key"));
+            }
+        }
+        Ok(map)
+    }
+}
+
 struct StrictValue(Value);
 
 impl StrictValue {
@@ -109,6 +162,22 @@ mod tests {
     fn rejects_trailing_garbage_and_malformed_text() {
         assert_eq!(parse(r#"{"a":1} x"#), None);
         assert_eq!(parse(r#"{"a":"#), None);
+    }
+
+    #[test]
+    fn parse_object_names_the_top_level_key_at_fault() {
+        use super::{ObjectError, parse_object};
+        let dup = |key: &str| Err(ObjectError::DuplicateKey(key.to_owned()));
+        assert_eq!(parse_object(r#"{"a":1,"b":2,"b":3}"#), dup("b"));
+        assert_eq!(
+            parse_object(r#"{"a":1,"p":{"x":[{"k":1,"k":2}]}}"#),
+            dup("p")
+        );
+        assert_eq!(parse_object("[1]"), Err(ObjectError::NotAnObject));
+        assert_eq!(parse_object(r#"{"a":1} {}"#), Err(ObjectError::NotAnObject));
+        assert_eq!(parse_object(""), Err(ObjectError::NotAnObject));
+        let map = parse_object(r#"{"a":{"b":1}}"#).expect("object");
+        assert_eq!(map.get("a"), Some(&json!({"b":1})));
     }
 
     #[test]

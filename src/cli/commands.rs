@@ -1,6 +1,7 @@
 //! `register`, `acquire`, `complete`, `fail` and `status`: one journal operation each.
 
-use super::input::Input;
+use super::input::{Failure, Input};
+use super::schema::Subject;
 use command_journal::identity::{LeaseId, TerminalReferenceFingerprint};
 use command_journal::{Journal, JournalError};
 use serde_json::Value;
@@ -26,18 +27,28 @@ fn to_json<T: serde::Serialize>(value: T) -> Result<Value, JournalError> {
     })
 }
 
-/// Validates the whole stdin object first (exit 2 before any connection), then runs
-/// the operation through `journal()`.
-pub async fn run<F, Fut>(
-    operation: Operation,
-    stdin: &str,
-    journal: F,
-) -> Result<Value, JournalError>
+impl Operation {
+    /// The stdin object it reads.
+    pub fn subject(self) -> Subject {
+        match self {
+            Self::Register => Subject::Register,
+            Self::Acquire => Subject::Acquire,
+            Self::Complete => Subject::Complete,
+            Self::Fail => Subject::Fail,
+            Self::Status => Subject::Status,
+        }
+    }
+}
+
+/// Validates the whole stdin object first (exit 2 before any connection; an unknown
+/// key is reported before a missing one), then runs the operation through `journal()`.
+pub async fn run<F, Fut>(operation: Operation, stdin: &str, journal: F) -> Result<Value, Failure>
 where
     F: FnOnce() -> Fut,
     Fut: Future<Output = Result<Journal, JournalError>>,
 {
     let mut input = Input::parse(stdin)?;
+    input.only(&operation.subject().keys())?;
     let command = input.command()?;
     let lease = match operation {
         Operation::Register | Operation::Status => None,
@@ -55,7 +66,7 @@ where
     };
     input.finish()?;
     let journal = journal().await?;
-    match (operation, lease, fence, reference) {
+    let value = match (operation, lease, fence, reference) {
         (Operation::Register, ..) => to_json(journal.register_command(&command).await?),
         (Operation::Status, ..) => to_json(journal.status(&command).await?),
         (Operation::Acquire, Some(lease), ..) => {
@@ -70,5 +81,6 @@ where
             to_json(journal.fail_command(&command, &lease, fence).await?)
         }
         _ => Err(JournalError::InvalidInput { field: "input" }),
-    }
+    };
+    Ok(value?)
 }

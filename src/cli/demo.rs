@@ -2,6 +2,11 @@
 //! emulator (unless one is named), runs a seeded workload of racing, crashing, stale
 //! and retrying workers over many commands with a manual clock that moves leases past
 //! expiry, then prints a table of what happened and the verifier's verdict.
+//!
+//! It prints the project, database and emulator host it used and the commands that
+//! inspect the result; with `--keep` its own emulator stays up until Ctrl-C or
+//! SIGTERM, then the JVM is stopped. Progress is a bar on a terminal and plain lines
+//! otherwise.
 
 use chrono::{DateTime, TimeDelta};
 use command_journal::connection::{Connection, Target};
@@ -20,7 +25,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Size and seed of the workload.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct DemoOptions {
     /// Commands to run.
     pub commands: u64,
@@ -28,6 +33,10 @@ pub struct DemoOptions {
     pub workers: u64,
     /// Seed of every random choice.
     pub seed: u64,
+    /// Keep the emulator running afterwards until Ctrl-C or SIGTERM.
+    pub keep: bool,
+    /// The project to use; a fresh `demo-…` project when `None`.
+    pub project: Option<String>,
 }
 
 #[derive(Default)]
@@ -61,11 +70,15 @@ fn uuid(rng: &mut fastrand::Rng) -> String {
         .to_string()
 }
 
-fn demo_command(rng: &mut fastrand::Rng, n: u64) -> Result<CommandInput, JournalError> {
+/// One workload command, and the stdin object that names it to the CLI.
+fn demo_command(
+    rng: &mut fastrand::Rng,
+    n: u64,
+) -> Result<(CommandInput, serde_json::Value), JournalError> {
     let id = uuid(rng);
     let caller = format!("member_{}", rng.u32(..10_000));
     let payload = serde_json::json!({"sku": format!("sku-{}", n % 17), "quantity": 1 + n % 3, "priceCents": 1250 + n});
-    CommandInput::new(CommandRequest {
+    let command = CommandInput::new(CommandRequest {
         environment: "emulator",
         caller_scope_kind: "member",
         caller_id: &caller,
@@ -73,7 +86,23 @@ fn demo_command(rng: &mut fastrand::Rng, n: u64) -> Result<CommandInput, Journal
         command_type: "checkout",
         endpoint_schema_version: 1,
         payload: &payload,
-    })
+    })?;
+    let request = serde_json::json!({
+        "environment": "emulator", "callerScopeKind": "member", "callerId": caller,
+        "commandId": id, "commandType": "checkout", "endpointSchemaVersion": 1,
+        "payload": payload,
+    });
+    Ok((command, request))
+}
+
+/// What a finished workload reports.
+struct Finished {
+    /// Verified clean with no unexpected answer.
+    clean: bool,
+    /// The project it ran in.
+    project: String,
+    /// The stdin object of its first command, for `status`.
+    first: Option<serde_json::Value>,
 }
 
 /// A worker that crashed holding a lease: it comes back later and tries to finish.
@@ -83,25 +112,56 @@ struct Stale {
     fence: i64,
 }
 
-fn progress(done: u64, total: u64) {
-    let width = 30;
-    let filled = usize::try_from(done * width / total.max(1)).unwrap_or(0);
-    eprint!(
-        "\r  [{}{}] {done}/{total} commands terminal",
-        "#".repeat(filled),
-        ".".repeat(usize::try_from(width).unwrap_or(30).saturating_sub(filled))
-    );
+/// How many commands are terminal: a bar on a terminal, plain lines otherwise.
+enum Progress {
+    Bar(indicatif::ProgressBar),
+    Lines(u64),
+}
+
+impl Progress {
+    fn new(total: u64) -> Self {
+        use std::io::IsTerminal as _;
+        if !std::io::stderr().is_terminal() {
+            return Self::Lines(total);
+        }
+        let bar = indicatif::ProgressBar::new(total);
+        if let Ok(style) = indicatif::ProgressStyle::with_template(
+            "  [{bar:30}] {pos}/{len} commands terminal ({elapsed})",
+        ) {
+            bar.set_style(style.progress_chars("#>."));
+        }
+        Self::Bar(bar)
+    }
+
+    fn set(&self, done: u64) {
+        match self {
+            Self::Bar(bar) => bar.set_position(done),
+            Self::Lines(total) => eprintln!("demo: {done}/{total} commands terminal"),
+        }
+    }
+
+    /// Replaces the bar with one plain line of the final count.
+    fn finish(self) {
+        if let Self::Bar(bar) = self {
+            bar.finish_and_clear();
+            eprintln!(
+                "demo: {}/{} commands terminal",
+                bar.position(),
+                bar.length().unwrap_or_default()
+            );
+        }
+    }
 }
 
 /// Runs the demo; `host` is an emulator to use instead of starting one.
 pub async fn run(host: Option<String>, options: DemoOptions) -> ExitCode {
     let started = std::time::Instant::now();
-    let owned;
+    let mut owned = None;
     let host = match host {
         Some(host) => host,
         None => {
             eprintln!("demo: starting the Firestore emulator…");
-            owned = match tokio::task::spawn_blocking(Emulator::start).await {
+            let emulator = match tokio::task::spawn_blocking(Emulator::start).await {
                 Ok(Ok(emulator)) => emulator,
                 Ok(Err(error)) => {
                     eprintln!("demo: {error}");
@@ -109,34 +169,76 @@ pub async fn run(host: Option<String>, options: DemoOptions) -> ExitCode {
                 }
                 Err(_) => return super::exit::unavailable(),
             };
-            owned.host().to_owned()
+            let host = emulator.host().to_owned();
+            if let Some(pid) = emulator.pid() {
+                eprintln!("demo: emulator started at {host} (pid {pid})");
+            }
+            owned = Some(emulator);
+            host
         }
     };
-    match workload(&host, options).await {
-        Ok(clean) => {
+    // Until the workload ends, Ctrl-C ends the process and the JVM dies with it. The
+    // listener is installed before the inspect commands are printed, so a stop sent
+    // after reading them is always handled and the JVM stopped.
+    let result = workload(&host, &options).await;
+    let stop = options.keep.then(super::Stop::listen);
+    let code = match result {
+        Ok(finished) => {
             eprintln!("demo: finished in {:.1} s", started.elapsed().as_secs_f64());
-            if clean {
+            inspect(&host, &finished, owned.is_none() || options.keep);
+            if finished.clean {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::from(5)
             }
         }
         Err(error) => super::exit::report(Err(error)),
+    };
+    if let (Some(emulator), Some(stop)) = (owned, stop) {
+        println!("demo: the emulator keeps running; Ctrl-C or SIGTERM stops it");
+        stop.wait().await;
+        drop(emulator);
+        eprintln!("demo: emulator stopped");
+    }
+    code
+}
+
+/// Prints how to look at the journal the demo built.
+fn inspect(host: &str, finished: &Finished, running: bool) {
+    let project = &finished.project;
+    println!();
+    if !running {
+        println!("demo: its emulator stops now; run with --keep to inspect the journal");
+        return;
+    }
+    println!("Inspect the journal:");
+    println!("  export FIRESTORE_EMULATOR_HOST={host}");
+    println!("  command-journal --project {project} verify");
+    if let Some(first) = &finished.first {
+        println!("  echo '{first}' | command-journal --project {project} status");
     }
 }
 
-async fn workload(host: &str, options: DemoOptions) -> Result<bool, JournalError> {
+/// Runs the workload and reports how it finished.
+async fn workload(host: &str, options: &DemoOptions) -> Result<Finished, JournalError> {
     let mut rng = fastrand::Rng::with_seed(options.seed);
-    let project = format!("demo-{}-{:06x}", std::process::id(), rng.u32(..0xff_ffff));
+    // Drawn even when a project is given, so that a seed always makes the same workload.
+    let fresh = format!("demo-{}-{:06x}", std::process::id(), rng.u32(..0xff_ffff));
+    let project = options.project.clone().unwrap_or(fresh);
     let connection = Connection::connect(&project, Target::Emulator(host.to_owned())).await?;
+    let database_path = connection.database_path();
+    let database = database_path.rsplit('/').next().unwrap_or_default();
+    eprintln!("demo: project {project}, database {database}, emulator {host}");
     let clock = Arc::new(ManualClock::new(
         DateTime::from_timestamp(1_900_000_000, 0).unwrap_or_default(),
     ));
     let journal = Journal::with_clock(connection, clock.clone());
     let tally = Arc::new(Tally::default());
-    let commands: Vec<CommandInput> = (0..options.commands)
+    let (commands, requests): (Vec<CommandInput>, Vec<serde_json::Value>) = (0..options.commands)
         .map(|n| demo_command(&mut rng, n))
-        .collect::<Result<_, _>>()?;
+        .collect::<Result<Vec<_>, _>>()?
+        .into_iter()
+        .unzip();
     eprintln!(
         "demo: {} commands, {} workers per command and round, seed {}",
         options.commands, options.workers, options.seed
@@ -165,8 +267,8 @@ async fn workload(host: &str, options: DemoOptions) -> Result<bool, JournalError
 
     let mut terminal = vec![false; commands.len()];
     let mut stale: Vec<Stale> = Vec::new();
-    let total = options.commands;
-    progress(0, total);
+    let progress = Progress::new(options.commands);
+    progress.set(0);
     for _round in 0..30 {
         if terminal.iter().all(|t| *t) {
             break;
@@ -230,15 +332,14 @@ async fn workload(host: &str, options: DemoOptions) -> Result<bool, JournalError
                 terminal[index] = matches!(status.state, "succeeded" | "failed_final");
             }
         }
-        progress(terminal.iter().filter(|t| **t).count() as u64, total);
+        progress.set(terminal.iter().filter(|t| **t).count() as u64);
     }
-    eprintln!();
+    progress.finish();
 
     ledger(&journal, &tally, options.commands / 2, &mut rng).await?;
 
-    let mut progress_line = |read: u64| eprint!("\r  verify: {read} documents read");
+    let mut progress_line = |read: u64| eprintln!("demo: verify: {read} documents read");
     let report = command_journal::verify::verify(journal.connection(), &mut progress_line).await?;
-    eprintln!();
     let stats = journal.stats();
     let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
     let rows: Vec<(&str, u64)> = vec![
@@ -297,7 +398,11 @@ async fn workload(host: &str, options: DemoOptions) -> Result<bool, JournalError
             report.finding_counts
         );
     }
-    Ok(report.clean && get(&tally.unexpected) == 0)
+    Ok(Finished {
+        clean: report.clean && get(&tally.unexpected) == 0,
+        project,
+        first: requests.into_iter().next(),
+    })
 }
 
 #[derive(Clone, Copy)]

@@ -1,5 +1,6 @@
 //! Maps results to the one JSON line on stdout and the exit code.
 
+use super::input::Failure;
 use command_journal::{ErrorClass, JournalError};
 use serde_json::{Value, json};
 use std::process::ExitCode;
@@ -33,6 +34,7 @@ pub fn error_line(error: &JournalError) -> Value {
     match error {
         JournalError::InvalidInput { field } => {
             line["field"] = json!(field);
+            line["expected"] = json!(error.expected());
         }
         JournalError::Unavailable {
             attempts, deadline, ..
@@ -82,4 +84,18 @@ pub fn unavailable() -> ExitCode {
 /// Prints `internal` with a fixed reason and returns exit code 1.
 pub fn internal(reason: &'static str) -> ExitCode {
     report(Err(JournalError::Internal { reason }))
+}
+
+/// [`report`] for a subcommand that reads stdin: a key failure is `invalid_input`
+/// naming the key (exit 2).
+pub fn report_failure(result: Result<Value, Failure>) -> ExitCode {
+    match result {
+        Err(Failure::Key { key, expected }) => {
+            let line = json!({"error": "invalid_input", "field": key, "expected": expected});
+            println!("{line}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Journal(error)) => report(Err(error)),
+        Ok(value) => report(Ok(value)),
+    }
 }

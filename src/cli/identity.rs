@@ -1,14 +1,15 @@
 //! `command-journal identity`: the derived identity of one command.
 
-use super::input::Input;
-use command_journal::JournalError;
+use super::input::{Failure, Input};
+use super::schema::Subject;
 use command_journal::identity::{LeaseId, OperationSlug, TerminalReferenceFingerprint};
 use serde_json::{Value, json};
 
 /// Derives `commandKeyHash`, `payloadFingerprint`, `canonicalPayload` and, when their
 /// inputs are present, the lease-owner fingerprint, terminal commitment and provider key.
-pub fn run(stdin: &str) -> Result<Value, JournalError> {
+pub fn run(stdin: &str) -> Result<Value, Failure> {
     let mut input = Input::parse(stdin)?;
+    input.only(&Subject::Identity.keys())?;
     let command = input.command()?;
     let lease = input.optional_string("leaseId")?;
     let reference = input.optional_string("terminalReferenceFingerprint")?;

@@ -1,7 +1,7 @@
 //! `command-journal ledger fingerprint | accept | replay | link`.
 //!
-//! Input shapes (one JSON object on stdin, duplicate keys rejected, unknown keys
-//! `invalid_input` on `input` unless noted):
+//! Input shapes (one JSON object on stdin; a duplicate or unknown top-level key is
+//! `invalid_input` naming that key, an unknown key inside `plan` names `plan`):
 //!
 //! - `fingerprint`: the serializer input itself, `{"family", "fingerprintVersion",
 //!   "effects", "intent"}` or `{"family": "internal_transfer", "fingerprintVersion",
@@ -14,7 +14,8 @@
 //!   one of `"charge": {"family": "store_purchase" | "rent_payment" |
 //!   "insurance_premium" | "overdraft_fee", "intent": {…}}` (the intent object as in
 //!   the fingerprint input) or `"reversal": {"actorSeatId", "mechanism",
-//!   "compensationSubtype"}` (each a string or null; absent is null). Prints the
+//!   "compensationSubtype"}` (each a string or null; absent is null); neither is
+//!   `invalid_input` on `charge`, both on `reversal`. Prints the
 //!   outcome `replayed` or `{"outcome": "not_reserved", "reservationId"}`.
 //! - `link`: `{"classId", "featCode", "idempotencyKey", "scope": {…}, "historical":
 //!   {"family", "fingerprint", "fingerprintVersion", "acceptedAt", "migrationId",
@@ -27,7 +28,9 @@
 //!
 //! `accept`, `replay` and `link` without a journal (no project or emulator) are `unavailable`.
 
-use super::input::Input;
+use super::input::{Failure, Input, object as stdin_object, only_keys};
+use super::schema::Subject;
+use crate::LedgerCmd;
 use command_journal::digest::Digest;
 use command_journal::identity::LedgerKey;
 use command_journal::ledger::fingerprint::{
@@ -40,27 +43,31 @@ use serde_json::{Map, Value, json};
 
 /// Runs ledger subcommand `action` on the JSON object `stdin`.
 pub async fn run(
-    action: &str,
+    action: &LedgerCmd,
     stdin: &str,
     journal: Option<&Journal>,
-) -> Result<Value, JournalError> {
+) -> Result<Value, Failure> {
     match action {
-        "fingerprint" => fingerprint(stdin),
-        "accept" => {
+        LedgerCmd::Fingerprint => fingerprint(stdin),
+        LedgerCmd::Accept => {
             let mut input = Input::parse(stdin)?;
+            input.only(&Subject::LedgerAccept.keys())?;
             let key = key(&mut input)?;
             let scope = scope(input.value("scope")?)?;
-            let plan = FingerprintInput::from_json(&input.value("plan")?)?;
+            let plan = plan(&input.value("plan")?)?;
             input.finish()?;
             let journal = journal.ok_or_else(no_journal)?;
-            output(&journal.accept_ledger_command(&key, &plan, &scope).await?)
+            Ok(output(
+                &journal.accept_ledger_command(&key, &plan, &scope).await?,
+            )?)
         }
-        "replay" => {
+        LedgerCmd::Replay => {
             let mut input = Input::parse(stdin)?;
+            input.only(&Subject::LedgerReplay.keys())?;
             let key = key(&mut input)?;
             let scope = scope(input.value("scope")?)?;
-            let charge = input.value("charge").ok();
-            let reversal = input.value("reversal").ok();
+            let charge = input.optional_value("charge");
+            let reversal = input.optional_value("reversal");
             input.finish()?;
             let replay = match (charge, reversal) {
                 (Some(charge), None) => {
@@ -77,24 +84,27 @@ pub async fn run(
                         .replay_reserved_reversal(&key, &scope, &authority)
                         .await?
                 }
-                _ => return Err(JournalError::InvalidInput { field: "input" }),
+                (None, None) => return Err(JournalError::InvalidInput { field: "charge" }.into()),
+                (Some(_), Some(_)) => {
+                    return Err(JournalError::InvalidInput { field: "reversal" }.into());
+                }
             };
-            output(&replay)
+            Ok(output(&replay)?)
         }
-        "link" => {
+        LedgerCmd::Link => {
             let mut input = Input::parse(stdin)?;
+            input.only(&Subject::LedgerLink.keys())?;
             let key = key(&mut input)?;
             let scope = scope(input.value("scope")?)?;
             let command = historical(input.value("historical")?)?;
             input.finish()?;
             let journal = journal.ok_or_else(no_journal)?;
-            output(
+            Ok(output(
                 &journal
                     .link_historical_effects(&key, &scope, &command)
                     .await?,
-            )
+            )?)
         }
-        _ => Err(JournalError::InvalidInput { field: "action" }),
     }
 }
 
@@ -177,10 +187,10 @@ fn historical(value: Value) -> Result<HistoricalCommand, JournalError> {
     })
 }
 
-fn fingerprint(stdin: &str) -> Result<Value, JournalError> {
-    let value = command_journal::strict_json::parse(stdin)
-        .ok_or(JournalError::InvalidInput { field: "input" })?;
-    let input = FingerprintInput::from_json(&value)?;
+fn fingerprint(stdin: &str) -> Result<Value, Failure> {
+    let map = stdin_object(stdin)?;
+    only_keys(&map, &Subject::LedgerFingerprint.keys())?;
+    let input = FingerprintInput::from_json(&Value::Object(map))?;
     let fingerprint = input.fingerprint(input.version())?;
     Ok(json!({
         "fingerprint": fingerprint.digest.as_str(),
@@ -196,6 +206,16 @@ pub fn no_journal() -> JournalError {
         attempts: 0,
         deadline: false,
     }
+}
+
+/// The `plan` object: a fingerprint input, whose own unknown keys are the plan's fault.
+fn plan(value: &Value) -> Result<FingerprintInput, JournalError> {
+    FingerprintInput::from_json(value).map_err(|error| match error {
+        JournalError::InvalidInput { field: "input" } => {
+            JournalError::InvalidInput { field: "plan" }
+        }
+        other => other,
+    })
 }
 
 fn output(value: &impl serde::Serialize) -> Result<Value, JournalError> {
@@ -298,7 +318,7 @@ mod tests {
     fn fingerprint_prints_the_canonical_text_it_hashed() {
         let stdin = r#"{"family":"overdraft_fee","fingerprintVersion":5,
             "effects":[{"seat_id":"s","amount":"2.5"}],"intent":{"forceAuthority":true}}"#;
-        let out = block(run("fingerprint", stdin, None)).expect("fingerprint");
+        let out = block(run(&LedgerCmd::Fingerprint, stdin, None)).expect("fingerprint");
         let canonical = out["canonical"].as_str().expect("canonical");
         assert!(canonical.contains(r#""amount":"2.50""#));
         assert!(canonical.ends_with(r#""intent":["OVERDRAFT_FEE",true]}"#));
@@ -313,13 +333,18 @@ mod tests {
     fn fingerprint_rejects_duplicate_keys_and_unsupported_versions() {
         let dup = r#"{"family":"effect_plan","family":"reversal","fingerprintVersion":5}"#;
         assert_eq!(
-            block(run("fingerprint", dup, None)),
-            Err(JournalError::InvalidInput { field: "input" })
+            block(run(&LedgerCmd::Fingerprint, dup, None)),
+            Err(Failure::Key {
+                key: "family".into(),
+                expected: super::super::input::DUPLICATE_KEY
+            })
         );
         let v3 = r#"{"family":"effect_plan","fingerprintVersion":3,"effects":[{}]}"#;
         assert_eq!(
-            block(run("fingerprint", v3, None)),
-            Err(JournalError::UnsupportedFingerprintVersion)
+            block(run(&LedgerCmd::Fingerprint, v3, None)),
+            Err(Failure::Journal(
+                JournalError::UnsupportedFingerprintVersion
+            ))
         );
     }
 
@@ -328,49 +353,82 @@ mod tests {
         let base = r#""classId":"c","featCode":"f","idempotencyKey":"k","scope":{"seatId":"s","actorSeatId":"a"}"#;
         let plan = r#""plan":{"family":"effect_plan","fingerprintVersion":5,"effects":[{}]}"#;
         let accept = format!("{{{base},{plan}}}");
-        assert_eq!(block(run("accept", &accept, None)), Err(no_journal()));
+        assert_eq!(
+            block(run(&LedgerCmd::Accept, &accept, None)),
+            Err(Failure::Journal(no_journal()))
+        );
         let extra = format!("{{{base},{plan},\"x\":1}}");
         assert_eq!(
-            block(run("accept", &extra, None)),
-            Err(JournalError::InvalidInput { field: "input" })
+            block(run(&LedgerCmd::Accept, &extra, None)),
+            Err(Failure::Key {
+                key: "x".into(),
+                expected: super::super::input::UNKNOWN_KEY
+            })
+        );
+        let plan_extra = format!(
+            "{{{base},\"plan\":{{\"family\":\"effect_plan\",\"fingerprintVersion\":5,\"effects\":[{{}}],\"x\":1}}}}"
+        );
+        assert_eq!(
+            block(run(&LedgerCmd::Accept, &plan_extra, None)),
+            Err(Failure::Journal(JournalError::InvalidInput {
+                field: "plan"
+            }))
         );
         let bad_scope = r#"{"classId":"c","featCode":"f","idempotencyKey":"k","scope":{"seatId":"s"},"plan":{}}"#;
         assert_eq!(
-            block(run("accept", bad_scope, None)),
-            Err(JournalError::InvalidInput { field: "scope" })
+            block(run(&LedgerCmd::Accept, bad_scope, None)),
+            Err(Failure::Journal(JournalError::InvalidInput {
+                field: "scope"
+            }))
         );
         let charge = format!(
             "{{{base},\"charge\":{{\"family\":\"overdraft_fee\",\"intent\":{{\"forceAuthority\":false}}}}}}"
         );
-        assert_eq!(block(run("replay", &charge, None)), Err(no_journal()));
+        assert_eq!(
+            block(run(&LedgerCmd::Replay, &charge, None)),
+            Err(Failure::Journal(no_journal()))
+        );
         let not_a_charge =
             format!("{{{base},\"charge\":{{\"family\":\"reversal\",\"intent\":null}}}}");
         assert_eq!(
-            block(run("replay", &not_a_charge, None)),
-            Err(JournalError::InvalidInput { field: "family" })
+            block(run(&LedgerCmd::Replay, &not_a_charge, None)),
+            Err(Failure::Journal(JournalError::InvalidInput {
+                field: "family"
+            }))
         );
         let bad_intent = format!(
             "{{{base},\"charge\":{{\"family\":\"store_purchase\",\"intent\":{{\"quantity\":0}}}}}}"
         );
         assert_eq!(
-            block(run("replay", &bad_intent, None)),
-            Err(JournalError::InvalidInput { field: "intent" })
+            block(run(&LedgerCmd::Replay, &bad_intent, None)),
+            Err(Failure::Journal(JournalError::InvalidInput {
+                field: "intent"
+            }))
         );
         let both = format!("{{{base},\"charge\":{{}},\"reversal\":{{}}}}");
         assert_eq!(
-            block(run("replay", &both, None)),
-            Err(JournalError::InvalidInput { field: "input" })
+            block(run(&LedgerCmd::Replay, &both, None)),
+            Err(Failure::Journal(JournalError::InvalidInput {
+                field: "reversal"
+            }))
+        );
+        assert_eq!(
+            block(run(&LedgerCmd::Replay, &format!("{{{base}}}"), None)),
+            Err(Failure::Journal(JournalError::InvalidInput {
+                field: "charge"
+            }))
         );
         let reversal = format!("{{{base},\"reversal\":{{\"actorSeatId\":7}}}}");
         assert_eq!(
-            block(run("replay", &reversal, None)),
-            Err(JournalError::InvalidInput { field: "reversal" })
+            block(run(&LedgerCmd::Replay, &reversal, None)),
+            Err(Failure::Journal(JournalError::InvalidInput {
+                field: "reversal"
+            }))
         );
         let reversal = format!("{{{base},\"reversal\":{{\"mechanism\":\"WALLET\"}}}}");
-        assert_eq!(block(run("replay", &reversal, None)), Err(no_journal()));
         assert_eq!(
-            block(run("bogus", "{}", None)),
-            Err(JournalError::InvalidInput { field: "action" })
+            block(run(&LedgerCmd::Replay, &reversal, None)),
+            Err(Failure::Journal(no_journal()))
         );
     }
 
@@ -385,8 +443,8 @@ mod tests {
         };
         let good = r#""fingerprintVersion":4,"acceptedAt":"2020-09-13T12:26:40Z","migrationId":"m","effectIds":["x-0"],"effects":[{"amount":"1"}]"#;
         assert_eq!(
-            block(run("link", &historical(good), None)),
-            Err(no_journal())
+            block(run(&LedgerCmd::Link, &historical(good), None)),
+            Err(Failure::Journal(no_journal()))
         );
         let cases = [
             (good.replace("4,", "\"4\","), "fingerprintVersion"),
@@ -401,17 +459,17 @@ mod tests {
         ];
         for (fields, field) in cases {
             assert_eq!(
-                block(run("link", &historical(&fields), None)),
-                Err(JournalError::InvalidInput { field }),
+                block(run(&LedgerCmd::Link, &historical(&fields), None)),
+                Err(Failure::Journal(JournalError::InvalidInput { field })),
                 "{fields}"
             );
         }
         let bad_digest = historical(good).replace(&"a".repeat(64), "A");
         assert_eq!(
-            block(run("link", &bad_digest, None)),
-            Err(JournalError::InvalidInput {
+            block(run(&LedgerCmd::Link, &bad_digest, None)),
+            Err(Failure::Journal(JournalError::InvalidInput {
                 field: "fingerprint"
-            })
+            }))
         );
     }
 }

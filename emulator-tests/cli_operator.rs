@@ -1,0 +1,429 @@
+//! The binary as an operator meets it: `--help` and `example` are enough to register,
+//! acquire, complete and verify; `invalid_input` says what it expects; `verify` cannot
+//! pass on an empty project; the demo says where it worked and can be kept running;
+//! shell completions.
+
+use super::support;
+use serde_json::{Value, json};
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::process::{Command, Stdio};
+
+const CLI: &str = env!("CARGO_BIN_EXE_command-journal");
+
+/// What one run of the binary printed.
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    /// The one JSON line on stdout.
+    fn json(&self) -> Value {
+        assert_eq!(self.stdout.lines().count(), 1, "one line: {}", self.stdout);
+        serde_json::from_str(self.stdout.trim()).expect("a JSON line")
+    }
+}
+
+/// Runs the binary with `args`, `stdin` (if any) and no inherited target variables.
+fn run(args: &[&str], stdin: Option<&str>) -> Run {
+    let mut child = Command::new(CLI)
+        .args(args)
+        .env_remove("FIRESTORE_EMULATOR_HOST")
+        .env_remove("GOOGLE_CLOUD_PROJECT")
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        pipe.write_all(text.as_bytes()).expect("write stdin");
+    }
+    let output = child.wait_with_output().expect("wait");
+    Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8(output.stdout).expect("utf-8"),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// Runs a shell line as an operator pastes it, with the binary on `PATH`.
+fn paste(line: &str, host: &str) -> Run {
+    let dir = std::path::Path::new(CLI).parent().expect("bin dir");
+    let path = format!(
+        "{}:{}",
+        dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let output = Command::new("sh")
+        .args(["-c", line])
+        .env("PATH", path)
+        .env("FIRESTORE_EMULATOR_HOST", host)
+        .env_remove("GOOGLE_CLOUD_PROJECT")
+        .output()
+        .expect("sh");
+    Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8(output.stdout).expect("utf-8"),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// The `echo '…' | command-journal …` line of a subcommand's `--help`, checked against
+/// `example` and the keys the help lists, with `demo-project` replaced by `project`.
+fn documented_example(words: &[&str], project: &str) -> String {
+    let help = run(&[words, &["--help"]].concat(), None);
+    assert_eq!(help.code, 0, "{}", help.stderr);
+    let line = help
+        .stdout
+        .lines()
+        .map(str::trim)
+        .find(|line| line.starts_with("echo '"))
+        .unwrap_or_else(|| panic!("no example in {words:?} --help: {}", help.stdout));
+    let json = line
+        .strip_prefix("echo '")
+        .and_then(|rest| rest.split("' | ").next())
+        .expect("quoted example");
+    let example = run(&[&["example"], words].concat(), None);
+    assert_eq!(example.code, 0);
+    assert_eq!(
+        example.stdout.trim(),
+        json,
+        "example prints the --help example"
+    );
+    let object: Value = serde_json::from_str(json).expect("the example is JSON");
+    for key in object.as_object().expect("an object").keys() {
+        let listed = format!("\n  {key} ");
+        assert!(
+            help.stdout.contains(&listed),
+            "{words:?} --help lists {key}"
+        );
+    }
+    line.replace("demo-project", project)
+}
+
+#[test]
+fn help_and_example_are_enough_to_run_every_subcommand() {
+    let host = support::emulator().host();
+    let project = support::emulator().new_project_id();
+    let step = |words: &[&str]| {
+        let out = paste(&documented_example(words, &project), host);
+        assert_eq!(out.code, 0, "{words:?}: {}{}", out.stdout, out.stderr);
+        out.json()
+    };
+    assert_eq!(step(&["register"])["outcome"], "registered_new");
+    let acquired = step(&["acquire"]);
+    assert_eq!(
+        (&acquired["outcome"], &acquired["fenceEpoch"]),
+        (&json!("lease_acquired"), &json!(1))
+    );
+    assert_eq!(step(&["complete"])["outcome"], "terminal_succeeded");
+    assert_eq!(step(&["status"])["state"], "succeeded");
+    assert!(step(&["identity"])["providerIdempotencyKey"].is_string());
+    assert!(step(&["ledger", "fingerprint"])["canonical"].is_string());
+    assert_eq!(step(&["ledger", "accept"])["outcome"], "accepted");
+    assert_eq!(step(&["ledger", "replay"])["outcome"], "replayed");
+    let verify = run(
+        &["--emulator-host", host, "--project", &project, "verify"],
+        None,
+    );
+    assert_eq!(verify.code, 0, "{}", verify.stderr);
+    assert_eq!(verify.json()["scanned"]["checkoutRequests"], 1);
+
+    // `fail` on its own command: register and acquire in another project first.
+    let other = support::emulator().new_project_id();
+    for words in [&["register"][..], &["acquire"], &["fail"]] {
+        let out = paste(&documented_example(words, &other), host);
+        assert_eq!(out.code, 0, "{words:?}: {}", out.stdout);
+        if words == ["fail"] {
+            assert_eq!(out.json()["outcome"], "terminal_failed_final");
+        }
+    }
+}
+
+#[test]
+fn invalid_input_names_the_key_and_what_it_expects_never_the_value() {
+    let example = run(&["example", "register"], None).stdout;
+    let good: Value = serde_json::from_str(example.trim()).expect("example");
+    let with = |key: &str, value: Value| {
+        let mut object = good.clone();
+        object[key] = value;
+        object.to_string()
+    };
+    let cases: Vec<(String, &str, &str)> = vec![
+        (
+            with("environment", json!("CANARYenv")),
+            "environment",
+            "one of emulator, test, staging, production",
+        ),
+        (
+            with("commandId", json!("CANARY-not-a-uuid")),
+            "commandId",
+            "canonical lowercase UUID v4",
+        ),
+        (
+            with("callerScopeKind", json!("CANARYkind")),
+            "callerScopeKind",
+            "one of member, guest, officer, service",
+        ),
+        // A key of the wrong type names that key.
+        (
+            with("endpointSchemaVersion", json!("CANARY1")),
+            "endpointSchemaVersion",
+            "an integer from 1 to 9999",
+        ),
+        // An unknown key names itself, before any missing key.
+        (
+            r#"{"environmnet":"CANARYtypo"}"#.to_owned(),
+            "environmnet",
+            "only the keys this subcommand's --help lists",
+        ),
+        (
+            with("leaseId", json!("CANARYextra")),
+            "leaseId",
+            "only the keys this subcommand's --help lists",
+        ),
+        // A duplicate key names itself; one nested in the payload names the payload.
+        (
+            example
+                .trim()
+                .replacen('{', r#"{"callerId":"CANARYdup","#, 1),
+            "callerId",
+            "each key at most once, at every depth",
+        ),
+        (
+            with("payload", json!({})).replace(
+                r#""payload":{}"#,
+                r#""payload":{"sku":"CANARYa","sku":"CANARYb"}"#,
+            ),
+            "payload",
+            "each key at most once, at every depth",
+        ),
+        // Only text that is not one JSON object is `input`.
+        (
+            "[\"CANARYarray\"]".to_owned(),
+            "input",
+            "one JSON object, each key at most once, with only the documented keys",
+        ),
+        (
+            "{\"CANARY\": ".to_owned(),
+            "input",
+            "one JSON object, each key at most once, with only the documented keys",
+        ),
+    ];
+    for (stdin, field, expected) in cases {
+        let out = run(
+            &[
+                "--project",
+                "p",
+                "--emulator-host",
+                "127.0.0.1:9",
+                "register",
+            ],
+            Some(&stdin),
+        );
+        assert_eq!(out.code, 2, "{stdin}: {}", out.stdout);
+        assert_eq!(
+            out.json(),
+            json!({"error": "invalid_input", "field": field, "expected": expected}),
+            "{stdin}"
+        );
+        assert!(!out.stdout.contains("CANARY"), "{stdin}: {}", out.stdout);
+        assert!(!out.stderr.contains("CANARY"), "{stdin}: {}", out.stderr);
+    }
+    // The ledger subcommands name their keys the same way.
+    let out = run(
+        &["ledger", "fingerprint"],
+        Some(r#"{"family":"effect_plan","efects":[]}"#),
+    );
+    assert_eq!(
+        (out.code, out.json()["field"].clone()),
+        (2, json!("efects"))
+    );
+}
+
+#[test]
+fn verify_of_an_empty_project_exits_7_naming_project_and_database() {
+    let host = support::emulator().host();
+    let project = support::emulator().new_project_id();
+    let args = ["--emulator-host", host, "--project", &project, "verify"];
+    let empty = run(&args, None);
+    assert_eq!(empty.code, 7, "{}", empty.stderr);
+    assert_eq!(empty.json()["scanned"]["checkoutRequests"], 0);
+    assert!(
+        empty.stderr.contains(&format!(
+            "scanned no journal document in project {project} database (default)"
+        )),
+        "{}",
+        empty.stderr
+    );
+    let allowed = run(&[&args[..], &["--allow-empty"]].concat(), None);
+    assert_eq!(allowed.code, 0, "{}", allowed.stderr);
+    assert!(allowed.json()["clean"].as_bool().expect("clean"));
+
+    let register = documented_example(&["register"], &project);
+    assert_eq!(paste(&register, host).code, 0);
+    let one = run(&args, None);
+    assert_eq!(one.code, 0, "{}", one.stderr);
+    // The per-collection counts are on stderr too.
+    for (collection, count) in [
+        ("checkoutRequests", 1),
+        ("checkoutRequests/*/lifecycle", 0),
+        ("auditEvents", 1),
+        ("ledgerReservations", 0),
+        ("ledgerTransactions", 0),
+    ] {
+        let row = format!("  {collection:<34} {count:>10}\n");
+        assert!(one.stderr.contains(&row), "{row:?} in {}", one.stderr);
+    }
+}
+
+#[test]
+fn the_demo_runs_in_the_given_project_says_where_and_verifies_clean() {
+    let host = support::emulator().host();
+    let project = support::emulator().new_project_id();
+    let args = [
+        "--emulator-host",
+        host,
+        "--project",
+        &project,
+        "demo",
+        "--commands",
+        "12",
+        "--workers",
+        "3",
+        "--seed",
+        "7",
+    ];
+    let out = run(&args, None);
+    let (stdout, stderr) = (&out.stdout, &out.stderr);
+    assert_eq!(out.code, 0, "{stdout}{stderr}");
+    assert!(stdout.contains("verify: clean"), "{stdout}");
+    for row in [
+        "acquisitions",
+        "busy answers",
+        "stale rejections",
+        "ledger mismatches",
+    ] {
+        assert!(stdout.contains(row), "missing row {row}: {stdout}");
+    }
+    assert!(
+        stdout.contains("unexpected answers                          0"),
+        "{stdout}"
+    );
+    let said = format!("demo: project {project}, database (default), emulator {host}");
+    assert!(stderr.contains(&said), "{stderr}");
+    // Off a terminal, progress is plain lines.
+    assert!(
+        stderr.contains("demo: 12/12 commands terminal\n"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains('\r'),
+        "no carriage-return frames: {stderr:?}"
+    );
+    assert!(
+        stdout.contains(&format!("  export FIRESTORE_EMULATOR_HOST={host}\n")),
+        "{stdout}"
+    );
+    let verify = format!("  command-journal --project {project} verify\n");
+    assert!(stdout.contains(&verify), "{stdout}");
+    let status = stdout
+        .lines()
+        .find(|line| line.ends_with(&format!("--project {project} status")))
+        .expect("a status command");
+    // The printed commands work as printed.
+    let status = paste(status.trim(), host);
+    assert_eq!(status.code, 0, "{}", status.stdout);
+    assert!(status.json()["state"].is_string());
+    let verified = paste(verify.trim(), host);
+    assert_eq!(verified.code, 0, "{}", verified.stderr);
+    assert_eq!(verified.json()["scanned"]["checkoutRequests"], 12);
+}
+
+#[test]
+fn demo_keep_leaves_its_own_emulator_up_until_sigterm_then_stops_it() {
+    let mut child = Command::new(CLI)
+        .args(["demo", "--commands", "4", "--workers", "2", "--keep"])
+        .env_remove("FIRESTORE_EMULATOR_HOST")
+        .env_remove("GOOGLE_CLOUD_PROJECT")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn the demo");
+    let mut stderr = child.stderr.take().expect("stderr");
+    let drain = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+    // Read stdout until the demo says it is waiting.
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut printed = Vec::new();
+    for line in lines.by_ref() {
+        let line = line.expect("line");
+        let waiting = line.contains("Ctrl-C or SIGTERM stops it");
+        printed.push(line);
+        if waiting {
+            break;
+        }
+    }
+    let text = printed.join("\n");
+    let host = printed
+        .iter()
+        .find_map(|l| l.trim().strip_prefix("export FIRESTORE_EMULATOR_HOST="))
+        .unwrap_or_else(|| panic!("no export line: {text}"))
+        .to_owned();
+    let verify = printed
+        .iter()
+        .find(|l| l.trim().ends_with(" verify"))
+        .unwrap_or_else(|| panic!("no verify command: {text}"))
+        .trim()
+        .to_owned();
+    // While it waits, its emulator answers and holds the journal it printed.
+    let verified = paste(&verify, &host);
+    assert_eq!(verified.code, 0, "{}{}", verified.stdout, verified.stderr);
+    assert_eq!(verified.json()["scanned"]["checkoutRequests"], 4);
+
+    let pid = i32::try_from(child.id()).expect("pid");
+    // SAFETY: sends SIGTERM to the child this test spawned and has not reaped.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let status = child.wait().expect("wait");
+    assert_eq!(status.code(), Some(0));
+    let stderr = drain.join().expect("stderr");
+    assert!(stderr.contains("demo: emulator stopped"), "{stderr}");
+    let jvm: i32 = stderr
+        .split("(pid ")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .and_then(|pid| pid.parse().ok())
+        .unwrap_or_else(|| panic!("no emulator pid: {stderr}"));
+    // The JVM was killed and reaped before the demo exited.
+    assert!(
+        !std::path::Path::new(&format!("/proc/{jvm}")).exists(),
+        "the emulator JVM {jvm} outlived the demo"
+    );
+}
+
+#[test]
+fn completions_for_bash_zsh_and_fish() {
+    for shell in ["bash", "zsh", "fish"] {
+        let out = run(&["completions", shell], None);
+        assert_eq!(out.code, 0, "{shell}: {}", out.stderr);
+        for word in [
+            "command-journal",
+            "register",
+            "verify",
+            "allow-empty",
+            "example",
+        ] {
+            assert!(out.stdout.contains(word), "{shell} completion lacks {word}");
+        }
+    }
+    assert_eq!(run(&["completions", "tcsh"], None).code, 2);
+}

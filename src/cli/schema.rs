@@ -1,0 +1,341 @@
+//! What each subcommand reads on stdin: its keys, their types and rules, and a worked
+//! example, shown by `--help` and printed by `command-journal example`.
+
+use command_journal::expected::expected_for;
+use command_journal::ledger::fingerprint::{
+    COMPENSATION_SUBTYPE_KEY, TRANSFER_KEYS, V4_EFFECT_KEYS,
+};
+
+/// A subcommand that reads a JSON object on stdin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subject {
+    /// `identity`.
+    Identity,
+    /// `register`.
+    Register,
+    /// `acquire`.
+    Acquire,
+    /// `complete`.
+    Complete,
+    /// `fail`.
+    Fail,
+    /// `status`.
+    Status,
+    /// `ledger fingerprint`.
+    LedgerFingerprint,
+    /// `ledger accept`.
+    LedgerAccept,
+    /// `ledger replay`.
+    LedgerReplay,
+    /// `ledger link`.
+    LedgerLink,
+}
+
+/// One key of a stdin object.
+struct Field {
+    name: &'static str,
+    kind: &'static str,
+    presence: &'static str,
+}
+
+const fn field(name: &'static str, kind: &'static str, presence: &'static str) -> Field {
+    Field {
+        name,
+        kind,
+        presence,
+    }
+}
+
+const REQUIRED: &str = "required";
+const OPTIONAL: &str = "optional";
+
+const COMMAND: [Field; 7] = [
+    field("environment", "string", REQUIRED),
+    field("callerScopeKind", "string", REQUIRED),
+    field("callerId", "string", REQUIRED),
+    field("commandId", "string", REQUIRED),
+    field("commandType", "string", REQUIRED),
+    field("endpointSchemaVersion", "integer", REQUIRED),
+    field("payload", "object", REQUIRED),
+];
+
+const LEDGER_KEY: [Field; 4] = [
+    field("classId", "string", REQUIRED),
+    field("featCode", "string", REQUIRED),
+    field("idempotencyKey", "string", REQUIRED),
+    field("scope", "object", REQUIRED),
+];
+
+const PLAN: [Field; 5] = [
+    field("family", "string", REQUIRED),
+    field("fingerprintVersion", "integer", REQUIRED),
+    field(
+        "effects",
+        "array of objects",
+        "required unless family is internal_transfer",
+    ),
+    field(
+        "intent",
+        "object or null",
+        "required for store_purchase, rent_payment, insurance_premium, overdraft_fee",
+    ),
+    field("transfer", "object", "required for internal_transfer only"),
+];
+
+const HISTORICAL: [Field; 7] = [
+    field("family", "string", REQUIRED),
+    field("fingerprint", "string", REQUIRED),
+    field("fingerprintVersion", "integer", REQUIRED),
+    field("acceptedAt", "string", REQUIRED),
+    field("migrationId", "string", REQUIRED),
+    field("effectIds", "array of strings", REQUIRED),
+    field("effects", "array of objects", REQUIRED),
+];
+
+const COMMAND_EXAMPLE: &str = r#""environment":"emulator","callerScopeKind":"member","callerId":"member_42","commandId":"3f2504e0-4f89-41d3-9a0c-0305e82c3301","commandType":"checkout","endpointSchemaVersion":1,"payload":{"sku":"tee","quantity":1}"#;
+const LEASE_EXAMPLE: &str = r#""leaseId":"9b2d7c1e-3a4f-4e5b-8c6d-7e8f9a0b1c2d""#;
+const REFERENCE_EXAMPLE: &str = r#""terminalReferenceFingerprint":"50d0c3665b69d55462d75fc9d8023325b7bb136cbca311ebd4a4c09d0fd96b24""#;
+const PLAN_EXAMPLE: &str = r#"{"family":"store_purchase","fingerprintVersion":5,"effects":[{"seat_id":"seat-1","target_seat_id":"seat-1","actor_seat_id":"seat-1","mechanism":"WALLET","amount":"12.50","account_type":"checking","type":"STORE_PURCHASE","policy_id":"policy-1"}],"intent":{"policyUuid":"6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b","quantity":1}}"#;
+const LEDGER_KEY_EXAMPLE: &str = r#""classId":"class-1","featCode":"STORE_PURCHASE","idempotencyKey":"order-1001","scope":{"seatId":"seat-1","actorSeatId":"seat-1"}"#;
+const HISTORICAL_EXAMPLE: &str = r#""historical":{"family":"store_purchase","fingerprint":"50d0c3665b69d55462d75fc9d8023325b7bb136cbca311ebd4a4c09d0fd96b24","fingerprintVersion":5,"acceptedAt":"2025-06-01T12:00:00Z","migrationId":"seat-ownership-2025","effectIds":["legacy-row-1"],"effects":[{"seat_id":"seat-1","target_seat_id":"seat-1","actor_seat_id":"seat-1","mechanism":"WALLET","amount":"12.50","account_type":"checking","type":"STORE_PURCHASE","policy_id":"policy-1"}]}"#;
+const CHARGE_EXAMPLE: &str = r#""charge":{"family":"store_purchase","intent":{"policyUuid":"6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b","quantity":1}}"#;
+
+impl Subject {
+    /// The keys of its stdin object, in the order `--help` lists them.
+    fn fields(self) -> Vec<Field> {
+        let mut fields = Vec::new();
+        match self {
+            Self::Identity => {
+                fields.extend(COMMAND);
+                fields.push(field("leaseId", "string", OPTIONAL));
+                fields.push(field("terminalReferenceFingerprint", "string", OPTIONAL));
+                fields.push(field("operation", "string", OPTIONAL));
+            }
+            Self::Register | Self::Status => fields.extend(COMMAND),
+            Self::Acquire => {
+                fields.extend(COMMAND);
+                fields.push(field("leaseId", "string", REQUIRED));
+            }
+            Self::Complete | Self::Fail => {
+                fields.extend(COMMAND);
+                fields.push(field("leaseId", "string", REQUIRED));
+                fields.push(field("expectedFenceEpoch", "integer", REQUIRED));
+                if self == Self::Complete {
+                    fields.push(field("terminalReferenceFingerprint", "string", REQUIRED));
+                }
+            }
+            Self::LedgerFingerprint => fields.extend(PLAN),
+            Self::LedgerAccept => {
+                fields.extend(LEDGER_KEY);
+                fields.push(field("plan", "object", REQUIRED));
+            }
+            Self::LedgerReplay => {
+                fields.extend(LEDGER_KEY);
+                fields.push(field("charge", "object", "exactly one of charge, reversal"));
+                fields.push(field(
+                    "reversal",
+                    "object",
+                    "exactly one of charge, reversal",
+                ));
+            }
+            Self::LedgerLink => {
+                fields.extend(LEDGER_KEY);
+                fields.push(field("historical", "object", REQUIRED));
+            }
+        }
+        fields
+    }
+
+    /// The top-level keys its stdin object may have.
+    pub fn keys(self) -> Vec<&'static str> {
+        self.fields().iter().map(|f| f.name).collect()
+    }
+
+    /// The subcommand's words.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Identity => "identity",
+            Self::Register => "register",
+            Self::Acquire => "acquire",
+            Self::Complete => "complete",
+            Self::Fail => "fail",
+            Self::Status => "status",
+            Self::LedgerFingerprint => "ledger fingerprint",
+            Self::LedgerAccept => "ledger accept",
+            Self::LedgerReplay => "ledger replay",
+            Self::LedgerLink => "ledger link",
+        }
+    }
+
+    /// The command line that runs it, as an operator types it.
+    fn command_line(self) -> &'static str {
+        match self {
+            Self::Identity => "command-journal identity",
+            Self::Register => "command-journal --project demo-project register",
+            Self::Acquire => "command-journal --project demo-project acquire",
+            Self::Complete => "command-journal --project demo-project complete",
+            Self::Fail => "command-journal --project demo-project fail",
+            Self::Status => "command-journal --project demo-project status",
+            Self::LedgerFingerprint => "command-journal ledger fingerprint",
+            Self::LedgerAccept => "command-journal --project demo-project ledger accept",
+            Self::LedgerReplay => "command-journal --project demo-project ledger replay",
+            Self::LedgerLink => "command-journal --project demo-project ledger link",
+        }
+    }
+
+    /// A complete stdin object that works when pasted (in the order the notes give).
+    pub fn example(self) -> String {
+        match self {
+            Self::Identity => format!(r#"{{{COMMAND_EXAMPLE},"operation":"charge"}}"#),
+            Self::Register | Self::Status => format!("{{{COMMAND_EXAMPLE}}}"),
+            Self::Acquire => format!("{{{COMMAND_EXAMPLE},{LEASE_EXAMPLE}}}"),
+            Self::Complete => format!(
+                r#"{{{COMMAND_EXAMPLE},{LEASE_EXAMPLE},"expectedFenceEpoch":1,{REFERENCE_EXAMPLE}}}"#
+            ),
+            Self::Fail => {
+                format!(r#"{{{COMMAND_EXAMPLE},{LEASE_EXAMPLE},"expectedFenceEpoch":1}}"#)
+            }
+            Self::LedgerFingerprint => PLAN_EXAMPLE.to_owned(),
+            Self::LedgerAccept => format!(r#"{{{LEDGER_KEY_EXAMPLE},"plan":{PLAN_EXAMPLE}}}"#),
+            Self::LedgerReplay => format!("{{{LEDGER_KEY_EXAMPLE},{CHARGE_EXAMPLE}}}"),
+            Self::LedgerLink => format!("{{{LEDGER_KEY_EXAMPLE},{HISTORICAL_EXAMPLE}}}"),
+        }
+    }
+
+    /// What it prints on success, and what must run before the example.
+    fn notes(self) -> &'static str {
+        match self {
+            Self::Identity => {
+                "Prints commandKeyHash, payloadFingerprint and canonicalPayload, plus \
+                 leaseOwnerFingerprint, terminalCommitmentHash and providerIdempotencyKey \
+                 when leaseId, terminalReferenceFingerprint and operation are given. \
+                 Needs no Firestore."
+            }
+            Self::Register => {
+                "Prints {journalSchemaVersion, outcome: registered_new | registered_existing, \
+                 state}."
+            }
+            Self::Acquire => {
+                "Run register first. Prints outcome lease_acquired with fenceEpoch and \
+                 leaseExpiresAt, or lease_busy, terminal_succeeded, terminal_failed_final. \
+                 Use one fresh leaseId per worker attempt."
+            }
+            Self::Complete => {
+                "Run register and acquire first; expectedFenceEpoch is the fenceEpoch \
+                 acquire printed. Prints outcome terminal_succeeded."
+            }
+            Self::Fail => {
+                "Run register and acquire first (on a command not yet completed); \
+                 expectedFenceEpoch is the fenceEpoch acquire printed. Prints outcome \
+                 terminal_failed_final."
+            }
+            Self::Status => {
+                "Prints {journalSchemaVersion, state, commandRevision, fenceEpoch, leaseActive}."
+            }
+            Self::LedgerFingerprint => {
+                "Prints {fingerprint, fingerprintVersion, canonical}: canonical is the exact \
+                 text hashed. Needs no Firestore."
+            }
+            Self::LedgerAccept => {
+                "Prints outcome accepted (or replayed on a retry), the reservation and its \
+                 effects. plan is the object `ledger fingerprint` reads."
+            }
+            Self::LedgerReplay => {
+                "Run `ledger accept` first. Prints outcome replayed, or {outcome: \
+                 not_reserved, reservationId}. charge.intent is the intent object of \
+                 `ledger fingerprint`."
+            }
+            Self::LedgerLink => {
+                "Links historical_unlinked rows that already exist in ledgerTransactions \
+                 (by document id, in accepted order) to a new reservation, once: each row's \
+                 monetary content must equal the proven effect. Prints outcome linked, or \
+                 already_linked on an exact repeat. The example's rows must exist first \
+                 (see the README's linking procedure)."
+            }
+        }
+    }
+
+    /// The `--help` text: every key with its type, presence and rule, and the example.
+    pub fn help(self) -> String {
+        let mut text = String::from(
+            "Stdin: one JSON object; each key at most once, no other keys \
+             (invalid_input names the key and what it expects).\n",
+        );
+        for field in self.fields() {
+            let rule = expected_for(field.name).unwrap_or("see the README");
+            text += &format!(
+                "  {:<30} {}, {}\n      {rule}\n",
+                field.name, field.kind, field.presence
+            );
+        }
+        if self == Self::LedgerFingerprint {
+            let mut effect_keys = V4_EFFECT_KEYS.to_vec();
+            effect_keys.push(COMPENSATION_SUBTYPE_KEY);
+            text += &format!(
+                "  effect keys: {}\n  transfer keys: {}\n",
+                effect_keys.join(", "),
+                TRANSFER_KEYS.join(", ")
+            );
+        }
+        if self == Self::LedgerLink {
+            text += "  historical keys (all required):\n";
+            for field in HISTORICAL {
+                let rule = expected_for(field.name).unwrap_or("see the README");
+                text += &format!("    {:<28} {}\n      {rule}\n", field.name, field.kind);
+            }
+        }
+        text += &format!("\n{}\n", self.notes());
+        let uses_firestore = !matches!(self, Self::Identity | Self::LedgerFingerprint);
+        text += if uses_firestore {
+            "\nExample (with FIRESTORE_EMULATOR_HOST set, e.g. by `command-journal emulator`):\n"
+        } else {
+            "\nExample:\n"
+        };
+        text += &format!("  echo '{}' | {}\n", self.example(), self.command_line());
+        text += &format!(
+            "\n`command-journal example {}` prints the example object alone.",
+            self.name()
+        );
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Subject;
+
+    const ALL: [Subject; 10] = [
+        Subject::Identity,
+        Subject::Register,
+        Subject::Acquire,
+        Subject::Complete,
+        Subject::Fail,
+        Subject::Status,
+        Subject::LedgerFingerprint,
+        Subject::LedgerAccept,
+        Subject::LedgerReplay,
+        Subject::LedgerLink,
+    ];
+
+    #[test]
+    fn every_example_is_one_object_of_exactly_the_documented_keys() {
+        for subject in ALL {
+            let example = subject.example();
+            let map = command_journal::strict_json::parse_object(&example).expect("object");
+            let keys = subject.keys();
+            for key in map.keys() {
+                assert!(keys.contains(&key.as_str()), "{subject:?}: {key}");
+            }
+            assert!(subject.help().contains(&example), "{subject:?}");
+            assert!(!example.contains('\''), "{subject:?} must paste inside ''");
+        }
+    }
+
+    #[test]
+    fn every_documented_key_has_a_rule() {
+        for subject in ALL {
+            let help = subject.help();
+            assert!(!help.contains("see the README"), "{subject:?}: {help}");
+        }
+    }
+}
