@@ -12,5 +12,6 @@ mod ledger;
 mod proxy;
 mod randomized;
 mod registration;
+mod start;
 mod support;
 mod verify;

@@ -51,6 +51,7 @@ pub async fn run(args: Args) -> ExitCode {
         }
         Cmd::Register => Operation::Register,
         Cmd::Acquire => Operation::Acquire,
+        Cmd::Start => Operation::Start,
         Cmd::Complete => Operation::Complete,
         Cmd::Fail => Operation::Fail,
         Cmd::Status => Operation::Status,

@@ -82,6 +82,7 @@ pub mod journal;
 pub mod lease;
 pub mod ledger;
 pub mod registration;
+pub mod start;
 pub mod strict_json;
 pub mod time;
 pub mod transaction;

@@ -37,6 +37,9 @@ enum Cmd {
     Register,
     /// Acquire the command's lease for `leaseId`.
     Acquire,
+    /// Register the command if needed and acquire its lease for `leaseId`, in one
+    /// operation (2 RPCs for a new command).
+    Start,
     /// Record success for the holder at `expectedFenceEpoch`.
     Complete,
     /// Record final failure for the holder at `expectedFenceEpoch`.
