@@ -202,7 +202,7 @@ async fn an_uncontended_start_is_two_rpcs_and_a_command_end_to_end_is_four() {
         "start of a finished command",
     );
 
-    // Against register + acquire: 3 RPCs before the provider call instead of 2.
+    // Against register + acquire: 4 RPCs before the provider call instead of 2.
     let other = command(1_301, json!({}));
     let before = journal.stats();
     journal.register_command(&other).await.expect("register");
