@@ -103,6 +103,18 @@ async fn no_raw_secret_reaches_documents_outputs_errors_or_traces() {
     record(format!("{:?}", journal.status(&cmd).await));
     let output = journal.acquire_lease(&cmd, &a).await.expect("terminal");
     record(serde_json::to_string(&output).expect("json"));
+    // start: on a new command (its own project), a conflicting payload, a finished one.
+    let fresh = Journal::with_clock(support::fresh_connection().await, clock.clone());
+    let started = fresh.start(&cmd, &a).await.expect("start");
+    record(format!("{started:?}"));
+    record(serde_json::to_string(&started).expect("json"));
+    record(format!(
+        "{:?}",
+        journal.start(&command("CANARYother"), &a).await
+    ));
+    let output = journal.start(&cmd, &b).await.expect("terminal");
+    record(format!("{output:?}"));
+    record(serde_json::to_string(&output).expect("json"));
     let invalid = CommandInput::new(CommandRequest {
         environment: "emulator",
         caller_scope_kind: "guest",

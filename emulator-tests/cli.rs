@@ -449,3 +449,51 @@ async fn ledger_multi_effect_reversal_replay_and_link_through_the_cli() {
     assert_eq!(list(&connection, "", "ledgerTransactions").await.len(), 8);
     assert_eq!(list(&connection, "", "ledgerReservations").await.len(), 4);
 }
+
+#[tokio::test]
+async fn start_registers_and_acquires_in_one_call_through_the_cli() {
+    let connection = support::fresh_connection().await;
+    let host = support::emulator().host().to_owned();
+    let project = connection.project().to_owned();
+    let global = ["--project", &project, "--emulator-host", &host, "--at"];
+    let at = |t: &'static str| [global.as_slice(), &[t, "start"]].concat();
+    let (code, out, _) = cli(
+        &at("2030-01-01T00:00:00.5Z"),
+        &input(json!({"leaseId": LEASE_ID})),
+    );
+    assert_eq!(code, 0);
+    assert_eq!(
+        out,
+        json!({
+            "registration": {"journalSchemaVersion":1,"outcome":"registered_new","state":"registered"},
+            "lease": {"journalSchemaVersion":1,"lifecycleSchemaVersion":1,"outcome":"lease_acquired",
+                      "state":"leased","fenceEpoch":1,
+                      "leaseExpiresAt":{"seconds":1_893_456_060_i64,"nanoseconds":500_000_000}},
+        })
+    );
+    assert_eq!(list(&connection, "", "checkoutRequests").await.len(), 1);
+    assert_eq!(list(&connection, "", "auditEvents").await.len(), 2);
+    // Another worker while the lease is active: registered_existing and busy.
+    let other = input(json!({"leaseId": "0b2d7c1e-3a4f-4e5b-8c6d-7e8f9a0b1c2d"}));
+    let (code, out, _) = cli(&at("2030-01-01T00:00:10Z"), &other);
+    assert_eq!(code, 0);
+    assert_eq!(
+        out,
+        json!({
+            "registration": {"journalSchemaVersion":1,"outcome":"registered_existing","state":"registered"},
+            "lease": {"journalSchemaVersion":1,"lifecycleSchemaVersion":1,"outcome":"lease_busy","state":"leased"},
+        })
+    );
+    // A different payload under the same command id conflicts (exit 3), writing nothing.
+    let mut conflicting = input(json!({"leaseId": LEASE_ID}));
+    conflicting["payload"] = json!({"sku": "other"});
+    let (code, out, _) = cli(&at("2030-01-01T00:00:10Z"), &conflicting);
+    assert_eq!((code, out), (3, json!({"error": "command_conflict"})));
+    // The lease id is required: exit 2 before any connection.
+    let (code, out, _) = cli(&at("2030-01-01T00:00:10Z"), &input(json!({})));
+    assert_eq!(
+        (code, out),
+        (2, json!({"error": "invalid_input", "field": "leaseId"}))
+    );
+    assert_eq!(list(&connection, "", "auditEvents").await.len(), 2);
+}

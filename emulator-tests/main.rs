@@ -17,6 +17,7 @@ mod proxy;
 mod randomized;
 mod registration;
 mod spans;
+mod start;
 mod status_server;
 mod support;
 mod verify;

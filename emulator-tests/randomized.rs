@@ -1,9 +1,11 @@
 //! A seeded randomized concurrency check: many workers race over a few commands,
-//! acquiring, completing, failing, crashing while they hold a lease and repeating
-//! calls whose response they "lost", while a shared manual clock jumps across lease
-//! expiries. Afterwards the stored documents alone, parsed field by field here (not
-//! with the crate's codecs), must show a well-formed history, and every answer any
-//! worker was given must agree with it.
+//! acquiring (with `acquire_lease` or the one-call `start`), completing, failing,
+//! crashing while they hold a lease and repeating calls whose response they "lost",
+//! while a shared manual clock jumps across lease expiries. One command of each
+//! generation is left unregistered for `start` to register. Afterwards the stored
+//! documents alone, parsed field by field here (not with the crate's codecs), must
+//! show a well-formed history, and every answer any worker was given must agree with
+//! it.
 //!
 //! - `cargo test --test emulator randomized` runs the short form (150 operations).
 //! - `CJ_LONG=1 cargo test --test emulator randomized -- --nocapture` runs
@@ -33,6 +35,9 @@ use std::time::Instant;
 
 const WORKERS: u64 = 8;
 const COMMANDS_AT_ONCE: u64 = 3;
+/// Commands `n` with `n % COMMANDS_AT_ONCE == STARTED` are registered by `start`
+/// calls only; the others are registered up front by racing `register_command`s.
+const STARTED: u64 = 2;
 /// Rounds before the workers move on to fresh commands.
 const ROUNDS_PER_GENERATION: u64 = 10;
 const SHORT_OPERATIONS: usize = 150;
@@ -99,6 +104,7 @@ fn reference(worker: u64) -> TerminalReferenceFingerprint {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Call {
     Acquire { lease: u64 },
+    Start { lease: u64 },
     Complete { lease: u64, fence: i64 },
     Fail { lease: u64, fence: i64 },
 }
@@ -106,9 +112,10 @@ enum Call {
 impl Call {
     fn lease(self) -> u64 {
         match self {
-            Self::Acquire { lease } | Self::Complete { lease, .. } | Self::Fail { lease, .. } => {
-                lease
-            }
+            Self::Acquire { lease }
+            | Self::Start { lease }
+            | Self::Complete { lease, .. }
+            | Self::Fail { lease, .. } => lease,
         }
     }
 }
@@ -127,6 +134,8 @@ struct Record {
     call: Call,
     /// The second of a pair of identical calls (the first one's answer was "lost").
     repeat: bool,
+    /// What `start` said of the registration (`None` for any other call).
+    registration: Option<RegistrationOutcome>,
     clock_before: i64,
     clock_after: i64,
     result: Result<Answer, JournalError>,
@@ -197,6 +206,7 @@ impl Worker {
                     self.zombies.push((command, lease, fence));
                     None
                 }
+                _ if self.rng.u32(..100) < 30 => Some((command, Call::Start { lease })),
                 _ => Some((command, Call::Acquire { lease })),
             },
             _ if roll < 15 && !zombie.is_empty() => {
@@ -211,7 +221,11 @@ impl Worker {
                 let lease = self.fresh_lease();
                 self.attempts
                     .insert(command, Attempt { lease, fence: None });
-                Some((command, Call::Acquire { lease }))
+                Some(if self.rng.bool() {
+                    (command, Call::Start { lease })
+                } else {
+                    (command, Call::Acquire { lease })
+                })
             }
         }
     }
@@ -257,9 +271,18 @@ async fn perform(
     worker: u64,
     command: u64,
     call: Call,
-) -> Result<Answer, JournalError> {
+) -> (Result<Answer, JournalError>, Option<RegistrationOutcome>) {
     let cmd = &commands[&command];
-    match call {
+    let result = match call {
+        Call::Start { lease: l } => {
+            return match journal.start(cmd, &lease(l)).await {
+                Ok(output) => (
+                    Ok(Answer::Lease(output.lease)),
+                    Some(output.registration_outcome()),
+                ),
+                Err(error) => (Err(error), None),
+            };
+        }
         Call::Acquire { lease: l } => journal
             .acquire_lease(cmd, &lease(l))
             .await
@@ -272,7 +295,8 @@ async fn perform(
             .fail_command(cmd, &lease(l), fence)
             .await
             .map(Answer::Terminal),
-    }
+    };
+    (result, None)
 }
 
 fn micros(clock: &ManualClock) -> i64 {
@@ -299,13 +323,14 @@ async fn turn(
             break;
         }
         let clock_before = micros(&clock);
-        let result = perform(&journal, &commands, worker.id, command, call).await;
+        let (result, registration) = perform(&journal, &commands, worker.id, command, call).await;
         let clock_after = micros(&clock);
         records.push(Record {
             worker: worker.id,
             command,
             call,
             repeat,
+            registration,
             clock_before,
             clock_after,
             result,
@@ -395,7 +420,7 @@ async fn randomized_workers_keep_every_invariant() {
     );
     println!(
         "randomized seed={seed} operations={} rounds={round} commands={} transitions={} \
-         takeovers={} terminal={} busy={} rejected={} lost_response_repeats={} \
+         takeovers={} terminal={} busy={} rejected={} starts={} lost_response_repeats={} \
          attempts={} commits={} conflicts={} ran={ran:?} checked={:?}",
         records.len(),
         commands.len(),
@@ -404,6 +429,7 @@ async fn randomized_workers_keep_every_invariant() {
         summary.terminal,
         summary.busy,
         summary.rejected,
+        summary.started,
         records.iter().filter(|r| r.repeat).count(),
         stats.attempts,
         stats.commits,
@@ -419,7 +445,11 @@ async fn register_racing(
     commands: &HashMap<u64, CommandInput>,
 ) -> u64 {
     let mut tasks = Vec::new();
-    for &n in generation {
+    let registered = generation
+        .iter()
+        .filter(|&&n| n % COMMANDS_AT_ONCE != STARTED);
+    let expected = registered.clone().count() as u64;
+    for &n in registered {
         for _ in 0..2 {
             let (journal, cmd) = (journal.clone(), commands[&n].clone());
             tasks.push(tokio::spawn(
@@ -435,11 +465,7 @@ async fn register_racing(
             Err(error) => panic!("registration failed: {error:?}"),
         }
     }
-    assert_eq!(
-        created,
-        generation.len() as u64,
-        "one registered_new per command"
-    );
+    assert_eq!(created, expected, "one registered_new per command");
     created
 }
 
@@ -565,6 +591,7 @@ struct Summary {
     terminal: u64,
     busy: u64,
     rejected: u64,
+    started: u64,
 }
 
 /// The history of one command, as stored.
@@ -576,27 +603,44 @@ struct History<'a> {
 /// Checks the stored history of every command, then every record against it.
 fn check(stored: &Stored, commands: &HashMap<u64, CommandInput>, records: &[Record]) -> Summary {
     let mut summary = Summary::default();
-    assert_eq!(stored.roots.len(), commands.len(), "one root per command");
-    assert_eq!(
-        stored.events.len(),
-        commands.len(),
-        "audit events only for commands"
-    );
     let mut by_command: BTreeMap<u64, Vec<&Record>> = BTreeMap::new();
     for record in records {
         by_command.entry(record.command).or_default().push(record);
     }
     let mut audit_total = 0;
+    let mut registered = 0;
     for (n, cmd) in commands {
         let hash = cmd.identity().command_key_hash().to_string();
-        let events = &stored.events[&hash];
+        let left_to_start = n % COMMANDS_AT_ONCE == STARTED;
+        let Some(events) = stored.events.get(&hash) else {
+            // Only a command left to `start` can be unregistered, when no start ran.
+            assert!(left_to_start, "{hash}: a registered command without events");
+            assert!(!stored.roots.contains_key(&hash) && !stored.lifecycles.contains_key(&hash));
+            let told = by_command.remove(n).unwrap_or_default();
+            for record in told {
+                assert_eq!(
+                    record.result,
+                    Err(JournalError::NotRegistered),
+                    "{record:?}"
+                );
+                assert!(!matches!(record.call, Call::Start { .. }), "{record:?}");
+            }
+            continue;
+        };
+        registered += 1;
         audit_total += events.len();
         let history = check_history(stored, &hash, events);
         summary.transitions += events.len() as u64 - 1;
         summary.takeovers += history.leases.len().saturating_sub(1) as u64;
         summary.terminal += u64::from(history.terminal.is_some());
         let told = by_command.remove(n).unwrap_or_default();
+        check_registered_by_start(left_to_start, &stored.roots[&hash], events, &told);
+        summary.started += told
+            .iter()
+            .filter(|r| matches!(r.call, Call::Start { .. }))
+            .count() as u64;
         check_answers(
+            left_to_start,
             cmd,
             stored.lifecycles.get(&hash),
             &history,
@@ -604,9 +648,58 @@ fn check(stored: &Stored, commands: &HashMap<u64, CommandInput>, records: &[Reco
             &mut summary,
         );
     }
+    assert_eq!(
+        stored.roots.len(),
+        registered,
+        "one root per registered command"
+    );
+    assert_eq!(
+        stored.events.len(),
+        registered,
+        "audit events only for registered commands"
+    );
     assert_eq!(stored.audit_documents, audit_total, "no stray audit event");
     assert!(by_command.is_empty(), "records for unknown commands");
     summary
+}
+
+/// `start` registered a command exactly once when it was left to it and never
+/// otherwise; the call that registered it took the first lease in the same commit, at
+/// the same captured time.
+fn check_registered_by_start(
+    left_to_start: bool,
+    root: &Document,
+    events: &[Event],
+    told: &[&Record],
+) {
+    let new: Vec<&&Record> = told
+        .iter()
+        .filter(|r| r.registration == Some(RegistrationOutcome::RegisteredNew))
+        .collect();
+    if !left_to_start {
+        assert!(
+            new.is_empty(),
+            "start registered a registered command: {new:?}"
+        );
+        return;
+    }
+    assert_eq!(new.len(), 1, "exactly one start registered it: {new:?}");
+    let record = new[0];
+    let registered_at = time(root, "registeredAt");
+    assert!(
+        record.clock_before <= registered_at && registered_at <= record.clock_after,
+        "registered outside the registering call: {record:?}"
+    );
+    assert!(
+        matches!(
+            record.result,
+            Ok(Answer::Lease(LeaseOutput::Acquired { fence_epoch: 1, .. }))
+        ),
+        "the registering start holds fence 1: {record:?}"
+    );
+    let first = events.get(1).expect("a first lease with the registration");
+    assert_eq!(first.fence, Some(1));
+    assert_eq!(first.occurred, registered_at, "one captured time for both");
 }
 
 /// Registration first, then leases whose fence rises by one per takeover after
@@ -720,6 +813,7 @@ fn check_history<'a>(stored: &Stored, hash: &str, events: &'a [Event]) -> Histor
 
 /// Every answer given for one command agrees with its stored history.
 fn check_answers(
+    left_to_start: bool,
     cmd: &CommandInput,
     lifecycle: Option<&Document>,
     history: &History,
@@ -833,10 +927,12 @@ fn check_answers(
                     );
                 }
             }
-            (Ok(Answer::Terminal(_)), Call::Acquire { .. }) => panic!("impossible answer"),
+            (Ok(Answer::Terminal(_)), Call::Acquire { .. } | Call::Start { .. }) => {
+                panic!("impossible answer")
+            }
             (Err(error), call) => {
                 summary.rejected += 1;
-                check_rejection(*error, call, record, history, &holders);
+                check_rejection(*error, call, record, history, &holders, left_to_start);
             }
         }
     }
@@ -896,11 +992,16 @@ fn check_rejection(
     record: &Record,
     history: &History,
     holders: &BTreeMap<i64, (u64, i64)>,
+    left_to_start: bool,
 ) {
     let lease = call.lease();
     let fence = match call {
         Call::Complete { fence, .. } | Call::Fail { fence, .. } => fence,
-        Call::Acquire { .. } => panic!("an acquisition was rejected: {error:?} {record:?}"),
+        // Before a start registered it, a command left to start is not registered.
+        Call::Acquire { .. } if left_to_start && error == JournalError::NotRegistered => return,
+        Call::Acquire { .. } | Call::Start { .. } => {
+            panic!("an acquisition was rejected: {error:?} {record:?}")
+        }
     };
     match error {
         JournalError::LeaseNotHeld => assert!(

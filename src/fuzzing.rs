@@ -29,6 +29,7 @@ use crate::lease::{
 };
 use crate::ledger::fingerprint::{Amount, CommandFamily, FingerprintInput};
 use crate::registration::{Registration, RegistrationOutcome};
+use crate::start::Start;
 use crate::time::Timestamp;
 use crate::transaction::{Decision, MAX_FOLLOW_UP_READS, Snapshot, Transition, Write};
 use gcloud_sdk::google::firestore::v1::value::ValueType;
@@ -448,6 +449,7 @@ fn operation(fixture: &Fixture, input: &mut Bytes, store: &mut Store) {
             }
         }
         1 => {
+            start_composes(fixture, store, &owner, now);
             let op = Acquire::new(call);
             if let Some((writes, output)) = decide(&op, store) {
                 let LeaseOutput::Acquired {
@@ -500,6 +502,38 @@ fn operation(fixture: &Fixture, input: &mut Bytes, store: &mut Store) {
                 panic!("status wrote");
             }
         }
+    }
+}
+
+/// Over any store, however corrupt, `start` writes exactly what registration then
+/// acquisition at the same time write, answering the same lease, or writes nothing.
+fn start_composes(fixture: &Fixture, store: &Store, owner: &Digest, now: Timestamp) {
+    let identity = &fixture.identity;
+    let started = decide(&Start::new(identity.clone(), owner.clone(), now), store);
+    let registered = decide(&Registration::new(identity.clone(), now), store);
+    let mut after = store.clone();
+    let mut expected = Vec::new();
+    if let Some((writes, _)) = registered {
+        for write in writes {
+            let (Write::Create { path, fields } | Write::Replace { path, fields }) = write.clone();
+            after.insert(path, fields);
+            expected.push(write);
+        }
+    }
+    let call = LeaseCall::new(identity.clone(), owner.clone(), now);
+    let acquired = decide(&Acquire::new(call), &after);
+    match (started, acquired) {
+        (Some((writes, output)), Some((acquisition, lease))) => {
+            expected.extend(acquisition);
+            assert_eq!(
+                writes, expected,
+                "start wrote other documents than the two calls"
+            );
+            assert_eq!(output.lease, lease, "start answered another lease");
+        }
+        (None, None) => {}
+        (Some(_), None) => panic!("start wrote where the acquisition did not"),
+        (None, Some(_)) => panic!("the two calls acquired where start did not"),
     }
 }
 

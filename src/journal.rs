@@ -9,6 +9,7 @@ use crate::lease::{
 };
 use crate::registration::{Registration, RegistrationOutput};
 use crate::runner::{self, Concurrency, Counters, RunOptions, Stats};
+use crate::start::{Start, StartOutput};
 use crate::time::{Clock, SystemClock, Timestamp};
 use std::sync::Arc;
 use std::time::Duration;
@@ -143,6 +144,26 @@ impl Journal {
         lease: &LeaseId,
     ) -> Result<LeaseOutput, JournalError> {
         let op = Acquire::new(self.lease_call(command, lease)?);
+        self.run(&op).await
+    }
+
+    /// Registers `command` if needed and acquires its lease for `lease`, in one
+    /// operation at one captured time: exactly what
+    /// [`register_command`](Self::register_command) followed by
+    /// [`acquire_lease`](Self::acquire_lease) answer and store.
+    ///
+    /// For a command not yet registered, one read and one commit create the root, its
+    /// revision-1 audit event, the lifecycle and the revision-2 lease event together
+    /// (2 RPCs instead of 3). Otherwise it is one read, plus one commit when the lease
+    /// is acquired or taken over. Refusals write nothing, the registration included.
+    pub async fn start(
+        &self,
+        command: &CommandInput,
+        lease: &LeaseId,
+    ) -> Result<StartOutput, JournalError> {
+        let identity = command.identity();
+        let owner = command.lease_owner(&identity, lease)?;
+        let op = Start::new(identity, owner, self.now()?);
         self.run(&op).await
     }
 

@@ -85,6 +85,7 @@ pub mod lease;
 pub mod ledger;
 pub mod registration;
 pub mod runner;
+pub mod start;
 pub mod strict_json;
 pub mod time;
 pub mod transaction;

@@ -91,6 +91,10 @@ enum Cmd {
     /// Acquire the command's lease for `leaseId`.
     #[command(after_help = Subject::Acquire.help())]
     Acquire,
+    /// Register the command if needed and acquire its lease for `leaseId`, in one
+    /// operation (2 RPCs for a new command).
+    #[command(after_help = Subject::Start.help())]
+    Start,
     /// Record success for the holder at `expectedFenceEpoch`.
     #[command(after_help = Subject::Complete.help())]
     Complete,
@@ -167,6 +171,8 @@ enum ExampleOf {
     Register,
     /// `acquire`'s input.
     Acquire,
+    /// `start`'s input.
+    Start,
     /// `complete`'s input.
     Complete,
     /// `fail`'s input.

@@ -1,4 +1,5 @@
-//! `register`, `acquire`, `complete`, `fail` and `status`: one journal operation each.
+//! `register`, `acquire`, `start`, `complete`, `fail` and `status`: one journal
+//! operation each.
 
 use super::input::{Failure, Input};
 use super::schema::Subject;
@@ -13,6 +14,8 @@ pub enum Operation {
     Register,
     /// `acquire_lease`.
     Acquire,
+    /// `start`: registration and acquisition in one operation.
+    Start,
     /// `complete_command`.
     Complete,
     /// `fail_command`.
@@ -33,6 +36,7 @@ impl Operation {
         match self {
             Self::Register => Subject::Register,
             Self::Acquire => Subject::Acquire,
+            Self::Start => Subject::Start,
             Self::Complete => Subject::Complete,
             Self::Fail => Subject::Fail,
             Self::Status => Subject::Status,
@@ -72,6 +76,7 @@ where
         (Operation::Acquire, Some(lease), ..) => {
             to_json(journal.acquire_lease(&command, &lease).await?)
         }
+        (Operation::Start, Some(lease), ..) => to_json(journal.start(&command, &lease).await?),
         (Operation::Complete, Some(lease), Some(fence), Some(reference)) => to_json(
             journal
                 .complete_command(&command, &lease, fence, &reference)

@@ -15,6 +15,8 @@ pub enum Subject {
     Register,
     /// `acquire`.
     Acquire,
+    /// `start`.
+    Start,
     /// `complete`.
     Complete,
     /// `fail`.
@@ -112,7 +114,7 @@ impl Subject {
                 fields.push(field("operation", "string", OPTIONAL));
             }
             Self::Register | Self::Status => fields.extend(COMMAND),
-            Self::Acquire => {
+            Self::Acquire | Self::Start => {
                 fields.extend(COMMAND);
                 fields.push(field("leaseId", "string", REQUIRED));
             }
@@ -157,6 +159,7 @@ impl Subject {
             Self::Identity => "identity",
             Self::Register => "register",
             Self::Acquire => "acquire",
+            Self::Start => "start",
             Self::Complete => "complete",
             Self::Fail => "fail",
             Self::Status => "status",
@@ -173,6 +176,7 @@ impl Subject {
             Self::Identity => "command-journal identity",
             Self::Register => "command-journal --project demo-project register",
             Self::Acquire => "command-journal --project demo-project acquire",
+            Self::Start => "command-journal --project demo-project start",
             Self::Complete => "command-journal --project demo-project complete",
             Self::Fail => "command-journal --project demo-project fail",
             Self::Status => "command-journal --project demo-project status",
@@ -188,7 +192,7 @@ impl Subject {
         match self {
             Self::Identity => format!(r#"{{{COMMAND_EXAMPLE},"operation":"charge"}}"#),
             Self::Register | Self::Status => format!("{{{COMMAND_EXAMPLE}}}"),
-            Self::Acquire => format!("{{{COMMAND_EXAMPLE},{LEASE_EXAMPLE}}}"),
+            Self::Acquire | Self::Start => format!("{{{COMMAND_EXAMPLE},{LEASE_EXAMPLE}}}"),
             Self::Complete => format!(
                 r#"{{{COMMAND_EXAMPLE},{LEASE_EXAMPLE},"expectedFenceEpoch":1,{REFERENCE_EXAMPLE}}}"#
             ),
@@ -220,8 +224,14 @@ impl Subject {
                  leaseExpiresAt, or lease_busy, terminal_succeeded, terminal_failed_final. \
                  Use one fresh leaseId per worker attempt."
             }
+            Self::Start => {
+                "Registers the command if it is new and acquires its lease, in one read and \
+                 one commit for a new command; otherwise exactly register then acquire. \
+                 Prints {registration: <register's output>, lease: <acquire's output>}. \
+                 Use one fresh leaseId per worker attempt."
+            }
             Self::Complete => {
-                "Run register and acquire first; expectedFenceEpoch is the fenceEpoch \
+                "Run register and acquire (or start) first; expectedFenceEpoch is the fenceEpoch \
                  acquire printed. Prints outcome terminal_succeeded."
             }
             Self::Fail => {
@@ -304,10 +314,11 @@ impl Subject {
 mod tests {
     use super::Subject;
 
-    const ALL: [Subject; 10] = [
+    const ALL: [Subject; 11] = [
         Subject::Identity,
         Subject::Register,
         Subject::Acquire,
+        Subject::Start,
         Subject::Complete,
         Subject::Fail,
         Subject::Status,
