@@ -260,7 +260,7 @@ impl Subject {
                  (by document id, in accepted order) to a new reservation, once: each row's \
                  monetary content must equal the proven effect. Prints outcome linked, or \
                  already_linked on an exact repeat. The example's rows must exist first \
-                 (see the README's linking procedure)."
+                 (the README's \"Linking historical effects\" gives the procedure)."
             }
         }
     }
