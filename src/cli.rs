@@ -6,6 +6,8 @@ pub mod exit;
 pub mod identity;
 pub mod input;
 pub mod ledger;
+#[cfg(feature = "rules-testing")]
+pub mod rules;
 pub mod verify;
 
 use crate::{Args, Cmd};
@@ -21,6 +23,8 @@ pub async fn run(args: Args) -> ExitCode {
     let operation = match args.command {
         Cmd::Identity => return exit::report(identity::run(&read_stdin())),
         Cmd::Emulator => return emulator().await,
+        #[cfg(feature = "rules-testing")]
+        Cmd::Rules { action } => return rules::run(action, args.emulator_host).await,
         Cmd::Demo {
             commands,
             workers,

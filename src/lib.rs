@@ -82,6 +82,8 @@ pub mod journal;
 pub mod lease;
 pub mod ledger;
 pub mod registration;
+#[cfg(feature = "rules-testing")]
+pub mod rules_testing;
 pub mod strict_json;
 pub mod time;
 pub mod transaction;
