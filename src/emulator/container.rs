@@ -7,6 +7,9 @@ use testcontainers_modules::google_cloud_sdk_emulators::{CloudSdk, FIRESTORE_POR
 use testcontainers_modules::testcontainers::runners::AsyncRunner as _;
 use testcontainers_modules::testcontainers::{ContainerAsync, ImageExt as _};
 
+/// The image tag: the newest Cloud SDK emulators image, whose `gcloud` takes
+/// `--rules` (the module pins an older default).
+pub const TAG: &str = "emulators";
 /// Where the ruleset is copied inside the container.
 const RULES_IN_CONTAINER: &str = "/etc/command-journal/firestore.rules";
 
@@ -47,6 +50,7 @@ pub async fn start() -> Result<ContainerEmulator, EmulatorError> {
 /// (`gcloud emulators firestore start --rules`).
 pub async fn start_with_rules(rules: &str) -> Result<ContainerEmulator, EmulatorError> {
     let container = CloudSdk::firestore()
+        .with_tag(TAG)
         .with_copy_to(RULES_IN_CONTAINER, rules.as_bytes().to_vec())
         .with_cmd([
             "gcloud".to_owned(),

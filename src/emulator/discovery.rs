@@ -160,13 +160,27 @@ fn sdk_root_of(gcloud: &Path) -> Result<PathBuf, String> {
     {
         return Ok(root.to_path_buf());
     }
-    let mut child = Command::new(gcloud)
-        .args(["info", "--format=value(installation.sdk_root)"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("could not run it ({e})"))?;
+    let spawn = || {
+        Command::new(gcloud)
+            .args(["info", "--format=value(installation.sdk_root)"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+    };
+    // A program written a moment ago can be briefly busy (ETXTBSY) while another
+    // thread's fork still holds it open: try again a few times.
+    let mut attempt = 0;
+    let mut child = loop {
+        match spawn() {
+            Ok(child) => break child,
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && attempt < 5 => {
+                attempt += 1;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => return Err(format!("could not run it ({e})")),
+        }
+    };
     let deadline = Instant::now() + GCLOUD_DEADLINE;
     loop {
         match child.try_wait() {
