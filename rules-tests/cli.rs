@@ -28,9 +28,15 @@ fn check(rules: &str) -> Run {
 }
 
 fn run(path: &Path, extra: &[&str]) -> Run {
+    run_in(Path::new(env!("CARGO_MANIFEST_DIR")), Some(path), extra)
+}
+
+/// Runs `rules check [path] extra…` in the directory `dir`.
+fn run_in(dir: &Path, path: Option<&Path>, extra: &[&str]) -> Run {
     let output = Command::new(CLI)
+        .current_dir(dir)
         .args(["rules", "check"])
-        .arg(path)
+        .args(path)
         .args(extra)
         .env_remove("FIRESTORE_EMULATOR_HOST")
         .output()
@@ -64,8 +70,9 @@ fn assert_leaks(run: &Run, expected: &[(&str, &str, &str)], not: &[(&str, &str, 
 
 #[test]
 fn the_crates_own_rules_pass_on_a_private_emulator() {
-    let rules = Path::new(env!("CARGO_MANIFEST_DIR")).join("firestore.rules");
-    let run = run(&rules, &[]);
+    // No PATH: the default is firestore.rules in the working directory.
+    let run = run_in(Path::new(env!("CARGO_MANIFEST_DIR")), None, &[]);
+    assert_eq!(run.report["ruleset"], "firestore.rules");
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     let total = cells().len();
     assert_eq!(run.report["operations"], total);
@@ -257,4 +264,17 @@ fn a_ruleset_that_does_not_compile_exits_2_with_the_emulators_message() {
         .expect("the emulator's message");
     assert!(message.contains("Error compiling rules"), "{message}");
     assert!(run.stderr.contains(message), "{}", run.stderr);
+}
+
+#[test]
+fn an_unreadable_ruleset_exits_2_before_any_emulator_starts() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    // No firestore.rules here, and a host nothing listens on: reading fails first.
+    let run = run_in(dir.path(), None, &["--emulator-host", "127.0.0.1:9"]);
+    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    assert_eq!(
+        run.report,
+        json!({"error": "invalid_input", "field": "path"})
+    );
+    assert!(run.stderr.contains("firestore.rules"), "{}", run.stderr);
 }
