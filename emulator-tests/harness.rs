@@ -98,20 +98,40 @@ fn missing_java_is_a_clear_error_naming_the_debian_package() {
 
 #[cfg(feature = "testcontainers")]
 #[tokio::test]
-async fn the_container_emulator_starts_where_a_docker_engine_runs() {
+async fn the_container_emulator_starts_with_the_rules_where_a_docker_engine_runs() {
     use command_journal::emulator::container;
-    let engine = std::os::unix::net::UnixStream::connect("/var/run/docker.sock").is_ok()
+    let socket = "/var/run/docker.sock";
+    let engine = std::os::unix::net::UnixStream::connect(socket).is_ok()
         || std::env::var_os("DOCKER_HOST").is_some();
     if !engine {
-        println!("skipped: no Docker engine answers on this machine (testcontainers feature)");
+        println!(
+            "skipped: no Docker engine answers on this machine ({socket} refuses or is absent \
+             and DOCKER_HOST is unset), so the testcontainers emulator cannot start"
+        );
         return;
     }
     let started = container::start().await.expect("container emulator");
     let host = started.emulator().host().to_owned();
+    // The host is the one testcontainers reports, with the mapped port.
+    assert!(
+        host.rsplit_once(':')
+            .is_some_and(|(_, port)| port.parse::<u16>().is_ok())
+    );
     let connection = command_journal::connection::Connection::connect(
         "container-check",
-        command_journal::connection::Target::Emulator(host),
+        command_journal::connection::Target::Emulator(host.clone()),
     )
     .await;
     assert!(connection.is_ok());
+    // The rules file was passed: a browser get of a journal document is denied.
+    let url = format!(
+        "http://{host}/v1/projects/container-check/databases/(default)/documents/checkoutRequests/x"
+    );
+    let body = reqwest::get(url)
+        .await
+        .expect("GET")
+        .text()
+        .await
+        .expect("body");
+    assert!(body.contains("PERMISSION_DENIED"), "{body}");
 }

@@ -1,25 +1,36 @@
-//! The security rules against the real Firestore emulator: every browser context is
-//! denied every operation on every journal path, and the harness can tell.
+//! The security rules against the real Firestore emulator, through the library's
+//! rules harness (`command_journal::rules_testing`, cargo feature `rules-testing`):
+//! every client context is denied every operation on every journal path, the harness
+//! can tell, and `command-journal rules check` reports it.
 //!
 //! One emulator serves the whole binary (`Emulator::shared`); each test loads its
-//! ruleset into its own project. Run alone with `cargo test --test rules -- --nocapture`
-//! to see the count of denied operations.
+//! ruleset into its own project. Run alone with
+//! `cargo test --features rules-testing --test rules -- --nocapture` to see the count
+//! of denied operations.
 
-mod client;
+mod cli;
 mod coverage;
-mod matrix;
 mod rulesets;
 
-use client::{Caller, Outcome, Project};
-use matrix::{Cell, Op, TARGETS, Target};
-use reqwest::Method;
+use command_journal::rules_testing::{
+    Cell, ClientContext, CommitWrite, JOURNAL_GUARD, Operation, TARGETS, Target, TestEnvironment,
+    assert_allowed, assert_denied, cells, changed_documents, guard_coverage, journal_blocks,
+    journal_denial_matrix, merged_into_app,
+};
 use serde_json::json;
 use std::collections::BTreeSet;
 
+async fn environment(rules: &str) -> TestEnvironment {
+    match TestEnvironment::new(rules).await {
+        Ok(environment) => environment,
+        Err(error) => panic!("the Firestore emulator is required for the rules tests: {error}"),
+    }
+}
+
 #[tokio::test]
 async fn every_browser_context_is_denied_every_operation_on_every_journal_path() {
-    let project = Project::with_rules(rulesets::REAL).await;
-    let report = matrix::run(&project).await;
+    let env = environment(rulesets::REAL).await;
+    let report = journal_denial_matrix(&env).await.expect("the matrix runs");
 
     let not_denied = report.not_denied();
     assert!(
@@ -35,10 +46,13 @@ async fn every_browser_context_is_denied_every_operation_on_every_journal_path()
     );
     let total = report.outcomes.len();
     assert_eq!(report.denied(), total);
-    assert_eq!(total, matrix::cells().len(), "the whole matrix ran");
+    assert_eq!(total, cells().len(), "the whole matrix ran");
+    assert!(report.all_denied());
 
-    let coverage = coverage::check(&project, rulesets::REAL).await;
-    let html = coverage::save_html(&project, "firestore-rules").await;
+    let coverage = guard_coverage(&env, JOURNAL_GUARD)
+        .await
+        .expect("coverage report");
+    let html = coverage::save_html(&env, "firestore-rules").await;
     assert!(
         coverage.never_evaluated.is_empty(),
         "protected match blocks never evaluated by the matrix: {:?} (report: {})",
@@ -55,7 +69,7 @@ async fn every_browser_context_is_denied_every_operation_on_every_journal_path()
          ({} contexts x {} protected paths); {} guarded allow statements all evaluated; \
          coverage report: {}",
         report.denied(),
-        Caller::CLIENTS.len(),
+        ClientContext::ALL.len(),
         TARGETS.len(),
         coverage.guarded,
         html.display()
@@ -65,12 +79,12 @@ async fn every_browser_context_is_denied_every_operation_on_every_journal_path()
 #[tokio::test]
 async fn journal_blocks_pasted_into_an_app_ruleset_stay_denied_beside_an_app_allow() {
     let app = "    match /public/{id} {\n      allow read, write: if true;\n    }";
-    let rules = rulesets::merged_into_app(app);
-    let project = Project::with_rules(&rules).await;
+    let rules = merged_into_app(app);
+    let env = environment(&rules).await;
 
     // Here the first write of every mixed commit is allowed on its own, so a denied
     // commit proves the protected write sinks the whole commit.
-    let report = matrix::run(&project).await;
+    let report = journal_denial_matrix(&env).await.expect("the matrix runs");
     let not_denied = report.not_denied();
     assert!(
         not_denied.is_empty(),
@@ -78,8 +92,10 @@ async fn journal_blocks_pasted_into_an_app_ruleset_stay_denied_beside_an_app_all
         not_denied.join("\n")
     );
     assert!(report.changed.is_empty(), "changed {:?}", report.changed);
-    let coverage = coverage::check(&project, &rules).await;
-    coverage::save_html(&project, "app-merged-rules").await;
+    let coverage = guard_coverage(&env, JOURNAL_GUARD)
+        .await
+        .expect("coverage report");
+    coverage::save_html(&env, "app-merged-rules").await;
     assert!(
         coverage.never_evaluated.is_empty(),
         "never evaluated: {:?}",
@@ -93,35 +109,30 @@ async fn journal_blocks_pasted_into_an_app_ruleset_stay_denied_beside_an_app_all
     );
 
     // Control: the public half alone is allowed for every context, over REST and gRPC.
-    for caller in Caller::CLIENTS {
-        let doc = format!("public/control-{}", caller.name());
-        let body = json!({"writes": [{"update": {
-            "name": project.name(&doc),
-            "fields": {"state": {"stringValue": "written"}},
-        }}]});
-        let outcome = project
-            .rest(caller, Method::POST, project.url(":commit"), Some(body))
-            .await;
-        assert_eq!(outcome, Outcome::Allowed, "{} public commit", caller.name());
-        let outcome = Op::GrpcGet.run(&project, caller, &doc, &doc).await;
-        assert_eq!(
-            outcome,
-            Outcome::Allowed,
-            "{} public gRPC get",
-            caller.name()
-        );
+    for client in ClientContext::ALL {
+        let context = client.context(&env).expect("context");
+        let doc = format!("public/control-{}", client.name());
+        let write = CommitWrite {
+            path: doc.clone(),
+            fields: json!({"state": "written"}),
+            exists: None,
+        };
+        assert_allowed(context.commit(&[write]).await)
+            .unwrap_or_else(|e| panic!("{} public commit: {e}", client.name()));
+        assert_allowed(context.grpc_get(&doc).await)
+            .unwrap_or_else(|e| panic!("{} public gRPC get: {e}", client.name()));
     }
-    let written = project.snapshot().await;
-    for caller in Caller::CLIENTS {
-        let doc = project.name(&format!("public/control-{}", caller.name()));
+    let written = env.snapshot().await.expect("snapshot");
+    for client in ClientContext::ALL {
+        let doc = env.name(&format!("public/control-{}", client.name()));
         assert!(written.contains_key(&doc), "the control commit wrote {doc}");
     }
 }
 
 #[tokio::test]
 async fn a_catch_all_read_for_signed_in_users_makes_the_matrix_report_leaks() {
-    let project = Project::with_rules(&rulesets::leaky()).await;
-    let report = matrix::run(&project).await;
+    let env = environment(&rulesets::leaky()).await;
+    let report = journal_denial_matrix(&env).await.expect("the matrix runs");
 
     assert!(report.unexpected().is_empty(), "{:#?}", report.unexpected());
     assert!(
@@ -129,21 +140,21 @@ async fn a_catch_all_read_for_signed_in_users_makes_the_matrix_report_leaks() {
         "a read-only leak changed {:?}",
         report.changed
     );
-    let member_gets_root = Cell {
-        caller: Caller::Member,
+    let signed_in_gets_root = Cell {
+        context: ClientContext::SignedIn,
         target: TARGETS[0],
-        op: Op::Get,
+        operation: Operation::Get,
     };
     let leaks = report.leaks();
     assert!(
-        leaks.contains(&member_gets_root),
+        leaks.contains(&signed_in_gets_root),
         "the harness missed a signed-in get of checkoutRequests/{{k}}"
     );
-    // Exactly the reads of signed-in contexts leak; anonymous reads and every write
-    // (the extra allow grants reads only) stay denied.
-    let expected: BTreeSet<Cell> = matrix::cells()
+    // Exactly the reads of contexts with an ID token leak; unauthenticated reads and
+    // every write (the extra allow grants reads only) stay denied.
+    let expected: BTreeSet<Cell> = cells()
         .into_iter()
-        .filter(|cell| cell.caller != Caller::Anonymous && cell.op.is_read())
+        .filter(|cell| cell.context.is_authenticated() && cell.operation.is_read())
         .collect();
     let leaks: BTreeSet<Cell> = leaks.into_iter().collect();
     let shown =
@@ -154,6 +165,7 @@ async fn a_catch_all_read_for_signed_in_users_makes_the_matrix_report_leaks() {
         shown(leaks.difference(&expected).collect()),
         shown(expected.difference(&leaks).collect()),
     );
+    assert!(!report.all_denied());
     println!(
         "leaky ruleset: the matrix reported {} leaks of {} operations",
         leaks.len(),
@@ -163,106 +175,143 @@ async fn a_catch_all_read_for_signed_in_users_makes_the_matrix_report_leaks() {
 
 #[tokio::test]
 async fn the_harness_sees_an_allow_as_an_allow() {
-    use Caller::{Admin, Anonymous, Member};
-    let project = Project::with_rules(rulesets::ALLOWING_FIXTURE).await;
+    use ClientContext::{Admin, Anonymous, SignedIn, Unauthenticated, VerifiedEmail};
+    let env = environment(rulesets::ALLOWING_FIXTURE).await;
     for path in [
         "open/seeded",
         "closed/seeded",
         "membersOnly/x",
         "adminOnly/x",
+        "verifiedOnly/x",
+        "anonymousOnly/x",
     ] {
-        project.seed(path, &[("state", "seeded")]).await;
+        env.seed(path, &json!({"state": "seeded"}))
+            .await
+            .expect("seed with the rules bypassed");
     }
-    let before = project.snapshot().await;
-    let allowed = Outcome::Allowed;
-    let denied = Outcome::Denied;
-    // (caller, operation, existing document, absent document, expected)
+    let before = env.snapshot().await.expect("snapshot");
+    let (allowed, denied) = (true, false);
+    // (context, operation, existing document, absent document, allowed?)
     let cases = [
-        (Anonymous, Op::Get, "open/missing", "", &allowed), // a 404 is an allow
-        (Member, Op::Get, "open/missing", "", &allowed),
-        (Admin, Op::GrpcGet, "open/missing", "", &allowed),
-        (Anonymous, Op::GrpcGet, "open/seeded", "", &allowed),
-        (Member, Op::BatchGet, "open/seeded", "", &allowed),
-        (Anonymous, Op::List, "open/seeded", "", &allowed),
-        (Admin, Op::Count, "open/seeded", "", &allowed),
-        (Anonymous, Op::Create, "", "open/new-anonymous", &allowed),
-        (Anonymous, Op::Update, "open/seeded", "", &denied),
-        (Member, Op::Get, "closed/seeded", "", &denied),
-        (Anonymous, Op::Get, "membersOnly/x", "", &denied),
-        (Member, Op::Get, "membersOnly/x", "", &allowed),
-        (Member, Op::Get, "adminOnly/x", "", &denied),
-        (Admin, Op::Get, "adminOnly/x", "", &allowed),
-        (Admin, Op::GrpcGet, "adminOnly/x", "", &allowed),
-        (Member, Op::GrpcGet, "adminOnly/x", "", &denied),
+        (Unauthenticated, Operation::Get, "open/missing", "", allowed), // a 404 is an allow
+        (SignedIn, Operation::Get, "open/missing", "", allowed),
+        (Admin, Operation::GrpcGet, "open/missing", "", allowed),
+        (
+            Unauthenticated,
+            Operation::GrpcGet,
+            "open/seeded",
+            "",
+            allowed,
+        ),
+        (SignedIn, Operation::BatchGet, "open/seeded", "", allowed),
+        (Unauthenticated, Operation::List, "open/seeded", "", allowed),
+        (Admin, Operation::Count, "open/seeded", "", allowed),
+        (
+            Unauthenticated,
+            Operation::Create,
+            "",
+            "open/new-anonymous",
+            allowed,
+        ),
+        (
+            Unauthenticated,
+            Operation::Update,
+            "open/seeded",
+            "",
+            denied,
+        ),
+        (SignedIn, Operation::Get, "closed/seeded", "", denied),
+        (Unauthenticated, Operation::Get, "membersOnly/x", "", denied),
+        (SignedIn, Operation::Get, "membersOnly/x", "", allowed),
+        (Anonymous, Operation::Get, "membersOnly/x", "", allowed),
+        (SignedIn, Operation::Get, "adminOnly/x", "", denied),
+        (Admin, Operation::Get, "adminOnly/x", "", allowed),
+        (Admin, Operation::GrpcGet, "adminOnly/x", "", allowed),
+        (SignedIn, Operation::GrpcGet, "adminOnly/x", "", denied),
+        (VerifiedEmail, Operation::Get, "verifiedOnly/x", "", allowed),
+        (
+            VerifiedEmail,
+            Operation::GrpcGet,
+            "verifiedOnly/x",
+            "",
+            allowed,
+        ),
+        (SignedIn, Operation::Get, "verifiedOnly/x", "", denied),
+        (Anonymous, Operation::Get, "anonymousOnly/x", "", allowed),
+        (SignedIn, Operation::Get, "anonymousOnly/x", "", denied),
     ];
-    for (caller, op, seeded, fresh, expected) in cases {
-        let outcome = op.run(&project, caller, seeded, fresh).await;
-        assert_eq!(
-            &outcome,
-            expected,
-            "{} {op} on {seeded}{fresh}",
-            caller.name()
-        );
+    for (client, op, seeded, fresh, expect_allowed) in cases {
+        let context = client.context(&env).expect("context");
+        let outcome = op.run(&context, seeded, fresh).await;
+        let checked = if expect_allowed {
+            assert_allowed(outcome)
+        } else {
+            assert_denied(outcome)
+        };
+        if let Err(error) = checked {
+            panic!("{} {op} on {seeded}{fresh}: {error}", client.name());
+        }
     }
 
-    let after = project.snapshot().await;
-    let changed: Vec<String> = matrix::changed_documents(&before, &after)
-        .into_iter()
-        .collect();
-    assert_eq!(changed, [project.name("open/new-anonymous")]);
+    let after = env.snapshot().await.expect("snapshot");
+    let changed: Vec<String> = changed_documents(&before, &after).into_iter().collect();
+    assert_eq!(changed, [env.name("open/new-anonymous")]);
 }
 
 #[tokio::test]
 async fn every_matrix_operation_reads_as_allowed_where_the_rules_allow_it() {
-    let project = Project::with_rules(rulesets::ALLOWING_FIXTURE).await;
+    let env = environment(rulesets::ALLOWING_FIXTURE).await;
     let writable = Target {
         template: "writable/{k}",
         groups: &["writable"],
     };
-    project.seed("closed/seeded", &[("state", "seeded")]).await;
-    for caller in Caller::CLIENTS {
-        let path = writable.path(caller.name());
-        project.seed(&path, &[("state", "seeded")]).await;
+    env.seed("closed/seeded", &json!({"state": "seeded"}))
+        .await
+        .expect("seed");
+    for client in ClientContext::ALL {
+        let path = writable.path(client.name());
+        env.seed(&path, &json!({"state": "seeded"}))
+            .await
+            .expect("seed");
     }
-    let before = project.snapshot().await;
+    let before = env.snapshot().await.expect("snapshot");
 
     // Every operation the matrix uses is well-formed: where the rules allow it, it is
     // allowed (and writes land), so a deny in the matrix is the rules' doing.
-    let mut ops = Op::all_for(writable);
-    ops.sort_by_key(|op| *op == Op::Delete); // delete last, so the commits find the document
+    let mut ops = Operation::all_for(writable);
+    ops.sort_by_key(|op| *op == Operation::Delete); // delete last, so the commits find the document
     let mut expected_changes = BTreeSet::new();
-    for caller in Caller::CLIENTS {
-        let seeded = writable.path(caller.name());
-        let fresh = writable.path(&format!("new-{}", caller.name()));
+    for client in ClientContext::ALL {
+        let context = client.context(&env).expect("context");
+        let seeded = writable.path(client.name());
+        let fresh = writable.path(&format!("new-{}", client.name()));
         for &op in &ops {
-            let outcome = op.run(&project, caller, &seeded, &fresh).await;
-            assert_eq!(
-                outcome,
-                Outcome::Allowed,
-                "{} {op} on {seeded}",
-                caller.name()
-            );
+            let outcome = op.run(&context, &seeded, &fresh).await;
+            if let Err(error) = assert_allowed(outcome) {
+                panic!("{} {op} on {seeded}: {error}", client.name());
+            }
         }
-        expected_changes.insert(project.name(&seeded)); // deleted
-        expected_changes.insert(project.name(&fresh)); // created
-        expected_changes.insert(project.name(&format!("public/writable_new-{}", caller.name())));
+        expected_changes.insert(env.name(&seeded)); // deleted
+        expected_changes.insert(env.name(&fresh)); // created
+        expected_changes.insert(env.name(&format!("public/writable_new-{}", client.name())));
     }
 
     // The before/after comparison sees every created, rewritten and deleted document,
     // and nothing else.
-    let after = project.snapshot().await;
-    assert_eq!(matrix::changed_documents(&before, &after), expected_changes);
+    let after = env.snapshot().await.expect("snapshot");
+    assert_eq!(changed_documents(&before, &after), expected_changes);
 }
 
 #[tokio::test]
 async fn coverage_names_the_protected_blocks_a_run_never_evaluated() {
-    let project = Project::with_rules(rulesets::REAL).await;
-    let outcome = Op::Get
-        .run(&project, Caller::Member, "auditEvents/a", "")
-        .await;
-    assert_eq!(outcome, Outcome::Denied);
+    let env = environment(rulesets::REAL).await;
+    let context = ClientContext::SignedIn.context(&env).expect("context");
+    assert_denied(Operation::Get.run(&context, "auditEvents/a", "").await)
+        .expect("a signed-in get of an audit event is denied");
 
-    let coverage = coverage::check(&project, rulesets::REAL).await;
+    let coverage = guard_coverage(&env, JOURNAL_GUARD)
+        .await
+        .expect("coverage report");
     let unevaluated = coverage.never_evaluated.join("\n");
     for block in [
         "match /checkoutRequests/{commandKeyHash}",
@@ -283,7 +332,7 @@ async fn coverage_names_the_protected_blocks_a_run_never_evaluated() {
 
 #[test]
 fn the_journal_blocks_are_marked_for_pasting_and_guard_every_protected_collection() {
-    let blocks = rulesets::journal_blocks();
+    let blocks = journal_blocks();
     for collection in [
         "match /checkoutRequests/{",
         "match /{path=**}/lifecycle/{",

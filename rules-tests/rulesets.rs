@@ -1,40 +1,20 @@
-//! The rulesets the tests load: the real one, the real blocks pasted into an
-//! application's ruleset, a deliberately leaky one, and a fixture with allowed paths.
+//! The rulesets the tests load: the real one, a deliberately leaky one, and a fixture
+//! with allowed paths. (Merging into an application's ruleset is the library's
+//! `rules_testing::merged_into_app`.)
+
+use command_journal::rules_testing::END_MARKER;
 
 /// `firestore.rules` as compiled into the library.
 pub const REAL: &str = command_journal::emulator::RULES;
 
-const BEGIN: &str = "// ---- BEGIN command-journal server-only rules ----";
-const END: &str = "// ---- END command-journal server-only rules ----";
-
-fn end_of_blocks() -> usize {
-    REAL.find(END)
-        .map(|at| at + END.len())
-        .expect("firestore.rules has the END marker")
-}
-
-/// What an application pastes into its own ruleset: everything from the BEGIN marker
-/// to the END marker of `firestore.rules`.
-pub fn journal_blocks() -> &'static str {
-    let start = REAL
-        .find(BEGIN)
-        .expect("firestore.rules has the BEGIN marker");
-    &REAL[start..end_of_blocks()]
-}
-
-/// An application's ruleset, made as the README says: its own `app_matches`, then the
-/// journal blocks pasted unchanged inside `match /databases/{database}/documents`.
-pub fn merged_into_app(app_matches: &str) -> String {
-    format!(
-        "rules_version = '2';\nservice cloud.firestore {{\n  match /databases/{{database}}/documents {{\n{app_matches}\n\n    {}\n  }}\n}}\n",
-        journal_blocks()
-    )
-}
-
 /// The real rules plus the mistake `firestore.rules` warns about: a catch-all read for
 /// signed-in users, which ORs with (and so overrides) every `if false`.
 pub fn leaky() -> String {
-    let (blocks, rest) = REAL.split_at(end_of_blocks());
+    let end = REAL
+        .find(END_MARKER)
+        .map(|at| at + END_MARKER.len())
+        .expect("firestore.rules has the END marker");
+    let (blocks, rest) = REAL.split_at(end);
     format!("{blocks}\n    match /{{document=**}} {{ allow read: if request.auth != null; }}{rest}")
 }
 
@@ -59,6 +39,13 @@ service cloud.firestore {
     }
     match /adminOnly/{id} {
       allow read: if request.auth.token.admin == true;
+    }
+    match /verifiedOnly/{id} {
+      allow read: if request.auth.token.email_verified == true
+        && request.auth.token.firebase.sign_in_provider == 'password';
+    }
+    match /anonymousOnly/{id} {
+      allow read: if request.auth.token.firebase.sign_in_provider == 'anonymous';
     }
   }
 }

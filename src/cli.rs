@@ -6,6 +6,8 @@ pub mod exit;
 pub mod identity;
 pub mod input;
 pub mod ledger;
+#[cfg(feature = "rules-testing")]
+pub mod rules;
 pub mod schema;
 pub mod verify;
 
@@ -27,6 +29,8 @@ pub async fn run(args: Args) -> ExitCode {
         Cmd::Emulator => return emulator().await,
         Cmd::Example { of } => return example(&of),
         Cmd::Completions { shell } => return completions(shell),
+        #[cfg(feature = "rules-testing")]
+        Cmd::Rules { action } => return rules::run(action, args.emulator_host).await,
         Cmd::Demo {
             commands,
             workers,

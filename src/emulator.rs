@@ -36,14 +36,15 @@ pub enum EmulatorError {
     /// No `java` binary (or none under `JAVA_HOME`).
     #[error("java was not found: install the Debian package default-jre-headless or set JAVA_HOME")]
     JavaMissing,
-    /// The emulator jar is not where it was expected.
+    /// No emulator jar was found (see [`discovery`] for the order of the search).
     #[error(
-        "the Firestore emulator jar is missing at {path}: install the Debian package \
-         google-cloud-cli-firestore-emulator, or set {JAR_ENV} to another jar"
+        "no Firestore emulator jar was found; looked at: {}; {}",
+        looked.join("; "),
+        discovery::INSTALL_HINT
     )]
     JarMissing {
-        /// The path that was tried.
-        path: PathBuf,
+        /// Every place looked, in order, with why it did not serve.
+        looked: Vec<String>,
     },
     /// The JVM exited before it was ready.
     #[error("the emulator exited during start-up ({status}); its log is at {log}")]
@@ -133,14 +134,10 @@ impl Emulator {
     }
 
     /// Starts a new JVM on a free loopback port with [`RULES`] and waits until it
-    /// answers `Ok`. Retries twice if the port was taken in the meantime.
+    /// answers `Ok`. Retries twice if the port was taken in the meantime. The jar is
+    /// found as [`discovery`] describes.
     pub fn start() -> Result<Self, EmulatorError> {
-        let jar = std::env::var_os(JAR_ENV)
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(DEFAULT_JAR));
-        if !jar.is_file() {
-            return Err(EmulatorError::JarMissing { path: jar });
-        }
+        let jar = discovery::Discovery::from_env().find()?;
         let java = std::env::var_os("JAVA_HOME")
             .map(|home| PathBuf::from(home).join("bin").join("java"))
             .filter(|java| java.is_file())
@@ -367,3 +364,4 @@ fn answers_ok(host: &str) -> bool {
 
 #[cfg(feature = "testcontainers")]
 pub mod container;
+pub mod discovery;

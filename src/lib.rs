@@ -84,6 +84,8 @@ pub mod journal;
 pub mod lease;
 pub mod ledger;
 pub mod registration;
+#[cfg(feature = "rules-testing")]
+pub mod rules_testing;
 pub mod runner;
 pub mod start;
 pub mod strict_json;

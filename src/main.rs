@@ -118,6 +118,12 @@ enum Cmd {
     },
     /// Run the local emulator with firestore.rules in the foreground.
     Emulator,
+    /// Security rules: `check` that a ruleset keeps every journal document server-only.
+    #[cfg(feature = "rules-testing")]
+    Rules {
+        #[command(subcommand)]
+        action: cli::rules::RulesCmd,
+    },
     /// Run a worked workload on a private emulator and print what happened.
     Demo {
         /// Commands in the workload.

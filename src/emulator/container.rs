@@ -1,21 +1,22 @@
 //! The emulator in a Docker container (cargo feature `testcontainers`), for machines
-//! with a Docker engine but no local Java or emulator package.
+//! with a Docker engine but no local Java or emulator package: the Cloud SDK emulators
+//! image of `testcontainers-modules`, started with a ruleset.
 
-use super::{Emulator, EmulatorError};
-use testcontainers::core::{IntoContainerPort as _, WaitFor};
-use testcontainers::runners::AsyncRunner as _;
-use testcontainers::{ContainerAsync, GenericImage, ImageExt as _};
+use super::{Emulator, EmulatorError, RULES};
+use testcontainers_modules::google_cloud_sdk_emulators::{CloudSdk, FIRESTORE_PORT};
+use testcontainers_modules::testcontainers::runners::AsyncRunner as _;
+use testcontainers_modules::testcontainers::{ContainerAsync, ImageExt as _};
 
-/// The Google Cloud CLI image that carries the emulators.
-pub const IMAGE: &str = "gcr.io/google.com/cloudsdktool/google-cloud-cli";
-/// Its tag.
+/// The image tag: the newest Cloud SDK emulators image, whose `gcloud` takes
+/// `--rules` (the module pins an older default).
 pub const TAG: &str = "emulators";
-const PORT: u16 = 8080;
+/// Where the ruleset is copied inside the container.
+const RULES_IN_CONTAINER: &str = "/etc/command-journal/firestore.rules";
 
 /// An emulator running in a container; the container stops when this is dropped.
 pub struct ContainerEmulator {
     emulator: Emulator,
-    _container: ContainerAsync<GenericImage>,
+    _container: ContainerAsync<CloudSdk>,
 }
 
 impl std::fmt::Debug for ContainerEmulator {
@@ -27,7 +28,7 @@ impl std::fmt::Debug for ContainerEmulator {
 }
 
 impl ContainerEmulator {
-    /// The emulator, addressed at its mapped loopback port.
+    /// The emulator, addressed at the host and mapped port testcontainers reports.
     pub fn emulator(&self) -> &Emulator {
         &self.emulator
     }
@@ -39,29 +40,40 @@ pub fn docker_configured() -> bool {
         || std::path::Path::new("/var/run/docker.sock").exists()
 }
 
-/// Starts the emulator image and waits until it reports it is running.
+/// Starts the Firestore emulator image with the crate's [`RULES`] and waits until it
+/// reports it is running.
 pub async fn start() -> Result<ContainerEmulator, EmulatorError> {
-    let container = GenericImage::new(IMAGE, TAG)
-        .with_exposed_port(PORT.tcp())
-        .with_wait_for(WaitFor::message_on_either_std(
-            "Dev App Server is now running",
-        ))
+    start_with_rules(RULES).await
+}
+
+/// Starts the Firestore emulator image with `rules` as every project's ruleset
+/// (`gcloud emulators firestore start --rules`).
+pub async fn start_with_rules(rules: &str) -> Result<ContainerEmulator, EmulatorError> {
+    let container = CloudSdk::firestore()
+        .with_tag(TAG)
+        .with_copy_to(RULES_IN_CONTAINER, rules.as_bytes().to_vec())
         .with_cmd([
-            "gcloud",
-            "emulators",
-            "firestore",
-            "start",
-            "--host-port=0.0.0.0:8080",
+            "gcloud".to_owned(),
+            "beta".to_owned(),
+            "emulators".to_owned(),
+            "firestore".to_owned(),
+            "start".to_owned(),
+            format!("--host-port=0.0.0.0:{FIRESTORE_PORT}"),
+            format!("--rules={RULES_IN_CONTAINER}"),
         ])
         .start()
         .await
         .map_err(|e| EmulatorError::Http(e.to_string()))?;
+    let host = container
+        .get_host()
+        .await
+        .map_err(|e| EmulatorError::Http(e.to_string()))?;
     let port = container
-        .get_host_port_ipv4(PORT)
+        .get_host_port_ipv4(FIRESTORE_PORT)
         .await
         .map_err(|e| EmulatorError::Http(e.to_string()))?;
     Ok(ContainerEmulator {
-        emulator: Emulator::existing(format!("127.0.0.1:{port}")),
+        emulator: Emulator::existing(format!("{host}:{port}")),
         _container: container,
     })
 }

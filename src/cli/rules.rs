@@ -1,0 +1,159 @@
+//! `command-journal rules check [PATH]`: loads a ruleset into a fresh project of its
+//! own emulator, seeds journal documents with the rules bypassed, runs the journal's
+//! denial matrix, prints a table on stderr and a JSON report on stdout.
+//!
+//! Exit codes: 0 every operation denied and the seeded documents unchanged; 6 any
+//! leak (or changed document); 2 the ruleset is unreadable or does not compile; 4 the
+//! emulator is unavailable or answered something that is neither allow nor deny.
+
+use clap::Subcommand;
+use command_journal::emulator::Emulator;
+use command_journal::rules_testing::{
+    MatrixReport, Outcome, RulesTestError, TestEnvironment, journal_denial_matrix,
+};
+use serde_json::json;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Exit code when the matrix found a leak.
+const LEAK: u8 = 6;
+/// Exit code for a ruleset that cannot be read or does not compile.
+const INVALID: u8 = 2;
+/// Exit code when the emulator is unavailable.
+const UNAVAILABLE: u8 = 4;
+
+/// `rules` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum RulesCmd {
+    /// Check that a ruleset denies every client every journal operation (exit 6 on a
+    /// leak, 2 when it does not compile).
+    Check {
+        /// The ruleset to check.
+        #[arg(default_value = "firestore.rules")]
+        path: PathBuf,
+    },
+}
+
+/// Runs a `rules` subcommand; `emulator_host` reuses a running emulator.
+pub async fn run(action: RulesCmd, emulator_host: Option<String>) -> ExitCode {
+    match action {
+        RulesCmd::Check { path } => check(path, emulator_host).await,
+    }
+}
+
+async fn check(path: PathBuf, emulator_host: Option<String>) -> ExitCode {
+    let rules = match std::fs::read_to_string(&path) {
+        Ok(rules) => rules,
+        Err(error) => {
+            eprintln!("command-journal: cannot read {}: {error}", path.display());
+            println!("{}", json!({"error": "invalid_input", "field": "path"}));
+            return ExitCode::from(INVALID);
+        }
+    };
+    // A private emulator lives as long as this function and dies with it.
+    let emulator = match emulator_host.as_deref().map(str::trim) {
+        Some(host) if !host.is_empty() => Emulator::existing(host),
+        _ => match Emulator::start() {
+            Ok(emulator) => emulator,
+            Err(error) => return unavailable(&error.to_string()),
+        },
+    };
+    let environment = match TestEnvironment::on(&emulator, &rules).await {
+        Ok(environment) => environment,
+        Err(RulesTestError::RulesRejected(message)) => {
+            eprintln!(
+                "command-journal: {} does not compile:\n{message}",
+                path.display()
+            );
+            println!(
+                "{}",
+                json!({"error": "rules_do_not_compile", "ruleset": path, "message": message})
+            );
+            return ExitCode::from(INVALID);
+        }
+        Err(error) => return unavailable(&error.to_string()),
+    };
+    let report = match journal_denial_matrix(&environment).await {
+        Ok(report) => report,
+        Err(error) => return unavailable(&error.to_string()),
+    };
+    eprint!("{}", table(&report));
+    let mut line = report.to_json();
+    line["ruleset"] = json!(path);
+    line["project"] = json!(environment.project_id());
+    line["clean"] = json!(report.all_denied());
+    println!("{line}");
+
+    let leaks = report.leaks();
+    for cell in &leaks {
+        eprintln!("LEAK: {cell}");
+    }
+    for document in &report.changed {
+        eprintln!("CHANGED: {document}");
+    }
+    let unexpected = report.unexpected();
+    eprintln!(
+        "{} of {} operations denied with PERMISSION_DENIED; {} leaks; {} unexpected answers; \
+         {} seeded documents changed",
+        report.denied(),
+        report.outcomes.len(),
+        leaks.len(),
+        unexpected.len(),
+        report.changed.len()
+    );
+    if !leaks.is_empty() || !report.changed.is_empty() {
+        ExitCode::from(LEAK)
+    } else if !unexpected.is_empty() {
+        eprintln!("command-journal: some answers were neither an allow nor a deny");
+        ExitCode::from(UNAVAILABLE)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn unavailable(message: &str) -> ExitCode {
+    eprintln!("command-journal: {message}");
+    println!("{}", json!({"error": "unavailable"}));
+    ExitCode::from(UNAVAILABLE)
+}
+
+/// One line per operation: context, operation, path, result.
+fn table(report: &MatrixReport) -> String {
+    let rows: Vec<[String; 4]> = report
+        .outcomes
+        .iter()
+        .map(|(cell, outcome)| {
+            let result = match outcome {
+                Outcome::Allowed => "LEAK (allowed)".to_owned(),
+                other => other.to_string(),
+            };
+            [
+                cell.context.name().to_owned(),
+                cell.operation.to_string(),
+                cell.target.template.to_owned(),
+                result,
+            ]
+        })
+        .collect();
+    let header = ["CONTEXT", "OPERATION", "PATH", "RESULT"].map(str::to_owned);
+    let mut widths = [0usize; 3];
+    for row in std::iter::once(&header).chain(&rows) {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.len());
+        }
+    }
+    let mut text = String::new();
+    for row in std::iter::once(&header).chain(&rows) {
+        text.push_str(&format!(
+            "{:w0$}  {:w1$}  {:w2$}  {}\n",
+            row[0],
+            row[1],
+            row[2],
+            row[3],
+            w0 = widths[0],
+            w1 = widths[1],
+            w2 = widths[2]
+        ));
+    }
+    text
+}
