@@ -443,7 +443,14 @@ async fn ledger_multi_effect_reversal_replay_and_link_through_the_cli() {
     let (code, out, _) = ledger("link", &link("l-1", 4));
     assert_eq!(
         (code, out),
-        (2, json!({"error": "invalid_input", "field": "effectIds"}))
+        (
+            2,
+            json!({
+                "error": "invalid_input",
+                "field": "effectIds",
+                "expected": command_journal::expected::expected_for("effectIds")
+            })
+        )
     );
     // 1 charge + 2 + 3 reversal effects + 2 linked rows; 1 + 2 + 1 reservations.
     assert_eq!(list(&connection, "", "ledgerTransactions").await.len(), 8);
@@ -493,7 +500,14 @@ async fn start_registers_and_acquires_in_one_call_through_the_cli() {
     let (code, out, _) = cli(&at("2030-01-01T00:00:10Z"), &input(json!({})));
     assert_eq!(
         (code, out),
-        (2, json!({"error": "invalid_input", "field": "leaseId"}))
+        (
+            2,
+            json!({
+                "error": "invalid_input",
+                "field": "leaseId",
+                "expected": command_journal::expected::expected_for("leaseId")
+            })
+        )
     );
     assert_eq!(list(&connection, "", "auditEvents").await.len(), 2);
 }
