@@ -583,12 +583,17 @@ impl Runner<'_> {
             Err(failure) => {
                 // Ended without a commit: release the transaction now, and retry it
                 // by name so production Firestore keeps its priority.
-                let transaction = open.disarm();
-                if let Some(id) = &transaction {
+                let open_id = open.disarm();
+                if let Some(id) = &open_id {
                     self.rollback(id.clone()).await;
                 }
                 Err(match failure {
-                    Failure::Retry { code, .. } => Failure::Retry { code, transaction },
+                    // A commit the server aborted already ended its transaction and
+                    // names it; otherwise name the one just rolled back.
+                    Failure::Retry { code, transaction } => Failure::Retry {
+                        code,
+                        transaction: transaction.or(open_id),
+                    },
                     other => other,
                 })
             }
