@@ -4,6 +4,7 @@
 //! `FIRESTORE_EMULATOR_HOST`); each test works in its own project.
 
 mod canary;
+mod checkout_service;
 mod cli;
 mod faults;
 mod harness;
