@@ -27,7 +27,7 @@ use service::logging::Logger;
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt as _, BufReader};
 use tokio::sync::{Notify, Semaphore};
@@ -248,7 +248,7 @@ async fn start_service(options: Options) -> Service {
                 .push(line.to_owned());
         }),
     );
-    let app = App::new(&config, journal, clock.clone(), keys.clone(), logger).expect("app");
+    let app = App::new(&config, journal, keys.clone(), logger).expect("app");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind service");
@@ -921,47 +921,27 @@ fn checkout_configuration_is_strict_and_names_the_variable() {
 // ---------------------------------------------------------------------------------
 // The real binary.
 
-/// The example binary, built by `cargo test` with the other targets; built here when
-/// a filtered run skipped it (cargo releases its build lock while tests run).
+/// The example binary, which `cargo test` builds with the other targets. A run
+/// filtered to this test binary (`--test emulator`) does not build examples: build it
+/// first with `cargo build --all-features --example checkout-service`. (Building it
+/// from inside the test makes the two cargo runs invalidate each other's dependency
+/// builds, minutes each on a small machine.)
 fn binary() -> PathBuf {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let exe = std::env::current_exe().expect("test binary path");
-            let profile_dir = exe
-                .parent()
-                .and_then(|deps| deps.parent())
-                .expect("target/<profile>");
-            let binary = profile_dir.join("examples").join("checkout-service");
-            let mut build = std::process::Command::new(env!("CARGO"));
-            build.current_dir(env!("CARGO_MANIFEST_DIR")).args([
-                "build",
-                "--quiet",
-                "--example",
-                "checkout-service",
-            ]);
-            if !cfg!(debug_assertions) {
-                build.arg("--release");
-            }
-            let mut features = Vec::new();
-            if cfg!(feature = "fuzzing") {
-                features.push("fuzzing");
-            }
-            if cfg!(feature = "testcontainers") {
-                features.push("testcontainers");
-            }
-            if !features.is_empty() {
-                build.arg("--features").arg(features.join(","));
-            }
-            let status = build.status().expect("run cargo build");
-            assert!(
-                status.success(),
-                "cargo build --example checkout-service failed"
-            );
-            assert!(binary.is_file(), "no binary at {}", binary.display());
-            binary
-        })
-        .clone()
+    let exe = std::env::current_exe().expect("test binary path");
+    let binary = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/<profile>")
+        .join("examples")
+        .join("checkout-service");
+    assert!(
+        binary.is_file(),
+        "the checkout-service example is not built at {}: run the README's test \
+         command, or `cargo build --all-features --example checkout-service` before a \
+         filtered run",
+        binary.display()
+    );
+    binary
 }
 
 fn service_command(env: &[(&str, &str)]) -> tokio::process::Command {

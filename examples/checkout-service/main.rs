@@ -10,7 +10,6 @@ mod service;
 
 use command_journal::Journal;
 use command_journal::connection::Connection;
-use command_journal::time::{Clock, SystemClock};
 use serde_json::{Map, json};
 use service::auth::GoogleKeys;
 use service::config::Config;
@@ -57,10 +56,9 @@ async fn run(config: Config) -> ExitCode {
         Ok(connection) => connection,
         Err(_) => return fail("start-up error: Firestore could not be reached"),
     };
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let journal = Journal::with_clock(connection, Arc::clone(&clock));
+    let journal = Journal::new(connection);
     let keys = Arc::new(GoogleKeys::new(reqwest::Client::new()));
-    let app = match App::new(&config, journal, clock, keys, logger.clone()) {
+    let app = match App::new(&config, journal, keys, logger.clone()) {
         Ok(app) => Arc::new(app),
         Err(_) => return fail("start-up error: the HTTP client could not be built"),
     };

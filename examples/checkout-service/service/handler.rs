@@ -22,7 +22,6 @@ use command_journal::identity::{
     CommandInput, CommandRequest, Environment, LeaseId, OperationSlug,
 };
 use command_journal::lease::{LeaseOutput, TerminalOutput};
-use command_journal::time::Clock;
 use command_journal::{Journal, JournalError};
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
@@ -46,7 +45,6 @@ pub const BUSY_RETRY_AFTER: u64 = 2;
 /// Everything a request needs; shared by every request.
 pub struct App {
     journal: Journal,
-    clock: Arc<dyn Clock>,
     verifier: Verifier,
     provider: Provider,
     logger: Logger,
@@ -64,18 +62,16 @@ impl std::fmt::Debug for App {
 }
 
 impl App {
-    /// The service over `journal`, whose clock must be `clock` (the handler bounds
-    /// the provider call by the lease's remaining time on that clock).
+    /// The service over `journal`; token keys come from `keys`, log lines go to
+    /// `logger`.
     pub fn new(
         config: &Config,
         journal: Journal,
-        clock: Arc<dyn Clock>,
         keys: Arc<dyn KeySource>,
         logger: Logger,
     ) -> Result<Self, reqwest::Error> {
         Ok(Self {
             journal,
-            clock,
             verifier: Verifier::new(&config.project, config.auth_emulator, keys),
             provider: Provider::new(config.charges_url())?,
             logger,
@@ -368,12 +364,13 @@ async fn run_command(app: &App, command: &CommandInput, payload: &Value) -> Answ
         Ok(LeaseOutput::FailedFinal) => return Answer::failed("already_failed"),
         Err(error) => return Answer::journal_error(error),
     };
-    let remaining = Duration::from_micros(
-        u64::try_from(
-            expires_at.to_datetime().timestamp_micros() - app.clock.now().timestamp_micros(),
-        )
-        .unwrap_or(0),
-    );
+    // The lease's remaining time on the journal's own clock.
+    let now = match app.journal.now() {
+        Ok(now) => now,
+        Err(error) => return Answer::journal_error(error),
+    };
+    let remaining =
+        Duration::from_micros(u64::try_from(expires_at.micros() - now.micros()).unwrap_or(0));
     let retry_after = remaining.as_secs() + u64::from(remaining.subsec_nanos() > 0);
     let timeout = app
         .provider_timeout
