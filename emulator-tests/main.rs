@@ -5,6 +5,7 @@
 
 mod canary;
 mod cancellation;
+mod checkout_service;
 mod cli;
 mod cli_operator;
 mod databases;

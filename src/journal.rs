@@ -97,8 +97,10 @@ impl Journal {
         self.counters.snapshot()
     }
 
-    /// The captured trusted time, truncated to whole microseconds.
-    pub(crate) fn now(&self) -> Result<Timestamp, JournalError> {
+    /// The journal's trusted time now, truncated to whole microseconds: the instant
+    /// every operation captures, and the one to compare a lease's expiry with (for
+    /// instance to bound a provider call by the lease's remaining time).
+    pub fn now(&self) -> Result<Timestamp, JournalError> {
         Timestamp::from_datetime(self.clock.now()).ok_or(JournalError::ClockRegression)
     }
 

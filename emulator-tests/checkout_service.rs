@@ -1,0 +1,1111 @@
+//! The checkout service example end to end over HTTP: the service in-process on an
+//! ephemeral port against the test emulator (with a manual clock, so lease expiry is
+//! driven by the test), an in-test stub provider recording every call and its
+//! `Idempotency-Key`, and the real example binary for configuration and SIGTERM.
+
+#[allow(dead_code)]
+#[path = "../examples/checkout-service/service/mod.rs"]
+mod service;
+
+use super::support::{self, list};
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use chrono::{TimeDelta, Utc};
+use command_journal::connection::Connection;
+use command_journal::identity::{CommandInput, CommandRequest, OperationSlug};
+use command_journal::journal::Journal;
+use command_journal::time::ManualClock;
+use futures::future::BoxFuture;
+use jsonwebtoken::jwk::JwkSet;
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use serde_json::{Value, json};
+use service::auth::{KeyFetchError, KeySet, KeySource};
+use service::config::Config;
+use service::handler::App;
+use service::logging::Logger;
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt as _, BufReader};
+use tokio::sync::{Notify, Semaphore};
+
+const KEY_A: &[u8] = include_bytes!("../testdata/checkout-service/test_key_a.pem");
+const KEY_B: &[u8] = include_bytes!("../testdata/checkout-service/test_key_b.pem");
+const JWKS: &str = include_str!("../testdata/checkout-service/jwks.json");
+
+// Canary values: none may appear in any log line or response body.
+const UID: &str = "CANARYuid7Hq2x";
+const COMMAND_ID: &str = "c0ffee00-ca4a-4e11-8a5e-0000deadbe01";
+const PAYLOAD_SKU: &str = "CANARYskuP4y";
+const PAYLOAD_NOTE: &str = "CANARYnote55z";
+const RECEIPT: &str = "ch_CANARYreceipt91";
+
+fn payload() -> Value {
+    json!({"sku": PAYLOAD_SKU, "note": PAYLOAD_NOTE, "amountCents": 1250})
+}
+
+fn command_id(n: u64) -> String {
+    support::uuid(12, n)
+}
+
+// ---------------------------------------------------------------------------------
+// The stub provider.
+
+/// One `POST /v1/charges` the stub received.
+#[derive(Debug, Clone)]
+struct Call {
+    key: Option<String>,
+    body: Value,
+}
+
+/// Answers charges from a script (then `default_status`), optionally holding each
+/// call until the test releases it.
+struct Stub {
+    calls: Mutex<Vec<Call>>,
+    script: Mutex<VecDeque<u16>>,
+    default_status: u16,
+    arrived: Notify,
+    gate: Option<Semaphore>,
+}
+
+impl Stub {
+    fn calls(&self) -> Vec<Call> {
+        self.calls.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+async fn charge(
+    State(stub): State<Arc<Stub>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> (StatusCode, String) {
+    let key = headers
+        .get("idempotency-key")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    stub.calls
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(Call { key, body });
+    stub.arrived.notify_one();
+    if let Some(gate) = &stub.gate {
+        gate.acquire().await.expect("gate open").forget();
+    }
+    let status = stub
+        .script
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .pop_front()
+        .unwrap_or(stub.default_status);
+    let body = if status < 300 {
+        json!({"id": RECEIPT, "status": "captured"}).to_string()
+    } else {
+        json!({"error": "declined_or_down"}).to_string()
+    };
+    (StatusCode::from_u16(status).expect("status"), body)
+}
+
+async fn start_stub(script: &[u16], default_status: u16, gated: bool) -> (Arc<Stub>, String) {
+    let stub = Arc::new(Stub {
+        calls: Mutex::new(Vec::new()),
+        script: Mutex::new(script.iter().copied().collect()),
+        default_status,
+        arrived: Notify::new(),
+        gate: gated.then(|| Semaphore::new(0)),
+    });
+    let router = axum::Router::new()
+        .route("/v1/charges", axum::routing::post(charge))
+        .with_state(Arc::clone(&stub));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind stub");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    (stub, url)
+}
+
+// ---------------------------------------------------------------------------------
+// Tokens.
+
+struct TestKeys {
+    jwks: JwkSet,
+    fetches: AtomicUsize,
+}
+
+impl KeySource for TestKeys {
+    fn fetch(&self) -> BoxFuture<'_, Result<KeySet, KeyFetchError>> {
+        self.fetches.fetch_add(1, Ordering::SeqCst);
+        let jwks = self.jwks.clone();
+        Box::pin(async move {
+            Ok(KeySet {
+                jwks,
+                max_age: Duration::from_secs(3600),
+            })
+        })
+    }
+}
+
+fn now_secs() -> i64 {
+    Utc::now().timestamp()
+}
+
+fn claims(project: &str, uid: &str) -> Value {
+    let now = now_secs();
+    json!({
+        "aud": project,
+        "iss": format!("https://securetoken.google.com/{project}"),
+        "sub": uid,
+        "user_id": uid,
+        "iat": now - 10,
+        "auth_time": now - 20,
+        "exp": now + 3600,
+    })
+}
+
+fn signed(key: &[u8], kid: &str, claims: &Value) -> String {
+    let mut header = Header::new(Algorithm::RS256);
+    header.kid = Some(kid.to_owned());
+    let key = EncodingKey::from_rsa_pem(key).expect("test key");
+    jsonwebtoken::encode(&header, claims, &key).expect("sign")
+}
+
+fn unsigned(claims: &Value) -> String {
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    format!(
+        "{}.{}.",
+        b64.encode(br#"{"alg":"none","typ":"JWT"}"#),
+        b64.encode(claims.to_string())
+    )
+}
+
+// ---------------------------------------------------------------------------------
+// The service in-process.
+
+struct Service {
+    url: String,
+    project: String,
+    connection: Connection,
+    clock: Arc<ManualClock>,
+    stub: Arc<Stub>,
+    keys: Arc<TestKeys>,
+    lines: Arc<Mutex<Vec<String>>>,
+    bodies: Mutex<Vec<String>>,
+    http: reqwest::Client,
+}
+
+struct Options {
+    script: Vec<u16>,
+    default_status: u16,
+    auth_emulator: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            script: Vec::new(),
+            default_status: 200,
+            auth_emulator: false,
+        }
+    }
+}
+
+async fn start_service(options: Options) -> Service {
+    let connection = support::fresh_connection().await;
+    let project = connection.project().to_owned();
+    let (stub, stub_url) = start_stub(&options.script, options.default_status, false).await;
+    let mut env = HashMap::from([
+        ("GOOGLE_CLOUD_PROJECT", project.clone()),
+        (
+            "FIRESTORE_EMULATOR_HOST",
+            support::emulator().host().to_owned(),
+        ),
+        ("JOURNAL_ENVIRONMENT", "emulator".to_owned()),
+        ("PROVIDER_URL", stub_url),
+    ]);
+    if options.auth_emulator {
+        env.insert("FIREBASE_AUTH_EMULATOR_HOST", "127.0.0.1:9099".to_owned());
+    }
+    let config = Config::from_lookup(|name| env.get(name).cloned()).expect("config");
+    let clock = Arc::new(ManualClock::new(Utc::now()));
+    let journal = Journal::with_clock(connection.clone(), clock.clone());
+    let keys = Arc::new(TestKeys {
+        jwks: serde_json::from_str(JWKS).expect("jwks"),
+        fetches: AtomicUsize::new(0),
+    });
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let sink_lines = Arc::clone(&lines);
+    let logger = Logger::with_sink(
+        &project,
+        Arc::new(move |line: &str| {
+            sink_lines
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(line.to_owned());
+        }),
+    );
+    let app = App::new(&config, journal, keys.clone(), logger).expect("app");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind service");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let router = Arc::new(app).router();
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    Service {
+        url,
+        project,
+        connection,
+        clock,
+        stub,
+        keys,
+        lines,
+        bodies: Mutex::new(Vec::new()),
+        http: reqwest::Client::new(),
+    }
+}
+
+/// A response: status, `Retry-After` and JSON body.
+#[derive(Debug, Clone)]
+struct Answer {
+    status: u16,
+    retry_after: Option<u64>,
+    body: Value,
+}
+
+impl Service {
+    fn token(&self, uid: &str) -> String {
+        signed(KEY_A, "test-key-a", &claims(&self.project, uid))
+    }
+
+    async fn send(&self, request: reqwest::RequestBuilder) -> Answer {
+        let response = request.send().await.expect("service answers");
+        let status = response.status().as_u16();
+        let retry_after = response
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse().ok());
+        let text = response.text().await.expect("body");
+        self.bodies
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(text.clone());
+        let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        Answer {
+            status,
+            retry_after,
+            body,
+        }
+    }
+
+    fn post(&self, token: Option<&str>, body: &Value) -> reqwest::RequestBuilder {
+        let request = self
+            .http
+            .post(format!("{}/v1/checkouts", self.url))
+            .json(body);
+        match token {
+            Some(token) => request.bearer_auth(token),
+            None => request,
+        }
+    }
+
+    async fn checkout(&self, id: &str, payload: &Value) -> Answer {
+        let token = self.token(UID);
+        self.send(self.post(Some(&token), &json!({"commandId": id, "payload": payload})))
+            .await
+    }
+
+    fn command(&self, id: &str, payload: &Value) -> CommandInput {
+        CommandInput::new(CommandRequest {
+            environment: "emulator",
+            caller_scope_kind: "member",
+            caller_id: UID,
+            command_id: id,
+            command_type: "checkout",
+            endpoint_schema_version: 1,
+            payload,
+        })
+        .expect("command")
+    }
+
+    fn expected_key(&self, id: &str, payload: &Value) -> String {
+        self.command(id, payload)
+            .identity()
+            .provider_idempotency_key(&OperationSlug::parse("charge").expect("slug"))
+    }
+
+    /// Every journal document as `(name, update time)`.
+    async fn documents(&self) -> Vec<(String, String)> {
+        let mut all = Vec::new();
+        for collection in ["checkoutRequests", "auditEvents"] {
+            for document in list(&self.connection, "", collection).await {
+                all.push((document.name.clone(), format!("{:?}", document.update_time)));
+            }
+        }
+        for root in list(&self.connection, "", "checkoutRequests").await {
+            let relative = root
+                .name
+                .rsplit_once("/documents/")
+                .map(|(_, path)| path.to_owned())
+                .expect("relative path");
+            for document in list(&self.connection, &relative, "lifecycle").await {
+                all.push((document.name.clone(), format!("{:?}", document.update_time)));
+            }
+        }
+        all.sort();
+        all
+    }
+
+    async fn assert_verifies_clean(&self, commands: u64) {
+        let report = command_journal::verify::verify(&self.connection, &mut |_| {})
+            .await
+            .expect("verify");
+        assert!(report.clean, "findings: {:?}", report.finding_counts);
+        assert_eq!(report.scanned.checkout_requests, commands);
+    }
+
+    fn lines(&self) -> Vec<String> {
+        self.lines.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// No canary in any log line or body; bodies carry no hash either; every line
+    /// is a Cloud Logging JSON object.
+    fn assert_no_leak(&self, extra: &[&str]) {
+        let bodies = self
+            .bodies
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        assert_no_secrets(&self.lines(), &bodies, extra);
+    }
+}
+
+fn receipt_reference() -> String {
+    use sha2::Digest as _;
+    let body = json!({"id": RECEIPT, "status": "captured"}).to_string();
+    hex::encode(sha2::Sha256::digest(body.as_bytes()))
+}
+
+/// True when `text` holds a UUID-shaped run (8-4-4-4-12 hex digits).
+fn has_uuid(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let shape = [8, 4, 4, 4, 12];
+    (0..bytes.len()).any(|start| {
+        let mut i = start;
+        for (n, len) in shape.iter().enumerate() {
+            if n > 0 {
+                if bytes.get(i) != Some(&b'-') {
+                    return false;
+                }
+                i += 1;
+            }
+            for _ in 0..*len {
+                if !bytes.get(i).is_some_and(u8::is_ascii_hexdigit) {
+                    return false;
+                }
+                i += 1;
+            }
+        }
+        true
+    })
+}
+
+/// True when `text` holds a run of 64 hex digits (a SHA-256 digest).
+fn has_digest(text: &str) -> bool {
+    text.as_bytes()
+        .split(|b| !b.is_ascii_hexdigit())
+        .any(|run| run.len() >= 64)
+}
+
+fn assert_no_secrets(lines: &[String], bodies: &[String], extra: &[&str]) {
+    let mut canaries = vec![
+        UID,
+        COMMAND_ID,
+        PAYLOAD_SKU,
+        PAYLOAD_NOTE,
+        RECEIPT,
+        "CANARY",
+    ];
+    canaries.extend_from_slice(extra);
+    let reference = receipt_reference();
+    for line in lines {
+        for canary in &canaries {
+            assert!(
+                !line.contains(canary),
+                "a log line leaks {canary:?}: {line}"
+            );
+        }
+        assert!(
+            !line.contains(&reference),
+            "a log line leaks the terminal reference"
+        );
+        assert!(!line.contains("cj1-"), "a log line leaks the provider key");
+        assert!(!has_uuid(line), "a log line carries an id: {line}");
+        let parsed: Value = serde_json::from_str(line).expect("every line is JSON");
+        assert!(
+            parsed["severity"].is_string() && parsed["message"].is_string(),
+            "{line}"
+        );
+    }
+    for body in bodies {
+        for canary in &canaries {
+            assert!(!body.contains(canary), "a body leaks {canary:?}: {body}");
+        }
+        assert!(
+            !has_uuid(body) && !has_digest(body) && !body.contains("cj1-"),
+            "{body}"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Tests.
+
+#[tokio::test]
+async fn checkout_24_concurrent_identical_requests_call_the_provider_once() {
+    let service = Arc::new(start_service(Options::default()).await);
+    let id = command_id(1);
+    let tasks: Vec<_> = (0..24)
+        .map(|_| {
+            let service = Arc::clone(&service);
+            let id = id.clone();
+            tokio::spawn(async move { service.checkout(&id, &payload()).await })
+        })
+        .collect();
+    let mut succeeded = 0;
+    for task in tasks {
+        let answer = task.await.expect("task");
+        match answer.status {
+            200 => {
+                assert_eq!(answer.body, json!({"status": "succeeded"}));
+                succeeded += 1;
+            }
+            409 => {
+                assert_eq!(answer.body, json!({"status": "in_progress"}));
+                assert_eq!(answer.retry_after, Some(2));
+            }
+            other => panic!("unexpected {other}: {:?}", answer.body),
+        }
+    }
+    assert!(succeeded >= 1, "the request that charged answers 200");
+    assert_eq!(
+        service.stub.calls().len(),
+        1,
+        "the provider is called exactly once"
+    );
+    for _ in 0..5 {
+        let answer = service.checkout(&id, &payload()).await;
+        assert_eq!(
+            (answer.status, answer.body),
+            (200, json!({"status": "succeeded"}))
+        );
+    }
+    let calls = service.stub.calls();
+    assert_eq!(calls.len(), 1, "retries never call the provider");
+    assert_eq!(
+        calls[0].key.as_deref(),
+        Some(service.expected_key(&id, &payload()).as_str())
+    );
+    assert_eq!(calls[0].body, payload(), "the payload is the charge body");
+    // One root, one lifecycle, and exactly three audit events: registered, leased,
+    // succeeded.
+    let documents = service.documents().await;
+    assert_eq!(documents.len(), 5, "{documents:?}");
+    let status = Journal::new(service.connection.clone())
+        .status(&service.command(&id, &payload()))
+        .await
+        .expect("status");
+    assert_eq!((status.state, status.fence_epoch), ("succeeded", Some(1)));
+    service.assert_verifies_clean(1).await;
+    service.assert_no_leak(&[]);
+}
+
+#[tokio::test]
+async fn checkout_provider_503_then_takeover_after_expiry_reuses_the_key() {
+    let service = start_service(Options {
+        script: vec![503],
+        ..Options::default()
+    })
+    .await;
+    let id = command_id(2);
+    let first = service.checkout(&id, &payload()).await;
+    assert_eq!(
+        (first.status, &first.body),
+        (503, &json!({"status": "retry"}))
+    );
+    assert_eq!(
+        first.retry_after,
+        Some(60),
+        "retry once the lease has expired"
+    );
+
+    // Before expiry another attempt finds the lease busy and does not call.
+    let early = service.checkout(&id, &payload()).await;
+    assert_eq!(early.status, 409);
+    assert_eq!(service.stub.calls().len(), 1);
+
+    service.clock.advance(TimeDelta::seconds(61));
+    let second = service.checkout(&id, &payload()).await;
+    assert_eq!(
+        (second.status, second.body),
+        (200, json!({"status": "succeeded"}))
+    );
+
+    let calls = service.stub.calls();
+    let expected = service.expected_key(&id, &payload());
+    assert_eq!(calls.len(), 2, "the provider is called twice");
+    assert!(
+        calls
+            .iter()
+            .all(|c| c.key.as_deref() == Some(expected.as_str())),
+        "same key"
+    );
+    let status = Journal::new(service.connection.clone())
+        .status(&service.command(&id, &payload()))
+        .await
+        .expect("status");
+    assert_eq!((status.state, status.fence_epoch), ("succeeded", Some(2)));
+    // root, lifecycle, audits: registered, leased, taken over, succeeded.
+    assert_eq!(service.documents().await.len(), 6);
+    service.assert_verifies_clean(1).await;
+    service.assert_no_leak(&[]);
+}
+
+#[tokio::test]
+async fn checkout_decline_is_final_and_never_recharged() {
+    let service = start_service(Options {
+        default_status: 402,
+        ..Options::default()
+    })
+    .await;
+    let id = command_id(3);
+    for _ in 0..3 {
+        let answer = service.checkout(&id, &payload()).await;
+        assert_eq!(
+            (answer.status, answer.body),
+            (402, json!({"status": "failed"}))
+        );
+    }
+    assert_eq!(service.stub.calls().len(), 1, "a decline is never retried");
+    let status = Journal::new(service.connection.clone())
+        .status(&service.command(&id, &payload()))
+        .await
+        .expect("status");
+    assert_eq!(status.state, "failed_final");
+    service.assert_verifies_clean(1).await;
+    service.assert_no_leak(&[]);
+}
+
+#[tokio::test]
+async fn checkout_changed_payload_is_422_and_writes_nothing() {
+    let service = start_service(Options::default()).await;
+    let id = command_id(4);
+    assert_eq!(service.checkout(&id, &payload()).await.status, 200);
+    let before = service.documents().await;
+    let changed = json!({"sku": PAYLOAD_SKU, "note": PAYLOAD_NOTE, "amountCents": 9999});
+    let answer = service.checkout(&id, &changed).await;
+    assert_eq!(
+        (answer.status, answer.body),
+        (422, json!({"error": "command_conflict"}))
+    );
+    assert_eq!(service.documents().await, before, "nothing written");
+    assert_eq!(service.stub.calls().len(), 1);
+    service.assert_no_leak(&[]);
+}
+
+#[tokio::test]
+async fn checkout_bad_tokens_are_401_and_touch_nothing() {
+    let service = start_service(Options::default()).await;
+    let project = service.project.clone();
+    let body = json!({"commandId": command_id(5), "payload": payload()});
+    let now = now_secs();
+    let mut expired = claims(&project, UID);
+    expired["iat"] = json!(now - 7200);
+    expired["auth_time"] = json!(now - 7200);
+    expired["exp"] = json!(now - 3600);
+    let mut audience = claims(&project, UID);
+    audience["aud"] = json!("another-project");
+    let mut issuer = claims(&project, UID);
+    issuer["iss"] = json!("https://securetoken.google.com/another-project");
+    let mut empty_sub = claims(&project, UID);
+    empty_sub["sub"] = json!("");
+    let mut future = claims(&project, UID);
+    future["iat"] = json!(now + 600);
+    let cases: Vec<(&str, Option<String>)> = vec![
+        ("no token", None),
+        ("expired", Some(signed(KEY_A, "test-key-a", &expired))),
+        (
+            "wrong audience",
+            Some(signed(KEY_A, "test-key-a", &audience)),
+        ),
+        ("wrong issuer", Some(signed(KEY_A, "test-key-a", &issuer))),
+        (
+            "empty subject",
+            Some(signed(KEY_A, "test-key-a", &empty_sub)),
+        ),
+        (
+            "issued in the future",
+            Some(signed(KEY_A, "test-key-a", &future)),
+        ),
+        (
+            "alg none without the emulator variable",
+            Some(unsigned(&claims(&project, UID))),
+        ),
+        (
+            "unknown key",
+            Some(signed(KEY_B, "test-key-b", &claims(&project, UID))),
+        ),
+        (
+            "known kid, wrong key",
+            Some(signed(KEY_B, "test-key-a", &claims(&project, UID))),
+        ),
+        ("malformed", Some("not.a.jwt".to_owned())),
+    ];
+    for (name, token) in &cases {
+        let answer = service.send(service.post(token.as_deref(), &body)).await;
+        assert_eq!(answer.status, 401, "{name}");
+        assert_eq!(answer.body, json!({"error": "unauthenticated"}), "{name}");
+    }
+    assert!(
+        service.documents().await.is_empty(),
+        "the journal was not touched"
+    );
+    assert!(service.stub.calls().is_empty());
+
+    // The same request with a good token goes through; keys were fetched once and
+    // cached per Cache-Control.
+    let good = service.token(UID);
+    let answer = service.send(service.post(Some(&good), &body)).await;
+    assert_eq!(answer.status, 200);
+    assert_eq!(service.keys.fetches.load(Ordering::SeqCst), 1);
+    let tokens: Vec<&str> = cases.iter().filter_map(|(_, t)| t.as_deref()).collect();
+    let mut extra = tokens.clone();
+    extra.push(&good);
+    service.assert_no_leak(&extra);
+}
+
+#[tokio::test]
+async fn checkout_unsigned_emulator_tokens_only_with_the_auth_emulator_variable() {
+    let service = start_service(Options {
+        auth_emulator: true,
+        ..Options::default()
+    })
+    .await;
+    let project = service.project.clone();
+    let mut wrong_audience = claims(&project, UID);
+    wrong_audience["aud"] = json!("another-project");
+    let body = json!({"commandId": command_id(6), "payload": payload()});
+    let refused = service
+        .send(service.post(Some(&unsigned(&wrong_audience)), &body))
+        .await;
+    assert_eq!(refused.status, 401, "claims are still checked");
+    assert!(service.documents().await.is_empty());
+    let accepted = service
+        .send(service.post(Some(&unsigned(&claims(&project, UID))), &body))
+        .await;
+    assert_eq!(
+        (accepted.status, accepted.body),
+        (200, json!({"status": "succeeded"}))
+    );
+    service.assert_no_leak(&[]);
+}
+
+#[tokio::test]
+async fn checkout_request_shape_errors_and_healthz() {
+    let service = start_service(Options::default()).await;
+    let token = service.token(UID);
+    let url = format!("{}/v1/checkouts", service.url);
+
+    let text = service
+        .send(
+            service
+                .http
+                .post(&url)
+                .bearer_auth(&token)
+                .header("content-type", "text/plain")
+                .body("{}"),
+        )
+        .await;
+    assert_eq!(text.status, 415);
+
+    let big = json!({"commandId": command_id(7), "payload": {"blob": "x".repeat(70 * 1024)}});
+    let too_large = service.send(service.post(Some(&token), &big)).await;
+    assert_eq!(
+        (too_large.status, too_large.body),
+        (413, json!({"error": "payload_too_large"}))
+    );
+
+    let cases = [
+        (
+            json!({"commandId": "not-a-uuid", "payload": payload()}),
+            "commandId",
+        ),
+        (json!({"commandId": 7, "payload": payload()}), "commandId"),
+        (json!({"commandId": command_id(7)}), "payload"),
+        (
+            json!({"commandId": command_id(7), "payload": ["CANARYarray"]}),
+            "payload",
+        ),
+        (
+            json!({"commandId": command_id(7), "payload": payload(), "extra": 1}),
+            "body",
+        ),
+        (json!(["CANARYnotAnObject"]), "body"),
+    ];
+    for (body, field) in cases {
+        let answer = service.send(service.post(Some(&token), &body)).await;
+        assert_eq!(
+            (answer.status, answer.body),
+            (400, json!({"error": "invalid_input", "field": field}))
+        );
+    }
+    let broken = service
+        .send(
+            service
+                .http
+                .post(&url)
+                .bearer_auth(&token)
+                .header("content-type", "application/json; charset=utf-8")
+                .body("{\"commandId\": \"CANARYbroken"),
+        )
+        .await;
+    assert_eq!(broken.status, 400);
+    assert!(service.documents().await.is_empty());
+    assert!(service.stub.calls().is_empty());
+
+    let health = service
+        .send(service.http.get(format!("{}/healthz", service.url)))
+        .await;
+    assert_eq!((health.status, health.body), (200, json!({"status": "ok"})));
+    service.assert_no_leak(&[&token]);
+}
+
+#[tokio::test]
+async fn checkout_canary_scan_over_every_log_line_and_body() {
+    let service = start_service(Options {
+        script: vec![503, 402],
+        ..Options::default()
+    })
+    .await;
+    let trace_id = "0af7651916cd43dd8448eb211c80319c";
+    let token = service.token(UID);
+    let traced = |body: &Value| {
+        service
+            .post(Some(&token), body)
+            .header("x-cloud-trace-context", format!("{trace_id}/12345;o=1"))
+    };
+    let body = json!({"commandId": COMMAND_ID, "payload": payload()});
+    // 503 (provider down), 409 (busy), then after expiry 402 (declined), then 402.
+    assert_eq!(service.send(traced(&body)).await.status, 503);
+    assert_eq!(service.send(traced(&body)).await.status, 409);
+    service.clock.advance(TimeDelta::seconds(61));
+    assert_eq!(service.send(traced(&body)).await.status, 402);
+    assert_eq!(service.send(traced(&body)).await.status, 402);
+    let other = json!({"commandId": command_id(8), "payload": payload()});
+    assert_eq!(service.send(traced(&other)).await.status, 200);
+    let changed = json!({"commandId": COMMAND_ID, "payload": {"sku": "CANARYchanged"}});
+    assert_eq!(service.send(traced(&changed)).await.status, 422);
+    let _ = service.send(service.post(None, &body)).await;
+
+    let lines = service.lines();
+    let checkout_lines: Vec<Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str::<Value>(l).expect("JSON"))
+        .filter(|l| l["message"] == "checkout")
+        .collect();
+    assert_eq!(checkout_lines.len(), 7, "one line per request");
+    let resource = format!("projects/{}/traces/{trace_id}", service.project);
+    for line in &checkout_lines[..6] {
+        assert_eq!(line["logging.googleapis.com/trace"], json!(resource));
+        assert_eq!(line["logging.googleapis.com/spanId"], json!("12345"));
+        assert!(line["httpRequest"]["status"].is_u64());
+    }
+    assert!(
+        checkout_lines[6]
+            .get("logging.googleapis.com/trace")
+            .is_none()
+    );
+    assert_eq!(
+        checkout_lines
+            .iter()
+            .map(|l| l["severity"].as_str().unwrap_or(""))
+            .collect::<Vec<_>>(),
+        ["WARNING", "INFO", "INFO", "INFO", "INFO", "INFO", "INFO"]
+    );
+    service.assert_no_leak(&["CANARYchanged", &token]);
+}
+
+#[test]
+fn checkout_configuration_is_strict_and_names_the_variable() {
+    let base = HashMap::from([
+        ("GOOGLE_CLOUD_PROJECT", "demo-project"),
+        ("JOURNAL_ENVIRONMENT", "production"),
+        ("PROVIDER_URL", "https://provider.example/base/"),
+    ]);
+    let config = |changes: &[(&'static str, Option<&'static str>)]| {
+        let mut env = base.clone();
+        for (name, value) in changes {
+            match value {
+                Some(value) => env.insert(name, value),
+                None => env.remove(name),
+            };
+        }
+        Config::from_lookup(|name| env.get(name).map(|v| (*v).to_owned()))
+    };
+    let ok = config(&[]).expect("valid");
+    assert_eq!(ok.port, 8080);
+    assert_eq!(
+        ok.charges_url().as_str(),
+        "https://provider.example/base/v1/charges"
+    );
+    assert!(!ok.auth_emulator);
+    let gcloud = config(&[
+        ("GOOGLE_CLOUD_PROJECT", None),
+        ("GCLOUD_PROJECT", Some("other-1")),
+    ])
+    .expect("GCLOUD_PROJECT");
+    assert_eq!(gcloud.project, "other-1");
+    let refused = [
+        (vec![("PORT", Some("http"))], "PORT"),
+        (vec![("GOOGLE_CLOUD_PROJECT", None)], "GOOGLE_CLOUD_PROJECT"),
+        (
+            vec![("GOOGLE_CLOUD_PROJECT", Some("Bad_Project"))],
+            "GOOGLE_CLOUD_PROJECT",
+        ),
+        (vec![("JOURNAL_ENVIRONMENT", None)], "JOURNAL_ENVIRONMENT"),
+        (
+            vec![("JOURNAL_ENVIRONMENT", Some("prod"))],
+            "JOURNAL_ENVIRONMENT",
+        ),
+        (
+            vec![("JOURNAL_ENVIRONMENT", Some("emulator"))],
+            "JOURNAL_ENVIRONMENT",
+        ),
+        (
+            vec![("FIRESTORE_EMULATOR_HOST", Some("127.0.0.1:8080"))],
+            "JOURNAL_ENVIRONMENT",
+        ),
+        (
+            vec![("FIREBASE_AUTH_EMULATOR_HOST", Some("127.0.0.1:9099"))],
+            "FIREBASE_AUTH_EMULATOR_HOST",
+        ),
+        (vec![("PROVIDER_URL", None)], "PROVIDER_URL"),
+        (
+            vec![("PROVIDER_URL", Some("http://provider.example"))],
+            "PROVIDER_URL",
+        ),
+        (
+            vec![("PROVIDER_URL", Some("https://u:p@provider.example"))],
+            "PROVIDER_URL",
+        ),
+        (vec![("PROVIDER_URL", Some("not a url"))], "PROVIDER_URL"),
+    ];
+    for (changes, variable) in refused {
+        let error = config(&changes).expect_err(variable);
+        assert_eq!(error.variable, variable, "{changes:?}");
+        let text = error.to_string();
+        assert!(!text.contains('\n') && text.contains(variable), "{text}");
+    }
+    assert_eq!(
+        service::auth::max_age("public, max-age=19302, must-revalidate"),
+        Some(Duration::from_secs(19302))
+    );
+    assert_eq!(service::auth::max_age("no-store"), Some(Duration::ZERO));
+    assert_eq!(service::auth::max_age("public"), None);
+}
+
+// ---------------------------------------------------------------------------------
+// The real binary.
+
+/// The example binary, which `cargo test` builds with the other targets. A run
+/// filtered to this test binary (`--test emulator`) does not build examples: build it
+/// first with `cargo build --all-features --example checkout-service`. (Building it
+/// from inside the test makes the two cargo runs invalidate each other's dependency
+/// builds, minutes each on a small machine.)
+fn binary() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let binary = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/<profile>")
+        .join("examples")
+        .join("checkout-service");
+    assert!(
+        binary.is_file(),
+        "the checkout-service example is not built at {}: run the README's test \
+         command, or `cargo build --all-features --example checkout-service` before a \
+         filtered run",
+        binary.display()
+    );
+    binary
+}
+
+fn service_command(env: &[(&str, &str)]) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(binary());
+    command.env_clear();
+    if let Some(path) = std::env::var_os("PATH") {
+        command.env("PATH", path);
+    }
+    command.envs(env.iter().copied());
+    command
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    command
+}
+
+#[tokio::test]
+async fn checkout_binary_refuses_bad_configuration_with_one_line_and_exit_1() {
+    let cases: [(&[(&str, &str)], &str); 3] = [
+        (
+            &[
+                ("GOOGLE_CLOUD_PROJECT", "demo-project"),
+                ("JOURNAL_ENVIRONMENT", "production"),
+            ],
+            "PROVIDER_URL",
+        ),
+        (
+            &[
+                ("GOOGLE_CLOUD_PROJECT", "demo-project"),
+                ("JOURNAL_ENVIRONMENT", "production"),
+                ("FIRESTORE_EMULATOR_HOST", "127.0.0.1:1"),
+                ("PROVIDER_URL", "https://provider.example"),
+            ],
+            "JOURNAL_ENVIRONMENT",
+        ),
+        (&[("PORT", "99999")], "PORT"),
+    ];
+    for (env, variable) in cases {
+        let output = service_command(env)
+            .output()
+            .await
+            .expect("run the service");
+        assert_eq!(output.status.code(), Some(1), "{variable}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(variable), "{stderr}");
+        assert!(output.stdout.is_empty());
+    }
+}
+
+#[tokio::test]
+async fn checkout_sigterm_lets_the_in_flight_request_finish_and_exits_0() {
+    let emulator = support::emulator();
+    let project = emulator.new_project_id();
+    let (stub, stub_url) = start_stub(&[], 200, true).await;
+    let mut child = service_command(&[
+        ("PORT", "0"),
+        ("GOOGLE_CLOUD_PROJECT", &project),
+        ("FIRESTORE_EMULATOR_HOST", emulator.host()),
+        ("JOURNAL_ENVIRONMENT", "emulator"),
+        ("PROVIDER_URL", &stub_url),
+        ("FIREBASE_AUTH_EMULATOR_HOST", "127.0.0.1:9099"),
+    ])
+    .spawn()
+    .expect("start the service");
+    let pid = child.id().expect("pid");
+    let (line_tx, mut line_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let stdout = child.stdout.take().expect("stdout");
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(stdout).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            let _ = line_tx.send(line);
+        }
+    });
+    let mut seen = Vec::new();
+    let mut next_line = async || {
+        let line = tokio::time::timeout(Duration::from_secs(60), line_rx.recv())
+            .await
+            .expect("a log line in time")
+            .expect("the service is still writing");
+        seen.push(line.clone());
+        serde_json::from_str::<Value>(&line).expect("JSON line")
+    };
+    let port = loop {
+        let line = next_line().await;
+        if line["message"] == "listening" {
+            break line["port"].as_u64().expect("port");
+        }
+    };
+    let base = format!("http://127.0.0.1:{port}");
+    let token = unsigned(&claims(&project, UID));
+    let http = reqwest::Client::new();
+    let request = http
+        .post(format!("{base}/v1/checkouts"))
+        .bearer_auth(&token)
+        .json(&json!({"commandId": COMMAND_ID, "payload": payload()}));
+    let in_flight = tokio::spawn(async move {
+        let response = request.send().await.expect("in-flight request answered");
+        (
+            response.status().as_u16(),
+            response.text().await.expect("body"),
+        )
+    });
+    tokio::time::timeout(Duration::from_secs(60), stub.arrived.notified())
+        .await
+        .expect("the provider call arrives");
+
+    let signalled = std::time::Instant::now();
+    // SAFETY: kill(2) on the pid of a child this test spawned and has not reaped.
+    let sent = unsafe { libc::kill(i32::try_from(pid).expect("pid fits"), libc::SIGTERM) };
+    assert_eq!(sent, 0);
+    loop {
+        let line = next_line().await;
+        if line["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("shutdown started"))
+        {
+            assert_eq!(line["signal"], "SIGTERM");
+            break;
+        }
+    }
+    // No new connections once shutdown started (the listener closes right after).
+    let refused = async {
+        loop {
+            match tokio::net::TcpStream::connect(("127.0.0.1", u16::try_from(port).expect("port")))
+                .await
+            {
+                Err(_) => return,
+                Ok(stream) => drop(stream),
+            }
+            tokio::task::yield_now().await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(5), refused)
+        .await
+        .expect("the listener closes on SIGTERM");
+    assert!(
+        !in_flight.is_finished(),
+        "the in-flight request is still held by the provider"
+    );
+
+    stub.gate.as_ref().expect("gated").add_permits(1);
+    let (status, body) = in_flight.await.expect("request task");
+    assert_eq!((status, body.as_str()), (200, r#"{"status":"succeeded"}"#));
+    let exit = tokio::time::timeout(Duration::from_secs(15), child.wait())
+        .await
+        .expect("the service exits after draining")
+        .expect("wait");
+    assert_eq!(exit.code(), Some(0));
+    assert!(
+        signalled.elapsed() < Duration::from_secs(10),
+        "drained within 10 s"
+    );
+    while let Ok(line) = line_rx.try_recv() {
+        seen.push(line);
+    }
+    while let Some(line) = line_rx.recv().await {
+        seen.push(line);
+    }
+    assert!(
+        seen.iter().any(|l| l.contains("shutdown complete")),
+        "{seen:?}"
+    );
+    assert_eq!(stub.calls().len(), 1);
+    assert_no_secrets(&seen, &[body], &[&token]);
+}

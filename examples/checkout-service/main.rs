@@ -1,0 +1,91 @@
+//! A Cloud Run checkout service on the command journal.
+//!
+//! `POST /v1/checkouts` charges a Firebase-authenticated caller at most once per
+//! command id: it registers the command, takes a fenced lease, calls the payment
+//! provider with the command's idempotency key and records the outcome. Configured
+//! from the environment (see `service::config`); run with
+//! `cargo run --release --example checkout-service`.
+
+mod service;
+
+use command_journal::Journal;
+use command_journal::connection::Connection;
+use serde_json::{Map, json};
+use service::auth::GoogleKeys;
+use service::config::Config;
+use service::handler::App;
+use service::logging::{Logger, Severity, TracingLayer};
+use service::shutdown;
+use std::process::ExitCode;
+use std::sync::Arc;
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
+
+fn main() -> ExitCode {
+    let config = match Config::from_env() {
+        Ok(config) => config,
+        Err(error) => {
+            eprintln!("{error}");
+            return ExitCode::from(1);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("start-up error: the async runtime could not start: {error}");
+            return ExitCode::from(1);
+        }
+    };
+    runtime.block_on(run(config))
+}
+
+async fn run(config: Config) -> ExitCode {
+    let logger = Logger::stdout(&config.project);
+    let _ = tracing_subscriber::registry()
+        .with(TracingLayer(logger.clone()))
+        .try_init();
+    let fail = |message: &str| {
+        logger.log(Severity::Error, message, None, Map::new());
+        ExitCode::from(1)
+    };
+
+    let connection = match Connection::connect(&config.project, config.target.clone()).await {
+        Ok(connection) => connection,
+        Err(_) => return fail("start-up error: Firestore could not be reached"),
+    };
+    let journal = Journal::new(connection);
+    let keys = Arc::new(GoogleKeys::new(reqwest::Client::new()));
+    let app = match App::new(&config, journal, keys, logger.clone()) {
+        Ok(app) => Arc::new(app),
+        Err(_) => return fail("start-up error: the HTTP client could not be built"),
+    };
+    let listener = match tokio::net::TcpListener::bind(("0.0.0.0", config.port)).await {
+        Ok(listener) => listener,
+        Err(_) => return fail("start-up error: PORT could not be bound"),
+    };
+    let port = listener
+        .local_addr()
+        .map(|a| a.port())
+        .unwrap_or(config.port);
+    let mut fields = Map::new();
+    fields.insert("port".into(), json!(port));
+    fields.insert("environment".into(), json!(config.environment.as_str()));
+    fields.insert("unsignedTokensAccepted".into(), json!(config.auth_emulator));
+    logger.log(Severity::Info, "listening", None, fields);
+
+    match shutdown::serve(
+        listener,
+        app.router(),
+        logger.clone(),
+        shutdown::signal(),
+        shutdown::DRAIN,
+    )
+    .await
+    {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(_) => fail("the server stopped on an I/O error"),
+    }
+}

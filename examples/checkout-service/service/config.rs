@@ -1,0 +1,168 @@
+//! Configuration from the environment, as Cloud Run passes it.
+//!
+//! Every setting is validated before the service binds its port; a missing or invalid
+//! one stops start-up with a one-line error naming the variable (never echoing its
+//! value), and the process exits 1.
+
+use command_journal::connection::Target;
+use command_journal::identity::Environment;
+use std::time::Duration;
+
+/// The port Cloud Run sets; 8080 when unset.
+pub const DEFAULT_PORT: u16 = 8080;
+/// Upper bound of one provider call; the lease's remaining time may shorten it.
+pub const PROVIDER_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The validated settings of one service instance.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The TCP port to listen on, on `0.0.0.0` (0 picks a free one, for tests).
+    pub port: u16,
+    /// The Google Cloud project: Firestore's and the Firebase ID tokens' audience.
+    pub project: String,
+    /// The emulator named by `FIRESTORE_EMULATOR_HOST`, or production Firestore.
+    pub target: Target,
+    /// The journal environment every command key is bound to.
+    pub environment: Environment,
+    /// Base URL of the payment provider; charges go to `{base}/v1/charges`.
+    pub provider_url: reqwest::Url,
+    /// True when `FIREBASE_AUTH_EMULATOR_HOST` is set: unsigned emulator tokens are
+    /// accepted (their claims are still checked).
+    pub auth_emulator: bool,
+    /// Upper bound of one provider call.
+    pub provider_timeout: Duration,
+}
+
+/// A setting that stops start-up: names the variable, never its value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("configuration error: {variable} {problem}")]
+pub struct ConfigError {
+    /// The environment variable at fault.
+    pub variable: &'static str,
+    /// What is wrong with it.
+    pub problem: &'static str,
+}
+
+fn refuse(variable: &'static str, problem: &'static str) -> ConfigError {
+    ConfigError { variable, problem }
+}
+
+impl Config {
+    /// Reads the process environment.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Reads settings through `get` (empty values count as unset).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let get = |name: &str| get(name).filter(|value| !value.trim().is_empty());
+
+        let port = match get("PORT") {
+            None => DEFAULT_PORT,
+            Some(text) => text
+                .trim()
+                .parse::<u16>()
+                .map_err(|_| refuse("PORT", "must be a TCP port number (0-65535)"))?,
+        };
+
+        let (project_variable, project) = match get("GOOGLE_CLOUD_PROJECT") {
+            Some(project) => ("GOOGLE_CLOUD_PROJECT", project),
+            None => (
+                "GCLOUD_PROJECT",
+                get("GCLOUD_PROJECT").ok_or(refuse(
+                    "GOOGLE_CLOUD_PROJECT",
+                    "is missing (or set GCLOUD_PROJECT)",
+                ))?,
+            ),
+        };
+        if !valid_project_id(&project) {
+            return Err(refuse(
+                project_variable,
+                "must be a project id of lowercase letters, digits and hyphens",
+            ));
+        }
+
+        let emulator_host = get("FIRESTORE_EMULATOR_HOST");
+        let environment = get("JOURNAL_ENVIRONMENT")
+            .ok_or(refuse("JOURNAL_ENVIRONMENT", "is missing"))
+            .and_then(|text| {
+                Environment::parse(text.trim()).map_err(|_| {
+                    refuse(
+                        "JOURNAL_ENVIRONMENT",
+                        "must be emulator, test, staging or production",
+                    )
+                })
+            })?;
+        let target = match (&emulator_host, environment) {
+            (Some(host), Environment::Emulator) => Target::Emulator(host.trim().to_owned()),
+            (None, Environment::Emulator) => {
+                return Err(refuse(
+                    "JOURNAL_ENVIRONMENT",
+                    "is emulator but FIRESTORE_EMULATOR_HOST is not set",
+                ));
+            }
+            (Some(_), _) => {
+                return Err(refuse(
+                    "JOURNAL_ENVIRONMENT",
+                    "must be emulator while FIRESTORE_EMULATOR_HOST is set",
+                ));
+            }
+            (None, _) => Target::Production,
+        };
+
+        let auth_emulator = get("FIREBASE_AUTH_EMULATOR_HOST").is_some();
+        if auth_emulator && environment != Environment::Emulator {
+            return Err(refuse(
+                "FIREBASE_AUTH_EMULATOR_HOST",
+                "is only accepted with JOURNAL_ENVIRONMENT=emulator",
+            ));
+        }
+
+        let provider_url = get("PROVIDER_URL")
+            .ok_or(refuse("PROVIDER_URL", "is missing"))
+            .and_then(|text| {
+                parse_provider_url(text.trim(), environment)
+                    .ok_or(refuse("PROVIDER_URL", "must be an absolute http(s) base URL without query or credentials (https outside emulator and test)"))
+            })?;
+
+        Ok(Self {
+            port,
+            project,
+            target,
+            environment,
+            provider_url,
+            auth_emulator,
+            provider_timeout: PROVIDER_TIMEOUT,
+        })
+    }
+}
+
+fn valid_project_id(project: &str) -> bool {
+    (1..=100).contains(&project.len())
+        && project
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
+fn parse_provider_url(text: &str, environment: Environment) -> Option<reqwest::Url> {
+    let url = reqwest::Url::parse(text).ok()?;
+    let plain_http_allowed = matches!(environment, Environment::Emulator | Environment::Test);
+    let scheme_ok = url.scheme() == "https" || (url.scheme() == "http" && plain_http_allowed);
+    let ok = scheme_ok
+        && url.has_host()
+        && url.query().is_none()
+        && url.fragment().is_none()
+        && url.username().is_empty()
+        && url.password().is_none();
+    ok.then_some(url)
+}
+
+impl Config {
+    /// `{PROVIDER_URL}/v1/charges`, keeping any base path.
+    pub fn charges_url(&self) -> reqwest::Url {
+        let mut url = self.provider_url.clone();
+        let path = format!("{}/v1/charges", url.path().trim_end_matches('/'));
+        url.set_path(&path);
+        url
+    }
+}

@@ -1,0 +1,417 @@
+//! `POST /v1/checkouts` and `GET /healthz`.
+//!
+//! A checkout is the journal command `checkout` (endpoint schema version 1) of the
+//! verified caller (scope kind `member`). The handler registers it, acquires a fresh
+//! lease, and only while it holds the lease calls the provider with the command's
+//! idempotency key for operation `charge`; then it records the outcome under its
+//! fence. Responses carry fixed statuses and codes only: never a raw id, a hash or a
+//! payload value.
+
+use super::auth::{AuthError, KeySource, Verifier};
+use super::config::Config;
+use super::logging::{Logger, Severity, Trace};
+use super::provider::{Charge, Provider};
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use command_journal::identity::{
+    CommandInput, CommandRequest, Environment, LeaseId, OperationSlug,
+};
+use command_journal::lease::{LeaseOutput, TerminalOutput};
+use command_journal::{Journal, JournalError};
+use serde_json::{Map, Value, json};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Largest request body accepted.
+pub const BODY_LIMIT: usize = 64 * 1024;
+/// The command type and endpoint schema version of a checkout.
+pub const COMMAND_TYPE: &str = "checkout";
+/// The endpoint schema version of `POST /v1/checkouts`.
+pub const ENDPOINT_SCHEMA_VERSION: i64 = 1;
+/// The provider operation whose idempotency key the charge carries.
+pub const OPERATION: &str = "charge";
+/// Time kept back from the lease for recording the outcome after the provider answers.
+pub const COMPLETION_MARGIN: Duration = Duration::from_secs(10);
+/// The shortest provider call worth starting.
+pub const MIN_PROVIDER_TIMEOUT: Duration = Duration::from_secs(1);
+/// `Retry-After` while another worker holds the lease, or Firestore is unavailable.
+pub const BUSY_RETRY_AFTER: u64 = 2;
+
+/// Everything a request needs; shared by every request.
+pub struct App {
+    journal: Journal,
+    verifier: Verifier,
+    provider: Provider,
+    logger: Logger,
+    environment: Environment,
+    provider_timeout: Duration,
+}
+
+impl std::fmt::Debug for App {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("App")
+            .field("journal", &self.journal)
+            .field("environment", &self.environment)
+            .finish_non_exhaustive()
+    }
+}
+
+impl App {
+    /// The service over `journal`; token keys come from `keys`, log lines go to
+    /// `logger`.
+    pub fn new(
+        config: &Config,
+        journal: Journal,
+        keys: Arc<dyn KeySource>,
+        logger: Logger,
+    ) -> Result<Self, reqwest::Error> {
+        Ok(Self {
+            journal,
+            verifier: Verifier::new(&config.project, config.auth_emulator, keys),
+            provider: Provider::new(config.charges_url())?,
+            logger,
+            environment: config.environment,
+            provider_timeout: config.provider_timeout,
+        })
+    }
+
+    /// The routes, with the body limit.
+    pub fn router(self: Arc<Self>) -> Router {
+        Router::new()
+            .route("/v1/checkouts", post(checkout))
+            .route("/healthz", get(healthz))
+            .fallback(|| async { reply(StatusCode::NOT_FOUND, json!({"error": "not_found"})) })
+            .layer(DefaultBodyLimit::max(BODY_LIMIT))
+            .with_state(self)
+    }
+}
+
+async fn healthz() -> Response {
+    reply(StatusCode::OK, json!({"status": "ok"}))
+}
+
+fn reply(status: StatusCode, body: Value) -> Response {
+    (status, axum::Json(body)).into_response()
+}
+
+/// A finished request: the response and what the log line says about it.
+struct Answer {
+    status: StatusCode,
+    body: Value,
+    retry_after: Option<u64>,
+    unauthenticated: bool,
+    /// A fixed code naming how the request ended.
+    outcome: &'static str,
+    command_key_hash: Option<String>,
+    fence_epoch: Option<i64>,
+    provider_called: bool,
+}
+
+impl Answer {
+    fn new(status: StatusCode, body: Value, outcome: &'static str) -> Self {
+        Self {
+            status,
+            body,
+            retry_after: None,
+            unauthenticated: false,
+            outcome,
+            command_key_hash: None,
+            fence_epoch: None,
+            provider_called: false,
+        }
+    }
+
+    fn succeeded(outcome: &'static str) -> Self {
+        Self::new(StatusCode::OK, json!({"status": "succeeded"}), outcome)
+    }
+
+    fn failed(outcome: &'static str) -> Self {
+        Self::new(
+            StatusCode::PAYMENT_REQUIRED,
+            json!({"status": "failed"}),
+            outcome,
+        )
+    }
+
+    fn in_progress(outcome: &'static str) -> Self {
+        let mut answer = Self::new(
+            StatusCode::CONFLICT,
+            json!({"status": "in_progress"}),
+            outcome,
+        );
+        answer.retry_after = Some(BUSY_RETRY_AFTER);
+        answer
+    }
+
+    fn retry(outcome: &'static str, after: u64) -> Self {
+        let mut answer = Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            json!({"status": "retry"}),
+            outcome,
+        );
+        answer.retry_after = Some(after.max(1));
+        answer
+    }
+
+    fn invalid(field: &'static str) -> Self {
+        Self::new(
+            StatusCode::BAD_REQUEST,
+            json!({"error": "invalid_input", "field": field}),
+            "invalid_input",
+        )
+    }
+
+    /// The journal's refusals, each to a fixed answer.
+    fn journal_error(error: JournalError) -> Self {
+        match error {
+            JournalError::InvalidInput { field } => Self::invalid(field),
+            JournalError::CommandConflict => Self::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                json!({"error": "command_conflict"}),
+                "command_conflict",
+            ),
+            JournalError::Unavailable { .. } => Self::retry("unavailable", BUSY_RETRY_AFTER),
+            // The lease passed to another worker while the provider answered: that
+            // worker repeats the call with the same key and records the outcome.
+            JournalError::LeaseExpired | JournalError::StaleFence | JournalError::LeaseNotHeld => {
+                Self::in_progress(error.code())
+            }
+            JournalError::JournalCorrupt { .. } => Self::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                json!({"error": "journal_corrupt", "message": "the checkout could not be processed; nothing was changed"}),
+                "journal_corrupt",
+            ),
+            other => Self::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                json!({"error": "internal", "message": "the checkout could not be processed"}),
+                other.code(),
+            ),
+        }
+    }
+
+    fn severity(&self) -> Severity {
+        if self.status.is_server_error() && self.status != StatusCode::SERVICE_UNAVAILABLE {
+            Severity::Error
+        } else if self.status == StatusCode::SERVICE_UNAVAILABLE {
+            Severity::Warning
+        } else {
+            Severity::Info
+        }
+    }
+
+    fn into_response(self) -> Response {
+        let mut response = reply(self.status, self.body);
+        if let Some(seconds) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        if self.unauthenticated {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response
+    }
+}
+
+async fn checkout(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let started = Instant::now();
+    let trace = app.logger.trace(
+        headers
+            .get("x-cloud-trace-context")
+            .and_then(|v| v.to_str().ok()),
+    );
+    let answer = handle(&app, &headers, body).await;
+    log_request(&app.logger, trace.as_ref(), &answer, started.elapsed());
+    answer.into_response()
+}
+
+fn log_request(logger: &Logger, trace: Option<&Trace>, answer: &Answer, latency: Duration) {
+    let mut fields = Map::new();
+    fields.insert(
+        "httpRequest".into(),
+        json!({
+            "requestMethod": "POST",
+            "requestUrl": "/v1/checkouts",
+            "status": answer.status.as_u16(),
+            "latency": format!("{:.6}s", latency.as_secs_f64()),
+        }),
+    );
+    fields.insert("outcome".into(), json!(answer.outcome));
+    if let Some(hash) = &answer.command_key_hash {
+        fields.insert("commandKeyHash".into(), json!(hash));
+    }
+    if let Some(fence) = answer.fence_epoch {
+        fields.insert("fenceEpoch".into(), json!(fence));
+    }
+    fields.insert("providerCalled".into(), json!(answer.provider_called));
+    logger.log(answer.severity(), "checkout", trace, fields);
+}
+
+async fn handle(app: &App, headers: &HeaderMap, body: Result<Bytes, BytesRejection>) -> Answer {
+    let authorization = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    let caller = match app.verifier.verify(authorization).await {
+        Ok(caller) => caller,
+        Err(AuthError::KeysUnavailable) => return Answer::retry("keys_unavailable", 5),
+        Err(error) => {
+            let mut answer = Answer::new(
+                StatusCode::UNAUTHORIZED,
+                json!({"error": "unauthenticated"}),
+                error.code(),
+            );
+            answer.unauthenticated = true;
+            return answer;
+        }
+    };
+    if !is_json(headers) {
+        return Answer::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            json!({"error": "unsupported_media_type"}),
+            "unsupported_media_type",
+        );
+    }
+    let body = match body {
+        Ok(body) => body,
+        Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            return Answer::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                json!({"error": "payload_too_large"}),
+                "payload_too_large",
+            );
+        }
+        Err(_) => return Answer::invalid("body"),
+    };
+    let (command_id, payload) = match parse_body(&body) {
+        Ok(parts) => parts,
+        Err(field) => return Answer::invalid(field),
+    };
+    let command = match CommandInput::new(CommandRequest {
+        environment: app.environment.as_str(),
+        caller_scope_kind: "member",
+        caller_id: caller.uid(),
+        command_id: &command_id,
+        command_type: COMMAND_TYPE,
+        endpoint_schema_version: ENDPOINT_SCHEMA_VERSION,
+        payload: &payload,
+    }) {
+        Ok(command) => command,
+        Err(error) => return Answer::journal_error(error),
+    };
+    let hash = command.identity().command_key_hash().to_string();
+    let mut answer = run_command(app, &command, &payload).await;
+    answer.command_key_hash = Some(hash);
+    answer
+}
+
+/// `application/json`, parameters (such as `charset=utf-8`) allowed.
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// Exactly `{"commandId": string, "payload": ...}`; the payload itself is validated
+/// by the journal. A rejection names the field, never its value.
+fn parse_body(body: &[u8]) -> Result<(String, Value), &'static str> {
+    let Ok(Value::Object(mut object)) = serde_json::from_slice::<Value>(body) else {
+        return Err("body");
+    };
+    let command_id = match object.remove("commandId") {
+        Some(Value::String(id)) => id,
+        _ => return Err("commandId"),
+    };
+    let payload = object.remove("payload").ok_or("payload")?;
+    if !object.is_empty() {
+        return Err("body");
+    }
+    Ok((command_id, payload))
+}
+
+/// Registers the command and acquires a fresh lease for this attempt: one read and
+/// one commit each today; swap for a single combined journal call when one exists.
+async fn start(
+    journal: &Journal,
+    command: &CommandInput,
+    lease: &LeaseId,
+) -> Result<LeaseOutput, JournalError> {
+    // Registers if new and acquires, in one read and one commit for a new command.
+    Ok(journal.start(command, lease).await?.lease)
+}
+
+async fn run_command(app: &App, command: &CommandInput, payload: &Value) -> Answer {
+    let lease = LeaseId::generate();
+    let (fence_epoch, expires_at) = match start(&app.journal, command, &lease).await {
+        Ok(LeaseOutput::Acquired {
+            fence_epoch,
+            lease_expires_at,
+        }) => (fence_epoch, lease_expires_at),
+        Ok(LeaseOutput::Busy) => return Answer::in_progress("lease_busy"),
+        Ok(LeaseOutput::Succeeded) => return Answer::succeeded("already_succeeded"),
+        Ok(LeaseOutput::FailedFinal) => return Answer::failed("already_failed"),
+        Err(error) => return Answer::journal_error(error),
+    };
+    // The lease's remaining time on the journal's own clock.
+    let now = match app.journal.now() {
+        Ok(now) => now,
+        Err(error) => return Answer::journal_error(error),
+    };
+    let remaining =
+        Duration::from_micros(u64::try_from(expires_at.micros() - now.micros()).unwrap_or(0));
+    let retry_after = remaining.as_secs() + u64::from(remaining.subsec_nanos() > 0);
+    let timeout = app
+        .provider_timeout
+        .min(remaining.saturating_sub(COMPLETION_MARGIN));
+    let mut answer = if timeout < MIN_PROVIDER_TIMEOUT {
+        Answer::retry("lease_too_short", retry_after)
+    } else {
+        let key = match OperationSlug::parse(OPERATION) {
+            Ok(operation) => command.identity().provider_idempotency_key(&operation),
+            Err(error) => return Answer::journal_error(error),
+        };
+        let charge = app.provider.charge(&key, payload, timeout).await;
+        let mut answer = match charge {
+            Charge::Charged(reference) => {
+                match app
+                    .journal
+                    .complete_command(command, &lease, fence_epoch, &reference)
+                    .await
+                {
+                    Ok(outcome) => terminal(outcome, "succeeded"),
+                    Err(error) => Answer::journal_error(error),
+                }
+            }
+            Charge::Declined => {
+                match app.journal.fail_command(command, &lease, fence_epoch).await {
+                    Ok(outcome) => terminal(outcome, "declined"),
+                    Err(error) => Answer::journal_error(error),
+                }
+            }
+            Charge::Unknown(code) => Answer::retry(code, retry_after),
+        };
+        answer.provider_called = true;
+        answer
+    };
+    answer.fence_epoch = Some(fence_epoch);
+    answer
+}
+
+fn terminal(outcome: TerminalOutput, code: &'static str) -> Answer {
+    match outcome {
+        TerminalOutput::Succeeded => Answer::succeeded(code),
+        TerminalOutput::FailedFinal => Answer::failed(code),
+    }
+}
