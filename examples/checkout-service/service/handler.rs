@@ -341,8 +341,8 @@ fn parse_body(body: &[u8]) -> Result<(String, Value), &'static str> {
     Ok((command_id, payload))
 }
 
-/// Registers the command and acquires a fresh lease for this attempt: one read and
-/// one commit each today; swap for a single combined journal call when one exists.
+/// Registers the command if it is new and acquires a fresh lease for this attempt, in
+/// one read and one commit for a new command (`Journal::start`).
 async fn start(
     journal: &Journal,
     command: &CommandInput,
