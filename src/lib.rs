@@ -71,6 +71,7 @@ pub mod connection;
 mod credentials;
 pub mod digest;
 pub(crate) mod document;
+#[cfg(feature = "emulator")]
 pub mod emulator;
 pub mod error;
 pub mod expected;
