@@ -1,4 +1,5 @@
-//! Command leases, monotonic fencing and terminal commitments (seed 000's B2B).
+//! Command leases, monotonic fencing and terminal commitments; `docs/leases.md` gives
+//! the full transition table.
 //!
 //! Pure: each prepared operation holds the derived identity, the holder's lease-owner
 //! fingerprint and the one captured time, and `decide`s over the strictly parsed
@@ -93,7 +94,7 @@ impl LeaseOutput {
     }
 }
 
-/// Serializes to exactly the seed's shapes, e.g.
+/// Serializes to exactly these shapes, e.g.
 /// `{"journalSchemaVersion":1,"lifecycleSchemaVersion":1,"outcome":"lease_acquired",
 /// "state":"leased","fenceEpoch":1,"leaseExpiresAt":{"seconds":…,"nanoseconds":…}}`.
 impl Serialize for LeaseOutput {

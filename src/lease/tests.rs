@@ -1,4 +1,4 @@
-//! Pure unit tests of the lease state machine (seed 000's B2B) over a simulated store.
+//! Pure unit tests of the lease state machine (`docs/leases.md`) over a simulated store.
 //!
 //! Every operation goes through [`run`], which behaves like the transaction runner: it
 //! reads the operation's paths from an in-memory store, serves `Decision::Read`
@@ -2874,7 +2874,7 @@ fn registration_stays_exact_and_registered_existing_through_every_lifecycle_stat
 }
 
 // ---------------------------------------------------------------------------------
-// Property: random histories against an oracle of the seed's state machine
+// Property: random histories against an oracle of the lease state machine
 // ---------------------------------------------------------------------------------
 
 #[derive(Debug, Clone)]
@@ -2925,7 +2925,7 @@ fn step() -> impl Strategy<Value = Step> {
     ]
 }
 
-/// What the seed's state machine says an operation does.
+/// What the lease state machine (`docs/leases.md`) says an operation does.
 enum Predicted<O> {
     Observe(O),
     Reject(JournalError),
@@ -3032,7 +3032,7 @@ fn stored_lifecycle(store: &Store) -> Option<Lifecycle> {
         .map(|fields| Lifecycle::parse(&hash(), fields).expect("stored lifecycle parses"))
 }
 
-/// The seed's invariants over one step, independent of the oracle.
+/// The lease invariants over one step, independent of the oracle.
 fn check_invariants(
     before: &Store,
     after: &Store,
