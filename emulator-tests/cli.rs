@@ -404,7 +404,7 @@ async fn ledger_multi_effect_reversal_replay_and_link_through_the_cli() {
         json!({"seat_id": "seat-A", "amount": "-3.00", "type": "LEGACY"}),
         json!({"seat_id": "seat-B", "amount": "3.00", "type": "LEGACY"}),
     ];
-    let legacy_plan = command_journal::ledger::fingerprint::FingerprintInput::from_json(
+    let legacy_plan = command_journal::FingerprintInput::from_json(
         &json!({"family": "effect_plan", "fingerprintVersion": 4, "effects": items}),
     )
     .expect("plan");

@@ -108,9 +108,9 @@ async fn the_container_emulator_starts_where_a_docker_engine_runs() {
     }
     let started = container::start().await.expect("container emulator");
     let host = started.emulator().host().to_owned();
-    let connection = command_journal::connection::Connection::connect(
+    let connection = command_journal::Connection::connect(
         "container-check",
-        command_journal::connection::Target::Emulator(host),
+        command_journal::Target::Emulator(host),
     )
     .await;
     assert!(connection.is_ok());
