@@ -68,14 +68,15 @@
 //! Pure (no I/O, no clock): `identity` and `digest` (validated inputs and derived
 //! values), `document` and `ledger`'s codecs (strict document parsing), `transaction`
 //! (the transition contract: `paths`, `decide`, `Decision`), `registration`, `lease`,
-//! `start` and `ledger`'s operations (the decisions), `verify::commerce`,
+//! `start` and `ledger::{accept, replay, migration}` (the decisions), `verify::commerce`,
 //! `verify::ledger` and `verify::historical_links` (the verifier's checks),
 //! `strict_json`, `expected`.
 //!
 //! I/O: `runner` (reads, commits and retries), `connection` and `credentials` (gRPC
 //! channel, project discovery), `verify::scan` (streaming reads for [`verify`]), and
-//! `emulator` (the test harness, feature `emulator`). [`Journal`] joins a pure
-//! operation to the runner; `time` holds the trusted clock.
+//! `emulator` (the test harness, feature `emulator`). [`Journal`] (with
+//! `ledger::operations` for the ledger calls) joins a pure operation to the runner, and
+//! [`verify`] feeds the scan to the pure checks; `time` holds the trusted clock.
 //!
 //! The contract the code implements is written down in `docs/`: `identity.md` (input
 //! rules, framing and derived values), `documents.md` (every document and its
