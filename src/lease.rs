@@ -19,6 +19,10 @@
 //! terminal + acquire                            -> terminal observation (read-only)
 //! stale / conflicting / malformed / overflow    -> reject (read-only)
 //! ```
+//!
+//! Inside the decisions a refusal is always `Err(Step::Reject(..))` (a missing read is
+//! `Err(Step::Read(..))`), so `?` carries both out of the shared loading; `decide` turns
+//! the step into the one [`Decision`] the runner sees.
 
 use crate::digest::Digest;
 use crate::document::MAX_REVISION;
@@ -319,10 +323,10 @@ impl Acquire {
         let now = call.now;
         let Some(current) = current else {
             if now < root.registered_at {
-                return Ok(Decision::Reject(JournalError::ClockRegression));
+                return Err(Step::Reject(JournalError::ClockRegression));
             }
             let Some(expires) = now.plus_seconds(LEASE_SECONDS) else {
-                return Ok(Decision::Reject(JournalError::ClockRegression));
+                return Err(Step::Reject(JournalError::ClockRegression));
             };
             let after = Lifecycle {
                 command_key_hash: call.hash().clone(),
@@ -373,10 +377,10 @@ impl Acquire {
         let fence_epoch = current.fence_epoch + 1;
         let command_revision = current.command_revision + 1;
         if command_revision > MAX_REVISION || fence_epoch > MAX_REVISION {
-            return Ok(Decision::Reject(JournalError::RevisionOverflow));
+            return Err(Step::Reject(JournalError::RevisionOverflow));
         }
         let Some(expires) = now.plus_seconds(LEASE_SECONDS) else {
-            return Ok(Decision::Reject(JournalError::ClockRegression));
+            return Err(Step::Reject(JournalError::ClockRegression));
         };
         let after = Lifecycle {
             state: LifecycleState::Leased,
@@ -451,13 +455,13 @@ impl Terminal {
         let call = &self.call;
         let Loaded { root, current } = call.load(snapshot)?;
         let Some(current) = current else {
-            return Ok(Decision::Reject(JournalError::LeaseNotHeld));
+            return Err(Step::Reject(JournalError::LeaseNotHeld));
         };
         if current.lease_owner_fingerprint != call.owner {
-            return Ok(Decision::Reject(JournalError::LeaseNotHeld));
+            return Err(Step::Reject(JournalError::LeaseNotHeld));
         }
         if current.fence_epoch != self.expected_fence_epoch {
-            return Ok(Decision::Reject(JournalError::StaleFence));
+            return Err(Step::Reject(JournalError::StaleFence));
         }
         let wanted = match &self.request {
             TerminalRequest::Succeed(commitment) => (LifecycleState::Succeeded, Some(commitment)),
@@ -466,23 +470,22 @@ impl Terminal {
         if current.state != LifecycleState::Leased {
             // Exact retry (even after the lease expired) observes; anything else conflicts.
             let stored = (current.state, current.terminal_commitment.as_ref());
-            return Ok(if stored == wanted {
-                Decision::Observe(self.output())
-            } else {
-                Decision::Reject(JournalError::TerminalConflict)
-            });
+            if stored != wanted {
+                return Err(Step::Reject(JournalError::TerminalConflict));
+            }
+            return Ok(Decision::Observe(self.output()));
         }
         let now = call.now;
         // An earlier-captured time never finalizes.
         if now < current.updated_at {
-            return Ok(Decision::Reject(JournalError::ClockRegression));
+            return Err(Step::Reject(JournalError::ClockRegression));
         }
         if now >= current.lease_expires_at {
-            return Ok(Decision::Reject(JournalError::LeaseExpired));
+            return Err(Step::Reject(JournalError::LeaseExpired));
         }
         let command_revision = current.command_revision + 1;
         if command_revision > MAX_REVISION {
-            return Ok(Decision::Reject(JournalError::RevisionOverflow));
+            return Err(Step::Reject(JournalError::RevisionOverflow));
         }
         let (state, commitment) = wanted;
         let after = Lifecycle {
