@@ -4,13 +4,13 @@
 //!
 //! `cargo bench --bench core`
 
-use command_journal::identity::{
+use command_journal::Timestamp;
+use command_journal::internals::Registration;
+use command_journal::internals::{Acquire, LeaseCall, Terminal, TerminalRequest};
+use command_journal::internals::{Decision, Snapshot, Transition, Write};
+use command_journal::{
     CommandInput, CommandRequest, LeaseId, Payload, TerminalReferenceFingerprint,
 };
-use command_journal::lease::{Acquire, LeaseCall, Terminal, TerminalRequest};
-use command_journal::registration::Registration;
-use command_journal::time::Timestamp;
-use command_journal::transaction::{Decision, Snapshot, Transition, Write};
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
 use std::collections::HashMap;

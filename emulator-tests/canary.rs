@@ -6,10 +6,8 @@
 use super::support::{self, list};
 use chrono::{DateTime, TimeDelta};
 use command_journal::Journal;
-use command_journal::identity::{
-    CommandInput, CommandRequest, LeaseId, TerminalReferenceFingerprint,
-};
-use command_journal::time::ManualClock;
+use command_journal::ManualClock;
+use command_journal::{CommandInput, CommandRequest, LeaseId, TerminalReferenceFingerprint};
 use serde_json::json;
 use std::sync::{Arc, Mutex};
 

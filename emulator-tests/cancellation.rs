@@ -6,10 +6,10 @@
 use super::proxy::{Fault, Proxy, Rpc};
 use super::support::{self, command, list};
 use command_journal::Concurrency;
-use command_journal::connection::{Connection, Target};
-use command_journal::identity::LeaseId;
-use command_journal::journal::Journal;
-use command_journal::lease::LeaseOutput;
+use command_journal::Journal;
+use command_journal::LeaseId;
+use command_journal::LeaseOutput;
+use command_journal::{Connection, Target};
 use serde_json::json;
 use std::time::Duration;
 

@@ -12,10 +12,10 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use chrono::{TimeDelta, Utc};
-use command_journal::connection::Connection;
-use command_journal::identity::{CommandInput, CommandRequest, OperationSlug};
-use command_journal::journal::Journal;
-use command_journal::time::ManualClock;
+use command_journal::Connection;
+use command_journal::Journal;
+use command_journal::ManualClock;
+use command_journal::{CommandInput, CommandRequest, OperationSlug};
 use futures::future::BoxFuture;
 use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
@@ -361,7 +361,7 @@ impl Service {
     }
 
     async fn assert_verifies_clean(&self, commands: u64) {
-        let report = command_journal::verify::verify(&self.connection, &mut |_| {})
+        let report = command_journal::verify(&self.connection, &mut |_| {})
             .await
             .expect("verify");
         assert!(report.clean, "findings: {:?}", report.finding_counts);

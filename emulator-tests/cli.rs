@@ -404,7 +404,7 @@ async fn ledger_multi_effect_reversal_replay_and_link_through_the_cli() {
         json!({"seat_id": "seat-A", "amount": "-3.00", "type": "LEGACY"}),
         json!({"seat_id": "seat-B", "amount": "3.00", "type": "LEGACY"}),
     ];
-    let legacy_plan = command_journal::ledger::fingerprint::FingerprintInput::from_json(
+    let legacy_plan = command_journal::FingerprintInput::from_json(
         &json!({"family": "effect_plan", "fingerprintVersion": 4, "effects": items}),
     )
     .expect("plan");
@@ -448,7 +448,7 @@ async fn ledger_multi_effect_reversal_replay_and_link_through_the_cli() {
             json!({
                 "error": "invalid_input",
                 "field": "effectIds",
-                "expected": command_journal::expected::expected_for("effectIds")
+                "expected": command_journal::expected_for("effectIds")
             })
         )
     );
@@ -505,7 +505,7 @@ async fn start_registers_and_acquires_in_one_call_through_the_cli() {
             json!({
                 "error": "invalid_input",
                 "field": "leaseId",
-                "expected": command_journal::expected::expected_for("leaseId")
+                "expected": command_journal::expected_for("leaseId")
             })
         )
     );

@@ -2,11 +2,11 @@
 //! connection names, and nothing reaches `(default)`.
 
 use super::support::{self, command, list};
+use command_journal::Journal;
 use command_journal::JournalError;
-use command_journal::connection::{Connection, Target};
-use command_journal::identity::LeaseId;
-use command_journal::journal::Journal;
-use command_journal::lease::LeaseOutput;
+use command_journal::LeaseId;
+use command_journal::LeaseOutput;
+use command_journal::{Connection, Target};
 use serde_json::json;
 
 #[tokio::test]
@@ -28,7 +28,7 @@ async fn register_acquire_and_verify_on_a_named_database_leave_default_empty() {
         acquired,
         LeaseOutput::Acquired { fence_epoch: 1, .. }
     ));
-    let report = command_journal::verify::verify(&named, &mut |_| {})
+    let report = command_journal::verify(&named, &mut |_| {})
         .await
         .expect("verify");
     assert!(report.clean);

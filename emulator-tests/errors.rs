@@ -4,10 +4,10 @@
 
 use super::status_server::StatusServer;
 use super::support::command;
-use command_journal::connection::{Connection, Target};
-use command_journal::journal::Journal;
-use command_journal::transaction::{BACKOFF_CAP, MAX_ATTEMPTS};
+use command_journal::Journal;
+use command_journal::{BACKOFF_CAP, MAX_ATTEMPTS};
 use command_journal::{Concurrency, ConfigCause, ErrorClass, GrpcCode, JournalError};
+use command_journal::{Connection, Target};
 use serde_json::json;
 use std::time::{Duration, Instant};
 

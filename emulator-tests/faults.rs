@@ -11,14 +11,14 @@
 use super::proxy::{Exchange, Fault, Proxy, Rpc};
 use super::support::{self, command, get, list};
 use chrono::{DateTime, TimeDelta, Utc};
-use command_journal::connection::{Connection, Target};
-use command_journal::identity::{CommandInput, LeaseId, TerminalReferenceFingerprint};
-use command_journal::journal::Journal;
-use command_journal::lease::{LeaseOutput, TerminalOutput};
-use command_journal::registration::RegistrationOutcome;
-use command_journal::time::{ManualClock, Timestamp};
-use command_journal::transaction::{MAX_ATTEMPTS, RPC_TIMEOUT, Stats};
+use command_journal::Journal;
+use command_journal::RegistrationOutcome;
+use command_journal::{CommandInput, LeaseId, TerminalReferenceFingerprint};
+use command_journal::{Connection, Target};
 use command_journal::{GrpcCode, JournalError};
+use command_journal::{LeaseOutput, TerminalOutput};
+use command_journal::{MAX_ATTEMPTS, RPC_TIMEOUT, Stats};
+use command_journal::{ManualClock, Timestamp};
 use gcloud_sdk::google::firestore::v1::Document;
 use gcloud_sdk::google::firestore::v1::value::ValueType;
 use serde_json::json;
@@ -68,7 +68,7 @@ async fn rig() -> Rig {
 
 impl Rig {
     fn now(&self) -> Timestamp {
-        Timestamp::from_datetime(command_journal::time::Clock::now(&*self.clock)).expect("now")
+        Timestamp::from_datetime(command_journal::Clock::now(&*self.clock)).expect("now")
     }
 
     /// Every document of the project, sorted by name, with its update time.
@@ -505,9 +505,9 @@ async fn an_emulator_that_accepts_but_never_answers_is_unavailable_within_the_de
     // A listener nobody serves: connections complete in the kernel, no byte comes back.
     let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let host = silent.local_addr().expect("addr").to_string();
-    let connection = command_journal::connection::Connection::connect(
+    let connection = command_journal::Connection::connect(
         "silent-project",
-        command_journal::connection::Target::Emulator(host),
+        command_journal::Target::Emulator(host),
     )
     .await
     .expect("connections are lazy");

@@ -117,9 +117,9 @@ async fn the_container_emulator_starts_with_the_rules_where_a_docker_engine_runs
         host.rsplit_once(':')
             .is_some_and(|(_, port)| port.parse::<u16>().is_ok())
     );
-    let connection = command_journal::connection::Connection::connect(
+    let connection = command_journal::Connection::connect(
         "container-check",
-        command_journal::connection::Target::Emulator(host.clone()),
+        command_journal::Target::Emulator(host.clone()),
     )
     .await;
     assert!(connection.is_ok());

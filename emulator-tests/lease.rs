@@ -2,13 +2,13 @@
 
 use super::support::{self, command, get, list, put, race};
 use chrono::{DateTime, TimeDelta, Utc};
+use command_journal::Connection;
+use command_journal::Journal;
 use command_journal::JournalError;
-use command_journal::connection::Connection;
-use command_journal::identity::{CommandInput, LeaseId, TerminalReferenceFingerprint};
-use command_journal::journal::Journal;
-use command_journal::lease::{LeaseOutput, TerminalOutput};
-use command_journal::registration::RegistrationOutcome;
-use command_journal::time::ManualClock;
+use command_journal::ManualClock;
+use command_journal::RegistrationOutcome;
+use command_journal::{CommandInput, LeaseId, TerminalReferenceFingerprint};
+use command_journal::{LeaseOutput, TerminalOutput};
 use gcloud_sdk::google::firestore::v1::Document;
 use serde_json::json;
 use std::sync::Arc;
@@ -322,7 +322,7 @@ async fn uncontended_acquire_complete_and_fail_are_one_attempt_of_two_rpcs() {
     let other = command(701, json!({}));
     journal.register_command(&cmd).await.expect("register");
     journal.register_command(&other).await.expect("register");
-    let check = |before: command_journal::transaction::Stats, journal: &Journal| {
+    let check = |before: command_journal::Stats, journal: &Journal| {
         let used = journal.stats().since(&before);
         assert_eq!(
             (used.attempts, used.batch_gets, used.commits, used.rpcs()),

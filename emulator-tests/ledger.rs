@@ -2,15 +2,15 @@
 //! orphan effects, scope, reversal linkage and replay before pricing.
 
 use super::support::{self, get, list, put, race};
-use command_journal::connection::Connection;
-use command_journal::digest::Digest;
-use command_journal::identity::LedgerKey;
-use command_journal::ledger::fingerprint::{EffectPlanItem, FingerprintInput, Intent};
-use command_journal::ledger::{
+use command_journal::Connection;
+use command_journal::Digest;
+use command_journal::LedgerKey;
+use command_journal::Timestamp;
+use command_journal::{EffectPlanItem, FingerprintInput, Intent};
+use command_journal::{
     HistoricalCommand, LedgerOutcome, LedgerReplay, LedgerScope, Lineage, Outcome,
     ReversalAuthority, TransferLeg,
 };
-use command_journal::time::Timestamp;
 use command_journal::{Journal, JournalError};
 use gcloud_sdk::google::firestore::v1::value::ValueType;
 use gcloud_sdk::google::firestore::v1::{Document, Value};

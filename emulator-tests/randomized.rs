@@ -18,14 +18,12 @@
 
 use super::support::{self, list};
 use chrono::{DateTime, TimeDelta};
+use command_journal::Journal;
 use command_journal::JournalError;
-use command_journal::identity::{
-    CommandInput, CommandRequest, LeaseId, TerminalReferenceFingerprint,
-};
-use command_journal::journal::Journal;
-use command_journal::lease::{LeaseOutput, TerminalOutput};
-use command_journal::registration::RegistrationOutcome;
-use command_journal::time::{Clock, ManualClock, Timestamp};
+use command_journal::RegistrationOutcome;
+use command_journal::{Clock, ManualClock, Timestamp};
+use command_journal::{CommandInput, CommandRequest, LeaseId, TerminalReferenceFingerprint};
+use command_journal::{LeaseOutput, TerminalOutput};
 use gcloud_sdk::google::firestore::v1::Document;
 use gcloud_sdk::google::firestore::v1::value::ValueType;
 use serde_json::json;

@@ -2,14 +2,14 @@
 
 use super::support::{self, command, get, list, put};
 use command_journal::JournalError;
-use command_journal::registration::RegistrationOutcome;
+use command_journal::RegistrationOutcome;
 use serde_json::json;
 
-fn root_path(cmd: &command_journal::identity::CommandInput) -> String {
+fn root_path(cmd: &command_journal::CommandInput) -> String {
     format!("checkoutRequests/{}", cmd.identity().command_key_hash())
 }
 
-fn audit_path(cmd: &command_journal::identity::CommandInput) -> String {
+fn audit_path(cmd: &command_journal::CommandInput) -> String {
     format!(
         "auditEvents/commerce_command_{}_0000000001",
         cmd.identity().command_key_hash()

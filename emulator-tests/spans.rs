@@ -2,8 +2,8 @@
 //! outcome and elapsed time, and never a raw id, hash, path or payload value.
 
 use super::support::{self, command};
-use command_journal::identity::{LeaseId, TerminalReferenceFingerprint};
-use command_journal::journal::Journal;
+use command_journal::Journal;
+use command_journal::{LeaseId, TerminalReferenceFingerprint};
 use serde_json::json;
 use std::sync::{Arc, Mutex};
 use tracing::field::{Field, Visit};
@@ -97,7 +97,7 @@ async fn every_operation_is_one_span_with_its_counts_and_no_secrets() {
     let reference = TerminalReferenceFingerprint::parse(&reference_text).expect("reference");
     journal.register_command(&cmd).await.expect("register");
     let fence = match journal.acquire_lease(&cmd, &lease).await.expect("acquire") {
-        command_journal::lease::LeaseOutput::Acquired { fence_epoch, .. } => fence_epoch,
+        command_journal::LeaseOutput::Acquired { fence_epoch, .. } => fence_epoch,
         other => panic!("{other:?}"),
     };
     journal

@@ -3,13 +3,13 @@
 
 use super::support::{self, command, get, list, race};
 use chrono::{DateTime, Utc};
-use command_journal::identity::{CommandInput, LeaseId, TerminalReferenceFingerprint};
-use command_journal::journal::Journal;
-use command_journal::lease::LeaseOutput;
-use command_journal::registration::RegistrationOutcome;
-use command_journal::start::StartOutput;
-use command_journal::time::ManualClock;
-use command_journal::transaction::Stats;
+use command_journal::Journal;
+use command_journal::LeaseOutput;
+use command_journal::ManualClock;
+use command_journal::RegistrationOutcome;
+use command_journal::StartOutput;
+use command_journal::Stats;
+use command_journal::{CommandInput, LeaseId, TerminalReferenceFingerprint};
 use gcloud_sdk::google::firestore::v1::Document;
 use serde_json::json;
 use std::sync::Arc;

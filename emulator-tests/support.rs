@@ -2,9 +2,9 @@
 //! reads and writes that bypass the journal, and command builders.
 
 use command_journal::Journal;
-use command_journal::connection::{Connection, Target};
 use command_journal::emulator::Emulator;
-use command_journal::identity::{CommandInput, CommandRequest};
+use command_journal::{CommandInput, CommandRequest};
+use command_journal::{Connection, Target};
 use gcloud_sdk::google::firestore::v1::{
     CommitRequest, Document, GetDocumentRequest, ListDocumentsRequest, Value, Write, write,
 };

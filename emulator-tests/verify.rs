@@ -4,9 +4,9 @@
 use super::support::{self, command, delete, get, list, put};
 use chrono::{DateTime, TimeDelta};
 use command_journal::Journal;
-use command_journal::identity::{CommandInput, LeaseId, TerminalReferenceFingerprint};
-use command_journal::time::ManualClock;
-use command_journal::verify::{FindingCode, VerifyReport, verify};
+use command_journal::ManualClock;
+use command_journal::{CommandInput, LeaseId, TerminalReferenceFingerprint};
+use command_journal::{FindingCode, VerifyReport, verify};
 use gcloud_sdk::google::firestore::v1::value::ValueType;
 use gcloud_sdk::google::firestore::v1::{Document, Value};
 use serde_json::json;
@@ -169,7 +169,7 @@ async fn every_seeded_corruption_is_reported_with_its_code_and_path() {
         .acquire_lease(&cmds[8], &lease(3))
         .await
         .expect("takeover");
-    let command_journal::lease::LeaseOutput::Acquired { fence_epoch, .. } = fresh else {
+    let command_journal::LeaseOutput::Acquired { fence_epoch, .. } = fresh else {
         panic!("expected a lease");
     };
     journal
@@ -379,9 +379,9 @@ async fn the_cli_exits_5_on_findings_and_0_when_clean() {
 
 mod ledger {
     use super::*;
-    use command_journal::identity::LedgerKey;
-    use command_journal::ledger::LedgerScope;
-    use command_journal::ledger::fingerprint::FingerprintInput;
+    use command_journal::FingerprintInput;
+    use command_journal::LedgerKey;
+    use command_journal::LedgerScope;
 
     fn plan(quantity: u64) -> FingerprintInput {
         FingerprintInput::from_json(&json!({
@@ -507,8 +507,8 @@ mod ledger {
 
     #[tokio::test]
     async fn historical_link_corruptions_are_reported_with_their_code_and_path() {
-        use command_journal::ledger::HistoricalCommand;
-        use command_journal::time::Timestamp;
+        use command_journal::HistoricalCommand;
+        use command_journal::Timestamp;
         let (journal, _clock) = journal().await;
         let connection = journal.connection();
         let scope = LedgerScope::new("seat-A", "seat-A").expect("scope");

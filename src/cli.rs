@@ -12,9 +12,9 @@ pub mod schema;
 pub mod verify;
 
 use crate::{Args, Cmd, ExampleOf, LedgerCmd};
-use command_journal::connection::{Connection, Target};
-use command_journal::time::ManualClock;
+use command_journal::ManualClock;
 use command_journal::{Concurrency, Journal, JournalError};
+use command_journal::{Connection, Target};
 use commands::Operation;
 use input::Failure;
 use schema::Subject;

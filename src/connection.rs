@@ -129,11 +129,14 @@ impl Connection {
     }
 
     /// The `firestore` crate handle, for queries and scans.
-    pub fn db(&self) -> &FirestoreDb {
+    pub(crate) fn db(&self) -> &FirestoreDb {
         &self.db
     }
 
-    /// A clone of the raw gRPC client (cheap: it shares the channel).
+    /// A clone of the raw gRPC client (cheap: it shares the channel). For the verifier
+    /// and for this crate's emulator tests, which write documents directly; not part of
+    /// the supported API.
+    #[doc(hidden)]
     pub fn raw(&self) -> RawClient {
         self.raw.clone()
     }

@@ -5,8 +5,8 @@ use std::fmt;
 
 /// A lowercase hex SHA-256 digest (64 characters).
 ///
-/// Only constructed by [`frame_digest`] or by [`Digest::parse`], which accepts exactly
-/// 64 lowercase hex characters.
+/// Only constructed by the crate's framing (`frame_digest`) or by [`Digest::parse`],
+/// which accepts exactly 64 lowercase hex characters.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Digest(String);
 

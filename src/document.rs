@@ -4,7 +4,8 @@
 //! field set, exact value types (an integer is not a double, a timestamp is not a
 //! string, null is not absent), exact enums and the relations between fields.
 //! Anything else is [`JournalError::JournalCorrupt`](crate::JournalError) and the
-//! operation that read it writes nothing.
+//! operation that read it writes nothing. `docs/documents.md` lists every document's
+//! fields and invariants.
 
 pub mod audit;
 pub(crate) mod fields;

@@ -160,7 +160,12 @@ mod tests {
                     stack.push(path);
                     continue;
                 }
-                let is_test = path.file_name().is_some_and(|n| n == "tests.rs");
+                // Unit tests live in `tests.rs` files or in `tests/` directories.
+                let is_test = path.file_name().is_some_and(|n| n == "tests.rs")
+                    || path
+                        .parent()
+                        .and_then(Path::file_name)
+                        .is_some_and(|n| n == "tests");
                 if path.extension().is_none_or(|e| e != "rs") || is_test {
                     continue;
                 }

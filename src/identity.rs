@@ -1,4 +1,5 @@
-//! Command identity (seed 000's B1): validated inputs and the derived hashes.
+//! Command identity: validated inputs and the derived hashes. `docs/identity.md` gives
+//! the framing and every derived value with its frame parts.
 //!
 //! Every input is a newtype whose only constructor validates it; a rejection is
 //! [`JournalError::InvalidInput`] naming the field, never echoing the value. Values a

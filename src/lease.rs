@@ -1,4 +1,5 @@
-//! Command leases, monotonic fencing and terminal commitments (seed 000's B2B).
+//! Command leases, monotonic fencing and terminal commitments; `docs/leases.md` gives
+//! the full transition table.
 //!
 //! Pure: each prepared operation holds the derived identity, the holder's lease-owner
 //! fingerprint and the one captured time, and `decide`s over the strictly parsed
@@ -18,6 +19,10 @@
 //! terminal + acquire                            -> terminal observation (read-only)
 //! stale / conflicting / malformed / overflow    -> reject (read-only)
 //! ```
+//!
+//! Inside the decisions a refusal is always `Err(Step::Reject(..))` (a missing read is
+//! `Err(Step::Read(..))`), so `?` carries both out of the shared loading; `decide` turns
+//! the step into the one [`Decision`] the runner sees.
 
 use crate::digest::Digest;
 use crate::document::MAX_REVISION;
@@ -93,7 +98,7 @@ impl LeaseOutput {
     }
 }
 
-/// Serializes to exactly the seed's shapes, e.g.
+/// Serializes to exactly these shapes, e.g.
 /// `{"journalSchemaVersion":1,"lifecycleSchemaVersion":1,"outcome":"lease_acquired",
 /// "state":"leased","fenceEpoch":1,"leaseExpiresAt":{"seconds":…,"nanoseconds":…}}`.
 impl Serialize for LeaseOutput {
@@ -318,10 +323,10 @@ impl Acquire {
         let now = call.now;
         let Some(current) = current else {
             if now < root.registered_at {
-                return Ok(Decision::Reject(JournalError::ClockRegression));
+                return Err(Step::Reject(JournalError::ClockRegression));
             }
             let Some(expires) = now.plus_seconds(LEASE_SECONDS) else {
-                return Ok(Decision::Reject(JournalError::ClockRegression));
+                return Err(Step::Reject(JournalError::ClockRegression));
             };
             let after = Lifecycle {
                 command_key_hash: call.hash().clone(),
@@ -372,10 +377,10 @@ impl Acquire {
         let fence_epoch = current.fence_epoch + 1;
         let command_revision = current.command_revision + 1;
         if command_revision > MAX_REVISION || fence_epoch > MAX_REVISION {
-            return Ok(Decision::Reject(JournalError::RevisionOverflow));
+            return Err(Step::Reject(JournalError::RevisionOverflow));
         }
         let Some(expires) = now.plus_seconds(LEASE_SECONDS) else {
-            return Ok(Decision::Reject(JournalError::ClockRegression));
+            return Err(Step::Reject(JournalError::ClockRegression));
         };
         let after = Lifecycle {
             state: LifecycleState::Leased,
@@ -450,13 +455,13 @@ impl Terminal {
         let call = &self.call;
         let Loaded { root, current } = call.load(snapshot)?;
         let Some(current) = current else {
-            return Ok(Decision::Reject(JournalError::LeaseNotHeld));
+            return Err(Step::Reject(JournalError::LeaseNotHeld));
         };
         if current.lease_owner_fingerprint != call.owner {
-            return Ok(Decision::Reject(JournalError::LeaseNotHeld));
+            return Err(Step::Reject(JournalError::LeaseNotHeld));
         }
         if current.fence_epoch != self.expected_fence_epoch {
-            return Ok(Decision::Reject(JournalError::StaleFence));
+            return Err(Step::Reject(JournalError::StaleFence));
         }
         let wanted = match &self.request {
             TerminalRequest::Succeed(commitment) => (LifecycleState::Succeeded, Some(commitment)),
@@ -465,23 +470,22 @@ impl Terminal {
         if current.state != LifecycleState::Leased {
             // Exact retry (even after the lease expired) observes; anything else conflicts.
             let stored = (current.state, current.terminal_commitment.as_ref());
-            return Ok(if stored == wanted {
-                Decision::Observe(self.output())
-            } else {
-                Decision::Reject(JournalError::TerminalConflict)
-            });
+            if stored != wanted {
+                return Err(Step::Reject(JournalError::TerminalConflict));
+            }
+            return Ok(Decision::Observe(self.output()));
         }
         let now = call.now;
         // An earlier-captured time never finalizes.
         if now < current.updated_at {
-            return Ok(Decision::Reject(JournalError::ClockRegression));
+            return Err(Step::Reject(JournalError::ClockRegression));
         }
         if now >= current.lease_expires_at {
-            return Ok(Decision::Reject(JournalError::LeaseExpired));
+            return Err(Step::Reject(JournalError::LeaseExpired));
         }
         let command_revision = current.command_revision + 1;
         if command_revision > MAX_REVISION {
-            return Ok(Decision::Reject(JournalError::RevisionOverflow));
+            return Err(Step::Reject(JournalError::RevisionOverflow));
         }
         let (state, commitment) = wanted;
         let after = Lifecycle {

@@ -1,5 +1,7 @@
-//! Ledger idempotency reservations (SPEC-LED-002, seed 003) as DESIGN.md maps them
-//! onto Firestore.
+//! Ledger idempotency reservations on Firestore: one reservation per ledger key, and
+//! the effect rows it created, accepted or replayed atomically. `docs/ledger.md` describes
+//! the serializers, internal transfers, lineage and linking; `docs/documents.md` the
+//! documents.
 //!
 //! - [`fingerprint`]: the pure, versioned replay-fingerprint serializers;
 //! - [`reservation`] and [`effect`]: the strict codecs of `ledgerReservations/{id}`

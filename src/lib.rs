@@ -9,12 +9,10 @@
 //! stale fence can never finish.
 //!
 //! ```no_run
-//! use command_journal::connection::{Connection, Target};
-//! use command_journal::identity::{
-//!     CommandInput, CommandRequest, LeaseId, OperationSlug, TerminalReferenceFingerprint,
+//! use command_journal::{
+//!     CommandInput, CommandRequest, Connection, Journal, JournalError, LeaseId, LeaseOutput,
+//!     OperationSlug, Target, TerminalReferenceFingerprint,
 //! };
-//! use command_journal::lease::LeaseOutput;
-//! use command_journal::{Journal, JournalError};
 //!
 //! async fn checkout(
 //!     journal: &Journal,
@@ -61,39 +59,101 @@
 //! # }
 //! ```
 //!
-//! Every operation is a pure `decide` over validated inputs, one captured timestamp
-//! and strictly parsed documents, run by one transaction runner
-//! ([`transaction`]); [`verify`] checks a whole journal without writing.
+//! # Layout
+//!
+//! Every item a caller uses is re-exported here, at the crate root; the modules
+//! themselves are private. Every operation is a pure `decide` over validated inputs, one
+//! captured timestamp and strictly parsed documents, run by one transaction runner.
+//!
+//! Pure (no I/O, no clock): `identity` and `digest` (validated inputs and derived
+//! values), `document` and `ledger`'s codecs (strict document parsing), `transaction`
+//! (the transition contract: `paths`, `decide`, `Decision`), `registration`, `lease`,
+//! `start` and `ledger::{accept, replay, migration}` (the decisions), `verify::commerce`,
+//! `verify::ledger` and `verify::historical_links` (the verifier's checks),
+//! `strict_json`, `expected`.
+//!
+//! I/O: `runner` (reads, commits and retries), `connection` and `credentials` (gRPC
+//! channel, project discovery), `verify::scan` (streaming reads for [`verify`]), and
+//! `emulator` (the test harness, feature `emulator`). [`Journal`] (with
+//! `ledger::operations` for the ledger calls) joins a pure operation to the runner, and
+//! [`verify`] feeds the scan to the pure checks; `time` holds the trusted clock.
+//!
+//! The contract the code implements is written down in `docs/`: `identity.md` (input
+//! rules, framing and derived values), `documents.md` (every document and its
+//! invariants), `leases.md` (the lease, fence and terminal tables) and `ledger.md`
+//! (fingerprint serializers, transfers, replay, lineage and linking).
+//!
+//! # Features
+//!
+//! `cli` (the binary's dependencies) and `emulator` (the harness) are on by default;
+//! `testcontainers` runs the harness's emulator in a container; `fuzzing` exposes the
+//! entry points of `fuzz/` and the internals the benchmarks drive, neither of which is
+//! a supported API.
 
 #![deny(missing_docs)]
 
-pub mod connection;
+mod connection;
 mod credentials;
-pub mod digest;
-pub(crate) mod document;
+mod digest;
+mod document;
+#[cfg(feature = "emulator")]
 pub mod emulator;
-pub mod error;
-pub mod expected;
+mod error;
+mod expected;
 /// Fuzzing entry points (cargo feature `fuzzing`): harness code with oracle
 /// assertions, kept out of the library proper.
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod identity;
-pub mod journal;
-pub mod lease;
-pub mod ledger;
-pub mod registration;
+mod identity;
+mod journal;
+mod lease;
+mod ledger;
+mod registration;
 #[cfg(feature = "rules-testing")]
 pub mod rules_testing;
-pub mod runner;
-pub mod start;
+mod runner;
+mod start;
 pub mod strict_json;
-pub mod time;
-pub mod transaction;
-pub mod verify;
+mod time;
+mod transaction;
+mod verify;
 
+pub use connection::{Connection, DEFAULT_DATABASE, Target};
 pub use credentials::resolve_project;
+pub use digest::Digest;
 pub use error::{ConfigCause, ErrorClass, GrpcCode, JournalError};
+pub use expected::expected_for;
+pub use identity::{
+    CallerId, CallerScopeKind, CommandId, CommandIdentity, CommandInput, CommandRequest,
+    CommandType, EndpointSchemaVersion, Environment, LeaseId, LedgerKey,
+    MAX_CANONICAL_PAYLOAD_BYTES, MAX_LEDGER_PART_BYTES, MAX_PAYLOAD_DEPTH, MAX_SAFE_INTEGER,
+    OperationSlug, Payload, TerminalReferenceFingerprint,
+};
 pub use journal::Journal;
-pub use runner::Concurrency;
+pub use lease::{LeaseOutput, StatusOutput, TerminalOutput};
+pub use ledger::fingerprint::{
+    Amount, COMPENSATION_SUBTYPE_KEY, CURRENT_FINGERPRINT_VERSION, CommandFamily, EffectPlanItem,
+    Fingerprint, FingerprintInput, Intent, MAX_EFFECTS, MAX_TEXT_BYTES, TRANSFER_KEYS,
+    TransferPlan, V4_EFFECT_KEYS,
+};
+pub use ledger::{
+    HistoricalCommand, LedgerEffect, LedgerOutcome, LedgerReplay, LedgerScope, Lineage, Outcome,
+    ReversalAuthority, TransferLeg,
+};
+pub use registration::{RegistrationOutcome, RegistrationOutput};
+pub use runner::{BACKOFF_BASE, BACKOFF_CAP, Concurrency, MAX_ATTEMPTS, RPC_TIMEOUT, Stats};
+pub use start::StartOutput;
+pub use time::{Clock, ManualClock, SystemClock, Timestamp};
+pub use verify::{Finding, FindingCode, MAX_FINDINGS, Scanned, VerifyReport, verify};
+
+/// The pure transition contract and the prepared operations, for the benchmarks and
+/// fuzz targets (cargo feature `fuzzing`). Not a supported API: it changes freely.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod internals {
+    pub use crate::lease::{Acquire, LeaseCall, Terminal, TerminalRequest};
+    pub use crate::registration::Registration;
+    pub use crate::start::Start;
+    pub use crate::transaction::{Decision, MAX_FOLLOW_UP_READS, Snapshot, Transition, Write};
+}

@@ -1,5 +1,5 @@
-//! Immutable registration (seed 000's B2A): the root and its revision-1 audit event,
-//! created together exactly once.
+//! Immutable registration: the root and its revision-1 audit event, created together
+//! exactly once. The documents are described in `docs/documents.md`.
 
 use crate::document::audit::{self, RegistrationEvent};
 use crate::document::fields::FieldMap;

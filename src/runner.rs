@@ -99,8 +99,8 @@ pub struct Counters {
     conflicts: AtomicU64,
 }
 
-/// A snapshot of [`Counters`]. Every RPC the runner sends is a BatchGet, a Commit or a
-/// Rollback, so `rpcs()` is their sum: no other RPC exists in the crate's
+/// A snapshot of a journal's counters. Every RPC the runner sends is a BatchGet, a
+/// Commit or a Rollback, so `rpcs()` is their sum: no other RPC exists in the crate's
 /// transaction path.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Stats {

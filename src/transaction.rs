@@ -14,10 +14,6 @@ use crate::document::fields::FieldMap;
 use crate::error::JournalError;
 use std::collections::HashMap;
 
-pub use crate::runner::{
-    BACKOFF_BASE, BACKOFF_CAP, Concurrency, Counters, MAX_ATTEMPTS, RPC_TIMEOUT, Stats,
-};
-
 /// Follow-up reads one attempt may make (see [`Decision::Read`]).
 pub const MAX_FOLLOW_UP_READS: usize = 2;
 

@@ -8,10 +8,8 @@
 
 use command_journal::Journal;
 use command_journal::JournalError;
-use command_journal::identity::{
-    CommandInput, CommandRequest, LeaseId, TerminalReferenceFingerprint,
-};
-use command_journal::lease::{LeaseOutput, TerminalOutput};
+use command_journal::{CommandInput, CommandRequest, LeaseId, TerminalReferenceFingerprint};
+use command_journal::{LeaseOutput, TerminalOutput};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -21,12 +21,12 @@ mod peer;
 mod proxy;
 
 use command_journal::Journal;
-use command_journal::connection::{Connection, Target};
+use command_journal::RegistrationOutcome;
+use command_journal::Stats;
 use command_journal::emulator::Emulator;
-use command_journal::identity::{LeaseId, TerminalReferenceFingerprint};
-use command_journal::lease::{LeaseOutput, TerminalOutput};
-use command_journal::registration::RegistrationOutcome;
-use command_journal::transaction::Stats;
+use command_journal::{Connection, Target};
+use command_journal::{LeaseId, TerminalReferenceFingerprint};
+use command_journal::{LeaseOutput, TerminalOutput};
 use cpu::{Cpu, CpuMeter};
 use crate_side::{RawCommand, uuid};
 use peer::Peer;
@@ -326,7 +326,7 @@ async fn parity(bench: &mut Bench) -> Res<Vec<String>> {
     )?;
 
     // The crate's verifier over the whole mixed journal.
-    let report = command_journal::verify::verify(journal.connection(), &mut |_| {})
+    let report = command_journal::verify(journal.connection(), &mut |_| {})
         .await
         .map_err(err)?;
     check(

@@ -8,8 +8,8 @@
 
 mod service;
 
+use command_journal::Connection;
 use command_journal::Journal;
-use command_journal::connection::Connection;
 use serde_json::{Map, json};
 use service::auth::GoogleKeys;
 use service::config::Config;

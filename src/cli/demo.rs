@@ -9,17 +9,15 @@
 //! otherwise.
 
 use chrono::{DateTime, TimeDelta};
-use command_journal::connection::{Connection, Target};
+use command_journal::LedgerKey;
+use command_journal::ManualClock;
 use command_journal::emulator::Emulator;
-use command_journal::identity::LedgerKey;
-use command_journal::identity::{
-    CommandInput, CommandRequest, LeaseId, TerminalReferenceFingerprint,
-};
-use command_journal::lease::{LeaseOutput, TerminalOutput};
-use command_journal::ledger::fingerprint::{CURRENT_FINGERPRINT_VERSION, FingerprintInput};
-use command_journal::ledger::{LedgerOutcome, LedgerScope, Outcome};
-use command_journal::time::ManualClock;
+use command_journal::{CURRENT_FINGERPRINT_VERSION, FingerprintInput};
+use command_journal::{CommandInput, CommandRequest, LeaseId, TerminalReferenceFingerprint};
+use command_journal::{Connection, Target};
 use command_journal::{Journal, JournalError};
+use command_journal::{LeaseOutput, TerminalOutput};
+use command_journal::{LedgerOutcome, LedgerScope, Outcome};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -250,7 +248,7 @@ async fn workload(host: &str, options: &DemoOptions) -> Result<Finished, Journal
         for _ in 0..2 {
             let (journal, command, tally) = (journal.clone(), command.clone(), tally.clone());
             tasks.push(tokio::spawn(async move {
-                use command_journal::registration::RegistrationOutcome::*;
+                use command_journal::RegistrationOutcome::*;
                 match journal.register_command(&command).await?.outcome() {
                     RegisteredNew => bump(&tally.registrations_new),
                     RegisteredExisting => bump(&tally.registrations_existing),
@@ -339,7 +337,7 @@ async fn workload(host: &str, options: &DemoOptions) -> Result<Finished, Journal
     ledger(&journal, &tally, options.commands / 2, &mut rng).await?;
 
     let mut progress_line = |read: u64| eprintln!("demo: verify: {read} documents read");
-    let report = command_journal::verify::verify(journal.connection(), &mut progress_line).await?;
+    let report = command_journal::verify(journal.connection(), &mut progress_line).await?;
     let stats = journal.stats();
     let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
     let rows: Vec<(&str, u64)> = vec![

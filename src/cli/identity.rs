@@ -2,7 +2,7 @@
 
 use super::input::{Failure, Input};
 use super::schema::Subject;
-use command_journal::identity::{LeaseId, OperationSlug, TerminalReferenceFingerprint};
+use command_journal::{LeaseId, OperationSlug, TerminalReferenceFingerprint};
 use serde_json::{Value, json};
 
 /// Derives `commandKeyHash`, `payloadFingerprint`, `canonicalPayload` and, when their

@@ -1,11 +1,11 @@
 //! The one JSON object a subcommand reads on stdin, taken field by field.
 
 use command_journal::JournalError;
-use command_journal::identity::{
+use command_journal::strict_json::{ObjectError, parse_object};
+use command_journal::{
     CallerId, CallerScopeKind, CommandId, CommandInput, CommandRequest, CommandType,
     EndpointSchemaVersion, Environment,
 };
-use command_journal::strict_json::{ObjectError, parse_object};
 use serde_json::{Map, Value};
 
 /// Why a subcommand refused: a journal error, or a key of its stdin object.

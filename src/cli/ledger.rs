@@ -31,13 +31,11 @@
 use super::input::{Failure, Input, object as stdin_object, only_keys};
 use super::schema::Subject;
 use crate::LedgerCmd;
-use command_journal::digest::Digest;
-use command_journal::identity::LedgerKey;
-use command_journal::ledger::fingerprint::{
-    CURRENT_FINGERPRINT_VERSION, CommandFamily, FingerprintInput, Intent,
-};
-use command_journal::ledger::{HistoricalCommand, LedgerScope, ReversalAuthority};
-use command_journal::time::Timestamp;
+use command_journal::Digest;
+use command_journal::LedgerKey;
+use command_journal::Timestamp;
+use command_journal::{CURRENT_FINGERPRINT_VERSION, CommandFamily, FingerprintInput, Intent};
+use command_journal::{HistoricalCommand, LedgerScope, ReversalAuthority};
 use command_journal::{Journal, JournalError};
 use serde_json::{Map, Value, json};
 

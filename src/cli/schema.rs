@@ -1,10 +1,8 @@
 //! What each subcommand reads on stdin: its keys, their types and rules, and a worked
 //! example, shown by `--help` and printed by `command-journal example`.
 
-use command_journal::expected::expected_for;
-use command_journal::ledger::fingerprint::{
-    COMPENSATION_SUBTYPE_KEY, TRANSFER_KEYS, V4_EFFECT_KEYS,
-};
+use command_journal::expected_for;
+use command_journal::{COMPENSATION_SUBTYPE_KEY, TRANSFER_KEYS, V4_EFFECT_KEYS};
 
 /// A subcommand that reads a JSON object on stdin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,7 +5,7 @@
 
 use super::Global;
 use super::exit;
-use command_journal::verify::Scanned;
+use command_journal::Scanned;
 use std::process::ExitCode;
 
 /// The exit code of a scan that found no journal document.
@@ -18,7 +18,7 @@ pub async fn run(options: &Global, allow_empty: bool) -> ExitCode {
         Err(error) => return exit::report(Err(error)),
     };
     let mut progress = |read: u64| eprintln!("verify: {read} documents read");
-    let report = match command_journal::verify::verify(journal.connection(), &mut progress).await {
+    let report = match command_journal::verify(journal.connection(), &mut progress).await {
         Ok(report) => report,
         Err(error) => return exit::report(Err(error)),
     };

@@ -128,8 +128,8 @@ impl Lifecycle {
         Ok(lifecycle)
     }
 
-    /// The state-specific invariants of seed 000, plus the exact revision/fence
-    /// arithmetic and the fixed lease duration.
+    /// The state-specific invariants (`docs/documents.md`, lifecycle), plus the exact
+    /// revision/fence arithmetic and the fixed lease duration.
     fn relations_hold(&self) -> bool {
         let expiry_fixed =
             self.lease_acquired_at.plus_seconds(LEASE_SECONDS) == Some(self.lease_expires_at);

@@ -1,4 +1,4 @@
-//! Accepting a ledger command (seed 003 §V–VI): the reservation and every effect in
+//! Accepting a ledger command (`docs/ledger.md`): the reservation and every effect in
 //! one atomic commit, or a comparison with the reservation that already holds the key.
 //!
 //! One read covers the reservation, every effect slot the command would create plus
@@ -18,7 +18,7 @@
 //! A uniqueness conflict at commit (another caller created the reservation or an
 //! effect first) is never reported: the runner re-reads and this table decides again.
 //!
-//! Decisions where the seed and DESIGN.md are silent:
+//! Decisions this module takes:
 //!
 //! - A new reservation is always made under
 //!   [`CURRENT_FINGERPRINT_VERSION`]; a plan declaring another version is accepted

@@ -64,7 +64,7 @@ const MAX_LEGACY_ID_BYTES: usize = 256;
 /// Longest migration id, in bytes.
 const MAX_MIGRATION_ID_BYTES: usize = 128;
 
-/// How an effect row relates to a command reservation (seed 003 §VII).
+/// How an effect row relates to a command reservation (`docs/ledger.md`, lineage).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Lineage {
     /// A new canonical effect; its reservation is required.

@@ -1,5 +1,5 @@
-//! Versioned replay fingerprints for ledger commands (seed 003, "Version 1.2" and
-//! "Version 5 compensation-subtype fingerprint"; DESIGN.md "Ledger").
+//! Versioned replay fingerprints for ledger commands: serializer versions 4 and 5
+//! (the latter adds the compensation subtype), described in `docs/ledger.md`.
 //!
 //! Pure code: no clock, no I/O. A [`FingerprintInput`] is validated and normalized once
 //! (by [`FingerprintInput::from_json`] or the typed constructors) and can then be
@@ -19,7 +19,7 @@
 //! - `internal_transfer`: the seven-key transfer object of [`TRANSFER_KEYS`] alone, with
 //!   no envelope; identical bytes under versions 4 and 5.
 //!
-//! Decisions this module takes where the seed and DESIGN.md are silent:
+//! Rules this module sets:
 //!
 //! - Amounts are JSON strings (a JSON number is rejected) matching
 //!   `-?(0|[1-9][0-9]{0,12})(\.[0-9]{1,2})?`, normalized to exactly two decimals
@@ -59,7 +59,7 @@ pub const MAX_TEXT_BYTES: usize = 1024;
 /// The largest number of integer digits an amount may have.
 const MAX_AMOUNT_INTEGER_DIGITS: usize = 13;
 
-/// The twelve effect keys version 4 hashes, in the seed's order.
+/// The twelve effect keys version 4 hashes, in this order.
 pub const V4_EFFECT_KEYS: [&str; 12] = [
     "seat_id",
     "target_seat_id",
@@ -210,7 +210,7 @@ impl Amount {
     }
 }
 
-/// One effect of an effect plan, normalized; field names are the seed's JSON keys.
+/// One effect of an effect plan, normalized; field names are its JSON keys.
 ///
 /// `None` encodes as JSON null. The default is a non-recovery effect with every field
 /// null and zero compensation cents.
@@ -335,7 +335,7 @@ enum Body {
 }
 
 impl FingerprintInput {
-    /// Validates and normalizes the DESIGN.md serializer input object (`family`,
+    /// Validates and normalizes the serializer input object (`family`,
     /// `fingerprintVersion`, and `effects` + `intent` or `transfer`).
     pub fn from_json(value: &Value) -> Result<Self, JournalError> {
         let top = object(value, &TOP_LEVEL_KEYS, "input")?;

@@ -12,7 +12,7 @@ use crate::journal::Journal;
 
 impl Journal {
     /// Accepts a ledger command under its reservation identity `key`, in one
-    /// transaction (seed 003 §V–VI).
+    /// transaction.
     ///
     /// `accepted`: the reservation (fingerprint version 5) and every effect were
     /// created atomically — an internal transfer as a debit and a credit, a reversal

@@ -4,8 +4,8 @@
 //! one stops start-up with a one-line error naming the variable (never echoing its
 //! value), and the process exits 1.
 
-use command_journal::connection::Target;
-use command_journal::identity::Environment;
+use command_journal::Environment;
+use command_journal::Target;
 use std::time::Duration;
 
 /// The port Cloud Run sets; 8080 when unset.

@@ -18,11 +18,9 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use command_journal::identity::{
-    CommandInput, CommandRequest, Environment, LeaseId, OperationSlug,
-};
-use command_journal::lease::{LeaseOutput, TerminalOutput};
+use command_journal::{CommandInput, CommandRequest, Environment, LeaseId, OperationSlug};
 use command_journal::{Journal, JournalError};
+use command_journal::{LeaseOutput, TerminalOutput};
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -2,7 +2,7 @@
 //! provider idempotency key, so that a second holder's call after a lease expiry is
 //! deduplicated by the provider rather than charged twice.
 
-use command_journal::identity::TerminalReferenceFingerprint;
+use command_journal::TerminalReferenceFingerprint;
 use sha2::{Digest as _, Sha256};
 use std::time::Duration;
 
