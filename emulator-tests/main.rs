@@ -17,6 +17,7 @@ mod ledger;
 mod proxy;
 mod randomized;
 mod registration;
+mod soak;
 mod spans;
 mod start;
 mod status_server;

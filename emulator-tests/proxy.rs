@@ -153,6 +153,22 @@ impl Proxy {
         shared.armed = Some((rpc, fault));
     }
 
+    /// Arms `fault` for the next request of `rpc` unless a fault is still armed;
+    /// returns whether it armed.
+    pub fn try_arm(&self, rpc: Rpc, fault: Fault) -> bool {
+        let mut shared = lock(&self.shared);
+        if shared.armed.is_some() {
+            return false;
+        }
+        shared.armed = Some((rpc, fault));
+        true
+    }
+
+    /// Removes an armed fault that has not fired.
+    pub fn disarm(&self) {
+        lock(&self.shared).armed = None;
+    }
+
     /// How many armed faults have fired.
     pub fn fired(&self) -> usize {
         lock(&self.shared).fired

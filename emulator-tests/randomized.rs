@@ -10,6 +10,8 @@
 //! - `cargo test --test emulator randomized` runs the short form (150 operations).
 //! - `CJ_LONG=1 cargo test --test emulator randomized -- --nocapture` runs
 //!   the long form (5,000 operations) and prints a summary.
+//! - `CJ_OPERATIONS=<n>` runs at least `n` operations (the endurance form:
+//!   `CJ_OPERATIONS=25000`, several seeds).
 //! - `CJ_RANDOM_SEED=<n>` replays a seed; a failing run prints its seed.
 //!
 //! The seed fixes every worker's choices and the clock's schedule for the same
@@ -67,6 +69,12 @@ fn seed() -> u64 {
 }
 
 fn operations() -> usize {
+    if let Some(n) = std::env::var("CJ_OPERATIONS")
+        .ok()
+        .and_then(|n| n.trim().parse().ok())
+    {
+        return n;
+    }
     match std::env::var("CJ_LONG").as_deref() {
         Ok("1") => LONG_OPERATIONS,
         _ => SHORT_OPERATIONS,

@@ -128,8 +128,10 @@ impl Connection {
         })
     }
 
-    /// The `firestore` crate handle, for queries and scans.
-    pub(crate) fn db(&self) -> &FirestoreDb {
+    /// The `firestore` crate handle, for queries and scans (the verifier, and this
+    /// crate's benchmarks); not part of the supported API.
+    #[doc(hidden)]
+    pub fn db(&self) -> &FirestoreDb {
         &self.db
     }
 

@@ -145,7 +145,9 @@ pub use registration::{RegistrationOutcome, RegistrationOutput};
 pub use runner::{BACKOFF_BASE, BACKOFF_CAP, Concurrency, MAX_ATTEMPTS, RPC_TIMEOUT, Stats};
 pub use start::StartOutput;
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
-pub use verify::{Finding, FindingCode, MAX_FINDINGS, Scanned, VerifyReport, verify};
+pub use verify::{
+    Finding, FindingCode, MAX_FINDINGS, Scanned, VerifyReport, count_documents, verify,
+};
 
 /// The pure transition contract and the prepared operations, for the benchmarks and
 /// fuzz targets (cargo feature `fuzzing`). Not a supported API: it changes freely.

@@ -167,3 +167,11 @@ pub async fn verify(
     report.clean = report.finding_counts.is_empty();
     Ok(report)
 }
+
+/// How many documents [`verify`] will read, from one COUNT aggregation per scanned
+/// collection (a few RPCs, no document transferred): a total for progress and ETA.
+/// Taken before the scan and not at its read time, so it is an estimate while the
+/// journal is being written.
+pub async fn count_documents(connection: &Connection) -> Result<u64, JournalError> {
+    scan::count(connection).await
+}

@@ -3,13 +3,22 @@
 //! forwards bytes unchanged and reads only the 9-byte frame headers of the
 //! client-to-server direction, so it counts the calls of any client, this crate's
 //! and the Node.js peer's alike, without decoding HPACK.
+//!
+//! With a one-way delay ([`CountingProxy::start_with_delay`]) every chunk read in either
+//! direction is written on only once that delay has passed since it was read, in
+//! order and pipelined (later chunks do not wait for earlier ones' delays to add up):
+//! a round trip costs twice the delay, as on a network link of that latency with
+//! unlimited bandwidth.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
 const PREFACE_LEN: usize = 24;
 const FRAME_HEADER: usize = 9;
@@ -31,6 +40,11 @@ impl Drop for CountingProxy {
 impl CountingProxy {
     /// Listens on a free loopback port and forwards to `upstream` (`HOST:PORT`).
     pub async fn start(upstream: String) -> std::io::Result<Self> {
+        Self::start_with_delay(upstream, Duration::ZERO).await
+    }
+
+    /// As [`start`](Self::start), delaying every byte by `one_way` in each direction.
+    pub async fn start_with_delay(upstream: String, one_way: Duration) -> std::io::Result<Self> {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
         let streams = Arc::new(AtomicU64::new(0));
@@ -43,7 +57,7 @@ impl CountingProxy {
                     if let Ok(server) = TcpStream::connect(&upstream).await {
                         let _ = client.set_nodelay(true);
                         let _ = server.set_nodelay(true);
-                        forward(client, server, counter).await;
+                        forward(client, server, counter, one_way).await;
                     }
                 });
             }
@@ -66,30 +80,58 @@ impl CountingProxy {
     }
 }
 
-async fn forward(client: TcpStream, server: TcpStream, streams: Arc<AtomicU64>) {
-    let (mut client_read, mut client_write) = client.into_split();
-    let (mut server_read, mut server_write) = server.into_split();
-    let down = tokio::spawn(async move {
-        let _ = tokio::io::copy(&mut server_read, &mut client_write).await;
-        let _ = client_write.shutdown().await;
-    });
+async fn forward(client: TcpStream, server: TcpStream, streams: Arc<AtomicU64>, one_way: Duration) {
+    let (client_read, client_write) = client.into_split();
+    let (server_read, server_write) = server.into_split();
+    let down = tokio::spawn(pump(server_read, client_write, None, one_way));
+    pump(client_read, server_write, Some(streams), one_way).await;
+    let _ = down.await;
+}
+
+/// Copies `from` to `to`, each chunk `one_way` after it was read; counts the streams
+/// the client opens when `streams` is given (the client-to-server direction).
+async fn pump(
+    mut from: impl AsyncRead + Unpin,
+    mut to: impl AsyncWrite + Unpin + Send + 'static,
+    streams: Option<Arc<AtomicU64>>,
+    one_way: Duration,
+) {
     let mut frames = FrameCounter::default();
     let mut buf = vec![0u8; 64 * 1024];
+    let (delayed, mut due) = mpsc::unbounded_channel::<(Instant, Vec<u8>)>();
+    // Without a delay the writer task still runs (sleep_until a past instant returns
+    // at once): one code path, one extra copy per chunk.
+    let writer = tokio::spawn(async move {
+        while let Some((at, bytes)) = due.recv().await {
+            if !one_way.is_zero() {
+                tokio::time::sleep_until(at).await;
+            }
+            if to.write_all(&bytes).await.is_err() {
+                return;
+            }
+        }
+        let _ = to.shutdown().await;
+    });
     loop {
-        let n = match client_read.read(&mut buf).await {
+        let n = match from.read(&mut buf).await {
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
-        let opened = frames.feed(&buf[..n]);
-        if opened > 0 {
-            streams.fetch_add(opened, Ordering::SeqCst);
+        if let Some(streams) = &streams {
+            let opened = frames.feed(&buf[..n]);
+            if opened > 0 {
+                streams.fetch_add(opened, Ordering::SeqCst);
+            }
         }
-        if server_write.write_all(&buf[..n]).await.is_err() {
+        if delayed
+            .send((Instant::now() + one_way, buf[..n].to_vec()))
+            .is_err()
+        {
             break;
         }
     }
-    let _ = server_write.shutdown().await;
-    let _ = down.await;
+    drop(delayed);
+    let _ = writer.await;
 }
 
 /// Incremental parser of the client-to-server byte stream: the connection preface,

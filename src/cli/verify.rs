@@ -1,5 +1,6 @@
 //! `command-journal verify`: the JSON report on stdout, a human summary and progress
-//! on stderr; exit 5 when anything is broken, and exit 7 when it scanned no journal
+//! on stderr (a bar with the total from COUNT aggregations and an ETA on a terminal,
+//! plain lines every few seconds otherwise); exit 5 when anything is broken, and exit 7 when it scanned no journal
 //! document at all (a wrong project or database must not pass as clean) unless
 //! `--allow-empty`.
 
@@ -7,6 +8,7 @@ use super::Global;
 use super::exit;
 use command_journal::Scanned;
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 /// The exit code of a scan that found no journal document.
 pub const EMPTY: u8 = 7;
@@ -17,8 +19,17 @@ pub async fn run(options: &Global, allow_empty: bool) -> ExitCode {
         Ok(journal) => journal,
         Err(error) => return exit::report(Err(error)),
     };
-    let mut progress = |read: u64| eprintln!("verify: {read} documents read");
-    let report = match command_journal::verify(journal.connection(), &mut progress).await {
+    // The total is only for the display: a failed count leaves the bar without one.
+    let total = command_journal::count_documents(journal.connection())
+        .await
+        .ok();
+    let mut progress = Progress::new(total);
+    let result = {
+        let mut update = |read: u64| progress.set(read);
+        command_journal::verify(journal.connection(), &mut update).await
+    };
+    progress.finish();
+    let report = match result {
         Ok(report) => report,
         Err(error) => return exit::report(Err(error)),
     };
@@ -54,6 +65,85 @@ pub async fn run(options: &Global, allow_empty: bool) -> ExitCode {
             eprintln!("  {code}: {count}");
         }
         ExitCode::from(5)
+    }
+}
+
+/// Plain progress lines are printed at most this often.
+const LINE_EVERY: Duration = Duration::from_secs(5);
+
+/// Documents read so far: a bar with the total and an ETA when stderr is a terminal,
+/// otherwise a plain line at most every [`LINE_EVERY`].
+enum Progress {
+    Bar(indicatif::ProgressBar),
+    Lines {
+        total: Option<u64>,
+        started: Instant,
+        last: Instant,
+    },
+}
+
+impl Progress {
+    fn new(total: Option<u64>) -> Self {
+        use std::io::IsTerminal as _;
+        if !std::io::stderr().is_terminal() {
+            let now = Instant::now();
+            if let Some(total) = total {
+                eprintln!("verify: about {total} documents to read");
+            }
+            return Self::Lines {
+                total,
+                started: now,
+                last: now,
+            };
+        }
+        let bar = match total {
+            Some(total) => indicatif::ProgressBar::new(total),
+            None => indicatif::ProgressBar::no_length(),
+        };
+        if let Ok(style) = indicatif::ProgressStyle::with_template(
+            "  [{bar:30}] {pos}/{len} documents ({per_sec}, ETA {eta}, {elapsed})",
+        ) {
+            bar.set_style(style.progress_chars("#>."));
+        }
+        Self::Bar(bar)
+    }
+
+    fn set(&mut self, read: u64) {
+        match self {
+            Self::Bar(bar) => {
+                // The total is counted before the scan's read time: grow it if needed.
+                if bar.length().is_some_and(|len| read > len) {
+                    bar.set_length(read);
+                }
+                bar.set_position(read);
+            }
+            Self::Lines {
+                total,
+                started,
+                last,
+            } => {
+                if last.elapsed() < LINE_EVERY {
+                    return;
+                }
+                *last = Instant::now();
+                let secs = started.elapsed().as_secs_f64();
+                let rate = read as f64 / secs.max(1e-3);
+                match total {
+                    Some(total) if *total > read && rate > 0.0 => eprintln!(
+                        "verify: {read}/{total} documents read ({rate:.0}/s, about {:.0} s left)",
+                        (*total - read) as f64 / rate
+                    ),
+                    _ => eprintln!("verify: {read} documents read ({rate:.0}/s)"),
+                }
+            }
+        }
+    }
+
+    /// Clears the bar; the summary that follows gives the final counts.
+    fn finish(self) {
+        if let Self::Bar(bar) = self {
+            bar.finish_and_clear();
+        }
     }
 }
 

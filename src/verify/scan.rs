@@ -12,7 +12,8 @@ use crate::error::JournalError;
 use crate::ledger::{effect, reservation};
 use firestore::{FirestoreConsistencySelector, FirestoreDb, FirestoreResult};
 use futures::stream::{BoxStream, StreamExt};
-use gcloud_sdk::google::firestore::v1::{BatchGetDocumentsRequest, Document};
+use gcloud_sdk::google::firestore::v1::value::ValueType;
+use gcloud_sdk::google::firestore::v1::{BatchGetDocumentsRequest, Document, Value};
 
 /// A server read time, taken from a one-document read, so that every scan sees the
 /// same snapshot even while the journal is being written.
@@ -66,6 +67,43 @@ async fn scan<'a>(
         tracing::warn!(%error, "verify scan failed to start");
         crate::runner::firestore_error(&error)
     })
+}
+
+/// The documents the scans below read, counted with one COUNT aggregation each.
+pub(super) async fn count(connection: &Connection) -> Result<u64, JournalError> {
+    let collections = [
+        (root::COLLECTION, false),
+        ("lifecycle", true),
+        (audit::COLLECTION, false),
+        (reservation::COLLECTION, false),
+        (effect::COLLECTION, false),
+    ];
+    let mut total = 0;
+    for (collection, all_descendants) in collections {
+        let query = connection.db().fluent().select().from(collection);
+        let query = if all_descendants {
+            query.all_descendants()
+        } else {
+            query
+        };
+        let answer = query
+            .aggregate(|a| a.fields([a.field("count").count()]))
+            .query()
+            .await
+            .map_err(|error| {
+                tracing::warn!(%error, "verify count failed");
+                crate::runner::firestore_error(&error)
+            })?;
+        for document in answer {
+            if let Some(Value {
+                value_type: Some(ValueType::IntegerValue(n)),
+            }) = document.fields.get("count")
+            {
+                total += u64::try_from(*n).unwrap_or(0);
+            }
+        }
+    }
+    Ok(total)
 }
 
 /// How a scanned document sorts into the merge.

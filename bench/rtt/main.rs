@@ -1,0 +1,273 @@
+//! This crate's command latency and throughput under network round trips, and its
+//! 16-worker throughput as a fraction of the machine's limit.
+//!
+//! Every RPC goes through the loopback proxy of the side-by-side benchmark with an
+//! added one-way delay (0, 2 and 10 ms each way by default: loopback, in-region and
+//! cross-region Cloud Run to Firestore). Per delay: sequential end-to-end commands,
+//! alternating in blocks between `start` + `complete` (4 sequential RPCs) and
+//! `register` + `acquire` + `complete` (6), then 16 workers on distinct commands for
+//! each variant. CPU of this process and of the emulator's JVM is read from
+//! `/proc/{pid}/stat` around each throughput run; the limit is
+//! `cores ÷ (client + emulator CPU seconds per command)`, the rate at which the two
+//! processes would saturate every core.
+//!
+//! Run: `cargo bench --bench rtt` (about 4 minutes); `-- --delays 0,2,10 --commands
+//! 200 --seconds 5` are the defaults. A bench target: `cargo test` never builds it.
+
+#[allow(dead_code)]
+#[path = "../side_by_side/cpu.rs"]
+mod cpu;
+#[allow(dead_code)]
+#[path = "../side_by_side/crate_side.rs"]
+mod crate_side;
+#[allow(dead_code)]
+#[path = "../side_by_side/proxy.rs"]
+mod proxy;
+
+use command_journal::Journal;
+use command_journal::emulator::Emulator;
+use command_journal::{Connection, Target};
+use command_journal::{LeaseId, TerminalReferenceFingerprint};
+use command_journal::{LeaseOutput, TerminalOutput};
+use cpu::CpuMeter;
+use crate_side::{RawCommand, uuid};
+use proxy::CountingProxy;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+type Res<T> = Result<T, String>;
+
+fn err<E: std::fmt::Display>(e: E) -> String {
+    e.to_string()
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Variant {
+    /// `start` + `complete`.
+    Start,
+    /// `register` + `acquire` + `complete`.
+    Separate,
+}
+
+impl Variant {
+    fn label(self) -> &'static str {
+        match self {
+            Variant::Start => "start + complete",
+            Variant::Separate => "register + acquire + complete",
+        }
+    }
+}
+
+/// One command end to end; its latency in µs.
+async fn command_once(journal: &Journal, variant: Variant, tag: u16, n: u64) -> Res<f64> {
+    if variant == Variant::Separate {
+        let t0 = Instant::now();
+        crate_side::lifecycle_once(journal, tag, n, tag + 1).await?;
+        return Ok(t0.elapsed().as_secs_f64() * 1e6);
+    }
+    let raw = RawCommand::new(tag, n);
+    let lease_text = uuid(tag + 1, n);
+    let t0 = Instant::now();
+    let command = raw.input().map_err(err)?;
+    let lease = LeaseId::parse(&lease_text).map_err(err)?;
+    let fence = match journal.start(&command, &lease).await.map_err(err)?.lease {
+        LeaseOutput::Acquired { fence_epoch, .. } => fence_epoch,
+        other => return Err(format!("unexpected start answer {other:?}")),
+    };
+    let reference = TerminalReferenceFingerprint::parse(crate_side::REFERENCE).map_err(err)?;
+    match journal
+        .complete_command(&command, &lease, fence, &reference)
+        .await
+    {
+        Ok(TerminalOutput::Succeeded) => Ok(t0.elapsed().as_secs_f64() * 1e6),
+        other => Err(format!("unexpected complete answer {other:?}")),
+    }
+}
+
+/// `workers` loops on distinct commands for `duration`: (completed, errors, seconds).
+async fn throughput(
+    journal: &Journal,
+    variant: Variant,
+    tag: u16,
+    workers: u64,
+    duration: Duration,
+) -> (u64, u64, f64) {
+    let completed = Arc::new(AtomicU64::new(0));
+    let errors = Arc::new(AtomicU64::new(0));
+    let t0 = Instant::now();
+    let deadline = t0 + duration;
+    let tasks: Vec<_> = (0..workers)
+        .map(|w| {
+            let journal = journal.clone();
+            let (completed, errors) = (Arc::clone(&completed), Arc::clone(&errors));
+            tokio::spawn(async move {
+                let mut n = 0;
+                while Instant::now() < deadline {
+                    let id = (w + 1) * 1_000_000 + n;
+                    let counter = match command_once(&journal, variant, tag, id).await {
+                        Ok(_) => &completed,
+                        Err(_) => &errors,
+                    };
+                    counter.fetch_add(1, Ordering::Relaxed);
+                    n += 1;
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        let _ = task.await;
+    }
+    (
+        completed.load(Ordering::Relaxed),
+        errors.load(Ordering::Relaxed),
+        t0.elapsed().as_secs_f64(),
+    )
+}
+
+fn percentile(values: &[f64], p: f64) -> f64 {
+    if values.is_empty() {
+        return f64::NAN;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+struct Options {
+    delays: Vec<u64>,
+    commands: u64,
+    seconds: u64,
+}
+
+fn options() -> Res<Options> {
+    let mut o = Options {
+        delays: vec![0, 2, 10],
+        commands: 200,
+        seconds: 5,
+    };
+    let mut args = std::env::args().skip(1).filter(|a| a != "--bench");
+    while let Some(flag) = args.next() {
+        let value = args.next().ok_or(format!("{flag} needs a value"))?;
+        match flag.as_str() {
+            "--delays" => {
+                o.delays = value
+                    .split(',')
+                    .map(|d| d.parse().map_err(err))
+                    .collect::<Res<_>>()?;
+            }
+            "--commands" => o.commands = value.parse().map_err(err)?,
+            "--seconds" => o.seconds = value.parse().map_err(err)?,
+            other => return Err(format!("unknown option {other}")),
+        }
+    }
+    Ok(o)
+}
+
+#[tokio::main]
+async fn main() {
+    if let Err(error) = run().await {
+        eprintln!("rtt: {error}");
+        std::process::exit(1);
+    }
+}
+
+async fn run() -> Res<()> {
+    let o = options()?;
+    let emulator = tokio::task::spawn_blocking(Emulator::from_env_or_start)
+        .await
+        .map_err(err)?
+        .map_err(err)?;
+    let meter = CpuMeter::new(None, emulator.pid());
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    println!("load average before: {}", cpu::load_average());
+    let variants = [Variant::Start, Variant::Separate];
+    let mut seq_rows = Vec::new();
+    let mut tp_rows = Vec::new();
+    let mut tag = 0x300u16;
+    for &delay in &o.delays {
+        let proxy = CountingProxy::start_with_delay(
+            emulator.host().to_owned(),
+            Duration::from_millis(delay),
+        )
+        .await
+        .map_err(err)?;
+        let project = emulator.new_project_id();
+        let connection = Connection::connect(&project, Target::Emulator(proxy.host()))
+            .await
+            .map_err(err)?;
+        let journal = Journal::new(connection);
+        // Warm-up: channel, JIT.
+        for &v in &variants {
+            tag += 2;
+            for n in 0..20 {
+                command_once(&journal, v, tag, n).await?;
+            }
+        }
+        // Sequential: blocks of 20, variants alternating.
+        let mut samples = [Vec::new(), Vec::new()];
+        let tags = [tag + 2, tag + 4];
+        tag += 4;
+        let blocks = o.commands.div_ceil(20);
+        for block in 0..blocks {
+            let order = if block % 2 == 0 { [0, 1] } else { [1, 0] };
+            for i in order {
+                let v = variants[i];
+                for k in 0..20 {
+                    samples[i].push(command_once(&journal, v, tags[i], block * 20 + k).await?);
+                }
+            }
+        }
+        for (i, &v) in variants.iter().enumerate() {
+            let p50 = percentile(&samples[i], 0.5) / 1e3;
+            let p99 = percentile(&samples[i], 0.99) / 1e3;
+            eprintln!(
+                "{delay} ms: {}: p50 {p50:.2} ms, p99 {p99:.2} ms",
+                v.label()
+            );
+            seq_rows.push(format!(
+                "| {delay} ms | {} | {} | {p50:.2} ms | {p99:.2} ms |",
+                v.label(),
+                samples[i].len()
+            ));
+        }
+        // Throughput, 16 workers.
+        for &v in &variants {
+            tag += 2;
+            let (cpu0, rpc0) = (meter.now(), proxy.calls());
+            let (done, errors, secs) =
+                throughput(&journal, v, tag, 16, Duration::from_secs(o.seconds)).await;
+            let used = meter.now().since(&cpu0);
+            let rpcs = (proxy.calls() - rpc0) as f64 / done.max(1) as f64;
+            let rate = done as f64 / secs;
+            let client = used.runner / done.max(1) as f64;
+            let server = used.emulator / done.max(1) as f64;
+            let limit = cores / (client + server);
+            eprintln!(
+                "{delay} ms: 16 workers {}: {rate:.0}/s, {errors} errors, limit {limit:.0}/s",
+                v.label()
+            );
+            tp_rows.push(format!(
+                "| {delay} ms | {} | {rate:.0} | {errors} | {rpcs:.2} | {:.2} ms | {:.2} ms | {limit:.0} | {:.2} |",
+                v.label(),
+                client * 1e3,
+                server * 1e3,
+                rate / limit
+            ));
+        }
+        let _ = emulator.clear(&project).await;
+    }
+    println!("load average after: {}", cpu::load_average());
+    println!("\n| one-way delay | command | commands | p50 | p99 |\n|---|---|---|---|---|");
+    for row in seq_rows {
+        println!("{row}");
+    }
+    println!(
+        "\n| one-way delay | command | commands/s (16 workers) | errors | RPCs per command | client CPU per command | emulator CPU per command | limit = {cores} cores ÷ CPU per command | fraction of the limit |\n|---|---|---|---|---|---|---|---|---|"
+    );
+    for row in tp_rows {
+        println!("{row}");
+    }
+    Ok(())
+}
