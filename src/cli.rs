@@ -43,6 +43,7 @@ pub async fn run(args: Args) -> ExitCode {
                 seed,
                 keep,
                 project: options.project,
+                database: options.database,
             };
             return demo::run(options.emulator_host, demo).await;
         }

@@ -35,6 +35,8 @@ pub struct DemoOptions {
     pub keep: bool,
     /// The project to use; a fresh `demo-…` project when `None`.
     pub project: Option<String>,
+    /// The database to use (`--database`).
+    pub database: String,
 }
 
 #[derive(Default)]
@@ -99,6 +101,8 @@ struct Finished {
     clean: bool,
     /// The project it ran in.
     project: String,
+    /// The database it ran in.
+    database: String,
     /// The stdin object of its first command, for `status`.
     first: Option<serde_json::Value>,
 }
@@ -211,9 +215,15 @@ fn inspect(host: &str, finished: &Finished, running: bool) {
     }
     println!("Inspect the journal:");
     println!("  export FIRESTORE_EMULATOR_HOST={host}");
-    println!("  command-journal --project {project} verify");
+    // A named database id is plain text ([a-z0-9-]); the default needs no option.
+    let database = if finished.database == "(default)" {
+        String::new()
+    } else {
+        format!(" --database {}", finished.database)
+    };
+    println!("  command-journal --project {project}{database} verify");
     if let Some(first) = &finished.first {
-        println!("  echo '{first}' | command-journal --project {project} status");
+        println!("  echo '{first}' | command-journal --project {project}{database} status");
     }
 }
 
@@ -223,9 +233,13 @@ async fn workload(host: &str, options: &DemoOptions) -> Result<Finished, Journal
     // Drawn even when a project is given, so that a seed always makes the same workload.
     let fresh = format!("demo-{}-{:06x}", std::process::id(), rng.u32(..0xff_ffff));
     let project = options.project.clone().unwrap_or(fresh);
-    let connection = Connection::connect(&project, Target::Emulator(host.to_owned())).await?;
-    let database_path = connection.database_path();
-    let database = database_path.rsplit('/').next().unwrap_or_default();
+    let connection = Connection::connect_database(
+        &project,
+        &options.database,
+        Target::Emulator(host.to_owned()),
+    )
+    .await?;
+    let database = connection.database().to_owned();
     eprintln!("demo: project {project}, database {database}, emulator {host}");
     let clock = Arc::new(ManualClock::new(
         DateTime::from_timestamp(1_900_000_000, 0).unwrap_or_default(),
@@ -399,6 +413,7 @@ async fn workload(host: &str, options: &DemoOptions) -> Result<Finished, Journal
     Ok(Finished {
         clean: report.clean && get(&tally.unexpected) == 0,
         project,
+        database,
         first: requests.into_iter().next(),
     })
 }
