@@ -16,6 +16,7 @@ use std::collections::HashMap;
 
 pub use crate::runner::{
     BACKOFF_BASE, BACKOFF_CAP, Concurrency, Counters, MAX_ATTEMPTS, RPC_TIMEOUT, Stats,
+    TRANSACTION_BACKOFF_BASE, TRANSACTION_BACKOFF_CAP,
 };
 
 /// Follow-up reads one attempt may make (see [`Decision::Read`]).
