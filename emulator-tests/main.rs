@@ -2,6 +2,12 @@
 //!
 //! The harness starts one emulator for this binary (or reuses
 //! `FIRESTORE_EMULATOR_HOST`); each test works in its own project.
+//!
+//! Every journal here runs in preconditions mode ([`MODE`]); the `emulator-transaction`
+//! binary runs the race modules again in transaction mode.
+
+/// The concurrency mode every journal built by `support` uses in this binary.
+pub const MODE: command_journal::Concurrency = command_journal::Concurrency::Preconditions;
 
 mod canary;
 mod cancellation;

@@ -351,6 +351,9 @@ async fn turn(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn randomized_workers_keep_every_invariant() {
+    if support::contended_race_skipped("randomized_workers_keep_every_invariant") {
+        return;
+    }
     let seed = seed();
     let _report = SeedReport(seed);
     let target = operations();
@@ -358,7 +361,7 @@ async fn randomized_workers_keep_every_invariant() {
     let clock = Arc::new(ManualClock::new(
         DateTime::from_timestamp(1_970_000_000, 500_000_000).expect("time"),
     ));
-    let journal = Journal::with_clock(support::fresh_connection().await, clock.clone());
+    let journal = support::clocked_journal(support::fresh_connection().await, clock.clone());
     let mut rng = fastrand::Rng::with_seed(seed);
     let mut workers: Vec<Worker> = (0..WORKERS).map(|id| Worker::new(id, seed)).collect();
     let mut commands: HashMap<u64, CommandInput> = HashMap::new();

@@ -18,6 +18,11 @@ fn audit_path(cmd: &command_journal::CommandInput) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn twenty_four_concurrent_registrations_create_exactly_one_pair() {
+    if support::contended_race_skipped(
+        "twenty_four_concurrent_registrations_create_exactly_one_pair",
+    ) {
+        return;
+    }
     let journal = support::fresh_journal().await;
     for round in 0..3 {
         let cmd = command(round, json!({"sku": "tee", "round": round}));
@@ -62,14 +67,14 @@ async fn an_uncontended_registration_is_one_attempt_of_two_rpcs_and_a_replay_of_
         ),
         (1, 1, 1, 1, 2)
     );
-    // The read-only retry is one BatchGet.
+    // The read-only retry is one BatchGet (and its rollback in transaction mode).
     let before = journal.stats();
     let output = journal.register_command(&cmd).await.expect("retry");
     assert_eq!(output.outcome(), RegistrationOutcome::RegisteredExisting);
     let used = journal.stats().since(&before);
     assert_eq!(
         (used.attempts, used.batch_gets, used.commits, used.rpcs()),
-        (1, 1, 0, 1)
+        (1, 1, 0, support::observation_rpcs())
     );
 }
 

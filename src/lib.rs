@@ -142,7 +142,10 @@ pub use ledger::{
     ReversalAuthority, TransferLeg,
 };
 pub use registration::{RegistrationOutcome, RegistrationOutput};
-pub use runner::{BACKOFF_BASE, BACKOFF_CAP, Concurrency, MAX_ATTEMPTS, RPC_TIMEOUT, Stats};
+pub use runner::{
+    BACKOFF_BASE, BACKOFF_CAP, Concurrency, MAX_ATTEMPTS, RPC_TIMEOUT, Stats,
+    TRANSACTION_BACKOFF_BASE, TRANSACTION_BACKOFF_CAP,
+};
 pub use start::StartOutput;
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
 pub use verify::{

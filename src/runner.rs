@@ -23,7 +23,8 @@
 //! on a commit), ABORTED, UNAVAILABLE, DEADLINE_EXCEEDED, INTERNAL, RESOURCE_EXHAUSTED,
 //! CANCELLED and UNKNOWN (a connection lost mid-RPC) are retried with full-jitter
 //! exponential backoff, up to [`MAX_ATTEMPTS`]; RESOURCE_EXHAUSTED waits at least the
-//! largest backoff. Every operation is idempotent, so a retry after an unknown commit
+//! largest backoff. Transaction mode backs off longer ([`TRANSACTION_BACKOFF_BASE`],
+//! [`TRANSACTION_BACKOFF_CAP`]): its conflicts are held locks, not lost preconditions. Every operation is idempotent, so a retry after an unknown commit
 //! outcome re-reads and converges. Configuration refusals (credentials,
 //! PERMISSION_DENIED, UNAUTHENTICATED, NOT_FOUND or FAILED_PRECONDITION on a read,
 //! INVALID_ARGUMENT) end the operation after one attempt with their own error. The
@@ -55,6 +56,13 @@ pub const RPC_TIMEOUT: Duration = Duration::from_secs(10);
 pub const BACKOFF_BASE: Duration = Duration::from_millis(4);
 /// Largest backoff ceiling.
 pub const BACKOFF_CAP: Duration = Duration::from_millis(250);
+/// First backoff ceiling in transaction mode. A conflicting read-write transaction
+/// holds its locks until it commits, rolls back or the server's lock timeout aborts it,
+/// so retries that come back within a few milliseconds meet the same locks again; a
+/// wider spread lets contenders take the lock one after another.
+pub const TRANSACTION_BACKOFF_BASE: Duration = Duration::from_millis(50);
+/// Largest backoff ceiling in transaction mode: the emulator's lock timeout (2 s).
+pub const TRANSACTION_BACKOFF_CAP: Duration = Duration::from_secs(2);
 
 /// How the runner keeps a decision consistent with what it read.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -255,7 +263,7 @@ async fn run_in_span<T: Transition>(
                         deadline: false,
                     });
                 }
-                let wait = backoff(attempts, code);
+                let wait = backoff(attempts, code, options.concurrency);
                 if runner.deadline.is_some_and(|d| Instant::now() + wait >= d) {
                     break Err(deadline_error(last_code, attempts));
                 }
@@ -333,19 +341,26 @@ fn operation_span(name: &'static str, mode: Concurrency) -> tracing::Span {
     }
 }
 
-/// Full-jitter exponential backoff after failed attempt `attempt` (1-based).
-/// RESOURCE_EXHAUSTED waits between the largest ceiling and four times it, as the
-/// official clients back off to their maximum on that code.
-fn backoff(attempt: u32, code: Code) -> Duration {
-    let micros = |d: Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
-    if code == Code::ResourceExhausted {
-        return Duration::from_micros(fastrand::u64(
-            micros(BACKOFF_CAP)..=micros(BACKOFF_CAP.saturating_mul(4)),
-        ));
+/// The first and the largest backoff ceiling of `mode`.
+fn backoff_bounds(mode: Concurrency) -> (Duration, Duration) {
+    match mode {
+        Concurrency::Preconditions => (BACKOFF_BASE, BACKOFF_CAP),
+        Concurrency::Transaction => (TRANSACTION_BACKOFF_BASE, TRANSACTION_BACKOFF_CAP),
     }
-    let ceiling = BACKOFF_BASE
+}
+
+/// Full-jitter exponential backoff after failed attempt `attempt` (1-based), with the
+/// bounds of `mode`. RESOURCE_EXHAUSTED waits between the largest ceiling and four
+/// times it, as the official clients back off to their maximum on that code.
+fn backoff(attempt: u32, code: Code, mode: Concurrency) -> Duration {
+    let micros = |d: Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+    let (base, cap) = backoff_bounds(mode);
+    if code == Code::ResourceExhausted {
+        return Duration::from_micros(fastrand::u64(micros(cap)..=micros(cap.saturating_mul(4))));
+    }
+    let ceiling = base
         .saturating_mul(1 << attempt.saturating_sub(1).min(16))
-        .min(BACKOFF_CAP);
+        .min(cap);
     Duration::from_micros(fastrand::u64(0..=micros(ceiling)))
 }
 
@@ -802,16 +817,9 @@ impl Runner<'_> {
                 ) {
                     self.tally.bump(Count::Conflict);
                 }
-                if status.code() == Code::Aborted {
-                    // The server ended the transaction; it is retried by name.
-                    let transaction = open.disarm();
-                    return Err(
-                        match classify(Rpc::Commit, self.options.concurrency, &status) {
-                            Failure::Retry { code, .. } => Failure::Retry { code, transaction },
-                            other => other,
-                        },
-                    );
-                }
+                // The transaction stays open in `open`: the attempt rolls it back (an
+                // aborted commit does not release its read locks on the emulator) and
+                // the retry names it.
                 Err(classify(Rpc::Commit, self.options.concurrency, &status))
             }
             Err(_) => Err(self.timed_out()),

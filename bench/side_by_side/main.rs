@@ -13,17 +13,19 @@
 //! printed and written to `target/side-by-side/report.md` (and `results.json`).
 //!
 //! Run: `bash bench/run.sh` (npm ci, then `cargo bench --bench side_by_side`).
-//! Options after `--`: `--quick` (a smoke run: fewer rounds, not for the table).
+//! Options after `--`: `--quick` (a smoke run: fewer rounds, not for the table) and
+//! `--concurrency transaction|preconditions` (this crate's mode; default
+//! preconditions). A transaction-mode run writes `report-transaction.md` and
+//! `results-transaction.json`.
 
 mod cpu;
 mod crate_side;
 mod peer;
 mod proxy;
 
-use command_journal::Journal;
-use command_journal::RegistrationOutcome;
 use command_journal::Stats;
 use command_journal::emulator::Emulator;
+use command_journal::{Concurrency, Journal, RegistrationOutcome};
 use command_journal::{Connection, Target};
 use command_journal::{LeaseId, TerminalReferenceFingerprint};
 use command_journal::{LeaseOutput, TerminalOutput};
@@ -106,6 +108,8 @@ struct Bench {
     peer: Peer,
     cpu: CpuMeter,
     next_tag: u16,
+    /// This crate's concurrency mode in this run.
+    concurrency: Concurrency,
 }
 
 impl Bench {
@@ -119,7 +123,7 @@ impl Bench {
         let connection = Connection::connect(project, Target::Emulator(host.to_owned()))
             .await
             .map_err(err)?;
-        Ok(Journal::new(connection))
+        Ok(Journal::new(connection).with_concurrency(self.concurrency))
     }
 
     async fn peer_call(&mut self, request: Value) -> Res<Value> {
@@ -659,6 +663,15 @@ async fn run() -> Res<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let quick = args.iter().any(|a| a == "--quick");
     let plan = if quick { Plan::quick() } else { Plan::full() };
+    let concurrency = match args.iter().position(|a| a == "--concurrency") {
+        Some(i) => {
+            let text = args.get(i + 1).map(String::as_str).unwrap_or("");
+            Concurrency::parse(text).map_err(|_| {
+                format!("--concurrency takes transaction or preconditions, not {text:?}")
+            })?
+        }
+        None => Concurrency::Preconditions,
+    };
     let script = peer_script();
     let modules = script.with_file_name("node_modules");
     if !modules.join("@google-cloud/firestore").is_dir() {
@@ -680,6 +693,7 @@ async fn run() -> Res<()> {
         peer,
         cpu,
         next_tag: 0x100,
+        concurrency,
     };
     let load_before = cpu::load_average();
     let hello = bench.peer_call(json!({"op": "hello"})).await?;
@@ -829,6 +843,7 @@ async fn run() -> Res<()> {
         quick,
         load: &load,
         versions: &versions,
+        mode: concurrency.as_str(),
         parity: &parity_notes,
         rpc: &rpc_rows,
         seq: &seq,
@@ -841,14 +856,19 @@ async fn run() -> Res<()> {
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target"))
         .join("side-by-side");
     std::fs::create_dir_all(&dir).map_err(err)?;
-    std::fs::write(dir.join("report.md"), &report).map_err(err)?;
+    let suffix = match concurrency {
+        Concurrency::Preconditions => String::new(),
+        Concurrency::Transaction => "-transaction".to_owned(),
+    };
+    let report_path = dir.join(format!("report{suffix}.md"));
+    std::fs::write(&report_path, &report).map_err(err)?;
     let raw = json!({
         "sequential": seq.iter().map(|s| json!({"side": format!("{:?}", s.side), "samples": s.samples})).collect::<Vec<_>>(),
         "races": races.iter().map(|r| json!({"side": format!("{:?}", r.side), "wallUs": r.wall_us, "outcomes": r.outcomes, "answeredUs": r.answered_us})).collect::<Vec<_>>(),
         "throughput": tps.iter().map(|t| json!({"side": format!("{:?}", t.side), "workers": t.workers, "completed": t.completed, "errors": t.errors, "elapsedUs": t.elapsed_us})).collect::<Vec<_>>(),
     });
-    std::fs::write(dir.join("results.json"), raw.to_string()).map_err(err)?;
-    eprintln!("report written to {}", dir.join("report.md").display());
+    std::fs::write(dir.join(format!("results{suffix}.json")), raw.to_string()).map_err(err)?;
+    eprintln!("report written to {}", report_path.display());
     Ok(())
 }
 
@@ -859,6 +879,8 @@ struct RenderInput<'a> {
     quick: bool,
     load: &'a str,
     versions: &'a str,
+    /// This crate's concurrency mode.
+    mode: &'a str,
     parity: &'a [String],
     rpc: &'a [RpcRow],
     seq: &'a [SeqSamples],
@@ -889,10 +911,11 @@ fn render(input: &RenderInput<'_>) -> String {
     }
     let _ = writeln!(
         out,
-        "Machine: {}; 1-minute load average {}. Peer: {}. One emulator, sides alternating per round.\n",
+        "Machine: {}; 1-minute load average {}. Peer: {}. This crate in {} mode. One emulator, sides alternating per round.\n",
         machine(),
         input.load,
-        input.versions
+        input.versions,
+        input.mode
     );
     for note in input.parity {
         let _ = writeln!(out, "- parity: {note}");

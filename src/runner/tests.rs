@@ -2,22 +2,40 @@ use super::*;
 
 #[test]
 fn backoff_is_bounded_and_grows() {
-    for attempt in 1..=MAX_ATTEMPTS {
-        let ceiling = BACKOFF_BASE
-            .saturating_mul(1 << (attempt - 1))
-            .min(BACKOFF_CAP);
-        for _ in 0..50 {
-            assert!(backoff(attempt, Code::Aborted) <= ceiling);
+    for mode in [Concurrency::Preconditions, Concurrency::Transaction] {
+        let (base, cap) = backoff_bounds(mode);
+        for attempt in 1..=MAX_ATTEMPTS {
+            let ceiling = base.saturating_mul(1 << (attempt - 1)).min(cap);
+            for _ in 0..50 {
+                assert!(backoff(attempt, Code::Aborted, mode) <= ceiling);
+            }
         }
     }
 }
 
 #[test]
+fn transaction_mode_backs_off_longer_for_lock_contention() {
+    assert_eq!(
+        backoff_bounds(Concurrency::Preconditions),
+        (BACKOFF_BASE, BACKOFF_CAP)
+    );
+    assert_eq!(
+        backoff_bounds(Concurrency::Transaction),
+        (TRANSACTION_BACKOFF_BASE, TRANSACTION_BACKOFF_CAP)
+    );
+    assert!(TRANSACTION_BACKOFF_BASE > BACKOFF_BASE);
+    assert!(TRANSACTION_BACKOFF_CAP > BACKOFF_CAP);
+}
+
+#[test]
 fn resource_exhausted_backs_off_to_the_maximum() {
-    for attempt in 1..=MAX_ATTEMPTS {
-        for _ in 0..50 {
-            let wait = backoff(attempt, Code::ResourceExhausted);
-            assert!(wait >= BACKOFF_CAP && wait <= BACKOFF_CAP * 4, "{wait:?}");
+    for mode in [Concurrency::Preconditions, Concurrency::Transaction] {
+        let (_, cap) = backoff_bounds(mode);
+        for attempt in 1..=MAX_ATTEMPTS {
+            for _ in 0..50 {
+                let wait = backoff(attempt, Code::ResourceExhausted, mode);
+                assert!(wait >= cap && wait <= cap * 4, "{wait:?}");
+            }
         }
     }
 }
