@@ -68,9 +68,6 @@ async fn state(connection: &Connection, cmd: &CommandInput) -> (Vec<Option<Docum
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn twenty_four_distinct_holders_race_the_first_acquire() {
-    if support::contended_race_skipped("twenty_four_distinct_holders_race_the_first_acquire") {
-        return;
-    }
     let (journal, _clock) = manual_journal().await;
     for round in 0..ROUNDS {
         let cmd = command(100 + round, json!({"round": round}));
@@ -106,10 +103,6 @@ async fn twenty_four_distinct_holders_race_the_first_acquire() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn twenty_four_same_holder_lost_response_retries_mutate_once() {
-    if support::contended_race_skipped("twenty_four_same_holder_lost_response_retries_mutate_once")
-    {
-        return;
-    }
     let (journal, _clock) = manual_journal().await;
     for round in 0..ROUNDS {
         let cmd = command(200 + round, json!({"round": round}));
@@ -138,11 +131,6 @@ async fn twenty_four_same_holder_lost_response_retries_mutate_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_expired_lease_is_taken_over_once_and_the_old_holder_cannot_finish() {
-    if support::contended_race_skipped(
-        "an_expired_lease_is_taken_over_once_and_the_old_holder_cannot_finish",
-    ) {
-        return;
-    }
     let (journal, clock) = manual_journal().await;
     for round in 0..ROUNDS {
         let cmd = command(300 + round, json!({"round": round}));
@@ -214,11 +202,6 @@ async fn the_same_holder_taking_over_its_own_expired_lease_gets_a_new_fence() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn complete_versus_fail_races_record_exactly_one_terminal_event() {
-    if support::contended_race_skipped(
-        "complete_versus_fail_races_record_exactly_one_terminal_event",
-    ) {
-        return;
-    }
     let (journal, _clock) = manual_journal().await;
     for round in 0..ROUNDS {
         let cmd = command(400 + round, json!({"round": round}));
@@ -267,9 +250,6 @@ async fn complete_versus_fail_races_record_exactly_one_terminal_event() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn distinct_commitment_races_record_exactly_one_commitment() {
-    if support::contended_race_skipped("distinct_commitment_races_record_exactly_one_commitment") {
-        return;
-    }
     let (journal, _clock) = manual_journal().await;
     for round in 0..ROUNDS {
         let cmd = command(500 + round, json!({"round": round}));

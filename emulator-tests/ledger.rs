@@ -211,11 +211,6 @@ fn replayed(result: Result<LedgerReplay, JournalError>) -> LedgerOutcome {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn twenty_four_concurrent_accepts_of_one_plan_create_one_reservation() {
-    if support::contended_race_skipped(
-        "twenty_four_concurrent_accepts_of_one_plan_create_one_reservation",
-    ) {
-        return;
-    }
     let journal = support::fresh_journal().await;
     let plans = [store(5, "12.50"), transfer("40.00"), three_effects(7)];
     for round in 0..ROUNDS {
@@ -269,11 +264,6 @@ async fn twenty_four_concurrent_accepts_of_one_plan_create_one_reservation() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn twenty_four_different_plans_under_one_key_accept_one_and_mismatch_the_rest() {
-    if support::contended_race_skipped(
-        "twenty_four_different_plans_under_one_key_accept_one_and_mismatch_the_rest",
-    ) {
-        return;
-    }
     let journal = support::fresh_journal().await;
     for round in 0..ROUNDS {
         let key = key("different", round);
@@ -322,9 +312,6 @@ async fn twenty_four_different_plans_under_one_key_accept_one_and_mismatch_the_r
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_replays_and_accepts_of_one_command_agree() {
-    if support::contended_race_skipped("concurrent_replays_and_accepts_of_one_command_agree") {
-        return;
-    }
     let journal = support::fresh_journal().await;
     for round in 0..2 {
         let key = key("mixed", round);

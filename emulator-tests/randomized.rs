@@ -351,9 +351,6 @@ async fn turn(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn randomized_workers_keep_every_invariant() {
-    if support::contended_race_skipped("randomized_workers_keep_every_invariant") {
-        return;
-    }
     let seed = seed();
     let _report = SeedReport(seed);
     let target = operations();

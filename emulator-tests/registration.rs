@@ -18,11 +18,6 @@ fn audit_path(cmd: &command_journal::CommandInput) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn twenty_four_concurrent_registrations_create_exactly_one_pair() {
-    if support::contended_race_skipped(
-        "twenty_four_concurrent_registrations_create_exactly_one_pair",
-    ) {
-        return;
-    }
     let journal = support::fresh_journal().await;
     for round in 0..3 {
         let cmd = command(round, json!({"sku": "tee", "round": round}));

@@ -88,9 +88,6 @@ fn count<T>(results: &[Result<T, command_journal::JournalError>], f: impl Fn(&T)
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn twenty_four_racing_starts_register_once_and_lease_once() {
-    if support::contended_race_skipped("twenty_four_racing_starts_register_once_and_lease_once") {
-        return;
-    }
     let journal = manual_journal().await;
     for round in 0..ROUNDS {
         let cmd = command(1_100 + round, json!({"round": round}));
@@ -130,11 +127,6 @@ async fn twenty_four_racing_starts_register_once_and_lease_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn starts_racing_register_then_acquire_callers_agree_on_one_history() {
-    if support::contended_race_skipped(
-        "starts_racing_register_then_acquire_callers_agree_on_one_history",
-    ) {
-        return;
-    }
     let journal = manual_journal().await;
     for round in 0..ROUNDS {
         let cmd = command(1_200 + round, json!({"round": round}));

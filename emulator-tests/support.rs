@@ -50,25 +50,6 @@ pub fn clocked_journal(connection: Connection, clock: Arc<dyn Clock>) -> Journal
     Journal::with_clock(connection, clock).with_concurrency(mode())
 }
 
-/// Whether the contended race `name` is skipped in this run, with the reason printed.
-///
-/// In transaction mode on the emulator, racers that all read a document and then all
-/// write it hold shared locks that block each other's commits; the emulator answers
-/// ABORTED ("Transaction lock timeout") and most racers exhaust their ten attempts
-/// (measured: 21 to 23 of 24 registrations `unavailable` in a round, with backoff
-/// bases from 50 ms to 1 s). The transaction-mode races therefore run only when
-/// `CJ_TX_RACES=1` is set, where they show that failure; preconditions mode always runs them.
-pub fn contended_race_skipped(name: &str) -> bool {
-    if mode() == Concurrency::Preconditions || std::env::var("CJ_TX_RACES").as_deref() == Ok("1") {
-        return false;
-    }
-    eprintln!(
-        "skipped {name} in transaction mode: the emulator's lock timeouts make contended \
-         read-write transactions exhaust their attempts; CJ_TX_RACES=1 runs it"
-    );
-    true
-}
-
 /// RPCs of an operation that only observes: one read, plus the rollback that
 /// releases its transaction in transaction mode.
 pub fn observation_rpcs() -> u64 {

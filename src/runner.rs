@@ -23,8 +23,9 @@
 //! on a commit), ABORTED, UNAVAILABLE, DEADLINE_EXCEEDED, INTERNAL, RESOURCE_EXHAUSTED,
 //! CANCELLED and UNKNOWN (a connection lost mid-RPC) are retried with full-jitter
 //! exponential backoff, up to [`MAX_ATTEMPTS`]; RESOURCE_EXHAUSTED waits at least the
-//! largest backoff. Transaction mode backs off longer ([`TRANSACTION_BACKOFF_BASE`],
-//! [`TRANSACTION_BACKOFF_CAP`]): its conflicts are held locks, not lost preconditions. Every operation is idempotent, so a retry after an unknown commit
+//! largest backoff. In transaction mode ABORTED backs off for about a second and more
+//! ([`TRANSACTION_BACKOFF_BASE`], [`TRANSACTION_BACKOFF_CAP`]): its conflicts are held
+//! locks, not lost preconditions. Every operation is idempotent, so a retry after an unknown commit
 //! outcome re-reads and converges. Configuration refusals (credentials,
 //! PERMISSION_DENIED, UNAUTHENTICATED, NOT_FOUND or FAILED_PRECONDITION on a read,
 //! INVALID_ARGUMENT) end the operation after one attempt with their own error. The
@@ -56,13 +57,16 @@ pub const RPC_TIMEOUT: Duration = Duration::from_secs(10);
 pub const BACKOFF_BASE: Duration = Duration::from_millis(4);
 /// Largest backoff ceiling.
 pub const BACKOFF_CAP: Duration = Duration::from_millis(250);
-/// First backoff ceiling in transaction mode. A conflicting read-write transaction
-/// holds its locks until it commits, rolls back or the server's lock timeout aborts it,
-/// so retries that come back within a few milliseconds meet the same locks again; a
-/// wider spread lets contenders take the lock one after another.
-pub const TRANSACTION_BACKOFF_BASE: Duration = Duration::from_millis(50);
-/// Largest backoff ceiling in transaction mode: the emulator's lock timeout (2 s).
-pub const TRANSACTION_BACKOFF_CAP: Duration = Duration::from_secs(2);
+/// First backoff base in transaction mode after ABORTED. The wait is drawn from
+/// ½ to 1½ times a base that starts here and grows 1.5× per failed attempt up to
+/// [`TRANSACTION_BACKOFF_CAP`], the schedule of the official clients' transaction
+/// retries. Never shorter than half the base: on the emulator, contenders whose
+/// commits wait for each other's read locks are aborted one by one by its 2 s lock
+/// timeout, and the last one waiting commits only if no aborted contender has come
+/// back to read (and so lock) the documents again before it does.
+pub const TRANSACTION_BACKOFF_BASE: Duration = Duration::from_secs(1);
+/// Largest backoff base in transaction mode after ABORTED.
+pub const TRANSACTION_BACKOFF_CAP: Duration = Duration::from_secs(10);
 
 /// How the runner keeps a decision consistent with what it read.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -122,7 +126,8 @@ pub struct Stats {
     pub commits: u64,
     /// `Rollback` RPCs (transaction mode only).
     pub rollbacks: u64,
-    /// Commits refused because another writer changed a document first.
+    /// Commits refused because another writer changed a document first (a lost
+    /// precondition) or held its lock (ABORTED).
     pub conflicts: u64,
 }
 
@@ -341,27 +346,35 @@ fn operation_span(name: &'static str, mode: Concurrency) -> tracing::Span {
     }
 }
 
-/// The first and the largest backoff ceiling of `mode`.
-fn backoff_bounds(mode: Concurrency) -> (Duration, Duration) {
-    match mode {
-        Concurrency::Preconditions => (BACKOFF_BASE, BACKOFF_CAP),
-        Concurrency::Transaction => (TRANSACTION_BACKOFF_BASE, TRANSACTION_BACKOFF_CAP),
-    }
-}
-
-/// Full-jitter exponential backoff after failed attempt `attempt` (1-based), with the
-/// bounds of `mode`. RESOURCE_EXHAUSTED waits between the largest ceiling and four
-/// times it, as the official clients back off to their maximum on that code.
+/// Backoff after failed attempt `attempt` (1-based) that answered `code`.
+///
+/// - RESOURCE_EXHAUSTED waits between [`BACKOFF_CAP`] and four times it, as the
+///   official clients back off to their maximum on that code.
+/// - ABORTED in transaction mode (a lock conflict) waits ½ to 1½ times a base of
+///   [`TRANSACTION_BACKOFF_BASE`] growing 1.5× per attempt up to
+///   [`TRANSACTION_BACKOFF_CAP`].
+/// - Everything else waits with full jitter under a ceiling of [`BACKOFF_BASE`]
+///   doubled per attempt up to [`BACKOFF_CAP`].
 fn backoff(attempt: u32, code: Code, mode: Concurrency) -> Duration {
     let micros = |d: Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
-    let (base, cap) = backoff_bounds(mode);
-    if code == Code::ResourceExhausted {
-        return Duration::from_micros(fastrand::u64(micros(cap)..=micros(cap.saturating_mul(4))));
+    let retries = attempt.saturating_sub(1).min(16);
+    match (code, mode) {
+        (Code::ResourceExhausted, _) => Duration::from_micros(fastrand::u64(
+            micros(BACKOFF_CAP)..=micros(BACKOFF_CAP.saturating_mul(4)),
+        )),
+        (Code::Aborted, Concurrency::Transaction) => {
+            let base = (0..retries)
+                .fold(TRANSACTION_BACKOFF_BASE, |base, _| {
+                    base.saturating_mul(3) / 2
+                })
+                .min(TRANSACTION_BACKOFF_CAP);
+            Duration::from_micros(fastrand::u64(micros(base) / 2..=micros(base) * 3 / 2))
+        }
+        _ => {
+            let ceiling = BACKOFF_BASE.saturating_mul(1 << retries).min(BACKOFF_CAP);
+            Duration::from_micros(fastrand::u64(0..=micros(ceiling)))
+        }
     }
-    let ceiling = base
-        .saturating_mul(1 << attempt.saturating_sub(1).min(16))
-        .min(cap);
-    Duration::from_micros(fastrand::u64(0..=micros(ceiling)))
 }
 
 enum Failure {
@@ -813,7 +826,7 @@ impl Runner<'_> {
             Ok(Err(status)) => {
                 if matches!(
                     status.code(),
-                    Code::AlreadyExists | Code::FailedPrecondition | Code::NotFound
+                    Code::AlreadyExists | Code::FailedPrecondition | Code::NotFound | Code::Aborted
                 ) {
                     self.tally.bump(Count::Conflict);
                 }

@@ -1,40 +1,55 @@
 use super::*;
 
 #[test]
-fn backoff_is_bounded_and_grows() {
+fn backoff_is_full_jitter_under_a_doubling_ceiling() {
     for mode in [Concurrency::Preconditions, Concurrency::Transaction] {
-        let (base, cap) = backoff_bounds(mode);
-        for attempt in 1..=MAX_ATTEMPTS {
-            let ceiling = base.saturating_mul(1 << (attempt - 1)).min(cap);
-            for _ in 0..50 {
-                assert!(backoff(attempt, Code::Aborted, mode) <= ceiling);
+        for code in [Code::Unavailable, Code::FailedPrecondition, Code::Internal] {
+            for attempt in 1..=MAX_ATTEMPTS {
+                let ceiling = BACKOFF_BASE
+                    .saturating_mul(1 << (attempt - 1))
+                    .min(BACKOFF_CAP);
+                for _ in 0..50 {
+                    assert!(backoff(attempt, code, mode) <= ceiling);
+                }
             }
+        }
+    }
+    for attempt in 1..=MAX_ATTEMPTS {
+        let ceiling = BACKOFF_BASE
+            .saturating_mul(1 << (attempt - 1))
+            .min(BACKOFF_CAP);
+        for _ in 0..50 {
+            assert!(backoff(attempt, Code::Aborted, Concurrency::Preconditions) <= ceiling);
         }
     }
 }
 
 #[test]
-fn transaction_mode_backs_off_longer_for_lock_contention() {
-    assert_eq!(
-        backoff_bounds(Concurrency::Preconditions),
-        (BACKOFF_BASE, BACKOFF_CAP)
-    );
-    assert_eq!(
-        backoff_bounds(Concurrency::Transaction),
-        (TRANSACTION_BACKOFF_BASE, TRANSACTION_BACKOFF_CAP)
-    );
-    assert!(TRANSACTION_BACKOFF_BASE > BACKOFF_BASE);
-    assert!(TRANSACTION_BACKOFF_CAP > BACKOFF_CAP);
+fn an_aborted_transaction_waits_half_to_one_and_a_half_times_a_growing_base() {
+    let bases_ms = [
+        1_000, 1_500, 2_250, 3_375, 5_062, 7_593, 10_000, 10_000, 10_000,
+    ];
+    for (attempt, base_ms) in (1..).zip(bases_ms) {
+        let (low, high) = (base_ms * 1_000 / 2, base_ms * 1_000 * 3 / 2);
+        for _ in 0..50 {
+            let wait = backoff(attempt, Code::Aborted, Concurrency::Transaction).as_micros();
+            // A millisecond of slack for the rounded bases above.
+            assert!(
+                (low - 1_000..=high + 1_000).contains(&(wait as u64)),
+                "attempt {attempt}: {wait} µs"
+            );
+        }
+    }
+    assert!(TRANSACTION_BACKOFF_BASE / 2 > BACKOFF_CAP);
 }
 
 #[test]
 fn resource_exhausted_backs_off_to_the_maximum() {
     for mode in [Concurrency::Preconditions, Concurrency::Transaction] {
-        let (_, cap) = backoff_bounds(mode);
         for attempt in 1..=MAX_ATTEMPTS {
             for _ in 0..50 {
                 let wait = backoff(attempt, Code::ResourceExhausted, mode);
-                assert!(wait >= cap && wait <= cap * 4, "{wait:?}");
+                assert!(wait >= BACKOFF_CAP && wait <= BACKOFF_CAP * 4, "{wait:?}");
             }
         }
     }
