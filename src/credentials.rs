@@ -101,11 +101,20 @@ pub(crate) fn check_available() -> Result<(), JournalError> {
     find(&Process).map(|_| ())
 }
 
-/// A failure of the `firestore` crate to build its production client: credentials
-/// that could not be loaded are `credentials_unavailable`, anything else `unavailable`.
-pub(crate) fn classify_connect_error(error: &impl std::fmt::Display) -> JournalError {
-    let text = error.to_string().to_ascii_lowercase();
-    if text.contains("credential") || text.contains("token") || text.contains("auth") {
+/// The error for a failed production connect, after [`check_available`] passed.
+///
+/// The `firestore` crate wraps gcloud-sdk's connect errors as a system error that
+/// keeps only the error kind's name: `CredentialsBuild` (no usable Application
+/// Default Credentials) is `credentials_unavailable`, and so is `Credentials` (a
+/// token that could not be minted) unless gcloud-sdk marked it transient, which is
+/// `unavailable`. Everything else (transport, URL) is `unavailable`.
+pub(crate) fn classify_connect_error(error: &firestore::errors::FirestoreError) -> JournalError {
+    let firestore::errors::FirestoreError::SystemError(system) = error else {
+        return JournalError::unreachable();
+    };
+    let kind = system.public.code.as_str();
+    let transient = kind.contains("is_transient: true");
+    if kind.starts_with("CredentialsBuild(") || (kind.starts_with("Credentials(") && !transient) {
         JournalError::CredentialsUnavailable
     } else {
         JournalError::unreachable()

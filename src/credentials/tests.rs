@@ -123,3 +123,52 @@ fn the_project_is_found_in_the_documented_order() {
     );
     assert_eq!(resolve(&user, None, true).as_deref(), Some("quota-project"));
 }
+
+fn connect_error(kind: &str) -> firestore::errors::FirestoreError {
+    use firestore::errors::{
+        FirestoreError, FirestoreErrorPublicGenericDetails, FirestoreSystemError,
+    };
+    FirestoreError::SystemError(FirestoreSystemError::new(
+        FirestoreErrorPublicGenericDetails::new(kind.to_owned()),
+        "GCloud system error".to_owned(),
+    ))
+}
+
+#[test]
+fn connect_errors_are_classified_by_gcloud_error_kind() {
+    let cases = [
+        (
+            "CredentialsBuild(Error { kind: Loading })",
+            "credentials_unavailable",
+        ),
+        (
+            "Credentials(CredentialsError { is_transient: false, message: None, source: None })",
+            "credentials_unavailable",
+        ),
+        (
+            "Credentials(CredentialsError { is_transient: true, message: None, source: None })",
+            "unavailable",
+        ),
+        (
+            "GrpcStatus(tonic::transport::Error(Transport))",
+            "unavailable",
+        ),
+        ("Http(reqwest::Error { kind: Request })", "unavailable"),
+        // A word alone decides nothing: only the kind's name does.
+        ("InvalidApiUrl(\"no auth token here\")", "unavailable"),
+    ];
+    for (kind, code) in cases {
+        assert_eq!(
+            classify_connect_error(&connect_error(kind)).code(),
+            code,
+            "{kind}"
+        );
+    }
+    let network = firestore::errors::FirestoreError::NetworkError(
+        firestore::errors::FirestoreNetworkError::new(
+            firestore::errors::FirestoreErrorPublicGenericDetails::new("credentials".into()),
+            "credentials".into(),
+        ),
+    );
+    assert_eq!(classify_connect_error(&network).code(), "unavailable");
+}
