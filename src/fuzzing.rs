@@ -40,13 +40,14 @@ use crate::lease::{
 use crate::ledger::fingerprint::{Amount, CommandFamily, FingerprintInput};
 use crate::registration::{Registration, RegistrationOutcome};
 use crate::start::Start;
+use crate::testing::{Attempt, Store};
 use crate::time::Timestamp;
-use crate::transaction::{Decision, MAX_FOLLOW_UP_READS, Snapshot, Transition, Write};
+use crate::transaction::{Decision, Transition, Write};
 use gcloud_sdk::google::firestore::v1::value::ValueType;
 use gcloud_sdk::google::firestore::v1::{ArrayValue, MapValue, Value};
 use gcloud_sdk::prost_types;
 use serde_json::Value as Json;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 /// Largest number of operations and corruptions one `parse_documents` input runs.
 const MAX_STEPS: usize = 48;

@@ -115,6 +115,11 @@ pub mod rules_testing;
 mod runner;
 mod start;
 pub mod strict_json;
+/// The in-memory store the unit tests and fuzz targets share (tests and the
+/// `fuzzing` feature only); not a supported API.
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod testing;
 mod time;
 mod transaction;
 mod verify;
