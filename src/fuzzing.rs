@@ -35,7 +35,7 @@ use crate::identity::{
     TerminalReferenceFingerprint,
 };
 use crate::lease::{
-    Acquire, LeaseCall, LeaseOutput, Status, Terminal, TerminalOutput, TerminalRequest,
+    Acquire, LeaseCall, LeaseOutput, StatusRead, Terminal, TerminalOutput, TerminalRequest,
 };
 use crate::ledger::fingerprint::{Amount, CommandFamily, FingerprintInput};
 use crate::registration::{Registration, RegistrationOutcome};

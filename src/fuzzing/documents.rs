@@ -401,7 +401,7 @@ fn operation(fixture: &Fixture, input: &mut Bytes, store: &mut Store) {
             }
         }
         _ => {
-            let op = Status::new(call);
+            let op = StatusRead::new(call);
             if decide(&op, store).is_some() {
                 panic!("status wrote");
             }

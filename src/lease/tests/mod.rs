@@ -137,8 +137,8 @@ fn fail(holder: usize, fence: i64, now: i64) -> Terminal {
     Terminal::new(call(holder, now), fence, TerminalRequest::Fail)
 }
 
-fn status(now: i64) -> Status {
-    Status::new(call(0, now))
+fn status(now: i64) -> StatusRead {
+    StatusRead::new(call(0, now))
 }
 
 fn held(fence: i64, expires: i64) -> LeaseOutput {
