@@ -70,7 +70,9 @@
 //! (the transition contract: `paths`, `decide`, `Decision`), `registration`, `lease`,
 //! `start` and `ledger::{accept, replay, migration}` (the decisions), `verify::commerce`,
 //! `verify::ledger` and `verify::historical_links` (the verifier's checks),
-//! `strict_json`, `expected`.
+//! `strict_json`, `expected`; and `testing` (tests and the `fuzzing` feature only), the
+//! one in-memory store that runs a `decide` by the runner's rules for the unit tests
+//! and fuzz targets.
 //!
 //! I/O: `runner` (reads, commits and retries), `connection` and `credentials` (gRPC
 //! channel, project discovery), `verify::scan` (streaming reads for [`verify`]), and
