@@ -1,7 +1,7 @@
 //! Test support shared by the unit tests and the fuzz targets; compiled only for
 //! tests and the `fuzzing` feature, and not a supported API.
 //!
-//! [`Store`] is the one in-memory stand-in for Firestore: it runs a prepared
+//! `Store` is the one in-memory stand-in for Firestore: it runs a prepared
 //! operation by the runner's rules, without I/O, and refuses (panics) wherever a
 //! `decide` breaks them.
 
