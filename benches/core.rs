@@ -1,23 +1,21 @@
 //! Criterion benchmarks of the pure core: identity derivation, RFC 8785 canonical
 //! JSON, and the `decide` functions of registration and the lease state machine.
-//! No Firestore: snapshots are built from the documents `decide` itself writes.
+//! No Firestore: snapshots are read from the shared in-memory store, after the real
+//! operations ran against it.
 //!
 //! `cargo bench --bench core`
 
 use command_journal::Timestamp;
 use command_journal::internals::Registration;
+use command_journal::internals::Transition;
 use command_journal::internals::{Acquire, LeaseCall, Terminal, TerminalRequest};
-use command_journal::internals::{Decision, Snapshot, Transition, Write};
+use command_journal::testing::Store;
 use command_journal::{
     CommandInput, CommandRequest, LeaseId, Payload, TerminalReferenceFingerprint,
 };
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
-use std::collections::HashMap;
 use std::hint::black_box;
-
-/// A document's raw fields, as `Write` and `Snapshot` carry them.
-type FieldMap = HashMap<String, gcloud_sdk::google::firestore::v1::Value>;
 
 const COMMAND_ID: &str = "3f2504e0-4f89-41d3-9a0c-0305e82c3301";
 const LEASE_A: &str = "5eed0000-0001-4000-8000-000000000001";
@@ -60,24 +58,6 @@ fn at(micros: i64) -> Timestamp {
     Timestamp::from_micros(micros).expect("in range")
 }
 
-fn writes<O>(decision: Decision<O>) -> Vec<Write> {
-    match decision {
-        Decision::Mutate(writes, _) => writes,
-        _ => panic!("expected a mutation"),
-    }
-}
-
-/// Applies `writes` to the documents `docs` (creates and replacements alike).
-fn apply(docs: &mut Vec<(String, Option<FieldMap>)>, writes: Vec<Write>) {
-    for write in writes {
-        let (path, fields) = match write {
-            Write::Create { path, fields } | Write::Replace { path, fields } => (path, fields),
-        };
-        docs.retain(|(p, _)| *p != path);
-        docs.push((path, Some(fields)));
-    }
-}
-
 fn identity(c: &mut Criterion) {
     let payload = small_payload();
     let lease = LeaseId::parse(LEASE_A).expect("lease");
@@ -118,41 +98,32 @@ fn decide(c: &mut Criterion) {
 
     // Registration over an empty snapshot: create root + revision-1 audit.
     let register = Registration::new(identity.clone(), at(T0));
-    let empty = Snapshot::new(register.paths().into_iter().map(|p| (p, None)));
+    let mut store = Store::new();
+    let empty = store.snapshot(&register.paths());
     c.bench_function("decide/register (new)", |b| {
         b.iter(|| black_box(register.decide(black_box(&empty))))
     });
 
     // The registered state, as registration wrote it.
-    let mut docs: Vec<_> = Vec::new();
-    apply(&mut docs, writes(register.decide(&empty)));
+    store.run(&register).result.expect("registered");
     let acquire_a = Acquire::new(LeaseCall::new(
         identity.clone(),
         owner(LEASE_A),
         at(T0 + 1_000),
     ));
-    let snapshot = |docs: &Vec<(String, Option<FieldMap>)>, paths: Vec<String>| {
-        Snapshot::new(paths.into_iter().map(|p| {
-            let doc = docs
-                .iter()
-                .find(|(q, _)| *q == p)
-                .and_then(|(_, d)| d.clone());
-            (p, doc)
-        }))
-    };
-    let registered = snapshot(&docs, acquire_a.paths());
+    let registered = store.snapshot(&acquire_a.paths());
     c.bench_function("decide/acquire (first lease)", |b| {
         b.iter(|| black_box(acquire_a.decide(black_box(&registered))))
     });
 
     // Leased by A: B is busy; A completes.
-    apply(&mut docs, writes(acquire_a.decide(&registered)));
+    store.run(&acquire_a).result.expect("acquired");
     let acquire_b = Acquire::new(LeaseCall::new(
         identity.clone(),
         owner(LEASE_B),
         at(T0 + 2_000),
     ));
-    let leased = snapshot(&docs, acquire_b.paths());
+    let leased = store.snapshot(&acquire_b.paths());
     c.bench_function("decide/acquire (busy)", |b| {
         b.iter(|| black_box(acquire_b.decide(black_box(&leased))))
     });

@@ -122,7 +122,7 @@ async fn journal_blocks_pasted_into_an_app_ruleset_stay_denied_beside_an_app_all
         assert_allowed(context.grpc_get(&doc).await)
             .unwrap_or_else(|e| panic!("{} public gRPC get: {e}", client.name()));
     }
-    let written = env.snapshot().await.expect("snapshot");
+    let written = env.documents().await.expect("documents");
     for client in ClientContext::ALL {
         let doc = env.name(&format!("public/control-{}", client.name()));
         assert!(written.contains_key(&doc), "the control commit wrote {doc}");
@@ -189,7 +189,7 @@ async fn the_harness_sees_an_allow_as_an_allow() {
             .await
             .expect("seed with the rules bypassed");
     }
-    let before = env.snapshot().await.expect("snapshot");
+    let before = env.documents().await.expect("documents");
     let (allowed, denied) = (true, false);
     // (context, operation, existing document, absent document, allowed?)
     let cases = [
@@ -253,7 +253,7 @@ async fn the_harness_sees_an_allow_as_an_allow() {
         }
     }
 
-    let after = env.snapshot().await.expect("snapshot");
+    let after = env.documents().await.expect("documents");
     let changed: Vec<String> = changed_documents(&before, &after).into_iter().collect();
     assert_eq!(changed, [env.name("open/new-anonymous")]);
 }
@@ -274,7 +274,7 @@ async fn every_matrix_operation_reads_as_allowed_where_the_rules_allow_it() {
             .await
             .expect("seed");
     }
-    let before = env.snapshot().await.expect("snapshot");
+    let before = env.documents().await.expect("documents");
 
     // Every operation the matrix uses is well-formed: where the rules allow it, it is
     // allowed (and writes land), so a deny in the matrix is the rules' doing.
@@ -298,7 +298,7 @@ async fn every_matrix_operation_reads_as_allowed_where_the_rules_allow_it() {
 
     // The before/after comparison sees every created, rewritten and deleted document,
     // and nothing else.
-    let after = env.snapshot().await.expect("snapshot");
+    let after = env.documents().await.expect("documents");
     assert_eq!(changed_documents(&before, &after), expected_changes);
 }
 

@@ -3,10 +3,12 @@
 //!
 //! Every function takes arbitrary bytes and must return normally for every input. A
 //! panic is a finding: either a codec, validator or `decide` that panics on hostile
-//! input, or one of the invariants asserted here broken (a `decide` that creates a
-//! document it did not see absent, replaces one it did not read, or writes a document
-//! its own strict codec rejects; a validator that accepts a value it then rejects; a
-//! canonical form that is not a fixed point; a secret that prints unredacted).
+//! input, or one of the invariants asserted here or by the shared in-memory store
+//! ([`crate::testing::Store`]) broken (a `decide` that creates a document it did not
+//! see absent, replaces one it did not read, answers differently on one snapshot or
+//! writes a document its own strict codec rejects; a validator that accepts a value it
+//! then rejects; a canonical form that is not a fixed point; a secret that prints
+//! unredacted).
 //!
 //! Inputs are bounded: the byte decoder below caps every count and nesting depth,
 //! so no input can make these functions allocate more than a few kilobytes beyond
@@ -35,18 +37,19 @@ use crate::identity::{
     TerminalReferenceFingerprint,
 };
 use crate::lease::{
-    Acquire, LeaseCall, LeaseOutput, Status, Terminal, TerminalOutput, TerminalRequest,
+    Acquire, LeaseCall, LeaseOutput, StatusRead, Terminal, TerminalOutput, TerminalRequest,
 };
 use crate::ledger::fingerprint::{Amount, CommandFamily, FingerprintInput};
 use crate::registration::{Registration, RegistrationOutcome};
 use crate::start::Start;
+use crate::testing::{Attempt, Store};
 use crate::time::Timestamp;
-use crate::transaction::{Decision, MAX_FOLLOW_UP_READS, Snapshot, Transition, Write};
+use crate::transaction::{Decision, Transition, Write};
 use gcloud_sdk::google::firestore::v1::value::ValueType;
 use gcloud_sdk::google::firestore::v1::{ArrayValue, MapValue, Value};
 use gcloud_sdk::prost_types;
 use serde_json::Value as Json;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 /// Largest number of operations and corruptions one `parse_documents` input runs.
 const MAX_STEPS: usize = 48;

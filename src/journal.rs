@@ -4,7 +4,7 @@ use crate::connection::Connection;
 use crate::error::JournalError;
 use crate::identity::{CommandInput, LeaseId, TerminalReferenceFingerprint};
 use crate::lease::{
-    Acquire, LeaseCall, LeaseOutput, Status, StatusOutput, Terminal, TerminalOutput,
+    Acquire, LeaseCall, LeaseOutput, StatusOutput, StatusRead, Terminal, TerminalOutput,
     TerminalRequest,
 };
 use crate::registration::{Registration, RegistrationOutput};
@@ -94,7 +94,7 @@ impl Journal {
 
     /// Cumulative RPC and attempt counters of this journal (and its clones).
     pub fn stats(&self) -> Stats {
-        self.counters.snapshot()
+        self.counters.stats()
     }
 
     /// The journal's trusted time now, truncated to whole microseconds: the instant
@@ -213,7 +213,7 @@ impl Journal {
         let identity = command.identity();
         // The owner is not consulted by status; any digest will do.
         let owner = identity.command_key_hash().clone();
-        let op = Status::new(LeaseCall::new(identity, owner, self.now()?));
+        let op = StatusRead::new(LeaseCall::new(identity, owner, self.now()?));
         self.run(&op).await
     }
 }

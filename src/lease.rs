@@ -546,11 +546,11 @@ pub struct StatusOutput {
 
 /// A prepared read-only `status`.
 #[derive(Debug, Clone)]
-pub struct Status {
+pub struct StatusRead {
     call: LeaseCall,
 }
 
-impl Status {
+impl StatusRead {
     /// Prepares a status read; `call`'s owner is not used.
     pub fn new(call: LeaseCall) -> Self {
         Self { call }
@@ -579,7 +579,7 @@ impl Status {
     }
 }
 
-impl Transition for Status {
+impl Transition for StatusRead {
     type Output = StatusOutput;
 
     fn name(&self) -> crate::transaction::OperationName {

@@ -70,7 +70,9 @@
 //! (the transition contract: `paths`, `decide`, `Decision`), `registration`, `lease`,
 //! `start` and `ledger::{accept, replay, migration}` (the decisions), `verify::commerce`,
 //! `verify::ledger` and `verify::historical_links` (the verifier's checks),
-//! `strict_json`, `expected`.
+//! `strict_json`, `expected`; and `testing` (tests and the `fuzzing` feature only), the
+//! one in-memory store that runs a `decide` by the runner's rules for the unit tests
+//! and fuzz targets.
 //!
 //! I/O: `runner` (reads, commits and retries), `connection` and `credentials` (gRPC
 //! channel, project discovery), `verify::scan` (streaming reads for [`verify`]), and
@@ -115,6 +117,11 @@ pub mod rules_testing;
 mod runner;
 mod start;
 pub mod strict_json;
+/// The in-memory store the unit tests and fuzz targets share (tests and the
+/// `fuzzing` feature only); not a supported API.
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod testing;
 mod time;
 mod transaction;
 mod verify;

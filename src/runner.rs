@@ -111,7 +111,7 @@ pub struct Counters {
     conflicts: AtomicU64,
 }
 
-/// A snapshot of a journal's counters. Every RPC the runner sends is a BatchGet, a
+/// A journal's counters as read at one moment. Every RPC the runner sends is a BatchGet, a
 /// Commit or a Rollback, so `rpcs()` is their sum: no other RPC exists in the crate's
 /// transaction path.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -152,7 +152,7 @@ impl Stats {
 
 impl Counters {
     /// The current values.
-    pub fn snapshot(&self) -> Stats {
+    pub fn stats(&self) -> Stats {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
         Stats {
             calls: get(&self.calls),
@@ -282,7 +282,7 @@ async fn run_in_span<T: Transition>(
             }
         }
     };
-    let local = runner.tally.local.snapshot();
+    let local = runner.tally.local.stats();
     span.record("attempts", attempts);
     span.record("rpcs", local.rpcs());
     span.record("conflicts", local.conflicts);

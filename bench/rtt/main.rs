@@ -32,6 +32,9 @@ mod peer;
 #[allow(dead_code)]
 #[path = "../side_by_side/proxy.rs"]
 mod proxy;
+#[allow(dead_code)]
+#[path = "../side_by_side/stats.rs"]
+mod stats;
 
 use command_journal::Concurrency;
 use command_journal::Journal;
@@ -44,8 +47,7 @@ use crate_side::{RawCommand, uuid};
 use peer::Peer;
 use proxy::CountingProxy;
 use serde_json::json;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use stats::{percentile, run_workers};
 use std::time::{Duration, Instant};
 
 type Res<T> = Result<T, String>;
@@ -105,46 +107,13 @@ async fn throughput(
     workers: u64,
     duration: Duration,
 ) -> (u64, u64, f64) {
-    let completed = Arc::new(AtomicU64::new(0));
-    let errors = Arc::new(AtomicU64::new(0));
-    let t0 = Instant::now();
-    let deadline = t0 + duration;
-    let tasks: Vec<_> = (0..workers)
-        .map(|w| {
-            let journal = journal.clone();
-            let (completed, errors) = (Arc::clone(&completed), Arc::clone(&errors));
-            tokio::spawn(async move {
-                let mut n = 0;
-                while Instant::now() < deadline {
-                    let id = (w + 1) * 1_000_000 + n;
-                    let counter = match command_once(&journal, variant, tag, id).await {
-                        Ok(_) => &completed,
-                        Err(_) => &errors,
-                    };
-                    counter.fetch_add(1, Ordering::Relaxed);
-                    n += 1;
-                }
-            })
-        })
-        .collect();
-    for task in tasks {
-        let _ = task.await;
-    }
-    (
-        completed.load(Ordering::Relaxed),
-        errors.load(Ordering::Relaxed),
-        t0.elapsed().as_secs_f64(),
-    )
-}
-
-fn percentile(values: &[f64], p: f64) -> f64 {
-    if values.is_empty() {
-        return f64::NAN;
-    }
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    sorted[rank - 1]
+    let journal = journal.clone();
+    let (completed, errors, elapsed) = run_workers(workers, duration, move |id| {
+        let journal = journal.clone();
+        async move { command_once(&journal, variant, tag, id).await.is_ok() }
+    })
+    .await;
+    (completed, errors, elapsed.as_secs_f64())
 }
 
 struct Options {

@@ -6,13 +6,12 @@
 //! the identity derivation, the captured time and the transaction. The peer times the
 //! same per call: validation, identity, time, `runTransaction`.
 
+use crate::stats::{micros, run_workers};
 use command_journal::Journal;
 use command_journal::JournalError;
 use command_journal::{CommandInput, CommandRequest, LeaseId, TerminalReferenceFingerprint};
 use command_journal::{LeaseOutput, TerminalOutput};
 use serde_json::{Value, json};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// The terminal reference every completion uses (as the peer's `REFERENCE`).
@@ -61,10 +60,6 @@ impl RawCommand {
             payload: &self.payload,
         })
     }
-}
-
-fn micros(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e6
 }
 
 /// Register, acquire, complete one command; the three latencies in µs.
@@ -169,36 +164,11 @@ pub async fn throughput(
     workers: u64,
     duration: Duration,
 ) -> (u64, u64, f64) {
-    let completed = Arc::new(AtomicU64::new(0));
-    let errors = Arc::new(AtomicU64::new(0));
-    let t0 = Instant::now();
-    let deadline = t0 + duration;
-    let tasks: Vec<_> = (0..workers)
-        .map(|w| {
-            let journal = journal.clone();
-            let (completed, errors) = (Arc::clone(&completed), Arc::clone(&errors));
-            tokio::spawn(async move {
-                let mut n = 0;
-                while Instant::now() < deadline {
-                    let counter =
-                        match lifecycle_once(&journal, tag, (w + 1) * 1_000_000 + n, tag + 1).await
-                        {
-                            Ok(_) => &completed,
-                            Err(_) => &errors,
-                        };
-                    counter.fetch_add(1, Ordering::Relaxed);
-                    n += 1;
-                }
-            })
-        })
-        .collect();
-    for task in tasks {
-        let _ = task.await;
-    }
-    let elapsed = micros(t0.elapsed());
-    (
-        completed.load(Ordering::Relaxed),
-        errors.load(Ordering::Relaxed),
-        elapsed,
-    )
+    let journal = journal.clone();
+    let (completed, errors, elapsed) = run_workers(workers, duration, move |id| {
+        let journal = journal.clone();
+        async move { lifecycle_once(&journal, tag, id, tag + 1).await.is_ok() }
+    })
+    .await;
+    (completed, errors, micros(elapsed))
 }

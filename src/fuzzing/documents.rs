@@ -237,9 +237,6 @@ impl Fixture {
     }
 }
 
-/// An in-memory documents root: path → fields.
-type Store = BTreeMap<String, FieldMap>;
-
 /// Runs a byte-driven sequence over an in-memory journal of one command: real
 /// operations (registration, acquisitions by three holders, completions and failures
 /// at chosen fences and commitments, status), each decided over the stored documents
@@ -334,16 +331,26 @@ fn operation(fixture: &Fixture, input: &mut Bytes, store: &mut Store) {
     match input.below(5) {
         0 => {
             let op = Registration::new(fixture.identity.clone(), now);
-            if let Some((writes, output)) = decide(&op, store) {
+            if let Some(Mutation {
+                attempt,
+                writes,
+                output,
+            }) = decide(&op, store)
+            {
                 assert_eq!(output.outcome(), RegistrationOutcome::RegisteredNew);
                 assert_eq!(writes.len(), 2, "a registration writes its root and event");
-                apply(fixture, store, writes);
+                apply(fixture, store, &attempt, &writes);
             }
         }
         1 => {
             start_composes(fixture, store, &owner, now);
             let op = Acquire::new(call);
-            if let Some((writes, output)) = decide(&op, store) {
+            if let Some(Mutation {
+                attempt,
+                writes,
+                output,
+            }) = decide(&op, store)
+            {
                 let LeaseOutput::Acquired {
                     fence_epoch,
                     lease_expires_at,
@@ -358,7 +365,7 @@ fn operation(fixture: &Fixture, input: &mut Bytes, store: &mut Store) {
                     "the answer differs from the lease written"
                 );
                 assert_eq!(written.lease_owner_fingerprint, owner);
-                apply(fixture, store, writes);
+                apply(fixture, store, &attempt, &writes);
             }
         }
         2 | 3 => {
@@ -372,7 +379,12 @@ fn operation(fixture: &Fixture, input: &mut Bytes, store: &mut Store) {
                 TerminalRequest::Succeed(input.pick(&fixture.commitments).clone())
             };
             let op = Terminal::new(call, fence, request.clone());
-            if let Some((writes, output)) = decide(&op, store) {
+            if let Some(Mutation {
+                attempt,
+                writes,
+                output,
+            }) = decide(&op, store)
+            {
                 let written = written_lifecycle(fixture, &writes);
                 assert_eq!(written.fence_epoch, fence, "finalized under another fence");
                 assert_eq!(written.lease_owner_fingerprint, owner);
@@ -385,11 +397,11 @@ fn operation(fixture: &Fixture, input: &mut Bytes, store: &mut Store) {
                     }
                     _ => panic!("a terminal call answered another outcome than it wrote"),
                 }
-                apply(fixture, store, writes);
+                apply(fixture, store, &attempt, &writes);
             }
         }
         _ => {
-            let op = Status::new(call);
+            let op = StatusRead::new(call);
             if decide(&op, store).is_some() {
                 panic!("status wrote");
             }
@@ -405,17 +417,24 @@ fn start_composes(fixture: &Fixture, store: &Store, owner: &Digest, now: Timesta
     let registered = decide(&Registration::new(identity.clone(), now), store);
     let mut after = store.clone();
     let mut expected = Vec::new();
-    if let Some((writes, _)) = registered {
-        for write in writes {
-            let (Write::Create { path, fields } | Write::Replace { path, fields }) = write.clone();
-            after.insert(path, fields);
-            expected.push(write);
-        }
+    if let Some(Mutation {
+        attempt, writes, ..
+    }) = registered
+    {
+        assert!(after.commit(&attempt), "an uncontended commit failed");
+        expected = writes;
     }
     let call = LeaseCall::new(identity.clone(), owner.clone(), now);
     let acquired = decide(&Acquire::new(call), &after);
     match (started, acquired) {
-        (Some((writes, output)), Some((acquisition, lease))) => {
+        (
+            Some(Mutation { writes, output, .. }),
+            Some(Mutation {
+                writes: acquisition,
+                output: lease,
+                ..
+            }),
+        ) => {
             expected.extend(acquisition);
             assert_eq!(
                 writes, expected,
@@ -429,47 +448,32 @@ fn start_composes(fixture: &Fixture, store: &Store, owner: &Digest, now: Timesta
     }
 }
 
-/// Decides `op` over `store` as the runner does (first read, follow-up reads at the
-/// same snapshot); `Some` with the writes of a `Mutate`, after checking that every
-/// write targets a document read in the state its precondition will require.
-fn decide<T: Transition>(op: &T, store: &Store) -> Option<(Vec<Write>, T::Output)> {
-    let read = |paths: Vec<String>, docs: &mut Vec<(String, Option<FieldMap>)>| {
-        for path in paths {
-            let doc = store.get(&path).cloned();
-            docs.push((path, doc));
-        }
+/// A decided mutation, not yet committed.
+struct Mutation<O> {
+    attempt: Attempt<O>,
+    writes: Vec<Write>,
+    output: O,
+}
+
+/// One attempt of `op` over `store` by the runner's rules (the shared store asserts
+/// that every write targets a document read in the state its precondition requires,
+/// and that `decide` answers the same twice); `Some` for a `Mutate`, `None` for an
+/// observation or a refusal.
+fn decide<T>(op: &T, store: &Store) -> Option<Mutation<T::Output>>
+where
+    T: Transition,
+    T::Output: std::fmt::Debug + PartialEq + Clone,
+{
+    let attempt = store.attempt(op);
+    let Decision::Mutate(writes, output) = &attempt.decision else {
+        return None;
     };
-    let mut docs = Vec::new();
-    read(op.paths(), &mut docs);
-    for _ in 0..=MAX_FOLLOW_UP_READS {
-        let snapshot = Snapshot::new(docs.clone());
-        match op.decide(&snapshot) {
-            Decision::Observe(_) | Decision::Reject(_) => return None,
-            Decision::Mutate(writes, output) => {
-                for write in &writes {
-                    match write {
-                        Write::Create { path, .. } => assert!(
-                            snapshot.was_read(path) && snapshot.get(path).is_none(),
-                            "created a document not seen absent"
-                        ),
-                        Write::Replace { path, .. } => {
-                            assert!(snapshot.get(path).is_some(), "replaced a document not read")
-                        }
-                    }
-                }
-                return Some((writes, output));
-            }
-            Decision::Read(more) => {
-                let more: Vec<String> =
-                    more.into_iter().filter(|p| !snapshot.was_read(p)).collect();
-                if more.is_empty() {
-                    return None;
-                }
-                read(more, &mut docs);
-            }
-        }
-    }
-    None
+    let (writes, output) = (writes.clone(), output.clone());
+    Some(Mutation {
+        attempt,
+        writes,
+        output,
+    })
 }
 
 /// The lifecycle among `writes`, which must parse strictly.
@@ -488,15 +492,15 @@ fn written_lifecycle(fixture: &Fixture, writes: &[Write]) -> Lifecycle {
     }
 }
 
-/// Applies committed writes, checking each against its own codec first.
-fn apply(fixture: &Fixture, store: &mut Store, writes: Vec<Write>) {
+/// Commits an attempt's writes, checking each against its own codec first.
+fn apply<O>(fixture: &Fixture, store: &mut Store, attempt: &Attempt<O>, writes: &[Write]) {
     for write in writes {
         let (Write::Create { path, fields } | Write::Replace { path, fields }) = write;
-        if let Err(error) = parse_at(fixture, &path, &fields) {
+        if let Err(error) = parse_at(fixture, path, fields) {
             panic!("wrote a document its own codec rejects: {error}");
         }
-        store.insert(path, fields);
     }
+    assert!(store.commit(attempt), "an uncontended commit failed");
 }
 
 /// Parses `fields` with the codec that owns `path`.

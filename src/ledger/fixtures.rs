@@ -1,6 +1,5 @@
-//! Test fixtures shared by the ledger unit tests: commands, and an in-memory store
-//! that drives a `Transition` the way the runner does (read, decide, follow-up reads,
-//! precondition-checked atomic commit, retry on conflict).
+//! Test fixtures shared by the ledger unit tests: commands, plans, historical rows and
+//! imports into the shared in-memory store ([`crate::testing::Store`]).
 
 use super::effect::{self, LedgerEffect, Lineage};
 use super::fingerprint::{EffectPlanItem, FingerprintInput};
@@ -9,13 +8,10 @@ use super::outcome::LedgerOutcome;
 use super::reservation::LedgerScope;
 use super::stored;
 use crate::digest::Digest;
-use crate::document::fields::FieldMap;
-use crate::error::JournalError;
 use crate::identity::LedgerKey;
+use crate::testing::Store;
 use crate::time::Timestamp;
-use crate::transaction::{Decision, MAX_FOLLOW_UP_READS, Snapshot, Transition, Write};
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
 
 pub const POLICY: &str = "6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b";
 
@@ -126,88 +122,18 @@ pub fn unlinked(id: &str, item: &EffectPlanItem) -> LedgerEffect {
     }
 }
 
-impl Memory {
-    /// Imports the rows `command` names, as `historical_unlinked` rows holding its
-    /// effects.
-    pub fn import(&mut self, command: &HistoricalCommand) {
-        for (id, item) in command.effect_ids.iter().zip(&command.effects) {
-            self.docs
-                .insert(effect::path(id), unlinked(id, item).encode());
-        }
-    }
-
-    /// Imports `command`'s rows and links them under key `n`.
-    pub fn import_and_link(&mut self, n: u32, command: &HistoricalCommand) -> LedgerOutcome {
-        self.import(command);
-        self.run(&Link::new(&key(n), &scope(), command, now()).expect("link"))
-            .expect("linked")
+/// Imports the rows `command` names into `memory`, as `historical_unlinked` rows
+/// holding its effects (an import writes outside the journal's operations).
+pub fn import(memory: &mut Store, command: &HistoricalCommand) {
+    for (id, item) in command.effect_ids.iter().zip(&command.effects) {
+        memory.insert(effect::path(id), unlinked(id, item).encode());
     }
 }
 
-/// An in-memory documents root.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Memory {
-    pub docs: BTreeMap<String, FieldMap>,
-}
-
-impl Memory {
-    /// A snapshot of `paths` as they stand.
-    pub fn snapshot(&self, paths: &[String]) -> Snapshot {
-        Snapshot::new(paths.iter().map(|p| (p.clone(), self.docs.get(p).cloned())))
-    }
-
-    /// One attempt: reads, decides (following up to the runner's limit) and applies
-    /// a mutation atomically unless a precondition fails (`Err(None)`).
-    pub fn attempt<T: Transition>(&mut self, op: &T) -> Result<T::Output, Option<JournalError>> {
-        let mut paths = op.paths();
-        for _ in 0..=MAX_FOLLOW_UP_READS {
-            match op.decide(&self.snapshot(&paths)) {
-                Decision::Observe(out) => return Ok(out),
-                Decision::Reject(error) => return Err(Some(error)),
-                Decision::Mutate(writes, out) => {
-                    for write in &writes {
-                        if let Write::Create { path, .. } = write
-                            && self.docs.contains_key(path)
-                        {
-                            return Err(None);
-                        }
-                    }
-                    for write in writes {
-                        match write {
-                            Write::Create { path, fields } | Write::Replace { path, fields } => {
-                                self.docs.insert(path, fields);
-                            }
-                        }
-                    }
-                    return Ok(out);
-                }
-                Decision::Read(more) => {
-                    assert!(
-                        more.iter().all(|p| !paths.contains(p)),
-                        "decide asked to re-read a path"
-                    );
-                    paths.extend(more);
-                }
-            }
-        }
-        panic!("unbounded follow-up reads");
-    }
-
-    /// Runs `op` to completion, retrying precondition conflicts.
-    pub fn run<T: Transition>(&mut self, op: &T) -> Result<T::Output, JournalError> {
-        for _ in 0..3 {
-            match self.attempt(op) {
-                Ok(out) => return Ok(out),
-                Err(Some(error)) => return Err(error),
-                Err(None) => {}
-            }
-        }
-        Err(JournalError::unreachable())
-    }
-
-    /// The number of documents in `collection`.
-    pub fn count(&self, collection: &str) -> usize {
-        let prefix = format!("{collection}/");
-        self.docs.keys().filter(|p| p.starts_with(&prefix)).count()
-    }
+/// Imports `command`'s rows and links them under key `n`.
+pub fn import_and_link(memory: &mut Store, n: u32, command: &HistoricalCommand) -> LedgerOutcome {
+    import(memory, command);
+    memory
+        .answer(&Link::new(&key(n), &scope(), command, now()).expect("link"))
+        .expect("linked")
 }

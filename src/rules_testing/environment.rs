@@ -160,7 +160,7 @@ impl TestEnvironment {
     /// Every document of the project, read with the rules bypassed by a kindless
     /// all-descendants query: full resource name to the whole document (fields,
     /// `createTime`, `updateTime`).
-    pub async fn snapshot(&self) -> Result<BTreeMap<String, Value>, RulesTestError> {
+    pub async fn documents(&self) -> Result<BTreeMap<String, Value>, RulesTestError> {
         let response = self
             .http
             .post(self.url(":runQuery"))
@@ -172,13 +172,12 @@ impl TestEnvironment {
         let status = response.status();
         if !status.is_success() {
             return Err(RulesTestError::Http(format!(
-                "the snapshot query answered {status}"
+                "the all-documents query answered {status}"
             )));
         }
-        let items: Vec<Value> = response
-            .json()
-            .await
-            .map_err(|e| RulesTestError::Http(format!("the snapshot is not JSON: {e}")))?;
+        let items: Vec<Value> = response.json().await.map_err(|e| {
+            RulesTestError::Http(format!("the all-documents answer is not JSON: {e}"))
+        })?;
         Ok(items
             .into_iter()
             .filter_map(|mut item| item.get_mut("document").map(Value::take))

@@ -425,7 +425,7 @@ pub async fn journal_denial_matrix(
     environment: &TestEnvironment,
 ) -> Result<MatrixReport, RulesTestError> {
     seed_journal(environment).await?;
-    let before = environment.snapshot().await?;
+    let before = environment.documents().await?;
     let seeded = TARGETS
         .iter()
         .filter(|t| before.contains_key(&environment.name(&t.path(SEEDED_KEY))))
@@ -474,7 +474,7 @@ pub async fn journal_denial_matrix(
         outcomes.insert(cell, outcome);
     }
 
-    let after = environment.snapshot().await?;
+    let after = environment.documents().await?;
     let root = format!("{}/", environment.root());
     let changed = changed_documents(&before, &after)
         .into_iter()
@@ -492,7 +492,8 @@ fn is_lock_timeout(outcome: &Outcome) -> bool {
         if detail.contains("ABORTED") || detail.contains("Aborted"))
 }
 
-/// The documents that differ between two snapshots (changed, deleted or created).
+/// The documents that differ between two reads of every document (changed, deleted
+/// or created).
 pub fn changed_documents(
     before: &BTreeMap<String, Value>,
     after: &BTreeMap<String, Value>,

@@ -8,10 +8,10 @@ use super::*;
 use crate::document::fields::{self, FieldMap};
 use crate::identity::{CommandInput, CommandRequest, LeaseId, TerminalReferenceFingerprint};
 use crate::lease::{Terminal, TerminalRequest};
-use crate::transaction::MAX_FOLLOW_UP_READS;
+use crate::testing::{Ran, Store};
 use gcloud_sdk::google::firestore::v1::value::ValueType;
 use serde_json::json;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::sync::LazyLock;
 
@@ -104,75 +104,16 @@ fn terminal(holder: usize, fence: i64, succeed: bool, now: i64) -> Terminal {
 }
 
 // ---------------------------------------------------------------------------------
-// The simulated store and runner
+// The runner, over the shared in-memory store
 // ---------------------------------------------------------------------------------
 
-type Store = HashMap<String, FieldMap>;
-
-/// What running an operation to completion did.
-#[derive(Debug)]
-struct Ran<O> {
-    result: Result<O, JournalError>,
-    writes: Vec<Write>,
-    /// Reads of the attempt: 1 unless `decide` asked for follow-ups.
-    reads: usize,
-}
-
-/// Runs `op` once, uncontended, as the runner's attempt does: reads its paths, serves
-/// follow-up reads, decides (twice, to prove `decide` repeatable) and commits under
-/// the runner's preconditions.
+/// Runs `op` once, uncontended, by the runner's rules (the shared in-memory store).
 fn run<T>(op: &T, store: &mut Store) -> Ran<T::Output>
 where
     T: Transition,
-    T::Output: Debug + Clone + PartialEq,
+    T::Output: Debug + PartialEq,
 {
-    let mut docs: HashMap<String, Option<FieldMap>> = HashMap::new();
-    let mut to_read = op.paths();
-    for reads in 1..=MAX_FOLLOW_UP_READS + 1 {
-        for path in to_read.drain(..) {
-            let doc = store.get(&path).cloned();
-            docs.insert(path, doc);
-        }
-        let snapshot = Snapshot::new(docs.clone());
-        let decision = op.decide(&snapshot);
-        assert_eq!(op.decide(&snapshot), decision, "decide must be repeatable");
-        let (result, writes) = match decision {
-            Decision::Read(more) => {
-                assert!(
-                    !more.is_empty() && more.iter().all(|p| !docs.contains_key(p)),
-                    "a follow-up read must ask for something new: {more:?}"
-                );
-                to_read = more;
-                continue;
-            }
-            Decision::Observe(output) => (Ok(output), Vec::new()),
-            Decision::Reject(error) => (Err(error), Vec::new()),
-            Decision::Mutate(writes, output) => {
-                for write in &writes {
-                    match write {
-                        Write::Create { path, .. } => {
-                            assert_eq!(docs.get(path), Some(&None), "{path} not read absent");
-                        }
-                        Write::Replace { path, .. } => assert!(
-                            matches!(docs.get(path), Some(Some(read)) if store.get(path) == Some(read)),
-                            "{path} replaced unguarded"
-                        ),
-                    }
-                }
-                for write in writes.clone() {
-                    let (Write::Create { path, fields } | Write::Replace { path, fields }) = write;
-                    store.insert(path, fields);
-                }
-                (Ok(output), writes)
-            }
-        };
-        return Ran {
-            result,
-            writes,
-            reads,
-        };
-    }
-    panic!("more than {MAX_FOLLOW_UP_READS} follow-up reads");
+    store.run(op)
 }
 
 /// `register_command` then `acquire_lease` at the same captured time, as a caller
@@ -234,7 +175,7 @@ fn assert_equivalent(case: &str, store: &Store, holder: usize, now: i64) -> Ran<
             "{case}: store changed"
         );
         // The two calls may have left a registration behind, nothing else.
-        for path in by_two.keys().filter(|p| !store.contains_key(*p)) {
+        for path in by_two.keys().filter(|p| !store.contains_key(p)) {
             assert!(
                 *path == root_path() || *path == audit_path(1),
                 "{case}: the two calls wrote {path}"
@@ -243,7 +184,7 @@ fn assert_equivalent(case: &str, store: &Store, holder: usize, now: i64) -> Ran<
     }
     let first_read_covers = !store.contains_key(&lifecycle_path());
     if first_read_covers {
-        assert_eq!(started.reads, 1, "{case}: one read without a lifecycle");
+        assert_eq!(started.reads(), 1, "{case}: one read without a lifecycle");
     }
     started
 }
@@ -393,7 +334,7 @@ fn a_new_command_is_one_read_and_one_commit_of_four_documents() {
             }
         ))
     );
-    assert_eq!(ran.reads, 1);
+    assert_eq!(ran.reads(), 1);
     let paths: Vec<&str> = ran
         .writes
         .iter()
@@ -430,7 +371,7 @@ fn an_already_registered_command_behaves_as_acquire_alone() {
             .map(|l| (RegistrationOutcome::RegisteredExisting, l))
     );
     assert_eq!(started.writes, acquired.writes);
-    assert_eq!(started.reads, 1);
+    assert_eq!(started.reads(), 1);
 }
 
 #[test]
@@ -454,7 +395,7 @@ fn deep_histories_with_follow_up_reads_stay_equivalent() {
         for now in [last, last + SEC, last + LEASE, last + 5 * LEASE] {
             let ran = assert_equivalent("fence 7", &store, holder, now);
             assert!(ran.result.is_ok());
-            follow_ups += usize::from(ran.reads > 1);
+            follow_ups += usize::from(ran.reads() > 1);
         }
     }
     assert_eq!(
@@ -613,33 +554,13 @@ fn twenty_four_racing_starts_register_once_and_lease_once() {
     let ops: Vec<Start> = (0..24)
         .map(|i| start(i % 3, T0 + i64::try_from(i).expect("i")))
         .collect();
-    // Every op decides on the same empty snapshot; commits land in order, losers rerun.
-    let decisions: Vec<_> = ops
-        .iter()
-        .map(|op| {
-            let snapshot = Snapshot::new(op.paths().into_iter().map(|p| (p, None)));
-            op.decide(&snapshot)
-        })
-        .collect();
-    let mut results = Vec::new();
-    for (op, decision) in ops.iter().zip(decisions) {
-        let Decision::Mutate(writes, output) = decision else {
+    // Every op decides on the same empty store; commits land in order, losers rerun.
+    for op in &ops {
+        let Decision::Mutate(..) = store.attempt(op).decision else {
             panic!("every racer first wants to create");
         };
-        let lost = writes.iter().any(|w| match w {
-            Write::Create { path, .. } => store.contains_key(path),
-            Write::Replace { .. } => true,
-        });
-        if lost {
-            results.push(run(op, &mut store).result);
-        } else {
-            for write in writes {
-                let (Write::Create { path, fields } | Write::Replace { path, fields }) = write;
-                store.insert(path, fields);
-            }
-            results.push(Ok(output));
-        }
     }
+    let results = store.race(&ops);
     let new = results
         .iter()
         .filter(|r| {

@@ -77,7 +77,7 @@ fn first_acquisition_creates_fence_one_revision_two_lifecycle_and_acquired_audit
     assert_eq!(Life::first(0, T0).event(), event);
     // Exactly the registration plus the two new documents; the registration untouched.
     assert_eq!(store.len(), 4);
-    for (path, doc) in &registration {
+    for (path, doc) in registration.iter() {
         assert_eq!(store.get(path), Some(doc));
     }
 }

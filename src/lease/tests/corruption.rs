@@ -404,7 +404,7 @@ fn registration_pair_is_validated_with_a_lifecycle_present() {
         "fail",
     );
     rejected(
-        run(&Status::new(other_call(T0)), &mut store),
+        run(&StatusRead::new(other_call(T0)), &mut store),
         error,
         "status",
     );

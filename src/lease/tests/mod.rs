@@ -1,11 +1,11 @@
 //! Pure unit tests of the lease state machine (`docs/leases.md`) over a simulated store.
 //!
-//! Every operation goes through [`run`], which behaves like the transaction runner: it
-//! reads the operation's paths from an in-memory store, serves `Decision::Read`
-//! follow-ups, decides (twice, to prove `decide` repeatable) and commits a mutation
-//! under the runner's preconditions (a created document must not exist, a replaced one
-//! must be unchanged since it was read). Expected documents are spelled out here field
-//! by field, independently of the codecs under test.
+//! Every operation goes through the shared in-memory [`Store`](crate::testing::Store),
+//! which runs it by the transaction runner's rules: it reads the operation's paths,
+//! serves `Decision::Read` follow-ups, decides (twice, to prove `decide` repeatable)
+//! and commits a mutation under the runner's preconditions (a created document must
+//! not exist, a replaced one must be unchanged since it was read). Expected documents
+//! are spelled out here field by field, independently of the codecs under test.
 
 mod acquisition;
 mod corruption;
@@ -19,13 +19,12 @@ use super::*;
 use crate::document::fields::{self, FieldMap};
 use crate::identity::{CommandInput, CommandRequest, LeaseId, TerminalReferenceFingerprint};
 use crate::registration::{Registration, RegistrationOutcome};
-use crate::transaction::MAX_FOLLOW_UP_READS;
+use crate::testing::{Ran, Store};
 use gcloud_sdk::google::firestore::v1::Value;
 use gcloud_sdk::google::firestore::v1::value::ValueType;
 use gcloud_sdk::prost_types;
 use proptest::prelude::*;
 use serde_json::json;
-use std::collections::HashMap;
 use std::fmt::Debug;
 use std::sync::LazyLock;
 
@@ -138,8 +137,8 @@ fn fail(holder: usize, fence: i64, now: i64) -> Terminal {
     Terminal::new(call(holder, now), fence, TerminalRequest::Fail)
 }
 
-fn status(now: i64) -> Status {
-    Status::new(call(0, now))
+fn status(now: i64) -> StatusRead {
+    StatusRead::new(call(0, now))
 }
 
 fn held(fence: i64, expires: i64) -> LeaseOutput {
@@ -360,132 +359,16 @@ fn replace_writes(life: &Life) -> Vec<Write> {
 }
 
 // ---------------------------------------------------------------------------------
-// The simulated store and runner
+// The runner, over the shared in-memory store
 // ---------------------------------------------------------------------------------
-
-type Store = HashMap<String, FieldMap>;
-type Docs = HashMap<String, Option<FieldMap>>;
-
-/// One attempt's reads and its final (non-`Read`) decision.
-struct Attempt<O> {
-    docs: Docs,
-    decision: Decision<O>,
-    follow_ups: Vec<Vec<String>>,
-}
-
-/// What running an operation to completion did.
-#[derive(Debug)]
-struct Ran<O> {
-    result: Result<O, JournalError>,
-    writes: Vec<Write>,
-    follow_ups: Vec<Vec<String>>,
-}
-
-/// Reads, serves follow-up reads and decides, as the runner's attempt does. Every
-/// decision is taken twice on the same snapshot and must be identical.
-fn attempt<T>(op: &T, store: &Store) -> Attempt<T::Output>
-where
-    T: Transition,
-    T::Output: Debug + Clone + PartialEq,
-{
-    let mut docs = Docs::new();
-    let mut to_read = op.paths();
-    let mut follow_ups = Vec::new();
-    for _ in 0..=MAX_FOLLOW_UP_READS {
-        for path in to_read.drain(..) {
-            let doc = store.get(&path).cloned();
-            docs.insert(path, doc);
-        }
-        let snapshot = Snapshot::new(docs.clone());
-        let decision = op.decide(&snapshot);
-        assert_eq!(op.decide(&snapshot), decision, "decide must be repeatable");
-        match decision {
-            Decision::Read(more) => {
-                assert!(
-                    !more.is_empty() && more.iter().all(|p| !docs.contains_key(p)),
-                    "a follow-up read must ask for something new: {more:?}"
-                );
-                follow_ups.push(more.clone());
-                to_read = more;
-            }
-            decision => {
-                if let Decision::Mutate(writes, _) = &decision {
-                    assert_guarded(&docs, writes);
-                }
-                return Attempt {
-                    docs,
-                    decision,
-                    follow_ups,
-                };
-            }
-        }
-    }
-    panic!("more than {MAX_FOLLOW_UP_READS} follow-up reads");
-}
-
-/// Every created document was read and found absent; every replaced one was read.
-fn assert_guarded(docs: &Docs, writes: &[Write]) {
-    for write in writes {
-        match write {
-            Write::Create { path, .. } => assert_eq!(
-                docs.get(path),
-                Some(&None),
-                "created {path} without reading its absence"
-            ),
-            Write::Replace { path, .. } => assert!(
-                matches!(docs.get(path), Some(Some(_))),
-                "replaced {path} without reading it"
-            ),
-        }
-    }
-}
-
-/// Commits `writes` atomically under the runner's preconditions; false (and nothing
-/// written) when another writer got there first.
-fn commit(store: &mut Store, docs: &Docs, writes: &[Write]) -> bool {
-    let ok = writes.iter().all(|write| match write {
-        Write::Create { path, .. } => !store.contains_key(path),
-        Write::Replace { path, .. } => {
-            matches!(docs.get(path), Some(Some(read)) if store.get(path) == Some(read))
-        }
-    });
-    if ok {
-        for write in writes {
-            let (Write::Create { path, fields } | Write::Replace { path, fields }) = write.clone();
-            store.insert(path, fields);
-        }
-    }
-    ok
-}
 
 /// Runs `op` against an uncontended store.
 fn run<T>(op: &T, store: &mut Store) -> Ran<T::Output>
 where
     T: Transition,
-    T::Output: Debug + Clone + PartialEq,
+    T::Output: Debug + PartialEq,
 {
-    let Attempt {
-        docs,
-        decision,
-        follow_ups,
-    } = attempt(op, store);
-    let (result, writes) = match decision {
-        Decision::Observe(output) => (Ok(output), Vec::new()),
-        Decision::Reject(error) => (Err(error), Vec::new()),
-        Decision::Mutate(writes, output) => {
-            assert!(
-                commit(store, &docs, &writes),
-                "an uncontended commit failed"
-            );
-            (Ok(output), writes)
-        }
-        Decision::Read(_) => unreachable!("attempt resolves follow-up reads"),
-    };
-    Ran {
-        result,
-        writes,
-        follow_ups,
-    }
+    store.run(op)
 }
 
 #[track_caller]

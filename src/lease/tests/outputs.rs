@@ -212,7 +212,7 @@ fn audit_events_exclude_the_owner_fingerprint_and_the_commitment() {
 fn registration_stays_exact_and_registered_existing_through_every_lifecycle_state() {
     let registration = registered_store();
     let check = |store: &Store| {
-        for (path, doc) in &registration {
+        for (path, doc) in registration.iter() {
             assert_eq!(store.get(path), Some(doc), "{path} changed");
         }
         let mut copy = store.clone();

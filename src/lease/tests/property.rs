@@ -3,7 +3,7 @@
 use super::*;
 
 #[derive(Debug, Clone)]
-enum Step {
+enum Action {
     Acquire {
         holder: usize,
         lag: i64,
@@ -22,22 +22,22 @@ enum Step {
     Advance(i64),
 }
 
-fn step() -> impl Strategy<Value = Step> {
+fn action() -> impl Strategy<Value = Action> {
     // Most calls use the current time; some were captured earlier (a rerun).
     let lag = || prop_oneof![4 => Just(0_i64), 1 => (1_i64..=90).prop_map(|s| s * SEC)];
     // Mostly the stored fence, sometimes one below or above it.
     let fence = || prop_oneof![2 => Just(0_i64), 1 => -1_i64..=1];
     prop_oneof![
-        3 => (0_usize..3, lag()).prop_map(|(holder, lag)| Step::Acquire { holder, lag }),
+        3 => (0_usize..3, lag()).prop_map(|(holder, lag)| Action::Acquire { holder, lag }),
         2 => (0_usize..3, fence(), 0_usize..2, lag()).prop_map(
-            |(holder, fence_offset, reference, lag)| Step::Complete {
+            |(holder, fence_offset, reference, lag)| Action::Complete {
                 holder,
                 fence_offset,
                 reference,
                 lag,
             }
         ),
-        2 => (0_usize..3, fence(), lag()).prop_map(|(holder, fence_offset, lag)| Step::Fail {
+        2 => (0_usize..3, fence(), lag()).prop_map(|(holder, fence_offset, lag)| Action::Fail {
             holder,
             fence_offset,
             lag,
@@ -46,7 +46,7 @@ fn step() -> impl Strategy<Value = Step> {
             (0_i64..=90).prop_map(|s| s * SEC),
             0_i64..=90 * SEC,
         ]
-        .prop_map(Step::Advance),
+        .prop_map(Action::Advance),
     ]
 }
 
@@ -245,7 +245,7 @@ fn check_invariants(
     let holding: Vec<usize> = (0..3)
         .filter(|&h| {
             matches!(
-                attempt(&acquire(h, now), after).decision,
+                after.attempt(&acquire(h, now)).decision,
                 Decision::Observe(LeaseOutput::Acquired { .. })
             )
         })
@@ -256,20 +256,20 @@ fn check_invariants(
     }
 }
 
-fn check_history(steps: &[Step]) {
+fn check_history(actions: &[Action]) {
     let mut store = registered_store();
     let mut clock = REGISTERED;
     let mut current: Option<Life> = None;
-    for (i, step) in steps.iter().enumerate() {
+    for (i, step) in actions.iter().enumerate() {
         let context = format!("step {i}: {step:?} at {clock}");
         let before = store.clone();
         let fence_base = current.as_ref().map_or(1, |l| l.fence);
         let (writes, acquired_fence, now, next) = match *step {
-            Step::Advance(delta) => {
+            Action::Advance(delta) => {
                 clock += delta;
                 (Vec::new(), None, clock, current.clone())
             }
-            Step::Acquire { holder, lag } => {
+            Action::Acquire { holder, lag } => {
                 let now = clock - lag;
                 let ran = run(&acquire(holder, now), &mut store);
                 let predicted = predict_acquire(current.as_ref(), holder, now);
@@ -280,7 +280,7 @@ fn check_history(steps: &[Step]) {
                 };
                 (ran.writes, fence, now, next)
             }
-            Step::Complete {
+            Action::Complete {
                 holder,
                 fence_offset,
                 reference,
@@ -294,7 +294,7 @@ fn check_history(steps: &[Step]) {
                 let next = check_prediction(&ran, predicted, current.as_ref(), &context);
                 (ran.writes, None, now, next)
             }
-            Step::Fail {
+            Action::Fail {
                 holder,
                 fence_offset,
                 lag,
@@ -334,7 +334,7 @@ proptest! {
 
     #[test]
     fn random_histories_keep_one_holder_a_monotonic_fence_and_contiguous_audits(
-        steps in prop::collection::vec(step(), 1..=30)
+        steps in prop::collection::vec(action(), 1..=30)
     ) {
         check_history(&steps);
     }
@@ -345,59 +345,59 @@ proptest! {
 #[test]
 fn a_fixed_history_passes_the_property_checker() {
     let steps = vec![
-        Step::Acquire {
+        Action::Acquire {
             holder: 0,
             lag: 5 * SEC,
         },
-        Step::Advance(2 * SEC),
-        Step::Acquire { holder: 0, lag: 0 },
-        Step::Acquire { holder: 1, lag: 0 },
-        Step::Advance(60 * SEC),
-        Step::Complete {
+        Action::Advance(2 * SEC),
+        Action::Acquire { holder: 0, lag: 0 },
+        Action::Acquire { holder: 1, lag: 0 },
+        Action::Advance(60 * SEC),
+        Action::Complete {
             holder: 0,
             fence_offset: 0,
             reference: 0,
             lag: 0,
         },
-        Step::Acquire { holder: 1, lag: 0 },
-        Step::Acquire {
+        Action::Acquire { holder: 1, lag: 0 },
+        Action::Acquire {
             holder: 0,
             lag: 30 * SEC,
         },
-        Step::Fail {
+        Action::Fail {
             holder: 0,
             fence_offset: -1,
             lag: 0,
         },
-        Step::Advance(60 * SEC),
-        Step::Acquire { holder: 1, lag: 0 },
-        Step::Acquire { holder: 2, lag: 0 },
-        Step::Advance(59 * SEC),
-        Step::Complete {
+        Action::Advance(60 * SEC),
+        Action::Acquire { holder: 1, lag: 0 },
+        Action::Acquire { holder: 2, lag: 0 },
+        Action::Advance(59 * SEC),
+        Action::Complete {
             holder: 2,
             fence_offset: 0,
             reference: 1,
             lag: 0,
         },
-        Step::Complete {
+        Action::Complete {
             holder: 2,
             fence_offset: 0,
             reference: 0,
             lag: 0,
         },
-        Step::Fail {
+        Action::Fail {
             holder: 2,
             fence_offset: 0,
             lag: 0,
         },
-        Step::Complete {
+        Action::Complete {
             holder: 2,
             fence_offset: 0,
             reference: 1,
             lag: 90 * SEC,
         },
-        Step::Advance(90 * SEC),
-        Step::Acquire { holder: 0, lag: 0 },
+        Action::Advance(90 * SEC),
+        Action::Acquire { holder: 0, lag: 0 },
     ];
     check_history(&steps);
 }

@@ -3,15 +3,7 @@
 use super::*;
 
 fn snapshot_of<T: Transition>(op: &T, store: &Store, extra: &[String]) -> Snapshot {
-    Snapshot::new(
-        op.paths()
-            .into_iter()
-            .chain(extra.iter().cloned())
-            .map(|p| {
-                let doc = store.get(&p).cloned();
-                (p, doc)
-            }),
-    )
+    store.snapshot(&[op.paths(), extra.to_vec()].concat())
 }
 
 #[track_caller]
@@ -108,41 +100,13 @@ fn one_prepared_acquisition_reruns_with_its_captured_time_and_recovers_after_com
     observed(run(&op, &mut store), TerminalOutput::Succeeded);
 }
 
-/// Decides every op on the same snapshot, commits them in order and reruns each loser;
-/// returns the winners' and losers' final results.
-fn race<T>(ops: &[T], store: &mut Store) -> Vec<Result<T::Output, JournalError>>
-where
-    T: Transition,
-    T::Output: Debug + Clone + PartialEq,
-{
-    let attempts: Vec<Attempt<T::Output>> = ops.iter().map(|op| attempt(op, store)).collect();
-    let mut results = Vec::new();
-    for (op, attempt) in ops.iter().zip(attempts) {
-        let result = match attempt.decision {
-            Decision::Mutate(writes, output) => {
-                if commit(store, &attempt.docs, &writes) {
-                    Ok(output)
-                } else {
-                    // The precondition failed: the runner retries the whole attempt.
-                    run(op, store).result
-                }
-            }
-            Decision::Observe(output) => Ok(output),
-            Decision::Reject(error) => Err(error),
-            Decision::Read(_) => unreachable!(),
-        };
-        results.push(result);
-    }
-    results
-}
-
 #[test]
 fn racing_distinct_first_acquisitions_leave_one_fence_one_holder_and_the_rest_busy() {
     let mut store = registered_store();
     let ops: Vec<Acquire> = (0..24)
         .map(|h| acquire(h, T0 + i64::try_from(h).expect("h")))
         .collect();
-    let results = race(&ops, &mut store);
+    let results = store.race(&ops);
     assert_eq!(results[0], Ok(held(1, T0 + LEASE)));
     for result in &results[1..] {
         assert_eq!(*result, Ok(LeaseOutput::Busy));
@@ -155,7 +119,7 @@ fn racing_distinct_first_acquisitions_leave_one_fence_one_holder_and_the_rest_bu
 fn racing_same_holder_retries_mutate_once_with_identical_results() {
     let mut store = registered_store();
     let ops: Vec<Acquire> = (0..24).map(|_| acquire(0, T0)).collect();
-    let results = race(&ops, &mut store);
+    let results = store.race(&ops);
     assert!(results.iter().all(|r| *r == Ok(held(1, T0 + LEASE))));
     assert_eq!(audit_revisions(&store), [1, 2]);
 }
@@ -166,20 +130,17 @@ fn racing_expired_takeovers_advance_the_fence_once_and_the_old_holder_cannot_fin
     let now = T0 + LEASE;
     // The old holder's completion was captured while its lease was active.
     let stale_complete = complete(0, 1, 0, now - 1);
-    let stale_attempt = attempt(&stale_complete, &store);
+    let stale_attempt = store.attempt(&stale_complete);
     assert!(matches!(stale_attempt.decision, Decision::Mutate(..)));
     let ops: Vec<Acquire> = (1..6).map(|h| acquire(h, now)).collect();
-    let results = race(&ops, &mut store);
+    let results = store.race(&ops);
     let taken = first.taken_over(1, now);
     assert_eq!(results[0], Ok(taken.held()));
     assert!(results[1..].iter().all(|r| *r == Ok(LeaseOutput::Busy)));
     assert_eq!(store[&lifecycle_path()], taken.fields());
     assert_eq!(audit_revisions(&store), [1, 2, 3]);
     // The old holder's mutation loses its precondition and its rerun is refused.
-    let Decision::Mutate(writes, _) = &stale_attempt.decision else {
-        unreachable!()
-    };
-    assert!(!commit(&mut store, &stale_attempt.docs, writes));
+    assert!(!store.commit(&stale_attempt));
     rejected(
         run(&stale_complete, &mut store),
         JournalError::LeaseNotHeld,
@@ -204,7 +165,7 @@ fn racing_terminal_outcomes_commit_exactly_one() {
         fail(0, 1, now),
         complete(0, 1, 1, now),
     ];
-    let results = race(&ops, &mut store);
+    let results = store.race(&ops);
     assert_eq!(
         results,
         vec![
@@ -218,7 +179,7 @@ fn racing_terminal_outcomes_commit_exactly_one() {
     // Failure first.
     let (mut store, first) = leased_store();
     let ops = vec![fail(0, 1, now), complete(0, 1, 0, now), fail(0, 1, now)];
-    let results = race(&ops, &mut store);
+    let results = store.race(&ops);
     assert_eq!(
         results,
         vec![

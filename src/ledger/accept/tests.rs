@@ -2,9 +2,11 @@ use super::*;
 use crate::document::fields;
 use crate::ledger::effect::Lineage;
 use crate::ledger::fixtures::{
-    Memory, historical, key, now, plan, reversal_json, rid, scope, store, store_json, transfer,
+    historical, import_and_link, key, now, plan, reversal_json, rid, scope, store, store_json,
+    transfer,
 };
 use crate::ledger::reservation;
+use crate::testing::Store;
 use crate::transaction::Write;
 use serde_json::json;
 
@@ -28,9 +30,11 @@ fn assert_corrupt<T: std::fmt::Debug>(result: Result<T, JournalError>, case: &st
 }
 
 /// A store with key 1 accepted for a store purchase of 12.50.
-fn accepted() -> (Memory, LedgerOutcome) {
-    let mut memory = Memory::default();
-    let outcome = memory.run(&accept(1, &store(5, "12.5"))).expect("accepted");
+fn accepted() -> (Store, LedgerOutcome) {
+    let mut memory = Store::default();
+    let outcome = memory
+        .answer(&accept(1, &store(5, "12.5")))
+        .expect("accepted");
     (memory, outcome)
 }
 
@@ -52,7 +56,7 @@ fn first_accept_creates_the_reservation_and_every_effect_in_one_mutation() {
             slot(1, 3)
         ]
     );
-    let Decision::Mutate(writes, outcome) = op.decide(&Memory::default().snapshot(&op.paths()))
+    let Decision::Mutate(writes, outcome) = op.decide(&Store::default().snapshot(&op.paths()))
     else {
         panic!("expected a mutation");
     };
@@ -88,14 +92,14 @@ fn stored_documents_are_exactly_what_was_decided() {
     let (memory, outcome) = accepted();
     assert_eq!(memory.count(reservation::COLLECTION), 1);
     assert_eq!(memory.count(effect::COLLECTION), 1);
-    let stored = &memory.docs[&reservation_path(1)];
+    let stored = &memory[&reservation_path(1)];
     assert_eq!(stored["classId"], fields::string("class-7"));
     assert_eq!(stored["idempotencyKey"], fields::string("idem-1"));
     assert_eq!(stored["commandFamily"], fields::string("store_purchase"));
     assert_eq!(stored["fingerprintVersion"], fields::int(5));
     assert_eq!(stored["scopeSeatId"], fields::string("seat-A"));
     assert_eq!(stored["migrationId"], fields::null());
-    let row = &memory.docs[&slot(1, 0)];
+    let row = &memory[&slot(1, 0)];
     assert_eq!(row["amount"], fields::string("12.50"));
     assert_eq!(row["compensationSubtype"], fields::null());
     assert_eq!(
@@ -154,7 +158,7 @@ fn an_exact_retry_replays_the_stored_effects_without_writing() {
         },
         first
     );
-    assert_eq!(memory.run(&op), Ok(replayed));
+    assert_eq!(memory.answer(&op), Ok(replayed));
     assert_eq!(memory, before);
 }
 
@@ -171,7 +175,7 @@ fn a_different_plan_or_family_is_a_replay_mismatch_without_writing() {
     ];
     for plan in changed {
         assert_eq!(
-            memory.run(&accept(1, &plan)),
+            memory.answer(&accept(1, &plan)),
             Err(JournalError::ReplayMismatch),
             "{plan:?}"
         );
@@ -185,31 +189,31 @@ fn another_scope_is_a_scope_mismatch() {
     for (seat, actor) in [("seat-B", "seat-A"), ("seat-A", "seat-B")] {
         let scope = LedgerScope::new(seat, actor).expect("scope");
         let op = Accept::new(&key(1), &store(5, "12.5"), &scope, now()).expect("op");
-        assert_eq!(memory.run(&op), Err(JournalError::ScopeMismatch));
+        assert_eq!(memory.answer(&op), Err(JournalError::ScopeMismatch));
     }
 }
 
 #[test]
 fn a_new_reservation_requires_the_current_version_but_a_replay_uses_the_stored_one() {
-    let mut memory = Memory::default();
+    let mut memory = Store::default();
     assert_eq!(
-        memory.run(&accept(1, &store(4, "12.5"))),
+        memory.answer(&accept(1, &store(4, "12.5"))),
         Err(JournalError::invalid("fingerprintVersion"))
     );
-    assert!(memory.docs.is_empty());
+    assert!(memory.is_empty());
     // A version-4 reservation (linked by the migration) replays under version 4,
     // whatever version the retried plan declares.
-    memory.import_and_link(1, &historical(&store(4, "12.5"), 4));
+    import_and_link(&mut memory, 1, &historical(&store(4, "12.5"), 4));
     for declared in [4, 5] {
         let outcome = memory
-            .run(&accept(1, &store(declared, "12.50")))
+            .answer(&accept(1, &store(declared, "12.50")))
             .expect("replayed");
         assert_eq!(outcome.outcome, Outcome::Replayed);
         assert_eq!(outcome.fingerprint_version, 4);
         assert_eq!(outcome.effects[0].lineage, Lineage::HistoricalLinked);
     }
     assert_eq!(
-        memory.run(&accept(1, &store(5, "12.60"))),
+        memory.answer(&accept(1, &store(5, "12.60"))),
         Err(JournalError::ReplayMismatch)
     );
 }
@@ -217,11 +221,11 @@ fn a_new_reservation_requires_the_current_version_but_a_replay_uses_the_stored_o
 #[test]
 fn versions_without_a_serializer_fail_closed() {
     for version in [1, 2, 3] {
-        let mut memory = Memory::default();
-        memory.import_and_link(1, &historical(&store(5, "12.5"), version));
+        let mut memory = Store::default();
+        import_and_link(&mut memory, 1, &historical(&store(5, "12.5"), version));
         let before = memory.clone();
         assert_eq!(
-            memory.run(&accept(1, &store(5, "12.5"))),
+            memory.answer(&accept(1, &store(5, "12.5"))),
             Err(JournalError::UnsupportedFingerprintVersion)
         );
         assert_eq!(memory, before);
@@ -229,11 +233,11 @@ fn versions_without_a_serializer_fail_closed() {
     // A version from a newer crate is unsupported too, not corrupt.
     let (mut memory, _) = accepted();
     let path = reservation_path(1);
-    let mut doc = memory.docs[&path].clone();
+    let mut doc = memory[&path].clone();
     doc.insert("fingerprintVersion".into(), fields::int(6));
-    memory.docs.insert(path, doc);
+    memory.insert(path, doc);
     assert_eq!(
-        memory.run(&accept(1, &store(5, "12.5"))),
+        memory.answer(&accept(1, &store(5, "12.5"))),
         Err(JournalError::UnsupportedFingerprintVersion)
     );
 }
@@ -242,21 +246,20 @@ fn versions_without_a_serializer_fail_closed() {
 fn an_effect_in_a_slot_without_its_reservation_fails_the_whole_accept() {
     let plan = transfer("5");
     for occupied in 0..=2 {
-        let mut memory = Memory::default();
-        memory
-            .docs
-            .insert(slot(1, occupied), fields::map([("x", fields::int(1))]));
+        let mut memory = Store::default();
+        memory.insert(slot(1, occupied), fields::map([("x", fields::int(1))]));
         let before = memory.clone();
-        assert_corrupt(memory.run(&accept(1, &plan)), &format!("slot {occupied}"));
+        assert_corrupt(
+            memory.answer(&accept(1, &plan)),
+            &format!("slot {occupied}"),
+        );
         assert_eq!(memory, before, "nothing written");
     }
     // Even a well-formed effect copied from another command is not evidence.
     let (donor, _) = accepted();
-    let mut memory = Memory::default();
-    memory
-        .docs
-        .insert(slot(1, 0), donor.docs[&slot(1, 0)].clone());
-    assert_corrupt(memory.run(&accept(1, &store(5, "12.5"))), "orphan copy");
+    let mut memory = Store::default();
+    memory.insert(slot(1, 0), donor[&slot(1, 0)].clone());
+    assert_corrupt(memory.answer(&accept(1, &store(5, "12.5"))), "orphan copy");
     assert_eq!(memory.count(reservation::COLLECTION), 0);
 }
 
@@ -264,34 +267,34 @@ fn an_effect_in_a_slot_without_its_reservation_fails_the_whole_accept() {
 fn a_reservation_whose_effects_are_incomplete_or_unlinked_is_corrupt() {
     let (memory, _) = accepted();
     let op = accept(1, &store(5, "12.5"));
-    type Mutation = Box<dyn Fn(&mut Memory)>;
+    type Mutation = Box<dyn Fn(&mut Store)>;
     let mutations: Vec<(&str, Mutation)> = vec![
         (
             "effect missing",
-            Box::new(|m: &mut Memory| {
-                m.docs.remove(&slot(1, 0));
+            Box::new(|m: &mut Store| {
+                m.remove(&slot(1, 0));
             }),
         ),
         (
             "effect beyond the reservation",
-            Box::new(|m: &mut Memory| {
-                let extra = m.docs[&slot(1, 0)].clone();
-                m.docs.insert(slot(1, 1), extra);
+            Box::new(|m: &mut Store| {
+                let extra = m[&slot(1, 0)].clone();
+                m.insert(slot(1, 1), extra);
             }),
         ),
         (
             "effect of another time",
-            Box::new(|m: &mut Memory| {
+            Box::new(|m: &mut Store| {
                 let later = Timestamp::from_micros(now().micros() + 1).expect("time");
-                if let Some(doc) = m.docs.get_mut(&slot(1, 0)) {
+                if let Some(doc) = m.get_mut(&slot(1, 0)) {
                     doc.insert("acceptedAt".into(), fields::timestamp(later));
                 }
             }),
         ),
         (
             "historical effect under a canonical reservation",
-            Box::new(|m: &mut Memory| {
-                if let Some(doc) = m.docs.get_mut(&slot(1, 0)) {
+            Box::new(|m: &mut Store| {
+                if let Some(doc) = m.get_mut(&slot(1, 0)) {
                     doc.insert("lineage".into(), fields::string("historical_linked"));
                     doc.insert("migrationId".into(), fields::string("mig-1"));
                 }
@@ -299,16 +302,16 @@ fn a_reservation_whose_effects_are_incomplete_or_unlinked_is_corrupt() {
         ),
         (
             "malformed reservation",
-            Box::new(|m: &mut Memory| {
-                if let Some(doc) = m.docs.get_mut(&reservation_path(1)) {
+            Box::new(|m: &mut Store| {
+                if let Some(doc) = m.get_mut(&reservation_path(1)) {
                     doc.remove("scopeSeatId");
                 }
             }),
         ),
         (
             "effects no longer produce the stored fingerprint",
-            Box::new(|m: &mut Memory| {
-                if let Some(doc) = m.docs.get_mut(&slot(1, 0)) {
+            Box::new(|m: &mut Store| {
+                if let Some(doc) = m.get_mut(&slot(1, 0)) {
                     doc.insert("amount".into(), fields::string("1.00"));
                 }
             }),
@@ -318,7 +321,7 @@ fn a_reservation_whose_effects_are_incomplete_or_unlinked_is_corrupt() {
         let mut broken = memory.clone();
         mutate(&mut broken);
         let before = broken.clone();
-        assert_corrupt(broken.run(&op), case);
+        assert_corrupt(broken.answer(&op), case);
         assert_eq!(broken, before, "{case}: nothing written");
     }
 }
@@ -329,8 +332,8 @@ fn a_stored_reservation_larger_than_the_plan_is_read_in_full_before_comparing() 
         "family": "effect_plan", "fingerprintVersion": 5,
         "effects": [{"seat_id": "s"}, {"seat_id": "t"}, {"seat_id": "u"}],
     }));
-    let mut memory = Memory::default();
-    memory.run(&accept(1, &three)).expect("accepted");
+    let mut memory = Store::default();
+    memory.answer(&accept(1, &three)).expect("accepted");
     let one = plan(json!({
         "family": "effect_plan", "fingerprintVersion": 5, "effects": [{"seat_id": "s"}],
     }));
@@ -339,13 +342,15 @@ fn a_stored_reservation_larger_than_the_plan_is_read_in_full_before_comparing() 
         op.decide(&memory.snapshot(&op.paths())),
         Decision::Read(vec![slot(1, 2), slot(1, 3)])
     );
-    assert_eq!(memory.run(&op), Err(JournalError::ReplayMismatch));
+    assert_eq!(memory.answer(&op), Err(JournalError::ReplayMismatch));
 }
 
 #[test]
 fn a_transfer_is_one_reservation_with_a_debit_and_a_credit() {
-    let mut memory = Memory::default();
-    let outcome = memory.run(&accept(1, &transfer("40.5"))).expect("accepted");
+    let mut memory = Store::default();
+    let outcome = memory
+        .answer(&accept(1, &transfer("40.5")))
+        .expect("accepted");
     assert_eq!(memory.count(reservation::COLLECTION), 1);
     assert_eq!(memory.count(effect::COLLECTION), 2);
     let legs: Vec<_> = outcome
@@ -383,10 +388,12 @@ fn a_transfer_is_one_reservation_with_a_debit_and_a_credit() {
         outcome.fingerprint,
         transfer("40.50").fingerprint(5).expect("fp").digest
     );
-    let replay = memory.run(&accept(1, &transfer("40.50"))).expect("replay");
+    let replay = memory
+        .answer(&accept(1, &transfer("40.50")))
+        .expect("replay");
     assert_eq!(replay.outcome, Outcome::Replayed);
     assert_eq!(
-        memory.run(&accept(1, &transfer("40.51"))),
+        memory.answer(&accept(1, &transfer("40.51"))),
         Err(JournalError::ReplayMismatch)
     );
     for amount in ["0", "0.00"] {
@@ -404,55 +411,62 @@ fn a_transfer_is_one_reservation_with_a_debit_and_a_credit() {
 
 #[test]
 fn transfer_legs_that_disagree_are_corrupt() {
-    let mut memory = Memory::default();
-    memory.run(&accept(1, &transfer("40.5"))).expect("accepted");
+    let mut memory = Store::default();
+    memory
+        .answer(&accept(1, &transfer("40.5")))
+        .expect("accepted");
     let mut broken = memory.clone();
-    if let Some(doc) = broken.docs.get_mut(&slot(1, 0)) {
+    if let Some(doc) = broken.get_mut(&slot(1, 0)) {
         doc.insert("amount".into(), fields::string("-40.00"));
     }
-    assert_corrupt(broken.run(&accept(1, &transfer("40.5"))), "legs disagree");
+    assert_corrupt(
+        broken.answer(&accept(1, &transfer("40.5"))),
+        "legs disagree",
+    );
     let mut swapped = memory.clone();
-    if let Some(doc) = swapped.docs.get_mut(&slot(1, 0)) {
+    if let Some(doc) = swapped.get_mut(&slot(1, 0)) {
         doc.insert("transferLeg".into(), fields::string("credit"));
         doc.insert("amount".into(), fields::string("40.50"));
     }
-    assert_corrupt(swapped.run(&accept(1, &transfer("40.5"))), "two credits");
+    assert_corrupt(swapped.answer(&accept(1, &transfer("40.5"))), "two credits");
 }
 
 #[test]
 fn a_reversal_is_a_new_reservation_linking_an_existing_original() {
     let (mut memory, original) = accepted();
     let original_id = original.effects[0].effect_id.clone();
-    let original_docs = memory.clone().docs;
+    let original_docs = memory.clone();
     let reversal = plan(reversal_json(5, &original_id, Some("GOODWILL")));
     let op = accept(2, &reversal);
     assert!(op.paths().contains(&effect::path(&original_id)));
-    let outcome = memory.run(&op).expect("accepted");
+    let outcome = memory.answer(&op).expect("accepted");
     assert_eq!(outcome.command_family, CommandFamily::Reversal);
     assert_eq!(
         outcome.effects[0].item.original_transaction_id.as_deref(),
         Some(original_id.as_str())
     );
     assert_eq!(memory.count(reservation::COLLECTION), 2);
-    for (path, doc) in &original_docs {
-        assert_eq!(&memory.docs[path], doc, "the original is unchanged");
+    for (path, doc) in original_docs.iter() {
+        assert_eq!(&memory[path], doc, "the original is unchanged");
     }
     // The original's key is still occupied by the original command.
     assert_eq!(
-        memory.run(&accept(1, &store(5, "12.5"))).map(|o| o.outcome),
+        memory
+            .answer(&accept(1, &store(5, "12.5")))
+            .map(|o| o.outcome),
         Ok(Outcome::Replayed)
     );
 }
 
 #[test]
 fn a_reversal_must_name_an_existing_well_formed_original() {
-    let mut memory = Memory::default();
+    let mut memory = Store::default();
     let missing = plan(reversal_json(5, "no-such-transaction", None));
     assert_eq!(
-        memory.run(&accept(2, &missing)),
+        memory.answer(&accept(2, &missing)),
         Err(JournalError::invalid("effects"))
     );
-    assert!(memory.docs.is_empty());
+    assert!(memory.is_empty());
     for bad in [json!(null), json!("a/b"), json!("x".repeat(257))] {
         let mut value = reversal_json(5, "x", None);
         value["effects"][0]["original_transaction_id"] = bad;
@@ -461,12 +475,12 @@ fn a_reversal_must_name_an_existing_well_formed_original() {
             Err(JournalError::invalid("effects"))
         );
     }
-    memory.docs.insert(
+    memory.insert(
         effect::path("legacy-1"),
         fields::map([("x", fields::int(1))]),
     );
     assert_corrupt(
-        memory.run(&accept(2, &plan(reversal_json(5, "legacy-1", None)))),
+        memory.answer(&accept(2, &plan(reversal_json(5, "legacy-1", None)))),
         "malformed original",
     );
 }
@@ -474,18 +488,16 @@ fn a_reversal_must_name_an_existing_well_formed_original() {
 #[test]
 fn a_lost_race_re_reads_and_replays() {
     let op = accept(1, &store(5, "12.5"));
-    let mut memory = Memory::default();
-    let empty = memory.snapshot(&op.paths());
-    let Decision::Mutate(..) = op.decide(&empty) else {
+    let mut memory = Store::default();
+    let lost = memory.attempt(&op);
+    let Decision::Mutate(..) = &lost.decision else {
         panic!("expected a mutation");
     };
-    // Another caller commits first; this attempt's creates would fail their
-    // preconditions, and the retry decides on the new state.
-    memory.run(&op).expect("winner");
-    assert_eq!(
-        memory.attempt(&op).map(|o| o.outcome),
-        Ok(Outcome::Replayed)
-    );
+    // Another caller commits first; this attempt's creates fail their preconditions,
+    // and the retry decides on the new state.
+    memory.answer(&op).expect("winner");
+    assert!(!memory.commit(&lost));
+    assert_eq!(memory.answer(&op).map(|o| o.outcome), Ok(Outcome::Replayed));
 }
 
 #[test]
@@ -533,6 +545,6 @@ fn only_reversals_their_retry_can_state_exactly_are_accepted() {
         effect("o-1", "M", 0, None),
         effect("o-1", "M", 7, Some("A")),
     ]);
-    let outcome = memory.run(&accept(2, &mixed)).expect("accepted");
+    let outcome = memory.answer(&accept(2, &mixed)).expect("accepted");
     assert_eq!(outcome.effects.len(), 3);
 }

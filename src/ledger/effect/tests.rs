@@ -209,23 +209,16 @@ fn semantic_malformation_matrix() {
         },
     ));
     let long = "x".repeat(MAX_TEXT_BYTES + 1);
+    #[rustfmt::skip]
     let cases: Vec<(LedgerEffect, &str, Value)> = vec![
         (canonical(), "effectSchemaVersion", fields::int(2)),
         (canonical(), "effectId", fields::string("other")),
         (canonical(), "lineage", fields::string("canonical")),
         (canonical(), "lineage", fields::string("historical_linked")),
-        (
-            canonical(),
-            "lineage",
-            fields::string("historical_unlinked"),
-        ),
+        (canonical(), "lineage", fields::string("historical_unlinked")),
         (canonical(), "reservationId", fields::null()),
         (canonical(), "reservationId", fields::string("f".repeat(64))),
-        (
-            canonical(),
-            "reservationId",
-            fields::string(rid.as_str().to_uppercase()),
-        ),
+        (canonical(), "reservationId", fields::string(rid.as_str().to_uppercase())),
         (canonical(), "effectIndex", fields::null()),
         (canonical(), "effectIndex", fields::int(4)),
         (canonical(), "effectIndex", fields::int(-1)),
@@ -242,17 +235,9 @@ fn semantic_malformation_matrix() {
         (unlinked(), "lineage", fields::string("canonical_linked")),
         (canonical(), "transferLeg", fields::string("credit")),
         (canonical(), "transferLeg", fields::string("both")),
-        (
-            leg(TransferLeg::Credit, "1.00"),
-            "amount",
-            fields::string("0.00"),
-        ),
+        (leg(TransferLeg::Credit, "1.00"), "amount", fields::string("0.00")),
         (leg(TransferLeg::Credit, "1.00"), "amount", fields::null()),
-        (
-            leg(TransferLeg::Debit, "-1.00"),
-            "amount",
-            fields::string("1.00"),
-        ),
+        (leg(TransferLeg::Debit, "-1.00"), "amount", fields::string("1.00")),
         (canonical(), "amount", fields::string("12.5")),
         (canonical(), "amount", fields::string("1e3")),
         (canonical(), "amount", fields::string("-0.00")),

@@ -4,8 +4,10 @@ use crate::ledger::accept::Accept;
 use crate::ledger::effect::{self, Lineage};
 use crate::ledger::fingerprint::Amount;
 use crate::ledger::fixtures::{
-    Memory, historical, historical_tagged, key, now, plan, rid, scope, store, transfer, unlinked,
+    historical, historical_tagged, import, import_and_link, key, now, plan, rid, scope, store,
+    transfer, unlinked,
 };
+use crate::testing::Store;
 use serde_json::json;
 
 fn link(n: u32, command: &HistoricalCommand) -> Result<Link, JournalError> {
@@ -44,10 +46,12 @@ fn without_link_fields(row: &FieldMap) -> FieldMap {
 #[test]
 fn linking_relabels_the_named_rows_and_creates_the_reservation_that_owns_them() {
     let command = two_effects(3, "legacy");
-    let mut memory = Memory::default();
-    memory.import(&command);
+    let mut memory = Store::default();
+    import(&mut memory, &command);
     let imported = memory.clone();
-    let outcome = memory.run(&link(1, &command).expect("op")).expect("linked");
+    let outcome = memory
+        .answer(&link(1, &command).expect("op"))
+        .expect("linked");
     assert_eq!(outcome.outcome, Outcome::Linked);
     assert_eq!(outcome.fingerprint, command.fingerprint, "stored as given");
     assert_eq!(outcome.fingerprint_version, 3);
@@ -59,8 +63,8 @@ fn linking_relabels_the_named_rows_and_creates_the_reservation_that_owns_them() 
     assert_eq!(memory.count(effect::COLLECTION), 2);
     for (i, id) in command.effect_ids.iter().enumerate() {
         let path = effect::path(id);
-        let before = &imported.docs[&path];
-        let after = &memory.docs[&path];
+        let before = &imported[&path];
+        let after = &memory[&path];
         assert_eq!(
             without_link_fields(after),
             without_link_fields(before),
@@ -78,7 +82,7 @@ fn linking_relabels_the_named_rows_and_creates_the_reservation_that_owns_them() 
         assert_eq!(e.lineage, Lineage::HistoricalLinked);
         assert_eq!(e.item, command.effects[i]);
     }
-    let stored = &memory.docs[&reservation::path(&rid(1))];
+    let stored = &memory[&reservation::path(&rid(1))];
     assert_eq!(stored["migrationId"], fields::string("mig-2026-10"));
     assert_eq!(stored["fingerprintVersion"], fields::int(3));
     let parsed = ReservationDocument::parse(rid(1).as_str(), stored).expect("strict");
@@ -88,8 +92,8 @@ fn linking_relabels_the_named_rows_and_creates_the_reservation_that_owns_them() 
 #[test]
 fn the_link_is_one_atomic_commit_guarded_by_preconditions() {
     let command = two_effects(3, "legacy");
-    let mut memory = Memory::default();
-    memory.import(&command);
+    let mut memory = Store::default();
+    import(&mut memory, &command);
     let op = link(1, &command).expect("op");
     let Decision::Mutate(writes, _) = op.decide(&memory.snapshot(&op.paths())) else {
         panic!("expected one mutation");
@@ -113,14 +117,14 @@ fn the_link_is_one_atomic_commit_guarded_by_preconditions() {
 
 #[test]
 fn a_second_link_of_the_same_rows_is_refused_and_the_exact_retry_writes_nothing() {
-    let mut memory = Memory::default();
+    let mut memory = Store::default();
     let command = v3();
-    memory.import_and_link(1, &command);
+    import_and_link(&mut memory, 1, &command);
     let before = memory.clone();
     // The exact same link (a retry): already linked, nothing written.
     assert_eq!(
         memory
-            .run(&link(1, &command).expect("op"))
+            .answer(&link(1, &command).expect("op"))
             .map(|o| o.outcome),
         Ok(Outcome::AlreadyLinked)
     );
@@ -133,7 +137,7 @@ fn a_second_link_of_the_same_rows_is_refused_and_the_exact_retry_writes_nothing(
         },
     ] {
         assert_eq!(
-            memory.run(&link(2, &command).expect("op")),
+            memory.answer(&link(2, &command).expect("op")),
             Err(JournalError::invalid("effectIds"))
         );
     }
@@ -158,29 +162,29 @@ fn a_second_link_of_the_same_rows_is_refused_and_the_exact_retry_writes_nothing(
         other_rows,
     ] {
         assert_eq!(
-            memory.run(&link(1, &command).expect("op")),
+            memory.answer(&link(1, &command).expect("op")),
             Err(JournalError::ReplayMismatch)
         );
     }
     let elsewhere = LedgerScope::new("seat-Z", "seat-Z").expect("scope");
     let op = Link::new(&key(1), &elsewhere, &v3(), now()).expect("op");
-    assert_eq!(memory.run(&op), Err(JournalError::ScopeMismatch));
+    assert_eq!(memory.answer(&op), Err(JournalError::ScopeMismatch));
     assert_eq!(memory, before);
 }
 
 #[test]
 fn missing_canonical_differing_or_malformed_rows_are_refused_writing_nothing() {
-    let mut memory = Memory::default();
+    let mut memory = Store::default();
     let accepted = memory
-        .run(&Accept::new(&key(9), &store(5, "12.5"), &scope(), now()).expect("op"))
+        .answer(&Accept::new(&key(9), &store(5, "12.5"), &scope(), now()).expect("op"))
         .expect("accepted");
     let command = two_effects(3, "legacy");
-    memory.import(&command);
-    memory.docs.remove(&effect::path("legacy-1"));
+    import(&mut memory, &command);
+    memory.remove(&effect::path("legacy-1"));
     let before = memory.clone();
     // legacy-1 does not exist.
     assert_eq!(
-        memory.run(&link(1, &command).expect("op")),
+        memory.answer(&link(1, &command).expect("op")),
         Err(JournalError::invalid("effectIds"))
     );
     assert_eq!(memory, before);
@@ -196,48 +200,48 @@ fn missing_canonical_differing_or_malformed_rows_are_refused_writing_nothing() {
     // legacy-1 exists but holds another amount.
     let mut other = command.effects[1].clone();
     other.amount = Amount::parse("3.01");
-    memory.docs.insert(
+    memory.insert(
         effect::path("legacy-1"),
         unlinked("legacy-1", &other).encode(),
     );
     let differing = memory.clone();
     assert_eq!(
-        memory.run(&link(1, &command).expect("op")),
+        memory.answer(&link(1, &command).expect("op")),
         Err(JournalError::invalid("effects"))
     );
     assert_eq!(memory, differing);
     // legacy-1 is malformed.
-    memory.docs.insert(
+    memory.insert(
         effect::path("legacy-1"),
         fields::map([("lineage", fields::string("historical_unlinked"))]),
     );
     assert!(matches!(
-        memory.run(&link(1, &command).expect("op")),
+        memory.answer(&link(1, &command).expect("op")),
         Err(JournalError::JournalCorrupt { .. })
     ));
     assert_eq!(memory.count(reservation::COLLECTION), 1, "only key 9's");
     assert_eq!(
-        memory.docs[&effect::path("legacy-0")],
-        before.docs[&effect::path("legacy-0")],
+        memory[&effect::path("legacy-0")],
+        before[&effect::path("legacy-0")],
         "the good row stays unlinked"
     );
 }
 
 #[test]
 fn a_canonical_reservation_is_never_relabelled_historical() {
-    let mut memory = Memory::default();
+    let mut memory = Store::default();
     let accept = Accept::new(&key(1), &store(5, "12.5"), &scope(), now()).expect("op");
-    let accepted = memory.run(&accept).expect("accepted");
+    let accepted = memory.answer(&accept).expect("accepted");
     let command = HistoricalCommand {
         fingerprint: accepted.fingerprint.clone(),
         fingerprint_version: 5,
         accepted_at: now(),
         ..v3()
     };
-    memory.import(&command);
+    import(&mut memory, &command);
     let before = memory.clone();
     assert_eq!(
-        memory.run(&link(1, &command).expect("op")),
+        memory.answer(&link(1, &command).expect("op")),
         Err(JournalError::ReplayMismatch)
     );
     assert_eq!(memory, before);
@@ -245,14 +249,14 @@ fn a_canonical_reservation_is_never_relabelled_historical() {
 
 #[test]
 fn an_orphan_effect_in_the_first_derived_slot_is_corrupt() {
-    let mut memory = Memory::default();
-    memory.import(&v3());
-    memory.docs.insert(
+    let mut memory = Store::default();
+    import(&mut memory, &v3());
+    memory.insert(
         effect::path(&effect::effect_id(&rid(1), 0)),
         fields::map([("x", fields::int(1))]),
     );
     assert!(matches!(
-        memory.run(&link(1, &v3()).expect("op")),
+        memory.answer(&link(1, &v3()).expect("op")),
         Err(JournalError::JournalCorrupt { .. })
     ));
     assert_eq!(memory.count(reservation::COLLECTION), 0);
@@ -262,15 +266,15 @@ fn an_orphan_effect_in_the_first_derived_slot_is_corrupt() {
 fn a_historical_transfer_links_its_debit_and_credit_rows_as_legs() {
     let command = historical(&transfer("7"), 4);
     let legs = command.effects.clone();
-    let mut memory = Memory::default();
-    let outcome = memory.import_and_link(1, &command);
+    let mut memory = Store::default();
+    let outcome = import_and_link(&mut memory, 1, &command);
     assert_eq!(outcome.effects.len(), 2);
     assert_eq!(
-        memory.docs[&effect::path("legacy-0")]["transferLeg"],
+        memory[&effect::path("legacy-0")]["transferLeg"],
         fields::string("debit")
     );
     assert_eq!(
-        memory.docs[&effect::path("legacy-1")]["transferLeg"],
+        memory[&effect::path("legacy-1")]["transferLeg"],
         fields::string("credit")
     );
     let mut swapped = legs.clone();

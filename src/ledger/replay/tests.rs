@@ -3,11 +3,12 @@ use crate::document::fields;
 use crate::ledger::accept::Accept;
 use crate::ledger::effect;
 use crate::ledger::fixtures::{
-    Memory, POLICY, historical, key, now, plan, reversal_json, rid, scope, store, transfer,
+    POLICY, historical, import_and_link, key, now, plan, reversal_json, rid, scope, store, transfer,
 };
 use crate::ledger::outcome::LedgerOutcome;
 use crate::ledger::reservation::ReservationDocument;
 use crate::ledger::stored;
+use crate::testing::Store;
 use crate::transaction::Write;
 use proptest::prelude::*;
 use serde_json::json;
@@ -35,15 +36,15 @@ fn authority(actor: &str, mechanism: &str, subtype: Option<&str>) -> ReversalAut
     }
 }
 
-fn accept(memory: &mut Memory, n: u32, plan: &FingerprintInput) -> LedgerOutcome {
+fn accept(memory: &mut Store, n: u32, plan: &FingerprintInput) -> LedgerOutcome {
     memory
-        .run(&Accept::new(&key(n), plan, &scope(), now()).expect("op"))
+        .answer(&Accept::new(&key(n), plan, &scope(), now()).expect("op"))
         .expect("accepted")
 }
 
 /// Stores `plan` as a canonical reservation under key `n` fingerprinted with `version`,
 /// as an earlier release that accepted under that version left it.
-fn install(memory: &mut Memory, n: u32, plan: &FingerprintInput, version: u32) -> LedgerOutcome {
+fn install(memory: &mut Store, n: u32, plan: &FingerprintInput, version: u32) -> LedgerOutcome {
     let reservation = ReservationDocument {
         key: key(n),
         reservation_id: rid(n),
@@ -59,7 +60,7 @@ fn install(memory: &mut Memory, n: u32, plan: &FingerprintInput, version: u32) -
     let built = stored::build(reservation, items).expect("built");
     for write in built.creates() {
         if let Write::Create { path, fields } = write {
-            memory.docs.insert(path, fields);
+            memory.insert(path, fields);
         }
     }
     built.outcome(Outcome::Accepted)
@@ -74,8 +75,8 @@ fn replayed(result: Result<LedgerReplay, JournalError>) -> LedgerOutcome {
 
 #[test]
 fn without_a_reservation_the_caller_is_sent_to_pricing() {
-    let mut memory = Memory::default();
-    let result = memory.run(&charge(1, &store_intent(2)));
+    let mut memory = Store::default();
+    let result = memory.answer(&charge(1, &store_intent(2)));
     assert_eq!(
         result,
         Ok(LedgerReplay::NotReserved {
@@ -86,13 +87,13 @@ fn without_a_reservation_the_caller_is_sent_to_pricing() {
         serde_json::to_value(result.expect("ok")).expect("json"),
         json!({"outcome": "not_reserved", "reservationId": rid(1).as_str()})
     );
-    assert!(memory.docs.is_empty());
+    assert!(memory.is_empty());
 }
 
 #[test]
 fn an_effect_in_slot_zero_without_a_reservation_is_corrupt_not_a_reservation() {
-    let mut memory = Memory::default();
-    memory.docs.insert(
+    let mut memory = Store::default();
+    memory.insert(
         effect::path(&effect::effect_id(&rid(1), 0)),
         fields::map([("lineage", fields::string("historical_unlinked"))]),
     );
@@ -101,7 +102,7 @@ fn an_effect_in_slot_zero_without_a_reservation_is_corrupt_not_a_reservation() {
         reversal(1, &ReversalAuthority::default()),
     ] {
         assert!(matches!(
-            memory.run(&op),
+            memory.answer(&op),
             Err(JournalError::JournalCorrupt { .. })
         ));
     }
@@ -109,12 +110,12 @@ fn an_effect_in_slot_zero_without_a_reservation_is_corrupt_not_a_reservation() {
 
 #[test]
 fn an_exact_charge_replay_returns_the_original_effects_whatever_prices_say_now() {
-    let mut memory = Memory::default();
+    let mut memory = Store::default();
     let original = accept(&mut memory, 1, &store(5, "12.5"));
     let before = memory.clone();
     // No pricing input exists in the replay: the stored 12.50 comes back even though
     // a fresh quote (13.00) would no longer match the reservation.
-    let outcome = replayed(memory.run(&charge(1, &store_intent(2))));
+    let outcome = replayed(memory.answer(&charge(1, &store_intent(2))));
     assert_eq!(outcome.outcome, Outcome::Replayed);
     assert_eq!(outcome.effects, original.effects);
     assert_eq!(
@@ -123,12 +124,12 @@ fn an_exact_charge_replay_returns_the_original_effects_whatever_prices_say_now()
     );
     assert_eq!(memory, before);
     let fresh = Accept::new(&key(1), &store(5, "13.00"), &scope(), now()).expect("op");
-    assert_eq!(memory.run(&fresh), Err(JournalError::ReplayMismatch));
+    assert_eq!(memory.answer(&fresh), Err(JournalError::ReplayMismatch));
 }
 
 #[test]
 fn a_changed_business_tuple_fails_closed() {
-    let mut memory = Memory::default();
+    let mut memory = Store::default();
     accept(&mut memory, 1, &store(5, "12.5"));
     let other_policy = Intent::StorePurchase {
         policy_uuid: "6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4c".into(),
@@ -136,7 +137,7 @@ fn a_changed_business_tuple_fails_closed() {
     };
     for intent in [store_intent(3), other_policy] {
         assert_eq!(
-            memory.run(&charge(1, &intent)),
+            memory.answer(&charge(1, &intent)),
             Err(JournalError::ReplayMismatch)
         );
     }
@@ -145,7 +146,7 @@ fn a_changed_business_tuple_fails_closed() {
         force_authority: true,
     };
     assert_eq!(
-        memory.run(&charge(1, &fee)),
+        memory.answer(&charge(1, &fee)),
         Err(JournalError::ReplayMismatch)
     );
 }
@@ -190,14 +191,14 @@ fn the_tuple_of_each_charge_family_is_bound() {
         let mut value = head;
         value["fingerprintVersion"] = json!(5);
         value["effects"] = json!([{"seat_id": "seat-A", "amount": "-12.50"}]);
-        let mut memory = Memory::default();
+        let mut memory = Store::default();
         accept(&mut memory, n, &plan(value));
         assert_eq!(
-            replayed(memory.run(&charge(n, &same))).outcome,
+            replayed(memory.answer(&charge(n, &same))).outcome,
             Outcome::Replayed
         );
         assert_eq!(
-            memory.run(&charge(n, &changed)),
+            memory.answer(&charge(n, &changed)),
             Err(JournalError::ReplayMismatch)
         );
     }
@@ -205,32 +206,33 @@ fn the_tuple_of_each_charge_family_is_bound() {
 
 #[test]
 fn scope_is_checked_independently_of_the_namespace() {
-    let mut memory = Memory::default();
+    let mut memory = Store::default();
     accept(&mut memory, 1, &store(5, "12.5"));
     for (seat, actor) in [("seat-B", "seat-A"), ("seat-A", "officer-9")] {
         let other = LedgerScope::new(seat, actor).expect("scope");
         let op = Replay::charge(&key(1), &other, &store_intent(2)).expect("op");
-        assert_eq!(memory.run(&op), Err(JournalError::ScopeMismatch));
+        assert_eq!(memory.answer(&op), Err(JournalError::ScopeMismatch));
     }
 }
 
 #[test]
 fn stored_versions_select_the_serializer_or_fail_closed() {
-    let mut memory = Memory::default();
-    memory.import_and_link(1, &historical(&store(4, "12.5"), 4));
-    let outcome = replayed(memory.run(&charge(1, &store_intent(2))));
+    let mut memory = Store::default();
+    import_and_link(&mut memory, 1, &historical(&store(4, "12.5"), 4));
+    let outcome = replayed(memory.answer(&charge(1, &store_intent(2))));
     assert_eq!(outcome.fingerprint_version, 4);
     assert_eq!(
-        memory.run(&charge(1, &store_intent(5))),
+        memory.answer(&charge(1, &store_intent(5))),
         Err(JournalError::ReplayMismatch)
     );
-    memory.import_and_link(
+    import_and_link(
+        &mut memory,
         2,
         &crate::ledger::fixtures::historical_tagged(&store(5, "12.5"), 3, "v3"),
     );
     let before = memory.clone();
     assert_eq!(
-        memory.run(&charge(2, &store_intent(2))),
+        memory.answer(&charge(2, &store_intent(2))),
         Err(JournalError::UnsupportedFingerprintVersion)
     );
     assert_eq!(memory, before);
@@ -238,8 +240,8 @@ fn stored_versions_select_the_serializer_or_fail_closed() {
 
 /// Key 1: a store purchase; key 2: its reversal under `version`, by officer-1 with
 /// mechanism WALLET and subtype `subtype`.
-fn reversed(version: u32, subtype: Option<&str>) -> Memory {
-    let mut memory = Memory::default();
+fn reversed(version: u32, subtype: Option<&str>) -> Store {
+    let mut memory = Store::default();
     let original = accept(&mut memory, 1, &store(5, "12.5"));
     let json = reversal_json(version, &original.effects[0].effect_id, subtype);
     if version == 5 {
@@ -253,7 +255,7 @@ fn reversed(version: u32, subtype: Option<&str>) -> Memory {
 #[test]
 fn a_reversal_replay_compares_actor_mechanism_and_subtype() {
     let mut memory = reversed(5, Some("GOODWILL"));
-    let exact = replayed(memory.run(&reversal(
+    let exact = replayed(memory.answer(&reversal(
         2,
         &authority("officer-1", "WALLET", Some("GOODWILL")),
     )));
@@ -265,7 +267,7 @@ fn a_reversal_replay_compares_actor_mechanism_and_subtype() {
         authority("officer-1", "WALLET", None),
     ] {
         assert_eq!(
-            memory.run(&reversal(2, &changed)),
+            memory.answer(&reversal(2, &changed)),
             Err(JournalError::ReplayMismatch),
             "{changed:?}"
         );
@@ -273,11 +275,11 @@ fn a_reversal_replay_compares_actor_mechanism_and_subtype() {
     // A charge replay of a reversal, or a reversal replay of a charge, is another
     // command.
     assert_eq!(
-        memory.run(&charge(2, &store_intent(2))),
+        memory.answer(&charge(2, &store_intent(2))),
         Err(JournalError::ReplayMismatch)
     );
     assert_eq!(
-        memory.run(&reversal(1, &authority("seat-A", "WALLET", None))),
+        memory.answer(&reversal(1, &authority("seat-A", "WALLET", None))),
         Err(JournalError::ReplayMismatch)
     );
 }
@@ -289,33 +291,33 @@ fn a_version_four_reversal_keeps_its_own_coverage_and_fabricates_no_subtype() {
     // stored (null) subtype is what comes back.
     for subtype in [None, Some("GOODWILL")] {
         let outcome =
-            replayed(memory.run(&reversal(2, &authority("officer-1", "WALLET", subtype))));
+            replayed(memory.answer(&reversal(2, &authority("officer-1", "WALLET", subtype))));
         assert_eq!(outcome.fingerprint_version, 4);
         assert_eq!(outcome.effects[0].item.compensation_subtype, None);
     }
     assert_eq!(
-        memory.run(&reversal(2, &authority("officer-2", "WALLET", None))),
+        memory.answer(&reversal(2, &authority("officer-2", "WALLET", None))),
         Err(JournalError::ReplayMismatch)
     );
 }
 
 #[test]
 fn a_transfer_is_not_a_charge_or_reversal() {
-    let mut memory = Memory::default();
+    let mut memory = Store::default();
     accept(&mut memory, 1, &transfer("3"));
     assert_eq!(
-        memory.run(&charge(1, &store_intent(2))),
+        memory.answer(&charge(1, &store_intent(2))),
         Err(JournalError::ReplayMismatch)
     );
     assert_eq!(
-        memory.run(&reversal(1, &ReversalAuthority::default())),
+        memory.answer(&reversal(1, &ReversalAuthority::default())),
         Err(JournalError::ReplayMismatch)
     );
 }
 
 #[test]
 fn one_read_covers_small_commands_and_larger_ones_follow_up() {
-    let mut memory = Memory::default();
+    let mut memory = Store::default();
     accept(&mut memory, 1, &store(5, "1"));
     let op = charge(1, &store_intent(2));
     assert!(matches!(
@@ -334,7 +336,7 @@ fn one_read_covers_small_commands_and_larger_ones_follow_up() {
         op.decide(&memory.snapshot(&op.paths())),
         Decision::Read(vec![slot(3), slot(4)])
     );
-    assert_eq!(replayed(memory.run(&op)).effects.len(), 4);
+    assert_eq!(replayed(memory.answer(&op)).effects.len(), 4);
 }
 
 #[test]
@@ -376,7 +378,7 @@ fn two_effect_reversal(original: &str) -> FingerprintInput {
 
 #[test]
 fn a_mixed_two_effect_reversal_replays_exactly_and_mismatches_on_any_change() {
-    let mut memory = Memory::default();
+    let mut memory = Store::default();
     let original = accept(&mut memory, 1, &store(5, "12.5"));
     let accepted = accept(
         &mut memory,
@@ -384,7 +386,7 @@ fn a_mixed_two_effect_reversal_replays_exactly_and_mismatches_on_any_change() {
         &two_effect_reversal(&original.effects[0].effect_id),
     );
     let before = memory.clone();
-    let exact = replayed(memory.run(&reversal(
+    let exact = replayed(memory.answer(&reversal(
         2,
         &authority("officer-9", "REVERSAL", Some("DUPLICATE_CHARGE")),
     )));
@@ -400,7 +402,7 @@ fn a_mixed_two_effect_reversal_replays_exactly_and_mismatches_on_any_change() {
         authority("officer-9", "WALLET", Some("DUPLICATE_CHARGE")),
     ] {
         assert_eq!(
-            memory.run(&reversal(2, &changed)),
+            memory.answer(&reversal(2, &changed)),
             Err(JournalError::ReplayMismatch),
             "{changed:?}"
         );
@@ -411,9 +413,9 @@ fn a_mixed_two_effect_reversal_replays_exactly_and_mismatches_on_any_change() {
 #[test]
 fn a_version_five_reversal_without_compensation_has_no_reason_to_supply() {
     let mut memory = reversed(5, None);
-    replayed(memory.run(&reversal(2, &authority("officer-1", "WALLET", None))));
+    replayed(memory.answer(&reversal(2, &authority("officer-1", "WALLET", None))));
     assert_eq!(
-        memory.run(&reversal(
+        memory.answer(&reversal(
             2,
             &authority("officer-1", "WALLET", Some("GOODWILL"))
         )),
@@ -457,7 +459,7 @@ proptest! {
         let actor = ACTORS[actor];
         let mechanism = MECHANISMS[mechanism];
         let subtype = subtype.map(|i| SUBTYPES[i]);
-        let mut memory = Memory::default();
+        let mut memory = Store::default();
         let original = accept(&mut memory, 1, &store(5, "12.5"));
         let original_id = original.effects[0].effect_id.clone();
         let items: Vec<serde_json::Value> = effects
@@ -485,7 +487,7 @@ proptest! {
         let exact_subtype = if any_compensating { subtype } else { None };
         let exact = authority(actor, mechanism, exact_subtype);
         let before = memory.clone();
-        let replay = replayed(memory.run(&reversal(2, &exact)));
+        let replay = replayed(memory.answer(&reversal(2, &exact)));
         prop_assert_eq!(&replay.effects, &stored.effects);
 
         let changed_actor = ReversalAuthority {
@@ -500,7 +502,7 @@ proptest! {
         let no_mechanism = ReversalAuthority { mechanism: None, ..exact.clone() };
         for changed in [changed_actor, no_actor, changed_mechanism, no_mechanism] {
             prop_assert_eq!(
-                memory.run(&reversal(2, &changed)),
+                memory.answer(&reversal(2, &changed)),
                 Err(JournalError::ReplayMismatch)
             );
         }
@@ -513,7 +515,7 @@ proptest! {
                 compensation_subtype: changed_subtype,
                 ..exact.clone()
             };
-            let result = memory.run(&reversal(2, &changed));
+            let result = memory.answer(&reversal(2, &changed));
             if version == 5 {
                 prop_assert_eq!(result, Err(JournalError::ReplayMismatch));
             } else {

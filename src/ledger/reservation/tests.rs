@@ -162,6 +162,7 @@ fn semantic_malformation_matrix() {
         )),
     };
     let too_many = (0..=MAX_EFFECTS).map(id).collect();
+    #[rustfmt::skip]
     let cases: Vec<(&str, Value)> = vec![
         ("reservationSchemaVersion", fields::int(2)),
         ("reservationId", fields::string(other_rid.as_str())),
@@ -181,14 +182,7 @@ fn semantic_malformation_matrix() {
         ("effectIds", array(vec![id(0), id(2), id(1)])),
         ("effectIds", array(vec![id(1), id(2), id(3)])),
         ("effectIds", array(vec![id(0), id(1), fields::int(2)])),
-        (
-            "effectIds",
-            array(vec![
-                id(0),
-                id(1),
-                fields::string(effect::effect_id(&other_rid, 2)),
-            ]),
-        ),
+        ("effectIds", array(vec![id(0), id(1), fields::string(effect::effect_id(&other_rid, 2))])),
         ("effectIds", array(too_many)),
         ("scopeSeatId", fields::string("")),
         ("scopeActorSeatId", fields::string("a\u{1b}")),

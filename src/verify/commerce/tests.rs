@@ -3,10 +3,9 @@ use crate::document::fields;
 use crate::identity::{CommandInput, CommandRequest, LeaseId, TerminalReferenceFingerprint};
 use crate::lease::{Acquire, LeaseCall, Terminal, TerminalRequest};
 use crate::registration::Registration;
+use crate::testing::Store;
 use crate::time::Timestamp;
-use crate::transaction::{Decision, Snapshot, Transition, Write};
 use proptest::prelude::*;
-use std::collections::HashMap;
 
 fn command() -> CommandInput {
     CommandInput::new(CommandRequest {
@@ -25,58 +24,35 @@ fn at(seconds: i64) -> Timestamp {
     Timestamp::from_micros(seconds * 1_000_000).expect("time")
 }
 
-/// Applies operations through their real decide functions to an in-memory store.
-struct Store(HashMap<String, FieldMap>);
-
-impl Store {
-    fn run<T: Transition>(&mut self, op: &T) {
-        let mut paths = op.paths();
-        loop {
-            let snapshot = Snapshot::new(paths.iter().map(|p| (p.clone(), self.0.get(p).cloned())));
-            match op.decide(&snapshot) {
-                Decision::Mutate(writes, _) => {
-                    for w in writes {
-                        let (Write::Create { path, fields } | Write::Replace { path, fields }) = w;
-                        self.0.insert(path, fields);
-                    }
-                    return;
-                }
-                Decision::Read(more) => paths.extend(more),
-                _ => return,
-            }
-        }
-    }
-
-    fn docs(&self, hash: &Digest) -> CommandDocs {
-        let get = |path: String| {
-            self.0.get(&path).map(|fields| StoredDoc {
-                path,
-                fields: fields.clone(),
+/// The documents of command `hash` in `store`, as the verifier's scan groups them.
+fn command_docs(store: &Store, hash: &Digest) -> CommandDocs {
+    let get = |path: String| {
+        store.get(&path).map(|fields| StoredDoc {
+            path,
+            fields: fields.clone(),
+        })
+    };
+    let mut audits: Vec<(i64, StoredDoc)> = store
+        .iter()
+        .filter_map(|(path, fields)| {
+            let id = path.strip_prefix("auditEvents/")?;
+            let (h, revision) = audit::parse_id(id)?;
+            (&h == hash).then(|| {
+                (
+                    revision,
+                    StoredDoc {
+                        path: path.clone(),
+                        fields: fields.clone(),
+                    },
+                )
             })
-        };
-        let mut audits: Vec<(i64, StoredDoc)> = self
-            .0
-            .iter()
-            .filter_map(|(path, fields)| {
-                let id = path.strip_prefix("auditEvents/")?;
-                let (h, revision) = audit::parse_id(id)?;
-                (&h == hash).then(|| {
-                    (
-                        revision,
-                        StoredDoc {
-                            path: path.clone(),
-                            fields: fields.clone(),
-                        },
-                    )
-                })
-            })
-            .collect();
-        audits.sort_by_key(|(r, _)| *r);
-        CommandDocs {
-            root: get(format!("checkoutRequests/{hash}")),
-            lifecycles: get(lifecycle::path(hash)).into_iter().collect(),
-            audits,
-        }
+        })
+        .collect();
+    audits.sort_by_key(|(r, _)| *r);
+    CommandDocs {
+        root: get(format!("checkoutRequests/{hash}")),
+        lifecycles: get(lifecycle::path(hash)).into_iter().collect(),
+        audits,
     }
 }
 
@@ -91,21 +67,29 @@ fn history() -> (Store, Digest) {
     };
     let a = owner("9b2d7c1e-3a4f-4e5b-8c6d-7e8f9a0b1c2d");
     let b = owner("9b2d7c1e-3a4f-4e5b-8c6d-7e8f9a0b1c2e");
-    let mut store = Store(HashMap::new());
-    store.run(&Registration::new(identity.clone(), at(100)));
-    store.run(&Acquire::new(LeaseCall::new(identity.clone(), a, at(110))));
-    store.run(&Acquire::new(LeaseCall::new(
-        identity.clone(),
-        b.clone(),
-        at(200),
-    )));
+    let mut store = Store::new();
+    store
+        .answer(&Registration::new(identity.clone(), at(100)))
+        .expect("registered");
+    store
+        .answer(&Acquire::new(LeaseCall::new(identity.clone(), a, at(110))))
+        .expect("leased");
+    store
+        .answer(&Acquire::new(LeaseCall::new(
+            identity.clone(),
+            b.clone(),
+            at(200),
+        )))
+        .expect("taken over");
     let reference = TerminalReferenceFingerprint::parse(&"ab".repeat(32)).expect("reference");
     let commitment = identity.terminal_commitment(&reference);
-    store.run(&Terminal::new(
-        LeaseCall::new(identity, b, at(210)),
-        2,
-        TerminalRequest::Succeed(commitment),
-    ));
+    store
+        .answer(&Terminal::new(
+            LeaseCall::new(identity, b, at(210)),
+            2,
+            TerminalRequest::Succeed(commitment),
+        ))
+        .expect("completed");
     (store, hash)
 }
 
@@ -116,7 +100,7 @@ fn codes(found: &[Finding]) -> Vec<FindingCode> {
 #[test]
 fn a_full_history_is_clean() {
     let (store, hash) = history();
-    let docs = store.docs(&hash);
+    let docs = command_docs(&store, &hash);
     assert_eq!(docs.audits.len(), 4);
     assert_eq!(check_command(&hash, &docs), vec![]);
 }
@@ -124,16 +108,18 @@ fn a_full_history_is_clean() {
 #[test]
 fn a_registration_alone_is_clean() {
     let cmd = command();
-    let mut store = Store(HashMap::new());
-    store.run(&Registration::new(cmd.identity(), at(1)));
+    let mut store = Store::new();
+    store
+        .answer(&Registration::new(cmd.identity(), at(1)))
+        .expect("registered");
     let hash = cmd.identity().command_key_hash().clone();
-    assert_eq!(check_command(&hash, &store.docs(&hash)), vec![]);
+    assert_eq!(check_command(&hash, &command_docs(&store, &hash)), vec![]);
 }
 
 #[test]
 fn gaps_are_one_finding_per_missing_range() {
     let (store, hash) = history();
-    let mut docs = store.docs(&hash);
+    let mut docs = command_docs(&store, &hash);
     docs.audits.retain(|(r, _)| *r == 1 || *r == 4);
     let found = check_command(&hash, &docs);
     assert_eq!(
@@ -148,7 +134,7 @@ fn gaps_are_one_finding_per_missing_range() {
 #[test]
 fn a_missing_tail_is_reported_once() {
     let (store, hash) = history();
-    let mut docs = store.docs(&hash);
+    let mut docs = command_docs(&store, &hash);
     docs.audits.retain(|(r, _)| *r <= 2);
     let found = codes(&check_command(&hash, &docs));
     assert_eq!(
@@ -163,7 +149,7 @@ fn a_missing_tail_is_reported_once() {
 #[test]
 fn a_huge_claimed_revision_is_checked_in_linear_time() {
     let (store, hash) = history();
-    let mut docs = store.docs(&hash);
+    let mut docs = command_docs(&store, &hash);
     // A well-formed lifecycle that claims the maximum revision: the missing events
     // are one range, found without walking ten billion revisions.
     if let Some(doc) = docs.lifecycles.first_mut() {
@@ -186,7 +172,7 @@ fn a_huge_claimed_revision_is_checked_in_linear_time() {
 #[test]
 fn an_orphan_history_reports_every_document() {
     let (store, hash) = history();
-    let mut docs = store.docs(&hash);
+    let mut docs = command_docs(&store, &hash);
     docs.root = None;
     let found = codes(&check_command(&hash, &docs));
     assert_eq!(
@@ -219,7 +205,7 @@ proptest! {
         extra_revision in proptest::option::of(0_i64..MAX_REVISION),
     ) {
         let (store, hash) = history();
-        let mut docs = store.docs(&hash);
+        let mut docs = command_docs(&store, &hash);
         if drop_mask & 1 != 0 { docs.root = None; }
         if drop_mask & 2 != 0 { docs.lifecycles.clear(); }
         docs.audits.retain(|(r, _)| drop_mask & (1 << (2 + (*r as u8 % 3))) == 0);

@@ -1,0 +1,341 @@
+//! An in-memory documents root that runs a [`Transition`] the way the runner does.
+//!
+//! The rules it enforces are the runner's (`src/runner.rs`) and the transition
+//! contract's (`src/transaction.rs`):
+//!
+//! - An attempt reads the operation's paths, then at most [`MAX_FOLLOW_UP_READS`]
+//!   follow-up reads, each asking only for paths not read yet. Every read of an
+//!   attempt is at one read time: the store as it stood when the attempt began.
+//! - `decide` is asked twice on every snapshot and must answer the same.
+//! - A mutation writes only paths the attempt read, each at most once: `Create`
+//!   where the document was read absent, `Replace` where it was read present.
+//! - A commit is atomic and carries the runner's preconditions, checked against the
+//!   store as it stands at commit time: a created document must still not exist
+//!   (`exists: false`), a replaced one must still have the update time that was read.
+//!   A commit that loses a precondition writes nothing. Every write of a commit gets
+//!   the one commit time.
+//!
+//! Where the runner fails closed (an unguarded replacement, follow-up reads that do
+//! not end) or would retry until it gives up (a create of a document read present),
+//! the store panics with the rule's name: in a test or a fuzz target it is a bug in
+//! `decide`. Documents put in place with [`Store::insert`], [`Store::get_mut`] or
+//! [`Store::remove`] stand for another writer (seeded state, corruption) and get a
+//! new update time of their own.
+
+use crate::document::fields::FieldMap;
+use crate::error::JournalError;
+use crate::transaction::{Decision, MAX_FOLLOW_UP_READS, Snapshot, Transition, Write};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt::Debug;
+use std::ops::Index;
+
+/// A stored document and the logical time of the write that left it there.
+#[derive(Debug, Clone, PartialEq)]
+struct Stored {
+    fields: FieldMap,
+    update_time: u64,
+}
+
+/// An in-memory documents root: path (relative to the documents root) to document.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Store {
+    docs: BTreeMap<String, Stored>,
+    /// The last commit or outside write; update times are drawn from it.
+    clock: u64,
+}
+
+/// One attempt's reads and its final decision (never `Read`), not yet committed.
+#[derive(Debug)]
+pub struct Attempt<O> {
+    /// What `decide` concluded once every follow-up read was served.
+    pub decision: Decision<O>,
+    /// The follow-up reads `decide` asked for, in order.
+    pub follow_ups: Vec<Vec<String>>,
+    /// Every path read, with the update time read (`None`: read absent).
+    read: HashMap<String, Option<u64>>,
+}
+
+impl<O> Attempt<O> {
+    /// Reads of the attempt: the first and its follow-ups.
+    pub fn reads(&self) -> usize {
+        1 + self.follow_ups.len()
+    }
+}
+
+/// What running an operation to completion did.
+#[derive(Debug)]
+pub struct Ran<O> {
+    /// The operation's answer.
+    pub result: Result<O, JournalError>,
+    /// The writes committed (empty unless the decision was a mutation).
+    pub writes: Vec<Write>,
+    /// The follow-up reads `decide` asked for, in order.
+    pub follow_ups: Vec<Vec<String>>,
+}
+
+impl<O> Ran<O> {
+    /// Reads of the attempt: the first and its follow-ups.
+    pub fn reads(&self) -> usize {
+        1 + self.follow_ups.len()
+    }
+}
+
+impl Store {
+    /// An empty documents root.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The document at `path`.
+    pub fn get(&self, path: &str) -> Option<&FieldMap> {
+        self.docs.get(path).map(|stored| &stored.fields)
+    }
+
+    /// Whether a document exists at `path`.
+    pub fn contains_key(&self, path: &str) -> bool {
+        self.docs.contains_key(path)
+    }
+
+    /// Puts a document in place outside any operation (seeded state, an import, a
+    /// corruption), as another writer would; returns the document it replaced.
+    pub fn insert(&mut self, path: impl Into<String>, fields: FieldMap) -> Option<FieldMap> {
+        self.clock += 1;
+        let stored = Stored {
+            fields,
+            update_time: self.clock,
+        };
+        self.docs.insert(path.into(), stored).map(|old| old.fields)
+    }
+
+    /// Edits a document in place outside any operation, as another writer would.
+    pub fn get_mut(&mut self, path: &str) -> Option<&mut FieldMap> {
+        self.clock += 1;
+        let clock = self.clock;
+        self.docs.get_mut(path).map(|stored| {
+            stored.update_time = clock;
+            &mut stored.fields
+        })
+    }
+
+    /// Deletes a document outside any operation; returns it.
+    pub fn remove(&mut self, path: &str) -> Option<FieldMap> {
+        self.docs.remove(path).map(|stored| stored.fields)
+    }
+
+    /// Every stored path, in order.
+    pub fn keys(&self) -> impl Iterator<Item = &String> {
+        self.docs.keys()
+    }
+
+    /// Every stored document, in path order.
+    pub fn values(&self) -> impl Iterator<Item = &FieldMap> {
+        self.docs.values().map(|stored| &stored.fields)
+    }
+
+    /// Every stored path and document, in path order.
+    pub fn iter(&self) -> impl Iterator<Item = (&String, &FieldMap)> {
+        self.docs
+            .iter()
+            .map(|(path, stored)| (path, &stored.fields))
+    }
+
+    /// How many documents are stored.
+    pub fn len(&self) -> usize {
+        self.docs.len()
+    }
+
+    /// Whether no document is stored.
+    pub fn is_empty(&self) -> bool {
+        self.docs.is_empty()
+    }
+
+    /// How many documents are stored under `collection`.
+    pub fn count(&self, collection: &str) -> usize {
+        let prefix = format!("{collection}/");
+        self.docs.keys().filter(|p| p.starts_with(&prefix)).count()
+    }
+
+    /// A snapshot of `paths` as they stand, for calling `decide` directly.
+    pub fn snapshot(&self, paths: &[String]) -> Snapshot {
+        Snapshot::new(paths.iter().map(|p| (p.clone(), self.get(p).cloned())))
+    }
+
+    /// One attempt at the store's current state: reads `op`'s paths, serves its
+    /// follow-up reads and decides (twice on every snapshot). Nothing is written; see
+    /// [`Store::commit`].
+    pub fn attempt<T>(&self, op: &T) -> Attempt<T::Output>
+    where
+        T: Transition,
+        T::Output: Debug + PartialEq,
+    {
+        let mut read = HashMap::new();
+        let mut docs = HashMap::new();
+        let mut to_read = op.paths();
+        let mut follow_ups = Vec::new();
+        loop {
+            for path in to_read.drain(..) {
+                let stored = self.docs.get(&path);
+                read.insert(path.clone(), stored.map(|s| s.update_time));
+                docs.insert(path, stored.map(|s| s.fields.clone()));
+            }
+            let snapshot = Snapshot::new(docs.clone());
+            let decision = op.decide(&snapshot);
+            assert_eq!(
+                op.decide(&snapshot),
+                decision,
+                "decide must answer the same twice on one snapshot"
+            );
+            match decision {
+                Decision::Read(more) => {
+                    assert!(
+                        follow_ups.len() < MAX_FOLLOW_UP_READS,
+                        "more than {MAX_FOLLOW_UP_READS} follow-up reads: {more:?}"
+                    );
+                    assert!(
+                        !more.is_empty() && more.iter().all(|p| !docs.contains_key(p)),
+                        "a follow-up read must ask for something new: {more:?}"
+                    );
+                    follow_ups.push(more.clone());
+                    to_read = more;
+                }
+                decision => {
+                    if let Decision::Mutate(writes, _) = &decision {
+                        assert_guarded(&read, writes);
+                    }
+                    return Attempt {
+                        decision,
+                        follow_ups,
+                        read,
+                    };
+                }
+            }
+        }
+    }
+
+    /// Commits `attempt`'s mutation atomically under the runner's preconditions;
+    /// false, with nothing written, when another writer broke one since the attempt
+    /// read. An attempt that does not mutate has nothing to commit (true).
+    pub fn commit<O>(&mut self, attempt: &Attempt<O>) -> bool {
+        let Decision::Mutate(writes, _) = &attempt.decision else {
+            return true;
+        };
+        let holds = writes.iter().all(|write| match write {
+            Write::Create { path, .. } => !self.docs.contains_key(path),
+            Write::Replace { path, .. } => {
+                let now = self.docs.get(path).map(|s| s.update_time);
+                now.is_some() && attempt.read.get(path) == Some(&now)
+            }
+        });
+        if !holds {
+            return false;
+        }
+        self.clock += 1;
+        for write in writes {
+            let (Write::Create { path, fields } | Write::Replace { path, fields }) = write;
+            let stored = Stored {
+                fields: fields.clone(),
+                update_time: self.clock,
+            };
+            self.docs.insert(path.clone(), stored);
+        }
+        true
+    }
+
+    /// Runs `op` to completion against this store, uncontended: one attempt and its
+    /// commit, which cannot lose a precondition.
+    pub fn run<T>(&mut self, op: &T) -> Ran<T::Output>
+    where
+        T: Transition,
+        T::Output: Debug + PartialEq,
+    {
+        let attempt = self.attempt(op);
+        assert!(self.commit(&attempt), "an uncontended commit failed");
+        let follow_ups = attempt.follow_ups;
+        let (result, writes) = match attempt.decision {
+            Decision::Observe(output) => (Ok(output), Vec::new()),
+            Decision::Reject(error) => (Err(error), Vec::new()),
+            Decision::Mutate(writes, output) => (Ok(output), writes),
+            Decision::Read(_) => unreachable!("an attempt serves its follow-up reads"),
+        };
+        Ran {
+            result,
+            writes,
+            follow_ups,
+        }
+    }
+
+    /// The answer of [`Store::run`].
+    pub fn answer<T>(&mut self, op: &T) -> Result<T::Output, JournalError>
+    where
+        T: Transition,
+        T::Output: Debug + PartialEq,
+    {
+        self.run(op).result
+    }
+
+    /// A race: every op decides on the same state, then the commits land in order and
+    /// each op whose commit lost a precondition runs again, as the runner retries it.
+    /// The final answers, in the order of `ops`.
+    pub fn race<T>(&mut self, ops: &[T]) -> Vec<Result<T::Output, JournalError>>
+    where
+        T: Transition,
+        T::Output: Debug + PartialEq,
+    {
+        let attempts: Vec<Attempt<T::Output>> = ops.iter().map(|op| self.attempt(op)).collect();
+        let mut results = Vec::new();
+        for (op, attempt) in ops.iter().zip(attempts) {
+            let result = if self.commit(&attempt) {
+                match attempt.decision {
+                    Decision::Observe(output) | Decision::Mutate(_, output) => Ok(output),
+                    Decision::Reject(error) => Err(error),
+                    Decision::Read(_) => unreachable!("an attempt serves its follow-up reads"),
+                }
+            } else {
+                self.answer(op)
+            };
+            results.push(result);
+        }
+        results
+    }
+}
+
+impl<Q: AsRef<str> + ?Sized> Index<&Q> for Store {
+    type Output = FieldMap;
+
+    /// The document at `path`; panics when there is none.
+    fn index(&self, path: &Q) -> &FieldMap {
+        let path = path.as_ref();
+        match self.get(path) {
+            Some(fields) => fields,
+            None => panic!("no document at {path}"),
+        }
+    }
+}
+
+/// Every write targets a path the attempt read, in the state its precondition will
+/// require, and no path is written twice in one commit.
+fn assert_guarded(read: &HashMap<String, Option<u64>>, writes: &[Write]) {
+    let mut written = HashSet::new();
+    for write in writes {
+        let path = match write {
+            Write::Create { path, .. } => {
+                assert!(
+                    matches!(read.get(path), Some(None)),
+                    "created {path} without reading its absence"
+                );
+                path
+            }
+            Write::Replace { path, .. } => {
+                assert!(
+                    matches!(read.get(path), Some(Some(_))),
+                    "replaced {path} without reading it"
+                );
+                path
+            }
+        };
+        assert!(written.insert(path), "{path} written twice in one commit");
+    }
+}
+
+#[cfg(test)]
+mod tests;

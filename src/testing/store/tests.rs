@@ -1,0 +1,171 @@
+//! The store refuses every break of the runner's rules.
+
+use super::*;
+use crate::document::fields;
+use std::cell::Cell;
+
+/// An operation whose `decide` is a closure over the snapshot.
+struct Op<F> {
+    paths: Vec<String>,
+    decide: F,
+}
+
+impl<F: Fn(&Snapshot) -> Decision<u8>> Transition for Op<F> {
+    type Output = u8;
+
+    fn paths(&self) -> Vec<String> {
+        self.paths.clone()
+    }
+
+    fn decide(&self, snapshot: &Snapshot) -> Decision<u8> {
+        (self.decide)(snapshot)
+    }
+}
+
+fn op<F: Fn(&Snapshot) -> Decision<u8>>(paths: &[&str], decide: F) -> Op<F> {
+    Op {
+        paths: paths.iter().map(|p| (*p).to_owned()).collect(),
+        decide,
+    }
+}
+
+fn doc(n: i64) -> FieldMap {
+    fields::map([("n", fields::int(n))])
+}
+
+fn create(path: &str, n: i64) -> Write {
+    Write::Create {
+        path: path.into(),
+        fields: doc(n),
+    }
+}
+
+fn replace(path: &str, n: i64) -> Write {
+    Write::Replace {
+        path: path.into(),
+        fields: doc(n),
+    }
+}
+
+#[test]
+fn a_commit_is_atomic_and_loses_to_another_writer_on_either_precondition() {
+    let mut store = Store::new();
+    store.insert("a/1", doc(1));
+    let both = op(&["a/1", "a/2"], |_| {
+        Decision::Mutate(vec![replace("a/1", 10), create("a/2", 20)], 7)
+    });
+    // Another writer touches the replaced document after the read: nothing is written.
+    let lost = store.attempt(&both);
+    store.insert("a/1", doc(1));
+    let before = store.clone();
+    assert!(!store.commit(&lost));
+    assert_eq!(store, before);
+    // Another writer creates the created document after the read: nothing is written.
+    let lost = store.attempt(&both);
+    store.insert("a/2", doc(2));
+    let before = store.clone();
+    assert!(!store.commit(&lost));
+    assert_eq!(store, before);
+    // Uncontended, both writes land.
+    store.remove("a/2");
+    let ran = store.run(&both);
+    assert_eq!(ran.result, Ok(7));
+    assert_eq!(
+        (store["a/1"].clone(), store["a/2"].clone()),
+        (doc(10), doc(20))
+    );
+}
+
+#[test]
+fn a_race_commits_the_first_and_reruns_the_losers() {
+    let mut store = Store::new();
+    let claim = |n: i64| {
+        op(&["lock"], move |snapshot| match snapshot.get("lock") {
+            None => Decision::Mutate(vec![create("lock", n)], 1),
+            Some(_) => Decision::Observe(0),
+        })
+    };
+    let ops = vec![claim(1), claim(2), claim(3)];
+    assert_eq!(store.race(&ops), vec![Ok(1), Ok(0), Ok(0)]);
+    assert_eq!(store["lock"], doc(1));
+    assert_eq!(store.len(), 1);
+}
+
+#[test]
+fn follow_up_reads_are_served_and_counted() {
+    let mut store = Store::new();
+    store.insert("b", doc(2));
+    let reads = op(&["a"], |snapshot| {
+        if !snapshot.was_read("b") {
+            Decision::Read(vec!["b".into()])
+        } else if !snapshot.was_read("c") {
+            Decision::Read(vec!["c".into()])
+        } else {
+            Decision::Observe(u8::from(snapshot.get("b").is_some()))
+        }
+    });
+    let ran = store.run(&reads);
+    assert_eq!(ran.result, Ok(1));
+    assert_eq!(
+        ran.follow_ups,
+        vec![vec!["b".to_owned()], vec!["c".to_owned()]]
+    );
+    assert_eq!(ran.reads(), 3);
+    assert!(ran.writes.is_empty());
+}
+
+#[test]
+#[should_panic(expected = "more than 2 follow-up reads")]
+fn a_third_follow_up_read_is_refused() {
+    let endless = op(&["a"], |snapshot| {
+        let next = (0..).find(|i| !snapshot.was_read(&format!("f{i}")));
+        Decision::Read(vec![format!("f{}", next.unwrap_or(0))])
+    });
+    Store::new().run(&endless);
+}
+
+#[test]
+#[should_panic(expected = "a follow-up read must ask for something new")]
+fn a_follow_up_of_a_path_already_read_is_refused() {
+    Store::new().run(&op(&["a"], |_| Decision::Read(vec!["a".into()])));
+}
+
+#[test]
+#[should_panic(expected = "decide must answer the same twice on one snapshot")]
+fn a_decide_that_answers_differently_on_one_snapshot_is_refused() {
+    let calls = Cell::new(0_u8);
+    Store::new().run(&op(&["a"], |_| {
+        calls.set(calls.get() + 1);
+        Decision::Observe(calls.get())
+    }));
+}
+
+#[test]
+#[should_panic(expected = "created b without reading its absence")]
+fn a_create_of_a_path_not_read_is_refused() {
+    Store::new().run(&op(&["a"], |_| Decision::Mutate(vec![create("b", 1)], 0)));
+}
+
+#[test]
+#[should_panic(expected = "created a without reading its absence")]
+fn a_create_of_a_document_read_present_is_refused() {
+    let mut store = Store::new();
+    store.insert("a", doc(1));
+    store.run(&op(&["a"], |_| Decision::Mutate(vec![create("a", 2)], 0)));
+}
+
+#[test]
+#[should_panic(expected = "replaced a without reading it")]
+fn a_replacement_of_a_document_read_absent_is_refused() {
+    Store::new().run(&op(&["a"], |_| Decision::Mutate(vec![replace("a", 1)], 0)));
+}
+
+#[test]
+#[should_panic(expected = "a written twice in one commit")]
+fn a_path_written_twice_in_one_commit_is_refused() {
+    let mut store = Store::new();
+    store.insert("a", doc(1));
+    store.run(&op(&["a"], |_| {
+        Decision::Mutate(vec![replace("a", 2), replace("a", 3)], 0)
+    }));
+}
