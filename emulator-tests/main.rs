@@ -17,6 +17,7 @@ mod cli_operator;
 mod databases;
 mod errors;
 mod faults;
+mod follow_ups;
 mod harness;
 mod lease;
 mod ledger;

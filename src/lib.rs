@@ -168,4 +168,12 @@ pub mod internals {
     pub use crate::registration::Registration;
     pub use crate::start::Start;
     pub use crate::transaction::{Decision, MAX_FOLLOW_UP_READS, Snapshot, Transition, Write};
+
+    /// Runs any `op` through `journal`'s runner, as its own operations are run.
+    pub async fn run<T: Transition>(
+        journal: &crate::Journal,
+        op: &T,
+    ) -> Result<T::Output, crate::JournalError> {
+        journal.run(op).await
+    }
 }

@@ -641,6 +641,7 @@ impl Runner<'_> {
         let mut read_time = None;
         let mut to_read = paths.to_vec();
         let mut confirming = false;
+        let mut follow_ups = 0;
         // The follow-up reads decide may ask for, plus one confirming re-read.
         for index in 0..MAX_FOLLOW_UP_READS + 2 {
             let selector = match (&open.id, transactional, read_time) {
@@ -721,9 +722,10 @@ impl Runner<'_> {
                     return Ok(output);
                 }
                 Decision::Read(more) => {
+                    follow_ups += 1;
                     docs = snapshot.docs;
                     to_read = more.into_iter().filter(|p| !docs.contains_key(p)).collect();
-                    if to_read.is_empty() {
+                    if to_read.is_empty() || follow_ups > MAX_FOLLOW_UP_READS {
                         break;
                     }
                 }
