@@ -1,4 +1,4 @@
-//! Ledger reservations (SPEC-LED-002) against the emulator: races, stored versions,
+//! Ledger reservations (docs/ledger.md) against the emulator: races, stored versions,
 //! orphan effects, scope, reversal linkage and replay before pricing.
 
 use super::support::{self, get, list, put, race};

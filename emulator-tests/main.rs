@@ -17,6 +17,9 @@ mod cli_operator;
 mod databases;
 mod errors;
 mod faults;
+// Runs its own transition through `internals::run`, behind the `fuzzing` feature
+// (on in the README's `--all-features` test command).
+#[cfg(feature = "fuzzing")]
 mod follow_ups;
 mod harness;
 mod lease;

@@ -25,8 +25,8 @@
 //! exponential backoff, up to [`MAX_ATTEMPTS`]; RESOURCE_EXHAUSTED waits at least the
 //! largest backoff. In transaction mode ABORTED backs off for about a second and more
 //! ([`TRANSACTION_BACKOFF_BASE`], [`TRANSACTION_BACKOFF_CAP`]): its conflicts are held
-//! locks, not lost preconditions. Every operation is idempotent, so a retry after an unknown commit
-//! outcome re-reads and converges. Configuration refusals (credentials,
+//! locks, not lost preconditions. Every operation is idempotent, so a retry after an
+//! unknown commit outcome re-reads and converges. Configuration refusals (credentials,
 //! PERMISSION_DENIED, UNAUTHENTICATED, NOT_FOUND or FAILED_PRECONDITION on a read,
 //! INVALID_ARGUMENT) end the operation after one attempt with their own error. The
 //! trusted time is captured by the caller once and lives in the prepared operation, so

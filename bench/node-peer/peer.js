@@ -2,7 +2,7 @@
 // The Node.js peer of the side-by-side benchmark (bench/side_by_side.rs).
 //
 // It does what command-journal does — register, acquire and complete a commerce
-// command (seed 000, B2A and B2B) — with the official Node.js client
+// command (docs/leases.md) — with the official Node.js client
 // (@google-cloud/firestore) and its own `runTransaction` with the default retry
 // (5 attempts, exponential backoff from 1 s), as the seed's JavaScript module would:
 // the same documents at the same paths, the same fields and types, the same strict

@@ -1,4 +1,4 @@
-//! Side-by-side benchmark of this crate and the Node.js Firestore client (issue 8).
+//! Side-by-side benchmark of this crate and the Node.js Firestore client.
 //!
 //! One emulator, one run, both sides alternating round by round so that the noise of
 //! a shared machine lands on both: this crate (release build, in process) and the
