@@ -16,7 +16,7 @@
 //! and 16-worker phases through the same delayed proxy when its `node_modules` is
 //! installed (`npm ci` there; `--no-peer` skips it).
 //!
-//! Run: `cargo bench --bench rtt` (about 6 minutes); `-- --delays 0,2,10 --commands
+//! Run: `cargo bench --bench rtt` (about 4 minutes with the peer); `-- --delays 0,2,10 --commands
 //! 200 --seconds 5 --concurrency preconditions` are the defaults. A bench target:
 //! `cargo test` never builds it.
 
