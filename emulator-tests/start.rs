@@ -86,6 +86,20 @@ fn count<T>(results: &[Result<T, command_journal::JournalError>], f: impl Fn(&T)
     results.iter().filter(|r| r.as_ref().is_ok_and(&f)).count()
 }
 
+/// How many of a race's answers registered new, acquired at fence 1, and were busy.
+fn registered_acquired_busy(
+    results: &[Result<StartOutput, command_journal::JournalError>],
+) -> (usize, usize, usize) {
+    let new = count(results, |o: &StartOutput| {
+        o.registration_outcome() == RegistrationOutcome::RegisteredNew
+    });
+    let acquired = count(results, |o: &StartOutput| {
+        matches!(o.lease, LeaseOutput::Acquired { fence_epoch: 1, .. })
+    });
+    let busy = count(results, |o: &StartOutput| o.lease == LeaseOutput::Busy);
+    (new, acquired, busy)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn twenty_four_racing_starts_register_once_and_lease_once() {
     let journal = manual_journal().await;
@@ -97,15 +111,8 @@ async fn twenty_four_racing_starts_register_once_and_lease_once() {
         })
         .await;
         assert!(results.iter().all(Result::is_ok), "{results:?}");
-        let new = count(&results, |o: &StartOutput| {
-            o.registration_outcome() == RegistrationOutcome::RegisteredNew
-        });
-        let acquired = count(&results, |o: &StartOutput| {
-            matches!(o.lease, LeaseOutput::Acquired { fence_epoch: 1, .. })
-        });
-        let busy = count(&results, |o: &StartOutput| o.lease == LeaseOutput::Busy);
         assert_eq!(
-            (new, acquired, busy),
+            registered_acquired_busy(&results),
             (1, 1, 23),
             "round {round}: {results:?}"
         );
@@ -147,15 +154,8 @@ async fn starts_racing_register_then_acquire_callers_agree_on_one_history() {
         })
         .await;
         assert!(results.iter().all(Result::is_ok), "{results:?}");
-        let new = count(&results, |o: &StartOutput| {
-            o.registration_outcome() == RegistrationOutcome::RegisteredNew
-        });
-        let acquired = count(&results, |o: &StartOutput| {
-            matches!(o.lease, LeaseOutput::Acquired { fence_epoch: 1, .. })
-        });
-        let busy = count(&results, |o: &StartOutput| o.lease == LeaseOutput::Busy);
         assert_eq!(
-            (new, acquired, busy),
+            registered_acquired_busy(&results),
             (1, 1, 23),
             "round {round}: {results:?}"
         );

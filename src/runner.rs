@@ -363,10 +363,9 @@ fn backoff(attempt: u32, code: Code, mode: Concurrency) -> Duration {
             micros(BACKOFF_CAP)..=micros(BACKOFF_CAP.saturating_mul(4)),
         )),
         (Code::Aborted, Concurrency::Transaction) => {
-            let base = (0..retries)
-                .fold(TRANSACTION_BACKOFF_BASE, |base, _| {
-                    base.saturating_mul(3) / 2
-                })
+            // `retries` is at most 16: 1.5^16 s is finite, so `mul_f64` cannot panic.
+            let base = TRANSACTION_BACKOFF_BASE
+                .mul_f64(1.5_f64.powi(retries as i32))
                 .min(TRANSACTION_BACKOFF_CAP);
             Duration::from_micros(fastrand::u64(micros(base) / 2..=micros(base) * 3 / 2))
         }
