@@ -6,7 +6,7 @@ use chrono::{DateTime, TimeDelta};
 use command_journal::Journal;
 use command_journal::ManualClock;
 use command_journal::{CommandInput, LeaseId, TerminalReferenceFingerprint};
-use command_journal::{FindingCode, VerifyReport, verify};
+use command_journal::{FindingCode, ScanRanges, VerifyReport, verify, verify_in_ranges};
 use gcloud_sdk::google::firestore::v1::value::ValueType;
 use gcloud_sdk::google::firestore::v1::{Document, Value};
 use serde_json::json;
@@ -46,12 +46,27 @@ fn audit_path(cmd: &CommandInput, revision: i64) -> String {
     format!("auditEvents/commerce_command_{}_{revision:010}", hash(cmd))
 }
 
+/// Verifies at one read time, then split into 7 and 16 consistent ranges (cut at the
+/// first hex digit, and not), which must give the same report on a journal at rest.
 async fn run_verify(journal: &Journal) -> VerifyReport {
     let mut calls = 0;
     let report = verify(journal.connection(), &mut |_| calls += 1)
         .await
         .expect("verify runs");
     assert!(calls >= 1, "progress is reported");
+    for n in [7, 16] {
+        let ranges = ScanRanges::new(n).expect("ranges");
+        let mut last = 0;
+        let split = verify_in_ranges(journal.connection(), ranges, &mut |read| last = read)
+            .await
+            .expect("verify runs in ranges");
+        assert_eq!(split, report, "{n} ranges");
+        assert_eq!(
+            last,
+            report.scanned.total(),
+            "the last progress is the total"
+        );
+    }
     report
 }
 
@@ -288,9 +303,27 @@ async fn every_seeded_corruption_is_reported_with_its_code_and_path() {
     put(
         connection,
         &format!("{}/lifecycle/other", root_path(&cmds[9])),
-        stray.fields,
+        stray.fields.clone(),
     )
     .await;
+    // Stray ids at either end of the name space, between the hex digits, at a range
+    // cut, and a lifecycle under a parent outside the journal: split into ranges, each
+    // is still read exactly once.
+    let strays = [
+        "checkoutRequests/0",
+        "checkoutRequests/UPPER",
+        "checkoutRequests/a000",
+        "checkoutRequests/~last",
+        "auditEvents/aaaa",
+        "auditEvents/~last",
+        "elsewhere/x/lifecycle/current",
+        "ledgerReservations/0",
+        "ledgerReservations/~last",
+    ];
+    for path in strays {
+        put(connection, path, stray.fields.clone()).await;
+        expected.push((FindingCode::UnexpectedDocument, path.to_owned()));
+    }
     expected.push((
         FindingCode::UnexpectedDocument,
         "auditEvents/not_a_journal_event".into(),
@@ -352,7 +385,7 @@ async fn the_cli_exits_5_on_findings_and_0_when_clean() {
     let connection = journal.connection();
     let cmd = command(30_000, json!({}));
     journal.register_command(&cmd).await.expect("register");
-    let cli = |journal: &Journal| {
+    let cli = |journal: &Journal, extra: &[&str]| {
         std::process::Command::new(env!("CARGO_BIN_EXE_command-journal"))
             .args([
                 "--project",
@@ -361,20 +394,38 @@ async fn the_cli_exits_5_on_findings_and_0_when_clean() {
                 support::emulator().host(),
                 "verify",
             ])
+            .args(extra)
             .stdin(std::process::Stdio::null())
             .output()
             .expect("run verify")
     };
-    let clean = cli(&journal);
+    let clean = cli(&journal, &[]);
     assert_eq!(clean.status.code(), Some(0));
     let report: serde_json::Value = serde_json::from_slice(&clean.stdout).expect("json");
     assert_eq!(report["clean"], true);
     assert!(String::from_utf8_lossy(&clean.stderr).contains("verify: clean"));
     delete(connection, &audit_path(&cmd, 1)).await;
-    let broken = cli(&journal);
+    let broken = cli(&journal, &[]);
     assert_eq!(broken.status.code(), Some(5));
     let report: serde_json::Value = serde_json::from_slice(&broken.stdout).expect("json");
     assert_eq!(report["findingCounts"]["missing_registration_event"], 1);
+    let split = cli(&journal, &["--ranges", "256"]);
+    assert_eq!(split.status.code(), Some(5));
+    let split_report: serde_json::Value = serde_json::from_slice(&split.stdout).expect("json");
+    assert_eq!(
+        split_report, report,
+        "256 ranges report what one read time does"
+    );
+    assert!(
+        String::from_utf8_lossy(&split.stderr).contains("256 ranges, each at its own read time")
+    );
+    for bad in ["0", "4097"] {
+        let refused = cli(&journal, &["--ranges", bad]);
+        assert_eq!(refused.status.code(), Some(2), "--ranges {bad}");
+        let answer: serde_json::Value = serde_json::from_slice(&refused.stdout).expect("json");
+        assert_eq!(answer["error"], "invalid_input");
+        assert_eq!(answer["field"], "ranges");
+    }
 }
 
 mod ledger {
@@ -653,5 +704,86 @@ mod ledger {
         found.sort();
         expected.sort();
         assert_eq!(found, expected);
+    }
+
+    /// Migrations link imported rows while a verify split into 64 ranges runs. The
+    /// imported rows (`legacy-…`) sort into the last range and their reservations into
+    /// earlier ones, so a link committed between the two reads shows a row claiming a
+    /// reservation that (as read) does not list it. Read again at one time, it holds:
+    /// the report stays clean.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn links_made_while_a_split_verify_runs_are_not_reported() {
+        use command_journal::HistoricalCommand;
+        use command_journal::Timestamp;
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+        let (journal, _clock) = journal().await;
+        let connection = journal.connection();
+        let scope = LedgerScope::new("seat-A", "seat-A").expect("scope");
+        let legacy = FingerprintInput::from_json(&json!({
+            "family": "effect_plan", "fingerprintVersion": 4,
+            "effects": [{"seat_id": "seat-A", "amount": "-3.00", "type": "LEGACY"}],
+        }))
+        .expect("plan");
+        let items = legacy.effects().to_vec();
+        const ROWS: usize = 120;
+        for n in 0..ROWS {
+            let id = format!("legacy-{n:04}");
+            put(
+                connection,
+                &format!("ledgerTransactions/{id}"),
+                crate::ledger::unlinked_row_of(&id, &items[0]),
+            )
+            .await;
+        }
+        let done = Arc::new(AtomicBool::new(false));
+        let linked = Arc::new(AtomicUsize::new(0));
+        let migrating = {
+            let (journal, done, linked) = (journal.clone(), done.clone(), linked.clone());
+            tokio::spawn(async move {
+                for n in 0..ROWS {
+                    if done.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let key =
+                        LedgerKey::new("class-1", "LEGACY", &format!("link-{n}")).expect("key");
+                    let command = HistoricalCommand {
+                        family: legacy.family(),
+                        fingerprint: legacy.fingerprint(4).expect("v4").digest,
+                        fingerprint_version: 4,
+                        accepted_at: Timestamp::from_micros(1_600_000_000_000_000).expect("time"),
+                        migration_id: "mig-1".into(),
+                        effect_ids: vec![format!("legacy-{n:04}")],
+                        effects: items.clone(),
+                    };
+                    journal
+                        .link_historical_effects(&key, &scope, &command)
+                        .await
+                        .expect("linked");
+                    linked.fetch_add(1, Ordering::SeqCst);
+                }
+            })
+        };
+        // Start once the migration has begun, so that the two overlap.
+        while linked.load(Ordering::SeqCst) == 0 {
+            tokio::task::yield_now().await;
+        }
+        let before = linked.load(Ordering::SeqCst);
+        let ranges = ScanRanges::new(64).expect("ranges");
+        let report = verify_in_ranges(connection, ranges, &mut |_| {})
+            .await
+            .expect("verify");
+        let during = linked.load(Ordering::SeqCst) - before;
+        done.store(true, Ordering::SeqCst);
+        migrating.await.expect("migration task");
+        assert!(
+            during >= 1,
+            "no link was made while the verify ran: the test proved nothing"
+        );
+        assert!(
+            report.clean,
+            "{during} links during the scan: {:?}",
+            report.findings
+        );
+        assert!(run_verify(&journal).await.clean);
     }
 }

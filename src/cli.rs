@@ -48,7 +48,10 @@ pub async fn run(args: Args) -> ExitCode {
             return demo::run(options.emulator_host, demo).await;
         }
         Cmd::Ledger { action } => return ledger_command(&action, &options).await,
-        Cmd::Verify { allow_empty } => return verify::run(&options, allow_empty).await,
+        Cmd::Verify {
+            allow_empty,
+            ranges,
+        } => return verify::run(&options, allow_empty, ranges).await,
         Cmd::Register => Operation::Register,
         Cmd::Acquire => Operation::Acquire,
         Cmd::Start => Operation::Start,

@@ -24,6 +24,10 @@ const EXPECTED: &[(&str, &str)] = &[
         "an RFC 3339 time such as 2030-01-01T00:00:00Z, only with an emulator target",
     ),
     ("environment", "one of emulator, test, staging, production"),
+    (
+        "ranges",
+        "an integer number of verify scan ranges from 1 to 4096",
+    ),
     ("callerScopeKind", "one of member, guest, officer, service"),
     ("callerId", "1 to 128 characters of A-Z, a-z, 0-9, _ and -"),
     ("commandId", "canonical lowercase UUID v4"),

@@ -23,7 +23,7 @@ pub mod reservation;
 pub(crate) mod stored;
 
 #[cfg(test)]
-mod fixtures;
+pub(crate) mod fixtures;
 
 pub use effect::{LedgerEffect, Lineage, TransferLeg};
 pub use migration::HistoricalCommand;

@@ -156,7 +156,8 @@ pub use runner::{
 pub use start::StartOutput;
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
 pub use verify::{
-    Finding, FindingCode, MAX_FINDINGS, Scanned, VerifyReport, count_documents, verify,
+    Finding, FindingCode, MAX_FINDINGS, ScanRanges, Scanned, VerifyReport, count_documents, verify,
+    verify_in_ranges,
 };
 
 /// The pure transition contract and the prepared operations, for the benchmarks and

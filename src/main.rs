@@ -115,6 +115,11 @@ enum Cmd {
         /// Exit 0 even when the project and database hold no journal document.
         #[arg(long)]
         allow_empty: bool,
+        /// Split the scan into this many consistent ranges (1 to 4096), each read at
+        /// its own read time: for journals that take longer than the read-time
+        /// retention (one hour without point-in-time recovery) to scan.
+        #[arg(long, default_value_t = 1)]
+        ranges: u32,
     },
     /// Run the local emulator with firestore.rules in the foreground.
     Emulator,

@@ -1,16 +1,20 @@
 //! The journal verifier: scans every journal collection with streaming reads at one
-//! read time, reports every broken invariant with its document path and a stable code,
-//! and never writes.
+//! read time (or in consistent ranges, each at its own), reports every broken invariant
+//! with its document path and a stable code, and never writes.
 //!
 //! Memory is bounded by one command at a time: roots, lifecycles (a collection-group
 //! scan) and audit events are each streamed in document-name order, which is command
 //! key hash order for all three, and merged. The report keeps at most
-//! [`MAX_FINDINGS`] findings and counts the rest.
+//! [`MAX_FINDINGS`] findings, the first in path order, and counts the rest.
 
 pub mod commerce;
+mod confirm;
 mod historical_links;
 pub mod ledger;
+mod ranges;
 mod scan;
+
+pub use ranges::ScanRanges;
 
 use crate::connection::Connection;
 use crate::error::JournalError;
@@ -137,22 +141,43 @@ pub struct VerifyReport {
     pub scanned: Scanned,
     /// Findings per code, all of them (also those beyond [`MAX_FINDINGS`]).
     pub finding_counts: BTreeMap<&'static str, u64>,
-    /// The first [`MAX_FINDINGS`] findings.
+    /// The first [`MAX_FINDINGS`] findings in path order (then code order), whatever
+    /// order the scan found them in.
     pub findings: Vec<Finding>,
     /// True when findings were dropped from the list (never from the counts).
     pub truncated: bool,
+}
+
+/// The order of the findings list: by path, then by code.
+fn by_path(a: &Finding, b: &Finding) -> std::cmp::Ordering {
+    (&a.path, a.code).cmp(&(&b.path, b.code))
 }
 
 impl VerifyReport {
     pub(crate) fn record(&mut self, found: Vec<Finding>) {
         for f in found {
             *self.finding_counts.entry(f.code.as_str()).or_insert(0) += 1;
-            if self.findings.len() < MAX_FINDINGS {
-                self.findings.push(f);
-            } else {
-                self.truncated = true;
-            }
+            self.findings.push(f);
         }
+        if self.findings.len() >= 2 * MAX_FINDINGS {
+            self.keep_first();
+        }
+    }
+
+    /// Keeps the first [`MAX_FINDINGS`] findings in path order.
+    fn keep_first(&mut self) {
+        self.findings.sort_unstable_by(by_path);
+        if self.findings.len() > MAX_FINDINGS {
+            self.findings.truncate(MAX_FINDINGS);
+            self.truncated = true;
+        }
+    }
+
+    /// The report as returned: findings in order and bounded, `clean` set.
+    fn finish(mut self) -> Self {
+        self.keep_first();
+        self.clean = self.finding_counts.is_empty();
+        self
     }
 }
 
@@ -163,9 +188,24 @@ pub async fn verify(
     connection: &Connection,
     progress: &mut (dyn FnMut(u64) + Send),
 ) -> Result<VerifyReport, JournalError> {
-    let mut report = scan::run(connection, progress).await?;
-    report.clean = report.finding_counts.is_empty();
-    Ok(report)
+    verify_in_ranges(connection, ScanRanges::ONE, progress).await
+}
+
+/// [`verify`] split into `ranges` consistent ranges of the command key hash space,
+/// each read at its own server read time, for journals too large to scan within the
+/// read-time retention (one hour on Firestore without point-in-time recovery).
+///
+/// Every per-command and per-reservation invariant is checked on documents read at
+/// one time, as with one range. The historical-link checks relate documents of
+/// different ranges: their findings are read again at one fresh read time and
+/// reported only if they still hold. On a journal nobody writes to, every number of
+/// ranges gives the same report.
+pub async fn verify_in_ranges(
+    connection: &Connection,
+    ranges: ScanRanges,
+    progress: &mut (dyn FnMut(u64) + Send),
+) -> Result<VerifyReport, JournalError> {
+    Ok(scan::run(connection, ranges, progress).await?.finish())
 }
 
 /// How many documents [`verify`] will read, from one COUNT aggregation per scanned
@@ -174,4 +214,63 @@ pub async fn verify(
 /// journal is being written.
 pub async fn count_documents(connection: &Connection) -> Result<u64, JournalError> {
     scan::count(connection).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(code: FindingCode, n: usize) -> Finding {
+        Finding {
+            code,
+            path: format!("auditEvents/{n:08}"),
+        }
+    }
+
+    #[test]
+    fn the_report_keeps_the_first_findings_in_path_order_and_counts_all() {
+        let mut report = VerifyReport::default();
+        // Found in descending order, in batches, more than twice the bound.
+        let total = 2 * MAX_FINDINGS + 7;
+        for batch in (0..total).rev().collect::<Vec<_>>().chunks(1000) {
+            report.record(
+                batch
+                    .iter()
+                    .map(|n| at(FindingCode::AuditGap, *n))
+                    .collect(),
+            );
+        }
+        report.record(vec![at(FindingCode::ExtraAuditEvent, 0)]);
+        let report = report.finish();
+        assert!(!report.clean);
+        assert!(report.truncated);
+        assert_eq!(report.findings.len(), MAX_FINDINGS);
+        assert_eq!(report.finding_counts["audit_gap"], total as u64);
+        assert_eq!(report.finding_counts["extra_audit_event"], 1);
+        assert_eq!(report.findings[0], at(FindingCode::AuditGap, 0));
+        assert_eq!(report.findings[1], at(FindingCode::ExtraAuditEvent, 0));
+        assert_eq!(
+            report.findings[MAX_FINDINGS - 1],
+            at(FindingCode::AuditGap, MAX_FINDINGS - 2)
+        );
+    }
+
+    #[test]
+    fn a_report_within_the_bound_is_complete_and_sorted() {
+        let mut report = VerifyReport::default();
+        report.record(vec![
+            at(FindingCode::AuditGap, 2),
+            at(FindingCode::OrphanAuditEvent, 1),
+        ]);
+        let report = report.finish();
+        assert!(!report.truncated);
+        assert_eq!(
+            report.findings,
+            vec![
+                at(FindingCode::OrphanAuditEvent, 1),
+                at(FindingCode::AuditGap, 2)
+            ]
+        );
+        assert!(VerifyReport::default().finish().clean);
+    }
 }

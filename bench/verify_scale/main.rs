@@ -11,7 +11,8 @@
 //! the run stops otherwise.
 //!
 //! Run: `cargo bench --bench verify_scale` (10k and 100k documents); sizes after
-//! `--`: `cargo bench --bench verify_scale -- 10000 100000 1000000`. A bench target,
+//! `--`: `cargo bench --bench verify_scale -- 10000 100000 1000000`; the split-scan
+//! column verifies in 64 consistent ranges unless `-- --ranges N …`. A bench target,
 //! so `cargo test` never builds or runs it. Reuses `FIRESTORE_EMULATOR_HOST` when set,
 //! otherwise starts its own emulator.
 
@@ -20,7 +21,7 @@ use command_journal::emulator::Emulator;
 use command_journal::internals::Start;
 use command_journal::internals::{Decision, Snapshot, Transition, Write};
 use command_journal::{CommandInput, CommandRequest, LeaseId};
-use command_journal::{Connection, Target};
+use command_journal::{Connection, ScanRanges, Target};
 use firestore::{FirestoreConsistencySelector, FirestoreDb};
 use futures::StreamExt;
 use futures::stream::{FuturesUnordered, select_all};
@@ -43,6 +44,8 @@ const DOCS_PER_COMMAND: u64 = 4;
 const BATCH_WRITES: usize = 500;
 /// Commits in flight while loading.
 const IN_FLIGHT: usize = 4;
+/// The consistent ranges of the split verify column, unless `--ranges N`.
+const DEFAULT_RANGES: u32 = 64;
 
 /// The collections `verify` scans, as (collection id, collection group).
 const COLLECTIONS: [(&str, bool); 5] = [
@@ -243,17 +246,22 @@ fn cpu_seconds(pid: &str) -> f64 {
     }
 }
 
-/// `--child verify|bare HOST PROJECT`: one scan; prints `docs seconds peak_kib cpu_s`.
+/// `--child verify|bare HOST PROJECT RANGES`: one scan (`verify` in `RANGES` consistent
+/// ranges); prints `docs seconds peak_kib cpu_s`.
 async fn child(args: &[String]) -> Res<()> {
-    let [mode, host, project] = args else {
-        return Err("usage: --child verify|bare HOST PROJECT".into());
+    let [mode, host, project, ranges] = args else {
+        return Err("usage: --child verify|bare HOST PROJECT RANGES".into());
     };
+    let ranges = ranges
+        .parse()
+        .map_err(err)
+        .and_then(|n| ScanRanges::new(n).map_err(err))?;
     let connection = connect(host, project).await?;
     let cpu0 = cpu_seconds("self");
     let t0 = Instant::now();
     let docs = match mode.as_str() {
         "verify" => {
-            let report = command_journal::verify(&connection, &mut |_| {})
+            let report = command_journal::verify_in_ranges(&connection, ranges, &mut |_| {})
                 .await
                 .map_err(err)?;
             if !report.clean {
@@ -278,12 +286,18 @@ struct Scan {
     emulator_cpu: f64,
 }
 
-async fn run_child(mode: &str, host: &str, project: &str, emulator: Option<u32>) -> Res<Scan> {
+async fn run_child(
+    mode: &str,
+    ranges: u16,
+    host: &str,
+    project: &str,
+    emulator: Option<u32>,
+) -> Res<Scan> {
     let exe = std::env::current_exe().map_err(err)?;
     let jvm = emulator.map(|p| p.to_string());
     let jvm0 = jvm.as_deref().map_or(f64::NAN, cpu_seconds);
     let out = tokio::process::Command::new(exe)
-        .args(["--child", mode, host, project])
+        .args(["--child", mode, host, project, &ranges.to_string()])
         .output()
         .await
         .map_err(err)?;
@@ -317,6 +331,11 @@ fn load_average() -> String {
 }
 
 async fn parent(args: &[String]) -> Res<()> {
+    let (ranges, args) = match args {
+        [flag, n, rest @ ..] if flag == "--ranges" => (n.parse::<u32>().map_err(err)?, rest),
+        _ => (DEFAULT_RANGES, args),
+    };
+    let ranges = ScanRanges::new(ranges).map_err(err)?;
     let sizes: Vec<u64> = if args.is_empty() {
         vec![10_000, 100_000]
     } else {
@@ -324,6 +343,7 @@ async fn parent(args: &[String]) -> Res<()> {
             .map(|a| a.parse().map_err(|_| format!("not a document count: {a}")))
             .collect::<Res<_>>()?
     };
+    let n_ranges = ranges.count();
     eprintln!("emulator…");
     let emulator = tokio::task::spawn_blocking(Emulator::from_env_or_start)
         .await
@@ -333,9 +353,9 @@ async fn parent(args: &[String]) -> Res<()> {
     let jvm = emulator.pid();
     println!("load average before: {}", load_average());
     println!(
-        "| documents | load docs/s | bare scan docs/s | verify docs/s | verify ÷ bare | bare peak RSS | verify peak RSS | verify CPU µs/doc | bare CPU µs/doc | emulator CPU µs/doc (verify) |"
+        "| documents | load docs/s | bare scan docs/s | verify docs/s | verify ÷ bare | verify in {n_ranges} ranges docs/s | ranges ÷ bare | bare peak RSS | verify peak RSS | verify CPU µs/doc | bare CPU µs/doc | emulator CPU µs/doc (verify) |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for size in sizes {
         let project = emulator.new_project_id();
         let connection = connect(&host, &project).await?;
@@ -348,35 +368,38 @@ async fn parent(args: &[String]) -> Res<()> {
         // a shared machine.
         let mut bare: Option<Scan> = None;
         let mut verify: Option<Scan> = None;
+        let mut split: Option<Scan> = None;
         for _ in 0..2 {
-            let b = run_child("bare", &host, &project, jvm).await?;
-            let v = run_child("verify", &host, &project, jvm).await?;
-            if b.docs != written || v.docs != written {
+            let b = run_child("bare", 1, &host, &project, jvm).await?;
+            let v = run_child("verify", 1, &host, &project, jvm).await?;
+            let r = run_child("verify", n_ranges, &host, &project, jvm).await?;
+            if b.docs != written || v.docs != written || r.docs != written {
                 return Err(format!(
-                    "scanned {} (bare) and {} (verify) of {written} documents",
-                    b.docs, v.docs
+                    "scanned {} (bare), {} (verify) and {} (ranges) of {written} documents",
+                    b.docs, v.docs, r.docs
                 ));
             }
             eprintln!(
-                "{size}: bare {:.2} s, verify {:.2} s (peak {} / {} KiB)",
-                b.secs, v.secs, b.peak_kib, v.peak_kib
+                "{size}: bare {:.2} s, verify {:.2} s, {n_ranges} ranges {:.2} s (peak {} / {} KiB)",
+                b.secs, v.secs, r.secs, b.peak_kib, v.peak_kib
             );
-            if bare.as_ref().is_none_or(|x| b.secs < x.secs) {
-                bare = Some(b);
-            }
-            if verify.as_ref().is_none_or(|x| v.secs < x.secs) {
-                verify = Some(v);
+            for (best, scan) in [(&mut bare, b), (&mut verify, v), (&mut split, r)] {
+                if best.as_ref().is_none_or(|x| scan.secs < x.secs) {
+                    *best = Some(scan);
+                }
             }
         }
-        let (Some(b), Some(v)) = (bare, verify) else {
+        let (Some(b), Some(v), Some(r)) = (bare, verify, split) else {
             return Err("no scan ran".into());
         };
         let n = written as f64;
         println!(
-            "| {written} | {load_rate:.0} | {:.0} | {:.0} | {:.2} | {:.1} MiB | {:.1} MiB | {:.1} | {:.1} | {:.1} |",
+            "| {written} | {load_rate:.0} | {:.0} | {:.0} | {:.2} | {:.0} | {:.2} | {:.1} MiB | {:.1} MiB | {:.1} | {:.1} | {:.1} |",
             n / b.secs,
             n / v.secs,
             b.secs / v.secs,
+            n / r.secs,
+            b.secs / r.secs,
             b.peak_kib as f64 / 1024.0,
             v.peak_kib as f64 / 1024.0,
             v.cpu * 1e6 / n,

@@ -2,7 +2,7 @@
 //! on stderr (a bar with the total from COUNT aggregations and an ETA on a terminal,
 //! plain lines every few seconds otherwise); exit 5 when anything is broken, and exit 7 when it scanned no journal
 //! document at all (a wrong project or database must not pass as clean) unless
-//! `--allow-empty`.
+//! `--allow-empty`. `--ranges N` splits the scan into consistent ranges.
 
 use super::Global;
 use super::exit;
@@ -14,7 +14,11 @@ use std::time::{Duration, Instant};
 pub const EMPTY: u8 = 7;
 
 /// Runs the verifier against the selected project.
-pub async fn run(options: &Global, allow_empty: bool) -> ExitCode {
+pub async fn run(options: &Global, allow_empty: bool, ranges: u32) -> ExitCode {
+    let ranges = match command_journal::ScanRanges::new(ranges) {
+        Ok(ranges) => ranges,
+        Err(error) => return exit::report(Err(error)),
+    };
     let journal = match options.journal().await {
         Ok(journal) => journal,
         Err(error) => return exit::report(Err(error)),
@@ -26,7 +30,7 @@ pub async fn run(options: &Global, allow_empty: bool) -> ExitCode {
     let mut progress = Progress::new(total);
     let result = {
         let mut update = |read: u64| progress.set(read);
-        command_journal::verify(journal.connection(), &mut update).await
+        command_journal::verify_in_ranges(journal.connection(), ranges, &mut update).await
     };
     progress.finish();
     let report = match result {
@@ -40,8 +44,12 @@ pub async fn run(options: &Global, allow_empty: bool) -> ExitCode {
     let connection = journal.connection();
     let database_path = connection.database_path();
     let database = database_path.rsplit('/').next().unwrap_or_default();
+    let at = match ranges.count() {
+        1 => "one read time".to_owned(),
+        n => format!("{n} ranges, each at its own read time"),
+    };
     eprintln!(
-        "verify: project {}, database {database}; scanned:",
+        "verify: project {}, database {database} ({at}); scanned:",
         connection.project()
     );
     for (collection, count) in per_collection(&report.scanned) {

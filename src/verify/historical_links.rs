@@ -24,8 +24,9 @@ use super::{Finding, FindingCode};
 use crate::digest::Digest;
 use crate::ledger::effect::{self, LedgerEffect, Lineage};
 use crate::ledger::fingerprint::{CommandFamily, FingerprintInput};
+use crate::ledger::reservation;
 use sha2::{Digest as _, Sha256};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// Where a link points: reservation, index and migration.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,8 +45,8 @@ pub(crate) struct HistoricalLinks {
     rows: BTreeMap<String, Option<Claim>>,
     /// Imported row ids that failed their codec (already reported).
     malformed: BTreeSet<String>,
-    /// Content digest → how many imported rows hold it.
-    imported: HashMap<[u8; 32], u64>,
+    /// Content digest → the ids of the imported rows holding it.
+    imported: HashMap<[u8; 32], Vec<String>>,
     /// Content digest → the paths of migration-created rows holding it.
     created: HashMap<[u8; 32], Vec<String>>,
 }
@@ -76,7 +77,10 @@ impl HistoricalLinks {
         };
         self.rows.insert(effect.effect_id.clone(), claim);
         if let Some(digest) = content(effect) {
-            *self.imported.entry(digest).or_insert(0) += 1;
+            self.imported
+                .entry(digest)
+                .or_default()
+                .push(effect.effect_id.clone());
         }
     }
 
@@ -113,7 +117,7 @@ impl HistoricalLinks {
     }
 
     /// Every finding, once the whole collection was scanned.
-    pub fn finish(self) -> Vec<Finding> {
+    pub fn finish(&self) -> Vec<Finding> {
         let mut found = BTreeSet::new();
         let at = |id: &str| effect::path(id);
         for (id, claims) in &self.listed {
@@ -138,7 +142,7 @@ impl HistoricalLinks {
             }
         }
         for (digest, paths) in &self.created {
-            if self.imported.get(digest).is_some_and(|n| *n > 0) {
+            if self.imported.get(digest).is_some_and(|ids| !ids.is_empty()) {
                 for path in paths {
                     found.insert((FindingCode::DuplicateMonetaryEffect, path.clone()));
                 }
@@ -148,6 +152,40 @@ impl HistoricalLinks {
             .into_iter()
             .map(|(code, path)| Finding { code, path })
             .collect()
+    }
+
+    /// Every document a finding of [`finish`](Self::finish) was decided from (paths
+    /// relative to the documents root): the row itself, the reservation it names, the
+    /// reservations that list it, and for a duplicate the imported rows of the same
+    /// content. Reading these again at one read time decides the finding again.
+    pub fn involved(&self, findings: &[Finding]) -> BTreeSet<String> {
+        let reservation = |claim: &Claim| reservation::path(&claim.reservation_id);
+        let at: HashSet<&str> = findings.iter().map(|f| f.path.as_str()).collect();
+        let mut paths = BTreeSet::new();
+        for finding in findings {
+            paths.insert(finding.path.clone());
+            let Some(id) = finding
+                .path
+                .strip_prefix(effect::COLLECTION)
+                .and_then(|rest| rest.strip_prefix('/'))
+            else {
+                continue;
+            };
+            if let Some(Some(stated)) = self.rows.get(id) {
+                paths.insert(reservation(stated));
+            }
+            for claim in self.listed.get(id).into_iter().flatten() {
+                paths.insert(reservation(claim));
+            }
+        }
+        for (digest, created) in &self.created {
+            if created.iter().any(|path| at.contains(path.as_str())) {
+                for id in self.imported.get(digest).into_iter().flatten() {
+                    paths.insert(effect::path(id));
+                }
+            }
+        }
+        paths
     }
 }
 

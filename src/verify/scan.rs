@@ -1,25 +1,29 @@
-//! The streaming side of the verifier: three name-ordered scans at one read time,
-//! merged by command key hash.
+//! The streaming side of the verifier: per range, three name-ordered scans of the
+//! command documents merged by command key hash and two of the ledger merged by
+//! reservation id, all at the range's read time.
 
 use super::commerce::{CommandDocs, StoredDoc, check_command};
+use super::confirm;
 use super::historical_links::HistoricalLinks;
 use super::ledger::{check_reservation, check_standalone_effect};
+use super::ranges::{Bounds, ScanRanges};
 use super::{Finding, FindingCode, VerifyReport};
 use crate::connection::Connection;
 use crate::digest::Digest;
 use crate::document::{audit, root};
 use crate::error::JournalError;
 use crate::ledger::{effect, reservation};
-use firestore::{FirestoreConsistencySelector, FirestoreDb, FirestoreResult};
+use firestore::{FirestoreConsistencySelector, FirestoreDb, FirestoreResult, FirestoreValue};
 use futures::stream::{BoxStream, StreamExt};
 use gcloud_sdk::google::firestore::v1::value::ValueType;
 use gcloud_sdk::google::firestore::v1::{BatchGetDocumentsRequest, Document, Value};
+use gcloud_sdk::prost_types;
 
-/// A server read time, taken from a one-document read, so that every scan sees the
-/// same snapshot even while the journal is being written.
-async fn server_read_time(
+/// A server read time, taken from a one-document read, so that every scan of a range
+/// sees the same snapshot even while the journal is being written.
+pub(super) async fn server_read_time(
     connection: &Connection,
-) -> Result<firestore::jiff::Timestamp, JournalError> {
+) -> Result<prost_types::Timestamp, JournalError> {
     let request = BatchGetDocumentsRequest {
         database: connection.database_path(),
         documents: vec![format!(
@@ -40,25 +44,101 @@ async fn server_read_time(
         .into_inner();
     while let Some(message) = stream.message().await.map_err(unavailable)? {
         if let Some(t) = message.read_time {
-            let nanos = i128::from(t.seconds) * 1_000_000_000 + i128::from(t.nanos);
-            return firestore::jiff::Timestamp::from_nanosecond(nanos)
-                .map_err(|_| JournalError::internal("read time out of range"));
+            return Ok(t);
         }
     }
     Err(JournalError::unreachable())
 }
 
+/// The read time as the `firestore` crate takes it.
+fn as_jiff(t: &prost_types::Timestamp) -> Result<firestore::jiff::Timestamp, JournalError> {
+    let nanos = i128::from(t.seconds) * 1_000_000_000 + i128::from(t.nanos);
+    firestore::jiff::Timestamp::from_nanosecond(nanos)
+        .map_err(|_| JournalError::internal("read time out of range"))
+}
+
+/// What one of the five scans reads, and where a hash prefix cuts its name space.
+struct Source {
+    /// The collection id (a collection group when `all_descendants`).
+    collection: &'static str,
+    all_descendants: bool,
+    /// The document path (relative to the documents root) a hash prefix cuts at.
+    cut: fn(&str) -> String,
+    classify: Classify,
+}
+
+const ROOTS: Source = Source {
+    collection: root::COLLECTION,
+    all_descendants: false,
+    cut: |prefix| format!("{}/{prefix}", root::COLLECTION),
+    classify: classify_root,
+};
+
+/// A collection group: cut on the full path, so the cut is its root's.
+const LIFECYCLES: Source = Source {
+    collection: "lifecycle",
+    all_descendants: true,
+    cut: |prefix| format!("{}/{prefix}", root::COLLECTION),
+    classify: classify_lifecycle,
+};
+
+const AUDITS: Source = Source {
+    collection: audit::COLLECTION,
+    all_descendants: false,
+    cut: |prefix| format!("{}/commerce_command_{prefix}", audit::COLLECTION),
+    classify: classify_audit,
+};
+
+const RESERVATIONS: Source = Source {
+    collection: reservation::COLLECTION,
+    all_descendants: false,
+    cut: |prefix| format!("{}/{prefix}", reservation::COLLECTION),
+    classify: classify_reservation,
+};
+
+const EFFECTS: Source = Source {
+    collection: effect::COLLECTION,
+    all_descendants: false,
+    cut: |prefix| format!("{}/{prefix}", effect::COLLECTION),
+    classify: classify_effect,
+};
+
+/// A reference value to `{documents}/{path}`, as `__name__` compares.
+fn reference(documents: &str, path: String) -> FirestoreValue {
+    FirestoreValue::from(Value {
+        value_type: Some(ValueType::ReferenceValue(format!("{documents}/{path}"))),
+    })
+}
+
+/// A name-ordered stream of `source` within `bounds`.
 async fn scan<'a>(
     db: &'a FirestoreDb,
-    collection: &str,
-    all_descendants: bool,
+    documents: &str,
+    source: &Source,
+    bounds: &Bounds,
 ) -> Result<BoxStream<'a, FirestoreResult<Document>>, JournalError> {
+    let start = bounds
+        .start
+        .as_deref()
+        .map(|p| reference(documents, (source.cut)(p)));
+    let end = bounds
+        .end
+        .as_deref()
+        .map(|p| reference(documents, (source.cut)(p)));
     let query = db
         .fluent()
         .select()
-        .from(collection)
+        .from(source.collection)
+        .filter(|q| {
+            q.for_all([
+                start
+                    .clone()
+                    .and_then(|v| q.field("__name__").greater_than_or_equal(v)),
+                end.clone().and_then(|v| q.field("__name__").less_than(v)),
+            ])
+        })
         .order(|o| o.fields([o.field("__name__").asc()]));
-    let query = if all_descendants {
+    let query = if source.all_descendants {
         query.all_descendants()
     } else {
         query
@@ -258,36 +338,78 @@ impl<'a> Head<'a> {
     }
 }
 
-pub(super) async fn run(
-    connection: &Connection,
-    progress: &mut (dyn FnMut(u64) + Send),
-) -> Result<VerifyReport, JournalError> {
-    let read_time = server_read_time(connection).await?;
-    let db = connection
-        .db()
-        .clone_with_consistency_selector(FirestoreConsistencySelector::ReadTime(read_time));
-    let prefix = format!("{}/", connection.documents_path());
-    let mut report = VerifyReport::default();
-    let mut roots = Head::new(
-        scan(&db, root::COLLECTION, false).await?,
-        classify_root,
-        prefix.clone(),
-    );
-    let mut lifecycles = Head::new(
-        scan(&db, "lifecycle", true).await?,
-        classify_lifecycle,
-        prefix.clone(),
-    );
-    let mut audits = Head::new(
-        scan(&db, audit::COLLECTION, false).await?,
-        classify_audit,
-        prefix.clone(),
-    );
-    let mut reported = 0;
+/// Documents read so far over every range, passed to `progress` every thousand.
+struct Tally<'p> {
+    reported: u64,
+    progress: &'p mut (dyn FnMut(u64) + Send),
+}
+
+impl Tally<'_> {
+    fn update(&mut self, read: u64) {
+        if read / 1_000 > self.reported {
+            self.reported = read / 1_000;
+            (self.progress)(read);
+        }
+    }
+}
+
+/// The scan of `source` within `bounds`, ready to merge.
+async fn head<'a>(
+    db: &'a FirestoreDb,
+    documents: &str,
+    source: &Source,
+    bounds: &Bounds,
+) -> Result<Head<'a>, JournalError> {
+    let stream = scan(db, documents, source, bounds).await?;
+    Ok(Head::new(stream, source.classify, format!("{documents}/")))
+}
+
+/// The historical links of `documents` alone (ledger documents read again, in any
+/// order, relative to nothing else): the same merge and checks as a scan, in memory.
+pub(super) async fn relink(
+    documents_path: &str,
+    mut documents: Vec<Document>,
+) -> Result<HistoricalLinks, JournalError> {
+    documents.sort_by(|a, b| a.name.cmp(&b.name));
+    let reservations_under = format!("{documents_path}/{}/", reservation::COLLECTION);
+    let (reservations, effects): (Vec<_>, Vec<_>) = documents
+        .into_iter()
+        .partition(|d| d.name.starts_with(&reservations_under));
+    let prefix = format!("{documents_path}/");
+    let from = |docs: Vec<Document>, classify: Classify| {
+        Head::new(
+            futures::stream::iter(docs.into_iter().map(Ok)).boxed(),
+            classify,
+            prefix.clone(),
+        )
+    };
+    let heads = [
+        from(reservations, RESERVATIONS.classify),
+        from(effects, EFFECTS.classify),
+    ];
+    let mut links = HistoricalLinks::default();
+    let mut ignore = |_| {};
+    let mut tally = Tally {
+        reported: 0,
+        progress: &mut ignore,
+    };
+    ledger(heads, &mut links, &mut VerifyReport::default(), &mut tally).await?;
+    Ok(links)
+}
+
+/// Roots, lifecycles and audit events of one range, merged by command key hash: each
+/// command is checked on its own documents, all read at the range's read time.
+async fn commands(
+    heads: [Head<'_>; 3],
+    report: &mut VerifyReport,
+    tally: &mut Tally<'_>,
+) -> Result<(), JournalError> {
+    let [mut roots, mut lifecycles, mut audits] = heads;
+    let before = report.scanned.total();
     loop {
-        roots.fill(&mut report).await?;
-        lifecycles.fill(&mut report).await?;
-        audits.fill(&mut report).await?;
+        roots.fill(report).await?;
+        lifecycles.fill(report).await?;
+        audits.fill(report).await?;
         let Some(hash) = [roots.hash(), lifecycles.hash(), audits.hash()]
             .into_iter()
             .flatten()
@@ -298,45 +420,43 @@ pub(super) async fn run(
         };
         let docs = CommandDocs {
             root: roots
-                .take(&hash, &mut report)
+                .take(&hash, report)
                 .await?
                 .into_iter()
                 .next()
                 .map(|(_, d)| d),
             lifecycles: lifecycles
-                .take(&hash, &mut report)
+                .take(&hash, report)
                 .await?
                 .into_iter()
                 .map(|(_, d)| d)
                 .collect(),
-            audits: audits.take(&hash, &mut report).await?,
+            audits: audits.take(&hash, report).await?,
         };
         report.record(check_command(&hash, &docs));
-        let read = roots.read + lifecycles.read + audits.read;
-        if read / 1_000 > reported {
-            reported = read / 1_000;
-            progress(read);
-        }
+        tally.update(before + roots.read + lifecycles.read + audits.read);
     }
-    report.scanned.checkout_requests = roots.read;
-    report.scanned.lifecycles = lifecycles.read;
-    report.scanned.audit_events = audits.read;
+    report.scanned.checkout_requests += roots.read;
+    report.scanned.lifecycles += lifecycles.read;
+    report.scanned.audit_events += audits.read;
+    Ok(())
+}
 
-    // Ledger: reservations and the effects whose ids derive from them, merged by
-    // reservation id (an effect id is `{reservationId}_{index:04}`).
-    let mut reservations = Head::new(
-        scan(&db, reservation::COLLECTION, false).await?,
-        classify_reservation,
-        prefix.clone(),
-    );
-    let mut effects = Head::new(
-        scan(&db, effect::COLLECTION, false).await?,
-        classify_effect,
-        prefix,
-    );
+/// Reservations and the effects whose ids derive from them, merged by reservation id
+/// (an effect id is `{reservationId}_{index:04}`); imported rows go to `links`, whose
+/// findings wait until every range was read.
+async fn ledger(
+    heads: [Head<'_>; 2],
+    links: &mut HistoricalLinks,
+    report: &mut VerifyReport,
+    tally: &mut Tally<'_>,
+) -> Result<(), JournalError> {
+    let [mut reservations, mut effects] = heads;
+    effects.links = std::mem::take(links);
+    let before = report.scanned.total();
     loop {
-        reservations.fill(&mut report).await?;
-        effects.fill(&mut report).await?;
+        reservations.fill(report).await?;
+        effects.fill(report).await?;
         let Some(rid) = [reservations.hash(), effects.hash()]
             .into_iter()
             .flatten()
@@ -346,13 +466,13 @@ pub(super) async fn run(
             break;
         };
         let reservation_doc = reservations
-            .take(&rid, &mut report)
+            .take(&rid, report)
             .await?
             .into_iter()
             .next()
             .map(|(_, d)| d);
         let effect_docs: Vec<StoredDoc> = effects
-            .take(&rid, &mut report)
+            .take(&rid, report)
             .await?
             .into_iter()
             .map(|(_, d)| d)
@@ -363,15 +483,52 @@ pub(super) async fn run(
             &effect_docs,
             &mut effects.links,
         ));
-        let read = report.scanned.total() + reservations.read + effects.read;
-        if read / 1_000 > reported {
-            reported = read / 1_000;
-            progress(read);
-        }
+        tally.update(before + reservations.read + effects.read);
     }
-    report.record(std::mem::take(&mut effects.links).finish());
-    report.scanned.ledger_reservations = reservations.read;
-    report.scanned.ledger_transactions = effects.read;
-    progress(report.scanned.total());
+    *links = std::mem::take(&mut effects.links);
+    report.scanned.ledger_reservations += reservations.read;
+    report.scanned.ledger_transactions += effects.read;
+    Ok(())
+}
+
+/// Verifies every range at its own read time, then settles the historical links; with
+/// more than one range their findings are confirmed at one fresh read time.
+pub(super) async fn run(
+    connection: &Connection,
+    ranges: ScanRanges,
+    progress: &mut (dyn FnMut(u64) + Send),
+) -> Result<VerifyReport, JournalError> {
+    let documents = connection.documents_path();
+    let mut report = VerifyReport::default();
+    let mut links = HistoricalLinks::default();
+    let mut tally = Tally {
+        reported: 0,
+        progress,
+    };
+    for bounds in ranges.bounds() {
+        let read_time = as_jiff(&server_read_time(connection).await?)?;
+        let db = connection
+            .db()
+            .clone_with_consistency_selector(FirestoreConsistencySelector::ReadTime(read_time));
+        let heads = [
+            head(&db, &documents, &ROOTS, &bounds).await?,
+            head(&db, &documents, &LIFECYCLES, &bounds).await?,
+            head(&db, &documents, &AUDITS, &bounds).await?,
+        ];
+        commands(heads, &mut report, &mut tally).await?;
+        let heads = [
+            head(&db, &documents, &RESERVATIONS, &bounds).await?,
+            head(&db, &documents, &EFFECTS, &bounds).await?,
+        ];
+        ledger(heads, &mut links, &mut report, &mut tally).await?;
+    }
+    let found = links.finish();
+    let found = if ranges.count() > 1 && !found.is_empty() {
+        confirm::again(connection, &links, found).await?
+    } else {
+        found
+    };
+    report.record(found);
+    (tally.progress)(report.scanned.total());
     Ok(report)
 }

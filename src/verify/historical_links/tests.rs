@@ -113,3 +113,46 @@ fn a_migration_created_row_duplicating_an_imported_one_is_reported_at_the_create
         }]
     );
 }
+
+#[test]
+fn a_finding_involves_its_row_and_every_reservation_on_either_side_of_the_link() {
+    let mut links = HistoricalLinks::default();
+    links.imported_row(&row("elsewhere", "1.00", Some((2, 0, "m"))));
+    links.listed(&rid(1), 4, Some("m"), "elsewhere");
+    links.listed(&rid(3), 0, Some("m"), "elsewhere");
+    links.listed(&rid(1), 0, Some("m"), "gone");
+    links.imported_row(&row("fine", "1.00", Some((5, 0, "m"))));
+    links.listed(&rid(5), 0, Some("m"), "fine");
+    let found = links.finish();
+    let reservation = |n| reservation::path(&rid(n));
+    assert_eq!(
+        links.involved(&found),
+        BTreeSet::from([
+            effect::path("elsewhere"),
+            effect::path("gone"),
+            reservation(1),
+            reservation(2),
+            reservation(3),
+        ]),
+        "a row without a finding brings nothing"
+    );
+}
+
+#[test]
+fn a_duplicate_involves_the_imported_rows_of_the_same_content_only() {
+    let mut links = HistoricalLinks::default();
+    let created = effect::path(&effect::effect_id(&rid(1), 0));
+    links.derived_row(
+        &created,
+        &row(&effect::effect_id(&rid(1), 0), "1.00", Some((1, 0, "m"))),
+    );
+    links.imported_row(&row("same-0", "1.00", None));
+    links.imported_row(&row("same-1", "1.00", None));
+    links.imported_row(&row("other", "2.00", None));
+    let found = links.finish();
+    assert_eq!(found.len(), 1);
+    assert_eq!(
+        links.involved(&found),
+        BTreeSet::from([created, effect::path("same-0"), effect::path("same-1")])
+    );
+}

@@ -1,0 +1,82 @@
+//! Confirming cross-range findings. With more than one range, an imported ledger row
+//! and the reservation linking it can sort into ranges read at different times, so a
+//! historical-link finding may only say that a migration ran between two reads. Each
+//! such finding is decided again from the documents it was decided from, all read at
+//! one fresh read time, and reported only if it still holds there.
+
+use super::Finding;
+use super::historical_links::HistoricalLinks;
+use super::scan;
+use crate::connection::Connection;
+use crate::error::JournalError;
+use gcloud_sdk::google::firestore::v1::batch_get_documents_request::ConsistencySelector;
+use gcloud_sdk::google::firestore::v1::batch_get_documents_response::Result as Got;
+use gcloud_sdk::google::firestore::v1::{BatchGetDocumentsRequest, Document};
+use gcloud_sdk::prost_types;
+use std::collections::BTreeSet;
+
+/// Documents asked for in one batch read.
+const BATCH: usize = 100;
+
+/// The findings of `found` (decided from `links`) that still hold at a fresh read time.
+pub(super) async fn again(
+    connection: &Connection,
+    links: &HistoricalLinks,
+    found: Vec<Finding>,
+) -> Result<Vec<Finding>, JournalError> {
+    let paths = links.involved(&found);
+    let read_time = scan::server_read_time(connection).await?;
+    let documents = read_at(connection, &paths, &read_time).await?;
+    let fresh = scan::relink(&connection.documents_path(), documents)
+        .await?
+        .finish();
+    Ok(still_holding(found, &fresh))
+}
+
+/// The findings of `found` that the fresh decision (sorted, as `finish` gives it) made
+/// again: a finding the fresh read no longer supports was a difference in read times.
+pub(super) fn still_holding(found: Vec<Finding>, fresh: &[Finding]) -> Vec<Finding> {
+    found
+        .into_iter()
+        .filter(|finding| fresh.binary_search(finding).is_ok())
+        .collect()
+}
+
+/// The documents at `paths` (relative to the documents root) that exist at `read_time`.
+async fn read_at(
+    connection: &Connection,
+    paths: &BTreeSet<String>,
+    read_time: &prost_types::Timestamp,
+) -> Result<Vec<Document>, JournalError> {
+    let unavailable = |status: gcloud_sdk::tonic::Status| crate::runner::status_error(&status);
+    let documents_path = connection.documents_path();
+    let paths: Vec<&String> = paths.iter().collect();
+    let mut found = Vec::new();
+    for chunk in paths.chunks(BATCH) {
+        let request = BatchGetDocumentsRequest {
+            database: connection.database_path(),
+            documents: chunk
+                .iter()
+                .map(|path| format!("{documents_path}/{path}"))
+                .collect(),
+            mask: None,
+            request_options: None,
+            consistency_selector: Some(ConsistencySelector::ReadTime(*read_time)),
+        };
+        let mut stream = connection
+            .raw()
+            .batch_get_documents(request)
+            .await
+            .map_err(unavailable)?
+            .into_inner();
+        while let Some(message) = stream.message().await.map_err(unavailable)? {
+            if let Some(Got::Found(document)) = message.result {
+                found.push(document);
+            }
+        }
+    }
+    Ok(found)
+}
+
+#[cfg(test)]
+mod tests;
