@@ -103,6 +103,9 @@ const EFFECTS: Source = Source {
     classify: classify_effect,
 };
 
+/// Every scan, in the order a range reads them.
+const SOURCES: [&Source; 5] = [&ROOTS, &LIFECYCLES, &AUDITS, &RESERVATIONS, &EFFECTS];
+
 /// A reference value to `{documents}/{path}`, as `__name__` compares.
 fn reference(documents: &str, path: String) -> FirestoreValue {
     FirestoreValue::from(Value {
@@ -151,17 +154,10 @@ async fn scan<'a>(
 
 /// The documents the scans below read, counted with one COUNT aggregation each.
 pub(super) async fn count(connection: &Connection) -> Result<u64, JournalError> {
-    let collections = [
-        (root::COLLECTION, false),
-        ("lifecycle", true),
-        (audit::COLLECTION, false),
-        (reservation::COLLECTION, false),
-        (effect::COLLECTION, false),
-    ];
     let mut total = 0;
-    for (collection, all_descendants) in collections {
-        let query = connection.db().fluent().select().from(collection);
-        let query = if all_descendants {
+    for source in SOURCES {
+        let query = connection.db().fluent().select().from(source.collection);
+        let query = if source.all_descendants {
             query.all_descendants()
         } else {
             query
