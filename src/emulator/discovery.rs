@@ -9,7 +9,7 @@
 //! 4. the Firebase CLI's download cache, `FIREBASE_EMULATORS_PATH` or
 //!    `~/.cache/firebase/emulators`: `cloud-firestore-emulator-v*.jar`, newest version
 //!    first;
-//! 5. the Debian package's path, [`DEFAULT_JAR`](super::DEFAULT_JAR).
+//! 5. the Debian package's path, [`super::DEFAULT_JAR`].
 //!
 //! A variable of steps 1 and 2 that is set but names no file is an error: a chosen
 //! jar is never silently replaced by another. When nothing is found, the error lists
