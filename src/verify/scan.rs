@@ -193,59 +193,74 @@ enum Keyed {
     Unexpected(String),
 }
 
-type Classify = fn(&str, StoredDoc) -> Keyed;
+type Classify = fn(StoredDoc) -> Keyed;
+
+/// The `N` segments of `path`, when it has exactly `N`.
+fn segments<const N: usize>(path: &str) -> Option<[&str; N]> {
+    let mut parts = path.split('/');
+    let mut out = [""; N];
+    for slot in &mut out {
+        *slot = parts.next()?;
+    }
+    parts.next().is_none().then_some(out)
+}
+
+/// `doc` keyed by `key` (with audit revision `revision`), or unexpected without one.
+fn keyed(key: Option<(Digest, i64)>, doc: StoredDoc) -> Keyed {
+    match key {
+        Some((hash, revision)) => Keyed::Command(hash, revision, doc),
+        None => Keyed::Unexpected(doc.path),
+    }
+}
 
 /// A document `{collection}/{id}` whose id is a digest belongs to that digest.
-fn keyed_by_digest_id(collection: &str, path: &str, doc: StoredDoc) -> Keyed {
-    match path.split('/').collect::<Vec<_>>()[..] {
-        [c, id] if c == collection => match Digest::parse(id) {
-            Some(hash) => Keyed::Command(hash, 0, doc),
-            None => Keyed::Unexpected(doc.path),
-        },
-        _ => Keyed::Unexpected(doc.path),
-    }
+fn keyed_by_digest_id(collection: &str, doc: StoredDoc) -> Keyed {
+    let key = match segments(&doc.path) {
+        Some([c, id]) if c == collection => Digest::parse(id).map(|hash| (hash, 0)),
+        _ => None,
+    };
+    keyed(key, doc)
 }
 
-fn classify_root(path: &str, doc: StoredDoc) -> Keyed {
-    keyed_by_digest_id(root::COLLECTION, path, doc)
+fn classify_root(doc: StoredDoc) -> Keyed {
+    keyed_by_digest_id(root::COLLECTION, doc)
 }
 
-fn classify_lifecycle(path: &str, doc: StoredDoc) -> Keyed {
-    match path.split('/').collect::<Vec<_>>()[..] {
-        [root::COLLECTION, id, "lifecycle", _] => match Digest::parse(id) {
-            Some(hash) => Keyed::Command(hash, 0, doc),
-            None => Keyed::Unexpected(doc.path),
-        },
-        _ => Keyed::Unexpected(doc.path),
-    }
+fn classify_lifecycle(doc: StoredDoc) -> Keyed {
+    let key = match segments(&doc.path) {
+        Some([root::COLLECTION, id, "lifecycle", _]) => Digest::parse(id).map(|hash| (hash, 0)),
+        _ => None,
+    };
+    keyed(key, doc)
 }
 
-fn classify_audit(path: &str, doc: StoredDoc) -> Keyed {
-    match path.split('/').collect::<Vec<_>>()[..] {
-        [audit::COLLECTION, id] => match audit::parse_id(id) {
-            Some((hash, revision)) => Keyed::Command(hash, revision, doc),
-            None => Keyed::Unexpected(doc.path),
-        },
-        _ => Keyed::Unexpected(doc.path),
-    }
+fn classify_audit(doc: StoredDoc) -> Keyed {
+    let key = match segments(&doc.path) {
+        Some([audit::COLLECTION, id]) => audit::parse_id(id),
+        _ => None,
+    };
+    keyed(key, doc)
 }
 
-fn classify_reservation(path: &str, doc: StoredDoc) -> Keyed {
-    keyed_by_digest_id(reservation::COLLECTION, path, doc)
+fn classify_reservation(doc: StoredDoc) -> Keyed {
+    keyed_by_digest_id(reservation::COLLECTION, doc)
 }
 
-fn classify_effect(path: &str, doc: StoredDoc) -> Keyed {
-    match path.split('/').collect::<Vec<_>>()[..] {
-        [effect::COLLECTION, id] => match id.split_once('_') {
-            Some((rid, index)) if index.len() == 4 && index.bytes().all(|b| b.is_ascii_digit()) => {
-                match Digest::parse(rid) {
-                    Some(rid) => Keyed::Command(rid, 0, doc),
-                    None => Keyed::Standalone(doc),
-                }
-            }
-            _ => Keyed::Standalone(doc),
-        },
-        _ => Keyed::Unexpected(doc.path),
+/// An effect at `{reservationId}_{index:04}` belongs to that reservation; any other id
+/// is an imported row, checked on its own.
+fn classify_effect(doc: StoredDoc) -> Keyed {
+    let Some([effect::COLLECTION, id]) = segments(&doc.path) else {
+        return Keyed::Unexpected(doc.path);
+    };
+    let derived = match id.split_once('_') {
+        Some((rid, index)) if index.len() == 4 && index.bytes().all(|b| b.is_ascii_digit()) => {
+            Digest::parse(rid)
+        }
+        _ => None,
+    };
+    match derived {
+        Some(rid) => Keyed::Command(rid, 0, doc),
+        None => Keyed::Standalone(doc),
     }
 }
 
@@ -287,16 +302,15 @@ impl<'a> Head<'a> {
                 crate::runner::firestore_error(&error)
             })?;
             self.read += 1;
-            let path = document
-                .name
-                .strip_prefix(&self.prefix)
-                .unwrap_or(&document.name)
-                .to_owned();
+            let mut path = document.name;
+            if path.starts_with(&self.prefix) {
+                path.drain(..self.prefix.len());
+            }
             let doc = StoredDoc {
-                path: path.clone(),
+                path,
                 fields: document.fields,
             };
-            match (self.classify)(&path, doc) {
+            match (self.classify)(doc) {
                 Keyed::Command(hash, revision, doc) => self.next = Some((hash, revision, doc)),
                 Keyed::Standalone(doc) => {
                     report.record(check_standalone_effect(&doc, &mut self.links));
@@ -527,4 +541,109 @@ pub(super) async fn run(
     report.record(found);
     (tally.progress)(report.scanned.total());
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(path: &str) -> StoredDoc {
+        StoredDoc {
+            path: path.to_owned(),
+            fields: Default::default(),
+        }
+    }
+
+    /// The key a classifier gives a path: `Ok(Some(..))` a command or reservation,
+    /// `Ok(None)` standalone, `Err(())` unexpected.
+    type Key = Result<Option<(String, i64)>, ()>;
+
+    fn key(classify: Classify, path: &str) -> Key {
+        match classify(doc(path)) {
+            Keyed::Command(hash, revision, d) => {
+                assert_eq!(d.path, path);
+                Ok(Some((hash.as_str().to_owned(), revision)))
+            }
+            Keyed::Standalone(d) => {
+                assert_eq!(d.path, path);
+                Ok(None)
+            }
+            Keyed::Unexpected(p) => {
+                assert_eq!(p, path);
+                Err(())
+            }
+        }
+    }
+
+    #[test]
+    fn segments_are_exact() {
+        assert_eq!(segments::<2>("a/b"), Some(["a", "b"]));
+        assert_eq!(segments::<2>("a/b/c"), None);
+        assert_eq!(segments::<2>("a"), None);
+        assert_eq!(segments::<4>("a/b/c/d"), Some(["a", "b", "c", "d"]));
+        assert_eq!(segments::<2>("a/"), Some(["a", ""]));
+    }
+
+    #[test]
+    fn every_collection_keys_its_documents_and_nothing_else() {
+        let h = "ab".repeat(32);
+        let some = |revision| Ok(Some((h.clone(), revision)));
+        let cases: [(Classify, String, Key); 16] = [
+            (classify_root, format!("checkoutRequests/{h}"), some(0)),
+            (classify_root, "checkoutRequests/not-a-hash".into(), Err(())),
+            (classify_root, format!("checkoutRequests/{h}/x"), Err(())),
+            (classify_root, format!("other/{h}"), Err(())),
+            (
+                classify_lifecycle,
+                format!("checkoutRequests/{h}/lifecycle/current"),
+                some(0),
+            ),
+            (
+                classify_lifecycle,
+                format!("elsewhere/{h}/lifecycle/current"),
+                Err(()),
+            ),
+            (
+                classify_lifecycle,
+                "checkoutRequests/x/lifecycle/current".into(),
+                Err(()),
+            ),
+            (
+                classify_audit,
+                format!("auditEvents/commerce_command_{h}_0000000002"),
+                some(2),
+            ),
+            (
+                classify_audit,
+                format!("auditEvents/commerce_command_{h}_2"),
+                Err(()),
+            ),
+            (classify_audit, "auditEvents/aaaa".into(), Err(())),
+            (
+                classify_reservation,
+                format!("ledgerReservations/{h}"),
+                some(0),
+            ),
+            (classify_reservation, "ledgerReservations/0".into(), Err(())),
+            (
+                classify_effect,
+                format!("ledgerTransactions/{h}_0001"),
+                some(0),
+            ),
+            (
+                classify_effect,
+                format!("ledgerTransactions/{h}_1"),
+                Ok(None),
+            ),
+            (
+                classify_effect,
+                "ledgerTransactions/legacy-0".into(),
+                Ok(None),
+            ),
+            (classify_effect, "ledgerTransactions/a/b/c".into(), Err(())),
+        ];
+        for (classify, path, expected) in cases {
+            assert_eq!(key(classify, &path), expected, "{path}");
+        }
+    }
 }
