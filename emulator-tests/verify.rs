@@ -419,7 +419,7 @@ async fn the_cli_exits_5_on_findings_and_0_when_clean() {
     assert!(
         String::from_utf8_lossy(&split.stderr).contains("256 ranges, each at its own read time")
     );
-    for bad in ["0", "4097"] {
+    for bad in ["0", "4097", "abc", "-1"] {
         let refused = cli(&journal, &["--ranges", bad]);
         assert_eq!(refused.status.code(), Some(2), "--ranges {bad}");
         let answer: serde_json::Value = serde_json::from_slice(&refused.stdout).expect("json");

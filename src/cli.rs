@@ -51,7 +51,7 @@ pub async fn run(args: Args) -> ExitCode {
         Cmd::Verify {
             allow_empty,
             ranges,
-        } => return verify::run(&options, allow_empty, ranges).await,
+        } => return verify::run(&options, allow_empty, &ranges).await,
         Cmd::Register => Operation::Register,
         Cmd::Acquire => Operation::Acquire,
         Cmd::Start => Operation::Start,

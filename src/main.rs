@@ -118,8 +118,8 @@ enum Cmd {
         /// Split the scan into this many consistent ranges (1 to 4096), each read at
         /// its own read time: for journals that take longer than the read-time
         /// retention (one hour without point-in-time recovery) to scan.
-        #[arg(long, default_value_t = 1)]
-        ranges: u32,
+        #[arg(long, default_value = "1", allow_hyphen_values = true)]
+        ranges: String,
     },
     /// Run the local emulator with firestore.rules in the foreground.
     Emulator,

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 pub const EMPTY: u8 = 7;
 
 /// Runs the verifier against the selected project.
-pub async fn run(options: &Global, allow_empty: bool, ranges: u32) -> ExitCode {
-    let ranges = match command_journal::ScanRanges::new(ranges) {
+pub async fn run(options: &Global, allow_empty: bool, ranges: &str) -> ExitCode {
+    let ranges = match ranges.parse::<command_journal::ScanRanges>() {
         Ok(ranges) => ranges,
         Err(error) => return exit::report(Err(error)),
     };

@@ -63,6 +63,21 @@ impl ScanRanges {
     }
 }
 
+/// A decimal count, as `verify --ranges` takes it; `invalid_input` (`ranges`) for
+/// anything but an integer from 1 to [`MAX`](ScanRanges::MAX).
+impl std::str::FromStr for ScanRanges {
+    type Err = JournalError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(JournalError::invalid("ranges"));
+        }
+        text.parse::<u32>()
+            .map_err(|_| JournalError::invalid("ranges"))
+            .and_then(Self::new)
+    }
+}
+
 impl Default for ScanRanges {
     fn default() -> Self {
         Self::ONE
@@ -87,6 +102,32 @@ mod tests {
             Some(4096)
         );
         assert_eq!(ScanRanges::default(), ScanRanges::ONE);
+    }
+
+    #[test]
+    fn only_decimal_counts_parse() {
+        for good in ["1", "16", "0016", "4096"] {
+            assert!(good.parse::<ScanRanges>().is_ok(), "{good}");
+        }
+        for bad in [
+            "",
+            "0",
+            "4097",
+            "-1",
+            "+1",
+            " 1",
+            "1.0",
+            "abc",
+            "99999999999",
+        ] {
+            assert!(
+                matches!(
+                    bad.parse::<ScanRanges>(),
+                    Err(JournalError::InvalidInput { field: "ranges" })
+                ),
+                "{bad:?}"
+            );
+        }
     }
 
     #[test]
