@@ -556,20 +556,42 @@ mod ledger {
         assert_eq!(found, expected);
     }
 
+    /// An imported `effect_plan` proven under fingerprint version 4.
+    fn legacy_plan(effects: serde_json::Value) -> FingerprintInput {
+        FingerprintInput::from_json(
+            &json!({"family": "effect_plan", "fingerprintVersion": 4, "effects": effects}),
+        )
+        .expect("plan")
+    }
+
+    /// What migration `mig-1` proved about the imported rows `ids` holding `effects`.
+    fn historical(
+        legacy: &FingerprintInput,
+        ids: &[&str],
+        effects: &[command_journal::EffectPlanItem],
+    ) -> command_journal::HistoricalCommand {
+        command_journal::HistoricalCommand {
+            family: legacy.family(),
+            fingerprint: legacy.fingerprint(4).expect("v4").digest,
+            fingerprint_version: 4,
+            accepted_at: command_journal::Timestamp::from_micros(1_600_000_000_000_000)
+                .expect("time"),
+            migration_id: "mig-1".into(),
+            effect_ids: ids.iter().map(|id| (*id).to_owned()).collect(),
+            effects: effects.to_vec(),
+        }
+    }
+
     #[tokio::test]
     async fn historical_link_corruptions_are_reported_with_their_code_and_path() {
-        use command_journal::HistoricalCommand;
-        use command_journal::Timestamp;
         let (journal, _clock) = journal().await;
         let connection = journal.connection();
         let scope = LedgerScope::new("seat-A", "seat-A").expect("scope");
-        let legacy = FingerprintInput::from_json(&json!({
-            "family": "effect_plan", "fingerprintVersion": 4,
-            "effects": [{"seat_id": "seat-A", "amount": "-3.00", "type": "LEGACY"},
-                        {"seat_id": "seat-B", "amount": "3.00", "type": "LEGACY"},
-                        {"seat_id": "seat-C", "amount": "7.00", "type": "LEGACY"}],
-        }))
-        .expect("plan");
+        let legacy = legacy_plan(json!(
+            [{"seat_id": "seat-A", "amount": "-3.00", "type": "LEGACY"},
+             {"seat_id": "seat-B", "amount": "3.00", "type": "LEGACY"},
+             {"seat_id": "seat-C", "amount": "7.00", "type": "LEGACY"}]
+        ));
         let items = legacy.effects().to_vec();
         for (id, item) in ["legacy-0", "legacy-1", "legacy-free"].iter().zip(&items) {
             put(
@@ -580,15 +602,7 @@ mod ledger {
             .await;
         }
         let linked_key = LedgerKey::new("class-1", "LEGACY", "linked").expect("key");
-        let command = HistoricalCommand {
-            family: legacy.family(),
-            fingerprint: legacy.fingerprint(4).expect("v4").digest,
-            fingerprint_version: 4,
-            accepted_at: Timestamp::from_micros(1_600_000_000_000_000).expect("time"),
-            migration_id: "mig-1".into(),
-            effect_ids: vec!["legacy-0".into(), "legacy-1".into()],
-            effects: items[..2].to_vec(),
-        };
+        let command = historical(&legacy, &["legacy-0", "legacy-1"], &items[..2]);
         journal
             .link_historical_effects(&linked_key, &scope, &command)
             .await
@@ -713,17 +727,12 @@ mod ledger {
     /// the report stays clean.
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn links_made_while_a_split_verify_runs_are_not_reported() {
-        use command_journal::HistoricalCommand;
-        use command_journal::Timestamp;
         use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
         let (journal, _clock) = journal().await;
         let connection = journal.connection();
         let scope = LedgerScope::new("seat-A", "seat-A").expect("scope");
-        let legacy = FingerprintInput::from_json(&json!({
-            "family": "effect_plan", "fingerprintVersion": 4,
-            "effects": [{"seat_id": "seat-A", "amount": "-3.00", "type": "LEGACY"}],
-        }))
-        .expect("plan");
+        let legacy =
+            legacy_plan(json!([{"seat_id": "seat-A", "amount": "-3.00", "type": "LEGACY"}]));
         let items = legacy.effects().to_vec();
         const ROWS: usize = 120;
         for n in 0..ROWS {
@@ -746,15 +755,7 @@ mod ledger {
                     }
                     let key =
                         LedgerKey::new("class-1", "LEGACY", &format!("link-{n}")).expect("key");
-                    let command = HistoricalCommand {
-                        family: legacy.family(),
-                        fingerprint: legacy.fingerprint(4).expect("v4").digest,
-                        fingerprint_version: 4,
-                        accepted_at: Timestamp::from_micros(1_600_000_000_000_000).expect("time"),
-                        migration_id: "mig-1".into(),
-                        effect_ids: vec![format!("legacy-{n:04}")],
-                        effects: items.clone(),
-                    };
+                    let command = historical(&legacy, &[&format!("legacy-{n:04}")], &items);
                     journal
                         .link_historical_effects(&key, &scope, &command)
                         .await

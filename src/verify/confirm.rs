@@ -9,9 +9,7 @@ use super::historical_links::HistoricalLinks;
 use super::scan;
 use crate::connection::Connection;
 use crate::error::JournalError;
-use gcloud_sdk::google::firestore::v1::batch_get_documents_request::ConsistencySelector;
-use gcloud_sdk::google::firestore::v1::batch_get_documents_response::Result as Got;
-use gcloud_sdk::google::firestore::v1::{BatchGetDocumentsRequest, Document};
+use gcloud_sdk::google::firestore::v1::Document;
 use gcloud_sdk::prost_types;
 use std::collections::BTreeSet;
 
@@ -48,32 +46,14 @@ async fn read_at(
     paths: &BTreeSet<String>,
     read_time: &prost_types::Timestamp,
 ) -> Result<Vec<Document>, JournalError> {
-    let unavailable = |status: gcloud_sdk::tonic::Status| crate::runner::status_error(&status);
-    let documents_path = connection.documents_path();
-    let paths: Vec<&String> = paths.iter().collect();
+    let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
     let mut found = Vec::new();
     for chunk in paths.chunks(BATCH) {
-        let request = BatchGetDocumentsRequest {
-            database: connection.database_path(),
-            documents: chunk
-                .iter()
-                .map(|path| format!("{documents_path}/{path}"))
-                .collect(),
-            mask: None,
-            request_options: None,
-            consistency_selector: Some(ConsistencySelector::ReadTime(*read_time)),
-        };
-        let mut stream = connection
-            .raw()
-            .batch_get_documents(request)
-            .await
-            .map_err(unavailable)?
-            .into_inner();
-        while let Some(message) = stream.message().await.map_err(unavailable)? {
-            if let Some(Got::Found(document)) = message.result {
-                found.push(document);
-            }
-        }
+        found.extend(
+            scan::batch_get(connection, chunk, Some(*read_time))
+                .await?
+                .0,
+        );
     }
     Ok(found)
 }

@@ -15,25 +15,30 @@ use crate::error::JournalError;
 use crate::ledger::{effect, reservation};
 use firestore::{FirestoreConsistencySelector, FirestoreDb, FirestoreResult, FirestoreValue};
 use futures::stream::{BoxStream, StreamExt};
+use gcloud_sdk::google::firestore::v1::batch_get_documents_request::ConsistencySelector;
+use gcloud_sdk::google::firestore::v1::batch_get_documents_response::Result as Got;
 use gcloud_sdk::google::firestore::v1::value::ValueType;
 use gcloud_sdk::google::firestore::v1::{BatchGetDocumentsRequest, Document, Value};
 use gcloud_sdk::prost_types;
 
-/// A server read time, taken from a one-document read, so that every scan of a range
-/// sees the same snapshot even while the journal is being written.
-pub(super) async fn server_read_time(
+/// The documents at `paths` (relative to the documents root) that exist, read at
+/// `read_time` (at the server's current time when `None`), and the read time the
+/// server answered with.
+pub(super) async fn batch_get(
     connection: &Connection,
-) -> Result<prost_types::Timestamp, JournalError> {
+    paths: &[&str],
+    read_time: Option<prost_types::Timestamp>,
+) -> Result<(Vec<Document>, Option<prost_types::Timestamp>), JournalError> {
+    let documents_path = connection.documents_path();
     let request = BatchGetDocumentsRequest {
         database: connection.database_path(),
-        documents: vec![format!(
-            "{}/{}/~verify",
-            connection.documents_path(),
-            root::COLLECTION
-        )],
+        documents: paths
+            .iter()
+            .map(|path| format!("{documents_path}/{path}"))
+            .collect(),
         mask: None,
         request_options: None,
-        consistency_selector: None,
+        consistency_selector: read_time.map(ConsistencySelector::ReadTime),
     };
     let unavailable = |status: gcloud_sdk::tonic::Status| crate::runner::status_error(&status);
     let mut stream = connection
@@ -42,12 +47,26 @@ pub(super) async fn server_read_time(
         .await
         .map_err(unavailable)?
         .into_inner();
+    let (mut found, mut answered_at) = (Vec::new(), None);
     while let Some(message) = stream.message().await.map_err(unavailable)? {
-        if let Some(t) = message.read_time {
-            return Ok(t);
+        answered_at = answered_at.or(message.read_time);
+        if let Some(Got::Found(document)) = message.result {
+            found.push(document);
         }
     }
-    Err(JournalError::unreachable())
+    Ok((found, answered_at))
+}
+
+/// A server read time, taken from a one-document read, so that every scan of a range
+/// sees the same snapshot even while the journal is being written.
+pub(super) async fn server_read_time(
+    connection: &Connection,
+) -> Result<prost_types::Timestamp, JournalError> {
+    let probe = format!("{}/~verify", root::COLLECTION);
+    match batch_get(connection, &[&probe], None).await? {
+        (_, Some(read_time)) => Ok(read_time),
+        (_, None) => Err(JournalError::unreachable()),
+    }
 }
 
 /// The read time as the `firestore` crate takes it.
@@ -62,46 +81,47 @@ struct Source {
     /// The collection id (a collection group when `all_descendants`).
     collection: &'static str,
     all_descendants: bool,
-    /// The document path (relative to the documents root) a hash prefix cuts at.
-    cut: fn(&str) -> String,
+    /// A hash prefix `p` cuts at the document `{cut_collection}/{cut_id}{p}`.
+    cut_collection: &'static str,
+    cut_id: &'static str,
     classify: Classify,
 }
 
-const ROOTS: Source = Source {
-    collection: root::COLLECTION,
-    all_descendants: false,
-    cut: |prefix| format!("{}/{prefix}", root::COLLECTION),
-    classify: classify_root,
-};
+impl Source {
+    /// A collection whose document ids start with the hash.
+    const fn keyed_by_id(collection: &'static str, classify: Classify) -> Self {
+        Self {
+            collection,
+            all_descendants: false,
+            cut_collection: collection,
+            cut_id: "",
+            classify,
+        }
+    }
+
+    /// The document path (relative to the documents root) hash prefix `prefix` cuts at.
+    fn cut(&self, prefix: &str) -> String {
+        format!("{}/{}{prefix}", self.cut_collection, self.cut_id)
+    }
+}
+
+const ROOTS: Source = Source::keyed_by_id(root::COLLECTION, classify_root);
 
 /// A collection group: cut on the full path, so the cut is its root's.
 const LIFECYCLES: Source = Source {
     collection: "lifecycle",
     all_descendants: true,
-    cut: |prefix| format!("{}/{prefix}", root::COLLECTION),
-    classify: classify_lifecycle,
+    ..Source::keyed_by_id(root::COLLECTION, classify_lifecycle)
 };
 
 const AUDITS: Source = Source {
-    collection: audit::COLLECTION,
-    all_descendants: false,
-    cut: |prefix| format!("{}/commerce_command_{prefix}", audit::COLLECTION),
-    classify: classify_audit,
+    cut_id: "commerce_command_",
+    ..Source::keyed_by_id(audit::COLLECTION, classify_audit)
 };
 
-const RESERVATIONS: Source = Source {
-    collection: reservation::COLLECTION,
-    all_descendants: false,
-    cut: |prefix| format!("{}/{prefix}", reservation::COLLECTION),
-    classify: classify_reservation,
-};
+const RESERVATIONS: Source = Source::keyed_by_id(reservation::COLLECTION, classify_reservation);
 
-const EFFECTS: Source = Source {
-    collection: effect::COLLECTION,
-    all_descendants: false,
-    cut: |prefix| format!("{}/{prefix}", effect::COLLECTION),
-    classify: classify_effect,
-};
+const EFFECTS: Source = Source::keyed_by_id(effect::COLLECTION, classify_effect);
 
 /// Every scan, in the order a range reads them.
 const SOURCES: [&Source; 5] = [&ROOTS, &LIFECYCLES, &AUDITS, &RESERVATIONS, &EFFECTS];
@@ -123,11 +143,11 @@ async fn scan<'a>(
     let start = bounds
         .start
         .as_deref()
-        .map(|p| reference(documents, (source.cut)(p)));
+        .map(|p| reference(documents, source.cut(p)));
     let end = bounds
         .end
         .as_deref()
-        .map(|p| reference(documents, (source.cut)(p)));
+        .map(|p| reference(documents, source.cut(p)));
     let query = db
         .fluent()
         .select()

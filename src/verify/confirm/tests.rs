@@ -36,6 +36,16 @@ fn imported_and_linked() -> (Store, Store) {
     (before, after)
 }
 
+/// The historical links a scan of `documents` learns.
+async fn links_of(documents: Vec<Document>) -> HistoricalLinks {
+    scan::relink(DOCUMENTS, documents).await.expect("relink")
+}
+
+/// The findings decided again from `memory`'s documents at `involved`.
+async fn again_from(memory: &Store, involved: &BTreeSet<String>) -> Vec<Finding> {
+    links_of(read(memory, Some(involved))).await.finish()
+}
+
 fn straddling(before: &Store, after: &Store) -> Vec<Document> {
     let mut documents = read(before, None);
     documents.retain(|d| d.name.contains(&format!("/{}/", effect::COLLECTION)));
@@ -50,9 +60,7 @@ fn straddling(before: &Store, after: &Store) -> Vec<Document> {
 #[tokio::test]
 async fn a_link_made_between_two_ranges_is_not_reported() {
     let (before, after) = imported_and_linked();
-    let links = scan::relink(DOCUMENTS, straddling(&before, &after))
-        .await
-        .expect("relink");
+    let links = links_of(straddling(&before, &after)).await;
     let found = links.finish();
     assert_eq!(
         found,
@@ -67,10 +75,7 @@ async fn a_link_made_between_two_ranges_is_not_reported() {
         involved,
         BTreeSet::from([effect::path("legacy-0"), reservation::path(&rid(1))])
     );
-    let fresh = scan::relink(DOCUMENTS, read(&after, Some(&involved)))
-        .await
-        .expect("relink")
-        .finish();
+    let fresh = again_from(&after, &involved).await;
     assert_eq!(fresh, Vec::new());
     assert_eq!(still_holding(found, &fresh), Vec::new());
 }
@@ -82,15 +87,10 @@ async fn a_broken_link_read_again_at_one_time_is_still_reported() {
     if let Some(row) = after.get_mut(&effect::path("legacy-0")) {
         row.insert("effectIndex".into(), fields::int(7));
     }
-    let links = scan::relink(DOCUMENTS, straddling(&before, &after))
-        .await
-        .expect("relink");
+    let links = links_of(straddling(&before, &after)).await;
     let found = links.finish();
     let involved = links.involved(&found);
-    let fresh = scan::relink(DOCUMENTS, read(&after, Some(&involved)))
-        .await
-        .expect("relink")
-        .finish();
+    let fresh = again_from(&after, &involved).await;
     assert_eq!(
         still_holding(found, &fresh),
         vec![Finding {
@@ -106,9 +106,7 @@ async fn a_row_deleted_after_its_range_was_read_is_decided_by_the_fresh_read() {
     let mut gone = after.clone();
     gone.remove(&effect::path("legacy-0"));
     // The reservation's range saw the row missing; read again, it is there.
-    let links = scan::relink(DOCUMENTS, read(&gone, None))
-        .await
-        .expect("relink");
+    let links = links_of(read(&gone, None)).await;
     let found = links.finish();
     assert_eq!(
         found,
@@ -118,20 +116,14 @@ async fn a_row_deleted_after_its_range_was_read_is_decided_by_the_fresh_read() {
         }]
     );
     let involved = links.involved(&found);
-    let again = |memory: &Store| {
-        let documents = read(memory, Some(&involved));
-        async move {
-            scan::relink(DOCUMENTS, documents)
-                .await
-                .expect("relink")
-                .finish()
-        }
-    };
     assert_eq!(
-        still_holding(found.clone(), &again(&after).await),
+        still_holding(found.clone(), &again_from(&after, &involved).await),
         Vec::new()
     );
-    assert_eq!(still_holding(found.clone(), &again(&gone).await), found);
+    assert_eq!(
+        still_holding(found.clone(), &again_from(&gone, &involved).await),
+        found
+    );
 }
 
 #[test]
