@@ -60,10 +60,10 @@ pub const BACKOFF_CAP: Duration = Duration::from_millis(250);
 /// First backoff base in transaction mode after ABORTED. The wait is drawn from
 /// ½ to 1½ times a base that starts here and grows 1.5× per failed attempt up to
 /// [`TRANSACTION_BACKOFF_CAP`]: the Node.js client's transaction retry schedule, with
-/// a lower cap (its own is 60 s). Never shorter than half the base: on the emulator, contenders whose
-/// commits wait for each other's read locks are aborted one by one by its 2 s lock
-/// timeout, and the last one waiting commits only if no aborted contender has come
-/// back to read (and so lock) the documents again before it does.
+/// a lower cap (its own is 60 s). Never shorter than half the base: on the emulator,
+/// contenders whose commits wait for each other's read locks are aborted one by one by
+/// its 2 s lock timeout, and the last one waiting commits only if no aborted contender
+/// has come back to read (and so lock) the documents again before it does.
 pub const TRANSACTION_BACKOFF_BASE: Duration = Duration::from_secs(1);
 /// Largest backoff base in transaction mode after ABORTED.
 pub const TRANSACTION_BACKOFF_CAP: Duration = Duration::from_secs(10);

@@ -16,9 +16,9 @@
 //! and 16-worker phases through the same delayed proxy when its `node_modules` is
 //! installed (`npm ci` there; `--no-peer` skips it).
 //!
-//! Run: `cargo bench --bench rtt` (about 4 minutes with the peer); `-- --delays 0,2,10 --commands
-//! 200 --seconds 5 --concurrency preconditions` are the defaults. A bench target:
-//! `cargo test` never builds it.
+//! Run: `cargo bench --bench rtt` (about 4 minutes with the peer); `-- --delays
+//! 0,2,10 --commands 200 --seconds 5 --concurrency preconditions` are the defaults. A
+//! bench target: `cargo test` never builds it.
 
 #[allow(dead_code)]
 #[path = "../side_by_side/cpu.rs"]

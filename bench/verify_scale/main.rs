@@ -12,9 +12,9 @@
 //!
 //! Run: `cargo bench --bench verify_scale` (10k and 100k documents); sizes after
 //! `--`: `cargo bench --bench verify_scale -- 10000 100000 1000000`. With
-//! `-- --ranges N 10000 …` it also times `verify_in_ranges` in N consistent ranges. A bench target,
-//! so `cargo test` never builds or runs it. Reuses `FIRESTORE_EMULATOR_HOST` when set,
-//! otherwise starts its own emulator.
+//! `-- --ranges N 10000 …` it also times `verify_in_ranges` in N consistent ranges. A
+//! bench target, so `cargo test` never builds or runs it. Reuses
+//! `FIRESTORE_EMULATOR_HOST` when set, otherwise starts its own emulator.
 
 use command_journal::Timestamp;
 use command_journal::emulator::Emulator;

@@ -1,8 +1,9 @@
 //! `command-journal verify`: the JSON report on stdout, a human summary and progress
 //! on stderr (a bar with the total from COUNT aggregations and an ETA on a terminal,
-//! plain lines every few seconds otherwise); exit 5 when anything is broken, and exit 7 when it scanned no journal
-//! document at all (a wrong project or database must not pass as clean) unless
-//! `--allow-empty`. `--ranges N` splits the scan into consistent ranges.
+//! plain lines every few seconds otherwise); exit 5 when anything is broken, and exit
+//! 7 when it scanned no journal document at all (a wrong project or database must not
+//! pass as clean) unless `--allow-empty`. `--ranges N` splits the scan into consistent
+//! ranges.
 
 use super::Global;
 use super::exit;
