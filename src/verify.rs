@@ -67,6 +67,27 @@ pub enum FindingCode {
     /// A row a migration created holds the same monetary content as an imported row:
     /// one monetary effect represented twice.
     DuplicateMonetaryEffect,
+    /// A transition event disagrees with its root (environment, caller scope kind,
+    /// command type or command key hash).
+    EventRootMismatch,
+    /// An acquisition or takeover event whose lease does not run exactly 60 s from
+    /// its `occurredAt`.
+    LeaseDurationMismatch,
+    /// A takeover recorded before the lease it took over had expired: two holders
+    /// active at once.
+    OverlappingLease,
+    /// A terminal event that does not carry the expiry and fence of the lease it
+    /// ended, or that occurred at or after that lease's expiry.
+    TerminalLeaseMismatch,
+    /// The lifecycle disagrees with the events of the revisions it summarises (its
+    /// creation, the current lease's acquisition and expiry).
+    LifecycleHistoryMismatch,
+    /// A reservation whose stored fingerprint differs from the one rebuilt from its
+    /// stored effect rows under the stored version.
+    EffectFingerprintMismatch,
+    /// A reservation whose stored integrity digest differs from the one computed over
+    /// its stored effect rows.
+    EffectIntegrityMismatch,
 }
 
 impl FindingCode {
@@ -91,6 +112,13 @@ impl FindingCode {
             Self::LineageViolation => "lineage_violation",
             Self::BrokenHistoricalLink => "broken_historical_link",
             Self::DuplicateMonetaryEffect => "duplicate_monetary_effect",
+            Self::EventRootMismatch => "event_root_mismatch",
+            Self::LeaseDurationMismatch => "lease_duration_mismatch",
+            Self::OverlappingLease => "overlapping_lease",
+            Self::TerminalLeaseMismatch => "terminal_lease_mismatch",
+            Self::LifecycleHistoryMismatch => "lifecycle_history_mismatch",
+            Self::EffectFingerprintMismatch => "effect_fingerprint_mismatch",
+            Self::EffectIntegrityMismatch => "effect_integrity_mismatch",
         }
     }
 }
