@@ -76,24 +76,27 @@ fn as_jiff(t: &prost_types::Timestamp) -> Result<firestore::jiff::Timestamp, Jou
         .map_err(|_| JournalError::internal("read time out of range"))
 }
 
-/// What one of the five scans reads, and where a hash prefix cuts its name space.
+/// The least document id Firestore orders (numeric ids sort before text ids): the
+/// lower bound of a collection's whole subtree, as the Node.js Admin SDK's
+/// `recursiveDelete` bounds it.
+const MIN_ID: &str = "__id-9223372036854775808__";
+
+/// What one scan reads: every document at any depth below one top-level collection
+/// (a kindless all-descendants query bounded by `__name__`), or the stray `lifecycle`
+/// documents outside `checkoutRequests`, and where a hash prefix cuts its name space.
 struct Source {
-    /// The collection id (a collection group when `all_descendants`).
+    /// The top-level collection whose subtree is read.
     collection: &'static str,
-    all_descendants: bool,
-    /// A hash prefix `p` cuts at the document `{cut_collection}/{cut_id}{p}`.
-    cut_collection: &'static str,
+    /// A hash prefix `p` cuts at the document `{collection}/{cut_id}{p}`.
     cut_id: &'static str,
     classify: Classify,
 }
 
 impl Source {
-    /// A collection whose document ids start with the hash.
-    const fn keyed_by_id(collection: &'static str, classify: Classify) -> Self {
+    /// Every document below `collection`, whose ids start with the key.
+    const fn subtree(collection: &'static str, classify: Classify) -> Self {
         Self {
             collection,
-            all_descendants: false,
-            cut_collection: collection,
             cut_id: "",
             classify,
         }
@@ -101,30 +104,34 @@ impl Source {
 
     /// The document path (relative to the documents root) hash prefix `prefix` cuts at.
     fn cut(&self, prefix: &str) -> String {
-        format!("{}/{}{prefix}", self.cut_collection, self.cut_id)
+        format!("{}/{}{prefix}", self.collection, self.cut_id)
+    }
+
+    /// The first document name of the subtree.
+    fn first(&self) -> String {
+        format!("{}/{MIN_ID}", self.collection)
+    }
+
+    /// The first document name after the subtree (the next possible collection id).
+    fn after(&self) -> String {
+        format!("{}\0/{MIN_ID}", self.collection)
     }
 }
 
-const ROOTS: Source = Source::keyed_by_id(root::COLLECTION, classify_root);
-
-/// A collection group: cut on the full path, so the cut is its root's.
-const LIFECYCLES: Source = Source {
-    collection: "lifecycle",
-    all_descendants: true,
-    ..Source::keyed_by_id(root::COLLECTION, classify_lifecycle)
-};
+/// Roots, lifecycles and anything else stored below `checkoutRequests`.
+const COMMANDS: Source = Source::subtree(root::COLLECTION, classify_command_tree);
 
 const AUDITS: Source = Source {
     cut_id: "commerce_command_",
-    ..Source::keyed_by_id(audit::COLLECTION, classify_audit)
+    ..Source::subtree(audit::COLLECTION, classify_audit)
 };
 
-const RESERVATIONS: Source = Source::keyed_by_id(reservation::COLLECTION, classify_reservation);
+const RESERVATIONS: Source = Source::subtree(reservation::COLLECTION, classify_reservation);
 
-const EFFECTS: Source = Source::keyed_by_id(effect::COLLECTION, classify_effect);
+const EFFECTS: Source = Source::subtree(effect::COLLECTION, classify_effect);
 
-/// Every scan, in the order a range reads them.
-const SOURCES: [&Source; 5] = [&ROOTS, &LIFECYCLES, &AUDITS, &RESERVATIONS, &EFFECTS];
+/// The subtree scans, in the order a range reads them.
+const SOURCES: [&Source; 4] = [&COMMANDS, &AUDITS, &RESERVATIONS, &EFFECTS];
 
 /// A reference value to `{documents}/{path}`, as `__name__` compares.
 fn reference(documents: &str, path: String) -> FirestoreValue {
@@ -133,25 +140,22 @@ fn reference(documents: &str, path: String) -> FirestoreValue {
     })
 }
 
-/// A name-ordered stream of `source` within `bounds`.
-async fn scan<'a>(
+/// A name-ordered query of every document at or after `start` and before `end`
+/// (paths relative to the documents root), in any collection at any depth, or in the
+/// `group` collection group only.
+fn between<'a>(
     db: &'a FirestoreDb,
     documents: &str,
-    source: &Source,
-    bounds: &Bounds,
-) -> Result<BoxStream<'a, FirestoreResult<Document>>, JournalError> {
-    let start = bounds
-        .start
-        .as_deref()
-        .map(|p| reference(documents, source.cut(p)));
-    let end = bounds
-        .end
-        .as_deref()
-        .map(|p| reference(documents, source.cut(p)));
-    let query = db
-        .fluent()
+    group: Option<&str>,
+    start: Option<String>,
+    end: Option<String>,
+) -> firestore::select_builder::FirestoreSelectDocBuilder<'a, FirestoreDb> {
+    let start = start.map(|p| reference(documents, p));
+    let end = end.map(|p| reference(documents, p));
+    db.fluent()
         .select()
-        .from(source.collection)
+        .from(group.unwrap_or(""))
+        .all_descendants()
         .filter(|q| {
             q.for_all([
                 start
@@ -160,53 +164,110 @@ async fn scan<'a>(
                 end.clone().and_then(|v| q.field("__name__").less_than(v)),
             ])
         })
-        .order(|o| o.fields([o.field("__name__").asc()]));
-    let query = if source.all_descendants {
-        query.all_descendants()
-    } else {
-        query
-    };
-    query.stream_query_with_errors().await.map_err(|error| {
-        tracing::warn!(%error, "verify scan failed to start");
-        crate::runner::firestore_error(&error)
-    })
 }
 
-/// The documents the scans below read, counted with one COUNT aggregation each.
+/// The name ranges of one scan: for a subtree source within `bounds`, one range; for
+/// the stray lifecycles, the two ranges before and after the `checkoutRequests`
+/// subtree.
+fn ranges(source: Option<&Source>, bounds: &Bounds) -> Vec<(Option<String>, Option<String>)> {
+    match source {
+        Some(source) => vec![(
+            Some(
+                bounds
+                    .start
+                    .as_deref()
+                    .map_or_else(|| source.first(), |p| source.cut(p)),
+            ),
+            Some(
+                bounds
+                    .end
+                    .as_deref()
+                    .map_or_else(|| source.after(), |p| source.cut(p)),
+            ),
+        )],
+        None => vec![
+            (None, Some(COMMANDS.first())),
+            (Some(COMMANDS.after()), None),
+        ],
+    }
+}
+
+/// A name-ordered stream of `source` within `bounds` (`None`: the stray lifecycles).
+async fn scan<'a>(
+    db: &'a FirestoreDb,
+    documents: &str,
+    source: Option<&Source>,
+    bounds: &Bounds,
+) -> Result<BoxStream<'a, FirestoreResult<Document>>, JournalError> {
+    let group = source.is_none().then_some(STRAY_GROUP);
+    let mut streams = Vec::new();
+    for (start, end) in ranges(source, bounds) {
+        let query = between(db, documents, group, start, end)
+            .order(|o| o.fields([o.field("__name__").asc()]));
+        streams.push(query.stream_query_with_errors().await.map_err(|error| {
+            tracing::warn!(%error, "verify scan failed to start");
+            crate::runner::firestore_error(&error)
+        })?);
+    }
+    Ok(futures::stream::iter(streams).flatten().boxed())
+}
+
+/// The collection group of the stray-lifecycle scan.
+const STRAY_GROUP: &str = "lifecycle";
+
+/// The documents the scans below read, counted with one COUNT aggregation per name
+/// range.
 pub(super) async fn count(connection: &Connection) -> Result<u64, JournalError> {
+    let documents = connection.documents_path();
+    let whole = Bounds {
+        start: None,
+        end: None,
+    };
+    let sources = SOURCES.into_iter().map(Some).chain([None]);
     let mut total = 0;
-    for source in SOURCES {
-        let query = connection.db().fluent().select().from(source.collection);
-        let query = if source.all_descendants {
-            query.all_descendants()
-        } else {
-            query
-        };
-        let answer = query
-            .aggregate(|a| a.fields([a.field("count").count()]))
-            .query()
-            .await
-            .map_err(|error| {
-                tracing::warn!(%error, "verify count failed");
-                crate::runner::firestore_error(&error)
-            })?;
-        for document in answer {
-            if let Some(Value {
-                value_type: Some(ValueType::IntegerValue(n)),
-            }) = document.fields.get("count")
-            {
-                total += u64::try_from(*n).unwrap_or(0);
+    for source in sources {
+        let group = source.is_none().then_some(STRAY_GROUP);
+        for (start, end) in ranges(source, &whole) {
+            let answer = between(connection.db(), &documents, group, start, end)
+                .aggregate(|a| a.fields([a.field("count").count()]))
+                .query()
+                .await
+                .map_err(|error| {
+                    tracing::warn!(%error, "verify count failed");
+                    crate::runner::firestore_error(&error)
+                })?;
+            for document in answer {
+                if let Some(Value {
+                    value_type: Some(ValueType::IntegerValue(n)),
+                }) = document.fields.get("count")
+                {
+                    total += u64::try_from(*n).unwrap_or(0);
+                }
             }
         }
     }
     Ok(total)
 }
 
+/// Which journal document of its command (or reservation) a scanned document is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    /// `checkoutRequests/{hash}`.
+    Root,
+    /// `checkoutRequests/{hash}/lifecycle/{id}` (only `current` is expected).
+    Lifecycle,
+    /// The audit event of this revision.
+    Audit(i64),
+    /// `ledgerReservations/{id}`.
+    Reservation,
+    /// `ledgerTransactions/{id}_{index}`.
+    Effect,
+}
+
 /// How a scanned document sorts into the merge.
 enum Keyed {
-    /// Belongs to the command (or reservation) with this hash; the number is the
-    /// audit revision where one applies.
-    Command(Digest, i64, StoredDoc),
+    /// Belongs to the command (or reservation) with this hash, as this part.
+    Command(Digest, Part, StoredDoc),
     /// A journal document checked on its own (a historical unlinked ledger effect).
     Standalone(StoredDoc),
     /// Not a journal document: reported as unexpected.
@@ -225,45 +286,55 @@ fn segments<const N: usize>(path: &str) -> Option<[&str; N]> {
     parts.next().is_none().then_some(out)
 }
 
-/// `doc` keyed by `key` (with audit revision `revision`), or unexpected without one.
-fn keyed(key: Option<(Digest, i64)>, doc: StoredDoc) -> Keyed {
+/// `doc` keyed by `key`, or unexpected without one.
+fn keyed(key: Option<(Digest, Part)>, doc: StoredDoc) -> Keyed {
     match key {
-        Some((hash, revision)) => Keyed::Command(hash, revision, doc),
+        Some((hash, part)) => Keyed::Command(hash, part, doc),
         None => Keyed::Unexpected(doc.path),
     }
 }
 
 /// A document `{collection}/{id}` whose id is a digest belongs to that digest.
-fn keyed_by_digest_id(collection: &str, doc: StoredDoc) -> Keyed {
+fn keyed_by_digest_id(collection: &str, part: Part, doc: StoredDoc) -> Keyed {
     let key = match segments(&doc.path) {
-        Some([c, id]) if c == collection => Digest::parse(id).map(|hash| (hash, 0)),
+        Some([c, id]) if c == collection => Digest::parse(id).map(|hash| (hash, part)),
         _ => None,
     };
     keyed(key, doc)
 }
 
-fn classify_root(doc: StoredDoc) -> Keyed {
-    keyed_by_digest_id(root::COLLECTION, doc)
-}
-
-fn classify_lifecycle(doc: StoredDoc) -> Keyed {
-    let key = match segments(&doc.path) {
-        Some([root::COLLECTION, id, "lifecycle", _]) => Digest::parse(id).map(|hash| (hash, 0)),
-        _ => None,
+/// A root, a document of its `lifecycle` collection, or (anything else below
+/// `checkoutRequests`, at any depth) unexpected.
+fn classify_command_tree(doc: StoredDoc) -> Keyed {
+    let key = match segments::<2>(&doc.path) {
+        Some([root::COLLECTION, id]) => Digest::parse(id).map(|hash| (hash, Part::Root)),
+        _ => match segments(&doc.path) {
+            Some([root::COLLECTION, id, "lifecycle", _]) => {
+                Digest::parse(id).map(|hash| (hash, Part::Lifecycle))
+            }
+            _ => None,
+        },
     };
     keyed(key, doc)
+}
+
+/// A `lifecycle` document outside `checkoutRequests` is never the journal's.
+fn classify_stray(doc: StoredDoc) -> Keyed {
+    Keyed::Unexpected(doc.path)
 }
 
 fn classify_audit(doc: StoredDoc) -> Keyed {
     let key = match segments(&doc.path) {
-        Some([audit::COLLECTION, id]) => audit::parse_id(id),
+        Some([audit::COLLECTION, id]) => {
+            audit::parse_id(id).map(|(hash, revision)| (hash, Part::Audit(revision)))
+        }
         _ => None,
     };
     keyed(key, doc)
 }
 
 fn classify_reservation(doc: StoredDoc) -> Keyed {
-    keyed_by_digest_id(reservation::COLLECTION, doc)
+    keyed_by_digest_id(reservation::COLLECTION, Part::Reservation, doc)
 }
 
 /// An effect at `{reservationId}_{index:04}` belongs to that reservation; any other id
@@ -279,7 +350,7 @@ fn classify_effect(doc: StoredDoc) -> Keyed {
         _ => None,
     };
     match derived {
-        Some(rid) => Keyed::Command(rid, 0, doc),
+        Some(rid) => Keyed::Command(rid, Part::Effect, doc),
         None => Keyed::Standalone(doc),
     }
 }
@@ -289,8 +360,10 @@ struct Head<'a> {
     stream: BoxStream<'a, FirestoreResult<Document>>,
     classify: Classify,
     prefix: String,
-    next: Option<(Digest, i64, StoredDoc)>,
+    next: Option<(Digest, Part, StoredDoc)>,
     read: u64,
+    /// Of `read`, the documents of a `lifecycle` collection.
+    lifecycles: u64,
     /// Historical rows seen on their own, checked when the scan is complete.
     links: HistoricalLinks,
 }
@@ -307,6 +380,7 @@ impl<'a> Head<'a> {
             prefix,
             next: None,
             read: 0,
+            lifecycles: 0,
             links: HistoricalLinks::default(),
         }
     }
@@ -326,12 +400,15 @@ impl<'a> Head<'a> {
             if path.starts_with(&self.prefix) {
                 path.drain(..self.prefix.len());
             }
+            if path.rsplit('/').nth(1) == Some("lifecycle") {
+                self.lifecycles += 1;
+            }
             let doc = StoredDoc {
                 path,
                 fields: document.fields,
             };
             match (self.classify)(doc) {
-                Keyed::Command(hash, revision, doc) => self.next = Some((hash, revision, doc)),
+                Keyed::Command(hash, part, doc) => self.next = Some((hash, part, doc)),
                 Keyed::Standalone(doc) => {
                     report.record(check_standalone_effect(&doc, &mut self.links));
                 }
@@ -353,12 +430,12 @@ impl<'a> Head<'a> {
         &mut self,
         hash: &Digest,
         report: &mut VerifyReport,
-    ) -> Result<Vec<(i64, StoredDoc)>, JournalError> {
+    ) -> Result<Vec<(Part, StoredDoc)>, JournalError> {
         let mut taken = Vec::new();
         loop {
             self.fill(report).await?;
             match self.next.take() {
-                Some((h, revision, doc)) if &h == hash => taken.push((revision, doc)),
+                Some((h, part, doc)) if &h == hash => taken.push((part, doc)),
                 other => {
                     self.next = other;
                     return Ok(taken);
@@ -387,11 +464,12 @@ impl Tally<'_> {
 async fn head<'a>(
     db: &'a FirestoreDb,
     documents: &str,
-    source: &Source,
+    source: Option<&Source>,
     bounds: &Bounds,
 ) -> Result<Head<'a>, JournalError> {
     let stream = scan(db, documents, source, bounds).await?;
-    Ok(Head::new(stream, source.classify, format!("{documents}/")))
+    let classify = source.map_or(classify_stray as Classify, |s| s.classify);
+    Ok(Head::new(stream, classify, format!("{documents}/")))
 }
 
 /// The historical links of `documents` alone (ledger documents read again, in any
@@ -427,20 +505,20 @@ pub(super) async fn relink(
     Ok(links)
 }
 
-/// Roots, lifecycles and audit events of one range, merged by command key hash: each
-/// command is checked on its own documents, all read at the range's read time.
+/// The command tree (roots and lifecycles) and audit events of one range, merged by
+/// command key hash: each command is checked on its own documents, all read at the
+/// range's read time.
 async fn commands(
-    heads: [Head<'_>; 3],
+    heads: [Head<'_>; 2],
     report: &mut VerifyReport,
     tally: &mut Tally<'_>,
 ) -> Result<(), JournalError> {
-    let [mut roots, mut lifecycles, mut audits] = heads;
+    let [mut tree, mut audits] = heads;
     let before = report.scanned.total();
     loop {
-        roots.fill(report).await?;
-        lifecycles.fill(report).await?;
+        tree.fill(report).await?;
         audits.fill(report).await?;
-        let Some(hash) = [roots.hash(), lifecycles.hash(), audits.hash()]
+        let Some(hash) = [tree.hash(), audits.hash()]
             .into_iter()
             .flatten()
             .min()
@@ -448,27 +526,37 @@ async fn commands(
         else {
             break;
         };
-        let docs = CommandDocs {
-            root: roots
-                .take(&hash, report)
-                .await?
-                .into_iter()
-                .next()
-                .map(|(_, d)| d),
-            lifecycles: lifecycles
-                .take(&hash, report)
-                .await?
-                .into_iter()
-                .map(|(_, d)| d)
-                .collect(),
-            audits: audits.take(&hash, report).await?,
-        };
+        let mut docs = CommandDocs::default();
+        for (part, doc) in tree.take(&hash, report).await? {
+            match part {
+                Part::Root => docs.root = Some(doc),
+                _ => docs.lifecycles.push(doc),
+            }
+        }
+        for (part, doc) in audits.take(&hash, report).await? {
+            if let Part::Audit(revision) = part {
+                docs.audits.push((revision, doc));
+            }
+        }
         report.record(check_command(&hash, &docs));
-        tally.update(before + roots.read + lifecycles.read + audits.read);
+        tally.update(before + tree.read + audits.read);
     }
-    report.scanned.checkout_requests += roots.read;
-    report.scanned.lifecycles += lifecycles.read;
+    report.scanned.checkout_requests += tree.read - tree.lifecycles;
+    report.scanned.lifecycles += tree.lifecycles;
     report.scanned.audit_events += audits.read;
+    Ok(())
+}
+
+/// The `lifecycle` documents outside `checkoutRequests`: each is unexpected.
+async fn strays(
+    mut head: Head<'_>,
+    report: &mut VerifyReport,
+    tally: &mut Tally<'_>,
+) -> Result<(), JournalError> {
+    let before = report.scanned.total();
+    head.fill(report).await?;
+    tally.update(before + head.read);
+    report.scanned.lifecycles += head.read;
     Ok(())
 }
 
@@ -540,15 +628,22 @@ pub(super) async fn run(
         let db = connection
             .db()
             .clone_with_consistency_selector(FirestoreConsistencySelector::ReadTime(read_time));
+        if bounds.start.is_none() {
+            strays(
+                head(&db, &documents, None, &bounds).await?,
+                &mut report,
+                &mut tally,
+            )
+            .await?;
+        }
         let heads = [
-            head(&db, &documents, &ROOTS, &bounds).await?,
-            head(&db, &documents, &LIFECYCLES, &bounds).await?,
-            head(&db, &documents, &AUDITS, &bounds).await?,
+            head(&db, &documents, Some(&COMMANDS), &bounds).await?,
+            head(&db, &documents, Some(&AUDITS), &bounds).await?,
         ];
         commands(heads, &mut report, &mut tally).await?;
         let heads = [
-            head(&db, &documents, &RESERVATIONS, &bounds).await?,
-            head(&db, &documents, &EFFECTS, &bounds).await?,
+            head(&db, &documents, Some(&RESERVATIONS), &bounds).await?,
+            head(&db, &documents, Some(&EFFECTS), &bounds).await?,
         ];
         ledger(heads, &mut links, &mut report, &mut tally).await?;
     }
@@ -576,13 +671,13 @@ mod tests {
 
     /// The key a classifier gives a path: `Ok(Some(..))` a command or reservation,
     /// `Ok(None)` standalone, `Err(())` unexpected.
-    type Key = Result<Option<(String, i64)>, ()>;
+    type Key = Result<Option<(String, Part)>, ()>;
 
     fn key(classify: Classify, path: &str) -> Key {
         match classify(doc(path)) {
-            Keyed::Command(hash, revision, d) => {
+            Keyed::Command(hash, part, d) => {
                 assert_eq!(d.path, path);
-                Ok(Some((hash.as_str().to_owned(), revision)))
+                Ok(Some((hash.as_str().to_owned(), part)))
             }
             Keyed::Standalone(d) => {
                 assert_eq!(d.path, path);
@@ -607,31 +702,47 @@ mod tests {
     #[test]
     fn every_collection_keys_its_documents_and_nothing_else() {
         let h = "ab".repeat(32);
-        let some = |revision| Ok(Some((h.clone(), revision)));
-        let cases: [(Classify, String, Key); 16] = [
-            (classify_root, format!("checkoutRequests/{h}"), some(0)),
-            (classify_root, "checkoutRequests/not-a-hash".into(), Err(())),
-            (classify_root, format!("checkoutRequests/{h}/x"), Err(())),
-            (classify_root, format!("other/{h}"), Err(())),
+        let some = |part| Ok(Some((h.clone(), part)));
+        let tree = classify_command_tree;
+        let cases: [(Classify, String, Key); 25] = [
+            (tree, format!("checkoutRequests/{h}"), some(Part::Root)),
+            (tree, "checkoutRequests/not-a-hash".into(), Err(())),
+            (tree, format!("checkoutRequests/{h}/x"), Err(())),
             (
-                classify_lifecycle,
+                tree,
                 format!("checkoutRequests/{h}/lifecycle/current"),
-                some(0),
+                some(Part::Lifecycle),
             ),
             (
-                classify_lifecycle,
-                format!("elsewhere/{h}/lifecycle/current"),
+                tree,
+                format!("checkoutRequests/{h}/lifecycle/other"),
+                some(Part::Lifecycle),
+            ),
+            (
+                tree,
+                format!("checkoutRequests/{h}/lifecycles/current"),
                 Err(()),
             ),
             (
-                classify_lifecycle,
-                "checkoutRequests/x/lifecycle/current".into(),
+                tree,
+                format!("checkoutRequests/{h}/lifecycle/current/history/x"),
+                Err(()),
+            ),
+            (
+                tree,
+                format!("checkoutRequests/{h}/a/b/lifecycle/current"),
+                Err(()),
+            ),
+            (tree, "checkoutRequests/x/lifecycle/current".into(), Err(())),
+            (
+                classify_stray,
+                format!("elsewhere/{h}/lifecycle/current"),
                 Err(()),
             ),
             (
                 classify_audit,
                 format!("auditEvents/commerce_command_{h}_0000000002"),
-                some(2),
+                some(Part::Audit(2)),
             ),
             (
                 classify_audit,
@@ -640,15 +751,25 @@ mod tests {
             ),
             (classify_audit, "auditEvents/aaaa".into(), Err(())),
             (
+                classify_audit,
+                format!("auditEvents/commerce_command_{h}_0000000002/sub/x"),
+                Err(()),
+            ),
+            (
                 classify_reservation,
                 format!("ledgerReservations/{h}"),
-                some(0),
+                some(Part::Reservation),
             ),
             (classify_reservation, "ledgerReservations/0".into(), Err(())),
             (
+                classify_reservation,
+                format!("ledgerReservations/{h}/a/b"),
+                Err(()),
+            ),
+            (
                 classify_effect,
                 format!("ledgerTransactions/{h}_0001"),
-                some(0),
+                some(Part::Effect),
             ),
             (
                 classify_effect,
@@ -661,9 +782,58 @@ mod tests {
                 Ok(None),
             ),
             (classify_effect, "ledgerTransactions/a/b/c".into(), Err(())),
+            (
+                classify_effect,
+                format!("ledgerTransactions/{h}_0001/x/y"),
+                Err(()),
+            ),
+            (
+                classify_effect,
+                "ledgerTransactions/legacy-0/x/y".into(),
+                Err(()),
+            ),
+            (
+                tree,
+                format!("checkoutRequests/{h}/providerSends/x"),
+                Err(()),
+            ),
+            (tree, "checkoutRequests".into(), Err(())),
         ];
         for (classify, path, expected) in cases {
             assert_eq!(key(classify, &path), expected, "{path}");
         }
+    }
+
+    #[test]
+    fn a_subtree_is_bounded_by_its_collection_and_cut_at_hash_prefixes() {
+        let whole = Bounds {
+            start: None,
+            end: None,
+        };
+        assert_eq!(
+            ranges(Some(&COMMANDS), &whole),
+            vec![(
+                Some(format!("checkoutRequests/{MIN_ID}")),
+                Some(format!("checkoutRequests\0/{MIN_ID}"))
+            )]
+        );
+        let cut = Bounds {
+            start: Some("0a00".into()),
+            end: None,
+        };
+        assert_eq!(
+            ranges(Some(&AUDITS), &cut),
+            vec![(
+                Some("auditEvents/commerce_command_0a00".into()),
+                Some(format!("auditEvents\0/{MIN_ID}"))
+            )]
+        );
+        assert_eq!(
+            ranges(None, &whole),
+            vec![
+                (None, Some(format!("checkoutRequests/{MIN_ID}"))),
+                (Some(format!("checkoutRequests\0/{MIN_ID}")), None)
+            ]
+        );
     }
 }
