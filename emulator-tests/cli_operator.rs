@@ -254,6 +254,10 @@ fn verify_of_an_empty_project_exits_7_naming_project_and_database() {
     let empty = run(&args, None);
     assert_eq!(empty.code, 7, "{}", empty.stderr);
     assert_eq!(empty.json()["scanned"]["checkoutRequests"], 0);
+    // `jq .clean` must not read a wrong (empty) project as sound.
+    assert_eq!(empty.json()["clean"], false);
+    assert_eq!(empty.json()["empty"], true);
+    assert_eq!(empty.json()["emptyAllowed"], false);
     assert!(
         empty.stderr.contains(&format!(
             "scanned no journal document in project {project} database (default)"
@@ -264,6 +268,8 @@ fn verify_of_an_empty_project_exits_7_naming_project_and_database() {
     let allowed = run(&[&args[..], &["--allow-empty"]].concat(), None);
     assert_eq!(allowed.code, 0, "{}", allowed.stderr);
     assert!(allowed.json()["clean"].as_bool().expect("clean"));
+    assert_eq!(allowed.json()["empty"], true);
+    assert_eq!(allowed.json()["emptyAllowed"], true);
 
     let register = documented_example(&["register"], &project);
     assert_eq!(paste(&register, host).code, 0);

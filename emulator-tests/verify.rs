@@ -246,6 +246,8 @@ async fn every_seeded_corruption_is_reported_with_its_code_and_path() {
     );
     put(connection, &audit_path(&cmds[5], 2), doc.fields).await;
     expected.push((FindingCode::LifecycleEventMismatch, audit_path(&cmds[5], 2)));
+    // It moved the acquisition but not its expiry: a 55 s lease.
+    expected.push((FindingCode::LeaseDurationMismatch, audit_path(&cmds[5], 2)));
     // 6: a gap in the chain (revision 2 of 3 deleted).
     delete(connection, &audit_path(&cmds[6], 2)).await;
     expected.push((FindingCode::AuditGap, audit_path(&cmds[6], 2)));
@@ -258,6 +260,8 @@ async fn every_seeded_corruption_is_reported_with_its_code_and_path() {
     set(&mut extra, "fenceEpoch", ValueType::IntegerValue(3));
     put(connection, &audit_path(&cmds[7], 4), extra.fields).await;
     expected.push((FindingCode::ExtraAuditEvent, audit_path(&cmds[7], 4)));
+    // A copy of the takeover at revision 3: it takes over a lease it began with.
+    expected.push((FindingCode::OverlappingLease, audit_path(&cmds[7], 4)));
     // 8: an event recorded after the terminal one.
     let terminal = get(connection, &audit_path(&cmds[8], 4))
         .await
@@ -350,6 +354,7 @@ async fn every_seeded_corruption_is_reported_with_its_code_and_path() {
     set(&mut doc, "occurredAt", late);
     put(connection, &audit_path(&cmds[10], 1), doc.fields).await;
     expected.push((FindingCode::TimestampRegression, lifecycle_path(&cmds[10])));
+    expected.push((FindingCode::TimestampRegression, audit_path(&cmds[10], 2)));
     // 12: a malformed lifecycle.
     let mut doc = get(connection, &lifecycle_path(&cmds[12]))
         .await

@@ -174,6 +174,13 @@ pub struct VerifyReport {
     pub findings: Vec<Finding>,
     /// True when findings were dropped from the list (never from the counts).
     pub truncated: bool,
+    /// True when the scan read no document at all. A wrong project or database reads
+    /// as empty, so an empty report is never clean unless the caller accepted an
+    /// empty journal ([`allow_empty`](Self::allow_empty)).
+    pub empty: bool,
+    /// True when the caller accepted an empty journal as clean (`verify
+    /// --allow-empty`).
+    pub empty_allowed: bool,
 }
 
 /// The order of the findings list: by path, then by code.
@@ -201,9 +208,19 @@ impl VerifyReport {
         }
     }
 
-    /// The report as returned: findings in order and bounded, `clean` set.
+    /// The report as returned: findings in order and bounded, `clean` set (false for
+    /// an empty scan).
     fn finish(mut self) -> Self {
         self.keep_first();
+        self.empty = self.scanned.total() == 0;
+        self.clean = self.finding_counts.is_empty() && !self.empty;
+        self
+    }
+
+    /// The report with an empty journal accepted: `clean` when nothing is broken,
+    /// whether or not anything was scanned, and `empty_allowed` set to say so.
+    pub fn allow_empty(mut self) -> Self {
+        self.empty_allowed = true;
         self.clean = self.finding_counts.is_empty();
         self
     }
@@ -299,6 +316,9 @@ mod tests {
                 at(FindingCode::AuditGap, 2)
             ]
         );
-        assert!(VerifyReport::default().finish().clean);
+        let empty = VerifyReport::default().finish();
+        assert!(empty.empty && !empty.clean && !empty.empty_allowed);
+        let allowed = empty.allow_empty();
+        assert!(allowed.clean && allowed.empty && allowed.empty_allowed);
     }
 }

@@ -35,6 +35,7 @@ pub async fn run(options: &Global, allow_empty: bool, ranges: &str) -> ExitCode 
     };
     progress.finish();
     let report = match result {
+        Ok(report) if allow_empty => report.allow_empty(),
         Ok(report) => report,
         Err(error) => return exit::report(Err(error)),
     };
@@ -56,7 +57,7 @@ pub async fn run(options: &Global, allow_empty: bool, ranges: &str) -> ExitCode 
     for (collection, count) in per_collection(&report.scanned) {
         eprintln!("  {collection:<34} {count:>10}");
     }
-    if report.scanned.total() == 0 && !allow_empty {
+    if report.empty && !allow_empty {
         eprintln!(
             "verify: scanned no journal document in project {} database {database}: is \
              this the right project and database? (--allow-empty accepts an empty journal)",

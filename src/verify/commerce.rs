@@ -6,7 +6,7 @@ use crate::digest::Digest;
 use crate::document::MAX_REVISION;
 use crate::document::audit::{self, EventType, RegistrationEvent, TransitionEvent};
 use crate::document::fields::FieldMap;
-use crate::document::lifecycle::{self, Lifecycle};
+use crate::document::lifecycle::{self, LEASE_SECONDS, Lifecycle};
 use crate::document::root::RootDocument;
 use crate::lease::partners;
 
@@ -157,46 +157,124 @@ pub fn check_command(hash: &Digest, docs: &CommandDocs) -> Vec<Finding> {
         }
     }
 
-    // Fences and terminal state along the chain.
-    let mut previous: Option<&TransitionEvent> = None;
-    let mut terminal_seen = false;
-    for (_, doc, event) in &events {
-        let Some(event) = event else {
-            previous = None;
-            continue;
-        };
-        if terminal_seen {
-            out.push(finding(FindingCode::ChangedAfterTerminal, &doc.path));
+    if let Some(root) = &root {
+        check_chain(root, &events, &mut out);
+        if let (Some(lifecycle), Some(doc)) = (&lifecycle, lifecycle_doc) {
+            check_history(root, lifecycle, &events, &doc.path, &mut out);
         }
-        let fence_ok = match (previous, event.event_type) {
-            (None, EventType::LeaseAcquired) => event.fence_epoch == 1,
-            (None, _) => true, // a gap or malformed predecessor was reported already
-            (Some(_), EventType::LeaseAcquired) => false,
-            (Some(prev), EventType::LeaseTakenOver) => event.fence_epoch == prev.fence_epoch + 1,
-            (Some(prev), EventType::Succeeded | EventType::FailedFinal) => {
-                event.fence_epoch == prev.fence_epoch
-            }
-        };
-        if !fence_ok {
-            out.push(finding(FindingCode::FenceNotIncremented, &doc.path));
-        }
-        if previous.is_some_and(|p| event.occurred_at < p.occurred_at) {
-            out.push(finding(FindingCode::TimestampRegression, &doc.path));
-        }
-        if matches!(
-            event.event_type,
-            EventType::Succeeded | EventType::FailedFinal
-        ) {
-            terminal_seen = true;
-        }
-        previous = Some(event);
-    }
-    if let (Some(lifecycle), Some(root)) = (&lifecycle, &root)
-        && lifecycle.created_at < root.registered_at
-    {
-        out.push(finding(FindingCode::TimestampRegression, &current_path));
     }
     out
+}
+
+/// The lease rules along the transition chain, each event against its root and
+/// against the last well-formed event before it: adjacent events by the exact rules,
+/// an event after a gap (a missing or malformed revision, reported already) by what
+/// the gap allows.
+fn check_chain(
+    root: &RootDocument,
+    events: &[(i64, &StoredDoc, Option<TransitionEvent>)],
+    out: &mut Vec<Finding>,
+) {
+    let mut previous: Option<&TransitionEvent> = None;
+    let mut terminal_seen = false;
+    for (revision, doc, event) in events {
+        let Some(event) = event else { continue };
+        let mut found = |code| out.push(finding(code, &doc.path));
+        let agrees = event.environment == root.environment
+            && event.caller_scope_kind == root.caller_scope_kind
+            && event.command_type == root.command_type
+            && event.command_key_hash == root.command_key_hash;
+        if !agrees {
+            found(FindingCode::EventRootMismatch);
+        }
+        let terminal = matches!(
+            event.event_type,
+            EventType::Succeeded | EventType::FailedFinal
+        );
+        if terminal_seen {
+            found(FindingCode::ChangedAfterTerminal);
+        }
+        if terminal {
+            // The lease it ended expires after it: a terminal event always carries the
+            // ended lease's expiry, so this holds whatever came before.
+            if event.occurred_at >= event.lease_expires_at {
+                found(FindingCode::TerminalLeaseMismatch);
+            }
+        } else if event.occurred_at.plus_seconds(LEASE_SECONDS) != Some(event.lease_expires_at) {
+            found(FindingCode::LeaseDurationMismatch);
+        }
+        match previous {
+            None => {
+                if event.occurred_at < root.registered_at {
+                    found(FindingCode::TimestampRegression);
+                }
+            }
+            Some(prev) => {
+                let adjacent = prev.command_revision + 1 == *revision;
+                let fence_ok = match (event.event_type, adjacent) {
+                    (EventType::LeaseAcquired, _) => false,
+                    (EventType::LeaseTakenOver, true) => event.fence_epoch == prev.fence_epoch + 1,
+                    (_, true) => event.fence_epoch == prev.fence_epoch,
+                    // Only takeovers can be missing between two events: each raised it.
+                    (_, false) => event.fence_epoch > prev.fence_epoch,
+                };
+                if !fence_ok {
+                    found(FindingCode::FenceNotIncremented);
+                }
+                if event.occurred_at < prev.occurred_at {
+                    found(FindingCode::TimestampRegression);
+                }
+                // A takeover (or, across a gap, the missing takeovers before it) waits
+                // for the previous lease to expire, 60 s after it began (a stored
+                // expiry that breaks that rule was reported at its own event).
+                let after_expiry = event.event_type == EventType::LeaseTakenOver || !adjacent;
+                let expired_at = prev
+                    .occurred_at
+                    .plus_seconds(LEASE_SECONDS)
+                    .unwrap_or(prev.lease_expires_at);
+                if after_expiry && !terminal_seen && event.occurred_at < expired_at {
+                    found(FindingCode::OverlappingLease);
+                }
+                if adjacent && terminal && event.lease_expires_at != prev.lease_expires_at {
+                    found(FindingCode::TerminalLeaseMismatch);
+                }
+            }
+        }
+        terminal_seen |= terminal;
+        previous = Some(event);
+    }
+}
+
+/// The lifecycle against the events of the revisions it summarises: its creation is
+/// the first acquisition, and its current lease (fence, acquisition, expiry) is the
+/// one the acquisition or takeover at revision `fenceEpoch + 1` recorded. The lease
+/// owner is not in the events, so only the lifecycle records it.
+fn check_history(
+    root: &RootDocument,
+    lifecycle: &Lifecycle,
+    events: &[(i64, &StoredDoc, Option<TransitionEvent>)],
+    path: &str,
+    out: &mut Vec<Finding>,
+) {
+    // The current event is compared with the lifecycle by `partners` already.
+    let at = |revision: i64| {
+        events
+            .iter()
+            .find(|(r, _, _)| *r == revision && revision != lifecycle.command_revision)
+            .and_then(|(_, _, e)| e.as_ref())
+    };
+    let created = at(2).is_none_or(|first| first.occurred_at == lifecycle.created_at);
+    let leased = at(lifecycle.fence_epoch + 1).is_none_or(|acquired| {
+        acquired.fence_epoch == lifecycle.fence_epoch
+            && acquired.occurred_at == lifecycle.lease_acquired_at
+            && acquired.lease_expires_at == lifecycle.lease_expires_at
+    });
+    if !created || !leased {
+        out.push(finding(FindingCode::LifecycleHistoryMismatch, path));
+    }
+    if lifecycle.created_at < root.registered_at {
+        out.push(finding(FindingCode::TimestampRegression, path));
+    }
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@ use crate::lease::{Acquire, LeaseCall, Terminal, TerminalRequest};
 use crate::registration::Registration;
 use crate::testing::Store;
 use crate::time::Timestamp;
+use gcloud_sdk::google::firestore::v1::Value;
 use proptest::prelude::*;
 
 fn command() -> CommandInput {
@@ -231,4 +232,255 @@ proptest! {
         }
         let _ = check_command(&hash, &docs);
     }
+}
+
+/// A document of the command in a table case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Doc {
+    Lifecycle,
+    Event(i64),
+}
+
+fn path_of(hash: &Digest, doc: Doc) -> String {
+    match doc {
+        Doc::Lifecycle => lifecycle::path(hash),
+        Doc::Event(revision) => audit::path(hash, revision),
+    }
+}
+
+fn edit(docs: &mut CommandDocs, doc: Doc, field: &str, value: Value) {
+    let target = match doc {
+        Doc::Lifecycle => docs.lifecycles.first_mut(),
+        Doc::Event(revision) => docs
+            .audits
+            .iter_mut()
+            .find(|(r, _)| *r == revision)
+            .map(|(_, d)| d),
+    };
+    target.expect("document").fields.insert(field.into(), value);
+}
+
+fn time(seconds: i64) -> Value {
+    micros(seconds * 1_000_000)
+}
+
+fn micros(micros: i64) -> Value {
+    fields::timestamp(Timestamp::from_micros(micros).expect("time"))
+}
+
+/// The takeover moved to `start` (microseconds), with its lease, the terminal event
+/// 10 s later and the lifecycle.
+fn takeover_at(start: i64) -> Vec<(Doc, &'static str, Value)> {
+    let expiry = start + 60_000_000;
+    vec![
+        (Doc::Event(3), "occurredAt", micros(start)),
+        (Doc::Event(3), "leaseExpiresAt", micros(expiry)),
+        (Doc::Event(4), "occurredAt", micros(start + 10_000_000)),
+        (Doc::Event(4), "leaseExpiresAt", micros(expiry)),
+        (Doc::Lifecycle, "leaseAcquiredAt", micros(start)),
+        (Doc::Lifecycle, "leaseExpiresAt", micros(expiry)),
+        (Doc::Lifecycle, "updatedAt", micros(start + 10_000_000)),
+    ]
+}
+
+/// Each case edits the clean history (registered at 100, acquired at 110 until 170,
+/// taken over at 200 until 260, succeeded at 210) and names every finding expected.
+#[test]
+fn each_broken_lease_rule_is_found_at_its_cause() {
+    use Doc::*;
+    use FindingCode as F;
+    let s = fields::string;
+    type Case = (&'static str, Vec<(Doc, &'static str, Value)>, Vec<(F, Doc)>);
+    let cases: Vec<Case> = vec![
+        (
+            "takeover 10 s into the running lease, forged consistently",
+            vec![
+                (Event(3), "occurredAt", time(120)),
+                (Event(3), "leaseExpiresAt", time(180)),
+                (Event(4), "occurredAt", time(130)),
+                (Event(4), "leaseExpiresAt", time(180)),
+                (Lifecycle, "leaseAcquiredAt", time(120)),
+                (Lifecycle, "leaseExpiresAt", time(180)),
+                (Lifecycle, "updatedAt", time(130)),
+            ],
+            vec![(F::OverlappingLease, Event(3))],
+        ),
+        (
+            "takeover at the expiry, exactly",
+            takeover_at(170_000_000),
+            vec![],
+        ),
+        (
+            "takeover 1 µs before the expiry",
+            takeover_at(169_999_999),
+            vec![(F::OverlappingLease, Event(3))],
+        ),
+        (
+            "event in another environment",
+            vec![(Event(2), "environment", s("staging"))],
+            vec![(F::EventRootMismatch, Event(2))],
+        ),
+        (
+            "event of another scope kind",
+            vec![(Event(3), "callerScopeKind", s("guest"))],
+            vec![(F::EventRootMismatch, Event(3))],
+        ),
+        (
+            "event of another command type",
+            vec![(Event(2), "commandType", s("refund"))],
+            vec![(F::EventRootMismatch, Event(2))],
+        ),
+        (
+            "first transition before the registration",
+            vec![
+                (Event(2), "occurredAt", time(50)),
+                (Event(2), "leaseExpiresAt", time(110)),
+                (Lifecycle, "createdAt", time(50)),
+            ],
+            vec![
+                (F::TimestampRegression, Event(2)),
+                (F::TimestampRegression, Lifecycle),
+            ],
+        ),
+        (
+            "acquisition with a 2-hour lease",
+            vec![(Event(2), "leaseExpiresAt", time(110 + 7200))],
+            vec![(F::LeaseDurationMismatch, Event(2))],
+        ),
+        (
+            "takeover with a 61 s lease, forged consistently",
+            vec![
+                (Event(3), "leaseExpiresAt", time(261)),
+                (Event(4), "leaseExpiresAt", time(261)),
+            ],
+            vec![
+                (F::LeaseDurationMismatch, Event(3)),
+                (F::LifecycleEventMismatch, Event(4)),
+                (F::LifecycleHistoryMismatch, Lifecycle),
+            ],
+        ),
+        (
+            "terminal event carrying another expiry",
+            vec![(Event(4), "leaseExpiresAt", time(300))],
+            vec![
+                (F::LifecycleEventMismatch, Event(4)),
+                (F::TerminalLeaseMismatch, Event(4)),
+            ],
+        ),
+        (
+            "terminal event at the expiry",
+            vec![(Event(4), "occurredAt", time(260))],
+            vec![
+                (F::LifecycleEventMismatch, Event(4)),
+                (F::TerminalLeaseMismatch, Event(4)),
+            ],
+        ),
+        (
+            "lifecycle created at another time",
+            vec![(Lifecycle, "createdAt", time(105))],
+            vec![(F::LifecycleHistoryMismatch, Lifecycle)],
+        ),
+        (
+            "lifecycle's lease acquired at another time",
+            vec![
+                (Lifecycle, "leaseAcquiredAt", time(205)),
+                (Lifecycle, "leaseExpiresAt", time(265)),
+                (Event(4), "leaseExpiresAt", time(265)),
+            ],
+            vec![
+                (F::TerminalLeaseMismatch, Event(4)),
+                (F::LifecycleHistoryMismatch, Lifecycle),
+            ],
+        ),
+    ];
+    for (name, edits, expected) in cases {
+        let (store, hash) = history();
+        let mut docs = command_docs(&store, &hash);
+        for (doc, field, value) in edits {
+            edit(&mut docs, doc, field, value);
+        }
+        let mut found = check_command(&hash, &docs);
+        found.sort();
+        let mut expected: Vec<Finding> = expected
+            .into_iter()
+            .map(|(code, doc)| Finding {
+                code,
+                path: path_of(&hash, doc),
+            })
+            .collect();
+        expected.sort();
+        assert_eq!(found, expected, "{name}");
+    }
+}
+
+/// Registered at 100; acquired at 110, taken over at 200 and 300; succeeded at 310:
+/// revisions 1 to 5.
+fn two_takeovers() -> (Store, Digest) {
+    let cmd = command();
+    let identity = cmd.identity();
+    let hash = identity.command_key_hash().clone();
+    let owner = |n: char| {
+        let id = format!("9b2d7c1e-3a4f-4e5b-8c6d-7e8f9a0b1c2{n}");
+        cmd.lease_owner(&identity, &LeaseId::parse(&id).expect("lease"))
+            .expect("owner")
+    };
+    let mut store = Store::new();
+    store
+        .answer(&Registration::new(identity.clone(), at(100)))
+        .expect("registered");
+    for (n, t) in [('a', 110), ('b', 200), ('c', 300)] {
+        store
+            .answer(&Acquire::new(LeaseCall::new(
+                identity.clone(),
+                owner(n),
+                at(t),
+            )))
+            .expect("leased");
+    }
+    store
+        .answer(&Terminal::new(
+            LeaseCall::new(identity.clone(), owner('c'), at(310)),
+            3,
+            TerminalRequest::Fail,
+        ))
+        .expect("failed");
+    (store, hash)
+}
+
+#[test]
+fn a_missing_takeover_event_is_one_gap_and_no_fence_finding() {
+    let (store, hash) = two_takeovers();
+    let mut docs = command_docs(&store, &hash);
+    assert_eq!(docs.audits.len(), 5);
+    assert_eq!(check_command(&hash, &docs), vec![]);
+    docs.audits.retain(|(r, _)| *r != 3);
+    assert_eq!(
+        check_command(&hash, &docs),
+        vec![Finding {
+            code: FindingCode::AuditGap,
+            path: audit::path(&hash, 3)
+        }]
+    );
+}
+
+#[test]
+fn across_a_gap_a_takeover_still_waits_for_the_last_known_lease() {
+    let (store, hash) = two_takeovers();
+    let mut docs = command_docs(&store, &hash);
+    docs.audits.retain(|(r, _)| *r != 3);
+    // Revision 4 (fence 3) claims a takeover at 150, while revision 2's lease ran to
+    // 170: whatever the missing revision was, two holders overlapped.
+    edit(&mut docs, Doc::Event(4), "occurredAt", time(150));
+    edit(&mut docs, Doc::Event(4), "leaseExpiresAt", time(210));
+    let mut found = codes(&check_command(&hash, &docs));
+    found.sort();
+    assert_eq!(
+        found,
+        vec![
+            FindingCode::AuditGap,
+            FindingCode::OverlappingLease,
+            FindingCode::TerminalLeaseMismatch,
+            FindingCode::LifecycleHistoryMismatch
+        ]
+    );
 }
