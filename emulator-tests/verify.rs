@@ -203,6 +203,8 @@ async fn every_seeded_corruption_is_reported_with_its_code_and_path() {
     set(&mut doc, "extra", ValueType::BooleanValue(true));
     put(connection, &root_path(&cmds[0]), doc.fields).await;
     expected.push((FindingCode::MalformedDocument, root_path(&cmds[0])));
+    // Every edit of a document the journal never rewrites shows in its write times.
+    expected.push((FindingCode::RewrittenDocument, root_path(&cmds[0])));
     // 1: orphan lifecycle and audit events (root deleted).
     delete(connection, &root_path(&cmds[1])).await;
     expected.push((FindingCode::OrphanLifecycle, lifecycle_path(&cmds[1])));
@@ -225,6 +227,7 @@ async fn every_seeded_corruption_is_reported_with_its_code_and_path() {
     );
     put(connection, &audit_path(&cmds[3], 1), doc.fields).await;
     expected.push((FindingCode::RegistrationMismatch, audit_path(&cmds[3], 1)));
+    expected.push((FindingCode::RewrittenDocument, audit_path(&cmds[3], 1)));
     // 4: lifecycle without its current event.
     delete(connection, &audit_path(&cmds[4], 2)).await;
     expected.push((
@@ -248,6 +251,7 @@ async fn every_seeded_corruption_is_reported_with_its_code_and_path() {
     expected.push((FindingCode::LifecycleEventMismatch, audit_path(&cmds[5], 2)));
     // It moved the acquisition but not its expiry: a 55 s lease.
     expected.push((FindingCode::LeaseDurationMismatch, audit_path(&cmds[5], 2)));
+    expected.push((FindingCode::RewrittenDocument, audit_path(&cmds[5], 2)));
     // 6: a gap in the chain (revision 2 of 3 deleted).
     delete(connection, &audit_path(&cmds[6], 2)).await;
     expected.push((FindingCode::AuditGap, audit_path(&cmds[6], 2)));
@@ -355,6 +359,8 @@ async fn every_seeded_corruption_is_reported_with_its_code_and_path() {
     put(connection, &audit_path(&cmds[10], 1), doc.fields).await;
     expected.push((FindingCode::TimestampRegression, lifecycle_path(&cmds[10])));
     expected.push((FindingCode::TimestampRegression, audit_path(&cmds[10], 2)));
+    expected.push((FindingCode::RewrittenDocument, root_path(&cmds[10])));
+    expected.push((FindingCode::RewrittenDocument, audit_path(&cmds[10], 1)));
     // 12: a malformed lifecycle.
     let mut doc = get(connection, &lifecycle_path(&cmds[12]))
         .await
@@ -369,6 +375,7 @@ async fn every_seeded_corruption_is_reported_with_its_code_and_path() {
     set(&mut doc, "fenceEpoch", ValueType::DoubleValue(1.0));
     put(connection, &audit_path(&cmds[13], 2), doc.fields).await;
     expected.push((FindingCode::MalformedDocument, audit_path(&cmds[13], 2)));
+    expected.push((FindingCode::RewrittenDocument, audit_path(&cmds[13], 2)));
 
     let before = everything(&journal).await;
     let report = run_verify(&journal).await;

@@ -13,6 +13,7 @@ mod historical_links;
 pub mod ledger;
 mod ranges;
 mod scan;
+mod write_times;
 
 pub use ranges::ScanRanges;
 
@@ -88,6 +89,13 @@ pub enum FindingCode {
     /// A reservation whose stored integrity digest differs from the one computed over
     /// its stored effect rows.
     EffectIntegrityMismatch,
+    /// A document the journal creates once and never changes whose Firestore update
+    /// time differs from its create time: it was written again outside the journal.
+    RewrittenDocument,
+    /// Documents the journal writes in one commit whose Firestore commit times differ,
+    /// or audit events created out of revision order: a document deleted and written
+    /// again, or written outside the journal.
+    CommitTimeMismatch,
 }
 
 impl FindingCode {
@@ -119,6 +127,8 @@ impl FindingCode {
             Self::LifecycleHistoryMismatch => "lifecycle_history_mismatch",
             Self::EffectFingerprintMismatch => "effect_fingerprint_mismatch",
             Self::EffectIntegrityMismatch => "effect_integrity_mismatch",
+            Self::RewrittenDocument => "rewritten_document",
+            Self::CommitTimeMismatch => "commit_time_mismatch",
         }
     }
 }

@@ -29,10 +29,12 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Debug;
 use std::ops::Index;
 
-/// A stored document and the logical time of the write that left it there.
+/// A stored document, the logical time of the write that created it and of the write
+/// that left it there.
 #[derive(Debug, Clone, PartialEq)]
 struct Stored {
     fields: FieldMap,
+    create_time: u64,
     update_time: u64,
 }
 
@@ -100,11 +102,22 @@ impl Store {
     /// corruption), as another writer would; returns the document it replaced.
     pub fn insert(&mut self, path: impl Into<String>, fields: FieldMap) -> Option<FieldMap> {
         self.clock += 1;
+        let path = path.into();
+        let create_time = self.docs.get(&path).map_or(self.clock, |s| s.create_time);
         let stored = Stored {
             fields,
+            create_time,
             update_time: self.clock,
         };
-        self.docs.insert(path.into(), stored).map(|old| old.fields)
+        self.docs.insert(path, stored).map(|old| old.fields)
+    }
+
+    /// The logical times of the writes that created the document at `path` and that
+    /// last changed it, as Firestore's `createTime` and `updateTime` (one per commit).
+    pub fn written(&self, path: &str) -> Option<(u64, u64)> {
+        self.docs
+            .get(path)
+            .map(|stored| (stored.create_time, stored.update_time))
     }
 
     /// Edits a document in place outside any operation, as another writer would.
@@ -232,8 +245,10 @@ impl Store {
         self.clock += 1;
         for write in writes {
             let (Write::Create { path, fields } | Write::Replace { path, fields }) = write;
+            let create_time = self.docs.get(path).map_or(self.clock, |s| s.create_time);
             let stored = Stored {
                 fields: fields.clone(),
+                create_time,
                 update_time: self.clock,
             };
             self.docs.insert(path.clone(), stored);

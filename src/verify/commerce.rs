@@ -10,13 +10,46 @@ use crate::document::lifecycle::{self, LEASE_SECONDS, Lifecycle};
 use crate::document::root::RootDocument;
 use crate::lease::partners;
 
-/// One stored document: its path relative to the documents root and its fields.
+/// A commit time as Firestore records it on a document (`createTime`, `updateTime`):
+/// set by the server, never by a client, shared by every write of one commit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct WriteTime {
+    /// Seconds since the Unix epoch.
+    pub seconds: i64,
+    /// Nanoseconds within the second.
+    pub nanos: i32,
+}
+
+/// One stored document: its path relative to the documents root, its fields and when
+/// it was created and last written.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredDoc {
     /// Path relative to the documents root.
     pub path: String,
     /// The raw fields.
     pub fields: FieldMap,
+    /// The commit that created it.
+    pub created: WriteTime,
+    /// The commit that last changed it (equal to `created` when never rewritten).
+    pub updated: WriteTime,
+}
+
+impl StoredDoc {
+    /// A document created at `created` and never rewritten.
+    #[cfg(test)]
+    pub fn new(path: impl Into<String>, fields: FieldMap, created: WriteTime) -> Self {
+        Self {
+            path: path.into(),
+            fields,
+            created,
+            updated: created,
+        }
+    }
+
+    /// Whether a commit other than the one that created it changed it.
+    pub fn rewritten(&self) -> bool {
+        self.updated != self.created
+    }
 }
 
 /// Everything stored under one command key hash.
@@ -157,6 +190,8 @@ pub fn check_command(hash: &Digest, docs: &CommandDocs) -> Vec<Finding> {
         }
     }
 
+    let current = lifecycle_doc.zip(lifecycle.as_ref());
+    out.extend(super::write_times::check_command(docs, current));
     if let Some(root) = &root {
         check_chain(root, &events, &mut out);
         if let (Some(lifecycle), Some(doc)) = (&lifecycle, lifecycle_doc) {

@@ -2,7 +2,7 @@
 //! command documents merged by command key hash and two of the ledger merged by
 //! reservation id, all at the range's read time.
 
-use super::commerce::{CommandDocs, StoredDoc, check_command};
+use super::commerce::{CommandDocs, StoredDoc, WriteTime, check_command};
 use super::confirm;
 use super::historical_links::HistoricalLinks;
 use super::ledger::{check_reservation, check_standalone_effect};
@@ -403,9 +403,17 @@ impl<'a> Head<'a> {
             if path.rsplit('/').nth(1) == Some("lifecycle") {
                 self.lifecycles += 1;
             }
+            let time = |t: Option<prost_types::Timestamp>| {
+                t.map_or_else(WriteTime::default, |t| WriteTime {
+                    seconds: t.seconds,
+                    nanos: t.nanos,
+                })
+            };
             let doc = StoredDoc {
                 path,
                 fields: document.fields,
+                created: time(document.create_time),
+                updated: time(document.update_time),
             };
             match (self.classify)(doc) {
                 Keyed::Command(hash, part, doc) => self.next = Some((hash, part, doc)),
@@ -663,10 +671,7 @@ mod tests {
     use super::*;
 
     fn doc(path: &str) -> StoredDoc {
-        StoredDoc {
-            path: path.to_owned(),
-            fields: Default::default(),
-        }
+        StoredDoc::new(path, Default::default(), WriteTime::default())
     }
 
     /// The key a classifier gives a path: `Ok(Some(..))` a command or reservation,

@@ -25,28 +25,30 @@ fn at(seconds: i64) -> Timestamp {
     Timestamp::from_micros(seconds * 1_000_000).expect("time")
 }
 
+/// The document at `path` with its write times (logical times as seconds).
+fn stored(store: &Store, path: &str) -> Option<StoredDoc> {
+    let (created, updated) = store.written(path)?;
+    let time = |t: u64| WriteTime {
+        seconds: i64::try_from(t).expect("time"),
+        nanos: 0,
+    };
+    Some(StoredDoc {
+        path: path.to_owned(),
+        fields: store.get(path)?.clone(),
+        created: time(created),
+        updated: time(updated),
+    })
+}
+
 /// The documents of command `hash` in `store`, as the verifier's scan groups them.
 fn command_docs(store: &Store, hash: &Digest) -> CommandDocs {
-    let get = |path: String| {
-        store.get(&path).map(|fields| StoredDoc {
-            path,
-            fields: fields.clone(),
-        })
-    };
+    let get = |path: String| stored(store, &path);
     let mut audits: Vec<(i64, StoredDoc)> = store
         .iter()
         .filter_map(|(path, fields)| {
             let id = path.strip_prefix("auditEvents/")?;
             let (h, revision) = audit::parse_id(id)?;
-            (&h == hash).then(|| {
-                (
-                    revision,
-                    StoredDoc {
-                        path: path.clone(),
-                        fields: fields.clone(),
-                    },
-                )
-            })
+            (&h == hash).then(|| (revision, stored(store, path).expect("stored")))
         })
         .collect();
     audits.sort_by_key(|(r, _)| *r);

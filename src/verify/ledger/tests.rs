@@ -50,10 +50,11 @@ fn lineage_rules_on_the_raw_link_fields() {
 
 #[test]
 fn a_standalone_row_claiming_a_reservation_is_a_lineage_violation() {
-    let doc = StoredDoc {
-        path: "ledgerTransactions/legacy-1".into(),
-        fields: links("historical_unlinked", true, false, false),
-    };
+    let doc = StoredDoc::new(
+        "ledgerTransactions/legacy-1",
+        links("historical_unlinked", true, false, false),
+        Default::default(),
+    );
     assert_eq!(
         check_standalone_effect(&doc, &mut HistoricalLinks::default()),
         vec![finding(

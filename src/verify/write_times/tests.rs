@@ -1,0 +1,102 @@
+use super::*;
+use crate::digest::Digest;
+use crate::document::lifecycle;
+use crate::time::Timestamp;
+use crate::verify::commerce::WriteTime;
+
+fn at(seconds: i64) -> WriteTime {
+    WriteTime { seconds, nanos: 0 }
+}
+
+fn doc(path: &str, created: i64, updated: i64) -> StoredDoc {
+    StoredDoc {
+        updated: at(updated),
+        ..StoredDoc::new(path, Default::default(), at(created))
+    }
+}
+
+/// Registered at 1, leased at 2, taken over at 3, succeeded at 4: each write time as
+/// the journal leaves it, then `edit` applied.
+fn codes(edit: fn(&mut CommandDocs)) -> Vec<(FindingCode, String)> {
+    let hash = Digest::parse(&"ab".repeat(32)).expect("hash");
+    let mut docs = CommandDocs {
+        root: Some(doc("root", 1, 1)),
+        lifecycles: vec![doc("lifecycle", 2, 4)],
+        audits: (1..=4).map(|r| (r, doc(&format!("e{r}"), r, r))).collect(),
+    };
+    let zero = Timestamp::from_micros(0).expect("time");
+    let parsed = Lifecycle {
+        command_key_hash: hash.clone(),
+        state: lifecycle::LifecycleState::Succeeded,
+        command_revision: 4,
+        fence_epoch: 2,
+        lease_owner_fingerprint: hash,
+        lease_acquired_at: zero,
+        lease_expires_at: zero,
+        created_at: zero,
+        updated_at: zero,
+        terminal_commitment: None,
+    };
+    edit(&mut docs);
+    let current = docs.lifecycles.first().cloned();
+    check_command(&docs, current.as_ref().map(|d| (d, &parsed)))
+        .into_iter()
+        .map(|f| (f.code, f.path))
+        .collect()
+}
+
+#[test]
+fn each_write_time_relation_is_checked() {
+    use FindingCode::{CommitTimeMismatch as Commit, RewrittenDocument as Rewritten};
+    let s = |p: &str| p.to_owned();
+    type Edit = fn(&mut CommandDocs);
+    let cases: [(&str, Edit, Vec<(FindingCode, String)>); 9] = [
+        ("as the journal writes them", |_| {}, vec![]),
+        (
+            "root rewritten",
+            |d| d.root = Some(doc("root", 1, 9)),
+            vec![(Rewritten, s("root"))],
+        ),
+        (
+            "event rewritten",
+            |d| d.audits[2].1.updated = at(9),
+            vec![(Rewritten, s("e3"))],
+        ),
+        (
+            "root deleted and written again",
+            |d| d.root = Some(doc("root", 9, 9)),
+            vec![(Commit, s("e1"))],
+        ),
+        (
+            "an event deleted and written again",
+            |d| d.audits[1].1 = doc("e2", 9, 9),
+            vec![(Commit, s("e2")), (Commit, s("lifecycle"))],
+        ),
+        (
+            "the last event written again",
+            |d| d.audits[3].1 = doc("e4", 9, 9),
+            vec![(Commit, s("lifecycle"))],
+        ),
+        (
+            "lifecycle edited after its last transition",
+            |d| d.lifecycles[0].updated = at(9),
+            vec![(Commit, s("lifecycle"))],
+        ),
+        (
+            "start: registration and acquisition in one commit",
+            |d| {
+                d.audits[1].1 = doc("e2", 1, 1);
+                d.lifecycles[0].created = at(1);
+            },
+            vec![],
+        ),
+        (
+            "two transitions in one commit",
+            |d| d.audits[2].1 = doc("e3", 2, 2),
+            vec![(Commit, s("e2"))],
+        ),
+    ];
+    for (name, edit, expected) in cases {
+        assert_eq!(codes(edit), expected, "{name}");
+    }
+}
