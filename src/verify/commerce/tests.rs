@@ -45,7 +45,7 @@ fn command_docs(store: &Store, hash: &Digest) -> CommandDocs {
     let get = |path: String| stored(store, &path);
     let mut audits: Vec<(i64, StoredDoc)> = store
         .iter()
-        .filter_map(|(path, fields)| {
+        .filter_map(|(path, _)| {
             let id = path.strip_prefix("auditEvents/")?;
             let (h, revision) = audit::parse_id(id)?;
             (&h == hash).then(|| (revision, stored(store, path).expect("stored")))

@@ -49,8 +49,12 @@ fn codes(edit: fn(&mut CommandDocs)) -> Vec<(FindingCode, String)> {
 fn each_write_time_relation_is_checked() {
     use FindingCode::{CommitTimeMismatch as Commit, RewrittenDocument as Rewritten};
     let s = |p: &str| p.to_owned();
-    type Edit = fn(&mut CommandDocs);
-    let cases: [(&str, Edit, Vec<(FindingCode, String)>); 9] = [
+    type Case = (
+        &'static str,
+        fn(&mut CommandDocs),
+        Vec<(FindingCode, String)>,
+    );
+    let cases: [Case; 9] = [
         ("as the journal writes them", |_| {}, vec![]),
         (
             "root rewritten",
