@@ -533,6 +533,7 @@ mod ledger {
             ValueType::StringValue("historical_unlinked".into()),
         );
         put(connection, &path, doc.fields).await;
+        expected.push((FindingCode::RewrittenDocument, path.clone()));
         expected.push((FindingCode::LineageViolation, path));
         // 3: a malformed reservation.
         let path = format!("ledgerReservations/{}", ids[3]);
@@ -543,6 +544,7 @@ mod ledger {
             ValueType::StringValue("5".into()),
         );
         put(connection, &path, doc.fields).await;
+        expected.push((FindingCode::RewrittenDocument, path.clone()));
         expected.push((FindingCode::MalformedDocument, path));
         // 4: a legacy row that claims a reservation.
         let mut claim = legacy.clone();
@@ -719,6 +721,8 @@ mod ledger {
         created.insert("acceptedAt".into(), accepted_at);
         let created_path = format!("ledgerTransactions/{created_id}");
         put(connection, &created_path, created).await;
+        // Written outside the reservation's commit, as no migration writes a row.
+        expected.push((FindingCode::CommitTimeMismatch, created_path.clone()));
         expected.push((FindingCode::DuplicateMonetaryEffect, created_path));
 
         let report = run_verify(&journal).await;

@@ -7,7 +7,7 @@ use super::confirm;
 use super::historical_links::HistoricalLinks;
 use super::ledger::{check_reservation, check_standalone_effect};
 use super::ranges::{Bounds, ScanRanges};
-use super::{Finding, FindingCode, VerifyReport};
+use super::{Finding, FindingCode, VerifyReport, write_times};
 use crate::connection::Connection;
 use crate::digest::Digest;
 use crate::document::{audit, root};
@@ -608,6 +608,10 @@ async fn ledger(
             reservation_doc.as_ref(),
             &effect_docs,
             &mut effects.links,
+        ));
+        report.record(write_times::check_reservation(
+            reservation_doc.as_ref(),
+            &effect_docs,
         ));
         tally.update(before + reservations.read + effects.read);
     }

@@ -12,6 +12,9 @@
 //! - Each audit event is created in a later commit than the one before it, except
 //!   revisions 1 and 2 when `start` created both (`commit_time_mismatch` at the event
 //!   created out of order).
+//! - A reservation and the effects whose ids derive from it are created in one
+//!   commit and never rewritten. Imported rows are exempt: a migration links them by
+//!   replacing them once, and they keep the times of their import.
 
 use super::commerce::{CommandDocs, StoredDoc};
 use super::{Finding, FindingCode};
@@ -74,6 +77,28 @@ pub(crate) fn check_command(
         let updated = event(lifecycle.command_revision).is_none_or(|e| e.created == doc.updated);
         if !created || !updated {
             out.push(finding(FindingCode::CommitTimeMismatch, doc));
+        }
+    }
+    out
+}
+
+/// The write-time findings of a reservation (if stored) and the effects whose ids
+/// derive from its id.
+pub(crate) fn check_reservation(
+    reservation: Option<&StoredDoc>,
+    effects: &[StoredDoc],
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for doc in reservation.into_iter().chain(effects) {
+        if doc.rewritten() {
+            out.push(finding(FindingCode::RewrittenDocument, doc));
+        }
+    }
+    if let Some(reservation) = reservation {
+        for effect in effects {
+            if effect.created != reservation.created {
+                out.push(finding(FindingCode::CommitTimeMismatch, effect));
+            }
         }
     }
     out

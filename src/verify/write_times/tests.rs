@@ -104,3 +104,34 @@ fn each_write_time_relation_is_checked() {
         assert_eq!(codes(edit), expected, "{name}");
     }
 }
+
+#[test]
+fn a_reservation_and_its_effects_are_one_commit_never_rewritten() {
+    use FindingCode::{CommitTimeMismatch as Commit, RewrittenDocument as Rewritten};
+    let found =
+        |reservation: Option<StoredDoc>, effects: &[StoredDoc]| -> Vec<(FindingCode, String)> {
+            check_reservation(reservation.as_ref(), effects)
+                .into_iter()
+                .map(|f| (f.code, f.path))
+                .collect()
+        };
+    let r = doc("r", 5, 5);
+    assert_eq!(
+        found(Some(r.clone()), &[doc("e0", 5, 5), doc("e1", 5, 5)]),
+        vec![]
+    );
+    assert_eq!(
+        found(Some(r.clone()), &[doc("e0", 5, 6), doc("e1", 7, 7)]),
+        vec![(Rewritten, "e0".into()), (Commit, "e1".into())]
+    );
+    assert_eq!(
+        found(Some(doc("r", 5, 8)), &[]),
+        vec![(Rewritten, "r".into())]
+    );
+    // Without the reservation, only rewrites: the missing reservation is reported
+    // by the ledger checks.
+    assert_eq!(
+        found(None, &[doc("e0", 1, 1), doc("e1", 2, 3)]),
+        vec![(Rewritten, "e1".into())]
+    );
+}
