@@ -43,7 +43,8 @@ fn accept(memory: &mut Store, n: u32, plan: &FingerprintInput) -> LedgerOutcome 
 }
 
 /// Stores `plan` as a canonical reservation under key `n` fingerprinted with `version`,
-/// as an earlier release that accepted under that version left it.
+/// as an earlier release that accepted under that version left it: reservation schema
+/// version 1, without an integrity digest.
 fn install(memory: &mut Store, n: u32, plan: &FingerprintInput, version: u32) -> LedgerOutcome {
     let reservation = ReservationDocument {
         key: key(n),
@@ -55,9 +56,11 @@ fn install(memory: &mut Store, n: u32, plan: &FingerprintInput, version: u32) ->
         effect_ids: Vec::new(),
         scope: scope(),
         migration_id: None,
+        integrity_digest: None,
     };
     let items = plan.effects().iter().map(|e| (e.clone(), None)).collect();
-    let built = stored::build(reservation, items).expect("built");
+    let mut built = stored::build(reservation, items).expect("built");
+    built.reservation.integrity_digest = None;
     for write in built.creates() {
         if let Write::Create { path, fields } = write {
             memory.insert(path, fields);

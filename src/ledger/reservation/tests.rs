@@ -13,6 +13,7 @@ fn document(family: CommandFamily, count: usize) -> ReservationDocument {
         effect_ids: (0..count).map(|i| effect::effect_id(&rid, i)).collect(),
         scope: scope(),
         migration_id: None,
+        integrity_digest: None,
     }
 }
 
