@@ -134,3 +134,60 @@ fn only_canonical_rebuildable_families_under_a_serializer_are_rebuilt() {
     };
     assert!(!fingerprint_is_rebuilt(&historical));
 }
+
+/// Sets effect field `field` (0–12, in `EffectPlanItem` order) of `item` to `text`
+/// (compensation cents: its length).
+fn set_item_field(item: &mut crate::ledger::fingerprint::EffectPlanItem, field: usize, text: &str) {
+    let value = Some(text.to_owned());
+    match field {
+        0 => item.seat_id = value,
+        1 => item.target_seat_id = value,
+        2 => item.actor_seat_id = value,
+        3 => item.mechanism = value,
+        4 => item.amount = crate::ledger::fingerprint::Amount::parse(&format!("{}.01", text.len())),
+        5 => item.account_type = value,
+        6 => item.r#type = value,
+        7 => item.original_transaction_id = value,
+        8 => item.policy_id = value,
+        9 => item.compensation_origin_locator = value,
+        10 => item.compensation_amount_cents = text.len() as u64 + 7,
+        11 => item.correction_intent_locator = value,
+        _ => item.compensation_subtype = value,
+    }
+}
+
+proptest::proptest! {
+    /// Any change of any effect field of any row of a sealed charge is a digest
+    /// contradiction (the rows are compared as parsed, after the structural checks).
+    #[test]
+    fn every_single_effect_field_edit_of_a_sealed_charge_is_found(
+        field in 0usize..13,
+        text in "[a-z]{1,12}",
+    ) {
+        let mut memory = Store::default();
+        accepted_store(&mut memory);
+        let mut stored = stored_of(&memory, 1);
+        let before = stored.effects[0].item.clone();
+        set_item_field(&mut stored.effects[0].item, field, &text);
+        proptest::prop_assume!(stored.effects[0].item != before);
+        proptest::prop_assert_eq!(contradictions(&stored), vec![D]);
+    }
+
+    /// Likewise for every reservation field the digest covers.
+    #[test]
+    fn every_covered_reservation_field_edit_is_found(field in 0usize..5, n in 1u32..1000) {
+        let mut memory = Store::default();
+        accepted_store(&mut memory);
+        let mut stored = stored_of(&memory, 1);
+        let r = &mut stored.reservation;
+        let other = Digest::parse(&format!("{n:064x}")).expect("digest");
+        match field {
+            0 => r.family = CommandFamily::RentPayment,
+            1 => r.fingerprint = other,
+            2 => r.fingerprint_version += n,
+            3 => r.accepted_at = crate::time::Timestamp::from_micros(r.accepted_at.micros() + i64::from(n)).expect("time"),
+            _ => r.scope = crate::ledger::LedgerScope::new("seat-A", &format!("seat-{n}")).expect("scope"),
+        }
+        proptest::prop_assert_eq!(contradictions(&stored), vec![D]);
+    }
+}
