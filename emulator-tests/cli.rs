@@ -318,6 +318,34 @@ async fn ledger_accept_and_replay_through_the_cli() {
                                    "intent": {"policyUuid": "6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b", "quantity": 2}}});
     let (code, out, _) = cli(&[&base[..], &["ledger", "replay"]].concat(), &replay);
     assert_eq!((code, out["outcome"].clone()), (0, json!("replayed")));
+    // The exact plan declaring another fingerprint version than the stored one (5).
+    let mut declared = plan.clone();
+    declared["fingerprintVersion"] = json!(4);
+    let (code, out, _) = cli(
+        &[&base[..], &["ledger", "accept"]].concat(),
+        &accept(&declared),
+    );
+    assert_eq!((code, out), (3, json!({"error": "replay_mismatch"})));
+    // The stored row's amount edited after acceptance: the record changed, so the
+    // exact retry and the replay are told journal_corrupt, not replay_mismatch.
+    let effect_id = first["effectIds"][0].as_str().expect("effect id");
+    let path = format!("ledgerTransactions/{effect_id}");
+    let mut row = support::get(&connection, &path).await.expect("row");
+    row.fields.insert(
+        "amount".into(),
+        gcloud_sdk::google::firestore::v1::Value {
+            value_type: Some(
+                gcloud_sdk::google::firestore::v1::value::ValueType::StringValue(
+                    "1000000.00".into(),
+                ),
+            ),
+        },
+    );
+    support::put(&connection, &path, row.fields).await;
+    let (code, out, _) = cli(&[&base[..], &["ledger", "accept"]].concat(), &accept(&plan));
+    assert_eq!((code, out), (3, json!({"error": "journal_corrupt"})));
+    let (code, out, _) = cli(&[&base[..], &["ledger", "replay"]].concat(), &replay);
+    assert_eq!((code, out), (3, json!({"error": "journal_corrupt"})));
     assert_eq!(list(&connection, "", "ledgerReservations").await.len(), 1);
     assert_eq!(list(&connection, "", "ledgerTransactions").await.len(), 1);
 }

@@ -363,7 +363,8 @@ async fn a_stored_version_four_reservation_replays_under_version_four() {
         .await
         .expect("linked");
     assert_eq!(outcome.outcome, Outcome::Linked);
-    // Accepted canonically by an earlier release: written as the owner.
+    // Accepted canonically by an earlier release, which wrote reservation schema
+    // version 1 (no integrity digest): written as the owner.
     let canonical = key("v4-canonical", 0);
     journal
         .accept_ledger_command(&canonical, &store(5, "12.50"), &scope())
@@ -371,21 +372,30 @@ async fn a_stored_version_four_reservation_replays_under_version_four() {
         .expect("accepted");
     let path = reservation_path(&canonical);
     let mut doc = get(journal.connection(), &path).await.expect("reservation");
+    assert_eq!(doc.fields["reservationSchemaVersion"], int(2));
+    assert!(doc.fields.contains_key("integrityDigest"));
     let v4 = store(4, "12.50").fingerprint(4).expect("v4").digest;
     doc.fields.insert("fingerprintVersion".into(), int(4));
     doc.fields.insert("fingerprint".into(), string(v4.as_str()));
+    doc.fields.insert("reservationSchemaVersion".into(), int(1));
+    doc.fields.remove("integrityDigest");
     put(journal.connection(), &path, doc.fields).await;
 
     for key in [&linked, &canonical] {
         let before = everything(&journal).await;
-        for declared in [4, 5] {
-            let outcome = journal
-                .accept_ledger_command(key, &store(declared, "12.50"), &scope())
-                .await
-                .expect("replayed");
-            assert_eq!(outcome.outcome, Outcome::Replayed);
-            assert_eq!(outcome.fingerprint_version, 4);
-        }
+        let outcome = journal
+            .accept_ledger_command(key, &store(4, "12.50"), &scope())
+            .await
+            .expect("replayed");
+        assert_eq!(outcome.outcome, Outcome::Replayed);
+        assert_eq!(outcome.fingerprint_version, 4);
+        // Declaring another version than the stored one is a different command.
+        assert_eq!(
+            journal
+                .accept_ledger_command(key, &store(5, "12.50"), &scope())
+                .await,
+            Err(JournalError::ReplayMismatch)
+        );
         let replay = replayed(
             journal
                 .replay_reserved_charge(key, &scope(), &store_intent(2))
@@ -394,7 +404,7 @@ async fn a_stored_version_four_reservation_replays_under_version_four() {
         assert_eq!(replay.fingerprint_version, 4);
         assert_eq!(
             journal
-                .accept_ledger_command(key, &store(5, "12.75"), &scope())
+                .accept_ledger_command(key, &store(4, "12.75"), &scope())
                 .await,
             Err(JournalError::ReplayMismatch)
         );

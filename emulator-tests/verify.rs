@@ -570,6 +570,93 @@ mod ledger {
         assert_eq!(found, expected);
     }
 
+    #[tokio::test]
+    async fn effect_rows_edited_after_acceptance_are_found_and_refused() {
+        use command_journal::JournalError;
+        let (journal, _clock) = journal().await;
+        let connection = journal.connection();
+        let scope = LedgerScope::new("seat-A", "seat-A").expect("scope");
+        let parse = |v: serde_json::Value| FingerprintInput::from_json(&v).expect("plan");
+        let debit = parse(json!({"family": "effect_plan", "fingerprintVersion": 5,
+            "effects": [{"seat_id": "seat-A", "amount": "-10.00", "type": "DEBIT"}]}));
+        let transfer = parse(
+            json!({"family": "internal_transfer", "fingerprintVersion": 5,
+            "transfer": {"account_direction": "checking_to_savings", "target_seat_id": "seat-A",
+                         "actor_seat_id": "seat-A", "amount": "10.00", "type": "INTERNAL_TRANSFER"}}),
+        );
+        let string = |text: &str| ValueType::StringValue(text.into());
+        // (command, edits of effect rows by index, or of the reservation, and the findings
+        // at the reservation; the last command is the untampered control).
+        #[rustfmt::skip]
+        let cases: Vec<(FingerprintInput, Vec<Edit>, Vec<FindingCode>)> = vec![
+            (debit.clone(), vec![(Some(0), "amount", string("-1000000.00"))],
+             vec![FindingCode::EffectFingerprintMismatch, FindingCode::EffectIntegrityMismatch]),
+            (transfer.clone(), vec![(Some(0), "amount", string("-9999.00")), (Some(1), "amount", string("9999.00"))],
+             vec![FindingCode::EffectFingerprintMismatch, FindingCode::EffectIntegrityMismatch]),
+            (plan(2), vec![(Some(1), "amount", string("0.01"))], vec![FindingCode::EffectIntegrityMismatch]),
+            (plan(3), vec![(None, "integrityDigest", string(&"ab".repeat(32)))], vec![FindingCode::EffectIntegrityMismatch]),
+            (plan(4), vec![], vec![]),
+        ];
+        let mut keys = Vec::new();
+        for (n, (command, _, _)) in cases.iter().enumerate() {
+            let key = LedgerKey::new("class-1", "TAMPER", &format!("key-{n}")).expect("key");
+            journal
+                .accept_ledger_command(&key, command, &scope)
+                .await
+                .expect("accept");
+            keys.push(key);
+        }
+        let report = run_verify(&journal).await;
+        assert!(report.clean, "{:?}", report.findings);
+        let mut expected = Vec::new();
+        for (key, (_, edits, codes)) in keys.iter().zip(&cases) {
+            let rid = key.reservation_id().to_string();
+            let reservation = format!("ledgerReservations/{rid}");
+            for (index, field, value) in edits {
+                let path = match index {
+                    Some(i) => format!("ledgerTransactions/{rid}_{i:04}"),
+                    None => reservation.clone(),
+                };
+                let mut doc = get(connection, &path).await.expect("document");
+                set(&mut doc, field, value.clone());
+                put(connection, &path, doc.fields).await;
+            }
+            expected.extend(codes.iter().map(|code| (*code, reservation.clone())));
+        }
+        let report = run_verify(&journal).await;
+        let mut found: Vec<(FindingCode, String)> = report
+            .findings
+            .iter()
+            .map(|f| (f.code, f.path.clone()))
+            .collect();
+        found.sort();
+        expected.sort();
+        assert_eq!(found, expected);
+        let before = ledger_documents(&journal).await;
+        for (key, (command, edits, _)) in keys.iter().zip(&cases) {
+            let retry = journal.accept_ledger_command(key, command, &scope).await;
+            if edits.is_empty() {
+                assert!(retry.is_ok(), "the control replays: {retry:?}");
+            } else {
+                assert!(
+                    matches!(retry, Err(JournalError::JournalCorrupt { .. })),
+                    "{retry:?}"
+                );
+            }
+        }
+        assert_eq!(ledger_documents(&journal).await, before, "nothing written");
+    }
+
+    /// A field edit of effect row `Some(index)` or of the reservation (`None`).
+    type Edit = (Option<usize>, &'static str, ValueType);
+
+    /// Both ledger collections, with their update times.
+    async fn ledger_documents(journal: &Journal) -> Vec<Document> {
+        let mut all = list(journal.connection(), "", "ledgerReservations").await;
+        all.extend(list(journal.connection(), "", "ledgerTransactions").await);
+        all
+    }
+
     /// An imported `effect_plan` proven under fingerprint version 4.
     fn legacy_plan(effects: serde_json::Value) -> FingerprintInput {
         FingerprintInput::from_json(

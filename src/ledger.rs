@@ -6,6 +6,8 @@
 //! - [`fingerprint`]: the pure, versioned replay-fingerprint serializers;
 //! - [`reservation`] and [`effect`]: the strict codecs of `ledgerReservations/{id}`
 //!   and `ledgerTransactions/{id}`;
+//! - `integrity`: the integrity digest new reservations store and the fingerprint
+//!   rebuilt from stored rows, checked by every operation and by `verify`;
 //! - `accept`, `replay`, `migration`: prepared operations with pure `decide`s, run by
 //!   the journal's one transaction runner through [`Journal`](crate::Journal)'s
 //!   `accept_ledger_command`, `replay_reserved_charge`, `replay_reserved_reversal`
@@ -15,6 +17,7 @@
 mod accept;
 pub mod effect;
 pub mod fingerprint;
+pub(crate) mod integrity;
 pub mod migration;
 mod operations;
 pub mod outcome;

@@ -27,6 +27,10 @@
 //!   `linked` or `already_linked` with the reservation and its (relabelled) rows.
 //!
 //! `accept`, `replay` and `link` without a journal (no project or emulator) are `unavailable`.
+//! Their refusals are the library's (exit 3): for `accept`, a plan declaring another
+//! `fingerprintVersion` than the stored reservation's is `replay_mismatch`; for
+//! `accept` and `replay`, stored rows that contradict their reservation (integrity
+//! digest or rebuilt fingerprint, `docs/ledger.md`) are `journal_corrupt`.
 
 use super::input::{Failure, Input, object as stdin_object, only_keys};
 use super::schema::Subject;

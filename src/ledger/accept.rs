@@ -9,11 +9,19 @@
 //! reservation absent, no effect in its slots      -> create reservation + effects (accepted)
 //! reservation absent, an effect in its slots      -> journal_corrupt (nothing written)
 //! reservation present, malformed or incomplete    -> journal_corrupt
+//! reservation present, rows contradict it         -> journal_corrupt
+//!   (integrity digest or rebuilt fingerprint)
 //! reservation present, other scope                -> scope_mismatch
 //! reservation present, version without serializer -> unsupported_fingerprint_version
-//! reservation present, other family/fingerprint   -> replay_mismatch
+//! reservation present, other family               -> replay_mismatch
+//! reservation present, other declared version     -> replay_mismatch
+//! reservation present, other fingerprint          -> replay_mismatch
 //! reservation present, same fingerprint           -> replayed, stored effects, no write
 //! ```
+//!
+//! Every refusal writes nothing. The corruption rows come first: when the stored
+//! rows are what changed, the caller is told `journal_corrupt`, never that its exact
+//! retry is a different command.
 //!
 //! A uniqueness conflict at commit (another caller created the reservation or an
 //! effect first) is never reported: the runner re-reads and this table decides again.
@@ -21,10 +29,11 @@
 //! Decisions this module takes:
 //!
 //! - A new reservation is always made under
-//!   [`CURRENT_FINGERPRINT_VERSION`]; a plan declaring another version is accepted
-//!   only as the replay of an existing reservation (whose stored version is what
-//!   matters — the plan is re-serialized under it) and is otherwise
-//!   `invalid_input` on `fingerprintVersion`.
+//!   [`CURRENT_FINGERPRINT_VERSION`]; a plan declaring another version is
+//!   `invalid_input` on `fingerprintVersion` when no reservation exists. A retry must
+//!   declare the reservation's stored version (seed 003 §6.3: a version that does
+//!   not match the existing reservation is a replay mismatch); the stored version
+//!   still selects the serializer the plan is re-serialized with.
 //! - An internal transfer must move an amount above zero (`invalid_input` on
 //!   `transfer`); its two effects, a debit and a credit, are derived from it (see
 //!   `stored::transfer_legs`).
@@ -143,7 +152,9 @@ impl Accept {
         if let Err(error) = check_version(reservation.fingerprint_version) {
             return Decision::Reject(error);
         }
-        if reservation.family != self.plan.family() {
+        if reservation.family != self.plan.family()
+            || reservation.fingerprint_version != self.plan.version()
+        {
             return Decision::Reject(JournalError::ReplayMismatch);
         }
         match stored.fingerprint_matches(&self.plan) {
@@ -188,6 +199,7 @@ impl Accept {
             effect_ids: Vec::new(),
             scope: self.scope.clone(),
             migration_id: None,
+            integrity_digest: None,
         };
         match stored::build(reservation, self.items.clone()) {
             Ok(built) => Decision::Mutate(built.creates(), built.outcome(Outcome::Accepted)),

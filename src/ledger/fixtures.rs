@@ -1,13 +1,16 @@
 //! Test fixtures shared by the ledger unit tests: commands, plans, historical rows and
 //! imports into the shared in-memory store ([`crate::testing::Store`]).
 
+use super::accept::Accept;
 use super::effect::{self, LedgerEffect, Lineage};
 use super::fingerprint::{EffectPlanItem, FingerprintInput};
+use super::integrity;
 use super::migration::{HistoricalCommand, Link};
 use super::outcome::LedgerOutcome;
-use super::reservation::LedgerScope;
-use super::stored;
+use super::reservation::{self, LedgerScope, ReservationDocument};
+use super::stored::{self, Stored};
 use crate::digest::Digest;
+use crate::document::fields::{self, FieldMap};
 use crate::identity::LedgerKey;
 use crate::testing::Store;
 use crate::time::Timestamp;
@@ -136,4 +139,111 @@ pub fn import_and_link(memory: &mut Store, n: u32, command: &HistoricalCommand) 
     memory
         .answer(&Link::new(&key(n), &scope(), command, now()).expect("link"))
         .expect("linked")
+}
+
+/// A store in which key `n` accepted `plan` (reservation schema version 2).
+pub fn accept_into(memory: &mut Store, n: u32, plan: &FingerprintInput) -> LedgerOutcome {
+    memory
+        .answer(&Accept::new(&key(n), plan, &scope(), now()).expect("op"))
+        .expect("accepted")
+}
+
+/// The reservation of key `n` and its rows, parsed from `memory` (no integrity check).
+pub fn stored_of(memory: &Store, n: u32) -> Stored {
+    let reservation =
+        ReservationDocument::parse(rid(n).as_str(), &memory[&reservation::path(&rid(n))])
+            .expect("reservation");
+    let effects = reservation
+        .effect_ids
+        .iter()
+        .map(|id| LedgerEffect::parse(id, &memory[&effect::path(id)]).expect("effect"))
+        .collect();
+    Stored {
+        reservation,
+        effects,
+    }
+}
+
+/// Sets field `name` of the document at `path` to `value`, as an edit outside the
+/// journal's operations would.
+pub fn edit(
+    memory: &mut Store,
+    path: &str,
+    name: &str,
+    value: gcloud_sdk::google::firestore::v1::Value,
+) {
+    let mut doc: FieldMap = memory[path].clone();
+    doc.insert(name.to_owned(), value);
+    memory.insert(path.to_owned(), doc);
+}
+
+/// Sets the amount of effect `i` of key `n`.
+pub fn edit_amount(memory: &mut Store, n: u32, i: usize, amount: &str) {
+    let path = effect::path(&effect::effect_id(&rid(n), i));
+    edit(memory, &path, "amount", fields::string(amount));
+}
+
+/// Recomputes and stores key `n`'s integrity digest over its stored reservation and
+/// rows, as a writer that also recomputes the digest would (a newer crate, or an edit
+/// made with knowledge of the digest).
+pub fn reseal(memory: &mut Store, n: u32) {
+    let mut stored = stored_of(memory, n);
+    stored.reservation.integrity_digest =
+        Some(integrity::integrity_digest(&stored.reservation, &stored.effects).expect("digest"));
+    memory.insert(reservation::path(&rid(n)), stored.reservation.encode());
+}
+
+/// Rewrites key `n`'s reservation as schema version 1 (without its integrity digest),
+/// as a release before the digest stored it.
+pub fn strip_digest(memory: &mut Store, n: u32) {
+    let mut stored = stored_of(memory, n);
+    stored.reservation.integrity_digest = None;
+    memory.insert(reservation::path(&rid(n)), stored.reservation.encode());
+}
+
+/// A one-effect `effect_plan` debiting 10.00 (the tampering case of issue 24).
+pub fn debit_plan() -> FingerprintInput {
+    plan(json!({
+        "family": "effect_plan", "fingerprintVersion": 5,
+        "effects": [{"seat_id": "seat-A", "target_seat_id": "seat-A", "actor_seat_id": "seat-A",
+                     "amount": "-10.00", "account_type": "checking", "type": "DEBIT"}],
+    }))
+}
+
+/// Puts a command in a store and returns the plan its exact retry sends.
+pub type Setup = fn(&mut Store) -> FingerprintInput;
+
+/// An edit of stored documents outside the journal's operations.
+pub type Tamper = Box<dyn Fn(&mut Store)>;
+
+/// Key 1 accepted [`debit_plan`]; returns the plan.
+pub fn accepted_effect_plan(memory: &mut Store) -> FingerprintInput {
+    let plan = debit_plan();
+    accept_into(memory, 1, &plan);
+    plan
+}
+
+/// Key 1 accepted an internal transfer of 10.00; returns the plan.
+pub fn accepted_transfer(memory: &mut Store) -> FingerprintInput {
+    let plan = transfer("10.00");
+    accept_into(memory, 1, &plan);
+    plan
+}
+
+/// Key 1 accepted a store purchase of 12.50, quantity 2; returns the plan.
+pub fn accepted_store(memory: &mut Store) -> FingerprintInput {
+    let plan = store(5, "12.5");
+    accept_into(memory, 1, &plan);
+    plan
+}
+
+/// Key 2 accepted a store purchase and key 1 a compensating version-5 reversal of its
+/// effect (actor `officer-1`, mechanism `WALLET`, subtype `DUPLICATE_CHARGE`); returns
+/// the reversal plan.
+pub fn accepted_reversal(memory: &mut Store) -> FingerprintInput {
+    accept_into(memory, 2, &store(5, "12.5"));
+    let original = effect::effect_id(&rid(2), 0);
+    let plan = plan(reversal_json(5, &original, Some("DUPLICATE_CHARGE")));
+    accept_into(memory, 1, &plan);
+    plan
 }

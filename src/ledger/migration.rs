@@ -151,6 +151,7 @@ impl Link {
             effect_ids: command.effect_ids.clone(),
             scope: scope.clone(),
             migration_id: Some(command.migration_id.clone()),
+            integrity_digest: None,
         };
         Ok(Self {
             reservation,

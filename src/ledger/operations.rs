@@ -14,16 +14,19 @@ impl Journal {
     /// Accepts a ledger command under its reservation identity `key`, in one
     /// transaction.
     ///
-    /// `accepted`: the reservation (fingerprint version 5) and every effect were
-    /// created atomically — an internal transfer as a debit and a credit, a reversal
-    /// as effects linking existing original transactions. `replayed`: the reservation
-    /// existed in `scope` and `plan` re-serialized under its **stored** version gives
-    /// the stored fingerprint; its stored effects are returned and nothing is written.
-    /// Otherwise nothing is written and the answer is `scope_mismatch`,
-    /// `unsupported_fingerprint_version` (stored versions 1–3), `replay_mismatch`
-    /// (another family or fingerprint — never a generic duplicate), `journal_corrupt`
-    /// (including an effect already occupying one of the command's effect ids while
-    /// its reservation is absent) or `invalid_input`.
+    /// `accepted`: the reservation (fingerprint version 5, reservation schema version
+    /// 2 with its integrity digest) and every effect were created atomically — an
+    /// internal transfer as a debit and a credit, a reversal as effects linking
+    /// existing original transactions. `replayed`: the reservation existed in `scope`,
+    /// `plan` declares its stored version, and `plan` re-serialized under that
+    /// **stored** version gives the stored fingerprint; its stored effects are returned
+    /// and nothing is written. Otherwise nothing is written and the answer is
+    /// `scope_mismatch`, `unsupported_fingerprint_version` (stored versions 1–3),
+    /// `replay_mismatch` (another family, declared version or fingerprint — never a
+    /// generic duplicate), `journal_corrupt` (including an effect already occupying
+    /// one of the command's effect ids while its reservation is absent, and stored rows
+    /// that contradict their reservation's integrity digest or rebuilt fingerprint,
+    /// `docs/ledger.md`) or `invalid_input`.
     pub async fn accept_ledger_command(
         &self,
         key: &LedgerKey,
@@ -39,7 +42,8 @@ impl Journal {
     /// supplied business tuple `intent` and compares its fingerprint under the stored
     /// version, and checks `scope`. Returns the original effects even if current
     /// prices would differ, or `not_reserved` when no reservation exists (then price
-    /// and [`accept_ledger_command`](Self::accept_ledger_command)). Writes nothing.
+    /// and [`accept_ledger_command`](Self::accept_ledger_command)). Stored rows that
+    /// contradict their reservation are `journal_corrupt`. Writes nothing.
     pub async fn replay_reserved_charge(
         &self,
         key: &LedgerKey,

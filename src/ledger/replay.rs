@@ -31,6 +31,8 @@
 //! reservation absent, slot 0 empty                -> not_reserved
 //! reservation absent, an effect in slot 0         -> journal_corrupt
 //! reservation present, malformed or incomplete    -> journal_corrupt
+//! reservation present, rows contradict it         -> journal_corrupt
+//!   (integrity digest or rebuilt fingerprint)
 //! other scoped seat or actor                      -> scope_mismatch
 //! version without serializer (1–3, > 5)           -> unsupported_fingerprint_version
 //! other family (a charge replaying a reversal, …) -> replay_mismatch

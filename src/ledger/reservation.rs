@@ -1,11 +1,11 @@
 //! `ledgerReservations/{reservationId}`: the immutable command reservation, parsed
 //! strictly.
 //!
-//! Stored fields (camelCase, all always present):
+//! Stored fields (camelCase, all always present in their schema version):
 //!
 //! | field | type |
 //! |---|---|
-//! | `reservationSchemaVersion` | integer 1 |
+//! | `reservationSchemaVersion` | integer 1 (written before the integrity digest, and still by [`link_historical_effects`](crate::Journal::link_historical_effects)) or 2 (every reservation [`accept_ledger_command`](crate::Journal::accept_ledger_command) creates) |
 //! | `reservationId` | 64 lowercase hex, equal to the document id and to the digest of the three key parts |
 //! | `classId`, `featCode`, `idempotencyKey` | the reservation identity (1–1024 bytes, no control characters) |
 //! | `commandFamily` | a [`CommandFamily`] name |
@@ -15,6 +15,12 @@
 //! | `effectIds` | array of 1–256 strings, exactly `{reservationId}_{i:04}` for i = 0, 1, … (two for `internal_transfer`); for a historical reservation either that or the distinct ids of the imported rows it links, in accepted creation order |
 //! | `scopeSeatId`, `scopeActorSeatId` | the scoped seat and actor replay checks |
 //! | `migrationId` | null for a canonical reservation; the migration id for one created by [`link_historical_effects`](crate::Journal::link_historical_effects) |
+//! | `integrityDigest` | version 2 only: 64 lowercase hex, the [`integrity`](super::integrity) digest over the reservation's accepted command and its effect rows; a version-2 reservation is always canonical (`migrationId` null) |
+//!
+//! Each version has its exact field set: version 1 the first thirteen fields, version 2
+//! those and `integrityDigest`. Whether the digest still matches the rows is not the
+//! codec's concern (it reads one document); [`stored::load`](super::stored::load) and
+//! `verify` check it.
 //!
 //! The document is never replaced or deleted by this crate.
 
@@ -31,7 +37,7 @@ use gcloud_sdk::google::firestore::v1::{ArrayValue, Value};
 /// The collection of reservations.
 pub const COLLECTION: &str = "ledgerReservations";
 const KIND: &str = "malformed ledger reservation";
-const FIELDS: [&str; 13] = [
+const FIELDS_V1: [&str; 13] = [
     "reservationSchemaVersion",
     "reservationId",
     "classId",
@@ -46,6 +52,25 @@ const FIELDS: [&str; 13] = [
     "scopeActorSeatId",
     "migrationId",
 ];
+/// Version 2: version 1's fields and the integrity digest.
+const FIELDS_V2: [&str; 14] = [
+    "reservationSchemaVersion",
+    "reservationId",
+    "classId",
+    "featCode",
+    "idempotencyKey",
+    "commandFamily",
+    "fingerprint",
+    "fingerprintVersion",
+    "acceptedAt",
+    "effectIds",
+    "scopeSeatId",
+    "scopeActorSeatId",
+    "migrationId",
+    "integrityDigest",
+];
+/// The schema version of a reservation carrying `integrityDigest`.
+const SCHEMA_WITH_DIGEST: i64 = 2;
 /// Largest stored fingerprint version the codec accepts as well formed.
 const MAX_STORED_VERSION: i64 = 9999;
 
@@ -109,6 +134,9 @@ pub(crate) struct ReservationDocument {
     pub scope: LedgerScope,
     /// `Some` exactly for a reservation created by the historical migration.
     pub migration_id: Option<String>,
+    /// The stored `integrityDigest`: `Some` exactly for schema version 2 (always
+    /// canonical); `None` for version 1.
+    pub integrity_digest: Option<Digest>,
 }
 
 fn corrupt() -> JournalError {
@@ -163,8 +191,18 @@ pub(crate) fn links_imported_rows(reservation_id: &Digest, ids: &[String]) -> bo
 impl ReservationDocument {
     /// Parses strictly; `document_id` is the id the document was read under.
     pub fn parse(document_id: &str, map: &FieldMap) -> Result<Self, JournalError> {
-        let f = Strict::new(map, &FIELDS, KIND)?;
-        f.int_in("reservationSchemaVersion", 1..=1)?;
+        let with_digest = matches!(
+            map.get("reservationSchemaVersion")
+                .and_then(|v| v.value_type.as_ref()),
+            Some(ValueType::IntegerValue(SCHEMA_WITH_DIGEST))
+        );
+        let f = if with_digest {
+            Strict::new(map, &FIELDS_V2, KIND)?
+        } else {
+            let f = Strict::new(map, &FIELDS_V1, KIND)?;
+            f.int_in("reservationSchemaVersion", 1..=1)?;
+            f
+        };
         let key = LedgerKey::new(
             f.string("classId")?,
             f.string("featCode")?,
@@ -190,6 +228,14 @@ impl ReservationDocument {
         }
         let scope = LedgerScope::new(f.string("scopeSeatId")?, f.string("scopeActorSeatId")?)
             .map_err(|_| f.corrupt("scope"))?;
+        let integrity_digest = if with_digest {
+            if migration_id.is_some() {
+                return Err(f.corrupt("integrityDigest"));
+            }
+            Some(f.digest("integrityDigest")?)
+        } else {
+            None
+        };
         Ok(Self {
             key,
             reservation_id,
@@ -200,18 +246,25 @@ impl ReservationDocument {
             effect_ids,
             scope,
             migration_id,
+            integrity_digest,
         })
     }
 
-    /// The exact stored field map.
+    /// The exact stored field map: schema version 2 with `integrityDigest` when the
+    /// reservation carries one, version 1 otherwise.
     pub fn encode(&self) -> FieldMap {
         let ids = self
             .effect_ids
             .iter()
             .map(|id| fields::string(id.as_str()))
             .collect();
-        fields::map([
-            ("reservationSchemaVersion", fields::int(1)),
+        let schema = if self.integrity_digest.is_some() {
+            SCHEMA_WITH_DIGEST
+        } else {
+            1
+        };
+        let mut map = fields::map([
+            ("reservationSchemaVersion", fields::int(schema)),
             (
                 "reservationId",
                 fields::string(self.reservation_id.as_str()),
@@ -241,7 +294,14 @@ impl ReservationDocument {
                 "migrationId",
                 fields::nullable_string(self.migration_id.as_deref()),
             ),
-        ])
+        ]);
+        if let Some(digest) = &self.integrity_digest {
+            map.insert(
+                "integrityDigest".to_owned(),
+                fields::string(digest.as_str()),
+            );
+        }
+        map
     }
 }
 

@@ -8,6 +8,7 @@ use super::effect::{self, LedgerEffect, Lineage, TransferLeg};
 use super::fingerprint::{
     Amount, CommandFamily, EffectPlanItem, FingerprintInput, Intent, TransferPlan,
 };
+use super::integrity::{self, Contradiction};
 use super::outcome::{LedgerOutcome, Outcome};
 use super::reservation::{self, ReservationDocument};
 use crate::digest::Digest;
@@ -42,7 +43,11 @@ pub(crate) fn effect_slots(reservation_id: &Digest, count: usize) -> Vec<String>
 ///   strictly and link back (id, reservation, index, lineage, migration, acceptance
 ///   time for derived ids, transfer legs), and the derived slot after the last (the
 ///   first, for imported rows) must be empty; asks for a follow-up read of whatever of
-///   that was not read yet.
+///   that was not read yet;
+/// - the rows must not contradict what the reservation recorded (its integrity
+///   digest, and the fingerprint rebuilt from the rows where they determine it, see
+///   `integrity`): otherwise `journal_corrupt`, so no operation compares a caller's
+///   command with rows that changed after acceptance.
 pub(crate) fn load(
     snapshot: &Snapshot,
     reservation_id: &Digest,
@@ -96,10 +101,19 @@ pub(crate) fn load(
         })
         .collect::<Result<Vec<_>, _>>()?;
     verify(&reservation, &effects)?;
-    Ok(Some(Stored {
+    let stored = Stored {
         reservation,
         effects,
-    }))
+    };
+    match integrity::contradictions(&stored).first() {
+        None => Ok(Some(stored)),
+        Some(Contradiction::Digest) => Err(Step::Reject(JournalError::corrupt(
+            "ledger effects disagree with their reservation's integrity digest",
+        ))),
+        Some(Contradiction::Fingerprint) => Err(Step::Reject(JournalError::corrupt(
+            "ledger effects disagree with their reservation's fingerprint",
+        ))),
+    }
 }
 
 /// The structural link between a reservation and its effects.
@@ -275,7 +289,9 @@ impl Stored {
 }
 
 /// Builds the documents of a new reservation (its `effect_ids` are derived here) and
-/// its effects, and checks them with the same [`verify`] a later read applies.
+/// its effects, and checks them with the same [`verify`] a later read applies. A
+/// canonical reservation gets its integrity digest over exactly these rows (schema
+/// version 2); one with a migration id stays without (version 1).
 pub(crate) fn build(
     mut reservation: ReservationDocument,
     items: Vec<(EffectPlanItem, Option<TransferLeg>)>,
@@ -304,6 +320,13 @@ pub(crate) fn build(
         })
         .collect();
     verify(&reservation, &effects)?;
+    reservation.integrity_digest = match reservation.migration_id {
+        Some(_) => None,
+        None => Some(
+            integrity::integrity_digest(&reservation, &effects)
+                .ok_or(JournalError::invalid("effects"))?,
+        ),
+    };
     Ok(Stored {
         reservation,
         effects,

@@ -1,4 +1,7 @@
-//! Pure invariant checks over ledger reservations and their effects.
+//! Pure invariant checks over ledger reservations and their effects: lineage, the
+//! strict codecs, the structural links between a reservation and its rows, and
+//! whether the rows still match what the reservation recorded (its integrity digest
+//! and, where the rows determine it, its fingerprint; see `crate::ledger::integrity`).
 
 use super::commerce::StoredDoc;
 use super::historical_links::HistoricalLinks;
@@ -7,6 +10,7 @@ use crate::digest::Digest;
 use crate::document::fields::FieldMap;
 use crate::ledger::Lineage;
 use crate::ledger::effect::{self, LedgerEffect};
+use crate::ledger::integrity::{self, Contradiction};
 use crate::ledger::reservation::{self, ReservationDocument};
 use crate::ledger::stored;
 use gcloud_sdk::google::firestore::v1::value::ValueType;
@@ -176,13 +180,45 @@ pub(crate) fn check_reservation(
         ));
     }
     let all_parsed = listed.len() == reservation.effect_ids.len();
-    if missing.is_empty() && all_parsed && stored::verify(&reservation, &listed).is_err() {
+    if !(missing.is_empty() && all_parsed) {
+        return out;
+    }
+    if stored::verify(&reservation, &listed).is_err() {
         out.push(finding(
             FindingCode::ReservationMissingEffects,
             &reservation_doc.path,
         ));
+        return out;
     }
+    out.extend(contradictions(reservation, listed, &reservation_doc.path));
     out
+}
+
+/// The integrity findings of a reservation whose rows link structurally, at the
+/// reservation's path: `effect_integrity_mismatch` when its `integrityDigest` (schema
+/// version 2) is not the digest of the stored reservation and rows,
+/// `effect_fingerprint_mismatch` when the fingerprint rebuilt from the rows (canonical
+/// `effect_plan`, `reversal` and `internal_transfer` reservations under versions 4
+/// and 5) is not the stored one. A tampered row of a covered family is both.
+fn contradictions(
+    reservation: ReservationDocument,
+    effects: Vec<LedgerEffect>,
+    path: &str,
+) -> Vec<Finding> {
+    let stored = stored::Stored {
+        reservation,
+        effects,
+    };
+    integrity::contradictions(&stored)
+        .into_iter()
+        .map(|found| {
+            let code = match found {
+                Contradiction::Digest => FindingCode::EffectIntegrityMismatch,
+                Contradiction::Fingerprint => FindingCode::EffectFingerprintMismatch,
+            };
+            finding(code, path)
+        })
+        .collect()
 }
 
 #[cfg(test)]

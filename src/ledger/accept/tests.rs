@@ -2,9 +2,11 @@ use super::*;
 use crate::document::fields;
 use crate::ledger::effect::Lineage;
 use crate::ledger::fixtures::{
-    historical, import_and_link, key, now, plan, reversal_json, rid, scope, store, store_json,
-    transfer,
+    Setup, Tamper, accepted_effect_plan, accepted_reversal, accepted_store, accepted_transfer,
+    edit, edit_amount, historical, import_and_link, key, now, plan, reseal, reversal_json, rid,
+    scope, store, store_json, stored_of, strip_digest, transfer,
 };
+use crate::ledger::integrity;
 use crate::ledger::reservation;
 use crate::testing::Store;
 use crate::transaction::Write;
@@ -99,6 +101,11 @@ fn stored_documents_are_exactly_what_was_decided() {
     assert_eq!(stored["fingerprintVersion"], fields::int(5));
     assert_eq!(stored["scopeSeatId"], fields::string("seat-A"));
     assert_eq!(stored["migrationId"], fields::null());
+    assert_eq!(stored["reservationSchemaVersion"], fields::int(2));
+    assert_eq!(stored.len(), 14);
+    let parsed = stored_of(&memory, 1);
+    let digest = integrity::integrity_digest(&parsed.reservation, &parsed.effects).expect("d");
+    assert_eq!(stored["integrityDigest"], fields::string(digest.as_str()));
     let row = &memory[&slot(1, 0)];
     assert_eq!(row["amount"], fields::string("12.50"));
     assert_eq!(row["compensationSubtype"], fields::null());
@@ -194,28 +201,124 @@ fn another_scope_is_a_scope_mismatch() {
 }
 
 #[test]
-fn a_new_reservation_requires_the_current_version_but_a_replay_uses_the_stored_one() {
+fn a_new_reservation_requires_the_current_version_and_a_retry_the_stored_one() {
     let mut memory = Store::default();
     assert_eq!(
         memory.answer(&accept(1, &store(4, "12.5"))),
         Err(JournalError::invalid("fingerprintVersion"))
     );
     assert!(memory.is_empty());
-    // A version-4 reservation (linked by the migration) replays under version 4,
-    // whatever version the retried plan declares.
+    // A version-4 reservation (linked by the migration) replays under version 4 when
+    // the retry declares version 4; declaring another version is a different command
+    // (seed 003 §6.3), and nothing is written.
     import_and_link(&mut memory, 1, &historical(&store(4, "12.5"), 4));
-    for declared in [4, 5] {
-        let outcome = memory
-            .answer(&accept(1, &store(declared, "12.50")))
-            .expect("replayed");
-        assert_eq!(outcome.outcome, Outcome::Replayed);
-        assert_eq!(outcome.fingerprint_version, 4);
-        assert_eq!(outcome.effects[0].lineage, Lineage::HistoricalLinked);
+    let outcome = memory
+        .answer(&accept(1, &store(4, "12.50")))
+        .expect("replayed");
+    assert_eq!(outcome.outcome, Outcome::Replayed);
+    assert_eq!(outcome.fingerprint_version, 4);
+    assert_eq!(outcome.effects[0].lineage, Lineage::HistoricalLinked);
+    let before = memory.clone();
+    for plan in [store(5, "12.50"), store(4, "12.60")] {
+        assert_eq!(
+            memory.answer(&accept(1, &plan)),
+            Err(JournalError::ReplayMismatch),
+            "{plan:?}"
+        );
     }
-    assert_eq!(
-        memory.answer(&accept(1, &store(5, "12.60"))),
-        Err(JournalError::ReplayMismatch)
-    );
+    assert_eq!(memory, before);
+}
+
+#[test]
+fn a_declared_version_other_than_the_stored_one_is_a_replay_mismatch_without_writing() {
+    let cases: Vec<(&str, Setup, serde_json::Value)> = vec![
+        ("store purchase", accepted_store, store_json(4, "12.50", 2)),
+        (
+            "effect plan",
+            accepted_effect_plan,
+            with_version(&debit_json(), 4),
+        ),
+        (
+            "transfer",
+            accepted_transfer,
+            with_version(&transfer_json("10.00"), 4),
+        ),
+        ("reversal", accepted_reversal, json!(null)),
+    ];
+    for (case, setup, declared) in cases {
+        let mut memory = Store::default();
+        let exact = setup(&mut memory);
+        let declared = if declared.is_null() {
+            plan(reversal_json(
+                4,
+                &effect::effect_id(&rid(2), 0),
+                Some("DUPLICATE_CHARGE"),
+            ))
+        } else {
+            plan(declared)
+        };
+        assert_eq!(declared.version(), 4, "{case}");
+        let before = memory.clone();
+        assert_eq!(
+            memory.answer(&accept(1, &declared)),
+            Err(JournalError::ReplayMismatch),
+            "{case}"
+        );
+        assert_eq!(memory, before, "{case}: nothing written");
+        // The exact retry, declaring the stored version, still replays.
+        let replayed = memory.answer(&accept(1, &exact)).expect("replayed");
+        assert_eq!(replayed.outcome, Outcome::Replayed, "{case}");
+        assert_eq!(memory, before, "{case}: nothing written");
+    }
+}
+
+#[test]
+fn rows_that_contradict_their_reservation_are_corrupt_on_an_exact_retry() {
+    let reservation = reservation_path(1);
+    #[rustfmt::skip]
+    let cases: Vec<(&str, Setup, Tamper)> = vec![
+        ("plan amount -10.00 -> -1000000.00", accepted_effect_plan, Box::new(|m| edit_amount(m, 1, 0, "-1000000.00"))),
+        ("plan amount, digest recomputed", accepted_effect_plan, Box::new(|m| { edit_amount(m, 1, 0, "-1000000.00"); reseal(m, 1) })),
+        ("plan amount, version-1 reservation", accepted_effect_plan, Box::new(|m| { strip_digest(m, 1); edit_amount(m, 1, 0, "-1000000.00") })),
+        ("transfer legs +-9999.00", accepted_transfer, Box::new(|m| { edit_amount(m, 1, 0, "-9999.00"); edit_amount(m, 1, 1, "9999.00") })),
+        ("transfer legs, digest recomputed", accepted_transfer, Box::new(|m| { edit_amount(m, 1, 0, "-9999.00"); edit_amount(m, 1, 1, "9999.00"); reseal(m, 1) })),
+        ("charge amount", accepted_store, Box::new(|m| edit_amount(m, 1, 0, "1.00"))),
+        ("charge digest field", accepted_store, Box::new(move |m| edit(m, &reservation, "integrityDigest", fields::string("ab".repeat(32))))),
+        ("charge fingerprint version", accepted_store, Box::new(|m| edit(m, &reservation_path(1), "fingerprintVersion", fields::int(4)))),
+        ("charge scope", accepted_store, Box::new(|m| edit(m, &reservation_path(1), "scopeSeatId", fields::string("seat-B")))),
+        ("reversal actor, digest recomputed", accepted_reversal, Box::new(|m| { edit(m, &slot(1, 0), "actorSeatId", fields::string("officer-2")); reseal(m, 1) })),
+    ];
+    for (case, setup, tamper) in cases {
+        let mut memory = Store::default();
+        let exact = setup(&mut memory);
+        tamper(&mut memory);
+        let before = memory.clone();
+        assert_corrupt(memory.answer(&accept(1, &exact)), case);
+        assert_eq!(memory, before, "{case}: nothing written");
+    }
+}
+
+#[test]
+fn a_version_1_reservation_without_a_digest_stays_readable_and_replayable() {
+    for setup in [
+        accepted_store,
+        accepted_effect_plan,
+        accepted_transfer,
+        accepted_reversal,
+    ] {
+        let mut memory = Store::default();
+        let exact = setup(&mut memory);
+        strip_digest(&mut memory, 1);
+        assert_eq!(memory[&reservation_path(1)].len(), 13);
+        assert_eq!(
+            memory[&reservation_path(1)]["reservationSchemaVersion"],
+            fields::int(1)
+        );
+        let before = memory.clone();
+        let replayed = memory.answer(&accept(1, &exact)).expect("replayed");
+        assert_eq!(replayed.outcome, Outcome::Replayed);
+        assert_eq!(memory, before);
+    }
 }
 
 #[test]
@@ -236,6 +339,10 @@ fn versions_without_a_serializer_fail_closed() {
     let mut doc = memory[&path].clone();
     doc.insert("fingerprintVersion".into(), fields::int(6));
     memory.insert(path, doc);
+    // Edited without its digest, the reservation contradicts itself ...
+    assert_corrupt(memory.answer(&accept(1, &store(5, "12.5"))), "unsealed");
+    // ... written so by a newer crate (which stores the digest too), it is unsupported.
+    reseal(&mut memory, 1);
     assert_eq!(
         memory.answer(&accept(1, &store(5, "12.5"))),
         Err(JournalError::UnsupportedFingerprintVersion)
@@ -547,4 +654,34 @@ fn only_reversals_their_retry_can_state_exactly_are_accepted() {
     ]);
     let outcome = memory.answer(&accept(2, &mixed)).expect("accepted");
     assert_eq!(outcome.effects.len(), 3);
+}
+
+fn debit_json() -> serde_json::Value {
+    json!({
+        "family": "effect_plan", "fingerprintVersion": 5,
+        "effects": [{"seat_id": "seat-A", "target_seat_id": "seat-A", "actor_seat_id": "seat-A",
+                     "amount": "-10.00", "account_type": "checking", "type": "DEBIT"}],
+    })
+}
+
+fn transfer_json(amount: &str) -> serde_json::Value {
+    json!({
+        "family": "internal_transfer", "fingerprintVersion": 5,
+        "transfer": {
+            "account_direction": "checking_to_savings", "target_seat_id": "seat-A",
+            "actor_seat_id": "seat-A", "amount": amount, "type": "INTERNAL_TRANSFER",
+        },
+    })
+}
+
+fn with_version(value: &serde_json::Value, version: u32) -> serde_json::Value {
+    let mut value = value.clone();
+    value["fingerprintVersion"] = json!(version);
+    value
+}
+
+#[test]
+fn the_test_plans_are_the_fixtures_plans() {
+    assert_eq!(plan(debit_json()), crate::ledger::fixtures::debit_plan());
+    assert_eq!(plan(transfer_json("10.00")), transfer("10.00"));
 }

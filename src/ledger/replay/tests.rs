@@ -6,7 +6,7 @@ use crate::ledger::fixtures::{
     POLICY, historical, import_and_link, key, now, plan, reversal_json, rid, scope, store, transfer,
 };
 use crate::ledger::outcome::LedgerOutcome;
-use crate::ledger::reservation::ReservationDocument;
+use crate::ledger::reservation::{self, ReservationDocument};
 use crate::ledger::stored;
 use crate::testing::Store;
 use crate::transaction::Write;
@@ -43,7 +43,8 @@ fn accept(memory: &mut Store, n: u32, plan: &FingerprintInput) -> LedgerOutcome 
 }
 
 /// Stores `plan` as a canonical reservation under key `n` fingerprinted with `version`,
-/// as an earlier release that accepted under that version left it.
+/// as an earlier release that accepted under that version left it: reservation schema
+/// version 1, without an integrity digest.
 fn install(memory: &mut Store, n: u32, plan: &FingerprintInput, version: u32) -> LedgerOutcome {
     let reservation = ReservationDocument {
         key: key(n),
@@ -55,9 +56,11 @@ fn install(memory: &mut Store, n: u32, plan: &FingerprintInput, version: u32) ->
         effect_ids: Vec::new(),
         scope: scope(),
         migration_id: None,
+        integrity_digest: None,
     };
     let items = plan.effects().iter().map(|e| (e.clone(), None)).collect();
-    let built = stored::build(reservation, items).expect("built");
+    let mut built = stored::build(reservation, items).expect("built");
+    built.reservation.integrity_digest = None;
     for write in built.creates() {
         if let Write::Create { path, fields } = write {
             memory.insert(path, fields);
@@ -525,4 +528,70 @@ proptest! {
         }
         prop_assert_eq!(&memory, &before);
     }
+}
+
+#[test]
+fn rows_that_contradict_their_reservation_are_corrupt_on_replay_never_a_mismatch() {
+    use crate::ledger::fixtures::{
+        Tamper, accepted_reversal, accepted_store, edit, edit_amount, reseal, strip_digest,
+    };
+    let path = |i| effect::path(&effect::effect_id(&rid(1), i));
+    let exact_authority = authority("officer-1", "WALLET", Some("DUPLICATE_CHARGE"));
+    #[rustfmt::skip]
+    let charges: Vec<(&str, Tamper)> = vec![
+        ("charge amount", Box::new(|m| edit_amount(m, 1, 0, "1.00"))),
+        ("charge digest field", Box::new(|m| edit(m, &reservation::path(&rid(1)), "integrityDigest", fields::string("ab".repeat(32))))),
+        ("charge scope, digest kept", Box::new(|m| edit(m, &reservation::path(&rid(1)), "scopeSeatId", fields::string("seat-B")))),
+    ];
+    for (case, tamper) in charges {
+        let mut memory = Store::default();
+        accepted_store(&mut memory);
+        tamper(&mut memory);
+        let before = memory.clone();
+        let result = memory.answer(&charge(1, &store_intent(2)));
+        assert!(
+            matches!(result, Err(JournalError::JournalCorrupt { .. })),
+            "{case}: {result:?}"
+        );
+        assert_eq!(memory, before, "{case}: nothing written");
+    }
+    #[rustfmt::skip]
+    let reversals: Vec<(&str, Tamper)> = vec![
+        // The supplied authority would be copied over these, so without the integrity
+        // check the exact retry would replay the tampered rows.
+        ("reversal actor, digest recomputed", Box::new(move |m| { edit(m, &path(0), "actorSeatId", fields::string("officer-2")); reseal(m, 1) })),
+        ("reversal subtype, digest recomputed", Box::new(move |m| { edit(m, &path(0), "compensationSubtype", fields::string("GOODWILL")); reseal(m, 1) })),
+        ("reversal amount", Box::new(|m| edit_amount(m, 1, 0, "99.00"))),
+        ("reversal amount, version-1 reservation", Box::new(|m| { strip_digest(m, 1); edit_amount(m, 1, 0, "99.00") })),
+    ];
+    for (case, tamper) in reversals {
+        let mut memory = Store::default();
+        accepted_reversal(&mut memory);
+        assert!(
+            matches!(
+                memory.answer(&reversal(1, &exact_authority)),
+                Ok(LedgerReplay::Replayed(_))
+            ),
+            "{case}: the untampered control replays"
+        );
+        tamper(&mut memory);
+        let before = memory.clone();
+        let result = memory.answer(&reversal(1, &exact_authority));
+        assert!(
+            matches!(result, Err(JournalError::JournalCorrupt { .. })),
+            "{case}: {result:?}"
+        );
+        assert_eq!(memory, before, "{case}: nothing written");
+    }
+}
+
+#[test]
+fn a_version_1_charge_reservation_replays() {
+    let mut memory = Store::default();
+    crate::ledger::fixtures::accepted_store(&mut memory);
+    crate::ledger::fixtures::strip_digest(&mut memory, 1);
+    let before = memory.clone();
+    let outcome = replayed(memory.answer(&charge(1, &store_intent(2))));
+    assert_eq!(outcome.outcome, Outcome::Replayed);
+    assert_eq!(memory, before);
 }

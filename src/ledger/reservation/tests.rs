@@ -13,11 +13,20 @@ fn document(family: CommandFamily, count: usize) -> ReservationDocument {
         effect_ids: (0..count).map(|i| effect::effect_id(&rid, i)).collect(),
         scope: scope(),
         migration_id: None,
+        integrity_digest: None,
     }
 }
 
 fn base() -> ReservationDocument {
     document(CommandFamily::StorePurchase, 3)
+}
+
+/// `base` as accept stores it: schema version 2 with an integrity digest.
+fn sealed() -> ReservationDocument {
+    ReservationDocument {
+        integrity_digest: Some(Digest::parse(&"cd".repeat(32)).expect("digest")),
+        ..base()
+    }
 }
 
 fn parse(map: &FieldMap) -> Result<ReservationDocument, JournalError> {
@@ -54,7 +63,39 @@ fn round_trips_canonical_historical_and_transfer() {
     ] {
         let map = doc.encode();
         assert_eq!(map.len(), 13);
+        assert_eq!(map["reservationSchemaVersion"], fields::int(1));
         assert_eq!(parse(&map), Ok(doc));
+    }
+    let map = sealed().encode();
+    assert_eq!(map.len(), 14);
+    assert_eq!(map["reservationSchemaVersion"], fields::int(2));
+    assert_eq!(map["integrityDigest"], fields::string("cd".repeat(32)));
+    assert_eq!(parse(&map), Ok(sealed()));
+}
+
+#[test]
+fn each_schema_version_has_its_exact_field_set() {
+    let digest = || fields::string("cd".repeat(32));
+    let mut v1_with_digest = base().encode();
+    v1_with_digest.insert("integrityDigest".into(), digest());
+    let mut v2_without = sealed().encode();
+    v2_without.remove("integrityDigest");
+    let mut v3 = sealed().encode();
+    v3.insert("reservationSchemaVersion".into(), fields::int(3));
+    let mut historical_v2 = sealed().encode();
+    historical_v2.insert("migrationId".into(), fields::string("mig-1"));
+    #[rustfmt::skip]
+    let cases: Vec<(&str, FieldMap)> = vec![
+        ("version 1 with a digest", v1_with_digest),
+        ("version 2 without its digest", v2_without),
+        ("version 3", v3),
+        ("version 2 linked by a migration", historical_v2),
+        ("digest upper case", { let mut m = sealed().encode(); m.insert("integrityDigest".into(), fields::string("CD".repeat(32))); m }),
+        ("digest short", { let mut m = sealed().encode(); m.insert("integrityDigest".into(), fields::string("cd")); m }),
+        ("digest null", { let mut m = sealed().encode(); m.insert("integrityDigest".into(), fields::null()); m }),
+    ];
+    for (case, map) in cases {
+        assert_corrupt(parse(&map), case);
     }
 }
 
@@ -118,7 +159,7 @@ fn structural_malformation_matrix() {
         ..base()
     };
     let mut cases = 0;
-    for doc in [base(), historical] {
+    for doc in [base(), historical, sealed()] {
         let map = doc.encode();
         for name in map.keys() {
             let mut missing = map.clone();
