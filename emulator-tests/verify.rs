@@ -620,6 +620,8 @@ mod ledger {
                 let mut doc = get(connection, &path).await.expect("document");
                 set(&mut doc, field, value.clone());
                 put(connection, &path, doc.fields).await;
+                // Each edited document also shows the rewrite in its write times.
+                expected.push((FindingCode::RewrittenDocument, path));
             }
             expected.extend(codes.iter().map(|code| (*code, reservation.clone())));
         }

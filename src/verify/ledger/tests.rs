@@ -70,10 +70,7 @@ fn check_key_1(memory: &crate::testing::Store) -> Vec<Finding> {
     use crate::ledger::fixtures::rid;
     let rid = rid(1);
     let reservation = reservation::path(&rid);
-    let doc = |path: &str| StoredDoc {
-        path: path.to_owned(),
-        fields: memory[path].clone(),
-    };
+    let doc = |path: &str| StoredDoc::new(path, memory[path].clone(), Default::default());
     let prefix = effect::path(&format!("{rid}_"));
     let effects: Vec<StoredDoc> = memory
         .keys()
