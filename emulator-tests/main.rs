@@ -32,4 +32,5 @@ mod spans;
 mod start;
 mod status_server;
 mod support;
+mod tampering;
 mod verify;

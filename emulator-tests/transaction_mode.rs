@@ -22,3 +22,4 @@ mod randomized;
 mod registration;
 mod start;
 mod support;
+mod tampering;
