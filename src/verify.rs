@@ -9,6 +9,8 @@
 
 pub mod commerce;
 mod confirm;
+#[cfg(test)]
+mod edits;
 mod historical_links;
 pub mod ledger;
 mod ranges;
@@ -261,6 +263,17 @@ pub async fn verify_in_ranges(
     progress: &mut (dyn FnMut(u64) + Send),
 ) -> Result<VerifyReport, JournalError> {
     Ok(scan::run(connection, ranges, progress).await?.finish())
+}
+
+/// [`verify`] over documents held in memory instead of a project's (unit
+/// tests): the same merge and the same checks, the write times as the documents
+/// carry them.
+#[cfg(test)]
+pub(crate) fn verify_documents(
+    documents_path: &str,
+    documents: Vec<gcloud_sdk::google::firestore::v1::Document>,
+) -> Result<VerifyReport, JournalError> {
+    futures::executor::block_on(scan::check_in_memory(documents_path, documents))
 }
 
 /// How many documents [`verify`] will read, from one COUNT aggregation per scanned

@@ -112,6 +112,37 @@ impl Store {
         self.docs.insert(path, stored).map(|old| old.fields)
     }
 
+    /// Every document as Firestore would answer it under `documents_path`: full name,
+    /// fields, and the logical write times as `createTime` and `updateTime` (seconds).
+    pub fn documents(
+        &self,
+        documents_path: &str,
+    ) -> Vec<gcloud_sdk::google::firestore::v1::Document> {
+        let time = |t: u64| {
+            Some(gcloud_sdk::prost_types::Timestamp {
+                seconds: i64::try_from(t).unwrap_or(i64::MAX),
+                nanos: 0,
+            })
+        };
+        self.docs
+            .iter()
+            .map(
+                |(path, stored)| gcloud_sdk::google::firestore::v1::Document {
+                    name: format!("{documents_path}/{path}"),
+                    fields: stored.fields.clone(),
+                    create_time: time(stored.create_time),
+                    update_time: time(stored.update_time),
+                },
+            )
+            .collect()
+    }
+
+    /// Edits a document in place and keeps its write times, as a forger who could set
+    /// Firestore's commit times would: what the content checks alone must catch.
+    pub fn forge(&mut self, path: &str) -> Option<&mut FieldMap> {
+        self.docs.get_mut(path).map(|stored| &mut stored.fields)
+    }
+
     /// The logical times of the writes that created the document at `path` and that
     /// last changed it, as Firestore's `createTime` and `updateTime` (one per commit).
     pub fn written(&self, path: &str) -> Option<(u64, u64)> {

@@ -513,6 +513,67 @@ pub(super) async fn relink(
     Ok(links)
 }
 
+/// Documents held in memory (tests), sorted and merged as the scans
+/// of one range read them, and checked exactly as a scan checks them: the whole
+/// verifier without Firestore.
+#[cfg(test)]
+pub(crate) async fn check_in_memory(
+    documents_path: &str,
+    documents: Vec<Document>,
+) -> Result<VerifyReport, JournalError> {
+    let prefix = format!("{documents_path}/");
+    // Firestore orders names segment by segment.
+    let order = |d: &Document| d.name.split('/').map(str::to_owned).collect::<Vec<_>>();
+    let mut parts: [Vec<Document>; 5] = Default::default();
+    for document in documents {
+        let path = document.name.strip_prefix(&prefix).unwrap_or_default();
+        let slot = SOURCES
+            .iter()
+            .position(|source| path.split('/').next() == Some(source.collection))
+            .or_else(|| (path.rsplit('/').nth(1) == Some(STRAY_GROUP)).then_some(4));
+        if let Some(slot) = slot {
+            parts[slot].push(document);
+        }
+    }
+    let [
+        commands_docs,
+        audit_docs,
+        reservation_docs,
+        effect_docs,
+        stray_docs,
+    ] = parts.map(|mut docs| {
+        docs.sort_by_key(order);
+        docs
+    });
+    let from = |docs: Vec<Document>, classify: Classify| {
+        Head::new(
+            futures::stream::iter(docs.into_iter().map(Ok)).boxed(),
+            classify,
+            prefix.clone(),
+        )
+    };
+    let mut report = VerifyReport::default();
+    let mut links = HistoricalLinks::default();
+    let mut ignore = |_| {};
+    let mut tally = Tally {
+        reported: 0,
+        progress: &mut ignore,
+    };
+    strays(from(stray_docs, classify_stray), &mut report, &mut tally).await?;
+    let heads = [
+        from(commands_docs, COMMANDS.classify),
+        from(audit_docs, AUDITS.classify),
+    ];
+    commands(heads, &mut report, &mut tally).await?;
+    let heads = [
+        from(reservation_docs, RESERVATIONS.classify),
+        from(effect_docs, EFFECTS.classify),
+    ];
+    ledger(heads, &mut links, &mut report, &mut tally).await?;
+    report.record(links.finish());
+    Ok(report.finish())
+}
+
 /// The command tree (roots and lifecycles) and audit events of one range, merged by
 /// command key hash: each command is checked on its own documents, all read at the
 /// range's read time.
