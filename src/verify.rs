@@ -2,10 +2,16 @@
 //! read time (or in consistent ranges, each at its own), reports every broken invariant
 //! with its document path and a stable code, and never writes.
 //!
-//! Memory is bounded by one command at a time: roots, lifecycles (a collection-group
-//! scan) and audit events are each streamed in document-name order, which is command
-//! key hash order for all three, and merged. The report keeps at most
-//! [`MAX_FINDINGS`] findings, the first in path order, and counts the rest.
+//! Every document below `checkoutRequests`, `auditEvents`, `ledgerReservations` and
+//! `ledgerTransactions` is read, at any depth, so a document where the journal keeps
+//! none is reported wherever it is. The checks use the documents' fields and the write
+//! times Firestore keeps on each (`createTime`, `updateTime`), which no client can set:
+//! docs/documents.md lists each check beside its finding code.
+//!
+//! Memory is bounded by one command at a time: each collection's subtree is streamed
+//! in document-name order, which is command key hash order (reservation id order for
+//! the ledger), and merged. The report keeps at most [`MAX_FINDINGS`] findings, the
+//! first in path order, and counts the rest.
 
 pub mod commerce;
 mod confirm;

@@ -45,14 +45,16 @@ const BATCH_WRITES: usize = 500;
 /// Commits in flight while loading.
 const IN_FLIGHT: usize = 4;
 
-/// The collections `verify` scans, as (collection id, collection group).
-const COLLECTIONS: [(&str, bool); 5] = [
-    ("checkoutRequests", false),
-    ("lifecycle", true),
-    ("auditEvents", false),
-    ("ledgerReservations", false),
-    ("ledgerTransactions", false),
+/// The top-level collections whose whole subtrees `verify` scans.
+const SUBTREES: [&str; 4] = [
+    "checkoutRequests",
+    "auditEvents",
+    "ledgerReservations",
+    "ledgerTransactions",
 ];
+
+/// The least document id Firestore orders: a subtree's lower bound.
+const MIN_ID: &str = "__id-9223372036854775808__";
 
 #[tokio::main]
 async fn main() {
@@ -182,25 +184,48 @@ async fn read_time(connection: &Connection) -> Res<firestore::jiff::Timestamp> {
     Err("no read time".into())
 }
 
-/// The bare scan: the same five name-ordered queries as `verify`, at one read time,
-/// consumed concurrently; only counts the documents.
+/// The bare scan: the same name-ordered queries as `verify` (a kindless
+/// all-descendants query per journal collection bounded by `__name__`, and the stray
+/// `lifecycle` collection group before and after `checkoutRequests`), at one read
+/// time, consumed concurrently; only counts the documents.
 async fn bare_scan(connection: &Connection) -> Res<u64> {
     let at = read_time(connection).await?;
     let db: FirestoreDb = connection
         .db()
         .clone_with_consistency_selector(FirestoreConsistencySelector::ReadTime(at));
+    let documents = connection.documents_path();
+    let reference = |path: String| {
+        firestore::FirestoreValue::from(gcloud_sdk::google::firestore::v1::Value {
+            value_type: Some(
+                gcloud_sdk::google::firestore::v1::value::ValueType::ReferenceValue(format!(
+                    "{documents}/{path}"
+                )),
+            ),
+        })
+    };
+    let mut queries: Vec<(&str, Option<String>, Option<String>)> = SUBTREES
+        .iter()
+        .map(|c| ("", Some(format!("{c}/{MIN_ID}")), Some(format!("{c}\0/{MIN_ID}"))))
+        .collect();
+    queries.push(("lifecycle", None, Some(format!("checkoutRequests/{MIN_ID}"))));
+    queries.push(("lifecycle", Some(format!("checkoutRequests\0/{MIN_ID}")), None));
     let mut streams = Vec::new();
-    for (collection, group) in COLLECTIONS {
+    for (group, start, end) in queries {
+        let (start, end) = (start.map(reference), end.map(reference));
         let query = db
             .fluent()
             .select()
-            .from(collection)
+            .from(group)
+            .all_descendants()
+            .filter(|q| {
+                q.for_all([
+                    start
+                        .clone()
+                        .and_then(|v| q.field("__name__").greater_than_or_equal(v)),
+                    end.clone().and_then(|v| q.field("__name__").less_than(v)),
+                ])
+            })
             .order(|o| o.fields([o.field("__name__").asc()]));
-        let query = if group {
-            query.all_descendants()
-        } else {
-            query
-        };
         streams.push(query.stream_query_with_errors().await.map_err(err)?);
     }
     let mut all = select_all(streams);

@@ -1,14 +1,14 @@
 //! Consistent ranges of a verify scan: the journal's name space cut at hash prefixes,
 //! so that each range can be read at its own read time.
 //!
-//! Every document of one command sorts under its command key hash in all three command
-//! scans (`checkoutRequests/{hash}`, `checkoutRequests/{hash}/lifecycle/…`,
+//! Every document of one command sorts under its command key hash in both command
+//! scans (`checkoutRequests/{hash}` and everything below it,
 //! `auditEvents/commerce_command_{hash}_…`), and every ledger effect derived from a
 //! reservation sorts under that reservation id (`ledgerTransactions/{id}_{index}`).
 //! Cutting each collection at the same four-hex-digit prefixes therefore never splits a
-//! command or a reservation. The first range has no lower bound and the last no upper
-//! bound, so the ranges cover every document name, journal or not (a stray id is
-//! reported by whichever range it sorts into).
+//! command or a reservation. The first range starts at a collection's first possible
+//! name and the last ends after its last, so the ranges cover every document name
+//! below it, journal or not (a stray id is reported by whichever range it sorts into).
 
 use crate::error::JournalError;
 
