@@ -9,8 +9,8 @@ use super::support::{self, command, delete, get, put};
 use chrono::{DateTime, TimeDelta};
 use command_journal::{
     CommandInput, FindingCode, FingerprintInput, Journal, LeaseId, LeaseOutput, LedgerKey,
-    LedgerScope, ManualClock, ScanRanges, TerminalReferenceFingerprint, VerifyReport, verify,
-    verify_in_ranges,
+    LedgerScope, ManualClock, ScanRanges, TerminalReferenceFingerprint, VerifyReport,
+    count_documents, verify, verify_in_ranges,
 };
 use gcloud_sdk::google::firestore::v1::Value;
 use gcloud_sdk::google::firestore::v1::value::ValueType;
@@ -248,6 +248,12 @@ async fn both_ways(journal: &Journal) -> VerifyReport {
     .await
     .expect("verify in ranges");
     assert_eq!(split, one, "7 ranges give the report of one read time");
+    let counted = count_documents(journal.connection()).await.expect("count");
+    assert_eq!(
+        counted,
+        one.scanned.total(),
+        "the COUNT total is what the scan read"
+    );
     one
 }
 

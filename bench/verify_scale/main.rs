@@ -205,10 +205,24 @@ async fn bare_scan(connection: &Connection) -> Res<u64> {
     };
     let mut queries: Vec<(&str, Option<String>, Option<String>)> = SUBTREES
         .iter()
-        .map(|c| ("", Some(format!("{c}/{MIN_ID}")), Some(format!("{c}\0/{MIN_ID}"))))
+        .map(|c| {
+            (
+                "",
+                Some(format!("{c}/{MIN_ID}")),
+                Some(format!("{c}\0/{MIN_ID}")),
+            )
+        })
         .collect();
-    queries.push(("lifecycle", None, Some(format!("checkoutRequests/{MIN_ID}"))));
-    queries.push(("lifecycle", Some(format!("checkoutRequests\0/{MIN_ID}")), None));
+    queries.push((
+        "lifecycle",
+        None,
+        Some(format!("checkoutRequests/{MIN_ID}")),
+    ));
+    queries.push((
+        "lifecycle",
+        Some(format!("checkoutRequests\0/{MIN_ID}")),
+        None,
+    ));
     let mut streams = Vec::new();
     for (group, start, end) in queries {
         let (start, end) = (start.map(reference), end.map(reference));
