@@ -5,8 +5,11 @@ whole collection: the cost model behind `verify --ranges N` on the emulator.
 Starts its own emulator JVM (the jar from `CJ_EMULATOR_JAR`, default the Debian
 package's), loads 10,000 and then 40,000 documents with hash ids through the REST
 API, and times a full name-ordered query, a 1/256 range (with and without a read
-time) and the last 1/256 (an open upper bound). Prints one line per size; the JVM
-is stopped at the end. Standard library only:
+time) and the last 1/256 (an open upper bound). Then it loads as many documents
+into a second collection `d` and times the kindless all-descendants query that
+`verify` uses for a subtree (bounded by `__name__` to `c`) against the collection
+query of `c`. Prints one line per measurement; the JVM is stopped at the end.
+Standard library only:
 
     python3 bench/range_cost.py
 """
@@ -52,12 +55,12 @@ def wait_until_up():
     raise SystemExit("the emulator did not start")
 
 
-def load(first, count):
+def load(first, count, collection="c"):
     for batch in range(first, first + count, 500):
         writes = [
             {
                 "update": {
-                    "name": f"{DOCS}/c/{hashlib.sha256(str(i).encode()).hexdigest()}",
+                    "name": f"{DOCS}/{collection}/{hashlib.sha256(str(i).encode()).hexdigest()}",
                     "fields": {"n": {"integerValue": str(i)}},
                 }
             }
@@ -95,6 +98,36 @@ def query(start=None, end=None, read_time=None):
     return sum(1 for part in answer if "document" in part), seconds, answer[-1].get("readTime")
 
 
+MIN_ID = "__id-9223372036854775808__"
+
+
+def kindless(collection):
+    """Documents and seconds of the kindless query of `collection`'s whole subtree."""
+    bound = lambda op, name: {
+        "fieldFilter": {
+            "field": {"fieldPath": "__name__"},
+            "op": op,
+            "value": {"referenceValue": f"{DOCS}/{name}"},
+        }
+    }
+    structured = {
+        "from": [{"allDescendants": True}],
+        "where": {
+            "compositeFilter": {
+                "op": "AND",
+                "filters": [
+                    bound("GREATER_THAN_OR_EQUAL", f"{collection}/{MIN_ID}"),
+                    bound("LESS_THAN", f"{collection}\u0000/{MIN_ID}"),
+                ],
+            }
+        },
+        "orderBy": [{"field": {"fieldPath": "__name__"}, "direction": "ASCENDING"}],
+    }
+    started = time.time()
+    answer = post(f"{DOCS}:runQuery", {"structuredQuery": structured})
+    return sum(1 for part in answer if "document" in part), time.time() - started
+
+
 def main():
     jvm = subprocess.Popen(
         ["java", "-cp", JAR, MAIN, "start", "--host=127.0.0.1", f"--port={PORT}"],
@@ -119,6 +152,16 @@ def main():
                 f"last 1/256 {tail[0]} docs in {tail[1] * 1000:.0f} ms",
                 flush=True,
             )
+        load(0, loaded, "d")
+        for _ in range(2):
+            full = query()
+            subtree = kindless("c")
+        print(
+            f"{loaded} docs in c and {loaded} in d: collection query of c {full[0]} docs in "
+            f"{full[1] * 1000:.0f} ms; kindless subtree of c {subtree[0]} docs in "
+            f"{subtree[1] * 1000:.0f} ms",
+            flush=True,
+        )
     finally:
         jvm.send_signal(signal.SIGTERM)
         jvm.wait()
