@@ -115,6 +115,7 @@ mod registration;
 #[cfg(feature = "rules-testing")]
 pub mod rules_testing;
 mod runner;
+mod sends;
 mod start;
 pub mod strict_json;
 /// The in-memory store the unit tests and fuzz targets share (tests and the
@@ -153,6 +154,7 @@ pub use runner::{
     BACKOFF_BASE, BACKOFF_CAP, Concurrency, MAX_ATTEMPTS, RPC_TIMEOUT, Stats,
     TRANSACTION_BACKOFF_BASE, TRANSACTION_BACKOFF_CAP,
 };
+pub use sends::{ProviderMode, ProviderPlan, ProviderPlanRequest};
 pub use start::StartOutput;
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
 pub use verify::{
