@@ -162,6 +162,10 @@ const EXPECTED: &[(&str, &str)] = &[
         "an integer from 3600 to 2592000: the provider's documented idempotency-key \
          retention in seconds",
     ),
+    (
+        "attempt",
+        "an integer from 1 to 9999: the attempt the send permit answered",
+    ),
     ("concurrency", "one of preconditions, transaction"),
     ("fingerprint", "64 lowercase hex characters"),
 ];

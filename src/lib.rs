@@ -154,7 +154,10 @@ pub use runner::{
     BACKOFF_BASE, BACKOFF_CAP, Concurrency, MAX_ATTEMPTS, RPC_TIMEOUT, Stats,
     TRANSACTION_BACKOFF_BASE, TRANSACTION_BACKOFF_CAP,
 };
-pub use sends::{ProviderMode, ProviderPlan, ProviderPlanRequest};
+pub use sends::{
+    AttemptState, BeginSendOutput, CommandStatus, ProviderMode, ProviderPlan, ProviderPlanRequest,
+    SendEvidence, SendOutcome, SendOutcomeOutput, SendPermit, SendStatus,
+};
 pub use start::StartOutput;
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
 pub use verify::{
