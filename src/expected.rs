@@ -102,8 +102,10 @@ const EXPECTED: &[(&str, &str)] = &[
     ),
     (
         "plan",
-        "a fingerprint input object: {family, fingerprintVersion, effects, intent} or \
-         {family: internal_transfer, fingerprintVersion, transfer}",
+        "ledger: a fingerprint input object: {family, fingerprintVersion, effects, intent} or \
+         {family: internal_transfer, fingerprintVersion, transfer}; send begin: an object \
+         {provider, account, mode, apiVersion, operation, endpoint, parameters, \
+         keyRetentionSeconds} and no other key",
     ),
     (
         "charge",
@@ -165,6 +167,14 @@ const EXPECTED: &[(&str, &str)] = &[
     (
         "attempt",
         "an integer from 1 to 9999: the attempt the send permit answered",
+    ),
+    (
+        "outcome",
+        "one of succeeded, declined, ambiguous (succeeded with terminalReferenceFingerprint)",
+    ),
+    (
+        "evidence",
+        "one of succeeded, declined, not_found (succeeded with terminalReferenceFingerprint)",
     ),
     ("concurrency", "one of preconditions, transaction"),
     ("fingerprint", "64 lowercase hex characters"),
