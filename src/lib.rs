@@ -82,7 +82,8 @@
 //!
 //! The contract the code implements is written down in `docs/`: `identity.md` (input
 //! rules, framing and derived values), `documents.md` (every document and its
-//! invariants), `leases.md` (the lease, fence and terminal tables) and `ledger.md`
+//! invariants), `leases.md` (the lease, fence and terminal tables), `providers.md` (the
+//! provider send layer: plan, permits, cutoff, outcomes, reconciliation) and `ledger.md`
 //! (fingerprint serializers, transfers, replay, lineage and linking).
 //!
 //! # Features
