@@ -27,6 +27,8 @@ mod ledger;
 mod proxy;
 mod randomized;
 mod registration;
+mod send_faults;
+mod sends;
 mod soak;
 mod spans;
 mod start;

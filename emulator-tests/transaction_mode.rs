@@ -20,5 +20,6 @@ mod ledger;
 mod locks;
 mod randomized;
 mod registration;
+mod sends;
 mod start;
 mod support;
