@@ -56,4 +56,4 @@ pub enum SendEvidence {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

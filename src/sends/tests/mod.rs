@@ -41,14 +41,14 @@ const REFERENCES: [&str; 2] = [
     "0ddba11c0ddba11c0ddba11c0ddba11c0ddba11c0ddba11c0ddba11c0ddba11c",
 ];
 
-pub(super) const SEC: i64 = 1_000_000;
+pub(crate) const SEC: i64 = 1_000_000;
 /// The registration time.
-pub(super) const REGISTERED: i64 = 1_800_000_000_123_456;
+pub(crate) const REGISTERED: i64 = 1_800_000_000_123_456;
 /// The first acquisition and first send.
-pub(super) const T0: i64 = REGISTERED + SEC;
+pub(crate) const T0: i64 = REGISTERED + SEC;
 /// The key retention of the plan (24 h) and its cutoff offset (18 h).
 const RETENTION: i64 = 86_400;
-pub(super) const CUTOFF: i64 = T0 + 64_800 * SEC;
+pub(crate) const CUTOFF: i64 = T0 + 64_800 * SEC;
 
 static INPUT: LazyLock<CommandInput> = LazyLock::new(|| {
     CommandInput::new(CommandRequest {
@@ -67,7 +67,7 @@ fn identity() -> CommandIdentity {
     INPUT.identity()
 }
 
-pub(super) fn hash() -> Digest {
+pub(crate) fn hash() -> Digest {
     identity().command_key_hash().clone()
 }
 
@@ -80,7 +80,7 @@ fn owner(i: usize) -> Digest {
     INPUT.lease_owner(&identity(), &lease).expect("owner")
 }
 
-pub(super) fn at(micros: i64) -> Timestamp {
+pub(crate) fn at(micros: i64) -> Timestamp {
     Timestamp::from_micros(micros).expect("in range")
 }
 
@@ -89,7 +89,7 @@ fn call(holder: usize, now: i64) -> LeaseCall {
 }
 
 /// Plan 0 (the usual one) and plan 1 (another amount).
-pub(super) fn plan(which: u8) -> ProviderPlan {
+pub(crate) fn plan(which: u8) -> ProviderPlan {
     ProviderPlan::new(ProviderPlanRequest {
         provider: "stripe",
         account: ACCOUNT,
@@ -103,13 +103,13 @@ pub(super) fn plan(which: u8) -> ProviderPlan {
     .expect("valid plan")
 }
 
-pub(super) fn commitment(r: usize) -> Digest {
+pub(crate) fn commitment(r: usize) -> Digest {
     let reference = TerminalReferenceFingerprint::parse(REFERENCES[r]).expect("reference");
     identity().terminal_commitment(&reference)
 }
 
 /// The key attempt `n` must carry.
-pub(super) fn key(n: i64) -> String {
+pub(crate) fn key(n: i64) -> String {
     attempt_key(
         &identity(),
         &OperationSlug::parse("charge").expect("slug"),
@@ -119,7 +119,7 @@ pub(super) fn key(n: i64) -> String {
 
 /// One operation of a case.
 #[derive(Debug, Clone)]
-pub(super) enum Op {
+pub(crate) enum Op {
     /// `acquire_lease` by holder h at t.
     Acquire(usize, i64),
     /// `begin_send` by holder h, fence f, at t, with plan 0.
@@ -138,10 +138,10 @@ pub(super) enum Op {
     Status(i64),
 }
 
-pub(super) use Finding::{Absent, Ambiguous, Declined};
+pub(crate) use Finding::{Absent, Ambiguous, Declined};
 
 /// Success with reference `r`.
-pub(super) fn succeeded(r: usize) -> Finding {
+pub(crate) fn succeeded(r: usize) -> Finding {
     Finding::Succeeded(commitment(r))
 }
 
@@ -195,7 +195,7 @@ where
 }
 
 /// Runs `op` on `store`: its summary and how many documents it wrote.
-pub(super) fn apply(store: &mut Store, op: &Op) -> (String, usize) {
+pub(crate) fn apply(store: &mut Store, op: &Op) -> (String, usize) {
     match op.clone() {
         Op::Acquire(h, t) => ran(store, &Acquire::new(call(h, t)), lease_summary),
         Op::Begin(h, f, t) => ran(
@@ -233,7 +233,7 @@ pub(super) fn apply(store: &mut Store, op: &Op) -> (String, usize) {
 }
 
 /// A registered command with holder 0 leased at `T0` (fence 1).
-pub(super) fn leased() -> Store {
+pub(crate) fn leased() -> Store {
     let mut store = Store::new();
     store
         .run(&Registration::new(identity(), at(REGISTERED)))
@@ -245,7 +245,7 @@ pub(super) fn leased() -> Store {
 }
 
 /// Runs the steps of one case from `leased()`, checking every answer and write count.
-pub(super) fn case(name: &str, steps: &[(Op, &str, usize)]) -> Store {
+pub(crate) fn case(name: &str, steps: &[(Op, &str, usize)]) -> Store {
     let mut store = leased();
     for (i, (op, answer, writes)) in steps.iter().enumerate() {
         let before = store.clone();
@@ -267,7 +267,7 @@ pub(super) fn case(name: &str, steps: &[(Op, &str, usize)]) -> Store {
 }
 
 /// No raw input reaches a stored document.
-pub(super) fn assert_no_canary(store: &Store) {
+pub(crate) fn assert_no_canary(store: &Store) {
     for (path, doc) in store.iter() {
         let text = format!("{path} {doc:?}");
         for canary in [
@@ -283,7 +283,7 @@ pub(super) fn assert_no_canary(store: &Store) {
 }
 
 /// Documents under the command's send collection, and send audit events.
-pub(super) fn send_counts(store: &Store) -> (usize, usize) {
+pub(crate) fn send_counts(store: &Store) -> (usize, usize) {
     let sends = format!("checkoutRequests/{}/providerSends", hash());
     let events = format!("auditEvents/provider_send_{}", hash());
     let count = |prefix: &str| store.keys().filter(|k| k.starts_with(prefix)).count();
