@@ -28,6 +28,7 @@ mod proxy;
 mod randomized;
 mod registration;
 mod send_faults;
+mod send_randomized;
 mod sends;
 mod soak;
 mod spans;

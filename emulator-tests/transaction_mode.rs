@@ -20,6 +20,7 @@ mod ledger;
 mod locks;
 mod randomized;
 mod registration;
+mod send_randomized;
 mod sends;
 mod start;
 mod support;
