@@ -252,46 +252,10 @@ async fn workers_racing_sends_outcomes_and_reconciliation_keep_every_send_invari
         clock.advance(step);
     }
     // The stored documents, checked by the verifier's send checks.
-    let events = list(&connection, "", "auditEvents").await;
     let told = std::mem::take(&mut *told.lock().expect("lock"));
     let mut sent = 0;
     for (c, cmd) in commands.iter().enumerate() {
-        let hash: Digest = cmd.identity().command_key_hash().clone();
-        let root = format!("checkoutRequests/{hash}");
-        let sends = list(&connection, &root, "providerSends").await;
-        let lifecycle_doc = list(&connection, &root, "lifecycle")
-            .await
-            .into_iter()
-            .next()
-            .map(|d| stored(&d, relative(&d)));
-        let lifecycle = lifecycle_doc
-            .as_ref()
-            .map(|d| Lifecycle::parse(&hash, &d.fields).expect("lifecycle parses"));
-        let find = |id: &str| {
-            sends
-                .iter()
-                .find(|d| d.name.ends_with(&format!("/providerSends/{id}")))
-                .map(|d| stored(d, relative(d)))
-        };
-        let plan_doc = find("plan");
-        let current_doc = find("current");
-        let prefix = format!("provider_send_{hash}_");
-        let send_events: Vec<(i64, StoredDoc)> = events
-            .iter()
-            .filter_map(|d| {
-                let id = d.name.rsplit('/').next()?;
-                let revision = id.strip_prefix(&prefix)?.parse().ok()?;
-                Some((revision, stored(d, relative(d))))
-            })
-            .collect();
-        let docs = SendDocs {
-            plan: plan_doc.as_ref(),
-            current: current_doc.as_ref(),
-            events: send_events.iter().map(|(r, d)| (*r, d)).collect(),
-            lifecycle: lifecycle_doc.as_ref().zip(lifecycle.as_ref()),
-        };
-        let findings = check_sends(&hash, &docs);
-        assert!(findings.is_empty(), "command {c}: {findings:?}");
+        assert_sends_verified(&connection, cmd).await;
         if let Some(key) = told[c].keys.get(&1) {
             let op = OperationSlug::parse("charge").expect("slug");
             assert_eq!(key, &cmd.identity().provider_idempotency_key(&op));
@@ -304,7 +268,6 @@ async fn workers_racing_sends_outcomes_and_reconciliation_keep_every_send_invari
                 "command {c}: attempt {attempt} without a recorded absence"
             );
         }
-        let _ = send_events.len();
     }
     let summary: Vec<String> = told
         .iter()
@@ -320,4 +283,46 @@ async fn workers_racing_sends_outcomes_and_reconciliation_keep_every_send_invari
         .collect();
     println!("send randomized (seed {seed}): {summary:?}");
     assert!(sent > 0, "the run issued no permit at all: seed {seed}");
+}
+
+/// The verifier's pure send checks find nothing wrong with `cmd`'s stored send
+/// documents, its send events and their agreement with its lifecycle.
+pub async fn assert_sends_verified(connection: &command_journal::Connection, cmd: &CommandInput) {
+    let hash: Digest = cmd.identity().command_key_hash().clone();
+    let root = format!("checkoutRequests/{hash}");
+    let sends = list(connection, &root, "providerSends").await;
+    let lifecycle_doc = list(connection, &root, "lifecycle")
+        .await
+        .into_iter()
+        .next()
+        .map(|d| stored(&d, relative(&d)));
+    let lifecycle = lifecycle_doc
+        .as_ref()
+        .map(|d| Lifecycle::parse(&hash, &d.fields).expect("lifecycle parses"));
+    let find = |id: &str| {
+        sends
+            .iter()
+            .find(|d| d.name.ends_with(&format!("/providerSends/{id}")))
+            .map(|d| stored(d, relative(d)))
+    };
+    let plan_doc = find("plan");
+    let current_doc = find("current");
+    let prefix = format!("provider_send_{hash}_");
+    let send_events: Vec<(i64, StoredDoc)> = list(connection, "", "auditEvents")
+        .await
+        .iter()
+        .filter_map(|d| {
+            let id = d.name.rsplit('/').next()?;
+            let revision = id.strip_prefix(&prefix)?.parse().ok()?;
+            Some((revision, stored(d, relative(d))))
+        })
+        .collect();
+    let docs = SendDocs {
+        plan: plan_doc.as_ref(),
+        current: current_doc.as_ref(),
+        events: send_events.iter().map(|(r, d)| (*r, d)).collect(),
+        lifecycle: lifecycle_doc.as_ref().zip(lifecycle.as_ref()),
+    };
+    let findings = check_sends(&hash, &docs);
+    assert!(findings.is_empty(), "{findings:?}");
 }

@@ -415,5 +415,20 @@ fn check_lifecycle(
     }
 }
 
+/// Whether the lifecycle's last write is explained, for the scan's write-time check:
+/// by the commit of its current B2B event (the general rule), or, only while a plan
+/// is bound and the lifecycle is still leased at the revision the plan was bound
+/// under, by the commit that bound the plan (the first `begin_send` rewrites the
+/// lifecycle unchanged, so that a concurrent terminal transition loses its race).
+pub fn lifecycle_write_explained(
+    lifecycle_updated: WriteTime,
+    current_event_created: WriteTime,
+    plan_created: Option<WriteTime>,
+) -> bool {
+    lifecycle_updated == current_event_created
+        || plan_created
+            .is_some_and(|plan| plan == lifecycle_updated && current_event_created < plan)
+}
+
 #[cfg(test)]
 mod tests;
