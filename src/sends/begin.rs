@@ -7,7 +7,8 @@
 //! lease not active                                -> clock_regression / lease_expired
 //! no plan bound                                   -> bind plan, open attempt 1 (sending)
 //! another plan bound                              -> plan_conflict
-//! outcome unknown, fence already sent it          -> the same permit (read-only)
+//! outcome unknown, fence already sent it, lease runs -> the same permit (read-only,
+//!                                                    even at an earlier-captured time)
 //! outcome unknown, a later fence                  -> re-send: same attempt and key
 //! attempt absent                                  -> open attempt n + 1, new key and cutoff
 //! ```
@@ -112,6 +113,21 @@ impl BeginSend {
             }
             LifecycleState::Leased => {}
         }
+        // The same holder and fence again (a lost response): the same permit and no
+        // write while its lease runs, even at an earlier-captured time, as the lease's
+        // own same-holder recovery.
+        if let Sends::Bound(state) = &sends
+            && state.attempt.state.outcome_unknown()
+            && state.attempt.last_sent_fence_epoch == self.fence
+            && now < lifecycle.lease_expires_at
+        {
+            if state.plan.plan_fingerprint != self.fingerprint {
+                return Err(Step::Reject(JournalError::PlanConflict));
+            }
+            return Ok(Decision::Observe(BeginSendOutput::Permitted(
+                self.permit(&state.attempt),
+            )));
+        }
         active(lifecycle, now)?;
         let hash = call.hash();
         let Sends::Bound(state) = sends else {
@@ -152,13 +168,7 @@ impl BeginSend {
         }
         match attempt.state {
             AttemptState::Sending | AttemptState::Ambiguous => {
-                if attempt.last_sent_fence_epoch == self.fence {
-                    // The same holder again (a lost response): the same permit.
-                    return Ok(Decision::Observe(BeginSendOutput::Permitted(
-                        self.permit(&attempt),
-                    )));
-                }
-                // A later holder after a takeover, before the cutoff: re-send the same
+                // (The fence that sent it last was answered above.) A later holder after a takeover, before the cutoff: re-send the same
                 // attempt with the same key, recording which fence re-sent and when.
                 let after = SendAttempt {
                     send_revision: next_revision(Some(&attempt))?,

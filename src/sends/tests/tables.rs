@@ -21,6 +21,10 @@ fn no_plan_bound() {
             // plan + unchanged lifecycle + send record + opened event
             (Begin(0, 1, T1), "permit 1 false", 4),
             (Begin(0, 1, T1 + 5), "permit 1 false", 0),
+            // An earlier-captured retry of the same holder recovers, as with the lease.
+            (Begin(0, 1, T1 - 5), "permit 1 false", 0),
+            (BeginOther(0, 1, T1 - 5), "plan_conflict", 0),
+            (Begin(0, 1, T0 + 60 * SEC), "lease_expired", 0),
             (BeginOther(0, 1, T1 + 5), "plan_conflict", 0),
             (Begin(1, 1, T1 + 5), "lease_not_held", 0),
         ],
