@@ -9,7 +9,9 @@
 
 use super::support::{self, list};
 use chrono::{DateTime, TimeDelta};
-use command_journal::internals::sends::{Lifecycle, SendDocs, StoredDoc, WriteTime, check_sends};
+use command_journal::internals::sends::{
+    Lifecycle, SendDocs, StoredDoc, WriteTime, check_sends, parse_send_event_id,
+};
 use command_journal::{
     BeginSendOutput, CommandInput, Digest, JournalError, LeaseId, LeaseOutput, ManualClock,
     OperationSlug, ProviderPlan, ProviderPlanRequest, SendEvidence, SendOutcome, SendOutcomeOutput,
@@ -307,14 +309,12 @@ pub async fn assert_sends_verified(connection: &command_journal::Connection, cmd
     };
     let plan_doc = find("plan");
     let current_doc = find("current");
-    let prefix = format!("provider_send_{hash}_");
     let send_events: Vec<(i64, StoredDoc)> = list(connection, "", "auditEvents")
         .await
         .iter()
         .filter_map(|d| {
-            let id = d.name.rsplit('/').next()?;
-            let revision = id.strip_prefix(&prefix)?.parse().ok()?;
-            Some((revision, stored(d, relative(d))))
+            let (of, revision) = parse_send_event_id(d.name.rsplit('/').next()?)?;
+            (of == hash).then(|| (revision, stored(d, relative(d))))
         })
         .collect();
     let docs = SendDocs {

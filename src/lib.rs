@@ -179,6 +179,7 @@ pub mod internals {
     /// The send layer's pure verifier checks, until the scan runs them.
     pub mod sends {
         pub use crate::document::lifecycle::Lifecycle;
+        pub use crate::sends::event::parse_id as parse_send_event_id;
         pub use crate::verify::sends::{
             SendDocs, SendFinding, SendFindingCode, StoredDoc, WriteTime, check_sends,
         };

@@ -33,6 +33,22 @@ pub(crate) fn id(hash: &Digest, revision: i64) -> String {
     format!("provider_send_{hash}_{revision:010}")
 }
 
+/// Splits a send event id into its command key hash and send revision; `None` unless
+/// it is exactly `provider_send_{64 lowercase hex}_{10 digits}` with a revision of 1
+/// or more (for the verifier's scan, which meets every `auditEvents` id; until the
+/// scan is wired, only the `fuzzing` feature's internals use it).
+#[cfg_attr(not(feature = "fuzzing"), allow(dead_code))]
+pub fn parse_id(id: &str) -> Option<(Digest, i64)> {
+    let rest = id.strip_prefix("provider_send_")?;
+    let (hash, revision) = rest.split_once('_')?;
+    let hash = Digest::parse(hash)?;
+    if revision.len() != 10 || !revision.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let revision: i64 = revision.parse().ok()?;
+    (revision >= 1).then_some((hash, revision))
+}
+
 /// The event's path relative to the documents root.
 pub(crate) fn path(hash: &Digest, revision: i64) -> String {
     format!("{COLLECTION}/{}", id(hash, revision))
@@ -185,5 +201,25 @@ impl SendEvent {
             ("sendCutoffAt", fields::timestamp(self.send_cutoff_at)),
             ("occurredAt", fields::timestamp(self.occurred_at)),
         ])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_round_trip_and_nothing_else_parses() {
+        let hash = Digest::parse(&"ab".repeat(32)).expect("digest");
+        assert_eq!(parse_id(&id(&hash, 7)), Some((hash.clone(), 7)));
+        for bad in [
+            format!("provider_send_{hash}_0000000000"),
+            format!("provider_send_{hash}_000000001"),
+            format!("provider_send_{hash}_00000000x1"),
+            format!("commerce_command_{hash}_0000000001"),
+            format!("provider_send_{}_0000000001", "AB".repeat(32)),
+        ] {
+            assert_eq!(parse_id(&bad), None, "{bad}");
+        }
     }
 }
