@@ -21,20 +21,28 @@ struct Timed {
 
 impl Timed {
     fn run(steps: &[Op]) -> Self {
-        let mut store = send_tests::leased();
-        let mut created = BTreeMap::new();
-        let mut note = |store: &Store| {
-            for path in store.keys() {
-                let time = store.update_time(path).expect("stored");
-                created.entry(path.clone()).or_insert(time);
-            }
+        let mut timed = Self {
+            store: send_tests::leased(),
+            created: BTreeMap::new(),
         };
-        note(&store);
+        timed.note();
         for op in steps {
-            send_tests::apply(&mut store, op);
-            note(&store);
+            timed.step(op);
         }
-        Self { store, created }
+        timed
+    }
+
+    /// Runs one more operation.
+    fn step(&mut self, op: &Op) {
+        send_tests::apply(&mut self.store, op);
+        self.note();
+    }
+
+    fn note(&mut self) {
+        for path in self.store.keys() {
+            let time = self.store.update_time(path).expect("stored");
+            self.created.entry(path.clone()).or_insert(time);
+        }
     }
 
     fn doc(&self, path: &str) -> Option<StoredDoc> {
@@ -301,4 +309,63 @@ fn the_first_send_explains_the_lifecycle_rewrite_and_nothing_else_does() {
         lease_event.created,
         Some(plan_doc.created)
     ));
+}
+
+mod property {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// One random step: (kind, holder, fence, attempt, finding, clock step).
+    fn step() -> impl Strategy<Value = (u8, usize, i64, i64, u8, u8)> {
+        (0u8..6, 0usize..3, 1i64..4, 1i64..4, 0u8..4, 0u8..6)
+    }
+
+    fn finding(pick: u8, reconcile: bool) -> crate::sends::close::Finding {
+        match (pick, reconcile) {
+            (0, _) => succeeded(0),
+            (1, _) => succeeded(1),
+            (2, _) => Declined,
+            (_, false) => Ambiguous,
+            (_, true) => Absent,
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(96))]
+
+        /// Whatever the callers do, in whatever order and at whatever times, the
+        /// documents the decisions leave behind pass every send check after every step.
+        #[test]
+        fn the_decisions_never_write_a_history_the_checks_reject(
+            steps in proptest::collection::vec(step(), 1..40)
+        ) {
+            let mut now = T0;
+            let mut ops = Vec::new();
+            for (kind, holder, fence, attempt, pick, clock) in steps {
+                now += match clock {
+                    0 => 0,
+                    1 => 1,
+                    2 => SEC,
+                    3 | 4 => 61 * SEC,
+                    _ => 20_000 * SEC,
+                };
+                ops.push(match kind {
+                    0 => Op::Acquire(holder, now),
+                    1 | 2 => Op::Begin(holder, fence, now),
+                    3 => Op::Outcome(holder, fence, attempt, finding(pick, false), now),
+                    4 => Op::Reconcile(holder, fence, attempt, finding(pick, true), now),
+                    _ => Op::Status(now),
+                });
+            }
+            let mut timed = Timed::run(&[]);
+            for end in 1..=ops.len() {
+                timed.step(&ops[end - 1]);
+                prop_assert_eq!(timed.findings(), vec![], "after {:?}", &ops[..end]);
+                for (path, doc) in timed.store.iter() {
+                    let text = format!("{path} {doc:?}");
+                    prop_assert!(!text.contains("CANARY"));
+                }
+            }
+        }
+    }
 }
