@@ -20,6 +20,8 @@ mod ledger;
 mod locks;
 mod randomized;
 mod registration;
+mod send_randomized;
+mod sends;
 mod start;
 mod support;
 mod tampering;

@@ -9,9 +9,10 @@ pub mod ledger;
 #[cfg(feature = "rules-testing")]
 pub mod rules;
 pub mod schema;
+pub mod sends;
 pub mod verify;
 
-use crate::{Args, Cmd, ExampleOf, LedgerCmd};
+use crate::{Args, Cmd, ExampleOf, LedgerCmd, SendCmd};
 use command_journal::ManualClock;
 use command_journal::{Concurrency, Journal, JournalError};
 use command_journal::{Connection, Target};
@@ -48,6 +49,11 @@ pub async fn run(args: Args) -> ExitCode {
             return demo::run(options.emulator_host, demo).await;
         }
         Cmd::Ledger { action } => return ledger_command(&action, &options).await,
+        Cmd::Send { action } => {
+            let action = send_action(&action);
+            let result = sends::run(action, &read_stdin(), || options.journal()).await;
+            return exit::report_failure(result);
+        }
         Cmd::Verify {
             allow_empty,
             ranges,
@@ -79,6 +85,14 @@ async fn ledger_command(action: &LedgerCmd, options: &Global) -> ExitCode {
     }
 }
 
+fn send_action(action: &SendCmd) -> sends::SendAction {
+    match action {
+        SendCmd::Begin => sends::SendAction::Begin,
+        SendCmd::Outcome => sends::SendAction::Outcome,
+        SendCmd::Reconcile => sends::SendAction::Reconcile,
+    }
+}
+
 /// Prints the example stdin object of a subcommand.
 fn example(of: &ExampleOf) -> ExitCode {
     let subject = match of {
@@ -89,6 +103,7 @@ fn example(of: &ExampleOf) -> ExitCode {
         ExampleOf::Complete => Subject::Complete,
         ExampleOf::Fail => Subject::Fail,
         ExampleOf::Status => Subject::Status,
+        ExampleOf::Send { action } => send_action(action).subject(),
         ExampleOf::Ledger { action } => match action {
             LedgerCmd::Fingerprint => Subject::LedgerFingerprint,
             LedgerCmd::Accept => Subject::LedgerAccept,

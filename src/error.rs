@@ -64,6 +64,22 @@ pub enum JournalError {
     /// covers principal material that version 3 removed; the migration refuses to link it.
     #[error("a version 1 or 2 multi-effect command cannot be linked")]
     ObsoleteMultiEffectFingerprint,
+    /// The attempt's outcome is unknown and its stored send cutoff has passed (equality
+    /// counts as passed), or its send time is unknown: no permit for anyone, and no
+    /// outcome but reconciliation moves it. Final for automation.
+    #[error("the send cutoff has passed: the attempt needs reconciliation")]
+    SendCutoffPassed,
+    /// The command is bound to a different provider plan.
+    #[error("the command is bound to a different provider plan")]
+    PlanConflict,
+    /// The command has a bound provider plan: it ends only through the send layer
+    /// (`record_send_outcome` or `reconcile_send`).
+    #[error("the command has a provider send: record its outcome through the send layer")]
+    SendOutcomeRequired,
+    /// The attempt named is not the command's current one, is no longer open for this
+    /// answer, or was not sent by the caller's fence.
+    #[error("the attempt does not match the command's current provider attempt")]
+    AttemptMismatch,
     /// Firestore could not be reached, kept aborting, or the operation's deadline
     /// passed. Every operation is idempotent: retrying the whole call later is safe.
     #[error(
@@ -219,6 +235,10 @@ impl JournalError {
             Self::ScopeMismatch => "scope_mismatch",
             Self::UnsupportedFingerprintVersion => "unsupported_fingerprint_version",
             Self::ObsoleteMultiEffectFingerprint => "obsolete_multi_effect_fingerprint",
+            Self::SendCutoffPassed => "send_cutoff_passed",
+            Self::PlanConflict => "plan_conflict",
+            Self::SendOutcomeRequired => "send_outcome_required",
+            Self::AttemptMismatch => "attempt_mismatch",
             Self::Unavailable { .. } => "unavailable",
             Self::CredentialsUnavailable => "credentials_unavailable",
             Self::PermissionDenied { .. } => "permission_denied",

@@ -102,8 +102,10 @@ const EXPECTED: &[(&str, &str)] = &[
     ),
     (
         "plan",
-        "a fingerprint input object: {family, fingerprintVersion, effects, intent} or \
-         {family: internal_transfer, fingerprintVersion, transfer}",
+        "ledger: a fingerprint input object: {family, fingerprintVersion, effects, intent} or \
+         {family: internal_transfer, fingerprintVersion, transfer}; send begin: an object \
+         {provider, account, mode, apiVersion, operation, endpoint, parameters, \
+         keyRetentionSeconds} and no other key",
     ),
     (
         "charge",
@@ -132,6 +134,47 @@ const EXPECTED: &[(&str, &str)] = &[
         "historical",
         "an object {family, fingerprint, fingerprintVersion, acceptedAt, migrationId, \
          effectIds, effects}",
+    ),
+    (
+        "provider",
+        "a lowercase slug: a-z, then up to 62 of a-z, 0-9 and _",
+    ),
+    (
+        "account",
+        "the provider account: 1 to 255 characters without control characters",
+    ),
+    ("mode", "one of test, live"),
+    (
+        "apiVersion",
+        "1 to 64 printable ASCII characters without spaces",
+    ),
+    (
+        "endpoint",
+        "METHOD /path: one of GET, POST, PUT, PATCH, DELETE, one space, then an absolute \
+         path of non-empty RFC 3986 segments (no . or .., no query or fragment, \
+         %XX uppercase), at most 512 bytes in all",
+    ),
+    (
+        "parameters",
+        "a JSON object of strings, booleans, nulls, integers within +-(2^53-1), arrays \
+         and objects; at most 32 deep and 65536 bytes in canonical form; no fractions",
+    ),
+    (
+        "keyRetentionSeconds",
+        "an integer from 3600 to 2592000: the provider's documented idempotency-key \
+         retention in seconds",
+    ),
+    (
+        "attempt",
+        "an integer from 1 to 9999: the attempt the send permit answered",
+    ),
+    (
+        "outcome",
+        "one of succeeded, declined, ambiguous (succeeded with terminalReferenceFingerprint)",
+    ),
+    (
+        "evidence",
+        "one of succeeded, declined, not_found (succeeded with terminalReferenceFingerprint)",
     ),
     ("concurrency", "one of preconditions, transaction"),
     ("fingerprint", "64 lowercase hex characters"),

@@ -147,7 +147,7 @@ impl LeaseId {
     }
 }
 
-fn is_slug(text: &str) -> bool {
+pub(crate) fn is_slug(text: &str) -> bool {
     let bytes = text.as_bytes();
     (1..=63).contains(&bytes.len())
         && bytes[0].is_ascii_lowercase()
@@ -184,6 +184,11 @@ impl OperationSlug {
         is_slug(text)
             .then(|| Self(text.to_owned()))
             .ok_or(JournalError::invalid("operation"))
+    }
+
+    /// The slug text.
+    pub fn as_str(&self) -> &str {
+        &self.0
     }
 }
 
@@ -233,21 +238,28 @@ redacted_debug!(Payload);
 impl Payload {
     /// Validates `value` and computes its canonical text.
     pub fn from_value(value: &Value) -> Result<Self, JournalError> {
-        let invalid = || JournalError::invalid("payload");
-        if !value.is_object() || !within_rules(value, 1) {
-            return Err(invalid());
-        }
-        let canonical = serde_json_canonicalizer::to_string(value).map_err(|_| invalid())?;
-        if canonical.len() > MAX_CANONICAL_PAYLOAD_BYTES {
-            return Err(invalid());
-        }
-        Ok(Self { canonical })
+        canonical_object(value, "payload").map(|canonical| Self { canonical })
     }
 
     /// The RFC 8785 canonical JSON text that is fingerprinted.
     pub fn canonical(&self) -> &str {
         &self.canonical
     }
+}
+
+/// The RFC 8785 canonical text of `value` under the payload rules (a JSON object,
+/// integers within ±(2^53−1), at most 32 deep, at most 65,536 canonical bytes);
+/// `invalid_input` naming `field` otherwise.
+pub(crate) fn canonical_object(value: &Value, field: &'static str) -> Result<String, JournalError> {
+    let invalid = || JournalError::invalid(field);
+    if !value.is_object() || !within_rules(value, 1) {
+        return Err(invalid());
+    }
+    let canonical = serde_json_canonicalizer::to_string(value).map_err(|_| invalid())?;
+    if canonical.len() > MAX_CANONICAL_PAYLOAD_BYTES {
+        return Err(invalid());
+    }
+    Ok(canonical)
 }
 
 /// Checks number and depth rules; `depth` is the depth of `value` if it is a container.

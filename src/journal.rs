@@ -1,5 +1,7 @@
 //! The entry point: a `Journal` over one Firestore project.
 
+mod sends;
+
 use crate::connection::Connection;
 use crate::error::JournalError;
 use crate::identity::{CommandInput, LeaseId, TerminalReferenceFingerprint};
@@ -9,6 +11,7 @@ use crate::lease::{
 };
 use crate::registration::{Registration, RegistrationOutput};
 use crate::runner::{self, Concurrency, Counters, RunOptions, Stats};
+use crate::sends::guard::Guarded;
 use crate::start::{Start, StartOutput};
 use crate::time::{Clock, SystemClock, Timestamp};
 use std::sync::Arc;
@@ -172,6 +175,9 @@ impl Journal {
     /// Records success with the command-bound commitment of `reference`, for the
     /// exact holder and fence while the lease is active. An exact retry answers the
     /// same without writing, even after expiry; anything else is rejected unwritten.
+    /// Once the command has a bound provider plan this is `send_outcome_required`:
+    /// it ends only through [`record_send_outcome`](Self::record_send_outcome) or
+    /// [`reconcile_send`](Self::reconcile_send).
     pub async fn complete_command(
         &self,
         command: &CommandInput,
@@ -182,16 +188,17 @@ impl Journal {
         check_fence(expected_fence_epoch)?;
         let call = self.lease_call(command, lease)?;
         let commitment = command.identity().terminal_commitment(reference);
+        let hash = command.identity().command_key_hash().clone();
         let op = Terminal::new(
             call,
             expected_fence_epoch,
             TerminalRequest::Succeed(commitment),
         );
-        self.run(&op).await
+        self.run(&Guarded::new(op, &hash)).await
     }
 
     /// Records final failure (no reason is stored), under the same rules as
-    /// [`complete_command`](Self::complete_command).
+    /// [`complete_command`](Self::complete_command), the send guard included.
     pub async fn fail_command(
         &self,
         command: &CommandInput,
@@ -199,12 +206,13 @@ impl Journal {
         expected_fence_epoch: i64,
     ) -> Result<TerminalOutput, JournalError> {
         check_fence(expected_fence_epoch)?;
+        let hash = command.identity().command_key_hash().clone();
         let op = Terminal::new(
             self.lease_call(command, lease)?,
             expected_fence_epoch,
             TerminalRequest::Fail,
         );
-        self.run(&op).await
+        self.run(&Guarded::new(op, &hash)).await
     }
 
     /// The command's redacted state, revision and fence, validating every document

@@ -169,11 +169,26 @@ impl LeaseCall {
         }
     }
 
-    fn hash(&self) -> &Digest {
+    /// The command's derived identity.
+    pub(crate) fn identity(&self) -> &CommandIdentity {
+        &self.identity
+    }
+
+    /// The caller's lease-owner fingerprint.
+    pub(crate) fn owner(&self) -> &Digest {
+        &self.owner
+    }
+
+    /// The one captured time.
+    pub(crate) fn now(&self) -> Timestamp {
+        self.now
+    }
+
+    pub(crate) fn hash(&self) -> &Digest {
         self.identity.command_key_hash()
     }
 
-    fn first_read(&self) -> Vec<String> {
+    pub(crate) fn first_read(&self) -> Vec<String> {
         let hash = self.hash();
         let mut paths = vec![
             root::path(hash),
@@ -188,7 +203,7 @@ impl LeaseCall {
     /// the lifecycle, its exact current audit partner and the absence of the next
     /// audit event. Asks for a follow-up read when the partner or next event fell
     /// outside the speculative window.
-    fn load(&self, snapshot: &Snapshot) -> Result<Loaded, Step> {
+    pub(crate) fn load(&self, snapshot: &Snapshot) -> Result<Loaded, Step> {
         let hash = self.hash();
         let root = check_registration(
             &self.identity,
@@ -282,9 +297,9 @@ impl LeaseCall {
 }
 
 /// The validated state a decision starts from.
-struct Loaded {
-    root: RootDocument,
-    current: Option<Lifecycle>,
+pub(crate) struct Loaded {
+    pub(crate) root: RootDocument,
+    pub(crate) current: Option<Lifecycle>,
 }
 
 /// The lifecycle and its current audit event describe the same transition.

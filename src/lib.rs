@@ -82,7 +82,8 @@
 //!
 //! The contract the code implements is written down in `docs/`: `identity.md` (input
 //! rules, framing and derived values), `documents.md` (every document and its
-//! invariants), `leases.md` (the lease, fence and terminal tables) and `ledger.md`
+//! invariants), `leases.md` (the lease, fence and terminal tables), `providers.md` (the
+//! provider send layer: plan, permits, cutoff, outcomes, reconciliation) and `ledger.md`
 //! (fingerprint serializers, transfers, replay, lineage and linking).
 //!
 //! # Features
@@ -115,6 +116,7 @@ mod registration;
 #[cfg(feature = "rules-testing")]
 pub mod rules_testing;
 mod runner;
+mod sends;
 mod start;
 pub mod strict_json;
 /// The in-memory store the unit tests and fuzz targets share (tests and the
@@ -153,6 +155,10 @@ pub use runner::{
     BACKOFF_BASE, BACKOFF_CAP, Concurrency, MAX_ATTEMPTS, RPC_TIMEOUT, Stats,
     TRANSACTION_BACKOFF_BASE, TRANSACTION_BACKOFF_CAP,
 };
+pub use sends::{
+    AttemptState, BeginSendOutput, CommandStatus, ProviderMode, ProviderPlan, ProviderPlanRequest,
+    SendEvidence, SendOutcome, SendOutcomeOutput, SendPermit, SendStatus,
+};
 pub use start::StartOutput;
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
 pub use verify::{
@@ -169,6 +175,15 @@ pub mod internals {
     pub use crate::registration::Registration;
     pub use crate::start::Start;
     pub use crate::transaction::{Decision, MAX_FOLLOW_UP_READS, Snapshot, Transition, Write};
+
+    /// The send layer's pure verifier checks, until the scan runs them.
+    pub mod sends {
+        pub use crate::document::lifecycle::Lifecycle;
+        pub use crate::sends::event::parse_id as parse_send_event_id;
+        pub use crate::verify::sends::{
+            SendDocs, SendFinding, SendFindingCode, StoredDoc, WriteTime, check_sends,
+        };
+    }
 
     /// Runs any `op` through `journal`'s runner, as its own operations are run.
     pub async fn run<T: Transition>(

@@ -104,6 +104,11 @@ enum Cmd {
     /// Print the command's redacted state, revision and fence.
     #[command(after_help = Subject::Status.help())]
     Status,
+    /// Provider sends: `begin` (a permit before the POST), `outcome`, `reconcile`.
+    Send {
+        #[command(subcommand)]
+        action: SendCmd,
+    },
     /// Ledger reservations: `fingerprint`, `accept`, `replay`, `link`.
     Ledger {
         #[command(subcommand)]
@@ -158,6 +163,19 @@ enum Cmd {
 }
 
 #[derive(Debug, Subcommand)]
+enum SendCmd {
+    /// Record the attempt as sending before the provider call and print the permit.
+    #[command(after_help = Subject::SendBegin.help())]
+    Begin,
+    /// Record what the provider answered the attempt.
+    #[command(after_help = Subject::SendOutcome.help())]
+    Outcome,
+    /// Record verified provider evidence about an attempt whose outcome is unknown.
+    #[command(after_help = Subject::SendReconcile.help())]
+    Reconcile,
+}
+
+#[derive(Debug, Subcommand)]
 enum LedgerCmd {
     /// Print the fingerprint, its version and the exact canonical text hashed.
     #[command(after_help = Subject::LedgerFingerprint.help())]
@@ -190,6 +208,11 @@ enum ExampleOf {
     Fail,
     /// `status`'s input.
     Status,
+    /// A send subcommand's input.
+    Send {
+        #[command(subcommand)]
+        action: SendCmd,
+    },
     /// A ledger subcommand's input.
     Ledger {
         #[command(subcommand)]

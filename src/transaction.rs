@@ -33,6 +33,12 @@ pub enum OperationName {
     Fail,
     /// `journal.status`
     Status,
+    /// `journal.begin_send`
+    BeginSend,
+    /// `journal.record_send_outcome`
+    RecordSendOutcome,
+    /// `journal.reconcile_send`
+    ReconcileSend,
     /// `journal.ledger_accept`
     LedgerAccept,
     /// `journal.ledger_replay`
@@ -53,6 +59,9 @@ impl OperationName {
             Self::Complete => "journal.complete",
             Self::Fail => "journal.fail",
             Self::Status => "journal.status",
+            Self::BeginSend => "journal.begin_send",
+            Self::RecordSendOutcome => "journal.record_send_outcome",
+            Self::ReconcileSend => "journal.reconcile_send",
             Self::LedgerAccept => "journal.ledger_accept",
             Self::LedgerReplay => "journal.ledger_replay",
             Self::LedgerLink => "journal.ledger_link",

@@ -21,6 +21,7 @@ mod historical_links;
 pub mod ledger;
 mod ranges;
 mod scan;
+pub(crate) mod sends;
 mod write_times;
 
 pub use ranges::ScanRanges;

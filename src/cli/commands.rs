@@ -72,7 +72,7 @@ where
     let journal = journal().await?;
     let value = match (operation, lease, fence, reference) {
         (Operation::Register, ..) => to_json(journal.register_command(&command).await?),
-        (Operation::Status, ..) => to_json(journal.status(&command).await?),
+        (Operation::Status, ..) => to_json(journal.send_status(&command).await?),
         (Operation::Acquire, Some(lease), ..) => {
             to_json(journal.acquire_lease(&command, &lease).await?)
         }

@@ -21,6 +21,12 @@ pub enum Subject {
     Fail,
     /// `status`.
     Status,
+    /// `send begin`.
+    SendBegin,
+    /// `send outcome`.
+    SendOutcome,
+    /// `send reconcile`.
+    SendReconcile,
     /// `ledger fingerprint`.
     LedgerFingerprint,
     /// `ledger accept`.
@@ -96,6 +102,7 @@ const COMMAND_EXAMPLE: &str = r#""environment":"emulator","callerScopeKind":"mem
 const LEASE_EXAMPLE: &str = r#""leaseId":"9b2d7c1e-3a4f-4e5b-8c6d-7e8f9a0b1c2d""#;
 const REFERENCE_EXAMPLE: &str = r#""terminalReferenceFingerprint":"50d0c3665b69d55462d75fc9d8023325b7bb136cbca311ebd4a4c09d0fd96b24""#;
 const PLAN_EXAMPLE: &str = r#"{"family":"store_purchase","fingerprintVersion":5,"effects":[{"seat_id":"seat-1","target_seat_id":"seat-1","actor_seat_id":"seat-1","mechanism":"WALLET","amount":"12.50","account_type":"checking","type":"STORE_PURCHASE","policy_id":"policy-1"}],"intent":{"policyUuid":"6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b","quantity":1}}"#;
+const PROVIDER_PLAN_EXAMPLE: &str = r#"{"provider":"stripe","account":"acct_1Nv0FGQ9RKHgCVdK","mode":"test","apiVersion":"2024-06-20","operation":"charge","endpoint":"POST /v1/payment_intents","parameters":{"amount":1250,"currency":"usd"},"keyRetentionSeconds":86400}"#;
 const LEDGER_KEY_EXAMPLE: &str = r#""classId":"class-1","featCode":"STORE_PURCHASE","idempotencyKey":"order-1001","scope":{"seatId":"seat-1","actorSeatId":"seat-1"}"#;
 const HISTORICAL_EXAMPLE: &str = r#""historical":{"family":"store_purchase","fingerprint":"50d0c3665b69d55462d75fc9d8023325b7bb136cbca311ebd4a4c09d0fd96b24","fingerprintVersion":5,"acceptedAt":"2025-06-01T12:00:00Z","migrationId":"seat-ownership-2025","effectIds":["legacy-row-1"],"effects":[{"seat_id":"seat-1","target_seat_id":"seat-1","actor_seat_id":"seat-1","mechanism":"WALLET","amount":"12.50","account_type":"checking","type":"STORE_PURCHASE","policy_id":"policy-1"}]}"#;
 const CHARGE_EXAMPLE: &str = r#""charge":{"family":"store_purchase","intent":{"policyUuid":"6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b","quantity":1}}"#;
@@ -122,6 +129,28 @@ impl Subject {
                 fields.push(field("expectedFenceEpoch", "integer", REQUIRED));
                 if self == Self::Complete {
                     fields.push(field("terminalReferenceFingerprint", "string", REQUIRED));
+                }
+            }
+            Self::SendBegin | Self::SendOutcome | Self::SendReconcile => {
+                fields.extend(COMMAND);
+                fields.push(field("leaseId", "string", REQUIRED));
+                fields.push(field("expectedFenceEpoch", "integer", REQUIRED));
+                match self {
+                    Self::SendBegin => fields.push(field("plan", "object", REQUIRED)),
+                    _ => {
+                        fields.push(field("attempt", "integer", REQUIRED));
+                        let answer = if self == Self::SendOutcome {
+                            "outcome"
+                        } else {
+                            "evidence"
+                        };
+                        fields.push(field(answer, "string", REQUIRED));
+                        fields.push(field(
+                            "terminalReferenceFingerprint",
+                            "string",
+                            "required with succeeded, absent otherwise",
+                        ));
+                    }
                 }
             }
             Self::LedgerFingerprint => fields.extend(PLAN),
@@ -161,6 +190,9 @@ impl Subject {
             Self::Complete => "complete",
             Self::Fail => "fail",
             Self::Status => "status",
+            Self::SendBegin => "send begin",
+            Self::SendOutcome => "send outcome",
+            Self::SendReconcile => "send reconcile",
             Self::LedgerFingerprint => "ledger fingerprint",
             Self::LedgerAccept => "ledger accept",
             Self::LedgerReplay => "ledger replay",
@@ -178,6 +210,9 @@ impl Subject {
             Self::Complete => "command-journal --project demo-project complete",
             Self::Fail => "command-journal --project demo-project fail",
             Self::Status => "command-journal --project demo-project status",
+            Self::SendBegin => "command-journal --project demo-project send begin",
+            Self::SendOutcome => "command-journal --project demo-project send outcome",
+            Self::SendReconcile => "command-journal --project demo-project send reconcile",
             Self::LedgerFingerprint => "command-journal ledger fingerprint",
             Self::LedgerAccept => "command-journal --project demo-project ledger accept",
             Self::LedgerReplay => "command-journal --project demo-project ledger replay",
@@ -197,6 +232,15 @@ impl Subject {
             Self::Fail => {
                 format!(r#"{{{COMMAND_EXAMPLE},{LEASE_EXAMPLE},"expectedFenceEpoch":1}}"#)
             }
+            Self::SendBegin => format!(
+                r#"{{{COMMAND_EXAMPLE},{LEASE_EXAMPLE},"expectedFenceEpoch":1,"plan":{PROVIDER_PLAN_EXAMPLE}}}"#
+            ),
+            Self::SendOutcome => format!(
+                r#"{{{COMMAND_EXAMPLE},{LEASE_EXAMPLE},"expectedFenceEpoch":1,"attempt":1,"outcome":"succeeded",{REFERENCE_EXAMPLE}}}"#
+            ),
+            Self::SendReconcile => format!(
+                r#"{{{COMMAND_EXAMPLE},{LEASE_EXAMPLE},"expectedFenceEpoch":1,"attempt":1,"evidence":"not_found"}}"#
+            ),
             Self::LedgerFingerprint => PLAN_EXAMPLE.to_owned(),
             Self::LedgerAccept => format!(r#"{{{LEDGER_KEY_EXAMPLE},"plan":{PLAN_EXAMPLE}}}"#),
             Self::LedgerReplay => format!("{{{LEDGER_KEY_EXAMPLE},{CHARGE_EXAMPLE}}}"),
@@ -238,7 +282,34 @@ impl Subject {
                  terminal_failed_final."
             }
             Self::Status => {
-                "Prints {journalSchemaVersion, state, commandRevision, fenceEpoch, leaseActive}."
+                "Prints {journalSchemaVersion, state, commandRevision, fenceEpoch, leaseActive}, \
+                 plus send: {attempt, state, sendCutoffAt, needsReconciliation} once a provider \
+                 plan is bound (`send begin`)."
+            }
+            Self::SendBegin => {
+                "Run register and acquire (or start) first; expectedFenceEpoch is the fenceEpoch \
+                 acquire printed. Records the attempt as sending BEFORE you call the provider and \
+                 prints {journalSchemaVersion, outcome: send_permitted, attempt, resend, \
+                 providerIdempotencyKey, sendCutoffAt: {seconds, nanoseconds}}: send with exactly \
+                 that key. The first call binds the plan for ever (another plan: plan_conflict, \
+                 exit 3). A terminal command prints its terminal outcome. At or after \
+                 sendCutoffAt with the outcome unknown: send_cutoff_passed (exit 3), do not send, \
+                 reconcile. plan keys: provider, account, mode, apiVersion, operation, endpoint, \
+                 parameters, keyRetentionSeconds (all required)."
+            }
+            Self::SendOutcome => {
+                "After the provider answered the send of `send begin`'s attempt: succeeded (with \
+                 terminalReferenceFingerprint) or declined ends the command and prints B2B's \
+                 terminal output; ambiguous (timeout, 5xx, connection lost) prints \
+                 {journalSchemaVersion, outcome: send_ambiguous, attempt}. Refusals \
+                 (send_cutoff_passed, attempt_mismatch, …) exit 3."
+            }
+            Self::SendReconcile => {
+                "For a holder of the lease (acquire first), with verified provider evidence about \
+                 an attempt whose outcome is unknown: succeeded (with \
+                 terminalReferenceFingerprint) or declined ends the command and prints B2B's \
+                 terminal output; not_found prints {journalSchemaVersion, outcome: send_absent, \
+                 attempt}, after which `send begin` opens attempt + 1 with a new key."
             }
             Self::LedgerFingerprint => {
                 "Prints {fingerprint, fingerprintVersion, canonical}: canonical is the exact \
@@ -312,7 +383,10 @@ impl Subject {
 mod tests {
     use super::Subject;
 
-    const ALL: [Subject; 11] = [
+    const ALL: [Subject; 14] = [
+        Subject::SendBegin,
+        Subject::SendOutcome,
+        Subject::SendReconcile,
         Subject::Identity,
         Subject::Register,
         Subject::Acquire,

@@ -130,6 +130,30 @@ impl<'a> Strict<'a> {
         }
     }
 
+    /// A null, or a timestamp value.
+    pub fn nullable_timestamp(&self, name: &str) -> Result<Option<Timestamp>, JournalError> {
+        match self.get(name)? {
+            ValueType::NullValue(_) => Ok(None),
+            ValueType::TimestampValue(ts) => Timestamp::from_proto(ts)
+                .map(Some)
+                .ok_or_else(|| self.fail(name)),
+            _ => Err(self.fail(name)),
+        }
+    }
+
+    /// A null, or an integer within `range`.
+    pub fn nullable_int_in(
+        &self,
+        name: &str,
+        range: std::ops::RangeInclusive<i64>,
+    ) -> Result<Option<i64>, JournalError> {
+        match self.get(name)? {
+            ValueType::NullValue(_) => Ok(None),
+            ValueType::IntegerValue(v) if range.contains(v) => Ok(Some(*v)),
+            _ => Err(self.fail(name)),
+        }
+    }
+
     /// The `journal_corrupt` error of this document kind, for relation checks.
     pub fn corrupt(&self, relation: &str) -> JournalError {
         self.fail(relation)

@@ -107,3 +107,17 @@ fn messages_name_the_cause_and_the_grpc_code() {
     assert!(missing.to_string().contains("NOT_FOUND"));
     assert_eq!(missing.grpc_code(), Some(GrpcCode::NotFound));
 }
+
+#[test]
+fn send_codes_are_stable_refusals() {
+    for (error, code) in [
+        (JournalError::SendCutoffPassed, "send_cutoff_passed"),
+        (JournalError::PlanConflict, "plan_conflict"),
+        (JournalError::SendOutcomeRequired, "send_outcome_required"),
+        (JournalError::AttemptMismatch, "attempt_mismatch"),
+    ] {
+        assert_eq!(error.code(), code);
+        assert_eq!(error.class(), ErrorClass::Refused);
+        assert!(!error.is_retryable());
+    }
+}

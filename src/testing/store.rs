@@ -93,6 +93,12 @@ impl Store {
         self.docs.get(path).map(|stored| &stored.fields)
     }
 
+    /// The logical time of the write that left the document at `path` (a commit's,
+    /// shared by every write of it, or an outside write's).
+    pub fn update_time(&self, path: &str) -> Option<u64> {
+        self.docs.get(path).map(|stored| stored.update_time)
+    }
+
     /// Whether a document exists at `path`.
     pub fn contains_key(&self, path: &str) -> bool {
         self.docs.contains_key(path)

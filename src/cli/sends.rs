@@ -1,0 +1,160 @@
+//! `send begin`, `send outcome` and `send reconcile`: the provider send layer, each
+//! reading the command object of `complete` (command fields, `leaseId`,
+//! `expectedFenceEpoch`) plus its own keys.
+
+use super::input::{Failure, Input};
+use super::schema::Subject;
+use command_journal::{
+    Journal, JournalError, LeaseId, ProviderPlan, ProviderPlanRequest, SendEvidence, SendOutcome,
+    TerminalReferenceFingerprint,
+};
+use serde_json::Value;
+
+/// Which send operation to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendAction {
+    /// `begin_send`.
+    Begin,
+    /// `record_send_outcome`.
+    Outcome,
+    /// `reconcile_send`.
+    Reconcile,
+}
+
+impl SendAction {
+    /// The stdin object it reads.
+    pub fn subject(self) -> Subject {
+        match self {
+            Self::Begin => Subject::SendBegin,
+            Self::Outcome => Subject::SendOutcome,
+            Self::Reconcile => Subject::SendReconcile,
+        }
+    }
+}
+
+/// The keys of the `plan` object, in the order they are validated.
+pub const PLAN_KEYS: [&str; 8] = [
+    "provider",
+    "account",
+    "mode",
+    "apiVersion",
+    "operation",
+    "endpoint",
+    "parameters",
+    "keyRetentionSeconds",
+];
+
+fn plan(value: &Value) -> Result<ProviderPlan, JournalError> {
+    let invalid = JournalError::InvalidInput { field: "plan" };
+    let map = value.as_object().ok_or(invalid)?;
+    if map.keys().any(|k| !PLAN_KEYS.contains(&k.as_str())) {
+        return Err(invalid);
+    }
+    let text = |field: &'static str| match map.get(field) {
+        Some(Value::String(text)) => Ok(text.as_str()),
+        _ => Err(JournalError::InvalidInput { field }),
+    };
+    let parameters = map.get("parameters").ok_or(JournalError::InvalidInput {
+        field: "parameters",
+    })?;
+    let request = ProviderPlanRequest {
+        provider: text("provider")?,
+        account: text("account")?,
+        mode: text("mode")?,
+        api_version: text("apiVersion")?,
+        operation: text("operation")?,
+        endpoint: text("endpoint")?,
+        parameters,
+        key_retention_seconds: map
+            .get("keyRetentionSeconds")
+            .and_then(Value::as_i64)
+            .ok_or(JournalError::InvalidInput {
+                field: "keyRetentionSeconds",
+            })?,
+    };
+    ProviderPlan::new(request)
+}
+
+fn reference(
+    input: &mut Input,
+    given: bool,
+) -> Result<Option<TerminalReferenceFingerprint>, JournalError> {
+    let text = input.optional_string("terminalReferenceFingerprint")?;
+    match (text, given) {
+        (Some(text), true) => TerminalReferenceFingerprint::parse(&text).map(Some),
+        (None, false) => Ok(None),
+        _ => Err(JournalError::InvalidInput {
+            field: "terminalReferenceFingerprint",
+        }),
+    }
+}
+
+fn to_json<T: serde::Serialize>(value: T) -> Result<Value, JournalError> {
+    serde_json::to_value(value).map_err(|_| JournalError::Internal {
+        reason: "output serialization failed",
+    })
+}
+
+/// What the stdin object asks for, validated.
+enum Request {
+    Begin(ProviderPlan),
+    Outcome(i64, SendOutcome),
+    Reconcile(i64, SendEvidence),
+}
+
+/// Validates the whole stdin object first (exit 2 before any connection), then runs
+/// the operation through `journal()`.
+pub async fn run<F, Fut>(action: SendAction, stdin: &str, journal: F) -> Result<Value, Failure>
+where
+    F: FnOnce() -> Fut,
+    Fut: Future<Output = Result<Journal, JournalError>>,
+{
+    let mut input = Input::parse(stdin)?;
+    input.only(&action.subject().keys())?;
+    let command = input.command()?;
+    let lease = LeaseId::parse(&input.string("leaseId")?)?;
+    let fence = input.integer("expectedFenceEpoch")?;
+    let request = match action {
+        SendAction::Begin => Request::Begin(plan(&input.value("plan")?)?),
+        SendAction::Outcome => {
+            let attempt = input.integer("attempt")?;
+            let outcome = input.string("outcome")?;
+            let reference = reference(&mut input, outcome == "succeeded")?;
+            let outcome = match (outcome.as_str(), reference) {
+                ("succeeded", Some(r)) => SendOutcome::Succeeded(r),
+                ("declined", None) => SendOutcome::Declined,
+                ("ambiguous", None) => SendOutcome::Ambiguous,
+                _ => return Err(JournalError::InvalidInput { field: "outcome" }.into()),
+            };
+            Request::Outcome(attempt, outcome)
+        }
+        SendAction::Reconcile => {
+            let attempt = input.integer("attempt")?;
+            let evidence = input.string("evidence")?;
+            let reference = reference(&mut input, evidence == "succeeded")?;
+            let evidence = match (evidence.as_str(), reference) {
+                ("succeeded", Some(r)) => SendEvidence::Succeeded(r),
+                ("declined", None) => SendEvidence::Declined,
+                ("not_found", None) => SendEvidence::NotFound,
+                _ => return Err(JournalError::InvalidInput { field: "evidence" }.into()),
+            };
+            Request::Reconcile(attempt, evidence)
+        }
+    };
+    input.finish()?;
+    let journal = journal().await?;
+    let value = match request {
+        Request::Begin(plan) => to_json(journal.begin_send(&command, &lease, fence, &plan).await?),
+        Request::Outcome(attempt, outcome) => to_json(
+            journal
+                .record_send_outcome(&command, &lease, fence, attempt, &outcome)
+                .await?,
+        ),
+        Request::Reconcile(attempt, evidence) => to_json(
+            journal
+                .reconcile_send(&command, &lease, fence, attempt, &evidence)
+                .await?,
+        ),
+    };
+    Ok(value?)
+}

@@ -1,0 +1,129 @@
+//! The send layer's entry points on [`Journal`]: permits before a provider call,
+//! outcomes after it, reconciliation, and the status with the send state.
+
+use super::{Journal, check_fence};
+use crate::error::JournalError;
+use crate::identity::{CommandInput, LeaseId};
+use crate::lease::LeaseCall;
+use crate::sends::begin::BeginSend;
+use crate::sends::close::Finding;
+use crate::sends::outcome::RecordOutcome;
+use crate::sends::plan::MAX_ATTEMPT;
+use crate::sends::reconcile::Reconcile;
+use crate::sends::status::SendStatusRead;
+use crate::sends::{
+    BeginSendOutput, CommandStatus, ProviderPlan, SendEvidence, SendOutcome, SendOutcomeOutput,
+};
+
+fn check_attempt(attempt: i64) -> Result<(), JournalError> {
+    if (1..=MAX_ATTEMPT).contains(&attempt) {
+        Ok(())
+    } else {
+        Err(JournalError::invalid("attempt"))
+    }
+}
+
+impl Journal {
+    /// A permit to send `plan` to the provider, recorded *before* the caller sends,
+    /// for the exact active holder `lease` at `expected_fence_epoch`.
+    ///
+    /// The first call binds the plan for ever and opens attempt 1 (`sending`, with the
+    /// captured `firstSentAt` and the stored `sendCutoffAt`); the same holder and
+    /// fence again gets the same permit without a write; a later holder (after a
+    /// takeover) re-sends the same attempt with the same key (`resend: true`) while
+    /// `now < sendCutoffAt`; once an attempt is recorded absent, the next call opens
+    /// attempt n + 1 with a new key. At or after the cutoff with the outcome unknown,
+    /// or with an unreadable send record, every caller gets `send_cutoff_passed`; a
+    /// different plan is `plan_conflict`; a terminal command answers its terminal
+    /// outcome. Refusals write nothing.
+    pub async fn begin_send(
+        &self,
+        command: &CommandInput,
+        lease: &LeaseId,
+        expected_fence_epoch: i64,
+        plan: &ProviderPlan,
+    ) -> Result<BeginSendOutput, JournalError> {
+        check_fence(expected_fence_epoch)?;
+        let op = BeginSend::new(
+            self.lease_call(command, lease)?,
+            expected_fence_epoch,
+            plan.clone(),
+        );
+        self.run(&op).await
+    }
+
+    /// Records what the provider answered attempt `attempt`, for the holder whose
+    /// fence last sent it: `Succeeded` performs B2B's terminal success and closes the
+    /// attempt in one commit, `Declined` final failure likewise, `Ambiguous` keeps it
+    /// open. Exact retries answer the same and write nothing; at or after the cutoff
+    /// an open attempt is `send_cutoff_passed` (only reconciliation moves it).
+    pub async fn record_send_outcome(
+        &self,
+        command: &CommandInput,
+        lease: &LeaseId,
+        expected_fence_epoch: i64,
+        attempt: i64,
+        outcome: &SendOutcome,
+    ) -> Result<SendOutcomeOutput, JournalError> {
+        check_fence(expected_fence_epoch)?;
+        check_attempt(attempt)?;
+        let identity = command.identity();
+        let finding = match outcome {
+            SendOutcome::Succeeded(reference) => {
+                Finding::Succeeded(identity.terminal_commitment(reference))
+            }
+            SendOutcome::Declined => Finding::Declined,
+            SendOutcome::Ambiguous => Finding::Ambiguous,
+        };
+        let op = RecordOutcome::new(
+            self.lease_call(command, lease)?,
+            expected_fence_epoch,
+            attempt,
+            finding,
+        );
+        self.run(&op).await
+    }
+
+    /// Records verified provider evidence about attempt `attempt` whose outcome is
+    /// unknown, for a holder of the lease (acquire one first), before or after the
+    /// cutoff: `Succeeded` and `Declined` end the command as
+    /// [`record_send_outcome`](Self::record_send_outcome) does; `NotFound` marks the
+    /// attempt `absent`, the only way a new attempt (a new key) may open.
+    pub async fn reconcile_send(
+        &self,
+        command: &CommandInput,
+        lease: &LeaseId,
+        expected_fence_epoch: i64,
+        attempt: i64,
+        evidence: &SendEvidence,
+    ) -> Result<SendOutcomeOutput, JournalError> {
+        check_fence(expected_fence_epoch)?;
+        check_attempt(attempt)?;
+        let identity = command.identity();
+        let finding = match evidence {
+            SendEvidence::Succeeded(reference) => {
+                Finding::Succeeded(identity.terminal_commitment(reference))
+            }
+            SendEvidence::Declined => Finding::Declined,
+            SendEvidence::NotFound => Finding::Absent,
+        };
+        let op = Reconcile::new(
+            self.lease_call(command, lease)?,
+            expected_fence_epoch,
+            attempt,
+            finding,
+        );
+        self.run(&op).await
+    }
+
+    /// [`status`](Self::status) with the send state: the same redacted fields, plus
+    /// the current attempt, its state, its cutoff and whether it needs reconciliation
+    /// once a plan is bound. Writes nothing.
+    pub async fn send_status(&self, command: &CommandInput) -> Result<CommandStatus, JournalError> {
+        let identity = command.identity();
+        // The owner is not consulted by status; any digest will do.
+        let owner = identity.command_key_hash().clone();
+        let op = SendStatusRead::new(LeaseCall::new(identity, owner, self.now()?));
+        self.run(&op).await
+    }
+}

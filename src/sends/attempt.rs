@@ -1,0 +1,258 @@
+//! `checkoutRequests/{commandKeyHash}/providerSends/current`: the command's current
+//! provider attempt, replaced by every send mutation. Earlier attempts live on only
+//! in the audit chain (`auditEvents/provider_send_…`).
+
+use super::plan::MAX_ATTEMPT;
+use crate::digest::Digest;
+use crate::document::MAX_REVISION;
+use crate::document::fields::{self, FieldMap, Strict};
+use crate::error::JournalError;
+use crate::time::Timestamp;
+
+/// The `journal_corrupt` reason of a malformed send document.
+pub(crate) const KIND: &str = "malformed provider send document";
+const FIELDS: [&str; 13] = [
+    "sendSchemaVersion",
+    "commandKeyHash",
+    "sendRevision",
+    "attempt",
+    "state",
+    "firstSentAt",
+    "firstSentFenceEpoch",
+    "sendCutoffAt",
+    "lastSentAt",
+    "lastSentFenceEpoch",
+    "outcomeAt",
+    "outcomeFenceEpoch",
+    "outcomeSource",
+];
+
+/// The send document's path relative to the documents root.
+pub(crate) fn path(hash: &Digest) -> String {
+    format!(
+        "{}/{hash}/providerSends/current",
+        crate::document::root::COLLECTION
+    )
+}
+
+/// The state of the current attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttemptState {
+    /// A permit was issued; the outcome is unknown.
+    Sending,
+    /// The sender recorded a timeout, 5xx or lost connection: still unknown.
+    Ambiguous,
+    /// Reconciliation proved the provider has no object for the attempt's key.
+    Absent,
+    /// The provider succeeded; the command succeeded in the same commit.
+    Succeeded,
+    /// The provider refused finally; the command failed in the same commit.
+    Declined,
+}
+
+impl AttemptState {
+    /// The stored text.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Sending => "sending",
+            Self::Ambiguous => "ambiguous",
+            Self::Absent => "absent",
+            Self::Succeeded => "succeeded",
+            Self::Declined => "declined",
+        }
+    }
+
+    pub(crate) fn parse(text: &str) -> Result<Self, ()> {
+        match text {
+            "sending" => Ok(Self::Sending),
+            "ambiguous" => Ok(Self::Ambiguous),
+            "absent" => Ok(Self::Absent),
+            "succeeded" => Ok(Self::Succeeded),
+            "declined" => Ok(Self::Declined),
+            _ => Err(()),
+        }
+    }
+
+    /// Whether the provider outcome of the attempt is unknown (`sending`, `ambiguous`).
+    pub fn outcome_unknown(self) -> bool {
+        matches!(self, Self::Sending | Self::Ambiguous)
+    }
+}
+
+/// Who recorded the attempt's outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OutcomeSource {
+    /// `record_send_outcome`, by the fence that last sent.
+    SendOutcome,
+    /// `reconcile_send`, by a holder of the lease.
+    Reconciliation,
+}
+
+impl OutcomeSource {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::SendOutcome => "send_outcome",
+            Self::Reconciliation => "reconciliation",
+        }
+    }
+
+    fn parse(text: &str) -> Result<Self, ()> {
+        match text {
+            "send_outcome" => Ok(Self::SendOutcome),
+            "reconciliation" => Ok(Self::Reconciliation),
+            _ => Err(()),
+        }
+    }
+}
+
+/// A recorded outcome: when, by which fence, through which operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Outcome {
+    pub at: Timestamp,
+    pub fence_epoch: i64,
+    pub source: OutcomeSource,
+}
+
+/// A parsed send document whose own field relations hold (the cutoff against the
+/// plan's retention is checked where both are known).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SendAttempt {
+    pub command_key_hash: Digest,
+    /// The revision of the send audit chain; its event is the document's partner.
+    pub send_revision: i64,
+    /// 1..=9999.
+    pub attempt: i64,
+    pub state: AttemptState,
+    /// When the attempt was opened (its first permit).
+    pub first_sent_at: Timestamp,
+    pub first_sent_fence_epoch: i64,
+    /// `firstSentAt + retention − retention/4`.
+    pub send_cutoff_at: Timestamp,
+    /// The latest permit: the opening one, or a re-send by a later fence.
+    pub last_sent_at: Timestamp,
+    pub last_sent_fence_epoch: i64,
+    /// `None` while `sending`.
+    pub outcome: Option<Outcome>,
+}
+
+impl SendAttempt {
+    /// Parses strictly; `hash` is the command the document was read under.
+    pub fn parse(hash: &Digest, map: &FieldMap) -> Result<Self, JournalError> {
+        let f = Strict::new(map, &FIELDS, KIND)?;
+        f.int_in("sendSchemaVersion", 1..=1)?;
+        let command_key_hash = f.digest("commandKeyHash")?;
+        if &command_key_hash != hash {
+            return Err(f.corrupt("commandKeyHash"));
+        }
+        let at = f.nullable_timestamp("outcomeAt")?;
+        let fence = f.nullable_int_in("outcomeFenceEpoch", 1..=MAX_REVISION)?;
+        let source = f.nullable("outcomeSource", OutcomeSource::parse)?;
+        let outcome = match (at, fence, source) {
+            (None, None, None) => None,
+            (Some(at), Some(fence_epoch), Some(source)) => Some(Outcome {
+                at,
+                fence_epoch,
+                source,
+            }),
+            _ => return Err(f.corrupt("outcome")),
+        };
+        let attempt = Self {
+            command_key_hash,
+            send_revision: f.int_in("sendRevision", 1..=MAX_REVISION)?,
+            attempt: f.int_in("attempt", 1..=MAX_ATTEMPT)?,
+            state: f.parsed("state", AttemptState::parse)?,
+            first_sent_at: f.timestamp("firstSentAt")?,
+            first_sent_fence_epoch: f.int_in("firstSentFenceEpoch", 1..=MAX_REVISION)?,
+            send_cutoff_at: f.timestamp("sendCutoffAt")?,
+            last_sent_at: f.timestamp("lastSentAt")?,
+            last_sent_fence_epoch: f.int_in("lastSentFenceEpoch", 1..=MAX_REVISION)?,
+            outcome,
+        };
+        if !attempt.relations_hold() {
+            return Err(f.corrupt("relations"));
+        }
+        Ok(attempt)
+    }
+
+    /// Whether the latest permit was a re-send by a later fence.
+    pub fn resent(&self) -> bool {
+        self.last_sent_fence_epoch != self.first_sent_fence_epoch
+    }
+
+    /// The time of the latest mutation: the partner event's `occurredAt`.
+    pub fn updated_at(&self) -> Timestamp {
+        self.outcome.map_or(self.last_sent_at, |o| o.at)
+    }
+
+    /// The fence of the latest mutation: the partner event's `fenceEpoch`.
+    pub fn updated_by(&self) -> i64 {
+        self.outcome
+            .map_or(self.last_sent_fence_epoch, |o| o.fence_epoch)
+    }
+
+    /// `docs/providers.md`, "providerSends/current": the document's own invariants.
+    fn relations_hold(&self) -> bool {
+        let resend_fits = if self.resent() {
+            self.last_sent_fence_epoch > self.first_sent_fence_epoch
+                && self.last_sent_at > self.first_sent_at
+        } else {
+            self.last_sent_at == self.first_sent_at
+        };
+        let sent_before_cutoff =
+            self.first_sent_at < self.send_cutoff_at && self.last_sent_at < self.send_cutoff_at;
+        // Every attempt before this one was opened and recorded absent.
+        let chain_fits = self.send_revision >= 2 * self.attempt - 1;
+        let outcome_fits = match (self.state, self.outcome) {
+            (AttemptState::Sending, None) => true,
+            (AttemptState::Sending, Some(_)) | (_, None) => false,
+            (state, Some(o)) => {
+                let source_fits = match state {
+                    AttemptState::Ambiguous => o.source == OutcomeSource::SendOutcome,
+                    AttemptState::Absent => o.source == OutcomeSource::Reconciliation,
+                    _ => true,
+                };
+                let fence_fits = match o.source {
+                    OutcomeSource::SendOutcome => o.fence_epoch == self.last_sent_fence_epoch,
+                    OutcomeSource::Reconciliation => o.fence_epoch >= self.last_sent_fence_epoch,
+                };
+                source_fits && fence_fits && o.at >= self.last_sent_at
+            }
+        };
+        resend_fits && sent_before_cutoff && chain_fits && outcome_fits
+    }
+
+    /// The exact stored field map.
+    pub fn encode(&self) -> FieldMap {
+        let outcome_at = self
+            .outcome
+            .map_or_else(fields::null, |o| fields::timestamp(o.at));
+        let outcome_fence = self
+            .outcome
+            .map_or_else(fields::null, |o| fields::int(o.fence_epoch));
+        let outcome_source = fields::nullable_string(self.outcome.map(|o| o.source.as_str()));
+        fields::map([
+            ("sendSchemaVersion", fields::int(1)),
+            (
+                "commandKeyHash",
+                fields::string(self.command_key_hash.as_str()),
+            ),
+            ("sendRevision", fields::int(self.send_revision)),
+            ("attempt", fields::int(self.attempt)),
+            ("state", fields::string(self.state.as_str())),
+            ("firstSentAt", fields::timestamp(self.first_sent_at)),
+            (
+                "firstSentFenceEpoch",
+                fields::int(self.first_sent_fence_epoch),
+            ),
+            ("sendCutoffAt", fields::timestamp(self.send_cutoff_at)),
+            ("lastSentAt", fields::timestamp(self.last_sent_at)),
+            (
+                "lastSentFenceEpoch",
+                fields::int(self.last_sent_fence_epoch),
+            ),
+            ("outcomeAt", outcome_at),
+            ("outcomeFenceEpoch", outcome_fence),
+            ("outcomeSource", outcome_source),
+        ])
+    }
+}

@@ -1,0 +1,218 @@
+//! `begin_send`: a permit to send, recorded before the caller sends.
+//!
+//! ```text
+//! outcome unknown, now ≥ sendCutoffAt, or send record unreadable -> send_cutoff_passed (anyone)
+//! not the holder / not the fence                  -> lease_not_held / stale_fence
+//! command terminal                                -> the terminal outcome (read-only)
+//! lease not active                                -> clock_regression / lease_expired
+//! no plan bound                                   -> bind plan, open attempt 1 (sending)
+//! another plan bound                              -> plan_conflict
+//! outcome unknown, fence already sent it, lease runs -> the same permit (read-only,
+//!                                                    even at an earlier-captured time)
+//! outcome unknown, a later fence                  -> re-send: same attempt and key
+//! attempt absent                                  -> open attempt n + 1, new key and cutoff
+//! ```
+
+use super::attempt::{AttemptState, SendAttempt};
+use super::bound_plan::{self, BoundPlan};
+use super::event::SendEventType;
+use super::load::{self, Context, SendState, Sends};
+use super::mutation::{active, held, next_revision, record};
+use super::output::{BeginSendOutput, SendPermit};
+use super::plan::{MAX_ATTEMPT, ProviderPlan, attempt_key, send_cutoff_at};
+use crate::digest::Digest;
+use crate::document::lifecycle::{self, LifecycleState};
+use crate::error::JournalError;
+use crate::lease::{LeaseCall, TerminalOutput};
+use crate::transaction::{Decision, OperationName, Snapshot, Step, Transition, Write};
+
+/// A prepared `begin_send` by the holder in `call` at `fence` for `plan`.
+#[derive(Debug, Clone)]
+pub struct BeginSend {
+    call: LeaseCall,
+    fence: i64,
+    plan: ProviderPlan,
+    fingerprint: Digest,
+}
+
+impl BeginSend {
+    /// Prepares a `begin_send`; the plan is fingerprinted against `call`'s command.
+    pub fn new(call: LeaseCall, fence: i64, plan: ProviderPlan) -> Self {
+        let fingerprint = plan.fingerprint(call.identity());
+        Self {
+            call,
+            fence,
+            plan,
+            fingerprint,
+        }
+    }
+
+    fn permit(&self, attempt: &SendAttempt) -> SendPermit {
+        SendPermit {
+            attempt: attempt.attempt,
+            resend: attempt.resent(),
+            provider_idempotency_key: attempt_key(
+                self.call.identity(),
+                self.plan.operation(),
+                attempt.attempt,
+            ),
+            send_cutoff_at: attempt.send_cutoff_at,
+        }
+    }
+
+    fn opened(&self, attempt: i64, send_revision: i64) -> Result<SendAttempt, Step> {
+        let now = self.call.now();
+        let cutoff = send_cutoff_at(now, self.plan.key_retention_seconds())
+            .ok_or(Step::Reject(JournalError::ClockRegression))?;
+        Ok(SendAttempt {
+            command_key_hash: self.call.hash().clone(),
+            send_revision,
+            attempt,
+            state: AttemptState::Sending,
+            first_sent_at: now,
+            first_sent_fence_epoch: self.fence,
+            send_cutoff_at: cutoff,
+            last_sent_at: now,
+            last_sent_fence_epoch: self.fence,
+            outcome: None,
+        })
+    }
+
+    fn decide_inner(&self, snapshot: &Snapshot) -> Result<Decision<BeginSendOutput>, Step> {
+        let call = &self.call;
+        let now = call.now();
+        let Context {
+            lifecycle, sends, ..
+        } = load::load(call, snapshot)?;
+        // The cutoff outranks every permit, a same-holder recovery included.
+        let leased = lifecycle
+            .as_ref()
+            .is_some_and(|l| l.state == LifecycleState::Leased);
+        match &sends {
+            Sends::Unreadable(_) => return Err(Step::Reject(JournalError::SendCutoffPassed)),
+            Sends::Bound(state)
+                if leased
+                    && state.attempt.state.outcome_unknown()
+                    && now >= state.attempt.send_cutoff_at =>
+            {
+                return Err(Step::Reject(JournalError::SendCutoffPassed));
+            }
+            _ => {}
+        }
+        let lifecycle = held(lifecycle.as_ref(), call.owner(), self.fence)?;
+        match lifecycle.state {
+            LifecycleState::Succeeded => {
+                return Ok(Decision::Observe(BeginSendOutput::Terminal(
+                    TerminalOutput::Succeeded,
+                )));
+            }
+            LifecycleState::FailedFinal => {
+                return Ok(Decision::Observe(BeginSendOutput::Terminal(
+                    TerminalOutput::FailedFinal,
+                )));
+            }
+            LifecycleState::Leased => {}
+        }
+        // The same holder and fence again (a lost response): the same permit and no
+        // write while its lease runs, even at an earlier-captured time, as the lease's
+        // own same-holder recovery.
+        if let Sends::Bound(state) = &sends
+            && state.attempt.state.outcome_unknown()
+            && state.attempt.last_sent_fence_epoch == self.fence
+            && now < lifecycle.lease_expires_at
+        {
+            if state.plan.plan_fingerprint != self.fingerprint {
+                return Err(Step::Reject(JournalError::PlanConflict));
+            }
+            return Ok(Decision::Observe(BeginSendOutput::Permitted(
+                self.permit(&state.attempt),
+            )));
+        }
+        active(lifecycle, now)?;
+        let hash = call.hash();
+        let Sends::Bound(state) = sends else {
+            // First send: bind the plan and open attempt 1. The lifecycle is rewritten
+            // unchanged so that the commit is conditioned on it as read (a concurrent
+            // terminal transition, which reads the absent plan, then loses its race).
+            let after = self.opened(1, 1)?;
+            let bound = BoundPlan {
+                command_key_hash: hash.clone(),
+                plan_fingerprint: self.fingerprint.clone(),
+                provider: self.plan.provider().to_owned(),
+                mode: self.plan.mode(),
+                operation: self.plan.operation().clone(),
+                key_retention_seconds: self.plan.key_retention_seconds(),
+                bound_at: now,
+                bound_fence_epoch: self.fence,
+            };
+            let mut writes = vec![
+                Write::Create {
+                    path: bound_plan::path(hash),
+                    fields: bound.encode(),
+                },
+                Write::Replace {
+                    path: lifecycle::path(hash),
+                    fields: lifecycle.encode(),
+                },
+            ];
+            writes.extend(record(hash, None, &after, SendEventType::Opened));
+            let permit = self.permit(&after);
+            return Ok(Decision::Mutate(writes, BeginSendOutput::Permitted(permit)));
+        };
+        let SendState { plan, attempt } = *state;
+        if plan.plan_fingerprint != self.fingerprint {
+            return Err(Step::Reject(JournalError::PlanConflict));
+        }
+        if now < attempt.updated_at() {
+            return Err(Step::Reject(JournalError::ClockRegression));
+        }
+        match attempt.state {
+            AttemptState::Sending | AttemptState::Ambiguous => {
+                // (The fence that sent it last was answered above.) A later holder after a takeover, before the cutoff: re-send the same
+                // attempt with the same key, recording which fence re-sent and when.
+                let after = SendAttempt {
+                    send_revision: next_revision(Some(&attempt))?,
+                    state: AttemptState::Sending,
+                    last_sent_at: now,
+                    last_sent_fence_epoch: self.fence,
+                    outcome: None,
+                    ..attempt.clone()
+                };
+                let writes = record(hash, Some(&attempt), &after, SendEventType::Resent);
+                let permit = self.permit(&after);
+                Ok(Decision::Mutate(writes, BeginSendOutput::Permitted(permit)))
+            }
+            AttemptState::Absent => {
+                // Proven absent: the only way to a new attempt, with a new key.
+                let next = attempt.attempt + 1;
+                if next > MAX_ATTEMPT {
+                    return Err(Step::Reject(JournalError::RevisionOverflow));
+                }
+                let after = self.opened(next, next_revision(Some(&attempt))?)?;
+                let writes = record(hash, Some(&attempt), &after, SendEventType::Opened);
+                let permit = self.permit(&after);
+                Ok(Decision::Mutate(writes, BeginSendOutput::Permitted(permit)))
+            }
+            // A closed attempt under a leased lifecycle was refused by the loader.
+            AttemptState::Succeeded | AttemptState::Declined => Err(Step::Reject(
+                JournalError::corrupt("provider send record disagrees with the lifecycle"),
+            )),
+        }
+    }
+}
+
+impl Transition for BeginSend {
+    type Output = BeginSendOutput;
+
+    fn name(&self) -> OperationName {
+        OperationName::BeginSend
+    }
+
+    fn paths(&self) -> Vec<String> {
+        load::first_read(&self.call)
+    }
+
+    fn decide(&self, snapshot: &Snapshot) -> Decision<BeginSendOutput> {
+        self.decide_inner(snapshot).unwrap_or_else(Step::decision)
+    }
+}

@@ -1,0 +1,101 @@
+//! The answers of the send operations and their fixed JSON shapes.
+
+use crate::lease::TerminalOutput;
+use crate::time::Timestamp;
+use serde::ser::{Serialize, SerializeStruct, Serializer};
+
+/// Permission to send attempt `attempt` to the provider with `provider_idempotency_key`,
+/// recorded before the caller sends. Valid only before `send_cutoff_at`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SendPermit {
+    /// The attempt number, from 1.
+    pub attempt: i64,
+    /// Whether this permit re-sends an attempt a previous holder already sent (same
+    /// attempt, same key), after a takeover.
+    pub resend: bool,
+    /// The key to send: attempt 1's is the command's provider idempotency key for the
+    /// plan's operation; a later attempt's is its own framed derivation.
+    pub provider_idempotency_key: String,
+    /// The stored cutoff: from this instant on no permit is issued for the attempt.
+    pub send_cutoff_at: Timestamp,
+}
+
+/// The answer to `begin_send`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BeginSendOutput {
+    /// Send (or re-send) now, with this key.
+    Permitted(SendPermit),
+    /// The command is already terminal: do not send.
+    Terminal(TerminalOutput),
+}
+
+/// The answer to `record_send_outcome` and `reconcile_send`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendOutcomeOutput {
+    /// The command ended (success or final failure) with the attempt closed.
+    Terminal(TerminalOutput),
+    /// The attempt's outcome stays unknown (`send_ambiguous`).
+    Ambiguous {
+        /// The attempt.
+        attempt: i64,
+    },
+    /// The provider has no object for the attempt's key (`send_absent`): the next
+    /// `begin_send` opens a new attempt with a new key.
+    Absent {
+        /// The attempt found absent.
+        attempt: i64,
+    },
+}
+
+pub(crate) struct SecondsNanos(pub(crate) Timestamp);
+
+impl Serialize for SecondsNanos {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut s = serializer.serialize_struct("Timestamp", 2)?;
+        s.serialize_field("seconds", &self.0.seconds())?;
+        s.serialize_field("nanoseconds", &self.0.subsec_nanos())?;
+        s.end()
+    }
+}
+
+/// `{"journalSchemaVersion":1,"outcome":"send_permitted","attempt":N,"resend":B,
+/// "providerIdempotencyKey":"cj1-…","sendCutoffAt":{"seconds":S,"nanoseconds":N}}`.
+impl Serialize for SendPermit {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut s = serializer.serialize_struct("SendPermit", 6)?;
+        s.serialize_field("journalSchemaVersion", &1)?;
+        s.serialize_field("outcome", "send_permitted")?;
+        s.serialize_field("attempt", &self.attempt)?;
+        s.serialize_field("resend", &self.resend)?;
+        s.serialize_field("providerIdempotencyKey", &self.provider_idempotency_key)?;
+        s.serialize_field("sendCutoffAt", &SecondsNanos(self.send_cutoff_at))?;
+        s.end()
+    }
+}
+
+/// The permit's shape, or B2B's terminal output shape.
+impl Serialize for BeginSendOutput {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Permitted(permit) => permit.serialize(serializer),
+            Self::Terminal(terminal) => terminal.serialize(serializer),
+        }
+    }
+}
+
+/// B2B's terminal output shape, or
+/// `{"journalSchemaVersion":1,"outcome":"send_ambiguous"|"send_absent","attempt":N}`.
+impl Serialize for SendOutcomeOutput {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let (outcome, attempt) = match self {
+            Self::Terminal(terminal) => return terminal.serialize(serializer),
+            Self::Ambiguous { attempt } => ("send_ambiguous", attempt),
+            Self::Absent { attempt } => ("send_absent", attempt),
+        };
+        let mut s = serializer.serialize_struct("SendOutcomeOutput", 3)?;
+        s.serialize_field("journalSchemaVersion", &1)?;
+        s.serialize_field("outcome", outcome)?;
+        s.serialize_field("attempt", attempt)?;
+        s.end()
+    }
+}

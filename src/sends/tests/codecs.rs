@@ -1,0 +1,113 @@
+//! Strict parsing of the three send documents: every document the decisions wrote
+//! round-trips, and every single-field malformation (missing, wrong type, extra
+//! field, out-of-range or unknown text) fails closed.
+
+use super::*;
+use crate::document::fields::{self, FieldMap};
+use crate::sends::attempt::{self, SendAttempt};
+use crate::sends::bound_plan::{self, BoundPlan};
+use crate::sends::event::{self, SendEvent};
+use gcloud_sdk::google::firestore::v1::value::ValueType;
+
+/// A history whose documents hold every kind of value: a re-send, an outcome.
+fn written() -> Store {
+    case(
+        "codecs",
+        &[
+            (Op::Begin(0, 1, T0), "permit 1 false", 4),
+            (
+                Op::Outcome(0, 1, 1, Ambiguous, T0 + 1),
+                "send_ambiguous 1",
+                2,
+            ),
+            (Op::Acquire(1, T0 + 61 * SEC), "acquired 2", 2),
+            (Op::Begin(1, 2, T0 + 61 * SEC), "permit 1 true", 2),
+            (
+                Op::Outcome(1, 2, 1, Ambiguous, T0 + 62 * SEC),
+                "send_ambiguous 1",
+                2,
+            ),
+        ],
+    )
+}
+
+/// Values of every other type than `value`'s, and near misses of the same type
+/// (a timestamp is only replaced by other types: its relations are the decisions'
+/// tables' and the verifier's to check).
+fn wrong_values(
+    value: &gcloud_sdk::google::firestore::v1::Value,
+) -> Vec<gcloud_sdk::google::firestore::v1::Value> {
+    let mut out = vec![fields::null(), fields::string("x"), fields::int(0)];
+    out.push(fields::timestamp(at(T0)));
+    match value.value_type.as_ref() {
+        Some(ValueType::IntegerValue(n)) => {
+            out.retain(|v| !matches!(v.value_type, Some(ValueType::IntegerValue(_))));
+            out.push(fields::int(-1));
+            out.push(fields::int(n.saturating_add(10_000_000_000)));
+            out.push(fields::string(n.to_string()));
+        }
+        Some(ValueType::StringValue(s)) => {
+            out.retain(|v| !matches!(v.value_type, Some(ValueType::StringValue(_))));
+            out.push(fields::string(s.to_uppercase()));
+            out.push(fields::string(format!("{s} ")));
+        }
+        Some(ValueType::NullValue(_)) => {
+            out.retain(|v| !matches!(v.value_type, Some(ValueType::NullValue(_))))
+        }
+        Some(ValueType::TimestampValue(_)) => {
+            out.retain(|v| !matches!(v.value_type, Some(ValueType::TimestampValue(_))))
+        }
+        _ => {}
+    }
+    out
+}
+
+fn malformations(doc: &FieldMap) -> Vec<(String, FieldMap)> {
+    let mut out = Vec::new();
+    for (name, value) in doc {
+        let mut missing = doc.clone();
+        missing.remove(name);
+        out.push((format!("{name} missing"), missing));
+        for wrong in wrong_values(value) {
+            let mut changed = doc.clone();
+            changed.insert(name.clone(), wrong.clone());
+            out.push((format!("{name} = {wrong:?}"), changed));
+        }
+    }
+    let mut extra = doc.clone();
+    extra.insert("extra".to_owned(), fields::null());
+    out.push(("an extra field".to_owned(), extra));
+    out
+}
+
+#[test]
+fn documents_round_trip_and_every_malformation_fails_closed() {
+    let store = written();
+    let h = hash();
+    let plan_doc = &store[&bound_plan::path(&h)];
+    let current_doc = &store[&attempt::path(&h)];
+    let event_id = event::id(&h, 4);
+    let event_doc = &store[&event::path(&h, 4)];
+    let plan = BoundPlan::parse(&h, plan_doc).expect("plan parses");
+    assert_eq!(&plan.encode(), plan_doc);
+    let current = SendAttempt::parse(&h, current_doc).expect("record parses");
+    assert_eq!(&current.encode(), current_doc);
+    assert!(current.outcome.is_some() && current.resent());
+    let parsed = SendEvent::parse(&event_id, event_doc).expect("event parses");
+    assert_eq!(&parsed.encode(), event_doc);
+
+    for (what, doc) in malformations(plan_doc) {
+        assert!(BoundPlan::parse(&h, &doc).is_err(), "plan: {what}");
+    }
+    for (what, doc) in malformations(current_doc) {
+        assert!(SendAttempt::parse(&h, &doc).is_err(), "record: {what}");
+    }
+    for (what, doc) in malformations(event_doc) {
+        assert!(SendEvent::parse(&event_id, &doc).is_err(), "event: {what}");
+    }
+    // Another command's hash, or the event read under another id.
+    let other = Digest::parse(&"0".repeat(64)).expect("digest");
+    assert!(BoundPlan::parse(&other, plan_doc).is_err());
+    assert!(SendAttempt::parse(&other, current_doc).is_err());
+    assert!(SendEvent::parse(&event::id(&h, 5), event_doc).is_err());
+}

@@ -1,0 +1,117 @@
+//! Races through the store: every op decides on the same state, then commits land in
+//! order and each that lost a precondition runs again, as the runner retries it.
+
+use super::*;
+
+const TK: i64 = T0 + 61 * SEC;
+
+fn begin(holder: usize, fence: i64, now: i64) -> BeginSend {
+    BeginSend::new(call(holder, now), fence, plan(0))
+}
+
+#[test]
+fn twenty_four_begins_by_the_holder_after_a_takeover_record_one_resend() {
+    let mut store = leased();
+    apply(&mut store, &Op::Begin(0, 1, T0));
+    apply(&mut store, &Op::Outcome(0, 1, 1, Ambiguous, T0 + 1));
+    apply(&mut store, &Op::Acquire(1, TK));
+    let ops: Vec<BeginSend> = (0..24).map(|i| begin(1, 2, TK + i)).collect();
+    let results = store.race(&ops);
+    let first = results[0].clone().expect("permit");
+    assert!(results.iter().all(|r| r.as_ref() == Ok(&first)));
+    let BeginSendOutput::Permitted(permit) = first else {
+        panic!("a permit");
+    };
+    assert_eq!((permit.attempt, permit.resend), (1, true));
+    assert_eq!(permit.provider_idempotency_key, key(1));
+    assert_eq!(send_counts(&store), (2, 3));
+}
+
+#[test]
+fn first_begins_race_to_one_binding() {
+    let mut store = leased();
+    let ops: Vec<BeginSend> = (0..24).map(|i| begin(0, 1, T0 + i)).collect();
+    let results = store.race(&ops);
+    assert!(results.iter().all(|r| r == &results[0]));
+    assert_eq!(send_counts(&store), (2, 1));
+}
+
+#[test]
+fn a_terminal_transition_that_read_no_plan_loses_to_the_first_send() {
+    let mut store = leased();
+    let complete = Guarded::new(
+        Terminal::new(call(0, T0 + 1), 1, TerminalRequest::Succeed(commitment(0))),
+        &hash(),
+    );
+    let first = begin(0, 1, T0 + 1);
+    let completing = store.attempt(&complete);
+    let sending = store.attempt(&first);
+    assert!(store.commit(&sending), "the first send commits");
+    assert!(
+        !store.commit(&completing),
+        "the completion read the lifecycle the send rewrote: its commit must fail"
+    );
+    assert_eq!(
+        store.answer(&complete),
+        Err(JournalError::SendOutcomeRequired)
+    );
+    // And the other order: the completion first, then the send sees a terminal command.
+    let mut store = leased();
+    let completing = store.attempt(&complete);
+    let sending = store.attempt(&first);
+    assert!(store.commit(&completing));
+    assert!(!store.commit(&sending));
+    assert_eq!(
+        store.answer(&first),
+        Ok(BeginSendOutput::Terminal(TerminalOutput::Succeeded))
+    );
+    assert_eq!(send_counts(&store), (0, 0));
+}
+
+#[test]
+fn outcome_races_end_with_exactly_one_mutation() {
+    for order in [[0usize, 1], [1, 0]] {
+        let mut store = leased();
+        apply(&mut store, &Op::Begin(0, 1, T0));
+        let ops = [
+            RecordOutcome::new(call(0, T0 + 1), 1, 1, succeeded(0)),
+            RecordOutcome::new(call(0, T0 + 1), 1, 1, Ambiguous),
+        ];
+        let ordered = [ops[order[0]].clone(), ops[order[1]].clone()];
+        let results = store.race(&ordered);
+        // Success first: the ambiguous retry sees a closed attempt (conflict). Ambiguous
+        // first: the success still lands on the open attempt.
+        let succeeded_first = order[0] == 0;
+        let expected_events = if succeeded_first { 2 } else { 3 };
+        assert_eq!(send_counts(&store), (2, expected_events), "{order:?}");
+        assert!(
+            results
+                .iter()
+                .any(|r| r == &Ok(SendOutcomeOutput::Terminal(TerminalOutput::Succeeded)))
+        );
+        if succeeded_first {
+            assert_eq!(results[1], Err(JournalError::TerminalConflict));
+        }
+    }
+}
+
+#[test]
+fn reconcile_versus_a_late_outcome() {
+    let mut store = leased();
+    apply(&mut store, &Op::Begin(0, 1, T0));
+    apply(&mut store, &Op::Acquire(1, TK));
+    // The reconciler (holder 1) records absence; the first holder's late success is
+    // refused: its lease is gone.
+    let reconcile = Reconcile::new(call(1, TK + 1), 2, 1, Absent);
+    let late = RecordOutcome::new(call(0, TK + 1), 1, 1, succeeded(0));
+    let reconciling = store.attempt(&reconcile);
+    let lating = store.attempt(&late);
+    assert!(store.commit(&reconciling));
+    assert!(store.commit(&lating), "a refusal commits nothing");
+    assert_eq!(store.answer(&late), Err(JournalError::LeaseNotHeld));
+    assert_eq!(
+        store.answer(&reconcile),
+        Ok(SendOutcomeOutput::Absent { attempt: 1 })
+    );
+    assert_eq!(send_counts(&store), (2, 2));
+}

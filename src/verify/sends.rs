@@ -1,0 +1,434 @@
+//! Pure invariant checks over one command's provider-send documents
+//! (`docs/providers.md`): the plan, the current attempt, the whole version-3 send
+//! audit chain, and their agreement with the lifecycle. Not yet wired into the scan:
+//! the caller gathers [`SendDocs`] per command key hash and maps each
+//! [`SendFindingCode`] into the report.
+//!
+//! - plan immutability: created once, never rewritten, in the commit of attempt 1's
+//!   `provider_send_opened` (revision 1);
+//! - the attempt chain: revisions 1..=`sendRevision` without a gap or an extra event;
+//!   replayed from nothing, each event follows the state the one before left, attempts
+//!   open only from `absent` and one at a time, nothing follows a closed attempt, fences
+//!   never go back and a re-send comes from a later fence; the replay ends exactly at
+//!   the current document, and each event is created in a later commit than the one
+//!   before, the current document last written by the commit of the last one;
+//! - cutoff arithmetic: every opening's `sendCutoffAt` is its `occurredAt + r − ⌊r/4⌋`
+//!   for the plan's retention, every later event of the attempt carries it, and no
+//!   permit or sender's outcome is recorded at or after it;
+//! - agreement with the lifecycle: a plan implies a lifecycle; the attempt is closed
+//!   exactly when the command is terminal, `succeeded` with succeeded and `declined`
+//!   with failed_final, by the commit that ended the command (same time, same fence,
+//!   same commit time); no send fence beyond the lifecycle's. The first send rewrites
+//!   the lifecycle unchanged, so the lifecycle's last write may be the plan's commit.
+
+use crate::digest::Digest;
+use crate::document::fields::FieldMap;
+use crate::document::lifecycle::{Lifecycle, LifecycleState};
+use crate::sends::attempt::{self, AttemptState, OutcomeSource, SendAttempt};
+use crate::sends::bound_plan::{self, BoundPlan};
+use crate::sends::event::{self, SendEvent, SendEventType};
+use crate::sends::load::partners;
+use crate::sends::plan::send_cutoff_at;
+use crate::time::Timestamp;
+
+/// The stable code of a broken send invariant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum SendFindingCode {
+    /// A send document or event that fails its strict codec.
+    MalformedSendDocument,
+    /// A plan without its send record, the reverse, or send events without either.
+    UnpairedSendRecord,
+    /// The plan was rewritten, or not created in the commit of attempt 1's opening.
+    PlanNotImmutable,
+    /// A send revision below the current one has no event.
+    SendAuditGap,
+    /// A send event beyond the current send revision.
+    ExtraSendEvent,
+    /// The chain does not replay (a transition the state machine never makes, an
+    /// attempt opened out of turn, an event after a closed attempt, a fence going back)
+    /// or does not end at the current document.
+    SendChainMismatch,
+    /// A cutoff that is not `firstSentAt + r − ⌊r/4⌋`, changes within an attempt, or
+    /// a permit or sender's outcome recorded at or after it.
+    SendCutoffMismatch,
+    /// The send layer and the lifecycle disagree (terminal state, time, fence).
+    SendLifecycleMismatch,
+    /// Commit times out of order, an event rewritten, or the current document not
+    /// written by the commit of the last event.
+    SendCommitTimeMismatch,
+}
+
+impl SendFindingCode {
+    /// The stable snake_case code.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::MalformedSendDocument => "malformed_send_document",
+            Self::UnpairedSendRecord => "unpaired_send_record",
+            Self::PlanNotImmutable => "plan_not_immutable",
+            Self::SendAuditGap => "send_audit_gap",
+            Self::ExtraSendEvent => "extra_send_event",
+            Self::SendChainMismatch => "send_chain_mismatch",
+            Self::SendCutoffMismatch => "send_cutoff_mismatch",
+            Self::SendLifecycleMismatch => "send_lifecycle_mismatch",
+            Self::SendCommitTimeMismatch => "send_commit_time_mismatch",
+        }
+    }
+}
+
+/// One broken send invariant at a document path (relative to the documents root).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct SendFinding {
+    /// What is broken.
+    pub code: SendFindingCode,
+    /// The document it concerns.
+    pub path: String,
+}
+
+/// A commit time as Firestore records it on a document: `(seconds, nanos)`.
+pub type WriteTime = (i64, i32);
+
+/// One stored document as the send checks read it: the scan's document (path, raw
+/// fields) with its `createTime` and `updateTime`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredDoc {
+    /// Path relative to the documents root.
+    pub path: String,
+    /// The raw fields.
+    pub fields: FieldMap,
+    /// The commit that created it.
+    pub created: WriteTime,
+    /// The commit that last changed it.
+    pub updated: WriteTime,
+}
+
+impl StoredDoc {
+    /// Whether a commit other than the one that created it changed it.
+    pub fn rewritten(&self) -> bool {
+        self.updated != self.created
+    }
+}
+
+/// Everything of the send layer stored under one command key hash, and the parsed
+/// lifecycle (with its document) when it parsed.
+#[derive(Debug, Clone, Default)]
+pub struct SendDocs<'a> {
+    /// `providerSends/plan`.
+    pub plan: Option<&'a StoredDoc>,
+    /// `providerSends/current`.
+    pub current: Option<&'a StoredDoc>,
+    /// `auditEvents/provider_send_{hash}_{revision}`, in revision order.
+    pub events: Vec<(i64, &'a StoredDoc)>,
+    /// The lifecycle document and its parsed fields.
+    pub lifecycle: Option<(&'a StoredDoc, &'a Lifecycle)>,
+}
+
+fn at(code: SendFindingCode, path: &str) -> SendFinding {
+    SendFinding {
+        code,
+        path: path.to_owned(),
+    }
+}
+
+/// What replaying the chain reconstructs of the current attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Replayed {
+    attempt: i64,
+    state: AttemptState,
+    first_sent_at: Timestamp,
+    first_sent_fence_epoch: i64,
+    send_cutoff_at: Timestamp,
+    last_sent_at: Timestamp,
+    last_sent_fence_epoch: i64,
+    outcome: Option<(Timestamp, i64, OutcomeSource)>,
+    send_revision: i64,
+}
+
+/// The findings of one command's send documents (none when it has none).
+pub fn check_sends(hash: &Digest, docs: &SendDocs<'_>) -> Vec<SendFinding> {
+    use SendFindingCode as C;
+    let mut out = Vec::new();
+    let (plan_doc, current_doc) = match (docs.plan, docs.current) {
+        (None, None) => {
+            for (_, doc) in &docs.events {
+                out.push(at(C::UnpairedSendRecord, &doc.path));
+            }
+            return out;
+        }
+        (Some(plan), Some(current)) => (plan, current),
+        (Some(doc), None) | (None, Some(doc)) => {
+            out.push(at(C::UnpairedSendRecord, &doc.path));
+            return out;
+        }
+    };
+    let plan = BoundPlan::parse(hash, &plan_doc.fields);
+    let current = SendAttempt::parse(hash, &current_doc.fields);
+    if plan.is_err() {
+        out.push(at(C::MalformedSendDocument, &plan_doc.path));
+    }
+    if current.is_err() {
+        out.push(at(C::MalformedSendDocument, &current_doc.path));
+    }
+    let mut events = Vec::new();
+    for (revision, doc) in &docs.events {
+        match SendEvent::parse(&event::id(hash, *revision), &doc.fields) {
+            Ok(parsed) => events.push((*revision, *doc, parsed)),
+            Err(_) => out.push(at(C::MalformedSendDocument, &doc.path)),
+        }
+    }
+    let (Ok(plan), Ok(current)) = (plan, current) else {
+        return out;
+    };
+    if plan_doc.rewritten() {
+        out.push(at(C::PlanNotImmutable, &plan_doc.path));
+    }
+    // Revisions 1..=sendRevision, each exactly once.
+    let mut expected = 1;
+    for (revision, doc) in &docs.events {
+        if *revision > current.send_revision {
+            out.push(at(C::ExtraSendEvent, &doc.path));
+        } else if *revision != expected {
+            out.push(at(C::SendAuditGap, &event::path(hash, expected)));
+        }
+        expected = revision + 1;
+    }
+    if expected <= current.send_revision {
+        out.push(at(C::SendAuditGap, &event::path(hash, expected)));
+    }
+    check_write_times(docs, plan_doc, current_doc, &mut out);
+    let replayed = replay(hash, &plan, &events, &mut out);
+    match &replayed {
+        Some(replayed) if matches_current(replayed, &current) => {}
+        _ => out.push(at(C::SendChainMismatch, &current_doc.path)),
+    }
+    if let Some((_, _, last)) = events.last()
+        && last.send_revision == current.send_revision
+        && !partners(&current, last)
+    {
+        out.push(at(C::SendChainMismatch, &current_doc.path));
+    }
+    check_lifecycle(hash, docs, &plan, &current, &mut out);
+    out.sort();
+    out.dedup();
+    out
+}
+
+fn matches_current(replayed: &Replayed, current: &SendAttempt) -> bool {
+    let outcome = current.outcome.map(|o| (o.at, o.fence_epoch, o.source));
+    replayed.attempt == current.attempt
+        && replayed.state == current.state
+        && replayed.first_sent_at == current.first_sent_at
+        && replayed.first_sent_fence_epoch == current.first_sent_fence_epoch
+        && replayed.send_cutoff_at == current.send_cutoff_at
+        && replayed.last_sent_at == current.last_sent_at
+        && replayed.last_sent_fence_epoch == current.last_sent_fence_epoch
+        && replayed.outcome == outcome
+        && replayed.send_revision == current.send_revision
+}
+
+/// Replays the parsed chain from nothing; `None` when it cannot start.
+fn replay(
+    hash: &Digest,
+    plan: &BoundPlan,
+    events: &[(i64, &StoredDoc, SendEvent)],
+    out: &mut Vec<SendFinding>,
+) -> Option<Replayed> {
+    use SendFindingCode as C;
+    let mut state: Option<Replayed> = None;
+    let mut highest_fence = 0;
+    for (_, doc, event) in events {
+        let path = &doc.path;
+        if event.command_key_hash != *hash {
+            out.push(at(C::SendChainMismatch, path));
+        }
+        if event.fence_epoch < highest_fence {
+            out.push(at(C::SendChainMismatch, path));
+        }
+        highest_fence = highest_fence.max(event.fence_epoch);
+        let before = state.as_ref().map(|s| s.state);
+        if event.from_state != before {
+            out.push(at(C::SendChainMismatch, path));
+        }
+        let next = match (event.event_type, state.clone()) {
+            (SendEventType::Opened, previous) => {
+                let attempt = previous.as_ref().map_or(1, |p| p.attempt + 1);
+                let opens_in_turn = event.attempt == attempt
+                    && previous
+                        .as_ref()
+                        .is_none_or(|p| p.state == AttemptState::Absent);
+                if !opens_in_turn {
+                    out.push(at(C::SendChainMismatch, path));
+                }
+                let cutoff = send_cutoff_at(event.occurred_at, plan.key_retention_seconds);
+                if cutoff != Some(event.send_cutoff_at) {
+                    out.push(at(C::SendCutoffMismatch, path));
+                }
+                Replayed {
+                    attempt: event.attempt,
+                    state: AttemptState::Sending,
+                    first_sent_at: event.occurred_at,
+                    first_sent_fence_epoch: event.fence_epoch,
+                    send_cutoff_at: event.send_cutoff_at,
+                    last_sent_at: event.occurred_at,
+                    last_sent_fence_epoch: event.fence_epoch,
+                    outcome: None,
+                    send_revision: event.send_revision,
+                }
+            }
+            (_, None) => {
+                out.push(at(C::SendChainMismatch, path));
+                return None;
+            }
+            (kind, Some(previous)) => {
+                if event.attempt != previous.attempt
+                    || !previous.state.outcome_unknown()
+                    || event.occurred_at < previous.last_sent_at
+                {
+                    out.push(at(C::SendChainMismatch, path));
+                }
+                if event.send_cutoff_at != previous.send_cutoff_at {
+                    out.push(at(C::SendCutoffMismatch, path));
+                }
+                let source = match kind {
+                    SendEventType::Ambiguous
+                    | SendEventType::Succeeded
+                    | SendEventType::Declined => Some(OutcomeSource::SendOutcome),
+                    SendEventType::Resent | SendEventType::Opened => None,
+                    _ => Some(OutcomeSource::Reconciliation),
+                };
+                // Permits and a sender's outcomes come before the cutoff; only
+                // reconciliation may follow it.
+                if source != Some(OutcomeSource::Reconciliation)
+                    && event.occurred_at >= previous.send_cutoff_at
+                {
+                    out.push(at(C::SendCutoffMismatch, path));
+                }
+                match source {
+                    None => {
+                        if event.fence_epoch <= previous.last_sent_fence_epoch {
+                            out.push(at(C::SendChainMismatch, path));
+                        }
+                        Replayed {
+                            state: AttemptState::Sending,
+                            last_sent_at: event.occurred_at,
+                            last_sent_fence_epoch: event.fence_epoch,
+                            outcome: None,
+                            send_revision: event.send_revision,
+                            ..previous
+                        }
+                    }
+                    Some(source) => {
+                        let fence_fits = match source {
+                            OutcomeSource::SendOutcome => {
+                                event.fence_epoch == previous.last_sent_fence_epoch
+                            }
+                            OutcomeSource::Reconciliation => {
+                                event.fence_epoch >= previous.last_sent_fence_epoch
+                            }
+                        };
+                        if !fence_fits {
+                            out.push(at(C::SendChainMismatch, path));
+                        }
+                        Replayed {
+                            state: kind.to_state(),
+                            outcome: Some((event.occurred_at, event.fence_epoch, source)),
+                            send_revision: event.send_revision,
+                            ..previous
+                        }
+                    }
+                }
+            }
+        };
+        state = Some(next);
+    }
+    let first = events.first().map(|(_, _, e)| e);
+    if let Some(first) = first
+        && (first.occurred_at != plan.bound_at || first.fence_epoch != plan.bound_fence_epoch)
+    {
+        out.push(at(
+            SendFindingCode::PlanNotImmutable,
+            &bound_plan::path(hash),
+        ));
+    }
+    state
+}
+
+fn check_write_times(
+    docs: &SendDocs<'_>,
+    plan: &StoredDoc,
+    current: &StoredDoc,
+    out: &mut Vec<SendFinding>,
+) {
+    use SendFindingCode as C;
+    let mut previous: Option<WriteTime> = None;
+    for (revision, doc) in &docs.events {
+        if doc.rewritten() || previous.is_some_and(|p| doc.created <= p) {
+            out.push(at(C::SendCommitTimeMismatch, &doc.path));
+        }
+        if *revision == 1 && (doc.created != plan.created || current.created != plan.created) {
+            out.push(at(C::PlanNotImmutable, &plan.path));
+        }
+        previous = Some(doc.created);
+    }
+    if let Some(last) = previous
+        && current.updated != last
+    {
+        out.push(at(C::SendCommitTimeMismatch, &current.path));
+    }
+}
+
+fn check_lifecycle(
+    hash: &Digest,
+    docs: &SendDocs<'_>,
+    plan: &BoundPlan,
+    current: &SendAttempt,
+    out: &mut Vec<SendFinding>,
+) {
+    use SendFindingCode as C;
+    let path = attempt::path(hash);
+    let Some((lifecycle_doc, lifecycle)) = docs.lifecycle else {
+        out.push(at(C::SendLifecycleMismatch, &path));
+        return;
+    };
+    let fences_fit = plan.bound_fence_epoch <= current.first_sent_fence_epoch
+        && current.last_sent_fence_epoch <= lifecycle.fence_epoch
+        && current.updated_by() <= lifecycle.fence_epoch
+        && lifecycle.created_at <= plan.bound_at;
+    let closed_with = match current.state {
+        AttemptState::Succeeded => Some(LifecycleState::Succeeded),
+        AttemptState::Declined => Some(LifecycleState::FailedFinal),
+        _ => None,
+    };
+    let terminal_fits = match closed_with {
+        Some(state) => {
+            lifecycle.state == state
+                && current.outcome.is_some_and(|o| {
+                    o.at == lifecycle.updated_at && o.fence_epoch == lifecycle.fence_epoch
+                })
+                && docs
+                    .current
+                    .is_some_and(|c| c.updated == lifecycle_doc.updated)
+        }
+        None => lifecycle.state == LifecycleState::Leased,
+    };
+    if !fences_fit || !terminal_fits {
+        out.push(at(C::SendLifecycleMismatch, &path));
+    }
+}
+
+/// Whether the lifecycle's last write is explained, for the scan's write-time check:
+/// by the commit of its current B2B event (the general rule), or, only while a plan
+/// is bound and the lifecycle is still leased at the revision the plan was bound
+/// under, by the commit that bound the plan (the first `begin_send` rewrites the
+/// lifecycle unchanged, so that a concurrent terminal transition loses its race).
+pub fn lifecycle_write_explained(
+    lifecycle_updated: WriteTime,
+    current_event_created: WriteTime,
+    plan_created: Option<WriteTime>,
+) -> bool {
+    lifecycle_updated == current_event_created
+        || plan_created
+            .is_some_and(|plan| plan == lifecycle_updated && current_event_created < plan)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,371 @@
+//! The send checks over histories the decisions themselves wrote (through the shared
+//! in-memory store, with its commit times), clean and then tampered with, one edit a
+//! row.
+
+use super::*;
+use crate::document::fields::{self, FieldMap};
+use crate::sends::tests::{
+    self as send_tests, Absent, Ambiguous, Declined, Op, SEC, T0, succeeded,
+};
+use crate::testing::Store;
+use std::collections::BTreeMap;
+
+const TK: i64 = T0 + 61 * SEC;
+
+/// Every document of `store` with its commit times: created at its first write seen
+/// after a step, last written at its current update time.
+struct Timed {
+    store: Store,
+    created: BTreeMap<String, u64>,
+}
+
+impl Timed {
+    fn run(steps: &[Op]) -> Self {
+        let mut timed = Self {
+            store: send_tests::leased(),
+            created: BTreeMap::new(),
+        };
+        timed.note();
+        for op in steps {
+            timed.step(op);
+        }
+        timed
+    }
+
+    /// Runs one more operation.
+    fn step(&mut self, op: &Op) {
+        send_tests::apply(&mut self.store, op);
+        self.note();
+    }
+
+    fn note(&mut self) {
+        for path in self.store.keys() {
+            let time = self.store.update_time(path).expect("stored");
+            self.created.entry(path.clone()).or_insert(time);
+        }
+    }
+
+    fn doc(&self, path: &str) -> Option<StoredDoc> {
+        let fields = self.store.get(path)?.clone();
+        let time = |t: u64| -> WriteTime { (i64::try_from(t).expect("small"), 0) };
+        Some(StoredDoc {
+            path: path.to_owned(),
+            fields,
+            created: time(*self.created.get(path).unwrap_or(&0)),
+            updated: time(self.store.update_time(path).expect("stored")),
+        })
+    }
+
+    fn findings(&self) -> Vec<(SendFindingCode, String)> {
+        let h = send_tests::hash();
+        let plan = self.doc(&bound_plan::path(&h));
+        let current = self.doc(&attempt::path(&h));
+        let events: Vec<(i64, StoredDoc)> = self
+            .store
+            .keys()
+            .filter_map(|p| {
+                let revision = p.strip_prefix(&format!("auditEvents/provider_send_{h}_"))?;
+                Some((revision.parse().ok()?, self.doc(p)?))
+            })
+            .collect();
+        let lifecycle_path = format!("checkoutRequests/{h}/lifecycle/current");
+        let lifecycle_doc = self.doc(&lifecycle_path);
+        let lifecycle = lifecycle_doc
+            .as_ref()
+            .and_then(|d| Lifecycle::parse(&h, &d.fields).ok());
+        let docs = SendDocs {
+            plan: plan.as_ref(),
+            current: current.as_ref(),
+            events: events.iter().map(|(r, d)| (*r, d)).collect(),
+            lifecycle: lifecycle_doc.as_ref().zip(lifecycle.as_ref()),
+        };
+        check_sends(&h, &docs)
+            .into_iter()
+            .map(|f| (f.code, f.path.rsplit('/').next().unwrap_or("").to_owned()))
+            .collect()
+    }
+}
+
+fn histories() -> Vec<(&'static str, Vec<Op>)> {
+    vec![
+        ("nothing sent", vec![]),
+        ("open", vec![Op::Begin(0, 1, T0)]),
+        (
+            "ambiguous, taken over, re-sent, succeeded",
+            vec![
+                Op::Begin(0, 1, T0),
+                Op::Outcome(0, 1, 1, Ambiguous, T0 + 1),
+                Op::Acquire(1, TK),
+                Op::Begin(1, 2, TK),
+                Op::Outcome(1, 2, 1, succeeded(0), TK + 1),
+            ],
+        ),
+        (
+            "reconciled absent past the cutoff, attempt 2 declined",
+            vec![
+                Op::Begin(0, 1, T0),
+                Op::Acquire(1, send_tests::CUTOFF + SEC),
+                Op::Reconcile(1, 2, 1, Absent, send_tests::CUTOFF + SEC),
+                Op::Begin(1, 2, send_tests::CUTOFF + SEC + 1),
+                Op::Outcome(1, 2, 2, Declined, send_tests::CUTOFF + SEC + 2),
+            ],
+        ),
+        (
+            "reconciled succeeded",
+            vec![
+                Op::Begin(0, 1, T0),
+                Op::Reconcile(0, 1, 1, succeeded(1), T0 + 1),
+            ],
+        ),
+    ]
+}
+
+#[test]
+fn histories_the_decisions_wrote_are_clean() {
+    for (name, steps) in histories() {
+        let timed = Timed::run(&steps);
+        assert_eq!(timed.findings(), vec![], "{name}");
+    }
+}
+
+fn edit(timed: &mut Timed, path: &str, change: impl FnOnce(&mut FieldMap)) {
+    let doc = timed.store.get_mut(path).expect("document to edit");
+    change(doc);
+}
+
+#[test]
+fn every_tampering_is_found_at_its_cause() {
+    use SendFindingCode as C;
+    let h = send_tests::hash();
+    let plan = bound_plan::path(&h);
+    let current = attempt::path(&h);
+    let event = |r: i64| event::path(&h, r);
+    let lifecycle = format!("checkoutRequests/{h}/lifecycle/current");
+    let steps = vec![
+        Op::Begin(0, 1, T0),
+        Op::Outcome(0, 1, 1, Ambiguous, T0 + 1),
+        Op::Acquire(1, TK),
+        Op::Begin(1, 2, TK),
+        Op::Outcome(1, 2, 1, succeeded(0), TK + 1),
+    ];
+    type Tamper = Box<dyn Fn(&mut Timed)>;
+    let (p, c, e1, e2, e3, l) = (
+        plan.clone(),
+        current.clone(),
+        event(1),
+        event(2),
+        event(3),
+        lifecycle.clone(),
+    );
+    let rows: Vec<(&str, Tamper, (SendFindingCode, &str))> = vec![
+        (
+            "plan rewritten in place",
+            Box::new(move |t| edit(t, &p, |_| {})),
+            (C::PlanNotImmutable, "plan"),
+        ),
+        (
+            "plan removed",
+            Box::new({
+                let p = plan.clone();
+                move |t| {
+                    t.store.remove(&p);
+                }
+            }),
+            (C::UnpairedSendRecord, "current"),
+        ),
+        (
+            "a middle event removed",
+            Box::new(move |t| {
+                t.store.remove(&e2);
+            }),
+            (C::SendAuditGap, "provider_send_placeholder_0000000002"),
+        ),
+        (
+            "an event malformed",
+            Box::new(move |t| {
+                edit(t, &e1, |f| {
+                    f.remove("attempt");
+                })
+            }),
+            (C::MalformedSendDocument, "e1"),
+        ),
+        (
+            "an extra event past the current revision",
+            Box::new({
+                let (e3, h) = (e3.clone(), h.clone());
+                move |t| {
+                    let mut copy = t.store[&e3].clone();
+                    copy.insert("sendRevision".to_owned(), fields::int(9));
+                    t.store.insert(event::path(&h, 9), copy);
+                }
+            }),
+            (C::ExtraSendEvent, "e9"),
+        ),
+        (
+            "the opening's cutoff moved, with the record's",
+            Box::new({
+                let (e1, c) = (event(1), current.clone());
+                move |t| {
+                    let later = fields::timestamp(send_tests::at(send_tests::CUTOFF + SEC));
+                    for path in [&e1, &c] {
+                        let later = later.clone();
+                        edit(t, path, move |f| {
+                            f.insert("sendCutoffAt".to_owned(), later);
+                        });
+                    }
+                }
+            }),
+            (C::SendCutoffMismatch, "e1"),
+        ),
+        (
+            "the re-send's fence rewritten to the first holder's",
+            Box::new(move |t| {
+                edit(t, &e3, |f| {
+                    f.insert("fenceEpoch".to_owned(), fields::int(1));
+                })
+            }),
+            (C::SendChainMismatch, "e3"),
+        ),
+        (
+            "the record says declined while the command succeeded",
+            Box::new(move |t| {
+                edit(t, &c, |f| {
+                    f.insert("state".to_owned(), fields::string("declined"));
+                })
+            }),
+            (C::SendChainMismatch, "current"),
+        ),
+        (
+            "the lifecycle no longer terminal",
+            Box::new(move |t| {
+                edit(t, &l, |f| {
+                    f.insert("state".to_owned(), fields::string("leased"));
+                })
+            }),
+            (C::SendLifecycleMismatch, "current"),
+        ),
+    ];
+    for (name, tamper, (code, at_doc)) in rows {
+        let mut timed = Timed::run(&steps);
+        assert_eq!(timed.findings(), vec![], "{name}: clean before");
+        tamper(&mut timed);
+        let findings = timed.findings();
+        let wanted = match at_doc {
+            "e1" => format!("provider_send_{h}_0000000001"),
+            "e3" => format!("provider_send_{h}_0000000003"),
+            "e9" => format!("provider_send_{h}_0000000009"),
+            "provider_send_placeholder_0000000002" => format!("provider_send_{h}_0000000002"),
+            other => other.to_owned(),
+        };
+        assert!(
+            findings.contains(&(code, wanted.clone())),
+            "{name}: expected {code:?} at {wanted}, got {findings:?}"
+        );
+    }
+}
+
+#[test]
+fn codes_are_stable_and_distinct() {
+    use SendFindingCode as C;
+    let all = [
+        C::MalformedSendDocument,
+        C::UnpairedSendRecord,
+        C::PlanNotImmutable,
+        C::SendAuditGap,
+        C::ExtraSendEvent,
+        C::SendChainMismatch,
+        C::SendCutoffMismatch,
+        C::SendLifecycleMismatch,
+        C::SendCommitTimeMismatch,
+    ];
+    let mut codes: Vec<&str> = all.iter().map(|c| c.as_str()).collect();
+    codes.sort_unstable();
+    codes.dedup();
+    assert_eq!(codes.len(), all.len());
+}
+
+#[test]
+fn the_first_send_explains_the_lifecycle_rewrite_and_nothing_else_does() {
+    let (event, plan, later) = ((10, 0), (20, 0), (30, 0));
+    assert!(lifecycle_write_explained(event, event, None));
+    assert!(lifecycle_write_explained(plan, event, Some(plan)));
+    assert!(!lifecycle_write_explained(later, event, Some(plan)));
+    assert!(!lifecycle_write_explained(plan, event, None));
+    // A plan bound before the current event does not explain a later write.
+    assert!(!lifecycle_write_explained(plan, later, Some(plan)));
+    // In the store: the lifecycle's update time after the first send is the plan's.
+    let timed = Timed::run(&[Op::Begin(0, 1, T0)]);
+    let h = send_tests::hash();
+    let lifecycle = timed
+        .doc(&format!("checkoutRequests/{h}/lifecycle/current"))
+        .expect("lifecycle");
+    let lease_event = timed
+        .doc(&format!("auditEvents/commerce_command_{h}_0000000002"))
+        .expect("event");
+    let plan_doc = timed.doc(&bound_plan::path(&h)).expect("plan");
+    assert_ne!(lifecycle.updated, lease_event.created);
+    assert!(lifecycle_write_explained(
+        lifecycle.updated,
+        lease_event.created,
+        Some(plan_doc.created)
+    ));
+}
+
+mod property {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// One random step: (kind, holder, fence, attempt, finding, clock step).
+    fn step() -> impl Strategy<Value = (u8, usize, i64, i64, u8, u8)> {
+        (0u8..6, 0usize..3, 1i64..4, 1i64..4, 0u8..4, 0u8..6)
+    }
+
+    fn finding(pick: u8, reconcile: bool) -> crate::sends::close::Finding {
+        match (pick, reconcile) {
+            (0, _) => succeeded(0),
+            (1, _) => succeeded(1),
+            (2, _) => Declined,
+            (_, false) => Ambiguous,
+            (_, true) => Absent,
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(96))]
+
+        /// Whatever the callers do, in whatever order and at whatever times, the
+        /// documents the decisions leave behind pass every send check after every step.
+        #[test]
+        fn the_decisions_never_write_a_history_the_checks_reject(
+            steps in proptest::collection::vec(step(), 1..40)
+        ) {
+            let mut now = T0;
+            let mut ops = Vec::new();
+            for (kind, holder, fence, attempt, pick, clock) in steps {
+                now += match clock {
+                    0 => 0,
+                    1 => 1,
+                    2 => SEC,
+                    3 | 4 => 61 * SEC,
+                    _ => 20_000 * SEC,
+                };
+                ops.push(match kind {
+                    0 => Op::Acquire(holder, now),
+                    1 | 2 => Op::Begin(holder, fence, now),
+                    3 => Op::Outcome(holder, fence, attempt, finding(pick, false), now),
+                    4 => Op::Reconcile(holder, fence, attempt, finding(pick, true), now),
+                    _ => Op::Status(now),
+                });
+            }
+            let mut timed = Timed::run(&[]);
+            for end in 1..=ops.len() {
+                timed.step(&ops[end - 1]);
+                prop_assert_eq!(timed.findings(), vec![], "after {:?}", &ops[..end]);
+                for (path, doc) in timed.store.iter() {
+                    let text = format!("{path} {doc:?}");
+                    prop_assert!(!text.contains("CANARY"));
+                }
+            }
+        }
+    }
+}
