@@ -77,14 +77,10 @@ impl Start {
     /// committed: the state the acquisition of the two separate calls would read.
     fn registered(&self, snapshot: &Snapshot, created: &[Write]) -> Snapshot {
         Snapshot::new(self.paths().into_iter().map(|path| {
-            let written = created.iter().find_map(|write| match write {
-                Write::Create { path: p, fields } | Write::Replace { path: p, fields }
-                    if *p == path =>
-                {
-                    Some(fields.clone())
-                }
-                _ => None,
-            });
+            let written = created
+                .iter()
+                .find(|write| write.path() == path)
+                .and_then(|write| write.fields().cloned());
             let doc = written.or_else(|| snapshot.get(&path).cloned());
             (path, doc)
         }))

@@ -87,6 +87,32 @@ pub enum Write {
         /// The whole new document.
         fields: FieldMap,
     },
+    /// Write nothing, but commit only while a document the operation read as absent
+    /// is still absent (a delete with an `exists: false` precondition): what a
+    /// decision that depends on a document's absence, without creating it, needs.
+    AssertAbsent {
+        /// Path relative to the documents root; must be one the operation read absent.
+        path: String,
+    },
+}
+
+impl Write {
+    /// The document the write concerns.
+    pub fn path(&self) -> &str {
+        match self {
+            Self::Create { path, .. }
+            | Self::Replace { path, .. }
+            | Self::AssertAbsent { path } => path,
+        }
+    }
+
+    /// The document it stores, if it stores one.
+    pub fn fields(&self) -> Option<&FieldMap> {
+        match self {
+            Self::Create { fields, .. } | Self::Replace { fields, .. } => Some(fields),
+            Self::AssertAbsent { .. } => None,
+        }
+    }
 }
 
 /// What a pure `decide` function concluded from a snapshot.

@@ -479,12 +479,10 @@ where
 /// The lifecycle among `writes`, which must parse strictly.
 fn written_lifecycle(fixture: &Fixture, writes: &[Write]) -> Lifecycle {
     let path = lifecycle::path(fixture.hash());
-    let fields = writes.iter().find_map(|write| match write {
-        Write::Create { path: p, fields } | Write::Replace { path: p, fields } if *p == path => {
-            Some(fields)
-        }
-        _ => None,
-    });
+    let fields = writes
+        .iter()
+        .find(|write| write.path() == path)
+        .and_then(Write::fields);
     match fields.map(|fields| Lifecycle::parse(fixture.hash(), fields)) {
         Some(Ok(lifecycle)) => lifecycle,
         Some(Err(error)) => panic!("wrote a lifecycle its codec rejects: {error}"),
@@ -495,7 +493,9 @@ fn written_lifecycle(fixture: &Fixture, writes: &[Write]) -> Lifecycle {
 /// Commits an attempt's writes, checking each against its own codec first.
 fn apply<O>(fixture: &Fixture, store: &mut Store, attempt: &Attempt<O>, writes: &[Write]) {
     for write in writes {
-        let (Write::Create { path, fields } | Write::Replace { path, fields }) = write;
+        let (Write::Create { path, fields } | Write::Replace { path, fields }) = write else {
+            continue;
+        };
         if let Err(error) = parse_at(fixture, path, fields) {
             panic!("wrote a document its own codec rejects: {error}");
         }

@@ -132,8 +132,11 @@ impl BeginSend {
         let hash = call.hash();
         let Sends::Bound(state) = sends else {
             // First send: bind the plan and open attempt 1. The lifecycle is rewritten
-            // unchanged so that the commit is conditioned on it as read (a concurrent
-            // terminal transition, which reads the absent plan, then loses its race).
+            // unchanged so that the commit is conditioned on it as read (a takeover or
+            // terminal transition in between makes it fail). The write changes nothing,
+            // so Firestore keeps the lifecycle's update time; a concurrent terminal
+            // transition that read the absent plan is stopped by its own assertion
+            // that the plan is still absent (`guard`).
             let after = self.opened(1, 1)?;
             let bound = BoundPlan {
                 command_key_hash: hash.clone(),

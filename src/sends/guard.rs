@@ -8,15 +8,19 @@
 //! neither                               -> exactly what the terminal transition decides
 //! ```
 //!
-//! The lease module never learns about sends. The plan's absence is not immutable,
-//! but every `begin_send` that binds a plan rewrites the lifecycle it read, so a
-//! terminal transition that read the absent plan and that first send cannot both commit.
+//! The lease module never learns about sends. The plan's absence is not immutable, so
+//! a terminal transition that read no plan commits only while there is still none: its
+//! commit carries an [`AssertAbsent`](Write::AssertAbsent) of the plan (a delete with
+//! an `exists: false` precondition, which writes nothing). A first `begin_send` that
+//! committed in between makes it fail, and the retry answers `send_outcome_required`.
+//! (Rewriting the lifecycle unchanged would not do: Firestore keeps a document's update
+//! time when a write does not change it, so the terminal's precondition would hold.)
 
 use super::attempt;
 use super::bound_plan::{self, BoundPlan};
 use crate::error::JournalError;
 use crate::lease::{Terminal, TerminalOutput};
-use crate::transaction::{Decision, OperationName, Snapshot, Transition};
+use crate::transaction::{Decision, OperationName, Snapshot, Transition, Write};
 
 /// A terminal transition refused once the command has a provider send.
 #[derive(Debug, Clone)]
@@ -55,7 +59,15 @@ impl Transition for Guarded {
 
     fn decide(&self, snapshot: &Snapshot) -> Decision<TerminalOutput> {
         match (snapshot.get(&self.plan_path), snapshot.get(&self.send_path)) {
-            (None, None) => self.terminal.decide(snapshot),
+            (None, None) => match self.terminal.decide(snapshot) {
+                Decision::Mutate(mut writes, output) => {
+                    writes.push(Write::AssertAbsent {
+                        path: self.plan_path.clone(),
+                    });
+                    Decision::Mutate(writes, output)
+                }
+                other => other,
+            },
             (Some(plan), Some(_)) => match BoundPlan::parse(&self.hash, plan) {
                 Ok(_) => Decision::Reject(JournalError::SendOutcomeRequired),
                 Err(error) => Decision::Reject(error),

@@ -340,7 +340,9 @@ fn a_new_command_is_one_read_and_one_commit_of_four_documents() {
         .iter()
         .map(|w| match w {
             Write::Create { path, .. } => path.as_str(),
-            Write::Replace { .. } => panic!("a new command only creates"),
+            Write::Replace { .. } | Write::AssertAbsent { .. } => {
+                panic!("a new command only creates")
+            }
         })
         .collect();
     assert_eq!(

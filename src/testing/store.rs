@@ -270,7 +270,9 @@ impl Store {
             return true;
         };
         let holds = writes.iter().all(|write| match write {
-            Write::Create { path, .. } => !self.docs.contains_key(path),
+            Write::Create { path, .. } | Write::AssertAbsent { path } => {
+                !self.docs.contains_key(path)
+            }
             Write::Replace { path, .. } => {
                 let now = self.docs.get(path).map(|s| s.update_time);
                 now.is_some() && attempt.read.get(path) == Some(&now)
@@ -281,12 +283,20 @@ impl Store {
         }
         self.clock += 1;
         for write in writes {
-            let (Write::Create { path, fields } | Write::Replace { path, fields }) = write;
-            let create_time = self.docs.get(path).map_or(self.clock, |s| s.create_time);
+            let (Write::Create { path, fields } | Write::Replace { path, fields }) = write else {
+                continue;
+            };
+            // As Firestore does, a write that changes nothing keeps the update time.
+            let old = self.docs.get(path);
+            let create_time = old.map_or(self.clock, |s| s.create_time);
+            let update_time = match old {
+                Some(old) if &old.fields == fields => old.update_time,
+                _ => self.clock,
+            };
             let stored = Stored {
                 fields: fields.clone(),
                 create_time,
-                update_time: self.clock,
+                update_time,
             };
             self.docs.insert(path.clone(), stored);
         }
@@ -374,6 +384,13 @@ fn assert_guarded(read: &HashMap<String, Option<u64>>, writes: &[Write]) {
                 assert!(
                     matches!(read.get(path), Some(None)),
                     "created {path} without reading its absence"
+                );
+                path
+            }
+            Write::AssertAbsent { path } => {
+                assert!(
+                    matches!(read.get(path), Some(None)),
+                    "asserted the absence of {path} without reading it absent"
                 );
                 path
             }

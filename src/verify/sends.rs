@@ -18,8 +18,9 @@
 //! - agreement with the lifecycle: a plan implies a lifecycle; the attempt is closed
 //!   exactly when the command is terminal, `succeeded` with succeeded and `declined`
 //!   with failed_final, by the commit that ended the command (same time, same fence,
-//!   same commit time); no send fence beyond the lifecycle's. The first send rewrites
-//!   the lifecycle unchanged, so the lifecycle's last write may be the plan's commit.
+//!   same commit time); no send fence beyond the lifecycle's. (The first send rewrites
+//!   the lifecycle unchanged, which keeps its update time: the lifecycle's last write
+//!   is still its current B2B event's commit.)
 
 use crate::digest::Digest;
 use crate::document::fields::FieldMap;
@@ -413,21 +414,6 @@ fn check_lifecycle(
     if !fences_fit || !terminal_fits {
         out.push(at(C::SendLifecycleMismatch, &path));
     }
-}
-
-/// Whether the lifecycle's last write is explained, for the scan's write-time check:
-/// by the commit of its current B2B event (the general rule), or, only while a plan
-/// is bound and the lifecycle is still leased at the revision the plan was bound
-/// under, by the commit that bound the plan (the first `begin_send` rewrites the
-/// lifecycle unchanged, so that a concurrent terminal transition loses its race).
-pub fn lifecycle_write_explained(
-    lifecycle_updated: WriteTime,
-    current_event_created: WriteTime,
-    plan_created: Option<WriteTime>,
-) -> bool {
-    lifecycle_updated == current_event_created
-        || plan_created
-            .is_some_and(|plan| plan == lifecycle_updated && current_event_created < plan)
 }
 
 #[cfg(test)]

@@ -67,7 +67,9 @@ fn first_accept_creates_the_reservation_and_every_effect_in_one_mutation() {
         .iter()
         .map(|w| match w {
             Write::Create { path, .. } => path.as_str(),
-            Write::Replace { .. } => panic!("accept never replaces"),
+            Write::Replace { .. } | Write::AssertAbsent { .. } => {
+                panic!("accept only creates")
+            }
         })
         .collect();
     assert_eq!(

@@ -103,6 +103,7 @@ fn the_link_is_one_atomic_commit_guarded_by_preconditions() {
         .map(|w| match w {
             Write::Create { path, .. } => (true, path.clone()),
             Write::Replace { path, .. } => (false, path.clone()),
+            Write::AssertAbsent { .. } => panic!("a link asserts no absence"),
         })
         .collect();
     assert_eq!(

@@ -192,7 +192,8 @@ where
     T::Output: Debug + PartialEq,
 {
     let ran = store.run(op);
-    (summary(ran.result, show), ran.writes.len())
+    let stored = ran.writes.iter().filter(|w| w.fields().is_some()).count();
+    (summary(ran.result, show), stored)
 }
 
 /// Runs `op` on `store`: its summary and how many documents it wrote.

@@ -49,7 +49,7 @@ fn a_terminal_transition_that_read_no_plan_loses_to_the_first_send() {
     assert!(store.commit(&sending), "the first send commits");
     assert!(
         !store.commit(&completing),
-        "the completion read the lifecycle the send rewrote: its commit must fail"
+        "the completion asserted the plan absent: its commit must fail"
     );
     assert_eq!(
         store.answer(&complete),

@@ -285,15 +285,9 @@ fn codes_are_stable_and_distinct() {
 }
 
 #[test]
-fn the_first_send_explains_the_lifecycle_rewrite_and_nothing_else_does() {
-    let (event, plan, later) = ((10, 0), (20, 0), (30, 0));
-    assert!(lifecycle_write_explained(event, event, None));
-    assert!(lifecycle_write_explained(plan, event, Some(plan)));
-    assert!(!lifecycle_write_explained(later, event, Some(plan)));
-    assert!(!lifecycle_write_explained(plan, event, None));
-    // A plan bound before the current event does not explain a later write.
-    assert!(!lifecycle_write_explained(plan, later, Some(plan)));
-    // In the store: the lifecycle's update time after the first send is the plan's.
+fn the_first_send_keeps_the_lifecycle_update_time() {
+    // The first send rewrites the lifecycle with its exact fields: as in Firestore, a
+    // write that changes nothing keeps the update time of the B2B event's commit.
     let timed = Timed::run(&[Op::Begin(0, 1, T0)]);
     let h = send_tests::hash();
     let lifecycle = timed
@@ -303,12 +297,8 @@ fn the_first_send_explains_the_lifecycle_rewrite_and_nothing_else_does() {
         .doc(&format!("auditEvents/commerce_command_{h}_0000000002"))
         .expect("event");
     let plan_doc = timed.doc(&bound_plan::path(&h)).expect("plan");
-    assert_ne!(lifecycle.updated, lease_event.created);
-    assert!(lifecycle_write_explained(
-        lifecycle.updated,
-        lease_event.created,
-        Some(plan_doc.created)
-    ));
+    assert_eq!(lifecycle.updated, lease_event.created);
+    assert_ne!(lifecycle.updated, plan_doc.created);
 }
 
 mod property {
