@@ -118,7 +118,9 @@ fn command_writes(n: u64, root: &str, now: Timestamp) -> Res<Vec<RawWrite>> {
                     update_time: None,
                 })),
             }),
-            Write::Replace { .. } => Err("a first start replaced a document".into()),
+            Write::Replace { .. } | Write::AssertAbsent { .. } => {
+                Err("a first start did more than create".into())
+            }
         })
         .collect()
 }
