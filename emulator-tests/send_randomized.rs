@@ -7,17 +7,13 @@
 //!
 //! `CJ_RANDOM_SEED=<n>` replays a seed; a failing run prints its seed.
 
-use super::support::{self, list};
+use super::support;
 use chrono::{DateTime, TimeDelta};
-use command_journal::internals::sends::{
-    Lifecycle, SendDocs, StoredDoc, WriteTime, check_sends, parse_send_event_id,
-};
 use command_journal::{
-    BeginSendOutput, CommandInput, Digest, JournalError, LeaseId, LeaseOutput, ManualClock,
-    OperationSlug, ProviderPlan, ProviderPlanRequest, SendEvidence, SendOutcome, SendOutcomeOutput,
+    BeginSendOutput, CommandInput, JournalError, LeaseId, LeaseOutput, ManualClock, OperationSlug,
+    ProviderPlan, ProviderPlanRequest, SendEvidence, SendOutcome, SendOutcomeOutput,
     TerminalReferenceFingerprint,
 };
-use gcloud_sdk::google::firestore::v1::Document;
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -68,24 +64,6 @@ struct Told {
     absent: BTreeSet<i64>,
     permits: usize,
     terminal: usize,
-}
-
-fn stored(doc: &Document, path: String) -> StoredDoc {
-    let time = |t: &Option<gcloud_sdk::prost_types::Timestamp>| -> WriteTime {
-        t.as_ref().map_or((0, 0), |t| (t.seconds, t.nanos))
-    };
-    StoredDoc {
-        path,
-        fields: doc.fields.clone(),
-        created: time(&doc.create_time),
-        updated: time(&doc.update_time),
-    }
-}
-
-fn relative(doc: &Document) -> String {
-    doc.name
-        .split_once("/documents/")
-        .map_or(String::new(), |(_, p)| p.to_owned())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -253,11 +231,11 @@ async fn workers_racing_sends_outcomes_and_reconciliation_keep_every_send_invari
         };
         clock.advance(step);
     }
-    // The stored documents, checked by the verifier's send checks.
+    // The stored documents, checked by the verifier.
+    assert_verified(&connection).await;
     let told = std::mem::take(&mut *told.lock().expect("lock"));
     let mut sent = 0;
     for (c, cmd) in commands.iter().enumerate() {
-        assert_sends_verified(&connection, cmd).await;
         if let Some(key) = told[c].keys.get(&1) {
             let op = OperationSlug::parse("charge").expect("slug");
             assert_eq!(key, &cmd.identity().provider_idempotency_key(&op));
@@ -287,42 +265,12 @@ async fn workers_racing_sends_outcomes_and_reconciliation_keep_every_send_invari
     assert!(sent > 0, "the run issued no permit at all: seed {seed}");
 }
 
-/// The verifier's pure send checks find nothing wrong with `cmd`'s stored send
-/// documents, its send events and their agreement with its lifecycle.
-pub async fn assert_sends_verified(connection: &command_journal::Connection, cmd: &CommandInput) {
-    let hash: Digest = cmd.identity().command_key_hash().clone();
-    let root = format!("checkoutRequests/{hash}");
-    let sends = list(connection, &root, "providerSends").await;
-    let lifecycle_doc = list(connection, &root, "lifecycle")
+/// `verify` finds nothing wrong with the whole project: every command's send
+/// documents, send events and their agreement with its lifecycle, with everything else
+/// the journal stores.
+pub async fn assert_verified(connection: &command_journal::Connection) {
+    let report = command_journal::verify(connection, &mut |_| {})
         .await
-        .into_iter()
-        .next()
-        .map(|d| stored(&d, relative(&d)));
-    let lifecycle = lifecycle_doc
-        .as_ref()
-        .map(|d| Lifecycle::parse(&hash, &d.fields).expect("lifecycle parses"));
-    let find = |id: &str| {
-        sends
-            .iter()
-            .find(|d| d.name.ends_with(&format!("/providerSends/{id}")))
-            .map(|d| stored(d, relative(d)))
-    };
-    let plan_doc = find("plan");
-    let current_doc = find("current");
-    let send_events: Vec<(i64, StoredDoc)> = list(connection, "", "auditEvents")
-        .await
-        .iter()
-        .filter_map(|d| {
-            let (of, revision) = parse_send_event_id(d.name.rsplit('/').next()?)?;
-            (of == hash).then(|| (revision, stored(d, relative(d))))
-        })
-        .collect();
-    let docs = SendDocs {
-        plan: plan_doc.as_ref(),
-        current: current_doc.as_ref(),
-        events: send_events.iter().map(|(r, d)| (*r, d)).collect(),
-        lifecycle: lifecycle_doc.as_ref().zip(lifecycle.as_ref()),
-    };
-    let findings = check_sends(&hash, &docs);
-    assert!(findings.is_empty(), "{findings:?}");
+        .expect("verify");
+    assert!(report.clean, "{:?}", report.findings);
 }

@@ -2,7 +2,7 @@
 //! races with exact counts of documents and events, the cutoff boundary to the
 //! microsecond, and a canary scan of documents, outputs and errors.
 
-use super::send_randomized::assert_sends_verified;
+use super::send_randomized::assert_verified;
 use super::support::{self, command, get, list, race};
 use chrono::{DateTime, TimeDelta, Utc};
 use command_journal::{
@@ -141,7 +141,7 @@ async fn twenty_four_begins_by_the_holder_after_a_takeover_record_one_resend() {
         assert!(results.iter().all(|r| r == &results[0]), "{results:?}");
         // plan + current; registration, lease, takeover; opened, ambiguous, resent.
         assert_eq!(counts(&connection, &cmd).await, (2, 3, 3), "round {round}");
-        assert_sends_verified(&connection, &cmd).await;
+        assert_verified(&connection).await;
     }
 }
 
@@ -177,7 +177,7 @@ async fn twenty_four_workers_race_a_takeover_then_one_resends_the_ambiguous_atte
         };
         assert_eq!(permit(&Ok(answer.clone())), (1, true, key_of(&cmd)));
         assert_eq!(counts(&connection, &cmd).await, (2, 3, 3), "round {round}");
-        assert_sends_verified(&connection, &cmd).await;
+        assert_verified(&connection).await;
     }
 }
 
@@ -241,7 +241,7 @@ async fn succeeded_versus_ambiguous_versus_a_takeover_commit_consistently() {
             }
             other => panic!("round {round}: {other:?}"),
         }
-        assert_sends_verified(&connection, &cmd).await;
+        assert_verified(&connection).await;
     }
 }
 
@@ -311,7 +311,7 @@ async fn reconciliation_races_a_late_outcome_and_contradicting_evidence() {
             ) => assert_eq!((b2b, events), (4, 3), "round {round}"),
             other => panic!("round {round}: {other:?}"),
         }
-        assert_sends_verified(&connection, &cmd).await;
+        assert_verified(&connection).await;
     }
 }
 
@@ -356,7 +356,7 @@ async fn the_cutoff_is_exact_to_the_microsecond() {
     assert_eq!(status["send"]["needsReconciliation"], json!(false));
     // plan + current; registration, lease, takeover; opened, resent.
     assert_eq!(counts(&connection, &cmd).await, (2, 3, 2));
-    assert_sends_verified(&connection, &cmd).await;
+    assert_verified(&connection).await;
 }
 
 #[tokio::test]
@@ -390,7 +390,7 @@ async fn complete_and_fail_are_refused_once_a_plan_is_bound() {
         Ok(SendOutcomeOutput::Terminal(TerminalOutput::FailedFinal))
     );
     assert_eq!(counts(&connection, &cmd).await, (2, 3, 2));
-    assert_sends_verified(&connection, &cmd).await;
+    assert_verified(&connection).await;
 }
 
 #[tokio::test]

@@ -176,15 +176,6 @@ pub mod internals {
     pub use crate::start::Start;
     pub use crate::transaction::{Decision, MAX_FOLLOW_UP_READS, Snapshot, Transition, Write};
 
-    /// The send layer's pure verifier checks, until the scan runs them.
-    pub mod sends {
-        pub use crate::document::lifecycle::Lifecycle;
-        pub use crate::sends::event::parse_id as parse_send_event_id;
-        pub use crate::verify::sends::{
-            SendDocs, SendFinding, SendFindingCode, StoredDoc, WriteTime, check_sends,
-        };
-    }
-
     /// Runs any `op` through `journal`'s runner, as its own operations are run.
     pub async fn run<T: Transition>(
         journal: &crate::Journal,

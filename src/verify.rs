@@ -105,6 +105,45 @@ pub enum FindingCode {
     /// or audit events created out of revision order: a document deleted and written
     /// again, or written outside the journal.
     CommitTimeMismatch,
+    /// A provider-send plan or send record whose root does not exist.
+    OrphanSendRecord,
+    /// A send document or event that fails its strict codec.
+    MalformedSendDocument,
+    /// A plan without its send record, the reverse, or send events without either.
+    UnpairedSendRecord,
+    /// The plan was rewritten, or not created in the commit of attempt 1's opening.
+    PlanNotImmutable,
+    /// A send revision below the current one has no event.
+    SendAuditGap,
+    /// A send event beyond the current send revision.
+    ExtraSendEvent,
+    /// The send chain does not replay from nothing to the current send record.
+    SendChainMismatch,
+    /// A cutoff that is not `firstSentAt + r − ⌊r/4⌋`, changes within an attempt, or a
+    /// permit or sender's outcome recorded at or after it.
+    SendCutoffMismatch,
+    /// The send layer and the lifecycle disagree (terminal state, time, fence).
+    SendLifecycleMismatch,
+    /// Send commit times out of order, a send event rewritten, or the send record not
+    /// written by the commit of the last send event.
+    SendCommitTimeMismatch,
+}
+
+impl From<sends::SendFindingCode> for FindingCode {
+    fn from(code: sends::SendFindingCode) -> Self {
+        use sends::SendFindingCode as S;
+        match code {
+            S::MalformedSendDocument => Self::MalformedSendDocument,
+            S::UnpairedSendRecord => Self::UnpairedSendRecord,
+            S::PlanNotImmutable => Self::PlanNotImmutable,
+            S::SendAuditGap => Self::SendAuditGap,
+            S::ExtraSendEvent => Self::ExtraSendEvent,
+            S::SendChainMismatch => Self::SendChainMismatch,
+            S::SendCutoffMismatch => Self::SendCutoffMismatch,
+            S::SendLifecycleMismatch => Self::SendLifecycleMismatch,
+            S::SendCommitTimeMismatch => Self::SendCommitTimeMismatch,
+        }
+    }
 }
 
 impl FindingCode {
@@ -138,6 +177,16 @@ impl FindingCode {
             Self::EffectIntegrityMismatch => "effect_integrity_mismatch",
             Self::RewrittenDocument => "rewritten_document",
             Self::CommitTimeMismatch => "commit_time_mismatch",
+            Self::OrphanSendRecord => "orphan_send_record",
+            Self::MalformedSendDocument => "malformed_send_document",
+            Self::UnpairedSendRecord => "unpaired_send_record",
+            Self::PlanNotImmutable => "plan_not_immutable",
+            Self::SendAuditGap => "send_audit_gap",
+            Self::ExtraSendEvent => "extra_send_event",
+            Self::SendChainMismatch => "send_chain_mismatch",
+            Self::SendCutoffMismatch => "send_cutoff_mismatch",
+            Self::SendLifecycleMismatch => "send_lifecycle_mismatch",
+            Self::SendCommitTimeMismatch => "send_commit_time_mismatch",
         }
     }
 }

@@ -61,6 +61,10 @@ pub struct CommandDocs {
     pub lifecycles: Vec<StoredDoc>,
     /// Audit events with their revisions, in revision order.
     pub audits: Vec<(i64, StoredDoc)>,
+    /// The send layer's `providerSends/plan` and `providerSends/current`, if any.
+    pub sends: Vec<StoredDoc>,
+    /// Send events with their send revisions, in revision order.
+    pub send_events: Vec<(i64, StoredDoc)>,
 }
 
 fn finding(code: FindingCode, path: &str) -> Finding {
@@ -91,8 +95,11 @@ pub fn check_command(hash: &Digest, docs: &CommandDocs) -> Vec<Finding> {
         if let Some(doc) = lifecycle_doc {
             out.push(finding(FindingCode::OrphanLifecycle, &doc.path));
         }
-        for (_, doc) in &docs.audits {
+        for (_, doc) in docs.audits.iter().chain(&docs.send_events) {
             out.push(finding(FindingCode::OrphanAuditEvent, &doc.path));
+        }
+        for doc in &docs.sends {
+            out.push(finding(FindingCode::OrphanSendRecord, &doc.path));
         }
         return out;
     }
@@ -192,6 +199,7 @@ pub fn check_command(hash: &Digest, docs: &CommandDocs) -> Vec<Finding> {
 
     let current = lifecycle_doc.zip(lifecycle.as_ref());
     out.extend(super::write_times::check_command(docs, current));
+    out.extend(check_send_layer(hash, docs, current));
     if let Some(root) = &root {
         check_chain(root, &events, &mut out);
         if let (Some(lifecycle), Some(doc)) = (&lifecycle, lifecycle_doc) {
@@ -199,6 +207,36 @@ pub fn check_command(hash: &Digest, docs: &CommandDocs) -> Vec<Finding> {
         }
     }
     out
+}
+
+/// The send layer's documents (`docs/providers.md`) against each other and the
+/// lifecycle: [`check_sends`](super::sends::check_sends), its codes as the report's.
+fn check_send_layer(
+    hash: &Digest,
+    docs: &CommandDocs,
+    lifecycle: Option<(&StoredDoc, &Lifecycle)>,
+) -> Vec<Finding> {
+    if docs.sends.is_empty() && docs.send_events.is_empty() {
+        return Vec::new();
+    }
+    let named = |id: &str| {
+        docs.sends
+            .iter()
+            .find(|doc| doc.path.rsplit('/').next() == Some(id))
+    };
+    let sends = super::sends::SendDocs {
+        plan: named("plan"),
+        current: named("current"),
+        events: docs.send_events.iter().map(|(r, doc)| (*r, doc)).collect(),
+        lifecycle,
+    };
+    super::sends::check_sends(hash, &sends)
+        .into_iter()
+        .map(|found| Finding {
+            code: FindingCode::from(found.code),
+            path: found.path,
+        })
+        .collect()
 }
 
 /// The lease rules along the transition chain, each event against its root and

@@ -82,13 +82,17 @@ fn as_jiff(t: &prost_types::Timestamp) -> Result<firestore::jiff::Timestamp, Jou
 const MIN_ID: &str = "__id-9223372036854775808__";
 
 /// What one scan reads: every document at any depth below one top-level collection
-/// (a kindless all-descendants query bounded by `__name__`), or the stray `lifecycle`
-/// documents outside `checkoutRequests`, and where a hash prefix cuts its name space.
+/// (a kindless all-descendants query bounded by `__name__`), or below one id range of
+/// it, and where a hash prefix cuts its name space.
 struct Source {
     /// The top-level collection whose subtree is read.
     collection: &'static str,
     /// A hash prefix `p` cuts at the document `{collection}/{cut_id}{p}`.
     cut_id: &'static str,
+    /// The source starts at the document `{collection}/{start_id}`.
+    start_id: &'static str,
+    /// The source ends before `{collection}/{id}`, or after the collection.
+    end_id: Option<&'static str>,
     classify: Classify,
 }
 
@@ -98,6 +102,8 @@ impl Source {
         Self {
             collection,
             cut_id: "",
+            start_id: MIN_ID,
+            end_id: None,
             classify,
         }
     }
@@ -107,23 +113,55 @@ impl Source {
         format!("{}/{}{prefix}", self.collection, self.cut_id)
     }
 
-    /// The first document name of the subtree.
-    fn first(&self) -> String {
-        format!("{}/{MIN_ID}", self.collection)
+    /// Whether the source's name range holds `path` (relative to the documents root),
+    /// for documents held in memory; ids compare as Firestore orders text ids.
+    #[cfg(test)]
+    fn holds(&self, path: &str) -> bool {
+        let Some(id) = path
+            .strip_prefix(self.collection)
+            .and_then(|rest| rest.strip_prefix('/'))
+            .and_then(|rest| rest.split('/').next())
+        else {
+            return false;
+        };
+        let started = self.start_id == MIN_ID || id >= self.start_id;
+        started && self.end_id.is_none_or(|end| id < end)
     }
 
-    /// The first document name after the subtree (the next possible collection id).
+    /// The first document name of the source.
+    fn first(&self) -> String {
+        format!("{}/{}", self.collection, self.start_id)
+    }
+
+    /// The first document name after the source (the next possible collection id when
+    /// it runs to the collection's end).
     fn after(&self) -> String {
-        format!("{}\0/{MIN_ID}", self.collection)
+        match self.end_id {
+            Some(id) => format!("{}/{id}", self.collection),
+            None => format!("{}\0/{MIN_ID}", self.collection),
+        }
     }
 }
 
 /// Roots, lifecycles and anything else stored below `checkoutRequests`.
 const COMMANDS: Source = Source::subtree(root::COLLECTION, classify_command_tree);
 
+/// The prefix of every send event id: they sort after every commerce event id, so
+/// the send events are their own source, cut at their own prefix.
+const SEND_EVENT_PREFIX: &str = "provider_send_";
+
+/// The commerce events and any stray id up to the send events.
 const AUDITS: Source = Source {
     cut_id: "commerce_command_",
+    end_id: Some(SEND_EVENT_PREFIX),
     ..Source::subtree(audit::COLLECTION, classify_audit)
+};
+
+/// The send events and any stray id after them.
+const SEND_AUDITS: Source = Source {
+    cut_id: SEND_EVENT_PREFIX,
+    start_id: SEND_EVENT_PREFIX,
+    ..Source::subtree(audit::COLLECTION, classify_send_audit)
 };
 
 const RESERVATIONS: Source = Source::subtree(reservation::COLLECTION, classify_reservation);
@@ -131,7 +169,7 @@ const RESERVATIONS: Source = Source::subtree(reservation::COLLECTION, classify_r
 const EFFECTS: Source = Source::subtree(effect::COLLECTION, classify_effect);
 
 /// The subtree scans, in the order a range reads them.
-const SOURCES: [&Source; 4] = [&COMMANDS, &AUDITS, &RESERVATIONS, &EFFECTS];
+const SOURCES: [&Source; 5] = [&COMMANDS, &AUDITS, &SEND_AUDITS, &RESERVATIONS, &EFFECTS];
 
 /// A reference value to `{documents}/{path}`, as `__name__` compares.
 fn reference(documents: &str, path: String) -> FirestoreValue {
@@ -258,6 +296,10 @@ enum Part {
     Lifecycle,
     /// The audit event of this revision.
     Audit(i64),
+    /// `checkoutRequests/{hash}/providerSends/{plan|current}`.
+    Send,
+    /// The send event of this send revision.
+    SendEvent(i64),
     /// `ledgerReservations/{id}`.
     Reservation,
     /// `ledgerTransactions/{id}_{index}`.
@@ -312,6 +354,9 @@ fn classify_command_tree(doc: StoredDoc) -> Keyed {
             Some([root::COLLECTION, id, "lifecycle", _]) => {
                 Digest::parse(id).map(|hash| (hash, Part::Lifecycle))
             }
+            Some([root::COLLECTION, id, "providerSends", "plan" | "current"]) => {
+                Digest::parse(id).map(|hash| (hash, Part::Send))
+            }
             _ => None,
         },
     };
@@ -328,6 +373,15 @@ fn classify_audit(doc: StoredDoc) -> Keyed {
         Some([audit::COLLECTION, id]) => {
             audit::parse_id(id).map(|(hash, revision)| (hash, Part::Audit(revision)))
         }
+        _ => None,
+    };
+    keyed(key, doc)
+}
+
+fn classify_send_audit(doc: StoredDoc) -> Keyed {
+    let key = match segments(&doc.path) {
+        Some([audit::COLLECTION, id]) => crate::sends::event::parse_id(id)
+            .map(|(hash, revision)| (hash, Part::SendEvent(revision))),
         _ => None,
     };
     keyed(key, doc)
@@ -524,13 +578,13 @@ pub(crate) async fn check_in_memory(
     let prefix = format!("{documents_path}/");
     // Firestore orders names segment by segment.
     let order = |d: &Document| d.name.split('/').map(str::to_owned).collect::<Vec<_>>();
-    let mut parts: [Vec<Document>; 5] = Default::default();
+    let mut parts: [Vec<Document>; 6] = Default::default();
     for document in documents {
         let path = document.name.strip_prefix(&prefix).unwrap_or_default();
         let slot = SOURCES
             .iter()
-            .position(|source| path.split('/').next() == Some(source.collection))
-            .or_else(|| (path.rsplit('/').nth(1) == Some(STRAY_GROUP)).then_some(4));
+            .position(|source| source.holds(path))
+            .or_else(|| (path.rsplit('/').nth(1) == Some(STRAY_GROUP)).then_some(5));
         if let Some(slot) = slot {
             parts[slot].push(document);
         }
@@ -538,6 +592,7 @@ pub(crate) async fn check_in_memory(
     let [
         commands_docs,
         audit_docs,
+        send_audit_docs,
         reservation_docs,
         effect_docs,
         stray_docs,
@@ -563,6 +618,7 @@ pub(crate) async fn check_in_memory(
     let heads = [
         from(commands_docs, COMMANDS.classify),
         from(audit_docs, AUDITS.classify),
+        from(send_audit_docs, SEND_AUDITS.classify),
     ];
     commands(heads, &mut report, &mut tally).await?;
     let heads = [
@@ -578,16 +634,17 @@ pub(crate) async fn check_in_memory(
 /// command key hash: each command is checked on its own documents, all read at the
 /// range's read time.
 async fn commands(
-    heads: [Head<'_>; 2],
+    heads: [Head<'_>; 3],
     report: &mut VerifyReport,
     tally: &mut Tally<'_>,
 ) -> Result<(), JournalError> {
-    let [mut tree, mut audits] = heads;
+    let [mut tree, mut audits, mut send_audits] = heads;
     let before = report.scanned.total();
     loop {
         tree.fill(report).await?;
         audits.fill(report).await?;
-        let Some(hash) = [tree.hash(), audits.hash()]
+        send_audits.fill(report).await?;
+        let Some(hash) = [tree.hash(), audits.hash(), send_audits.hash()]
             .into_iter()
             .flatten()
             .min()
@@ -596,23 +653,27 @@ async fn commands(
             break;
         };
         let mut docs = CommandDocs::default();
-        for (part, doc) in tree.take(&hash, report).await? {
+        let taken = [
+            tree.take(&hash, report).await?,
+            audits.take(&hash, report).await?,
+            send_audits.take(&hash, report).await?,
+        ];
+        for (part, doc) in taken.into_iter().flatten() {
             match part {
                 Part::Root => docs.root = Some(doc),
-                _ => docs.lifecycles.push(doc),
-            }
-        }
-        for (part, doc) in audits.take(&hash, report).await? {
-            if let Part::Audit(revision) = part {
-                docs.audits.push((revision, doc));
+                Part::Lifecycle => docs.lifecycles.push(doc),
+                Part::Audit(revision) => docs.audits.push((revision, doc)),
+                Part::Send => docs.sends.push(doc),
+                Part::SendEvent(revision) => docs.send_events.push((revision, doc)),
+                Part::Reservation | Part::Effect => {}
             }
         }
         report.record(check_command(&hash, &docs));
-        tally.update(before + tree.read + audits.read);
+        tally.update(before + tree.read + audits.read + send_audits.read);
     }
     report.scanned.checkout_requests += tree.read - tree.lifecycles;
     report.scanned.lifecycles += tree.lifecycles;
-    report.scanned.audit_events += audits.read;
+    report.scanned.audit_events += audits.read + send_audits.read;
     Ok(())
 }
 
@@ -712,6 +773,7 @@ pub(super) async fn run(
         let heads = [
             head(&db, &documents, Some(&COMMANDS), &bounds).await?,
             head(&db, &documents, Some(&AUDITS), &bounds).await?,
+            head(&db, &documents, Some(&SEND_AUDITS), &bounds).await?,
         ];
         commands(heads, &mut report, &mut tally).await?;
         let heads = [
@@ -774,7 +836,7 @@ mod tests {
         let h = "ab".repeat(32);
         let some = |part| Ok(Some((h.clone(), part)));
         let tree = classify_command_tree;
-        let cases: [(Classify, String, Key); 25] = [
+        let cases: [(Classify, String, Key); 31] = [
             (tree, format!("checkoutRequests/{h}"), some(Part::Root)),
             (tree, "checkoutRequests/not-a-hash".into(), Err(())),
             (tree, format!("checkoutRequests/{h}/x"), Err(())),
@@ -868,6 +930,32 @@ mod tests {
                 Err(()),
             ),
             (tree, "checkoutRequests".into(), Err(())),
+            (
+                tree,
+                format!("checkoutRequests/{h}/providerSends/plan"),
+                some(Part::Send),
+            ),
+            (
+                tree,
+                format!("checkoutRequests/{h}/providerSends/current"),
+                some(Part::Send),
+            ),
+            (
+                tree,
+                format!("checkoutRequests/{h}/providerSends/plan/x/y"),
+                Err(()),
+            ),
+            (
+                classify_send_audit,
+                format!("auditEvents/provider_send_{h}_0000000001"),
+                some(Part::SendEvent(1)),
+            ),
+            (
+                classify_send_audit,
+                format!("auditEvents/provider_send_{h}_1"),
+                Err(()),
+            ),
+            (classify_send_audit, "auditEvents/~last".into(), Err(())),
         ];
         for (classify, path, expected) in cases {
             assert_eq!(key(classify, &path), expected, "{path}");
@@ -891,11 +979,30 @@ mod tests {
             start: Some("0a00".into()),
             end: None,
         };
+        // The commerce events end where the send events begin; those run to the end.
         assert_eq!(
             ranges(Some(&AUDITS), &cut),
             vec![(
                 Some("auditEvents/commerce_command_0a00".into()),
+                Some("auditEvents/provider_send_".into())
+            )]
+        );
+        assert_eq!(
+            ranges(Some(&SEND_AUDITS), &whole),
+            vec![(
+                Some("auditEvents/provider_send_".into()),
                 Some(format!("auditEvents\0/{MIN_ID}"))
+            )]
+        );
+        let cut_both = Bounds {
+            start: Some("0a00".into()),
+            end: Some("8000".into()),
+        };
+        assert_eq!(
+            ranges(Some(&SEND_AUDITS), &cut_both),
+            vec![(
+                Some("auditEvents/provider_send_0a00".into()),
+                Some("auditEvents/provider_send_8000".into())
             )]
         );
         assert_eq!(

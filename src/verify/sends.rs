@@ -23,7 +23,6 @@
 //!   is still its current B2B event's commit.)
 
 use crate::digest::Digest;
-use crate::document::fields::FieldMap;
 use crate::document::lifecycle::{Lifecycle, LifecycleState};
 use crate::sends::attempt::{self, AttemptState, OutcomeSource, SendAttempt};
 use crate::sends::bound_plan::{self, BoundPlan};
@@ -85,29 +84,7 @@ pub struct SendFinding {
     pub path: String,
 }
 
-/// A commit time as Firestore records it on a document: `(seconds, nanos)`.
-pub type WriteTime = (i64, i32);
-
-/// One stored document as the send checks read it: the scan's document (path, raw
-/// fields) with its `createTime` and `updateTime`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StoredDoc {
-    /// Path relative to the documents root.
-    pub path: String,
-    /// The raw fields.
-    pub fields: FieldMap,
-    /// The commit that created it.
-    pub created: WriteTime,
-    /// The commit that last changed it.
-    pub updated: WriteTime,
-}
-
-impl StoredDoc {
-    /// Whether a commit other than the one that created it changed it.
-    pub fn rewritten(&self) -> bool {
-        self.updated != self.created
-    }
-}
+pub use super::commerce::{StoredDoc, WriteTime};
 
 /// Everything of the send layer stored under one command key hash, and the parsed
 /// lifecycle (with its document) when it parsed.

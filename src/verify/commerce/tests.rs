@@ -56,6 +56,7 @@ fn command_docs(store: &Store, hash: &Digest) -> CommandDocs {
         root: get(format!("checkoutRequests/{hash}")),
         lifecycles: get(lifecycle::path(hash)).into_iter().collect(),
         audits,
+        ..CommandDocs::default()
     }
 }
 

@@ -47,7 +47,10 @@ impl Timed {
 
     fn doc(&self, path: &str) -> Option<StoredDoc> {
         let fields = self.store.get(path)?.clone();
-        let time = |t: u64| -> WriteTime { (i64::try_from(t).expect("small"), 0) };
+        let time = |t: u64| WriteTime {
+            seconds: i64::try_from(t).expect("small"),
+            nanos: 0,
+        };
         Some(StoredDoc {
             path: path.to_owned(),
             fields,

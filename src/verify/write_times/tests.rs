@@ -23,6 +23,7 @@ fn codes(edit: fn(&mut CommandDocs)) -> Vec<(FindingCode, String)> {
         root: Some(doc("root", 1, 1)),
         lifecycles: vec![doc("lifecycle", 2, 4)],
         audits: (1..=4).map(|r| (r, doc(&format!("e{r}"), r, r))).collect(),
+        ..CommandDocs::default()
     };
     let zero = Timestamp::from_micros(0).expect("time");
     let parsed = Lifecycle {
