@@ -3,10 +3,12 @@
 //! command or reservation edited per case, each edit on its own line with the finding
 //! code it must produce at the path named. The untampered journal is clean, every case
 //! is found, no finding lands outside the case's own documents, and a split scan
-//! (7 ranges) gives the same report as one read time.
+//! (7 ranges) gives the same report as one read time. Commands whose cases tamper the
+//! send layer end through a provider send (a permit, then the success).
 
 use super::support::{self, command, delete, get, put};
 use chrono::{DateTime, TimeDelta};
+use command_journal::{BeginSendOutput, ProviderPlan, ProviderPlanRequest, SendOutcome};
 use command_journal::{
     CommandInput, FindingCode, FingerprintInput, Journal, LeaseId, LeaseOutput, LedgerKey,
     LedgerScope, ManualClock, ScanRanges, TerminalReferenceFingerprint, VerifyReport,
@@ -31,6 +33,9 @@ enum At {
     Event(i64),
     Reservation,
     Effect(usize),
+    Plan,
+    SendRecord,
+    SendEvent(i64),
 }
 
 /// What a case does to its documents.
@@ -107,6 +112,13 @@ fn cases() -> Vec<Case> {
         ("effect lineage", Set(Effect(0), vec![("lineage", s("historical_unlinked"))]), F::LineageViolation, Effect(0), ""),
         ("a document below a reservation", CopyTo(Reservation, "{path}/x/y"), F::UnexpectedDocument, Reservation, "/x/y"),
         ("reservation deleted", Delete(Reservation), F::CanonicalEffectWithoutReservation, Effect(0), ""),
+        ("plan's provider", Set(Plan, vec![("provider", s("adyen"))]), F::PlanNotImmutable, Plan, ""),
+        ("plan's key retention", Set(Plan, vec![("keyRetentionSeconds", ValueType::IntegerValue(3600))]), F::PlanNotImmutable, Plan, ""),
+        ("plan deleted", Delete(Plan), F::UnpairedSendRecord, SendRecord, ""),
+        ("send record's cutoff", Set(SendRecord, vec![("sendCutoffAt", t(T0 + 90_000))]), F::SendCommitTimeMismatch, SendRecord, ""),
+        ("send opening deleted", Delete(SendEvent(1)), F::SendAuditGap, SendEvent(1), ""),
+        ("send outcome deleted and written again", Recreate(SendEvent(2)), F::SendCommitTimeMismatch, SendRecord, ""),
+        ("a document beside the plan", CopyTo(Plan, "{root}/providerSends/other"), F::UnexpectedDocument, Root, "/providerSends/other"),
     ];
     cases
 }
@@ -137,6 +149,25 @@ fn is_ledger(at: At) -> bool {
     matches!(at, At::Reservation | At::Effect(_))
 }
 
+/// Whether a case tampers the send layer: its command ends through a provider send.
+fn is_send(name: &str, at: At) -> bool {
+    matches!(at, At::Plan | At::SendRecord | At::SendEvent(_)) || name.contains("plan")
+}
+
+fn plan() -> ProviderPlan {
+    ProviderPlan::new(ProviderPlanRequest {
+        provider: "stripe",
+        account: "acct_tamper",
+        mode: "test",
+        api_version: "2024-06-20",
+        operation: "charge",
+        endpoint: "POST /v1/charges",
+        parameters: &json!({"amount": 1250}),
+        key_retention_seconds: 86_400,
+    })
+    .expect("plan")
+}
+
 /// The documents a case owns: a command's or a reservation's.
 enum Owner {
     Command(CommandInput),
@@ -163,6 +194,18 @@ impl Owner {
             (Self::Ledger(key), At::Effect(i)) => {
                 format!("ledgerTransactions/{}_{i:04}", key.reservation_id())
             }
+            (Self::Command(cmd), At::Plan) => format!(
+                "checkoutRequests/{}/providerSends/plan",
+                cmd.identity().command_key_hash()
+            ),
+            (Self::Command(cmd), At::SendRecord) => format!(
+                "checkoutRequests/{}/providerSends/current",
+                cmd.identity().command_key_hash()
+            ),
+            (Self::Command(cmd), At::SendEvent(r)) => format!(
+                "auditEvents/provider_send_{}_{r:010}",
+                cmd.identity().command_key_hash()
+            ),
             _ => panic!("{at:?} is not a document of this owner"),
         }
     }
@@ -306,13 +349,33 @@ async fn every_tampering_of_a_clean_journal_is_found_at_its_cause() {
             ));
         }
     }
-    clock.advance(TimeDelta::seconds(5));
-    for owner in &owners {
-        if let Owner::Command(cmd) = owner {
-            journal
-                .complete_command(cmd, &lease(2), 2, &reference)
+    // Send cases: the new holder sends, and the success ends the command.
+    for ((name, _, _, at, _), owner) in cases.iter().zip(&owners) {
+        if let Owner::Command(cmd) = owner
+            && is_send(name, *at)
+        {
+            let permit = journal
+                .begin_send(cmd, &lease(2), 2, &plan())
                 .await
-                .expect("complete");
+                .expect("begin send");
+            assert!(matches!(permit, BeginSendOutput::Permitted(_)));
+        }
+    }
+    clock.advance(TimeDelta::seconds(5));
+    for ((name, _, _, at, _), owner) in cases.iter().zip(&owners) {
+        if let Owner::Command(cmd) = owner {
+            if is_send(name, *at) {
+                let outcome = SendOutcome::Succeeded(reference.clone());
+                journal
+                    .record_send_outcome(cmd, &lease(2), 2, 1, &outcome)
+                    .await
+                    .expect("outcome");
+            } else {
+                journal
+                    .complete_command(cmd, &lease(2), 2, &reference)
+                    .await
+                    .expect("complete");
+            }
         }
     }
     let control = both_ways(&journal).await;
