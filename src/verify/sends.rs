@@ -1,8 +1,8 @@
 //! Pure invariant checks over one command's provider-send documents
 //! (`docs/providers.md`): the plan, the current attempt, the whole version-3 send
-//! audit chain, and their agreement with the lifecycle. Not yet wired into the scan:
-//! the caller gathers [`SendDocs`] per command key hash and maps each
-//! [`SendFindingCode`] into the report.
+//! audit chain, and their agreement with the lifecycle. The scan gathers [`SendDocs`]
+//! per command key hash (`commerce::check_command`) and reports each
+//! [`SendFindingCode`] as the matching `FindingCode`.
 //!
 //! - plan immutability: created once, never rewritten, in the commit of attempt 1's
 //!   `provider_send_opened` (revision 1);
