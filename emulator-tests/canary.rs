@@ -18,6 +18,8 @@ const LEASE_A: &str = "1ea5e000-aaaa-4aaa-8aaa-00000000000a";
 const LEASE_B: &str = "1ea5e000-bbbb-4bbb-8bbb-00000000000b";
 const PAYLOAD: &str = "CANARYpayloadVx42";
 const REFERENCE: &str = "ca11ab1eca11ab1eca11ab1eca11ab1eca11ab1eca11ab1eca11ab1eca11ab1e";
+const ACCOUNT: &str = "acct_CANARYaccountQ7";
+const PARAMETER: &str = "CANARYparameterW3";
 
 #[derive(Clone, Default)]
 struct Capture(Arc<Mutex<Vec<u8>>>);
@@ -113,6 +115,49 @@ async fn no_raw_secret_reaches_documents_outputs_errors_or_traces() {
     let output = journal.start(&cmd, &b).await.expect("terminal");
     record(format!("{output:?}"));
     record(serde_json::to_string(&output).expect("json"));
+    // The send layer on the fresh command: a permit, an ambiguous outcome, the success,
+    // their retries, a conflicting plan, and the status with its send state.
+    let plan = |account: &str| {
+        command_journal::ProviderPlan::new(command_journal::ProviderPlanRequest {
+            provider: "stripe",
+            account,
+            mode: "test",
+            api_version: "2024-06-20",
+            operation: "charge",
+            endpoint: "POST /v1/charges",
+            parameters: &json!({"note": PARAMETER}),
+            key_retention_seconds: 86_400,
+        })
+    };
+    record(format!("{:?}", plan(ACCOUNT)));
+    let plan = plan(ACCOUNT).expect("plan");
+    let permit = fresh.begin_send(&cmd, &a, 1, &plan).await;
+    record(format!("{permit:?}"));
+    if let Ok(permit) = &permit {
+        record(serde_json::to_string(permit).expect("json"));
+    }
+    use command_journal::SendOutcome;
+    for outcome in [
+        SendOutcome::Ambiguous,
+        SendOutcome::Succeeded(reference.clone()),
+        SendOutcome::Succeeded(reference.clone()),
+    ] {
+        let answer = fresh.record_send_outcome(&cmd, &a, 1, 1, &outcome).await;
+        record(format!("{outcome:?} {answer:?}"));
+    }
+    let other = command_journal::ProviderPlan::new(command_journal::ProviderPlanRequest {
+        provider: "stripe",
+        account: "acct_CANARYother",
+        mode: "test",
+        api_version: "2024-06-20",
+        operation: "charge",
+        endpoint: "POST /v1/charges",
+        parameters: &json!({"note": PARAMETER}),
+        key_retention_seconds: 86_400,
+    })
+    .expect("plan");
+    record(format!("{:?}", fresh.begin_send(&cmd, &a, 1, &other).await));
+    record(format!("{:?}", fresh.send_status(&cmd).await));
     let invalid = CommandInput::new(CommandRequest {
         environment: "emulator",
         caller_scope_kind: "guest",
@@ -136,6 +181,17 @@ async fn no_raw_secret_reaches_documents_outputs_errors_or_traces() {
     let lifecycles = list(connection, &format!("checkoutRequests/{hash}"), "lifecycle").await;
     assert_eq!(lifecycles.len(), 1, "the sweep must see the lifecycle");
     stored += &format!("{lifecycles:?}");
+    let sent = fresh.connection();
+    for collection in ["checkoutRequests", "auditEvents"] {
+        stored += &format!("{:?}", list(sent, "", collection).await);
+    }
+    let sends = list(sent, &format!("checkoutRequests/{hash}"), "providerSends").await;
+    assert_eq!(
+        sends.len(),
+        2,
+        "the sweep must see the plan and the send record"
+    );
+    stored += &format!("{sends:?}");
     let traces =
         String::from_utf8_lossy(&capture.0.lock().unwrap_or_else(|e| e.into_inner())).into_owned();
     assert!(
@@ -157,6 +213,8 @@ async fn no_raw_secret_reaches_documents_outputs_errors_or_traces() {
             PAYLOAD,
             "CANARYother",
             REFERENCE,
+            ACCOUNT,
+            PARAMETER,
         ] {
             assert!(!text.contains(canary), "{what} contain {canary}");
         }

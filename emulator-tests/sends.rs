@@ -461,3 +461,69 @@ async fn no_raw_value_reaches_documents_outputs_or_errors() {
         }
     }
 }
+
+/// The same holder racing twelve `complete_command`s (which skip the send layer)
+/// against twelve first `begin_send`s: exactly one side wins. Either the command
+/// succeeded with no plan bound (every send answers the terminal outcome), or the plan
+/// is bound and every completion is `send_outcome_required`; never both, since a
+/// completion that read no plan asserts its absence at commit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn completions_racing_the_first_send_never_both_commit() {
+    let connection = support::fresh_connection().await;
+    let mut wins = (0, 0);
+    for round in 0..6 {
+        let cmd = command(6900 + round, json!({"round": round}));
+        let journal = at(&connection, start());
+        journal.register_command(&cmd).await.expect("register");
+        journal
+            .acquire_lease(&cmd, &lease(0))
+            .await
+            .expect("acquire");
+        let answers = race(24, |i| {
+            let (journal, cmd) = (journal.clone(), cmd.clone());
+            async move {
+                if i % 2 == 0 {
+                    journal
+                        .complete_command(&cmd, &lease(0), 1, &reference(1))
+                        .await
+                        .map(|o| format!("{o:?}"))
+                } else {
+                    journal
+                        .begin_send(&cmd, &lease(0), 1, &plan())
+                        .await
+                        .map(|o| format!("{o:?}"))
+                }
+            }
+        })
+        .await;
+        let (sends, b2b, send_events) = counts(&connection, &cmd).await;
+        let completed = answers
+            .iter()
+            .step_by(2)
+            .filter(|a| a.as_ref().is_ok_and(|o| o.contains("Succeeded")))
+            .count();
+        let refused = answers
+            .iter()
+            .step_by(2)
+            .filter(|a| matches!(a, Err(JournalError::SendOutcomeRequired)))
+            .count();
+        if sends == 0 {
+            // The completion won: succeeded once (and its retries), no plan, no event.
+            assert_eq!((completed, b2b, send_events), (12, 3, 0), "round {round}");
+            wins.0 += 1;
+        } else {
+            // The send won: one binding, every completion refused, the command leased.
+            assert_eq!(
+                (refused, sends, b2b, send_events),
+                (12, 2, 2, 1),
+                "round {round}: {answers:?}"
+            );
+            wins.1 += 1;
+        }
+    }
+    println!(
+        "completion won {} rounds, the first send {}",
+        wins.0, wins.1
+    );
+    assert_verified(&connection).await;
+}
