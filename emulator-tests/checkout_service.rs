@@ -7,6 +7,8 @@
 #[path = "../examples/checkout-service/service/mod.rs"]
 mod service;
 
+mod hardening;
+
 use super::support::{self, list};
 use axum::body::Bytes;
 use axum::extract::State;

@@ -298,7 +298,7 @@ async fn handle(app: &App, headers: &HeaderMap, body: Result<Bytes, BytesRejecti
     let command = match CommandInput::new(CommandRequest {
         environment: app.environment.as_str(),
         caller_scope_kind: "member",
-        caller_id: caller.uid(),
+        caller_id: caller.caller_id(),
         command_id: &command_id,
         command_type: COMMAND_TYPE,
         endpoint_schema_version: ENDPOINT_SCHEMA_VERSION,
