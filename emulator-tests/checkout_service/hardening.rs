@@ -253,6 +253,50 @@ async fn checkout_crit_future_nbf_and_foreign_typ_are_refused() {
 }
 
 // ---------------------------------------------------------------------------------
+// The body.
+
+#[tokio::test]
+async fn checkout_duplicate_json_keys_are_400_and_reach_nothing() {
+    let service = start_service(Options::default()).await;
+    let token = service.token(UID);
+    let first = command_id(60);
+    let second = command_id(61);
+    let cases = [
+        (
+            format!(r#"{{"commandId":"{first}","payload":{{"amount":1,"amount":1000000}}}}"#),
+            "payload",
+        ),
+        (
+            format!(r#"{{"commandId":"{first}","commandId":"{second}","payload":{{"amount":1}}}}"#),
+            "commandId",
+        ),
+        (
+            format!(r#"{{"commandId":"{first}","payload":{{"a":{{"b":1,"b":2}}}}}}"#),
+            "payload",
+        ),
+    ];
+    for (body, field) in cases {
+        let answer = service
+            .send(
+                service
+                    .http
+                    .post(format!("{}/v1/checkouts", service.url))
+                    .bearer_auth(&token)
+                    .header("content-type", "application/json")
+                    .body(body),
+            )
+            .await;
+        assert_eq!(
+            (answer.status, answer.body),
+            (400, json!({"error": "invalid_input", "field": field}))
+        );
+    }
+    assert!(service.documents().await.is_empty());
+    assert!(service.stub.calls().is_empty());
+    service.assert_no_leak(&[&token]);
+}
+
+// ---------------------------------------------------------------------------------
 // Caller ids.
 
 #[test]

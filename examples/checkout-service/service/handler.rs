@@ -5,7 +5,8 @@
 //! lease, and only while it holds the lease calls the provider with the command's
 //! idempotency key for operation `charge`; then it records the outcome under its
 //! fence. Responses carry fixed statuses and codes only: never a raw id, a hash or a
-//! payload value.
+//! payload value. The body is parsed strictly: a duplicate key at any depth is a
+//! 400, as in `command_journal::strict_json`.
 
 use super::auth::{AuthError, KeySource, Verifier};
 use super::config::Config;
@@ -18,6 +19,7 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use command_journal::strict_json::{self, ObjectError};
 use command_journal::{CommandInput, CommandRequest, Environment, LeaseId, OperationSlug};
 use command_journal::{Journal, JournalError};
 use command_journal::{LeaseOutput, TerminalOutput};
@@ -322,11 +324,21 @@ fn is_json(headers: &HeaderMap) -> bool {
         .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"))
 }
 
-/// Exactly `{"commandId": string, "payload": ...}`; the payload itself is validated
-/// by the journal. A rejection names the field, never its value.
+/// Exactly `{"commandId": string, "payload": ...}` without a duplicate key at any
+/// depth; the payload itself is validated by the journal. A rejection names the field
+/// (the top-level key a duplicate is under, or `body`), never its value.
 fn parse_body(body: &[u8]) -> Result<(String, Value), &'static str> {
-    let Ok(Value::Object(mut object)) = serde_json::from_slice::<Value>(body) else {
-        return Err("body");
+    let text = std::str::from_utf8(body).map_err(|_| "body")?;
+    let mut object = match strict_json::parse_object(text) {
+        Ok(object) => object,
+        Err(ObjectError::DuplicateKey(key)) => {
+            return Err(match key.as_str() {
+                "commandId" => "commandId",
+                "payload" => "payload",
+                _ => "body",
+            });
+        }
+        Err(ObjectError::NotAnObject) => return Err("body"),
     };
     let command_id = match object.remove("commandId") {
         Some(Value::String(id)) => id,
