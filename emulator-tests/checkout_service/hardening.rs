@@ -4,8 +4,12 @@
 
 use super::service::auth::{KeyFetchError, KeySet, KeySource};
 use super::service::caller_id::{HASHED_PREFIX, caller_id};
+use super::service::config::Config;
 use super::service::key_cache::{KeyCache, KeyCachePolicy, KeyLookupError};
-use super::{KEY_A, Options, UID, claims, command_id, now_secs, payload, start_service};
+use super::{
+    KEY_A, Options, Service, UID, binary, claims, command_id, now_secs, payload, service_command,
+    start_service,
+};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use command_journal::{CallerId, CommandInput, CommandRequest, OperationSlug};
@@ -13,14 +17,194 @@ use futures::future::BoxFuture;
 use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, EncodingKey};
 use serde_json::{Value, json};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::TcpStream;
 use tokio::sync::Notify;
 
 /// The bound on anything a test waits for.
 const BOUND: Duration = Duration::from_secs(10);
+
+fn short(header_ms: u64, body_ms: u64) -> Options {
+    Options {
+        env: vec![
+            ("HTTP_HEADER_TIMEOUT_MS", header_ms.to_string()),
+            ("HTTP_BODY_TIMEOUT_MS", body_ms.to_string()),
+        ],
+        ..Options::default()
+    }
+}
+
+impl Service {
+    async fn connect(&self) -> TcpStream {
+        let address = self.url.trim_start_matches("http://");
+        TcpStream::connect(address).await.expect("connect")
+    }
+
+    /// Waits (bounded) until a log line satisfies `wanted`, and returns it.
+    async fn line_where(&self, wanted: impl Fn(&Value) -> bool) -> Value {
+        let wait = async {
+            loop {
+                let notified = self.line_written.notified();
+                let mut notified = std::pin::pin!(notified);
+                notified.as_mut().enable();
+                let found = self
+                    .lines()
+                    .iter()
+                    .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                    .find(|l| wanted(l));
+                if let Some(line) = found {
+                    return line;
+                }
+                notified.await;
+            }
+        };
+        tokio::time::timeout(BOUND, wait)
+            .await
+            .expect("the log line is written")
+    }
+}
+
+/// Reads until the peer closes (or resets) the connection; panics past [`BOUND`].
+async fn until_closed(stream: &mut TcpStream) -> String {
+    let mut buffer = Vec::new();
+    let read = tokio::time::timeout(BOUND, stream.read_to_end(&mut buffer)).await;
+    assert!(read.is_ok(), "the server closes the connection in time");
+    String::from_utf8_lossy(&buffer).into_owned()
+}
+
+/// Reads one response with a `Content-Length` body, leaving the connection open.
+async fn one_response(stream: &mut TcpStream) -> String {
+    let mut buffer = Vec::new();
+    loop {
+        let text = String::from_utf8_lossy(&buffer).into_owned();
+        if let Some(end) = text.find("\r\n\r\n") {
+            let length = text[..end]
+                .lines()
+                .find_map(|l| {
+                    let (name, value) = l.split_once(':')?;
+                    name.eq_ignore_ascii_case("content-length")
+                        .then(|| value.trim().parse::<usize>().ok())?
+                })
+                .unwrap_or(0);
+            if buffer.len() >= end + 4 + length {
+                return text;
+            }
+        }
+        let mut chunk = [0u8; 4096];
+        let n = stream.read(&mut chunk).await.expect("read");
+        assert!(n > 0, "the connection closed mid-response: {text}");
+        buffer.extend_from_slice(&chunk[..n]);
+    }
+}
+
+const HEALTHZ: &[u8] = b"GET /healthz HTTP/1.1\r\nHost: service\r\n\r\n";
+
+#[tokio::test]
+async fn checkout_trickled_headers_idle_connections_and_slow_bodies_are_closed() {
+    let service = start_service(short(300, 300)).await;
+
+    // Headers trickling one byte every 50 ms are cut off by the header timeout.
+    let stream = service.connect().await;
+    let (mut reader, mut writer) = stream.into_split();
+    writer
+        .write_all(b"POST /v1/checkouts HTTP/1.1\r\nHost: service\r\nX-Trickle: ")
+        .await
+        .expect("write");
+    let trickle = async {
+        let mut ticks = tokio::time::interval(Duration::from_millis(50));
+        loop {
+            ticks.tick().await;
+            if writer.write_all(b"a").await.is_err() {
+                return;
+            }
+        }
+    };
+    let closed = async {
+        let mut buffer = Vec::new();
+        let _ = reader.read_to_end(&mut buffer).await;
+    };
+    let cut = tokio::time::timeout(BOUND, async {
+        tokio::select! {
+            () = closed => {}
+            () = trickle => {}
+        }
+    })
+    .await;
+    assert!(cut.is_ok(), "a trickling client is closed");
+
+    // A kept-alive connection left idle after its answer is closed.
+    let mut idle = service.connect().await;
+    idle.write_all(HEALTHZ).await.expect("write");
+    assert!(one_response(&mut idle).await.starts_with("HTTP/1.1 200"));
+    assert_eq!(until_closed(&mut idle).await, "", "closed without a word");
+
+    // A slow unauthenticated body is never read: 401 at once, then the close.
+    let mut slow = service.connect().await;
+    slow.write_all(
+        b"POST /v1/checkouts HTTP/1.1\r\nHost: service\r\nAuthorization: Bearer not.a.jwt\r\n\
+          Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"commandId\"",
+    )
+    .await
+    .expect("write");
+    let answer = until_closed(&mut slow).await;
+    assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
+
+    // A slow authenticated body gets 408 after the body timeout, and the line's
+    // latency covers the body read.
+    let token = service.token(UID);
+    let mut slow = service.connect().await;
+    slow.write_all(
+        format!(
+            "POST /v1/checkouts HTTP/1.1\r\nHost: service\r\nAuthorization: Bearer {token}\r\n\
+             Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{{\"commandId\""
+        )
+        .as_bytes(),
+    )
+    .await
+    .expect("write");
+    let answer = until_closed(&mut slow).await;
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    let line = service.line_where(|l| l["outcome"] == "body_timeout").await;
+    let latency: f64 = line["httpRequest"]["latency"]
+        .as_str()
+        .and_then(|l| l.trim_end_matches('s').parse().ok())
+        .expect("latency");
+    assert!(latency >= 0.3, "the body read is in the latency: {latency}");
+    assert!(service.documents().await.is_empty());
+    assert!(service.stub.calls().is_empty());
+    service.assert_no_leak(&[&token]);
+}
+
+#[tokio::test]
+async fn checkout_connection_cap_holds_the_next_connection_until_one_closes() {
+    let service = start_service(Options {
+        env: vec![("HTTP_MAX_CONNECTIONS", "2".to_owned())],
+        ..Options::default()
+    })
+    .await;
+    let mut first = service.connect().await;
+    let mut second = service.connect().await;
+    for held in [&mut first, &mut second] {
+        held.write_all(HEALTHZ).await.expect("write");
+        assert!(one_response(held).await.starts_with("HTTP/1.1 200"));
+    }
+    let mut third = service.connect().await;
+    third.write_all(HEALTHZ).await.expect("write");
+    let waited = tokio::time::timeout(Duration::from_millis(500), one_response(&mut third)).await;
+    assert!(
+        waited.is_err(),
+        "a third connection is not served while two are held"
+    );
+    drop(first);
+    let served = tokio::time::timeout(BOUND, one_response(&mut third))
+        .await
+        .expect("served once a connection closed");
+    assert!(served.starts_with("HTTP/1.1 200"), "{served}");
+}
 
 // ---------------------------------------------------------------------------------
 // The key cache.
@@ -297,6 +481,75 @@ async fn checkout_duplicate_json_keys_are_400_and_reach_nothing() {
 }
 
 // ---------------------------------------------------------------------------------
+// Emulator mode.
+
+#[test]
+fn checkout_emulator_mode_binds_loopback_and_requires_a_loopback_provider() {
+    let config = |environment: &str, extra: &[(&str, &str)]| {
+        let mut env: HashMap<&str, String> = HashMap::from([
+            ("GOOGLE_CLOUD_PROJECT", "demo-project".to_owned()),
+            ("JOURNAL_ENVIRONMENT", environment.to_owned()),
+            ("PROVIDER_URL", "http://127.0.0.1:9/".to_owned()),
+        ]);
+        if environment == "emulator" {
+            env.insert("FIRESTORE_EMULATOR_HOST", "127.0.0.1:8080".to_owned());
+        }
+        for (name, value) in extra {
+            env.insert(name, (*value).to_owned());
+        }
+        Config::from_lookup(|name| env.get(name).cloned())
+    };
+    let emulator = config("emulator", &[]).expect("emulator");
+    assert_eq!(emulator.bind_address.to_string(), "127.0.0.1");
+    let told = config("emulator", &[("BIND_ADDRESS", "0.0.0.0")]).expect("told");
+    assert_eq!(told.bind_address.to_string(), "0.0.0.0");
+    let production = config(
+        "production",
+        &[("PROVIDER_URL", "https://provider.example")],
+    )
+    .expect("production");
+    assert_eq!(production.bind_address.to_string(), "0.0.0.0");
+    for loopback in ["http://localhost:9", "http://[::1]:9", "https://127.0.0.2"] {
+        assert!(
+            config("emulator", &[("PROVIDER_URL", loopback)]).is_ok(),
+            "{loopback}"
+        );
+    }
+    for remote in [
+        "https://provider.example",
+        "http://10.0.0.1:9",
+        "https://localhost.example",
+    ] {
+        let error = config("emulator", &[("PROVIDER_URL", remote)]).expect_err(remote);
+        assert_eq!(error.variable, "PROVIDER_URL");
+        assert!(!error.to_string().contains('\n'));
+    }
+    let error = config("emulator", &[("BIND_ADDRESS", "everywhere")]).expect_err("bind");
+    assert_eq!(error.variable, "BIND_ADDRESS");
+    let error = config("test", &[("HTTP_BODY_TIMEOUT_MS", "0")]).expect_err("zero");
+    assert_eq!(error.variable, "HTTP_BODY_TIMEOUT_MS");
+}
+
+#[tokio::test]
+async fn checkout_binary_in_emulator_mode_refuses_a_remote_provider() {
+    let _ = binary();
+    let output = service_command(&[
+        ("GOOGLE_CLOUD_PROJECT", "demo-project"),
+        ("JOURNAL_ENVIRONMENT", "emulator"),
+        ("FIRESTORE_EMULATOR_HOST", "127.0.0.1:1"),
+        ("PROVIDER_URL", "https://provider.example"),
+    ])
+    .output()
+    .await
+    .expect("run the service");
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("PROVIDER_URL"), "{stderr}");
+    assert!(output.stdout.is_empty());
+}
+
+// ---------------------------------------------------------------------------------
 // Caller ids.
 
 #[test]
@@ -396,4 +649,103 @@ async fn checkout_uids_outside_the_caller_id_alphabet_check_out() {
     let mut extra: Vec<&str> = tokens.iter().map(String::as_str).collect();
     extra.extend(["ünï", "example.com", &long, &spelled]);
     service.assert_no_leak(&extra);
+}
+
+// ---------------------------------------------------------------------------------
+// Refusals before the handler.
+
+#[tokio::test]
+async fn checkout_refusals_before_the_handler_leave_one_line_each() {
+    let service = start_service(Options::default()).await;
+    let token = service.token(UID);
+    let url = &service.url;
+    let get_checkouts = service
+        .send(service.http.get(format!("{url}/v1/checkouts")))
+        .await;
+    assert_eq!(get_checkouts.status, 405);
+    let post_healthz = service
+        .send(service.http.post(format!("{url}/healthz")))
+        .await;
+    assert_eq!(post_healthz.status, 405);
+    let unknown = service
+        .send(
+            service
+                .http
+                .get(format!("{url}/v1/checkouts/{}", command_id(80))),
+        )
+        .await;
+    assert_eq!(unknown.status, 404);
+    let big = json!({"commandId": command_id(81), "payload": {"blob": "x".repeat(70 * 1024)}});
+    assert_eq!(
+        service.send(service.post(Some(&token), &big)).await.status,
+        413
+    );
+
+    let long_uri = format!(
+        "GET /{} HTTP/1.1\r\nHost: service\r\n\r\n",
+        "a".repeat(70_000)
+    );
+    let many_headers = format!(
+        "GET /healthz HTTP/1.1\r\nHost: service\r\n{}\r\n",
+        (0..150)
+            .map(|n| format!("X-H{n}: v\r\n"))
+            .collect::<String>()
+    );
+    let raw = [
+        (long_uri, 414),
+        (many_headers, 431),
+        ("GARBAGE\r\n\r\n".to_owned(), 400),
+    ];
+    for (request, status) in &raw {
+        let mut stream = service.connect().await;
+        let _ = stream.write_all(request.as_bytes()).await;
+        let answer = until_closed(&mut stream).await;
+        assert!(
+            answer.starts_with(&format!("HTTP/1.1 {status}")),
+            "{status}: {answer}"
+        );
+    }
+
+    let shape = |line: &Value| {
+        let keys: BTreeSet<&str> = line
+            .as_object()
+            .map(|o| o.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        let http: BTreeSet<&str> = line["httpRequest"]
+            .as_object()
+            .map(|o| o.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        (
+            keys.into_iter().map(str::to_owned).collect::<Vec<_>>(),
+            http.into_iter().map(str::to_owned).collect::<Vec<_>>(),
+        )
+    };
+    let expected_shape = (
+        [
+            "httpRequest",
+            "message",
+            "outcome",
+            "providerCalled",
+            "severity",
+        ]
+        .map(str::to_owned)
+        .to_vec(),
+        ["latency", "requestMethod", "requestUrl", "status"]
+            .map(str::to_owned)
+            .to_vec(),
+    );
+    for status in [405, 404, 413, 414, 431, 400] {
+        let line = service
+            .line_where(|l| l["httpRequest"]["status"] == status)
+            .await;
+        assert_eq!(shape(&line), expected_shape, "{status}: {line}");
+    }
+    let refused = service
+        .lines()
+        .iter()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| l["httpRequest"].is_object())
+        .count();
+    assert_eq!(refused, 7, "one line per refused request");
+    service.assert_no_leak(&[&token, "aaaaaaaaaaaaaaaa", "X-H1"]);
 }

@@ -8,4 +8,6 @@ pub mod handler;
 pub mod key_cache;
 pub mod logging;
 pub mod provider;
+pub mod request_log;
+pub mod server;
 pub mod shutdown;
