@@ -208,6 +208,8 @@ struct Options {
     auth_emulator: bool,
     /// Extra settings (short timeouts, caps).
     env: Vec<(&'static str, String)>,
+    /// The stub holds each charge until the test adds a gate permit.
+    gated: bool,
 }
 
 impl Default for Options {
@@ -217,6 +219,7 @@ impl Default for Options {
             default_status: 200,
             auth_emulator: false,
             env: Vec::new(),
+            gated: false,
         }
     }
 }
@@ -224,7 +227,7 @@ impl Default for Options {
 async fn start_service(options: Options) -> Service {
     let connection = support::fresh_connection().await;
     let project = connection.project().to_owned();
-    let (stub, stub_url) = start_stub(&options.script, options.default_status, false).await;
+    let (stub, stub_url) = start_stub(&options.script, options.default_status, options.gated).await;
     let mut env = HashMap::from([
         ("GOOGLE_CLOUD_PROJECT", project.clone()),
         (

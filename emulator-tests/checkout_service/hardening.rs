@@ -206,6 +206,40 @@ async fn checkout_connection_cap_holds_the_next_connection_until_one_closes() {
     assert!(served.starts_with("HTTP/1.1 200"), "{served}");
 }
 
+#[tokio::test]
+async fn checkout_request_cap_holds_the_next_request_until_one_finishes() {
+    let service = Arc::new(
+        start_service(Options {
+            env: vec![("HTTP_MAX_REQUESTS", "1".to_owned())],
+            gated: true,
+            ..Options::default()
+        })
+        .await,
+    );
+    let arrived = service.stub.arrived.notified();
+    let held = {
+        let service = Arc::clone(&service);
+        tokio::spawn(async move { service.checkout(&command_id(90), &payload()).await })
+    };
+    tokio::time::timeout(BOUND, arrived)
+        .await
+        .expect("the first request reaches the provider");
+    let health = || service.http.get(format!("{}/healthz", service.url)).send();
+    let waited = tokio::time::timeout(Duration::from_millis(500), health()).await;
+    assert!(waited.is_err(), "a second request waits for the one slot");
+    service.stub.gate.as_ref().expect("gated").add_permits(1);
+    let first = tokio::time::timeout(BOUND, held)
+        .await
+        .expect("the held request finishes")
+        .expect("task");
+    assert_eq!(first.status, 200);
+    let second = tokio::time::timeout(BOUND, health())
+        .await
+        .expect("served once the slot is free")
+        .expect("answer");
+    assert_eq!(second.status().as_u16(), 200);
+}
+
 // ---------------------------------------------------------------------------------
 // The key cache.
 
