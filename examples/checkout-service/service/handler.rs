@@ -18,11 +18,11 @@ use super::auth::{AuthError, KeySource, Verifier};
 use super::config::Config;
 use super::logging::{Logger, Severity};
 use super::provider::{Charge, Provider};
-use super::request_log::{CHECKOUTS, HEALTHZ, RequestLine, UNMATCHED, method_name};
+use super::request_log::{CHECKOUTS, HEALTHZ, RequestLine, UNMATCHED, elapsed, method_name};
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use command_journal::strict_json::{self, ObjectError};
@@ -99,24 +99,30 @@ impl App {
     }
 }
 
-async fn not_found(State(app): State<Arc<App>>, method: Method) -> Response {
-    refuse(&app, &method, UNMATCHED, StatusCode::NOT_FOUND, "not_found")
-}
-
-async fn not_allowed_checkouts(State(app): State<Arc<App>>, method: Method) -> Response {
+async fn not_found(State(app): State<Arc<App>>, request: Request) -> Response {
     refuse(
         &app,
-        &method,
+        &request,
+        UNMATCHED,
+        StatusCode::NOT_FOUND,
+        "not_found",
+    )
+}
+
+async fn not_allowed_checkouts(State(app): State<Arc<App>>, request: Request) -> Response {
+    refuse(
+        &app,
+        &request,
         CHECKOUTS,
         StatusCode::METHOD_NOT_ALLOWED,
         "method_not_allowed",
     )
 }
 
-async fn not_allowed_healthz(State(app): State<Arc<App>>, method: Method) -> Response {
+async fn not_allowed_healthz(State(app): State<Arc<App>>, request: Request) -> Response {
     refuse(
         &app,
-        &method,
+        &request,
         HEALTHZ,
         StatusCode::METHOD_NOT_ALLOWED,
         "method_not_allowed",
@@ -126,17 +132,17 @@ async fn not_allowed_healthz(State(app): State<Arc<App>>, method: Method) -> Res
 /// A refusal before any handler: a fixed body, one log line.
 fn refuse(
     app: &App,
-    method: &Method,
+    request: &Request,
     route: &'static str,
     status: StatusCode,
     code: &'static str,
 ) -> Response {
     RequestLine::refused(
-        method_name(method),
+        method_name(request.method()),
         route,
         status.as_u16(),
         code,
-        Duration::ZERO,
+        elapsed(request.extensions(), Instant::now()),
     )
     .log(&app.logger, Severity::Info, None);
     reply(status, json!({"error": code}))
@@ -293,7 +299,7 @@ async fn checkout(State(app): State<Arc<App>>, request: Request) -> Response {
         method: "POST",
         route: CHECKOUTS,
         status: answer.status.as_u16(),
-        latency: started.elapsed(),
+        latency: elapsed(&parts.extensions, started),
         outcome: answer.outcome,
         command_key_hash: answer.command_key_hash.clone(),
         fence_epoch: answer.fence_epoch,

@@ -11,7 +11,7 @@
 
 use super::logging::{Logger, Severity, Trace};
 use serde_json::{Map, json};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The checkout route.
 pub const CHECKOUTS: &str = "/v1/checkouts";
@@ -22,6 +22,19 @@ pub const UNMATCHED: &str = "(unmatched)";
 /// A request line hyper refused before any route was looked at.
 pub const UNPARSED: &str = "(unparsed)";
 
+/// When the server took the request, before it waited for a request slot: put in
+/// the request's extensions by [`super::server::serve`].
+#[derive(Debug, Clone, Copy)]
+pub struct Received(pub Instant);
+
+/// The time since `extensions`' [`Received`] (since `fallback` without one).
+pub fn elapsed(extensions: &axum::http::Extensions, fallback: Instant) -> Duration {
+    extensions
+        .get::<Received>()
+        .map_or(fallback, |received| received.0)
+        .elapsed()
+}
+
 /// What one line says.
 #[derive(Debug, Clone)]
 pub struct RequestLine {
@@ -31,7 +44,8 @@ pub struct RequestLine {
     pub route: &'static str,
     /// The response status.
     pub status: u16,
-    /// From the first handling of the request to the answer, the body read included.
+    /// From the server taking the request to the answer, the wait for a request slot
+    /// and the body read included.
     pub latency: Duration,
     /// A fixed code naming how the request ended.
     pub outcome: &'static str,

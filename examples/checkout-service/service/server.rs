@@ -7,7 +7,7 @@
 
 use super::config::HttpLimits;
 use super::logging::{Logger, Severity};
-use super::request_log::{RequestLine, UNPARSED};
+use super::request_log::{Received, RequestLine, UNPARSED};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
@@ -32,6 +32,10 @@ pub async fn serve(
     drain: Duration,
 ) -> std::io::Result<()> {
     let service = tower::ServiceBuilder::new()
+        .map_request(|mut request: hyper::Request<hyper::body::Incoming>| {
+            request.extensions_mut().insert(Received(Instant::now()));
+            request
+        })
         .concurrency_limit(limits.max_requests)
         .service(router);
     let mut http = hyper::server::conn::http1::Builder::new();
