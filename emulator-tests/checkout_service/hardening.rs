@@ -693,6 +693,16 @@ async fn checkout_refusals_before_the_handler_leave_one_line_each() {
     let service = start_service(Options::default()).await;
     let token = service.token(UID);
     let url = &service.url;
+    let allowed = service
+        .http
+        .get(format!("{url}/v1/checkouts"))
+        .send()
+        .await
+        .expect("answer");
+    assert_eq!(
+        allowed.headers().get("allow").map(|v| v.as_bytes()),
+        Some(&b"POST"[..])
+    );
     let get_checkouts = service
         .send(service.http.get(format!("{url}/v1/checkouts")))
         .await;
@@ -780,6 +790,6 @@ async fn checkout_refusals_before_the_handler_leave_one_line_each() {
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .filter(|l| l["httpRequest"].is_object())
         .count();
-    assert_eq!(refused, 7, "one line per refused request");
+    assert_eq!(refused, 8, "one line per refused request");
     service.assert_no_leak(&[&token, "aaaaaaaaaaaaaaaa", "X-H1"]);
 }

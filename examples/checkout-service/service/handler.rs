@@ -110,23 +110,34 @@ async fn not_found(State(app): State<Arc<App>>, request: Request) -> Response {
 }
 
 async fn not_allowed_checkouts(State(app): State<Arc<App>>, request: Request) -> Response {
-    refuse(
+    let mut response = refuse(
         &app,
         &request,
         CHECKOUTS,
         StatusCode::METHOD_NOT_ALLOWED,
         "method_not_allowed",
-    )
+    );
+    allow(&mut response, "POST");
+    response
 }
 
 async fn not_allowed_healthz(State(app): State<Arc<App>>, request: Request) -> Response {
-    refuse(
+    let mut response = refuse(
         &app,
         &request,
         HEALTHZ,
         StatusCode::METHOD_NOT_ALLOWED,
         "method_not_allowed",
-    )
+    );
+    allow(&mut response, "GET,HEAD");
+    response
+}
+
+/// The `Allow` header a 405 carries (RFC 9110 §15.5.6).
+fn allow(response: &mut Response, methods: &'static str) {
+    response
+        .headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static(methods));
 }
 
 /// A refusal before any handler: a fixed body, one log line.
