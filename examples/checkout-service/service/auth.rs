@@ -164,7 +164,7 @@ pub struct Verifier {
     project: String,
     issuer: String,
     accept_unsigned: bool,
-    keys: KeyCache,
+    keys: Arc<KeyCache>,
 }
 
 impl std::fmt::Debug for Verifier {
@@ -217,7 +217,7 @@ impl Verifier {
             project: project.to_owned(),
             issuer: format!("https://securetoken.google.com/{project}"),
             accept_unsigned,
-            keys: KeyCache::new(source, policy),
+            keys: Arc::new(KeyCache::new(source, policy)),
         }
     }
 

@@ -1,8 +1,10 @@
 //! Google's token verification keys, cached.
 //!
 //! One fetch at a time (single flight), bounded by [`KeyCachePolicy::fetch_timeout`]
-//! and never under a lock that a verification waits on: while one request refreshes
-//! the keys, every other request is served from the keys already cached. A key set is
+//! and never under a lock that a verification waits on: when the cached set holds
+//! the key asked for but has expired, the key is served at once and the refresh runs
+//! in the background; while it runs, every request is served from the keys already
+//! cached. Only a request with no usable key waits for the fetch. A key set is
 //! fresh for its `Cache-Control: max-age`, clamped to
 //! [`KeyCachePolicy::min_age`]..=[`KeyCachePolicy::max_age`] (so a missing header or
 //! `max-age=0` does not refetch on every request); an expired set is still used for
@@ -82,9 +84,9 @@ pub struct KeyCache {
     source: Arc<dyn KeySource>,
     policy: KeyCachePolicy,
     state: Mutex<State>,
-    /// Held by the one request fetching; others never wait on it while they hold
-    /// usable keys.
-    refresh: tokio::sync::Mutex<()>,
+    /// Held by the one fetch in flight; a request waits on it only when it has no
+    /// usable key.
+    refresh: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl std::fmt::Debug for KeyCache {
@@ -115,7 +117,7 @@ impl KeyCache {
             source,
             policy,
             state: Mutex::new(State::default()),
-            refresh: tokio::sync::Mutex::new(()),
+            refresh: Arc::new(tokio::sync::Mutex::new(())),
         }
     }
 
@@ -124,12 +126,22 @@ impl KeyCache {
     }
 
     /// The key named `kid`.
-    pub async fn key(&self, kid: &str) -> Result<DecodingKey, KeyLookupError> {
+    pub async fn key(self: &Arc<Self>, kid: &str) -> Result<DecodingKey, KeyLookupError> {
         self.key_at(kid, Instant::now()).await
     }
 
+    /// Resolves once no fetch is in flight (tests wait for a background refresh).
+    #[allow(dead_code, reason = "the tests wait on it; the service never needs to")]
+    pub async fn settled(&self) {
+        drop(self.refresh.lock().await);
+    }
+
     /// [`KeyCache::key`] as if the clock read `now` (tests move time forward).
-    pub async fn key_at(&self, kid: &str, now: Instant) -> Result<DecodingKey, KeyLookupError> {
+    pub async fn key_at(
+        self: &Arc<Self>,
+        kid: &str,
+        now: Instant,
+    ) -> Result<DecodingKey, KeyLookupError> {
         let (fallback, forced, generation) = match self.look(kid, now) {
             Seen::Hit(key) => return Ok(key),
             Seen::Miss(error) => return Err(error),
@@ -144,12 +156,24 @@ impl KeyCache {
         } else {
             KeyLookupError::Unavailable
         };
-        match self.refresh.try_lock() {
-            Ok(_guard) => {
+        match Arc::clone(&self.refresh).try_lock_owned() {
+            Ok(guard) => {
                 // Someone may have fetched between the look and the lock.
-                if self.state().generation == generation {
+                let stale = self.state().generation == generation;
+                if let Some(key) = fallback {
+                    if stale {
+                        let this = Arc::clone(self);
+                        tokio::spawn(async move {
+                            this.fetch(now).await;
+                            drop(guard);
+                        });
+                    }
+                    return Ok(key);
+                }
+                if stale {
                     self.fetch(now).await;
                 }
+                drop(guard);
             }
             Err(_) => {
                 if let Some(key) = fallback {
