@@ -7,6 +7,8 @@
 #[path = "../examples/checkout-service/service/mod.rs"]
 mod service;
 
+mod hardening;
+
 use super::support::{self, list};
 use axum::body::Bytes;
 use axum::extract::State;
@@ -194,6 +196,8 @@ struct Service {
     stub: Arc<Stub>,
     keys: Arc<TestKeys>,
     lines: Arc<Mutex<Vec<String>>>,
+    /// Notified after every log line.
+    line_written: Arc<Notify>,
     bodies: Mutex<Vec<String>>,
     http: reqwest::Client,
 }
@@ -202,6 +206,10 @@ struct Options {
     script: Vec<u16>,
     default_status: u16,
     auth_emulator: bool,
+    /// Extra settings (short timeouts, caps).
+    env: Vec<(&'static str, String)>,
+    /// The stub holds each charge until the test adds a gate permit.
+    gated: bool,
 }
 
 impl Default for Options {
@@ -210,6 +218,8 @@ impl Default for Options {
             script: Vec::new(),
             default_status: 200,
             auth_emulator: false,
+            env: Vec::new(),
+            gated: false,
         }
     }
 }
@@ -217,7 +227,7 @@ impl Default for Options {
 async fn start_service(options: Options) -> Service {
     let connection = support::fresh_connection().await;
     let project = connection.project().to_owned();
-    let (stub, stub_url) = start_stub(&options.script, options.default_status, false).await;
+    let (stub, stub_url) = start_stub(&options.script, options.default_status, options.gated).await;
     let mut env = HashMap::from([
         ("GOOGLE_CLOUD_PROJECT", project.clone()),
         (
@@ -230,6 +240,7 @@ async fn start_service(options: Options) -> Service {
     if options.auth_emulator {
         env.insert("FIREBASE_AUTH_EMULATOR_HOST", "127.0.0.1:9099".to_owned());
     }
+    env.extend(options.env.iter().cloned());
     let config = Config::from_lookup(|name| env.get(name).cloned()).expect("config");
     let clock = Arc::new(ManualClock::new(Utc::now()));
     let journal = Journal::with_clock(connection.clone(), clock.clone());
@@ -239,6 +250,8 @@ async fn start_service(options: Options) -> Service {
     });
     let lines = Arc::new(Mutex::new(Vec::new()));
     let sink_lines = Arc::clone(&lines);
+    let line_written = Arc::new(Notify::new());
+    let sink_written = Arc::clone(&line_written);
     let logger = Logger::with_sink(
         &project,
         Arc::new(move |line: &str| {
@@ -246,15 +259,24 @@ async fn start_service(options: Options) -> Service {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .push(line.to_owned());
+            sink_written.notify_waiters();
         }),
     );
+    let logger_for_server = logger.clone();
     let app = App::new(&config, journal, keys.clone(), logger).expect("app");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind service");
     let url = format!("http://{}", listener.local_addr().expect("addr"));
     let router = Arc::new(app).router();
-    tokio::spawn(async move { axum::serve(listener, router).await });
+    tokio::spawn(service::server::serve(
+        listener,
+        router,
+        config.http,
+        logger_for_server,
+        std::future::pending(),
+        Duration::ZERO,
+    ));
     Service {
         url,
         project,
@@ -263,6 +285,7 @@ async fn start_service(options: Options) -> Service {
         stub,
         keys,
         lines,
+        line_written,
         bodies: Mutex::new(Vec::new()),
         http: reqwest::Client::new(),
     }

@@ -15,6 +15,7 @@ use service::auth::GoogleKeys;
 use service::config::Config;
 use service::handler::App;
 use service::logging::{Logger, Severity, TracingLayer};
+use service::server;
 use service::shutdown;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -62,7 +63,7 @@ async fn run(config: Config) -> ExitCode {
         Ok(app) => Arc::new(app),
         Err(_) => return fail("start-up error: the HTTP client could not be built"),
     };
-    let listener = match tokio::net::TcpListener::bind(("0.0.0.0", config.port)).await {
+    let listener = match tokio::net::TcpListener::bind((config.bind_address, config.port)).await {
         Ok(listener) => listener,
         Err(_) => return fail("start-up error: PORT could not be bound"),
     };
@@ -72,13 +73,18 @@ async fn run(config: Config) -> ExitCode {
         .unwrap_or(config.port);
     let mut fields = Map::new();
     fields.insert("port".into(), json!(port));
+    fields.insert(
+        "loopbackOnly".into(),
+        json!(config.bind_address.is_loopback()),
+    );
     fields.insert("environment".into(), json!(config.environment.as_str()));
     fields.insert("unsignedTokensAccepted".into(), json!(config.auth_emulator));
     logger.log(Severity::Info, "listening", None, fields);
 
-    match shutdown::serve(
+    match server::serve(
         listener,
         app.router(),
+        config.http,
         logger.clone(),
         shutdown::signal(),
         shutdown::DRAIN,

@@ -6,33 +6,37 @@
 //! response's `Cache-Control: max-age`), whose signature verifies, and whose claims
 //! hold: `aud` is the project, `iss` is `https://securetoken.google.com/<project>`,
 //! `exp` is in the future and `iat` and `auth_time` are not, each with [`LEEWAY`],
-//! and `sub` is a non-empty string of at most 128 bytes. Unsigned tokens
+//! `nbf`, when present, is not in the future, and `sub` is a non-empty string of at
+//! most 128 characters (Firebase's uid limit; [`super::caller_id`] maps it to the
+//! journal caller id). The JOSE header must not carry `crit` (RFC 7515 §4.1.11: no
+//! extension is understood here, so none may be required), and its `typ`, when
+//! present, must be `JWT` (compared ASCII case-insensitively, as media types are);
+//! an absent `typ` is accepted, as RFC 7519 §5.1 makes it optional. Unsigned tokens
 //! (`alg: none`, what the Firebase Auth emulator issues) are accepted only when the
 //! service runs with `FIREBASE_AUTH_EMULATOR_HOST` set, and their claims are checked
-//! just the same.
+//! just the same. Keys are cached as [`super::key_cache`] describes.
 
+use super::caller_id::caller_id;
+use super::key_cache::{KeyCache, KeyCachePolicy, KeyLookupError};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use futures::future::BoxFuture;
 use jsonwebtoken::jwk::JwkSet;
-use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use jsonwebtoken::{Algorithm, Validation};
 use serde::Deserialize;
-use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Google's published keys for Firebase ID tokens, as a JWK set.
 pub const GOOGLE_JWKS_URL: &str =
     "https://www.googleapis.com/service_accounts/v1/jwk/securetoken@system.gserviceaccount.com";
 /// Clock skew tolerated on `exp`, `iat` and `auth_time`.
 pub const LEEWAY: Duration = Duration::from_secs(5);
-/// Longest time a fetched key set is trusted, whatever `Cache-Control` says.
-pub const MAX_KEY_CACHE: Duration = Duration::from_secs(24 * 60 * 60);
 
-/// The verified caller: the token's `sub`, the Firebase uid. Never printed.
+/// The verified caller, from the token's `sub` (the Firebase uid). Never printed.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Caller {
-    uid: String,
+    caller_id: String,
 }
 
 impl std::fmt::Debug for Caller {
@@ -42,9 +46,10 @@ impl std::fmt::Debug for Caller {
 }
 
 impl Caller {
-    /// The Firebase uid, the journal's caller id (scope kind `member`).
-    pub fn uid(&self) -> &str {
-        &self.uid
+    /// The journal's caller id (scope kind `member`): the uid through
+    /// [`super::caller_id::caller_id`].
+    pub fn caller_id(&self) -> &str {
+        &self.caller_id
     }
 }
 
@@ -154,18 +159,12 @@ pub fn max_age(cache_control: &str) -> Option<Duration> {
     age
 }
 
-struct Cached {
-    keys: HashMap<String, DecodingKey>,
-    until: Instant,
-}
-
 /// Verifies Firebase ID tokens for one project.
 pub struct Verifier {
     project: String,
     issuer: String,
     accept_unsigned: bool,
-    source: Arc<dyn KeySource>,
-    cache: tokio::sync::Mutex<Option<Cached>>,
+    keys: Arc<KeyCache>,
 }
 
 impl std::fmt::Debug for Verifier {
@@ -185,6 +184,8 @@ struct Claims {
     exp: i64,
     iat: i64,
     auth_time: i64,
+    #[serde(default)]
+    nbf: Option<i64>,
 }
 
 #[derive(Deserialize)]
@@ -192,18 +193,31 @@ struct RawHeader {
     alg: String,
     #[serde(default)]
     kid: Option<String>,
+    #[serde(default)]
+    typ: Option<String>,
+    #[serde(default)]
+    crit: Option<serde_json::Value>,
 }
 
 impl Verifier {
     /// A verifier for `project` with keys from `source`; `accept_unsigned` only when
     /// `FIREBASE_AUTH_EMULATOR_HOST` is set.
     pub fn new(project: &str, accept_unsigned: bool, source: Arc<dyn KeySource>) -> Self {
+        Self::with_policy(project, accept_unsigned, source, KeyCachePolicy::default())
+    }
+
+    /// [`Verifier::new`] with its key cache under `policy`.
+    pub fn with_policy(
+        project: &str,
+        accept_unsigned: bool,
+        source: Arc<dyn KeySource>,
+        policy: KeyCachePolicy,
+    ) -> Self {
         Self {
             project: project.to_owned(),
             issuer: format!("https://securetoken.google.com/{project}"),
             accept_unsigned,
-            source,
-            cache: tokio::sync::Mutex::new(None),
+            keys: Arc::new(KeyCache::new(source, policy)),
         }
     }
 
@@ -226,6 +240,16 @@ impl Verifier {
             .ok()
             .and_then(|bytes| serde_json::from_slice(&bytes).ok())
             .ok_or(AuthError::Invalid("token_malformed"))?;
+        if raw.crit.is_some() {
+            return Err(AuthError::Invalid("crit_header"));
+        }
+        if raw
+            .typ
+            .as_deref()
+            .is_some_and(|typ| !typ.eq_ignore_ascii_case("JWT"))
+        {
+            return Err(AuthError::Invalid("typ_header"));
+        }
         let claims = match raw.alg.as_str() {
             "none" if self.accept_unsigned => URL_SAFE_NO_PAD
                 .decode(body)
@@ -235,9 +259,13 @@ impl Verifier {
             "none" => return Err(AuthError::Invalid("unsigned_token")),
             "RS256" => {
                 let kid = raw.kid.ok_or(AuthError::Invalid("kid_missing"))?;
-                let key = self.key(&kid).await?;
+                let key = self.keys.key(&kid).await.map_err(|error| match error {
+                    KeyLookupError::Unknown => AuthError::Invalid("unknown_key"),
+                    KeyLookupError::Unavailable => AuthError::KeysUnavailable,
+                })?;
                 let mut validation = Validation::new(Algorithm::RS256);
                 validation.leeway = LEEWAY.as_secs();
+                validation.validate_nbf = true;
                 validation.set_audience(&[&self.project]);
                 validation.set_issuer(&[&self.issuer]);
                 validation.set_required_spec_claims(&["exp", "iat", "aud", "iss", "sub"]);
@@ -248,7 +276,9 @@ impl Verifier {
             _ => return Err(AuthError::Invalid("algorithm")),
         };
         self.check(&claims, unix_now())?;
-        Ok(Caller { uid: claims.sub })
+        Ok(Caller {
+            caller_id: caller_id(&claims.sub),
+        })
     }
 
     /// The claim checks every token passes, signed or not.
@@ -269,37 +299,16 @@ impl Verifier {
         if claims.auth_time.saturating_sub(leeway) > now {
             return Err(AuthError::Invalid("auth_time_in_future"));
         }
-        if claims.sub.is_empty() || claims.sub.len() > 128 {
+        if claims
+            .nbf
+            .is_some_and(|nbf| nbf.saturating_sub(leeway) > now)
+        {
+            return Err(AuthError::Invalid("not_yet_valid"));
+        }
+        if claims.sub.is_empty() || claims.sub.chars().count() > 128 {
             return Err(AuthError::Invalid("subject"));
         }
         Ok(())
-    }
-
-    /// The key named `kid`, from the cache while it is fresh, else freshly fetched.
-    async fn key(&self, kid: &str) -> Result<DecodingKey, AuthError> {
-        let mut cache = self.cache.lock().await;
-        let fresh = cache.as_ref().is_some_and(|c| Instant::now() < c.until);
-        if !fresh {
-            let fetched = self
-                .source
-                .fetch()
-                .await
-                .map_err(|_| AuthError::KeysUnavailable)?;
-            let mut keys = HashMap::new();
-            for jwk in &fetched.jwks.keys {
-                if let (Some(id), Ok(key)) = (&jwk.common.key_id, DecodingKey::from_jwk(jwk)) {
-                    keys.insert(id.clone(), key);
-                }
-            }
-            *cache = Some(Cached {
-                keys,
-                until: Instant::now() + fetched.max_age.min(MAX_KEY_CACHE),
-            });
-        }
-        cache
-            .as_ref()
-            .and_then(|c| c.keys.get(kid).cloned())
-            .ok_or(AuthError::Invalid("unknown_key"))
     }
 }
 

@@ -6,18 +6,57 @@
 
 use command_journal::Environment;
 use command_journal::Target;
+use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
 /// The port Cloud Run sets; 8080 when unset.
 pub const DEFAULT_PORT: u16 = 8080;
 /// Upper bound of one provider call; the lease's remaining time may shorten it.
 pub const PROVIDER_TIMEOUT: Duration = Duration::from_secs(30);
+/// `HTTP_HEADER_TIMEOUT_MS` when unset.
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// `HTTP_BODY_TIMEOUT_MS` when unset.
+pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);
+/// `HTTP_MAX_CONNECTIONS` when unset.
+pub const MAX_CONNECTIONS: usize = 1000;
+/// `HTTP_MAX_REQUESTS` when unset.
+pub const MAX_REQUESTS: usize = 250;
+
+/// Bounds on what one client can hold of the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HttpLimits {
+    /// `HTTP_HEADER_TIMEOUT_MS`: a request's headers must arrive within this time of
+    /// the server waiting for them, on a new connection as on a kept-alive idle one,
+    /// or the connection is closed (so it is the idle timeout too).
+    pub header_timeout: Duration,
+    /// `HTTP_BODY_TIMEOUT_MS`: an authenticated request's body must arrive within
+    /// this time, or the answer is 408 and the connection is closed.
+    pub body_timeout: Duration,
+    /// `HTTP_MAX_CONNECTIONS`: open connections; more wait in the listen backlog.
+    pub max_connections: usize,
+    /// `HTTP_MAX_REQUESTS`: requests handled at once; more wait for a slot.
+    pub max_requests: usize,
+}
+
+impl Default for HttpLimits {
+    fn default() -> Self {
+        Self {
+            header_timeout: HEADER_TIMEOUT,
+            body_timeout: BODY_TIMEOUT,
+            max_connections: MAX_CONNECTIONS,
+            max_requests: MAX_REQUESTS,
+        }
+    }
+}
 
 /// The validated settings of one service instance.
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// The TCP port to listen on, on `0.0.0.0` (0 picks a free one, for tests).
+    /// The TCP port to listen on (0 picks a free one, for tests).
     pub port: u16,
+    /// `BIND_ADDRESS`: the address to listen on; `127.0.0.1` in emulator mode and
+    /// `0.0.0.0` otherwise when unset.
+    pub bind_address: IpAddr,
     /// The Google Cloud project: Firestore's and the Firebase ID tokens' audience.
     pub project: String,
     /// The emulator named by `FIRESTORE_EMULATOR_HOST`, or production Firestore.
@@ -31,6 +70,8 @@ pub struct Config {
     pub auth_emulator: bool,
     /// Upper bound of one provider call.
     pub provider_timeout: Duration,
+    /// Timeouts and caps of the HTTP server.
+    pub http: HttpLimits,
 }
 
 /// A setting that stops start-up: names the variable, never its value.
@@ -118,21 +159,62 @@ impl Config {
             ));
         }
 
+        let bind_address = match get("BIND_ADDRESS") {
+            Some(text) => text
+                .trim()
+                .parse::<IpAddr>()
+                .map_err(|_| refuse("BIND_ADDRESS", "must be an IPv4 or IPv6 address"))?,
+            None if environment == Environment::Emulator => IpAddr::V4(Ipv4Addr::LOCALHOST),
+            None => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        };
+
+        let millis = |variable: &'static str, default: Duration| match get(variable) {
+            None => Ok(default),
+            Some(text) => match text.trim().parse::<u64>() {
+                Ok(ms) if ms > 0 => Ok(Duration::from_millis(ms)),
+                _ => Err(refuse(
+                    variable,
+                    "must be a positive number of milliseconds",
+                )),
+            },
+        };
+        let count = |variable: &'static str, default: usize| match get(variable) {
+            None => Ok(default),
+            Some(text) => match text.trim().parse::<usize>() {
+                Ok(n) if (1..=100_000).contains(&n) => Ok(n),
+                _ => Err(refuse(variable, "must be a whole number from 1 to 100000")),
+            },
+        };
+        let http = HttpLimits {
+            header_timeout: millis("HTTP_HEADER_TIMEOUT_MS", HEADER_TIMEOUT)?,
+            body_timeout: millis("HTTP_BODY_TIMEOUT_MS", BODY_TIMEOUT)?,
+            max_connections: count("HTTP_MAX_CONNECTIONS", MAX_CONNECTIONS)?,
+            max_requests: count("HTTP_MAX_REQUESTS", MAX_REQUESTS)?,
+        };
+
         let provider_url = get("PROVIDER_URL")
             .ok_or(refuse("PROVIDER_URL", "is missing"))
             .and_then(|text| {
                 parse_provider_url(text.trim(), environment)
                     .ok_or(refuse("PROVIDER_URL", "must be an absolute http(s) base URL without query or credentials (https outside emulator and test)"))
             })?;
+        if environment == Environment::Emulator && !is_loopback(&provider_url) {
+            return Err(refuse(
+                "PROVIDER_URL",
+                "must name a loopback host (127.0.0.1, ::1 or localhost) in emulator mode",
+            ));
+        }
 
         Ok(Self {
             port,
+            bind_address,
             project,
             target,
             environment,
             provider_url,
             auth_emulator,
             provider_timeout: PROVIDER_TIMEOUT,
+            http,
         })
     }
 }
@@ -142,6 +224,18 @@ fn valid_project_id(project: &str) -> bool {
         && project
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
+/// The URL's host is `localhost` or a loopback address.
+fn is_loopback(url: &reqwest::Url) -> bool {
+    url.host_str().is_some_and(|host| {
+        host.eq_ignore_ascii_case("localhost")
+            || host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse::<IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    })
 }
 
 fn parse_provider_url(text: &str, environment: Environment) -> Option<reqwest::Url> {

@@ -6,22 +6,31 @@
 //! idempotency key for operation `charge`; then it records the outcome under its
 //! fence. Responses carry fixed statuses and codes only: never a raw id, a hash or a
 //! payload value.
+//!
+//! The token is checked before the body is read (an unauthenticated body is never
+//! read, and the connection closes after the 401); the body must then arrive within
+//! the body timeout (else 408) and is parsed strictly: a duplicate key at any depth
+//! is a 400, as in `command_journal::strict_json`. Every request leaves one line
+//! ([`super::request_log`]), refused ones (404, 405, 408, 413, ...) included, and
+//! its latency covers the body read.
 
 use super::auth::{AuthError, KeySource, Verifier};
 use super::config::Config;
-use super::logging::{Logger, Severity, Trace};
+use super::logging::{Logger, Severity};
 use super::provider::{Charge, Provider};
+use super::request_log::{CHECKOUTS, HEALTHZ, RequestLine, UNMATCHED, elapsed, method_name};
 use axum::Router;
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, State};
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use command_journal::strict_json::{self, ObjectError};
 use command_journal::{CommandInput, CommandRequest, Environment, LeaseId, OperationSlug};
 use command_journal::{Journal, JournalError};
 use command_journal::{LeaseOutput, TerminalOutput};
-use serde_json::{Map, Value, json};
+use http_body_util::{BodyExt as _, LengthLimitError, Limited};
+use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -48,6 +57,7 @@ pub struct App {
     logger: Logger,
     environment: Environment,
     provider_timeout: Duration,
+    body_timeout: Duration,
 }
 
 impl std::fmt::Debug for App {
@@ -75,18 +85,78 @@ impl App {
             logger,
             environment: config.environment,
             provider_timeout: config.provider_timeout,
+            body_timeout: config.http.body_timeout,
         })
     }
 
-    /// The routes, with the body limit.
+    /// The routes; a wrong method (405) or path (404) is answered and logged here.
     pub fn router(self: Arc<Self>) -> Router {
         Router::new()
-            .route("/v1/checkouts", post(checkout))
-            .route("/healthz", get(healthz))
-            .fallback(|| async { reply(StatusCode::NOT_FOUND, json!({"error": "not_found"})) })
-            .layer(DefaultBodyLimit::max(BODY_LIMIT))
+            .route(CHECKOUTS, post(checkout).fallback(not_allowed_checkouts))
+            .route(HEALTHZ, get(healthz).fallback(not_allowed_healthz))
+            .fallback(not_found)
             .with_state(self)
     }
+}
+
+async fn not_found(State(app): State<Arc<App>>, request: Request) -> Response {
+    refuse(
+        &app,
+        &request,
+        UNMATCHED,
+        StatusCode::NOT_FOUND,
+        "not_found",
+    )
+}
+
+async fn not_allowed_checkouts(State(app): State<Arc<App>>, request: Request) -> Response {
+    let mut response = refuse(
+        &app,
+        &request,
+        CHECKOUTS,
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+    );
+    allow(&mut response, "POST");
+    response
+}
+
+async fn not_allowed_healthz(State(app): State<Arc<App>>, request: Request) -> Response {
+    let mut response = refuse(
+        &app,
+        &request,
+        HEALTHZ,
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+    );
+    allow(&mut response, "GET,HEAD");
+    response
+}
+
+/// The `Allow` header a 405 carries (RFC 9110 §15.5.6).
+fn allow(response: &mut Response, methods: &'static str) {
+    response
+        .headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static(methods));
+}
+
+/// A refusal before any handler: a fixed body, one log line.
+fn refuse(
+    app: &App,
+    request: &Request,
+    route: &'static str,
+    status: StatusCode,
+    code: &'static str,
+) -> Response {
+    RequestLine::refused(
+        method_name(request.method()),
+        route,
+        status.as_u16(),
+        code,
+        elapsed(request.extensions(), Instant::now()),
+    )
+    .log(&app.logger, Severity::Info, None);
+    reply(status, json!({"error": code}))
 }
 
 async fn healthz() -> Response {
@@ -103,6 +173,8 @@ struct Answer {
     body: Value,
     retry_after: Option<u64>,
     unauthenticated: bool,
+    /// Answer with `Connection: close` (the body was not read to its end).
+    close: bool,
     /// A fixed code naming how the request ended.
     outcome: &'static str,
     command_key_hash: Option<String>,
@@ -117,6 +189,7 @@ impl Answer {
             body,
             retry_after: None,
             unauthenticated: false,
+            close: false,
             outcome,
             command_key_hash: None,
             fence_epoch: None,
@@ -214,49 +287,67 @@ impl Answer {
                 .headers_mut()
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
+        if self.close {
+            response
+                .headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
         response
     }
 }
 
-async fn checkout(
-    State(app): State<Arc<App>>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Response {
+async fn checkout(State(app): State<Arc<App>>, request: Request) -> Response {
     let started = Instant::now();
+    let (parts, body) = request.into_parts();
     let trace = app.logger.trace(
-        headers
+        parts
+            .headers
             .get("x-cloud-trace-context")
             .and_then(|v| v.to_str().ok()),
     );
-    let answer = handle(&app, &headers, body).await;
-    log_request(&app.logger, trace.as_ref(), &answer, started.elapsed());
+    let answer = handle(&app, &parts.headers, body).await;
+    let line = RequestLine {
+        method: "POST",
+        route: CHECKOUTS,
+        status: answer.status.as_u16(),
+        latency: elapsed(&parts.extensions, started),
+        outcome: answer.outcome,
+        command_key_hash: answer.command_key_hash.clone(),
+        fence_epoch: answer.fence_epoch,
+        provider_called: answer.provider_called,
+    };
+    line.log(&app.logger, answer.severity(), trace.as_ref());
     answer.into_response()
 }
 
-fn log_request(logger: &Logger, trace: Option<&Trace>, answer: &Answer, latency: Duration) {
-    let mut fields = Map::new();
-    fields.insert(
-        "httpRequest".into(),
-        json!({
-            "requestMethod": "POST",
-            "requestUrl": "/v1/checkouts",
-            "status": answer.status.as_u16(),
-            "latency": format!("{:.6}s", latency.as_secs_f64()),
-        }),
-    );
-    fields.insert("outcome".into(), json!(answer.outcome));
-    if let Some(hash) = &answer.command_key_hash {
-        fields.insert("commandKeyHash".into(), json!(hash));
+/// Reads the body: at most [`BODY_LIMIT`] bytes within the body timeout.
+async fn read_body(app: &App, body: Body) -> Result<Bytes, Answer> {
+    let read = tokio::time::timeout(app.body_timeout, Limited::new(body, BODY_LIMIT).collect());
+    match read.await {
+        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+        Ok(Err(error)) if error.downcast_ref::<LengthLimitError>().is_some() => {
+            let mut answer = Answer::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                json!({"error": "payload_too_large"}),
+                "payload_too_large",
+            );
+            answer.close = true;
+            Err(answer)
+        }
+        Ok(Err(_)) => Err(Answer::invalid("body")),
+        Err(_) => {
+            let mut answer = Answer::new(
+                StatusCode::REQUEST_TIMEOUT,
+                json!({"error": "body_timeout"}),
+                "body_timeout",
+            );
+            answer.close = true;
+            Err(answer)
+        }
     }
-    if let Some(fence) = answer.fence_epoch {
-        fields.insert("fenceEpoch".into(), json!(fence));
-    }
-    fields.insert("providerCalled".into(), json!(answer.provider_called));
-    logger.log(answer.severity(), "checkout", trace, fields);
 }
 
-async fn handle(app: &App, headers: &HeaderMap, body: Result<Bytes, BytesRejection>) -> Answer {
+async fn handle(app: &App, headers: &HeaderMap, body: Body) -> Answer {
     let authorization = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
@@ -280,16 +371,9 @@ async fn handle(app: &App, headers: &HeaderMap, body: Result<Bytes, BytesRejecti
             "unsupported_media_type",
         );
     }
-    let body = match body {
+    let body = match read_body(app, body).await {
         Ok(body) => body,
-        Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
-            return Answer::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                json!({"error": "payload_too_large"}),
-                "payload_too_large",
-            );
-        }
-        Err(_) => return Answer::invalid("body"),
+        Err(answer) => return answer,
     };
     let (command_id, payload) = match parse_body(&body) {
         Ok(parts) => parts,
@@ -298,7 +382,7 @@ async fn handle(app: &App, headers: &HeaderMap, body: Result<Bytes, BytesRejecti
     let command = match CommandInput::new(CommandRequest {
         environment: app.environment.as_str(),
         caller_scope_kind: "member",
-        caller_id: caller.uid(),
+        caller_id: caller.caller_id(),
         command_id: &command_id,
         command_type: COMMAND_TYPE,
         endpoint_schema_version: ENDPOINT_SCHEMA_VERSION,
@@ -322,11 +406,21 @@ fn is_json(headers: &HeaderMap) -> bool {
         .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"))
 }
 
-/// Exactly `{"commandId": string, "payload": ...}`; the payload itself is validated
-/// by the journal. A rejection names the field, never its value.
+/// Exactly `{"commandId": string, "payload": ...}` without a duplicate key at any
+/// depth; the payload itself is validated by the journal. A rejection names the field
+/// (the top-level key a duplicate is under, or `body`), never its value.
 fn parse_body(body: &[u8]) -> Result<(String, Value), &'static str> {
-    let Ok(Value::Object(mut object)) = serde_json::from_slice::<Value>(body) else {
-        return Err("body");
+    let text = std::str::from_utf8(body).map_err(|_| "body")?;
+    let mut object = match strict_json::parse_object(text) {
+        Ok(object) => object,
+        Err(ObjectError::DuplicateKey(key)) => {
+            return Err(match key.as_str() {
+                "commandId" => "commandId",
+                "payload" => "payload",
+                _ => "body",
+            });
+        }
+        Err(ObjectError::NotAnObject) => return Err("body"),
     };
     let command_id = match object.remove("commandId") {
         Some(Value::String(id)) => id,
