@@ -35,6 +35,7 @@
 use crate::connection::{Connection, RawClient};
 use crate::error::{ConfigCause, GrpcCode, JournalError};
 use crate::transaction::{Decision, MAX_FOLLOW_UP_READS, Snapshot, Transition, Write};
+use blind::is_precondition_loss;
 use gcloud_sdk::google::firestore::v1::{
     BatchGetDocumentsRequest, CommitRequest, Document, Precondition, RollbackRequest,
     TransactionOptions, Write as RawWrite, batch_get_documents_request,
@@ -109,6 +110,7 @@ pub struct Counters {
     commits: AtomicU64,
     rollbacks: AtomicU64,
     conflicts: AtomicU64,
+    blind_commits: AtomicU64,
 }
 
 /// A journal's counters as read at one moment. Every RPC the runner sends is a BatchGet, a
@@ -118,7 +120,7 @@ pub struct Counters {
 pub struct Stats {
     /// Operations run.
     pub calls: u64,
-    /// Attempts (one first read each).
+    /// Attempts: a first read each, or a blind creation.
     pub attempts: u64,
     /// `BatchGetDocuments` RPCs.
     pub batch_gets: u64,
@@ -127,8 +129,13 @@ pub struct Stats {
     /// `Rollback` RPCs (transaction mode only).
     pub rollbacks: u64,
     /// Commits refused because another writer changed a document first (a lost
-    /// precondition) or held its lock (ABORTED).
+    /// precondition) or held its lock (ABORTED), blind creations refused because a
+    /// document existed included: `commits - conflicts` is the commits that landed
+    /// (or whose answer was lost).
     pub conflicts: u64,
+    /// Blind creations sent (a subset of `commits` and of `attempts`): the commit a
+    /// new command's operation tries before any read, in preconditions mode.
+    pub blind_commits: u64,
 }
 
 impl Stats {
@@ -146,6 +153,7 @@ impl Stats {
             commits: self.commits.saturating_sub(earlier.commits),
             rollbacks: self.rollbacks.saturating_sub(earlier.rollbacks),
             conflicts: self.conflicts.saturating_sub(earlier.conflicts),
+            blind_commits: self.blind_commits.saturating_sub(earlier.blind_commits),
         }
     }
 }
@@ -161,6 +169,7 @@ impl Counters {
             commits: get(&self.commits),
             rollbacks: get(&self.rollbacks),
             conflicts: get(&self.conflicts),
+            blind_commits: get(&self.blind_commits),
         }
     }
 }
@@ -173,6 +182,7 @@ enum Count {
     Commit,
     Rollback,
     Conflict,
+    BlindCommit,
 }
 
 /// The journal's cumulative counters and this operation's own, bumped together.
@@ -190,6 +200,7 @@ impl Tally<'_> {
                 Count::Commit => &counters.commits,
                 Count::Rollback => &counters.rollbacks,
                 Count::Conflict => &counters.conflicts,
+                Count::BlindCommit => &counters.blind_commits,
             };
             counter.fetch_add(1, Ordering::Relaxed);
         }
@@ -242,6 +253,11 @@ async fn run_in_span<T: Transition>(
         root: connection.documents_path(),
     };
     let paths = op.paths();
+    // A new command's creation is tried first as one commit, before any read.
+    let mut blind = match options.concurrency {
+        Concurrency::Preconditions => crate::transaction::blind::plan(op, &paths),
+        Concurrency::Transaction => None,
+    };
     let mut attempts = 0;
     let mut last_code = None;
     let mut previous_transaction = None;
@@ -251,9 +267,15 @@ async fn run_in_span<T: Transition>(
         }
         attempts += 1;
         runner.tally.bump(Count::Attempt);
-        let outcome = runner
-            .attempt(&paths, op, previous_transaction.take())
-            .await;
+        let was_blind = blind.is_some();
+        let outcome = match blind.take() {
+            Some(plan) => runner.blind_attempt(plan).await,
+            None => {
+                runner
+                    .attempt(&paths, op, previous_transaction.take())
+                    .await
+            }
+        };
         match outcome {
             Ok(output) => break Ok(output),
             Err(Failure::Final(error)) => break Err(error),
@@ -268,7 +290,13 @@ async fn run_in_span<T: Transition>(
                         deadline: false,
                     });
                 }
-                let wait = backoff(attempts, code, options.concurrency);
+                // A blind creation refused because a document exists is no contention:
+                // read what is there at once.
+                let wait = if was_blind && is_precondition_loss(code) {
+                    Duration::ZERO
+                } else {
+                    backoff(attempts, code, options.concurrency)
+                };
                 if runner.deadline.is_some_and(|d| Instant::now() + wait >= d) {
                     break Err(deadline_error(last_code, attempts));
                 }
@@ -278,7 +306,9 @@ async fn run_in_span<T: Transition>(
                     backoff_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
                     "journal attempt failed, retrying"
                 );
-                tokio::time::sleep(wait).await;
+                if !wait.is_zero() {
+                    tokio::time::sleep(wait).await;
+                }
             }
         }
     };
@@ -895,6 +925,7 @@ impl Runner<'_> {
     }
 }
 
+mod blind;
 #[cfg(test)]
 mod tests;
 
