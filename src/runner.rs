@@ -111,6 +111,10 @@ pub struct Counters {
     rollbacks: AtomicU64,
     conflicts: AtomicU64,
     blind_commits: AtomicU64,
+    documents_found: AtomicU64,
+    documents_missing: AtomicU64,
+    documents_written: AtomicU64,
+    absence_guards: AtomicU64,
 }
 
 /// A journal's counters as read at one moment. Every RPC the runner sends is a BatchGet, a
@@ -136,12 +140,28 @@ pub struct Stats {
     /// Blind creations sent (a subset of `commits` and of `attempts`): the commit a
     /// new command's operation tries before any read, in preconditions mode.
     pub blind_commits: u64,
+    /// Documents the runner's reads returned (billed as one document read each).
+    pub documents_found: u64,
+    /// Documents the runner's reads asked for and found absent. Counted apart so that
+    /// a bill can be computed either way; see `BENCHMARKS.md` ("Billed operations").
+    pub documents_missing: u64,
+    /// Documents created or replaced by commits Firestore acknowledged (billed as one
+    /// document write each).
+    pub documents_written: u64,
+    /// Absence guards (deletes with `exists: false`, deleting nothing) in commits
+    /// Firestore acknowledged (billed as one document delete each).
+    pub absence_guards: u64,
 }
 
 impl Stats {
     /// RPCs sent.
     pub fn rpcs(&self) -> u64 {
         self.batch_gets + self.commits + self.rollbacks
+    }
+
+    /// Document reads as billed, every document asked for counted once, found or not.
+    pub fn billed_reads(&self) -> u64 {
+        self.documents_found + self.documents_missing
     }
 
     /// `self - earlier`, field by field (saturating at zero).
@@ -154,6 +174,14 @@ impl Stats {
             rollbacks: self.rollbacks.saturating_sub(earlier.rollbacks),
             conflicts: self.conflicts.saturating_sub(earlier.conflicts),
             blind_commits: self.blind_commits.saturating_sub(earlier.blind_commits),
+            documents_found: self.documents_found.saturating_sub(earlier.documents_found),
+            documents_missing: self
+                .documents_missing
+                .saturating_sub(earlier.documents_missing),
+            documents_written: self
+                .documents_written
+                .saturating_sub(earlier.documents_written),
+            absence_guards: self.absence_guards.saturating_sub(earlier.absence_guards),
         }
     }
 }
@@ -170,6 +198,10 @@ impl Counters {
             rollbacks: get(&self.rollbacks),
             conflicts: get(&self.conflicts),
             blind_commits: get(&self.blind_commits),
+            documents_found: get(&self.documents_found),
+            documents_missing: get(&self.documents_missing),
+            documents_written: get(&self.documents_written),
+            absence_guards: get(&self.absence_guards),
         }
     }
 }
@@ -183,6 +215,10 @@ enum Count {
     Rollback,
     Conflict,
     BlindCommit,
+    Found,
+    Missing,
+    Written,
+    Guard,
 }
 
 /// The journal's cumulative counters and this operation's own, bumped together.
@@ -193,6 +229,13 @@ struct Tally<'a> {
 
 impl Tally<'_> {
     fn bump(&self, count: Count) {
+        self.add(count, 1);
+    }
+
+    fn add(&self, count: Count, n: u64) {
+        if n == 0 {
+            return;
+        }
         for counters in [self.global, &self.local] {
             let counter = match count {
                 Count::Attempt => &counters.attempts,
@@ -201,8 +244,12 @@ impl Tally<'_> {
                 Count::Rollback => &counters.rollbacks,
                 Count::Conflict => &counters.conflicts,
                 Count::BlindCommit => &counters.blind_commits,
+                Count::Found => &counters.documents_found,
+                Count::Missing => &counters.documents_missing,
+                Count::Written => &counters.documents_written,
+                Count::Guard => &counters.absence_guards,
             };
-            counter.fetch_add(1, Ordering::Relaxed);
+            counter.fetch_add(n, Ordering::Relaxed);
         }
     }
 }
@@ -712,6 +759,13 @@ impl Runner<'_> {
                 return Err(Failure::retry(Code::Internal));
             }
             read_time = read_time.or(batch.read_time);
+            let found_count = to_read
+                .iter()
+                .filter(|p| batch.found.contains_key(*p))
+                .count();
+            let asked = to_read.len();
+            self.tally.add(Count::Found, found_count as u64);
+            self.tally.add(Count::Missing, (asked - found_count) as u64);
             let mut found = batch.found;
             for path in to_read.drain(..) {
                 let doc = found.remove(&path).map(|read| {
@@ -849,9 +903,17 @@ impl Runner<'_> {
             transaction: open.id.clone().unwrap_or_default(),
             request_options: None,
         };
+        let guards = request
+            .writes
+            .iter()
+            .filter(|w| matches!(w.operation, Some(write::Operation::Delete(_))))
+            .count();
+        let written = request.writes.len() - guards;
         match tokio::time::timeout(budget, self.raw.clone().commit(request)).await {
             Ok(Ok(_)) => {
                 open.disarm();
+                self.tally.add(Count::Written, written as u64);
+                self.tally.add(Count::Guard, guards as u64);
                 Ok(())
             }
             Ok(Err(status)) => {
