@@ -3,7 +3,7 @@
 //! No Firestore: snapshots are read from the shared in-memory store, after the real
 //! operations ran against it.
 //!
-//! `cargo bench --bench core`
+//! `cargo bench --features fuzzing --bench core`
 
 use command_journal::Timestamp;
 use command_journal::internals::Registration;

@@ -3,8 +3,9 @@
 //! attempts the runner made counted on both sides.
 
 use super::status_server::StatusServer;
-use super::support::command;
+use super::support::{self, command};
 use command_journal::Journal;
+use command_journal::LeaseId;
 use command_journal::{BACKOFF_CAP, MAX_ATTEMPTS};
 use command_journal::{Concurrency, ConfigCause, ErrorClass, GrpcCode, JournalError};
 use command_journal::{Connection, Target};
@@ -27,8 +28,9 @@ async fn journal_on(server: &StatusServer, mode: Concurrency) -> Journal {
     Journal::new(connection).with_concurrency(mode)
 }
 
-/// Registers one command against a server answering `code` and returns the error,
-/// the journal's attempts and the requests the server saw.
+/// Acquires a lease on one command (an operation that reads first, unlike a new
+/// registration's blind creation) against a server answering `code` and returns the
+/// error, the journal's attempts and the requests the server saw.
 async fn refused_by(
     code: i32,
     message: &'static str,
@@ -36,8 +38,9 @@ async fn refused_by(
 ) -> (JournalError, u64, u64) {
     let server = StatusServer::start(code, message).await;
     let journal = journal_on(&server, mode).await;
+    let lease = LeaseId::parse(&support::uuid(4, 1)).expect("lease id");
     let error = journal
-        .register_command(&command(1, json!({})))
+        .acquire_lease(&command(1, json!({})), &lease)
         .await
         .expect_err("the server refuses everything");
     // Only reads were sent: a refused read never leads to a commit or rollback.
@@ -143,6 +146,27 @@ async fn resource_exhausted_is_retried_with_the_longest_backoff() {
     assert_eq!(requests, u64::from(MAX_ATTEMPTS));
     // Nine waits between ten attempts, each at least the largest backoff ceiling.
     assert!(began.elapsed() >= BACKOFF_CAP * 9, "{:?}", began.elapsed());
+}
+
+#[tokio::test]
+async fn a_new_registration_refused_for_configuration_is_final_after_its_blind_commit() {
+    // The first request of a new registration is its blind creation: a Commit. A
+    // configuration refusal of it is as final as one of a read.
+    let server = StatusServer::start(PERMISSION_DENIED, "Missing permissions.").await;
+    let journal = journal_on(&server, Concurrency::Preconditions).await;
+    let error = journal
+        .register_command(&command(3, json!({})))
+        .await
+        .expect_err("refused");
+    assert_eq!(
+        error,
+        JournalError::PermissionDenied {
+            grpc: GrpcCode::PermissionDenied
+        }
+    );
+    let stats = journal.stats();
+    assert_eq!((stats.attempts, stats.blind_commits), (1, 1));
+    assert_eq!((server.calls("Commit"), server.total()), (1, 1));
 }
 
 #[tokio::test]

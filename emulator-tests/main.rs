@@ -9,6 +9,7 @@
 /// The concurrency mode every journal built by `support` uses in this binary.
 pub const MODE: command_journal::Concurrency = command_journal::Concurrency::Preconditions;
 
+mod billing;
 mod canary;
 mod cancellation;
 mod checkout_service;

@@ -45,7 +45,7 @@ async fn twenty_four_concurrent_registrations_create_exactly_one_pair() {
 }
 
 #[tokio::test]
-async fn an_uncontended_registration_is_one_attempt_of_two_rpcs_and_a_replay_of_one() {
+async fn an_uncontended_registration_is_one_commit_and_a_replay_one_read() {
     let journal = support::fresh_journal().await;
     let cmd = command(1, json!({"a": 1}));
     let before = journal.stats();
@@ -60,17 +60,21 @@ async fn an_uncontended_registration_is_one_attempt_of_two_rpcs_and_a_replay_of_
             used.commits,
             used.rpcs()
         ),
-        (1, 1, 1, 1, 2)
+        // Preconditions mode: the blind creation alone. Transaction mode: read + commit.
+        (1, 1, 1 - support::blind(), 1, 2 - support::blind())
     );
-    // The read-only retry is one BatchGet (and its rollback in transaction mode).
+    // The read-only retry is one BatchGet (and its rollback in transaction mode),
+    // after its blind creation is refused in preconditions mode.
+    let b = support::blind();
     let before = journal.stats();
     let output = journal.register_command(&cmd).await.expect("retry");
     assert_eq!(output.outcome(), RegistrationOutcome::RegisteredExisting);
     let used = journal.stats().since(&before);
     assert_eq!(
         (used.attempts, used.batch_gets, used.commits, used.rpcs()),
-        (1, 1, 0, support::observation_rpcs())
+        (1 + b, 1, b, support::observation_rpcs() + b)
     );
+    assert_eq!(used.conflicts, b, "the refused blind creation");
 }
 
 #[tokio::test]

@@ -15,6 +15,7 @@
 /// The concurrency mode every journal built by `support` uses in this binary.
 pub const MODE: command_journal::Concurrency = command_journal::Concurrency::Transaction;
 
+mod billing;
 mod lease;
 mod ledger;
 mod locks;

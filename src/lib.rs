@@ -112,6 +112,8 @@ mod identity;
 mod journal;
 mod lease;
 mod ledger;
+#[cfg(test)]
+mod production_indexes;
 mod registration;
 #[cfg(feature = "rules-testing")]
 pub mod rules_testing;

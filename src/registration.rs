@@ -139,6 +139,12 @@ impl Transition for Registration {
         crate::transaction::OperationName::Register
     }
 
+    /// A new registration creates the root and its revision-1 event and depends on
+    /// nothing but their absence and the lifecycle's (proven by an absence guard).
+    fn blind_create(&self) -> bool {
+        true
+    }
+
     fn paths(&self) -> Vec<String> {
         let hash = self.identity.command_key_hash();
         vec![

@@ -35,6 +35,7 @@
 use crate::connection::{Connection, RawClient};
 use crate::error::{ConfigCause, GrpcCode, JournalError};
 use crate::transaction::{Decision, MAX_FOLLOW_UP_READS, Snapshot, Transition, Write};
+use blind::is_precondition_loss;
 use gcloud_sdk::google::firestore::v1::{
     BatchGetDocumentsRequest, CommitRequest, Document, Precondition, RollbackRequest,
     TransactionOptions, Write as RawWrite, batch_get_documents_request,
@@ -109,6 +110,11 @@ pub struct Counters {
     commits: AtomicU64,
     rollbacks: AtomicU64,
     conflicts: AtomicU64,
+    blind_commits: AtomicU64,
+    documents_found: AtomicU64,
+    documents_missing: AtomicU64,
+    documents_written: AtomicU64,
+    absence_guards: AtomicU64,
 }
 
 /// A journal's counters as read at one moment. Every RPC the runner sends is a BatchGet, a
@@ -118,7 +124,7 @@ pub struct Counters {
 pub struct Stats {
     /// Operations run.
     pub calls: u64,
-    /// Attempts (one first read each).
+    /// Attempts: a first read each, or a blind creation.
     pub attempts: u64,
     /// `BatchGetDocuments` RPCs.
     pub batch_gets: u64,
@@ -127,14 +133,35 @@ pub struct Stats {
     /// `Rollback` RPCs (transaction mode only).
     pub rollbacks: u64,
     /// Commits refused because another writer changed a document first (a lost
-    /// precondition) or held its lock (ABORTED).
+    /// precondition) or held its lock (ABORTED), blind creations refused because a
+    /// document existed included: `commits - conflicts` is the commits that landed
+    /// (or whose answer was lost).
     pub conflicts: u64,
+    /// Blind creations sent (a subset of `commits` and of `attempts`): the commit a
+    /// new command's operation tries before any read, in preconditions mode.
+    pub blind_commits: u64,
+    /// Documents the runner's reads returned (billed as one document read each).
+    pub documents_found: u64,
+    /// Documents the runner's reads asked for and found absent. Counted apart so that
+    /// a bill can be computed either way; see `BENCHMARKS.md` ("Billed operations").
+    pub documents_missing: u64,
+    /// Documents created or replaced by commits Firestore acknowledged (billed as one
+    /// document write each).
+    pub documents_written: u64,
+    /// Absence guards (deletes with `exists: false`, deleting nothing) in commits
+    /// Firestore acknowledged (billed as one document delete each).
+    pub absence_guards: u64,
 }
 
 impl Stats {
     /// RPCs sent.
     pub fn rpcs(&self) -> u64 {
         self.batch_gets + self.commits + self.rollbacks
+    }
+
+    /// Document reads as billed, every document asked for counted once, found or not.
+    pub fn billed_reads(&self) -> u64 {
+        self.documents_found + self.documents_missing
     }
 
     /// `self - earlier`, field by field (saturating at zero).
@@ -146,6 +173,15 @@ impl Stats {
             commits: self.commits.saturating_sub(earlier.commits),
             rollbacks: self.rollbacks.saturating_sub(earlier.rollbacks),
             conflicts: self.conflicts.saturating_sub(earlier.conflicts),
+            blind_commits: self.blind_commits.saturating_sub(earlier.blind_commits),
+            documents_found: self.documents_found.saturating_sub(earlier.documents_found),
+            documents_missing: self
+                .documents_missing
+                .saturating_sub(earlier.documents_missing),
+            documents_written: self
+                .documents_written
+                .saturating_sub(earlier.documents_written),
+            absence_guards: self.absence_guards.saturating_sub(earlier.absence_guards),
         }
     }
 }
@@ -161,6 +197,11 @@ impl Counters {
             commits: get(&self.commits),
             rollbacks: get(&self.rollbacks),
             conflicts: get(&self.conflicts),
+            blind_commits: get(&self.blind_commits),
+            documents_found: get(&self.documents_found),
+            documents_missing: get(&self.documents_missing),
+            documents_written: get(&self.documents_written),
+            absence_guards: get(&self.absence_guards),
         }
     }
 }
@@ -173,6 +214,11 @@ enum Count {
     Commit,
     Rollback,
     Conflict,
+    BlindCommit,
+    Found,
+    Missing,
+    Written,
+    Guard,
 }
 
 /// The journal's cumulative counters and this operation's own, bumped together.
@@ -183,6 +229,13 @@ struct Tally<'a> {
 
 impl Tally<'_> {
     fn bump(&self, count: Count) {
+        self.add(count, 1);
+    }
+
+    fn add(&self, count: Count, n: u64) {
+        if n == 0 {
+            return;
+        }
         for counters in [self.global, &self.local] {
             let counter = match count {
                 Count::Attempt => &counters.attempts,
@@ -190,8 +243,13 @@ impl Tally<'_> {
                 Count::Commit => &counters.commits,
                 Count::Rollback => &counters.rollbacks,
                 Count::Conflict => &counters.conflicts,
+                Count::BlindCommit => &counters.blind_commits,
+                Count::Found => &counters.documents_found,
+                Count::Missing => &counters.documents_missing,
+                Count::Written => &counters.documents_written,
+                Count::Guard => &counters.absence_guards,
             };
-            counter.fetch_add(1, Ordering::Relaxed);
+            counter.fetch_add(n, Ordering::Relaxed);
         }
     }
 }
@@ -242,6 +300,11 @@ async fn run_in_span<T: Transition>(
         root: connection.documents_path(),
     };
     let paths = op.paths();
+    // A new command's creation is tried first as one commit, before any read.
+    let mut blind = match options.concurrency {
+        Concurrency::Preconditions => crate::transaction::blind::plan(op, &paths),
+        Concurrency::Transaction => None,
+    };
     let mut attempts = 0;
     let mut last_code = None;
     let mut previous_transaction = None;
@@ -251,9 +314,15 @@ async fn run_in_span<T: Transition>(
         }
         attempts += 1;
         runner.tally.bump(Count::Attempt);
-        let outcome = runner
-            .attempt(&paths, op, previous_transaction.take())
-            .await;
+        let was_blind = blind.is_some();
+        let outcome = match blind.take() {
+            Some(plan) => runner.blind_attempt(plan).await,
+            None => {
+                runner
+                    .attempt(&paths, op, previous_transaction.take())
+                    .await
+            }
+        };
         match outcome {
             Ok(output) => break Ok(output),
             Err(Failure::Final(error)) => break Err(error),
@@ -268,7 +337,13 @@ async fn run_in_span<T: Transition>(
                         deadline: false,
                     });
                 }
-                let wait = backoff(attempts, code, options.concurrency);
+                // A blind creation refused because a document exists is no contention:
+                // read what is there at once.
+                let wait = if was_blind && is_precondition_loss(code) {
+                    Duration::ZERO
+                } else {
+                    backoff(attempts, code, options.concurrency)
+                };
                 if runner.deadline.is_some_and(|d| Instant::now() + wait >= d) {
                     break Err(deadline_error(last_code, attempts));
                 }
@@ -278,7 +353,9 @@ async fn run_in_span<T: Transition>(
                     backoff_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
                     "journal attempt failed, retrying"
                 );
-                tokio::time::sleep(wait).await;
+                if !wait.is_zero() {
+                    tokio::time::sleep(wait).await;
+                }
             }
         }
     };
@@ -682,6 +759,13 @@ impl Runner<'_> {
                 return Err(Failure::retry(Code::Internal));
             }
             read_time = read_time.or(batch.read_time);
+            let found_count = to_read
+                .iter()
+                .filter(|p| batch.found.contains_key(*p))
+                .count();
+            let asked = to_read.len();
+            self.tally.add(Count::Found, found_count as u64);
+            self.tally.add(Count::Missing, (asked - found_count) as u64);
             let mut found = batch.found;
             for path in to_read.drain(..) {
                 let doc = found.remove(&path).map(|read| {
@@ -819,9 +903,17 @@ impl Runner<'_> {
             transaction: open.id.clone().unwrap_or_default(),
             request_options: None,
         };
+        let guards = request
+            .writes
+            .iter()
+            .filter(|w| matches!(w.operation, Some(write::Operation::Delete(_))))
+            .count();
+        let written = request.writes.len() - guards;
         match tokio::time::timeout(budget, self.raw.clone().commit(request)).await {
             Ok(Ok(_)) => {
                 open.disarm();
+                self.tally.add(Count::Written, written as u64);
+                self.tally.add(Count::Guard, guards as u64);
                 Ok(())
             }
             Ok(Err(status)) => {
@@ -905,6 +997,7 @@ impl Runner<'_> {
     }
 }
 
+mod blind;
 #[cfg(test)]
 mod tests;
 

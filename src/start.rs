@@ -112,6 +112,13 @@ impl Transition for Start {
         crate::transaction::OperationName::Start
     }
 
+    /// A new command's start creates the root, the revision-1 and revision-2 events
+    /// and the lifecycle, and depends on nothing but the absence of every document it
+    /// reads (the speculative events 3 and 4 are proven absent by absence guards).
+    fn blind_create(&self) -> bool {
+        true
+    }
+
     fn paths(&self) -> Vec<String> {
         self.acquire.paths()
     }

@@ -14,6 +14,8 @@ use crate::document::fields::FieldMap;
 use crate::error::JournalError;
 use std::collections::HashMap;
 
+pub(crate) mod blind;
+
 /// Follow-up reads one attempt may make (see [`Decision::Read`]).
 pub const MAX_FOLLOW_UP_READS: usize = 2;
 
@@ -193,5 +195,14 @@ pub trait Transition {
     /// The operation's name in traces (`journal.register`, …).
     fn name(&self) -> OperationName {
         OperationName::Other
+    }
+    /// Whether the runner may first try this operation's decision for the state in
+    /// which every path of [`Transition::paths`] is absent, as one commit sent before
+    /// any read (preconditions mode only; see `src/transaction/blind.rs`). Opt in only
+    /// where that decision creates documents and depends on nothing but the absence
+    /// of the paths read: the commit proves every one of them absent, and any refusal
+    /// falls back to reading and deciding. Off by default.
+    fn blind_create(&self) -> bool {
+        false
     }
 }

@@ -4,8 +4,9 @@
 //! Every RPC goes through the loopback proxy of the side-by-side benchmark with an
 //! added one-way delay (0, 2 and 10 ms each way by default: loopback, in-region and
 //! cross-region Cloud Run to Firestore). Per delay: sequential end-to-end commands,
-//! alternating in blocks between `start` + `complete` (4 sequential RPCs) and
-//! `register` + `acquire` + `complete` (6), then 16 workers on distinct commands for
+//! alternating in blocks between `start` + `complete` (3 sequential RPCs in
+//! preconditions mode, 4 in transaction mode) and `register` + `acquire` + `complete`
+//! (5 and 6; the RPC column is the runner's own count), then 16 workers on distinct commands for
 //! each variant. CPU of this process and of the emulator's JVM is read from
 //! `/proc/{pid}/stat` around each throughput run; the limit is
 //! `cores ÷ (client + emulator CPU seconds per command)`, the rate at which the two
@@ -255,6 +256,8 @@ async fn run() -> Res<()> {
         }
         // Sequential: blocks of 20, the crate's variants and the peer alternating.
         let mut samples = [Vec::new(), Vec::new()];
+        // The runner's RPCs per variant, counted around its own commands only.
+        let mut rpcs_used = [0_u64, 0];
         let mut peer_samples = Vec::new();
         let tags = [tag + 2, tag + 4];
         tag += 4;
@@ -279,17 +282,23 @@ async fn run() -> Res<()> {
                     continue;
                 }
                 let v = variants[i];
+                let before = journal.stats();
                 for k in 0..20 {
                     samples[i].push(command_once(&journal, v, tags[i], block * 20 + k).await?);
                 }
+                rpcs_used[i] += journal.stats().since(&before).rpcs();
             }
         }
+        let per_command = |i: usize| {
+            let done = samples[i].len().max(1) as f64;
+            format!("{:.2}", rpcs_used[i] as f64 / done)
+        };
         let mut sequential = vec![
-            (variants[0].label(), 4, &samples[0]),
-            (variants[1].label(), 6, &samples[1]),
+            (variants[0].label(), per_command(0), &samples[0]),
+            (variants[1].label(), per_command(1), &samples[1]),
         ];
         if peer.is_some() {
-            sequential.push((PEER_LABEL, 8, &peer_samples));
+            sequential.push((PEER_LABEL, "8".to_owned(), &peer_samples));
         }
         for (label, rpcs, values) in sequential {
             let p50 = percentile(values, 0.5) / 1e3;

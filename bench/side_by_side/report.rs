@@ -280,7 +280,9 @@ pub(crate) fn render(input: &RenderInput<'_>) -> String {
             crate_proxy_agrees = false;
         }
         if ["register", "acquire (first)", "complete"].contains(&row.op.as_str()) {
-            two_rpcs &= s.rpcs() == 2 * row.calls && s.commits == row.calls;
+            // One commit each and at most one read before it: a new registration is
+            // its blind creation alone in preconditions mode (1 RPC).
+            two_rpcs &= s.rpcs() <= 2 * row.calls && s.commits == row.calls && s.rollbacks == 0;
         }
         let _ = writeln!(
             out,
@@ -380,9 +382,9 @@ pub(crate) fn render(input: &RenderInput<'_>) -> String {
     let _ = writeln!(out, "| target | measured | |\n|---|---|---|");
     let _ = writeln!(
         out,
-        "| 2 RPCs per committed operation, no BeginTransaction | {} | {} |",
+        "| at most 2 RPCs per committed operation, no BeginTransaction | {} | {} |",
         if two_rpcs {
-            "2 (BatchGet + Commit)"
+            "≤ 2 (BatchGet + Commit; a new registration: Commit alone)"
         } else {
             "other"
         },

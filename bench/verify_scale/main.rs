@@ -10,8 +10,9 @@
 //! writes is therefore exactly what `Journal::start` writes, and must verify clean;
 //! the run stops otherwise.
 //!
-//! Run: `cargo bench --bench verify_scale` (10k and 100k documents); sizes after
-//! `--`: `cargo bench --bench verify_scale -- 10000 100000 1000000`. With
+//! Run: `cargo bench --features fuzzing --bench verify_scale` (10k and 100k documents);
+//! sizes after `--`: `cargo bench --features fuzzing --bench verify_scale -- 10000 100000
+//! 1000000`. With
 //! `-- --ranges N 10000 …` it also times `verify_in_ranges` in N consistent ranges. A
 //! bench target, so `cargo test` never builds or runs it. Reuses
 //! `FIRESTORE_EMULATOR_HOST` when set, otherwise starts its own emulator.

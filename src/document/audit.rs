@@ -13,7 +13,7 @@ use crate::time::Timestamp;
 pub const COLLECTION: &str = "auditEvents";
 const KIND_V1: &str = "malformed registration audit event";
 const KIND_V2: &str = "malformed transition audit event";
-const FIELDS_V1: [&str; 11] = [
+pub(crate) const FIELDS_V1: [&str; 11] = [
     "auditSchemaVersion",
     "aggregateType",
     "commandKeyHash",
@@ -26,7 +26,7 @@ const FIELDS_V1: [&str; 11] = [
     "commandType",
     "occurredAt",
 ];
-const FIELDS_V2: [&str; 13] = [
+pub(crate) const FIELDS_V2: [&str; 13] = [
     "auditSchemaVersion",
     "aggregateType",
     "commandKeyHash",

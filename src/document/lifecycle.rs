@@ -10,7 +10,10 @@ use crate::time::Timestamp;
 /// The fixed lease duration, owned by this code; callers cannot set it.
 pub const LEASE_SECONDS: i64 = 60;
 const KIND: &str = "malformed lifecycle document";
-const FIELDS: [&str; 12] = [
+/// The collection id of a command's lifecycle subcollection (and its collection group).
+pub(crate) const COLLECTION: &str = "lifecycle";
+
+pub(crate) const FIELDS: [&str; 12] = [
     "lifecycleSchemaVersion",
     "commandKeyHash",
     "state",
@@ -27,7 +30,7 @@ const FIELDS: [&str; 12] = [
 
 /// The lifecycle's path relative to the documents root.
 pub fn path(hash: &Digest) -> String {
-    format!("{}/{hash}/lifecycle/current", super::root::COLLECTION)
+    format!("{}/{hash}/{COLLECTION}/current", super::root::COLLECTION)
 }
 
 /// The lifecycle states after registration.

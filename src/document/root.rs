@@ -9,7 +9,7 @@ use crate::time::Timestamp;
 /// The collection of roots.
 pub const COLLECTION: &str = "checkoutRequests";
 const KIND: &str = "malformed registration root";
-const FIELDS: [&str; 10] = [
+pub(crate) const FIELDS: [&str; 10] = [
     "journalSchemaVersion",
     "commandKeyHash",
     "state",

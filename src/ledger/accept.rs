@@ -215,6 +215,14 @@ impl Transition for Accept {
         crate::transaction::OperationName::LedgerAccept
     }
 
+    /// A new reservation without originals to link depends on nothing but the
+    /// absence of the reservation, its effect slots and the slot after them. A
+    /// reversal's all-absent decision is a refusal (its originals must exist), so it
+    /// never makes a blind plan and always reads (`docs/ledger.md`).
+    fn blind_create(&self) -> bool {
+        self.originals.is_empty()
+    }
+
     fn paths(&self) -> Vec<String> {
         let mut paths = vec![super::reservation::path(&self.reservation_id)];
         paths.extend(self.slots());

@@ -36,7 +36,7 @@ use serde::ser::{Serialize, SerializeStruct, Serializer};
 /// The collection of effect rows.
 pub const COLLECTION: &str = "ledgerTransactions";
 const KIND: &str = "malformed ledger effect";
-const FIELDS: [&str; 21] = [
+pub(crate) const FIELDS: [&str; 21] = [
     "effectSchemaVersion",
     "effectId",
     "lineage",

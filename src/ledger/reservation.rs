@@ -37,7 +37,7 @@ use gcloud_sdk::google::firestore::v1::{ArrayValue, Value};
 /// The collection of reservations.
 pub const COLLECTION: &str = "ledgerReservations";
 const KIND: &str = "malformed ledger reservation";
-const FIELDS_V1: [&str; 13] = [
+pub(crate) const FIELDS_V1: [&str; 13] = [
     "reservationSchemaVersion",
     "reservationId",
     "classId",
@@ -53,7 +53,7 @@ const FIELDS_V1: [&str; 13] = [
     "migrationId",
 ];
 /// Version 2: version 1's fields and the integrity digest.
-const FIELDS_V2: [&str; 14] = [
+pub(crate) const FIELDS_V2: [&str; 14] = [
     "reservationSchemaVersion",
     "reservationId",
     "classId",

@@ -302,3 +302,35 @@ fn decide_is_deterministic_across_attempts() {
         assert_eq!(op.decide(&snapshot(None, None)), first);
     }
 }
+
+#[test]
+fn a_new_registration_is_one_blind_commit_and_a_stray_lifecycle_still_refuses_it() {
+    use crate::testing::Store;
+    let hash = identity().command_key_hash().clone();
+    let mut store = Store::new();
+    let ran = store.run(&Registration::new(identity(), now()));
+    assert!(ran.blind && ran.reads() == 0, "a new command reads nothing");
+    assert_eq!(
+        ran.result.map(|o| o.outcome()),
+        Ok(RegistrationOutcome::RegisteredNew)
+    );
+    assert_eq!(store.len(), 2);
+    // The lifecycle is read, not created: its absence guard refuses the blind commit,
+    // and the read path answers as it always did.
+    let lifecycle = format!("checkoutRequests/{hash}/lifecycle/current");
+    let mut stray = Store::new();
+    stray.insert(
+        lifecycle.clone(),
+        fields::map([("anything", fields::int(1))]),
+    );
+    let ran = stray.run(&Registration::new(identity(), now()));
+    assert!(!ran.blind && ran.reads() == 1);
+    assert_corrupt(
+        match ran.result {
+            Err(error) => Decision::Reject(error),
+            Ok(output) => Decision::Observe(output),
+        },
+        "stray lifecycle",
+    );
+    assert_eq!(stray.len(), 1, "nothing written");
+}

@@ -14,6 +14,10 @@
 //!   (`exists: false`), a replaced one must still have the update time that was read.
 //!   A commit that loses a precondition writes nothing. Every write of a commit gets
 //!   the one commit time.
+//! - An operation that makes a blind plan (`src/transaction/blind.rs`) first commits
+//!   it without reading: its creations and absence guards hold only where every path
+//!   it reads is absent, and then it writes exactly what the read-and-decide attempt
+//!   would (checked). Otherwise nothing is written and it reads and decides.
 //!
 //! Where the runner fails closed (an unguarded replacement, follow-up reads that do
 //! not end) or would retry until it gives up (a create of a document read present),
@@ -24,6 +28,7 @@
 
 use crate::document::fields::FieldMap;
 use crate::error::JournalError;
+use crate::transaction::blind::{self, BlindPlan};
 use crate::transaction::{Decision, MAX_FOLLOW_UP_READS, Snapshot, Transition, Write};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Debug;
@@ -73,12 +78,18 @@ pub struct Ran<O> {
     pub writes: Vec<Write>,
     /// The follow-up reads `decide` asked for, in order.
     pub follow_ups: Vec<Vec<String>>,
+    /// Whether the operation committed a blind creation, reading nothing.
+    pub blind: bool,
 }
 
 impl<O> Ran<O> {
-    /// Reads of the attempt: the first and its follow-ups.
+    /// Reads of the run: none for a blind creation, else the first and its follow-ups.
     pub fn reads(&self) -> usize {
-        1 + self.follow_ups.len()
+        if self.blind {
+            0
+        } else {
+            1 + self.follow_ups.len()
+        }
     }
 }
 
@@ -303,9 +314,76 @@ impl Store {
         true
     }
 
-    /// Runs `op` to completion against this store, uncontended: one attempt and its
-    /// commit, which cannot lose a precondition.
+    /// Commits a blind creation when every path it creates or guards is absent (one
+    /// commit time for all its creations); false, with nothing written, otherwise.
+    fn commit_blind<O>(&mut self, plan: &BlindPlan<O>) -> bool {
+        let created = plan.creates.iter().map(|write| match write {
+            Write::Create { path, .. } | Write::Replace { path, .. } => path,
+        });
+        if created
+            .chain(&plan.guards)
+            .any(|path| self.docs.contains_key(path))
+        {
+            return false;
+        }
+        self.clock += 1;
+        for write in &plan.creates {
+            let (Write::Create { path, fields } | Write::Replace { path, fields }) = write;
+            let stored = Stored {
+                fields: fields.clone(),
+                create_time: self.clock,
+                update_time: self.clock,
+            };
+            self.docs.insert(path.clone(), stored);
+        }
+        true
+    }
+
+    /// Tries `op`'s blind creation, as the runner does before any read; the answer
+    /// when it committed. A committed plan must be exactly the decision the
+    /// read-and-decide attempt takes on the same state.
+    fn run_blind<T>(&mut self, op: &T) -> Option<Ran<T::Output>>
+    where
+        T: Transition,
+        T::Output: Debug + PartialEq,
+    {
+        let plan = blind::plan(op, &op.paths())?;
+        let reading = self.attempt(op);
+        if !self.commit_blind(&plan) {
+            return None;
+        }
+        let decision = Decision::Mutate(plan.creates, plan.output);
+        assert_eq!(
+            reading.decision, decision,
+            "a blind creation must commit what reading and deciding would"
+        );
+        let Decision::Mutate(writes, output) = decision else {
+            unreachable!("built as a mutation just above")
+        };
+        Some(Ran {
+            result: Ok(output),
+            writes,
+            follow_ups: Vec::new(),
+            blind: true,
+        })
+    }
+
+    /// Runs `op` to completion against this store, uncontended: its blind creation
+    /// when it makes one and every path it reads is absent, otherwise one attempt and
+    /// its commit, which cannot lose a precondition.
     pub fn run<T>(&mut self, op: &T) -> Ran<T::Output>
+    where
+        T: Transition,
+        T::Output: Debug + PartialEq,
+    {
+        if let Some(ran) = self.run_blind(op) {
+            return ran;
+        }
+        self.run_reading(op)
+    }
+
+    /// [`Store::run`] without the blind creation: read, decide, commit.
+    fn run_reading<T>(&mut self, op: &T) -> Ran<T::Output>
     where
         T: Transition,
         T::Output: Debug + PartialEq,
@@ -323,6 +401,7 @@ impl Store {
             result,
             writes,
             follow_ups,
+            blind: false,
         }
     }
 
@@ -335,25 +414,33 @@ impl Store {
         self.run(op).result
     }
 
-    /// A race: every op decides on the same state, then the commits land in order and
-    /// each op whose commit lost a precondition runs again, as the runner retries it.
-    /// The final answers, in the order of `ops`.
+    /// A race: every op decides on the same state (or plans its blind creation),
+    /// then the commits land in order and each op whose commit lost a precondition
+    /// reads and decides again, as the runner retries it. The final answers, in the
+    /// order of `ops`.
     pub fn race<T>(&mut self, ops: &[T]) -> Vec<Result<T::Output, JournalError>>
     where
         T: Transition,
         T::Output: Debug + PartialEq,
     {
         let attempts: Vec<Attempt<T::Output>> = ops.iter().map(|op| self.attempt(op)).collect();
+        let plans: Vec<_> = ops.iter().map(|op| blind::plan(op, &op.paths())).collect();
         let mut results = Vec::new();
-        for (op, attempt) in ops.iter().zip(attempts) {
-            let result = if self.commit(&attempt) {
+        for ((op, attempt), plan) in ops.iter().zip(attempts).zip(plans) {
+            let result = if let Some(plan) = plan {
+                if self.commit_blind(&plan) {
+                    Ok(plan.output)
+                } else {
+                    self.run_reading(op).result
+                }
+            } else if self.commit(&attempt) {
                 match attempt.decision {
                     Decision::Observe(output) | Decision::Mutate(_, output) => Ok(output),
                     Decision::Reject(error) => Err(error),
                     Decision::Read(_) => unreachable!("an attempt serves its follow-up reads"),
                 }
             } else {
-                self.answer(op)
+                self.run_reading(op).result
             };
             results.push(result);
         }

@@ -687,3 +687,24 @@ fn the_test_plans_are_the_fixtures_plans() {
     assert_eq!(plan(debit_json()), crate::ledger::fixtures::debit_plan());
     assert_eq!(plan(transfer_json("10.00")), transfer("10.00"));
 }
+
+#[test]
+fn a_new_reservation_is_one_blind_commit_and_a_reversal_always_reads() {
+    let mut memory = Store::default();
+    let ran = memory.run(&accept(2, &store(5, "12.5")));
+    assert!(
+        ran.blind && ran.reads() == 0,
+        "a new reservation reads nothing"
+    );
+    assert!(matches!(ran.result, Ok(ref o) if o.outcome == Outcome::Accepted));
+    // Its replay is refused blind (the reservation exists) and reads.
+    let replay = memory.run(&accept(2, &store(5, "12.5")));
+    assert!(!replay.blind && replay.reads() == 1);
+    assert!(matches!(replay.result, Ok(ref o) if o.outcome == Outcome::Replayed));
+    // A reversal's decision needs its original rows present: no blind plan at all.
+    let original = effect::effect_id(&rid(2), 0);
+    let reversal = accept(3, &plan(reversal_json(5, &original, None)));
+    assert!(!reversal.blind_create());
+    let ran = memory.run(&reversal);
+    assert!(!ran.blind && ran.reads() == 1);
+}

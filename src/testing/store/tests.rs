@@ -169,3 +169,83 @@ fn a_path_written_twice_in_one_commit_is_refused() {
         Decision::Mutate(vec![replace("a", 2), replace("a", 3)], 0)
     }));
 }
+
+/// An operation that opts in to blind creation, creating `created` from the
+/// all-absent state and observing otherwise; it also reads `guarded`.
+struct Blind {
+    created: Vec<&'static str>,
+    guarded: Vec<&'static str>,
+    n: i64,
+}
+
+impl Transition for Blind {
+    type Output = u8;
+
+    fn paths(&self) -> Vec<String> {
+        self.created
+            .iter()
+            .chain(&self.guarded)
+            .map(|p| (*p).to_owned())
+            .collect()
+    }
+
+    fn decide(&self, snapshot: &Snapshot) -> Decision<u8> {
+        if self.paths().iter().all(|p| snapshot.get(p).is_none()) {
+            let writes = self.created.iter().map(|p| create(p, self.n)).collect();
+            Decision::Mutate(writes, 1)
+        } else {
+            Decision::Observe(0)
+        }
+    }
+
+    fn blind_create(&self) -> bool {
+        true
+    }
+}
+
+#[test]
+fn a_blind_creation_commits_without_reading_only_where_everything_read_is_absent() {
+    let blind = |n| Blind {
+        created: vec!["a/1", "a/2"],
+        guarded: vec!["a/3"],
+        n,
+    };
+    let mut store = Store::new();
+    let ran = store.run(&blind(1));
+    assert!(ran.blind);
+    assert_eq!((ran.result, ran.reads(), store.len()), (Ok(1), 0, 2));
+    assert_eq!(
+        store.written("a/1"),
+        store.written("a/2"),
+        "one commit time"
+    );
+    // A created path present: read and decide.
+    let ran = store.run(&blind(2));
+    assert!(!ran.blind);
+    assert_eq!(
+        (ran.result, ran.reads(), store["a/1"].clone()),
+        (Ok(0), 1, doc(1))
+    );
+    // Only the guarded path present: nothing created, read and decide.
+    let mut guarded = Store::new();
+    guarded.insert("a/3", doc(3));
+    let ran = guarded.run(&blind(1));
+    assert!(!ran.blind);
+    assert_eq!((ran.result, guarded.len()), (Ok(0), 1));
+}
+
+#[test]
+fn a_race_of_blind_creations_commits_the_first_and_the_losers_read() {
+    let mut store = Store::new();
+    let ops: Vec<Blind> = (1..=24)
+        .map(|n| Blind {
+            created: vec!["b/1"],
+            guarded: vec!["b/2"],
+            n,
+        })
+        .collect();
+    let results = store.race(&ops);
+    assert_eq!(results.iter().filter(|r| **r == Ok(1)).count(), 1);
+    assert_eq!(results.iter().filter(|r| **r == Ok(0)).count(), 23);
+    assert_eq!((store.len(), store["b/1"].clone()), (1, doc(1)));
+}
