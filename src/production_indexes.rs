@@ -15,7 +15,7 @@ use std::collections::{BTreeSet, HashSet};
 const FILE: &str = include_str!("../firestore.indexes.json");
 
 /// Every codec: the collection id (a collection group) and each of its field sets.
-const CODECS: [(&str, &[&[&str]]); 5] = [
+const CODECS: [(&str, &[&[&str]]); 7] = [
     (root::COLLECTION, &[&root::FIELDS]),
     (lifecycle::COLLECTION, &[&lifecycle::FIELDS]),
     (audit::COLLECTION, &[&audit::FIELDS_V1, &audit::FIELDS_V2]),
@@ -24,6 +24,16 @@ const CODECS: [(&str, &[&[&str]]); 5] = [
         &[&reservation::FIELDS_V1, &reservation::FIELDS_V2],
     ),
     (effect::COLLECTION, &[&effect::FIELDS]),
+    // The send layer: `providerSends/plan` and `providerSends/current`, and the send
+    // events beside the commerce events.
+    (
+        "providerSends",
+        &[
+            &crate::sends::bound_plan::FIELDS,
+            &crate::sends::attempt::FIELDS,
+        ],
+    ),
+    (audit::COLLECTION, &[&crate::sends::event::FIELDS]),
 ];
 
 fn overrides() -> Vec<Value> {

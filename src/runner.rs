@@ -957,16 +957,7 @@ impl Runner<'_> {
         update_times: &HashMap<String, Option<prost_types::Timestamp>>,
     ) -> Result<RawWrite, Failure> {
         let (path, fields, condition) = match write {
-            Write::AssertAbsent { path } => {
-                return Ok(RawWrite {
-                    update_mask: None,
-                    update_transforms: Vec::new(),
-                    current_document: Some(Precondition {
-                        condition_type: Some(precondition::ConditionType::Exists(false)),
-                    }),
-                    operation: Some(write::Operation::Delete(format!("{}/{path}", self.root))),
-                });
-            }
+            Write::AssertAbsent { path } => return Ok(self.absence_guard(&path)),
             Write::Create { path, fields } => {
                 (path, fields, precondition::ConditionType::Exists(false))
             }

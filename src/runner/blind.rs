@@ -39,7 +39,7 @@ impl Runner<'_> {
     }
 
     /// A write that changes nothing and fails its commit unless `path` is absent.
-    fn absence_guard(&self, path: &str) -> RawWrite {
+    pub(super) fn absence_guard(&self, path: &str) -> RawWrite {
         RawWrite {
             update_mask: None,
             update_transforms: Vec::new(),

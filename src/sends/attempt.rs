@@ -11,7 +11,7 @@ use crate::time::Timestamp;
 
 /// The `journal_corrupt` reason of a malformed send document.
 pub(crate) const KIND: &str = "malformed provider send document";
-const FIELDS: [&str; 13] = [
+pub(crate) const FIELDS: [&str; 13] = [
     "sendSchemaVersion",
     "commandKeyHash",
     "sendRevision",

@@ -13,7 +13,7 @@ use crate::time::Timestamp;
 
 /// The `journal_corrupt` reason of a malformed plan document.
 pub(crate) const KIND: &str = "malformed provider plan document";
-const FIELDS: [&str; 9] = [
+pub(crate) const FIELDS: [&str; 9] = [
     "sendSchemaVersion",
     "commandKeyHash",
     "planFingerprint",

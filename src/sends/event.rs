@@ -14,7 +14,7 @@ use crate::time::Timestamp;
 
 /// The `journal_corrupt` reason of a malformed send event.
 pub(crate) const KIND: &str = "malformed provider send audit event";
-const FIELDS: [&str; 11] = [
+pub(crate) const FIELDS: [&str; 11] = [
     "auditSchemaVersion",
     "aggregateType",
     "commandKeyHash",

@@ -317,24 +317,24 @@ impl Store {
     /// Commits a blind creation when every path it creates or guards is absent (one
     /// commit time for all its creations); false, with nothing written, otherwise.
     fn commit_blind<O>(&mut self, plan: &BlindPlan<O>) -> bool {
-        let created = plan.creates.iter().map(|write| match write {
-            Write::Create { path, .. } | Write::Replace { path, .. } => path,
-        });
+        let created = plan.creates.iter().map(Write::path);
         if created
-            .chain(&plan.guards)
+            .chain(plan.guards.iter().map(String::as_str))
             .any(|path| self.docs.contains_key(path))
         {
             return false;
         }
         self.clock += 1;
         for write in &plan.creates {
-            let (Write::Create { path, fields } | Write::Replace { path, fields }) = write;
+            let Some(fields) = write.fields() else {
+                continue;
+            };
             let stored = Stored {
                 fields: fields.clone(),
                 create_time: self.clock,
                 update_time: self.clock,
             };
-            self.docs.insert(path.clone(), stored);
+            self.docs.insert(write.path().to_owned(), stored);
         }
         true
     }
