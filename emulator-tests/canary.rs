@@ -117,7 +117,7 @@ async fn no_raw_secret_reaches_documents_outputs_errors_or_traces() {
     record(serde_json::to_string(&output).expect("json"));
     // The send layer on the fresh command: a permit, an ambiguous outcome, the success,
     // their retries, a conflicting plan, and the status with its send state.
-    let plan = |account: &str| {
+    let plan_of = |account: &str| {
         command_journal::ProviderPlan::new(command_journal::ProviderPlanRequest {
             provider: "stripe",
             account,
@@ -129,8 +129,8 @@ async fn no_raw_secret_reaches_documents_outputs_errors_or_traces() {
             key_retention_seconds: 86_400,
         })
     };
-    record(format!("{:?}", plan(ACCOUNT)));
-    let plan = plan(ACCOUNT).expect("plan");
+    record(format!("{:?}", plan_of(ACCOUNT)));
+    let plan = plan_of(ACCOUNT).expect("plan");
     let permit = fresh.begin_send(&cmd, &a, 1, &plan).await;
     record(format!("{permit:?}"));
     if let Ok(permit) = &permit {
@@ -145,17 +145,7 @@ async fn no_raw_secret_reaches_documents_outputs_errors_or_traces() {
         let answer = fresh.record_send_outcome(&cmd, &a, 1, 1, &outcome).await;
         record(format!("{outcome:?} {answer:?}"));
     }
-    let other = command_journal::ProviderPlan::new(command_journal::ProviderPlanRequest {
-        provider: "stripe",
-        account: "acct_CANARYother",
-        mode: "test",
-        api_version: "2024-06-20",
-        operation: "charge",
-        endpoint: "POST /v1/charges",
-        parameters: &json!({"note": PARAMETER}),
-        key_retention_seconds: 86_400,
-    })
-    .expect("plan");
+    let other = plan_of("acct_CANARYother").expect("plan");
     record(format!("{:?}", fresh.begin_send(&cmd, &a, 1, &other).await));
     record(format!("{:?}", fresh.send_status(&cmd).await));
     let invalid = CommandInput::new(CommandRequest {

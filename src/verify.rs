@@ -129,23 +129,6 @@ pub enum FindingCode {
     SendCommitTimeMismatch,
 }
 
-impl From<sends::SendFindingCode> for FindingCode {
-    fn from(code: sends::SendFindingCode) -> Self {
-        use sends::SendFindingCode as S;
-        match code {
-            S::MalformedSendDocument => Self::MalformedSendDocument,
-            S::UnpairedSendRecord => Self::UnpairedSendRecord,
-            S::PlanNotImmutable => Self::PlanNotImmutable,
-            S::SendAuditGap => Self::SendAuditGap,
-            S::ExtraSendEvent => Self::ExtraSendEvent,
-            S::SendChainMismatch => Self::SendChainMismatch,
-            S::SendCutoffMismatch => Self::SendCutoffMismatch,
-            S::SendLifecycleMismatch => Self::SendLifecycleMismatch,
-            S::SendCommitTimeMismatch => Self::SendCommitTimeMismatch,
-        }
-    }
-}
-
 impl FindingCode {
     /// The stable snake_case code.
     pub fn as_str(self) -> &'static str {

@@ -210,7 +210,7 @@ pub fn check_command(hash: &Digest, docs: &CommandDocs) -> Vec<Finding> {
 }
 
 /// The send layer's documents (`docs/providers.md`) against each other and the
-/// lifecycle: [`check_sends`](super::sends::check_sends), its codes as the report's.
+/// lifecycle: [`check_sends`](super::sends::check_sends).
 fn check_send_layer(
     hash: &Digest,
     docs: &CommandDocs,
@@ -231,12 +231,6 @@ fn check_send_layer(
         lifecycle,
     };
     super::sends::check_sends(hash, &sends)
-        .into_iter()
-        .map(|found| Finding {
-            code: FindingCode::from(found.code),
-            path: found.path,
-        })
-        .collect()
 }
 
 /// The lease rules along the transition chain, each event against its root and

@@ -2,7 +2,7 @@
 //! (`docs/providers.md`): the plan, the current attempt, the whole version-3 send
 //! audit chain, and their agreement with the lifecycle. The scan gathers [`SendDocs`]
 //! per command key hash (`commerce::check_command`) and reports each
-//! [`SendFindingCode`] as the matching `FindingCode`.
+//! [`FindingCode`] as the matching `FindingCode`.
 //!
 //! - plan immutability: created once, never rewritten, in the commit of attempt 1's
 //!   `provider_send_opened` (revision 1);
@@ -31,58 +31,7 @@ use crate::sends::load::partners;
 use crate::sends::plan::send_cutoff_at;
 use crate::time::Timestamp;
 
-/// The stable code of a broken send invariant.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum SendFindingCode {
-    /// A send document or event that fails its strict codec.
-    MalformedSendDocument,
-    /// A plan without its send record, the reverse, or send events without either.
-    UnpairedSendRecord,
-    /// The plan was rewritten, or not created in the commit of attempt 1's opening.
-    PlanNotImmutable,
-    /// A send revision below the current one has no event.
-    SendAuditGap,
-    /// A send event beyond the current send revision.
-    ExtraSendEvent,
-    /// The chain does not replay (a transition the state machine never makes, an
-    /// attempt opened out of turn, an event after a closed attempt, a fence going back)
-    /// or does not end at the current document.
-    SendChainMismatch,
-    /// A cutoff that is not `firstSentAt + r − ⌊r/4⌋`, changes within an attempt, or
-    /// a permit or sender's outcome recorded at or after it.
-    SendCutoffMismatch,
-    /// The send layer and the lifecycle disagree (terminal state, time, fence).
-    SendLifecycleMismatch,
-    /// Commit times out of order, an event rewritten, or the current document not
-    /// written by the commit of the last event.
-    SendCommitTimeMismatch,
-}
-
-impl SendFindingCode {
-    /// The stable snake_case code.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::MalformedSendDocument => "malformed_send_document",
-            Self::UnpairedSendRecord => "unpaired_send_record",
-            Self::PlanNotImmutable => "plan_not_immutable",
-            Self::SendAuditGap => "send_audit_gap",
-            Self::ExtraSendEvent => "extra_send_event",
-            Self::SendChainMismatch => "send_chain_mismatch",
-            Self::SendCutoffMismatch => "send_cutoff_mismatch",
-            Self::SendLifecycleMismatch => "send_lifecycle_mismatch",
-            Self::SendCommitTimeMismatch => "send_commit_time_mismatch",
-        }
-    }
-}
-
-/// One broken send invariant at a document path (relative to the documents root).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct SendFinding {
-    /// What is broken.
-    pub code: SendFindingCode,
-    /// The document it concerns.
-    pub path: String,
-}
+use super::{Finding, FindingCode};
 
 pub use super::commerce::{StoredDoc, WriteTime};
 
@@ -100,8 +49,8 @@ pub struct SendDocs<'a> {
     pub lifecycle: Option<(&'a StoredDoc, &'a Lifecycle)>,
 }
 
-fn at(code: SendFindingCode, path: &str) -> SendFinding {
-    SendFinding {
+fn at(code: FindingCode, path: &str) -> Finding {
+    Finding {
         code,
         path: path.to_owned(),
     }
@@ -122,8 +71,8 @@ struct Replayed {
 }
 
 /// The findings of one command's send documents (none when it has none).
-pub fn check_sends(hash: &Digest, docs: &SendDocs<'_>) -> Vec<SendFinding> {
-    use SendFindingCode as C;
+pub fn check_sends(hash: &Digest, docs: &SendDocs<'_>) -> Vec<Finding> {
+    use FindingCode as C;
     let mut out = Vec::new();
     let (plan_doc, current_doc) = match (docs.plan, docs.current) {
         (None, None) => {
@@ -208,9 +157,9 @@ fn replay(
     hash: &Digest,
     plan: &BoundPlan,
     events: &[(i64, &StoredDoc, SendEvent)],
-    out: &mut Vec<SendFinding>,
+    out: &mut Vec<Finding>,
 ) -> Option<Replayed> {
-    use SendFindingCode as C;
+    use FindingCode as C;
     let mut state: Option<Replayed> = None;
     let mut highest_fence = 0;
     for (_, doc, event) in events {
@@ -322,10 +271,7 @@ fn replay(
     if let Some(first) = first
         && (first.occurred_at != plan.bound_at || first.fence_epoch != plan.bound_fence_epoch)
     {
-        out.push(at(
-            SendFindingCode::PlanNotImmutable,
-            &bound_plan::path(hash),
-        ));
+        out.push(at(FindingCode::PlanNotImmutable, &bound_plan::path(hash)));
     }
     state
 }
@@ -334,9 +280,9 @@ fn check_write_times(
     docs: &SendDocs<'_>,
     plan: &StoredDoc,
     current: &StoredDoc,
-    out: &mut Vec<SendFinding>,
+    out: &mut Vec<Finding>,
 ) {
-    use SendFindingCode as C;
+    use FindingCode as C;
     let mut previous: Option<WriteTime> = None;
     for (revision, doc) in &docs.events {
         if doc.rewritten() || previous.is_some_and(|p| doc.created <= p) {
@@ -359,9 +305,9 @@ fn check_lifecycle(
     docs: &SendDocs<'_>,
     plan: &BoundPlan,
     current: &SendAttempt,
-    out: &mut Vec<SendFinding>,
+    out: &mut Vec<Finding>,
 ) {
-    use SendFindingCode as C;
+    use FindingCode as C;
     let path = attempt::path(hash);
     let Some((lifecycle_doc, lifecycle)) = docs.lifecycle else {
         out.push(at(C::SendLifecycleMismatch, &path));

@@ -59,7 +59,7 @@ impl Timed {
         })
     }
 
-    fn findings(&self) -> Vec<(SendFindingCode, String)> {
+    fn findings(&self) -> Vec<(FindingCode, String)> {
         let h = send_tests::hash();
         let plan = self.doc(&bound_plan::path(&h));
         let current = self.doc(&attempt::path(&h));
@@ -138,7 +138,7 @@ fn edit(timed: &mut Timed, path: &str, change: impl FnOnce(&mut FieldMap)) {
 
 #[test]
 fn every_tampering_is_found_at_its_cause() {
-    use SendFindingCode as C;
+    use FindingCode as C;
     let h = send_tests::hash();
     let plan = bound_plan::path(&h);
     let current = attempt::path(&h);
@@ -160,7 +160,7 @@ fn every_tampering_is_found_at_its_cause() {
         event(3),
         lifecycle.clone(),
     );
-    let rows: Vec<(&str, Tamper, (SendFindingCode, &str))> = vec![
+    let rows: Vec<(&str, Tamper, (FindingCode, &str))> = vec![
         (
             "plan rewritten in place",
             Box::new(move |t| edit(t, &p, |_| {})),
@@ -269,7 +269,7 @@ fn every_tampering_is_found_at_its_cause() {
 
 #[test]
 fn codes_are_stable_and_distinct() {
-    use SendFindingCode as C;
+    use FindingCode as C;
     let all = [
         C::MalformedSendDocument,
         C::UnpairedSendRecord,
