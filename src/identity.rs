@@ -224,6 +224,19 @@ impl TerminalReferenceFingerprint {
             .then(|| Self(text.to_owned()))
             .ok_or(JournalError::invalid("terminalReferenceFingerprint"))
     }
+
+    /// The fingerprint of a receipt's bytes: their lowercase hex SHA-256, so a caller
+    /// needs neither a hash nor a hex crate to redact a provider's answer.
+    ///
+    /// ```
+    /// use command_journal::TerminalReferenceFingerprint;
+    /// let reference = TerminalReferenceFingerprint::of_receipt(b"{\"id\":\"ch_1\"}");
+    /// # let _ = reference;
+    /// ```
+    pub fn of_receipt(bytes: &[u8]) -> Self {
+        use sha2::Digest as _;
+        Self(hex::encode(sha2::Sha256::digest(bytes)))
+    }
 }
 
 /// A command payload: a JSON object of integers (|n| <= 2^53-1), strings, booleans,

@@ -101,6 +101,7 @@ mod digest;
 mod document;
 #[cfg(feature = "emulator")]
 pub mod emulator;
+mod envelope;
 mod error;
 mod expected;
 /// Fuzzing entry points (cargo feature `fuzzing`): harness code with oracle
@@ -133,6 +134,7 @@ mod verify;
 pub use connection::{Connection, DEFAULT_DATABASE, Target};
 pub use credentials::resolve_project;
 pub use digest::Digest;
+pub use envelope::{MAX_RESULT_ENVELOPE_BYTES, ResultEnvelope};
 pub use error::{ConfigCause, ErrorClass, GrpcCode, JournalError};
 pub use expected::expected_for;
 pub use identity::{
