@@ -53,7 +53,6 @@ impl ResultEnvelope {
 
     /// Parses stored canonical text: `None` unless it is exactly the canonical form of
     /// a valid envelope (no duplicate key, nothing re-ordered, nothing re-spaced).
-    #[allow(dead_code)] // read by the results document codec
     pub(crate) fn from_canonical(text: &str) -> Option<Self> {
         let object = crate::strict_json::parse_object(text).ok()?;
         let envelope = Self::new(&Value::Object(object)).ok()?;
@@ -78,5 +77,11 @@ impl ResultEnvelope {
     }
 }
 
+pub(crate) mod read;
+pub(crate) mod record;
+pub(crate) mod stored;
+
+#[cfg(test)]
+mod store_tests;
 #[cfg(test)]
 mod tests;

@@ -404,6 +404,24 @@ impl CommandInput {
     }
 }
 
+/// `terminalCommitmentHash` of `reference` for the command whose key hash is `hash`:
+/// what [`CommandIdentity::terminal_commitment`] computes, for the verifier and the
+/// result reads, which know the command only by its hash.
+pub(crate) fn terminal_commitment(
+    hash: &Digest,
+    reference: &TerminalReferenceFingerprint,
+) -> Digest {
+    frame_digest(
+        "command-journal.terminal-commitment",
+        1,
+        &[
+            hash.as_str().as_bytes(),
+            b"business_record_digest",
+            reference.0.as_bytes(),
+        ],
+    )
+}
+
 /// The derived, storable identity of a command. Holds no raw caller input.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommandIdentity {
@@ -448,15 +466,7 @@ impl CommandIdentity {
 
     /// `terminalCommitmentHash` of kind `business_record_digest`, bound to this command.
     pub fn terminal_commitment(&self, reference: &TerminalReferenceFingerprint) -> Digest {
-        frame_digest(
-            "command-journal.terminal-commitment",
-            1,
-            &[
-                self.command_key_hash.as_str().as_bytes(),
-                b"business_record_digest",
-                reference.0.as_bytes(),
-            ],
-        )
+        terminal_commitment(&self.command_key_hash, reference)
     }
 
     /// The provider idempotency key `cj1-<digest>` for one provider operation.
