@@ -28,6 +28,7 @@ mod ledger;
 mod proxy;
 mod randomized;
 mod registration;
+mod results;
 mod send_faults;
 mod send_randomized;
 mod sends;
