@@ -66,7 +66,9 @@
 //! captured timestamp and strictly parsed documents, run by one transaction runner.
 //!
 //! Pure (no I/O, no clock): `identity` and `digest` (validated inputs and derived
-//! values), `document` and `ledger`'s codecs (strict document parsing), `transaction`
+//! values), `document` and `ledger`'s codecs (strict document parsing), `envelope`
+//! (result envelopes: the codec of `results/current`, storing one with a success,
+//! reading it back), `transaction`
 //! (the transition contract: `paths`, `decide`, `Decision`), `registration`, `lease`,
 //! `start` and `ledger::{accept, replay, migration}` (the decisions), `verify::commerce`,
 //! `verify::ledger` and `verify::historical_links` (the verifier's checks),
