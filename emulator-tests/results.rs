@@ -446,3 +446,41 @@ async fn the_envelope_appears_only_in_its_own_document() {
         .expect("doc");
     assert!(text(&stored, "envelope").contains(CANARY));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn racing_completions_store_exactly_one_envelope() {
+    let (journal, _clock) = clocked().await;
+    let cmd = command(26_008, json!({"sku": "race"}));
+    leased(&journal, &cmd).await;
+    let answers = support::race(8, |i| {
+        let journal = journal.clone();
+        let cmd = cmd.clone();
+        async move {
+            journal
+                .complete_with_result(&cmd, &lease(1), 1, &envelope((i % 2) as i64))
+                .await
+        }
+    })
+    .await;
+    let stored = journal
+        .result(&cmd)
+        .await
+        .expect("result")
+        .expect("envelope");
+    let winner = (0..2)
+        .find(|n| envelope(*n) == stored)
+        .expect("one of the raced envelopes");
+    for (i, answer) in answers.into_iter().enumerate() {
+        if (i % 2) as i64 == winner {
+            assert_eq!(answer, Ok(TerminalOutput::Succeeded), "task {i}");
+        } else {
+            assert_eq!(code(answer), "terminal_conflict", "task {i}");
+        }
+    }
+    let path = format!("checkoutRequests/{}", cmd.identity().command_key_hash());
+    assert_eq!(list(journal.connection(), &path, "results").await.len(), 1);
+    let report = verify(journal.connection(), &mut |_| {})
+        .await
+        .expect("verify");
+    assert!(report.clean, "{:?}", report.findings);
+}

@@ -553,3 +553,30 @@ fn nothing_of_the_envelope_reaches_debug_output() {
         assert!(!shown.contains("1250"), "{shown}");
     }
 }
+
+#[test]
+fn racing_successes_store_exactly_one_envelope() {
+    // The same envelope twice: both succeed, one commit. Two envelopes: one wins.
+    let mut store = leased();
+    let answers = store.race(&[complete(&envelope(0), T1), complete(&envelope(0), T1 + 1)]);
+    assert_eq!(
+        answers,
+        [Ok(TerminalOutput::Succeeded), Ok(TerminalOutput::Succeeded)]
+    );
+    assert_eq!(result(&mut store), Ok(Some(envelope(0))));
+    let mut store = leased();
+    let answers = store.race(&[complete(&envelope(0), T1), complete(&envelope(1), T1)]);
+    let codes: Vec<&str> = answers
+        .iter()
+        .map(|a| {
+            a.as_ref()
+                .map_or_else(|e| e.code(), |_| "terminal_succeeded")
+        })
+        .collect();
+    assert_eq!(codes, ["terminal_succeeded", "terminal_conflict"]);
+    assert_eq!(result(&mut store), Ok(Some(envelope(0))));
+    assert_eq!(
+        store.count(&format!("checkoutRequests/{}/results", hash())),
+        1
+    );
+}
