@@ -17,6 +17,7 @@ mod cli;
 mod cli_operator;
 mod databases;
 mod errors;
+mod execute;
 mod faults;
 // Runs its own transition through `internals::run`, behind the `fuzzing` feature
 // (on in the README's `--all-features` test command).

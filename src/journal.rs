@@ -1,5 +1,6 @@
 //! The entry point: a `Journal` over one Firestore project.
 
+mod execute;
 mod results;
 mod sends;
 

@@ -105,6 +105,7 @@ mod document;
 pub mod emulator;
 mod envelope;
 mod error;
+mod execute;
 mod expected;
 /// Fuzzing entry points (cargo feature `fuzzing`): harness code with oracle
 /// assertions, kept out of the library proper.
@@ -138,6 +139,7 @@ pub use credentials::resolve_project;
 pub use digest::Digest;
 pub use envelope::{MAX_RESULT_ENVELOPE_BYTES, ResultEnvelope};
 pub use error::{ConfigCause, ErrorClass, GrpcCode, JournalError};
+pub use execute::{Execution, LookupResult, Provider, SendRequest, SendResult};
 pub use expected::expected_for;
 pub use identity::{
     CallerId, CallerScopeKind, CommandId, CommandIdentity, CommandInput, CommandRequest,
