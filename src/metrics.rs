@@ -131,6 +131,30 @@ impl MetricOutcome for LeaseOutput {
 }
 
 /// The lease part's outcome: a start is counted by what its acquisition answered.
+/// A result read: whether an envelope was stored.
+impl MetricOutcome for Option<crate::envelope::ResultEnvelope> {
+    fn metric_outcome(&self) -> &'static str {
+        match self {
+            Some(_) => "result_stored",
+            None => "no_result",
+        }
+    }
+}
+
+/// The answer of `execute`.
+impl MetricOutcome for crate::execute::Execution {
+    fn metric_outcome(&self) -> &'static str {
+        use crate::execute::Execution;
+        match self {
+            Execution::Succeeded(_) | Execution::SucceededWithoutResult => "succeeded",
+            Execution::Declined => "declined",
+            Execution::InProgress => "busy",
+            Execution::RetryLater { .. } => "retry_later",
+            Execution::PendingReconciliation => "pending_reconciliation",
+        }
+    }
+}
+
 impl MetricOutcome for StartOutput {
     fn metric_outcome(&self) -> &'static str {
         self.lease.metric_outcome()

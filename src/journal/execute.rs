@@ -6,9 +6,11 @@ use crate::error::JournalError;
 use crate::execute::protocol::{Event, Evidence, Protocol, Step};
 use crate::execute::{Execution, LookupResult, Provider, SendRequest, SendResult};
 use crate::identity::{CommandInput, LeaseId};
+use crate::metrics::{self, MetricOutcome as _};
 use crate::sends::plan::attempt_key;
 use crate::sends::{ProviderPlan, SendEvidence, SendOutcome};
 use serde_json::Value;
+use std::time::Instant;
 
 impl Journal {
     /// Runs the whole send protocol for `command` with `plan` through `provider`:
@@ -38,6 +40,22 @@ impl Journal {
     /// # Ok(()) }
     /// ```
     pub async fn execute<P: Provider>(
+        &self,
+        command: &CommandInput,
+        plan: &ProviderPlan,
+        provider: &P,
+    ) -> Result<Execution, JournalError> {
+        let started = Instant::now();
+        let result = self.execute_steps(command, plan, provider).await;
+        let outcome = match &result {
+            Ok(execution) => execution.metric_outcome(),
+            Err(error) => metrics::error_outcome(error),
+        };
+        metrics::operation("execute", outcome, started.elapsed());
+        result
+    }
+
+    async fn execute_steps<P: Provider>(
         &self,
         command: &CommandInput,
         plan: &ProviderPlan,
