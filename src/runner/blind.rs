@@ -6,20 +6,13 @@
 //! it meets (a document that exists, a race, a lost response, an unreachable server)
 //! ends the attempt; the next one reads and decides as usual.
 
-use super::{Count, Failure, OpenTransaction, Runner};
+use super::counters::Count;
+use super::firestore::{OpenTransaction, Session};
+use super::retry::Failure;
 use crate::transaction::blind::BlindPlan;
-use gcloud_sdk::google::firestore::v1::{Precondition, Write as RawWrite, precondition, write};
-use gcloud_sdk::tonic::Code;
 use std::collections::HashMap;
 
-/// Whether a commit's refusal means one of its `exists: false` preconditions failed:
-/// the emulator answers ALREADY_EXISTS for a create and for an absence guard alike;
-/// FAILED_PRECONDITION is the documented answer to a failed precondition.
-pub(super) fn is_precondition_loss(code: Code) -> bool {
-    matches!(code, Code::AlreadyExists | Code::FailedPrecondition)
-}
-
-impl Runner<'_> {
+impl Session<'_> {
     /// Commits `plan` as one blind creation; its output when the commit succeeds.
     pub(super) async fn blind_attempt<O>(&self, plan: BlindPlan<O>) -> Result<O, Failure> {
         self.tally.bump(Count::BlindCommit);
@@ -36,17 +29,5 @@ impl Runner<'_> {
         };
         self.commit(writes, &mut open).await?;
         Ok(plan.output)
-    }
-
-    /// A write that changes nothing and fails its commit unless `path` is absent.
-    pub(super) fn absence_guard(&self, path: &str) -> RawWrite {
-        RawWrite {
-            update_mask: None,
-            update_transforms: Vec::new(),
-            current_document: Some(Precondition {
-                condition_type: Some(precondition::ConditionType::Exists(false)),
-            }),
-            operation: Some(write::Operation::Delete(format!("{}/{path}", self.root))),
-        }
     }
 }

@@ -40,7 +40,8 @@ pub(super) async fn batch_get(
         request_options: None,
         consistency_selector: read_time.map(ConsistencySelector::ReadTime),
     };
-    let unavailable = |status: gcloud_sdk::tonic::Status| crate::runner::status_error(&status);
+    let unavailable =
+        |status: gcloud_sdk::tonic::Status| crate::runner::retry::status_error(&status);
     let mut stream = connection
         .raw()
         .batch_get_documents(request)
@@ -244,7 +245,7 @@ async fn scan<'a>(
             .order(|o| o.fields([o.field("__name__").asc()]));
         streams.push(query.stream_query_with_errors().await.map_err(|error| {
             tracing::warn!(%error, "verify scan failed to start");
-            crate::runner::firestore_error(&error)
+            crate::runner::retry::firestore_error(&error)
         })?);
     }
     Ok(futures::stream::iter(streams).flatten().boxed())
@@ -272,7 +273,7 @@ pub(super) async fn count(connection: &Connection) -> Result<u64, JournalError> 
                 .await
                 .map_err(|error| {
                     tracing::warn!(%error, "verify count failed");
-                    crate::runner::firestore_error(&error)
+                    crate::runner::retry::firestore_error(&error)
                 })?;
             for document in answer {
                 if let Some(Value {
@@ -457,7 +458,7 @@ impl<'a> Head<'a> {
             };
             let document = item.map_err(|error| {
                 tracing::warn!(%error, "verify scan failed");
-                crate::runner::firestore_error(&error)
+                crate::runner::retry::firestore_error(&error)
             })?;
             self.read += 1;
             let mut path = document.name;

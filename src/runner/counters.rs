@@ -1,0 +1,177 @@
+//! The runner's counters: every RPC, attempt, conflict and billed document of a
+//! journal, cumulative ([`Counters`], read as [`Stats`]) and per operation ([`Tally`]).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Cumulative counters of one [`Journal`](crate::Journal), for tests and metrics.
+#[derive(Debug, Default)]
+pub struct Counters {
+    calls: AtomicU64,
+    attempts: AtomicU64,
+    batch_gets: AtomicU64,
+    commits: AtomicU64,
+    rollbacks: AtomicU64,
+    conflicts: AtomicU64,
+    blind_commits: AtomicU64,
+    documents_found: AtomicU64,
+    documents_missing: AtomicU64,
+    documents_written: AtomicU64,
+    absence_guards: AtomicU64,
+}
+
+/// A journal's counters as read at one moment. Every RPC the runner sends is a BatchGet, a
+/// Commit or a Rollback, so `rpcs()` is their sum: no other RPC exists in the crate's
+/// transaction path.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Operations run.
+    pub calls: u64,
+    /// Attempts: a first read each, or a blind creation.
+    pub attempts: u64,
+    /// `BatchGetDocuments` RPCs.
+    pub batch_gets: u64,
+    /// `Commit` RPCs.
+    pub commits: u64,
+    /// `Rollback` RPCs (transaction mode only).
+    pub rollbacks: u64,
+    /// Commits refused because another writer changed a document first (a lost
+    /// precondition) or held its lock (ABORTED), blind creations refused because a
+    /// document existed included: `commits - conflicts` is the commits that landed
+    /// (or whose answer was lost).
+    pub conflicts: u64,
+    /// Blind creations sent (a subset of `commits` and of `attempts`): the commit a
+    /// new command's operation tries before any read, in preconditions mode.
+    pub blind_commits: u64,
+    /// Documents the runner's reads returned (billed as one document read each).
+    pub documents_found: u64,
+    /// Documents the runner's reads asked for and found absent. Counted apart so that
+    /// a bill can be computed either way; see `BENCHMARKS.md` ("Billed operations").
+    pub documents_missing: u64,
+    /// Documents created or replaced by commits Firestore acknowledged (billed as one
+    /// document write each).
+    pub documents_written: u64,
+    /// Absence guards (deletes with `exists: false`, deleting nothing) in commits
+    /// Firestore acknowledged (billed as one document delete each).
+    pub absence_guards: u64,
+}
+
+impl Stats {
+    /// RPCs sent.
+    pub fn rpcs(&self) -> u64 {
+        self.batch_gets + self.commits + self.rollbacks
+    }
+
+    /// Document reads as billed, every document asked for counted once, found or not.
+    pub fn billed_reads(&self) -> u64 {
+        self.documents_found + self.documents_missing
+    }
+
+    /// `self - earlier`, field by field (saturating at zero).
+    pub fn since(&self, earlier: &Stats) -> Stats {
+        Stats {
+            calls: self.calls.saturating_sub(earlier.calls),
+            attempts: self.attempts.saturating_sub(earlier.attempts),
+            batch_gets: self.batch_gets.saturating_sub(earlier.batch_gets),
+            commits: self.commits.saturating_sub(earlier.commits),
+            rollbacks: self.rollbacks.saturating_sub(earlier.rollbacks),
+            conflicts: self.conflicts.saturating_sub(earlier.conflicts),
+            blind_commits: self.blind_commits.saturating_sub(earlier.blind_commits),
+            documents_found: self.documents_found.saturating_sub(earlier.documents_found),
+            documents_missing: self
+                .documents_missing
+                .saturating_sub(earlier.documents_missing),
+            documents_written: self
+                .documents_written
+                .saturating_sub(earlier.documents_written),
+            absence_guards: self.absence_guards.saturating_sub(earlier.absence_guards),
+        }
+    }
+}
+
+impl Counters {
+    /// Counts one operation run.
+    pub(super) fn count_call(&self) {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The current values.
+    pub fn stats(&self) -> Stats {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        Stats {
+            calls: get(&self.calls),
+            attempts: get(&self.attempts),
+            batch_gets: get(&self.batch_gets),
+            commits: get(&self.commits),
+            rollbacks: get(&self.rollbacks),
+            conflicts: get(&self.conflicts),
+            blind_commits: get(&self.blind_commits),
+            documents_found: get(&self.documents_found),
+            documents_missing: get(&self.documents_missing),
+            documents_written: get(&self.documents_written),
+            absence_guards: get(&self.absence_guards),
+        }
+    }
+}
+
+/// Which counter an event bumps.
+#[derive(Clone, Copy)]
+pub(super) enum Count {
+    Attempt,
+    BatchGet,
+    Commit,
+    Rollback,
+    Conflict,
+    BlindCommit,
+    Found,
+    Missing,
+    Written,
+    Guard,
+}
+
+/// The journal's cumulative counters and this operation's own, bumped together.
+pub(super) struct Tally<'a> {
+    global: &'a Counters,
+    local: Counters,
+}
+
+impl<'a> Tally<'a> {
+    /// A tally adding to `global`, its own counters at zero.
+    pub(super) fn new(global: &'a Counters) -> Self {
+        Self {
+            global,
+            local: Counters::default(),
+        }
+    }
+
+    /// This operation's own counters as they stand.
+    pub(super) fn local(&self) -> Stats {
+        self.local.stats()
+    }
+
+    /// Adds one to `count`.
+    pub(super) fn bump(&self, count: Count) {
+        self.add(count, 1);
+    }
+
+    /// Adds `n` to `count`.
+    pub(super) fn add(&self, count: Count, n: u64) {
+        if n == 0 {
+            return;
+        }
+        for counters in [self.global, &self.local] {
+            let counter = match count {
+                Count::Attempt => &counters.attempts,
+                Count::BatchGet => &counters.batch_gets,
+                Count::Commit => &counters.commits,
+                Count::Rollback => &counters.rollbacks,
+                Count::Conflict => &counters.conflicts,
+                Count::BlindCommit => &counters.blind_commits,
+                Count::Found => &counters.documents_found,
+                Count::Missing => &counters.documents_missing,
+                Count::Written => &counters.documents_written,
+                Count::Guard => &counters.absence_guards,
+            };
+            counter.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+}

@@ -1,0 +1,334 @@
+//! The Firestore calls of the transaction shell: one operation's [`Session`] (the
+//! raw client, the deadline and the counters), its `BatchGetDocuments`, `Commit` and
+//! `Rollback`, the raw writes with their preconditions, and the [`OpenTransaction`]
+//! handle that rolls back whatever an attempt leaves open. [`batch_get`] is also the
+//! verifier's point read.
+
+use super::concurrency::RunOptions;
+use super::counters::{Count, Tally};
+use super::retry::{Failure, RPC_TIMEOUT, Rpc, classify};
+use crate::connection::RawClient;
+use crate::error::{GrpcCode, JournalError};
+use crate::metrics;
+use crate::transaction::Write;
+use gcloud_sdk::google::firestore::v1::{
+    BatchGetDocumentsRequest, CommitRequest, Document, Precondition, RollbackRequest,
+    Write as RawWrite, batch_get_documents_request, batch_get_documents_response, precondition,
+    write,
+};
+use gcloud_sdk::prost_types;
+use gcloud_sdk::tonic::{Code, Status};
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+/// One operation's connection to Firestore: every RPC of its attempts goes through it.
+pub(super) struct Session<'a> {
+    pub(super) options: RunOptions,
+    pub(super) deadline: Option<Instant>,
+    pub(super) raw: RawClient,
+    pub(super) tally: Tally<'a>,
+    pub(super) database: String,
+    pub(super) root: String,
+}
+
+/// A document as read: its fields and the update time a replacement must match.
+pub(super) struct Read {
+    pub(super) fields: crate::document::fields::FieldMap,
+    pub(super) update_time: Option<prost_types::Timestamp>,
+}
+
+/// What one `BatchGetDocuments` returned.
+pub(super) struct Batch {
+    pub(super) found: HashMap<String, Read>,
+    pub(super) read_time: Option<prost_types::Timestamp>,
+}
+
+/// Streams one `BatchGetDocuments`: the documents found under `prefix`, the read time
+/// and the transaction the read opened, if any (returned even when the stream fails
+/// after announcing it, so that the caller can release it).
+pub(super) async fn batch_get(
+    mut raw: RawClient,
+    request: BatchGetDocumentsRequest,
+    prefix: String,
+) -> (Result<Batch, Status>, Option<Vec<u8>>) {
+    let mut transaction = None;
+    let result = async {
+        let mut stream = raw.batch_get_documents(request).await?.into_inner();
+        let mut found = HashMap::new();
+        let mut read_time = None;
+        while let Some(message) = stream.message().await? {
+            read_time = read_time.or(message.read_time);
+            if !message.transaction.is_empty() && transaction.is_none() {
+                transaction = Some(message.transaction);
+            }
+            if let Some(batch_get_documents_response::Result::Found(doc)) = message.result
+                && let Some(path) = doc.name.strip_prefix(&prefix)
+            {
+                let read = Read {
+                    fields: doc.fields,
+                    update_time: doc.update_time,
+                };
+                found.insert(path.to_owned(), read);
+            }
+        }
+        Ok(Batch { found, read_time })
+    }
+    .await;
+    (result, transaction)
+}
+
+/// Rolls back a transaction when an attempt ends without committing it, including
+/// when the caller drops the operation's future mid-attempt.
+pub(super) struct OpenTransaction {
+    pub(super) raw: RawClient,
+    pub(super) database: String,
+    pub(super) id: Option<Vec<u8>>,
+}
+
+impl OpenTransaction {
+    /// The transaction is finished (committed, or its commit answered): no rollback.
+    pub(super) fn disarm(&mut self) -> Option<Vec<u8>> {
+        self.id.take()
+    }
+}
+
+impl Drop for OpenTransaction {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else {
+            return;
+        };
+        // Dropped without an explicit rollback: the caller cancelled mid-attempt.
+        // Release the server's locks in the background; best effort.
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            let mut raw = self.raw.clone();
+            let request = RollbackRequest {
+                database: self.database.clone(),
+                transaction: id,
+                request_options: None,
+            };
+            handle.spawn(async move {
+                let _ = tokio::time::timeout(RPC_TIMEOUT, raw.rollback(request)).await;
+            });
+        }
+    }
+}
+
+impl Session<'_> {
+    /// Whether the operation's deadline has passed.
+    pub(super) fn past_deadline(&self) -> bool {
+        self.deadline.is_some_and(|d| Instant::now() >= d)
+    }
+
+    /// The time one RPC may take: the per-RPC timeout, cut to the deadline.
+    pub(super) fn budget(&self) -> Result<Duration, Failure> {
+        match self.deadline {
+            None => Ok(self.options.rpc_timeout),
+            Some(deadline) => {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    Err(Failure::Deadline)
+                } else {
+                    Ok(left.min(self.options.rpc_timeout))
+                }
+            }
+        }
+    }
+
+    /// An RPC that took longer than its budget.
+    pub(super) fn timed_out(&self) -> Failure {
+        if self.past_deadline() {
+            Failure::Deadline
+        } else {
+            Failure::retry(Code::DeadlineExceeded)
+        }
+    }
+
+    /// One consistent read of every path; missing documents are absent from the map.
+    /// A transaction the read opens is stored in `open` once the answer arrives.
+    ///
+    /// A read that opens a transaction runs as its own task, so that a caller who
+    /// drops the operation mid-read cannot orphan the transaction: the task finishes
+    /// the read and rolls back a transaction nobody will use.
+    pub(super) async fn read(
+        &self,
+        paths: &[String],
+        selector: Option<batch_get_documents_request::ConsistencySelector>,
+        open: &mut OpenTransaction,
+    ) -> Result<Batch, Status> {
+        self.tally.bump(Count::BatchGet);
+        let opens = matches!(
+            selector,
+            Some(batch_get_documents_request::ConsistencySelector::NewTransaction(_))
+        );
+        let request = BatchGetDocumentsRequest {
+            database: self.database.clone(),
+            documents: paths.iter().map(|p| format!("{}/{p}", self.root)).collect(),
+            mask: None,
+            request_options: None,
+            consistency_selector: selector,
+        };
+        let prefix = format!("{}/", self.root);
+        if !opens {
+            let (result, _) = batch_get(self.raw.clone(), request, prefix).await;
+            return result;
+        }
+        let (sender, receiver) = tokio::sync::oneshot::channel();
+        let raw = self.raw.clone();
+        let database = self.database.clone();
+        tokio::spawn(async move {
+            let (result, transaction) = batch_get(raw.clone(), request, prefix).await;
+            let orphan = match (&result, transaction) {
+                // The read failed after the transaction was announced: release it here.
+                (Err(_), Some(id)) => Some(id),
+                (Ok(_), Some(id)) => match sender.send(result.map(|batch| (batch, id))) {
+                    Ok(()) => None,
+                    // The caller is gone: nobody will commit or roll back this one.
+                    Err(Ok((_, id))) => Some(id),
+                    Err(Err(_)) => None,
+                },
+                (Err(_), None) | (Ok(_), None) => {
+                    let _ = sender.send(result.map(|batch| (batch, Vec::new())));
+                    None
+                }
+            };
+            if let Some(id) = orphan {
+                let mut raw = raw;
+                let request = RollbackRequest {
+                    database,
+                    transaction: id,
+                    request_options: None,
+                };
+                let _ = tokio::time::timeout(RPC_TIMEOUT, raw.rollback(request)).await;
+            }
+        });
+        match receiver.await {
+            Ok(Ok((batch, id))) => {
+                if !id.is_empty() {
+                    open.id = Some(id);
+                }
+                Ok(batch)
+            }
+            Ok(Err(status)) => Err(status),
+            Err(_) => Err(Status::internal("the read task ended without an answer")),
+        }
+    }
+
+    /// Sends one `Commit` of `writes` (in `open`'s transaction, if any).
+    pub(super) async fn commit(
+        &self,
+        writes: Vec<RawWrite>,
+        open: &mut OpenTransaction,
+    ) -> Result<(), Failure> {
+        let budget = self.budget()?;
+        self.tally.bump(Count::Commit);
+        let request = CommitRequest {
+            database: self.database.clone(),
+            writes,
+            transaction: open.id.clone().unwrap_or_default(),
+            request_options: None,
+        };
+        let guards = request
+            .writes
+            .iter()
+            .filter(|w| matches!(w.operation, Some(write::Operation::Delete(_))))
+            .count();
+        let written = request.writes.len() - guards;
+        let answered = tokio::time::timeout(budget, self.raw.clone().commit(request)).await;
+        let code = match &answered {
+            Ok(Ok(_)) => GrpcCode::Ok,
+            Ok(Err(status)) => status.code().into(),
+            Err(_) => GrpcCode::DeadlineExceeded,
+        };
+        metrics::rpc(metrics::RPC_COMMIT, code);
+        match answered {
+            Ok(Ok(_)) => {
+                open.disarm();
+                self.tally.add(Count::Written, written as u64);
+                self.tally.add(Count::Guard, guards as u64);
+                Ok(())
+            }
+            Ok(Err(status)) => {
+                if matches!(
+                    status.code(),
+                    Code::AlreadyExists | Code::FailedPrecondition | Code::NotFound | Code::Aborted
+                ) {
+                    self.tally.bump(Count::Conflict);
+                }
+                // The transaction stays open in `open`: the attempt rolls it back (an
+                // aborted commit does not release its read locks on the emulator) and
+                // the retry names it.
+                Err(classify(Rpc::Commit, self.options.concurrency, &status))
+            }
+            Err(_) => Err(self.timed_out()),
+        }
+    }
+
+    /// Releases a transaction's locks; the answer does not change the attempt's.
+    pub(super) async fn rollback(&self, id: Vec<u8>) {
+        self.tally.bump(Count::Rollback);
+        let request = RollbackRequest {
+            database: self.database.clone(),
+            transaction: id,
+            request_options: None,
+        };
+        let budget = self.options.rpc_timeout;
+        match tokio::time::timeout(budget, self.raw.clone().rollback(request)).await {
+            Ok(Ok(_)) => metrics::rpc(metrics::RPC_ROLLBACK, GrpcCode::Ok),
+            Ok(Err(status)) => {
+                let code = GrpcCode::from(status.code());
+                metrics::rpc(metrics::RPC_ROLLBACK, code);
+                tracing::debug!(code = code.as_str(), "rollback failed");
+            }
+            Err(_) => metrics::rpc(metrics::RPC_ROLLBACK, GrpcCode::DeadlineExceeded),
+        }
+    }
+
+    /// `write` as sent, with its precondition on the state read.
+    pub(super) fn raw_write(
+        &self,
+        write: Write,
+        update_times: &HashMap<String, Option<prost_types::Timestamp>>,
+    ) -> Result<RawWrite, Failure> {
+        let (path, fields, condition) = match write {
+            Write::AssertAbsent { path } => return Ok(self.absence_guard(&path)),
+            Write::Create { path, fields } => {
+                (path, fields, precondition::ConditionType::Exists(false))
+            }
+            Write::Replace { path, fields } => match update_times.get(&path) {
+                Some(Some(time)) => (path, fields, precondition::ConditionType::UpdateTime(*time)),
+                // Replacing a document the attempt did not read is a bug in decide;
+                // refuse rather than write without a precondition.
+                _ => {
+                    return Err(Failure::Final(JournalError::corrupt(
+                        "unguarded replacement",
+                    )));
+                }
+            },
+        };
+        Ok(RawWrite {
+            update_mask: None,
+            update_transforms: Vec::new(),
+            current_document: Some(Precondition {
+                condition_type: Some(condition),
+            }),
+            operation: Some(write::Operation::Update(Document {
+                name: format!("{}/{path}", self.root),
+                fields,
+                create_time: None,
+                update_time: None,
+            })),
+        })
+    }
+
+    /// A write that changes nothing and fails its commit unless `path` is absent.
+    pub(super) fn absence_guard(&self, path: &str) -> RawWrite {
+        RawWrite {
+            update_mask: None,
+            update_transforms: Vec::new(),
+            current_document: Some(Precondition {
+                condition_type: Some(precondition::ConditionType::Exists(false)),
+            }),
+            operation: Some(write::Operation::Delete(format!("{}/{path}", self.root))),
+        }
+    }
+}

@@ -1,0 +1,231 @@
+//! Retry classification and backoff: which failed RPC is worth another attempt, how
+//! long to wait before it, and the tuning constants (fixed in code).
+//!
+//! A lost precondition race (ALREADY_EXISTS, FAILED_PRECONDITION or NOT_FOUND on a
+//! commit), ABORTED, UNAVAILABLE, DEADLINE_EXCEEDED, INTERNAL, RESOURCE_EXHAUSTED,
+//! CANCELLED and UNKNOWN are retried; configuration refusals (credentials,
+//! PERMISSION_DENIED, UNAUTHENTICATED, NOT_FOUND or FAILED_PRECONDITION on a read,
+//! INVALID_ARGUMENT) are the operation's answer.
+
+use super::concurrency::Concurrency;
+use crate::error::{ConfigCause, GrpcCode, JournalError};
+use gcloud_sdk::google_cloud_auth::errors::CredentialsError;
+use gcloud_sdk::tonic::{Code, Status};
+use std::time::Duration;
+
+/// Attempts per operation, fixed in code.
+pub const MAX_ATTEMPTS: u32 = 10;
+/// Default longest wait for one RPC before the attempt counts as DEADLINE_EXCEEDED
+/// (see [`Journal::with_rpc_timeout`](crate::Journal::with_rpc_timeout)).
+pub const RPC_TIMEOUT: Duration = Duration::from_secs(10);
+/// First backoff ceiling; doubled per failed attempt up to [`BACKOFF_CAP`], full jitter.
+pub const BACKOFF_BASE: Duration = Duration::from_millis(4);
+/// Largest backoff ceiling.
+pub const BACKOFF_CAP: Duration = Duration::from_millis(250);
+/// First backoff base in transaction mode after ABORTED. The wait is drawn from
+/// ½ to 1½ times a base that starts here and grows 1.5× per failed attempt up to
+/// [`TRANSACTION_BACKOFF_CAP`]: the Node.js client's transaction retry schedule, with
+/// a lower cap (its own is 60 s). Never shorter than half the base: on the emulator,
+/// contenders whose commits wait for each other's read locks are aborted one by one by
+/// its 2 s lock timeout, and the last one waiting commits only if no aborted contender
+/// has come back to read (and so lock) the documents again before it does.
+pub const TRANSACTION_BACKOFF_BASE: Duration = Duration::from_secs(1);
+/// Largest backoff base in transaction mode after ABORTED.
+pub const TRANSACTION_BACKOFF_CAP: Duration = Duration::from_secs(10);
+
+/// The answer of an operation whose deadline passed after `attempts` attempts.
+pub(super) fn deadline_error(last_code: Option<GrpcCode>, attempts: u32) -> JournalError {
+    JournalError::Unavailable {
+        last_code,
+        attempts,
+        deadline: true,
+    }
+}
+
+/// Backoff after failed attempt `attempt` (1-based) that answered `code`.
+///
+/// - RESOURCE_EXHAUSTED waits between [`BACKOFF_CAP`] and four times it, as the
+///   official clients back off to their maximum on that code.
+/// - ABORTED in transaction mode (a lock conflict) waits ½ to 1½ times a base of
+///   [`TRANSACTION_BACKOFF_BASE`] growing 1.5× per attempt up to
+///   [`TRANSACTION_BACKOFF_CAP`].
+/// - Everything else waits with full jitter under a ceiling of [`BACKOFF_BASE`]
+///   doubled per attempt up to [`BACKOFF_CAP`].
+pub(super) fn backoff(attempt: u32, code: Code, mode: Concurrency) -> Duration {
+    let micros = |d: Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+    let retries = attempt.saturating_sub(1).min(16);
+    match (code, mode) {
+        (Code::ResourceExhausted, _) => Duration::from_micros(fastrand::u64(
+            micros(BACKOFF_CAP)..=micros(BACKOFF_CAP.saturating_mul(4)),
+        )),
+        (Code::Aborted, Concurrency::Transaction) => {
+            // `retries` is at most 16: 1.5^16 s is finite, so `mul_f64` cannot panic.
+            let base = TRANSACTION_BACKOFF_BASE
+                .mul_f64(1.5_f64.powi(retries as i32))
+                .min(TRANSACTION_BACKOFF_CAP);
+            Duration::from_micros(fastrand::u64(micros(base) / 2..=micros(base) * 3 / 2))
+        }
+        _ => {
+            let ceiling = BACKOFF_BASE.saturating_mul(1 << retries).min(BACKOFF_CAP);
+            Duration::from_micros(fastrand::u64(0..=micros(ceiling)))
+        }
+    }
+}
+
+pub(super) enum Failure {
+    /// Worth another attempt; `transaction` is this attempt's, for `retry_transaction`.
+    Retry {
+        code: Code,
+        transaction: Option<Vec<u8>>,
+    },
+    /// The operation's deadline passed.
+    Deadline,
+    /// The operation's answer.
+    Final(JournalError),
+}
+
+impl Failure {
+    /// Worth another attempt, with no transaction to name.
+    pub(super) fn retry(code: Code) -> Self {
+        Self::Retry {
+            code,
+            transaction: None,
+        }
+    }
+}
+
+/// Which RPC failed: the same code means different things on a read and a commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Rpc {
+    Read,
+    Commit,
+}
+
+/// Whether `status` was caused by credentials that could not produce a token, and
+/// whether that cause is transient.
+fn credentials_failure(status: &Status) -> Option<bool> {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(status);
+    while let Some(error) = source {
+        if let Some(credentials) = error.downcast_ref::<CredentialsError>() {
+            return Some(credentials.is_transient());
+        }
+        source = error.source();
+    }
+    None
+}
+
+/// What a failed RPC means for the operation: another attempt or its answer.
+pub(super) fn classify(rpc: Rpc, mode: Concurrency, status: &Status) -> Failure {
+    let code = status.code();
+    tracing::trace!(?rpc, code = GrpcCode::from(code).as_str(), "rpc failed");
+    if let Some(transient) = credentials_failure(status) {
+        return if transient {
+            Failure::retry(Code::Unavailable)
+        } else {
+            Failure::Final(JournalError::CredentialsUnavailable)
+        };
+    }
+    let config = |cause| {
+        Failure::Final(JournalError::NotConfigured {
+            cause,
+            grpc: Some(GrpcCode::from(code)),
+        })
+    };
+    match code {
+        Code::Aborted
+        | Code::Unavailable
+        | Code::DeadlineExceeded
+        | Code::Internal
+        | Code::ResourceExhausted
+        | Code::Cancelled
+        // tonic's answer for a connection lost mid-RPC: the outcome is unknown, and
+        // every operation re-reads and converges.
+        | Code::Unknown => Failure::retry(code),
+        // A precondition of this crate's own commit lost a race.
+        Code::AlreadyExists | Code::FailedPrecondition | Code::NotFound
+            if rpc == Rpc::Commit =>
+        {
+            Failure::retry(code)
+        }
+        // An expired or unknown transaction id: the transaction is gone, start anew.
+        Code::InvalidArgument
+            if mode == Concurrency::Transaction && status.message().contains("ransaction") =>
+        {
+            Failure::retry(Code::Aborted)
+        }
+        Code::PermissionDenied | Code::Unauthenticated => {
+            Failure::Final(JournalError::PermissionDenied {
+                grpc: GrpcCode::from(code),
+            })
+        }
+        Code::NotFound => config(ConfigCause::DatabaseNotFound),
+        Code::FailedPrecondition => config(ConfigCause::FailedPrecondition),
+        Code::InvalidArgument | Code::AlreadyExists => config(ConfigCause::InvalidArgument),
+        Code::Unimplemented | Code::OutOfRange => config(ConfigCause::Unsupported),
+        Code::DataLoss | Code::Ok => {
+            Failure::Final(JournalError::internal("firestore reported data loss"))
+        }
+    }
+}
+
+/// Whether a commit's refusal means one of its `exists: false` preconditions failed:
+/// the emulator answers ALREADY_EXISTS for a create and for an absence guard alike;
+/// FAILED_PRECONDITION is the documented answer to a failed precondition.
+pub(super) fn is_precondition_loss(code: Code) -> bool {
+    matches!(code, Code::AlreadyExists | Code::FailedPrecondition)
+}
+
+/// The error of a single RPC outside the runner (the verifier's scans): a retryable
+/// code is `unavailable` after that one attempt, anything else its own refusal.
+pub(crate) fn status_error(status: &Status) -> JournalError {
+    match classify(Rpc::Read, Concurrency::Preconditions, status) {
+        Failure::Retry { code, .. } => JournalError::Unavailable {
+            last_code: Some(GrpcCode::from(code)),
+            attempts: 1,
+            deadline: false,
+        },
+        Failure::Deadline => JournalError::Unavailable {
+            last_code: None,
+            attempts: 1,
+            deadline: true,
+        },
+        Failure::Final(error) => error,
+    }
+}
+
+/// The error of a `firestore` crate call (the verifier's streamed queries), classified
+/// by the gRPC code it carries, as [`status_error`] does.
+pub(crate) fn firestore_error(error: &firestore::errors::FirestoreError) -> JournalError {
+    use firestore::errors::FirestoreError as E;
+    let name = match error {
+        E::DatabaseError(e) => e.public.code.as_str(),
+        E::DataConflictError(e) => e.public.code.as_str(),
+        E::DataNotFoundError(e) => e.public.code.as_str(),
+        _ => return JournalError::unreachable(),
+    };
+    let code = [
+        Code::Cancelled,
+        Code::Unknown,
+        Code::InvalidArgument,
+        Code::DeadlineExceeded,
+        Code::NotFound,
+        Code::AlreadyExists,
+        Code::PermissionDenied,
+        Code::ResourceExhausted,
+        Code::FailedPrecondition,
+        Code::Aborted,
+        Code::OutOfRange,
+        Code::Unimplemented,
+        Code::Internal,
+        Code::Unavailable,
+        Code::DataLoss,
+        Code::Unauthenticated,
+    ]
+    .into_iter()
+    .find(|code| format!("{code:?}") == name)
+    .unwrap_or(Code::Unknown);
+    status_error(&Status::new(code, ""))
+}
+
+#[cfg(test)]
+mod tests;
