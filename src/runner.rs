@@ -43,6 +43,7 @@ use retry::{Failure, backoff, deadline_error, is_precondition_loss};
 use std::time::{Duration, Instant};
 use tracing::Instrument;
 
+pub(crate) mod attempt;
 mod blind;
 mod concurrency;
 mod counters;

@@ -6,22 +6,32 @@
 //! it meets (a document that exists, a race, a lost response, an unreachable server)
 //! ends the attempt; the next one reads and decides as usual.
 
+use super::attempt::{Guarded, Precondition};
 use super::counters::Count;
 use super::firestore::{OpenTransaction, Session};
 use super::retry::Failure;
+use crate::transaction::Write;
 use crate::transaction::blind::BlindPlan;
-use std::collections::HashMap;
 
 impl Session<'_> {
     /// Commits `plan` as one blind creation; its output when the commit succeeds.
     pub(super) async fn blind_attempt<O>(&self, plan: BlindPlan<O>) -> Result<O, Failure> {
         self.tally.bump(Count::BlindCommit);
-        let mut writes = plan
+        let guards = plan
+            .guards
+            .into_iter()
+            .map(|path| Write::AssertAbsent { path });
+        let writes = plan
             .creates
             .into_iter()
-            .map(|write| self.raw_write(write, &HashMap::new()))
-            .collect::<Result<Vec<_>, _>>()?;
-        writes.extend(plan.guards.iter().map(|path| self.absence_guard(path)));
+            .chain(guards)
+            .map(|write| {
+                self.raw_write(Guarded {
+                    write,
+                    precondition: Precondition::Absent,
+                })
+            })
+            .collect();
         let mut open = OpenTransaction {
             raw: self.raw.clone(),
             database: self.database.clone(),

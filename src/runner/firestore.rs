@@ -4,17 +4,18 @@
 //! handle that rolls back whatever an attempt leaves open. [`batch_get`] is also the
 //! verifier's point read.
 
+use super::attempt::{Guarded, Precondition};
 use super::concurrency::RunOptions;
 use super::counters::{Count, Tally};
 use super::retry::{Failure, RPC_TIMEOUT, Rpc, classify};
 use crate::connection::RawClient;
-use crate::error::{GrpcCode, JournalError};
+use crate::error::GrpcCode;
 use crate::metrics;
 use crate::transaction::Write;
 use gcloud_sdk::google::firestore::v1::{
-    BatchGetDocumentsRequest, CommitRequest, Document, Precondition, RollbackRequest,
-    Write as RawWrite, batch_get_documents_request, batch_get_documents_response, precondition,
-    write,
+    BatchGetDocumentsRequest, CommitRequest, Document, Precondition as RawPrecondition,
+    RollbackRequest, Write as RawWrite, batch_get_documents_request, batch_get_documents_response,
+    precondition, write,
 };
 use gcloud_sdk::prost_types;
 use gcloud_sdk::tonic::{Code, Status};
@@ -283,52 +284,35 @@ impl Session<'_> {
         }
     }
 
-    /// `write` as sent, with its precondition on the state read.
-    pub(super) fn raw_write(
-        &self,
-        write: Write,
-        update_times: &HashMap<String, Option<prost_types::Timestamp>>,
-    ) -> Result<RawWrite, Failure> {
-        let (path, fields, condition) = match write {
-            Write::AssertAbsent { path } => return Ok(self.absence_guard(&path)),
-            Write::Create { path, fields } => {
-                (path, fields, precondition::ConditionType::Exists(false))
-            }
-            Write::Replace { path, fields } => match update_times.get(&path) {
-                Some(Some(time)) => (path, fields, precondition::ConditionType::UpdateTime(*time)),
-                // Replacing a document the attempt did not read is a bug in decide;
-                // refuse rather than write without a precondition.
-                _ => {
-                    return Err(Failure::Final(JournalError::corrupt(
-                        "unguarded replacement",
-                    )));
-                }
-            },
+    /// A guarded write as sent: the write, its precondition as Firestore's
+    /// (`exists: false`, or `updateTime` equal to the one read).
+    pub(super) fn raw_write(&self, guarded: Guarded<prost_types::Timestamp>) -> RawWrite {
+        let condition = match guarded.precondition {
+            Precondition::Absent => precondition::ConditionType::Exists(false),
+            Precondition::UpdatedAt(time) => precondition::ConditionType::UpdateTime(time),
         };
-        Ok(RawWrite {
-            update_mask: None,
-            update_transforms: Vec::new(),
-            current_document: Some(Precondition {
-                condition_type: Some(condition),
-            }),
-            operation: Some(write::Operation::Update(Document {
-                name: format!("{}/{path}", self.root),
-                fields,
-                create_time: None,
-                update_time: None,
-            })),
-        })
-    }
-
-    /// A write that changes nothing and fails its commit unless `path` is absent.
-    pub(super) fn absence_guard(&self, path: &str) -> RawWrite {
+        let operation = match guarded.write {
+            // An absence guard: a delete that deletes nothing, failing the commit
+            // unless the document is absent.
+            Write::AssertAbsent { path } => {
+                write::Operation::Delete(format!("{}/{path}", self.root))
+            }
+            Write::Create { path, fields } | Write::Replace { path, fields } => {
+                write::Operation::Update(Document {
+                    name: format!("{}/{path}", self.root),
+                    fields,
+                    create_time: None,
+                    update_time: None,
+                })
+            }
+        };
         RawWrite {
             update_mask: None,
             update_transforms: Vec::new(),
-            current_document: Some(Precondition {
-                condition_type: Some(precondition::ConditionType::Exists(false)),
+            current_document: Some(RawPrecondition {
+                condition_type: Some(condition),
             }),
-            operation: Some(write::Operation::Delete(format!("{}/{path}", self.root))),
+            operation: Some(operation),
         }
     }
 }

@@ -2,16 +2,18 @@
 //! transaction in transaction mode), the follow-up and confirming reads, the decision
 //! and its commit.
 
+use super::attempt::{Attempt, Found, ReadKind, Step};
 use super::concurrency::Concurrency;
 use super::counters::Count;
 use super::firestore::{OpenTransaction, Session};
 use super::retry::{Failure, Rpc, classify};
-use crate::error::{GrpcCode, JournalError};
+use crate::error::GrpcCode;
 use crate::metrics;
-use crate::transaction::{Decision, MAX_FOLLOW_UP_READS, Snapshot, Transition};
+use crate::transaction::Transition;
 use gcloud_sdk::google::firestore::v1::{
     TransactionOptions, batch_get_documents_request, transaction_options,
 };
+use gcloud_sdk::prost_types;
 use gcloud_sdk::tonic::Code;
 use std::collections::HashMap;
 
@@ -55,6 +57,10 @@ impl Session<'_> {
         }
     }
 
+    /// Drives the attempt machine ([`super::attempt`]) over gRPC: each read it asks
+    /// for is one `BatchGetDocuments` (the first opens the transaction in transaction
+    /// mode, the others run inside it or at the first read's time), its commit one
+    /// `Commit`; an observation rolls the transaction back.
     async fn attempt_reads<T: Transition>(
         &self,
         paths: &[String],
@@ -63,19 +69,33 @@ impl Session<'_> {
         previous_transaction: Option<Vec<u8>>,
         open: &mut OpenTransaction,
     ) -> Result<T::Output, Failure> {
-        let mut docs = HashMap::new();
-        let mut update_times = HashMap::new();
+        let mut attempt = Attempt::new(op, paths.to_vec());
+        let mut step = attempt.start();
         let mut read_time = None;
-        let mut to_read = paths.to_vec();
-        let mut confirming = false;
-        let mut follow_ups = 0;
-        // The follow-up reads decide may ask for, plus one confirming re-read.
-        for index in 0..MAX_FOLLOW_UP_READS + 2 {
+        loop {
+            let (to_read, kind) = match step {
+                Step::Read { paths, kind } => (paths, kind),
+                Step::Done(output) => {
+                    if let Some(id) = open.disarm() {
+                        self.rollback(id).await;
+                    }
+                    return Ok(output);
+                }
+                Step::Fail(error) => return Err(Failure::Final(error)),
+                Step::Commit { writes, output } => {
+                    let writes = writes.into_iter().map(|w| self.raw_write(w)).collect();
+                    self.commit(writes, open).await?;
+                    return Ok(output);
+                }
+            };
+            if kind == ReadKind::Confirm {
+                tracing::debug!("confirming a corrupt-looking read");
+            }
             let selector = match (&open.id, transactional, read_time) {
                 (Some(id), _, _) => {
                     Some(batch_get_documents_request::ConsistencySelector::Transaction(id.clone()))
                 }
-                (None, true, _) if index == 0 => Some(
+                (None, true, _) if kind == ReadKind::First => Some(
                     batch_get_documents_request::ConsistencySelector::NewTransaction(
                         TransactionOptions {
                             mode: Some(transaction_options::Mode::ReadWrite(
@@ -117,64 +137,22 @@ impl Session<'_> {
                 return Err(Failure::retry(Code::Internal));
             }
             read_time = read_time.or(batch.read_time);
-            let found_count = to_read
-                .iter()
-                .filter(|p| batch.found.contains_key(*p))
-                .count();
-            let asked = to_read.len();
+            let found: HashMap<String, Found<prost_types::Timestamp>> = batch
+                .found
+                .into_iter()
+                .map(|(path, doc)| {
+                    let found = Found {
+                        fields: doc.fields,
+                        version: doc.update_time,
+                    };
+                    (path, found)
+                })
+                .collect();
+            let found_count = to_read.iter().filter(|p| found.contains_key(*p)).count();
             self.tally.add(Count::Found, found_count as u64);
-            self.tally.add(Count::Missing, (asked - found_count) as u64);
-            let mut found = batch.found;
-            for path in to_read.drain(..) {
-                let doc = found.remove(&path).map(|read| {
-                    update_times.insert(path.clone(), read.update_time);
-                    read.fields
-                });
-                docs.insert(path, doc);
-            }
-            let snapshot = Snapshot { docs };
-            match op.decide(&snapshot) {
-                Decision::Observe(output) => {
-                    if let Some(id) = open.disarm() {
-                        self.rollback(id).await;
-                    }
-                    return Ok(output);
-                }
-                Decision::Reject(JournalError::JournalCorrupt { .. })
-                    if !confirming && (read_time.is_some() || open.id.is_some()) =>
-                {
-                    // The emulator's BatchGet is not always a snapshot: a read torn across
-                    // two commits (a lifecycle and its audit event) looks corrupt. Confirm
-                    // by re-reading everything at the first read's time (or inside the
-                    // transaction), which is consistent.
-                    tracing::debug!("confirming a corrupt-looking read");
-                    confirming = true;
-                    to_read = snapshot.docs.into_keys().collect();
-                    docs = HashMap::new();
-                    update_times.clear();
-                }
-                Decision::Reject(error) => return Err(Failure::Final(error)),
-                Decision::Mutate(writes, output) => {
-                    let writes = writes
-                        .into_iter()
-                        .map(|w| self.raw_write(w, &update_times))
-                        .collect::<Result<Vec<_>, _>>()?;
-                    self.commit(writes, open).await?;
-                    return Ok(output);
-                }
-                Decision::Read(more) => {
-                    follow_ups += 1;
-                    docs = snapshot.docs;
-                    to_read = more.into_iter().filter(|p| !docs.contains_key(p)).collect();
-                    if to_read.is_empty() || follow_ups > MAX_FOLLOW_UP_READS {
-                        break;
-                    }
-                }
-            }
+            self.tally
+                .add(Count::Missing, (to_read.len() - found_count) as u64);
+            step = attempt.read(found, read_time.is_some() || open.id.is_some());
         }
-        // decide kept asking for more (or for what it already had): a bug, fail closed.
-        Err(Failure::Final(JournalError::corrupt(
-            "unbounded follow-up reads",
-        )))
     }
 }

@@ -1,15 +1,20 @@
-//! An in-memory documents root that runs a [`Transition`] the way the runner does.
+//! An in-memory documents root that runs a [`Transition`] the way the runner does:
+//! through the runner's own attempt machine (`src/runner/attempt.rs`), in its strict
+//! mode, so every test of a `decide` here exercises the read, follow-up, confirmation
+//! and precondition logic production runs.
 //!
-//! The rules it enforces are the runner's (`src/runner.rs`) and the transition
-//! contract's (`src/transaction.rs`):
+//! The rules it enforces are the machine's, the runner's (`src/runner.rs`) and the
+//! transition contract's (`src/transaction.rs`):
 //!
-//! - An attempt reads the operation's paths, then at most [`MAX_FOLLOW_UP_READS`]
-//!   follow-up reads, each asking only for paths not read yet. Every read of an
-//!   attempt is at one read time: the store as it stood when the attempt began.
+//! - An attempt reads the operation's paths, then at most
+//!   [`MAX_FOLLOW_UP_READS`](crate::transaction::MAX_FOLLOW_UP_READS) follow-up reads,
+//!   each asking only for paths not read yet. Every read of an attempt is at one read
+//!   time: the store as it stood when the attempt began (so a corrupt-looking read is
+//!   confirmed by an identical re-read, as the runner confirms one).
 //! - `decide` is asked twice on every snapshot and must answer the same.
 //! - A mutation writes only paths the attempt read, each at most once: `Create`
 //!   where the document was read absent, `Replace` where it was read present.
-//! - A commit is atomic and carries the runner's preconditions, checked against the
+//! - A commit is atomic and carries the machine's preconditions, checked against the
 //!   store as it stands at commit time: a created document must still not exist
 //!   (`exists: false`), a replaced one must still have the update time that was read.
 //!   A commit that loses a precondition writes nothing. Every write of a commit gets
@@ -21,16 +26,17 @@
 //!
 //! Where the runner fails closed (an unguarded replacement, follow-up reads that do
 //! not end) or would retry until it gives up (a create of a document read present),
-//! the store panics with the rule's name: in a test or a fuzz target it is a bug in
-//! `decide`. Documents put in place with [`Store::insert`], [`Store::get_mut`] or
-//! [`Store::remove`] stand for another writer (seeded state, corruption) and get a
+//! the strict machine panics with the rule's name: in a test or a fuzz target it is a
+//! bug in `decide`. Documents put in place with [`Store::insert`], [`Store::get_mut`]
+//! or [`Store::remove`] stand for another writer (seeded state, corruption) and get a
 //! new update time of their own.
 
 use crate::document::fields::FieldMap;
 use crate::error::JournalError;
+use crate::runner::attempt::{Attempt as Machine, Found, Precondition, ReadKind, Step};
 use crate::transaction::blind::{self, BlindPlan};
-use crate::transaction::{Decision, MAX_FOLLOW_UP_READS, Snapshot, Transition, Write};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use crate::transaction::{Decision, Snapshot, Transition, Write};
+use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::ops::Index;
 
@@ -58,8 +64,8 @@ pub struct Attempt<O> {
     pub decision: Decision<O>,
     /// The follow-up reads `decide` asked for, in order.
     pub follow_ups: Vec<Vec<String>>,
-    /// Every path read, with the update time read (`None`: read absent).
-    read: HashMap<String, Option<u64>>,
+    /// The precondition of each write of a mutation, on the update time read.
+    preconditions: Vec<(String, Precondition<u64>)>,
 }
 
 impl<O> Attempt<O> {
@@ -221,55 +227,57 @@ impl Store {
         Snapshot::new(paths.iter().map(|p| (p.clone(), self.get(p).cloned())))
     }
 
-    /// One attempt at the store's current state: reads `op`'s paths, serves its
-    /// follow-up reads and decides (twice on every snapshot). Nothing is written; see
-    /// [`Store::commit`].
+    /// One attempt at the store's current state: drives the runner's attempt machine
+    /// (`src/runner/attempt.rs`, strict: `decide` asked twice on every snapshot) over
+    /// the store's documents, every read at the store as it stands. Nothing is
+    /// written; see [`Store::commit`].
     pub fn attempt<T>(&self, op: &T) -> Attempt<T::Output>
     where
         T: Transition,
         T::Output: Debug + PartialEq,
     {
-        let mut read = HashMap::new();
-        let mut docs = HashMap::new();
-        let mut to_read = op.paths();
+        let mut machine = Machine::strict(op, op.paths());
+        let mut step = machine.start();
         let mut follow_ups = Vec::new();
         loop {
-            for path in to_read.drain(..) {
-                let stored = self.docs.get(&path);
-                read.insert(path.clone(), stored.map(|s| s.update_time));
-                docs.insert(path, stored.map(|s| s.fields.clone()));
-            }
-            let snapshot = Snapshot::new(docs.clone());
-            let decision = op.decide(&snapshot);
-            assert_eq!(
-                op.decide(&snapshot),
-                decision,
-                "decide must answer the same twice on one snapshot"
-            );
-            match decision {
-                Decision::Read(more) => {
-                    assert!(
-                        follow_ups.len() < MAX_FOLLOW_UP_READS,
-                        "more than {MAX_FOLLOW_UP_READS} follow-up reads: {more:?}"
-                    );
-                    assert!(
-                        !more.is_empty() && more.iter().all(|p| !docs.contains_key(p)),
-                        "a follow-up read must ask for something new: {more:?}"
-                    );
-                    follow_ups.push(more.clone());
-                    to_read = more;
-                }
-                decision => {
-                    if let Decision::Mutate(writes, _) = &decision {
-                        assert_guarded(&read, writes);
+            let (decision, preconditions) = match step {
+                Step::Read { paths, kind } => {
+                    if kind == ReadKind::FollowUp {
+                        follow_ups.push(paths.clone());
                     }
-                    return Attempt {
-                        decision,
-                        follow_ups,
-                        read,
-                    };
+                    let found = paths
+                        .into_iter()
+                        .filter_map(|path| {
+                            let stored = self.docs.get(&path)?;
+                            let found = Found {
+                                fields: stored.fields.clone(),
+                                version: Some(stored.update_time),
+                            };
+                            Some((path, found))
+                        })
+                        .collect();
+                    // One state for the whole attempt: every read is repeatable.
+                    step = machine.read(found, true);
+                    continue;
                 }
-            }
+                Step::Done(output) => (Decision::Observe(output), Vec::new()),
+                Step::Fail(error) => (Decision::Reject(error), Vec::new()),
+                Step::Commit { writes, output } => {
+                    let (writes, preconditions) = writes
+                        .into_iter()
+                        .map(|guarded| {
+                            let path = guarded.write.path().to_owned();
+                            (guarded.write, (path, guarded.precondition))
+                        })
+                        .unzip();
+                    (Decision::Mutate(writes, output), preconditions)
+                }
+            };
+            return Attempt {
+                decision,
+                follow_ups,
+                preconditions,
+            };
         }
     }
 
@@ -280,15 +288,15 @@ impl Store {
         let Decision::Mutate(writes, _) = &attempt.decision else {
             return true;
         };
-        let holds = writes.iter().all(|write| match write {
-            Write::Create { path, .. } | Write::AssertAbsent { path } => {
-                !self.docs.contains_key(path)
-            }
-            Write::Replace { path, .. } => {
-                let now = self.docs.get(path).map(|s| s.update_time);
-                now.is_some() && attempt.read.get(path) == Some(&now)
-            }
-        });
+        let holds = attempt
+            .preconditions
+            .iter()
+            .all(|(path, precondition)| match precondition {
+                Precondition::Absent => !self.docs.contains_key(path),
+                Precondition::UpdatedAt(read) => {
+                    self.docs.get(path).map(|s| s.update_time) == Some(*read)
+                }
+            });
         if !holds {
             return false;
         }
@@ -458,38 +466,6 @@ impl<Q: AsRef<str> + ?Sized> Index<&Q> for Store {
             Some(fields) => fields,
             None => panic!("no document at {path}"),
         }
-    }
-}
-
-/// Every write targets a path the attempt read, in the state its precondition will
-/// require, and no path is written twice in one commit.
-fn assert_guarded(read: &HashMap<String, Option<u64>>, writes: &[Write]) {
-    let mut written = HashSet::new();
-    for write in writes {
-        let path = match write {
-            Write::Create { path, .. } => {
-                assert!(
-                    matches!(read.get(path), Some(None)),
-                    "created {path} without reading its absence"
-                );
-                path
-            }
-            Write::AssertAbsent { path } => {
-                assert!(
-                    matches!(read.get(path), Some(None)),
-                    "asserted the absence of {path} without reading it absent"
-                );
-                path
-            }
-            Write::Replace { path, .. } => {
-                assert!(
-                    matches!(read.get(path), Some(Some(_))),
-                    "replaced {path} without reading it"
-                );
-                path
-            }
-        };
-        assert!(written.insert(path), "{path} written twice in one commit");
     }
 }
 
