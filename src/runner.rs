@@ -47,7 +47,7 @@ pub(crate) mod attempt;
 mod blind;
 mod concurrency;
 mod counters;
-mod firestore;
+pub(crate) mod firestore;
 mod reading;
 pub(crate) mod retry;
 

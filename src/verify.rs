@@ -18,8 +18,11 @@ mod confirm;
 #[cfg(test)]
 mod edits;
 mod historical_links;
+mod keys;
 pub mod ledger;
+mod merge;
 mod ranges;
+mod reads;
 mod results;
 mod scan;
 pub(crate) mod sends;

@@ -19,7 +19,6 @@ use gcloud_sdk::google::firestore::v1::{
 };
 use gcloud_sdk::prost_types;
 use gcloud_sdk::tonic::{Code, Status};
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 /// One operation's connection to Firestore: every RPC of its attempts goes through it.
@@ -32,22 +31,35 @@ pub(super) struct Session<'a> {
     pub(super) root: String,
 }
 
-/// A document as read: its fields and the update time a replacement must match.
-pub(super) struct Read {
-    pub(super) fields: crate::document::fields::FieldMap,
-    pub(super) update_time: Option<prost_types::Timestamp>,
+/// What one `BatchGetDocuments` returned.
+pub(crate) struct Batch {
+    /// The documents found, by path relative to the documents root, as they arrived.
+    pub(crate) found: Vec<(String, Document)>,
+    /// The read time the server answered with.
+    pub(crate) read_time: Option<prost_types::Timestamp>,
 }
 
-/// What one `BatchGetDocuments` returned.
-pub(super) struct Batch {
-    pub(super) found: HashMap<String, Read>,
-    pub(super) read_time: Option<prost_types::Timestamp>,
+/// A `BatchGetDocuments` of `paths` (relative to `root`, the documents root) of
+/// `database`, at `selector`'s consistency (the server's current time when `None`).
+pub(crate) fn batch_get_request<'p>(
+    database: String,
+    root: &str,
+    paths: impl IntoIterator<Item = &'p str>,
+    selector: Option<batch_get_documents_request::ConsistencySelector>,
+) -> BatchGetDocumentsRequest {
+    BatchGetDocumentsRequest {
+        database,
+        documents: paths.into_iter().map(|p| format!("{root}/{p}")).collect(),
+        mask: None,
+        request_options: None,
+        consistency_selector: selector,
+    }
 }
 
 /// Streams one `BatchGetDocuments`: the documents found under `prefix`, the read time
 /// and the transaction the read opened, if any (returned even when the stream fails
 /// after announcing it, so that the caller can release it).
-pub(super) async fn batch_get(
+pub(crate) async fn batch_get(
     mut raw: RawClient,
     request: BatchGetDocumentsRequest,
     prefix: String,
@@ -55,7 +67,7 @@ pub(super) async fn batch_get(
     let mut transaction = None;
     let result = async {
         let mut stream = raw.batch_get_documents(request).await?.into_inner();
-        let mut found = HashMap::new();
+        let mut found = Vec::new();
         let mut read_time = None;
         while let Some(message) = stream.message().await? {
             read_time = read_time.or(message.read_time);
@@ -65,11 +77,7 @@ pub(super) async fn batch_get(
             if let Some(batch_get_documents_response::Result::Found(doc)) = message.result
                 && let Some(path) = doc.name.strip_prefix(&prefix)
             {
-                let read = Read {
-                    fields: doc.fields,
-                    update_time: doc.update_time,
-                };
-                found.insert(path.to_owned(), read);
+                found.push((path.to_owned(), doc));
             }
         }
         Ok(Batch { found, read_time })
@@ -161,13 +169,8 @@ impl Session<'_> {
             selector,
             Some(batch_get_documents_request::ConsistencySelector::NewTransaction(_))
         );
-        let request = BatchGetDocumentsRequest {
-            database: self.database.clone(),
-            documents: paths.iter().map(|p| format!("{}/{p}", self.root)).collect(),
-            mask: None,
-            request_options: None,
-            consistency_selector: selector,
-        };
+        let paths = paths.iter().map(String::as_str);
+        let request = batch_get_request(self.database.clone(), &self.root, paths, selector);
         let prefix = format!("{}/", self.root);
         if !opens {
             let (result, _) = batch_get(self.raw.clone(), request, prefix).await;

@@ -6,15 +6,10 @@
 
 use super::Finding;
 use super::historical_links::HistoricalLinks;
-use super::scan;
+use super::merge;
+use super::reads::{read_at, server_read_time};
 use crate::connection::Connection;
 use crate::error::JournalError;
-use gcloud_sdk::google::firestore::v1::Document;
-use gcloud_sdk::prost_types;
-use std::collections::BTreeSet;
-
-/// Documents asked for in one batch read.
-const BATCH: usize = 100;
 
 /// The findings of `found` (decided from `links`) that still hold at a fresh read time.
 pub(super) async fn again(
@@ -23,9 +18,9 @@ pub(super) async fn again(
     found: Vec<Finding>,
 ) -> Result<Vec<Finding>, JournalError> {
     let paths = links.involved(&found);
-    let read_time = scan::server_read_time(connection).await?;
+    let read_time = server_read_time(connection).await?;
     let documents = read_at(connection, &paths, &read_time).await?;
-    let fresh = scan::relink(&connection.documents_path(), documents)
+    let fresh = merge::relink(&connection.documents_path(), documents)
         .await?
         .finish();
     Ok(still_holding(found, &fresh))
@@ -38,24 +33,6 @@ pub(super) fn still_holding(found: Vec<Finding>, fresh: &[Finding]) -> Vec<Findi
         .into_iter()
         .filter(|finding| fresh.binary_search(finding).is_ok())
         .collect()
-}
-
-/// The documents at `paths` (relative to the documents root) that exist at `read_time`.
-async fn read_at(
-    connection: &Connection,
-    paths: &BTreeSet<String>,
-    read_time: &prost_types::Timestamp,
-) -> Result<Vec<Document>, JournalError> {
-    let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
-    let mut found = Vec::new();
-    for chunk in paths.chunks(BATCH) {
-        found.extend(
-            scan::batch_get(connection, chunk, Some(*read_time))
-                .await?
-                .0,
-        );
-    }
-    Ok(found)
 }
 
 #[cfg(test)]

@@ -6,6 +6,8 @@ use crate::ledger::migration::Link;
 use crate::ledger::reservation;
 use crate::testing::Store;
 use crate::verify::FindingCode;
+use gcloud_sdk::google::firestore::v1::Document;
+use std::collections::BTreeSet;
 
 const DOCUMENTS: &str = "projects/p/databases/(default)/documents";
 
@@ -38,7 +40,7 @@ fn imported_and_linked() -> (Store, Store) {
 
 /// The historical links a scan of `documents` learns.
 async fn links_of(documents: Vec<Document>) -> HistoricalLinks {
-    scan::relink(DOCUMENTS, documents).await.expect("relink")
+    merge::relink(DOCUMENTS, documents).await.expect("relink")
 }
 
 /// The findings decided again from `memory`'s documents at `involved`.
