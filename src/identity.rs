@@ -318,7 +318,7 @@ impl fmt::Debug for CommandRequest<'_> {
     }
 }
 
-/// A fully validated command.
+/// A fully validated command, with its identity derived once, at construction.
 #[derive(Clone, PartialEq, Eq)]
 pub struct CommandInput {
     environment: Environment,
@@ -328,36 +328,69 @@ pub struct CommandInput {
     command_type: CommandType,
     endpoint_schema_version: EndpointSchemaVersion,
     payload: Payload,
+    /// Derived from the fields above by [`CommandInput::derive_identity`].
+    identity: CommandIdentity,
 }
 redacted_debug!(CommandInput);
 
 impl CommandInput {
     /// Validates every part, reporting the first invalid field in declaration order.
     pub fn new(request: CommandRequest<'_>) -> Result<Self, JournalError> {
+        let environment = Environment::parse(request.environment)?;
+        let caller_scope_kind = CallerScopeKind::parse(request.caller_scope_kind)?;
+        let caller_id = CallerId::parse(request.caller_id)?;
+        let command_id = CommandId::parse(request.command_id)?;
+        let command_type = CommandType::parse(request.command_type)?;
+        let endpoint_schema_version = EndpointSchemaVersion::new(request.endpoint_schema_version)?;
+        let payload = Payload::from_value(request.payload)?;
+        let identity = Self::derive_identity(
+            environment,
+            caller_scope_kind,
+            &caller_id,
+            &command_id,
+            &command_type,
+            endpoint_schema_version,
+            &payload,
+        );
         Ok(Self {
-            environment: Environment::parse(request.environment)?,
-            caller_scope_kind: CallerScopeKind::parse(request.caller_scope_kind)?,
-            caller_id: CallerId::parse(request.caller_id)?,
-            command_id: CommandId::parse(request.command_id)?,
-            command_type: CommandType::parse(request.command_type)?,
-            endpoint_schema_version: EndpointSchemaVersion::new(request.endpoint_schema_version)?,
-            payload: Payload::from_value(request.payload)?,
+            environment,
+            caller_scope_kind,
+            caller_id,
+            command_id,
+            command_type,
+            endpoint_schema_version,
+            payload,
+            identity,
         })
     }
 
-    /// Derives the command identity (command key hash and payload fingerprint).
+    /// The command identity (command key hash and payload fingerprint), derived once
+    /// when the input was validated.
     pub fn identity(&self) -> CommandIdentity {
-        let version = self.endpoint_schema_version.get().to_string();
+        self.identity.clone()
+    }
+
+    /// Derives the command identity from the validated parts.
+    fn derive_identity(
+        environment: Environment,
+        caller_scope_kind: CallerScopeKind,
+        caller_id: &CallerId,
+        command_id: &CommandId,
+        command_type: &CommandType,
+        endpoint_schema_version: EndpointSchemaVersion,
+        payload: &Payload,
+    ) -> CommandIdentity {
+        let version = endpoint_schema_version.get().to_string();
         let command_key_hash = frame_digest(
             "command-journal.command-key",
             1,
             &[
-                self.environment.as_str().as_bytes(),
-                self.caller_scope_kind.as_str().as_bytes(),
-                self.caller_id.0.as_bytes(),
-                self.command_type.as_str().as_bytes(),
+                environment.as_str().as_bytes(),
+                caller_scope_kind.as_str().as_bytes(),
+                caller_id.0.as_bytes(),
+                command_type.as_str().as_bytes(),
                 version.as_bytes(),
-                self.command_id.0.as_bytes(),
+                command_id.0.as_bytes(),
             ],
         );
         let payload_fingerprint = frame_digest(
@@ -365,16 +398,16 @@ impl CommandInput {
             1,
             &[
                 command_key_hash.as_str().as_bytes(),
-                self.payload.canonical().as_bytes(),
+                payload.canonical().as_bytes(),
             ],
         );
         CommandIdentity {
             command_key_hash,
             payload_fingerprint,
-            environment: self.environment,
-            caller_scope_kind: self.caller_scope_kind,
-            command_type: self.command_type.clone(),
-            endpoint_schema_version: self.endpoint_schema_version,
+            environment,
+            caller_scope_kind,
+            command_type: command_type.clone(),
+            endpoint_schema_version,
         }
     }
 

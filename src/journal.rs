@@ -110,6 +110,13 @@ impl Journal {
         Timestamp::from_datetime(self.clock.now()).ok_or(JournalError::ClockRegression)
     }
 
+    /// How long a lease expiring at `expires_at` (an acquisition's `lease_expires_at`)
+    /// has left on the journal's clock, zero once it has expired: the bound for work
+    /// done under the lease, such as a provider call.
+    pub fn lease_remaining(&self, expires_at: Timestamp) -> Result<Duration, JournalError> {
+        Ok(self.now()?.until(expires_at))
+    }
+
     /// Runs `op` and records it in the operator metrics (`crate::metrics`): its
     /// outcome or error code, and its duration.
     pub(crate) async fn run<T: crate::transaction::Transition>(
@@ -206,8 +213,9 @@ impl Journal {
     ) -> Result<TerminalOutput, JournalError> {
         check_fence(expected_fence_epoch)?;
         let call = self.lease_call(command, lease)?;
-        let commitment = command.identity().terminal_commitment(reference);
-        let hash = command.identity().command_key_hash().clone();
+        let identity = command.identity();
+        let commitment = identity.terminal_commitment(reference);
+        let hash = identity.command_key_hash().clone();
         let op = Terminal::new(
             call,
             expected_fence_epoch,

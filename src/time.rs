@@ -3,6 +3,7 @@
 use chrono::{DateTime, TimeDelta, Utc};
 use gcloud_sdk::prost_types;
 use std::sync::Mutex;
+use std::time::Duration;
 
 /// A point in time in whole microseconds since the Unix epoch, within Firestore's
 /// range (years 1 to 9999). Firestore stores microseconds, so a value truncated to
@@ -53,6 +54,13 @@ impl Timestamp {
         self.0
             .checked_add(seconds.checked_mul(1_000_000)?)
             .and_then(Self::from_micros)
+    }
+
+    /// The time from `self` until `later`, zero when `later` is not after `self`: a
+    /// lease's remaining time is `now.until(expires_at)`.
+    pub fn until(self, later: Timestamp) -> Duration {
+        // Both are within Firestore's range: the difference cannot overflow.
+        Duration::from_micros(u64::try_from(later.0 - self.0).unwrap_or(0))
     }
 
     /// The protobuf form Firestore stores.
@@ -170,5 +178,22 @@ mod tests {
         assert_eq!(ts.plus_seconds(60).map(Timestamp::micros), Some(60_000_000));
         let max = Timestamp::from_micros(MAX_MICROS).expect("max");
         assert_eq!(max.plus_seconds(1), None);
+    }
+
+    #[test]
+    fn until_is_the_time_left_and_zero_once_passed() {
+        let at = |micros| Timestamp::from_micros(micros).expect("in range");
+        let cases = [
+            (0, 1_500_000, Duration::from_micros(1_500_000)),
+            (-1, 0, Duration::from_micros(1)),
+            (5, 5, Duration::ZERO),
+            (6, 5, Duration::ZERO),
+            (MAX_MICROS, MIN_MICROS, Duration::ZERO),
+        ];
+        for (now, later, left) in cases {
+            assert_eq!(at(now).until(at(later)), left, "{now} until {later}");
+        }
+        let whole = at(MIN_MICROS).until(at(MAX_MICROS));
+        assert_eq!(whole.as_micros(), (MAX_MICROS - MIN_MICROS) as u128);
     }
 }

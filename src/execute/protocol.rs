@@ -114,11 +114,6 @@ pub(crate) struct Protocol {
     steps: u32,
 }
 
-/// Time from `now` until `until`, zero if passed.
-fn until(now: Timestamp, until: Timestamp) -> Duration {
-    Duration::from_micros(u64::try_from(until.micros() - now.micros()).unwrap_or(0))
-}
-
 /// Whole seconds, rounded up, at least one: what a `Retry-After` can carry.
 fn whole_seconds(duration: Duration) -> Duration {
     let seconds = duration.as_secs() + u64::from(duration.subsec_nanos() > 0);
@@ -151,7 +146,7 @@ impl Protocol {
     /// The provider's deadline at `now`, or `None` when too little lease is left.
     fn deadline(&self, now: Timestamp) -> Result<Result<Duration, Execution>, JournalError> {
         let (_, expires_at) = self.held()?;
-        let remaining = until(now, expires_at);
+        let remaining = now.until(expires_at);
         let deadline = remaining.saturating_sub(SEND_MARGIN);
         Ok(if deadline < MIN_SEND_DEADLINE {
             Err(Execution::RetryLater {
@@ -165,7 +160,7 @@ impl Protocol {
     fn retry_after_lease(&self, now: Timestamp) -> Result<Step, JournalError> {
         let (_, expires_at) = self.held()?;
         done(Execution::RetryLater {
-            after: whole_seconds(until(now, expires_at)),
+            after: whole_seconds(now.until(expires_at)),
         })
     }
 
