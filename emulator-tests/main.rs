@@ -14,6 +14,7 @@ mod canary;
 mod cancellation;
 mod checkout_service;
 mod cli;
+mod cli_help;
 mod cli_operator;
 mod databases;
 mod errors;

@@ -22,6 +22,33 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// The most commands `--commands` accepts: the workload holds every command in memory.
+pub const MAX_COMMANDS: u64 = 2_000;
+/// The most workers `--workers` accepts: each round spawns commands × workers tasks.
+pub const MAX_WORKERS: u64 = 16;
+
+/// `demo`'s options, as parsed.
+#[derive(Debug, Clone, clap::Args)]
+pub struct DemoArgs {
+    /// Commands in the workload, 1 to 2000.
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=MAX_COMMANDS))]
+    pub commands: u64,
+    /// Workers sent at each unfinished command per round, 1 to 16.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=MAX_WORKERS))]
+    pub workers: u64,
+    /// Seed of every random choice.
+    #[arg(long, default_value_t = 2026)]
+    pub seed: u64,
+    /// Leave the emulator running afterwards, print how to inspect the journal,
+    /// and stop it on Ctrl-C or SIGTERM.
+    #[arg(long)]
+    pub keep: bool,
+    /// The project (a fresh `demo-…` one by default), database and emulator to use
+    /// instead of starting one.
+    #[command(flatten)]
+    pub target: super::args::TargetArgs,
+}
+
 /// Size and seed of the workload.
 #[derive(Debug, Clone)]
 pub struct DemoOptions {
@@ -155,9 +182,14 @@ impl Progress {
     }
 }
 
-/// Runs the demo; `host` is an emulator to use instead of starting one.
+/// Runs the demo; `host` is an emulator to use instead of starting one. The project
+/// and database ids are checked before any emulator starts.
 pub async fn run(host: Option<String>, options: DemoOptions) -> ExitCode {
     let started = std::time::Instant::now();
+    let project = options.project.as_deref().unwrap_or("demo-project");
+    if let Err(error) = Connection::check_ids(project, &options.database) {
+        return super::exit::report(Err(error));
+    }
     let mut owned = None;
     let host = match host {
         Some(host) => host,
@@ -167,9 +199,9 @@ pub async fn run(host: Option<String>, options: DemoOptions) -> ExitCode {
                 Ok(Ok(emulator)) => emulator,
                 Ok(Err(error)) => {
                     eprintln!("demo: {error}");
-                    return super::exit::unavailable();
+                    return super::exit::emulator_unavailable();
                 }
-                Err(_) => return super::exit::unavailable(),
+                Err(_) => return super::exit::emulator_unavailable(),
             };
             let host = emulator.host().to_owned();
             if let Some(pid) = emulator.pid() {
@@ -221,9 +253,42 @@ fn inspect(host: &str, finished: &Finished, running: bool) {
     } else {
         format!(" --database {}", finished.database)
     };
-    println!("  command-journal --project {project}{database} verify");
+    let me = invocation();
+    println!("  {me} verify --project {project}{database}");
     if let Some(first) = &finished.first {
-        println!("  echo '{first}' | command-journal --project {project}{database} status");
+        println!("  echo '{first}' | {me} status --project {project}{database}");
+    }
+}
+
+/// How to run this binary again as printed: `command-journal` when that name on
+/// `PATH` is this executable, otherwise its path (relative to the current directory
+/// when below it, as `target/release/command-journal` after `cargo run --release`).
+fn invocation() -> String {
+    let Ok(me) = std::env::current_exe().and_then(std::fs::canonicalize) else {
+        return "command-journal".to_owned();
+    };
+    let on_path = std::env::var_os("PATH")
+        .map(|path| std::env::split_paths(&path).collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|dir| dir.join("command-journal"))
+        .find(|candidate| candidate.is_file())
+        .and_then(|candidate| std::fs::canonicalize(candidate).ok());
+    if on_path.as_ref() == Some(&me) {
+        return "command-journal".to_owned();
+    }
+    let shown = std::env::current_dir()
+        .ok()
+        .and_then(|cwd| me.strip_prefix(cwd).ok().map(std::path::Path::to_path_buf))
+        .unwrap_or(me);
+    let text = shown.display().to_string();
+    if text
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"/._-+".contains(&b))
+    {
+        text
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
     }
 }
 

@@ -6,6 +6,7 @@
 //! leak (or changed document); 2 the ruleset is unreadable or does not compile; 4 the
 //! emulator is unavailable or answered something that is neither allow nor deny.
 
+use super::input::{InvalidInput, Problem};
 use clap::Subcommand;
 use command_journal::emulator::Emulator;
 use command_journal::rules_testing::{
@@ -31,13 +32,22 @@ pub enum RulesCmd {
         /// The ruleset to check.
         #[arg(default_value = "firestore.rules")]
         path: PathBuf,
+        /// An emulator to use instead of starting one (default: FIRESTORE_EMULATOR_HOST).
+        #[arg(long, value_name = "HOST:PORT")]
+        emulator_host: Option<String>,
     },
 }
 
-/// Runs a `rules` subcommand; `emulator_host` reuses a running emulator.
-pub async fn run(action: RulesCmd, emulator_host: Option<String>) -> ExitCode {
+/// Runs a `rules` subcommand.
+pub async fn run(action: RulesCmd) -> ExitCode {
     match action {
-        RulesCmd::Check { path } => check(path, emulator_host).await,
+        RulesCmd::Check {
+            path,
+            emulator_host,
+        } => {
+            let host = emulator_host.or_else(|| std::env::var(super::EMULATOR_HOST_ENV).ok());
+            check(path, host).await
+        }
     }
 }
 
@@ -46,7 +56,12 @@ async fn check(path: PathBuf, emulator_host: Option<String>) -> ExitCode {
         Ok(rules) => rules,
         Err(error) => {
             eprintln!("command-journal: cannot read {}: {error}", path.display());
-            println!("{}", json!({"error": "invalid_input", "field": "path"}));
+            let failure = InvalidInput {
+                field: "path".to_owned(),
+                problem: Problem::Invalid,
+                expected: "a readable Firestore ruleset file",
+            };
+            println!("{}", super::exit::invalid_line(&failure));
             return ExitCode::from(INVALID);
         }
     };
@@ -55,7 +70,10 @@ async fn check(path: PathBuf, emulator_host: Option<String>) -> ExitCode {
         Some(host) if !host.is_empty() => Emulator::existing(host),
         _ => match Emulator::start() {
             Ok(emulator) => emulator,
-            Err(error) => return unavailable(&error.to_string()),
+            Err(error) => {
+                eprintln!("command-journal: {error}");
+                return super::exit::emulator_unavailable();
+            }
         },
     };
     let environment = match TestEnvironment::on(&emulator, &rules).await {
@@ -71,11 +89,11 @@ async fn check(path: PathBuf, emulator_host: Option<String>) -> ExitCode {
             );
             return ExitCode::from(INVALID);
         }
-        Err(error) => return unavailable(&error.to_string()),
+        Err(error) => return unavailable(emulator.host(), &error.to_string()),
     };
     let report = match journal_denial_matrix(&environment).await {
         Ok(report) => report,
-        Err(error) => return unavailable(&error.to_string()),
+        Err(error) => return unavailable(emulator.host(), &error.to_string()),
     };
     eprint!("{}", table(&report));
     let mut line = report.to_json();
@@ -111,9 +129,16 @@ async fn check(path: PathBuf, emulator_host: Option<String>) -> ExitCode {
     }
 }
 
-fn unavailable(message: &str) -> ExitCode {
+/// The emulator could not be driven: `unavailable` naming its host and the cause.
+fn unavailable(host: &str, message: &str) -> ExitCode {
     eprintln!("command-journal: {message}");
-    println!("{}", json!({"error": "unavailable"}));
+    let line = json!({
+        "error": "unavailable",
+        "class": "unavailable",
+        "host": host,
+        "message": format!("{host}: the emulator did not answer as expected: {message}"),
+    });
+    println!("{line}");
     ExitCode::from(UNAVAILABLE)
 }
 
