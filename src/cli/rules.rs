@@ -2,6 +2,8 @@
 //! own emulator, seeds journal documents with the rules bypassed, runs the journal's
 //! denial matrix, prints a table on stderr and a JSON report on stdout.
 //!
+//! `--coverage-html FILE` saves the emulator's rules coverage report of the run.
+//!
 //! Exit codes: 0 every operation denied and the seeded documents unchanged; 6 any
 //! leak (or changed document); 2 the ruleset is unreadable or does not compile; 4 the
 //! emulator is unavailable or answered something that is neither allow nor deny.
@@ -35,6 +37,9 @@ pub enum RulesCmd {
         /// An emulator to use instead of starting one (default: FIRESTORE_EMULATOR_HOST).
         #[arg(long, value_name = "HOST:PORT")]
         emulator_host: Option<String>,
+        /// Save the emulator's HTML rules coverage report of the check to this file.
+        #[arg(long, value_name = "FILE")]
+        coverage_html: Option<PathBuf>,
     },
 }
 
@@ -44,14 +49,19 @@ pub async fn run(action: RulesCmd) -> ExitCode {
         RulesCmd::Check {
             path,
             emulator_host,
+            coverage_html,
         } => {
             let host = emulator_host.or_else(|| std::env::var(super::EMULATOR_HOST_ENV).ok());
-            check(path, host).await
+            check(path, host, coverage_html).await
         }
     }
 }
 
-async fn check(path: PathBuf, emulator_host: Option<String>) -> ExitCode {
+async fn check(
+    path: PathBuf,
+    emulator_host: Option<String>,
+    coverage_html: Option<PathBuf>,
+) -> ExitCode {
     let rules = match std::fs::read_to_string(&path) {
         Ok(rules) => rules,
         Err(error) => {
@@ -95,6 +105,18 @@ async fn check(path: PathBuf, emulator_host: Option<String>) -> ExitCode {
         Ok(report) => report,
         Err(error) => return unavailable(emulator.host(), &error.to_string()),
     };
+    if let Some(file) = coverage_html {
+        let saved = match environment.coverage_html().await {
+            Ok(html) => std::fs::write(&file, html).map_err(|e| e.to_string()),
+            Err(error) => Err(error.to_string()),
+        };
+        if let Err(error) = saved {
+            return unavailable(
+                emulator.host(),
+                &format!("the coverage report could not be saved to {}: {error}", file.display()),
+            );
+        }
+    }
     eprint!("{}", table(&report));
     let mut line = report.to_json();
     line["ruleset"] = json!(path);
