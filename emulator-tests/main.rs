@@ -14,9 +14,11 @@ mod canary;
 mod cancellation;
 mod checkout_service;
 mod cli;
+mod cli_docs;
 mod cli_help;
 mod cli_operator;
 mod databases;
+mod downstream;
 mod errors;
 mod faults;
 // Runs its own transition through `internals::run`, behind the `fuzzing` feature

@@ -46,7 +46,7 @@ pub async fn run(command: Cmd) -> ExitCode {
         Cmd::Completions { shell } => return completions(shell),
         Cmd::Rules { action } => return rules::run(action).await,
         Cmd::Demo(args) => {
-            let options = Global::from_target(&args.target);
+            let options = Global::from_target(&args.target.target());
             let demo = demo::DemoOptions {
                 commands: args.commands,
                 workers: args.workers,

@@ -385,7 +385,11 @@ impl Before {
             }
             Cmd::Demo(demo) => {
                 self.unused(&TARGET)?;
-                self.fill_target(&mut demo.target);
+                let target = &mut demo.target;
+                fill(&mut target.project, &self.project);
+                fill(&mut target.emulator_host, &self.emulator_host);
+                fill(&mut target.database, &self.database);
+                fill(&mut target.log_format, &self.log_format);
             }
             Cmd::Rules {
                 action: super::rules::RulesCmd::Check { emulator_host, .. },
@@ -422,7 +426,7 @@ impl Cmd {
                 action: LedgerCmd::Accept(args) | LedgerCmd::Replay(args) | LedgerCmd::Link(args),
             } => Some(&args.target),
             Cmd::Verify { target, .. } => Some(target),
-            Cmd::Demo(demo) => Some(&demo.target),
+            Cmd::Demo(demo) => return demo.target.log_format.unwrap_or(LogFormat::Text),
             _ => None,
         };
         target

@@ -43,10 +43,39 @@ pub struct DemoArgs {
     /// and stop it on Ctrl-C or SIGTERM.
     #[arg(long)]
     pub keep: bool,
-    /// The project (a fresh `demo-…` one by default), database and emulator to use
-    /// instead of starting one.
+    /// The project, database and emulator to use.
     #[command(flatten)]
-    pub target: super::args::TargetArgs,
+    pub target: DemoTarget,
+}
+
+/// Where the demo runs.
+#[derive(Debug, Clone, Default, clap::Args)]
+#[command(next_help_heading = "Firestore")]
+pub struct DemoTarget {
+    /// The project to run in (default: a fresh `demo-…` project).
+    #[arg(long, value_name = "ID")]
+    pub project: Option<String>,
+    /// An emulator to use instead of starting one (default: FIRESTORE_EMULATOR_HOST).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub emulator_host: Option<String>,
+    /// Firestore database id (default: FIRESTORE_DATABASE, else `(default)`).
+    #[arg(long, value_name = "ID")]
+    pub database: Option<String>,
+    /// Log format on stderr, when RUST_LOG enables logging (off by default) [default: text].
+    #[arg(long, value_enum)]
+    pub log_format: Option<super::args::LogFormat>,
+}
+
+impl DemoTarget {
+    /// The same options as a subcommand's target.
+    pub fn target(&self) -> super::args::TargetArgs {
+        super::args::TargetArgs {
+            project: self.project.clone(),
+            emulator_host: self.emulator_host.clone(),
+            database: self.database.clone(),
+            log_format: self.log_format,
+        }
+    }
 }
 
 /// Size and seed of the workload.

@@ -113,7 +113,10 @@ async fn check(
         if let Err(error) = saved {
             return unavailable(
                 emulator.host(),
-                &format!("the coverage report could not be saved to {}: {error}", file.display()),
+                &format!(
+                    "the coverage report could not be saved to {}: {error}",
+                    file.display()
+                ),
             );
         }
     }
