@@ -88,8 +88,9 @@
 //!
 //! # Features
 //!
-//! `cli` (the binary's dependencies) and `emulator` (the harness) are on by default;
-//! `testcontainers` runs the harness's emulator in a container; `fuzzing` exposes the
+//! `cli` (the binary's dependencies), `emulator` (the harness) and `rules-testing` (the
+//! rules harness and the CLI's `rules check`) are on by default; `testcontainers` runs
+//! the harness's emulator in a container; `fuzzing` exposes the
 //! entry points of `fuzz/` and the internals the benchmarks drive, neither of which is
 //! a supported API.
 

@@ -434,3 +434,122 @@ impl Cmd {
             .unwrap_or(LogFormat::Text)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Args;
+    use clap::Parser as _;
+
+    /// Every Markdown file whose `sh` blocks show `command-journal` command lines.
+    const DOCS: [(&str, &str); 9] = [
+        ("README.md", include_str!("../../README.md")),
+        ("docs/cli.md", include_str!("../../docs/cli.md")),
+        ("docs/emulator.md", include_str!("../../docs/emulator.md")),
+        ("docs/rules.md", include_str!("../../docs/rules.md")),
+        ("docs/verify.md", include_str!("../../docs/verify.md")),
+        ("docs/ledger.md", include_str!("../../docs/ledger.md")),
+        ("docs/ci.md", include_str!("../../docs/ci.md")),
+        (
+            "docs/production.md",
+            include_str!("../../docs/production.md"),
+        ),
+        ("docs/errors.md", include_str!("../../docs/errors.md")),
+    ];
+
+    /// The shell words of `line` up to its first comment, pipe, redirection or `&`,
+    /// one list per pipeline stage (quotes removed; no expansion).
+    fn stages(line: &str) -> Vec<Vec<String>> {
+        let mut stages = vec![Vec::new()];
+        let mut word: Option<String> = None;
+        let mut quote = None;
+        let mut previous = ' ';
+        for c in line.chars() {
+            match (quote, c) {
+                (Some(q), c) if c == q => quote = None,
+                (Some(_), c) => word.get_or_insert_with(String::new).push(c),
+                (None, '\'' | '"') => {
+                    quote = Some(c);
+                    word.get_or_insert_with(String::new);
+                }
+                (None, '#') if previous.is_whitespace() => break,
+                (None, '>' | '&' | ';') => break,
+                (None, '|') => {
+                    if let Some(w) = word.take() {
+                        stages.last_mut().map(|s| s.push(w));
+                    }
+                    stages.push(Vec::new());
+                }
+                (None, c) if c.is_whitespace() => {
+                    if let Some(w) = word.take() {
+                        stages.last_mut().map(|s| s.push(w));
+                    }
+                }
+                (None, c) => word.get_or_insert_with(String::new).push(c),
+            }
+            previous = c;
+        }
+        if let Some(w) = word.take() {
+            stages.last_mut().map(|s| s.push(w));
+        }
+        stages
+    }
+
+    #[test]
+    fn every_documented_command_line_parses_in_the_default_binary() {
+        let mut checked = 0;
+        for (file, text) in DOCS {
+            for block in text.split("```sh\n").skip(1) {
+                let block = block.split("```").next().unwrap_or_default();
+                for line in block.lines() {
+                    for words in stages(line) {
+                        let named = words.first().is_some_and(|w| {
+                            w == "command-journal" || w.ends_with("/command-journal")
+                        });
+                        if !named {
+                            continue;
+                        }
+                        checked += 1;
+                        let mut args = match Args::try_parse_from(&words) {
+                            Ok(args) => args,
+                            Err(error) if error.kind() == clap::error::ErrorKind::DisplayHelp => {
+                                continue;
+                            }
+                            Err(error) => {
+                                panic!("{file}: `{}` does not parse: {error}", words.join(" "))
+                            }
+                        };
+                        assert!(
+                            args.before.apply(&mut args.command).is_ok(),
+                            "{file}: {line}"
+                        );
+                    }
+                }
+            }
+        }
+        assert!(checked >= 25, "only {checked} command lines found");
+    }
+
+    #[test]
+    fn the_tokenizer_splits_pipelines_and_drops_comments() {
+        assert_eq!(
+            stages(r#"echo '{"a": 1}' | command-journal register --project p  # note"#),
+            vec![
+                vec!["echo".to_owned(), r#"{"a": 1}"#.to_owned()],
+                vec![
+                    "command-journal".into(),
+                    "register".into(),
+                    "--project".into(),
+                    "p".into()
+                ],
+            ]
+        );
+        assert_eq!(
+            stages("command-journal completions bash > file"),
+            vec![vec![
+                "command-journal".to_owned(),
+                "completions".into(),
+                "bash".into()
+            ]]
+        );
+    }
+}

@@ -341,7 +341,7 @@ impl Subject {
              (invalid_input names the key, the problem and what it expects).\n",
         );
         for field in self.fields() {
-            let rule = expected_for(field.name).unwrap_or("see the README");
+            let rule = expected_for(field.name).unwrap_or("see docs/cli.md");
             text += &format!(
                 "  {:<30} {}, {}\n      {rule}\n",
                 field.name, field.kind, field.presence
@@ -359,7 +359,7 @@ impl Subject {
         if self == Self::LedgerLink {
             text += "  historical keys (all required):\n";
             for field in HISTORICAL {
-                let rule = expected_for(field.name).unwrap_or("see the README");
+                let rule = expected_for(field.name).unwrap_or("see docs/cli.md");
                 text += &format!("    {:<28} {}\n      {rule}\n", field.name, field.kind);
             }
         }
@@ -418,7 +418,7 @@ mod tests {
     fn every_documented_key_has_a_rule() {
         for subject in ALL {
             let help = subject.help();
-            assert!(!help.contains("see the README"), "{subject:?}: {help}");
+            assert!(!help.contains("see docs/cli.md"), "{subject:?}: {help}");
         }
     }
 }
