@@ -474,24 +474,23 @@ mod tests {
                 (None, '#') if previous.is_whitespace() => break,
                 (None, '>' | '&' | ';') => break,
                 (None, '|') => {
-                    if let Some(w) = word.take() {
-                        stages.last_mut().map(|s| s.push(w));
-                    }
+                    flush(&mut stages, &mut word);
                     stages.push(Vec::new());
                 }
-                (None, c) if c.is_whitespace() => {
-                    if let Some(w) = word.take() {
-                        stages.last_mut().map(|s| s.push(w));
-                    }
-                }
+                (None, c) if c.is_whitespace() => flush(&mut stages, &mut word),
                 (None, c) => word.get_or_insert_with(String::new).push(c),
             }
             previous = c;
         }
-        if let Some(w) = word.take() {
-            stages.last_mut().map(|s| s.push(w));
-        }
+        flush(&mut stages, &mut word);
         stages
+    }
+
+    /// Ends the current word, if any, in the last stage.
+    fn flush(stages: &mut [Vec<String>], word: &mut Option<String>) {
+        if let (Some(word), Some(stage)) = (word.take(), stages.last_mut()) {
+            stage.push(word);
+        }
     }
 
     #[test]
