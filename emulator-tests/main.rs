@@ -20,6 +20,7 @@ mod cli_operator;
 mod databases;
 mod downstream;
 mod errors;
+mod execute;
 mod faults;
 // Runs its own transition through `internals::run`, behind the `fuzzing` feature
 // (on in the README's `--all-features` test command).
@@ -31,6 +32,7 @@ mod ledger;
 mod proxy;
 mod randomized;
 mod registration;
+mod results;
 mod send_faults;
 mod send_randomized;
 mod sends;

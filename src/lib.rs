@@ -66,7 +66,9 @@
 //! captured timestamp and strictly parsed documents, run by one transaction runner.
 //!
 //! Pure (no I/O, no clock): `identity` and `digest` (validated inputs and derived
-//! values), `document` and `ledger`'s codecs (strict document parsing), `transaction`
+//! values), `document` and `ledger`'s codecs (strict document parsing), `envelope`
+//! (result envelopes: the codec of `results/current`, storing one with a success,
+//! reading it back), `transaction`
 //! (the transition contract: `paths`, `decide`, `Decision`), `registration`, `lease`,
 //! `start` and `ledger::{accept, replay, migration}` (the decisions), `verify::commerce`,
 //! `verify::ledger` and `verify::historical_links` (the verifier's checks),
@@ -102,7 +104,9 @@ mod digest;
 mod document;
 #[cfg(feature = "emulator")]
 pub mod emulator;
+mod envelope;
 mod error;
+mod execute;
 mod expected;
 /// Fuzzing entry points (cargo feature `fuzzing`): harness code with oracle
 /// assertions, kept out of the library proper.
@@ -113,6 +117,7 @@ mod identity;
 mod journal;
 mod lease;
 mod ledger;
+mod metrics;
 #[cfg(test)]
 mod production_indexes;
 mod registration;
@@ -131,10 +136,13 @@ mod time;
 mod transaction;
 mod verify;
 
+pub use crate::metrics::describe_metrics;
 pub use connection::{Connection, DEFAULT_DATABASE, Target};
 pub use credentials::resolve_project;
 pub use digest::Digest;
+pub use envelope::{MAX_RESULT_ENVELOPE_BYTES, ResultEnvelope};
 pub use error::{ConfigCause, ErrorClass, GrpcCode, JournalError};
+pub use execute::{Execution, LookupResult, Provider, SendRequest, SendResult};
 pub use expected::expected_for;
 pub use identity::{
     CallerId, CallerScopeKind, CommandId, CommandIdentity, CommandInput, CommandRequest,
@@ -184,6 +192,6 @@ pub mod internals {
         journal: &crate::Journal,
         op: &T,
     ) -> Result<T::Output, crate::JournalError> {
-        journal.run(op).await
+        journal.run_unrecorded(op).await
     }
 }
