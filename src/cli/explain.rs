@@ -494,6 +494,27 @@ pub const ENTRIES: &[Entry] = &[
          written by the commit of the last send event.",
         INVESTIGATE,
     ),
+    finding(
+        "orphan_result",
+        "A result envelope (`results/current`) of a command that has not succeeded, or \
+         that has no root.",
+        INVESTIGATE,
+    ),
+    finding(
+        "malformed_result",
+        "A result envelope fails its strict codec, or its text is not exactly the \
+         canonical form of a valid envelope.",
+        "The stored result was edited outside the journal: every replay of the command now \
+         answers `journal_corrupt` until it is investigated.",
+    ),
+    finding(
+        "result_commitment_mismatch",
+        "A result envelope that does not bind its lifecycle: its reference's commitment is \
+         not the lifecycle's terminal commitment, or it was not created at the success's \
+         time.",
+        "The stored result was replaced outside the journal: every replay of the command \
+         now answers `journal_corrupt` until it is investigated.",
+    ),
 ];
 
 /// The entry of `code`.
