@@ -9,13 +9,14 @@ use crate::lease::{
     Acquire, LeaseCall, LeaseOutput, StatusOutput, StatusRead, Terminal, TerminalOutput,
     TerminalRequest,
 };
+use crate::metrics::{self, MetricOutcome};
 use crate::registration::{Registration, RegistrationOutput};
 use crate::runner::{self, Concurrency, Counters, RunOptions, Stats};
 use crate::sends::guard::Guarded;
 use crate::start::{Start, StartOutput};
 use crate::time::{Clock, SystemClock, Timestamp};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A command journal over one project: cheap to clone, safe to share across tasks.
 ///
@@ -107,7 +108,23 @@ impl Journal {
         Timestamp::from_datetime(self.clock.now()).ok_or(JournalError::ClockRegression)
     }
 
+    /// Runs `op` and records it in the operator metrics (`crate::metrics`): its
+    /// outcome or error code, and its duration.
     pub(crate) async fn run<T: crate::transaction::Transition>(
+        &self,
+        op: &T,
+    ) -> Result<T::Output, JournalError>
+    where
+        T::Output: MetricOutcome,
+    {
+        let started = Instant::now();
+        let result = self.run_unrecorded(op).await;
+        metrics::record(op.name(), &result, started.elapsed());
+        result
+    }
+
+    /// Runs `op` without an operation metric (its RPCs are still counted).
+    pub(crate) async fn run_unrecorded<T: crate::transaction::Transition>(
         &self,
         op: &T,
     ) -> Result<T::Output, JournalError> {

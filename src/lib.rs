@@ -112,6 +112,7 @@ mod identity;
 mod journal;
 mod lease;
 mod ledger;
+mod metrics;
 #[cfg(test)]
 mod production_indexes;
 mod registration;
@@ -130,6 +131,7 @@ mod time;
 mod transaction;
 mod verify;
 
+pub use crate::metrics::describe_metrics;
 pub use connection::{Connection, DEFAULT_DATABASE, Target};
 pub use credentials::resolve_project;
 pub use digest::Digest;
@@ -183,6 +185,6 @@ pub mod internals {
         journal: &crate::Journal,
         op: &T,
     ) -> Result<T::Output, crate::JournalError> {
-        journal.run(op).await
+        journal.run_unrecorded(op).await
     }
 }

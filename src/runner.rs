@@ -30,10 +30,12 @@
 //! PERMISSION_DENIED, UNAUTHENTICATED, NOT_FOUND or FAILED_PRECONDITION on a read,
 //! INVALID_ARGUMENT) end the operation after one attempt with their own error. The
 //! trusted time is captured by the caller once and lives in the prepared operation, so
-//! every attempt reuses it. An optional deadline bounds the whole operation.
+//! every attempt reuses it. An optional deadline bounds the whole operation. Every
+//! RPC's answer and every retry is counted in the operator metrics ([`crate::metrics`]).
 
 use crate::connection::{Connection, RawClient};
 use crate::error::{ConfigCause, GrpcCode, JournalError};
+use crate::metrics;
 use crate::transaction::{Decision, MAX_FOLLOW_UP_READS, Snapshot, Transition, Write};
 use blind::is_precondition_loss;
 use gcloud_sdk::google::firestore::v1::{
@@ -353,6 +355,7 @@ async fn run_in_span<T: Transition>(
                     backoff_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
                     "journal attempt failed, retrying"
                 );
+                metrics::retry(GrpcCode::from(code));
                 if !wait.is_zero() {
                     tokio::time::sleep(wait).await;
                 }
@@ -748,11 +751,18 @@ impl Runner<'_> {
             let budget = self.budget()?;
             let read = tokio::time::timeout(budget, self.read(&to_read, selector, open));
             let batch = match read.await {
-                Ok(Ok(batch)) => batch,
+                Ok(Ok(batch)) => {
+                    metrics::rpc(metrics::RPC_BATCH_GET, GrpcCode::Ok);
+                    batch
+                }
                 Ok(Err(status)) => {
+                    metrics::rpc(metrics::RPC_BATCH_GET, status.code().into());
                     return Err(classify(Rpc::Read, self.options.concurrency, &status));
                 }
-                Err(_) => return Err(self.timed_out()),
+                Err(_) => {
+                    metrics::rpc(metrics::RPC_BATCH_GET, GrpcCode::DeadlineExceeded);
+                    return Err(self.timed_out());
+                }
             };
             if transactional && open.id.is_none() {
                 // A read-write transaction that did not come back is a server defect.
@@ -909,7 +919,14 @@ impl Runner<'_> {
             .filter(|w| matches!(w.operation, Some(write::Operation::Delete(_))))
             .count();
         let written = request.writes.len() - guards;
-        match tokio::time::timeout(budget, self.raw.clone().commit(request)).await {
+        let answered = tokio::time::timeout(budget, self.raw.clone().commit(request)).await;
+        let code = match &answered {
+            Ok(Ok(_)) => GrpcCode::Ok,
+            Ok(Err(status)) => status.code().into(),
+            Err(_) => GrpcCode::DeadlineExceeded,
+        };
+        metrics::rpc(metrics::RPC_COMMIT, code);
+        match answered {
             Ok(Ok(_)) => {
                 open.disarm();
                 self.tally.add(Count::Written, written as u64);
@@ -941,13 +958,14 @@ impl Runner<'_> {
             request_options: None,
         };
         let budget = self.options.rpc_timeout;
-        if let Ok(Err(status)) =
-            tokio::time::timeout(budget, self.raw.clone().rollback(request)).await
-        {
-            tracing::debug!(
-                code = GrpcCode::from(status.code()).as_str(),
-                "rollback failed"
-            );
+        match tokio::time::timeout(budget, self.raw.clone().rollback(request)).await {
+            Ok(Ok(_)) => metrics::rpc(metrics::RPC_ROLLBACK, GrpcCode::Ok),
+            Ok(Err(status)) => {
+                let code = GrpcCode::from(status.code());
+                metrics::rpc(metrics::RPC_ROLLBACK, code);
+                tracing::debug!(code = code.as_str(), "rollback failed");
+            }
+            Err(_) => metrics::rpc(metrics::RPC_ROLLBACK, GrpcCode::DeadlineExceeded),
         }
     }
 

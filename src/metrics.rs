@@ -1,0 +1,204 @@
+//! Operator metrics, recorded through the [`metrics`](::metrics) facade crate.
+//!
+//! The library installs no recorder and links no exporter: an application that
+//! installs one (the checkout service's Prometheus recorder, say) sees every
+//! operation, RPC and retry; without one every call here is a no-op. `docs/metrics.md`
+//! lists every name, label and value.
+//!
+//! Every label value is a fixed string from this crate's code: an operation name, an
+//! outcome, an error code or a gRPC code. No label ever carries an input, an id, a
+//! hash, a key or a count, so the series are bounded and nothing secret leaves.
+
+use crate::error::{GrpcCode, JournalError};
+use crate::lease::{LeaseOutput, StatusOutput, TerminalOutput};
+use crate::ledger::{LedgerOutcome, LedgerReplay};
+use crate::registration::{RegistrationOutcome, RegistrationOutput};
+use crate::sends::{BeginSendOutput, CommandStatus, SendOutcomeOutput};
+use crate::start::StartOutput;
+use crate::transaction::OperationName;
+use std::time::Duration;
+
+/// Counter: operations by `operation` and `outcome`.
+pub(crate) const OPERATIONS_TOTAL: &str = "command_journal_operations_total";
+/// Histogram (seconds): the whole operation, retries included, by `operation`.
+pub(crate) const OPERATION_DURATION_SECONDS: &str = "command_journal_operation_duration_seconds";
+/// Counter: Firestore RPCs by `rpc` and the gRPC `code` they ended with.
+pub(crate) const RPCS_TOTAL: &str = "command_journal_rpcs_total";
+/// Counter: attempts the runner retried, by the gRPC `code` that caused the retry.
+pub(crate) const RPC_RETRIES_TOTAL: &str = "command_journal_rpc_retries_total";
+
+/// The `rpc` label of a `BatchGetDocuments`.
+pub(crate) const RPC_BATCH_GET: &str = "batch_get_documents";
+/// The `rpc` label of a `Commit`.
+pub(crate) const RPC_COMMIT: &str = "commit";
+/// The `rpc` label of a `Rollback`.
+pub(crate) const RPC_ROLLBACK: &str = "rollback";
+
+/// Registers the unit and help text of every metric above with the recorder
+/// installed now (call it once after installing one, so an exporter can print
+/// `# HELP` lines). Records nothing.
+pub fn describe_metrics() {
+    ::metrics::describe_counter!(
+        OPERATIONS_TOTAL,
+        "Journal operations by operation and outcome (an outcome or an error code)."
+    );
+    ::metrics::describe_histogram!(
+        OPERATION_DURATION_SECONDS,
+        ::metrics::Unit::Seconds,
+        "Duration of one journal operation, retries included."
+    );
+    ::metrics::describe_counter!(
+        RPCS_TOTAL,
+        "Firestore RPCs sent by the journal, by RPC and gRPC status code."
+    );
+    ::metrics::describe_counter!(
+        RPC_RETRIES_TOTAL,
+        "Journal attempts retried, by the gRPC status code that caused the retry."
+    );
+}
+
+/// Records one finished operation: `command_journal_operations_total{operation,
+/// outcome}` plus one and its duration in `command_journal_operation_duration_seconds
+/// {operation}`. The entry point for operations that are not a single transition
+/// (`execute`, for instance).
+pub(crate) fn operation(operation: &'static str, outcome: &'static str, elapsed: Duration) {
+    ::metrics::counter!(OPERATIONS_TOTAL, "operation" => operation, "outcome" => outcome)
+        .increment(1);
+    ::metrics::histogram!(OPERATION_DURATION_SECONDS, "operation" => operation)
+        .record(elapsed.as_secs_f64());
+}
+
+/// The `operation` label of a transition: its span name without `journal.`.
+pub(crate) fn operation_label(name: OperationName) -> &'static str {
+    let span = name.as_str();
+    span.strip_prefix("journal.").unwrap_or(span)
+}
+
+/// The `outcome` label of an error: its stable code.
+pub(crate) fn error_outcome(error: &JournalError) -> &'static str {
+    error.code()
+}
+
+/// Records a transition's result under its name.
+pub(crate) fn record<O: MetricOutcome>(
+    name: OperationName,
+    result: &Result<O, JournalError>,
+    elapsed: Duration,
+) {
+    let outcome = match result {
+        Ok(output) => output.metric_outcome(),
+        Err(error) => error_outcome(error),
+    };
+    operation(operation_label(name), outcome, elapsed);
+}
+
+/// One RPC answered (or timed out, counted as `DEADLINE_EXCEEDED`).
+pub(crate) fn rpc(rpc: &'static str, code: GrpcCode) {
+    ::metrics::counter!(RPCS_TOTAL, "rpc" => rpc, "code" => code.as_str()).increment(1);
+}
+
+/// One attempt retried after `code`.
+pub(crate) fn retry(code: GrpcCode) {
+    ::metrics::counter!(RPC_RETRIES_TOTAL, "code" => code.as_str()).increment(1);
+}
+
+/// The `outcome` label an operation's answer records.
+pub(crate) trait MetricOutcome {
+    /// A fixed snake_case word.
+    fn metric_outcome(&self) -> &'static str;
+}
+
+impl MetricOutcome for RegistrationOutput {
+    fn metric_outcome(&self) -> &'static str {
+        match self.outcome() {
+            RegistrationOutcome::RegisteredNew => "registered_new",
+            RegistrationOutcome::RegisteredExisting => "registered_existing",
+        }
+    }
+}
+
+/// `acquired` (fence 1), `recovered` (a takeover: any fence above 1), `busy`, or
+/// `replayed` (the command is already terminal).
+impl MetricOutcome for LeaseOutput {
+    fn metric_outcome(&self) -> &'static str {
+        match self {
+            Self::Acquired { fence_epoch, .. } if *fence_epoch > 1 => "recovered",
+            Self::Acquired { .. } => "acquired",
+            Self::Busy => "busy",
+            Self::Succeeded | Self::FailedFinal => "replayed",
+        }
+    }
+}
+
+/// The lease part's outcome: a start is counted by what its acquisition answered.
+impl MetricOutcome for StartOutput {
+    fn metric_outcome(&self) -> &'static str {
+        self.lease.metric_outcome()
+    }
+}
+
+impl MetricOutcome for TerminalOutput {
+    fn metric_outcome(&self) -> &'static str {
+        match self {
+            Self::Succeeded => "succeeded",
+            Self::FailedFinal => "failed_final",
+        }
+    }
+}
+
+/// The state read.
+impl MetricOutcome for StatusOutput {
+    fn metric_outcome(&self) -> &'static str {
+        self.state
+    }
+}
+
+/// The command's state read.
+impl MetricOutcome for CommandStatus {
+    fn metric_outcome(&self) -> &'static str {
+        self.command.state
+    }
+}
+
+/// `permitted` (a first send of the attempt), `resent` (the same attempt and key
+/// after a takeover) or `replayed` (terminal: nothing to send).
+impl MetricOutcome for BeginSendOutput {
+    fn metric_outcome(&self) -> &'static str {
+        match self {
+            Self::Permitted(permit) if permit.resend => "resent",
+            Self::Permitted(_) => "permitted",
+            Self::Terminal(_) => "replayed",
+        }
+    }
+}
+
+/// `succeeded`, `failed_final`, `ambiguous` or `absent`.
+impl MetricOutcome for SendOutcomeOutput {
+    fn metric_outcome(&self) -> &'static str {
+        match self {
+            Self::Terminal(terminal) => terminal.metric_outcome(),
+            Self::Ambiguous { .. } => "ambiguous",
+            Self::Absent { .. } => "absent",
+        }
+    }
+}
+
+/// `accepted`, `replayed`, `linked` or `already_linked`.
+impl MetricOutcome for LedgerOutcome {
+    fn metric_outcome(&self) -> &'static str {
+        self.outcome.as_str()
+    }
+}
+
+/// The replayed outcome's word, or `not_reserved`.
+impl MetricOutcome for LedgerReplay {
+    fn metric_outcome(&self) -> &'static str {
+        match self {
+            Self::Replayed(outcome) => outcome.metric_outcome(),
+            Self::NotReserved { .. } => "not_reserved",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
