@@ -59,7 +59,10 @@ async fn run(config: Config) -> ExitCode {
     };
     let journal = Journal::new(connection);
     let keys = Arc::new(GoogleKeys::new(reqwest::Client::new()));
-    let app = match App::new(&config, journal, keys, logger.clone()) {
+    let Some(metrics) = service::metrics::install(service::metrics::recorder()) else {
+        return fail("start-up error: the metrics recorder could not be installed");
+    };
+    let app = match App::new(&config, journal, keys, logger.clone(), metrics) {
         Ok(app) => Arc::new(app),
         Err(_) => return fail("start-up error: the HTTP client could not be built"),
     };

@@ -17,8 +17,11 @@
 use super::auth::{AuthError, KeySource, Verifier};
 use super::config::Config;
 use super::logging::{Logger, Severity};
-use super::provider::{Charge, Provider};
-use super::request_log::{CHECKOUTS, HEALTHZ, RequestLine, UNMATCHED, elapsed, method_name};
+use super::config::PlanSettings;
+use super::provider::{Charges, Sent};
+use super::request_log::{
+    CHECKOUTS, HEALTHZ, METRICS, RequestLine, UNMATCHED, elapsed, method_name,
+};
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
@@ -30,6 +33,7 @@ use command_journal::{CommandInput, CommandRequest, Environment, LeaseId, Operat
 use command_journal::{Journal, JournalError};
 use command_journal::{LeaseOutput, TerminalOutput};
 use http_body_util::{BodyExt as _, LengthLimitError, Limited};
+use metrics_exporter_prometheus::PrometheusHandle;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -53,7 +57,9 @@ pub const BUSY_RETRY_AFTER: u64 = 2;
 pub struct App {
     journal: Journal,
     verifier: Verifier,
-    provider: Provider,
+    provider: Charges,
+    plan: PlanSettings,
+    metrics: PrometheusHandle,
     logger: Logger,
     environment: Environment,
     provider_timeout: Duration,
@@ -71,17 +77,20 @@ impl std::fmt::Debug for App {
 
 impl App {
     /// The service over `journal`; token keys come from `keys`, log lines go to
-    /// `logger`.
+    /// `logger`, `GET /metrics` renders `metrics`.
     pub fn new(
         config: &Config,
         journal: Journal,
         keys: Arc<dyn KeySource>,
         logger: Logger,
+        metrics: PrometheusHandle,
     ) -> Result<Self, reqwest::Error> {
         Ok(Self {
             journal,
             verifier: Verifier::new(&config.project, config.auth_emulator, keys),
-            provider: Provider::new(config.charges_url())?,
+            provider: Charges::new(config.charges_url(), config.provider_timeout)?,
+            plan: config.plan.clone(),
+            metrics,
             logger,
             environment: config.environment,
             provider_timeout: config.provider_timeout,
@@ -94,6 +103,7 @@ impl App {
         Router::new()
             .route(CHECKOUTS, post(checkout).fallback(not_allowed_checkouts))
             .route(HEALTHZ, get(healthz).fallback(not_allowed_healthz))
+            .route(METRICS, get(scrape).fallback(not_allowed_metrics))
             .fallback(not_found)
             .with_state(self)
     }
@@ -148,7 +158,7 @@ fn refuse(
     status: StatusCode,
     code: &'static str,
 ) -> Response {
-    RequestLine::refused(
+    RequestLine::without_command(
         method_name(request.method()),
         route,
         status.as_u16(),
@@ -159,8 +169,39 @@ fn refuse(
     reply(status, json!({"error": code}))
 }
 
+async fn not_allowed_metrics(State(app): State<Arc<App>>, request: Request) -> Response {
+    let mut response = refuse(
+        &app,
+        &request,
+        METRICS,
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+    );
+    allow(&mut response, "GET,HEAD");
+    response
+}
+
 async fn healthz() -> Response {
     reply(StatusCode::OK, json!({"status": "ok"}))
+}
+
+/// The Prometheus text exposition of every metric recorded so far. The scrape is
+/// logged and counted before rendering, so it appears in its own answer.
+async fn scrape(State(app): State<Arc<App>>, request: Request) -> Response {
+    RequestLine::without_command(
+        method_name(request.method()),
+        METRICS,
+        200,
+        "scraped",
+        elapsed(request.extensions(), Instant::now()),
+    )
+    .log(&app.logger, Severity::Info, None);
+    let mut response = app.metrics.render().into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+    );
+    response
 }
 
 fn reply(status: StatusCode, body: Value) -> Response {
@@ -474,9 +515,16 @@ async fn run_command(app: &App, command: &CommandInput, payload: &Value) -> Answ
             Ok(operation) => command.identity().provider_idempotency_key(&operation),
             Err(error) => return Answer::journal_error(error),
         };
-        let charge = app.provider.charge(&key, payload, timeout).await;
+        let charge = app.provider.post(&key, payload, timeout).await;
         let mut answer = match charge {
-            Charge::Charged(reference) => {
+            Sent::Charged(envelope) => {
+                use sha2::Digest as _;
+                let body = Value::Object(envelope).to_string();
+                let Ok(reference) = command_journal::TerminalReferenceFingerprint::parse(
+                    &hex::encode(sha2::Sha256::digest(body.as_bytes())),
+                ) else {
+                    return Answer::retry("provider_receipt", retry_after);
+                };
                 match app
                     .journal
                     .complete_command(command, &lease, fence_epoch, &reference)
@@ -486,13 +534,13 @@ async fn run_command(app: &App, command: &CommandInput, payload: &Value) -> Answ
                     Err(error) => Answer::journal_error(error),
                 }
             }
-            Charge::Declined => {
+            Sent::Declined => {
                 match app.journal.fail_command(command, &lease, fence_epoch).await {
                     Ok(outcome) => terminal(outcome, "declined"),
                     Err(error) => Answer::journal_error(error),
                 }
             }
-            Charge::Unknown(code) => Answer::retry(code, retry_after),
+            Sent::Ambiguous(code) => Answer::retry(code, retry_after),
         };
         answer.provider_called = true;
         answer

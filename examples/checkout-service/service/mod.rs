@@ -1,5 +1,5 @@
 //! The checkout service: configuration, caller authentication, the provider call,
-//! the HTTP handler, Cloud Logging lines and graceful shutdown.
+//! the HTTP handler, Cloud Logging lines, Prometheus metrics and graceful shutdown.
 
 pub mod auth;
 pub mod caller_id;
@@ -7,6 +7,7 @@ pub mod config;
 pub mod handler;
 pub mod key_cache;
 pub mod logging;
+pub mod metrics;
 pub mod provider;
 pub mod request_log;
 pub mod server;

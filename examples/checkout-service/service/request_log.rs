@@ -5,7 +5,8 @@
 //! own fields when there are any, and `providerCalled`.
 //!
 //! `requestUrl` is the route, never the raw path (which may carry ids): one of
-//! [`CHECKOUTS`], [`HEALTHZ`], [`UNMATCHED`] or [`UNPARSED`]. `requestMethod` is a
+//! [`CHECKOUTS`], [`HEALTHZ`], [`METRICS`], [`UNMATCHED`] or [`UNPARSED`]. Every line
+//! is also counted in the service's metrics ([`super::metrics::request`]). `requestMethod` is a
 //! standard method name, `OTHER` for an extension method, or `-` when the request
 //! line could not be parsed.
 
@@ -17,6 +18,8 @@ use std::time::{Duration, Instant};
 pub const CHECKOUTS: &str = "/v1/checkouts";
 /// The health route.
 pub const HEALTHZ: &str = "/healthz";
+/// The Prometheus scrape route.
+pub const METRICS: &str = "/metrics";
 /// A path no route matches.
 pub const UNMATCHED: &str = "(unmatched)";
 /// A request line hyper refused before any route was looked at.
@@ -58,8 +61,9 @@ pub struct RequestLine {
 }
 
 impl RequestLine {
-    /// A refused request: no command, no provider call.
-    pub fn refused(
+    /// A request without a command (refused, a health check, a scrape): no command,
+    /// no provider call.
+    pub fn without_command(
         method: &'static str,
         route: &'static str,
         status: u16,
@@ -78,8 +82,9 @@ impl RequestLine {
         }
     }
 
-    /// Writes the line at `severity`.
+    /// Writes the line at `severity` and counts the request.
     pub fn log(&self, logger: &Logger, severity: Severity, trace: Option<&Trace>) {
+        super::metrics::request(self.route, self.status, self.outcome, self.latency);
         let mut fields = Map::new();
         fields.insert(
             "httpRequest".into(),
