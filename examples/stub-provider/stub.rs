@@ -180,6 +180,12 @@ impl Stub {
         self.create(&mut book, key, request, "succeeded")
     }
 
+    /// As [`hold`](Self::hold), a failed charge: a decline whose answer was lost.
+    pub fn hold_declined(&self, key: &str, request: &Value) -> Value {
+        let mut book = self.book();
+        self.create(&mut book, key, request, "failed")
+    }
+
     fn create(&self, book: &mut Book, key: &str, request: &Value, status: &str) -> Value {
         let mut object = json!({
             "id": format!("{}{}", self.id_prefix, book.charges.len() + 1),
@@ -203,14 +209,16 @@ impl Stub {
     fn charge(&self, key: Option<&str>, body: &Value) -> (u16, Value, bool) {
         let mut book = self.book();
         let action = book.script.pop_front().unwrap_or(self.default);
-        let decline = |object: &Value| {
-            json!({"error": {"type": "card_error", "code": "card_declined", "charge": object["id"]}})
-        };
+        let decline = |object: &Value| json!({"error": {"type": "card_error", "code": "card_declined", "charge": object["id"]}});
         if let Action::Status(status) = action {
             return (status, json!({"error": {"type": "api_error"}}), false);
         }
         let Some(key) = key else {
-            return (400, json!({"error": {"type": "invalid_request_error"}}), false);
+            return (
+                400,
+                json!({"error": {"type": "invalid_request_error"}}),
+                false,
+            );
         };
         let held = book.charges.iter().find(|c| c.key == key).cloned();
         let object = match held {
@@ -240,7 +248,11 @@ impl Stub {
     fn lookup(&self, key: &str) -> (u16, Value) {
         let mut book = self.book();
         book.lookups.push(key.to_owned());
-        match book.lookup_script.pop_front().unwrap_or(LookupAction::Answer) {
+        match book
+            .lookup_script
+            .pop_front()
+            .unwrap_or(LookupAction::Answer)
+        {
             LookupAction::Status(status) => (status, json!({"error": {"type": "api_error"}})),
             LookupAction::Answer => {
                 let data: Vec<Value> = book
@@ -334,7 +346,10 @@ async fn post_script(
             stub.script_lookups(lookups);
             answer(200, &json!({"scripted": true}))
         }
-        _ => answer(400, &json!({"error": "charges: charge|decline|lose|status, lookups: status"})),
+        _ => answer(
+            400,
+            &json!({"error": "charges: charge|decline|lose|status, lookups: status"}),
+        ),
     }
 }
 

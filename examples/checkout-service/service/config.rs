@@ -338,7 +338,10 @@ fn plan_settings(
             // The operation, endpoint and parameters are this file's constants.
             _ => refuse("PROVIDER_NAME", "does not make a valid provider plan"),
         }),
-        Err(_) => Err(refuse("PROVIDER_NAME", "does not make a valid provider plan")),
+        Err(_) => Err(refuse(
+            "PROVIDER_NAME",
+            "does not make a valid provider plan",
+        )),
     }
 }
 

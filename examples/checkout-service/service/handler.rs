@@ -16,8 +16,8 @@
 
 use super::auth::{AuthError, KeySource, Verifier};
 use super::config::Config;
-use super::logging::{Logger, Severity};
 use super::config::PlanSettings;
+use super::logging::{Logger, Severity};
 use super::provider::{Charges, Sent};
 use super::request_log::{
     CHECKOUTS, HEALTHZ, METRICS, RequestLine, UNMATCHED, elapsed, method_name,
@@ -534,12 +534,10 @@ async fn run_command(app: &App, command: &CommandInput, payload: &Value) -> Answ
                     Err(error) => Answer::journal_error(error),
                 }
             }
-            Sent::Declined => {
-                match app.journal.fail_command(command, &lease, fence_epoch).await {
-                    Ok(outcome) => terminal(outcome, "declined"),
-                    Err(error) => Answer::journal_error(error),
-                }
-            }
+            Sent::Declined => match app.journal.fail_command(command, &lease, fence_epoch).await {
+                Ok(outcome) => terminal(outcome, "declined"),
+                Err(error) => Answer::journal_error(error),
+            },
             Sent::Ambiguous(code) => Answer::retry(code, retry_after),
         };
         answer.provider_called = true;

@@ -106,7 +106,10 @@ impl Charges {
         let status = response.status();
         if status.is_success() {
             return match response.text().await {
-                Ok(body) => match strict_json::parse_object(&body).ok().as_ref().and_then(envelope)
+                Ok(body) => match strict_json::parse_object(&body)
+                    .ok()
+                    .as_ref()
+                    .and_then(envelope)
                 {
                     Some(envelope) => Sent::Charged(envelope),
                     None => Sent::Ambiguous("provider_receipt"),
@@ -162,7 +165,9 @@ pub fn classify_lookup(body: &str) -> Looked {
         _ => return Looked::Unavailable("lookup_several"),
     };
     match charge.get("status").and_then(Value::as_str) {
-        Some("succeeded") => envelope(charge).map_or(Looked::Unavailable("lookup_body"), Looked::Found),
+        Some("succeeded") => {
+            envelope(charge).map_or(Looked::Unavailable("lookup_body"), Looked::Found)
+        }
         Some("failed") => Looked::Declined,
         _ => Looked::Unavailable("lookup_pending"),
     }
