@@ -330,3 +330,94 @@ async fn checkout_every_send_path_leaks_nothing_in_bodies_logs_or_metrics() {
     service.assert_verifies_clean(4).await;
     service.assert_no_leak(&[&token, "acct_"]).await;
 }
+
+#[test]
+fn checkout_provider_lookup_bodies_are_read_strictly() {
+    use super::service::provider::{Looked, classify_lookup};
+    let charge = |status: &str| {
+        json!({"data": [{"id": "ch_1", "amount": 5, "currency": "eur", "status": status, "object": "charge"}]})
+            .to_string()
+    };
+    let found = json!({"id": "ch_1", "amount": 5, "currency": "eur", "status": "succeeded"});
+    assert_eq!(
+        classify_lookup(&charge("succeeded")),
+        Looked::Found(found.as_object().cloned().expect("object"))
+    );
+    assert_eq!(classify_lookup(&charge("failed")), Looked::Declined);
+    assert_eq!(classify_lookup(r#"{"data":[]}"#), Looked::NotFound);
+    let unavailable = [
+        charge("pending"),
+        json!({"data": [{"status": "succeeded", "amount": "5"}]}).to_string(),
+        json!({"data": [{"status": "succeeded"}, {"status": "succeeded"}]}).to_string(),
+        json!({"data": {"status": "succeeded"}}).to_string(),
+        json!({"data": ["ch_1"]}).to_string(),
+        r#"{"data":[],"data":[]}"#.to_owned(),
+        "not json".to_owned(),
+        "{}".to_owned(),
+    ];
+    for body in unavailable {
+        assert!(
+            matches!(classify_lookup(&body), Looked::Unavailable(_)),
+            "{body}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn checkout_provider_answers_are_classified_as_the_contract_says() {
+    use super::service::provider::{Charges, Sent};
+    use super::stub_provider::Stub;
+    let stub = Stub::new(Action::Charge, "ch_t");
+    stub.script([
+        Action::Status(402),
+        Action::Status(400),
+        Action::Status(409),
+        Action::Status(429),
+        Action::Status(503),
+        Action::Status(301),
+        Action::Lose,
+    ]);
+    let (stub, url) = super::start_stub(stub).await;
+    let charges = Charges::new(
+        format!("{url}/v1/charges").parse().expect("url"),
+        std::time::Duration::from_millis(300),
+    )
+    .expect("client");
+    let body = priced();
+    let post = |key: &'static str| charges.post(key, &body, std::time::Duration::from_millis(300));
+    assert_eq!(post("k1").await, Sent::Declined);
+    assert_eq!(post("k2").await, Sent::Declined);
+    assert_eq!(post("k3").await, Sent::Ambiguous("provider_busy"));
+    assert_eq!(post("k4").await, Sent::Ambiguous("provider_busy"));
+    assert_eq!(post("k5").await, Sent::Ambiguous("provider_5xx"));
+    assert_eq!(
+        post("k6").await,
+        Sent::Ambiguous("provider_unexpected_status")
+    );
+    assert_eq!(post("k7").await, Sent::Ambiguous("provider_timeout"));
+    let charged = post("k7").await;
+    let envelope = json!({"id": "ch_t1", "amount": 1250, "currency": "eur", "status": "succeeded"});
+    assert_eq!(
+        charged,
+        Sent::Charged(envelope.as_object().cloned().expect("object")),
+        "the lost charge, answered again for its key"
+    );
+    assert_eq!(stub.charges().len(), 1);
+    // The same key with another body is refused, as a real provider does.
+    let other = charges
+        .post(
+            "k7",
+            &json!({"amount": 1}),
+            std::time::Duration::from_millis(300),
+        )
+        .await;
+    assert_eq!(other, Sent::Declined);
+    assert_eq!(stub.charges().len(), 1);
+    use super::service::provider::Looked;
+    assert!(matches!(charges.lookup("k7").await, Looked::Found(_)));
+    assert_eq!(charges.lookup("k1").await, Looked::NotFound);
+    stub.script_lookups([LookupAction::Status(500)]);
+    assert!(matches!(charges.lookup("k7").await, Looked::Unavailable(_)));
+    assert_eq!(stub.lookups(), ["k7", "k1", "k7"]);
+    assert_eq!(stub.posts().len(), 9);
+}

@@ -51,8 +51,11 @@ pub struct Charges {
     lookup_timeout: Duration,
 }
 
+/// Whether a JSON value has the type a field needs.
+type TypeCheck = fn(&Value) -> bool;
+
 /// The envelope fields of a charge, and the JSON type each must have.
-const ENVELOPE: [(&str, fn(&Value) -> bool); 4] = [
+const ENVELOPE: [(&str, TypeCheck); 4] = [
     ("id", Value::is_string),
     ("amount", Value::is_i64),
     ("currency", Value::is_string),
