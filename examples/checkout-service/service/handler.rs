@@ -14,6 +14,7 @@
 //! ([`super::request_log`]), refused ones (404, 405, 408, 413, ...) included, and
 //! its latency covers the body read.
 
+use super::answer::Answer;
 use super::auth::{AuthError, KeySource, Verifier};
 use super::config::Config;
 use super::config::PlanSettings;
@@ -50,8 +51,6 @@ pub const OPERATION: &str = "charge";
 pub const COMPLETION_MARGIN: Duration = Duration::from_secs(10);
 /// The shortest provider call worth starting.
 pub const MIN_PROVIDER_TIMEOUT: Duration = Duration::from_secs(1);
-/// `Retry-After` while another worker holds the lease, or Firestore is unavailable.
-pub const BUSY_RETRY_AFTER: u64 = 2;
 
 /// Everything a request needs; shared by every request.
 pub struct App {
@@ -206,135 +205,6 @@ async fn scrape(State(app): State<Arc<App>>, request: Request) -> Response {
 
 fn reply(status: StatusCode, body: Value) -> Response {
     (status, axum::Json(body)).into_response()
-}
-
-/// A finished request: the response and what the log line says about it.
-struct Answer {
-    status: StatusCode,
-    body: Value,
-    retry_after: Option<u64>,
-    unauthenticated: bool,
-    /// Answer with `Connection: close` (the body was not read to its end).
-    close: bool,
-    /// A fixed code naming how the request ended.
-    outcome: &'static str,
-    command_key_hash: Option<String>,
-    fence_epoch: Option<i64>,
-    provider_called: bool,
-}
-
-impl Answer {
-    fn new(status: StatusCode, body: Value, outcome: &'static str) -> Self {
-        Self {
-            status,
-            body,
-            retry_after: None,
-            unauthenticated: false,
-            close: false,
-            outcome,
-            command_key_hash: None,
-            fence_epoch: None,
-            provider_called: false,
-        }
-    }
-
-    fn succeeded(outcome: &'static str) -> Self {
-        Self::new(StatusCode::OK, json!({"status": "succeeded"}), outcome)
-    }
-
-    fn failed(outcome: &'static str) -> Self {
-        Self::new(
-            StatusCode::PAYMENT_REQUIRED,
-            json!({"status": "failed"}),
-            outcome,
-        )
-    }
-
-    fn in_progress(outcome: &'static str) -> Self {
-        let mut answer = Self::new(
-            StatusCode::CONFLICT,
-            json!({"status": "in_progress"}),
-            outcome,
-        );
-        answer.retry_after = Some(BUSY_RETRY_AFTER);
-        answer
-    }
-
-    fn retry(outcome: &'static str, after: u64) -> Self {
-        let mut answer = Self::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            json!({"status": "retry"}),
-            outcome,
-        );
-        answer.retry_after = Some(after.max(1));
-        answer
-    }
-
-    fn invalid(field: &'static str) -> Self {
-        Self::new(
-            StatusCode::BAD_REQUEST,
-            json!({"error": "invalid_input", "field": field}),
-            "invalid_input",
-        )
-    }
-
-    /// The journal's refusals, each to a fixed answer.
-    fn journal_error(error: JournalError) -> Self {
-        match error {
-            JournalError::InvalidInput { field } => Self::invalid(field),
-            JournalError::CommandConflict => Self::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                json!({"error": "command_conflict"}),
-                "command_conflict",
-            ),
-            JournalError::Unavailable { .. } => Self::retry("unavailable", BUSY_RETRY_AFTER),
-            // The lease passed to another worker while the provider answered: that
-            // worker repeats the call with the same key and records the outcome.
-            JournalError::LeaseExpired | JournalError::StaleFence | JournalError::LeaseNotHeld => {
-                Self::in_progress(error.code())
-            }
-            JournalError::JournalCorrupt { .. } => Self::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                json!({"error": "journal_corrupt", "message": "the checkout could not be processed; nothing was changed"}),
-                "journal_corrupt",
-            ),
-            other => Self::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                json!({"error": "internal", "message": "the checkout could not be processed"}),
-                other.code(),
-            ),
-        }
-    }
-
-    fn severity(&self) -> Severity {
-        if self.status.is_server_error() && self.status != StatusCode::SERVICE_UNAVAILABLE {
-            Severity::Error
-        } else if self.status == StatusCode::SERVICE_UNAVAILABLE {
-            Severity::Warning
-        } else {
-            Severity::Info
-        }
-    }
-
-    fn into_response(self) -> Response {
-        let mut response = reply(self.status, self.body);
-        if let Some(seconds) = self.retry_after {
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
-        }
-        if self.unauthenticated {
-            response
-                .headers_mut()
-                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-        }
-        if self.close {
-            response
-                .headers_mut()
-                .insert(header::CONNECTION, HeaderValue::from_static("close"));
-        }
-        response
-    }
 }
 
 async fn checkout(State(app): State<Arc<App>>, request: Request) -> Response {

@@ -1,6 +1,7 @@
 //! The checkout service: configuration, caller authentication, the provider call,
 //! the HTTP handler, Cloud Logging lines, Prometheus metrics and graceful shutdown.
 
+pub mod answer;
 pub mod auth;
 pub mod caller_id;
 pub mod config;
