@@ -17,6 +17,7 @@ mod cli;
 mod cli_operator;
 mod databases;
 mod errors;
+mod execute;
 mod faults;
 // Runs its own transition through `internals::run`, behind the `fuzzing` feature
 // (on in the README's `--all-features` test command).
@@ -28,6 +29,7 @@ mod ledger;
 mod proxy;
 mod randomized;
 mod registration;
+mod results;
 mod send_faults;
 mod send_randomized;
 mod sends;

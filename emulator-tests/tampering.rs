@@ -4,11 +4,14 @@
 //! code it must produce at the path named. The untampered journal is clean, every case
 //! is found, no finding lands outside the case's own documents, and a split scan
 //! (7 ranges) gives the same report as one read time. Commands whose cases tamper the
-//! send layer end through a provider send (a permit, then the success).
+//! send layer end through a provider send (a permit, then the success); those whose
+//! cases tamper the result envelope end with one (`complete_with_result`).
 
 use super::support::{self, command, delete, get, put};
 use chrono::{DateTime, TimeDelta};
-use command_journal::{BeginSendOutput, ProviderPlan, ProviderPlanRequest, SendOutcome};
+use command_journal::{
+    BeginSendOutput, ProviderPlan, ProviderPlanRequest, ResultEnvelope, SendOutcome,
+};
 use command_journal::{
     CommandInput, FindingCode, FingerprintInput, Journal, LeaseId, LeaseOutput, LedgerKey,
     LedgerScope, ManualClock, ScanRanges, TerminalReferenceFingerprint, VerifyReport,
@@ -36,6 +39,7 @@ enum At {
     Plan,
     SendRecord,
     SendEvent(i64),
+    Result,
 }
 
 /// What a case does to its documents.
@@ -119,6 +123,12 @@ fn cases() -> Vec<Case> {
         ("send opening deleted", Delete(SendEvent(1)), F::SendAuditGap, SendEvent(1), ""),
         ("send outcome deleted and written again", Recreate(SendEvent(2)), F::SendCommitTimeMismatch, SendRecord, ""),
         ("a document beside the plan", CopyTo(Plan, "{root}/providerSends/other"), F::UnexpectedDocument, Root, "/providerSends/other"),
+        ("result envelope replaced", Set(Result, vec![("envelope", s(r#"{"amount":1251,"id":"ch_tamper"}"#))]), F::ResultCommitmentMismatch, Result, ""),
+        ("result envelope re-spaced", Set(Result, vec![("envelope", s(r#"{"amount": 1250,"id":"ch_tamper"}"#))]), F::MalformedResult, Result, ""),
+        ("result schema version", Set(Result, vec![("resultSchemaVersion", ValueType::IntegerValue(2))]), F::MalformedResult, Result, ""),
+        ("result created later", Set(Result, vec![("createdAt", t(T0 + 77))]), F::ResultCommitmentMismatch, Result, ""),
+        ("result deleted and written again", Recreate(Result), F::CommitTimeMismatch, Result, ""),
+        ("a document beside the result", CopyTo(Result, "{root}/results/other"), F::UnexpectedDocument, Root, "/results/other"),
     ];
     cases
 }
@@ -147,6 +157,16 @@ fn ledger_command(name: &str, n: usize) -> FingerprintInput {
 
 fn is_ledger(at: At) -> bool {
     matches!(at, At::Reservation | At::Effect(_))
+}
+
+/// Whether a case tampers the result envelope: its command ends with one.
+fn is_result(name: &str, at: At) -> bool {
+    matches!(at, At::Result) || name.contains("result")
+}
+
+/// The envelope the result cases' commands succeed with.
+fn envelope() -> ResultEnvelope {
+    ResultEnvelope::new(&json!({"id": "ch_tamper", "amount": 1250})).expect("envelope")
 }
 
 /// Whether a case tampers the send layer: its command ends through a provider send.
@@ -204,6 +224,10 @@ impl Owner {
             ),
             (Self::Command(cmd), At::SendEvent(r)) => format!(
                 "auditEvents/provider_send_{}_{r:010}",
+                cmd.identity().command_key_hash()
+            ),
+            (Self::Command(cmd), At::Result) => format!(
+                "checkoutRequests/{}/results/current",
                 cmd.identity().command_key_hash()
             ),
             _ => panic!("{at:?} is not a document of this owner"),
@@ -370,6 +394,11 @@ async fn every_tampering_of_a_clean_journal_is_found_at_its_cause() {
                     .record_send_outcome(cmd, &lease(2), 2, 1, &outcome)
                     .await
                     .expect("outcome");
+            } else if is_result(name, *at) {
+                journal
+                    .complete_with_result(cmd, &lease(2), 2, &envelope())
+                    .await
+                    .expect("complete with a result");
             } else {
                 journal
                     .complete_command(cmd, &lease(2), 2, &reference)

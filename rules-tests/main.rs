@@ -13,9 +13,9 @@ mod coverage;
 mod rulesets;
 
 use command_journal::rules_testing::{
-    Cell, ClientContext, CommitWrite, JOURNAL_GUARD, Operation, TARGETS, Target, TestEnvironment,
-    assert_allowed, assert_denied, cells, changed_documents, guard_coverage, journal_blocks,
-    journal_denial_matrix, merged_into_app,
+    Cell, ClientContext, CommitWrite, JOURNAL_GUARD, Operation, SEEDED_KEY as SEEDED, TARGETS,
+    Target, TestEnvironment, assert_allowed, assert_denied, cells, changed_documents,
+    guard_coverage, journal_blocks, journal_denial_matrix, merged_into_app,
 };
 use serde_json::json;
 use std::collections::BTreeSet;
@@ -337,6 +337,8 @@ fn the_journal_blocks_are_marked_for_pasting_and_guard_every_protected_collectio
         "match /checkoutRequests/{",
         "match /{path=**}/lifecycle/{",
         "match /{path=**}/current/{",
+        "match /{path=**}/providerSends/{",
+        "match /{path=**}/results/{",
         "match /auditEvents/{",
         "match /ledgerReservations/{",
         "match /ledgerTransactions/{",
@@ -355,4 +357,50 @@ fn the_journal_blocks_are_marked_for_pasting_and_guard_every_protected_collectio
             .all(|line| line.trim_end().ends_with("if journalServerOnly();")),
         "every allow in the blocks is the server-only guard"
     );
+}
+
+#[tokio::test]
+async fn no_browser_reads_or_writes_a_result_envelope() {
+    let env = environment(rulesets::REAL).await;
+    let path = format!("checkoutRequests/{SEEDED}/results/current");
+    let seeded = json!({"resultSchemaVersion": 1, "envelope": "{\"id\":\"ch_CANARY\"}"});
+    env.seed(&path, &seeded)
+        .await
+        .expect("seed with the rules bypassed");
+    let fresh = format!("checkoutRequests/{}/results/current", "f".repeat(64));
+    let before = env.documents().await.expect("documents");
+    for client in [
+        ClientContext::Anonymous,
+        ClientContext::SignedIn,
+        ClientContext::Admin,
+        ClientContext::Unauthenticated,
+    ] {
+        let context = client.context(&env).expect("context");
+        let forged = json!({"envelope": "{}"});
+        let name = client.name();
+        let outcomes = [
+            ("get", context.get(&path).await),
+            ("gRPC get", context.grpc_get(&path).await),
+            ("batch get", context.batch_get(&[&path]).await),
+            (
+                "list",
+                context
+                    .list(&format!("checkoutRequests/{SEEDED}/results"))
+                    .await,
+            ),
+            (
+                "group query",
+                context.collection_group_query("results").await,
+            ),
+            ("create", context.create(&fresh, &forged).await),
+            ("update", context.update(&path, &forged).await),
+            ("upsert", context.upsert(&path, &forged).await),
+            ("delete", context.delete(&path).await),
+        ];
+        for (operation, outcome) in outcomes {
+            assert_denied(outcome).unwrap_or_else(|e| panic!("{name} {operation}: {e}"));
+        }
+    }
+    let after = env.documents().await.expect("documents");
+    assert!(changed_documents(&before, &after).is_empty());
 }

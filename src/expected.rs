@@ -101,6 +101,12 @@ const EXPECTED: &[(&str, &str)] = &[
          actor_seat_id, amount (non-negative), type, original_transaction_id, policy_id",
     ),
     (
+        "result",
+        "a result envelope: a JSON object of strings, booleans, nulls, integers within \
+         +-(2^53-1), arrays and objects; at most 32 deep and 16384 bytes in canonical form; \
+         no fractions",
+    ),
+    (
         "plan",
         "ledger: a fingerprint input object: {family, fingerprintVersion, effects, intent} or \
          {family: internal_transfer, fingerprintVersion, transfer}; send begin: an object \

@@ -224,6 +224,19 @@ impl TerminalReferenceFingerprint {
             .then(|| Self(text.to_owned()))
             .ok_or(JournalError::invalid("terminalReferenceFingerprint"))
     }
+
+    /// The fingerprint of a receipt's bytes: their lowercase hex SHA-256, so a caller
+    /// needs neither a hash nor a hex crate to redact a provider's answer.
+    ///
+    /// ```
+    /// use command_journal::TerminalReferenceFingerprint;
+    /// let reference = TerminalReferenceFingerprint::of_receipt(b"{\"id\":\"ch_1\"}");
+    /// # let _ = reference;
+    /// ```
+    pub fn of_receipt(bytes: &[u8]) -> Self {
+        use sha2::Digest as _;
+        Self(hex::encode(sha2::Sha256::digest(bytes)))
+    }
 }
 
 /// A command payload: a JSON object of integers (|n| <= 2^53-1), strings, booleans,
@@ -391,6 +404,24 @@ impl CommandInput {
     }
 }
 
+/// `terminalCommitmentHash` of `reference` for the command whose key hash is `hash`:
+/// what [`CommandIdentity::terminal_commitment`] computes, for the verifier and the
+/// result reads, which know the command only by its hash.
+pub(crate) fn terminal_commitment(
+    hash: &Digest,
+    reference: &TerminalReferenceFingerprint,
+) -> Digest {
+    frame_digest(
+        "command-journal.terminal-commitment",
+        1,
+        &[
+            hash.as_str().as_bytes(),
+            b"business_record_digest",
+            reference.0.as_bytes(),
+        ],
+    )
+}
+
 /// The derived, storable identity of a command. Holds no raw caller input.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommandIdentity {
@@ -435,15 +466,7 @@ impl CommandIdentity {
 
     /// `terminalCommitmentHash` of kind `business_record_digest`, bound to this command.
     pub fn terminal_commitment(&self, reference: &TerminalReferenceFingerprint) -> Digest {
-        frame_digest(
-            "command-journal.terminal-commitment",
-            1,
-            &[
-                self.command_key_hash.as_str().as_bytes(),
-                b"business_record_digest",
-                reference.0.as_bytes(),
-            ],
-        )
+        terminal_commitment(&self.command_key_hash, reference)
     }
 
     /// The provider idempotency key `cj1-<digest>` for one provider operation.

@@ -1,5 +1,7 @@
 //! The entry point: a `Journal` over one Firestore project.
 
+mod execute;
+mod results;
 mod sends;
 
 use crate::connection::Connection;

@@ -66,7 +66,9 @@
 //! captured timestamp and strictly parsed documents, run by one transaction runner.
 //!
 //! Pure (no I/O, no clock): `identity` and `digest` (validated inputs and derived
-//! values), `document` and `ledger`'s codecs (strict document parsing), `transaction`
+//! values), `document` and `ledger`'s codecs (strict document parsing), `envelope`
+//! (result envelopes: the codec of `results/current`, storing one with a success,
+//! reading it back), `transaction`
 //! (the transition contract: `paths`, `decide`, `Decision`), `registration`, `lease`,
 //! `start` and `ledger::{accept, replay, migration}` (the decisions), `verify::commerce`,
 //! `verify::ledger` and `verify::historical_links` (the verifier's checks),
@@ -103,7 +105,9 @@ mod digest;
 mod document;
 #[cfg(feature = "emulator")]
 pub mod emulator;
+mod envelope;
 mod error;
+mod execute;
 mod expected;
 /// Fuzzing entry points (cargo feature `fuzzing`): harness code with oracle
 /// assertions, kept out of the library proper.
@@ -137,7 +141,9 @@ pub use crate::metrics::describe_metrics;
 pub use connection::{Connection, DEFAULT_DATABASE, Target};
 pub use credentials::resolve_project;
 pub use digest::Digest;
+pub use envelope::{MAX_RESULT_ENVELOPE_BYTES, ResultEnvelope};
 pub use error::{ConfigCause, ErrorClass, GrpcCode, JournalError};
+pub use execute::{Execution, LookupResult, Provider, SendRequest, SendResult};
 pub use expected::expected_for;
 pub use identity::{
     CallerId, CallerScopeKind, CommandId, CommandIdentity, CommandInput, CommandRequest,

@@ -29,6 +29,7 @@ pub use output::{BeginSendOutput, SendOutcomeOutput, SendPermit};
 pub use plan::{ProviderMode, ProviderPlan, ProviderPlanRequest};
 pub use status::{CommandStatus, SendStatus};
 
+use crate::envelope::ResultEnvelope;
 use crate::identity::TerminalReferenceFingerprint;
 
 /// What the provider answered the send (`record_send_outcome`).
@@ -37,6 +38,10 @@ pub enum SendOutcome {
     /// Success, with the already-redacted terminal reference: ends the command as
     /// `complete_command` would, in the same commit that closes the attempt.
     Succeeded(TerminalReferenceFingerprint),
+    /// Success with a result envelope: ends the command as `complete_with_result`
+    /// would (the envelope's reference is the terminal reference, and the envelope is
+    /// stored in the same commit that closes the attempt).
+    SucceededWith(ResultEnvelope),
     /// A final provider refusal: ends the command as `fail_command` would.
     Declined,
     /// Timeout, 5xx, connection lost after the request may have left: kept open.
@@ -49,6 +54,9 @@ pub enum SendOutcome {
 pub enum SendEvidence {
     /// The provider holds a successful object for the attempt's key.
     Succeeded(TerminalReferenceFingerprint),
+    /// The provider holds a successful object for the attempt's key, described by
+    /// this envelope: stored with the success as `SucceededWith` of [`SendOutcome`].
+    SucceededWith(ResultEnvelope),
     /// The provider refused the attempt finally.
     Declined,
     /// The provider confirms no object exists for the attempt's key.

@@ -41,6 +41,8 @@ pub enum OperationName {
     RecordSendOutcome,
     /// `journal.reconcile_send`
     ReconcileSend,
+    /// `journal.result`
+    Result,
     /// `journal.ledger_accept`
     LedgerAccept,
     /// `journal.ledger_replay`
@@ -64,6 +66,7 @@ impl OperationName {
             Self::BeginSend => "journal.begin_send",
             Self::RecordSendOutcome => "journal.record_send_outcome",
             Self::ReconcileSend => "journal.reconcile_send",
+            Self::Result => "journal.result",
             Self::LedgerAccept => "journal.ledger_accept",
             Self::LedgerReplay => "journal.ledger_replay",
             Self::LedgerLink => "journal.ledger_link",

@@ -20,6 +20,7 @@ mod edits;
 mod historical_links;
 pub mod ledger;
 mod ranges;
+mod results;
 mod scan;
 pub(crate) mod sends;
 mod write_times;
@@ -127,6 +128,16 @@ pub enum FindingCode {
     /// Send commit times out of order, a send event rewritten, or the send record not
     /// written by the commit of the last send event.
     SendCommitTimeMismatch,
+    /// A result envelope (`results/current`) of a command that has not succeeded, or
+    /// has no root.
+    OrphanResult,
+    /// A result envelope document that fails its strict codec (its text not exactly the
+    /// canonical form of a valid envelope included).
+    MalformedResult,
+    /// A result envelope that does not bind its lifecycle: the commitment of its
+    /// reference is not the `terminalCommitmentHash`, or its `createdAt` is not the
+    /// success's time.
+    ResultCommitmentMismatch,
 }
 
 impl FindingCode {
@@ -170,6 +181,9 @@ impl FindingCode {
             Self::SendCutoffMismatch => "send_cutoff_mismatch",
             Self::SendLifecycleMismatch => "send_lifecycle_mismatch",
             Self::SendCommitTimeMismatch => "send_commit_time_mismatch",
+            Self::OrphanResult => "orphan_result",
+            Self::MalformedResult => "malformed_result",
+            Self::ResultCommitmentMismatch => "result_commitment_mismatch",
         }
     }
 }

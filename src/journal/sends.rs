@@ -2,6 +2,7 @@
 //! outcomes after it, reconciliation, and the status with the send state.
 
 use super::{Journal, check_fence};
+use crate::envelope::record::WithResult;
 use crate::error::JournalError;
 use crate::identity::{CommandInput, LeaseId};
 use crate::lease::LeaseCall;
@@ -54,9 +55,11 @@ impl Journal {
 
     /// Records what the provider answered attempt `attempt`, for the holder whose
     /// fence last sent it: `Succeeded` performs B2B's terminal success and closes the
-    /// attempt in one commit, `Declined` final failure likewise, `Ambiguous` keeps it
-    /// open. Exact retries answer the same and write nothing; at or after the cutoff
-    /// an open attempt is `send_cutoff_passed` (only reconciliation moves it).
+    /// attempt in one commit, `SucceededWith` likewise and stores the envelope in that
+    /// commit (as [`complete_with_result`](Self::complete_with_result)), `Declined`
+    /// final failure likewise, `Ambiguous` keeps it open. Exact retries answer the
+    /// same and write nothing; at or after the cutoff an open attempt is
+    /// `send_cutoff_passed` (only reconciliation moves it).
     pub async fn record_send_outcome(
         &self,
         command: &CommandInput,
@@ -68,25 +71,33 @@ impl Journal {
         check_fence(expected_fence_epoch)?;
         check_attempt(attempt)?;
         let identity = command.identity();
-        let finding = match outcome {
-            SendOutcome::Succeeded(reference) => {
-                Finding::Succeeded(identity.terminal_commitment(reference))
-            }
-            SendOutcome::Declined => Finding::Declined,
-            SendOutcome::Ambiguous => Finding::Ambiguous,
+        let (finding, envelope) = match outcome {
+            SendOutcome::Succeeded(reference) => (
+                Finding::Succeeded(identity.terminal_commitment(reference)),
+                None,
+            ),
+            SendOutcome::SucceededWith(envelope) => (
+                Finding::Succeeded(identity.terminal_commitment(&envelope.reference())),
+                Some(envelope),
+            ),
+            SendOutcome::Declined => (Finding::Declined, None),
+            SendOutcome::Ambiguous => (Finding::Ambiguous, None),
         };
-        let op = RecordOutcome::new(
-            self.lease_call(command, lease)?,
-            expected_fence_epoch,
-            attempt,
-            finding,
-        );
-        self.run(&op).await
+        let call = self.lease_call(command, lease)?;
+        let now = call.now();
+        let op = RecordOutcome::new(call, expected_fence_epoch, attempt, finding);
+        match envelope {
+            None => self.run(&op).await,
+            Some(envelope) => {
+                let hash = identity.command_key_hash();
+                self.run(&WithResult::new(op, hash, now, envelope)).await
+            }
+        }
     }
 
     /// Records verified provider evidence about attempt `attempt` whose outcome is
     /// unknown, for a holder of the lease (acquire one first), before or after the
-    /// cutoff: `Succeeded` and `Declined` end the command as
+    /// cutoff: `Succeeded`, `SucceededWith` and `Declined` end the command as
     /// [`record_send_outcome`](Self::record_send_outcome) does; `NotFound` marks the
     /// attempt `absent`, the only way a new attempt (a new key) may open.
     pub async fn reconcile_send(
@@ -100,20 +111,28 @@ impl Journal {
         check_fence(expected_fence_epoch)?;
         check_attempt(attempt)?;
         let identity = command.identity();
-        let finding = match evidence {
-            SendEvidence::Succeeded(reference) => {
-                Finding::Succeeded(identity.terminal_commitment(reference))
-            }
-            SendEvidence::Declined => Finding::Declined,
-            SendEvidence::NotFound => Finding::Absent,
+        let (finding, envelope) = match evidence {
+            SendEvidence::Succeeded(reference) => (
+                Finding::Succeeded(identity.terminal_commitment(reference)),
+                None,
+            ),
+            SendEvidence::SucceededWith(envelope) => (
+                Finding::Succeeded(identity.terminal_commitment(&envelope.reference())),
+                Some(envelope),
+            ),
+            SendEvidence::Declined => (Finding::Declined, None),
+            SendEvidence::NotFound => (Finding::Absent, None),
         };
-        let op = Reconcile::new(
-            self.lease_call(command, lease)?,
-            expected_fence_epoch,
-            attempt,
-            finding,
-        );
-        self.run(&op).await
+        let call = self.lease_call(command, lease)?;
+        let now = call.now();
+        let op = Reconcile::new(call, expected_fence_epoch, attempt, finding);
+        match envelope {
+            None => self.run(&op).await,
+            Some(envelope) => {
+                let hash = identity.command_key_hash();
+                self.run(&WithResult::new(op, hash, now, envelope)).await
+            }
+        }
     }
 
     /// [`status`](Self::status) with the send state: the same redacted fields, plus

@@ -36,8 +36,9 @@ impl Target {
     }
 }
 
-/// Every journal path the matrix covers (the send layer's last).
-pub const TARGETS: [Target; 9] = [
+/// Every journal path the matrix covers (the send layer's, then the result envelope's,
+/// last).
+pub const TARGETS: [Target; 10] = [
     Target {
         template: "checkoutRequests/{k}",
         groups: &["checkoutRequests"],
@@ -73,6 +74,10 @@ pub const TARGETS: [Target; 9] = [
     Target {
         template: "auditEvents/provider_send_{k}_0000000001",
         groups: &["auditEvents"],
+    },
+    Target {
+        template: "checkoutRequests/{k}/results/current",
+        groups: &["results", "current"],
     },
 ];
 
@@ -539,8 +544,9 @@ mod tests {
     fn the_matrix_covers_every_context_path_and_operation_once() {
         let cells = cells();
         let per_context: usize = TARGETS.iter().map(|t| Operation::all_for(*t).len()).sum();
-        // 79 for the B2B and ledger paths, 40 for the send layer's three.
-        assert_eq!(per_context, 119);
+        // 79 for the B2B and ledger paths, 40 for the send layer's three, 14 for the
+        // result envelope.
+        assert_eq!(per_context, 133);
         assert_eq!(cells.len(), per_context * ClientContext::ALL.len());
         let distinct: BTreeSet<&Cell> = cells.iter().collect();
         assert_eq!(distinct.len(), cells.len());

@@ -65,6 +65,8 @@ pub struct CommandDocs {
     pub sends: Vec<StoredDoc>,
     /// Send events with their send revisions, in revision order.
     pub send_events: Vec<(i64, StoredDoc)>,
+    /// `results/current`, if any.
+    pub result: Option<StoredDoc>,
 }
 
 fn finding(code: FindingCode, path: &str) -> Finding {
@@ -100,6 +102,9 @@ pub fn check_command(hash: &Digest, docs: &CommandDocs) -> Vec<Finding> {
         }
         for doc in &docs.sends {
             out.push(finding(FindingCode::OrphanSendRecord, &doc.path));
+        }
+        if let Some(doc) = &docs.result {
+            out.push(finding(FindingCode::OrphanResult, &doc.path));
         }
         return out;
     }
@@ -200,6 +205,14 @@ pub fn check_command(hash: &Digest, docs: &CommandDocs) -> Vec<Finding> {
     let current = lifecycle_doc.zip(lifecycle.as_ref());
     out.extend(super::write_times::check_command(docs, current));
     out.extend(check_send_layer(hash, docs, current));
+    if let Some(doc) = &docs.result {
+        out.extend(super::results::check_result(
+            hash,
+            doc,
+            current,
+            lifecycle_unknown,
+        ));
+    }
     if let Some(root) = &root {
         check_chain(root, &events, &mut out);
         if let (Some(lifecycle), Some(doc)) = (&lifecycle, lifecycle_doc) {

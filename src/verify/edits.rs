@@ -6,10 +6,13 @@
 
 use super::{FindingCode, VerifyReport, verify_documents};
 use crate::document::fields::{self, FieldMap};
+use crate::envelope::ResultEnvelope;
+use crate::envelope::record::WithResult;
 use crate::identity::{CommandInput, CommandRequest, LeaseId, TerminalReferenceFingerprint};
 use crate::lease::{Acquire, LeaseCall, Terminal, TerminalRequest};
 use crate::ledger::fixtures;
 use crate::registration::Registration;
+use crate::sends::guard::Guarded;
 use crate::testing::Store;
 use crate::time::Timestamp;
 use gcloud_sdk::google::firestore::v1::Value;
@@ -46,12 +49,24 @@ fn command(n: u8) -> CommandInput {
     .expect("valid")
 }
 
+/// The result envelope command 4 succeeds with.
+fn envelope() -> ResultEnvelope {
+    ResultEnvelope::new(&serde_json::json!({"id": "ch_4", "amount": 1250, "currency": "eur"}))
+        .expect("envelope")
+}
+
 /// A journal of every document kind: a command taken over and completed, one taken
-/// over and failed, one still leased, and a charge, a transfer and an effect plan.
+/// over and failed, one still leased, one completed with a result envelope, and a
+/// charge, a transfer and an effect plan.
 fn journal() -> Store {
     let mut store = Store::new();
     let lease = |n: char| LeaseId::parse(&format!("9b2d7c1e-3a4f-4e5b-8c6d-7e8f9a0b1c2{n}"));
-    for (n, ending) in [(1, Some(true)), (2, Some(false)), (3, None)] {
+    for (n, ending) in [
+        (1, Some(true)),
+        (2, Some(false)),
+        (3, None),
+        (4, Some(true)),
+    ] {
         let cmd = command(n);
         let identity = cmd.identity();
         let owner = |l: char| {
@@ -77,18 +92,27 @@ fn journal() -> Store {
             )))
             .expect("taken over");
         let request = if success {
-            let reference = TerminalReferenceFingerprint::parse(&"ab".repeat(32)).expect("ref");
+            let reference = if n == 4 {
+                envelope().reference()
+            } else {
+                TerminalReferenceFingerprint::parse(&"ab".repeat(32)).expect("ref")
+            };
             TerminalRequest::Succeed(identity.terminal_commitment(&reference))
         } else {
             TerminalRequest::Fail
         };
-        store
-            .answer(&Terminal::new(
-                LeaseCall::new(identity.clone(), owner('b'), at(210)),
-                2,
-                request,
-            ))
-            .expect("ended");
+        let terminal = Terminal::new(
+            LeaseCall::new(identity.clone(), owner('b'), at(210)),
+            2,
+            request,
+        );
+        let hash = identity.command_key_hash();
+        if n == 4 {
+            let op = WithResult::new(Guarded::new(terminal, hash), hash, at(210), &envelope());
+            store.answer(&op).expect("ended with a result");
+        } else {
+            store.answer(&terminal).expect("ended");
+        }
     }
     fixtures::accept_into(&mut store, 1, &fixtures::store(5, "12.50"));
     fixtures::accept_into(&mut store, 2, &fixtures::transfer("10.00"));
@@ -229,9 +253,11 @@ fn the_journal_is_clean_and_holds_every_document_kind() {
     let store = journal();
     let report = report(&store);
     assert!(report.clean, "{:?}", report.findings);
-    assert_eq!(report.scanned.checkout_requests, 3);
-    assert_eq!(report.scanned.lifecycles, 3);
-    assert_eq!(report.scanned.audit_events, 3 + 3 + 2 + 2);
+    // Four roots and one results document.
+    assert_eq!(report.scanned.checkout_requests, 4 + 1);
+    assert_eq!(report.scanned.lifecycles, 4);
+    assert_eq!(report.scanned.audit_events, 3 + 3 + 2 + 4 + 2);
+    assert_eq!(store.count("checkoutRequests") - 4 - 4, 1, "one envelope");
     assert_eq!(report.scanned.ledger_reservations, 3);
     assert_eq!(report.scanned.ledger_transactions, 1 + 2 + 1);
 }
@@ -241,8 +267,17 @@ fn a_free_field_is_found_by_its_write_time_alone() {
     for (kind, field) in FREE {
         let mut store = journal();
         // A document holding the field with a value (the succeeded lifecycle for the
-        // commitment).
+        // commitment, of the command without an envelope: the envelope binds the other).
+        let with_envelope = store
+            .keys()
+            .find(|p| p.ends_with("/results/current"))
+            .and_then(|p| p.split('/').nth(1))
+            .map(str::to_owned)
+            .expect("an envelope");
         let holds = |p: &String| {
+            if p.contains(&with_envelope) {
+                return false;
+            }
             let value = store[p.as_str()]
                 .get(field)
                 .and_then(|v| v.value_type.as_ref());

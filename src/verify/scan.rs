@@ -298,6 +298,8 @@ enum Part {
     Audit(i64),
     /// `checkoutRequests/{hash}/providerSends/{plan|current}`.
     Send,
+    /// `checkoutRequests/{hash}/results/current`.
+    Result,
     /// The send event of this send revision.
     SendEvent(i64),
     /// `ledgerReservations/{id}`.
@@ -357,6 +359,14 @@ fn classify_command_tree(doc: StoredDoc) -> Keyed {
             Some([root::COLLECTION, id, "providerSends", "plan" | "current"]) => {
                 Digest::parse(id).map(|hash| (hash, Part::Send))
             }
+            Some(
+                [
+                    root::COLLECTION,
+                    id,
+                    crate::envelope::stored::COLLECTION,
+                    "current",
+                ],
+            ) => Digest::parse(id).map(|hash| (hash, Part::Result)),
             _ => None,
         },
     };
@@ -664,6 +674,7 @@ async fn commands(
                 Part::Lifecycle => docs.lifecycles.push(doc),
                 Part::Audit(revision) => docs.audits.push((revision, doc)),
                 Part::Send => docs.sends.push(doc),
+                Part::Result => docs.result = Some(doc),
                 Part::SendEvent(revision) => docs.send_events.push((revision, doc)),
                 Part::Reservation | Part::Effect => {}
             }
@@ -836,7 +847,7 @@ mod tests {
         let h = "ab".repeat(32);
         let some = |part| Ok(Some((h.clone(), part)));
         let tree = classify_command_tree;
-        let cases: [(Classify, String, Key); 31] = [
+        let cases: [(Classify, String, Key); 35] = [
             (tree, format!("checkoutRequests/{h}"), some(Part::Root)),
             (tree, "checkoutRequests/not-a-hash".into(), Err(())),
             (tree, format!("checkoutRequests/{h}/x"), Err(())),
@@ -956,6 +967,18 @@ mod tests {
                 Err(()),
             ),
             (classify_send_audit, "auditEvents/~last".into(), Err(())),
+            (
+                tree,
+                format!("checkoutRequests/{h}/results/current"),
+                some(Part::Result),
+            ),
+            (tree, format!("checkoutRequests/{h}/results/other"), Err(())),
+            (
+                tree,
+                format!("checkoutRequests/{h}/results/current/x/y"),
+                Err(()),
+            ),
+            (tree, "checkoutRequests/x/results/current".into(), Err(())),
         ];
         for (classify, path, expected) in cases {
             assert_eq!(key(classify, &path), expected, "{path}");

@@ -1,0 +1,303 @@
+//! The pure decisions of `execute`: given what the journal or the provider just
+//! answered, the next step. No I/O and no clock: the driver passes the journal's time.
+//!
+//! | answer | next step |
+//! |---|---|
+//! | start: acquired, enough lease left | `begin_send` |
+//! | start: acquired, less than [`MIN_SEND_DEADLINE`] after the margin | done: retry later |
+//! | start: busy | done: in progress |
+//! | start or `begin_send`: succeeded | read the stored result |
+//! | start or `begin_send`: failed | done: declined |
+//! | `begin_send`: permitted | send with the permit's key |
+//! | `begin_send` or record: `send_cutoff_passed` | read the send status |
+//! | status: the attempt needs reconciliation | look the attempt's key up |
+//! | status: anything else | done: in progress |
+//! | send: succeeded, declined, ambiguous | record it under the fence |
+//! | record: terminal | done: the envelope sent, or declined |
+//! | record: ambiguous | done: retry after the lease's remaining time |
+//! | lookup: found, declined, not found | reconcile with that evidence |
+//! | lookup: unavailable | done: pending reconciliation |
+//! | reconcile: terminal | done: the envelope found, or declined |
+//! | reconcile: absent (first time) | `begin_send` (opens the next attempt) |
+//! | any lease lost (`lease_expired`, `stale_fence`, `lease_not_held`) | done: in progress |
+//! | result read: stored / none | done: succeeded with it / without a result |
+//!
+//! Every other error ends the call with that error.
+
+use super::{Execution, LookupResult, SendResult};
+use crate::envelope::ResultEnvelope;
+use crate::error::JournalError;
+use crate::lease::{LeaseOutput, TerminalOutput};
+use crate::sends::{BeginSendOutput, SendOutcomeOutput, SendStatus};
+use crate::time::Timestamp;
+use std::time::Duration;
+
+/// Lease time kept back after the provider's deadline, to record its answer.
+pub(crate) const SEND_MARGIN: Duration = Duration::from_secs(10);
+/// The shortest provider call worth starting.
+pub(crate) const MIN_SEND_DEADLINE: Duration = Duration::from_secs(1);
+/// More steps than any path takes (the longest, a reconciled absence then a new
+/// attempt, takes nine): a bound against a journal that keeps changing under us.
+const MAX_STEPS: u32 = 16;
+
+/// What a lookup proved, as `reconcile_send` records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Evidence {
+    /// A successful object, with its result.
+    Found(ResultEnvelope),
+    /// A final refusal.
+    Declined,
+    /// No object for the key.
+    NotFound,
+}
+
+/// The next thing the driver does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// `Journal::start` with this call's lease.
+    Start,
+    /// `begin_send` under `fence`.
+    BeginSend { fence: i64 },
+    /// The provider's send with the permit.
+    Send {
+        attempt: i64,
+        resend: bool,
+        key: String,
+        deadline: Duration,
+    },
+    /// `record_send_outcome` for `attempt`.
+    Record {
+        fence: i64,
+        attempt: i64,
+        outcome: SendResult,
+    },
+    /// `send_status`: which attempt's cutoff passed.
+    Status,
+    /// The provider's lookup of `attempt`'s key.
+    Lookup { attempt: i64, deadline: Duration },
+    /// `reconcile_send` for `attempt`.
+    Reconcile {
+        fence: i64,
+        attempt: i64,
+        evidence: Evidence,
+    },
+    /// `Journal::result`.
+    FetchResult,
+    /// The answer.
+    Done(Execution),
+}
+
+/// What the step the driver performed answered.
+#[derive(Debug)]
+pub(crate) enum Event {
+    Started(LeaseOutput),
+    BeganSend(Result<BeginSendOutput, JournalError>),
+    Sent(SendResult),
+    Recorded(Result<SendOutcomeOutput, JournalError>),
+    /// The send state `send_status` answered (`None` while no plan is bound).
+    Status(Option<SendStatus>),
+    LookedUp(LookupResult),
+    Reconciled(Result<SendOutcomeOutput, JournalError>),
+    Fetched(Option<ResultEnvelope>),
+}
+
+/// The protocol's state between steps.
+#[derive(Debug, Default)]
+pub(crate) struct Protocol {
+    /// The lease this call holds: fence and expiry.
+    lease: Option<(i64, Timestamp)>,
+    /// The attempt sent or looked up, and the result it would record.
+    attempt: i64,
+    pending: Option<ResultEnvelope>,
+    /// Whether this call already recorded an absence (it opens at most one attempt).
+    absent_recorded: bool,
+    steps: u32,
+}
+
+/// Time from `now` until `until`, zero if passed.
+fn until(now: Timestamp, until: Timestamp) -> Duration {
+    Duration::from_micros(u64::try_from(until.micros() - now.micros()).unwrap_or(0))
+}
+
+/// Whole seconds, rounded up, at least one: what a `Retry-After` can carry.
+fn whole_seconds(duration: Duration) -> Duration {
+    let seconds = duration.as_secs() + u64::from(duration.subsec_nanos() > 0);
+    Duration::from_secs(seconds.max(1))
+}
+
+fn lease_lost(error: &JournalError) -> bool {
+    matches!(
+        error,
+        JournalError::LeaseExpired | JournalError::StaleFence | JournalError::LeaseNotHeld
+    )
+}
+
+fn done(execution: Execution) -> Result<Step, JournalError> {
+    Ok(Step::Done(execution))
+}
+
+impl Protocol {
+    /// A new call: its first step is [`Step::Start`].
+    pub(crate) fn new() -> (Self, Step) {
+        (Self::default(), Step::Start)
+    }
+
+    /// The lease held, or an internal error if a step needing it came first.
+    fn held(&self) -> Result<(i64, Timestamp), JournalError> {
+        self.lease
+            .ok_or(JournalError::internal("execute: no lease held"))
+    }
+
+    /// The provider's deadline at `now`, or `None` when too little lease is left.
+    fn deadline(&self, now: Timestamp) -> Result<Result<Duration, Execution>, JournalError> {
+        let (_, expires_at) = self.held()?;
+        let remaining = until(now, expires_at);
+        let deadline = remaining.saturating_sub(SEND_MARGIN);
+        Ok(if deadline < MIN_SEND_DEADLINE {
+            Err(Execution::RetryLater {
+                after: whole_seconds(remaining),
+            })
+        } else {
+            Ok(deadline)
+        })
+    }
+
+    fn retry_after_lease(&self, now: Timestamp) -> Result<Step, JournalError> {
+        let (_, expires_at) = self.held()?;
+        done(Execution::RetryLater {
+            after: whole_seconds(until(now, expires_at)),
+        })
+    }
+
+    fn terminal(&mut self, outcome: TerminalOutput) -> Result<Step, JournalError> {
+        match outcome {
+            TerminalOutput::Succeeded => match self.pending.take() {
+                Some(envelope) => done(Execution::Succeeded(envelope)),
+                None => Ok(Step::FetchResult),
+            },
+            TerminalOutput::FailedFinal => done(Execution::Declined),
+        }
+    }
+
+    /// The step after `event`, at the journal's time `now`.
+    pub(crate) fn step(&mut self, event: Event, now: Timestamp) -> Result<Step, JournalError> {
+        self.steps += 1;
+        if self.steps > MAX_STEPS {
+            return Err(JournalError::internal("execute: step bound exceeded"));
+        }
+        match event {
+            Event::Started(lease) => match lease {
+                LeaseOutput::Acquired {
+                    fence_epoch,
+                    lease_expires_at,
+                } => {
+                    self.lease = Some((fence_epoch, lease_expires_at));
+                    match self.deadline(now)? {
+                        Ok(_) => Ok(Step::BeginSend { fence: fence_epoch }),
+                        Err(later) => done(later),
+                    }
+                }
+                LeaseOutput::Busy => done(Execution::InProgress),
+                LeaseOutput::Succeeded => Ok(Step::FetchResult),
+                LeaseOutput::FailedFinal => done(Execution::Declined),
+            },
+            Event::BeganSend(answer) => match answer {
+                Ok(BeginSendOutput::Permitted(permit)) => match self.deadline(now)? {
+                    Ok(deadline) => {
+                        self.attempt = permit.attempt;
+                        Ok(Step::Send {
+                            attempt: permit.attempt,
+                            resend: permit.resend,
+                            key: permit.provider_idempotency_key,
+                            deadline,
+                        })
+                    }
+                    // The permit stands: the next holder re-sends it with the same key.
+                    Err(later) => done(later),
+                },
+                Ok(BeginSendOutput::Terminal(outcome)) => {
+                    self.pending = None;
+                    self.terminal(outcome)
+                }
+                Err(JournalError::SendCutoffPassed) => Ok(Step::Status),
+                Err(error) if lease_lost(&error) => done(Execution::InProgress),
+                Err(error) => Err(error),
+            },
+            Event::Sent(result) => {
+                let (fence, _) = self.held()?;
+                if let SendResult::Succeeded(envelope) = &result {
+                    self.pending = Some(envelope.clone());
+                }
+                Ok(Step::Record {
+                    fence,
+                    attempt: self.attempt,
+                    outcome: result,
+                })
+            }
+            Event::Recorded(answer) => match answer {
+                Ok(SendOutcomeOutput::Terminal(outcome)) => self.terminal(outcome),
+                Ok(SendOutcomeOutput::Ambiguous { .. }) => self.retry_after_lease(now),
+                Ok(SendOutcomeOutput::Absent { .. }) => Err(JournalError::internal(
+                    "execute: a send outcome recorded absence",
+                )),
+                Err(JournalError::SendCutoffPassed) => {
+                    self.pending = None;
+                    Ok(Step::Status)
+                }
+                Err(error) if lease_lost(&error) => done(Execution::InProgress),
+                Err(error) => Err(error),
+            },
+            Event::Status(send) => match (send, self.deadline(now)?) {
+                (Some(send), Ok(deadline)) if send.needs_reconciliation => {
+                    self.attempt = send.attempt;
+                    Ok(Step::Lookup {
+                        attempt: send.attempt,
+                        deadline,
+                    })
+                }
+                (Some(send), Err(later)) if send.needs_reconciliation => done(later),
+                _ => done(Execution::InProgress),
+            },
+            Event::LookedUp(result) => {
+                let (fence, _) = self.held()?;
+                let evidence = match result {
+                    LookupResult::Found(envelope) => {
+                        self.pending = Some(envelope.clone());
+                        Evidence::Found(envelope)
+                    }
+                    LookupResult::Declined => Evidence::Declined,
+                    LookupResult::NotFound => Evidence::NotFound,
+                    LookupResult::Unavailable => return done(Execution::PendingReconciliation),
+                };
+                Ok(Step::Reconcile {
+                    fence,
+                    attempt: self.attempt,
+                    evidence,
+                })
+            }
+            Event::Reconciled(answer) => match answer {
+                Ok(SendOutcomeOutput::Terminal(outcome)) => self.terminal(outcome),
+                Ok(SendOutcomeOutput::Absent { .. }) if !self.absent_recorded => {
+                    self.absent_recorded = true;
+                    let (fence, _) = self.held()?;
+                    Ok(Step::BeginSend { fence })
+                }
+                Ok(SendOutcomeOutput::Absent { .. }) => Err(JournalError::internal(
+                    "execute: a second absence in one call",
+                )),
+                Ok(SendOutcomeOutput::Ambiguous { .. }) => Err(JournalError::internal(
+                    "execute: reconciliation left an attempt open",
+                )),
+                Err(error) if lease_lost(&error) => done(Execution::InProgress),
+                Err(error) => Err(error),
+            },
+            Event::Fetched(result) => done(match result {
+                Some(envelope) => Execution::Succeeded(envelope),
+                None => Execution::SucceededWithoutResult,
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,474 @@
+//! The protocol table, row by row, and whole paths through it.
+
+use super::*;
+use crate::sends::{AttemptState, SendPermit};
+use serde_json::json;
+
+const FENCE: i64 = 3;
+
+fn at(seconds: i64) -> Timestamp {
+    Timestamp::from_micros(1_800_000_000_000_000 + seconds * 1_000_000).unwrap()
+}
+
+fn envelope(id: &str) -> ResultEnvelope {
+    ResultEnvelope::new(&json!({"id": id, "amount": 500})).unwrap()
+}
+
+fn acquired() -> Event {
+    Event::Started(LeaseOutput::Acquired {
+        fence_epoch: FENCE,
+        lease_expires_at: at(60),
+    })
+}
+
+fn permit(attempt: i64, resend: bool) -> Event {
+    Event::BeganSend(Ok(BeginSendOutput::Permitted(SendPermit {
+        attempt,
+        resend,
+        provider_idempotency_key: format!("key-{attempt}"),
+        send_cutoff_at: at(86_400),
+    })))
+}
+
+fn status(attempt: i64, state: AttemptState, needs_reconciliation: bool) -> Event {
+    Event::Status(Some(SendStatus {
+        attempt,
+        state: match state {
+            AttemptState::Sending => "sending",
+            AttemptState::Ambiguous => "ambiguous",
+            AttemptState::Absent => "absent",
+            AttemptState::Succeeded => "succeeded",
+            AttemptState::Declined => "declined",
+        },
+        send_cutoff_at: at(-1),
+        needs_reconciliation,
+    }))
+}
+
+/// Runs `events` (each at its time) from a new call, returning every step.
+fn run(events: Vec<(Event, Timestamp)>) -> Vec<Result<Step, JournalError>> {
+    let (mut protocol, first) = Protocol::new();
+    assert_eq!(first, Step::Start);
+    events
+        .into_iter()
+        .map(|(event, now)| protocol.step(event, now))
+        .collect()
+}
+
+/// The steps of `events` all at time 0; the last must be `Done`.
+fn steps(events: Vec<Event>) -> Vec<Step> {
+    run(events.into_iter().map(|e| (e, at(0))).collect())
+        .into_iter()
+        .map(|step| step.unwrap())
+        .collect()
+}
+
+fn send_step(attempt: i64, resend: bool) -> Step {
+    Step::Send {
+        attempt,
+        resend,
+        key: format!("key-{attempt}"),
+        deadline: Duration::from_secs(50),
+    }
+}
+
+#[test]
+fn first_send_succeeds_and_answers_the_envelope_sent() {
+    let sent = envelope("ch_1");
+    assert_eq!(
+        steps(vec![
+            acquired(),
+            permit(1, false),
+            Event::Sent(SendResult::Succeeded(sent.clone())),
+            Event::Recorded(Ok(SendOutcomeOutput::Terminal(TerminalOutput::Succeeded))),
+        ]),
+        vec![
+            Step::BeginSend { fence: FENCE },
+            send_step(1, false),
+            Step::Record {
+                fence: FENCE,
+                attempt: 1,
+                outcome: SendResult::Succeeded(sent.clone()),
+            },
+            Step::Done(Execution::Succeeded(sent)),
+        ]
+    );
+}
+
+#[test]
+fn decline_is_recorded_and_answered() {
+    assert_eq!(
+        steps(vec![
+            acquired(),
+            permit(1, false),
+            Event::Sent(SendResult::Declined),
+            Event::Recorded(Ok(SendOutcomeOutput::Terminal(TerminalOutput::FailedFinal))),
+        ])[2..],
+        [
+            Step::Record {
+                fence: FENCE,
+                attempt: 1,
+                outcome: SendResult::Declined,
+            },
+            Step::Done(Execution::Declined),
+        ]
+    );
+}
+
+#[test]
+fn ambiguous_send_is_recorded_then_retried_after_the_lease() {
+    let answers = run(vec![
+        (acquired(), at(0)),
+        (permit(1, false), at(0)),
+        (Event::Sent(SendResult::Ambiguous), at(20)),
+        (
+            Event::Recorded(Ok(SendOutcomeOutput::Ambiguous { attempt: 1 })),
+            at(21),
+        ),
+    ]);
+    assert_eq!(
+        answers[2],
+        Ok(Step::Record {
+            fence: FENCE,
+            attempt: 1,
+            outcome: SendResult::Ambiguous,
+        })
+    );
+    assert_eq!(
+        answers[3],
+        Ok(Step::Done(Execution::RetryLater {
+            after: Duration::from_secs(39)
+        }))
+    );
+}
+
+#[test]
+fn a_takeover_re_sends_the_same_attempt() {
+    assert_eq!(
+        steps(vec![acquired(), permit(1, true)])[1],
+        send_step(1, true)
+    );
+}
+
+#[test]
+fn the_deadline_keeps_the_margin_below_the_lease() {
+    // 30.5 s of lease left when the permit arrives: 20.5 s for the provider.
+    let answers = run(vec![
+        (acquired(), at(0)),
+        (
+            permit(1, false),
+            Timestamp::from_micros(at(29).micros() + 500_000).unwrap(),
+        ),
+    ]);
+    let Ok(Step::Send { deadline, .. }) = &answers[1] else {
+        panic!("{answers:?}")
+    };
+    assert_eq!(*deadline, Duration::from_millis(20_500));
+}
+
+#[test]
+fn too_little_lease_left_sends_nothing() {
+    // At start: 10.5 s left, 0.5 s after the margin.
+    let answers = run(vec![(
+        acquired(),
+        Timestamp::from_micros(at(49).micros() + 500_000).unwrap(),
+    )]);
+    assert_eq!(
+        answers[0],
+        Ok(Step::Done(Execution::RetryLater {
+            after: Duration::from_secs(11)
+        }))
+    );
+    // After the permit: the permit stands, nothing is sent.
+    let answers = run(vec![(acquired(), at(0)), (permit(1, false), at(50))]);
+    assert_eq!(
+        answers[1],
+        Ok(Step::Done(Execution::RetryLater {
+            after: Duration::from_secs(10)
+        }))
+    );
+    // Exactly at the bound, 1 s, the send starts.
+    let answers = run(vec![(acquired(), at(0)), (permit(1, false), at(49))]);
+    assert!(matches!(answers[1], Ok(Step::Send { deadline, .. }) if deadline == MIN_SEND_DEADLINE));
+}
+
+#[test]
+fn busy_and_terminal_starts() {
+    assert_eq!(
+        steps(vec![Event::Started(LeaseOutput::Busy)]),
+        vec![Step::Done(Execution::InProgress)]
+    );
+    assert_eq!(
+        steps(vec![Event::Started(LeaseOutput::FailedFinal)]),
+        vec![Step::Done(Execution::Declined)]
+    );
+    let stored = envelope("ch_9");
+    assert_eq!(
+        steps(vec![
+            Event::Started(LeaseOutput::Succeeded),
+            Event::Fetched(Some(stored.clone())),
+        ]),
+        vec![Step::FetchResult, Step::Done(Execution::Succeeded(stored))]
+    );
+    assert_eq!(
+        steps(vec![
+            Event::Started(LeaseOutput::Succeeded),
+            Event::Fetched(None),
+        ]),
+        vec![
+            Step::FetchResult,
+            Step::Done(Execution::SucceededWithoutResult)
+        ]
+    );
+}
+
+#[test]
+fn begin_send_on_a_terminal_command() {
+    assert_eq!(
+        steps(vec![
+            acquired(),
+            Event::BeganSend(Ok(BeginSendOutput::Terminal(TerminalOutput::Succeeded))),
+        ])[1],
+        Step::FetchResult
+    );
+    assert_eq!(
+        steps(vec![
+            acquired(),
+            Event::BeganSend(Ok(BeginSendOutput::Terminal(TerminalOutput::FailedFinal))),
+        ])[1],
+        Step::Done(Execution::Declined)
+    );
+}
+
+#[test]
+fn past_the_cutoff_the_provider_is_asked_before_anything_else() {
+    let found = envelope("ch_late");
+    assert_eq!(
+        steps(vec![
+            acquired(),
+            Event::BeganSend(Err(JournalError::SendCutoffPassed)),
+            status(1, AttemptState::Ambiguous, true),
+            Event::LookedUp(LookupResult::Found(found.clone())),
+            Event::Reconciled(Ok(SendOutcomeOutput::Terminal(TerminalOutput::Succeeded))),
+        ]),
+        vec![
+            Step::BeginSend { fence: FENCE },
+            Step::Status,
+            Step::Lookup {
+                attempt: 1,
+                deadline: Duration::from_secs(50),
+            },
+            Step::Reconcile {
+                fence: FENCE,
+                attempt: 1,
+                evidence: Evidence::Found(found.clone()),
+            },
+            Step::Done(Execution::Succeeded(found)),
+        ]
+    );
+}
+
+#[test]
+fn past_the_cutoff_a_declined_lookup_fails_the_command() {
+    assert_eq!(
+        steps(vec![
+            acquired(),
+            Event::BeganSend(Err(JournalError::SendCutoffPassed)),
+            status(2, AttemptState::Sending, true),
+            Event::LookedUp(LookupResult::Declined),
+            Event::Reconciled(Ok(SendOutcomeOutput::Terminal(TerminalOutput::FailedFinal))),
+        ])[3..],
+        [
+            Step::Reconcile {
+                fence: FENCE,
+                attempt: 2,
+                evidence: Evidence::Declined,
+            },
+            Step::Done(Execution::Declined),
+        ]
+    );
+}
+
+#[test]
+fn past_the_cutoff_proven_absence_opens_one_new_attempt() {
+    let sent = envelope("ch_2");
+    assert_eq!(
+        steps(vec![
+            acquired(),
+            Event::BeganSend(Err(JournalError::SendCutoffPassed)),
+            status(1, AttemptState::Ambiguous, true),
+            Event::LookedUp(LookupResult::NotFound),
+            Event::Reconciled(Ok(SendOutcomeOutput::Absent { attempt: 1 })),
+            permit(2, false),
+            Event::Sent(SendResult::Succeeded(sent.clone())),
+            Event::Recorded(Ok(SendOutcomeOutput::Terminal(TerminalOutput::Succeeded))),
+        ])[3..],
+        [
+            Step::Reconcile {
+                fence: FENCE,
+                attempt: 1,
+                evidence: Evidence::NotFound,
+            },
+            Step::BeginSend { fence: FENCE },
+            send_step(2, false),
+            Step::Record {
+                fence: FENCE,
+                attempt: 2,
+                outcome: SendResult::Succeeded(sent.clone()),
+            },
+            Step::Done(Execution::Succeeded(sent)),
+        ]
+    );
+}
+
+#[test]
+fn a_second_absence_in_one_call_is_refused() {
+    let answers = run(vec![
+        (acquired(), at(0)),
+        (Event::BeganSend(Err(JournalError::SendCutoffPassed)), at(0)),
+        (status(1, AttemptState::Ambiguous, true), at(0)),
+        (Event::LookedUp(LookupResult::NotFound), at(0)),
+        (
+            Event::Reconciled(Ok(SendOutcomeOutput::Absent { attempt: 1 })),
+            at(0),
+        ),
+        (Event::BeganSend(Err(JournalError::SendCutoffPassed)), at(0)),
+        (status(2, AttemptState::Sending, true), at(0)),
+        (Event::LookedUp(LookupResult::NotFound), at(0)),
+        (
+            Event::Reconciled(Ok(SendOutcomeOutput::Absent { attempt: 2 })),
+            at(0),
+        ),
+    ]);
+    assert!(matches!(
+        answers.last(),
+        Some(Err(JournalError::Internal { .. }))
+    ));
+}
+
+#[test]
+fn past_the_cutoff_an_unavailable_lookup_writes_nothing() {
+    assert_eq!(
+        steps(vec![
+            acquired(),
+            Event::BeganSend(Err(JournalError::SendCutoffPassed)),
+            status(1, AttemptState::Ambiguous, true),
+            Event::LookedUp(LookupResult::Unavailable),
+        ])[3],
+        Step::Done(Execution::PendingReconciliation)
+    );
+}
+
+#[test]
+fn a_cutoff_reached_while_sending_goes_to_the_lookup() {
+    assert_eq!(
+        steps(vec![
+            acquired(),
+            permit(1, true),
+            Event::Sent(SendResult::Succeeded(envelope("ch_1"))),
+            Event::Recorded(Err(JournalError::SendCutoffPassed)),
+            status(1, AttemptState::Sending, true),
+        ])[3..],
+        [
+            Step::Status,
+            Step::Lookup {
+                attempt: 1,
+                deadline: Duration::from_secs(50),
+            },
+        ]
+    );
+}
+
+#[test]
+fn a_status_without_reconciliation_to_do_is_in_progress() {
+    for event in [
+        Event::Status(None),
+        status(1, AttemptState::Succeeded, false),
+        status(1, AttemptState::Sending, false),
+    ] {
+        assert_eq!(
+            steps(vec![
+                acquired(),
+                Event::BeganSend(Err(JournalError::SendCutoffPassed)),
+                event,
+            ])[2],
+            Step::Done(Execution::InProgress)
+        );
+    }
+}
+
+#[test]
+fn a_lost_lease_anywhere_is_in_progress() {
+    for lost in [
+        JournalError::LeaseExpired,
+        JournalError::StaleFence,
+        JournalError::LeaseNotHeld,
+    ] {
+        let prefix = || {
+            vec![
+                acquired(),
+                permit(1, false),
+                Event::Sent(SendResult::Ambiguous),
+            ]
+        };
+        let mut recorded = prefix();
+        recorded.push(Event::Recorded(Err(lost)));
+        assert_eq!(recorded.len(), 4);
+        assert_eq!(steps(recorded)[3], Step::Done(Execution::InProgress));
+        assert_eq!(
+            steps(vec![acquired(), Event::BeganSend(Err(lost))])[1],
+            Step::Done(Execution::InProgress)
+        );
+        assert_eq!(
+            steps(vec![
+                acquired(),
+                Event::BeganSend(Err(JournalError::SendCutoffPassed)),
+                status(1, AttemptState::Ambiguous, true),
+                Event::LookedUp(LookupResult::NotFound),
+                Event::Reconciled(Err(lost)),
+            ])[4],
+            Step::Done(Execution::InProgress)
+        );
+    }
+}
+
+#[test]
+fn other_errors_end_the_call_with_the_error() {
+    for error in [
+        JournalError::PlanConflict,
+        JournalError::corrupt("root"),
+        JournalError::TerminalConflict,
+    ] {
+        let answers = run(vec![
+            (acquired(), at(0)),
+            (Event::BeganSend(Err(error)), at(0)),
+        ]);
+        assert_eq!(answers[1], Err(error));
+        let answers = run(vec![
+            (acquired(), at(0)),
+            (permit(1, false), at(0)),
+            (Event::Sent(SendResult::Ambiguous), at(0)),
+            (Event::Recorded(Err(error)), at(0)),
+        ]);
+        assert_eq!(answers[3], Err(error));
+    }
+}
+
+#[test]
+fn a_step_needing_the_lease_before_start_is_an_internal_error() {
+    let (mut protocol, _) = Protocol::new();
+    assert!(matches!(
+        protocol.step(Event::Sent(SendResult::Ambiguous), at(0)),
+        Err(JournalError::Internal { .. })
+    ));
+}
+
+#[test]
+fn the_step_bound_holds() {
+    let (mut protocol, _) = Protocol::new();
+    let mut last = protocol.step(acquired(), at(0));
+    for _ in 0..MAX_STEPS {
+        last = protocol.step(Event::Fetched(None), at(0));
+    }
+    assert!(matches!(last, Err(JournalError::Internal { .. })));
+}
