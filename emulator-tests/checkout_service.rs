@@ -362,12 +362,38 @@ impl Service {
         all
     }
 
+    /// Every journal document's path, the command key hash written `H`.
+    async fn document_kinds(&self) -> Vec<String> {
+        let mut kinds: Vec<String> = self
+            .documents()
+            .await
+            .into_iter()
+            .map(|(name, _)| {
+                let path = name
+                    .rsplit_once("/documents/")
+                    .map_or(name.as_str(), |(_, path)| path);
+                let hash: String = path
+                    .split(['/', '_'])
+                    .find(|part| part.len() == 64)
+                    .unwrap_or_default()
+                    .to_owned();
+                path.replace(&hash, "H")
+            })
+            .collect();
+        kinds.sort();
+        kinds
+    }
+
     async fn assert_verifies_clean(&self, commands: u64) {
         let report = command_journal::verify(&self.connection, &mut |_| {})
             .await
             .expect("verify");
         assert!(report.clean, "findings: {:?}", report.finding_counts);
-        assert_eq!(report.scanned.checkout_requests, commands);
+        // `scanned.checkout_requests` counts every document below the roots (the
+        // send layer's and the results' included): count the roots themselves.
+        let roots = list(&self.connection, "", "checkoutRequests").await;
+        assert_eq!(roots.len() as u64, commands);
+        assert!(report.scanned.checkout_requests >= commands);
     }
 
     fn lines(&self) -> Vec<String> {
@@ -380,7 +406,7 @@ impl Service {
     async fn assert_no_leak(&self, extra: &[&str]) {
         let scrape = self.scrape().await;
         assert!(
-            scrape.contains("command_journal_operations_total"),
+            scrape.contains("checkout_service_requests_total"),
             "{scrape}"
         );
         let bodies = self
@@ -466,6 +492,26 @@ fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> u64 {
         }
     }
     0
+}
+
+/// A command's root, lifecycle and its first `events` audit events.
+fn commerce_documents(events: u32) -> Vec<String> {
+    let mut documents = vec![
+        "checkoutRequests/H".to_owned(),
+        "checkoutRequests/H/lifecycle/current".to_owned(),
+    ];
+    documents.extend((1..=events).map(|n| format!("auditEvents/commerce_command_H_{n:010}")));
+    documents
+}
+
+/// A command's plan, send record and its first `events` send events.
+fn send_documents(events: u32) -> Vec<String> {
+    let mut documents = vec![
+        "checkoutRequests/H/providerSends/current".to_owned(),
+        "checkoutRequests/H/providerSends/plan".to_owned(),
+    ];
+    documents.extend((1..=events).map(|n| format!("auditEvents/provider_send_H_{n:010}")));
+    documents
 }
 
 /// True when `text` holds a UUID-shaped run (8-4-4-4-12 hex digits).
@@ -641,6 +687,14 @@ async fn checkout_24_concurrent_identical_requests_call_the_provider_once() {
     );
     assert_eq!(calls[0].body, payload(), "the payload is the charge body");
     assert!(service.stub.lookups().is_empty());
+    // The commerce documents (root, lifecycle, audits: registered, leased,
+    // succeeded), the send layer's (plan, send record, events: opened, succeeded) and
+    // the stored charge: nothing from the 23 busy requests or the 5 replays.
+    let mut expected = commerce_documents(3);
+    expected.extend(send_documents(2));
+    expected.push("checkoutRequests/H/results/current".to_owned());
+    expected.sort();
+    assert_eq!(service.document_kinds().await, expected);
     let start = |outcome| [("operation", "start"), ("outcome", outcome)];
     let ops = "command_journal_operations_total";
     assert_eq!(service.sample(ops, &start("acquired")).await, 1);
@@ -713,8 +767,14 @@ async fn checkout_provider_503_then_takeover_after_expiry_reuses_the_key() {
         .await
         .expect("status");
     assert_eq!((status.state, status.fence_epoch), ("succeeded", Some(2)));
-    // root, lifecycle, audits: registered, leased, taken over, succeeded.
-    assert_eq!(service.documents().await.len(), 6);
+    // The commerce documents (root, lifecycle, audits: registered, leased, taken
+    // over, succeeded), the send layer's (plan, send record, events: opened,
+    // ambiguous, re-sent, succeeded) and the stored charge.
+    let mut expected = commerce_documents(4);
+    expected.extend(send_documents(4));
+    expected.push("checkoutRequests/H/results/current".to_owned());
+    expected.sort();
+    assert_eq!(service.document_kinds().await, expected);
     service.assert_verifies_clean(1).await;
     service.assert_no_leak(&[]).await;
 }

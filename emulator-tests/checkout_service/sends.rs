@@ -46,8 +46,9 @@ impl Service {
             .collect()
     }
 
+    /// A journal on the service's own (manual) clock.
     fn journal(&self) -> Journal {
-        Journal::new(self.connection.clone())
+        Journal::with_clock(self.connection.clone(), self.clock.clone())
     }
 
     fn priced_command(&self, id: &str) -> CommandInput {

@@ -32,8 +32,6 @@ pub struct Answer {
     pub outcome: &'static str,
     /// The command key hash, once the command is known.
     pub command_key_hash: Option<String>,
-    /// The fence of the lease this request held, when known.
-    pub fence_epoch: Option<i64>,
     /// Whether the provider was called (a POST or a lookup).
     pub provider_called: bool,
 }
@@ -49,7 +47,6 @@ impl Answer {
             close: false,
             outcome,
             command_key_hash: None,
-            fence_epoch: None,
             provider_called: false,
         }
     }

@@ -1,11 +1,10 @@
-//! `POST /v1/checkouts` and `GET /healthz`.
+//! `POST /v1/checkouts`, `GET /healthz` and `GET /metrics`.
 //!
 //! A checkout is the journal command `checkout` (endpoint schema version 1) of the
-//! verified caller (scope kind `member`). The handler registers it, acquires a fresh
-//! lease, and only while it holds the lease calls the provider with the command's
-//! idempotency key for operation `charge`; then it records the outcome under its
-//! fence. Responses carry fixed statuses and codes only: never a raw id, a hash or a
-//! payload value.
+//! verified caller (scope kind `member`), sent to the provider through
+//! `Journal::execute` with the plan from the environment ([`run_command`]). Responses
+//! carry fixed statuses and codes only, and a success the stored charge envelope:
+//! never a raw id, a hash or a payload value.
 //!
 //! The token is checked before the body is read (an unauthenticated body is never
 //! read, and the connection closes after the 401); the body must then arrive within
@@ -19,7 +18,7 @@ use super::auth::{AuthError, KeySource, Verifier};
 use super::config::Config;
 use super::config::PlanSettings;
 use super::logging::{Logger, Severity};
-use super::provider::{Charges, Sent};
+use super::provider::{Charges, RequestProvider};
 use super::request_log::{
     CHECKOUTS, HEALTHZ, METRICS, RequestLine, UNMATCHED, elapsed, method_name,
 };
@@ -30,9 +29,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use command_journal::strict_json::{self, ObjectError};
-use command_journal::{CommandInput, CommandRequest, Environment, LeaseId, OperationSlug};
-use command_journal::{Journal, JournalError};
-use command_journal::{LeaseOutput, TerminalOutput};
+use command_journal::{CommandInput, CommandRequest, Environment, Execution, Journal};
 use http_body_util::{BodyExt as _, LengthLimitError, Limited};
 use metrics_exporter_prometheus::PrometheusHandle;
 use serde_json::{Value, json};
@@ -45,12 +42,6 @@ pub const BODY_LIMIT: usize = 64 * 1024;
 pub const COMMAND_TYPE: &str = "checkout";
 /// The endpoint schema version of `POST /v1/checkouts`.
 pub const ENDPOINT_SCHEMA_VERSION: i64 = 1;
-/// The provider operation whose idempotency key the charge carries.
-pub const OPERATION: &str = "charge";
-/// Time kept back from the lease for recording the outcome after the provider answers.
-pub const COMPLETION_MARGIN: Duration = Duration::from_secs(10);
-/// The shortest provider call worth starting.
-pub const MIN_PROVIDER_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Everything a request needs; shared by every request.
 pub struct App {
@@ -61,7 +52,6 @@ pub struct App {
     metrics: PrometheusHandle,
     logger: Logger,
     environment: Environment,
-    provider_timeout: Duration,
     body_timeout: Duration,
 }
 
@@ -92,7 +82,6 @@ impl App {
             metrics,
             logger,
             environment: config.environment,
-            provider_timeout: config.provider_timeout,
             body_timeout: config.http.body_timeout,
         })
     }
@@ -224,7 +213,6 @@ async fn checkout(State(app): State<Arc<App>>, request: Request) -> Response {
         latency: elapsed(&parts.extensions, started),
         outcome: answer.outcome,
         command_key_hash: answer.command_key_hash.clone(),
-        fence_epoch: answer.fence_epoch,
         provider_called: answer.provider_called,
     };
     line.log(&app.logger, answer.severity(), trace.as_ref());
@@ -344,82 +332,34 @@ fn parse_body(body: &[u8]) -> Result<(String, Value), &'static str> {
     Ok((command_id, payload))
 }
 
-/// Registers the command if it is new and acquires a fresh lease for this attempt, in
-/// one read and one commit for a new command (`Journal::start`).
-async fn start(
-    journal: &Journal,
-    command: &CommandInput,
-    lease: &LeaseId,
-) -> Result<LeaseOutput, JournalError> {
-    // Registers if new and acquires, in one read and one commit for a new command.
-    Ok(journal.start(command, lease).await?.lease)
-}
-
+/// The checkout's core: the plan from the environment and the payload, then one
+/// `Journal::execute` through this request's provider adapter, mapped to its answer.
+/// Everything else (the lease, the permit before the POST, the fence, the cutoff, the
+/// lookup, a second attempt, the stored result on a replay) is the journal's.
 async fn run_command(app: &App, command: &CommandInput, payload: &Value) -> Answer {
-    let lease = LeaseId::generate();
-    let (fence_epoch, expires_at) = match start(&app.journal, command, &lease).await {
-        Ok(LeaseOutput::Acquired {
-            fence_epoch,
-            lease_expires_at,
-        }) => (fence_epoch, lease_expires_at),
-        Ok(LeaseOutput::Busy) => return Answer::in_progress("lease_busy"),
-        Ok(LeaseOutput::Succeeded) => return Answer::succeeded("already_succeeded"),
-        Ok(LeaseOutput::FailedFinal) => return Answer::failed("already_failed"),
+    let plan = match app.plan.plan(payload) {
+        Ok(plan) => plan,
         Err(error) => return Answer::journal_error(error),
     };
-    // The lease's remaining time on the journal's own clock.
-    let now = match app.journal.now() {
-        Ok(now) => now,
-        Err(error) => return Answer::journal_error(error),
+    let provider = RequestProvider::new(&app.provider);
+    let execution = app.journal.execute(command, &plan, &provider).await;
+    let called = provider.called();
+    let mut answer = match execution {
+        // Sent (or looked up) now, or a replay of the stored answer.
+        Ok(Execution::Succeeded(envelope)) => Answer::charged(
+            envelope.canonical(),
+            if called { "succeeded" } else { "replayed" },
+        ),
+        Ok(Execution::SucceededWithoutResult) => Answer::succeeded("replayed"),
+        Ok(Execution::Declined) => Answer::failed(if called { "declined" } else { "replayed" }),
+        Ok(Execution::InProgress) => Answer::in_progress("lease_busy"),
+        Ok(Execution::RetryLater { after }) => {
+            let seconds = after.as_secs() + u64::from(after.subsec_nanos() > 0);
+            Answer::retry(provider.ambiguity().unwrap_or("lease_too_short"), seconds)
+        }
+        Ok(Execution::PendingReconciliation) => Answer::pending_reconciliation(),
+        Err(error) => Answer::journal_error(error),
     };
-    let remaining =
-        Duration::from_micros(u64::try_from(expires_at.micros() - now.micros()).unwrap_or(0));
-    let retry_after = remaining.as_secs() + u64::from(remaining.subsec_nanos() > 0);
-    let timeout = app
-        .provider_timeout
-        .min(remaining.saturating_sub(COMPLETION_MARGIN));
-    let mut answer = if timeout < MIN_PROVIDER_TIMEOUT {
-        Answer::retry("lease_too_short", retry_after)
-    } else {
-        let key = match OperationSlug::parse(OPERATION) {
-            Ok(operation) => command.identity().provider_idempotency_key(&operation),
-            Err(error) => return Answer::journal_error(error),
-        };
-        let charge = app.provider.post(&key, payload, timeout).await;
-        let mut answer = match charge {
-            Sent::Charged(envelope) => {
-                use sha2::Digest as _;
-                let body = Value::Object(envelope).to_string();
-                let Ok(reference) = command_journal::TerminalReferenceFingerprint::parse(
-                    &hex::encode(sha2::Sha256::digest(body.as_bytes())),
-                ) else {
-                    return Answer::retry("provider_receipt", retry_after);
-                };
-                match app
-                    .journal
-                    .complete_command(command, &lease, fence_epoch, &reference)
-                    .await
-                {
-                    Ok(outcome) => terminal(outcome, "succeeded"),
-                    Err(error) => Answer::journal_error(error),
-                }
-            }
-            Sent::Declined => match app.journal.fail_command(command, &lease, fence_epoch).await {
-                Ok(outcome) => terminal(outcome, "declined"),
-                Err(error) => Answer::journal_error(error),
-            },
-            Sent::Ambiguous(code) => Answer::retry(code, retry_after),
-        };
-        answer.provider_called = true;
-        answer
-    };
-    answer.fence_epoch = Some(fence_epoch);
+    answer.provider_called = called;
     answer
-}
-
-fn terminal(outcome: TerminalOutput, code: &'static str) -> Answer {
-    match outcome {
-        TerminalOutput::Succeeded => Answer::succeeded(code),
-        TerminalOutput::FailedFinal => Answer::failed(code),
-    }
 }

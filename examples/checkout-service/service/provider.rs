@@ -13,10 +13,14 @@
 //!   other answer or any error is "unavailable": nothing is concluded.
 //!
 //! Redirects are never followed: a payment POST is never replayed somewhere else.
-//! Nothing here logs; the answers carry fixed codes only.
+//! Nothing here logs; the answers carry fixed codes only. [`RequestProvider`] is the
+//! library's [`Provider`] over these calls, for one request.
 
 use command_journal::strict_json;
+use command_journal::{LookupResult, Provider, ResultEnvelope, SendRequest, SendResult};
 use serde_json::{Map, Value};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// What one POST answered.
@@ -48,7 +52,7 @@ pub enum Looked {
 pub struct Charges {
     client: reqwest::Client,
     charges: reqwest::Url,
-    lookup_timeout: Duration,
+    timeout: Duration,
 }
 
 /// Whether a JSON value has the type a field needs.
@@ -78,27 +82,28 @@ pub fn envelope(charge: &Map<String, Value>) -> Option<Map<String, Value>> {
 }
 
 impl Charges {
-    /// Charges go to `charges` (`{PROVIDER_URL}/v1/charges`); a lookup waits at most
-    /// `lookup_timeout`.
-    pub fn new(charges: reqwest::Url, lookup_timeout: Duration) -> Result<Self, reqwest::Error> {
+    /// Charges go to `charges` (`{PROVIDER_URL}/v1/charges`); no call waits longer
+    /// than `timeout` (`PROVIDER_TIMEOUT_MS`).
+    pub fn new(charges: reqwest::Url, timeout: Duration) -> Result<Self, reqwest::Error> {
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .build()?;
         Ok(Self {
             client,
             charges,
-            lookup_timeout,
+            timeout,
         })
     }
 
-    /// One charge attempt under `key`, bounded by `timeout` (body included).
-    pub async fn post(&self, key: &str, parameters: &Value, timeout: Duration) -> Sent {
+    /// One charge attempt under `key`, bounded by `deadline` and the client's
+    /// timeout (body included).
+    pub async fn post(&self, key: &str, parameters: &Value, deadline: Duration) -> Sent {
         let sent = self
             .client
             .post(self.charges.clone())
             .header("Idempotency-Key", key)
             .json(parameters)
-            .timeout(timeout)
+            .timeout(deadline.min(self.timeout))
             .send()
             .await;
         let response = match sent {
@@ -133,12 +138,7 @@ impl Charges {
     pub async fn lookup(&self, key: &str) -> Looked {
         let mut url = self.charges.clone();
         url.query_pairs_mut().append_pair("idempotency_key", key);
-        let answered = self
-            .client
-            .get(url)
-            .timeout(self.lookup_timeout)
-            .send()
-            .await;
+        let answered = self.client.get(url).timeout(self.timeout).send().await;
         let response = match answered {
             Ok(response) if response.status() == reqwest::StatusCode::OK => response,
             Ok(_) => return Looked::Unavailable("lookup_status"),
@@ -173,5 +173,70 @@ pub fn classify_lookup(body: &str) -> Looked {
         }
         Some("failed") => Looked::Declined,
         _ => Looked::Unavailable("lookup_pending"),
+    }
+}
+
+/// The library's [`Provider`] over [`Charges`] for one request, noting for the log
+/// line whether the provider was called and why a send stayed ambiguous.
+pub struct RequestProvider<'a> {
+    charges: &'a Charges,
+    called: AtomicBool,
+    ambiguity: Mutex<Option<&'static str>>,
+}
+
+impl<'a> RequestProvider<'a> {
+    /// A provider for one request over `charges`.
+    pub fn new(charges: &'a Charges) -> Self {
+        Self {
+            charges,
+            called: AtomicBool::new(false),
+            ambiguity: Mutex::new(None),
+        }
+    }
+
+    /// Whether a POST or a lookup was made.
+    pub fn called(&self) -> bool {
+        self.called.load(Ordering::Relaxed)
+    }
+
+    /// Why the last send was ambiguous, if one was.
+    pub fn ambiguity(&self) -> Option<&'static str> {
+        *self.ambiguity.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn ambiguous(&self, code: &'static str) -> SendResult {
+        *self.ambiguity.lock().unwrap_or_else(|e| e.into_inner()) = Some(code);
+        SendResult::Ambiguous
+    }
+}
+
+impl Provider for RequestProvider<'_> {
+    async fn send(&self, request: SendRequest<'_>) -> SendResult {
+        self.called.store(true, Ordering::Relaxed);
+        // Marked before the POST: a send the journal stops waiting for is ambiguous.
+        *self.ambiguity.lock().unwrap_or_else(|e| e.into_inner()) = Some("provider_timeout");
+        let sent = self
+            .charges
+            .post(request.key, request.parameters, request.deadline)
+            .await;
+        match sent {
+            Sent::Charged(fields) => match ResultEnvelope::new(&Value::Object(fields)) {
+                Ok(envelope) => SendResult::Succeeded(envelope),
+                Err(_) => self.ambiguous("provider_receipt"),
+            },
+            Sent::Declined => SendResult::Declined,
+            Sent::Ambiguous(code) => self.ambiguous(code),
+        }
+    }
+
+    async fn lookup(&self, key: &str) -> LookupResult {
+        self.called.store(true, Ordering::Relaxed);
+        match self.charges.lookup(key).await {
+            Looked::Found(fields) => ResultEnvelope::new(&Value::Object(fields))
+                .map_or(LookupResult::Unavailable, LookupResult::Found),
+            Looked::Declined => LookupResult::Declined,
+            Looked::NotFound => LookupResult::NotFound,
+            Looked::Unavailable(_) => LookupResult::Unavailable,
+        }
     }
 }

@@ -54,8 +54,6 @@ pub struct RequestLine {
     pub outcome: &'static str,
     /// The command key hash, once the command is known.
     pub command_key_hash: Option<String>,
-    /// The fence of the lease this request held, if any.
-    pub fence_epoch: Option<i64>,
     /// Whether the provider was called.
     pub provider_called: bool,
 }
@@ -77,7 +75,6 @@ impl RequestLine {
             latency,
             outcome,
             command_key_hash: None,
-            fence_epoch: None,
             provider_called: false,
         }
     }
@@ -98,9 +95,6 @@ impl RequestLine {
         fields.insert("outcome".into(), json!(self.outcome));
         if let Some(hash) = &self.command_key_hash {
             fields.insert("commandKeyHash".into(), json!(hash));
-        }
-        if let Some(fence) = self.fence_epoch {
-            fields.insert("fenceEpoch".into(), json!(fence));
         }
         fields.insert("providerCalled".into(), json!(self.provider_called));
         let message = if self.route == CHECKOUTS {
