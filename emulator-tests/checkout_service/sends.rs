@@ -422,3 +422,57 @@ async fn checkout_provider_answers_are_classified_as_the_contract_says() {
     assert_eq!(stub.lookups(), ["k7", "k1", "k7"]);
     assert_eq!(stub.posts().len(), 9);
 }
+
+#[tokio::test]
+async fn checkout_stub_provider_is_scripted_and_read_over_http() {
+    use super::stub_provider::Stub;
+    let (stub, url) = super::start_stub(Stub::new(Action::Charge, "ch_h")).await;
+    let http = reqwest::Client::new();
+    let script = |body: Value| http.post(format!("{url}/_stub/script")).json(&body).send();
+    let refused = script(json!({"charges": ["explode"]}))
+        .await
+        .expect("answer");
+    assert_eq!(refused.status().as_u16(), 400);
+    let scripted = script(json!({"charges": ["decline", 503], "lookups": [502]}))
+        .await
+        .expect("answer");
+    assert_eq!(scripted.status().as_u16(), 200);
+    let post = |key: &'static str| {
+        http.post(format!("{url}/v1/charges"))
+            .header("Idempotency-Key", key)
+            .json(&priced())
+            .send()
+    };
+    assert_eq!(post("a").await.expect("answer").status().as_u16(), 402);
+    assert_eq!(post("b").await.expect("answer").status().as_u16(), 503);
+    assert_eq!(
+        post("a").await.expect("answer").status().as_u16(),
+        402,
+        "kept"
+    );
+    let lookup = |key: &'static str| {
+        http.get(format!("{url}/v1/charges"))
+            .query(&[("idempotency_key", key)])
+            .send()
+    };
+    assert_eq!(lookup("a").await.expect("answer").status().as_u16(), 502);
+    let held: Value = lookup("a")
+        .await
+        .expect("answer")
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(held["data"][0]["status"], "failed");
+    let calls: Value = http
+        .get(format!("{url}/_stub/calls"))
+        .send()
+        .await
+        .expect("answer")
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(calls["posts"].as_array().map(Vec::len), Some(3));
+    assert_eq!(calls["lookups"], json!(["a", "a"]));
+    assert_eq!(calls["charges"][0]["idempotencyKey"], "a");
+    assert_eq!(stub.charges().len(), 1, "the 503 made nothing");
+}
