@@ -24,7 +24,9 @@
 //! channel, project discovery), `verify::scan` (streaming reads for [`verify`]), and
 //! `emulator` (the test harness, feature `emulator`). [`Journal`] (with
 //! `ledger::operations` for the ledger calls) joins a pure operation to the runner, and
-//! [`verify`] feeds the scan to the pure checks; `time` holds the trusted clock.
+//! [`verify`] feeds the scan to the pure checks; `time` holds the trusted clock;
+//! `metrics` counts every operation, RPC and retry through the `metrics` facade
+//! (`docs/metrics.md`; the application installs the exporter).
 //!
 //! The contract the code implements is written down in `docs/`: `identity.md` (input
 //! rules, framing and derived values), `documents.md` (every document and its
