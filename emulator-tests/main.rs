@@ -29,6 +29,7 @@ mod follow_ups;
 mod harness;
 mod lease;
 mod ledger;
+mod local_recipe;
 mod proxy;
 mod randomized;
 mod registration;

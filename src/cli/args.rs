@@ -441,7 +441,7 @@ mod tests {
     use clap::Parser as _;
 
     /// Every Markdown file whose `sh` blocks show `command-journal` command lines.
-    const DOCS: [(&str, &str); 9] = [
+    const DOCS: [(&str, &str); 10] = [
         ("README.md", include_str!("../../README.md")),
         ("docs/cli.md", include_str!("../../docs/cli.md")),
         ("docs/emulator.md", include_str!("../../docs/emulator.md")),
@@ -454,6 +454,7 @@ mod tests {
             include_str!("../../docs/production.md"),
         ),
         ("docs/errors.md", include_str!("../../docs/errors.md")),
+        ("docs/local-service.md", include_str!("../../docs/local-service.md")),
     ];
 
     /// The shell words of `line` up to its first comment, pipe, redirection or `&`,
