@@ -454,7 +454,10 @@ mod tests {
             include_str!("../../docs/production.md"),
         ),
         ("docs/errors.md", include_str!("../../docs/errors.md")),
-        ("docs/local-service.md", include_str!("../../docs/local-service.md")),
+        (
+            "docs/local-service.md",
+            include_str!("../../docs/local-service.md"),
+        ),
     ];
 
     /// The shell words of `line` up to its first comment, pipe, redirection or `&`,
