@@ -1,18 +1,22 @@
 //! The checkout service example end to end over HTTP: the service in-process on an
-//! ephemeral port against the test emulator (with a manual clock, so lease expiry is
-//! driven by the test), an in-test stub provider recording every call and its
-//! `Idempotency-Key`, and the real example binary for configuration and SIGTERM.
+//! ephemeral port against the test emulator (with a manual clock, so lease expiry and
+//! the send cutoff are driven by the test), the repository's stub provider
+//! (`examples/stub-provider/stub.rs`) recording every POST, lookup and charge, a
+//! Prometheus recorder of the test's own behind `GET /metrics`, and the real example
+//! binary for configuration and SIGTERM.
 
 #[allow(dead_code)]
 #[path = "../examples/checkout-service/service/mod.rs"]
 mod service;
 
+#[allow(dead_code)]
+#[path = "../examples/stub-provider/stub.rs"]
+mod stub_provider;
+
 mod hardening;
+mod sends;
 
 use super::support::{self, list};
-use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
 use chrono::{TimeDelta, Utc};
 use command_journal::Connection;
 use command_journal::Journal;
@@ -26,13 +30,14 @@ use service::auth::{KeyFetchError, KeySet, KeySource};
 use service::config::Config;
 use service::handler::App;
 use service::logging::Logger;
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use stub_provider::{Action, Stub};
 use tokio::io::{AsyncBufReadExt as _, BufReader};
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::Notify;
 
 const KEY_A: &[u8] = include_bytes!("../testdata/checkout-service/test_key_a.pem");
 const KEY_B: &[u8] = include_bytes!("../testdata/checkout-service/test_key_b.pem");
@@ -43,7 +48,6 @@ const UID: &str = "CANARYuid7Hq2x";
 const COMMAND_ID: &str = "c0ffee00-ca4a-4e11-8a5e-0000deadbe01";
 const PAYLOAD_SKU: &str = "CANARYskuP4y";
 const PAYLOAD_NOTE: &str = "CANARYnote55z";
-const RECEIPT: &str = "ch_CANARYreceipt91";
 
 fn payload() -> Value {
     json!({"sku": PAYLOAD_SKU, "note": PAYLOAD_NOTE, "amountCents": 1250})
@@ -54,79 +58,18 @@ fn command_id(n: u64) -> String {
 }
 
 // ---------------------------------------------------------------------------------
-// The stub provider.
+// The stub provider (the one `cargo run --example stub-provider` serves).
 
-/// One `POST /v1/charges` the stub received.
-#[derive(Debug, Clone)]
-struct Call {
-    key: Option<String>,
-    body: Value,
-}
+/// The prefix of the stub's charge ids: a canary, so that a charge id in a log or
+/// metrics line is caught (bodies carry it, inside `charge` only).
+const CHARGE_PREFIX: &str = "ch_CANARYreceipt";
 
-/// Answers charges from a script (then `default_status`), optionally holding each
-/// call until the test releases it.
-struct Stub {
-    calls: Mutex<Vec<Call>>,
-    script: Mutex<VecDeque<u16>>,
-    default_status: u16,
-    arrived: Notify,
-    gate: Option<Semaphore>,
-}
-
-impl Stub {
-    fn calls(&self) -> Vec<Call> {
-        self.calls.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-}
-
-async fn charge(
-    State(stub): State<Arc<Stub>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> (StatusCode, String) {
-    let key = headers
-        .get("idempotency-key")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    stub.calls
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .push(Call { key, body });
-    stub.arrived.notify_one();
-    if let Some(gate) = &stub.gate {
-        gate.acquire().await.expect("gate open").forget();
-    }
-    let status = stub
-        .script
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .pop_front()
-        .unwrap_or(stub.default_status);
-    let body = if status < 300 {
-        json!({"id": RECEIPT, "status": "captured"}).to_string()
-    } else {
-        json!({"error": "declined_or_down"}).to_string()
-    };
-    (StatusCode::from_u16(status).expect("status"), body)
-}
-
-async fn start_stub(script: &[u16], default_status: u16, gated: bool) -> (Arc<Stub>, String) {
-    let stub = Arc::new(Stub {
-        calls: Mutex::new(Vec::new()),
-        script: Mutex::new(script.iter().copied().collect()),
-        default_status,
-        arrived: Notify::new(),
-        gate: gated.then(|| Semaphore::new(0)),
-    });
-    let router = axum::Router::new()
-        .route("/v1/charges", axum::routing::post(charge))
-        .with_state(Arc::clone(&stub));
+async fn start_stub(stub: Stub) -> (Arc<Stub>, String) {
+    let stub = Arc::new(stub);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind stub");
-    let url = format!("http://{}", listener.local_addr().expect("addr"));
-    tokio::spawn(async move { axum::serve(listener, router).await });
+    let url = stub_provider::spawn(Arc::clone(&stub), listener).expect("stub address");
     (stub, url)
 }
 
@@ -203,12 +146,13 @@ struct Service {
 }
 
 struct Options {
-    script: Vec<u16>,
-    default_status: u16,
+    /// What the stub does with the first POSTs, then `default` for the rest.
+    script: Vec<Action>,
+    default: Action,
     auth_emulator: bool,
     /// Extra settings (short timeouts, caps).
     env: Vec<(&'static str, String)>,
-    /// The stub holds each charge until the test adds a gate permit.
+    /// The stub holds each POST until the test releases it.
     gated: bool,
 }
 
@@ -216,7 +160,7 @@ impl Default for Options {
     fn default() -> Self {
         Self {
             script: Vec::new(),
-            default_status: 200,
+            default: Action::Charge,
             auth_emulator: false,
             env: Vec::new(),
             gated: false,
@@ -224,11 +168,37 @@ impl Default for Options {
     }
 }
 
+/// The provider plan's settings every in-process service and binary run uses.
+const PLAN_ENV: [(&str, &str); 4] = [
+    ("PROVIDER_NAME", "stub"),
+    ("PROVIDER_ACCOUNT", "acct_CANARYaccount"),
+    ("PROVIDER_MODE", "test"),
+    ("PROVIDER_API_VERSION", "2026-01-01"),
+];
+
+/// A Prometheus recorder for the calling test's thread only, so tests running in
+/// parallel in this binary never see each other's counts. `#[tokio::test]` runs the
+/// test, the in-process service and the journal on one current-thread runtime, so
+/// everything the service records lands here. The recorder and its guard live as
+/// long as the test's thread.
+fn thread_recorder() -> metrics_exporter_prometheus::PrometheusHandle {
+    let recorder: &'static _ = Box::leak(Box::new(service::metrics::recorder()));
+    let handle = recorder.handle();
+    std::mem::forget(metrics::set_default_local_recorder(recorder));
+    service::metrics::describe();
+    handle
+}
+
 async fn start_service(options: Options) -> Service {
     let connection = support::fresh_connection().await;
     let project = connection.project().to_owned();
-    let (stub, stub_url) = start_stub(&options.script, options.default_status, options.gated).await;
-    let mut env = HashMap::from([
+    let mut stub = Stub::new(options.default, CHARGE_PREFIX);
+    stub.script(options.script.iter().copied());
+    if options.gated {
+        stub = stub.gated();
+    }
+    let (stub, stub_url) = start_stub(stub).await;
+    let mut env: HashMap<&str, String> = HashMap::from([
         ("GOOGLE_CLOUD_PROJECT", project.clone()),
         (
             "FIRESTORE_EMULATOR_HOST",
@@ -237,6 +207,11 @@ async fn start_service(options: Options) -> Service {
         ("JOURNAL_ENVIRONMENT", "emulator".to_owned()),
         ("PROVIDER_URL", stub_url),
     ]);
+    env.extend(
+        PLAN_ENV
+            .iter()
+            .map(|(name, value)| (*name, (*value).to_owned())),
+    );
     if options.auth_emulator {
         env.insert("FIREBASE_AUTH_EMULATOR_HOST", "127.0.0.1:9099".to_owned());
     }
@@ -263,7 +238,7 @@ async fn start_service(options: Options) -> Service {
         }),
     );
     let logger_for_server = logger.clone();
-    let app = App::new(&config, journal, keys.clone(), logger).expect("app");
+    let app = App::new(&config, journal, keys.clone(), logger, thread_recorder()).expect("app");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind service");
@@ -291,12 +266,13 @@ async fn start_service(options: Options) -> Service {
     }
 }
 
-/// A response: status, `Retry-After` and JSON body.
+/// A response: status, `Retry-After`, JSON body and its exact text.
 #[derive(Debug, Clone)]
 struct Answer {
     status: u16,
     retry_after: Option<u64>,
     body: Value,
+    text: String,
 }
 
 impl Service {
@@ -317,11 +293,12 @@ impl Service {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(text.clone());
-        let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        let body = serde_json::from_str(&text).unwrap_or(Value::String(text.clone()));
         Answer {
             status,
             retry_after,
             body,
+            text,
         }
     }
 
@@ -375,12 +352,36 @@ impl Service {
                 .rsplit_once("/documents/")
                 .map(|(_, path)| path.to_owned())
                 .expect("relative path");
-            for document in list(&self.connection, &relative, "lifecycle").await {
-                all.push((document.name.clone(), format!("{:?}", document.update_time)));
+            for collection in ["lifecycle", "providerSends", "results"] {
+                for document in list(&self.connection, &relative, collection).await {
+                    all.push((document.name.clone(), format!("{:?}", document.update_time)));
+                }
             }
         }
         all.sort();
         all
+    }
+
+    /// Every journal document's path, the command key hash written `H`.
+    async fn document_kinds(&self) -> Vec<String> {
+        let mut kinds: Vec<String> = self
+            .documents()
+            .await
+            .into_iter()
+            .map(|(name, _)| {
+                let path = name
+                    .rsplit_once("/documents/")
+                    .map_or(name.as_str(), |(_, path)| path);
+                let hash: String = path
+                    .split(['/', '_'])
+                    .find(|part| part.len() == 64)
+                    .unwrap_or_default()
+                    .to_owned();
+                path.replace(&hash, "H")
+            })
+            .collect();
+        kinds.sort();
+        kinds
     }
 
     async fn assert_verifies_clean(&self, commands: u64) {
@@ -388,7 +389,11 @@ impl Service {
             .await
             .expect("verify");
         assert!(report.clean, "findings: {:?}", report.finding_counts);
-        assert_eq!(report.scanned.checkout_requests, commands);
+        // `scanned.checkout_requests` counts every document below the roots (the
+        // send layer's and the results' included): count the roots themselves.
+        let roots = list(&self.connection, "", "checkoutRequests").await;
+        assert_eq!(roots.len() as u64, commands);
+        assert!(report.scanned.checkout_requests >= commands);
     }
 
     fn lines(&self) -> Vec<String> {
@@ -396,21 +401,117 @@ impl Service {
     }
 
     /// No canary in any log line or body; bodies carry no hash either; every line
-    /// is a Cloud Logging JSON object.
-    fn assert_no_leak(&self, extra: &[&str]) {
+    /// is a Cloud Logging JSON object. Scrapes `GET /metrics` first, so every
+    /// metrics line is scanned as a body.
+    async fn assert_no_leak(&self, extra: &[&str]) {
+        let scrape = self.scrape().await;
+        assert!(
+            scrape.contains("checkout_service_requests_total"),
+            "{scrape}"
+        );
         let bodies = self
             .bodies
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
-        assert_no_secrets(&self.lines(), &bodies, extra);
+        assert_no_secrets(&self.lines(), &bodies, extra, &self.references());
+    }
+
+    /// The terminal reference of every charge the stub holds.
+    fn references(&self) -> Vec<String> {
+        self.stub
+            .charges()
+            .iter()
+            .map(|charge| envelope_reference(&charge_envelope(&charge.object)))
+            .collect()
+    }
+
+    /// `GET /metrics` through the service: its text (kept with the bodies).
+    async fn scrape(&self) -> String {
+        let answer = self
+            .send(self.http.get(format!("{}/metrics", self.url)))
+            .await;
+        assert_eq!(answer.status, 200);
+        answer.text
+    }
+
+    /// The value of the metrics sample `name{labels}` (labels in any order, all of
+    /// them given), 0 when there is none.
+    async fn sample(&self, name: &str, labels: &[(&str, &str)]) -> u64 {
+        sample(&self.scrape().await, name, labels)
+    }
+
+    /// The charge the stub made first, as its envelope.
+    fn first_charge(&self) -> Value {
+        charge_envelope(&self.stub.charges().first().expect("a charge").object)
     }
 }
 
-fn receipt_reference() -> String {
+/// The terminal reference of a charge's envelope: the SHA-256 of its RFC 8785
+/// canonical text.
+fn envelope_reference(envelope: &Value) -> String {
     use sha2::Digest as _;
-    let body = json!({"id": RECEIPT, "status": "captured"}).to_string();
-    hex::encode(sha2::Sha256::digest(body.as_bytes()))
+    let canonical = serde_json_canonicalizer::to_string(envelope).expect("canonical");
+    hex::encode(sha2::Sha256::digest(canonical.as_bytes()))
+}
+
+/// The envelope of a charge the stub holds: its `id`, `amount`, `currency` and
+/// `status`, those present.
+fn charge_envelope(object: &Value) -> Value {
+    let object = object.as_object().expect("a charge object");
+    Value::Object(service::provider::envelope(object).expect("envelope fields"))
+}
+
+/// The 200 body of a succeeded checkout with `charge`.
+fn succeeded(charge: &Value) -> Value {
+    json!({"status": "succeeded", "charge": charge})
+}
+
+/// The value of the sample `name{labels}` in a Prometheus text exposition, its
+/// labels exactly `labels` (in any order); 0 when there is no such sample.
+fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> u64 {
+    let mut wanted: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{v}\"")).collect();
+    wanted.sort();
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let Some((series, value)) = line.rsplit_once(' ') else {
+            continue;
+        };
+        let (series_name, series_labels) = match series.split_once('{') {
+            Some((n, rest)) => (n, rest.trim_end_matches('}')),
+            None => (series, ""),
+        };
+        let mut got: Vec<String> = series_labels
+            .split(',')
+            .filter(|l| !l.is_empty())
+            .map(str::to_owned)
+            .collect();
+        got.sort();
+        if series_name == name && got == wanted {
+            let value: f64 = value.parse().expect("a sample value");
+            return value as u64;
+        }
+    }
+    0
+}
+
+/// A command's root, lifecycle and its first `events` audit events.
+fn commerce_documents(events: u32) -> Vec<String> {
+    let mut documents = vec![
+        "checkoutRequests/H".to_owned(),
+        "checkoutRequests/H/lifecycle/current".to_owned(),
+    ];
+    documents.extend((1..=events).map(|n| format!("auditEvents/commerce_command_H_{n:010}")));
+    documents
+}
+
+/// A command's plan, send record and its first `events` send events.
+fn send_documents(events: u32) -> Vec<String> {
+    let mut documents = vec![
+        "checkoutRequests/H/providerSends/current".to_owned(),
+        "checkoutRequests/H/providerSends/plan".to_owned(),
+    ];
+    documents.extend((1..=events).map(|n| format!("auditEvents/provider_send_H_{n:010}")));
+    documents
 }
 
 /// True when `text` holds a UUID-shaped run (8-4-4-4-12 hex digits).
@@ -444,17 +545,19 @@ fn has_digest(text: &str) -> bool {
         .any(|run| run.len() >= 64)
 }
 
-fn assert_no_secrets(lines: &[String], bodies: &[String], extra: &[&str]) {
+/// No canary, provider key or id in any log line; and none in any body, nor a hash,
+/// outside a success's `charge` (the caller's receipt: envelope fields only, its id
+/// the stub's). `references` are the terminal references, never in a line either.
+fn assert_no_secrets(lines: &[String], bodies: &[String], extra: &[&str], references: &[String]) {
     let mut canaries = vec![
         UID,
         COMMAND_ID,
         PAYLOAD_SKU,
         PAYLOAD_NOTE,
-        RECEIPT,
+        CHARGE_PREFIX,
         "CANARY",
     ];
     canaries.extend_from_slice(extra);
-    let reference = receipt_reference();
     for line in lines {
         for canary in &canaries {
             assert!(
@@ -462,10 +565,12 @@ fn assert_no_secrets(lines: &[String], bodies: &[String], extra: &[&str]) {
                 "a log line leaks {canary:?}: {line}"
             );
         }
-        assert!(
-            !line.contains(&reference),
-            "a log line leaks the terminal reference"
-        );
+        for reference in references {
+            assert!(
+                !line.contains(reference.as_str()),
+                "a log line leaks the terminal reference"
+            );
+        }
         assert!(!line.contains("cj1-"), "a log line leaks the provider key");
         assert!(!has_uuid(line), "a log line carries an id: {line}");
         let parsed: Value = serde_json::from_str(line).expect("every line is JSON");
@@ -475,11 +580,32 @@ fn assert_no_secrets(lines: &[String], bodies: &[String], extra: &[&str]) {
         );
     }
     for body in bodies {
+        let scanned = match serde_json::from_str::<Value>(body) {
+            Ok(Value::Object(mut object)) => {
+                if let Some(charge) = object.remove("charge") {
+                    let fields = charge.as_object().expect("charge is an object");
+                    assert!(
+                        fields
+                            .keys()
+                            .all(|k| ["id", "amount", "currency", "status"].contains(&k.as_str())),
+                        "{body}"
+                    );
+                    assert!(
+                        charge["id"]
+                            .as_str()
+                            .is_some_and(|id| id.starts_with(CHARGE_PREFIX)),
+                        "{body}"
+                    );
+                }
+                Value::Object(object).to_string()
+            }
+            _ => body.clone(),
+        };
         for canary in &canaries {
-            assert!(!body.contains(canary), "a body leaks {canary:?}: {body}");
+            assert!(!scanned.contains(canary), "a body leaks {canary:?}: {body}");
         }
         assert!(
-            !has_uuid(body) && !has_digest(body) && !body.contains("cj1-"),
+            !has_uuid(&scanned) && !has_digest(&scanned) && !scanned.contains("cj1-"),
             "{body}"
         );
     }
@@ -490,23 +616,43 @@ fn assert_no_secrets(lines: &[String], bodies: &[String], extra: &[&str]) {
 
 #[tokio::test]
 async fn checkout_24_concurrent_identical_requests_call_the_provider_once() {
-    let service = Arc::new(start_service(Options::default()).await);
+    // The stub holds the one POST until the other 23 have been answered, so every one
+    // of them meets the held lease: exactly 1 acquired and 23 busy.
+    let service = Arc::new(
+        start_service(Options {
+            gated: true,
+            ..Options::default()
+        })
+        .await,
+    );
     let id = command_id(1);
+    let (busy_tx, mut busy_rx) = tokio::sync::mpsc::unbounded_channel();
     let tasks: Vec<_> = (0..24)
         .map(|_| {
             let service = Arc::clone(&service);
             let id = id.clone();
-            tokio::spawn(async move { service.checkout(&id, &payload()).await })
+            let busy_tx = busy_tx.clone();
+            tokio::spawn(async move {
+                let answer = service.checkout(&id, &payload()).await;
+                if answer.status == 409 {
+                    let _ = busy_tx.send(());
+                }
+                answer
+            })
         })
         .collect();
-    let mut succeeded = 0;
+    for _ in 0..23 {
+        tokio::time::timeout(Duration::from_secs(60), busy_rx.recv())
+            .await
+            .expect("23 requests answered busy while the POST is held")
+            .expect("a sender is alive");
+    }
+    service.stub.release(1);
+    let mut bodies = Vec::new();
     for task in tasks {
         let answer = task.await.expect("task");
         match answer.status {
-            200 => {
-                assert_eq!(answer.body, json!({"status": "succeeded"}));
-                succeeded += 1;
-            }
+            200 => bodies.push(answer.text),
             409 => {
                 assert_eq!(answer.body, json!({"status": "in_progress"}));
                 assert_eq!(answer.retry_after, Some(2));
@@ -514,43 +660,72 @@ async fn checkout_24_concurrent_identical_requests_call_the_provider_once() {
             other => panic!("unexpected {other}: {:?}", answer.body),
         }
     }
-    assert!(succeeded >= 1, "the request that charged answers 200");
+    assert_eq!(bodies.len(), 1, "the request that charged answers 200");
+    let charge = service.first_charge();
     assert_eq!(
-        service.stub.calls().len(),
+        serde_json::from_str::<Value>(&bodies[0]).expect("JSON"),
+        succeeded(&charge)
+    );
+    assert_eq!(
+        service.stub.posts().len(),
         1,
         "the provider is called exactly once"
     );
     for _ in 0..5 {
         let answer = service.checkout(&id, &payload()).await;
+        assert_eq!(answer.status, 200);
         assert_eq!(
-            (answer.status, answer.body),
-            (200, json!({"status": "succeeded"}))
+            answer.text, bodies[0],
+            "a replay is the first answer, byte for byte"
         );
     }
-    let calls = service.stub.calls();
+    let calls = service.stub.posts();
     assert_eq!(calls.len(), 1, "retries never call the provider");
     assert_eq!(
         calls[0].key.as_deref(),
         Some(service.expected_key(&id, &payload()).as_str())
     );
     assert_eq!(calls[0].body, payload(), "the payload is the charge body");
-    // One root, one lifecycle, and exactly three audit events: registered, leased,
-    // succeeded.
-    let documents = service.documents().await;
-    assert_eq!(documents.len(), 5, "{documents:?}");
+    assert!(service.stub.lookups().is_empty());
+    // The commerce documents (root, lifecycle, audits: registered, leased,
+    // succeeded), the send layer's (plan, send record, events: opened, succeeded) and
+    // the stored charge: nothing from the 23 busy requests or the 5 replays.
+    let mut expected = commerce_documents(3);
+    expected.extend(send_documents(2));
+    expected.push("checkoutRequests/H/results/current".to_owned());
+    expected.sort();
+    assert_eq!(service.document_kinds().await, expected);
+    let start = |outcome| [("operation", "start"), ("outcome", outcome)];
+    let ops = "command_journal_operations_total";
+    assert_eq!(service.sample(ops, &start("acquired")).await, 1);
+    assert_eq!(service.sample(ops, &start("busy")).await, 23);
+    assert_eq!(service.sample(ops, &start("replayed")).await, 5);
+    assert_eq!(service.sample(ops, &start("recovered")).await, 0);
+    let requests = |status, outcome| {
+        [
+            ("route", "/v1/checkouts"),
+            ("status", status),
+            ("outcome", outcome),
+        ]
+    };
+    let served = "checkout_service_requests_total";
+    assert_eq!(
+        service.sample(served, &requests("409", "lease_busy")).await,
+        23
+    );
     let status = Journal::new(service.connection.clone())
         .status(&service.command(&id, &payload()))
         .await
         .expect("status");
     assert_eq!((status.state, status.fence_epoch), ("succeeded", Some(1)));
     service.assert_verifies_clean(1).await;
-    service.assert_no_leak(&[]);
+    service.assert_no_leak(&[]).await;
 }
 
 #[tokio::test]
 async fn checkout_provider_503_then_takeover_after_expiry_reuses_the_key() {
     let service = start_service(Options {
-        script: vec![503],
+        script: vec![Action::Status(503)],
         ..Options::default()
     })
     .await;
@@ -569,16 +744,16 @@ async fn checkout_provider_503_then_takeover_after_expiry_reuses_the_key() {
     // Before expiry another attempt finds the lease busy and does not call.
     let early = service.checkout(&id, &payload()).await;
     assert_eq!(early.status, 409);
-    assert_eq!(service.stub.calls().len(), 1);
+    assert_eq!(service.stub.posts().len(), 1);
 
     service.clock.advance(TimeDelta::seconds(61));
     let second = service.checkout(&id, &payload()).await;
     assert_eq!(
         (second.status, second.body),
-        (200, json!({"status": "succeeded"}))
+        (200, succeeded(&service.first_charge()))
     );
 
-    let calls = service.stub.calls();
+    let calls = service.stub.posts();
     let expected = service.expected_key(&id, &payload());
     assert_eq!(calls.len(), 2, "the provider is called twice");
     assert!(
@@ -592,16 +767,22 @@ async fn checkout_provider_503_then_takeover_after_expiry_reuses_the_key() {
         .await
         .expect("status");
     assert_eq!((status.state, status.fence_epoch), ("succeeded", Some(2)));
-    // root, lifecycle, audits: registered, leased, taken over, succeeded.
-    assert_eq!(service.documents().await.len(), 6);
+    // The commerce documents (root, lifecycle, audits: registered, leased, taken
+    // over, succeeded), the send layer's (plan, send record, events: opened,
+    // ambiguous, re-sent, succeeded) and the stored charge.
+    let mut expected = commerce_documents(4);
+    expected.extend(send_documents(4));
+    expected.push("checkoutRequests/H/results/current".to_owned());
+    expected.sort();
+    assert_eq!(service.document_kinds().await, expected);
     service.assert_verifies_clean(1).await;
-    service.assert_no_leak(&[]);
+    service.assert_no_leak(&[]).await;
 }
 
 #[tokio::test]
 async fn checkout_decline_is_final_and_never_recharged() {
     let service = start_service(Options {
-        default_status: 402,
+        default: Action::Decline,
         ..Options::default()
     })
     .await;
@@ -613,14 +794,14 @@ async fn checkout_decline_is_final_and_never_recharged() {
             (402, json!({"status": "failed"}))
         );
     }
-    assert_eq!(service.stub.calls().len(), 1, "a decline is never retried");
+    assert_eq!(service.stub.posts().len(), 1, "a decline is never retried");
     let status = Journal::new(service.connection.clone())
         .status(&service.command(&id, &payload()))
         .await
         .expect("status");
     assert_eq!(status.state, "failed_final");
     service.assert_verifies_clean(1).await;
-    service.assert_no_leak(&[]);
+    service.assert_no_leak(&[]).await;
 }
 
 #[tokio::test]
@@ -636,8 +817,8 @@ async fn checkout_changed_payload_is_422_and_writes_nothing() {
         (422, json!({"error": "command_conflict"}))
     );
     assert_eq!(service.documents().await, before, "nothing written");
-    assert_eq!(service.stub.calls().len(), 1);
-    service.assert_no_leak(&[]);
+    assert_eq!(service.stub.posts().len(), 1);
+    service.assert_no_leak(&[]).await;
 }
 
 #[tokio::test]
@@ -697,7 +878,7 @@ async fn checkout_bad_tokens_are_401_and_touch_nothing() {
         service.documents().await.is_empty(),
         "the journal was not touched"
     );
-    assert!(service.stub.calls().is_empty());
+    assert!(service.stub.posts().is_empty());
 
     // The same request with a good token goes through; keys were fetched once and
     // cached per Cache-Control.
@@ -708,7 +889,7 @@ async fn checkout_bad_tokens_are_401_and_touch_nothing() {
     let tokens: Vec<&str> = cases.iter().filter_map(|(_, t)| t.as_deref()).collect();
     let mut extra = tokens.clone();
     extra.push(&good);
-    service.assert_no_leak(&extra);
+    service.assert_no_leak(&extra).await;
 }
 
 #[tokio::test]
@@ -732,9 +913,9 @@ async fn checkout_unsigned_emulator_tokens_only_with_the_auth_emulator_variable(
         .await;
     assert_eq!(
         (accepted.status, accepted.body),
-        (200, json!({"status": "succeeded"}))
+        (200, succeeded(&service.first_charge()))
     );
-    service.assert_no_leak(&[]);
+    service.assert_no_leak(&[]).await;
 }
 
 #[tokio::test]
@@ -798,19 +979,19 @@ async fn checkout_request_shape_errors_and_healthz() {
         .await;
     assert_eq!(broken.status, 400);
     assert!(service.documents().await.is_empty());
-    assert!(service.stub.calls().is_empty());
+    assert!(service.stub.posts().is_empty());
 
     let health = service
         .send(service.http.get(format!("{}/healthz", service.url)))
         .await;
     assert_eq!((health.status, health.body), (200, json!({"status": "ok"})));
-    service.assert_no_leak(&[&token]);
+    service.assert_no_leak(&[&token]).await;
 }
 
 #[tokio::test]
 async fn checkout_canary_scan_over_every_log_line_and_body() {
     let service = start_service(Options {
-        script: vec![503, 402],
+        script: vec![Action::Status(503), Action::Decline],
         ..Options::default()
     })
     .await;
@@ -859,16 +1040,17 @@ async fn checkout_canary_scan_over_every_log_line_and_body() {
             .collect::<Vec<_>>(),
         ["WARNING", "INFO", "INFO", "INFO", "INFO", "INFO", "INFO"]
     );
-    service.assert_no_leak(&["CANARYchanged", &token]);
+    service.assert_no_leak(&["CANARYchanged", &token]).await;
 }
 
 #[test]
 fn checkout_configuration_is_strict_and_names_the_variable() {
-    let base = HashMap::from([
+    let mut base = HashMap::from([
         ("GOOGLE_CLOUD_PROJECT", "demo-project"),
         ("JOURNAL_ENVIRONMENT", "production"),
         ("PROVIDER_URL", "https://provider.example/base/"),
     ]);
+    base.extend(PLAN_ENV);
     let config = |changes: &[(&'static str, Option<&'static str>)]| {
         let mut env = base.clone();
         for (name, value) in changes {
@@ -926,13 +1108,65 @@ fn checkout_configuration_is_strict_and_names_the_variable() {
             "PROVIDER_URL",
         ),
         (vec![("PROVIDER_URL", Some("not a url"))], "PROVIDER_URL"),
+        (vec![("PROVIDER_NAME", None)], "PROVIDER_NAME"),
+        (vec![("PROVIDER_NAME", Some("Stripe!"))], "PROVIDER_NAME"),
+        (vec![("PROVIDER_ACCOUNT", None)], "PROVIDER_ACCOUNT"),
+        (
+            vec![("PROVIDER_ACCOUNT", Some("acct\u{7}CANARY"))],
+            "PROVIDER_ACCOUNT",
+        ),
+        (vec![("PROVIDER_MODE", None)], "PROVIDER_MODE"),
+        (vec![("PROVIDER_MODE", Some("sandbox"))], "PROVIDER_MODE"),
+        (
+            vec![
+                ("JOURNAL_ENVIRONMENT", Some("staging")),
+                ("PROVIDER_MODE", Some("live")),
+            ],
+            "PROVIDER_MODE",
+        ),
+        (vec![("PROVIDER_API_VERSION", None)], "PROVIDER_API_VERSION"),
+        (
+            vec![("PROVIDER_API_VERSION", Some("2026 01 01"))],
+            "PROVIDER_API_VERSION",
+        ),
+        (
+            vec![("PROVIDER_KEY_RETENTION_SECONDS", Some("60"))],
+            "PROVIDER_KEY_RETENTION_SECONDS",
+        ),
+        (
+            vec![("PROVIDER_KEY_RETENTION_SECONDS", Some("a day"))],
+            "PROVIDER_KEY_RETENTION_SECONDS",
+        ),
+        (
+            vec![("PROVIDER_TIMEOUT_MS", Some("0"))],
+            "PROVIDER_TIMEOUT_MS",
+        ),
     ];
     for (changes, variable) in refused {
         let error = config(&changes).expect_err(variable);
         assert_eq!(error.variable, variable, "{changes:?}");
         let text = error.to_string();
         assert!(!text.contains('\n') && text.contains(variable), "{text}");
+        assert!(!text.contains("CANARY") && !text.contains("2026"), "{text}");
     }
+    // The plan: the environment's settings, the request's payload as parameters,
+    // a one-day key retention unless told otherwise; live only in production.
+    assert_eq!(ok.plan.key_retention_seconds, 86_400);
+    let plan = ok.plan.plan(&json!({"amount": 1250})).expect("plan");
+    assert_eq!(plan.provider(), "stub");
+    assert!(
+        !format!("{:?}", ok.plan).contains("CANARY"),
+        "the account stays out"
+    );
+    let live = config(&[
+        ("PROVIDER_MODE", Some("live")),
+        ("PROVIDER_KEY_RETENTION_SECONDS", Some("3600")),
+    ])
+    .expect("live in production");
+    assert_eq!(
+        (live.plan.mode.as_str(), live.plan.key_retention_seconds),
+        ("live", 3600)
+    );
     assert_eq!(
         service::auth::max_age("public, max-age=19302, must-revalidate"),
         Some(Duration::from_secs(19302))
@@ -1020,8 +1254,12 @@ async fn checkout_binary_refuses_bad_configuration_with_one_line_and_exit_1() {
 async fn checkout_sigterm_lets_the_in_flight_request_finish_and_exits_0() {
     let emulator = support::emulator();
     let project = emulator.new_project_id();
-    let (stub, stub_url) = start_stub(&[], 200, true).await;
+    let (stub, stub_url) = start_stub(Stub::new(Action::Charge, CHARGE_PREFIX).gated()).await;
     let mut child = service_command(&[
+        PLAN_ENV[0],
+        PLAN_ENV[1],
+        PLAN_ENV[2],
+        PLAN_ENV[3],
         ("PORT", "0"),
         ("GOOGLE_CLOUD_PROJECT", &project),
         ("FIRESTORE_EMULATOR_HOST", emulator.host()),
@@ -1107,9 +1345,16 @@ async fn checkout_sigterm_lets_the_in_flight_request_finish_and_exits_0() {
         "the in-flight request is still held by the provider"
     );
 
-    stub.gate.as_ref().expect("gated").add_permits(1);
+    stub.release(1);
     let (status, body) = in_flight.await.expect("request task");
-    assert_eq!((status, body.as_str()), (200, r#"{"status":"succeeded"}"#));
+    assert_eq!(
+        (status, body.as_str()),
+        (
+            200,
+            r#"{"status":"succeeded","charge":{"id":"ch_CANARYreceipt1","status":"succeeded"}}"#
+        ),
+        "the body is the status, then the charge's canonical envelope"
+    );
     let exit = tokio::time::timeout(Duration::from_secs(15), child.wait())
         .await
         .expect("the service exits after draining")
@@ -1129,6 +1374,11 @@ async fn checkout_sigterm_lets_the_in_flight_request_finish_and_exits_0() {
         seen.iter().any(|l| l.contains("shutdown complete")),
         "{seen:?}"
     );
-    assert_eq!(stub.calls().len(), 1);
-    assert_no_secrets(&seen, &[body], &[&token]);
+    assert_eq!(stub.posts().len(), 1);
+    let references: Vec<String> = stub
+        .charges()
+        .iter()
+        .map(|charge| envelope_reference(&charge_envelope(&charge.object)))
+        .collect();
+    assert_no_secrets(&seen, &[body], &[&token], &references);
 }

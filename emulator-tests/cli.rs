@@ -2,6 +2,7 @@
 //! and stored documents.
 
 use super::support::{self, list};
+use command_journal::JournalError;
 use serde_json::{Value, json};
 use std::io::Write as _;
 use std::process::{Command, Stdio};
@@ -33,6 +34,40 @@ fn cli(args: &[&str], stdin: &Value) -> (i32, Value, String) {
     let line = serde_json::from_str(stdout.trim()).expect("JSON line");
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     (output.status.code().unwrap_or(-1), line, stderr)
+}
+
+/// What the CLI answers a refusal: exit 3, the code and its fixed message.
+fn refused(error: JournalError) -> (i32, Value) {
+    (
+        3,
+        json!({"error": error.code(), "message": error.to_string()}),
+    )
+}
+
+/// What the CLI answers an invalid key: its name, the problem, the rule, the message.
+fn invalid(field: &str, problem: &str) -> Value {
+    let message = match problem {
+        "missing" => "a required key is missing",
+        "invalid" => "the value given for this key or option is not valid",
+        other => panic!("no message for {other}"),
+    };
+    json!({"error": "invalid_input", "field": field, "problem": problem,
+           "expected": command_journal::expected_for(field), "message": message})
+}
+
+/// `journal_corrupt` (exit 3) with its fixed message.
+fn assert_corrupt(code: i32, out: &Value) {
+    assert_eq!(
+        (code, &out["error"]),
+        (3, &json!("journal_corrupt")),
+        "{out}"
+    );
+    assert!(
+        out["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("journal corrupt: ")),
+        "{out}"
+    );
 }
 
 fn args(v: &[String]) -> Vec<&str> {
@@ -106,7 +141,7 @@ async fn register_acquire_complete_and_status_through_the_cli() {
     );
     let failed = input(json!({"leaseId": LEASE_ID, "expectedFenceEpoch": 1}));
     let (code, out, _) = cli(&[args(&t1).as_slice(), &["fail"]].concat(), &failed);
-    assert_eq!((code, out), (3, json!({"error": "terminal_conflict"})));
+    assert_eq!((code, out), refused(JournalError::TerminalConflict));
 
     // Nothing raw was stored.
     let mut text = String::new();
@@ -140,14 +175,7 @@ fn invalid_input_exits_2_naming_the_field_only() {
         &["identity"],
         &input(json!({"commandId": "CANARY-not-a-uuid"})),
     );
-    assert_eq!(
-        (code, out),
-        (
-            2,
-            json!({"error":"invalid_input","field":"commandId",
-                   "expected":"canonical lowercase UUID v4"})
-        )
-    );
+    assert_eq!((code, out), (2, invalid("commandId", "invalid")));
     let (code, out, _) = cli(
         &["identity"],
         &json!({"environment": "emulator", "environment2": 1}),
@@ -207,12 +235,17 @@ fn an_unreachable_emulator_is_unavailable_exit_4_promptly() {
     assert_eq!(code, 4, "{out}");
     assert_eq!(out["error"], "unavailable");
     assert_eq!(out["class"], "unavailable");
-    // The connection itself failed: no attempt was made, and the message says retry.
+    // The connection itself failed: no attempt was made. The answer names the host and
+    // the gRPC code, and says retrying is safe, without counting "0 attempts".
     assert_eq!(out["attempts"], 0);
-    assert!(
-        out["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("retrying the whole call is safe"))
+    assert_eq!(out["host"], host.as_str());
+    assert_eq!(out["grpcCode"], "UNAVAILABLE");
+    assert_eq!(
+        out["message"],
+        format!(
+            "{host}: could not connect to firestore (last gRPC code UNAVAILABLE); \
+             retrying the whole call later is safe"
+        )
     );
     // Ten attempts with at most 250 ms backoff each: bounded well under a minute.
     assert!(started.elapsed() < std::time::Duration::from_secs(30));
@@ -311,7 +344,7 @@ async fn ledger_accept_and_replay_through_the_cli() {
         &[&base[..], &["ledger", "accept"]].concat(),
         &accept(&changed),
     );
-    assert_eq!((code, out), (3, json!({"error": "replay_mismatch"})));
+    assert_eq!((code, out), refused(JournalError::ReplayMismatch));
     let replay = json!({"classId": "class-1", "featCode": "STORE", "idempotencyKey": "key-1",
                         "scope": {"seatId": "seat-A", "actorSeatId": "seat-A"},
                         "charge": {"family": "store_purchase",
@@ -325,7 +358,7 @@ async fn ledger_accept_and_replay_through_the_cli() {
         &[&base[..], &["ledger", "accept"]].concat(),
         &accept(&declared),
     );
-    assert_eq!((code, out), (3, json!({"error": "replay_mismatch"})));
+    assert_eq!((code, out), refused(JournalError::ReplayMismatch));
     // The stored row's amount edited after acceptance: the record changed, so the
     // exact retry and the replay are told journal_corrupt, not replay_mismatch.
     let effect_id = first["effectIds"][0].as_str().expect("effect id");
@@ -343,9 +376,9 @@ async fn ledger_accept_and_replay_through_the_cli() {
     );
     support::put(&connection, &path, row.fields).await;
     let (code, out, _) = cli(&[&base[..], &["ledger", "accept"]].concat(), &accept(&plan));
-    assert_eq!((code, out), (3, json!({"error": "journal_corrupt"})));
+    assert_corrupt(code, &out);
     let (code, out, _) = cli(&[&base[..], &["ledger", "replay"]].concat(), &replay);
-    assert_eq!((code, out), (3, json!({"error": "journal_corrupt"})));
+    assert_corrupt(code, &out);
     assert_eq!(list(&connection, "", "ledgerReservations").await.len(), 1);
     assert_eq!(list(&connection, "", "ledgerTransactions").await.len(), 1);
 }
@@ -423,7 +456,7 @@ async fn ledger_multi_effect_reversal_replay_and_link_through_the_cli() {
             ("officer-1", Some("DUPLICATE_CHARGE")),
         ] {
             let (code, out, _) = replay(actor, subtype);
-            assert_eq!((code, out), (3, json!({"error": "replay_mismatch"})));
+            assert_eq!((code, out), refused(JournalError::ReplayMismatch));
         }
     }
 
@@ -457,7 +490,7 @@ async fn ledger_multi_effect_reversal_replay_and_link_through_the_cli() {
     let (code, out, _) = ledger("link", &link("l-0", 2));
     assert_eq!(
         (code, out),
-        (3, json!({"error": "obsolete_multi_effect_fingerprint"}))
+        refused(JournalError::ObsoleteMultiEffectFingerprint)
     );
     let (code, out, _) = ledger("link", &link("l-0", 4));
     assert_eq!(
@@ -469,17 +502,7 @@ async fn ledger_multi_effect_reversal_replay_and_link_through_the_cli() {
     let (code, out, _) = ledger("link", &link("l-0", 4));
     assert_eq!((code, out["outcome"].clone()), (0, json!("already_linked")));
     let (code, out, _) = ledger("link", &link("l-1", 4));
-    assert_eq!(
-        (code, out),
-        (
-            2,
-            json!({
-                "error": "invalid_input",
-                "field": "effectIds",
-                "expected": command_journal::expected_for("effectIds")
-            })
-        )
-    );
+    assert_eq!((code, out), (2, invalid("effectIds", "invalid")));
     // 1 charge + 2 + 3 reversal effects + 2 linked rows; 1 + 2 + 1 reservations.
     assert_eq!(list(&connection, "", "ledgerTransactions").await.len(), 8);
     assert_eq!(list(&connection, "", "ledgerReservations").await.len(), 4);
@@ -523,19 +546,9 @@ async fn start_registers_and_acquires_in_one_call_through_the_cli() {
     let mut conflicting = input(json!({"leaseId": LEASE_ID}));
     conflicting["payload"] = json!({"sku": "other"});
     let (code, out, _) = cli(&at("2030-01-01T00:00:10Z"), &conflicting);
-    assert_eq!((code, out), (3, json!({"error": "command_conflict"})));
+    assert_eq!((code, out), refused(JournalError::CommandConflict));
     // The lease id is required: exit 2 before any connection.
     let (code, out, _) = cli(&at("2030-01-01T00:00:10Z"), &input(json!({})));
-    assert_eq!(
-        (code, out),
-        (
-            2,
-            json!({
-                "error": "invalid_input",
-                "field": "leaseId",
-                "expected": command_journal::expected_for("leaseId")
-            })
-        )
-    );
+    assert_eq!((code, out), (2, invalid("leaseId", "missing")));
     assert_eq!(list(&connection, "", "auditEvents").await.len(), 2);
 }

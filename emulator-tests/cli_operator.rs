@@ -154,37 +154,56 @@ fn invalid_input_names_the_key_and_what_it_expects_never_the_value() {
         object[key] = value;
         object.to_string()
     };
-    let cases: Vec<(String, &str, &str)> = vec![
+    let without = |key: &str| {
+        let mut object = good.clone();
+        object.as_object_mut().expect("object").remove(key);
+        object.to_string()
+    };
+    let one_object = "one JSON object, each key at most once, with only the documented keys";
+    let cases: Vec<(String, &str, &str, &str)> = vec![
         (
             with("environment", json!("CANARYenv")),
             "environment",
+            "invalid",
             "one of emulator, test, staging, production",
         ),
         (
             with("commandId", json!("CANARY-not-a-uuid")),
             "commandId",
+            "invalid",
+            "canonical lowercase UUID v4",
+        ),
+        // A missing key is told apart from a malformed one.
+        (
+            without("commandId"),
+            "commandId",
+            "missing",
             "canonical lowercase UUID v4",
         ),
         (
             with("callerScopeKind", json!("CANARYkind")),
             "callerScopeKind",
+            "invalid",
             "one of member, guest, officer, service",
         ),
         // A key of the wrong type names that key.
         (
             with("endpointSchemaVersion", json!("CANARY1")),
             "endpointSchemaVersion",
+            "invalid",
             "an integer from 1 to 9999",
         ),
         // An unknown key names itself, before any missing key.
         (
             r#"{"environmnet":"CANARYtypo"}"#.to_owned(),
             "environmnet",
+            "unknown",
             "only the keys this subcommand's --help lists",
         ),
         (
             with("leaseId", json!("CANARYextra")),
             "leaseId",
+            "unknown",
             "only the keys this subcommand's --help lists",
         ),
         // A duplicate key names itself; one nested in the payload names the payload.
@@ -193,6 +212,7 @@ fn invalid_input_names_the_key_and_what_it_expects_never_the_value() {
                 .trim()
                 .replacen('{', r#"{"callerId":"CANARYdup","#, 1),
             "callerId",
+            "duplicate",
             "each key at most once, at every depth",
         ),
         (
@@ -201,21 +221,37 @@ fn invalid_input_names_the_key_and_what_it_expects_never_the_value() {
                 r#""payload":{"sku":"CANARYa","sku":"CANARYb"}"#,
             ),
             "payload",
+            "duplicate",
             "each key at most once, at every depth",
         ),
-        // Only text that is not one JSON object is `input`.
+        // Text that is not one JSON object is `input`, and says which way it is not.
         (
             "[\"CANARYarray\"]".to_owned(),
             "input",
-            "one JSON object, each key at most once, with only the documented keys",
+            "not_an_object",
+            one_object,
         ),
         (
             "{\"CANARY\": ".to_owned(),
             "input",
-            "one JSON object, each key at most once, with only the documented keys",
+            "malformed_json",
+            one_object,
         ),
+        (String::new(), "input", "empty", one_object),
     ];
-    for (stdin, field, expected) in cases {
+    let message = |problem: &str| match problem {
+        "missing" => "a required key is missing",
+        "invalid" => "the value given for this key or option is not valid",
+        "unknown" => "a key this subcommand does not read",
+        "duplicate" => "a key is given more than once",
+        "empty" => "stdin is empty: pipe one JSON object into the subcommand",
+        "malformed_json" => {
+            "stdin is not valid JSON (truncated, malformed or followed by more text)"
+        }
+        "not_an_object" => "stdin is JSON but not one object",
+        other => panic!("no message for {other}"),
+    };
+    for (stdin, field, problem, expected) in cases {
         let out = run(
             &[
                 "--project",
@@ -229,7 +265,8 @@ fn invalid_input_names_the_key_and_what_it_expects_never_the_value() {
         assert_eq!(out.code, 2, "{stdin}: {}", out.stdout);
         assert_eq!(
             out.json(),
-            json!({"error": "invalid_input", "field": field, "expected": expected}),
+            json!({"error": "invalid_input", "field": field, "problem": problem,
+                   "expected": expected, "message": message(problem)}),
             "{stdin}"
         );
         assert!(!out.stdout.contains("CANARY"), "{stdin}: {}", out.stdout);
@@ -288,6 +325,64 @@ fn verify_of_an_empty_project_exits_7_naming_project_and_database() {
     }
 }
 
+/// `PATH` with the binary's directory first, as after `cargo install --path .`.
+fn path_with_binary() -> String {
+    let dir = std::path::Path::new(CLI).parent().expect("bin dir");
+    format!(
+        "{}:{}",
+        dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// `PATH` without any directory holding a `command-journal`, as in a fresh clone.
+fn path_without_binary() -> String {
+    let path = std::env::var("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .filter(|dir| !dir.join("command-journal").exists())
+        .map(|dir| dir.display().to_string())
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+/// The indented lines the demo printed under "Inspect the journal:".
+fn follow_ups(stdout: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .skip_while(|line| *line != "Inspect the journal:")
+        .skip(1)
+        .take_while(|line| line.starts_with("  "))
+        .map(|line| line.trim().to_owned())
+        .collect()
+}
+
+/// Runs the demo's printed follow-ups exactly as printed, as one shell script in the
+/// demo's directory, with `path` and no emulator in the environment; returns the JSON
+/// lines they printed.
+fn run_follow_ups(lines: &[String], path: &str) -> Vec<Value> {
+    assert!(
+        lines[0].starts_with("export FIRESTORE_EMULATOR_HOST="),
+        "{lines:?}"
+    );
+    let output = Command::new("sh")
+        .args(["-ec", &lines.join("\n")])
+        .env("PATH", path)
+        .env_remove("FIRESTORE_EMULATOR_HOST")
+        .env_remove("GOOGLE_CLOUD_PROJECT")
+        .output()
+        .expect("sh");
+    let stdout = String::from_utf8(output.stdout).expect("utf-8");
+    assert!(
+        output.status.success(),
+        "{lines:?}: {stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("a JSON line"))
+        .collect()
+}
+
 #[test]
 fn the_demo_runs_in_the_given_project_says_where_and_verifies_clean() {
     let host = support::emulator().host();
@@ -305,9 +400,17 @@ fn the_demo_runs_in_the_given_project_says_where_and_verifies_clean() {
         "--seed",
         "7",
     ];
-    let out = run(&args, None);
-    let (stdout, stderr) = (&out.stdout, &out.stderr);
-    assert_eq!(out.code, 0, "{stdout}{stderr}");
+    // Installed: `command-journal` on PATH is this binary.
+    let output = Command::new(CLI)
+        .args(args)
+        .env("PATH", path_with_binary())
+        .env_remove("FIRESTORE_EMULATOR_HOST")
+        .env_remove("GOOGLE_CLOUD_PROJECT")
+        .output()
+        .expect("run the demo");
+    let stdout = String::from_utf8(output.stdout).expect("utf-8");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(0), "{stdout}{stderr}");
     assert!(stdout.contains("verify: clean"), "{stdout}");
     for row in [
         "acquisitions",
@@ -332,29 +435,30 @@ fn the_demo_runs_in_the_given_project_says_where_and_verifies_clean() {
         !stderr.contains('\r'),
         "no carriage-return frames: {stderr:?}"
     );
+    let lines = follow_ups(&stdout);
+    assert_eq!(lines.len(), 3, "{stdout}");
+    assert_eq!(lines[0], format!("export FIRESTORE_EMULATOR_HOST={host}"));
+    assert_eq!(
+        lines[1],
+        format!("command-journal verify --project {project}")
+    );
     assert!(
-        stdout.contains(&format!("  export FIRESTORE_EMULATOR_HOST={host}\n")),
+        lines[2].ends_with(&format!("| command-journal status --project {project}")),
         "{stdout}"
     );
-    let verify = format!("  command-journal --project {project} verify\n");
-    assert!(stdout.contains(&verify), "{stdout}");
-    let status = stdout
-        .lines()
-        .find(|line| line.ends_with(&format!("--project {project} status")))
-        .expect("a status command");
     // The printed commands work as printed.
-    let status = paste(status.trim(), host);
-    assert_eq!(status.code, 0, "{}", status.stdout);
-    assert!(status.json()["state"].is_string());
-    let verified = paste(verify.trim(), host);
-    assert_eq!(verified.code, 0, "{}", verified.stderr);
-    assert_eq!(verified.json()["scanned"]["checkoutRequests"], 12);
+    let answers = run_follow_ups(&lines, &path_with_binary());
+    assert_eq!(answers.len(), 2, "{answers:?}");
+    assert_eq!(answers[0]["scanned"]["checkoutRequests"], 12);
+    assert!(answers[1]["state"].is_string(), "{}", answers[1]);
 }
 
 #[test]
 fn demo_keep_leaves_its_own_emulator_up_until_sigterm_then_stops_it() {
+    // A fresh clone: no `command-journal` on PATH, so the demo prints the binary's path.
     let mut child = Command::new(CLI)
         .args(["demo", "--commands", "4", "--workers", "2", "--keep"])
+        .env("PATH", path_without_binary())
         .env_remove("FIRESTORE_EMULATOR_HOST")
         .env_remove("GOOGLE_CLOUD_PROJECT")
         .stdin(Stdio::null())
@@ -380,21 +484,17 @@ fn demo_keep_leaves_its_own_emulator_up_until_sigterm_then_stops_it() {
         }
     }
     let text = printed.join("\n");
-    let host = printed
-        .iter()
-        .find_map(|l| l.trim().strip_prefix("export FIRESTORE_EMULATOR_HOST="))
-        .unwrap_or_else(|| panic!("no export line: {text}"))
-        .to_owned();
-    let verify = printed
-        .iter()
-        .find(|l| l.trim().ends_with(" verify"))
-        .unwrap_or_else(|| panic!("no verify command: {text}"))
-        .trim()
-        .to_owned();
-    // While it waits, its emulator answers and holds the journal it printed.
-    let verified = paste(&verify, &host);
-    assert_eq!(verified.code, 0, "{}{}", verified.stdout, verified.stderr);
-    assert_eq!(verified.json()["scanned"]["checkoutRequests"], 4);
+    let follow = follow_ups(&text);
+    assert_eq!(follow.len(), 3, "{text}");
+    assert!(
+        follow[1].starts_with("target/debug/command-journal verify --project demo-"),
+        "the binary's path relative to the current directory: {text}"
+    );
+    // While it waits, its emulator answers and holds the journal it printed, and the
+    // printed commands work as printed without anything installed.
+    let answers = run_follow_ups(&follow, &path_without_binary());
+    assert_eq!(answers[0]["scanned"]["checkoutRequests"], 4);
+    assert!(answers[1]["state"].is_string(), "{}", answers[1]);
 
     let pid = i32::try_from(child.id()).expect("pid");
     // SAFETY: sends SIGTERM to the child this test spawned and has not reaped.
@@ -414,6 +514,29 @@ fn demo_keep_leaves_its_own_emulator_up_until_sigterm_then_stops_it() {
         !std::path::Path::new(&format!("/proc/{jvm}")).exists(),
         "the emulator JVM {jvm} outlived the demo"
     );
+}
+
+#[test]
+fn demo_options_are_bounded_and_checked_before_any_emulator_starts() {
+    for (args, said) in [
+        (&["--commands", "0"][..], "0 is not in 1..=2000"),
+        (
+            &["--commands", "100000000000"],
+            "100000000000 is not in 1..=2000",
+        ),
+        (&["--workers", "0"], "0 is not in 1..=16"),
+        (&["--workers", "17"], "17 is not in 1..=16"),
+    ] {
+        let out = run(&[&["demo"], args].concat(), None);
+        assert_eq!(out.code, 2, "{args:?}");
+        assert!(out.stderr.contains(said), "{args:?}: {}", out.stderr);
+        assert!(!out.stderr.contains("starting"), "{}", out.stderr);
+    }
+    // A bad project is refused before the JVM starts: no "starting the emulator" line.
+    let out = run(&["demo", "--project", "Not_A_Project"], None);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert_eq!(out.json()["field"], "project");
+    assert!(!out.stderr.contains("starting"), "{}", out.stderr);
 }
 
 #[test]

@@ -447,7 +447,7 @@ async fn an_unreachable_emulator_is_unavailable_promptly_and_writes_nothing() {
     assert_eq!(
         connected.err(),
         Some(JournalError::Unavailable {
-            last_code: None,
+            last_code: Some(command_journal::GrpcCode::Unavailable),
             attempts: 0,
             deadline: false
         })

@@ -66,6 +66,72 @@ fn a_killed_parent_takes_its_emulator_jvm_with_it() {
 }
 
 #[test]
+fn the_emulator_listens_on_the_port_asked_for_and_refuses_one_in_use() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port();
+    let port_text = port.to_string();
+    let mut first = Command::new(CLI)
+        .args(["emulator", "--host", "localhost", "--port", &port_text])
+        .env_remove("FIRESTORE_EMULATOR_HOST")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn the CLI");
+    let mut line = String::new();
+    BufReader::new(first.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("ready line");
+    let ready: serde_json::Value = serde_json::from_str(&line).expect("ready line is JSON");
+    assert_eq!(ready["host"], format!("127.0.0.1:{port}"), "{line}");
+    let jvm = u32::try_from(ready["pid"].as_u64().expect("pid")).expect("pid fits");
+
+    // The same port again: refused before any JVM starts, with a clear answer.
+    let began = Instant::now();
+    let second = Command::new(CLI)
+        .args(["emulator", "--port", &port_text])
+        .env_remove("FIRESTORE_EMULATOR_HOST")
+        .output()
+        .expect("run the CLI");
+    assert_eq!(second.status.code(), Some(2));
+    let answer: serde_json::Value = serde_json::from_slice(&second.stdout).expect("one JSON line");
+    assert_eq!(answer["error"], "address_unavailable");
+    assert_eq!(
+        answer["message"],
+        format!(
+            "cannot listen on 127.0.0.1:{port}: the port is in use: choose another port, \
+             or none for a free one"
+        )
+    );
+    assert!(
+        began.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        began.elapsed()
+    );
+
+    // A malformed host or port is a usage error.
+    for args in [
+        &["--host", "example.com"][..],
+        &["--port", "0"],
+        &["--port", "70000"],
+    ] {
+        let out = Command::new(CLI)
+            .arg("emulator")
+            .args(args)
+            .output()
+            .expect("run the CLI");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
+
+    let pid = i32::try_from(first.id()).expect("pid");
+    // SAFETY: sends SIGTERM to the child this test spawned and has not reaped.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    assert_eq!(first.wait().expect("wait").code(), Some(0));
+    assert!(!alive(jvm), "the emulator JVM outlived its CLI");
+}
+
+#[test]
 fn a_missing_jar_is_a_clear_error_naming_the_debian_package() {
     let output = Command::new(CLI)
         .arg("emulator")

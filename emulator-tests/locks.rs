@@ -155,7 +155,7 @@ async fn a_held_lifecycle_lock_stalls_transaction_mode_commits_and_never_a_preco
     );
 }
 
-/// Measured, and stated in the README: on the emulator a held lock also stalls a
+/// Measured, and stated in docs/concurrency.md: on the emulator a held lock also stalls a
 /// plain commit, so a preconditions-mode mutation of a document a foreign transaction
 /// has read waits too. The modes differ in what they lock, not in whether a writer
 /// waits for someone else's lock.

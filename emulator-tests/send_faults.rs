@@ -180,6 +180,14 @@ async fn a_lost_commit_response_of_every_send_operation_converges_on_retry() {
 
 const CLI: &str = env!("CARGO_BIN_EXE_command-journal");
 
+/// What the CLI answers a refusal: exit 3, the code and its fixed message.
+fn refused(error: JournalError) -> (i32, Value) {
+    (
+        3,
+        json!({"error": error.code(), "message": error.to_string()}),
+    )
+}
+
 fn cli(args: &[&str], stdin: &Value) -> (i32, Value) {
     let mut child = Command::new(CLI)
         .args(args)
@@ -261,7 +269,7 @@ async fn through_the_cli_the_cutoff_stops_every_resend_until_reconciliation() {
     complete["terminalReferenceFingerprint"] = json!("ab".repeat(32));
     assert_eq!(
         run(t0, &["complete"], complete),
-        (3, json!({"error":"send_outcome_required"}))
+        refused(JournalError::SendOutcomeRequired)
     );
     // Just before the cutoff a new holder re-sends the same attempt with the same key.
     let before = "2030-01-01T17:59:00Z";
@@ -280,7 +288,7 @@ async fn through_the_cli_the_cutoff_stops_every_resend_until_reconciliation() {
     let at_cutoff = "2030-01-01T18:00:00Z";
     assert_eq!(
         run(at_cutoff, &["send", "begin"], begin(lease1, 2)),
-        (3, json!({"error":"send_cutoff_passed"}))
+        refused(JournalError::SendCutoffPassed)
     );
     let (code, status) = run(at_cutoff, &["status"], command.clone());
     assert_eq!(code, 0);
@@ -314,13 +322,13 @@ async fn through_the_cli_the_cutoff_stops_every_resend_until_reconciliation() {
     other["plan"]["parameters"] = json!({"amount": 1251});
     assert_eq!(
         run(later, &["send", "begin"], other),
-        (3, json!({"error":"plan_conflict"}))
+        refused(JournalError::PlanConflict)
     );
     let mut wrong = with(json!({"leaseId": lease2, "expectedFenceEpoch": 3, "attempt": 1}));
     wrong["outcome"] = json!("declined");
     assert_eq!(
         run(later, &["send", "outcome"], wrong),
-        (3, json!({"error":"attempt_mismatch"}))
+        refused(JournalError::AttemptMismatch)
     );
     let mut done = with(json!({"leaseId": lease2, "expectedFenceEpoch": 3, "attempt": 2}));
     done["outcome"] = json!("succeeded");

@@ -274,7 +274,9 @@ fn an_unreadable_ruleset_exits_2_before_any_emulator_starts() {
     assert_eq!(run.code, Some(2), "{}", run.stderr);
     assert_eq!(
         run.report,
-        json!({"error": "invalid_input", "field": "path"})
+        json!({"error": "invalid_input", "field": "path", "problem": "invalid",
+               "expected": "a readable Firestore ruleset file",
+               "message": "the value given for this key or option is not valid"})
     );
     assert!(run.stderr.contains("firestore.rules"), "{}", run.stderr);
 }

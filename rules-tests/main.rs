@@ -5,7 +5,7 @@
 //!
 //! One emulator serves the whole binary (`Emulator::shared`); each test loads its
 //! ruleset into its own project. Run alone with
-//! `cargo test --features rules-testing --test rules -- --nocapture` to see the count
+//! `cargo test --test rules -- --nocapture` to see the count
 //! of denied operations.
 
 mod cli;

@@ -1,78 +1,106 @@
 //! Subcommand dispatch, shared by every subcommand of the binary.
 
+pub mod args;
 pub mod commands;
 pub mod demo;
+pub mod dev_token;
+pub mod emulator;
 pub mod exit;
+pub mod explain;
 pub mod identity;
 pub mod input;
 pub mod ledger;
-#[cfg(feature = "rules-testing")]
 pub mod rules;
 pub mod schema;
 pub mod sends;
 pub mod verify;
 
-use crate::{Args, Cmd, ExampleOf, LedgerCmd, SendCmd};
+use args::{Cmd, ConcurrencyArg, JournalArgs, LedgerCmd, SendCmd, TargetArgs};
 use command_journal::ManualClock;
 use command_journal::{Concurrency, Journal, JournalError};
 use command_journal::{Connection, Target};
 use commands::Operation;
 use input::Failure;
-use schema::Subject;
+use ledger::LedgerAction;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-/// Runs the parsed command line and returns the process exit code.
-pub async fn run(args: Args) -> ExitCode {
-    let options = Global::from_args(&args);
-    let operation = match args.command {
+/// The environment variable naming the emulator to use.
+const EMULATOR_HOST_ENV: &str = "FIRESTORE_EMULATOR_HOST";
+/// The environment variable naming the database to use.
+const DATABASE_ENV: &str = "FIRESTORE_DATABASE";
+/// Production Firestore's endpoint, as `unavailable` names it.
+const PRODUCTION_HOST: &str = "firestore.googleapis.com:443";
+
+/// Runs the parsed subcommand and returns the process exit code.
+pub async fn run(command: Cmd) -> ExitCode {
+    let (operation, options) = match command {
         Cmd::Identity => return exit::report_failure(identity::run(&read_stdin())),
-        Cmd::Emulator => return emulator().await,
-        Cmd::Example { of } => return example(&of),
+        Cmd::Emulator(args) => return emulator::run(args).await,
+        Cmd::DevToken(args) => return dev_token::run(&args),
+        Cmd::Explain(args) => return explain::run(&args),
+        Cmd::Example { of } => {
+            println!("{}", of.subject().example());
+            return ExitCode::SUCCESS;
+        }
         Cmd::Completions { shell } => return completions(shell),
-        #[cfg(feature = "rules-testing")]
-        Cmd::Rules { action } => return rules::run(action, args.emulator_host).await,
-        Cmd::Demo {
-            commands,
-            workers,
-            seed,
-            keep,
-        } => {
+        Cmd::Rules { action } => return rules::run(action).await,
+        Cmd::Demo(args) => {
+            let options = Global::from_target(&args.target.target());
             let demo = demo::DemoOptions {
-                commands,
-                workers,
-                seed,
-                keep,
+                commands: args.commands,
+                workers: args.workers,
+                seed: args.seed,
+                keep: args.keep,
                 project: options.project,
                 database: options.database,
             };
             return demo::run(options.emulator_host, demo).await;
         }
-        Cmd::Ledger { action } => return ledger_command(&action, &options).await,
+        Cmd::Ledger { action } => {
+            let (action, args) = match action {
+                LedgerCmd::Fingerprint => {
+                    let stdin = read_stdin();
+                    let result = ledger::run(LedgerAction::Fingerprint, &stdin, None).await;
+                    return exit::report_failure(result);
+                }
+                LedgerCmd::Accept(args) => (LedgerAction::Accept, args),
+                LedgerCmd::Replay(args) => (LedgerAction::Replay, args),
+                LedgerCmd::Link(args) => (LedgerAction::Link, args),
+            };
+            return ledger_command(action, &Global::from_journal(&args)).await;
+        }
         Cmd::Send { action } => {
-            let action = send_action(&action);
+            let (action, args) = match action {
+                SendCmd::Begin(args) => (sends::SendAction::Begin, args),
+                SendCmd::Outcome(args) => (sends::SendAction::Outcome, args),
+                SendCmd::Reconcile(args) => (sends::SendAction::Reconcile, args),
+            };
+            let options = Global::from_journal(&args);
             let result = sends::run(action, &read_stdin(), || options.journal()).await;
             return exit::report_failure(result);
         }
         Cmd::Verify {
             allow_empty,
             ranges,
-        } => return verify::run(&options, allow_empty, &ranges).await,
-        Cmd::Register => Operation::Register,
-        Cmd::Acquire => Operation::Acquire,
-        Cmd::Start => Operation::Start,
-        Cmd::Complete => Operation::Complete,
-        Cmd::Fail => Operation::Fail,
-        Cmd::Status => Operation::Status,
+            target,
+        } => {
+            let options = Global::from_target(&target);
+            return verify::run(&options, allow_empty, &ranges).await;
+        }
+        Cmd::Register(args) => (Operation::Register, args),
+        Cmd::Acquire(args) => (Operation::Acquire, args),
+        Cmd::Start(args) => (Operation::Start, args),
+        Cmd::Complete(args) => (Operation::Complete, args),
+        Cmd::Fail(args) => (Operation::Fail, args),
+        Cmd::Status(args) => (Operation::Status, args),
     };
+    let options = Global::from_journal(&options);
     exit::report_failure(commands::run(operation, &read_stdin(), || options.journal()).await)
 }
 
-async fn ledger_command(action: &LedgerCmd, options: &Global) -> ExitCode {
+async fn ledger_command(action: LedgerAction, options: &Global) -> ExitCode {
     let stdin = read_stdin();
-    if matches!(action, LedgerCmd::Fingerprint) {
-        return exit::report_failure(ledger::run(action, &stdin, None).await);
-    }
     // Validate the input before connecting: invalid input is exit 2 whatever the target.
     if let Err(error) = ledger::run(action, &stdin, None).await
         && error != Failure::Journal(ledger::no_journal())
@@ -85,39 +113,9 @@ async fn ledger_command(action: &LedgerCmd, options: &Global) -> ExitCode {
     }
 }
 
-fn send_action(action: &SendCmd) -> sends::SendAction {
-    match action {
-        SendCmd::Begin => sends::SendAction::Begin,
-        SendCmd::Outcome => sends::SendAction::Outcome,
-        SendCmd::Reconcile => sends::SendAction::Reconcile,
-    }
-}
-
-/// Prints the example stdin object of a subcommand.
-fn example(of: &ExampleOf) -> ExitCode {
-    let subject = match of {
-        ExampleOf::Identity => Subject::Identity,
-        ExampleOf::Register => Subject::Register,
-        ExampleOf::Acquire => Subject::Acquire,
-        ExampleOf::Start => Subject::Start,
-        ExampleOf::Complete => Subject::Complete,
-        ExampleOf::Fail => Subject::Fail,
-        ExampleOf::Status => Subject::Status,
-        ExampleOf::Send { action } => send_action(action).subject(),
-        ExampleOf::Ledger { action } => match action {
-            LedgerCmd::Fingerprint => Subject::LedgerFingerprint,
-            LedgerCmd::Accept => Subject::LedgerAccept,
-            LedgerCmd::Replay => Subject::LedgerReplay,
-            LedgerCmd::Link => Subject::LedgerLink,
-        },
-    };
-    println!("{}", subject.example());
-    ExitCode::SUCCESS
-}
-
 /// Prints the completion script of `shell` for the whole command line.
 fn completions(shell: clap_complete::Shell) -> ExitCode {
-    let mut command = <Args as clap::CommandFactory>::command();
+    let mut command = <args::Args as clap::CommandFactory>::command();
     clap_complete::generate(
         shell,
         &mut command,
@@ -127,7 +125,8 @@ fn completions(shell: clap_complete::Shell) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// The global options that choose the project, the target and the clock.
+/// The options that choose the project, the target and the clock, resolved against
+/// the environment (`FIRESTORE_EMULATOR_HOST`, `FIRESTORE_DATABASE`).
 pub struct Global {
     project: Option<String>,
     emulator_host: Option<String>,
@@ -137,17 +136,39 @@ pub struct Global {
 }
 
 impl Global {
-    /// The global options of a parsed command line.
-    pub fn from_args(args: &Args) -> Self {
+    /// The target options of a subcommand that only reads or scans.
+    pub fn from_target(target: &TargetArgs) -> Self {
+        let env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        let global = Self {
+            project: target.project.clone(),
+            emulator_host: target
+                .emulator_host
+                .clone()
+                .or_else(|| env(EMULATOR_HOST_ENV)),
+            at: None,
+            database: target
+                .database
+                .clone()
+                .or_else(|| env(DATABASE_ENV))
+                .unwrap_or_else(|| command_journal::DEFAULT_DATABASE.to_owned()),
+            concurrency: Concurrency::Preconditions,
+        };
+        exit::set_host(match global.target() {
+            Target::Emulator(host) => host,
+            _ => PRODUCTION_HOST.to_owned(),
+        });
+        global
+    }
+
+    /// The options of a journal operation.
+    pub fn from_journal(args: &JournalArgs) -> Self {
         Self {
-            project: args.project.clone(),
-            emulator_host: args.emulator_host.clone(),
             at: args.at.clone(),
-            database: args.database.clone(),
             concurrency: match args.concurrency {
-                crate::ConcurrencyArg::Preconditions => Concurrency::Preconditions,
-                crate::ConcurrencyArg::Transaction => Concurrency::Transaction,
+                None | Some(ConcurrencyArg::Preconditions) => Concurrency::Preconditions,
+                Some(ConcurrencyArg::Transaction) => Concurrency::Transaction,
             },
+            ..Self::from_target(&args.target)
         }
     }
 
@@ -190,30 +211,6 @@ fn read_stdin() -> String {
     // Unreadable stdin leaves the text empty, which parses as invalid input.
     let _ = std::io::Read::read_to_string(&mut std::io::stdin(), &mut text);
     text
-}
-
-async fn emulator() -> ExitCode {
-    let emulator = match command_journal::emulator::Emulator::start() {
-        Ok(emulator) => emulator,
-        Err(error) => {
-            eprintln!("command-journal: {error}");
-            return exit::unavailable();
-        }
-    };
-    let line = serde_json::json!({
-        "host": emulator.host(),
-        "pid": emulator.pid(),
-        "rules": "firestore.rules",
-    });
-    let stop = Stop::listen();
-    println!("{line}");
-    eprintln!(
-        "emulator ready: export FIRESTORE_EMULATOR_HOST={} (Ctrl-C stops it)",
-        emulator.host()
-    );
-    stop.wait().await;
-    drop(emulator);
-    ExitCode::SUCCESS
 }
 
 /// Ctrl-C and SIGTERM, listened for from creation on.

@@ -83,6 +83,18 @@ impl Connection {
         Self::connect_database(project, DEFAULT_DATABASE, target).await
     }
 
+    /// Checks a project id and a database id as [`connect_database`](Self::connect_database)
+    /// does, with no network call: `invalid_input` on `project` or `database`.
+    pub fn check_ids(project: &str, database: &str) -> Result<(), JournalError> {
+        if !valid_project_id(project) {
+            return Err(JournalError::invalid("project"));
+        }
+        if !valid_database_id(database) {
+            return Err(JournalError::invalid("database"));
+        }
+        Ok(())
+    }
+
     /// Connects to database `database` of `project` on `target`. A malformed project
     /// or database id is `invalid_input` (`project`, `database`); production without
     /// usable Application Default Credentials is `credentials_unavailable`, decided
@@ -92,12 +104,7 @@ impl Connection {
         database: &str,
         target: Target,
     ) -> Result<Self, JournalError> {
-        if !valid_project_id(project) {
-            return Err(JournalError::invalid("project"));
-        }
-        if !valid_database_id(database) {
-            return Err(JournalError::invalid("database"));
-        }
+        Self::check_ids(project, database)?;
         let options =
             FirestoreDbOptions::new(project.to_owned()).with_database_id(database.to_owned());
         let db = match &target {
@@ -107,7 +114,7 @@ impl Connection {
                     .await
                     .map_err(|error| {
                         tracing::warn!(%error, "could not connect to the emulator");
-                        JournalError::unreachable()
+                        JournalError::connect_failed()
                     })?
             }
             Target::Production => {

@@ -9,7 +9,7 @@
 //! themselves with a fresh project id each ([`Emulator::new_project_id`]).
 
 use std::io::{Read as _, Write as _};
-use std::net::{TcpListener, TcpStream};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -65,6 +65,14 @@ pub enum EmulatorError {
     /// An I/O error while starting the JVM.
     #[error("could not start the emulator: {0}")]
     Io(#[from] std::io::Error),
+    /// The address asked for is already in use (or not this machine's).
+    #[error("cannot listen on {address}: {reason}")]
+    AddressUnavailable {
+        /// The `HOST:PORT` asked for.
+        address: String,
+        /// Why (in use, or not an address of this machine), and what to choose instead.
+        reason: &'static str,
+    },
     /// A request to the emulator's REST control API failed.
     #[error("emulator request failed: {0}")]
     Http(String),
@@ -137,20 +145,32 @@ impl Emulator {
     /// answers `Ok`. Retries twice if the port was taken in the meantime. The jar is
     /// found as [`discovery`] describes.
     pub fn start() -> Result<Self, EmulatorError> {
-        let jar = discovery::Discovery::from_env().find()?;
-        let java = std::env::var_os("JAVA_HOME")
-            .map(|home| PathBuf::from(home).join("bin").join("java"))
-            .filter(|java| java.is_file())
-            .unwrap_or_else(|| PathBuf::from("java"));
+        let (java, jar) = java_and_jar()?;
         let mut last = None;
         for _ in 0..3 {
-            match start_once(&java, &jar) {
+            let port = free_port()?;
+            match start_once(&java, &jar, SocketAddr::from((Ipv4Addr::LOCALHOST, port))) {
                 Ok(emulator) => return Ok(emulator),
                 Err(error @ EmulatorError::Exited { .. }) => last = Some(error),
                 Err(error) => return Err(error),
             }
         }
         Err(last.unwrap_or(EmulatorError::Http("no start attempt ran".into())))
+    }
+
+    /// Starts a new JVM listening on `address` with [`RULES`] and waits until it
+    /// answers `Ok`. An address in use, or not this machine's, is
+    /// [`EmulatorError::AddressUnavailable`], found before the JVM starts (or, if
+    /// another process took the port meanwhile, when the JVM exits).
+    pub fn start_on(address: SocketAddr) -> Result<Self, EmulatorError> {
+        check_address(address)?;
+        let (java, jar) = java_and_jar()?;
+        let result = start_once(&java, &jar, address);
+        if matches!(result, Err(EmulatorError::Exited { .. })) {
+            // Another process may have taken the port since the check.
+            check_address(address)?;
+        }
+        result
     }
 
     /// `HOST:PORT` of the emulator's gRPC and REST endpoint.
@@ -225,8 +245,40 @@ fn free_port() -> Result<u16, EmulatorError> {
     Ok(TcpListener::bind(("127.0.0.1", 0))?.local_addr()?.port())
 }
 
-fn start_once(java: &Path, jar: &Path) -> Result<Emulator, EmulatorError> {
-    let port = free_port()?;
+/// `java` (under `JAVA_HOME` when that names one) and the emulator jar.
+fn java_and_jar() -> Result<(PathBuf, PathBuf), EmulatorError> {
+    let jar = discovery::Discovery::from_env().find()?;
+    let java = std::env::var_os("JAVA_HOME")
+        .map(|home| PathBuf::from(home).join("bin").join("java"))
+        .filter(|java| java.is_file())
+        .unwrap_or_else(|| PathBuf::from("java"));
+    Ok((java, jar))
+}
+
+/// Fails unless a listener could bind `address` now.
+fn check_address(address: SocketAddr) -> Result<(), EmulatorError> {
+    match TcpListener::bind(address) {
+        Ok(_) => Ok(()),
+        Err(error) => Err(EmulatorError::AddressUnavailable {
+            address: address.to_string(),
+            reason: match error.kind() {
+                std::io::ErrorKind::AddrInUse => {
+                    "the port is in use: choose another port, or none for a free one"
+                }
+                std::io::ErrorKind::AddrNotAvailable => {
+                    "not an address of this machine: choose one of its addresses"
+                }
+                std::io::ErrorKind::PermissionDenied => {
+                    "permission denied: choose a port above 1023"
+                }
+                _ => "the address cannot be listened on: choose another",
+            },
+        }),
+    }
+}
+
+fn start_once(java: &Path, jar: &Path, address: SocketAddr) -> Result<Emulator, EmulatorError> {
+    let port = address.port();
     let dir = std::env::temp_dir();
     let stem = format!("command-journal-emulator-{}-{port}", std::process::id());
     let log = dir.join(format!("{stem}.log"));
@@ -239,7 +291,7 @@ fn start_once(java: &Path, jar: &Path) -> Result<Emulator, EmulatorError> {
         .arg(jar)
         .arg(MAIN_CLASS)
         .arg("start")
-        .arg("--host=127.0.0.1")
+        .arg(format!("--host={}", address.ip()))
         .arg(format!("--port={port}"))
         .arg(format!("--rules={}", rules.display()))
         .stdin(Stdio::null())
@@ -275,7 +327,7 @@ fn start_once(java: &Path, jar: &Path) -> Result<Emulator, EmulatorError> {
         stop: Some(stop_tx),
         supervisor: Some(supervisor),
     };
-    let host = format!("127.0.0.1:{port}");
+    let host = address.to_string();
     let deadline = Instant::now() + READY_DEADLINE;
     loop {
         if let Some(status) = *process.exit.lock().unwrap_or_else(|e| e.into_inner()) {

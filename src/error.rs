@@ -82,13 +82,13 @@ pub enum JournalError {
     AttemptMismatch,
     /// Firestore could not be reached, kept aborting, or the operation's deadline
     /// passed. Every operation is idempotent: retrying the whole call later is safe.
-    #[error(
-        "firestore is unavailable after {attempts} attempt(s){}{}; retrying the whole call is safe",
-        last_code_text(*last_code),
-        if *deadline { ", deadline reached" } else { "" }
-    )]
+    ///
+    /// The message never counts zero attempts: a connection that could not be made
+    /// says so, with the code gRPC gives a transport failure (UNAVAILABLE).
+    #[error("{}", unavailable_text(*last_code, *attempts, *deadline))]
     Unavailable {
-        /// The last gRPC status code seen, if an RPC answered at all.
+        /// The last gRPC status code seen: the one Firestore answered, or UNAVAILABLE
+        /// when no connection could be made; `None` when nothing answered at all.
         last_code: Option<GrpcCode>,
         /// Attempts made (reads started); 0 when the connection itself failed.
         attempts: u32,
@@ -169,9 +169,23 @@ impl ConfigCause {
     }
 }
 
-fn last_code_text(code: Option<GrpcCode>) -> String {
-    code.map(|c| format!(", last gRPC code {}", c.as_str()))
-        .unwrap_or_default()
+/// The message of [`JournalError::Unavailable`]: what failed, the last gRPC code, and
+/// that retrying is safe; never "0 attempts".
+fn unavailable_text(last_code: Option<GrpcCode>, attempts: u32, deadline: bool) -> String {
+    let code = match last_code {
+        Some(code) => format!("last gRPC code {}", code.as_str()),
+        None => "no gRPC status received".to_owned(),
+    };
+    let what = match (attempts, deadline) {
+        (0, true) => "the operation's deadline passed before any attempt".to_owned(),
+        (0, false) => "could not connect to firestore".to_owned(),
+        (n, deadline) => format!(
+            "firestore is unavailable after {n} attempt{}{}",
+            if n == 1 { "" } else { "s" },
+            if deadline { ", deadline reached" } else { "" }
+        ),
+    };
+    format!("{what} ({code}); retrying the whole call later is safe")
 }
 
 fn grpc_text(code: Option<GrpcCode>) -> String {
@@ -292,6 +306,15 @@ impl JournalError {
     /// Shorthand for a [`JournalCorrupt`](Self::JournalCorrupt) with a fixed reason.
     pub(crate) fn corrupt(reason: &'static str) -> Self {
         Self::JournalCorrupt { reason }
+    }
+
+    /// No connection to Firestore could be made: gRPC's UNAVAILABLE, before any attempt.
+    pub(crate) fn connect_failed() -> Self {
+        Self::Unavailable {
+            last_code: Some(GrpcCode::Unavailable),
+            attempts: 0,
+            deadline: false,
+        }
     }
 
     /// Firestore could not be reached at all (no RPC answered).

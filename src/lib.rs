@@ -1,63 +1,7 @@
-//! command-journal: payment and ledger commands that happen at most once in effect on
-//! Google Cloud Firestore.
-//!
-//! A Cloud Run handler registers the command (immutable, exactly once), acquires a
-//! fenced 60 s lease for this worker attempt, calls its provider with the command's
-//! provider idempotency key, and records the terminal outcome under the fence it
-//! holds. Racing, retrying, crashed and stale workers cannot double-act: a second
-//! holder is `Busy`, an expired lease is taken over with the fence plus one, and a
-//! stale fence can never finish.
-//!
-//! ```no_run
-//! use command_journal::{
-//!     CommandInput, CommandRequest, Connection, Journal, JournalError, LeaseId, LeaseOutput,
-//!     OperationSlug, Target, TerminalReferenceFingerprint,
-//! };
-//!
-//! async fn checkout(
-//!     journal: &Journal,
-//!     uid: &str,
-//!     command_id: &str,
-//!     payload: &serde_json::Value,
-//! ) -> Result<&'static str, JournalError> {
-//!     let command = CommandInput::new(CommandRequest {
-//!         environment: "production",
-//!         caller_scope_kind: "member",
-//!         caller_id: uid,
-//!         command_id,
-//!         command_type: "checkout",
-//!         endpoint_schema_version: 1,
-//!         payload,
-//!     })?;
-//!     journal.register_command(&command).await?;
-//!     let lease = LeaseId::generate(); // one per worker attempt
-//!     match journal.acquire_lease(&command, &lease).await? {
-//!         LeaseOutput::Acquired { fence_epoch, .. } => {
-//!             let key = command
-//!                 .identity()
-//!                 .provider_idempotency_key(&OperationSlug::parse("charge")?);
-//!             let receipt_sha256 = call_provider(&key).await; // your provider call
-//!             let reference = TerminalReferenceFingerprint::parse(&receipt_sha256)?;
-//!             journal
-//!                 .complete_command(&command, &lease, fence_epoch, &reference)
-//!                 .await?;
-//!             Ok("charged")
-//!         }
-//!         LeaseOutput::Busy => Ok("in progress elsewhere, retry later"),
-//!         LeaseOutput::Succeeded => Ok("already charged"),
-//!         LeaseOutput::FailedFinal => Ok("failed earlier"),
-//!     }
-//! }
-//! # async fn call_provider(_key: &str) -> String { "ab".repeat(32) }
-//!
-//! # async fn run() -> Result<(), JournalError> {
-//! let journal = Journal::new(Connection::connect("my-project", Target::Production).await?);
-//! let outcome = checkout(&journal, "member_42", "3f2504e0-4f89-41d3-9a0c-0305e82c3301",
-//!     &serde_json::json!({"sku": "tee"})).await?;
-//! # let _ = outcome;
-//! # Ok(())
-//! # }
-//! ```
+// The crate's documentation is README.md, so that its handler example is compiled
+// as a doctest and README and rustdoc cannot drift. That example adapts a provider with
+// reqwest, which the default `emulator` feature brings.
+#![cfg_attr(feature = "emulator", doc = include_str!("../README.md"))]
 //!
 //! # Layout
 //!
@@ -80,7 +24,9 @@
 //! channel, project discovery), `verify::scan` (streaming reads for [`verify`]), and
 //! `emulator` (the test harness, feature `emulator`). [`Journal`] (with
 //! `ledger::operations` for the ledger calls) joins a pure operation to the runner, and
-//! [`verify`] feeds the scan to the pure checks; `time` holds the trusted clock.
+//! [`verify`] feeds the scan to the pure checks; `time` holds the trusted clock;
+//! `metrics` counts every operation, RPC and retry through the `metrics` facade
+//! (`docs/metrics.md`; the application installs the exporter).
 //!
 //! The contract the code implements is written down in `docs/`: `identity.md` (input
 //! rules, framing and derived values), `documents.md` (every document and its
@@ -90,8 +36,9 @@
 //!
 //! # Features
 //!
-//! `cli` (the binary's dependencies) and `emulator` (the harness) are on by default;
-//! `testcontainers` runs the harness's emulator in a container; `fuzzing` exposes the
+//! `cli` (the binary's dependencies), `emulator` (the harness) and `rules-testing` (the
+//! rules harness and the CLI's `rules check`) are on by default; `testcontainers` runs
+//! the harness's emulator in a container; `fuzzing` exposes the
 //! entry points of `fuzz/` and the internals the benchmarks drive, neither of which is
 //! a supported API.
 

@@ -9,7 +9,9 @@
 //! outcome, an error code or a gRPC code. No label ever carries an input, an id, a
 //! hash, a key or a count, so the series are bounded and nothing secret leaves.
 
+use crate::envelope::ResultEnvelope;
 use crate::error::{GrpcCode, JournalError};
+use crate::execute::Execution;
 use crate::lease::{LeaseOutput, StatusOutput, TerminalOutput};
 use crate::ledger::{LedgerOutcome, LedgerReplay};
 use crate::registration::{RegistrationOutcome, RegistrationOutput};
@@ -79,9 +81,9 @@ pub(crate) fn error_outcome(error: &JournalError) -> &'static str {
     error.code()
 }
 
-/// Records a transition's result under its name.
-pub(crate) fn record<O: MetricOutcome>(
-    name: OperationName,
+/// Records the result of a call that is not one transition under `operation`.
+pub(crate) fn record_call<O: MetricOutcome>(
+    operation: &'static str,
     result: &Result<O, JournalError>,
     elapsed: Duration,
 ) {
@@ -89,7 +91,16 @@ pub(crate) fn record<O: MetricOutcome>(
         Ok(output) => output.metric_outcome(),
         Err(error) => error_outcome(error),
     };
-    operation(operation_label(name), outcome, elapsed);
+    self::operation(operation, outcome, elapsed);
+}
+
+/// Records a transition's result under its name.
+pub(crate) fn record<O: MetricOutcome>(
+    name: OperationName,
+    result: &Result<O, JournalError>,
+    elapsed: Duration,
+) {
+    record_call(operation_label(name), result, elapsed);
 }
 
 /// One RPC answered (or timed out, counted as `DEADLINE_EXCEEDED`).
@@ -131,30 +142,6 @@ impl MetricOutcome for LeaseOutput {
 }
 
 /// The lease part's outcome: a start is counted by what its acquisition answered.
-/// A result read: whether an envelope was stored.
-impl MetricOutcome for Option<crate::envelope::ResultEnvelope> {
-    fn metric_outcome(&self) -> &'static str {
-        match self {
-            Some(_) => "result_stored",
-            None => "no_result",
-        }
-    }
-}
-
-/// The answer of `execute`.
-impl MetricOutcome for crate::execute::Execution {
-    fn metric_outcome(&self) -> &'static str {
-        use crate::execute::Execution;
-        match self {
-            Execution::Succeeded(_) | Execution::SucceededWithoutResult => "succeeded",
-            Execution::Declined => "declined",
-            Execution::InProgress => "busy",
-            Execution::RetryLater { .. } => "retry_later",
-            Execution::PendingReconciliation => "pending_reconciliation",
-        }
-    }
-}
-
 impl MetricOutcome for StartOutput {
     fn metric_outcome(&self) -> &'static str {
         self.lease.metric_outcome()
@@ -203,6 +190,31 @@ impl MetricOutcome for SendOutcomeOutput {
             Self::Terminal(terminal) => terminal.metric_outcome(),
             Self::Ambiguous { .. } => "ambiguous",
             Self::Absent { .. } => "absent",
+        }
+    }
+}
+
+/// `found` (a succeeded command's stored envelope) or `none`.
+impl MetricOutcome for Option<ResultEnvelope> {
+    fn metric_outcome(&self) -> &'static str {
+        match self {
+            Some(_) => "found",
+            None => "none",
+        }
+    }
+}
+
+/// What one `execute` answered: `succeeded`, `succeeded_without_result`,
+/// `declined`, `in_progress`, `retry_later` or `pending_reconciliation`.
+impl MetricOutcome for Execution {
+    fn metric_outcome(&self) -> &'static str {
+        match self {
+            Self::Succeeded(_) => "succeeded",
+            Self::SucceededWithoutResult => "succeeded_without_result",
+            Self::Declined => "declined",
+            Self::InProgress => "in_progress",
+            Self::RetryLater { .. } => "retry_later",
+            Self::PendingReconciliation => "pending_reconciliation",
         }
     }
 }

@@ -7,8 +7,8 @@ use super::service::caller_id::{HASHED_PREFIX, caller_id};
 use super::service::config::Config;
 use super::service::key_cache::{KeyCache, KeyCachePolicy, KeyLookupError};
 use super::{
-    KEY_A, Options, Service, UID, binary, claims, command_id, now_secs, payload, service_command,
-    start_service,
+    KEY_A, Options, PLAN_ENV, Service, UID, binary, charge_envelope, claims, command_id, now_secs,
+    payload, service_command, start_service, succeeded,
 };
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -175,8 +175,8 @@ async fn checkout_trickled_headers_idle_connections_and_slow_bodies_are_closed()
         .expect("latency");
     assert!(latency >= 0.3, "the body read is in the latency: {latency}");
     assert!(service.documents().await.is_empty());
-    assert!(service.stub.calls().is_empty());
-    service.assert_no_leak(&[&token]);
+    assert!(service.stub.posts().is_empty());
+    service.assert_no_leak(&[&token]).await;
 }
 
 #[tokio::test]
@@ -227,7 +227,7 @@ async fn checkout_request_cap_holds_the_next_request_until_one_finishes() {
     let health = || service.http.get(format!("{}/healthz", service.url)).send();
     let waited = tokio::time::timeout(Duration::from_millis(500), health()).await;
     assert!(waited.is_err(), "a second request waits for the one slot");
-    service.stub.gate.as_ref().expect("gated").add_permits(1);
+    service.stub.release(1);
     let first = tokio::time::timeout(BOUND, held)
         .await
         .expect("the held request finishes")
@@ -467,7 +467,7 @@ async fn checkout_crit_future_nbf_and_foreign_typ_are_refused() {
         tokens.push(token);
     }
     let extra: Vec<&str> = tokens.iter().map(String::as_str).collect();
-    service.assert_no_leak(&extra);
+    service.assert_no_leak(&extra).await;
 }
 
 // ---------------------------------------------------------------------------------
@@ -510,8 +510,8 @@ async fn checkout_duplicate_json_keys_are_400_and_reach_nothing() {
         );
     }
     assert!(service.documents().await.is_empty());
-    assert!(service.stub.calls().is_empty());
-    service.assert_no_leak(&[&token]);
+    assert!(service.stub.posts().is_empty());
+    service.assert_no_leak(&[&token]).await;
 }
 
 // ---------------------------------------------------------------------------------
@@ -525,6 +525,11 @@ fn checkout_emulator_mode_binds_loopback_and_requires_a_loopback_provider() {
             ("JOURNAL_ENVIRONMENT", environment.to_owned()),
             ("PROVIDER_URL", "http://127.0.0.1:9/".to_owned()),
         ]);
+        env.extend(
+            PLAN_ENV
+                .iter()
+                .map(|(name, value)| (*name, (*value).to_owned())),
+        );
         if environment == "emulator" {
             env.insert("FIRESTORE_EMULATOR_HOST", "127.0.0.1:8080".to_owned());
         }
@@ -652,15 +657,23 @@ async fn checkout_uids_outside_the_caller_id_alphabet_check_out() {
                 &json!({"commandId": id, "payload": payload()}),
             ))
             .await;
+        let charge = charge_envelope(
+            &service
+                .stub
+                .charges()
+                .last()
+                .expect("a charge per uid")
+                .object,
+        );
         assert_eq!(
             (answer.status, answer.body),
-            (200, json!({"status": "succeeded"})),
+            (200, succeeded(&charge)),
             "{uid}"
         );
         tokens.push(token);
     }
     // One journal and one provider key per uid, each the mapped caller id's.
-    let calls = service.stub.calls();
+    let calls = service.stub.posts();
     assert_eq!(calls.len(), uids.len());
     let operation = OperationSlug::parse("charge").expect("slug");
     for (call, uid) in calls.iter().zip(uids) {
@@ -682,7 +695,7 @@ async fn checkout_uids_outside_the_caller_id_alphabet_check_out() {
     service.assert_verifies_clean(uids.len() as u64).await;
     let mut extra: Vec<&str> = tokens.iter().map(String::as_str).collect();
     extra.extend(["ünï", "example.com", &long, &spelled]);
-    service.assert_no_leak(&extra);
+    service.assert_no_leak(&extra).await;
 }
 
 // ---------------------------------------------------------------------------------
@@ -791,5 +804,7 @@ async fn checkout_refusals_before_the_handler_leave_one_line_each() {
         .filter(|l| l["httpRequest"].is_object())
         .count();
     assert_eq!(refused, 8, "one line per refused request");
-    service.assert_no_leak(&[&token, "aaaaaaaaaaaaaaaa", "X-H1"]);
+    service
+        .assert_no_leak(&[&token, "aaaaaaaaaaaaaaaa", "X-H1"])
+        .await;
 }

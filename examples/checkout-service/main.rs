@@ -1,10 +1,11 @@
 //! A Cloud Run checkout service on the command journal.
 //!
 //! `POST /v1/checkouts` charges a Firebase-authenticated caller at most once per
-//! command id: it registers the command, takes a fenced lease, calls the payment
-//! provider with the command's idempotency key and records the outcome. Configured
-//! from the environment (see `service::config`); run with
-//! `cargo run --release --example checkout-service`.
+//! command id through `Journal::execute`: the fenced lease, the permit recorded
+//! before the POST, the provider's idempotency key, the outcome under the fence, the
+//! lookup past the send cutoff and the stored charge on every replay. Configured from
+//! the environment (see `service::config`), metrics at `GET /metrics`; run with
+//! `cargo run --release --example checkout-service` (`README.md` beside this file).
 
 mod service;
 
@@ -59,7 +60,10 @@ async fn run(config: Config) -> ExitCode {
     };
     let journal = Journal::new(connection);
     let keys = Arc::new(GoogleKeys::new(reqwest::Client::new()));
-    let app = match App::new(&config, journal, keys, logger.clone()) {
+    let Some(metrics) = service::metrics::install(service::metrics::recorder()) else {
+        return fail("start-up error: the metrics recorder could not be installed");
+    };
+    let app = match App::new(&config, journal, keys, logger.clone(), metrics) {
         Ok(app) => Arc::new(app),
         Err(_) => return fail("start-up error: the HTTP client could not be built"),
     };

@@ -22,6 +22,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+mod options;
+pub use options::DemoArgs;
+
 /// Size and seed of the workload.
 #[derive(Debug, Clone)]
 pub struct DemoOptions {
@@ -155,9 +158,14 @@ impl Progress {
     }
 }
 
-/// Runs the demo; `host` is an emulator to use instead of starting one.
+/// Runs the demo; `host` is an emulator to use instead of starting one. The project
+/// and database ids are checked before any emulator starts.
 pub async fn run(host: Option<String>, options: DemoOptions) -> ExitCode {
     let started = std::time::Instant::now();
+    let project = options.project.as_deref().unwrap_or("demo-project");
+    if let Err(error) = Connection::check_ids(project, &options.database) {
+        return super::exit::report(Err(error));
+    }
     let mut owned = None;
     let host = match host {
         Some(host) => host,
@@ -167,9 +175,9 @@ pub async fn run(host: Option<String>, options: DemoOptions) -> ExitCode {
                 Ok(Ok(emulator)) => emulator,
                 Ok(Err(error)) => {
                     eprintln!("demo: {error}");
-                    return super::exit::unavailable();
+                    return super::exit::emulator_unavailable();
                 }
-                Err(_) => return super::exit::unavailable(),
+                Err(_) => return super::exit::emulator_unavailable(),
             };
             let host = emulator.host().to_owned();
             if let Some(pid) = emulator.pid() {
@@ -221,9 +229,10 @@ fn inspect(host: &str, finished: &Finished, running: bool) {
     } else {
         format!(" --database {}", finished.database)
     };
-    println!("  command-journal --project {project}{database} verify");
+    let me = options::invocation();
+    println!("  {me} verify --project {project}{database}");
     if let Some(first) = &finished.first {
-        println!("  echo '{first}' | command-journal --project {project}{database} status");
+        println!("  echo '{first}' | {me} status --project {project}{database}");
     }
 }
 

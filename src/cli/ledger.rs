@@ -34,7 +34,6 @@
 
 use super::input::{Failure, Input, object as stdin_object, only_keys};
 use super::schema::Subject;
-use crate::LedgerCmd;
 use command_journal::Digest;
 use command_journal::LedgerKey;
 use command_journal::Timestamp;
@@ -43,15 +42,28 @@ use command_journal::{HistoricalCommand, LedgerScope, ReversalAuthority};
 use command_journal::{Journal, JournalError};
 use serde_json::{Map, Value, json};
 
+/// Which ledger subcommand to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LedgerAction {
+    /// `ledger fingerprint`: needs no journal.
+    Fingerprint,
+    /// `ledger accept`.
+    Accept,
+    /// `ledger replay`.
+    Replay,
+    /// `ledger link`.
+    Link,
+}
+
 /// Runs ledger subcommand `action` on the JSON object `stdin`.
 pub async fn run(
-    action: &LedgerCmd,
+    action: LedgerAction,
     stdin: &str,
     journal: Option<&Journal>,
 ) -> Result<Value, Failure> {
     match action {
-        LedgerCmd::Fingerprint => fingerprint(stdin),
-        LedgerCmd::Accept => {
+        LedgerAction::Fingerprint => fingerprint(stdin),
+        LedgerAction::Accept => {
             let mut input = Input::parse(stdin)?;
             input.only(&Subject::LedgerAccept.keys())?;
             let key = key(&mut input)?;
@@ -63,7 +75,7 @@ pub async fn run(
                 &journal.accept_ledger_command(&key, &plan, &scope).await?,
             )?)
         }
-        LedgerCmd::Replay => {
+        LedgerAction::Replay => {
             let mut input = Input::parse(stdin)?;
             input.only(&Subject::LedgerReplay.keys())?;
             let key = key(&mut input)?;
@@ -93,7 +105,7 @@ pub async fn run(
             };
             Ok(output(&replay)?)
         }
-        LedgerCmd::Link => {
+        LedgerAction::Link => {
             let mut input = Input::parse(stdin)?;
             input.only(&Subject::LedgerLink.keys())?;
             let key = key(&mut input)?;
@@ -228,11 +240,11 @@ fn output(value: &impl serde::Serialize) -> Result<Value, JournalError> {
     })
 }
 
-fn key(input: &mut Input) -> Result<LedgerKey, JournalError> {
+fn key(input: &mut Input) -> Result<LedgerKey, Failure> {
     let class_id = input.string("classId")?;
     let feat_code = input.string("featCode")?;
     let idempotency_key = input.string("idempotencyKey")?;
-    LedgerKey::new(&class_id, &feat_code, &idempotency_key)
+    Ok(LedgerKey::new(&class_id, &feat_code, &idempotency_key)?)
 }
 
 /// `value` as an object whose keys all belong to `allowed`.
@@ -307,6 +319,7 @@ fn reversal_authority(value: Value) -> Result<ReversalAuthority, JournalError> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::input::Problem;
     use super::*;
 
     fn block<T>(future: impl std::future::Future<Output = T>) -> T {
@@ -320,7 +333,7 @@ mod tests {
     fn fingerprint_prints_the_canonical_text_it_hashed() {
         let stdin = r#"{"family":"overdraft_fee","fingerprintVersion":5,
             "effects":[{"seat_id":"s","amount":"2.5"}],"intent":{"forceAuthority":true}}"#;
-        let out = block(run(&LedgerCmd::Fingerprint, stdin, None)).expect("fingerprint");
+        let out = block(run(LedgerAction::Fingerprint, stdin, None)).expect("fingerprint");
         let canonical = out["canonical"].as_str().expect("canonical");
         assert!(canonical.contains(r#""amount":"2.50""#));
         assert!(canonical.ends_with(r#""intent":["OVERDRAFT_FEE",true]}"#));
@@ -335,15 +348,12 @@ mod tests {
     fn fingerprint_rejects_duplicate_keys_and_unsupported_versions() {
         let dup = r#"{"family":"effect_plan","family":"reversal","fingerprintVersion":5}"#;
         assert_eq!(
-            block(run(&LedgerCmd::Fingerprint, dup, None)),
-            Err(Failure::Key {
-                key: "family".into(),
-                expected: super::super::input::DUPLICATE_KEY
-            })
+            block(run(LedgerAction::Fingerprint, dup, None)),
+            Err(Failure::key("family".into(), Problem::Duplicate))
         );
         let v3 = r#"{"family":"effect_plan","fingerprintVersion":3,"effects":[{}]}"#;
         assert_eq!(
-            block(run(&LedgerCmd::Fingerprint, v3, None)),
+            block(run(LedgerAction::Fingerprint, v3, None)),
             Err(Failure::Journal(
                 JournalError::UnsupportedFingerprintVersion
             ))
@@ -356,29 +366,26 @@ mod tests {
         let plan = r#""plan":{"family":"effect_plan","fingerprintVersion":5,"effects":[{}]}"#;
         let accept = format!("{{{base},{plan}}}");
         assert_eq!(
-            block(run(&LedgerCmd::Accept, &accept, None)),
+            block(run(LedgerAction::Accept, &accept, None)),
             Err(Failure::Journal(no_journal()))
         );
         let extra = format!("{{{base},{plan},\"x\":1}}");
         assert_eq!(
-            block(run(&LedgerCmd::Accept, &extra, None)),
-            Err(Failure::Key {
-                key: "x".into(),
-                expected: super::super::input::UNKNOWN_KEY
-            })
+            block(run(LedgerAction::Accept, &extra, None)),
+            Err(Failure::key("x".into(), Problem::Unknown))
         );
         let plan_extra = format!(
             "{{{base},\"plan\":{{\"family\":\"effect_plan\",\"fingerprintVersion\":5,\"effects\":[{{}}],\"x\":1}}}}"
         );
         assert_eq!(
-            block(run(&LedgerCmd::Accept, &plan_extra, None)),
+            block(run(LedgerAction::Accept, &plan_extra, None)),
             Err(Failure::Journal(JournalError::InvalidInput {
                 field: "plan"
             }))
         );
         let bad_scope = r#"{"classId":"c","featCode":"f","idempotencyKey":"k","scope":{"seatId":"s"},"plan":{}}"#;
         assert_eq!(
-            block(run(&LedgerCmd::Accept, bad_scope, None)),
+            block(run(LedgerAction::Accept, bad_scope, None)),
             Err(Failure::Journal(JournalError::InvalidInput {
                 field: "scope"
             }))
@@ -387,13 +394,13 @@ mod tests {
             "{{{base},\"charge\":{{\"family\":\"overdraft_fee\",\"intent\":{{\"forceAuthority\":false}}}}}}"
         );
         assert_eq!(
-            block(run(&LedgerCmd::Replay, &charge, None)),
+            block(run(LedgerAction::Replay, &charge, None)),
             Err(Failure::Journal(no_journal()))
         );
         let not_a_charge =
             format!("{{{base},\"charge\":{{\"family\":\"reversal\",\"intent\":null}}}}");
         assert_eq!(
-            block(run(&LedgerCmd::Replay, &not_a_charge, None)),
+            block(run(LedgerAction::Replay, &not_a_charge, None)),
             Err(Failure::Journal(JournalError::InvalidInput {
                 field: "family"
             }))
@@ -402,34 +409,34 @@ mod tests {
             "{{{base},\"charge\":{{\"family\":\"store_purchase\",\"intent\":{{\"quantity\":0}}}}}}"
         );
         assert_eq!(
-            block(run(&LedgerCmd::Replay, &bad_intent, None)),
+            block(run(LedgerAction::Replay, &bad_intent, None)),
             Err(Failure::Journal(JournalError::InvalidInput {
                 field: "intent"
             }))
         );
         let both = format!("{{{base},\"charge\":{{}},\"reversal\":{{}}}}");
         assert_eq!(
-            block(run(&LedgerCmd::Replay, &both, None)),
+            block(run(LedgerAction::Replay, &both, None)),
             Err(Failure::Journal(JournalError::InvalidInput {
                 field: "reversal"
             }))
         );
         assert_eq!(
-            block(run(&LedgerCmd::Replay, &format!("{{{base}}}"), None)),
+            block(run(LedgerAction::Replay, &format!("{{{base}}}"), None)),
             Err(Failure::Journal(JournalError::InvalidInput {
                 field: "charge"
             }))
         );
         let reversal = format!("{{{base},\"reversal\":{{\"actorSeatId\":7}}}}");
         assert_eq!(
-            block(run(&LedgerCmd::Replay, &reversal, None)),
+            block(run(LedgerAction::Replay, &reversal, None)),
             Err(Failure::Journal(JournalError::InvalidInput {
                 field: "reversal"
             }))
         );
         let reversal = format!("{{{base},\"reversal\":{{\"mechanism\":\"WALLET\"}}}}");
         assert_eq!(
-            block(run(&LedgerCmd::Replay, &reversal, None)),
+            block(run(LedgerAction::Replay, &reversal, None)),
             Err(Failure::Journal(no_journal()))
         );
     }
@@ -445,7 +452,7 @@ mod tests {
         };
         let good = r#""fingerprintVersion":4,"acceptedAt":"2020-09-13T12:26:40Z","migrationId":"m","effectIds":["x-0"],"effects":[{"amount":"1"}]"#;
         assert_eq!(
-            block(run(&LedgerCmd::Link, &historical(good), None)),
+            block(run(LedgerAction::Link, &historical(good), None)),
             Err(Failure::Journal(no_journal()))
         );
         let cases = [
@@ -461,14 +468,14 @@ mod tests {
         ];
         for (fields, field) in cases {
             assert_eq!(
-                block(run(&LedgerCmd::Link, &historical(&fields), None)),
+                block(run(LedgerAction::Link, &historical(&fields), None)),
                 Err(Failure::Journal(JournalError::InvalidInput { field })),
                 "{fields}"
             );
         }
         let bad_digest = historical(good).replace(&"a".repeat(64), "A");
         assert_eq!(
-            block(run(&LedgerCmd::Link, &bad_digest, None)),
+            block(run(LedgerAction::Link, &bad_digest, None)),
             Err(Failure::Journal(JournalError::InvalidInput {
                 field: "fingerprint"
             }))

@@ -2,10 +2,13 @@
 //! own emulator, seeds journal documents with the rules bypassed, runs the journal's
 //! denial matrix, prints a table on stderr and a JSON report on stdout.
 //!
+//! `--coverage-html FILE` saves the emulator's rules coverage report of the run.
+//!
 //! Exit codes: 0 every operation denied and the seeded documents unchanged; 6 any
 //! leak (or changed document); 2 the ruleset is unreadable or does not compile; 4 the
 //! emulator is unavailable or answered something that is neither allow nor deny.
 
+use super::input::{InvalidInput, Problem};
 use clap::Subcommand;
 use command_journal::emulator::Emulator;
 use command_journal::rules_testing::{
@@ -31,22 +34,44 @@ pub enum RulesCmd {
         /// The ruleset to check.
         #[arg(default_value = "firestore.rules")]
         path: PathBuf,
+        /// An emulator to use instead of starting one (default: FIRESTORE_EMULATOR_HOST).
+        #[arg(long, value_name = "HOST:PORT")]
+        emulator_host: Option<String>,
+        /// Save the emulator's HTML rules coverage report of the check to this file.
+        #[arg(long, value_name = "FILE")]
+        coverage_html: Option<PathBuf>,
     },
 }
 
-/// Runs a `rules` subcommand; `emulator_host` reuses a running emulator.
-pub async fn run(action: RulesCmd, emulator_host: Option<String>) -> ExitCode {
+/// Runs a `rules` subcommand.
+pub async fn run(action: RulesCmd) -> ExitCode {
     match action {
-        RulesCmd::Check { path } => check(path, emulator_host).await,
+        RulesCmd::Check {
+            path,
+            emulator_host,
+            coverage_html,
+        } => {
+            let host = emulator_host.or_else(|| std::env::var(super::EMULATOR_HOST_ENV).ok());
+            check(path, host, coverage_html).await
+        }
     }
 }
 
-async fn check(path: PathBuf, emulator_host: Option<String>) -> ExitCode {
+async fn check(
+    path: PathBuf,
+    emulator_host: Option<String>,
+    coverage_html: Option<PathBuf>,
+) -> ExitCode {
     let rules = match std::fs::read_to_string(&path) {
         Ok(rules) => rules,
         Err(error) => {
             eprintln!("command-journal: cannot read {}: {error}", path.display());
-            println!("{}", json!({"error": "invalid_input", "field": "path"}));
+            let failure = InvalidInput {
+                field: "path".to_owned(),
+                problem: Problem::Invalid,
+                expected: "a readable Firestore ruleset file",
+            };
+            println!("{}", super::exit::invalid_line(&failure));
             return ExitCode::from(INVALID);
         }
     };
@@ -55,7 +80,10 @@ async fn check(path: PathBuf, emulator_host: Option<String>) -> ExitCode {
         Some(host) if !host.is_empty() => Emulator::existing(host),
         _ => match Emulator::start() {
             Ok(emulator) => emulator,
-            Err(error) => return unavailable(&error.to_string()),
+            Err(error) => {
+                eprintln!("command-journal: {error}");
+                return super::exit::emulator_unavailable();
+            }
         },
     };
     let environment = match TestEnvironment::on(&emulator, &rules).await {
@@ -71,12 +99,27 @@ async fn check(path: PathBuf, emulator_host: Option<String>) -> ExitCode {
             );
             return ExitCode::from(INVALID);
         }
-        Err(error) => return unavailable(&error.to_string()),
+        Err(error) => return unavailable(emulator.host(), &error.to_string()),
     };
     let report = match journal_denial_matrix(&environment).await {
         Ok(report) => report,
-        Err(error) => return unavailable(&error.to_string()),
+        Err(error) => return unavailable(emulator.host(), &error.to_string()),
     };
+    if let Some(file) = coverage_html {
+        let saved = match environment.coverage_html().await {
+            Ok(html) => std::fs::write(&file, html).map_err(|e| e.to_string()),
+            Err(error) => Err(error.to_string()),
+        };
+        if let Err(error) = saved {
+            return unavailable(
+                emulator.host(),
+                &format!(
+                    "the coverage report could not be saved to {}: {error}",
+                    file.display()
+                ),
+            );
+        }
+    }
     eprint!("{}", table(&report));
     let mut line = report.to_json();
     line["ruleset"] = json!(path);
@@ -111,9 +154,16 @@ async fn check(path: PathBuf, emulator_host: Option<String>) -> ExitCode {
     }
 }
 
-fn unavailable(message: &str) -> ExitCode {
+/// The emulator could not be driven: `unavailable` naming its host and the cause.
+fn unavailable(host: &str, message: &str) -> ExitCode {
     eprintln!("command-journal: {message}");
-    println!("{}", json!({"error": "unavailable"}));
+    let line = json!({
+        "error": "unavailable",
+        "class": "unavailable",
+        "host": host,
+        "message": format!("{host}: the emulator did not answer as expected: {message}"),
+    });
+    println!("{line}");
     ExitCode::from(UNAVAILABLE)
 }
 

@@ -204,19 +204,19 @@ impl Subject {
     fn command_line(self) -> &'static str {
         match self {
             Self::Identity => "command-journal identity",
-            Self::Register => "command-journal --project demo-project register",
-            Self::Acquire => "command-journal --project demo-project acquire",
-            Self::Start => "command-journal --project demo-project start",
-            Self::Complete => "command-journal --project demo-project complete",
-            Self::Fail => "command-journal --project demo-project fail",
-            Self::Status => "command-journal --project demo-project status",
-            Self::SendBegin => "command-journal --project demo-project send begin",
-            Self::SendOutcome => "command-journal --project demo-project send outcome",
-            Self::SendReconcile => "command-journal --project demo-project send reconcile",
+            Self::Register => "command-journal register --project demo-project",
+            Self::Acquire => "command-journal acquire --project demo-project",
+            Self::Start => "command-journal start --project demo-project",
+            Self::Complete => "command-journal complete --project demo-project",
+            Self::Fail => "command-journal fail --project demo-project",
+            Self::Status => "command-journal status --project demo-project",
+            Self::SendBegin => "command-journal send begin --project demo-project",
+            Self::SendOutcome => "command-journal send outcome --project demo-project",
+            Self::SendReconcile => "command-journal send reconcile --project demo-project",
             Self::LedgerFingerprint => "command-journal ledger fingerprint",
-            Self::LedgerAccept => "command-journal --project demo-project ledger accept",
-            Self::LedgerReplay => "command-journal --project demo-project ledger replay",
-            Self::LedgerLink => "command-journal --project demo-project ledger link",
+            Self::LedgerAccept => "command-journal ledger accept --project demo-project",
+            Self::LedgerReplay => "command-journal ledger replay --project demo-project",
+            Self::LedgerLink => "command-journal ledger link --project demo-project",
         }
     }
 
@@ -329,7 +329,7 @@ impl Subject {
                  (by document id, in accepted order) to a new reservation, once: each row's \
                  monetary content must equal the proven effect. Prints outcome linked, or \
                  already_linked on an exact repeat. The example's rows must exist first \
-                 (the README's \"Linking historical effects\" gives the procedure)."
+                 (docs/ledger.md, \"Linking historical effects\", gives the procedure)."
             }
         }
     }
@@ -338,10 +338,10 @@ impl Subject {
     pub fn help(self) -> String {
         let mut text = String::from(
             "Stdin: one JSON object; each key at most once, no other keys \
-             (invalid_input names the key and what it expects).\n",
+             (invalid_input names the key, the problem and what it expects).\n",
         );
         for field in self.fields() {
-            let rule = expected_for(field.name).unwrap_or("see the README");
+            let rule = expected_for(field.name).unwrap_or("see docs/cli.md");
             text += &format!(
                 "  {:<30} {}, {}\n      {rule}\n",
                 field.name, field.kind, field.presence
@@ -359,7 +359,7 @@ impl Subject {
         if self == Self::LedgerLink {
             text += "  historical keys (all required):\n";
             for field in HISTORICAL {
-                let rule = expected_for(field.name).unwrap_or("see the README");
+                let rule = expected_for(field.name).unwrap_or("see docs/cli.md");
                 text += &format!("    {:<28} {}\n      {rule}\n", field.name, field.kind);
             }
         }
@@ -418,7 +418,7 @@ mod tests {
     fn every_documented_key_has_a_rule() {
         for subject in ALL {
             let help = subject.help();
-            assert!(!help.contains("see the README"), "{subject:?}: {help}");
+            assert!(!help.contains("see docs/cli.md"), "{subject:?}: {help}");
         }
     }
 }

@@ -86,8 +86,15 @@ fn codes_are_stable_and_distinct() {
 fn messages_name_the_cause_and_the_grpc_code() {
     assert_eq!(
         unavailable().to_string(),
-        "firestore is unavailable after 10 attempt(s), last gRPC code ABORTED; retrying the whole call is safe"
+        "firestore is unavailable after 10 attempts (last gRPC code ABORTED); retrying the whole call later is safe"
     );
+    // A connection that could not be made never counts "0 attempts".
+    let refused = JournalError::connect_failed().to_string();
+    assert_eq!(
+        refused,
+        "could not connect to firestore (last gRPC code UNAVAILABLE); retrying the whole call later is safe"
+    );
+    assert!(!JournalError::unreachable().to_string().contains('0'));
     let deadline = JournalError::Unavailable {
         last_code: None,
         attempts: 3,

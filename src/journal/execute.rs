@@ -6,11 +6,9 @@ use crate::error::JournalError;
 use crate::execute::protocol::{Event, Evidence, Protocol, Step};
 use crate::execute::{Execution, LookupResult, Provider, SendRequest, SendResult};
 use crate::identity::{CommandInput, LeaseId};
-use crate::metrics::{self, MetricOutcome as _};
 use crate::sends::plan::attempt_key;
 use crate::sends::{ProviderPlan, SendEvidence, SendOutcome};
 use serde_json::Value;
-use std::time::Instant;
 
 impl Journal {
     /// Runs the whole send protocol for `command` with `plan` through `provider`:
@@ -45,17 +43,14 @@ impl Journal {
         plan: &ProviderPlan,
         provider: &P,
     ) -> Result<Execution, JournalError> {
-        let started = Instant::now();
-        let result = self.execute_steps(command, plan, provider).await;
-        let outcome = match &result {
-            Ok(execution) => execution.metric_outcome(),
-            Err(error) => metrics::error_outcome(error),
-        };
-        metrics::operation("execute", outcome, started.elapsed());
+        let started = std::time::Instant::now();
+        let result = self.drive(command, plan, provider).await;
+        crate::metrics::record_call("execute", &result, started.elapsed());
         result
     }
 
-    async fn execute_steps<P: Provider>(
+    /// The protocol's steps, one after the other, until it answers.
+    async fn drive<P: Provider>(
         &self,
         command: &CommandInput,
         plan: &ProviderPlan,

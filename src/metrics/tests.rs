@@ -203,6 +203,28 @@ fn send_answers_map_to_fixed_outcomes() {
     for (output, outcome) in cases {
         assert_eq!(output.metric_outcome(), outcome);
     }
+    let envelope = ResultEnvelope::new(&json!({"id": "ch_CANARY"})).expect("envelope");
+    let executions = [
+        (Execution::Succeeded(envelope.clone()), "succeeded"),
+        (
+            Execution::SucceededWithoutResult,
+            "succeeded_without_result",
+        ),
+        (Execution::Declined, "declined"),
+        (Execution::InProgress, "in_progress"),
+        (
+            Execution::RetryLater {
+                after: Duration::from_secs(60),
+            },
+            "retry_later",
+        ),
+        (Execution::PendingReconciliation, "pending_reconciliation"),
+    ];
+    for (execution, outcome) in executions {
+        assert_eq!(execution.metric_outcome(), outcome);
+    }
+    assert_eq!(Some(envelope).metric_outcome(), "found");
+    assert_eq!(None::<ResultEnvelope>.metric_outcome(), "none");
     assert_eq!(
         error_outcome(&JournalError::SendCutoffPassed),
         "send_cutoff_passed"

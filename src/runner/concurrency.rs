@@ -8,8 +8,8 @@ use std::time::Duration;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum Concurrency {
     /// One read without a transaction; every write carries a precondition on what was
-    /// read. No server lock is ever held. The default (see the README for the
-    /// measurements behind it).
+    /// read. No server lock is ever held. The default (docs/concurrency.md says why;
+    /// BENCHMARKS.md has the measurements).
     #[default]
     Preconditions,
     /// Firestore read-write transactions: reads inside the transaction, commit with

@@ -4,14 +4,15 @@
 //! one stops start-up with a one-line error naming the variable (never echoing its
 //! value), and the process exits 1.
 
-use command_journal::Environment;
-use command_journal::Target;
+use command_journal::{Environment, JournalError, ProviderPlan, ProviderPlanRequest, Target};
+use serde_json::Value;
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
 /// The port Cloud Run sets; 8080 when unset.
 pub const DEFAULT_PORT: u16 = 8080;
-/// Upper bound of one provider call; the lease's remaining time may shorten it.
+/// `PROVIDER_TIMEOUT_MS` when unset: the upper bound of one provider call (a POST or
+/// a lookup); the lease's remaining time may shorten a POST's.
 pub const PROVIDER_TIMEOUT: Duration = Duration::from_secs(30);
 /// `HTTP_HEADER_TIMEOUT_MS` when unset.
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
@@ -21,6 +22,57 @@ pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);
 pub const MAX_CONNECTIONS: usize = 1000;
 /// `HTTP_MAX_REQUESTS` when unset.
 pub const MAX_REQUESTS: usize = 250;
+/// `PROVIDER_KEY_RETENTION_SECONDS` when unset: one day.
+pub const DEFAULT_KEY_RETENTION_SECONDS: i64 = 86_400;
+/// The plan's operation: its provider idempotency key is attempt 1's.
+pub const OPERATION: &str = "charge";
+/// The plan's endpoint.
+pub const ENDPOINT: &str = "POST /v1/charges";
+
+/// The provider plan's parts that come from the environment; the request's payload
+/// completes it ([`PlanSettings::plan`]). Validated at start-up through
+/// [`ProviderPlan::new`]. Prints the provider only: the account stays out of logs.
+#[derive(Clone, PartialEq, Eq)]
+pub struct PlanSettings {
+    /// `PROVIDER_NAME`: the provider slug (`stripe`, `stub`, ...).
+    pub provider: String,
+    /// `PROVIDER_ACCOUNT`: the provider account the charges go to.
+    pub account: String,
+    /// `PROVIDER_MODE`: `test`, or `live` only with `JOURNAL_ENVIRONMENT=production`.
+    pub mode: String,
+    /// `PROVIDER_API_VERSION`: the provider API version the charges are made with.
+    pub api_version: String,
+    /// `PROVIDER_KEY_RETENTION_SECONDS`: how long the provider keeps an idempotency
+    /// key (default one day); the send cutoff is derived from it.
+    pub key_retention_seconds: i64,
+}
+
+impl std::fmt::Debug for PlanSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PlanSettings")
+            .field("provider", &self.provider)
+            .field("mode", &self.mode)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PlanSettings {
+    /// The plan of one checkout: these settings, operation `charge`, endpoint
+    /// `POST /v1/charges` and `parameters` (the request's payload). Only the
+    /// parameters can make it fail once [`Config::from_lookup`] accepted the rest.
+    pub fn plan(&self, parameters: &Value) -> Result<ProviderPlan, JournalError> {
+        ProviderPlan::new(ProviderPlanRequest {
+            provider: &self.provider,
+            account: &self.account,
+            mode: &self.mode,
+            api_version: &self.api_version,
+            operation: OPERATION,
+            endpoint: ENDPOINT,
+            parameters,
+            key_retention_seconds: self.key_retention_seconds,
+        })
+    }
+}
 
 /// Bounds on what one client can hold of the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,10 +120,12 @@ pub struct Config {
     /// True when `FIREBASE_AUTH_EMULATOR_HOST` is set: unsigned emulator tokens are
     /// accepted (their claims are still checked).
     pub auth_emulator: bool,
-    /// Upper bound of one provider call.
+    /// `PROVIDER_TIMEOUT_MS`: the upper bound of one provider call.
     pub provider_timeout: Duration,
     /// Timeouts and caps of the HTTP server.
     pub http: HttpLimits,
+    /// The provider plan's settings.
+    pub plan: PlanSettings,
 }
 
 /// A setting that stops start-up: names the variable, never its value.
@@ -185,6 +239,7 @@ impl Config {
                 _ => Err(refuse(variable, "must be a whole number from 1 to 100000")),
             },
         };
+        let provider_timeout = millis("PROVIDER_TIMEOUT_MS", PROVIDER_TIMEOUT)?;
         let http = HttpLimits {
             header_timeout: millis("HTTP_HEADER_TIMEOUT_MS", HEADER_TIMEOUT)?,
             body_timeout: millis("HTTP_BODY_TIMEOUT_MS", BODY_TIMEOUT)?,
@@ -205,6 +260,8 @@ impl Config {
             ));
         }
 
+        let plan = plan_settings(&get, environment)?;
+
         Ok(Self {
             port,
             bind_address,
@@ -213,9 +270,78 @@ impl Config {
             environment,
             provider_url,
             auth_emulator,
-            provider_timeout: PROVIDER_TIMEOUT,
+            provider_timeout,
             http,
+            plan,
         })
+    }
+}
+
+/// The `PROVIDER_*` plan variables, each required but the retention, validated
+/// together by [`ProviderPlan::new`] over empty parameters; its refusal names the
+/// plan field, mapped back to the variable.
+fn plan_settings(
+    get: &impl Fn(&str) -> Option<String>,
+    environment: Environment,
+) -> Result<PlanSettings, ConfigError> {
+    let required = |variable: &'static str| {
+        get(variable)
+            .map(|text| text.trim().to_owned())
+            .ok_or(refuse(variable, "is missing"))
+    };
+    let provider = required("PROVIDER_NAME")?;
+    let account = required("PROVIDER_ACCOUNT")?;
+    let mode = required("PROVIDER_MODE")?;
+    if mode == "live" && environment != Environment::Production {
+        return Err(refuse(
+            "PROVIDER_MODE",
+            "may be live only with JOURNAL_ENVIRONMENT=production",
+        ));
+    }
+    let api_version = required("PROVIDER_API_VERSION")?;
+    let key_retention_seconds = match get("PROVIDER_KEY_RETENTION_SECONDS") {
+        None => DEFAULT_KEY_RETENTION_SECONDS,
+        Some(text) => text.trim().parse::<i64>().map_err(|_| {
+            refuse(
+                "PROVIDER_KEY_RETENTION_SECONDS",
+                "must be a whole number of seconds from 3600 to 2592000",
+            )
+        })?,
+    };
+    let settings = PlanSettings {
+        provider,
+        account,
+        mode,
+        api_version,
+        key_retention_seconds,
+    };
+    match settings.plan(&Value::Object(serde_json::Map::new())) {
+        Ok(_) => Ok(settings),
+        Err(JournalError::InvalidInput { field }) => Err(match field {
+            "provider" => refuse(
+                "PROVIDER_NAME",
+                "must be a lowercase slug (a letter, then letters, digits or _; at most 63)",
+            ),
+            "account" => refuse(
+                "PROVIDER_ACCOUNT",
+                "must be 1 to 255 characters without control characters",
+            ),
+            "mode" => refuse("PROVIDER_MODE", "must be test or live"),
+            "apiVersion" => refuse(
+                "PROVIDER_API_VERSION",
+                "must be 1 to 64 printable ASCII characters without spaces",
+            ),
+            "keyRetentionSeconds" => refuse(
+                "PROVIDER_KEY_RETENTION_SECONDS",
+                "must be a whole number of seconds from 3600 to 2592000",
+            ),
+            // The operation, endpoint and parameters are this file's constants.
+            _ => refuse("PROVIDER_NAME", "does not make a valid provider plan"),
+        }),
+        Err(_) => Err(refuse(
+            "PROVIDER_NAME",
+            "does not make a valid provider plan",
+        )),
     }
 }
 

@@ -1,11 +1,10 @@
-//! `POST /v1/checkouts` and `GET /healthz`.
+//! `POST /v1/checkouts`, `GET /healthz` and `GET /metrics`.
 //!
 //! A checkout is the journal command `checkout` (endpoint schema version 1) of the
-//! verified caller (scope kind `member`). The handler registers it, acquires a fresh
-//! lease, and only while it holds the lease calls the provider with the command's
-//! idempotency key for operation `charge`; then it records the outcome under its
-//! fence. Responses carry fixed statuses and codes only: never a raw id, a hash or a
-//! payload value.
+//! verified caller (scope kind `member`), sent to the provider through
+//! `Journal::execute` with the plan from the environment ([`run_command`]). Responses
+//! carry fixed statuses and codes only, and a success the stored charge envelope:
+//! never a raw id, a hash or a payload value.
 //!
 //! The token is checked before the body is read (an unauthenticated body is never
 //! read, and the connection closes after the 401); the body must then arrive within
@@ -14,11 +13,15 @@
 //! ([`super::request_log`]), refused ones (404, 405, 408, 413, ...) included, and
 //! its latency covers the body read.
 
+use super::answer::Answer;
 use super::auth::{AuthError, KeySource, Verifier};
 use super::config::Config;
+use super::config::PlanSettings;
 use super::logging::{Logger, Severity};
-use super::provider::{Charge, Provider};
-use super::request_log::{CHECKOUTS, HEALTHZ, RequestLine, UNMATCHED, elapsed, method_name};
+use super::provider::{Charges, RequestProvider};
+use super::request_log::{
+    CHECKOUTS, HEALTHZ, METRICS, RequestLine, UNMATCHED, elapsed, method_name,
+};
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
@@ -26,10 +29,9 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use command_journal::strict_json::{self, ObjectError};
-use command_journal::{CommandInput, CommandRequest, Environment, LeaseId, OperationSlug};
-use command_journal::{Journal, JournalError};
-use command_journal::{LeaseOutput, TerminalOutput};
+use command_journal::{CommandInput, CommandRequest, Environment, Execution, Journal};
 use http_body_util::{BodyExt as _, LengthLimitError, Limited};
+use metrics_exporter_prometheus::PrometheusHandle;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -40,23 +42,16 @@ pub const BODY_LIMIT: usize = 64 * 1024;
 pub const COMMAND_TYPE: &str = "checkout";
 /// The endpoint schema version of `POST /v1/checkouts`.
 pub const ENDPOINT_SCHEMA_VERSION: i64 = 1;
-/// The provider operation whose idempotency key the charge carries.
-pub const OPERATION: &str = "charge";
-/// Time kept back from the lease for recording the outcome after the provider answers.
-pub const COMPLETION_MARGIN: Duration = Duration::from_secs(10);
-/// The shortest provider call worth starting.
-pub const MIN_PROVIDER_TIMEOUT: Duration = Duration::from_secs(1);
-/// `Retry-After` while another worker holds the lease, or Firestore is unavailable.
-pub const BUSY_RETRY_AFTER: u64 = 2;
 
 /// Everything a request needs; shared by every request.
 pub struct App {
     journal: Journal,
     verifier: Verifier,
-    provider: Provider,
+    provider: Charges,
+    plan: PlanSettings,
+    metrics: PrometheusHandle,
     logger: Logger,
     environment: Environment,
-    provider_timeout: Duration,
     body_timeout: Duration,
 }
 
@@ -71,20 +66,22 @@ impl std::fmt::Debug for App {
 
 impl App {
     /// The service over `journal`; token keys come from `keys`, log lines go to
-    /// `logger`.
+    /// `logger`, `GET /metrics` renders `metrics`.
     pub fn new(
         config: &Config,
         journal: Journal,
         keys: Arc<dyn KeySource>,
         logger: Logger,
+        metrics: PrometheusHandle,
     ) -> Result<Self, reqwest::Error> {
         Ok(Self {
             journal,
             verifier: Verifier::new(&config.project, config.auth_emulator, keys),
-            provider: Provider::new(config.charges_url())?,
+            provider: Charges::new(config.charges_url(), config.provider_timeout)?,
+            plan: config.plan.clone(),
+            metrics,
             logger,
             environment: config.environment,
-            provider_timeout: config.provider_timeout,
             body_timeout: config.http.body_timeout,
         })
     }
@@ -94,6 +91,7 @@ impl App {
         Router::new()
             .route(CHECKOUTS, post(checkout).fallback(not_allowed_checkouts))
             .route(HEALTHZ, get(healthz).fallback(not_allowed_healthz))
+            .route(METRICS, get(scrape).fallback(not_allowed_metrics))
             .fallback(not_found)
             .with_state(self)
     }
@@ -148,7 +146,7 @@ fn refuse(
     status: StatusCode,
     code: &'static str,
 ) -> Response {
-    RequestLine::refused(
+    RequestLine::without_command(
         method_name(request.method()),
         route,
         status.as_u16(),
@@ -159,141 +157,43 @@ fn refuse(
     reply(status, json!({"error": code}))
 }
 
+async fn not_allowed_metrics(State(app): State<Arc<App>>, request: Request) -> Response {
+    let mut response = refuse(
+        &app,
+        &request,
+        METRICS,
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+    );
+    allow(&mut response, "GET,HEAD");
+    response
+}
+
 async fn healthz() -> Response {
     reply(StatusCode::OK, json!({"status": "ok"}))
 }
 
+/// The Prometheus text exposition of every metric recorded so far. The scrape is
+/// logged and counted before rendering, so it appears in its own answer.
+async fn scrape(State(app): State<Arc<App>>, request: Request) -> Response {
+    RequestLine::without_command(
+        method_name(request.method()),
+        METRICS,
+        200,
+        "scraped",
+        elapsed(request.extensions(), Instant::now()),
+    )
+    .log(&app.logger, Severity::Info, None);
+    let mut response = app.metrics.render().into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+    );
+    response
+}
+
 fn reply(status: StatusCode, body: Value) -> Response {
     (status, axum::Json(body)).into_response()
-}
-
-/// A finished request: the response and what the log line says about it.
-struct Answer {
-    status: StatusCode,
-    body: Value,
-    retry_after: Option<u64>,
-    unauthenticated: bool,
-    /// Answer with `Connection: close` (the body was not read to its end).
-    close: bool,
-    /// A fixed code naming how the request ended.
-    outcome: &'static str,
-    command_key_hash: Option<String>,
-    fence_epoch: Option<i64>,
-    provider_called: bool,
-}
-
-impl Answer {
-    fn new(status: StatusCode, body: Value, outcome: &'static str) -> Self {
-        Self {
-            status,
-            body,
-            retry_after: None,
-            unauthenticated: false,
-            close: false,
-            outcome,
-            command_key_hash: None,
-            fence_epoch: None,
-            provider_called: false,
-        }
-    }
-
-    fn succeeded(outcome: &'static str) -> Self {
-        Self::new(StatusCode::OK, json!({"status": "succeeded"}), outcome)
-    }
-
-    fn failed(outcome: &'static str) -> Self {
-        Self::new(
-            StatusCode::PAYMENT_REQUIRED,
-            json!({"status": "failed"}),
-            outcome,
-        )
-    }
-
-    fn in_progress(outcome: &'static str) -> Self {
-        let mut answer = Self::new(
-            StatusCode::CONFLICT,
-            json!({"status": "in_progress"}),
-            outcome,
-        );
-        answer.retry_after = Some(BUSY_RETRY_AFTER);
-        answer
-    }
-
-    fn retry(outcome: &'static str, after: u64) -> Self {
-        let mut answer = Self::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            json!({"status": "retry"}),
-            outcome,
-        );
-        answer.retry_after = Some(after.max(1));
-        answer
-    }
-
-    fn invalid(field: &'static str) -> Self {
-        Self::new(
-            StatusCode::BAD_REQUEST,
-            json!({"error": "invalid_input", "field": field}),
-            "invalid_input",
-        )
-    }
-
-    /// The journal's refusals, each to a fixed answer.
-    fn journal_error(error: JournalError) -> Self {
-        match error {
-            JournalError::InvalidInput { field } => Self::invalid(field),
-            JournalError::CommandConflict => Self::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                json!({"error": "command_conflict"}),
-                "command_conflict",
-            ),
-            JournalError::Unavailable { .. } => Self::retry("unavailable", BUSY_RETRY_AFTER),
-            // The lease passed to another worker while the provider answered: that
-            // worker repeats the call with the same key and records the outcome.
-            JournalError::LeaseExpired | JournalError::StaleFence | JournalError::LeaseNotHeld => {
-                Self::in_progress(error.code())
-            }
-            JournalError::JournalCorrupt { .. } => Self::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                json!({"error": "journal_corrupt", "message": "the checkout could not be processed; nothing was changed"}),
-                "journal_corrupt",
-            ),
-            other => Self::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                json!({"error": "internal", "message": "the checkout could not be processed"}),
-                other.code(),
-            ),
-        }
-    }
-
-    fn severity(&self) -> Severity {
-        if self.status.is_server_error() && self.status != StatusCode::SERVICE_UNAVAILABLE {
-            Severity::Error
-        } else if self.status == StatusCode::SERVICE_UNAVAILABLE {
-            Severity::Warning
-        } else {
-            Severity::Info
-        }
-    }
-
-    fn into_response(self) -> Response {
-        let mut response = reply(self.status, self.body);
-        if let Some(seconds) = self.retry_after {
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
-        }
-        if self.unauthenticated {
-            response
-                .headers_mut()
-                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-        }
-        if self.close {
-            response
-                .headers_mut()
-                .insert(header::CONNECTION, HeaderValue::from_static("close"));
-        }
-        response
-    }
 }
 
 async fn checkout(State(app): State<Arc<App>>, request: Request) -> Response {
@@ -313,7 +213,6 @@ async fn checkout(State(app): State<Arc<App>>, request: Request) -> Response {
         latency: elapsed(&parts.extensions, started),
         outcome: answer.outcome,
         command_key_hash: answer.command_key_hash.clone(),
-        fence_epoch: answer.fence_epoch,
         provider_called: answer.provider_called,
     };
     line.log(&app.logger, answer.severity(), trace.as_ref());
@@ -433,77 +332,34 @@ fn parse_body(body: &[u8]) -> Result<(String, Value), &'static str> {
     Ok((command_id, payload))
 }
 
-/// Registers the command if it is new and acquires a fresh lease for this attempt, in
-/// one read and one commit for a new command (`Journal::start`).
-async fn start(
-    journal: &Journal,
-    command: &CommandInput,
-    lease: &LeaseId,
-) -> Result<LeaseOutput, JournalError> {
-    // Registers if new and acquires, in one read and one commit for a new command.
-    Ok(journal.start(command, lease).await?.lease)
-}
-
+/// The checkout's core: the plan from the environment and the payload, then one
+/// `Journal::execute` through this request's provider adapter, mapped to its answer.
+/// Everything else (the lease, the permit before the POST, the fence, the cutoff, the
+/// lookup, a second attempt, the stored result on a replay) is the journal's.
 async fn run_command(app: &App, command: &CommandInput, payload: &Value) -> Answer {
-    let lease = LeaseId::generate();
-    let (fence_epoch, expires_at) = match start(&app.journal, command, &lease).await {
-        Ok(LeaseOutput::Acquired {
-            fence_epoch,
-            lease_expires_at,
-        }) => (fence_epoch, lease_expires_at),
-        Ok(LeaseOutput::Busy) => return Answer::in_progress("lease_busy"),
-        Ok(LeaseOutput::Succeeded) => return Answer::succeeded("already_succeeded"),
-        Ok(LeaseOutput::FailedFinal) => return Answer::failed("already_failed"),
+    let plan = match app.plan.plan(payload) {
+        Ok(plan) => plan,
         Err(error) => return Answer::journal_error(error),
     };
-    // The lease's remaining time on the journal's own clock.
-    let now = match app.journal.now() {
-        Ok(now) => now,
-        Err(error) => return Answer::journal_error(error),
+    let provider = RequestProvider::new(&app.provider);
+    let execution = app.journal.execute(command, &plan, &provider).await;
+    let called = provider.called();
+    let mut answer = match execution {
+        // Sent (or looked up) now, or a replay of the stored answer.
+        Ok(Execution::Succeeded(envelope)) => Answer::charged(
+            envelope.canonical(),
+            if called { "succeeded" } else { "replayed" },
+        ),
+        Ok(Execution::SucceededWithoutResult) => Answer::succeeded("replayed"),
+        Ok(Execution::Declined) => Answer::failed(if called { "declined" } else { "replayed" }),
+        Ok(Execution::InProgress) => Answer::in_progress("lease_busy"),
+        Ok(Execution::RetryLater { after }) => {
+            let seconds = after.as_secs() + u64::from(after.subsec_nanos() > 0);
+            Answer::retry(provider.ambiguity().unwrap_or("lease_too_short"), seconds)
+        }
+        Ok(Execution::PendingReconciliation) => Answer::pending_reconciliation(),
+        Err(error) => Answer::journal_error(error),
     };
-    let remaining =
-        Duration::from_micros(u64::try_from(expires_at.micros() - now.micros()).unwrap_or(0));
-    let retry_after = remaining.as_secs() + u64::from(remaining.subsec_nanos() > 0);
-    let timeout = app
-        .provider_timeout
-        .min(remaining.saturating_sub(COMPLETION_MARGIN));
-    let mut answer = if timeout < MIN_PROVIDER_TIMEOUT {
-        Answer::retry("lease_too_short", retry_after)
-    } else {
-        let key = match OperationSlug::parse(OPERATION) {
-            Ok(operation) => command.identity().provider_idempotency_key(&operation),
-            Err(error) => return Answer::journal_error(error),
-        };
-        let charge = app.provider.charge(&key, payload, timeout).await;
-        let mut answer = match charge {
-            Charge::Charged(reference) => {
-                match app
-                    .journal
-                    .complete_command(command, &lease, fence_epoch, &reference)
-                    .await
-                {
-                    Ok(outcome) => terminal(outcome, "succeeded"),
-                    Err(error) => Answer::journal_error(error),
-                }
-            }
-            Charge::Declined => {
-                match app.journal.fail_command(command, &lease, fence_epoch).await {
-                    Ok(outcome) => terminal(outcome, "declined"),
-                    Err(error) => Answer::journal_error(error),
-                }
-            }
-            Charge::Unknown(code) => Answer::retry(code, retry_after),
-        };
-        answer.provider_called = true;
-        answer
-    };
-    answer.fence_epoch = Some(fence_epoch);
+    answer.provider_called = called;
     answer
-}
-
-fn terminal(outcome: TerminalOutput, code: &'static str) -> Answer {
-    match outcome {
-        TerminalOutput::Succeeded => Answer::succeeded(code),
-        TerminalOutput::FailedFinal => Answer::failed(code),
-    }
 }

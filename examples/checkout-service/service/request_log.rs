@@ -5,7 +5,8 @@
 //! own fields when there are any, and `providerCalled`.
 //!
 //! `requestUrl` is the route, never the raw path (which may carry ids): one of
-//! [`CHECKOUTS`], [`HEALTHZ`], [`UNMATCHED`] or [`UNPARSED`]. `requestMethod` is a
+//! [`CHECKOUTS`], [`HEALTHZ`], [`METRICS`], [`UNMATCHED`] or [`UNPARSED`]. Every line
+//! is also counted in the service's metrics ([`super::metrics::request`]). `requestMethod` is a
 //! standard method name, `OTHER` for an extension method, or `-` when the request
 //! line could not be parsed.
 
@@ -17,6 +18,8 @@ use std::time::{Duration, Instant};
 pub const CHECKOUTS: &str = "/v1/checkouts";
 /// The health route.
 pub const HEALTHZ: &str = "/healthz";
+/// The Prometheus scrape route.
+pub const METRICS: &str = "/metrics";
 /// A path no route matches.
 pub const UNMATCHED: &str = "(unmatched)";
 /// A request line hyper refused before any route was looked at.
@@ -51,15 +54,14 @@ pub struct RequestLine {
     pub outcome: &'static str,
     /// The command key hash, once the command is known.
     pub command_key_hash: Option<String>,
-    /// The fence of the lease this request held, if any.
-    pub fence_epoch: Option<i64>,
     /// Whether the provider was called.
     pub provider_called: bool,
 }
 
 impl RequestLine {
-    /// A refused request: no command, no provider call.
-    pub fn refused(
+    /// A request without a command (refused, a health check, a scrape): no command,
+    /// no provider call.
+    pub fn without_command(
         method: &'static str,
         route: &'static str,
         status: u16,
@@ -73,13 +75,13 @@ impl RequestLine {
             latency,
             outcome,
             command_key_hash: None,
-            fence_epoch: None,
             provider_called: false,
         }
     }
 
-    /// Writes the line at `severity`.
+    /// Writes the line at `severity` and counts the request.
     pub fn log(&self, logger: &Logger, severity: Severity, trace: Option<&Trace>) {
+        super::metrics::request(self.route, self.status, self.outcome, self.latency);
         let mut fields = Map::new();
         fields.insert(
             "httpRequest".into(),
@@ -93,9 +95,6 @@ impl RequestLine {
         fields.insert("outcome".into(), json!(self.outcome));
         if let Some(hash) = &self.command_key_hash {
             fields.insert("commandKeyHash".into(), json!(hash));
-        }
-        if let Some(fence) = self.fence_epoch {
-            fields.insert("fenceEpoch".into(), json!(fence));
         }
         fields.insert("providerCalled".into(), json!(self.provider_called));
         let message = if self.route == CHECKOUTS {

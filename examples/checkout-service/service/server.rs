@@ -129,7 +129,7 @@ fn log_connection_error(logger: &Logger, error: &hyper::Error, elapsed: Duration
         None
     };
     if let Some((status, outcome)) = refused {
-        RequestLine::refused("-", UNPARSED, status, outcome, elapsed).log(
+        RequestLine::without_command("-", UNPARSED, status, outcome, elapsed).log(
             logger,
             Severity::Info,
             None,

@@ -1,0 +1,180 @@
+//! What a checkout request answers: the status, the exact body, the headers, and
+//! what its log line says. Every body is a fixed shape; the only value that is not a
+//! fixed code is a success's `charge`, the stored envelope's canonical text, so a
+//! replay answers the first answer's bytes.
+
+use axum::body::Body;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::Response;
+use command_journal::JournalError;
+use serde_json::{Value, json};
+
+/// `Retry-After` while another worker holds the lease, or Firestore is unavailable.
+pub const BUSY_RETRY_AFTER: u64 = 2;
+/// `Retry-After` of a 202 `pending_reconciliation`: once the lease this request took
+/// has expired, so that the retry may take it and ask the provider again.
+pub const PENDING_RETRY_AFTER: u64 = 60;
+
+/// A finished request: the response and what the log line says about it.
+#[derive(Debug)]
+pub struct Answer {
+    /// The HTTP status.
+    pub status: StatusCode,
+    /// The exact JSON text of the body.
+    pub body: String,
+    /// `Retry-After`, in seconds.
+    pub retry_after: Option<u64>,
+    /// Answer with `WWW-Authenticate: Bearer`.
+    pub unauthenticated: bool,
+    /// Answer with `Connection: close` (the body was not read to its end).
+    pub close: bool,
+    /// A fixed code naming how the request ended.
+    pub outcome: &'static str,
+    /// The command key hash, once the command is known.
+    pub command_key_hash: Option<String>,
+    /// Whether the provider was called (a POST or a lookup).
+    pub provider_called: bool,
+}
+
+impl Answer {
+    /// `status` with the JSON `body`.
+    pub fn new(status: StatusCode, body: Value, outcome: &'static str) -> Self {
+        Self {
+            status,
+            body: body.to_string(),
+            retry_after: None,
+            unauthenticated: false,
+            close: false,
+            outcome,
+            command_key_hash: None,
+            provider_called: false,
+        }
+    }
+
+    /// 200 `{"status":"succeeded","charge":<canonical envelope>}`, byte for byte
+    /// from the stored envelope's canonical text.
+    pub fn charged(canonical: &str, outcome: &'static str) -> Self {
+        let mut answer = Self::new(StatusCode::OK, Value::Null, outcome);
+        answer.body = format!(r#"{{"status":"succeeded","charge":{canonical}}}"#);
+        answer
+    }
+
+    /// 200 `{"status":"succeeded"}`: a success recorded without an envelope (before
+    /// envelopes existed, through `complete_command`).
+    pub fn succeeded(outcome: &'static str) -> Self {
+        Self::new(StatusCode::OK, json!({"status": "succeeded"}), outcome)
+    }
+
+    /// 402 `{"status":"failed"}`.
+    pub fn failed(outcome: &'static str) -> Self {
+        Self::new(
+            StatusCode::PAYMENT_REQUIRED,
+            json!({"status": "failed"}),
+            outcome,
+        )
+    }
+
+    /// 409 `{"status":"in_progress"}`, `Retry-After: 2`.
+    pub fn in_progress(outcome: &'static str) -> Self {
+        let mut answer = Self::new(
+            StatusCode::CONFLICT,
+            json!({"status": "in_progress"}),
+            outcome,
+        );
+        answer.retry_after = Some(BUSY_RETRY_AFTER);
+        answer
+    }
+
+    /// 503 `{"status":"retry"}`, `Retry-After: after` (at least 1).
+    pub fn retry(outcome: &'static str, after: u64) -> Self {
+        let mut answer = Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            json!({"status": "retry"}),
+            outcome,
+        );
+        answer.retry_after = Some(after.max(1));
+        answer
+    }
+
+    /// 202 `{"status":"pending_reconciliation"}`, `Retry-After: 60`.
+    pub fn pending_reconciliation() -> Self {
+        let mut answer = Self::new(
+            StatusCode::ACCEPTED,
+            json!({"status": "pending_reconciliation"}),
+            "pending_reconciliation",
+        );
+        answer.retry_after = Some(PENDING_RETRY_AFTER);
+        answer
+    }
+
+    /// 400 `{"error":"invalid_input","field":field}`.
+    pub fn invalid(field: &'static str) -> Self {
+        Self::new(
+            StatusCode::BAD_REQUEST,
+            json!({"error": "invalid_input", "field": field}),
+            "invalid_input",
+        )
+    }
+
+    /// The journal's refusals, each to a fixed answer.
+    pub fn journal_error(error: JournalError) -> Self {
+        match error {
+            JournalError::InvalidInput { field } => Self::invalid(field),
+            JournalError::CommandConflict => Self::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                json!({"error": "command_conflict"}),
+                "command_conflict",
+            ),
+            JournalError::Unavailable { .. } => Self::retry("unavailable", BUSY_RETRY_AFTER),
+            // The lease passed to another worker while the provider answered: that
+            // worker repeats the call with the same key and records the outcome.
+            JournalError::LeaseExpired | JournalError::StaleFence | JournalError::LeaseNotHeld => {
+                Self::in_progress(error.code())
+            }
+            JournalError::JournalCorrupt { .. } => Self::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                json!({"error": "journal_corrupt", "message": "the checkout could not be processed; nothing was changed"}),
+                "journal_corrupt",
+            ),
+            other => Self::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                json!({"error": "internal", "message": "the checkout could not be processed"}),
+                other.code(),
+            ),
+        }
+    }
+
+    /// The log line's severity: ERROR for a failure on the service's side, WARNING
+    /// for a 503, INFO otherwise.
+    pub fn severity(&self) -> super::logging::Severity {
+        use super::logging::Severity;
+        if self.status == StatusCode::SERVICE_UNAVAILABLE {
+            Severity::Warning
+        } else if self.status.is_server_error() {
+            Severity::Error
+        } else {
+            Severity::Info
+        }
+    }
+
+    /// The HTTP response.
+    pub fn into_response(self) -> Response {
+        let mut response = Response::new(Body::from(self.body));
+        *response.status_mut() = self.status;
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        if let Some(seconds) = self.retry_after {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        if self.unauthenticated {
+            headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        if self.close {
+            headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
+        response
+    }
+}

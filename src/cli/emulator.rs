@@ -1,0 +1,83 @@
+//! `command-journal emulator [--host H] [--port N]`: the official Firestore emulator
+//! with firestore.rules, in the foreground, until Ctrl-C or SIGTERM.
+
+use super::exit;
+use command_journal::emulator::{Emulator, EmulatorError};
+use serde_json::json;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::process::ExitCode;
+
+/// Where the emulator listens.
+#[derive(Debug, Clone, clap::Args)]
+pub struct EmulatorArgs {
+    /// The address to listen on: an IP address (127.0.0.1, ::1, 0.0.0.0 for every
+    /// interface) or `localhost`.
+    #[arg(long, default_value = "127.0.0.1", value_parser = parse_host)]
+    pub host: IpAddr,
+    /// The port, 1 to 65535 (without it, a free port); one in use is refused with
+    /// `address_unavailable` (exit 2).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+    pub port: Option<u16>,
+}
+
+/// `--host`: an IP address, or `localhost` for 127.0.0.1.
+fn parse_host(text: &str) -> Result<IpAddr, String> {
+    if text.eq_ignore_ascii_case("localhost") {
+        return Ok(IpAddr::V4(Ipv4Addr::LOCALHOST));
+    }
+    text.parse().map_err(|_| {
+        "expected an IP address such as 127.0.0.1, ::1 or 0.0.0.0, or localhost".to_owned()
+    })
+}
+
+/// Prints the refusal of an address that cannot be listened on; exit 2.
+fn address_unavailable(error: &EmulatorError) -> ExitCode {
+    eprintln!("command-journal: {error}");
+    let line = json!({"error": "address_unavailable", "message": error.to_string()});
+    println!("{line}");
+    ExitCode::from(exit::INPUT)
+}
+
+/// Runs the emulator until Ctrl-C or SIGTERM.
+pub async fn run(args: EmulatorArgs) -> ExitCode {
+    let started = tokio::task::spawn_blocking(move || match (args.host, args.port) {
+        (IpAddr::V4(Ipv4Addr::LOCALHOST), None) => Emulator::start(),
+        (host, port) => {
+            let port = match port {
+                Some(port) => port,
+                // A free port of the address asked for.
+                None => std::net::TcpListener::bind((host, 0))
+                    .and_then(|listener| listener.local_addr())
+                    .map(|address| address.port())
+                    .map_err(EmulatorError::Io)?,
+            };
+            Emulator::start_on(SocketAddr::new(host, port))
+        }
+    })
+    .await;
+    let emulator = match started {
+        Ok(Ok(emulator)) => emulator,
+        Ok(Err(error @ EmulatorError::AddressUnavailable { .. })) => {
+            return address_unavailable(&error);
+        }
+        Ok(Err(error)) => {
+            eprintln!("command-journal: {error}");
+            return exit::emulator_unavailable();
+        }
+        Err(_) => return exit::emulator_unavailable(),
+    };
+    let line = json!({
+        "host": emulator.host(),
+        "pid": emulator.pid(),
+        "rules": "firestore.rules",
+    });
+    let stop = super::Stop::listen();
+    println!("{line}");
+    eprintln!(
+        "emulator ready: export FIRESTORE_EMULATOR_HOST={} (Ctrl-C stops it)",
+        emulator.host()
+    );
+    stop.wait().await;
+    drop(emulator);
+    ExitCode::SUCCESS
+}
