@@ -6,13 +6,12 @@
 //! `cargo bench --features fuzzing --bench core`
 
 use command_journal::Timestamp;
+use command_journal::identity::Payload;
 use command_journal::internals::Registration;
 use command_journal::internals::Transition;
 use command_journal::internals::{Acquire, LeaseCall, Terminal, TerminalRequest};
 use command_journal::testing::Store;
-use command_journal::{
-    CommandInput, CommandRequest, LeaseId, Payload, TerminalReferenceFingerprint,
-};
+use command_journal::{CommandInput, CommandRequest, LeaseId, TerminalReferenceFingerprint};
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
 use std::hint::black_box;

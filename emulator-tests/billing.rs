@@ -6,9 +6,9 @@
 //! (`cargo test --all-features --test emulator billing -- --nocapture`).
 
 use super::support::{self, command};
+use command_journal::ledger::{FingerprintInput, LedgerKey, LedgerScope};
 use command_journal::{
-    Concurrency, FingerprintInput, Journal, LeaseId, LeaseOutput, LedgerKey, LedgerScope, Stats,
-    TerminalReferenceFingerprint,
+    Concurrency, Journal, LeaseId, LeaseOutput, Stats, TerminalReferenceFingerprint,
 };
 use serde_json::json;
 

@@ -6,7 +6,7 @@
 use super::support::{self, list};
 use chrono::{DateTime, TimeDelta};
 use command_journal::Journal;
-use command_journal::ManualClock;
+use command_journal::time::ManualClock;
 use command_journal::{CommandInput, CommandRequest, LeaseId, TerminalReferenceFingerprint};
 use serde_json::json;
 use std::sync::{Arc, Mutex};
@@ -70,7 +70,7 @@ async fn no_raw_secret_reaches_documents_outputs_errors_or_traces() {
     let clock = Arc::new(ManualClock::new(
         DateTime::from_timestamp(1_950_000_000, 0).expect("time"),
     ));
-    let journal = Journal::with_clock(support::fresh_connection().await, clock.clone());
+    let journal = Journal::new(support::fresh_connection().await).with_clock(clock.clone());
     let cmd = command(PAYLOAD);
     let a = LeaseId::parse(LEASE_A).expect("lease");
     let b = LeaseId::parse(LEASE_B).expect("lease");
@@ -104,7 +104,7 @@ async fn no_raw_secret_reaches_documents_outputs_errors_or_traces() {
     let output = journal.acquire_lease(&cmd, &a).await.expect("terminal");
     record(serde_json::to_string(&output).expect("json"));
     // start: on a new command (its own project), a conflicting payload, a finished one.
-    let fresh = Journal::with_clock(support::fresh_connection().await, clock.clone());
+    let fresh = Journal::new(support::fresh_connection().await).with_clock(clock.clone());
     let started = fresh.start(&cmd, &a).await.expect("start");
     record(format!("{started:?}"));
     record(serde_json::to_string(&started).expect("json"));
@@ -136,7 +136,7 @@ async fn no_raw_secret_reaches_documents_outputs_errors_or_traces() {
     if let Ok(permit) = &permit {
         record(serde_json::to_string(permit).expect("json"));
     }
-    use command_journal::SendOutcome;
+    use command_journal::sends::SendOutcome;
     for outcome in [
         SendOutcome::Ambiguous,
         SendOutcome::Succeeded(reference.clone()),

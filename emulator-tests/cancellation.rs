@@ -119,7 +119,10 @@ async fn a_deadline_bounds_an_operation_against_a_silent_server() {
     let connection = Connection::connect("silent-deadline", Target::Emulator(host))
         .await
         .expect("connections are lazy");
-    let journal = Journal::new(connection).with_deadline(Duration::from_millis(500));
+    let journal = Journal::new(connection).with_retry_policy(command_journal::RetryPolicy {
+        deadline: Some(Duration::from_millis(500)),
+        ..Default::default()
+    });
     let began = std::time::Instant::now();
     let error = journal
         .register_command(&command(701, json!({})))

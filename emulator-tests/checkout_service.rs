@@ -20,8 +20,9 @@ use super::support::{self, list};
 use chrono::{TimeDelta, Utc};
 use command_journal::Connection;
 use command_journal::Journal;
-use command_journal::ManualClock;
-use command_journal::{CommandInput, CommandRequest, OperationSlug};
+use command_journal::identity::OperationSlug;
+use command_journal::time::ManualClock;
+use command_journal::{CommandInput, CommandRequest};
 use futures::future::BoxFuture;
 use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
@@ -218,7 +219,7 @@ async fn start_service(options: Options) -> Service {
     env.extend(options.env.iter().cloned());
     let config = Config::from_lookup(|name| env.get(name).cloned()).expect("config");
     let clock = Arc::new(ManualClock::new(Utc::now()));
-    let journal = Journal::with_clock(connection.clone(), clock.clone());
+    let journal = Journal::new(connection.clone()).with_clock(clock.clone());
     let keys = Arc::new(TestKeys {
         jwks: serde_json::from_str(JWKS).expect("jwks"),
         fetches: AtomicUsize::new(0),

@@ -52,7 +52,7 @@ fn invalid(field: &str, problem: &str) -> Value {
         other => panic!("no message for {other}"),
     };
     json!({"error": "invalid_input", "field": field, "problem": problem,
-           "expected": command_journal::expected_for(field), "message": message})
+           "expected": command_journal::cli::expected_for(field), "message": message})
 }
 
 /// `journal_corrupt` (exit 3) with its fixed message.
@@ -465,7 +465,7 @@ async fn ledger_multi_effect_reversal_replay_and_link_through_the_cli() {
         json!({"seat_id": "seat-A", "amount": "-3.00", "type": "LEGACY"}),
         json!({"seat_id": "seat-B", "amount": "3.00", "type": "LEGACY"}),
     ];
-    let legacy_plan = command_journal::FingerprintInput::from_json(
+    let legacy_plan = command_journal::ledger::FingerprintInput::from_json(
         &json!({"family": "effect_plan", "fingerprintVersion": 4, "effects": items}),
     )
     .expect("plan");

@@ -6,8 +6,17 @@ use super::status_server::StatusServer;
 use super::support::{self, command};
 use command_journal::Journal;
 use command_journal::LeaseId;
-use command_journal::{BACKOFF_CAP, MAX_ATTEMPTS};
-use command_journal::{Concurrency, ConfigCause, ErrorClass, GrpcCode, JournalError};
+use command_journal::RetryPolicy;
+
+/// The default policy's attempts.
+const MAX_ATTEMPTS: u32 = 10;
+
+#[test]
+fn the_default_policy_has_these_attempts() {
+    assert_eq!(RetryPolicy::default().attempts.get(), MAX_ATTEMPTS);
+}
+use command_journal::error::{ConfigCause, ErrorClass, GrpcCode};
+use command_journal::{Concurrency, JournalError};
 use command_journal::{Connection, Target};
 use serde_json::json;
 use std::time::{Duration, Instant};
@@ -145,7 +154,11 @@ async fn resource_exhausted_is_retried_with_the_longest_backoff() {
     assert_eq!(attempts, u64::from(MAX_ATTEMPTS));
     assert_eq!(requests, u64::from(MAX_ATTEMPTS));
     // Nine waits between ten attempts, each at least the largest backoff ceiling.
-    assert!(began.elapsed() >= BACKOFF_CAP * 9, "{:?}", began.elapsed());
+    assert!(
+        began.elapsed() >= RetryPolicy::default().backoff_cap * 9,
+        "{:?}",
+        began.elapsed()
+    );
 }
 
 #[tokio::test]
@@ -174,7 +187,10 @@ async fn a_deadline_ends_retries_early_with_unavailable_deadline() {
     let server = StatusServer::start(RESOURCE_EXHAUSTED, "Quota exceeded.").await;
     let journal = journal_on(&server, Concurrency::Preconditions)
         .await
-        .with_deadline(Duration::from_millis(600));
+        .with_retry_policy(command_journal::RetryPolicy {
+            deadline: Some(Duration::from_millis(600)),
+            ..Default::default()
+        });
     let error = journal
         .register_command(&command(2, json!({})))
         .await

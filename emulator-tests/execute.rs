@@ -5,9 +5,10 @@
 use super::send_randomized::assert_verified;
 use super::support::{self, command};
 use chrono::{DateTime, TimeDelta, Utc};
+use command_journal::time::ManualClock;
 use command_journal::{
-    CommandInput, Connection, Execution, Journal, LookupResult, ManualClock, Provider,
-    ProviderPlan, ProviderPlanRequest, ResultEnvelope, SendRequest, SendResult,
+    CommandInput, Connection, Execution, Journal, LookupResult, Provider, ProviderPlan,
+    ProviderPlanRequest, ResultEnvelope, SendRequest, SendResult,
 };
 use serde_json::json;
 use std::collections::VecDeque;
@@ -157,7 +158,7 @@ impl Fixture {
     }
 
     fn key(&self) -> String {
-        let operation = command_journal::OperationSlug::parse("charge").expect("slug");
+        let operation = command_journal::identity::OperationSlug::parse("charge").expect("slug");
         self.command.identity().provider_idempotency_key(&operation)
     }
 }

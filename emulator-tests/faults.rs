@@ -12,13 +12,28 @@ use super::proxy::{Exchange, Fault, Proxy, Rpc};
 use super::support::{self, command, get, list};
 use chrono::{DateTime, TimeDelta, Utc};
 use command_journal::Journal;
+use command_journal::JournalError;
 use command_journal::RegistrationOutcome;
+use command_journal::error::GrpcCode;
 use command_journal::{CommandInput, LeaseId, TerminalReferenceFingerprint};
 use command_journal::{Connection, Target};
-use command_journal::{GrpcCode, JournalError};
 use command_journal::{LeaseOutput, TerminalOutput};
-use command_journal::{MAX_ATTEMPTS, RPC_TIMEOUT, Stats};
-use command_journal::{ManualClock, Timestamp};
+use command_journal::{RetryPolicy, Stats};
+
+/// The default policy's attempts and RPC timeout.
+const MAX_ATTEMPTS: u32 = 10;
+const RPC_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[test]
+fn the_default_policy_is_what_these_tests_assume() {
+    let policy = RetryPolicy::default();
+    assert_eq!(
+        (policy.attempts.get(), policy.rpc_timeout),
+        (MAX_ATTEMPTS, RPC_TIMEOUT)
+    );
+}
+use command_journal::Timestamp;
+use command_journal::time::ManualClock;
 use gcloud_sdk::google::firestore::v1::Document;
 use gcloud_sdk::google::firestore::v1::value::ValueType;
 use serde_json::json;
@@ -57,7 +72,7 @@ async fn rig() -> Rig {
         .await
         .expect("connect through the proxy");
     let clock = Arc::new(ManualClock::new(start()));
-    let journal = Journal::with_clock(through, clock.clone());
+    let journal = Journal::new(through).with_clock(clock.clone());
     Rig {
         proxy,
         journal,
@@ -447,7 +462,7 @@ async fn an_unreachable_emulator_is_unavailable_promptly_and_writes_nothing() {
     assert_eq!(
         connected.err(),
         Some(JournalError::Unavailable {
-            last_code: Some(command_journal::GrpcCode::Unavailable),
+            last_code: Some(command_journal::error::GrpcCode::Unavailable),
             attempts: 0,
             deadline: false
         })
@@ -542,7 +557,10 @@ async fn an_emulator_that_accepts_but_never_answers_is_unavailable_within_the_de
     )
     .await
     .expect("connections are lazy");
-    let journal = Journal::new(connection).with_rpc_timeout(Duration::from_millis(200));
+    let journal = Journal::new(connection).with_retry_policy(command_journal::RetryPolicy {
+        rpc_timeout: Duration::from_millis(200),
+        ..Default::default()
+    });
     let began = Instant::now();
     let result = journal.register_command(&command(900, json!({}))).await;
     assert_eq!(

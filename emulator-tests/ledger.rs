@@ -3,11 +3,11 @@
 
 use super::support::{self, get, list, put, race};
 use command_journal::Connection;
-use command_journal::Digest;
-use command_journal::LedgerKey;
 use command_journal::Timestamp;
-use command_journal::{EffectPlanItem, FingerprintInput, Intent};
-use command_journal::{
+use command_journal::identity::Digest;
+use command_journal::ledger::LedgerKey;
+use command_journal::ledger::{EffectPlanItem, FingerprintInput, Intent};
+use command_journal::ledger::{
     HistoricalCommand, LedgerOutcome, LedgerReplay, LedgerScope, Lineage, Outcome,
     ReversalAuthority, TransferLeg,
 };

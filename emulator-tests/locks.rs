@@ -92,7 +92,10 @@ async fn a_held_lifecycle_lock_stalls_transaction_mode_commits_and_never_a_preco
     // ten attempts.
     let transaction = Journal::new(connection.clone())
         .with_concurrency(Concurrency::Transaction)
-        .with_deadline(Duration::from_secs(3));
+        .with_retry_policy(command_journal::RetryPolicy {
+            deadline: Some(Duration::from_secs(3)),
+            ..Default::default()
+        });
     let cmd = command(9_000, json!({"locks": 1}));
     preconditions
         .register_command(&cmd)
@@ -135,7 +138,7 @@ async fn a_held_lifecycle_lock_stalls_transaction_mode_commits_and_never_a_preco
         matches!(
             stalled.answer,
             Err(JournalError::Unavailable {
-                last_code: Some(command_journal::GrpcCode::Aborted),
+                last_code: Some(command_journal::error::GrpcCode::Aborted),
                 deadline: true,
                 ..
             })
@@ -164,7 +167,10 @@ async fn on_the_emulator_a_held_lifecycle_lock_also_stalls_a_preconditions_commi
     let connection = support::fresh_connection().await;
     let preconditions = Journal::new(connection.clone())
         .with_concurrency(Concurrency::Preconditions)
-        .with_deadline(Duration::from_secs(3));
+        .with_retry_policy(command_journal::RetryPolicy {
+            deadline: Some(Duration::from_secs(3)),
+            ..Default::default()
+        });
     let cmd = command(9_001, json!({"locks": 2}));
     Journal::new(connection.clone())
         .register_command(&cmd)
@@ -183,7 +189,7 @@ async fn on_the_emulator_a_held_lifecycle_lock_also_stalls_a_preconditions_commi
         matches!(
             stalled.answer,
             Err(JournalError::Unavailable {
-                last_code: Some(command_journal::GrpcCode::Aborted),
+                last_code: Some(command_journal::error::GrpcCode::Aborted),
                 deadline: true,
                 ..
             })

@@ -5,10 +5,12 @@
 
 use super::support::{self, command, get, list, put};
 use chrono::{DateTime, TimeDelta, Utc};
+use command_journal::sends::{BeginSendOutput, SendEvidence, SendOutcome, SendOutcomeOutput};
+use command_journal::time::ManualClock;
 use command_journal::{
-    BeginSendOutput, CommandInput, Connection, Journal, JournalError, LeaseId, LeaseOutput,
-    ManualClock, ProviderPlan, ProviderPlanRequest, ResultEnvelope, SendEvidence, SendOutcome,
-    SendOutcomeOutput, Stats, TerminalOutput, TerminalReferenceFingerprint, verify,
+    CommandInput, Connection, Journal, JournalError, LeaseId, LeaseOutput, ProviderPlan,
+    ProviderPlanRequest, ResultEnvelope, Stats, TerminalOutput, TerminalReferenceFingerprint,
+    verify,
 };
 use gcloud_sdk::google::firestore::v1::Value;
 use gcloud_sdk::google::firestore::v1::value::ValueType;

@@ -6,10 +6,11 @@ use super::proxy::{Fault, Proxy, Rpc};
 use super::send_randomized::assert_verified;
 use super::support::{self, command, list};
 use chrono::{DateTime, TimeDelta, Utc};
+use command_journal::sends::{BeginSendOutput, SendEvidence, SendOutcome};
+use command_journal::time::ManualClock;
 use command_journal::{
-    BeginSendOutput, CommandInput, Concurrency, Connection, Journal, JournalError, LeaseId,
-    LeaseOutput, ManualClock, ProviderPlan, ProviderPlanRequest, SendEvidence, SendOutcome, Target,
-    TerminalOutput, TerminalReferenceFingerprint,
+    CommandInput, Concurrency, Connection, Journal, JournalError, LeaseId, LeaseOutput,
+    ProviderPlan, ProviderPlanRequest, Target, TerminalOutput, TerminalReferenceFingerprint,
 };
 use gcloud_sdk::google::firestore::v1::Document;
 use serde_json::{Value, json};
@@ -104,8 +105,12 @@ async fn a_lost_commit_response_of_every_send_operation_converges_on_retry() {
             .await
             .expect("connect through the proxy");
         let clock = Arc::new(ManualClock::new(start()));
-        let journal = Journal::with_clock(through, clock.clone()).with_concurrency(mode);
-        let plain = Journal::with_clock(direct.clone(), clock.clone()).with_concurrency(mode);
+        let journal = Journal::new(through)
+            .with_clock(clock.clone())
+            .with_concurrency(mode);
+        let plain = Journal::new(direct.clone())
+            .with_clock(clock.clone())
+            .with_concurrency(mode);
         let cmd = command(7000 + round as u64, json!({"mode": round}));
         plain.register_command(&cmd).await.expect("register");
         plain.acquire_lease(&cmd, &lease(0)).await.expect("acquire");

@@ -9,9 +9,11 @@
 
 use super::support;
 use chrono::{DateTime, TimeDelta};
+use command_journal::identity::OperationSlug;
+use command_journal::sends::{BeginSendOutput, SendEvidence, SendOutcome, SendOutcomeOutput};
+use command_journal::time::ManualClock;
 use command_journal::{
-    BeginSendOutput, CommandInput, JournalError, LeaseId, LeaseOutput, ManualClock, OperationSlug,
-    ProviderPlan, ProviderPlanRequest, SendEvidence, SendOutcome, SendOutcomeOutput,
+    CommandInput, JournalError, LeaseId, LeaseOutput, ProviderPlan, ProviderPlanRequest,
     TerminalReferenceFingerprint,
 };
 use serde_json::json;

@@ -5,10 +5,11 @@
 use super::send_randomized::assert_verified;
 use super::support::{self, command, get, list, race};
 use chrono::{DateTime, TimeDelta, Utc};
+use command_journal::sends::{BeginSendOutput, SendEvidence, SendOutcome, SendOutcomeOutput};
+use command_journal::time::ManualClock;
 use command_journal::{
-    BeginSendOutput, CommandInput, Connection, Journal, JournalError, LeaseId, LeaseOutput,
-    ManualClock, ProviderPlan, ProviderPlanRequest, SendEvidence, SendOutcome, SendOutcomeOutput,
-    TerminalOutput, TerminalReferenceFingerprint,
+    CommandInput, Connection, Journal, JournalError, LeaseId, LeaseOutput, ProviderPlan,
+    ProviderPlanRequest, TerminalOutput, TerminalReferenceFingerprint,
 };
 use gcloud_sdk::google::firestore::v1::Document;
 use serde_json::json;
@@ -112,8 +113,9 @@ async fn ambiguous_attempt(connection: &Connection, cmd: &CommandInput) -> Journ
 }
 
 fn key_of(cmd: &CommandInput) -> String {
-    cmd.identity()
-        .provider_idempotency_key(&command_journal::OperationSlug::parse("charge").expect("op"))
+    cmd.identity().provider_idempotency_key(
+        &command_journal::identity::OperationSlug::parse("charge").expect("op"),
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

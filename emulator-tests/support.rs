@@ -47,7 +47,9 @@ pub async fn fresh_journal() -> Journal {
 
 /// A journal with `clock` on `connection`, in this binary's mode.
 pub fn clocked_journal(connection: Connection, clock: Arc<dyn Clock>) -> Journal {
-    Journal::with_clock(connection, clock).with_concurrency(mode())
+    Journal::new(connection)
+        .with_clock(clock)
+        .with_concurrency(mode())
 }
 
 /// RPCs of an operation that only observes: one read, plus the rollback that

@@ -9,14 +9,16 @@
 
 use super::support::{self, command, delete, get, put};
 use chrono::{DateTime, TimeDelta};
-use command_journal::{
-    BeginSendOutput, ProviderPlan, ProviderPlanRequest, ResultEnvelope, SendOutcome,
+use command_journal::ledger::{FingerprintInput, LedgerKey, LedgerScope};
+use command_journal::sends::{BeginSendOutput, SendOutcome};
+use command_journal::time::ManualClock;
+use command_journal::verify::{
+    FindingCode, ScanRanges, VerifyReport, count_documents, verify_in_ranges,
 };
 use command_journal::{
-    CommandInput, FindingCode, FingerprintInput, Journal, LeaseId, LeaseOutput, LedgerKey,
-    LedgerScope, ManualClock, ScanRanges, TerminalReferenceFingerprint, VerifyReport,
-    count_documents, verify, verify_in_ranges,
+    CommandInput, Journal, LeaseId, LeaseOutput, TerminalReferenceFingerprint, verify,
 };
+use command_journal::{ProviderPlan, ProviderPlanRequest, ResultEnvelope};
 use gcloud_sdk::google::firestore::v1::Value;
 use gcloud_sdk::google::firestore::v1::value::ValueType;
 use gcloud_sdk::prost_types::Timestamp;

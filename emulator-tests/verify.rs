@@ -4,9 +4,10 @@
 use super::support::{self, command, delete, get, list, put};
 use chrono::{DateTime, TimeDelta};
 use command_journal::Journal;
-use command_journal::ManualClock;
+use command_journal::time::ManualClock;
+use command_journal::verify;
+use command_journal::verify::{FindingCode, ScanRanges, VerifyReport, verify_in_ranges};
 use command_journal::{CommandInput, LeaseId, TerminalReferenceFingerprint};
-use command_journal::{FindingCode, ScanRanges, VerifyReport, verify, verify_in_ranges};
 use gcloud_sdk::google::firestore::v1::value::ValueType;
 use gcloud_sdk::google::firestore::v1::{Document, Value};
 use serde_json::json;
@@ -25,7 +26,7 @@ async fn journal() -> (Journal, Arc<ManualClock>) {
         DateTime::from_timestamp(1_960_000_000, 0).expect("time"),
     ));
     (
-        Journal::with_clock(support::fresh_connection().await, clock.clone()),
+        Journal::new(support::fresh_connection().await).with_clock(clock.clone()),
         clock,
     )
 }
@@ -442,9 +443,9 @@ async fn the_cli_exits_5_on_findings_and_0_when_clean() {
 
 mod ledger {
     use super::*;
-    use command_journal::FingerprintInput;
-    use command_journal::LedgerKey;
-    use command_journal::LedgerScope;
+    use command_journal::ledger::FingerprintInput;
+    use command_journal::ledger::LedgerKey;
+    use command_journal::ledger::LedgerScope;
 
     fn plan(quantity: u64) -> FingerprintInput {
         FingerprintInput::from_json(&json!({
@@ -671,9 +672,9 @@ mod ledger {
     fn historical(
         legacy: &FingerprintInput,
         ids: &[&str],
-        effects: &[command_journal::EffectPlanItem],
-    ) -> command_journal::HistoricalCommand {
-        command_journal::HistoricalCommand {
+        effects: &[command_journal::ledger::EffectPlanItem],
+    ) -> command_journal::ledger::HistoricalCommand {
+        command_journal::ledger::HistoricalCommand {
             family: legacy.family(),
             fingerprint: legacy.fingerprint(4).expect("v4").digest,
             fingerprint_version: 4,

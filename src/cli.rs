@@ -15,10 +15,12 @@ pub mod schema;
 pub mod sends;
 pub mod verify;
 
+/// The `expected` text of an `invalid_input` answer for `field` (the CLI tests compare it).
+pub use crate::expected::expected_for;
+use crate::time::ManualClock;
+use crate::{Concurrency, Journal, JournalError};
+use crate::{Connection, Target};
 use args::{Cmd, ConcurrencyArg, JournalArgs, LedgerCmd, SendCmd, TargetArgs};
-use command_journal::ManualClock;
-use command_journal::{Concurrency, Journal, JournalError};
-use command_journal::{Connection, Target};
 use commands::Operation;
 use input::Failure;
 use ledger::LedgerAction;
@@ -150,7 +152,7 @@ impl Global {
                 .database
                 .clone()
                 .or_else(|| env(DATABASE_ENV))
-                .unwrap_or_else(|| command_journal::DEFAULT_DATABASE.to_owned()),
+                .unwrap_or_else(|| crate::connection::DEFAULT_DATABASE.to_owned()),
             concurrency: Concurrency::Preconditions,
         };
         exit::set_host(match global.target() {
@@ -196,10 +198,11 @@ impl Global {
             }
         };
         let production = !target.is_emulator();
-        let project = command_journal::resolve_project(self.project.as_deref(), production).await?;
+        let project =
+            crate::credentials::resolve_project(self.project.as_deref(), production).await?;
         let connection = Connection::connect_database(&project, &self.database, target).await?;
         let journal = match clock {
-            Some(clock) => Journal::with_clock(connection, clock),
+            Some(clock) => Journal::new(connection).with_clock(clock),
             None => Journal::new(connection),
         };
         Ok(journal.with_concurrency(self.concurrency))

@@ -6,10 +6,13 @@
 //! caller must keep secret (caller id, command id, lease id, payload, terminal
 //! reference) print as `<redacted>` in `Debug`.
 
-use crate::digest::{Digest, frame_digest, is_lower_hex_64};
+use crate::digest::{frame_digest, is_lower_hex_64};
 use crate::error::JournalError;
 use serde_json::Value;
 use std::fmt;
+
+pub use crate::digest::Digest;
+pub use crate::envelope::MAX_RESULT_ENVELOPE_BYTES;
 
 /// Largest integer magnitude a payload may carry (2^53 - 1).
 pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;

@@ -13,7 +13,7 @@ use crate::lease::{
 };
 use crate::metrics::{self, MetricOutcome};
 use crate::registration::{Registration, RegistrationOutput};
-use crate::runner::{self, Concurrency, Counters, RunOptions, Stats};
+use crate::runner::{self, Concurrency, Counters, RetryPolicy, RunOptions, Stats};
 use crate::sends::guard::Guarded;
 use crate::start::{Start, StartOutput};
 use crate::time::{Clock, SystemClock, Timestamp};
@@ -42,42 +42,49 @@ impl std::fmt::Debug for Journal {
 }
 
 impl Journal {
-    /// A journal on `connection` with the system clock.
+    /// A journal on `connection` with the system clock, the default
+    /// [`RetryPolicy`] and [`Concurrency::Preconditions`]; the `with_*` methods change
+    /// one setting each.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), command_journal::JournalError> {
+    /// use command_journal::{Connection, Journal, RetryPolicy, Target};
+    /// use std::time::Duration;
+    ///
+    /// let connection = Connection::connect("my-project", Target::Production).await?;
+    /// let journal = Journal::new(connection).with_retry_policy(RetryPolicy {
+    ///     deadline: Some(Duration::from_secs(20)),
+    ///     ..RetryPolicy::default()
+    /// });
+    /// # let _ = journal;
+    /// # Ok(()) }
+    /// ```
     pub fn new(connection: Connection) -> Self {
-        Self::with_clock(connection, Arc::new(SystemClock))
-    }
-
-    /// A journal with an injected clock (tests, the demo, the CLI's `--at` against an
-    /// emulator). In production use [`new`](Self::new).
-    pub fn with_clock(connection: Connection, clock: Arc<dyn Clock>) -> Self {
         Self {
             connection,
-            clock,
+            clock: Arc::new(SystemClock),
             counters: Arc::new(Counters::default()),
-            options: RunOptions {
-                rpc_timeout: runner::RPC_TIMEOUT,
-                deadline: None,
-                concurrency: Concurrency::default(),
-            },
+            options: RunOptions::default(),
         }
     }
 
-    /// The same journal with another per-RPC deadline (default
-    /// [`RPC_TIMEOUT`](runner::RPC_TIMEOUT)); an RPC that takes longer counts as
-    /// DEADLINE_EXCEEDED and the attempt is retried.
-    pub fn with_rpc_timeout(mut self, timeout: Duration) -> Self {
-        self.options.rpc_timeout = timeout;
+    /// The same journal with an injected clock (tests, the demo, the CLI's `--at`
+    /// against an emulator). Production keeps the system clock.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
         self
     }
 
-    /// The same journal with a bound on each whole operation, retries included
-    /// (default: none; the attempt limit still applies). An operation still running
-    /// when it passes ends with `unavailable` (`deadline: true`) and starts no further
-    /// RPC; a commit already in flight may or may not have been applied, and calling
-    /// again converges on the stored state, as after any unknown outcome.
-    pub fn with_deadline(mut self, deadline: Duration) -> Self {
-        self.options.deadline = Some(deadline);
+    /// The same journal with another [`RetryPolicy`] (attempts, per-RPC timeout,
+    /// whole-operation deadline, backoff).
+    pub fn with_retry_policy(mut self, policy: RetryPolicy) -> Self {
+        self.options.policy = policy;
         self
+    }
+
+    /// This journal's retry policy.
+    pub fn retry_policy(&self) -> RetryPolicy {
+        self.options.policy
     }
 
     /// The same journal in another concurrency mode (default

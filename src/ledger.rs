@@ -3,8 +3,8 @@
 //! the serializers, internal transfers, lineage and linking; `docs/documents.md` the
 //! documents.
 //!
-//! - [`fingerprint`]: the pure, versioned replay-fingerprint serializers;
-//! - [`reservation`] and [`effect`]: the strict codecs of `ledgerReservations/{id}`
+//! - `fingerprint`: the pure, versioned replay-fingerprint serializers;
+//! - `reservation` and `effect`: the strict codecs of `ledgerReservations/{id}`
 //!   and `ledgerTransactions/{id}`;
 //! - `integrity`: the integrity digest new reservations store and the fingerprint
 //!   rebuilt from stored rows, checked by every operation and by `verify`;
@@ -12,23 +12,28 @@
 //!   the journal's one transaction runner through [`Journal`](crate::Journal)'s
 //!   `accept_ledger_command`, `replay_reserved_charge`, `replay_reserved_reversal`
 //!   and `link_historical_effects`;
-//! - [`outcome`]: what those operations answer.
+//! - `outcome`: what those operations answer.
 
 mod accept;
-pub mod effect;
-pub mod fingerprint;
+pub(crate) mod effect;
+pub(crate) mod fingerprint;
 pub(crate) mod integrity;
-pub mod migration;
+pub(crate) mod migration;
 mod operations;
-pub mod outcome;
-pub mod replay;
-pub mod reservation;
+pub(crate) mod outcome;
+pub(crate) mod replay;
+pub(crate) mod reservation;
 pub(crate) mod stored;
 
 #[cfg(test)]
 pub(crate) mod fixtures;
 
+pub use crate::identity::LedgerKey;
 pub use effect::{LedgerEffect, Lineage, TransferLeg};
+pub use fingerprint::{
+    Amount, COMPENSATION_SUBTYPE_KEY, CURRENT_FINGERPRINT_VERSION, CommandFamily, EffectPlanItem,
+    Fingerprint, FingerprintInput, Intent, MAX_EFFECTS, MAX_TEXT_BYTES, TransferPlan,
+};
 pub use migration::HistoricalCommand;
 pub use outcome::{LedgerOutcome, LedgerReplay, Outcome};
 pub use replay::ReversalAuthority;

@@ -44,33 +44,39 @@
 
 #![deny(missing_docs)]
 
-mod connection;
+/// The `command-journal` binary's implementation (argument parsing, subcommands, the
+/// demo); `src/main.rs` only calls it. Not a supported API.
+#[cfg(all(feature = "cli", feature = "emulator"))]
+#[doc(hidden)]
+pub mod cli;
+pub mod connection;
 mod credentials;
 mod digest;
 mod document;
 #[cfg(feature = "emulator")]
 pub mod emulator;
 mod envelope;
-mod error;
+pub mod error;
 mod execute;
 mod expected;
+mod fence;
 /// Fuzzing entry points (cargo feature `fuzzing`): harness code with oracle
 /// assertions, kept out of the library proper.
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
-mod identity;
+pub mod identity;
 mod journal;
 mod lease;
-mod ledger;
-mod metrics;
+pub mod ledger;
+pub mod metrics;
 #[cfg(test)]
 mod production_indexes;
 mod registration;
 #[cfg(feature = "rules-testing")]
 pub mod rules_testing;
 mod runner;
-mod sends;
+pub mod sends;
 mod start;
 pub mod strict_json;
 /// The in-memory store the unit tests and fuzz targets share (tests and the
@@ -78,50 +84,24 @@ pub mod strict_json;
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod testing;
-mod time;
+pub mod time;
 mod transaction;
-mod verify;
+pub mod verify;
 
-pub use crate::metrics::describe_metrics;
-pub use connection::{Connection, DEFAULT_DATABASE, Target};
-pub use credentials::resolve_project;
-pub use digest::Digest;
-pub use envelope::{MAX_RESULT_ENVELOPE_BYTES, ResultEnvelope};
-pub use error::{ConfigCause, ErrorClass, GrpcCode, JournalError};
+pub use connection::{Connection, Target};
+pub use envelope::ResultEnvelope;
+pub use error::JournalError;
 pub use execute::{Execution, LookupResult, Provider, SendRequest, SendResult};
-pub use expected::expected_for;
-pub use identity::{
-    CallerId, CallerScopeKind, CommandId, CommandIdentity, CommandInput, CommandRequest,
-    CommandType, EndpointSchemaVersion, Environment, LeaseId, LedgerKey,
-    MAX_CANONICAL_PAYLOAD_BYTES, MAX_LEDGER_PART_BYTES, MAX_PAYLOAD_DEPTH, MAX_SAFE_INTEGER,
-    OperationSlug, Payload, TerminalReferenceFingerprint,
-};
+pub use fence::FenceEpoch;
+pub use identity::{CommandInput, CommandRequest, LeaseId, TerminalReferenceFingerprint};
 pub use journal::Journal;
 pub use lease::{LeaseOutput, StatusOutput, TerminalOutput};
-pub use ledger::fingerprint::{
-    Amount, COMPENSATION_SUBTYPE_KEY, CURRENT_FINGERPRINT_VERSION, CommandFamily, EffectPlanItem,
-    Fingerprint, FingerprintInput, Intent, MAX_EFFECTS, MAX_TEXT_BYTES, TRANSFER_KEYS,
-    TransferPlan, V4_EFFECT_KEYS,
-};
-pub use ledger::{
-    HistoricalCommand, LedgerEffect, LedgerOutcome, LedgerReplay, LedgerScope, Lineage, Outcome,
-    ReversalAuthority, TransferLeg,
-};
 pub use registration::{RegistrationOutcome, RegistrationOutput};
-pub use runner::{
-    BACKOFF_BASE, BACKOFF_CAP, Concurrency, MAX_ATTEMPTS, RPC_TIMEOUT, Stats,
-    TRANSACTION_BACKOFF_BASE, TRANSACTION_BACKOFF_CAP,
-};
-pub use sends::{
-    AttemptState, BeginSendOutput, CommandStatus, ProviderMode, ProviderPlan, ProviderPlanRequest,
-    SendEvidence, SendOutcome, SendOutcomeOutput, SendPermit, SendStatus,
-};
+pub use runner::{Concurrency, RetryPolicy, Stats};
+pub use sends::{ProviderPlan, ProviderPlanRequest};
 pub use start::StartOutput;
-pub use time::{Clock, ManualClock, SystemClock, Timestamp};
-pub use verify::{
-    Finding, FindingCode, MAX_FINDINGS, ScanRanges, Scanned, VerifyReport, count_documents, verify,
-    verify_in_ranges,
-};
+pub use time::{Clock, Timestamp};
+pub use verify::verify;
 
 /// The pure transition contract and the prepared operations, for the benchmarks and
 /// fuzz targets (cargo feature `fuzzing`). Not a supported API: it changes freely.

@@ -7,10 +7,9 @@
 //! found a leak, 7 `verify` scanned no journal document (unless `--allow-empty`), 8 a
 //! configuration error. docs/cli.md is the reference.
 
-mod cli;
-
 use clap::Parser;
-use cli::args::{Args, LogFormat};
+use command_journal::cli;
+use command_journal::cli::args::{Args, LogFormat};
 use std::process::ExitCode;
 
 /// Logs to stderr as `RUST_LOG` says (nothing when it is unset).

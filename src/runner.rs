@@ -22,9 +22,9 @@
 //! Retries: a lost precondition race (ALREADY_EXISTS, FAILED_PRECONDITION or NOT_FOUND
 //! on a commit), ABORTED, UNAVAILABLE, DEADLINE_EXCEEDED, INTERNAL, RESOURCE_EXHAUSTED,
 //! CANCELLED and UNKNOWN (a connection lost mid-RPC) are retried with full-jitter
-//! exponential backoff, up to [`MAX_ATTEMPTS`]; RESOURCE_EXHAUSTED waits at least the
+//! exponential backoff, up to [`RetryPolicy`]'s attempts; RESOURCE_EXHAUSTED waits at least the
 //! largest backoff. In transaction mode ABORTED backs off for about a second and more
-//! ([`TRANSACTION_BACKOFF_BASE`], [`TRANSACTION_BACKOFF_CAP`]): its conflicts are held
+//! (the policy's contention backoff): its conflicts are held
 //! locks, not lost preconditions. Every operation is idempotent, so a retry after an
 //! unknown commit outcome re-reads and converges. Configuration refusals (credentials,
 //! PERMISSION_DENIED, UNAUTHENTICATED, NOT_FOUND or FAILED_PRECONDITION on a read,
@@ -48,16 +48,14 @@ mod blind;
 mod concurrency;
 mod counters;
 pub(crate) mod firestore;
+mod policy;
 mod reading;
 pub(crate) mod retry;
 
 pub use concurrency::Concurrency;
 pub(crate) use concurrency::RunOptions;
 pub use counters::{Counters, Stats};
-pub use retry::{
-    BACKOFF_BASE, BACKOFF_CAP, MAX_ATTEMPTS, RPC_TIMEOUT, TRANSACTION_BACKOFF_BASE,
-    TRANSACTION_BACKOFF_CAP,
-};
+pub use policy::RetryPolicy;
 
 /// Runs `op` to completion: read, decide, commit, retrying as documented, inside one
 /// `tracing` span named for the operation.
@@ -84,7 +82,7 @@ async fn run_in_span<T: Transition>(
     counters.count_call();
     let runner = Session {
         options,
-        deadline: options.deadline.map(|d| started + d),
+        deadline: options.policy.deadline.map(|d| started + d),
         raw: connection.raw(),
         tally: Tally::new(counters),
         database: connection.database_path(),
@@ -121,7 +119,7 @@ async fn run_in_span<T: Transition>(
             Err(Failure::Retry { code, transaction }) => {
                 last_code = Some(GrpcCode::from(code));
                 previous_transaction = transaction;
-                if attempts >= MAX_ATTEMPTS {
+                if attempts >= options.policy.attempts.get() {
                     break Err(JournalError::Unavailable {
                         last_code,
                         attempts,
@@ -133,7 +131,7 @@ async fn run_in_span<T: Transition>(
                 let wait = if was_blind && is_precondition_loss(code) {
                     Duration::ZERO
                 } else {
-                    backoff(attempts, code, options.concurrency)
+                    backoff(attempts, code, options.concurrency, &options.policy)
                 };
                 if runner.deadline.is_some_and(|d| Instant::now() + wait >= d) {
                     break Err(deadline_error(last_code, attempts));

@@ -13,13 +13,13 @@
 //! the ledger), and merged. The report keeps at most [`MAX_FINDINGS`] findings, the
 //! first in path order, and counts the rest.
 
-pub mod commerce;
+pub(crate) mod commerce;
 mod confirm;
 #[cfg(test)]
 mod edits;
 mod historical_links;
 mod keys;
-pub mod ledger;
+pub(crate) mod ledger;
 mod merge;
 mod ranges;
 mod reads;

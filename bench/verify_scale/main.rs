@@ -21,8 +21,9 @@ use command_journal::Timestamp;
 use command_journal::emulator::Emulator;
 use command_journal::internals::Start;
 use command_journal::internals::{Decision, Snapshot, Transition, Write};
+use command_journal::verify::ScanRanges;
 use command_journal::{CommandInput, CommandRequest, LeaseId};
-use command_journal::{Connection, ScanRanges, Target};
+use command_journal::{Connection, Target};
 use firestore::{FirestoreConsistencySelector, FirestoreDb};
 use futures::StreamExt;
 use futures::stream::{FuturesUnordered, select_all};
@@ -301,9 +302,10 @@ async fn child(args: &[String]) -> Res<()> {
     let t0 = Instant::now();
     let docs = match mode.as_str() {
         "verify" => {
-            let report = command_journal::verify_in_ranges(&connection, ranges, &mut |_| {})
-                .await
-                .map_err(err)?;
+            let report =
+                command_journal::verify::verify_in_ranges(&connection, ranges, &mut |_| {})
+                    .await
+                    .map_err(err)?;
             if !report.clean {
                 return Err(format!("verify found {:?}", report.finding_counts));
             }

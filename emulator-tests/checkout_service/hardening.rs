@@ -12,7 +12,8 @@ use super::{
 };
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use command_journal::{CallerId, CommandInput, CommandRequest, OperationSlug};
+use command_journal::identity::{CallerId, OperationSlug};
+use command_journal::{CommandInput, CommandRequest};
 use futures::future::BoxFuture;
 use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, EncodingKey};

@@ -48,7 +48,7 @@ impl Service {
 
     /// A journal on the service's own (manual) clock.
     fn journal(&self) -> Journal {
-        Journal::with_clock(self.connection.clone(), self.clock.clone())
+        Journal::new(self.connection.clone()).with_clock(self.clock.clone())
     }
 
     fn priced_command(&self, id: &str) -> CommandInput {

@@ -1,10 +1,10 @@
 //! The worker itself, shared by the example and its emulator test.
 
 use chrono::{TimeDelta, Utc};
+use command_journal::time::ManualClock;
 use command_journal::{
     CommandInput, CommandRequest, Connection, Execution, Journal, JournalError, LookupResult,
-    ManualClock, Provider, ProviderPlan, ProviderPlanRequest, ResultEnvelope, SendRequest,
-    SendResult,
+    Provider, ProviderPlan, ProviderPlanRequest, ResultEnvelope, SendRequest, SendResult,
 };
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -197,7 +197,7 @@ async fn drain(connection: &Connection, payouts: u64) -> Result<Report, String> 
     };
 
     // The first worker: drains until the provider swallows an answer, then dies.
-    let first = Journal::with_clock(connection.clone(), clock.clone());
+    let first = Journal::new(connection.clone()).with_clock(clock.clone());
     let drain = async {
         for (command, plan) in &list {
             if let Execution::Succeeded(_) = first.execute(command, plan, &provider).await? {
@@ -213,7 +213,7 @@ async fn drain(connection: &Connection, payouts: u64) -> Result<Report, String> 
 
     // The restart: a new journal, after the dead worker's lease has expired.
     clock.advance(TimeDelta::seconds(61));
-    let restarted = Journal::with_clock(connection.clone(), clock.clone());
+    let restarted = Journal::new(connection.clone()).with_clock(clock.clone());
     for (index, (command, plan)) in list.iter().enumerate() {
         let sent_before = provider.sends();
         let answer = restarted

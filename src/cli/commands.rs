@@ -3,8 +3,8 @@
 
 use super::input::{Failure, Input};
 use super::schema::Subject;
-use command_journal::{Journal, JournalError};
-use command_journal::{LeaseId, TerminalReferenceFingerprint};
+use crate::{Journal, JournalError};
+use crate::{LeaseId, TerminalReferenceFingerprint};
 use serde_json::Value;
 
 /// Which journal operation to run.

@@ -8,16 +8,16 @@
 //! SIGTERM, then the JVM is stopped. Progress is a bar on a terminal and plain lines
 //! otherwise.
 
+use crate::emulator::Emulator;
+use crate::ledger::LedgerKey;
+use crate::ledger::{CURRENT_FINGERPRINT_VERSION, FingerprintInput};
+use crate::ledger::{LedgerOutcome, LedgerScope, Outcome};
+use crate::time::ManualClock;
+use crate::{CommandInput, CommandRequest, LeaseId, TerminalReferenceFingerprint};
+use crate::{Connection, Target};
+use crate::{Journal, JournalError};
+use crate::{LeaseOutput, TerminalOutput};
 use chrono::{DateTime, TimeDelta};
-use command_journal::LedgerKey;
-use command_journal::ManualClock;
-use command_journal::emulator::Emulator;
-use command_journal::{CURRENT_FINGERPRINT_VERSION, FingerprintInput};
-use command_journal::{CommandInput, CommandRequest, LeaseId, TerminalReferenceFingerprint};
-use command_journal::{Connection, Target};
-use command_journal::{Journal, JournalError};
-use command_journal::{LeaseOutput, TerminalOutput};
-use command_journal::{LedgerOutcome, LedgerScope, Outcome};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -253,7 +253,7 @@ async fn workload(host: &str, options: &DemoOptions) -> Result<Finished, Journal
     let clock = Arc::new(ManualClock::new(
         DateTime::from_timestamp(1_900_000_000, 0).unwrap_or_default(),
     ));
-    let journal = Journal::with_clock(connection, clock.clone());
+    let journal = Journal::new(connection).with_clock(clock.clone());
     let tally = Arc::new(Tally::default());
     let (commands, requests): (Vec<CommandInput>, Vec<serde_json::Value>) = (0..options.commands)
         .map(|n| demo_command(&mut rng, n))
@@ -271,7 +271,7 @@ async fn workload(host: &str, options: &DemoOptions) -> Result<Finished, Journal
         for _ in 0..2 {
             let (journal, command, tally) = (journal.clone(), command.clone(), tally.clone());
             tasks.push(tokio::spawn(async move {
-                use command_journal::RegistrationOutcome::*;
+                use crate::RegistrationOutcome::*;
                 match journal.register_command(&command).await?.outcome() {
                     RegisteredNew => bump(&tally.registrations_new),
                     RegisteredExisting => bump(&tally.registrations_existing),
@@ -360,7 +360,7 @@ async fn workload(host: &str, options: &DemoOptions) -> Result<Finished, Journal
     ledger(&journal, &tally, options.commands / 2, &mut rng).await?;
 
     let mut progress_line = |read: u64| eprintln!("demo: verify: {read} documents read");
-    let report = command_journal::verify(journal.connection(), &mut progress_line).await?;
+    let report = crate::verify(journal.connection(), &mut progress_line).await?;
     let stats = journal.stats();
     let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
     let rows: Vec<(&str, u64)> = vec![

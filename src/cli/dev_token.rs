@@ -11,8 +11,8 @@
 //! `FIREBASE_AUTH_EMULATOR_HOST` is set, and checks their claims all the same.
 
 use super::input::{Failure, Problem};
-use command_journal::Connection;
-use command_journal::rules_testing::token::mock_user_token;
+use crate::Connection;
+use crate::rules_testing::token::mock_user_token;
 use serde_json::{Value, json};
 
 /// The prefix every emulator-only project id has.
@@ -55,7 +55,7 @@ pub fn token(args: &DevTokenArgs, now: i64) -> Result<String, Failure> {
     }
     let claims = json!({"sub": args.uid, "iat": now, "exp": now + LIFETIME_SECONDS});
     mock_user_token(&args.project, &claims).map_err(|_| {
-        Failure::Journal(command_journal::JournalError::Internal {
+        Failure::Journal(crate::JournalError::Internal {
             reason: "the token could not be built",
         })
     })

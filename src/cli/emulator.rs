@@ -2,7 +2,7 @@
 //! with firestore.rules, in the foreground, until Ctrl-C or SIGTERM.
 
 use super::exit;
-use command_journal::emulator::{Emulator, EmulatorError};
+use crate::emulator::{Emulator, EmulatorError};
 use serde_json::json;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::ExitCode;

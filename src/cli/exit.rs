@@ -5,7 +5,8 @@
 //! errors the cause (with the host and gRPC code for an outage), never a raw value.
 
 use super::input::{Failure, InvalidInput, Problem};
-use command_journal::{ErrorClass, JournalError};
+use crate::JournalError;
+use crate::error::ErrorClass;
 use serde_json::{Value, json};
 use std::process::ExitCode;
 use std::sync::OnceLock;
@@ -140,7 +141,7 @@ pub fn report_failure(result: Result<Value, Failure>) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use command_journal::GrpcCode;
+    use crate::error::GrpcCode;
 
     #[test]
     fn refusals_carry_a_short_fixed_message() {

@@ -2,7 +2,8 @@
 
 use super::input::{Failure, Input};
 use super::schema::Subject;
-use command_journal::{LeaseId, OperationSlug, TerminalReferenceFingerprint};
+use crate::identity::OperationSlug;
+use crate::{LeaseId, TerminalReferenceFingerprint};
 use serde_json::{Value, json};
 
 /// Derives `commandKeyHash`, `payloadFingerprint`, `canonicalPayload` and, when their

@@ -4,13 +4,13 @@
 //! value is invalid, a key the subcommand does not read, a key given twice, or stdin
 //! that is empty, not JSON, or JSON but not one object.
 
-use command_journal::JournalError;
-use command_journal::expected_for;
-use command_journal::strict_json::{ObjectError, parse_object};
-use command_journal::{
-    CallerId, CallerScopeKind, CommandId, CommandInput, CommandRequest, CommandType,
-    EndpointSchemaVersion, Environment,
+use crate::JournalError;
+use crate::expected::expected_for;
+use crate::identity::{
+    CallerId, CallerScopeKind, CommandId, CommandType, EndpointSchemaVersion, Environment,
 };
+use crate::strict_json::{ObjectError, parse_object};
+use crate::{CommandInput, CommandRequest};
 use serde_json::{Map, Value};
 
 /// What is wrong with the stdin object, or with one of its keys.

@@ -34,12 +34,12 @@
 
 use super::input::{Failure, Input, object as stdin_object, only_keys};
 use super::schema::Subject;
-use command_journal::Digest;
-use command_journal::LedgerKey;
-use command_journal::Timestamp;
-use command_journal::{CURRENT_FINGERPRINT_VERSION, CommandFamily, FingerprintInput, Intent};
-use command_journal::{HistoricalCommand, LedgerScope, ReversalAuthority};
-use command_journal::{Journal, JournalError};
+use crate::Timestamp;
+use crate::identity::Digest;
+use crate::ledger::LedgerKey;
+use crate::ledger::{CURRENT_FINGERPRINT_VERSION, CommandFamily, FingerprintInput, Intent};
+use crate::ledger::{HistoricalCommand, LedgerScope, ReversalAuthority};
+use crate::{Journal, JournalError};
 use serde_json::{Map, Value, json};
 
 /// Which ledger subcommand to run.

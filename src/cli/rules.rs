@@ -9,11 +9,11 @@
 //! emulator is unavailable or answered something that is neither allow nor deny.
 
 use super::input::{InvalidInput, Problem};
-use clap::Subcommand;
-use command_journal::emulator::Emulator;
-use command_journal::rules_testing::{
+use crate::emulator::Emulator;
+use crate::rules_testing::{
     MatrixReport, Outcome, RulesTestError, TestEnvironment, journal_denial_matrix,
 };
+use clap::Subcommand;
 use serde_json::json;
 use std::path::PathBuf;
 use std::process::ExitCode;

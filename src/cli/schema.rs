@@ -1,8 +1,9 @@
 //! What each subcommand reads on stdin: its keys, their types and rules, and a worked
 //! example, shown by `--help` and printed by `command-journal example`.
 
-use command_journal::expected_for;
-use command_journal::{COMPENSATION_SUBTYPE_KEY, TRANSFER_KEYS, V4_EFFECT_KEYS};
+use crate::expected::expected_for;
+use crate::ledger::COMPENSATION_SUBTYPE_KEY;
+use crate::ledger::fingerprint::{TRANSFER_KEYS, V4_EFFECT_KEYS};
 
 /// A subcommand that reads a JSON object on stdin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -404,7 +405,7 @@ mod tests {
     fn every_example_is_one_object_of_exactly_the_documented_keys() {
         for subject in ALL {
             let example = subject.example();
-            let map = command_journal::strict_json::parse_object(&example).expect("object");
+            let map = crate::strict_json::parse_object(&example).expect("object");
             let keys = subject.keys();
             for key in map.keys() {
                 assert!(keys.contains(&key.as_str()), "{subject:?}: {key}");

@@ -4,9 +4,9 @@
 
 use super::input::{Failure, Input};
 use super::schema::Subject;
-use command_journal::{
-    Journal, JournalError, LeaseId, ProviderPlan, ProviderPlanRequest, SendEvidence, SendOutcome,
-    TerminalReferenceFingerprint,
+use crate::sends::{SendEvidence, SendOutcome};
+use crate::{
+    Journal, JournalError, LeaseId, ProviderPlan, ProviderPlanRequest, TerminalReferenceFingerprint,
 };
 use serde_json::Value;
 

@@ -7,7 +7,7 @@
 
 use super::Global;
 use super::exit;
-use command_journal::Scanned;
+use crate::verify::Scanned;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -16,7 +16,7 @@ pub const EMPTY: u8 = 7;
 
 /// Runs the verifier against the selected project.
 pub async fn run(options: &Global, allow_empty: bool, ranges: &str) -> ExitCode {
-    let ranges = match ranges.parse::<command_journal::ScanRanges>() {
+    let ranges = match ranges.parse::<crate::verify::ScanRanges>() {
         Ok(ranges) => ranges,
         Err(error) => return exit::report(Err(error)),
     };
@@ -25,13 +25,13 @@ pub async fn run(options: &Global, allow_empty: bool, ranges: &str) -> ExitCode 
         Err(error) => return exit::report(Err(error)),
     };
     // The total is only for the display: a failed count leaves the bar without one.
-    let total = command_journal::count_documents(journal.connection())
+    let total = crate::verify::count_documents(journal.connection())
         .await
         .ok();
     let mut progress = Progress::new(total);
     let result = {
         let mut update = |read: u64| progress.set(read);
-        command_journal::verify_in_ranges(journal.connection(), ranges, &mut update).await
+        crate::verify::verify_in_ranges(journal.connection(), ranges, &mut update).await
     };
     progress.finish();
     let report = match result {

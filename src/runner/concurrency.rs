@@ -2,7 +2,6 @@
 //! options one operation runs with.
 
 use crate::error::JournalError;
-use std::time::Duration;
 
 /// How the runner keeps a decision consistent with what it read.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -37,12 +36,10 @@ impl Concurrency {
 }
 
 /// How one operation is run.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct RunOptions {
-    /// Longest wait for one RPC.
-    pub rpc_timeout: Duration,
-    /// Longest time for the whole operation, retries included.
-    pub deadline: Option<Duration>,
+    /// Attempts, timeouts and backoff.
+    pub policy: super::policy::RetryPolicy,
     /// The concurrency mode.
     pub concurrency: Concurrency,
 }

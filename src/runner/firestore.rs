@@ -7,7 +7,7 @@
 use super::attempt::{Guarded, Precondition};
 use super::concurrency::RunOptions;
 use super::counters::{Count, Tally};
-use super::retry::{Failure, RPC_TIMEOUT, Rpc, classify};
+use super::retry::{Failure, Rpc, classify};
 use crate::connection::RawClient;
 use crate::error::GrpcCode;
 use crate::metrics;
@@ -86,6 +86,9 @@ pub(crate) async fn batch_get(
     (result, transaction)
 }
 
+/// Longest wait for a rollback sent in the background (an abandoned transaction's).
+const BACKGROUND_ROLLBACK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Rolls back a transaction when an attempt ends without committing it, including
 /// when the caller drops the operation's future mid-attempt.
 pub(super) struct OpenTransaction {
@@ -116,7 +119,8 @@ impl Drop for OpenTransaction {
                 request_options: None,
             };
             handle.spawn(async move {
-                let _ = tokio::time::timeout(RPC_TIMEOUT, raw.rollback(request)).await;
+                let _ =
+                    tokio::time::timeout(BACKGROUND_ROLLBACK_TIMEOUT, raw.rollback(request)).await;
             });
         }
     }
@@ -131,13 +135,13 @@ impl Session<'_> {
     /// The time one RPC may take: the per-RPC timeout, cut to the deadline.
     pub(super) fn budget(&self) -> Result<Duration, Failure> {
         match self.deadline {
-            None => Ok(self.options.rpc_timeout),
+            None => Ok(self.options.policy.rpc_timeout),
             Some(deadline) => {
                 let left = deadline.saturating_duration_since(Instant::now());
                 if left.is_zero() {
                     Err(Failure::Deadline)
                 } else {
-                    Ok(left.min(self.options.rpc_timeout))
+                    Ok(left.min(self.options.policy.rpc_timeout))
                 }
             }
         }
@@ -202,7 +206,8 @@ impl Session<'_> {
                     transaction: id,
                     request_options: None,
                 };
-                let _ = tokio::time::timeout(RPC_TIMEOUT, raw.rollback(request)).await;
+                let _ =
+                    tokio::time::timeout(BACKGROUND_ROLLBACK_TIMEOUT, raw.rollback(request)).await;
             }
         });
         match receiver.await {
@@ -275,7 +280,7 @@ impl Session<'_> {
             transaction: id,
             request_options: None,
         };
-        let budget = self.options.rpc_timeout;
+        let budget = self.options.policy.rpc_timeout;
         match tokio::time::timeout(budget, self.raw.clone().rollback(request)).await {
             Ok(Ok(_)) => metrics::rpc(metrics::RPC_ROLLBACK, GrpcCode::Ok),
             Ok(Err(status)) => {

@@ -1,5 +1,5 @@
 //! Retry classification and backoff: which failed RPC is worth another attempt, how
-//! long to wait before it, and the tuning constants (fixed in code).
+//! long to wait before it under the journal's [`RetryPolicy`].
 //!
 //! A lost precondition race (ALREADY_EXISTS, FAILED_PRECONDITION or NOT_FOUND on a
 //! commit), ABORTED, UNAVAILABLE, DEADLINE_EXCEEDED, INTERNAL, RESOURCE_EXHAUSTED,
@@ -8,30 +8,11 @@
 //! INVALID_ARGUMENT) are the operation's answer.
 
 use super::concurrency::Concurrency;
+use super::policy::RetryPolicy;
 use crate::error::{ConfigCause, GrpcCode, JournalError};
 use gcloud_sdk::google_cloud_auth::errors::CredentialsError;
 use gcloud_sdk::tonic::{Code, Status};
 use std::time::Duration;
-
-/// Attempts per operation, fixed in code.
-pub const MAX_ATTEMPTS: u32 = 10;
-/// Default longest wait for one RPC before the attempt counts as DEADLINE_EXCEEDED
-/// (see [`Journal::with_rpc_timeout`](crate::Journal::with_rpc_timeout)).
-pub const RPC_TIMEOUT: Duration = Duration::from_secs(10);
-/// First backoff ceiling; doubled per failed attempt up to [`BACKOFF_CAP`], full jitter.
-pub const BACKOFF_BASE: Duration = Duration::from_millis(4);
-/// Largest backoff ceiling.
-pub const BACKOFF_CAP: Duration = Duration::from_millis(250);
-/// First backoff base in transaction mode after ABORTED. The wait is drawn from
-/// ½ to 1½ times a base that starts here and grows 1.5× per failed attempt up to
-/// [`TRANSACTION_BACKOFF_CAP`]: the Node.js client's transaction retry schedule, with
-/// a lower cap (its own is 60 s). Never shorter than half the base: on the emulator,
-/// contenders whose commits wait for each other's read locks are aborted one by one by
-/// its 2 s lock timeout, and the last one waiting commits only if no aborted contender
-/// has come back to read (and so lock) the documents again before it does.
-pub const TRANSACTION_BACKOFF_BASE: Duration = Duration::from_secs(1);
-/// Largest backoff base in transaction mode after ABORTED.
-pub const TRANSACTION_BACKOFF_CAP: Duration = Duration::from_secs(10);
 
 /// The answer of an operation whose deadline passed after `attempts` attempts.
 pub(super) fn deadline_error(last_code: Option<GrpcCode>, attempts: u32) -> JournalError {
@@ -42,31 +23,40 @@ pub(super) fn deadline_error(last_code: Option<GrpcCode>, attempts: u32) -> Jour
     }
 }
 
-/// Backoff after failed attempt `attempt` (1-based) that answered `code`.
+/// Backoff after failed attempt `attempt` (1-based) that answered `code`, under
+/// `policy`.
 ///
-/// - RESOURCE_EXHAUSTED waits between [`BACKOFF_CAP`] and four times it, as the
+/// - RESOURCE_EXHAUSTED waits between the backoff cap and four times it, as the
 ///   official clients back off to their maximum on that code.
 /// - ABORTED in transaction mode (a lock conflict) waits ½ to 1½ times a base of
-///   [`TRANSACTION_BACKOFF_BASE`] growing 1.5× per attempt up to
-///   [`TRANSACTION_BACKOFF_CAP`].
-/// - Everything else waits with full jitter under a ceiling of [`BACKOFF_BASE`]
-///   doubled per attempt up to [`BACKOFF_CAP`].
-pub(super) fn backoff(attempt: u32, code: Code, mode: Concurrency) -> Duration {
+///   the contention backoff base growing 1.5× per attempt up to its cap.
+/// - Everything else waits with full jitter under a ceiling of the backoff base
+///   doubled per attempt up to the cap.
+pub(super) fn backoff(
+    attempt: u32,
+    code: Code,
+    mode: Concurrency,
+    policy: &RetryPolicy,
+) -> Duration {
     let micros = |d: Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
     let retries = attempt.saturating_sub(1).min(16);
     match (code, mode) {
         (Code::ResourceExhausted, _) => Duration::from_micros(fastrand::u64(
-            micros(BACKOFF_CAP)..=micros(BACKOFF_CAP.saturating_mul(4)),
+            micros(policy.backoff_cap)..=micros(policy.backoff_cap.saturating_mul(4)),
         )),
         (Code::Aborted, Concurrency::Transaction) => {
             // `retries` is at most 16: 1.5^16 s is finite, so `mul_f64` cannot panic.
-            let base = TRANSACTION_BACKOFF_BASE
+            let base = policy
+                .contention_backoff_base
                 .mul_f64(1.5_f64.powi(retries as i32))
-                .min(TRANSACTION_BACKOFF_CAP);
+                .min(policy.contention_backoff_cap);
             Duration::from_micros(fastrand::u64(micros(base) / 2..=micros(base) * 3 / 2))
         }
         _ => {
-            let ceiling = BACKOFF_BASE.saturating_mul(1 << retries).min(BACKOFF_CAP);
+            let ceiling = policy
+                .backoff_base
+                .saturating_mul(1 << retries)
+                .min(policy.backoff_cap);
             Duration::from_micros(fastrand::u64(0..=micros(ceiling)))
         }
     }

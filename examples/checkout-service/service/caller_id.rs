@@ -17,7 +17,7 @@
 //! differ in their SHA-256. The one identity change it imposes is on custom uids
 //! that themselves start with `uid-sha256-`, which no Firebase-generated uid does.
 
-use command_journal::CallerId;
+use command_journal::identity::CallerId;
 use sha2::{Digest as _, Sha256};
 
 /// The prefix of a hashed caller id; reserved, so uids starting with it are hashed

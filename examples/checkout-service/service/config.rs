@@ -4,7 +4,8 @@
 //! one stops start-up with a one-line error naming the variable (never echoing its
 //! value), and the process exits 1.
 
-use command_journal::{Environment, JournalError, ProviderPlan, ProviderPlanRequest, Target};
+use command_journal::identity::Environment;
+use command_journal::{JournalError, ProviderPlan, ProviderPlanRequest, Target};
 use serde_json::Value;
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;

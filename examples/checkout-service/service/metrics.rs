@@ -44,7 +44,7 @@ pub fn install(recorder: PrometheusRecorder) -> Option<PrometheusHandle> {
 /// Registers the help text of the journal's metrics and the service's with the
 /// recorder installed now.
 pub fn describe() {
-    command_journal::describe_metrics();
+    command_journal::metrics::describe_metrics();
     metrics::describe_counter!(
         REQUESTS_TOTAL,
         "HTTP requests by route, status and outcome (a fixed code)."

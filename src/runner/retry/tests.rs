@@ -1,5 +1,25 @@
 use super::*;
 
+fn policy() -> RetryPolicy {
+    RetryPolicy::default()
+}
+const MAX_ATTEMPTS: u32 = 10;
+const BACKOFF_BASE: Duration = Duration::from_millis(4);
+const BACKOFF_CAP: Duration = Duration::from_millis(250);
+const TRANSACTION_BACKOFF_BASE: Duration = Duration::from_secs(1);
+
+#[test]
+fn the_default_policy_is_the_documented_one() {
+    let p = policy();
+    assert_eq!(p.attempts.get(), MAX_ATTEMPTS);
+    assert_eq!((p.backoff_base, p.backoff_cap), (BACKOFF_BASE, BACKOFF_CAP));
+    assert_eq!(
+        (p.contention_backoff_base, p.contention_backoff_cap),
+        (TRANSACTION_BACKOFF_BASE, Duration::from_secs(10))
+    );
+    assert_eq!((p.rpc_timeout, p.deadline), (Duration::from_secs(10), None));
+}
+
 #[test]
 fn backoff_is_full_jitter_under_a_doubling_ceiling() {
     for mode in [Concurrency::Preconditions, Concurrency::Transaction] {
@@ -9,7 +29,7 @@ fn backoff_is_full_jitter_under_a_doubling_ceiling() {
                     .saturating_mul(1 << (attempt - 1))
                     .min(BACKOFF_CAP);
                 for _ in 0..50 {
-                    assert!(backoff(attempt, code, mode) <= ceiling);
+                    assert!(backoff(attempt, code, mode, &policy()) <= ceiling);
                 }
             }
         }
@@ -19,7 +39,14 @@ fn backoff_is_full_jitter_under_a_doubling_ceiling() {
             .saturating_mul(1 << (attempt - 1))
             .min(BACKOFF_CAP);
         for _ in 0..50 {
-            assert!(backoff(attempt, Code::Aborted, Concurrency::Preconditions) <= ceiling);
+            assert!(
+                backoff(
+                    attempt,
+                    Code::Aborted,
+                    Concurrency::Preconditions,
+                    &policy()
+                ) <= ceiling
+            );
         }
     }
 }
@@ -32,7 +59,8 @@ fn an_aborted_transaction_waits_half_to_one_and_a_half_times_a_growing_base() {
     for (attempt, base_ms) in (1..).zip(bases_ms) {
         let (low, high) = (base_ms * 1_000 / 2, base_ms * 1_000 * 3 / 2);
         for _ in 0..50 {
-            let wait = backoff(attempt, Code::Aborted, Concurrency::Transaction).as_micros();
+            let wait =
+                backoff(attempt, Code::Aborted, Concurrency::Transaction, &policy()).as_micros();
             // A millisecond of slack for the rounded bases above.
             assert!(
                 (low - 1_000..=high + 1_000).contains(&(wait as u64)),
@@ -48,7 +76,7 @@ fn resource_exhausted_backs_off_to_the_maximum() {
     for mode in [Concurrency::Preconditions, Concurrency::Transaction] {
         for attempt in 1..=MAX_ATTEMPTS {
             for _ in 0..50 {
-                let wait = backoff(attempt, Code::ResourceExhausted, mode);
+                let wait = backoff(attempt, Code::ResourceExhausted, mode, &policy());
                 assert!(wait >= BACKOFF_CAP && wait <= BACKOFF_CAP * 4, "{wait:?}");
             }
         }
