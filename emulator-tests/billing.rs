@@ -55,7 +55,7 @@ fn lease(n: u64) -> LeaseId {
     LeaseId::parse(&support::uuid(11, n)).expect("lease id")
 }
 
-fn fence(output: LeaseOutput) -> i64 {
+fn fence(output: LeaseOutput) -> command_journal::FenceEpoch {
     match output {
         LeaseOutput::Acquired { fence_epoch, .. } => fence_epoch,
         other => panic!("expected a lease: {other:?}"),
@@ -74,7 +74,7 @@ async fn every_operation_is_billed_exactly_its_documents() {
     // root, events 1-4, lifecycle, plan and send record (events 3 and 4, the plan and
     // the send record absent), its two writes and the plan's absence guard.
     let a = command(5_000, json!({}));
-    let mut epoch = 0;
+    let mut epoch = crate::support::fence_at(1);
     measure(
         &journal,
         "start (new)",

@@ -87,19 +87,30 @@ async fn no_raw_secret_reaches_documents_outputs_errors_or_traces() {
     record(format!("{:?}", journal.acquire_lease(&cmd, &b).await));
     record(format!(
         "{:?}",
-        journal.complete_command(&cmd, &b, 1, &reference).await
+        journal
+            .complete_command(&cmd, &b, crate::support::fence_at(1), &reference)
+            .await
     ));
     clock.advance(TimeDelta::seconds(60));
     record(format!(
         "{:?}",
-        journal.complete_command(&cmd, &a, 1, &reference).await
+        journal
+            .complete_command(&cmd, &a, crate::support::fence_at(1), &reference)
+            .await
     ));
     record(format!("{:?}", journal.acquire_lease(&cmd, &b).await));
     record(format!(
         "{:?}",
-        journal.complete_command(&cmd, &b, 2, &reference).await
+        journal
+            .complete_command(&cmd, &b, crate::support::fence_at(2), &reference)
+            .await
     ));
-    record(format!("{:?}", journal.fail_command(&cmd, &b, 2).await));
+    record(format!(
+        "{:?}",
+        journal
+            .fail_command(&cmd, &b, crate::support::fence_at(2))
+            .await
+    ));
     record(format!("{:?}", journal.status(&cmd).await));
     let output = journal.acquire_lease(&cmd, &a).await.expect("terminal");
     record(serde_json::to_string(&output).expect("json"));
@@ -131,7 +142,9 @@ async fn no_raw_secret_reaches_documents_outputs_errors_or_traces() {
     };
     record(format!("{:?}", plan_of(ACCOUNT)));
     let plan = plan_of(ACCOUNT).expect("plan");
-    let permit = fresh.begin_send(&cmd, &a, 1, &plan).await;
+    let permit = fresh
+        .begin_send(&cmd, &a, crate::support::fence_at(1), &plan)
+        .await;
     record(format!("{permit:?}"));
     if let Ok(permit) = &permit {
         record(serde_json::to_string(permit).expect("json"));
@@ -142,11 +155,18 @@ async fn no_raw_secret_reaches_documents_outputs_errors_or_traces() {
         SendOutcome::Succeeded(reference.clone()),
         SendOutcome::Succeeded(reference.clone()),
     ] {
-        let answer = fresh.record_send_outcome(&cmd, &a, 1, 1, &outcome).await;
+        let answer = fresh
+            .record_send_outcome(&cmd, &a, crate::support::fence_at(1), 1, &outcome)
+            .await;
         record(format!("{outcome:?} {answer:?}"));
     }
     let other = plan_of("acct_CANARYother").expect("plan");
-    record(format!("{:?}", fresh.begin_send(&cmd, &a, 1, &other).await));
+    record(format!(
+        "{:?}",
+        fresh
+            .begin_send(&cmd, &a, crate::support::fence_at(1), &other)
+            .await
+    ));
     record(format!("{:?}", fresh.send_status(&cmd).await));
     let invalid = CommandInput::new(CommandRequest {
         environment: "emulator",

@@ -718,7 +718,10 @@ async fn checkout_24_concurrent_identical_requests_call_the_provider_once() {
         .status(&service.command(&id, &payload()))
         .await
         .expect("status");
-    assert_eq!((status.state, status.fence_epoch), ("succeeded", Some(1)));
+    assert_eq!(
+        (status.state, status.fence_epoch),
+        ("succeeded", Some(crate::support::fence_at(1)))
+    );
     service.assert_verifies_clean(1).await;
     service.assert_no_leak(&[]).await;
 }
@@ -767,7 +770,10 @@ async fn checkout_provider_503_then_takeover_after_expiry_reuses_the_key() {
         .status(&service.command(&id, &payload()))
         .await
         .expect("status");
-    assert_eq!((status.state, status.fence_epoch), ("succeeded", Some(2)));
+    assert_eq!(
+        (status.state, status.fence_epoch),
+        ("succeeded", Some(crate::support::fence_at(2)))
+    );
     // The commerce documents (root, lifecycle, audits: registered, leased, taken
     // over, succeeded), the send layer's (plan, send record, events: opened,
     // ambiguous, re-sent, succeeded) and the stored charge.

@@ -195,10 +195,14 @@ async fn run(rig: &Rig, cmd: &CommandInput, step: Step) -> Result<Answer, Journa
         Step::Takeover => Answer::Lease(journal.acquire_lease(cmd, &lease(2)).await?),
         Step::Complete => Answer::Terminal(
             journal
-                .complete_command(cmd, &lease(1), 1, &reference(7))
+                .complete_command(cmd, &lease(1), crate::support::fence_at(1), &reference(7))
                 .await?,
         ),
-        Step::Fail => Answer::Terminal(journal.fail_command(cmd, &lease(1), 1).await?),
+        Step::Fail => Answer::Terminal(
+            journal
+                .fail_command(cmd, &lease(1), crate::support::fence_at(1))
+                .await?,
+        ),
     })
 }
 
@@ -208,11 +212,11 @@ fn expected(step: Step, now: Timestamp) -> Answer {
     match step {
         Step::Register => Answer::Registered(RegistrationOutcome::RegisteredNew),
         Step::Acquire => Answer::Lease(LeaseOutput::Acquired {
-            fence_epoch: 1,
+            fence_epoch: crate::support::fence_at(1),
             lease_expires_at: expires,
         }),
         Step::Takeover => Answer::Lease(LeaseOutput::Acquired {
-            fence_epoch: 2,
+            fence_epoch: crate::support::fence_at(2),
             lease_expires_at: expires,
         }),
         Step::Complete => Answer::Terminal(TerminalOutput::Succeeded),
@@ -512,12 +516,17 @@ async fn an_unreachable_emulator_is_unavailable_promptly_and_writes_nothing() {
                 .map(|_| ()),
             2 => rig
                 .journal
-                .complete_command(&leased, &lease(1), 1, &reference(1))
+                .complete_command(
+                    &leased,
+                    &lease(1),
+                    crate::support::fence_at(1),
+                    &reference(1),
+                )
                 .await
                 .map(|_| ()),
             3 => rig
                 .journal
-                .fail_command(&leased, &lease(1), 1)
+                .fail_command(&leased, &lease(1), crate::support::fence_at(1))
                 .await
                 .map(|_| ()),
             _ => rig.journal.status(&leased).await.map(|_| ()),

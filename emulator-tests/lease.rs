@@ -79,7 +79,9 @@ async fn twenty_four_distinct_holders_race_the_first_acquire() {
         .await;
         let acquired: Vec<_> = results
             .iter()
-            .filter(|r| matches!(r, Ok(LeaseOutput::Acquired { fence_epoch: 1, .. })))
+            .filter(
+                |r| matches!(r, Ok(LeaseOutput::Acquired { fence_epoch: f, .. }) if f.get() == 1),
+            )
             .collect();
         let busy = results
             .iter()
@@ -114,10 +116,7 @@ async fn twenty_four_same_holder_lost_response_retries_mutate_once() {
         })
         .await;
         let first = results[0].expect("acquired");
-        assert!(matches!(
-            first,
-            LeaseOutput::Acquired { fence_epoch: 1, .. }
-        ));
+        assert!(matches!(first, LeaseOutput::Acquired { fence_epoch: f, .. } if f.get() == 1));
         assert!(
             results.iter().all(|r| r.as_ref() == Ok(&first)),
             "{results:?}"
@@ -150,7 +149,9 @@ async fn an_expired_lease_is_taken_over_once_and_the_old_holder_cannot_finish() 
         .await;
         let winners = results
             .iter()
-            .filter(|r| matches!(r, Ok(LeaseOutput::Acquired { fence_epoch: 2, .. })))
+            .filter(
+                |r| matches!(r, Ok(LeaseOutput::Acquired { fence_epoch: f, .. }) if f.get() == 2),
+            )
             .count();
         let busy = results
             .iter()
@@ -158,11 +159,15 @@ async fn an_expired_lease_is_taken_over_once_and_the_old_holder_cannot_finish() 
             .count();
         assert_eq!((winners, busy), (1, 23), "round {round}: {results:?}");
         assert_eq!(
-            journal.complete_command(&cmd, &old, 1, &reference(1)).await,
+            journal
+                .complete_command(&cmd, &old, crate::support::fence_at(1), &reference(1))
+                .await,
             Err(JournalError::LeaseNotHeld)
         );
         assert_eq!(
-            journal.fail_command(&cmd, &old, 1).await,
+            journal
+                .fail_command(&cmd, &old, crate::support::fence_at(1))
+                .await,
             Err(JournalError::LeaseNotHeld)
         );
         let (_, audits) = state(journal.connection(), &cmd).await;
@@ -182,19 +187,16 @@ async fn the_same_holder_taking_over_its_own_expired_lease_gets_a_new_fence() {
         .acquire_lease(&cmd, &holder)
         .await
         .expect("takeover");
-    assert!(matches!(
-        again,
-        LeaseOutput::Acquired { fence_epoch: 2, .. }
-    ));
+    assert!(matches!(again, LeaseOutput::Acquired { fence_epoch: f, .. } if f.get() == 2));
     assert_eq!(
         journal
-            .complete_command(&cmd, &holder, 1, &reference(1))
+            .complete_command(&cmd, &holder, crate::support::fence_at(1), &reference(1))
             .await,
         Err(JournalError::StaleFence)
     );
     assert_eq!(
         journal
-            .complete_command(&cmd, &holder, 2, &reference(1))
+            .complete_command(&cmd, &holder, crate::support::fence_at(2), &reference(1))
             .await,
         Ok(TerminalOutput::Succeeded)
     );
@@ -213,10 +215,12 @@ async fn complete_versus_fail_races_record_exactly_one_terminal_event() {
             async move {
                 if i % 2 == 0 {
                     journal
-                        .complete_command(&cmd, &holder, 1, &reference(9))
+                        .complete_command(&cmd, &holder, crate::support::fence_at(1), &reference(9))
                         .await
                 } else {
-                    journal.fail_command(&cmd, &holder, 1).await
+                    journal
+                        .fail_command(&cmd, &holder, crate::support::fence_at(1))
+                        .await
                 }
             }
         })
@@ -239,9 +243,11 @@ async fn complete_versus_fail_races_record_exactly_one_terminal_event() {
         let (docs, audits) = state(journal.connection(), &cmd).await;
         assert_eq!(audits, 3, "exactly one terminal event");
         // Terminal state never changes afterwards.
-        let again = journal.fail_command(&cmd, &holder, 1).await;
+        let again = journal
+            .fail_command(&cmd, &holder, crate::support::fence_at(1))
+            .await;
         let again2 = journal
-            .complete_command(&cmd, &holder, 1, &reference(9))
+            .complete_command(&cmd, &holder, crate::support::fence_at(1), &reference(9))
             .await;
         assert!(again.is_err() || again2.is_err());
         assert_eq!(state(journal.connection(), &cmd).await, (docs, 3));
@@ -260,7 +266,9 @@ async fn distinct_commitment_races_record_exactly_one_commitment() {
             let (journal, cmd, holder) = (journal.clone(), cmd.clone(), holder.clone());
             async move {
                 let r = reference(u8::try_from(i).expect("small"));
-                journal.complete_command(&cmd, &holder, 1, &r).await
+                journal
+                    .complete_command(&cmd, &holder, crate::support::fence_at(1), &r)
+                    .await
             }
         })
         .await;
@@ -288,10 +296,12 @@ async fn terminal_retries_and_later_acquires_are_read_only_even_after_expiry() {
         journal.acquire_lease(&cmd, &holder).await.expect("acquire");
         let expected = if succeed {
             journal
-                .complete_command(&cmd, &holder, 1, &reference(3))
+                .complete_command(&cmd, &holder, crate::support::fence_at(1), &reference(3))
                 .await
         } else {
-            journal.fail_command(&cmd, &holder, 1).await
+            journal
+                .fail_command(&cmd, &holder, crate::support::fence_at(1))
+                .await
         }
         .expect("terminal");
         let before = state(journal.connection(), &cmd).await;
@@ -299,10 +309,12 @@ async fn terminal_retries_and_later_acquires_are_read_only_even_after_expiry() {
         let stats = journal.stats();
         let retry = if succeed {
             journal
-                .complete_command(&cmd, &holder, 1, &reference(3))
+                .complete_command(&cmd, &holder, crate::support::fence_at(1), &reference(3))
                 .await
         } else {
-            journal.fail_command(&cmd, &holder, 1).await
+            journal
+                .fail_command(&cmd, &holder, crate::support::fence_at(1))
+                .await
         };
         assert_eq!(retry, Ok(expected));
         let later = journal
@@ -337,7 +349,7 @@ async fn uncontended_acquire_complete_and_fail_are_one_attempt_of_two_rpcs() {
     check(before, &journal);
     let before = journal.stats();
     journal
-        .complete_command(&cmd, &lease(1), 1, &reference(1))
+        .complete_command(&cmd, &lease(1), crate::support::fence_at(1), &reference(1))
         .await
         .expect("complete");
     check(before, &journal);
@@ -347,7 +359,7 @@ async fn uncontended_acquire_complete_and_fail_are_one_attempt_of_two_rpcs() {
         .expect("acquire");
     let before = journal.stats();
     journal
-        .fail_command(&other, &lease(1), 1)
+        .fail_command(&other, &lease(1), crate::support::fence_at(1))
         .await
         .expect("fail");
     check(before, &journal);
@@ -372,12 +384,15 @@ async fn root_and_registration_audit_stay_identical_through_every_state() {
         match end {
             "succeed" => {
                 journal
-                    .complete_command(&cmd, &holder, 2, &reference(2))
+                    .complete_command(&cmd, &holder, crate::support::fence_at(2), &reference(2))
                     .await
                     .expect("ok");
             }
             "fail" => {
-                journal.fail_command(&cmd, &holder, 2).await.expect("ok");
+                journal
+                    .fail_command(&cmd, &holder, crate::support::fence_at(2))
+                    .await
+                    .expect("ok");
             }
             _ => {}
         }
@@ -412,10 +427,13 @@ async fn assert_corrupt_untouched(n: u64, corrupt: impl AsyncFnOnce(&Connection,
         journal.acquire_lease(&cmd, &lease(2)).await.map(|_| ()),
         journal.acquire_lease(&cmd, &lease(1)).await.map(|_| ()),
         journal
-            .complete_command(&cmd, &lease(1), 1, &reference(1))
+            .complete_command(&cmd, &lease(1), crate::support::fence_at(1), &reference(1))
             .await
             .map(|_| ()),
-        journal.fail_command(&cmd, &lease(1), 1).await.map(|_| ()),
+        journal
+            .fail_command(&cmd, &lease(1), crate::support::fence_at(1))
+            .await
+            .map(|_| ()),
         journal.status(&cmd).await.map(|_| ()),
     ];
     for result in results {

@@ -247,7 +247,7 @@ impl Worker {
                     command,
                     Attempt {
                         lease: call.lease(),
-                        fence: Some(*fence_epoch),
+                        fence: Some(fence_epoch.get()),
                     },
                 );
             }
@@ -294,14 +294,20 @@ async fn perform(
             .acquire_lease(cmd, &lease(l))
             .await
             .map(Answer::Lease),
-        Call::Complete { lease: l, fence } => journal
-            .complete_command(cmd, &lease(l), fence, &reference(worker))
-            .await
-            .map(Answer::Terminal),
-        Call::Fail { lease: l, fence } => journal
-            .fail_command(cmd, &lease(l), fence)
-            .await
-            .map(Answer::Terminal),
+        Call::Complete { lease: l, fence } => match command_journal::FenceEpoch::new(fence) {
+            Ok(fence) => journal
+                .complete_command(cmd, &lease(l), fence, &reference(worker))
+                .await
+                .map(Answer::Terminal),
+            Err(error) => Err(error),
+        },
+        Call::Fail { lease: l, fence } => match command_journal::FenceEpoch::new(fence) {
+            Ok(fence) => journal
+                .fail_command(cmd, &lease(l), fence)
+                .await
+                .map(Answer::Terminal),
+            Err(error) => Err(error),
+        },
     };
     (result, None)
 }
@@ -698,10 +704,7 @@ fn check_registered_by_start(
         "registered outside the registering call: {record:?}"
     );
     assert!(
-        matches!(
-            record.result,
-            Ok(Answer::Lease(LeaseOutput::Acquired { fence_epoch: 1, .. }))
-        ),
+        matches!(record.result, Ok(Answer::Lease(LeaseOutput::Acquired { fence_epoch: f, .. })) if f.get() == 1),
         "the registering start holds fence 1: {record:?}"
     );
     let first = events.get(1).expect("a first lease with the registration");
@@ -843,7 +846,7 @@ fn check_answers(
         {
             let expires = lease_expires_at.micros();
             let held = (record.call.lease(), expires);
-            let first = *holders.entry(fence_epoch).or_insert(held);
+            let first = *holders.entry(fence_epoch.get()).or_insert(held);
             assert_eq!(
                 first, held,
                 "two answers of fence {fence_epoch} name different holders or expiries"
@@ -851,7 +854,7 @@ fn check_answers(
             let event = history
                 .leases
                 .iter()
-                .find(|e| e.fence == Some(fence_epoch))
+                .find(|e| e.fence == Some(fence_epoch.get()))
                 .unwrap_or_else(|| panic!("told fence {fence_epoch}, never stored"));
             assert_eq!(
                 event.expires,
@@ -961,7 +964,7 @@ fn check_answers(
             wrote(event, &|r| matches!(
                 r.result,
                 Ok(Answer::Lease(LeaseOutput::Acquired { fence_epoch, .. }))
-                    if Some(fence_epoch) == event.fence
+                    if Some(fence_epoch.get()) == event.fence
             )),
             "no acquisition told fence {:?} ran when it was written",
             event.fence

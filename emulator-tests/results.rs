@@ -62,10 +62,7 @@ async fn clocked() -> (Journal, Arc<ManualClock>) {
 /// Registers and leases `cmd` for `lease(1)`: fence 1.
 async fn leased(journal: &Journal, cmd: &CommandInput) {
     let started = journal.start(cmd, &lease(1)).await.expect("start");
-    assert!(matches!(
-        started.lease,
-        LeaseOutput::Acquired { fence_epoch: 1, .. }
-    ));
+    assert!(matches!(started.lease, LeaseOutput::Acquired { fence_epoch: f, .. } if f.get() == 1));
 }
 
 /// Stats of what `since` to now wrote: documents and absence guards.
@@ -100,7 +97,7 @@ async fn an_envelope_is_stored_with_the_success_and_read_back_byte_identical() {
     leased(&journal, &cmd).await;
     let before = journal.stats();
     let done = journal
-        .complete_with_result(&cmd, &lease(1), 1, &envelope(0))
+        .complete_with_result(&cmd, &lease(1), crate::support::fence_at(1), &envelope(0))
         .await
         .expect("complete");
     assert_eq!(done, TerminalOutput::Succeeded);
@@ -141,7 +138,7 @@ async fn an_envelope_is_stored_with_the_success_and_read_back_byte_identical() {
     let before = journal.stats();
     for _ in 0..3 {
         let again = journal
-            .complete_with_result(&cmd, &lease(1), 1, &envelope(0))
+            .complete_with_result(&cmd, &lease(1), crate::support::fence_at(1), &envelope(0))
             .await
             .expect("retry");
         assert_eq!(again, TerminalOutput::Succeeded);
@@ -162,14 +159,18 @@ async fn an_envelope_is_stored_with_the_success_and_read_back_byte_identical() {
     assert_eq!(
         code(
             journal
-                .complete_with_result(&cmd, &lease(1), 1, &envelope(1))
+                .complete_with_result(&cmd, &lease(1), crate::support::fence_at(1), &envelope(1))
                 .await
         ),
         "terminal_conflict"
     );
     let other = TerminalReferenceFingerprint::parse(&"ab".repeat(32)).expect("reference");
     assert_eq!(
-        code(journal.complete_command(&cmd, &lease(1), 1, &other).await),
+        code(
+            journal
+                .complete_command(&cmd, &lease(1), crate::support::fence_at(1), &other)
+                .await
+        ),
         "terminal_conflict"
     );
     assert_eq!(wrote(&journal, &before), (0, 0));
@@ -188,7 +189,7 @@ async fn without_an_envelope_the_result_is_none() {
     assert_eq!(journal.result(&cmd).await, Ok(None));
     let reference = envelope(0).reference();
     journal
-        .complete_command(&cmd, &lease(1), 1, &reference)
+        .complete_command(&cmd, &lease(1), crate::support::fence_at(1), &reference)
         .await
         .expect("complete");
     assert_eq!(journal.result(&cmd).await, Ok(None));
@@ -196,7 +197,7 @@ async fn without_an_envelope_the_result_is_none() {
     assert_eq!(
         code(
             journal
-                .complete_with_result(&cmd, &lease(1), 1, &envelope(0))
+                .complete_with_result(&cmd, &lease(1), crate::support::fence_at(1), &envelope(0))
                 .await
         ),
         "terminal_conflict"
@@ -215,7 +216,7 @@ async fn a_tampered_envelope_is_journal_corrupt_and_nothing_is_written() {
     let cmd = command(26_003, json!({"sku": "cap"}));
     leased(&journal, &cmd).await;
     journal
-        .complete_with_result(&cmd, &lease(1), 1, &envelope(0))
+        .complete_with_result(&cmd, &lease(1), crate::support::fence_at(1), &envelope(0))
         .await
         .expect("complete");
     let original = get(connection, &results_path(&cmd)).await.expect("doc");
@@ -238,7 +239,12 @@ async fn a_tampered_envelope_is_journal_corrupt_and_nothing_is_written() {
         assert_eq!(
             code(
                 journal
-                    .complete_with_result(&cmd, &lease(1), 1, &envelope(0))
+                    .complete_with_result(
+                        &cmd,
+                        &lease(1),
+                        crate::support::fence_at(1),
+                        &envelope(0)
+                    )
                     .await
             ),
             "journal_corrupt"
@@ -271,7 +277,7 @@ async fn a_tampered_envelope_is_journal_corrupt_and_nothing_is_written() {
     assert_eq!(
         code(
             journal
-                .complete_with_result(&stray, &lease(1), 1, &envelope(0))
+                .complete_with_result(&stray, &lease(1), crate::support::fence_at(1), &envelope(0))
                 .await
         ),
         "journal_corrupt"
@@ -306,7 +312,7 @@ async fn a_send_outcome_or_reconciliation_stores_its_envelope() {
     for cmd in [&sent, &late] {
         leased(&journal, cmd).await;
         let permit = journal
-            .begin_send(cmd, &lease(1), 1, &plan())
+            .begin_send(cmd, &lease(1), crate::support::fence_at(1), &plan())
             .await
             .expect("begin");
         assert!(matches!(permit, BeginSendOutput::Permitted(_)));
@@ -314,7 +320,7 @@ async fn a_send_outcome_or_reconciliation_stores_its_envelope() {
     clock.advance(TimeDelta::seconds(1));
     let outcome = SendOutcome::SucceededWith(envelope(0));
     let answered = journal
-        .record_send_outcome(&sent, &lease(1), 1, 1, &outcome)
+        .record_send_outcome(&sent, &lease(1), crate::support::fence_at(1), 1, &outcome)
         .await
         .expect("outcome");
     assert_eq!(answered, SUCCEEDED);
@@ -327,7 +333,7 @@ async fn a_send_outcome_or_reconciliation_stores_its_envelope() {
     let before = journal.stats();
     assert_eq!(
         journal
-            .record_send_outcome(&sent, &lease(1), 1, 1, &outcome)
+            .record_send_outcome(&sent, &lease(1), crate::support::fence_at(1), 1, &outcome)
             .await,
         Ok(SUCCEEDED)
     );
@@ -336,7 +342,7 @@ async fn a_send_outcome_or_reconciliation_stores_its_envelope() {
     assert_eq!(
         code(
             journal
-                .record_send_outcome(&sent, &lease(1), 1, 1, &other)
+                .record_send_outcome(&sent, &lease(1), crate::support::fence_at(1), 1, &other)
                 .await
         ),
         "terminal_conflict"
@@ -344,7 +350,13 @@ async fn a_send_outcome_or_reconciliation_stores_its_envelope() {
 
     // Ambiguous, then past the cutoff: only reconciliation ends it, with the envelope.
     journal
-        .record_send_outcome(&late, &lease(1), 1, 1, &SendOutcome::Ambiguous)
+        .record_send_outcome(
+            &late,
+            &lease(1),
+            crate::support::fence_at(1),
+            1,
+            &SendOutcome::Ambiguous,
+        )
         .await
         .expect("ambiguous");
     clock.advance(TimeDelta::seconds(64_800));
@@ -352,17 +364,18 @@ async fn a_send_outcome_or_reconciliation_stores_its_envelope() {
         .acquire_lease(&late, &lease(2))
         .await
         .expect("takeover");
-    assert!(matches!(
-        taken,
-        LeaseOutput::Acquired { fence_epoch: 2, .. }
-    ));
+    assert!(matches!(taken, LeaseOutput::Acquired { fence_epoch: f, .. } if f.get() == 2));
     assert_eq!(
-        code(journal.begin_send(&late, &lease(2), 2, &plan()).await),
+        code(
+            journal
+                .begin_send(&late, &lease(2), crate::support::fence_at(2), &plan())
+                .await
+        ),
         "send_cutoff_passed"
     );
     let evidence = SendEvidence::SucceededWith(envelope(2));
     let reconciled = journal
-        .reconcile_send(&late, &lease(2), 2, 1, &evidence)
+        .reconcile_send(&late, &lease(2), crate::support::fence_at(2), 1, &evidence)
         .await
         .expect("reconcile");
     assert_eq!(reconciled, SUCCEEDED);
@@ -375,7 +388,7 @@ async fn a_send_outcome_or_reconciliation_stores_its_envelope() {
     let before = journal.stats();
     assert_eq!(
         journal
-            .reconcile_send(&late, &lease(2), 2, 1, &evidence)
+            .reconcile_send(&late, &lease(2), crate::support::fence_at(2), 1, &evidence)
             .await,
         Ok(SUCCEEDED)
     );
@@ -416,7 +429,7 @@ async fn the_envelope_appears_only_in_its_own_document() {
     let cmd = command(26_007, json!({"sku": "canary"}));
     leased(&journal, &cmd).await;
     journal
-        .complete_with_result(&cmd, &lease(1), 1, &envelope(0))
+        .complete_with_result(&cmd, &lease(1), crate::support::fence_at(1), &envelope(0))
         .await
         .expect("complete");
     let shown = [
@@ -427,7 +440,7 @@ async fn the_envelope_appears_only_in_its_own_document() {
         format!(
             "{:?}",
             journal
-                .complete_with_result(&cmd, &lease(1), 1, &envelope(1))
+                .complete_with_result(&cmd, &lease(1), crate::support::fence_at(1), &envelope(1))
                 .await
         ),
     ];
@@ -459,7 +472,12 @@ async fn racing_completions_store_exactly_one_envelope() {
         let cmd = cmd.clone();
         async move {
             journal
-                .complete_with_result(&cmd, &lease(1), 1, &envelope((i % 2) as i64))
+                .complete_with_result(
+                    &cmd,
+                    &lease(1),
+                    crate::support::fence_at(1),
+                    &envelope((i % 2) as i64),
+                )
                 .await
         }
     })

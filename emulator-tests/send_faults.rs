@@ -72,22 +72,52 @@ async fn run(journal: &Journal, cmd: &CommandInput, step: Step) -> Result<String
     let reference = TerminalReferenceFingerprint::parse(&"cd".repeat(32)).expect("reference");
     let text = |v: Value| v.to_string();
     Ok(match step {
-        Step::Open => text(json!(journal.begin_send(cmd, &lease(0), 1, &plan()).await?)),
+        Step::Open => text(json!(
+            journal
+                .begin_send(cmd, &lease(0), crate::support::fence_at(1), &plan())
+                .await?
+        )),
         Step::Ambiguous => text(json!(
             journal
-                .record_send_outcome(cmd, &lease(0), 1, 1, &SendOutcome::Ambiguous)
+                .record_send_outcome(
+                    cmd,
+                    &lease(0),
+                    crate::support::fence_at(1),
+                    1,
+                    &SendOutcome::Ambiguous
+                )
                 .await?
         )),
-        Step::Resend => text(json!(journal.begin_send(cmd, &lease(1), 2, &plan()).await?)),
+        Step::Resend => text(json!(
+            journal
+                .begin_send(cmd, &lease(1), crate::support::fence_at(2), &plan())
+                .await?
+        )),
         Step::Absent => text(json!(
             journal
-                .reconcile_send(cmd, &lease(1), 2, 1, &SendEvidence::NotFound)
+                .reconcile_send(
+                    cmd,
+                    &lease(1),
+                    crate::support::fence_at(2),
+                    1,
+                    &SendEvidence::NotFound
+                )
                 .await?
         )),
-        Step::OpenSecond => text(json!(journal.begin_send(cmd, &lease(1), 2, &plan()).await?)),
+        Step::OpenSecond => text(json!(
+            journal
+                .begin_send(cmd, &lease(1), crate::support::fence_at(2), &plan())
+                .await?
+        )),
         Step::Succeed => text(json!(
             journal
-                .record_send_outcome(cmd, &lease(1), 2, 2, &SendOutcome::Succeeded(reference))
+                .record_send_outcome(
+                    cmd,
+                    &lease(1),
+                    crate::support::fence_at(2),
+                    2,
+                    &SendOutcome::Succeeded(reference)
+                )
                 .await?
         )),
     })
@@ -128,10 +158,9 @@ async fn a_lost_commit_response_of_every_send_operation_converges_on_retry() {
                     .acquire_lease(&cmd, &lease(1))
                     .await
                     .expect("takeover");
-                assert!(matches!(
-                    taken,
-                    LeaseOutput::Acquired { fence_epoch: 2, .. }
-                ));
+                assert!(
+                    matches!(taken, LeaseOutput::Acquired { fence_epoch: f, .. } if f.get() == 2)
+                );
             }
             clock.advance(TimeDelta::milliseconds(1));
             let before = documents(&direct, &cmd).await;
@@ -163,18 +192,32 @@ async fn a_lost_commit_response_of_every_send_operation_converges_on_retry() {
             }
         }
         assert_eq!(
-            plain.begin_send(&cmd, &lease(1), 2, &plan()).await,
+            plain
+                .begin_send(&cmd, &lease(1), crate::support::fence_at(2), &plan())
+                .await,
             Ok(BeginSendOutput::Terminal(TerminalOutput::Succeeded))
         );
         assert_eq!(
             plain
-                .reconcile_send(&cmd, &lease(1), 2, 2, &SendEvidence::Declined)
+                .reconcile_send(
+                    &cmd,
+                    &lease(1),
+                    crate::support::fence_at(2),
+                    2,
+                    &SendEvidence::Declined
+                )
                 .await,
             Err(JournalError::TerminalConflict)
         );
         assert_eq!(
             plain
-                .record_send_outcome(&cmd, &lease(1), 2, 1, &SendOutcome::Ambiguous)
+                .record_send_outcome(
+                    &cmd,
+                    &lease(1),
+                    crate::support::fence_at(2),
+                    1,
+                    &SendOutcome::Ambiguous
+                )
                 .await,
             Err(JournalError::AttemptMismatch)
         );

@@ -120,7 +120,7 @@ async fn workers_racing_sends_outcomes_and_reconciliation_keep_every_send_invari
                 if fence == 0 {
                     return match journal.acquire_lease(&cmd, &lease).await {
                         Ok(LeaseOutput::Acquired { fence_epoch, .. }) => {
-                            Some((lease, fence_epoch, c, None))
+                            Some((lease, fence_epoch.get(), c, None))
                         }
                         Ok(_) => None,
                         Err(e) => panic!("round {round}: acquire {e:?}"),
@@ -151,7 +151,10 @@ async fn workers_racing_sends_outcomes_and_reconciliation_keep_every_send_invari
                 match (action, last) {
                     // Crash: the lease is abandoned.
                     (0, _) => None,
-                    (1, _) => match journal.begin_send(&cmd, &lease, fence, &plan()).await {
+                    (1, _) => match journal
+                        .begin_send(&cmd, &lease, crate::support::fence_at(fence), &plan())
+                        .await
+                    {
                         Ok(BeginSendOutput::Permitted(p)) => {
                             cutoff_check(p.send_cutoff_at);
                             let mut told = told.lock().expect("lock");
@@ -177,7 +180,13 @@ async fn workers_racing_sends_outcomes_and_reconciliation_keep_every_send_invari
                             _ => SendOutcome::Ambiguous,
                         };
                         match journal
-                            .record_send_outcome(&cmd, &lease, fence, attempt, &outcome)
+                            .record_send_outcome(
+                                &cmd,
+                                &lease,
+                                crate::support::fence_at(fence),
+                                attempt,
+                                &outcome,
+                            )
                             .await
                         {
                             Ok(SendOutcomeOutput::Terminal(_)) => {
@@ -203,7 +212,13 @@ async fn workers_racing_sends_outcomes_and_reconciliation_keep_every_send_invari
                             _ => SendEvidence::NotFound,
                         };
                         match journal
-                            .reconcile_send(&cmd, &lease, fence, send.attempt, &evidence)
+                            .reconcile_send(
+                                &cmd,
+                                &lease,
+                                crate::support::fence_at(fence),
+                                send.attempt,
+                                &evidence,
+                            )
                             .await
                         {
                             Ok(SendOutcomeOutput::Absent { attempt }) => {

@@ -99,14 +99,19 @@ async fn ambiguous_attempt(connection: &Connection, cmd: &CommandInput) -> Journ
         .acquire_lease(cmd, &lease(0))
         .await
         .expect("acquire");
-    assert!(matches!(
-        acquired,
-        LeaseOutput::Acquired { fence_epoch: 1, .. }
-    ));
-    let first = journal.begin_send(cmd, &lease(0), 1, &plan()).await;
+    assert!(matches!(acquired, LeaseOutput::Acquired { fence_epoch: f, .. } if f.get() == 1));
+    let first = journal
+        .begin_send(cmd, &lease(0), crate::support::fence_at(1), &plan())
+        .await;
     assert_eq!(permit(&first), (1, false, key_of(cmd)));
     let ambiguous = journal
-        .record_send_outcome(cmd, &lease(0), 1, 1, &SendOutcome::Ambiguous)
+        .record_send_outcome(
+            cmd,
+            &lease(0),
+            crate::support::fence_at(1),
+            1,
+            &SendOutcome::Ambiguous,
+        )
         .await;
     assert_eq!(ambiguous, Ok(SendOutcomeOutput::Ambiguous { attempt: 1 }));
     journal
@@ -129,13 +134,14 @@ async fn twenty_four_begins_by_the_holder_after_a_takeover_record_one_resend() {
             .acquire_lease(&cmd, &lease(1))
             .await
             .expect("takeover");
-        assert!(matches!(
-            taken,
-            LeaseOutput::Acquired { fence_epoch: 2, .. }
-        ));
+        assert!(matches!(taken, LeaseOutput::Acquired { fence_epoch: f, .. } if f.get() == 2));
         let results = race(24, |_| {
             let (journal, cmd) = (later.clone(), cmd.clone());
-            async move { journal.begin_send(&cmd, &lease(1), 2, &plan()).await }
+            async move {
+                journal
+                    .begin_send(&cmd, &lease(1), crate::support::fence_at(2), &plan())
+                    .await
+            }
         })
         .await;
         let first = permit(&results[0]);
@@ -194,22 +200,38 @@ async fn succeeded_versus_ambiguous_versus_a_takeover_commit_consistently() {
             .acquire_lease(&cmd, &lease(0))
             .await
             .expect("acquire");
-        permit(&journal.begin_send(&cmd, &lease(0), 1, &plan()).await);
+        permit(
+            &journal
+                .begin_send(&cmd, &lease(0), crate::support::fence_at(1), &plan())
+                .await,
+        );
         // The holder's outcomes at 59 s (lease active), a takeover at 61 s.
         let holder = at(&connection, start() + TimeDelta::seconds(59));
         let taker = at(&connection, start() + TimeDelta::seconds(61));
         let succeeded = {
             let (j, c) = (holder.clone(), cmd.clone());
             tokio::spawn(async move {
-                j.record_send_outcome(&c, &lease(0), 1, 1, &SendOutcome::Succeeded(reference(1)))
-                    .await
+                j.record_send_outcome(
+                    &c,
+                    &lease(0),
+                    crate::support::fence_at(1),
+                    1,
+                    &SendOutcome::Succeeded(reference(1)),
+                )
+                .await
             })
         };
         let ambiguous = {
             let (j, c) = (holder.clone(), cmd.clone());
             tokio::spawn(async move {
-                j.record_send_outcome(&c, &lease(0), 1, 1, &SendOutcome::Ambiguous)
-                    .await
+                j.record_send_outcome(
+                    &c,
+                    &lease(0),
+                    crate::support::fence_at(1),
+                    1,
+                    &SendOutcome::Ambiguous,
+                )
+                .await
             })
         };
         let takeover = {
@@ -236,7 +258,7 @@ async fn succeeded_versus_ambiguous_versus_a_takeover_commit_consistently() {
             }
             Err(JournalError::LeaseNotHeld) => {
                 assert!(
-                    matches!(takeover, Ok(LeaseOutput::Acquired { fence_epoch: 2, .. })),
+                    matches!(takeover, Ok(LeaseOutput::Acquired { fence_epoch: f, .. }) if f.get() == 2),
                     "round {round}: {takeover:?}"
                 );
                 assert_eq!(events, 1 + usize::from(ambiguous_wrote), "round {round}");
@@ -260,33 +282,50 @@ async fn reconciliation_races_a_late_outcome_and_contradicting_evidence() {
             .acquire_lease(&cmd, &lease(50))
             .await
             .expect("acquire");
-        assert!(matches!(
-            taken,
-            LeaseOutput::Acquired { fence_epoch: 2, .. }
-        ));
+        assert!(matches!(taken, LeaseOutput::Acquired { fence_epoch: f, .. } if f.get() == 2));
         assert_eq!(
-            reconciler.begin_send(&cmd, &lease(50), 2, &plan()).await,
+            reconciler
+                .begin_send(&cmd, &lease(50), crate::support::fence_at(2), &plan())
+                .await,
             Err(JournalError::SendCutoffPassed)
         );
         let absent = {
             let (j, c) = (reconciler.clone(), cmd.clone());
             tokio::spawn(async move {
-                j.reconcile_send(&c, &lease(50), 2, 1, &SendEvidence::NotFound)
-                    .await
+                j.reconcile_send(
+                    &c,
+                    &lease(50),
+                    crate::support::fence_at(2),
+                    1,
+                    &SendEvidence::NotFound,
+                )
+                .await
             })
         };
         let found = {
             let (j, c) = (reconciler.clone(), cmd.clone());
             tokio::spawn(async move {
-                j.reconcile_send(&c, &lease(50), 2, 1, &SendEvidence::Succeeded(reference(2)))
-                    .await
+                j.reconcile_send(
+                    &c,
+                    &lease(50),
+                    crate::support::fence_at(2),
+                    1,
+                    &SendEvidence::Succeeded(reference(2)),
+                )
+                .await
             })
         };
         let outcome = {
             let (j, c) = (reconciler.clone(), cmd.clone());
             tokio::spawn(async move {
-                j.record_send_outcome(&c, &lease(0), 1, 1, &SendOutcome::Succeeded(reference(2)))
-                    .await
+                j.record_send_outcome(
+                    &c,
+                    &lease(0),
+                    crate::support::fence_at(1),
+                    1,
+                    &SendOutcome::Succeeded(reference(2)),
+                )
+                .await
             })
         };
         let (absent, found, outcome) = (
@@ -301,7 +340,9 @@ async fn reconciliation_races_a_late_outcome_and_contradicting_evidence() {
             (Ok(SendOutcomeOutput::Absent { attempt: 1 }), Err(JournalError::AttemptMismatch)) => {
                 assert_eq!((b2b, events), (3, 3), "round {round}");
                 // Only now a new attempt, with a new key.
-                let next = reconciler.begin_send(&cmd, &lease(50), 2, &plan()).await;
+                let next = reconciler
+                    .begin_send(&cmd, &lease(50), crate::support::fence_at(2), &plan())
+                    .await;
                 let (attempt, resend, key) = permit(&next);
                 assert_eq!((attempt, resend), (2, false));
                 assert_ne!(key, key_of(&cmd));
@@ -327,8 +368,9 @@ async fn the_cutoff_is_exact_to_the_microsecond() {
         .acquire_lease(&cmd, &lease(0))
         .await
         .expect("acquire");
-    let Ok(BeginSendOutput::Permitted(first)) =
-        journal.begin_send(&cmd, &lease(0), 1, &plan()).await
+    let Ok(BeginSendOutput::Permitted(first)) = journal
+        .begin_send(&cmd, &lease(0), crate::support::fence_at(1), &plan())
+        .await
     else {
         panic!("a permit");
     };
@@ -340,12 +382,20 @@ async fn the_cutoff_is_exact_to_the_microsecond() {
         .await
         .expect("takeover");
     let before = at(&connection, cutoff - TimeDelta::microseconds(1));
-    let resent = before.begin_send(&cmd, &lease(1), 2, &plan()).await;
+    let resent = before
+        .begin_send(&cmd, &lease(1), crate::support::fence_at(2), &plan())
+        .await;
     assert_eq!(permit(&resent), (1, true, key_of(&cmd)));
     let on = at(&connection, cutoff);
     for (holder, fence) in [(1, 2), (0, 1), (7, 3)] {
         assert_eq!(
-            on.begin_send(&cmd, &lease(holder), fence, &plan()).await,
+            on.begin_send(
+                &cmd,
+                &lease(holder),
+                crate::support::fence_at(fence),
+                &plan()
+            )
+            .await,
             Err(JournalError::SendCutoffPassed),
             "holder {holder}"
         );
@@ -371,23 +421,35 @@ async fn complete_and_fail_are_refused_once_a_plan_is_bound() {
         .acquire_lease(&cmd, &lease(0))
         .await
         .expect("acquire");
-    permit(&journal.begin_send(&cmd, &lease(0), 1, &plan()).await);
+    permit(
+        &journal
+            .begin_send(&cmd, &lease(0), crate::support::fence_at(1), &plan())
+            .await,
+    );
     let lifecycle = format!("checkoutRequests/{}/lifecycle/current", hash(&cmd));
     let before = get(&connection, &lifecycle).await.expect("lifecycle");
     assert_eq!(
         journal
-            .complete_command(&cmd, &lease(0), 1, &reference(1))
+            .complete_command(&cmd, &lease(0), crate::support::fence_at(1), &reference(1))
             .await,
         Err(JournalError::SendOutcomeRequired)
     );
     assert_eq!(
-        journal.fail_command(&cmd, &lease(0), 1).await,
+        journal
+            .fail_command(&cmd, &lease(0), crate::support::fence_at(1))
+            .await,
         Err(JournalError::SendOutcomeRequired)
     );
     assert_eq!(get(&connection, &lifecycle).await, Some(before));
     assert_eq!(
         journal
-            .record_send_outcome(&cmd, &lease(0), 1, 1, &SendOutcome::Declined)
+            .record_send_outcome(
+                &cmd,
+                &lease(0),
+                crate::support::fence_at(1),
+                1,
+                &SendOutcome::Declined
+            )
             .await,
         Ok(SendOutcomeOutput::Terminal(TerminalOutput::FailedFinal))
     );
@@ -406,7 +468,9 @@ async fn no_raw_value_reaches_documents_outputs_or_errors() {
         .acquire_lease(&cmd, &lease(0))
         .await
         .expect("acquire");
-    let answer = journal.begin_send(&cmd, &lease(0), 1, &plan()).await;
+    let answer = journal
+        .begin_send(&cmd, &lease(0), crate::support::fence_at(1), &plan())
+        .await;
     seen.push(format!(
         "{answer:?} {}",
         serde_json::to_string(&answer.clone().expect("ok")).expect("json")
@@ -415,13 +479,15 @@ async fn no_raw_value_reaches_documents_outputs_or_errors() {
         .record_send_outcome(
             &cmd,
             &lease(0),
-            1,
+            crate::support::fence_at(1),
             1,
             &SendOutcome::Succeeded(reference(0xab)),
         )
         .await;
     seen.push(format!("{answer:?}"));
-    let refused = journal.begin_send(&cmd, &lease(3), 1, &plan()).await;
+    let refused = journal
+        .begin_send(&cmd, &lease(3), crate::support::fence_at(1), &plan())
+        .await;
     seen.push(format!(
         "{refused:?} {}",
         refused
@@ -486,12 +552,17 @@ async fn completions_racing_the_first_send_never_both_commit() {
             async move {
                 if i % 2 == 0 {
                     journal
-                        .complete_command(&cmd, &lease(0), 1, &reference(1))
+                        .complete_command(
+                            &cmd,
+                            &lease(0),
+                            crate::support::fence_at(1),
+                            &reference(1),
+                        )
                         .await
                         .map(|o| format!("{o:?}"))
                 } else {
                     journal
-                        .begin_send(&cmd, &lease(0), 1, &plan())
+                        .begin_send(&cmd, &lease(0), crate::support::fence_at(1), &plan())
                         .await
                         .map(|o| format!("{o:?}"))
                 }

@@ -187,7 +187,11 @@ async fn soak_through_random_faults_ends_clean_and_consistent() {
                 for n in chunk {
                     let status = reader.status(&command(n)).await.expect("status");
                     assert_eq!(status.state, "succeeded", "command {n}");
-                    assert_eq!(status.fence_epoch, Some(1), "command {n}");
+                    assert_eq!(
+                        status.fence_epoch,
+                        Some(crate::support::fence_at(1)),
+                        "command {n}"
+                    );
                     assert_eq!(status.command_revision, 3, "command {n}");
                     checked.fetch_add(1, Ordering::Relaxed);
                 }

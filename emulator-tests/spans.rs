@@ -104,7 +104,9 @@ async fn every_operation_is_one_span_with_its_counts_and_no_secrets() {
         .complete_command(&cmd, &lease, fence, &reference)
         .await
         .expect("complete");
-    let stale = journal.fail_command(&cmd, &lease, fence + 1).await;
+    let stale = journal
+        .fail_command(&cmd, &lease, crate::support::fence_at(fence.get() + 1))
+        .await;
     assert!(stale.is_err());
     journal.status(&cmd).await.expect("status");
 

@@ -93,9 +93,10 @@ fn registered_acquired_busy(
     let new = count(results, |o: &StartOutput| {
         o.registration_outcome() == RegistrationOutcome::RegisteredNew
     });
-    let acquired = count(results, |o: &StartOutput| {
-        matches!(o.lease, LeaseOutput::Acquired { fence_epoch: 1, .. })
-    });
+    let acquired = count(
+        results,
+        |o: &StartOutput| matches!(o.lease, LeaseOutput::Acquired { fence_epoch: f, .. } if f.get() == 1),
+    );
     let busy = count(results, |o: &StartOutput| o.lease == LeaseOutput::Busy);
     (new, acquired, busy)
 }

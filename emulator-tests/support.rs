@@ -201,3 +201,8 @@ where
     }
     results
 }
+
+/// The fence numbered `n` (1 or more).
+pub fn fence_at(n: i64) -> command_journal::FenceEpoch {
+    command_journal::FenceEpoch::new(n).expect("a fence in range")
+}

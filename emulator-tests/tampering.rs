@@ -369,10 +369,7 @@ async fn every_tampering_of_a_clean_journal_is_found_at_its_cause() {
                 .acquire_lease(cmd, &lease(2))
                 .await
                 .expect("takeover");
-            assert!(matches!(
-                taken,
-                LeaseOutput::Acquired { fence_epoch: 2, .. }
-            ));
+            assert!(matches!(taken, LeaseOutput::Acquired { fence_epoch: f, .. } if f.get() == 2));
         }
     }
     // Send cases: the new holder sends, and the success ends the command.
@@ -381,7 +378,7 @@ async fn every_tampering_of_a_clean_journal_is_found_at_its_cause() {
             && is_send(name, *at)
         {
             let permit = journal
-                .begin_send(cmd, &lease(2), 2, &plan())
+                .begin_send(cmd, &lease(2), crate::support::fence_at(2), &plan())
                 .await
                 .expect("begin send");
             assert!(matches!(permit, BeginSendOutput::Permitted(_)));
@@ -393,17 +390,17 @@ async fn every_tampering_of_a_clean_journal_is_found_at_its_cause() {
             if is_send(name, *at) {
                 let outcome = SendOutcome::Succeeded(reference.clone());
                 journal
-                    .record_send_outcome(cmd, &lease(2), 2, 1, &outcome)
+                    .record_send_outcome(cmd, &lease(2), crate::support::fence_at(2), 1, &outcome)
                     .await
                     .expect("outcome");
             } else if is_result(name, *at) {
                 journal
-                    .complete_with_result(cmd, &lease(2), 2, &envelope())
+                    .complete_with_result(cmd, &lease(2), crate::support::fence_at(2), &envelope())
                     .await
                     .expect("complete with a result");
             } else {
                 journal
-                    .complete_command(cmd, &lease(2), 2, &reference)
+                    .complete_command(cmd, &lease(2), crate::support::fence_at(2), &reference)
                     .await
                     .expect("complete");
             }

@@ -107,12 +107,20 @@ async fn a_clean_journal_of_several_thousand_documents_verifies_clean() {
                 match i % 3 {
                     0 => {
                         journal
-                            .complete_command(cmd, &lease(1), 1, &reference())
+                            .complete_command(
+                                cmd,
+                                &lease(1),
+                                crate::support::fence_at(1),
+                                &reference(),
+                            )
                             .await
                             .expect("complete");
                     }
                     1 => {
-                        journal.fail_command(cmd, &lease(1), 1).await.expect("fail");
+                        journal
+                            .fail_command(cmd, &lease(1), crate::support::fence_at(1))
+                            .await
+                            .expect("fail");
                     }
                     _ => {}
                 }
@@ -178,7 +186,12 @@ async fn every_seeded_corruption_is_reported_with_its_code_and_path() {
         .await
         .expect("same");
     journal
-        .complete_command(&cmds[8], &lease(1), 1, &reference())
+        .complete_command(
+            &cmds[8],
+            &lease(1),
+            crate::support::fence_at(1),
+            &reference(),
+        )
         .await
         .err();
     let fresh = journal

@@ -60,3 +60,39 @@ impl<'de> Deserialize<'de> for FenceEpoch {
         Self::new(value).map_err(|_| serde::de::Error::custom("fence epoch out of range"))
     }
 }
+
+/// A fence compares with its number, so `fence == 2` reads as it means.
+impl PartialEq<i64> for FenceEpoch {
+    fn eq(&self, other: &i64) -> bool {
+        self.0 == *other
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_fences_in_range_are_accepted() {
+        assert_eq!(FenceEpoch::new(1).map(FenceEpoch::get), Ok(1));
+        assert_eq!(
+            FenceEpoch::new(MAX_REVISION).map(FenceEpoch::get),
+            Ok(MAX_REVISION)
+        );
+        for bad in [0, -1, MAX_REVISION + 1, i64::MIN, i64::MAX] {
+            assert_eq!(
+                FenceEpoch::new(bad),
+                Err(JournalError::invalid("expectedFenceEpoch"))
+            );
+        }
+    }
+
+    #[test]
+    fn serializes_as_the_bare_integer_and_parses_only_in_range() {
+        let fence = FenceEpoch::new(7).unwrap();
+        assert_eq!(serde_json::to_string(&fence).unwrap(), "7");
+        assert_eq!(serde_json::from_str::<FenceEpoch>("7").unwrap(), fence);
+        assert!(serde_json::from_str::<FenceEpoch>("0").is_err());
+        assert!(fence == 7 && fence.to_string() == "7");
+    }
+}

@@ -6,6 +6,7 @@ mod sends;
 
 use crate::connection::Connection;
 use crate::error::JournalError;
+use crate::fence::FenceEpoch;
 use crate::identity::{CommandInput, LeaseId, TerminalReferenceFingerprint};
 use crate::lease::{
     Acquire, LeaseCall, LeaseOutput, StatusOutput, StatusRead, Terminal, TerminalOutput,
@@ -215,17 +216,16 @@ impl Journal {
         &self,
         command: &CommandInput,
         lease: &LeaseId,
-        expected_fence_epoch: i64,
+        expected_fence_epoch: FenceEpoch,
         reference: &TerminalReferenceFingerprint,
     ) -> Result<TerminalOutput, JournalError> {
-        check_fence(expected_fence_epoch)?;
         let call = self.lease_call(command, lease)?;
         let identity = command.identity();
         let commitment = identity.terminal_commitment(reference);
         let hash = identity.command_key_hash().clone();
         let op = Terminal::new(
             call,
-            expected_fence_epoch,
+            expected_fence_epoch.get(),
             TerminalRequest::Succeed(commitment),
         );
         self.run(&Guarded::new(op, &hash)).await
@@ -237,13 +237,12 @@ impl Journal {
         &self,
         command: &CommandInput,
         lease: &LeaseId,
-        expected_fence_epoch: i64,
+        expected_fence_epoch: FenceEpoch,
     ) -> Result<TerminalOutput, JournalError> {
-        check_fence(expected_fence_epoch)?;
         let hash = command.identity().command_key_hash().clone();
         let op = Terminal::new(
             self.lease_call(command, lease)?,
-            expected_fence_epoch,
+            expected_fence_epoch.get(),
             TerminalRequest::Fail,
         );
         self.run(&Guarded::new(op, &hash)).await
@@ -257,13 +256,5 @@ impl Journal {
         let owner = identity.command_key_hash().clone();
         let op = StatusRead::new(LeaseCall::new(identity, owner, self.now()?));
         self.run(&op).await
-    }
-}
-
-fn check_fence(fence: i64) -> Result<(), JournalError> {
-    if (1..=crate::document::MAX_REVISION).contains(&fence) {
-        Ok(())
-    } else {
-        Err(JournalError::invalid("expectedFenceEpoch"))
     }
 }

@@ -30,6 +30,7 @@ use crate::document::audit::{self, EventType, TransitionEvent};
 use crate::document::lifecycle::{self, LEASE_SECONDS, Lifecycle, LifecycleState};
 use crate::document::root::{self, RootDocument};
 use crate::error::JournalError;
+use crate::fence::FenceEpoch;
 use crate::identity::CommandIdentity;
 use crate::registration::check_registration;
 use crate::time::Timestamp;
@@ -266,14 +267,14 @@ impl Acquire {
             return Ok(Decision::Mutate(
                 writes,
                 LeaseOutput::Acquired {
-                    fence_epoch: 1,
+                    fence_epoch: FenceEpoch::stored(1),
                     lease_expires_at: expires,
                 },
             ));
         };
         let same_holder = current.lease_owner_fingerprint == call.owner;
         let held = LeaseOutput::Acquired {
-            fence_epoch: current.fence_epoch,
+            fence_epoch: FenceEpoch::stored(current.fence_epoch),
             lease_expires_at: current.lease_expires_at,
         };
         match current.state {
@@ -319,7 +320,7 @@ impl Acquire {
         Ok(Decision::Mutate(
             writes,
             LeaseOutput::Acquired {
-                fence_epoch,
+                fence_epoch: FenceEpoch::stored(fence_epoch),
                 lease_expires_at: expires,
             },
         ))
@@ -471,7 +472,7 @@ impl StatusRead {
                 journal_schema_version: 1,
                 state: lifecycle.state.as_str(),
                 command_revision: lifecycle.command_revision,
-                fence_epoch: Some(lifecycle.fence_epoch),
+                fence_epoch: Some(FenceEpoch::stored(lifecycle.fence_epoch)),
                 lease_active: lifecycle.state == LifecycleState::Leased
                     && self.call.now < lifecycle.lease_expires_at,
             },

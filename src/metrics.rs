@@ -133,7 +133,7 @@ impl MetricOutcome for RegistrationOutput {
 impl MetricOutcome for LeaseOutput {
     fn metric_outcome(&self) -> &'static str {
         match self {
-            Self::Acquired { fence_epoch, .. } if *fence_epoch > 1 => "recovered",
+            Self::Acquired { fence_epoch, .. } if fence_epoch.get() > 1 => "recovered",
             Self::Acquired { .. } => "acquired",
             Self::Busy => "busy",
             Self::Succeeded | Self::FailedFinal => "replayed",

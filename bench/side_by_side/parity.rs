@@ -89,7 +89,12 @@ pub(crate) async fn parity(bench: &mut Bench) -> Res<Vec<String>> {
     let holder = LeaseId::parse(&lease_of(1, 0)).map_err(err)?;
     check(
         journal
-            .complete_command(&a, &holder, fence, &reference)
+            .complete_command(
+                &a,
+                &holder,
+                command_journal::FenceEpoch::new(fence).map_err(|e| e.to_string())?,
+                &reference,
+            )
             .await
             .map_err(err)?
             == TerminalOutput::Succeeded,
@@ -122,7 +127,12 @@ pub(crate) async fn parity(bench: &mut Bench) -> Res<Vec<String>> {
         "peer reads the crate's lifecycle",
     )?;
     let r = bench
-        .peer_call(peer("complete", 2, Some(lease_of(2, 0)), Some(fence_epoch)))
+        .peer_call(peer(
+            "complete",
+            2,
+            Some(lease_of(2, 0)),
+            Some(fence_epoch.get()),
+        ))
         .await?;
     check(
         outcome(&r) == "terminal_succeeded",
@@ -144,7 +154,12 @@ pub(crate) async fn parity(bench: &mut Bench) -> Res<Vec<String>> {
     let holder = LeaseId::parse(&lease_of(3, 0)).map_err(err)?;
     check(
         journal
-            .complete_command(&c, &holder, fence, &reference)
+            .complete_command(
+                &c,
+                &holder,
+                command_journal::FenceEpoch::new(fence).map_err(|e| e.to_string())?,
+                &reference,
+            )
             .await
             .map_err(err)?
             == TerminalOutput::Succeeded,
@@ -175,7 +190,12 @@ pub(crate) async fn parity(bench: &mut Bench) -> Res<Vec<String>> {
         "peer is busy on the crate's lease",
     )?;
     let r = bench
-        .peer_call(peer("complete", 4, Some(lease_of(4, 0)), Some(fence_epoch)))
+        .peer_call(peer(
+            "complete",
+            4,
+            Some(lease_of(4, 0)),
+            Some(fence_epoch.get()),
+        ))
         .await?;
     check(
         outcome(&r) == "terminal_succeeded",

@@ -60,7 +60,12 @@ pub(crate) async fn rpc_counts(bench: &mut Bench, ops: u64, holders: u64) -> Res
                 "complete" => {
                     let fence = fences_crate[n as usize];
                     journal
-                        .complete_command(&command, &lease, fence, &reference)
+                        .complete_command(
+                            &command,
+                            &lease,
+                            command_journal::FenceEpoch::new(fence).map_err(|e| e.to_string())?,
+                            &reference,
+                        )
                         .await
                         .map_err(err)?;
                 }
@@ -68,7 +73,7 @@ pub(crate) async fn rpc_counts(bench: &mut Bench, ops: u64, holders: u64) -> Res
                     if let LeaseOutput::Acquired { fence_epoch, .. } =
                         journal.acquire_lease(&command, &lease).await.map_err(err)?
                     {
-                        fences_crate[n as usize] = fence_epoch;
+                        fences_crate[n as usize] = fence_epoch.get();
                     }
                 }
             }

@@ -3,6 +3,7 @@
 
 use super::input::{Failure, Input};
 use super::schema::Subject;
+use crate::fence::FenceEpoch;
 use crate::{Journal, JournalError};
 use crate::{LeaseId, TerminalReferenceFingerprint};
 use serde_json::Value;
@@ -79,12 +80,14 @@ where
         (Operation::Start, Some(lease), ..) => to_json(journal.start(&command, &lease).await?),
         (Operation::Complete, Some(lease), Some(fence), Some(reference)) => to_json(
             journal
-                .complete_command(&command, &lease, fence, &reference)
+                .complete_command(&command, &lease, FenceEpoch::new(fence)?, &reference)
                 .await?,
         ),
-        (Operation::Fail, Some(lease), Some(fence), _) => {
-            to_json(journal.fail_command(&command, &lease, fence).await?)
-        }
+        (Operation::Fail, Some(lease), Some(fence), _) => to_json(
+            journal
+                .fail_command(&command, &lease, FenceEpoch::new(fence)?)
+                .await?,
+        ),
         _ => Err(JournalError::InvalidInput { field: "input" }),
     };
     Ok(value?)

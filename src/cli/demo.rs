@@ -9,6 +9,7 @@
 //! otherwise.
 
 use crate::emulator::Emulator;
+use crate::fence::FenceEpoch;
 use crate::ledger::LedgerKey;
 use crate::ledger::{CURRENT_FINGERPRINT_VERSION, FingerprintInput};
 use crate::ledger::{LedgerOutcome, LedgerScope, Outcome};
@@ -114,7 +115,7 @@ struct Finished {
 struct Stale {
     command: usize,
     lease: LeaseId,
-    fence: i64,
+    fence: FenceEpoch,
 }
 
 /// How many commands are terminal: a bar on a terminal, plain lines otherwise.
@@ -448,7 +449,7 @@ async fn worker(
     command: &CommandInput,
     plan: &Plan,
     tally: &Tally,
-) -> Result<Option<i64>, JournalError> {
+) -> Result<Option<FenceEpoch>, JournalError> {
     let first = journal.acquire_lease(command, &plan.lease).await?;
     let fence = match first {
         LeaseOutput::Busy => {
@@ -462,7 +463,7 @@ async fn worker(
         LeaseOutput::Acquired { fence_epoch, .. } => fence_epoch,
     };
     bump(&tally.acquisitions);
-    if fence > 1 {
+    if fence.get() > 1 {
         bump(&tally.takeovers);
     }
     if plan.lost_acquire {

@@ -4,6 +4,7 @@
 
 use super::input::{Failure, Input};
 use super::schema::Subject;
+use crate::fence::FenceEpoch;
 use crate::sends::{SendEvidence, SendOutcome};
 use crate::{
     Journal, JournalError, LeaseId, ProviderPlan, ProviderPlanRequest, TerminalReferenceFingerprint,
@@ -143,6 +144,7 @@ where
     };
     input.finish()?;
     let journal = journal().await?;
+    let fence = FenceEpoch::new(fence)?;
     let value = match request {
         Request::Begin(plan) => to_json(journal.begin_send(&command, &lease, fence, &plan).await?),
         Request::Outcome(attempt, outcome) => to_json(

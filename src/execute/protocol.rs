@@ -27,6 +27,7 @@
 use super::{Execution, LookupResult, SendResult};
 use crate::envelope::ResultEnvelope;
 use crate::error::JournalError;
+use crate::fence::FenceEpoch;
 use crate::lease::{LeaseOutput, TerminalOutput};
 use crate::sends::{BeginSendOutput, SendOutcomeOutput, SendStatus};
 use crate::time::Timestamp;
@@ -57,7 +58,7 @@ pub(crate) enum Step {
     /// `Journal::start` with this call's lease.
     Start,
     /// `begin_send` under `fence`.
-    BeginSend { fence: i64 },
+    BeginSend { fence: FenceEpoch },
     /// The provider's send with the permit.
     Send {
         attempt: i64,
@@ -67,7 +68,7 @@ pub(crate) enum Step {
     },
     /// `record_send_outcome` for `attempt`.
     Record {
-        fence: i64,
+        fence: FenceEpoch,
         attempt: i64,
         outcome: SendResult,
     },
@@ -77,7 +78,7 @@ pub(crate) enum Step {
     Lookup { attempt: i64, deadline: Duration },
     /// `reconcile_send` for `attempt`.
     Reconcile {
-        fence: i64,
+        fence: FenceEpoch,
         attempt: i64,
         evidence: Evidence,
     },
@@ -105,7 +106,7 @@ pub(crate) enum Event {
 #[derive(Debug, Default)]
 pub(crate) struct Protocol {
     /// The lease this call holds: fence and expiry.
-    lease: Option<(i64, Timestamp)>,
+    lease: Option<(FenceEpoch, Timestamp)>,
     /// The attempt sent or looked up, and the result it would record.
     attempt: i64,
     pending: Option<ResultEnvelope>,
@@ -138,7 +139,7 @@ impl Protocol {
     }
 
     /// The lease held, or an internal error if a step needing it came first.
-    fn held(&self) -> Result<(i64, Timestamp), JournalError> {
+    fn held(&self) -> Result<(FenceEpoch, Timestamp), JournalError> {
         self.lease
             .ok_or(JournalError::internal("execute: no lease held"))
     }

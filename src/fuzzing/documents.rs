@@ -361,7 +361,7 @@ fn operation(fixture: &Fixture, input: &mut Bytes, store: &mut Store) {
                 let written = written_lifecycle(fixture, &writes);
                 assert_eq!(
                     (written.fence_epoch, written.lease_expires_at),
-                    (fence_epoch, lease_expires_at),
+                    (fence_epoch.get(), lease_expires_at),
                     "the answer differs from the lease written"
                 );
                 assert_eq!(written.lease_owner_fingerprint, owner);

@@ -1,10 +1,11 @@
 //! Result envelopes on [`Journal`]: a success that stores one, and reading it back.
 
-use super::{Journal, check_fence};
+use super::Journal;
 use crate::envelope::ResultEnvelope;
 use crate::envelope::read::ResultRead;
 use crate::envelope::record::WithResult;
 use crate::error::JournalError;
+use crate::fence::FenceEpoch;
 use crate::identity::{CommandInput, LeaseId};
 use crate::lease::{LeaseCall, Terminal, TerminalOutput, TerminalRequest};
 use crate::sends::guard::Guarded;
@@ -23,10 +24,9 @@ impl Journal {
         &self,
         command: &CommandInput,
         lease: &LeaseId,
-        expected_fence_epoch: i64,
+        expected_fence_epoch: FenceEpoch,
         result: &ResultEnvelope,
     ) -> Result<TerminalOutput, JournalError> {
-        check_fence(expected_fence_epoch)?;
         let call = self.lease_call(command, lease)?;
         let now = call.now();
         let identity = command.identity();
@@ -34,7 +34,7 @@ impl Journal {
         let commitment = identity.terminal_commitment(&result.reference());
         let op = Terminal::new(
             call,
-            expected_fence_epoch,
+            expected_fence_epoch.get(),
             TerminalRequest::Succeed(commitment),
         );
         let op = WithResult::new(Guarded::new(op, hash), hash, now, result);

@@ -1,9 +1,10 @@
 //! The send layer's entry points on [`Journal`]: permits before a provider call,
 //! outcomes after it, reconciliation, and the status with the send state.
 
-use super::{Journal, check_fence};
+use super::Journal;
 use crate::envelope::record::WithResult;
 use crate::error::JournalError;
+use crate::fence::FenceEpoch;
 use crate::identity::{CommandInput, LeaseId};
 use crate::lease::LeaseCall;
 use crate::sends::begin::BeginSend;
@@ -41,13 +42,12 @@ impl Journal {
         &self,
         command: &CommandInput,
         lease: &LeaseId,
-        expected_fence_epoch: i64,
+        expected_fence_epoch: FenceEpoch,
         plan: &ProviderPlan,
     ) -> Result<BeginSendOutput, JournalError> {
-        check_fence(expected_fence_epoch)?;
         let op = BeginSend::new(
             self.lease_call(command, lease)?,
-            expected_fence_epoch,
+            expected_fence_epoch.get(),
             plan.clone(),
         );
         self.run(&op).await
@@ -64,11 +64,10 @@ impl Journal {
         &self,
         command: &CommandInput,
         lease: &LeaseId,
-        expected_fence_epoch: i64,
+        expected_fence_epoch: FenceEpoch,
         attempt: i64,
         outcome: &SendOutcome,
     ) -> Result<SendOutcomeOutput, JournalError> {
-        check_fence(expected_fence_epoch)?;
         check_attempt(attempt)?;
         let identity = command.identity();
         let (finding, envelope) = match outcome {
@@ -85,7 +84,7 @@ impl Journal {
         };
         let call = self.lease_call(command, lease)?;
         let now = call.now();
-        let op = RecordOutcome::new(call, expected_fence_epoch, attempt, finding);
+        let op = RecordOutcome::new(call, expected_fence_epoch.get(), attempt, finding);
         match envelope {
             None => self.run(&op).await,
             Some(envelope) => {
@@ -104,11 +103,10 @@ impl Journal {
         &self,
         command: &CommandInput,
         lease: &LeaseId,
-        expected_fence_epoch: i64,
+        expected_fence_epoch: FenceEpoch,
         attempt: i64,
         evidence: &SendEvidence,
     ) -> Result<SendOutcomeOutput, JournalError> {
-        check_fence(expected_fence_epoch)?;
         check_attempt(attempt)?;
         let identity = command.identity();
         let (finding, envelope) = match evidence {
@@ -125,7 +123,7 @@ impl Journal {
         };
         let call = self.lease_call(command, lease)?;
         let now = call.now();
-        let op = Reconcile::new(call, expected_fence_epoch, attempt, finding);
+        let op = Reconcile::new(call, expected_fence_epoch.get(), attempt, finding);
         match envelope {
             None => self.run(&op).await,
             Some(envelope) => {

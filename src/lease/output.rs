@@ -12,7 +12,7 @@ pub enum LeaseOutput {
     /// same holder's lost-response retry.
     Acquired {
         /// The fence to present when completing or failing.
-        fence_epoch: i64,
+        fence_epoch: crate::fence::FenceEpoch,
         /// When the lease expires (exclusive).
         lease_expires_at: Timestamp,
     },
@@ -117,7 +117,7 @@ pub struct StatusOutput {
     /// The command revision (1 while only registered).
     pub command_revision: i64,
     /// The current fence, `None` while only registered.
-    pub fence_epoch: Option<i64>,
+    pub fence_epoch: Option<crate::fence::FenceEpoch>,
     /// Whether a lease is active at the captured time (false unless leased).
     pub lease_active: bool,
 }

@@ -336,7 +336,7 @@ fn a_new_command_is_one_blind_commit_of_four_documents() {
         Ok((
             RegistrationOutcome::RegisteredNew,
             LeaseOutput::Acquired {
-                fence_epoch: 1,
+                fence_epoch: crate::FenceEpoch::stored(1),
                 lease_expires_at: expires
             }
         ))

@@ -4,7 +4,9 @@ use super::*;
 use crate::sends::{AttemptState, SendPermit};
 use serde_json::json;
 
-const FENCE: i64 = 3;
+fn fence() -> FenceEpoch {
+    FenceEpoch::new(3).unwrap()
+}
 
 fn at(seconds: i64) -> Timestamp {
     Timestamp::from_micros(1_800_000_000_000_000 + seconds * 1_000_000).unwrap()
@@ -16,7 +18,7 @@ fn envelope(id: &str) -> ResultEnvelope {
 
 fn acquired() -> Event {
     Event::Started(LeaseOutput::Acquired {
-        fence_epoch: FENCE,
+        fence_epoch: fence(),
         lease_expires_at: at(60),
     })
 }
@@ -83,10 +85,10 @@ fn first_send_succeeds_and_answers_the_envelope_sent() {
             Event::Recorded(Ok(SendOutcomeOutput::Terminal(TerminalOutput::Succeeded))),
         ]),
         vec![
-            Step::BeginSend { fence: FENCE },
+            Step::BeginSend { fence: fence() },
             send_step(1, false),
             Step::Record {
-                fence: FENCE,
+                fence: fence(),
                 attempt: 1,
                 outcome: SendResult::Succeeded(sent.clone()),
             },
@@ -106,7 +108,7 @@ fn decline_is_recorded_and_answered() {
         ])[2..],
         [
             Step::Record {
-                fence: FENCE,
+                fence: fence(),
                 attempt: 1,
                 outcome: SendResult::Declined,
             },
@@ -129,7 +131,7 @@ fn ambiguous_send_is_recorded_then_retried_after_the_lease() {
     assert_eq!(
         answers[2],
         Ok(Step::Record {
-            fence: FENCE,
+            fence: fence(),
             attempt: 1,
             outcome: SendResult::Ambiguous,
         })
@@ -252,14 +254,14 @@ fn past_the_cutoff_the_provider_is_asked_before_anything_else() {
             Event::Reconciled(Ok(SendOutcomeOutput::Terminal(TerminalOutput::Succeeded))),
         ]),
         vec![
-            Step::BeginSend { fence: FENCE },
+            Step::BeginSend { fence: fence() },
             Step::Status,
             Step::Lookup {
                 attempt: 1,
                 deadline: Duration::from_secs(50),
             },
             Step::Reconcile {
-                fence: FENCE,
+                fence: fence(),
                 attempt: 1,
                 evidence: Evidence::Found(found.clone()),
             },
@@ -280,7 +282,7 @@ fn past_the_cutoff_a_declined_lookup_fails_the_command() {
         ])[3..],
         [
             Step::Reconcile {
-                fence: FENCE,
+                fence: fence(),
                 attempt: 2,
                 evidence: Evidence::Declined,
             },
@@ -305,14 +307,14 @@ fn past_the_cutoff_proven_absence_opens_one_new_attempt() {
         ])[3..],
         [
             Step::Reconcile {
-                fence: FENCE,
+                fence: fence(),
                 attempt: 1,
                 evidence: Evidence::NotFound,
             },
-            Step::BeginSend { fence: FENCE },
+            Step::BeginSend { fence: fence() },
             send_step(2, false),
             Step::Record {
-                fence: FENCE,
+                fence: fence(),
                 attempt: 2,
                 outcome: SendResult::Succeeded(sent.clone()),
             },

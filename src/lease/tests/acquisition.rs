@@ -58,7 +58,7 @@ fn first_acquisition_creates_fence_one_revision_two_lifecycle_and_acquired_audit
     mutated(
         ran,
         LeaseOutput::Acquired {
-            fence_epoch: 1,
+            fence_epoch: crate::FenceEpoch::stored(1),
             lease_expires_at: at(1_800_000_062_623_456),
         },
         vec![

@@ -143,7 +143,7 @@ fn status(now: i64) -> StatusRead {
 
 fn held(fence: i64, expires: i64) -> LeaseOutput {
     LeaseOutput::Acquired {
-        fence_epoch: fence,
+        fence_epoch: crate::FenceEpoch::stored(fence),
         lease_expires_at: at(expires),
     }
 }

@@ -60,7 +60,7 @@ fn outputs_serialize_to_exactly_the_fixed_shapes() {
     );
     // A later-fence acquisition at a time with a whole second.
     let whole = LeaseOutput::Acquired {
-        fence_epoch: 9_999_999_998,
+        fence_epoch: crate::FenceEpoch::stored(9_999_999_998),
         lease_expires_at: at(1_900_000_000_000_000),
     };
     assert_eq!(

@@ -275,7 +275,7 @@ fn check_history(actions: &[Action]) {
                 let predicted = predict_acquire(current.as_ref(), holder, now);
                 let next = check_prediction(&ran, predicted, current.as_ref(), &context);
                 let fence = match ran.result {
-                    Ok(LeaseOutput::Acquired { fence_epoch, .. }) => Some(fence_epoch),
+                    Ok(LeaseOutput::Acquired { fence_epoch, .. }) => Some(fence_epoch.get()),
                     _ => None,
                 };
                 (ran.writes, fence, now, next)
