@@ -3,9 +3,9 @@
 //! whether the rows still match what the reservation recorded (its integrity digest
 //! and, where the rows determine it, its fingerprint; see `crate::ledger::integrity`).
 
-use super::commerce::StoredDoc;
 use super::historical_links::HistoricalLinks;
-use super::{Finding, FindingCode};
+use super::report::{Finding, FindingCode};
+use super::stored::StoredDoc;
 use crate::digest::Digest;
 use crate::document::fields::FieldMap;
 use crate::ledger::Lineage;
