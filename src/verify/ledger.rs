@@ -10,7 +10,7 @@ use crate::digest::Digest;
 use crate::document::fields::FieldMap;
 use crate::ledger::Lineage;
 use crate::ledger::effect::{self, LedgerEffect};
-use crate::ledger::integrity::{self, Contradiction};
+use crate::ledger::integrity::Contradiction;
 use crate::ledger::reservation::{self, ReservationDocument};
 use crate::ledger::stored;
 use gcloud_sdk::google::firestore::v1::value::ValueType;
@@ -209,7 +209,7 @@ fn contradictions(
         reservation,
         effects,
     };
-    integrity::contradictions(&stored)
+    stored::contradictions(&stored)
         .into_iter()
         .map(|found| {
             let code = match found {
