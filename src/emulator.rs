@@ -17,11 +17,6 @@ use std::sync::{Arc, Mutex, OnceLock, mpsc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// Where the Debian package `google-cloud-cli-firestore-emulator` installs the jar.
-pub const DEFAULT_JAR: &str =
-    "/usr/lib/google-cloud-sdk/platform/cloud-firestore-emulator/cloud-firestore-emulator.jar";
-/// Environment variable naming another emulator jar to run.
-pub const JAR_ENV: &str = "COMMAND_JOURNAL_EMULATOR_JAR";
 /// Environment variable naming a running emulator (`HOST:PORT`) to reuse.
 pub const HOST_ENV: &str = "FIRESTORE_EMULATOR_HOST";
 /// The crate's security rules (`firestore.rules`), loaded into every emulator it starts.
@@ -29,57 +24,6 @@ pub const RULES: &str = include_str!("../firestore.rules");
 /// How long a started JVM may take to answer `Ok`.
 pub const READY_DEADLINE: Duration = Duration::from_secs(90);
 const MAIN_CLASS: &str = "com.google.cloud.datastore.emulator.firestore.CloudFirestore";
-
-/// Why an emulator could not be started or driven.
-#[derive(Debug, thiserror::Error)]
-pub enum EmulatorError {
-    /// No `java` binary (or none under `JAVA_HOME`).
-    #[error("java was not found: install the Debian package default-jre-headless or set JAVA_HOME")]
-    JavaMissing,
-    /// No emulator jar was found (see [`discovery`] for the order of the search).
-    #[error(
-        "no Firestore emulator jar was found; looked at: {}; {}",
-        looked.join("; "),
-        discovery::INSTALL_HINT
-    )]
-    JarMissing {
-        /// Every place looked, in order, with why it did not serve.
-        looked: Vec<String>,
-    },
-    /// The JVM exited before it was ready.
-    #[error("the emulator exited during start-up ({status}); its log is at {log}")]
-    Exited {
-        /// The JVM's exit status.
-        status: ExitStatus,
-        /// The emulator's log file.
-        log: PathBuf,
-    },
-    /// The JVM did not answer `Ok` in time.
-    #[error("the emulator did not answer Ok within {deadline:?}; its log is at {log}")]
-    NotReady {
-        /// The deadline that passed.
-        deadline: Duration,
-        /// The emulator's log file.
-        log: PathBuf,
-    },
-    /// An I/O error while starting the JVM.
-    #[error("could not start the emulator: {0}")]
-    Io(#[from] std::io::Error),
-    /// The address asked for is already in use (or not this machine's).
-    #[error("cannot listen on {address}: {reason}")]
-    AddressUnavailable {
-        /// The `HOST:PORT` asked for.
-        address: String,
-        /// Why (in use, or not an address of this machine), and what to choose instead.
-        reason: &'static str,
-    },
-    /// A request to the emulator's REST control API failed.
-    #[error("emulator request failed: {0}")]
-    Http(String),
-    /// The process-wide emulator failed to start earlier.
-    #[error("the shared emulator failed to start: {0}")]
-    Shared(String),
-}
 
 /// A running Firestore emulator: reused, or started and owned by this value.
 #[derive(Debug)]
@@ -417,3 +361,7 @@ fn answers_ok(host: &str) -> bool {
 #[cfg(feature = "testcontainers")]
 pub mod container;
 pub mod discovery;
+mod error;
+
+pub use discovery::{DEFAULT_JAR, JAR_ENV};
+pub use error::EmulatorError;

@@ -10,10 +10,11 @@
 //! then rejects; a canonical form that is not a fixed point; a secret that prints
 //! unredacted).
 //!
-//! Inputs are bounded: the byte decoder below caps every count and nesting depth,
+//! Inputs are bounded: the byte decoder (`bytes.rs`) caps every count and nesting depth,
 //! so no input can make these functions allocate more than a few kilobytes beyond
 //! the size of the input itself.
 
+mod bytes;
 mod canonical_payload;
 mod documents;
 mod identity_input;
@@ -24,105 +25,11 @@ pub use documents::parse_documents;
 pub use identity_input::identity_input;
 pub use ledger_plan::ledger_plan;
 
-use crate::digest::Digest;
-use crate::document::MAX_REVISION;
-use crate::document::audit::{self, RegistrationEvent, TransitionEvent};
-use crate::document::fields::FieldMap;
-use crate::document::lifecycle::{self, Lifecycle};
-use crate::document::root::{self, RootDocument};
-use crate::error::JournalError;
-use crate::identity::{
-    CallerId, CallerScopeKind, CommandId, CommandIdentity, CommandInput, CommandRequest,
-    CommandType, EndpointSchemaVersion, Environment, LeaseId, LedgerKey, OperationSlug, Payload,
-    TerminalReferenceFingerprint,
-};
-use crate::lease::{
-    Acquire, LeaseCall, LeaseOutput, StatusRead, Terminal, TerminalOutput, TerminalRequest,
-};
-use crate::ledger::fingerprint::{Amount, CommandFamily, FingerprintInput};
-use crate::registration::{Registration, RegistrationOutcome};
-use crate::start::Start;
-use crate::testing::{Attempt, Store};
-use crate::time::Timestamp;
-use crate::transaction::{Decision, Transition, Write};
-use gcloud_sdk::google::firestore::v1::value::ValueType;
-use gcloud_sdk::google::firestore::v1::{ArrayValue, MapValue, Value};
-use gcloud_sdk::prost_types;
-use serde_json::Value as Json;
-use std::collections::HashMap;
-
-/// Largest number of operations and corruptions one `parse_documents` input runs.
-const MAX_STEPS: usize = 48;
-/// Largest number of fields in a generated map.
-const MAX_FIELDS: usize = 16;
-/// Deepest generated array or map value.
-const MAX_VALUE_DEPTH: usize = 3;
-/// Longest generated raw string, in bytes.
-const MAX_STRING: usize = 96;
-/// Highest audit revision a generated path names.
-const MAX_PATH_REVISION: i64 = 12;
-/// 2030-03-17T17:46:40Z, the base instant of generated times.
-const BASE_MICROS: i64 = 1_900_000_000_000_000;
-const LEASE_MICROS: i64 = 60_000_000;
-
-/// Reads fuzz bytes front to back; past the end every read is zero, so any input,
-/// the empty one included, decodes to something.
-struct Bytes<'a> {
-    data: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Bytes<'a> {
-    fn new(data: &'a [u8]) -> Self {
-        Self { data, pos: 0 }
-    }
-
-    fn exhausted(&self) -> bool {
-        self.pos >= self.data.len()
-    }
-
-    fn u8(&mut self) -> u8 {
-        let byte = self.data.get(self.pos).copied().unwrap_or(0);
-        self.pos = self.pos.saturating_add(1);
-        byte
-    }
-
-    fn bytes<const N: usize>(&mut self) -> [u8; N] {
-        let mut out = [0; N];
-        for byte in &mut out {
-            *byte = self.u8();
-        }
-        out
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        if n == 0 {
-            return 0;
-        }
-        usize::from(u16::from_le_bytes(self.bytes())) % n
-    }
-
-    fn pick<'t, T>(&mut self, table: &'t [T]) -> &'t T {
-        &table[self.below(table.len())]
-    }
-
-    fn i64(&mut self) -> i64 {
-        i64::from_le_bytes(self.bytes())
-    }
-
-    fn take(&mut self, max: usize) -> &'a [u8] {
-        let len = self.below(max + 1);
-        let start = self.pos.min(self.data.len());
-        let end = start.saturating_add(len).min(self.data.len());
-        self.pos = self.pos.saturating_add(len);
-        &self.data[start..end]
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use serde_json::Value as Json;
 
     /// Replays every committed fuzz corpus file through its entry point.
     #[test]

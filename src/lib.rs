@@ -16,12 +16,14 @@
 //! (the transition contract: `paths`, `decide`, `Decision`), `registration`, `lease`,
 //! `start` and `ledger::{accept, replay, migration}` (the decisions), `verify::commerce`,
 //! `verify::ledger` and `verify::historical_links` (the verifier's checks),
-//! `strict_json`, `expected`; and `testing` (tests and the `fuzzing` feature only), the
-//! one in-memory store that runs a `decide` by the runner's rules for the unit tests
-//! and fuzz targets.
+//! `strict_json`, `expected`, `runner::attempt` (the attempt machine: what to read,
+//! commit or answer next); and `testing` (tests and the `fuzzing` feature only), the
+//! one in-memory store, which runs a `decide` through that same attempt machine for
+//! the unit tests and fuzz targets.
 //!
-//! I/O: `runner` (reads, commits and retries), `connection` and `credentials` (gRPC
-//! channel, project discovery), `verify::scan` (streaming reads for [`verify`]), and
+//! I/O: `runner` (drives the attempt machine over gRPC, retries), `connection` and
+//! `credentials` (gRPC channel, project discovery), `verify::scan` (streaming reads for
+//! [`verify`]; its point reads go through the runner's Firestore calls), and
 //! `emulator` (the test harness, feature `emulator`). [`Journal`] (with
 //! `ledger::operations` for the ledger calls) joins a pure operation to the runner, and
 //! [`verify`] feeds the scan to the pure checks; `time` holds the trusted clock;

@@ -49,40 +49,7 @@ pub use matrix::{
     Cell, ClientContext, MatrixReport, Operation, SEEDED_KEY, TARGETS, Target, cells,
     changed_documents, journal_denial_matrix, seed_journal,
 };
-pub use outcome::{Outcome, assert_allowed, assert_denied, classify_grpc, classify_rest};
+pub use outcome::{
+    Outcome, RulesTestError, assert_allowed, assert_denied, classify_grpc, classify_rest,
+};
 pub use ruleset::{BEGIN_MARKER, END_MARKER, journal_blocks, merged_into_app};
-
-use crate::emulator::EmulatorError;
-
-/// Why a rules test could not run or did not see what it expected.
-#[derive(Debug, thiserror::Error)]
-pub enum RulesTestError {
-    /// The emulator could not be started or reached.
-    #[error(transparent)]
-    Emulator(#[from] EmulatorError),
-    /// The emulator refused the ruleset: it does not compile. Holds its message.
-    #[error("the ruleset does not compile: {0}")]
-    RulesRejected(String),
-    /// A request to the emulator failed outside the rules.
-    #[error("emulator request failed: {0}")]
-    Http(String),
-    /// Mock token options the JavaScript library would refuse too.
-    #[error("invalid mock token: {0}")]
-    InvalidToken(&'static str),
-    /// An assertion on an outcome failed.
-    #[error("expected the request to be {expected}, but it was {got}")]
-    Expected {
-        /// `denied` or `allowed`.
-        expected: &'static str,
-        /// What the emulator answered.
-        got: Outcome,
-    },
-    /// Seeding a document with the rules bypassed did not succeed.
-    #[error("seeding {path} with the rules bypassed answered {got}")]
-    Seed {
-        /// The document.
-        path: String,
-        /// What the emulator answered.
-        got: Outcome,
-    },
-}

@@ -32,6 +32,19 @@
 //! trusted time is captured by the caller once and lives in the prepared operation, so
 //! every attempt reuses it. An optional deadline bounds the whole operation. Every
 //! RPC's answer and every retry is counted in the operator metrics ([`crate::metrics`]).
+//!
+//! Layout, one concern per file, no file importing one that imports it back:
+//!
+//! - `attempt.rs`: the sans-I/O attempt machine (reads asked for, follow-up bound,
+//!   corrupt-read confirmation, preconditions), driven here and by the in-memory test
+//!   store (`src/testing/store.rs`) alike;
+//! - `reading.rs`: one read-and-decide attempt over gRPC, driving the machine;
+//!   `blind.rs`: one blind creation;
+//! - `firestore.rs`: the Firestore calls (`BatchGetDocuments`, `Commit`, `Rollback`),
+//!   the raw writes and the transaction handle; the verifier reads through it too;
+//! - `retry.rs`: which failure is retried, the backoff, the tuning constants;
+//! - `counters.rs`: [`Counters`] and [`Stats`]; `concurrency.rs`: [`Concurrency`];
+//! - this file: the loop over attempts, its deadline and its span.
 
 use crate::connection::Connection;
 use crate::error::{GrpcCode, JournalError};

@@ -9,13 +9,14 @@
 //! 4. the Firebase CLI's download cache, `FIREBASE_EMULATORS_PATH` or
 //!    `~/.cache/firebase/emulators`: `cloud-firestore-emulator-v*.jar`, newest version
 //!    first;
-//! 5. the Debian package's path, [`super::DEFAULT_JAR`].
+//! 5. the Debian package's path, [`DEFAULT_JAR`].
 //!
 //! A variable of steps 1 and 2 that is set but names no file is an error: a chosen
 //! jar is never silently replaced by another. When nothing is found, the error lists
 //! every place looked and how to install an emulator.
 
-use super::{DEFAULT_JAR, EmulatorError, JAR_ENV};
+use super::error::EmulatorError;
+pub use super::error::INSTALL_HINT;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -32,11 +33,11 @@ pub const SDK_JAR: &str = "platform/cloud-firestore-emulator/cloud-firestore-emu
 /// How long `gcloud info` may take.
 const GCLOUD_DEADLINE: Duration = Duration::from_secs(60);
 
-/// How to install an emulator, for the error when none is found.
-pub const INSTALL_HINT: &str = "install one: `apt-get install google-cloud-cli-firestore-emulator` \
-     (Google's apt repository, with a Java runtime such as default-jre-headless), \
-     `gcloud components install cloud-firestore-emulator`, or \
-     `firebase setup:emulators:firestore`; or set COMMAND_JOURNAL_EMULATOR_JAR to a jar";
+/// Where the Debian package `google-cloud-cli-firestore-emulator` installs the jar.
+pub const DEFAULT_JAR: &str =
+    "/usr/lib/google-cloud-sdk/platform/cloud-firestore-emulator/cloud-firestore-emulator.jar";
+/// Environment variable naming another emulator jar to run.
+pub const JAR_ENV: &str = "COMMAND_JOURNAL_EMULATOR_JAR";
 
 /// The places to look, read from the environment by [`Discovery::from_env`] or set
 /// directly (tests point them at temporary directories).

@@ -1,6 +1,8 @@
 //! Fuzz target `canonical_payload`: payload validation and its canonical form.
 
-use super::*;
+use crate::error::JournalError;
+use crate::identity::Payload;
+use serde_json::Value as Json;
 
 /// Validates the input as a command payload (strict JSON, then the payload rules) and
 /// asserts that an accepted payload's RFC 8785 text is within the size limit, parses

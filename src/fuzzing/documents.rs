@@ -1,6 +1,28 @@
 //! Fuzz target `documents`: corrupted stores and every operation's `decide`.
 
-use super::*;
+use super::bytes::*;
+use crate::digest::Digest;
+use crate::document::MAX_REVISION;
+use crate::document::audit::{self, RegistrationEvent, TransitionEvent};
+use crate::document::fields::FieldMap;
+use crate::document::lifecycle::{self, Lifecycle};
+use crate::document::root::{self, RootDocument};
+use crate::error::JournalError;
+use crate::identity::{
+    CommandIdentity, CommandInput, CommandRequest, LeaseId, TerminalReferenceFingerprint,
+};
+use crate::lease::{
+    Acquire, LeaseCall, LeaseOutput, StatusRead, Terminal, TerminalOutput, TerminalRequest,
+};
+use crate::registration::{Registration, RegistrationOutcome};
+use crate::start::Start;
+use crate::testing::{Attempt, Store};
+use crate::time::Timestamp;
+use crate::transaction::{Decision, Transition, Write};
+use gcloud_sdk::google::firestore::v1::value::ValueType;
+use gcloud_sdk::google::firestore::v1::{ArrayValue, MapValue, Value};
+use gcloud_sdk::prost_types;
+use std::collections::HashMap;
 
 /// Every field name a codec knows, plus near misses.
 const FIELD_NAMES: &[&str] = &[

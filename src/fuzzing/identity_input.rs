@@ -1,6 +1,13 @@
 //! Fuzz target `identity_input`: the command input validators and derived values.
 
-use super::*;
+use crate::digest::Digest;
+use crate::error::JournalError;
+use crate::identity::{
+    CallerId, CallerScopeKind, CommandId, CommandInput, CommandRequest, CommandType,
+    EndpointSchemaVersion, Environment, LeaseId, LedgerKey, OperationSlug,
+    TerminalReferenceFingerprint,
+};
+use serde_json::Value as Json;
 
 /// Runs every identity validator on the input text and, when the text is one JSON
 /// object in the CLI's `identity` shape, the full derivation. Asserts that a value a

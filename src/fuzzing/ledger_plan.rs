@@ -1,6 +1,7 @@
 //! Fuzz target `ledger_plan`: ledger plan parsing and fingerprints.
 
-use super::*;
+use crate::error::JournalError;
+use crate::ledger::fingerprint::{Amount, CommandFamily, FingerprintInput};
 
 /// Parses the input as a `ledger fingerprint` object with
 /// [`FingerprintInput::from_json`]; for an accepted plan computes both fingerprints

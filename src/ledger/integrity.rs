@@ -30,7 +30,6 @@
 
 use super::effect::{LedgerEffect, TransferLeg};
 use super::fingerprint::{Amount, CommandFamily, check_version};
-use super::stored::Stored;
 use crate::digest::{Digest, frame_digest};
 use crate::ledger::reservation::ReservationDocument;
 use serde_json::{Map, Value};
@@ -152,28 +151,6 @@ pub(crate) fn fingerprint_is_rebuilt(reservation: &ReservationDocument) -> bool 
             CommandFamily::EffectPlan | CommandFamily::Reversal | CommandFamily::InternalTransfer
         )
         && check_version(reservation.fingerprint_version).is_ok()
-}
-
-/// Every way `stored` (already structurally linked by
-/// [`stored::verify`](super::stored::verify)) contradicts what its reservation
-/// recorded, in the order digest, fingerprint; empty when it is intact or not covered.
-pub(crate) fn contradictions(stored: &Stored) -> Vec<Contradiction> {
-    let reservation = &stored.reservation;
-    let mut found = Vec::new();
-    if let Some(digest) = &reservation.integrity_digest
-        && integrity_digest(reservation, &stored.effects).as_ref() != Some(digest)
-    {
-        found.push(Contradiction::Digest);
-    }
-    if fingerprint_is_rebuilt(reservation) {
-        let rebuilt = stored
-            .command(None, Clone::clone)
-            .and_then(|command| stored.fingerprint_matches(&command));
-        if !matches!(rebuilt, Ok(true)) {
-            found.push(Contradiction::Fingerprint);
-        }
-    }
-    found
 }
 
 #[cfg(test)]

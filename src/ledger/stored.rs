@@ -105,7 +105,7 @@ pub(crate) fn load(
         reservation,
         effects,
     };
-    match integrity::contradictions(&stored).first() {
+    match contradictions(&stored).first() {
         None => Ok(Some(stored)),
         Some(Contradiction::Digest) => Err(Step::Reject(JournalError::corrupt(
             "ledger effects disagree with their reservation's integrity digest",
@@ -114,6 +114,28 @@ pub(crate) fn load(
             "ledger effects disagree with their reservation's fingerprint",
         ))),
     }
+}
+
+/// Every way `stored` (already structurally linked by
+/// [`verify`]) contradicts what its reservation
+/// recorded, in the order digest, fingerprint; empty when it is intact or not covered.
+pub(crate) fn contradictions(stored: &Stored) -> Vec<Contradiction> {
+    let reservation = &stored.reservation;
+    let mut found = Vec::new();
+    if let Some(digest) = &reservation.integrity_digest
+        && integrity::integrity_digest(reservation, &stored.effects).as_ref() != Some(digest)
+    {
+        found.push(Contradiction::Digest);
+    }
+    if integrity::fingerprint_is_rebuilt(reservation) {
+        let rebuilt = stored
+            .command(None, Clone::clone)
+            .and_then(|command| stored.fingerprint_matches(&command));
+        if !matches!(rebuilt, Ok(true)) {
+            found.push(Contradiction::Fingerprint);
+        }
+    }
+    found
 }
 
 /// The structural link between a reservation and its effects.

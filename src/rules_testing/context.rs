@@ -1,8 +1,9 @@
 //! A client context (who sends a request) and every operation it can attempt, over
 //! REST and gRPC, each classified as allowed, denied or unexpected.
 
-use super::environment::TestEnvironment;
-use super::outcome::{Outcome, classify_grpc, classify_rest};
+use super::environment::{OWNER, TestEnvironment};
+use super::outcome::{Outcome, RulesTestError, classify_grpc, classify_rest};
+use super::token;
 use gcloud_sdk::google::firestore::v1::value::ValueType;
 use gcloud_sdk::google::firestore::v1::{
     ArrayValue, BatchGetDocumentsRequest, CommitRequest, Document, GetDocumentRequest, MapValue,
@@ -39,6 +40,54 @@ impl std::fmt::Debug for Context {
             .field("project", &self.environment.project_id())
             .field("authenticated", &self.authorization.is_some())
             .finish()
+    }
+}
+
+/// The contexts an environment makes, and seeding through the rules-bypassing one.
+impl TestEnvironment {
+    /// A browser with no Firebase Auth session (`unauthenticatedContext`).
+    pub fn unauthenticated_context(&self) -> Context {
+        Context::new(self.clone(), None)
+    }
+
+    /// A browser signed in as `uid` whose ID token also carries `claims` (a JSON
+    /// object, possibly empty; `authenticatedContext(uid, tokenOptions)`). The token
+    /// is unsigned and built as [`token::mock_user_token`] describes; `claims` may
+    /// override the defaults, for example `firebase.sign_in_provider`.
+    pub fn authenticated_context(
+        &self,
+        uid: &str,
+        claims: Value,
+    ) -> Result<Context, RulesTestError> {
+        let mut options = match claims {
+            Value::Object(options) => options,
+            Value::Null => serde_json::Map::new(),
+            _ => {
+                return Err(RulesTestError::InvalidToken(
+                    "the claims are not a JSON object",
+                ));
+            }
+        };
+        options.insert("sub".to_owned(), Value::String(uid.to_owned()));
+        let token = token::mock_user_token(self.project_id(), &Value::Object(options))?;
+        Ok(Context::new(self.clone(), Some(format!("Bearer {token}"))))
+    }
+
+    /// Server code that bypasses the rules, for seeding and inspecting data
+    /// (`withSecurityRulesDisabled`).
+    pub fn rules_disabled_context(&self) -> Context {
+        Context::new(self.clone(), Some(OWNER.to_owned()))
+    }
+
+    /// Writes `fields` (a JSON object) at the document `path`, rules bypassed.
+    pub async fn seed(&self, path: &str, fields: &Value) -> Result<(), RulesTestError> {
+        match self.rules_disabled_context().upsert(path, fields).await {
+            Outcome::Allowed => Ok(()),
+            got => Err(RulesTestError::Seed {
+                path: path.to_owned(),
+                got,
+            }),
+        }
     }
 }
 

@@ -1,8 +1,8 @@
 //! The emulator's rule-coverage report, read for one guard function: which `match`
 //! blocks whose `allow` calls it a run never evaluated, and which ever granted.
 
-use super::RulesTestError;
 use super::environment::TestEnvironment;
+use super::outcome::RulesTestError;
 use serde_json::Value;
 use std::collections::BTreeMap;
 

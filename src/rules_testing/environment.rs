@@ -1,9 +1,7 @@
-//! A test environment: one ruleset loaded into its own project of an emulator, and
-//! the contexts that talk to it.
+//! A test environment: one ruleset loaded into its own project of an emulator (the
+//! contexts that talk to it are made in `context.rs`).
 
-use super::context::Context;
-use super::outcome::Outcome;
-use super::{RulesTestError, token};
+use super::outcome::RulesTestError;
 use crate::emulator::Emulator;
 use gcloud_sdk::google::firestore::v1::firestore_client::FirestoreClient;
 use gcloud_sdk::tonic::transport::Channel;
@@ -11,7 +9,7 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
 /// The `Authorization` header that makes the emulator bypass the rules.
-const OWNER: &str = "Bearer owner";
+pub(super) const OWNER: &str = "Bearer owner";
 
 /// One ruleset loaded into a project of its own on a running emulator: the Rust
 /// counterpart of `initializeTestEnvironment` of `@firebase/rules-unit-testing`.
@@ -110,51 +108,6 @@ impl TestEnvironment {
     /// The ruleset under test.
     pub fn rules(&self) -> &str {
         &self.rules
-    }
-
-    /// A browser with no Firebase Auth session (`unauthenticatedContext`).
-    pub fn unauthenticated_context(&self) -> Context {
-        Context::new(self.clone(), None)
-    }
-
-    /// A browser signed in as `uid` whose ID token also carries `claims` (a JSON
-    /// object, possibly empty; `authenticatedContext(uid, tokenOptions)`). The token
-    /// is unsigned and built as [`token::mock_user_token`] describes; `claims` may
-    /// override the defaults, for example `firebase.sign_in_provider`.
-    pub fn authenticated_context(
-        &self,
-        uid: &str,
-        claims: Value,
-    ) -> Result<Context, RulesTestError> {
-        let mut options = match claims {
-            Value::Object(options) => options,
-            Value::Null => serde_json::Map::new(),
-            _ => {
-                return Err(RulesTestError::InvalidToken(
-                    "the claims are not a JSON object",
-                ));
-            }
-        };
-        options.insert("sub".to_owned(), Value::String(uid.to_owned()));
-        let token = token::mock_user_token(&self.project, &Value::Object(options))?;
-        Ok(Context::new(self.clone(), Some(format!("Bearer {token}"))))
-    }
-
-    /// Server code that bypasses the rules, for seeding and inspecting data
-    /// (`withSecurityRulesDisabled`).
-    pub fn rules_disabled_context(&self) -> Context {
-        Context::new(self.clone(), Some(OWNER.to_owned()))
-    }
-
-    /// Writes `fields` (a JSON object) at the document `path`, rules bypassed.
-    pub async fn seed(&self, path: &str, fields: &Value) -> Result<(), RulesTestError> {
-        match self.rules_disabled_context().upsert(path, fields).await {
-            Outcome::Allowed => Ok(()),
-            got => Err(RulesTestError::Seed {
-                path: path.to_owned(),
-                got,
-            }),
-        }
     }
 
     /// Every document of the project, read with the rules bypassed by a kindless

@@ -2,10 +2,10 @@
 //! operation, against one test environment, with the database compared before and
 //! after.
 
-use super::RulesTestError;
 use super::context::{CommitWrite, Context};
 use super::environment::TestEnvironment;
 use super::outcome::Outcome;
+use super::outcome::RulesTestError;
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};

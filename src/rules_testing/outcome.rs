@@ -1,7 +1,8 @@
 //! What the rules made of one request: allowed, denied, or neither, read from the
-//! answer's status (never from the HTTP code alone).
+//! answer's status (never from the HTTP code alone), and the error of a rules test
+//! that could not run or did not see what it expected.
 
-use super::RulesTestError;
+use crate::emulator::EmulatorError;
 use gcloud_sdk::tonic::{self, Code};
 use serde::Serialize;
 use serde_json::Value;
@@ -104,6 +105,39 @@ pub fn classify_grpc<T>(result: Result<T, tonic::Status>) -> Outcome {
             _ => Outcome::Unexpected(format!("gRPC {status}")),
         },
     }
+}
+
+/// Why a rules test could not run or did not see what it expected.
+#[derive(Debug, thiserror::Error)]
+pub enum RulesTestError {
+    /// The emulator could not be started or reached.
+    #[error(transparent)]
+    Emulator(#[from] EmulatorError),
+    /// The emulator refused the ruleset: it does not compile. Holds its message.
+    #[error("the ruleset does not compile: {0}")]
+    RulesRejected(String),
+    /// A request to the emulator failed outside the rules.
+    #[error("emulator request failed: {0}")]
+    Http(String),
+    /// Mock token options the JavaScript library would refuse too.
+    #[error("invalid mock token: {0}")]
+    InvalidToken(&'static str),
+    /// An assertion on an outcome failed.
+    #[error("expected the request to be {expected}, but it was {got}")]
+    Expected {
+        /// `denied` or `allowed`.
+        expected: &'static str,
+        /// What the emulator answered.
+        got: Outcome,
+    },
+    /// Seeding a document with the rules bypassed did not succeed.
+    #[error("seeding {path} with the rules bypassed answered {got}")]
+    Seed {
+        /// The document.
+        path: String,
+        /// What the emulator answered.
+        got: Outcome,
+    },
 }
 
 #[cfg(test)]

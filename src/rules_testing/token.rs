@@ -1,7 +1,7 @@
 //! Unsigned Firebase ID tokens for the emulator, built byte for byte as
 //! `@firebase/rules-unit-testing` builds them (through `createMockUserToken`).
 
-use super::RulesTestError;
+use super::outcome::RulesTestError;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Value, json};

@@ -1,5 +1,5 @@
 //! The runner's blind creation attempt (preconditions mode): the commit of a
-//! [`BlindPlan`](crate::transaction::blind::BlindPlan), sent before any read. Its
+//! [`BlindPlan`], sent before any read. Its
 //! creations carry `exists: false` and every other path the operation reads an
 //! absence guard (a delete with `exists: false`, which deletes nothing), so it
 //! commits exactly when every document the operation reads is absent. Whatever else

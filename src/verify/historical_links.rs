@@ -20,7 +20,7 @@
 //! Memory grows with the number of historical rows only (an id, a small claim and a
 //! 32-byte content digest each); canonical rows are never kept.
 
-use super::{Finding, FindingCode};
+use super::report::{Finding, FindingCode};
 use crate::digest::Digest;
 use crate::ledger::effect::{self, LedgerEffect, Lineage};
 use crate::ledger::fingerprint::{CommandFamily, FingerprintInput};

@@ -1,7 +1,7 @@
 //! Where a scanned document belongs: the command (or reservation) it is part of and
 //! which part, a journal document checked on its own, or an unexpected document.
 
-use super::commerce::StoredDoc;
+use super::stored::StoredDoc;
 use crate::digest::Digest;
 use crate::document::{audit, root};
 use crate::ledger::{effect, reservation};

@@ -3,14 +3,14 @@
 //! whether the rows still match what the reservation recorded (its integrity digest
 //! and, where the rows determine it, its fingerprint; see `crate::ledger::integrity`).
 
-use super::commerce::StoredDoc;
 use super::historical_links::HistoricalLinks;
-use super::{Finding, FindingCode};
+use super::report::{Finding, FindingCode};
+use super::stored::StoredDoc;
 use crate::digest::Digest;
 use crate::document::fields::FieldMap;
 use crate::ledger::Lineage;
 use crate::ledger::effect::{self, LedgerEffect};
-use crate::ledger::integrity::{self, Contradiction};
+use crate::ledger::integrity::Contradiction;
 use crate::ledger::reservation::{self, ReservationDocument};
 use crate::ledger::stored;
 use gcloud_sdk::google::firestore::v1::value::ValueType;
@@ -209,7 +209,7 @@ fn contradictions(
         reservation,
         effects,
     };
-    integrity::contradictions(&stored)
+    stored::contradictions(&stored)
         .into_iter()
         .map(|found| {
             let code = match found {

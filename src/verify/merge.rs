@@ -2,11 +2,13 @@
 //! lookahead ([`Head`]), the command scans merged by command key hash and the ledger
 //! scans by reservation id, every group checked on its own documents.
 
-use super::commerce::{CommandDocs, StoredDoc, WriteTime, check_command};
+use super::commerce::check_command;
 use super::historical_links::HistoricalLinks;
 use super::keys::{Classify, Keyed, Part, classify_effect, classify_reservation};
 use super::ledger::{check_reservation, check_standalone_effect};
-use super::{Finding, FindingCode, VerifyReport, write_times};
+use super::report::{Finding, FindingCode, VerifyReport};
+use super::stored::{CommandDocs, StoredDoc, WriteTime};
+use super::write_times;
 use crate::digest::Digest;
 use crate::error::JournalError;
 use crate::ledger::reservation;

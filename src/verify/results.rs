@@ -14,8 +14,8 @@
 //! A deleted results document is not detectable: the success then reads as one
 //! recorded with a bare reference.
 
-use super::commerce::StoredDoc;
-use super::{Finding, FindingCode};
+use super::report::{Finding, FindingCode};
+use super::stored::StoredDoc;
 use crate::digest::Digest;
 use crate::document::lifecycle::{Lifecycle, LifecycleState};
 use crate::envelope::stored::StoredResult;

@@ -10,7 +10,8 @@ use super::keys::{
 };
 use super::merge::{Head, Tally, commands, ledger, strays};
 use super::ranges::{Bounds, ScanRanges};
-use super::{VerifyReport, reads};
+use super::reads;
+use super::report::VerifyReport;
 use crate::connection::Connection;
 use crate::document::{audit, root};
 use crate::error::JournalError;

@@ -31,9 +31,9 @@ use crate::sends::load::partners;
 use crate::sends::plan::send_cutoff_at;
 use crate::time::Timestamp;
 
-use super::{Finding, FindingCode};
+use super::report::{Finding, FindingCode};
 
-pub use super::commerce::{StoredDoc, WriteTime};
+pub use super::stored::{StoredDoc, WriteTime};
 
 /// Everything of the send layer stored under one command key hash, and the parsed
 /// lifecycle (with its document) when it parsed.

@@ -16,8 +16,8 @@
 //!   commit and never rewritten. Imported rows are exempt: a migration links them by
 //!   replacing them once, and they keep the times of their import.
 
-use super::commerce::{CommandDocs, StoredDoc};
-use super::{Finding, FindingCode};
+use super::report::{Finding, FindingCode};
+use super::stored::{CommandDocs, StoredDoc};
 use crate::document::lifecycle::Lifecycle;
 
 fn finding(code: FindingCode, doc: &StoredDoc) -> Finding {

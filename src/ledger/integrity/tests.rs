@@ -7,6 +7,7 @@ use crate::ledger::fixtures::{
     strip_digest,
 };
 use crate::ledger::reservation;
+use crate::ledger::stored::contradictions;
 use crate::testing::Store;
 use Contradiction::{Digest as D, Fingerprint as F};
 use serde_json::json;

@@ -5,6 +5,7 @@ use crate::lease::{Acquire, LeaseCall, Terminal, TerminalRequest};
 use crate::registration::Registration;
 use crate::testing::Store;
 use crate::time::Timestamp;
+use crate::verify::stored::WriteTime;
 use gcloud_sdk::google::firestore::v1::Value;
 use proptest::prelude::*;
 

@@ -1,7 +1,7 @@
 //! Every collection keys its documents, and nothing else.
 
 use super::*;
-use crate::verify::commerce::WriteTime;
+use crate::verify::stored::WriteTime;
 
 fn doc(path: &str) -> StoredDoc {
     StoredDoc::new(path, Default::default(), WriteTime::default())

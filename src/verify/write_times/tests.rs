@@ -2,7 +2,7 @@ use super::*;
 use crate::digest::Digest;
 use crate::document::lifecycle;
 use crate::time::Timestamp;
-use crate::verify::commerce::WriteTime;
+use crate::verify::stored::WriteTime;
 
 fn at(seconds: i64) -> WriteTime {
     WriteTime { seconds, nanos: 0 }
