@@ -5,8 +5,18 @@
 //!
 //! # Layout
 //!
-//! Every item a caller uses is re-exported here, at the crate root; the modules
-//! themselves are private. Every operation is a pure `decide` over validated inputs, one
+//! The crate root holds what a handler uses (29 names): [`Journal`] and its
+//! [`Connection`], [`Target`], [`Concurrency`], [`RetryPolicy`] and [`Stats`]; the
+//! command's inputs ([`CommandInput`], [`CommandRequest`], [`LeaseId`], [`FenceEpoch`],
+//! [`TerminalReferenceFingerprint`], [`ResultEnvelope`]) and outputs
+//! ([`RegistrationOutput`], [`StartOutput`], [`LeaseOutput`], [`TerminalOutput`],
+//! [`StatusOutput`]); the one-call protocol ([`Provider`], [`SendRequest`],
+//! [`SendResult`], [`LookupResult`], [`Execution`], [`ProviderPlan`]); [`JournalError`];
+//! [`Clock`] and [`Timestamp`]; and [`verify()`]. The rest is in public modules:
+//! [`identity`] (each validated input and its limits), [`sends`] (the send layer's
+//! step-by-step calls), [`ledger`], [`verify`](mod@verify) (the report and its finding
+//! codes), [`error`], [`time`] (`SystemClock`, `ManualClock`), [`connection`] and
+//! [`metrics`]. Every operation is a pure `decide` over validated inputs, one
 //! captured timestamp and strictly parsed documents, run by one transaction runner.
 //!
 //! Pure (no I/O, no clock): `identity` and `digest` (validated inputs and derived
@@ -23,10 +33,10 @@
 //!
 //! I/O: `runner` (drives the attempt machine over gRPC, retries), `connection` and
 //! `credentials` (gRPC channel, project discovery), `verify::scan` (streaming reads for
-//! [`verify`]; its point reads go through the runner's Firestore calls), and
+//! [`verify()`]; its point reads go through the runner's Firestore calls), and
 //! `emulator` (the test harness, feature `emulator`). [`Journal`] (with
 //! `ledger::operations` for the ledger calls) joins a pure operation to the runner, and
-//! [`verify`] feeds the scan to the pure checks; `time` holds the trusted clock;
+//! [`verify()`] feeds the scan to the pure checks; `time` holds the trusted clock;
 //! `metrics` counts every operation, RPC and retry through the `metrics` facade
 //! (`docs/metrics.md`; the application installs the exporter).
 //!

@@ -1,4 +1,4 @@
-//! Operator metrics, recorded through the [`metrics`](::metrics) facade crate.
+//! Operator metrics, recorded through the `metrics` facade crate.
 //!
 //! The library installs no recorder and links no exporter: an application that
 //! installs one (the checkout service's Prometheus recorder, say) sees every

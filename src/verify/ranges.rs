@@ -12,7 +12,7 @@
 
 use crate::error::JournalError;
 
-/// How many consistent ranges [`verify_in_ranges`](crate::verify_in_ranges) reads, each
+/// How many consistent ranges [`verify_in_ranges`](crate::verify::verify_in_ranges) reads, each
 /// at its own server read time. One range (the default) is one read time for the
 /// whole journal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
