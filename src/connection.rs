@@ -58,6 +58,8 @@ fn valid_project_id(project: &str) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
 }
 
+pub use crate::credentials::resolve_project;
+
 /// The id of a project's default database.
 pub const DEFAULT_DATABASE: &str = "(default)";
 

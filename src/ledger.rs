@@ -32,7 +32,8 @@ pub use crate::identity::LedgerKey;
 pub use effect::{LedgerEffect, Lineage, TransferLeg};
 pub use fingerprint::{
     Amount, COMPENSATION_SUBTYPE_KEY, CURRENT_FINGERPRINT_VERSION, CommandFamily, EffectPlanItem,
-    Fingerprint, FingerprintInput, Intent, MAX_EFFECTS, MAX_TEXT_BYTES, TransferPlan,
+    Fingerprint, FingerprintInput, Intent, MAX_EFFECTS, MAX_TEXT_BYTES, TRANSFER_KEYS,
+    TransferPlan, V4_EFFECT_KEYS,
 };
 pub use migration::HistoricalCommand;
 pub use outcome::{LedgerOutcome, LedgerReplay, Outcome};
