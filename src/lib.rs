@@ -91,6 +91,8 @@ mod runner;
 pub mod sends;
 mod start;
 pub mod strict_json;
+#[cfg(test)]
+mod surface;
 /// The in-memory store the unit tests and fuzz targets share (tests and the
 /// `fuzzing` feature only); not a supported API.
 #[cfg(any(test, feature = "fuzzing"))]
