@@ -2,10 +2,8 @@
 //!
 //! Subcommands read one JSON object on stdin and print one JSON line on stdout; each
 //! one's `--help` documents that object and `example` prints a working one.
-//! Exit codes: 0 success, 1 internal, 2 `invalid_input` (and usage errors), 3 a
-//! refusal, 4 `unavailable`, 5 `verify` found broken invariants, 6 `rules check`
-//! found a leak, 7 `verify` scanned no journal document (unless `--allow-empty`), 8 a
-//! configuration error. docs/cli.md is the reference.
+//! The exit codes are `cli::exit::Exit` (the top-level `--help` lists them);
+//! docs/cli.md is the reference.
 
 use clap::Parser;
 use command_journal::cli;

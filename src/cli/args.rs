@@ -20,9 +20,7 @@ const STDIN_HELP: &str =
     name = "command-journal",
     version,
     about = "At-most-once payment and ledger commands on Firestore",
-    after_help = "Each subcommand that reads stdin documents its JSON object in its --help; \
-                  `command-journal example <subcommand>` prints a working one. \
-                  `command-journal explain CODE` explains an error or verify finding code."
+    after_help = super::exit::Exit::after_help()
 )]
 pub struct Args {
     /// Firestore options given before the subcommand (hidden; see `Before`).

@@ -198,9 +198,9 @@ pub async fn run(host: Option<String>, options: DemoOptions) -> ExitCode {
             eprintln!("demo: finished in {:.1} s", started.elapsed().as_secs_f64());
             inspect(&host, &finished, owned.is_none() || options.keep);
             if finished.clean {
-                ExitCode::SUCCESS
+                super::exit::Exit::Success.into()
             } else {
-                ExitCode::from(5)
+                super::exit::Exit::Broken.into()
             }
         }
         Err(error) => super::exit::report(Err(error)),

@@ -68,7 +68,7 @@ pub fn run(args: &DevTokenArgs) -> std::process::ExitCode {
     match token(args, now) {
         Ok(token) => {
             println!("{token}");
-            std::process::ExitCode::SUCCESS
+            super::exit::Exit::Success.into()
         }
         Err(failure) => super::exit::report_failure(Err::<Value, _>(failure)),
     }

@@ -35,7 +35,7 @@ fn address_unavailable(error: &EmulatorError) -> ExitCode {
     eprintln!("command-journal: {error}");
     let line = json!({"error": "address_unavailable", "message": error.to_string()});
     println!("{line}");
-    ExitCode::from(exit::INPUT)
+    exit::Exit::Input.into()
 }
 
 /// Runs the emulator until Ctrl-C or SIGTERM.
@@ -79,5 +79,5 @@ pub async fn run(args: EmulatorArgs) -> ExitCode {
     );
     stop.wait().await;
     drop(emulator);
-    ExitCode::SUCCESS
+    exit::Exit::Success.into()
 }

@@ -11,16 +11,125 @@ use serde_json::{Value, json};
 use std::process::ExitCode;
 use std::sync::OnceLock;
 
-/// Exit code of `invalid_input` (and of a usage error).
-pub const INPUT: u8 = 2;
-/// Exit code of a refused transition (`command_conflict`, `stale_fence`, …).
-pub const REFUSED: u8 = 3;
-/// Exit code of `unavailable`: retrying the whole call later is safe.
-pub const UNAVAILABLE: u8 = 4;
-/// Exit code of a configuration refusal (credentials, permissions, project, database).
-pub const CONFIGURATION: u8 = 8;
-/// Exit code of a defect inside the process.
-pub const INTERNAL: u8 = 1;
+/// Every exit code of the binary, with its meaning; `--help` and docs/cli.md list
+/// exactly these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// 0: the outcome is on stdout.
+    Success,
+    /// 1: a defect inside the process; not retryable.
+    Internal,
+    /// 2: `invalid_input` (and usage errors): the named key or option is wrong.
+    Input,
+    /// 3: the journal refused the transition (`command_conflict`, `stale_fence`, …).
+    Refused,
+    /// 4: `unavailable`: retrying the whole call later is safe.
+    Unavailable,
+    /// 5: `verify` found broken invariants.
+    Broken,
+    /// 6: `rules check` found a journal document a browser can reach.
+    Leak,
+    /// 7: `verify` scanned no journal document (unless `--allow-empty`).
+    Empty,
+    /// 8: a configuration refusal (credentials, permissions, project, database).
+    Configuration,
+}
+
+impl Exit {
+    /// Every exit code, in numeric order.
+    pub const ALL: [Self; 9] = [
+        Self::Success,
+        Self::Internal,
+        Self::Input,
+        Self::Refused,
+        Self::Unavailable,
+        Self::Broken,
+        Self::Leak,
+        Self::Empty,
+        Self::Configuration,
+    ];
+
+    /// The process exit code.
+    pub fn code(self) -> u8 {
+        match self {
+            Self::Success => 0,
+            Self::Internal => 1,
+            Self::Input => 2,
+            Self::Refused => 3,
+            Self::Unavailable => 4,
+            Self::Broken => 5,
+            Self::Leak => 6,
+            Self::Empty => 7,
+            Self::Configuration => 8,
+        }
+    }
+
+    /// The error class of its lines (docs/cli.md's `class` column; empty when none).
+    pub fn class(self) -> &'static str {
+        match self {
+            Self::Internal => "internal",
+            Self::Input => "input",
+            Self::Refused => "refused",
+            Self::Unavailable => "unavailable",
+            Self::Configuration => "configuration",
+            Self::Success | Self::Broken | Self::Leak | Self::Empty => "",
+        }
+    }
+
+    /// What it means, as docs/cli.md's `meaning` column begins.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Self::Success => "success",
+            Self::Internal => "a defect inside the process",
+            Self::Input => "the named key or option is wrong",
+            Self::Refused => "the journal refused the transition",
+            Self::Unavailable => "transient; retrying the whole call later is safe",
+            Self::Broken => "`verify` found broken invariants",
+            Self::Leak => "`rules check` found a journal document a browser can reach",
+            Self::Empty => "`verify` scanned no journal document (unless `--allow-empty`)",
+            Self::Configuration => {
+                "the deployment is misconfigured (credentials, permissions, project, database)"
+            }
+        }
+    }
+
+    /// The top-level `--help`'s closing text: where the stdin objects are documented,
+    /// then every exit code, one line each, generated from [`Exit::ALL`].
+    pub fn after_help() -> String {
+        let mut text = String::from(
+            "Each subcommand that reads stdin documents its JSON object in its --help; \
+             `command-journal example <subcommand>` prints a working one. \
+             `command-journal explain CODE` explains an error or verify finding code.\n\n\
+             Exit codes:",
+        );
+        for exit in Self::ALL {
+            let class = match exit.class() {
+                "" => String::new(),
+                class => format!("{class}: "),
+            };
+            text += &format!("\n  {}  {class}{}", exit.code(), exit.meaning());
+        }
+        text
+    }
+
+    /// The exit code of an error's class: 2 input, 3 refused, 4 unavailable,
+    /// 8 configuration, 1 internal.
+    pub fn of(error: &JournalError) -> Self {
+        match error.class() {
+            ErrorClass::Input => Self::Input,
+            ErrorClass::Refused => Self::Refused,
+            ErrorClass::Unavailable => Self::Unavailable,
+            ErrorClass::Configuration => Self::Configuration,
+            _ => Self::Internal,
+        }
+    }
+}
+
+impl From<Exit> for ExitCode {
+    fn from(exit: Exit) -> Self {
+        Self::from(exit.code())
+    }
+}
 
 /// The Firestore host the subcommand talks to, named by `unavailable` lines.
 static HOST: OnceLock<String> = OnceLock::new();
@@ -28,18 +137,6 @@ static HOST: OnceLock<String> = OnceLock::new();
 /// Records the host `unavailable` answers name (the first call wins).
 pub fn set_host(host: String) {
     let _ = HOST.set(host);
-}
-
-/// The exit code of an error's class: 2 input, 3 refused, 4 unavailable,
-/// 8 configuration, 1 internal.
-pub fn code_of(error: &JournalError) -> u8 {
-    match error.class() {
-        ErrorClass::Input => INPUT,
-        ErrorClass::Refused => REFUSED,
-        ErrorClass::Unavailable => UNAVAILABLE,
-        ErrorClass::Configuration => CONFIGURATION,
-        _ => INTERNAL,
-    }
 }
 
 /// The line of an `invalid_input`: the key, what is wrong with it, what it expects,
@@ -94,16 +191,16 @@ pub fn error_line(error: &JournalError) -> Value {
     line
 }
 
-/// Prints `result` as one JSON line and returns its exit code (see [`code_of`]).
+/// Prints `result` as one JSON line and returns its exit code (see [`Exit::of`]).
 pub fn report(result: Result<Value, JournalError>) -> ExitCode {
     match result {
         Ok(value) => {
             println!("{value}");
-            ExitCode::SUCCESS
+            Exit::Success.into()
         }
         Err(error) => {
             println!("{}", error_line(&error));
-            ExitCode::from(code_of(&error))
+            Exit::of(&error).into()
         }
     }
 }
@@ -117,7 +214,7 @@ pub fn emulator_unavailable() -> ExitCode {
         "message": "the Firestore emulator could not be started; stderr says why",
     });
     println!("{line}");
-    ExitCode::from(UNAVAILABLE)
+    Exit::Unavailable.into()
 }
 
 /// Prints `internal` with a fixed reason and returns exit code 1.
@@ -131,7 +228,7 @@ pub fn report_failure(result: Result<Value, Failure>) -> ExitCode {
     match result {
         Err(Failure::Input(input)) => {
             println!("{}", invalid_line(&input));
-            ExitCode::from(INPUT)
+            Exit::Input.into()
         }
         Err(Failure::Journal(error)) => report(Err(error)),
         Ok(value) => report(Ok(value)),
@@ -141,7 +238,6 @@ pub fn report_failure(result: Result<Value, Failure>) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::GrpcCode;
 
     #[test]
     fn refusals_carry_a_short_fixed_message() {
@@ -154,11 +250,7 @@ mod tests {
     #[test]
     fn an_outage_names_the_host_and_the_grpc_code_and_never_zero_attempts() {
         set_host("127.0.0.1:9".to_owned());
-        let line = error_line(&JournalError::Unavailable {
-            last_code: Some(GrpcCode::Unavailable),
-            attempts: 0,
-            deadline: false,
-        });
+        let line = error_line(&JournalError::connect_failed());
         assert_eq!(line["host"], "127.0.0.1:9");
         assert_eq!(line["grpcCode"], "UNAVAILABLE");
         let message = line["message"].as_str().expect("message");
@@ -179,5 +271,37 @@ mod tests {
                    "expected": "canonical lowercase UUID v4",
                    "message": "the value given for this key or option is not valid"})
         );
+    }
+
+    #[test]
+    fn the_docs_table_lists_every_exit_code_with_its_class_and_meaning() {
+        let docs = include_str!("../../docs/cli.md");
+        let table = docs
+            .split("## Exit codes")
+            .nth(1)
+            .and_then(|rest| rest.split("\n## ").next())
+            .unwrap_or_default();
+        let rows: Vec<Vec<&str>> = table
+            .lines()
+            .filter_map(|line| line.strip_prefix("| "))
+            .filter(|line| line.starts_with(|c: char| c.is_ascii_digit()))
+            .map(|line| line.split(" |").map(str::trim).collect())
+            .collect();
+        assert_eq!(rows.len(), Exit::ALL.len(), "{rows:?}");
+        for (exit, row) in Exit::ALL.into_iter().zip(&rows) {
+            assert_eq!(row[0], exit.code().to_string(), "{row:?}");
+            assert_eq!(row[1], exit.class(), "{row:?}");
+            assert!(row[3].starts_with(exit.meaning()), "{exit:?}: {row:?}");
+        }
+    }
+
+    #[test]
+    fn every_error_class_has_its_exit_code() {
+        assert_eq!(Exit::of(&JournalError::StaleFence), Exit::Refused);
+        assert_eq!(Exit::of(&JournalError::connect_failed()), Exit::Unavailable);
+        assert_eq!(Exit::of(&JournalError::invalid("at")), Exit::Input);
+        assert_eq!(Exit::of(&JournalError::internal("x")), Exit::Internal);
+        let codes: Vec<u8> = Exit::ALL.into_iter().map(Exit::code).collect();
+        assert_eq!(codes, (0..=8).collect::<Vec<u8>>());
     }
 }

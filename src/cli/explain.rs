@@ -3,6 +3,7 @@
 //! table as `explain --markdown` prints it; a test keeps the two equal, and another
 //! that every code the library can answer has its entry.
 
+use super::exit::Exit;
 use super::input::{InvalidInput, Problem};
 use std::process::ExitCode;
 
@@ -33,7 +34,7 @@ pub struct Entry {
     /// Error (with its class) or finding.
     pub kind: Kind,
     /// The CLI's exit code.
-    pub exit: u8,
+    pub exit: Exit,
     /// What happened.
     pub meaning: &'static str,
     /// What to do about it.
@@ -43,7 +44,7 @@ pub struct Entry {
 const fn error(
     code: &'static str,
     class: &'static str,
-    exit: u8,
+    exit: Exit,
     meaning: &'static str,
     action: &'static str,
 ) -> Entry {
@@ -60,7 +61,7 @@ const fn finding(code: &'static str, meaning: &'static str, action: &'static str
     Entry {
         code,
         kind: Kind::Finding,
-        exit: 5,
+        exit: Exit::Broken,
         meaning,
         action,
     }
@@ -76,7 +77,7 @@ pub const ENTRIES: &[Entry] = &[
     error(
         "invalid_input",
         "input",
-        2,
+        Exit::Input,
         "An input key or option failed validation. The answer names it (`field`, never its \
          value), says what is wrong (`problem`: `missing`, `invalid`, `unknown`, \
          `duplicate`, or for stdin as a whole `empty`, `malformed_json`, `not_an_object`) \
@@ -87,7 +88,7 @@ pub const ENTRIES: &[Entry] = &[
     error(
         "command_conflict",
         "refused",
-        3,
+        Exit::Refused,
         "The command id is already registered for this caller and command type with a \
          different payload.",
         "A client reused a command id for another request: give the new request a new \
@@ -96,21 +97,21 @@ pub const ENTRIES: &[Entry] = &[
     error(
         "not_registered",
         "refused",
-        3,
+        Exit::Refused,
         "The command has no registration (in this project and database).",
         "Register it (or use `start`) first; check --project and --database.",
     ),
     error(
         "lease_not_held",
         "refused",
-        3,
+        Exit::Refused,
         "Another lease id holds the command's lease, or this one never held it.",
         "Stop this worker and do not call the provider: another worker owns the command.",
     ),
     error(
         "stale_fence",
         "refused",
-        3,
+        Exit::Refused,
         "The expected fence epoch is not the command's current one: the lease was taken \
          over after this holder's expired.",
         "Stop this worker: its attempt is over, and the new holder finishes the command.",
@@ -118,7 +119,7 @@ pub const ENTRIES: &[Entry] = &[
     error(
         "lease_expired",
         "refused",
-        3,
+        Exit::Refused,
         "The caller's lease expired (now is at or after its expiry) before it recorded \
          the outcome.",
         "Record nothing; the next holder takes over with the fence plus one and sends \
@@ -127,7 +128,7 @@ pub const ENTRIES: &[Entry] = &[
     error(
         "terminal_conflict",
         "refused",
-        3,
+        Exit::Refused,
         "A different terminal outcome or terminal reference is already recorded; terminal \
          state is write-once.",
         "The recorded outcome stands (`status` shows it); find out why two outcomes were \
@@ -136,7 +137,7 @@ pub const ENTRIES: &[Entry] = &[
     error(
         "clock_regression",
         "refused",
-        3,
+        Exit::Refused,
         "The trusted clock reads earlier than a time stored on the command.",
         "Check the host's clock (or `--at`); the call succeeds once the clock has passed \
          the stored time.",
@@ -144,14 +145,14 @@ pub const ENTRIES: &[Entry] = &[
     error(
         "revision_overflow",
         "refused",
-        3,
+        Exit::Refused,
         "A fence epoch or command revision would exceed its bound.",
         "The command cannot move further; investigate what took it over so often.",
     ),
     error(
         "journal_corrupt",
         "refused",
-        3,
+        Exit::Refused,
         "A stored document broke an invariant (the message names which, as a fixed text); \
          nothing was written.",
         "Run `command-journal verify` and investigate; never repair by hand.",
@@ -159,7 +160,7 @@ pub const ENTRIES: &[Entry] = &[
     error(
         "replay_mismatch",
         "refused",
-        3,
+        Exit::Refused,
         "A ledger retry does not match its accepted reservation: another plan, fingerprint \
          version or business tuple under the same key.",
         "The key holds another command: a new ledger command needs a new idempotency key.",
@@ -167,14 +168,14 @@ pub const ENTRIES: &[Entry] = &[
     error(
         "scope_mismatch",
         "refused",
-        3,
+        Exit::Refused,
         "A ledger replay named a seat or actor outside the reservation's scope.",
         "Replay with the reservation's own scope.",
     ),
     error(
         "unsupported_fingerprint_version",
         "refused",
-        3,
+        Exit::Refused,
         "The stored reservation's fingerprint version (1 to 3) has no serializer in this \
          crate.",
         "The reservation cannot be replayed here; migrate it (docs/ledger.md).",
@@ -182,7 +183,7 @@ pub const ENTRIES: &[Entry] = &[
     error(
         "obsolete_multi_effect_fingerprint",
         "refused",
-        3,
+        Exit::Refused,
         "A version 1 or 2 historical command with more than one effect cannot be linked: \
          its fingerprint covers principal material that version 3 removed.",
         "Do not link it; its disposition is a separate decision (docs/ledger.md).",
@@ -190,7 +191,7 @@ pub const ENTRIES: &[Entry] = &[
     error(
         "send_cutoff_passed",
         "refused",
-        3,
+        Exit::Refused,
         "The attempt's outcome is unknown and its stored send cutoff has passed (or its \
          send time is unknown): no permit for anyone.",
         "Do not send. Ask the provider what became of the key and record it with `send \
@@ -199,14 +200,14 @@ pub const ENTRIES: &[Entry] = &[
     error(
         "plan_conflict",
         "refused",
-        3,
+        Exit::Refused,
         "The command is bound to a different provider plan.",
         "Send the plan the command was first bound to; another plan is another command.",
     ),
     error(
         "send_outcome_required",
         "refused",
-        3,
+        Exit::Refused,
         "The command has a bound provider plan: it ends only through `send outcome` or \
          `send reconcile`.",
         "Record the provider's answer through the send layer.",
@@ -214,7 +215,7 @@ pub const ENTRIES: &[Entry] = &[
     error(
         "attempt_mismatch",
         "refused",
-        3,
+        Exit::Refused,
         "The attempt named is not the command's current one, is no longer open for this \
          answer, or was not sent by the caller's fence.",
         "Read `status`; answer the current attempt, as its holder.",
@@ -222,7 +223,7 @@ pub const ENTRIES: &[Entry] = &[
     error(
         "unavailable",
         "unavailable",
-        4,
+        Exit::Unavailable,
         "Firestore could not be reached, kept aborting for 10 attempts, or the operation's \
          deadline passed. The answer names the host, the last gRPC code and the attempts \
          made.",
@@ -231,7 +232,7 @@ pub const ENTRIES: &[Entry] = &[
     error(
         "credentials_unavailable",
         "configuration",
-        8,
+        Exit::Configuration,
         "No usable Application Default Credentials (decided without a network call).",
         "Set GOOGLE_APPLICATION_CREDENTIALS, run `gcloud auth application-default login`, \
          or run on Google Cloud with a service account; for the emulator, set \
@@ -240,7 +241,7 @@ pub const ENTRIES: &[Entry] = &[
     error(
         "permission_denied",
         "configuration",
-        8,
+        Exit::Configuration,
         "Firestore refused the credentials (UNAUTHENTICATED) or they lack permission on the \
          database (PERMISSION_DENIED).",
         "Grant the service account roles/datastore.user on the project, or refresh expired \
@@ -249,7 +250,7 @@ pub const ENTRIES: &[Entry] = &[
     error(
         "not_configured",
         "configuration",
-        8,
+        Exit::Configuration,
         "The target is not usable: the project or database does not exist, it is not a \
          Firestore Native database, the request was invalid for it, or no project id was \
          found (`cause` says which).",
@@ -259,7 +260,7 @@ pub const ENTRIES: &[Entry] = &[
     error(
         "internal",
         "internal",
-        1,
+        Exit::Internal,
         "A defect inside this process (an output that failed to serialize, a worker task \
          that panicked); nothing about the journal is implied.",
         "Report it with the command line that caused it; retrying does not help.",
@@ -267,7 +268,7 @@ pub const ENTRIES: &[Entry] = &[
     error(
         "emulator_unavailable",
         "unavailable",
-        4,
+        Exit::Unavailable,
         "The CLI could not start the Firestore emulator: Java or the emulator jar is \
          missing, or the JVM exited or did not answer in time (stderr says which).",
         "Install Java (default-jre-headless) and google-cloud-cli-firestore-emulator, or \
@@ -276,7 +277,7 @@ pub const ENTRIES: &[Entry] = &[
     error(
         "address_unavailable",
         "input",
-        2,
+        Exit::Input,
         "`emulator --host/--port` named an address that cannot be listened on: the port is \
          in use, or the address is not this machine's.",
         "Choose another --port, or none for a free one.",
@@ -284,7 +285,7 @@ pub const ENTRIES: &[Entry] = &[
     error(
         "rules_do_not_compile",
         "input",
-        2,
+        Exit::Input,
         "`rules check` was given a ruleset the emulator does not compile; `message` is the \
          emulator's.",
         "Fix the ruleset at the line the message names.",
@@ -537,7 +538,7 @@ impl Entry {
             "{}: {}, exit {}\n  {}\n  What to do: {}\n",
             self.code,
             self.kind_text(),
-            self.exit,
+            self.exit.code(),
             self.meaning,
             self.action
         )
@@ -555,7 +556,10 @@ pub fn markdown() -> String {
         };
         text += &format!(
             "| `{}` | {kind} | {} | {} | {} |\n",
-            entry.code, entry.exit, entry.meaning, entry.action
+            entry.code,
+            entry.exit.code(),
+            entry.meaning,
+            entry.action
         );
     }
     text
@@ -566,19 +570,19 @@ pub fn markdown() -> String {
 pub fn run(args: &ExplainArgs) -> ExitCode {
     if args.markdown {
         print!("{}", markdown());
-        return ExitCode::SUCCESS;
+        return Exit::Success.into();
     }
     match &args.code {
         None => {
             for entry in ENTRIES {
                 println!("{}", entry.text());
             }
-            ExitCode::SUCCESS
+            Exit::Success.into()
         }
         Some(code) => match lookup(code.trim()) {
             Some(entry) => {
                 print!("{}", entry.text());
-                ExitCode::SUCCESS
+                Exit::Success.into()
             }
             None => {
                 let failure = InvalidInput {
@@ -588,7 +592,7 @@ pub fn run(args: &ExplainArgs) -> ExitCode {
                                lists them all",
                 };
                 println!("{}", super::exit::invalid_line(&failure));
-                ExitCode::from(super::exit::INPUT)
+                Exit::Input.into()
             }
         },
     }

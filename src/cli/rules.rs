@@ -8,6 +8,7 @@
 //! leak (or changed document); 2 the ruleset is unreadable or does not compile; 4 the
 //! emulator is unavailable or answered something that is neither allow nor deny.
 
+use super::exit::Exit;
 use super::input::{InvalidInput, Problem};
 use crate::emulator::Emulator;
 use crate::rules_testing::{
@@ -17,13 +18,6 @@ use clap::Subcommand;
 use serde_json::json;
 use std::path::PathBuf;
 use std::process::ExitCode;
-
-/// Exit code when the matrix found a leak.
-const LEAK: u8 = 6;
-/// Exit code for a ruleset that cannot be read or does not compile.
-const INVALID: u8 = 2;
-/// Exit code when the emulator is unavailable.
-const UNAVAILABLE: u8 = 4;
 
 /// `rules` subcommands.
 #[derive(Debug, Subcommand)]
@@ -72,7 +66,7 @@ async fn check(
                 expected: "a readable Firestore ruleset file",
             };
             println!("{}", super::exit::invalid_line(&failure));
-            return ExitCode::from(INVALID);
+            return Exit::Input.into();
         }
     };
     // A private emulator lives as long as this function and dies with it.
@@ -97,7 +91,7 @@ async fn check(
                 "{}",
                 json!({"error": "rules_do_not_compile", "ruleset": path, "message": message})
             );
-            return ExitCode::from(INVALID);
+            return Exit::Input.into();
         }
         Err(error) => return unavailable(emulator.host(), &error.to_string()),
     };
@@ -145,12 +139,12 @@ async fn check(
         report.changed.len()
     );
     if !leaks.is_empty() || !report.changed.is_empty() {
-        ExitCode::from(LEAK)
+        Exit::Leak.into()
     } else if !unexpected.is_empty() {
         eprintln!("command-journal: some answers were neither an allow nor a deny");
-        ExitCode::from(UNAVAILABLE)
+        Exit::Unavailable.into()
     } else {
-        ExitCode::SUCCESS
+        Exit::Success.into()
     }
 }
 
@@ -164,7 +158,7 @@ fn unavailable(host: &str, message: &str) -> ExitCode {
         "message": format!("{host}: the emulator did not answer as expected: {message}"),
     });
     println!("{line}");
-    ExitCode::from(UNAVAILABLE)
+    Exit::Unavailable.into()
 }
 
 /// One line per operation: context, operation, path, result.

@@ -6,13 +6,10 @@
 //! ranges.
 
 use super::Global;
-use super::exit;
+use super::exit::{self, Exit};
 use crate::verify::Scanned;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
-
-/// The exit code of a scan that found no journal document.
-pub const EMPTY: u8 = 7;
 
 /// Runs the verifier against the selected project.
 pub async fn run(options: &Global, allow_empty: bool, ranges: &str) -> ExitCode {
@@ -63,18 +60,18 @@ pub async fn run(options: &Global, allow_empty: bool, ranges: &str) -> ExitCode 
              this the right project and database? (--allow-empty accepts an empty journal)",
             connection.project()
         );
-        return ExitCode::from(EMPTY);
+        return Exit::Empty.into();
     }
     if report.clean {
         eprintln!("verify: clean ({} documents)", report.scanned.total());
-        ExitCode::SUCCESS
+        Exit::Success.into()
     } else {
         let total: u64 = report.finding_counts.values().sum();
         eprintln!("verify: {total} broken invariants");
         for (code, count) in &report.finding_counts {
             eprintln!("  {code}: {count}");
         }
-        ExitCode::from(5)
+        Exit::Broken.into()
     }
 }
 
