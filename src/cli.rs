@@ -10,6 +10,8 @@ pub mod explain;
 pub mod identity;
 pub mod input;
 pub mod ledger;
+pub mod output;
+pub mod request;
 pub mod rules;
 pub mod schema;
 pub mod sends;
@@ -20,10 +22,8 @@ pub use crate::expected::expected_for;
 use crate::time::ManualClock;
 use crate::{Concurrency, Journal, JournalError};
 use crate::{Connection, Target};
-use args::{Cmd, ConcurrencyArg, JournalArgs, LedgerCmd, SendCmd, TargetArgs};
-use commands::Operation;
-use input::Failure;
-use ledger::LedgerAction;
+use args::{Cmd, ConcurrencyArg, JournalArgs, TargetArgs};
+pub use request::Request;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -34,97 +34,13 @@ const DATABASE_ENV: &str = "FIRESTORE_DATABASE";
 /// Production Firestore's endpoint, as `unavailable` names it.
 const PRODUCTION_HOST: &str = "firestore.googleapis.com:443";
 
-/// Runs the parsed subcommand and returns the process exit code.
+/// Runs the parsed subcommand and returns the process exit code: its stdin object
+/// is validated into a [`Request`] first (exit 2 before any connection), then run.
 pub async fn run(command: Cmd) -> ExitCode {
-    let (operation, options) = match command {
-        Cmd::Identity => return exit::report_failure(identity::run(&read_stdin())),
-        Cmd::Emulator(args) => return emulator::run(args).await,
-        Cmd::DevToken(args) => return dev_token::run(&args),
-        Cmd::Explain(args) => return explain::run(&args),
-        Cmd::Example { of } => {
-            println!("{}", of.subject().example());
-            return ExitCode::SUCCESS;
-        }
-        Cmd::Completions { shell } => return completions(shell),
-        Cmd::Rules { action } => return rules::run(action).await,
-        Cmd::Demo(args) => {
-            let options = Global::from_target(&args.target.target());
-            let demo = demo::DemoOptions {
-                commands: args.commands,
-                workers: args.workers,
-                seed: args.seed,
-                keep: args.keep,
-                project: options.project,
-                database: options.database,
-            };
-            return demo::run(options.emulator_host, demo).await;
-        }
-        Cmd::Ledger { action } => {
-            let (action, args) = match action {
-                LedgerCmd::Fingerprint => {
-                    let stdin = read_stdin();
-                    let result = ledger::run(LedgerAction::Fingerprint, &stdin, None).await;
-                    return exit::report_failure(result);
-                }
-                LedgerCmd::Accept(args) => (LedgerAction::Accept, args),
-                LedgerCmd::Replay(args) => (LedgerAction::Replay, args),
-                LedgerCmd::Link(args) => (LedgerAction::Link, args),
-            };
-            return ledger_command(action, &Global::from_journal(&args)).await;
-        }
-        Cmd::Send { action } => {
-            let (action, args) = match action {
-                SendCmd::Begin(args) => (sends::SendAction::Begin, args),
-                SendCmd::Outcome(args) => (sends::SendAction::Outcome, args),
-                SendCmd::Reconcile(args) => (sends::SendAction::Reconcile, args),
-            };
-            let options = Global::from_journal(&args);
-            let result = sends::run(action, &read_stdin(), || options.journal()).await;
-            return exit::report_failure(result);
-        }
-        Cmd::Verify {
-            allow_empty,
-            ranges,
-            target,
-        } => {
-            let options = Global::from_target(&target);
-            return verify::run(&options, allow_empty, &ranges).await;
-        }
-        Cmd::Register(args) => (Operation::Register, args),
-        Cmd::Acquire(args) => (Operation::Acquire, args),
-        Cmd::Start(args) => (Operation::Start, args),
-        Cmd::Complete(args) => (Operation::Complete, args),
-        Cmd::Fail(args) => (Operation::Fail, args),
-        Cmd::Status(args) => (Operation::Status, args),
-    };
-    let options = Global::from_journal(&options);
-    exit::report_failure(commands::run(operation, &read_stdin(), || options.journal()).await)
-}
-
-async fn ledger_command(action: LedgerAction, options: &Global) -> ExitCode {
-    let stdin = read_stdin();
-    // Validate the input before connecting: invalid input is exit 2 whatever the target.
-    if let Err(error) = ledger::run(action, &stdin, None).await
-        && error != Failure::Journal(ledger::no_journal())
-    {
-        return exit::report_failure(Err(error));
+    match Request::parse(command, read_stdin) {
+        Ok(request) => request.execute().await,
+        Err(failure) => exit::report_failure(Err(failure)),
     }
-    match options.journal().await {
-        Ok(journal) => exit::report_failure(ledger::run(action, &stdin, Some(&journal)).await),
-        Err(error) => exit::report(Err(error)),
-    }
-}
-
-/// Prints the completion script of `shell` for the whole command line.
-fn completions(shell: clap_complete::Shell) -> ExitCode {
-    let mut command = <args::Args as clap::CommandFactory>::command();
-    clap_complete::generate(
-        shell,
-        &mut command,
-        "command-journal",
-        &mut std::io::stdout(),
-    );
-    ExitCode::SUCCESS
 }
 
 /// The options that choose the project, the target and the clock, resolved against

@@ -2,9 +2,10 @@
 //! operation each.
 
 use super::input::{Failure, Input};
+use super::output::to_json;
 use super::schema::Subject;
 use crate::fence::FenceEpoch;
-use crate::{Journal, JournalError};
+use crate::{CommandInput, Journal, JournalError};
 use crate::{LeaseId, TerminalReferenceFingerprint};
 use serde_json::Value;
 
@@ -25,12 +26,6 @@ pub enum Operation {
     Status,
 }
 
-fn to_json<T: serde::Serialize>(value: T) -> Result<Value, JournalError> {
-    serde_json::to_value(value).map_err(|_| JournalError::Internal {
-        reason: "output serialization failed",
-    })
-}
-
 impl Operation {
     /// The stdin object it reads.
     pub fn subject(self) -> Subject {
@@ -45,50 +40,79 @@ impl Operation {
     }
 }
 
-/// Validates the whole stdin object first (exit 2 before any connection; an unknown
-/// key is reported before a missing one), then runs the operation through `journal()`.
-pub async fn run<F, Fut>(operation: Operation, stdin: &str, journal: F) -> Result<Value, Failure>
-where
-    F: FnOnce() -> Fut,
-    Fut: Future<Output = Result<Journal, JournalError>>,
-{
-    let mut input = Input::parse(stdin)?;
-    input.only(&operation.subject().keys())?;
-    let command = input.command()?;
-    let lease = match operation {
-        Operation::Register | Operation::Status => None,
-        _ => Some(LeaseId::parse(&input.string("leaseId")?)?),
-    };
-    let fence = match operation {
-        Operation::Complete | Operation::Fail => Some(input.integer("expectedFenceEpoch")?),
-        _ => None,
-    };
-    let reference = match operation {
-        Operation::Complete => Some(TerminalReferenceFingerprint::parse(
-            &input.string("terminalReferenceFingerprint")?,
-        )?),
-        _ => None,
-    };
-    input.finish()?;
-    let journal = journal().await?;
-    let value = match (operation, lease, fence, reference) {
-        (Operation::Register, ..) => to_json(journal.register_command(&command).await?),
-        (Operation::Status, ..) => to_json(journal.send_status(&command).await?),
-        (Operation::Acquire, Some(lease), ..) => {
-            to_json(journal.acquire_lease(&command, &lease).await?)
+/// A journal operation with its stdin object validated. The expected fence stays the
+/// integer given until the operation runs, where it becomes a [`FenceEpoch`] (after
+/// connecting, so that a connection error is reported first, as it always was).
+#[derive(Debug)]
+pub enum Request {
+    /// `register`.
+    Register(CommandInput),
+    /// `status`.
+    Status(CommandInput),
+    /// `acquire`.
+    Acquire(CommandInput, LeaseId),
+    /// `start`.
+    Start(CommandInput, LeaseId),
+    /// `complete`.
+    Complete(CommandInput, LeaseId, i64, TerminalReferenceFingerprint),
+    /// `fail`.
+    Fail(CommandInput, LeaseId, i64),
+}
+
+impl Request {
+    /// Validates the whole stdin object of `operation` (an unknown key is reported
+    /// before a missing one, each key in the documented order).
+    pub fn parse(operation: Operation, stdin: &str) -> Result<Self, Failure> {
+        let mut input = Input::parse(stdin)?;
+        input.only(&operation.subject().keys())?;
+        let command = input.command()?;
+        let request = match operation {
+            Operation::Register => Self::Register(command),
+            Operation::Status => Self::Status(command),
+            Operation::Acquire => Self::Acquire(command, lease(&mut input)?),
+            Operation::Start => Self::Start(command, lease(&mut input)?),
+            Operation::Complete => {
+                let lease = lease(&mut input)?;
+                let fence = input.integer("expectedFenceEpoch")?;
+                let reference = TerminalReferenceFingerprint::parse(
+                    &input.string("terminalReferenceFingerprint")?,
+                )?;
+                Self::Complete(command, lease, fence, reference)
+            }
+            Operation::Fail => {
+                let lease = lease(&mut input)?;
+                Self::Fail(command, lease, input.integer("expectedFenceEpoch")?)
+            }
+        };
+        input.finish()?;
+        Ok(request)
+    }
+
+    /// Runs the operation on `journal` and returns its output as JSON.
+    pub async fn execute(self, journal: &Journal) -> Result<Value, JournalError> {
+        match self {
+            Self::Register(command) => to_json(journal.register_command(&command).await?),
+            Self::Status(command) => to_json(journal.send_status(&command).await?),
+            Self::Acquire(command, lease) => {
+                to_json(journal.acquire_lease(&command, &lease).await?)
+            }
+            Self::Start(command, lease) => to_json(journal.start(&command, &lease).await?),
+            Self::Complete(command, lease, fence, reference) => {
+                let fence = FenceEpoch::new(fence)?;
+                to_json(
+                    journal
+                        .complete_command(&command, &lease, fence, &reference)
+                        .await?,
+                )
+            }
+            Self::Fail(command, lease, fence) => {
+                let fence = FenceEpoch::new(fence)?;
+                to_json(journal.fail_command(&command, &lease, fence).await?)
+            }
         }
-        (Operation::Start, Some(lease), ..) => to_json(journal.start(&command, &lease).await?),
-        (Operation::Complete, Some(lease), Some(fence), Some(reference)) => to_json(
-            journal
-                .complete_command(&command, &lease, FenceEpoch::new(fence)?, &reference)
-                .await?,
-        ),
-        (Operation::Fail, Some(lease), Some(fence), _) => to_json(
-            journal
-                .fail_command(&command, &lease, FenceEpoch::new(fence)?)
-                .await?,
-        ),
-        _ => Err(JournalError::InvalidInput { field: "input" }),
-    };
-    Ok(value?)
+    }
+}
+
+fn lease(input: &mut Input) -> Result<LeaseId, Failure> {
+    Ok(LeaseId::parse(&input.string("leaseId")?)?)
 }

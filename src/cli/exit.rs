@@ -107,7 +107,7 @@ impl Exit {
                 "" => String::new(),
                 class => format!("{class}: "),
             };
-            text += &format!("\n  {}  {class}{}", exit.code(), exit.meaning());
+            text += &format!("\n  {exit}  {class}{}", exit.meaning());
         }
         text
     }
@@ -122,6 +122,13 @@ impl Exit {
             ErrorClass::Configuration => Self::Configuration,
             _ => Self::Internal,
         }
+    }
+}
+
+/// The bare number, as tables and help texts print it.
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.code())
     }
 }
 

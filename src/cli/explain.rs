@@ -538,7 +538,7 @@ impl Entry {
             "{}: {}, exit {}\n  {}\n  What to do: {}\n",
             self.code,
             self.kind_text(),
-            self.exit.code(),
+            self.exit,
             self.meaning,
             self.action
         )
@@ -556,10 +556,7 @@ pub fn markdown() -> String {
         };
         text += &format!(
             "| `{}` | {kind} | {} | {} | {} |\n",
-            entry.code,
-            entry.exit.code(),
-            entry.meaning,
-            entry.action
+            entry.code, entry.exit, entry.meaning, entry.action
         );
     }
     text

@@ -26,13 +26,14 @@
 //!   monetary content (effect objects as in the fingerprint input). Prints the outcome
 //!   `linked` or `already_linked` with the reservation and its (relabelled) rows.
 //!
-//! `accept`, `replay` and `link` without a journal (no project or emulator) are `unavailable`.
+//! `accept`, `replay` and `link` validate the whole object before connecting.
 //! Their refusals are the library's (exit 3): for `accept`, a plan declaring another
 //! `fingerprintVersion` than the stored reservation's is `replay_mismatch`; for
 //! `accept` and `replay`, stored rows that contradict their reservation (integrity
 //! digest or rebuilt fingerprint, `docs/ledger.md`) are `journal_corrupt`.
 
 use super::input::{Failure, Input, object as stdin_object, only_keys};
+use super::output::to_json;
 use super::schema::Subject;
 use crate::Timestamp;
 use crate::identity::Digest;
@@ -42,11 +43,9 @@ use crate::ledger::{HistoricalCommand, LedgerScope, ReversalAuthority};
 use crate::{Journal, JournalError};
 use serde_json::{Map, Value, json};
 
-/// Which ledger subcommand to run.
+/// Which ledger subcommand that needs a journal to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LedgerAction {
-    /// `ledger fingerprint`: needs no journal.
-    Fingerprint,
     /// `ledger accept`.
     Accept,
     /// `ledger replay`.
@@ -55,69 +54,91 @@ pub enum LedgerAction {
     Link,
 }
 
-/// Runs ledger subcommand `action` on the JSON object `stdin`.
-pub async fn run(
-    action: LedgerAction,
-    stdin: &str,
-    journal: Option<&Journal>,
-) -> Result<Value, Failure> {
-    match action {
-        LedgerAction::Fingerprint => fingerprint(stdin),
-        LedgerAction::Accept => {
-            let mut input = Input::parse(stdin)?;
-            input.only(&Subject::LedgerAccept.keys())?;
-            let key = key(&mut input)?;
-            let scope = scope(input.value("scope")?)?;
-            let plan = plan(&input.value("plan")?)?;
-            input.finish()?;
-            let journal = journal.ok_or_else(no_journal)?;
-            Ok(output(
-                &journal.accept_ledger_command(&key, &plan, &scope).await?,
-            )?)
+/// A ledger operation with its stdin object validated; each carries the command's
+/// key and scope.
+#[derive(Debug)]
+pub enum Request {
+    /// `ledger accept`: the plan to accept.
+    Accept(LedgerKey, LedgerScope, FingerprintInput),
+    /// `ledger replay` of a charge: its business tuple.
+    ReplayCharge(LedgerKey, LedgerScope, Intent),
+    /// `ledger replay` of a reversal: its authority.
+    ReplayReversal(LedgerKey, LedgerScope, ReversalAuthority),
+    /// `ledger link`: the migration's proven command.
+    Link(LedgerKey, LedgerScope, HistoricalCommand),
+}
+
+impl Request {
+    /// Validates the whole stdin object of `action`: unknown keys first, then each
+    /// key in the documented order.
+    pub fn parse(action: LedgerAction, stdin: &str) -> Result<Self, Failure> {
+        let mut input = Input::parse(stdin)?;
+        input.only(&action.subject().keys())?;
+        let key = key(&mut input)?;
+        let scope = scope(input.value("scope")?)?;
+        match action {
+            LedgerAction::Accept => {
+                let plan = plan(&input.value("plan")?)?;
+                input.finish()?;
+                Ok(Self::Accept(key, scope, plan))
+            }
+            LedgerAction::Replay => {
+                let charge = input.optional_value("charge");
+                let reversal = input.optional_value("reversal");
+                input.finish()?;
+                match (charge, reversal) {
+                    (Some(charge), None) => {
+                        Ok(Self::ReplayCharge(key, scope, charge_intent(charge)?))
+                    }
+                    (None, Some(reversal)) => Ok(Self::ReplayReversal(
+                        key,
+                        scope,
+                        reversal_authority(reversal)?,
+                    )),
+                    (None, None) => Err(JournalError::invalid("charge").into()),
+                    (Some(_), Some(_)) => Err(JournalError::invalid("reversal").into()),
+                }
+            }
+            LedgerAction::Link => {
+                let command = historical(input.value("historical")?)?;
+                input.finish()?;
+                Ok(Self::Link(key, scope, command))
+            }
         }
-        LedgerAction::Replay => {
-            let mut input = Input::parse(stdin)?;
-            input.only(&Subject::LedgerReplay.keys())?;
-            let key = key(&mut input)?;
-            let scope = scope(input.value("scope")?)?;
-            let charge = input.optional_value("charge");
-            let reversal = input.optional_value("reversal");
-            input.finish()?;
-            let replay = match (charge, reversal) {
-                (Some(charge), None) => {
-                    let intent = charge_intent(charge)?;
-                    let journal = journal.ok_or_else(no_journal)?;
-                    journal
-                        .replay_reserved_charge(&key, &scope, &intent)
-                        .await?
-                }
-                (None, Some(reversal)) => {
-                    let authority = reversal_authority(reversal)?;
-                    let journal = journal.ok_or_else(no_journal)?;
-                    journal
-                        .replay_reserved_reversal(&key, &scope, &authority)
-                        .await?
-                }
-                (None, None) => return Err(JournalError::InvalidInput { field: "charge" }.into()),
-                (Some(_), Some(_)) => {
-                    return Err(JournalError::InvalidInput { field: "reversal" }.into());
-                }
-            };
-            Ok(output(&replay)?)
-        }
-        LedgerAction::Link => {
-            let mut input = Input::parse(stdin)?;
-            input.only(&Subject::LedgerLink.keys())?;
-            let key = key(&mut input)?;
-            let scope = scope(input.value("scope")?)?;
-            let command = historical(input.value("historical")?)?;
-            input.finish()?;
-            let journal = journal.ok_or_else(no_journal)?;
-            Ok(output(
-                &journal
+    }
+
+    /// Runs the operation on `journal` and returns its outcome as JSON.
+    pub async fn execute(self, journal: &Journal) -> Result<Value, JournalError> {
+        match self {
+            Self::Accept(key, scope, plan) => {
+                to_json(journal.accept_ledger_command(&key, &plan, &scope).await?)
+            }
+            Self::ReplayCharge(key, scope, intent) => to_json(
+                journal
+                    .replay_reserved_charge(&key, &scope, &intent)
+                    .await?,
+            ),
+            Self::ReplayReversal(key, scope, authority) => to_json(
+                journal
+                    .replay_reserved_reversal(&key, &scope, &authority)
+                    .await?,
+            ),
+            Self::Link(key, scope, command) => to_json(
+                journal
                     .link_historical_effects(&key, &scope, &command)
                     .await?,
-            )?)
+            ),
+        }
+    }
+}
+
+impl LedgerAction {
+    /// The stdin object it reads.
+    pub fn subject(self) -> Subject {
+        match self {
+            Self::Accept => Subject::LedgerAccept,
+            Self::Replay => Subject::LedgerReplay,
+            Self::Link => Subject::LedgerLink,
         }
     }
 }
@@ -201,25 +222,21 @@ fn historical(value: Value) -> Result<HistoricalCommand, JournalError> {
     })
 }
 
-fn fingerprint(stdin: &str) -> Result<Value, Failure> {
+/// `ledger fingerprint`'s stdin object: the serializer input itself.
+pub fn parse_fingerprint(stdin: &str) -> Result<FingerprintInput, Failure> {
     let map = stdin_object(stdin)?;
     only_keys(&map, &Subject::LedgerFingerprint.keys())?;
-    let input = FingerprintInput::from_json(&Value::Object(map))?;
+    Ok(FingerprintInput::from_json(&Value::Object(map))?)
+}
+
+/// The fingerprint of `input`, its version and the exact canonical text hashed.
+pub fn fingerprint(input: &FingerprintInput) -> Result<Value, JournalError> {
     let fingerprint = input.fingerprint(input.version())?;
     Ok(json!({
         "fingerprint": fingerprint.digest.as_str(),
         "fingerprintVersion": fingerprint.version,
         "canonical": fingerprint.canonical,
     }))
-}
-
-/// The answer of an operation that validated its input but was given no journal.
-pub fn no_journal() -> JournalError {
-    JournalError::Unavailable {
-        last_code: None,
-        attempts: 0,
-        deadline: false,
-    }
 }
 
 /// The `plan` object: a fingerprint input, whose own unknown keys are the plan's fault.
@@ -229,14 +246,6 @@ fn plan(value: &Value) -> Result<FingerprintInput, JournalError> {
             JournalError::InvalidInput { field: "plan" }
         }
         other => other,
-    })
-}
-
-fn output(value: &impl serde::Serialize) -> Result<Value, JournalError> {
-    // The outputs are plain data and always serialize; the mapping only keeps the
-    // signature total, as `commands` does.
-    serde_json::to_value(value).map_err(|_| JournalError::Internal {
-        reason: "output serialization failed",
     })
 }
 
@@ -322,18 +331,20 @@ mod tests {
     use super::super::input::Problem;
     use super::*;
 
-    fn block<T>(future: impl std::future::Future<Output = T>) -> T {
-        tokio::runtime::Builder::new_current_thread()
-            .build()
-            .expect("runtime")
-            .block_on(future)
+    /// Whether the stdin object of `action` validates (`Ok` means a journal is needed next).
+    fn validate(action: LedgerAction, stdin: &str) -> Result<(), Failure> {
+        Request::parse(action, stdin).map(drop)
+    }
+
+    fn run_fingerprint(stdin: &str) -> Result<Value, Failure> {
+        Ok(fingerprint(&parse_fingerprint(stdin)?)?)
     }
 
     #[test]
     fn fingerprint_prints_the_canonical_text_it_hashed() {
         let stdin = r#"{"family":"overdraft_fee","fingerprintVersion":5,
             "effects":[{"seat_id":"s","amount":"2.5"}],"intent":{"forceAuthority":true}}"#;
-        let out = block(run(LedgerAction::Fingerprint, stdin, None)).expect("fingerprint");
+        let out = run_fingerprint(stdin).expect("fingerprint");
         let canonical = out["canonical"].as_str().expect("canonical");
         assert!(canonical.contains(r#""amount":"2.50""#));
         assert!(canonical.ends_with(r#""intent":["OVERDRAFT_FEE",true]}"#));
@@ -348,12 +359,12 @@ mod tests {
     fn fingerprint_rejects_duplicate_keys_and_unsupported_versions() {
         let dup = r#"{"family":"effect_plan","family":"reversal","fingerprintVersion":5}"#;
         assert_eq!(
-            block(run(LedgerAction::Fingerprint, dup, None)),
+            run_fingerprint(dup),
             Err(Failure::key("family".into(), Problem::Duplicate))
         );
         let v3 = r#"{"family":"effect_plan","fingerprintVersion":3,"effects":[{}]}"#;
         assert_eq!(
-            block(run(LedgerAction::Fingerprint, v3, None)),
+            run_fingerprint(v3),
             Err(Failure::Journal(
                 JournalError::UnsupportedFingerprintVersion
             ))
@@ -365,27 +376,24 @@ mod tests {
         let base = r#""classId":"c","featCode":"f","idempotencyKey":"k","scope":{"seatId":"s","actorSeatId":"a"}"#;
         let plan = r#""plan":{"family":"effect_plan","fingerprintVersion":5,"effects":[{}]}"#;
         let accept = format!("{{{base},{plan}}}");
-        assert_eq!(
-            block(run(LedgerAction::Accept, &accept, None)),
-            Err(Failure::Journal(no_journal()))
-        );
+        assert_eq!(validate(LedgerAction::Accept, &accept), Ok(()));
         let extra = format!("{{{base},{plan},\"x\":1}}");
         assert_eq!(
-            block(run(LedgerAction::Accept, &extra, None)),
+            validate(LedgerAction::Accept, &extra),
             Err(Failure::key("x".into(), Problem::Unknown))
         );
         let plan_extra = format!(
             "{{{base},\"plan\":{{\"family\":\"effect_plan\",\"fingerprintVersion\":5,\"effects\":[{{}}],\"x\":1}}}}"
         );
         assert_eq!(
-            block(run(LedgerAction::Accept, &plan_extra, None)),
+            validate(LedgerAction::Accept, &plan_extra),
             Err(Failure::Journal(JournalError::InvalidInput {
                 field: "plan"
             }))
         );
         let bad_scope = r#"{"classId":"c","featCode":"f","idempotencyKey":"k","scope":{"seatId":"s"},"plan":{}}"#;
         assert_eq!(
-            block(run(LedgerAction::Accept, bad_scope, None)),
+            validate(LedgerAction::Accept, bad_scope),
             Err(Failure::Journal(JournalError::InvalidInput {
                 field: "scope"
             }))
@@ -393,14 +401,11 @@ mod tests {
         let charge = format!(
             "{{{base},\"charge\":{{\"family\":\"overdraft_fee\",\"intent\":{{\"forceAuthority\":false}}}}}}"
         );
-        assert_eq!(
-            block(run(LedgerAction::Replay, &charge, None)),
-            Err(Failure::Journal(no_journal()))
-        );
+        assert_eq!(validate(LedgerAction::Replay, &charge), Ok(()));
         let not_a_charge =
             format!("{{{base},\"charge\":{{\"family\":\"reversal\",\"intent\":null}}}}");
         assert_eq!(
-            block(run(LedgerAction::Replay, &not_a_charge, None)),
+            validate(LedgerAction::Replay, &not_a_charge),
             Err(Failure::Journal(JournalError::InvalidInput {
                 field: "family"
             }))
@@ -409,36 +414,33 @@ mod tests {
             "{{{base},\"charge\":{{\"family\":\"store_purchase\",\"intent\":{{\"quantity\":0}}}}}}"
         );
         assert_eq!(
-            block(run(LedgerAction::Replay, &bad_intent, None)),
+            validate(LedgerAction::Replay, &bad_intent),
             Err(Failure::Journal(JournalError::InvalidInput {
                 field: "intent"
             }))
         );
         let both = format!("{{{base},\"charge\":{{}},\"reversal\":{{}}}}");
         assert_eq!(
-            block(run(LedgerAction::Replay, &both, None)),
+            validate(LedgerAction::Replay, &both),
             Err(Failure::Journal(JournalError::InvalidInput {
                 field: "reversal"
             }))
         );
         assert_eq!(
-            block(run(LedgerAction::Replay, &format!("{{{base}}}"), None)),
+            validate(LedgerAction::Replay, &format!("{{{base}}}")),
             Err(Failure::Journal(JournalError::InvalidInput {
                 field: "charge"
             }))
         );
         let reversal = format!("{{{base},\"reversal\":{{\"actorSeatId\":7}}}}");
         assert_eq!(
-            block(run(LedgerAction::Replay, &reversal, None)),
+            validate(LedgerAction::Replay, &reversal),
             Err(Failure::Journal(JournalError::InvalidInput {
                 field: "reversal"
             }))
         );
         let reversal = format!("{{{base},\"reversal\":{{\"mechanism\":\"WALLET\"}}}}");
-        assert_eq!(
-            block(run(LedgerAction::Replay, &reversal, None)),
-            Err(Failure::Journal(no_journal()))
-        );
+        assert_eq!(validate(LedgerAction::Replay, &reversal), Ok(()));
     }
 
     #[test]
@@ -451,10 +453,7 @@ mod tests {
             )
         };
         let good = r#""fingerprintVersion":4,"acceptedAt":"2020-09-13T12:26:40Z","migrationId":"m","effectIds":["x-0"],"effects":[{"amount":"1"}]"#;
-        assert_eq!(
-            block(run(LedgerAction::Link, &historical(good), None)),
-            Err(Failure::Journal(no_journal()))
-        );
+        assert_eq!(validate(LedgerAction::Link, &historical(good)), Ok(()));
         let cases = [
             (good.replace("4,", "\"4\","), "fingerprintVersion"),
             (
@@ -468,14 +467,14 @@ mod tests {
         ];
         for (fields, field) in cases {
             assert_eq!(
-                block(run(LedgerAction::Link, &historical(&fields), None)),
+                validate(LedgerAction::Link, &historical(&fields)),
                 Err(Failure::Journal(JournalError::InvalidInput { field })),
                 "{fields}"
             );
         }
         let bad_digest = historical(good).replace(&"a".repeat(64), "A");
         assert_eq!(
-            block(run(LedgerAction::Link, &bad_digest, None)),
+            validate(LedgerAction::Link, &bad_digest),
             Err(Failure::Journal(JournalError::InvalidInput {
                 field: "fingerprint"
             }))

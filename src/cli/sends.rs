@@ -3,12 +3,12 @@
 //! `expectedFenceEpoch`) plus its own keys.
 
 use super::input::{Failure, Input};
+use super::output::to_json;
 use super::schema::Subject;
 use crate::fence::FenceEpoch;
 use crate::sends::{SendEvidence, SendOutcome};
-use crate::{
-    Journal, JournalError, LeaseId, ProviderPlan, ProviderPlanRequest, TerminalReferenceFingerprint,
-};
+use crate::{CommandInput, Journal, JournalError, LeaseId};
+use crate::{ProviderPlan, ProviderPlanRequest, TerminalReferenceFingerprint};
 use serde_json::Value;
 
 /// Which send operation to run.
@@ -90,73 +90,91 @@ fn reference(
     }
 }
 
-fn to_json<T: serde::Serialize>(value: T) -> Result<Value, JournalError> {
-    serde_json::to_value(value).map_err(|_| JournalError::Internal {
-        reason: "output serialization failed",
-    })
+/// What the stdin object asks for, validated: the command, the lease, the expected
+/// fence (a [`FenceEpoch`] once connected, as before) and the operation's own part.
+#[derive(Debug)]
+pub struct Request {
+    command: CommandInput,
+    lease: LeaseId,
+    fence: i64,
+    operation: SendOperation,
 }
 
-/// What the stdin object asks for, validated.
-enum Request {
+/// The operation's own part of a send request.
+#[derive(Debug)]
+enum SendOperation {
     Begin(ProviderPlan),
     Outcome(i64, SendOutcome),
     Reconcile(i64, SendEvidence),
 }
 
-/// Validates the whole stdin object first (exit 2 before any connection), then runs
-/// the operation through `journal()`.
-pub async fn run<F, Fut>(action: SendAction, stdin: &str, journal: F) -> Result<Value, Failure>
-where
-    F: FnOnce() -> Fut,
-    Fut: Future<Output = Result<Journal, JournalError>>,
-{
-    let mut input = Input::parse(stdin)?;
-    input.only(&action.subject().keys())?;
-    let command = input.command()?;
-    let lease = LeaseId::parse(&input.string("leaseId")?)?;
-    let fence = input.integer("expectedFenceEpoch")?;
-    let request = match action {
-        SendAction::Begin => Request::Begin(plan(&input.value("plan")?)?),
-        SendAction::Outcome => {
-            let attempt = input.integer("attempt")?;
-            let outcome = input.string("outcome")?;
-            let reference = reference(&mut input, outcome == "succeeded")?;
-            let outcome = match (outcome.as_str(), reference) {
-                ("succeeded", Some(r)) => SendOutcome::Succeeded(r),
-                ("declined", None) => SendOutcome::Declined,
-                ("ambiguous", None) => SendOutcome::Ambiguous,
-                _ => return Err(JournalError::InvalidInput { field: "outcome" }.into()),
-            };
-            Request::Outcome(attempt, outcome)
+impl Request {
+    /// Validates the whole stdin object of `action`.
+    pub fn parse(action: SendAction, stdin: &str) -> Result<Self, Failure> {
+        let mut input = Input::parse(stdin)?;
+        input.only(&action.subject().keys())?;
+        let command = input.command()?;
+        let lease = LeaseId::parse(&input.string("leaseId")?)?;
+        let fence = input.integer("expectedFenceEpoch")?;
+        let operation = match action {
+            SendAction::Begin => SendOperation::Begin(plan(&input.value("plan")?)?),
+            SendAction::Outcome => {
+                let attempt = input.integer("attempt")?;
+                let outcome = input.string("outcome")?;
+                let reference = reference(&mut input, outcome == "succeeded")?;
+                let outcome = match (outcome.as_str(), reference) {
+                    ("succeeded", Some(r)) => SendOutcome::Succeeded(r),
+                    ("declined", None) => SendOutcome::Declined,
+                    ("ambiguous", None) => SendOutcome::Ambiguous,
+                    _ => return Err(JournalError::invalid("outcome").into()),
+                };
+                SendOperation::Outcome(attempt, outcome)
+            }
+            SendAction::Reconcile => {
+                let attempt = input.integer("attempt")?;
+                let evidence = input.string("evidence")?;
+                let reference = reference(&mut input, evidence == "succeeded")?;
+                let evidence = match (evidence.as_str(), reference) {
+                    ("succeeded", Some(r)) => SendEvidence::Succeeded(r),
+                    ("declined", None) => SendEvidence::Declined,
+                    ("not_found", None) => SendEvidence::NotFound,
+                    _ => return Err(JournalError::invalid("evidence").into()),
+                };
+                SendOperation::Reconcile(attempt, evidence)
+            }
+        };
+        input.finish()?;
+        Ok(Self {
+            command,
+            lease,
+            fence,
+            operation,
+        })
+    }
+
+    /// Runs the send operation on `journal` and returns its output as JSON.
+    pub async fn execute(self, journal: &Journal) -> Result<Value, JournalError> {
+        let Self {
+            command,
+            lease,
+            fence,
+            operation,
+        } = self;
+        let fence = FenceEpoch::new(fence)?;
+        match operation {
+            SendOperation::Begin(plan) => {
+                to_json(journal.begin_send(&command, &lease, fence, &plan).await?)
+            }
+            SendOperation::Outcome(attempt, outcome) => to_json(
+                journal
+                    .record_send_outcome(&command, &lease, fence, attempt, &outcome)
+                    .await?,
+            ),
+            SendOperation::Reconcile(attempt, evidence) => to_json(
+                journal
+                    .reconcile_send(&command, &lease, fence, attempt, &evidence)
+                    .await?,
+            ),
         }
-        SendAction::Reconcile => {
-            let attempt = input.integer("attempt")?;
-            let evidence = input.string("evidence")?;
-            let reference = reference(&mut input, evidence == "succeeded")?;
-            let evidence = match (evidence.as_str(), reference) {
-                ("succeeded", Some(r)) => SendEvidence::Succeeded(r),
-                ("declined", None) => SendEvidence::Declined,
-                ("not_found", None) => SendEvidence::NotFound,
-                _ => return Err(JournalError::InvalidInput { field: "evidence" }.into()),
-            };
-            Request::Reconcile(attempt, evidence)
-        }
-    };
-    input.finish()?;
-    let journal = journal().await?;
-    let fence = FenceEpoch::new(fence)?;
-    let value = match request {
-        Request::Begin(plan) => to_json(journal.begin_send(&command, &lease, fence, &plan).await?),
-        Request::Outcome(attempt, outcome) => to_json(
-            journal
-                .record_send_outcome(&command, &lease, fence, attempt, &outcome)
-                .await?,
-        ),
-        Request::Reconcile(attempt, evidence) => to_json(
-            journal
-                .reconcile_send(&command, &lease, fence, attempt, &evidence)
-                .await?,
-        ),
-    };
-    Ok(value?)
+    }
 }
