@@ -39,7 +39,7 @@ const PRODUCTION_HOST: &str = "firestore.googleapis.com:443";
 pub async fn run(command: Cmd) -> ExitCode {
     match Request::parse(command, read_stdin) {
         Ok(request) => request.execute().await,
-        Err(failure) => exit::report_failure(Err(failure)),
+        Err(failure) => exit::report_failure(failure),
     }
 }
 

@@ -13,7 +13,7 @@
 use super::input::{Failure, Problem};
 use crate::Connection;
 use crate::rules_testing::token::mock_user_token;
-use serde_json::{Value, json};
+use serde_json::json;
 
 /// The prefix every emulator-only project id has.
 pub const DEMO_PREFIX: &str = "demo-";
@@ -70,7 +70,7 @@ pub fn run(args: &DevTokenArgs) -> std::process::ExitCode {
             println!("{token}");
             super::exit::Exit::Success.into()
         }
-        Err(failure) => super::exit::report_failure(Err::<Value, _>(failure)),
+        Err(failure) => super::exit::report_failure(failure),
     }
 }
 
@@ -93,7 +93,7 @@ mod tests {
         let parts: Vec<&str> = token.split('.').collect();
         assert_eq!(parts.len(), 3);
         assert_eq!(parts[2], "", "unsigned");
-        let decode = |part: &str| -> Value {
+        let decode = |part: &str| -> serde_json::Value {
             serde_json::from_slice(&URL_SAFE_NO_PAD.decode(part).expect("base64url")).expect("JSON")
         };
         assert_eq!(decode(parts[0])["alg"], "none");

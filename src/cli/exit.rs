@@ -229,16 +229,16 @@ pub fn internal(reason: &'static str) -> ExitCode {
     report(Err(JournalError::Internal { reason }))
 }
 
-/// [`report`] for a subcommand that reads stdin: an input failure is `invalid_input`
-/// naming the key and its problem (exit 2).
-pub fn report_failure(result: Result<Value, Failure>) -> ExitCode {
-    match result {
-        Err(Failure::Input(input)) => {
+/// Prints the refusal of a subcommand's input and returns its exit code: an input
+/// failure is `invalid_input` naming the key and its problem (exit 2), a journal
+/// error as [`report`] prints it.
+pub fn report_failure(failure: Failure) -> ExitCode {
+    match failure {
+        Failure::Input(input) => {
             println!("{}", invalid_line(&input));
             Exit::Input.into()
         }
-        Err(Failure::Journal(error)) => report(Err(error)),
-        Ok(value) => report(Ok(value)),
+        Failure::Journal(error) => report(Err(error)),
     }
 }
 
