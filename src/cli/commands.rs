@@ -11,7 +11,7 @@ use serde_json::Value;
 
 /// Which journal operation to run.
 #[derive(Debug, Clone, Copy)]
-pub enum Operation {
+pub enum Command {
     /// `register_command`.
     Register,
     /// `acquire_lease`.
@@ -26,7 +26,7 @@ pub enum Operation {
     Status,
 }
 
-impl Operation {
+impl Command {
     /// The stdin object it reads.
     pub fn subject(self) -> Subject {
         match self {
@@ -62,16 +62,16 @@ pub enum Request {
 impl Request {
     /// Validates the whole stdin object of `operation` (an unknown key is reported
     /// before a missing one, each key in the documented order).
-    pub fn parse(operation: Operation, stdin: &str) -> Result<Self, Failure> {
+    pub fn parse(operation: Command, stdin: &str) -> Result<Self, Failure> {
         let mut input = Input::parse(stdin)?;
         input.only(&operation.subject().keys())?;
         let command = input.command()?;
         let request = match operation {
-            Operation::Register => Self::Register(command),
-            Operation::Status => Self::Status(command),
-            Operation::Acquire => Self::Acquire(command, lease(&mut input)?),
-            Operation::Start => Self::Start(command, lease(&mut input)?),
-            Operation::Complete => {
+            Command::Register => Self::Register(command),
+            Command::Status => Self::Status(command),
+            Command::Acquire => Self::Acquire(command, lease(&mut input)?),
+            Command::Start => Self::Start(command, lease(&mut input)?),
+            Command::Complete => {
                 let lease = lease(&mut input)?;
                 let fence = input.integer("expectedFenceEpoch")?;
                 let reference = TerminalReferenceFingerprint::parse(
@@ -79,7 +79,7 @@ impl Request {
                 )?;
                 Self::Complete(command, lease, fence, reference)
             }
-            Operation::Fail => {
+            Command::Fail => {
                 let lease = lease(&mut input)?;
                 Self::Fail(command, lease, input.integer("expectedFenceEpoch")?)
             }

@@ -2,7 +2,7 @@
 //! its typed request) before anything runs, and the one function that runs it.
 
 use super::args::{Cmd, JournalArgs, LedgerCmd, SendCmd};
-use super::commands::{self, Operation};
+use super::commands::{self, Command};
 use super::exit::{self, Exit};
 use super::input::Failure;
 use super::ledger::{self, LedgerAction};
@@ -11,7 +11,30 @@ use super::schema::Subject;
 use super::sends::{self, SendAction};
 use super::{Global, demo, dev_token, emulator, explain, identity, rules, verify};
 use crate::ledger::FingerprintInput;
+use crate::{Journal, JournalError};
+use serde_json::Value;
 use std::process::ExitCode;
+
+/// An operation that needs the journal, its input validated.
+pub enum Operation {
+    /// `register`, `acquire`, `start`, `complete`, `fail`, `status`.
+    Command(commands::Request),
+    /// `send begin | outcome | reconcile`.
+    Send(sends::Request),
+    /// `ledger accept | replay | link`.
+    Ledger(ledger::Request),
+}
+
+impl Operation {
+    /// Runs it on `journal` and returns its output as JSON.
+    async fn execute(self, journal: &Journal) -> Result<Value, JournalError> {
+        match self {
+            Self::Command(request) => request.execute(journal).await,
+            Self::Send(request) => request.execute(journal).await,
+            Self::Ledger(request) => request.execute(journal).await,
+        }
+    }
+}
 
 /// One subcommand, ready to run: stdin already read and validated where it is read.
 pub enum Request {
@@ -19,12 +42,8 @@ pub enum Request {
     Identity(identity::Request),
     /// `ledger fingerprint`.
     Fingerprint(FingerprintInput),
-    /// `register`, `acquire`, `start`, `complete`, `fail`, `status`.
-    Journal(commands::Request, Global),
-    /// `send begin | outcome | reconcile`.
-    Send(sends::Request, Global),
-    /// `ledger accept | replay | link`.
-    Ledger(ledger::Request, Global),
+    /// An operation on the journal, with the options that connect to it.
+    Journal(Box<Operation>, Global),
     /// `verify`.
     Verify {
         /// Its target.
@@ -54,39 +73,25 @@ impl Request {
     /// Parses `command`, reading stdin (with `stdin`) only for a subcommand that reads
     /// it; a stdin object that does not validate is the failure, before any connection.
     pub fn parse(command: Cmd, stdin: impl FnOnce() -> String) -> Result<Self, Failure> {
-        let journal = |operation, args: JournalArgs, stdin: String| {
-            let request = commands::Request::parse(operation, &stdin)?;
-            Ok(Self::Journal(request, Global::from_journal(&args)))
-        };
         Ok(match command {
             Cmd::Identity => Self::Identity(identity::Request::parse(&stdin())?),
-            Cmd::Register(args) => return journal(Operation::Register, args, stdin()),
-            Cmd::Acquire(args) => return journal(Operation::Acquire, args, stdin()),
-            Cmd::Start(args) => return journal(Operation::Start, args, stdin()),
-            Cmd::Complete(args) => return journal(Operation::Complete, args, stdin()),
-            Cmd::Fail(args) => return journal(Operation::Fail, args, stdin()),
-            Cmd::Status(args) => return journal(Operation::Status, args, stdin()),
-            Cmd::Send { action } => {
-                let (action, args) = match action {
-                    SendCmd::Begin(args) => (SendAction::Begin, args),
-                    SendCmd::Outcome(args) => (SendAction::Outcome, args),
-                    SendCmd::Reconcile(args) => (SendAction::Reconcile, args),
-                };
-                let options = Global::from_journal(&args);
-                Self::Send(sends::Request::parse(action, &stdin())?, options)
-            }
-            Cmd::Ledger { action } => {
-                let (action, args) = match action {
-                    LedgerCmd::Fingerprint => {
-                        return Ok(Self::Fingerprint(ledger::parse_fingerprint(&stdin())?));
-                    }
-                    LedgerCmd::Accept(args) => (LedgerAction::Accept, args),
-                    LedgerCmd::Replay(args) => (LedgerAction::Replay, args),
-                    LedgerCmd::Link(args) => (LedgerAction::Link, args),
-                };
-                let options = Global::from_journal(&args);
-                Self::Ledger(ledger::Request::parse(action, &stdin())?, options)
-            }
+            Cmd::Register(args) => journal_request(Command::Register, &args, &stdin())?,
+            Cmd::Acquire(args) => journal_request(Command::Acquire, &args, &stdin())?,
+            Cmd::Start(args) => journal_request(Command::Start, &args, &stdin())?,
+            Cmd::Complete(args) => journal_request(Command::Complete, &args, &stdin())?,
+            Cmd::Fail(args) => journal_request(Command::Fail, &args, &stdin())?,
+            Cmd::Status(args) => journal_request(Command::Status, &args, &stdin())?,
+            Cmd::Send { action } => match action {
+                SendCmd::Begin(args) => send_request(SendAction::Begin, &args, &stdin())?,
+                SendCmd::Outcome(args) => send_request(SendAction::Outcome, &args, &stdin())?,
+                SendCmd::Reconcile(args) => send_request(SendAction::Reconcile, &args, &stdin())?,
+            },
+            Cmd::Ledger { action } => match action {
+                LedgerCmd::Fingerprint => Self::Fingerprint(ledger::parse_fingerprint(&stdin())?),
+                LedgerCmd::Accept(args) => ledger_request(LedgerAction::Accept, &args, &stdin())?,
+                LedgerCmd::Replay(args) => ledger_request(LedgerAction::Replay, &args, &stdin())?,
+                LedgerCmd::Link(args) => ledger_request(LedgerAction::Link, &args, &stdin())?,
+            },
             Cmd::Verify {
                 allow_empty,
                 ranges,
@@ -111,16 +116,8 @@ impl Request {
         match self {
             Self::Identity(request) => exit::report(request.derive()),
             Self::Fingerprint(input) => exit::report(ledger::fingerprint(&input)),
-            Self::Journal(request, options) => match options.journal().await {
-                Ok(journal) => exit::report(request.execute(&journal).await),
-                Err(error) => exit::report(Err(error)),
-            },
-            Self::Send(request, options) => match options.journal().await {
-                Ok(journal) => exit::report(request.execute(&journal).await),
-                Err(error) => exit::report(Err(error)),
-            },
-            Self::Ledger(request, options) => match options.journal().await {
-                Ok(journal) => exit::report(request.execute(&journal).await),
+            Self::Journal(operation, options) => match options.journal().await {
+                Ok(journal) => exit::report(operation.execute(&journal).await),
                 Err(error) => exit::report(Err(error)),
             },
             Self::Verify {
@@ -140,6 +137,41 @@ impl Request {
             Self::Rules(action) => rules::run(action).await,
         }
     }
+}
+
+/// A journal operation: its stdin object, then its options.
+fn journal_request(
+    operation: Command,
+    args: &JournalArgs,
+    stdin: &str,
+) -> Result<Request, Failure> {
+    let request = commands::Request::parse(operation, stdin)?;
+    Ok(Request::Journal(
+        Box::new(Operation::Command(request)),
+        Global::from_journal(args),
+    ))
+}
+
+/// A send operation: its stdin object, then its options.
+fn send_request(action: SendAction, args: &JournalArgs, stdin: &str) -> Result<Request, Failure> {
+    let request = sends::Request::parse(action, stdin)?;
+    Ok(Request::Journal(
+        Box::new(Operation::Send(request)),
+        Global::from_journal(args),
+    ))
+}
+
+/// A ledger operation that needs a journal: its stdin object, then its options.
+fn ledger_request(
+    action: LedgerAction,
+    args: &JournalArgs,
+    stdin: &str,
+) -> Result<Request, Failure> {
+    let request = ledger::Request::parse(action, stdin)?;
+    Ok(Request::Journal(
+        Box::new(Operation::Ledger(request)),
+        Global::from_journal(args),
+    ))
 }
 
 /// `demo` with its target resolved against the environment.
