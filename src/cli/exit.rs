@@ -311,4 +311,12 @@ mod tests {
         let codes: Vec<u8> = Exit::ALL.into_iter().map(Exit::code).collect();
         assert_eq!(codes, (0..=8).collect::<Vec<u8>>());
     }
+
+    #[test]
+    fn a_usage_error_exits_as_invalid_input() {
+        use clap::Parser as _;
+        let error = super::super::args::Args::try_parse_from(["command-journal", "--bogus"])
+            .expect_err("an unknown option");
+        assert_eq!(error.exit_code(), i32::from(Exit::Input.code()));
+    }
 }
