@@ -35,7 +35,7 @@ async fn a_second_worker_is_told_busy() {
         .start(&command, &LeaseId::generate())
         .await
         .expect("start");
-    assert!(matches!(first.lease, LeaseOutput::Acquired { fence_epoch: f, .. } if f.get() == 1));
+    assert!(matches!(first.lease, LeaseOutput::Acquired { fence_epoch, .. } if fence_epoch == 1));
     let second = journal
         .start(&command, &LeaseId::generate())
         .await

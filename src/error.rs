@@ -308,13 +308,19 @@ impl JournalError {
         Self::JournalCorrupt { reason }
     }
 
+    /// `unavailable` after `attempts` attempts, the last answering `last_code` (if an RPC
+    /// answered at all); `deadline` when the operation's deadline ended it.
+    pub(crate) fn unavailable(last_code: Option<GrpcCode>, attempts: u32, deadline: bool) -> Self {
+        Self::Unavailable {
+            last_code,
+            attempts,
+            deadline,
+        }
+    }
+
     /// No connection to Firestore could be made: gRPC's UNAVAILABLE, before any attempt.
     pub(crate) fn connect_failed() -> Self {
-        Self::Unavailable {
-            last_code: Some(GrpcCode::Unavailable),
-            attempts: 0,
-            deadline: false,
-        }
+        Self::unavailable(Some(GrpcCode::Unavailable), 0, false)
     }
 
     /// Firestore could not be reached at all (no RPC answered).

@@ -133,11 +133,7 @@ async fn run_in_span<T: Transition>(
                 last_code = Some(GrpcCode::from(code));
                 previous_transaction = transaction;
                 if attempts >= options.policy.attempts.get() {
-                    break Err(JournalError::Unavailable {
-                        last_code,
-                        attempts,
-                        deadline: false,
-                    });
+                    break Err(JournalError::unavailable(last_code, attempts, false));
                 }
                 // A blind creation refused because a document exists is no contention:
                 // read what is there at once.

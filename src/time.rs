@@ -83,6 +83,19 @@ impl Timestamp {
     }
 }
 
+/// A timestamp in the outputs' JSON shape: `{"seconds":S,"nanoseconds":N}`.
+pub(crate) struct SecondsNanos(pub(crate) Timestamp);
+
+impl serde::Serialize for SecondsNanos {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct as _;
+        let mut s = serializer.serialize_struct("Timestamp", 2)?;
+        s.serialize_field("seconds", &self.0.seconds())?;
+        s.serialize_field("nanoseconds", &self.0.subsec_nanos())?;
+        s.end()
+    }
+}
+
 /// The trusted clock. The transaction runner reads it once per operation, before the
 /// first attempt, and every attempt reuses that instant.
 pub trait Clock: Send + Sync {

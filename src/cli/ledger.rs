@@ -256,16 +256,14 @@ fn key(input: &mut Input) -> Result<LedgerKey, Failure> {
     Ok(LedgerKey::new(&class_id, &feat_code, &idempotency_key)?)
 }
 
-/// `value` as an object whose keys all belong to `allowed`.
+/// `value` as an object whose keys all belong to `allowed` (the fingerprint parser's
+/// rule), owned.
 fn object(
     value: Value,
     allowed: &[&str],
     field: &'static str,
 ) -> Result<Map<String, Value>, JournalError> {
-    match value {
-        Value::Object(map) if map.keys().all(|k| allowed.contains(&k.as_str())) => Ok(map),
-        _ => Err(JournalError::InvalidInput { field }),
-    }
+    crate::ledger::fingerprint::json::object(&value, allowed, field).cloned()
 }
 
 fn scope(value: Value) -> Result<LedgerScope, JournalError> {

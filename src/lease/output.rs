@@ -2,6 +2,7 @@
 //! [`TerminalOutput`] (`complete_command`, `fail_command`) and [`StatusOutput`]
 //! (`status`), with their fixed serialized shapes.
 
+use crate::time::SecondsNanos;
 use crate::time::Timestamp;
 use serde::ser::{Serialize, SerializeStruct, Serializer};
 
@@ -93,17 +94,6 @@ impl Serialize for LeaseOutput {
 impl Serialize for TerminalOutput {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         LeaseOutput::from(*self).serialize(serializer)
-    }
-}
-
-struct SecondsNanos(Timestamp);
-
-impl Serialize for SecondsNanos {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut s = serializer.serialize_struct("Timestamp", 2)?;
-        s.serialize_field("seconds", &self.0.seconds())?;
-        s.serialize_field("nanoseconds", &self.0.subsec_nanos())?;
-        s.end()
     }
 }
 

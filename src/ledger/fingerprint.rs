@@ -53,7 +53,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest as _, Sha256};
 
 mod canonical;
-mod json;
+pub(crate) mod json;
 mod plan;
 
 pub use plan::{

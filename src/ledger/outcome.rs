@@ -3,6 +3,7 @@
 use super::effect::LedgerEffect;
 use super::fingerprint::CommandFamily;
 use crate::digest::Digest;
+use crate::time::SecondsNanos;
 use crate::time::Timestamp;
 use serde::ser::{Serialize, SerializeStruct, Serializer};
 
@@ -63,17 +64,6 @@ impl LedgerOutcome {
     /// The effect ids, in accepted creation order.
     pub fn effect_ids(&self) -> Vec<&str> {
         self.effects.iter().map(|e| e.effect_id.as_str()).collect()
-    }
-}
-
-struct SecondsNanos(Timestamp);
-
-impl Serialize for SecondsNanos {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut s = serializer.serialize_struct("Timestamp", 2)?;
-        s.serialize_field("seconds", &self.0.seconds())?;
-        s.serialize_field("nanoseconds", &self.0.subsec_nanos())?;
-        s.end()
     }
 }
 

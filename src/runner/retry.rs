@@ -16,11 +16,7 @@ use std::time::Duration;
 
 /// The answer of an operation whose deadline passed after `attempts` attempts.
 pub(super) fn deadline_error(last_code: Option<GrpcCode>, attempts: u32) -> JournalError {
-    JournalError::Unavailable {
-        last_code,
-        attempts,
-        deadline: true,
-    }
+    JournalError::unavailable(last_code, attempts, true)
 }
 
 /// Backoff after failed attempt `attempt` (1-based) that answered `code`, under
@@ -169,16 +165,10 @@ pub(super) fn is_precondition_loss(code: Code) -> bool {
 /// code is `unavailable` after that one attempt, anything else its own refusal.
 pub(crate) fn status_error(status: &Status) -> JournalError {
     match classify(Rpc::Read, Concurrency::Preconditions, status) {
-        Failure::Retry { code, .. } => JournalError::Unavailable {
-            last_code: Some(GrpcCode::from(code)),
-            attempts: 1,
-            deadline: false,
-        },
-        Failure::Deadline => JournalError::Unavailable {
-            last_code: None,
-            attempts: 1,
-            deadline: true,
-        },
+        Failure::Retry { code, .. } => {
+            JournalError::unavailable(Some(GrpcCode::from(code)), 1, false)
+        }
+        Failure::Deadline => JournalError::unavailable(None, 1, true),
         Failure::Final(error) => error,
     }
 }

@@ -1,6 +1,7 @@
 //! The answers of the send operations and their fixed JSON shapes.
 
 use crate::lease::TerminalOutput;
+use crate::time::SecondsNanos;
 use crate::time::Timestamp;
 use serde::ser::{Serialize, SerializeStruct, Serializer};
 
@@ -45,17 +46,6 @@ pub enum SendOutcomeOutput {
         /// The attempt found absent.
         attempt: i64,
     },
-}
-
-pub(crate) struct SecondsNanos(pub(crate) Timestamp);
-
-impl Serialize for SecondsNanos {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut s = serializer.serialize_struct("Timestamp", 2)?;
-        s.serialize_field("seconds", &self.0.seconds())?;
-        s.serialize_field("nanoseconds", &self.0.subsec_nanos())?;
-        s.end()
-    }
 }
 
 /// `{"journalSchemaVersion":1,"outcome":"send_permitted","attempt":N,"resend":B,

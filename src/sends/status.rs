@@ -2,9 +2,9 @@
 //! the current attempt's number, state, cutoff and whether it needs reconciliation.
 
 use super::load::{self, Sends};
-use super::output::SecondsNanos;
 use crate::error::JournalError;
 use crate::lease::{LeaseCall, StatusOutput, StatusRead};
+use crate::time::SecondsNanos;
 use crate::time::Timestamp;
 use crate::transaction::{Decision, OperationName, Snapshot, Step, Transition};
 use serde::Serialize;

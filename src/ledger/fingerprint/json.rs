@@ -10,7 +10,7 @@ use crate::identity::MAX_SAFE_INTEGER;
 use serde_json::{Map, Value};
 
 /// `value` as an object whose keys all belong to `allowed`; else `field` is invalid.
-pub(super) fn object<'a>(
+pub(crate) fn object<'a>(
     value: &'a Value,
     allowed: &[&str],
     field: &'static str,
