@@ -19,9 +19,10 @@ impl Journal {
     /// only after the provider has proven the old one absent. A succeeded command
     /// answers its stored result on every later call, without a send.
     ///
-    /// At most one send per call. A send that does not answer by its deadline (or a
-    /// call dropped mid-send) leaves the attempt open: the next call re-sends it with
-    /// the same key before the cutoff, or looks it up after. Errors are the journal's
+    /// At most one send per attempt per call, and a second attempt only once the
+    /// provider has proven the first absent. A send that does not answer by its
+    /// deadline (or a call dropped mid-send) leaves the attempt open: the next call
+    /// re-sends it with the same key before the cutoff, or looks it up after. Errors are the journal's
     /// ([`JournalError`]); a lost lease is [`Execution::InProgress`].
     ///
     /// ```no_run
