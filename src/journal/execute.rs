@@ -22,8 +22,8 @@ impl Journal {
     /// At most one send per attempt per call, and a second attempt only once the
     /// provider has proven the first absent. A send that does not answer by its
     /// deadline (or a call dropped mid-send) leaves the attempt open: the next call
-    /// re-sends it with the same key before the cutoff, or looks it up after. Errors are the journal's
-    /// ([`JournalError`]); a lost lease is [`Execution::InProgress`].
+    /// re-sends it with the same key before the cutoff, or looks it up after. Errors
+    /// are the journal's ([`JournalError`]); a lost lease is [`Execution::InProgress`].
     ///
     /// ```no_run
     /// # use command_journal::*;
