@@ -12,6 +12,8 @@
 //! each one names. `docs/providers.md` ("One call") gives the table.
 
 pub(crate) mod protocol;
+#[cfg(test)]
+mod tests;
 
 use crate::envelope::ResultEnvelope;
 use serde_json::Value;
@@ -19,7 +21,9 @@ use std::future::Future;
 use std::time::Duration;
 
 /// One send the journal permits: the attempt's key and the plan's parameters.
-#[derive(Debug, Clone, Copy)]
+/// `Debug` shows the attempt, the resend flag and the deadline only: never the key or
+/// a parameter value.
+#[derive(Clone, Copy)]
 pub struct SendRequest<'a> {
     /// The attempt's provider idempotency key (`cj1-…` for attempt 1): send it in the
     /// provider's idempotency header, so that a re-send is deduplicated.
@@ -33,6 +37,16 @@ pub struct SendRequest<'a> {
     pub attempt: i64,
     /// Whether an earlier holder already sent this attempt with this key.
     pub resend: bool,
+}
+
+impl std::fmt::Debug for SendRequest<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SendRequest")
+            .field("attempt", &self.attempt)
+            .field("resend", &self.resend)
+            .field("deadline", &self.deadline)
+            .finish_non_exhaustive()
+    }
 }
 
 /// What the provider answered a send.
