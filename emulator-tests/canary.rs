@@ -156,7 +156,7 @@ async fn no_raw_secret_reaches_documents_outputs_errors_or_traces() {
         SendOutcome::Succeeded(reference.clone()),
     ] {
         let answer = fresh
-            .record_send_outcome(&cmd, &a, crate::support::fence_at(1), 1, &outcome)
+            .record_send_outcome(&cmd, &a, crate::support::fence_at(1), &plan, 1, &outcome)
             .await;
         record(format!("{outcome:?} {answer:?}"));
     }

@@ -21,6 +21,7 @@ use chrono::{TimeDelta, Utc};
 use command_journal::Connection;
 use command_journal::Journal;
 use command_journal::identity::OperationSlug;
+use command_journal::sends::ProviderLookup;
 use command_journal::time::ManualClock;
 use command_journal::{CommandInput, CommandRequest};
 use futures::future::BoxFuture;
@@ -1148,6 +1149,35 @@ fn checkout_configuration_is_strict_and_names_the_variable() {
             vec![("PROVIDER_TIMEOUT_MS", Some("0"))],
             "PROVIDER_TIMEOUT_MS",
         ),
+        (
+            vec![("PROVIDER_LOOKUP", Some("Durable"))],
+            "PROVIDER_LOOKUP",
+        ),
+        (vec![("PROVIDER_LOOKUP", Some("search"))], "PROVIDER_LOOKUP"),
+        (
+            vec![("PROVIDER_LOOKUP_SETTLE_SECONDS", Some("-1"))],
+            "PROVIDER_LOOKUP_SETTLE_SECONDS",
+        ),
+        (
+            vec![("PROVIDER_LOOKUP_SETTLE_SECONDS", Some("5 min"))],
+            "PROVIDER_LOOKUP_SETTLE_SECONDS",
+        ),
+        (
+            vec![
+                ("PROVIDER_LOOKUP", Some("durable")),
+                ("PROVIDER_LOOKUP_SETTLE_SECONDS", Some("86401")),
+            ],
+            "PROVIDER_LOOKUP_SETTLE_SECONDS",
+        ),
+        // A key-store lookup needs a lease plus the settle window within a quarter
+        // of the retention: 60 + 841 > 3600 / 4.
+        (
+            vec![
+                ("PROVIDER_KEY_RETENTION_SECONDS", Some("3600")),
+                ("PROVIDER_LOOKUP_SETTLE_SECONDS", Some("841")),
+            ],
+            "PROVIDER_LOOKUP_SETTLE_SECONDS",
+        ),
     ];
     for (changes, variable) in refused {
         let error = config(&changes).expect_err(variable);
@@ -1161,6 +1191,39 @@ fn checkout_configuration_is_strict_and_names_the_variable() {
     assert_eq!(ok.plan.key_retention_seconds, 86_400);
     let plan = ok.plan.plan(&json!({"amount": 1250})).expect("plan");
     assert_eq!(plan.provider(), "stub");
+    // The lookup: key_store and a 300 s settle window unless told otherwise.
+    assert_eq!(
+        (plan.lookup(), plan.lookup_settle_seconds()),
+        (ProviderLookup::KeyStore, 300)
+    );
+    let edge = config(&[
+        ("PROVIDER_KEY_RETENTION_SECONDS", Some("3600")),
+        ("PROVIDER_LOOKUP", Some("key_store")),
+        ("PROVIDER_LOOKUP_SETTLE_SECONDS", Some("840")),
+    ])
+    .expect("60 + 840 = 3600 / 4");
+    assert_eq!(
+        (edge.plan.lookup, edge.plan.lookup_settle_seconds),
+        (ProviderLookup::KeyStore, 840)
+    );
+    let durable = config(&[
+        ("PROVIDER_KEY_RETENTION_SECONDS", Some("3600")),
+        ("PROVIDER_LOOKUP", Some(" durable ")),
+        ("PROVIDER_LOOKUP_SETTLE_SECONDS", Some("86400")),
+    ])
+    .expect("a durable lookup is not bound by the retention");
+    let plan = durable.plan.plan(&json!({"amount": 1250})).expect("plan");
+    assert_eq!(
+        (plan.lookup(), plan.lookup_settle_seconds()),
+        (ProviderLookup::Durable, 86_400)
+    );
+    assert_eq!(
+        config(&[("PROVIDER_LOOKUP_SETTLE_SECONDS", Some("0"))])
+            .expect("no settle window")
+            .plan
+            .lookup_settle_seconds,
+        0
+    );
     assert!(
         !format!("{:?}", ok.plan).contains("CANARY"),
         "the account stays out"

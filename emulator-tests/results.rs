@@ -320,7 +320,14 @@ async fn a_send_outcome_or_reconciliation_stores_its_envelope() {
     clock.advance(TimeDelta::seconds(1));
     let outcome = SendOutcome::SucceededWith(envelope(0));
     let answered = journal
-        .record_send_outcome(&sent, &lease(1), crate::support::fence_at(1), 1, &outcome)
+        .record_send_outcome(
+            &sent,
+            &lease(1),
+            crate::support::fence_at(1),
+            &plan(),
+            1,
+            &outcome,
+        )
         .await
         .expect("outcome");
     assert_eq!(answered, SUCCEEDED);
@@ -333,7 +340,14 @@ async fn a_send_outcome_or_reconciliation_stores_its_envelope() {
     let before = journal.stats();
     assert_eq!(
         journal
-            .record_send_outcome(&sent, &lease(1), crate::support::fence_at(1), 1, &outcome)
+            .record_send_outcome(
+                &sent,
+                &lease(1),
+                crate::support::fence_at(1),
+                &plan(),
+                1,
+                &outcome
+            )
             .await,
         Ok(SUCCEEDED)
     );
@@ -342,7 +356,14 @@ async fn a_send_outcome_or_reconciliation_stores_its_envelope() {
     assert_eq!(
         code(
             journal
-                .record_send_outcome(&sent, &lease(1), crate::support::fence_at(1), 1, &other)
+                .record_send_outcome(
+                    &sent,
+                    &lease(1),
+                    crate::support::fence_at(1),
+                    &plan(),
+                    1,
+                    &other
+                )
                 .await
         ),
         "terminal_conflict"
@@ -354,6 +375,7 @@ async fn a_send_outcome_or_reconciliation_stores_its_envelope() {
             &late,
             &lease(1),
             crate::support::fence_at(1),
+            &plan(),
             1,
             &SendOutcome::Ambiguous,
         )
@@ -375,7 +397,14 @@ async fn a_send_outcome_or_reconciliation_stores_its_envelope() {
     );
     let evidence = SendEvidence::SucceededWith(envelope(2));
     let reconciled = journal
-        .reconcile_send(&late, &lease(2), crate::support::fence_at(2), 1, &evidence)
+        .reconcile_send(
+            &late,
+            &lease(2),
+            crate::support::fence_at(2),
+            &plan(),
+            1,
+            &evidence,
+        )
         .await
         .expect("reconcile");
     assert_eq!(reconciled, SUCCEEDED);
@@ -388,7 +417,14 @@ async fn a_send_outcome_or_reconciliation_stores_its_envelope() {
     let before = journal.stats();
     assert_eq!(
         journal
-            .reconcile_send(&late, &lease(2), crate::support::fence_at(2), 1, &evidence)
+            .reconcile_send(
+                &late,
+                &lease(2),
+                crate::support::fence_at(2),
+                &plan(),
+                1,
+                &evidence
+            )
             .await,
         Ok(SUCCEEDED)
     );

@@ -83,6 +83,7 @@ async fn run(journal: &Journal, cmd: &CommandInput, step: Step) -> Result<String
                     cmd,
                     &lease(0),
                     crate::support::fence_at(1),
+                    &plan(),
                     1,
                     &SendOutcome::Ambiguous
                 )
@@ -99,6 +100,7 @@ async fn run(journal: &Journal, cmd: &CommandInput, step: Step) -> Result<String
                     cmd,
                     &lease(1),
                     crate::support::fence_at(2),
+                    &plan(),
                     1,
                     &SendEvidence::NotFound
                 )
@@ -115,6 +117,7 @@ async fn run(journal: &Journal, cmd: &CommandInput, step: Step) -> Result<String
                     cmd,
                     &lease(1),
                     crate::support::fence_at(2),
+                    &plan(),
                     2,
                     &SendOutcome::Succeeded(reference)
                 )
@@ -203,6 +206,7 @@ async fn a_lost_commit_response_of_every_send_operation_converges_on_retry() {
                     &cmd,
                     &lease(1),
                     crate::support::fence_at(2),
+                    &plan(),
                     2,
                     &SendEvidence::Declined
                 )
@@ -215,6 +219,7 @@ async fn a_lost_commit_response_of_every_send_operation_converges_on_retry() {
                     &cmd,
                     &lease(1),
                     crate::support::fence_at(2),
+                    &plan(),
                     1,
                     &SendOutcome::Ambiguous
                 )

@@ -184,6 +184,7 @@ async fn workers_racing_sends_outcomes_and_reconciliation_keep_every_send_invari
                                 &cmd,
                                 &lease,
                                 crate::support::fence_at(fence),
+                                &plan(),
                                 attempt,
                                 &outcome,
                             )
@@ -216,6 +217,7 @@ async fn workers_racing_sends_outcomes_and_reconciliation_keep_every_send_invari
                                 &cmd,
                                 &lease,
                                 crate::support::fence_at(fence),
+                                &plan(),
                                 send.attempt,
                                 &evidence,
                             )

@@ -109,6 +109,7 @@ async fn ambiguous_attempt(connection: &Connection, cmd: &CommandInput) -> Journ
             cmd,
             &lease(0),
             crate::support::fence_at(1),
+            &plan(),
             1,
             &SendOutcome::Ambiguous,
         )
@@ -215,6 +216,7 @@ async fn succeeded_versus_ambiguous_versus_a_takeover_commit_consistently() {
                     &c,
                     &lease(0),
                     crate::support::fence_at(1),
+                    &plan(),
                     1,
                     &SendOutcome::Succeeded(reference(1)),
                 )
@@ -228,6 +230,7 @@ async fn succeeded_versus_ambiguous_versus_a_takeover_commit_consistently() {
                     &c,
                     &lease(0),
                     crate::support::fence_at(1),
+                    &plan(),
                     1,
                     &SendOutcome::Ambiguous,
                 )
@@ -296,6 +299,7 @@ async fn reconciliation_races_a_late_outcome_and_contradicting_evidence() {
                     &c,
                     &lease(50),
                     crate::support::fence_at(2),
+                    &plan(),
                     1,
                     &SendEvidence::NotFound,
                 )
@@ -309,6 +313,7 @@ async fn reconciliation_races_a_late_outcome_and_contradicting_evidence() {
                     &c,
                     &lease(50),
                     crate::support::fence_at(2),
+                    &plan(),
                     1,
                     &SendEvidence::Succeeded(reference(2)),
                 )
@@ -322,6 +327,7 @@ async fn reconciliation_races_a_late_outcome_and_contradicting_evidence() {
                     &c,
                     &lease(0),
                     crate::support::fence_at(1),
+                    &plan(),
                     1,
                     &SendOutcome::Succeeded(reference(2)),
                 )
@@ -447,6 +453,7 @@ async fn complete_and_fail_are_refused_once_a_plan_is_bound() {
                 &cmd,
                 &lease(0),
                 crate::support::fence_at(1),
+                &plan(),
                 1,
                 &SendOutcome::Declined
             )
@@ -480,6 +487,7 @@ async fn no_raw_value_reaches_documents_outputs_or_errors() {
             &cmd,
             &lease(0),
             crate::support::fence_at(1),
+            &plan(),
             1,
             &SendOutcome::Succeeded(reference(0xab)),
         )

@@ -390,7 +390,14 @@ async fn every_tampering_of_a_clean_journal_is_found_at_its_cause() {
             if is_send(name, *at) {
                 let outcome = SendOutcome::Succeeded(reference.clone());
                 journal
-                    .record_send_outcome(cmd, &lease(2), crate::support::fence_at(2), 1, &outcome)
+                    .record_send_outcome(
+                        cmd,
+                        &lease(2),
+                        crate::support::fence_at(2),
+                        &plan(),
+                        1,
+                        &outcome,
+                    )
                     .await
                     .expect("outcome");
             } else if is_result(name, *at) {

@@ -80,6 +80,17 @@ pub enum JournalError {
     /// answer, or was not sent by the caller's fence.
     #[error("the attempt does not match the command's current provider attempt")]
     AttemptMismatch,
+    /// `NotFound` evidence for an attempt whose absence the journal cannot prove from
+    /// its own records (`docs/providers.md`, "Proven absence"): a lease under which the
+    /// attempt was permitted may still be running, the plan's settle window has not
+    /// passed since, or the provider may have forgotten the key. Nothing was written.
+    /// `provable_from` is the instant from which the same evidence will be accepted,
+    /// when one exists; `None` means never without an operator.
+    #[error("the provider's absence cannot be proven from the journal's records{}", provable_text(*provable_from))]
+    AbsenceNotProvable {
+        /// When the absence becomes provable, if it ever does.
+        provable_from: Option<crate::time::Timestamp>,
+    },
     /// Firestore could not be reached, kept aborting, or the operation's deadline
     /// passed. Every operation is idempotent: retrying the whole call later is safe.
     ///
@@ -188,6 +199,13 @@ fn unavailable_text(last_code: Option<GrpcCode>, attempts: u32, deadline: bool) 
     format!("{what} ({code}); retrying the whole call later is safe")
 }
 
+fn provable_text(from: Option<crate::time::Timestamp>) -> &'static str {
+    match from {
+        Some(_) => " yet",
+        None => ": the key may be forgotten; it needs evidence or an operator",
+    }
+}
+
 fn grpc_text(code: Option<GrpcCode>) -> String {
     code.map(|c| format!(" (gRPC {})", c.as_str()))
         .unwrap_or_default()
@@ -253,6 +271,7 @@ impl JournalError {
             Self::PlanConflict => "plan_conflict",
             Self::SendOutcomeRequired => "send_outcome_required",
             Self::AttemptMismatch => "attempt_mismatch",
+            Self::AbsenceNotProvable { .. } => "absence_not_provable",
             Self::Unavailable { .. } => "unavailable",
             Self::CredentialsUnavailable => "credentials_unavailable",
             Self::PermissionDenied { .. } => "permission_denied",

@@ -111,7 +111,8 @@ const EXPECTED: &[(&str, &str)] = &[
         "ledger: a fingerprint input object: {family, fingerprintVersion, effects, intent} or \
          {family: internal_transfer, fingerprintVersion, transfer}; send begin: an object \
          {provider, account, mode, apiVersion, operation, endpoint, parameters, \
-         keyRetentionSeconds} and no other key",
+         keyRetentionSeconds, optional lookup and lookupSettleSeconds} and no other key \
+         (the same object for send outcome, send reconcile and identity)",
     ),
     (
         "charge",
@@ -171,16 +172,30 @@ const EXPECTED: &[(&str, &str)] = &[
          retention in seconds",
     ),
     (
+        "lookup",
+        "one of key_store (the default: the provider answers lookups from its \
+         idempotency-key store, which forgets keys after keyRetentionSeconds), durable \
+         (a lookup over the provider's own records, such as a Stripe metadata search)",
+    ),
+    (
+        "lookupSettleSeconds",
+        "an integer from 0 to 86400 (default 300): the time the provider's lookup needs \
+         to see a charge; with lookup key_store, 60 plus it at most a quarter of \
+         keyRetentionSeconds",
+    ),
+    (
         "attempt",
         "an integer from 1 to 9999: the attempt the send permit answered",
     ),
     (
         "outcome",
-        "one of succeeded, declined, ambiguous (succeeded with terminalReferenceFingerprint)",
+        "one of succeeded, declined, ambiguous (succeeded with exactly one of \
+         terminalReferenceFingerprint and result)",
     ),
     (
         "evidence",
-        "one of succeeded, declined, not_found (succeeded with terminalReferenceFingerprint)",
+        "one of succeeded, declined, not_found (succeeded with exactly one of \
+         terminalReferenceFingerprint and result)",
     ),
     ("concurrency", "one of preconditions, transaction"),
     ("fingerprint", "64 lowercase hex characters"),

@@ -10,6 +10,7 @@
 //! documents and the send layer's (`load`), and composes B2B's terminal transition
 //! rather than restating it; the lease module never learns about sends.
 
+pub(crate) mod absence;
 pub(crate) mod attempt;
 pub(crate) mod begin;
 pub(crate) mod bound_plan;
@@ -26,7 +27,7 @@ pub(crate) mod status;
 
 pub use attempt::AttemptState;
 pub use output::{BeginSendOutput, SendOutcomeOutput, SendPermit};
-pub use plan::{ProviderMode, ProviderPlan, ProviderPlanRequest};
+pub use plan::{ProviderLookup, ProviderMode, ProviderPlan, ProviderPlanRequest};
 pub use status::{CommandStatus, SendStatus};
 
 use crate::envelope::ResultEnvelope;

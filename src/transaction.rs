@@ -166,6 +166,23 @@ impl From<JournalError> for Step {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Snapshot {
     pub(crate) docs: HashMap<String, Option<FieldMap>>,
+    /// The commit times of documents read present, where the reader gave them.
+    pub(crate) stamps: HashMap<String, CommitStamps>,
+}
+
+/// A commit time in comparable form: seconds and nanoseconds of Firestore's
+/// `createTime`/`updateTime` (or the in-memory store's logical time in seconds).
+pub type CommitTime = (i64, i32);
+
+/// When a document was created and when it was last written: the commit times
+/// Firestore returns with every document read. Every write of one commit shares one
+/// commit time, so two documents written by one commit have equal times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CommitStamps {
+    /// The commit that created the document.
+    pub created: CommitTime,
+    /// The commit that last changed it.
+    pub updated: CommitTime,
 }
 
 impl Snapshot {
@@ -173,7 +190,20 @@ impl Snapshot {
     pub fn new(docs: impl IntoIterator<Item = (String, Option<FieldMap>)>) -> Self {
         Self {
             docs: docs.into_iter().collect(),
+            stamps: HashMap::new(),
         }
+    }
+
+    /// The commit times of the document at `path`, where the reader gave them (the
+    /// runner and the in-memory store always do; a hand-built snapshot may not).
+    pub fn stamps(&self, path: &str) -> Option<CommitStamps> {
+        self.stamps.get(path).copied()
+    }
+
+    /// The same snapshot with the commit times of `path` (tests and fuzzing).
+    pub fn with_stamps(mut self, path: &str, stamps: CommitStamps) -> Self {
+        self.stamps.insert(path.to_owned(), stamps);
+        self
     }
 
     /// The document at `path`, `None` when it does not exist or was not read.

@@ -7,21 +7,25 @@ Usage (from the crate root):
 Stdlib only; reuses the frame, digest and RFC 8785 code of identity_vectors.py (the
 crate's other independent implementation). Implements docs/identity.md,
 "Provider plan and attempt keys":
-  * planFingerprint = digest("command-journal.provider-plan", commandKeyHash,
-    provider, account, mode, apiVersion, operation, endpoint, canonical parameters,
-    str(keyRetentionSeconds))
+  * planFingerprint (plan version 2) = digest of domain "command-journal.provider-plan",
+    version "2", commandKeyHash, provider, account, mode, apiVersion, operation,
+    endpoint, canonical parameters, str(keyRetentionSeconds), lookup ("key_store" when
+    absent), str(lookupSettleSeconds) (300 when absent)
+  * planFingerprintV1 (plans bound before version 2) = the same frame under version
+    "1" without the last two parts
   * attempt 1 key   = cj1- + digest("command-journal.provider-key", commandKeyHash, operation)
   * attempt n >= 2  = cj1- + digest("command-journal.provider-attempt-key",
     commandKeyHash, operation, str(n))
   * cutoff seconds  = retention - retention // 4
 """
 
+import hashlib
 import json
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from identity_vectors import canonical_payload, derive, digest  # noqa: E402
+from identity_vectors import canonical_payload, derive, digest, frame  # noqa: E402
 
 COMMAND = {
     "environment": "test", "callerScopeKind": "member", "callerId": "member_7",
@@ -51,6 +55,7 @@ PLANS = [
             "apiVersion": "v71", "operation": "refund",
             "endpoint": "DELETE /v1/refunds/re_%2F42/items:cancel",
             "parameters": {}, "keyRetentionSeconds": 3600,
+            "lookup": "key_store", "lookupSettleSeconds": 840,
         },
         "attempts": [1, 2],
     },
@@ -60,7 +65,7 @@ PLANS = [
             "provider": "p", "account": "a", "mode": "test", "apiVersion": "1",
             "operation": "capture_funds", "endpoint": "PATCH /a/b~c/d@e",
             "parameters": {"b": [1, -9007199254740991, None, "x"], "a": {"z": False}},
-            "keyRetentionSeconds": 2592000,
+            "keyRetentionSeconds": 2592000, "lookup": "durable", "lookupSettleSeconds": 0,
         },
         "attempts": [1, 4],
     },
@@ -76,12 +81,21 @@ PLANS = [
 ]
 
 
+def plan_parts(ckh, plan):
+    return [ckh, plan["provider"], plan["account"], plan["mode"], plan["apiVersion"],
+            plan["operation"], plan["endpoint"], canonical_payload(plan["parameters"]),
+            str(plan["keyRetentionSeconds"])]
+
+
+def plan_fingerprint_v1(ckh, plan):
+    return digest("command-journal.provider-plan", *plan_parts(ckh, plan))
+
+
 def plan_fingerprint(ckh, plan):
-    return digest(
-        "command-journal.provider-plan", ckh, plan["provider"], plan["account"], plan["mode"],
-        plan["apiVersion"], plan["operation"], plan["endpoint"],
-        canonical_payload(plan["parameters"]), str(plan["keyRetentionSeconds"]),
-    )
+    parts = plan_parts(ckh, plan) + [plan.get("lookup", "key_store"),
+                                     str(plan.get("lookupSettleSeconds", 300))]
+    data = frame(["command-journal.provider-plan", "2"] + parts)
+    return hashlib.sha256(data).hexdigest()
 
 
 def attempt_key(ckh, operation, n):
@@ -102,6 +116,7 @@ def main():
             "expected": {
                 "canonicalParameters": canonical_payload(plan["parameters"]),
                 "planFingerprint": plan_fingerprint(ckh, plan),
+                "planFingerprintV1": plan_fingerprint_v1(ckh, plan),
                 "cutoffSeconds": retention - retention // 4,
                 "attemptKeys": {str(n): attempt_key(ckh, plan["operation"], n)
                                 for n in case["attempts"]},

@@ -244,6 +244,76 @@ async fn checkout_ten_retries_answer_the_first_body_byte_for_byte() {
     service.assert_no_leak(&[]).await;
 }
 
+#[tokio::test]
+async fn checkout_a_pending_charge_is_no_success_until_the_provider_finishes_it() {
+    let service = service_with(vec![Action::Pending]).await;
+    let id = command_id(106);
+    let pending = service.checkout(&id, &priced()).await;
+    assert_eq!(
+        (pending.status, &pending.body),
+        (503, &json!({"status": "retry"})),
+        "a 2xx pending charge is ambiguous"
+    );
+    assert_eq!(service.stub.charges().len(), 1, "held, pending");
+    let key = service.expected_key(&id, &priced());
+
+    // Re-sent with the same key once the lease expired: still pending, still 503.
+    service.clock.advance(TimeDelta::seconds(61));
+    assert_eq!(service.checkout(&id, &priced()).await.status, 503);
+    assert_eq!(service.stub.posts().len(), 2);
+
+    // Past the cutoff the lookup reads it pending: nothing concluded, nothing sent.
+    service.clock.advance(PAST_THE_CUTOFF);
+    let before = service.send_documents().await;
+    assert_eq!(service.checkout(&id, &priced()).await.status, 202);
+    assert_eq!(service.send_documents().await, before);
+
+    // Once the provider finishes it, the next retry finds it.
+    assert!(service.stub.settle(&key, "succeeded"));
+    service.clock.advance(TimeDelta::seconds(61));
+    let settled = service.checkout(&id, &priced()).await;
+    assert_eq!(
+        (settled.status, settled.body),
+        (200, succeeded(&service.first_charge()))
+    );
+    assert_eq!(service.stub.posts().len(), 2, "no POST after the cutoff");
+    assert_eq!(service.stub.charges().len(), 1);
+    assert_eq!(service.stub.lookups(), [key.clone(), key]);
+    service.assert_verifies_clean(1).await;
+    service.assert_no_leak(&[]).await;
+}
+
+#[tokio::test]
+async fn checkout_a_lookup_answering_another_amount_or_currency_concludes_nothing() {
+    let service = service_with(vec![Action::Status(503), Action::Status(503)]).await;
+    let mut other_amount = priced();
+    other_amount["amount"] = json!(99_900);
+    let mut other_currency = priced();
+    other_currency["currency"] = json!("usd");
+    for (n, other) in [(108, other_amount), (109, other_currency)] {
+        let id = command_id(n);
+        assert_eq!(service.checkout(&id, &priced()).await.status, 503);
+        let key = service.expected_key(&id, &priced());
+        // The provider answers the key with a charge made from another body.
+        service.stub.hold(&key, &other);
+        service.clock.advance(PAST_THE_CUTOFF);
+        let before = service.send_documents().await;
+        let posts = service.stub.posts().len();
+
+        let pending = service.checkout(&id, &priced()).await;
+        assert_eq!(
+            (pending.status, &pending.body),
+            (202, &json!({"status": "pending_reconciliation"})),
+            "{other}"
+        );
+        assert_eq!(service.send_documents().await, before, "nothing written");
+        assert_eq!(service.stub.posts().len(), posts, "nothing sent");
+        assert_eq!(service.stub.lookups().last(), Some(&key));
+    }
+    assert_eq!(service.operations("reconcile_send", "succeeded").await, 0);
+    service.assert_no_leak(&[]).await;
+}
+
 /// Rewrites every string in a Firestore value that holds `from`.
 fn forge(value: &mut gcloud_sdk::google::firestore::v1::Value, from: &str, to: &str) -> usize {
     use gcloud_sdk::google::firestore::v1::value::ValueType;
@@ -332,25 +402,104 @@ async fn checkout_every_send_path_leaks_nothing_in_bodies_logs_or_metrics() {
     service.assert_no_leak(&[&token, "acct_"]).await;
 }
 
+/// The key the checks below are made under.
+const KEY: &str = "cj1-CANARYkey";
+
+/// A charge of `priced()` under [`KEY`], `status` succeeded, with `changes` applied
+/// (a `null` removes the field).
+fn charge_with(changes: Value) -> Value {
+    let mut charge = json!({
+        "id": "ch_1", "object": "charge", "amount": 1250, "currency": "eur",
+        "status": "succeeded", "metadata": {"journal_key": KEY},
+    });
+    for (field, value) in changes.as_object().expect("changes").clone() {
+        match value {
+            Value::Null => charge.as_object_mut().expect("object").remove(&field),
+            value => charge.as_object_mut().expect("object").insert(field, value),
+        };
+    }
+    charge
+}
+
+/// The envelope of a charge of `priced()` in `status`.
+fn priced_envelope(status: &str) -> serde_json::Map<String, Value> {
+    json!({"id": "ch_1", "amount": 1250, "currency": "eur", "status": status})
+        .as_object()
+        .cloned()
+        .expect("object")
+}
+
+/// Charges that are not `priced()`'s under [`KEY`], though in its final state: another
+/// key, amount or currency, a missing one, or a key field that is no evidence.
+fn other_charges() -> Vec<Value> {
+    vec![
+        charge_with(json!({"metadata": {"journal_key": "cj1-other"}})),
+        charge_with(json!({"metadata": {"journal_key": 7}})),
+        charge_with(json!({"metadata": "cj1-CANARYkey"})),
+        charge_with(json!({"amount": 1251})),
+        charge_with(json!({"amount": null})),
+        charge_with(json!({"currency": "usd"})),
+        charge_with(json!({"currency": null})),
+    ]
+}
+
 #[test]
 fn checkout_provider_lookup_bodies_are_read_strictly() {
-    use super::service::provider::{Looked, classify_lookup};
-    let charge = |status: &str| {
-        json!({"data": [{"id": "ch_1", "amount": 5, "currency": "eur", "status": status, "object": "charge"}]})
-            .to_string()
+    use super::service::provider::{Expected, Looked, classify_lookup};
+    let expected = Expected::of(&priced());
+    let lookup = |charges: Vec<Value>| {
+        classify_lookup(&json!({"data": charges}).to_string(), KEY, &expected)
     };
-    let found = json!({"id": "ch_1", "amount": 5, "currency": "eur", "status": "succeeded"});
     assert_eq!(
-        classify_lookup(&charge("succeeded")),
-        Looked::Found(found.as_object().cloned().expect("object"))
+        lookup(vec![charge_with(json!({}))]),
+        Looked::Found(priced_envelope("succeeded"))
     );
-    assert_eq!(classify_lookup(&charge("failed")), Looked::Declined);
-    assert_eq!(classify_lookup(r#"{"data":[]}"#), Looked::NotFound);
+    // A provider that records no key is taken at its word; ISO codes ignore case.
+    assert_eq!(
+        lookup(vec![charge_with(json!({"metadata": null}))]),
+        Looked::Found(priced_envelope("succeeded"))
+    );
+    assert_eq!(
+        lookup(vec![charge_with(json!({"metadata": {}}))]),
+        Looked::Found(priced_envelope("succeeded"))
+    );
+    let mut upper = priced_envelope("succeeded");
+    upper.insert("currency".into(), json!("EUR"));
+    assert_eq!(
+        lookup(vec![charge_with(json!({"currency": "EUR"}))]),
+        Looked::Found(upper)
+    );
+    assert_eq!(
+        lookup(vec![charge_with(json!({"status": "failed"}))]),
+        Looked::Declined
+    );
+    assert_eq!(lookup(Vec::new()), Looked::NotFound);
+    // Another request's charge is no evidence about this one, succeeded or failed.
+    for charge in other_charges() {
+        assert_eq!(
+            lookup(vec![charge.clone()]),
+            Looked::Unavailable("lookup_mismatch"),
+            "{charge}"
+        );
+        let mut failed = charge.clone();
+        failed["status"] = json!("failed");
+        assert_eq!(
+            lookup(vec![failed]),
+            Looked::Unavailable("lookup_mismatch"),
+            "{charge}"
+        );
+    }
+    for status in [json!("pending"), json!("processing"), json!(null)] {
+        assert_eq!(
+            lookup(vec![charge_with(json!({"status": status}))]),
+            Looked::Unavailable("lookup_pending"),
+            "{status}"
+        );
+    }
     let unavailable = [
-        charge("pending"),
         json!({"data": [{"status": "succeeded", "amount": "5"}]}).to_string(),
-        json!({"data": [{"status": "succeeded"}, {"status": "succeeded"}]}).to_string(),
-        json!({"data": {"status": "succeeded"}}).to_string(),
+        json!({"data": [charge_with(json!({})), charge_with(json!({}))]}).to_string(),
+        json!({"data": charge_with(json!({}))}).to_string(),
         json!({"data": ["ch_1"]}).to_string(),
         r#"{"data":[],"data":[]}"#.to_owned(),
         "not json".to_owned(),
@@ -358,10 +507,142 @@ fn checkout_provider_lookup_bodies_are_read_strictly() {
     ];
     for body in unavailable {
         assert!(
-            matches!(classify_lookup(&body), Looked::Unavailable(_)),
+            matches!(
+                classify_lookup(&body, KEY, &expected),
+                Looked::Unavailable(_)
+            ),
             "{body}"
         );
     }
+    // A request without an amount or currency owns only a charge without them.
+    let bare = Expected::of(&json!({"sku": PAYLOAD_SKU}));
+    let without = charge_with(json!({"amount": null, "currency": null}));
+    assert!(matches!(
+        classify_lookup(&json!({"data": [without]}).to_string(), KEY, &bare),
+        Looked::Found(_)
+    ));
+    assert_eq!(
+        classify_lookup(
+            &json!({"data": [charge_with(json!({}))]}).to_string(),
+            KEY,
+            &bare
+        ),
+        Looked::Unavailable("lookup_mismatch")
+    );
+}
+
+/// A provider answering every POST and lookup with the next of `answers` (status,
+/// body), whatever was asked; its base URL.
+async fn canned(answers: Vec<(u16, Value)>) -> String {
+    use axum::extract::State;
+    use std::collections::VecDeque;
+    use std::sync::{Arc, Mutex};
+    type Answers = Arc<Mutex<VecDeque<(u16, Value)>>>;
+    async fn next(State(answers): State<Answers>) -> (axum::http::StatusCode, String) {
+        let (status, body) = answers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop_front()
+            .unwrap_or((500, json!({})));
+        (
+            axum::http::StatusCode::from_u16(status).expect("status"),
+            body.to_string(),
+        )
+    }
+    let answers: Answers = Arc::new(Mutex::new(answers.into()));
+    let router = axum::Router::new()
+        .route("/v1/charges", axum::routing::post(next).get(next))
+        .with_state(answers);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("address"));
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    url
+}
+
+#[tokio::test]
+async fn checkout_provider_2xx_is_a_success_only_for_a_final_charge_of_the_request() {
+    use super::service::provider::{Charges, Sent};
+    let mut answers: Vec<(u16, Value)> = vec![
+        (200, charge_with(json!({"status": "pending"}))),
+        (201, charge_with(json!({"status": "failed"}))),
+        (200, charge_with(json!({"status": null}))),
+    ];
+    answers.extend(other_charges().into_iter().map(|charge| (200, charge)));
+    answers.push((
+        200,
+        charge_with(json!({"currency": "EUR", "metadata": null})),
+    ));
+    answers.push((200, charge_with(json!({}))));
+    let url = canned(answers).await;
+    let charges = Charges::new(
+        format!("{url}/v1/charges").parse().expect("url"),
+        std::time::Duration::from_secs(5),
+    )
+    .expect("client");
+    let body = priced();
+    let post = || charges.post(KEY, &body, std::time::Duration::from_secs(5));
+    // Not final: pending, failed (a 2xx is no decline) or no status at all.
+    for _ in 0..3 {
+        assert_eq!(post().await, Sent::Ambiguous("provider_not_final"));
+    }
+    for charge in other_charges() {
+        assert_eq!(
+            post().await,
+            Sent::Ambiguous("provider_mismatch"),
+            "{charge}"
+        );
+    }
+    let mut upper = priced_envelope("succeeded");
+    upper.insert("currency".into(), json!("EUR"));
+    assert_eq!(post().await, Sent::Charged(upper));
+    assert_eq!(post().await, Sent::Charged(priced_envelope("succeeded")));
+}
+
+#[tokio::test]
+async fn checkout_request_provider_finds_only_the_requests_charge() {
+    use super::service::provider::{Charges, RequestProvider};
+    use command_journal::{LookupResult, Provider as _};
+    let mut answers: Vec<(u16, Value)> = other_charges()
+        .into_iter()
+        .map(|charge| (200, json!({"data": [charge]})))
+        .collect();
+    answers.push((
+        200,
+        json!({"data": [charge_with(json!({"status": "pending"}))]}),
+    ));
+    answers.push((
+        200,
+        json!({"data": [charge_with(json!({"status": "failed"}))]}),
+    ));
+    answers.push((200, json!({"data": []})));
+    answers.push((200, json!({"data": [charge_with(json!({}))]})));
+    let url = canned(answers).await;
+    let charges = Charges::new(
+        format!("{url}/v1/charges").parse().expect("url"),
+        std::time::Duration::from_secs(5),
+    )
+    .expect("client");
+    let provider = RequestProvider::new(&charges, &priced());
+    for charge in other_charges() {
+        assert_eq!(
+            provider.lookup(KEY).await,
+            LookupResult::Unavailable,
+            "{charge}"
+        );
+    }
+    assert_eq!(provider.lookup(KEY).await, LookupResult::Unavailable);
+    assert_eq!(provider.lookup(KEY).await, LookupResult::Declined);
+    assert_eq!(provider.lookup(KEY).await, LookupResult::NotFound);
+    match provider.lookup(KEY).await {
+        LookupResult::Found(envelope) => assert_eq!(
+            envelope.canonical(),
+            r#"{"amount":1250,"currency":"eur","id":"ch_1","status":"succeeded"}"#
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert!(provider.called());
 }
 
 #[tokio::test]
@@ -414,11 +695,18 @@ async fn checkout_provider_answers_are_classified_as_the_contract_says() {
         .await;
     assert_eq!(other, Sent::Declined);
     assert_eq!(stub.charges().len(), 1);
-    use super::service::provider::Looked;
-    assert!(matches!(charges.lookup("k7").await, Looked::Found(_)));
-    assert_eq!(charges.lookup("k1").await, Looked::NotFound);
+    use super::service::provider::{Expected, Looked};
+    let expected = Expected::of(&body);
+    assert!(matches!(
+        charges.lookup("k7", &expected).await,
+        Looked::Found(_)
+    ));
+    assert_eq!(charges.lookup("k1", &expected).await, Looked::NotFound);
     stub.script_lookups([LookupAction::Status(500)]);
-    assert!(matches!(charges.lookup("k7").await, Looked::Unavailable(_)));
+    assert!(matches!(
+        charges.lookup("k7", &expected).await,
+        Looked::Unavailable(_)
+    ));
     assert_eq!(stub.lookups(), ["k7", "k1", "k7"]);
     assert_eq!(stub.posts().len(), 9);
 }

@@ -1,6 +1,8 @@
 //! A stub payment provider for trying the checkout service locally: it answers the
 //! service's provider contract (`docs/providers.md`), deduplicates by
-//! `Idempotency-Key`, and can be scripted to decline, fail or lose an answer.
+//! `Idempotency-Key`, and can be scripted to decline, fail, leave a charge pending or
+//! lose an answer. It keeps every charge and key while it runs (its lookup is
+//! durable: run the service in front of it with `PROVIDER_LOOKUP=durable`).
 //!
 //! `cargo run --example stub-provider -- --port 9090` prints its base URL (give it to
 //! the service as `PROVIDER_URL`) and serves until interrupted. Options: `--port N`

@@ -4,16 +4,26 @@
 //!
 //! Like a real provider it deduplicates by `Idempotency-Key`: a second POST with a
 //! key it already holds answers the stored charge (or the stored decline) and creates
-//! nothing; the same key with another body is refused with 400. It records every
-//! POST and every lookup. A script, consumed one action per POST, can decline, answer
-//! a bare status (503, 429, ...) without creating anything, or "lose" the answer:
-//! create the charge, then hold the response for [`Stub::hang`], longer than any
-//! client waits. Lookups have their own script (a bare status, say).
+//! nothing; the same key with another body is refused with 400. Every charge object
+//! records the key it was created under in `metadata.journal_key`, as the Stripe
+//! mapping's metadata does, and echoes the request's `amount` and `currency`. It
+//! records every POST and every lookup. A script, consumed one action per POST, can
+//! decline, answer a bare status (503, 429, ...) without creating anything, leave the
+//! charge `pending` (answered 200, as a provider that has not finished it), or "lose"
+//! the answer: create the charge, then hold the response for [`Stub::hang`], longer
+//! than any client waits. Lookups have their own script (a bare status, say).
+//!
+//! Its lookup is durable (a service in front of it runs with
+//! `PROVIDER_LOOKUP=durable`): it answers from the charges it holds, which it keeps
+//! for as long as it runs. Nothing removes a charge or a key, nothing expires, and no
+//! script or route clears them; a lookup sees a charge as soon as the POST that
+//! created it was acted on (no settle window is needed, though the service's default
+//! one does no harm).
 //!
 //! Routes: `POST /v1/charges`, `GET /v1/charges?idempotency_key=…`, and for a person
-//! driving it by hand `POST /_stub/script` (`{"charges":["lose","decline",503],
-//! "lookups":[503]}`, appended to the scripts) and `GET /_stub/calls` (every POST and
-//! lookup, and every charge held).
+//! driving it by hand `POST /_stub/script`
+//! (`{"charges":["lose","decline","pending",503],"lookups":[503]}`, appended to the
+//! scripts) and `GET /_stub/calls` (every POST and lookup, and every charge held).
 
 use axum::Router;
 use axum::body::Bytes;
@@ -38,16 +48,20 @@ pub enum Action {
     Status(u16),
     /// As [`Action::Charge`], then hold the answer for [`Stub::hang`].
     Lose,
+    /// Create a charge left `pending` (not final) and answer it with 200, or answer
+    /// what the key already holds.
+    Pending,
 }
 
 impl Action {
-    /// `charge`, `decline`, `lose`, or a status number.
+    /// `charge`, `decline`, `lose`, `pending`, or a status number.
     pub fn parse(value: &Value) -> Option<Self> {
         match value {
             Value::String(text) => match text.as_str() {
                 "charge" => Some(Self::Charge),
                 "decline" => Some(Self::Decline),
                 "lose" => Some(Self::Lose),
+                "pending" => Some(Self::Pending),
                 _ => None,
             },
             Value::Number(n) => n
@@ -78,7 +92,7 @@ pub struct Post {
     pub body: Value,
 }
 
-/// One charge held, by idempotency key.
+/// One charge held, by idempotency key, for as long as the stub runs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Charge {
     /// The key it was created under.
@@ -168,7 +182,8 @@ impl Stub {
         self.book().lookups.clone()
     }
 
-    /// Every charge held, succeeded and failed, in creation order.
+    /// Every charge held, succeeded, pending and failed, in creation order: never
+    /// fewer than before (the stub forgets nothing).
     pub fn charges(&self) -> Vec<Charge> {
         self.book().charges.clone()
     }
@@ -186,11 +201,25 @@ impl Stub {
         self.create(&mut book, key, request, "failed")
     }
 
+    /// Moves the charge held for `key` to `status` (a pending charge finishing, say);
+    /// false when the stub holds none. The charge stays held.
+    pub fn settle(&self, key: &str, status: &str) -> bool {
+        let mut book = self.book();
+        match book.charges.iter_mut().find(|c| c.key == key) {
+            Some(charge) => {
+                charge.object["status"] = Value::from(status);
+                true
+            }
+            None => false,
+        }
+    }
+
     fn create(&self, book: &mut Book, key: &str, request: &Value, status: &str) -> Value {
         let mut object = json!({
             "id": format!("{}{}", self.id_prefix, book.charges.len() + 1),
             "object": "charge",
             "status": status,
+            "metadata": {"journal_key": key},
         });
         for field in ["amount", "currency"] {
             if let Some(value) = request.get(field) {
@@ -228,10 +257,10 @@ impl Stub {
             }
             Some(charge) => charge.object,
             None => {
-                let status = if action == Action::Decline {
-                    "failed"
-                } else {
-                    "succeeded"
+                let status = match action {
+                    Action::Decline => "failed",
+                    Action::Pending => "pending",
+                    _ => "succeeded",
                 };
                 self.create(&mut book, key, body, status)
             }
@@ -348,7 +377,7 @@ async fn post_script(
         }
         _ => answer(
             400,
-            &json!({"error": "charges: charge|decline|lose|status, lookups: status"}),
+            &json!({"error": "charges: charge|decline|lose|pending|status, lookups: status"}),
         ),
     }
 }

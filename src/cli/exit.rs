@@ -184,6 +184,9 @@ pub fn error_line(error: &JournalError) -> Value {
         JournalError::NotConfigured { cause, .. } => {
             line["cause"] = json!(cause.code());
         }
+        JournalError::AbsenceNotProvable { provable_from } => {
+            line["provableFrom"] = json!(provable_from.map(crate::time::SecondsNanos));
+        }
         _ => {}
     }
     if error.class() != ErrorClass::Refused {

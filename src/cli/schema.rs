@@ -103,7 +103,7 @@ const COMMAND_EXAMPLE: &str = r#""environment":"emulator","callerScopeKind":"mem
 const LEASE_EXAMPLE: &str = r#""leaseId":"9b2d7c1e-3a4f-4e5b-8c6d-7e8f9a0b1c2d""#;
 const REFERENCE_EXAMPLE: &str = r#""terminalReferenceFingerprint":"50d0c3665b69d55462d75fc9d8023325b7bb136cbca311ebd4a4c09d0fd96b24""#;
 const PLAN_EXAMPLE: &str = r#"{"family":"store_purchase","fingerprintVersion":5,"effects":[{"seat_id":"seat-1","target_seat_id":"seat-1","actor_seat_id":"seat-1","mechanism":"WALLET","amount":"12.50","account_type":"checking","type":"STORE_PURCHASE","policy_id":"policy-1"}],"intent":{"policyUuid":"6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b","quantity":1}}"#;
-const PROVIDER_PLAN_EXAMPLE: &str = r#"{"provider":"stripe","account":"acct_1Nv0FGQ9RKHgCVdK","mode":"test","apiVersion":"2024-06-20","operation":"charge","endpoint":"POST /v1/payment_intents","parameters":{"amount":1250,"currency":"usd"},"keyRetentionSeconds":86400}"#;
+const PROVIDER_PLAN_EXAMPLE: &str = r#"{"provider":"stripe","account":"acct_1Nv0FGQ9RKHgCVdK","mode":"test","apiVersion":"2024-06-20","operation":"charge","endpoint":"POST /v1/payment_intents","parameters":{"amount":1250,"currency":"usd"},"keyRetentionSeconds":86400,"lookup":"durable","lookupSettleSeconds":300}"#;
 const LEDGER_KEY_EXAMPLE: &str = r#""classId":"class-1","featCode":"STORE_PURCHASE","idempotencyKey":"order-1001","scope":{"seatId":"seat-1","actorSeatId":"seat-1"}"#;
 const HISTORICAL_EXAMPLE: &str = r#""historical":{"family":"store_purchase","fingerprint":"50d0c3665b69d55462d75fc9d8023325b7bb136cbca311ebd4a4c09d0fd96b24","fingerprintVersion":5,"acceptedAt":"2025-06-01T12:00:00Z","migrationId":"seat-ownership-2025","effectIds":["legacy-row-1"],"effects":[{"seat_id":"seat-1","target_seat_id":"seat-1","actor_seat_id":"seat-1","mechanism":"WALLET","amount":"12.50","account_type":"checking","type":"STORE_PURCHASE","policy_id":"policy-1"}]}"#;
 const CHARGE_EXAMPLE: &str = r#""charge":{"family":"store_purchase","intent":{"policyUuid":"6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b","quantity":1}}"#;
@@ -136,8 +136,9 @@ impl Subject {
                 fields.extend(COMMAND);
                 fields.push(field("leaseId", "string", REQUIRED));
                 fields.push(field("expectedFenceEpoch", "integer", REQUIRED));
+                fields.push(field("plan", "object", REQUIRED));
                 match self {
-                    Self::SendBegin => fields.push(field("plan", "object", REQUIRED)),
+                    Self::SendBegin => {}
                     _ => {
                         fields.push(field("attempt", "integer", REQUIRED));
                         let answer = if self == Self::SendOutcome {
@@ -149,7 +150,12 @@ impl Subject {
                         fields.push(field(
                             "terminalReferenceFingerprint",
                             "string",
-                            "required with succeeded, absent otherwise",
+                            "with succeeded: exactly one of this and result; absent otherwise",
+                        ));
+                        fields.push(field(
+                            "result",
+                            "object",
+                            "with succeeded: exactly one of this and terminalReferenceFingerprint (a result envelope, stored with the success); absent otherwise",
                         ));
                     }
                 }
@@ -237,10 +243,10 @@ impl Subject {
                 r#"{{{COMMAND_EXAMPLE},{LEASE_EXAMPLE},"expectedFenceEpoch":1,"plan":{PROVIDER_PLAN_EXAMPLE}}}"#
             ),
             Self::SendOutcome => format!(
-                r#"{{{COMMAND_EXAMPLE},{LEASE_EXAMPLE},"expectedFenceEpoch":1,"attempt":1,"outcome":"succeeded",{REFERENCE_EXAMPLE}}}"#
+                r#"{{{COMMAND_EXAMPLE},{LEASE_EXAMPLE},"expectedFenceEpoch":1,"plan":{PROVIDER_PLAN_EXAMPLE},"attempt":1,"outcome":"succeeded",{REFERENCE_EXAMPLE}}}"#
             ),
             Self::SendReconcile => format!(
-                r#"{{{COMMAND_EXAMPLE},{LEASE_EXAMPLE},"expectedFenceEpoch":1,"attempt":1,"evidence":"not_found"}}"#
+                r#"{{{COMMAND_EXAMPLE},{LEASE_EXAMPLE},"expectedFenceEpoch":1,"plan":{PROVIDER_PLAN_EXAMPLE},"attempt":1,"evidence":"not_found"}}"#
             ),
             Self::LedgerFingerprint => PLAN_EXAMPLE.to_owned(),
             Self::LedgerAccept => format!(r#"{{{LEDGER_KEY_EXAMPLE},"plan":{PLAN_EXAMPLE}}}"#),

@@ -6,9 +6,10 @@ use super::input::{Failure, Input};
 use super::output::to_json;
 use super::schema::Subject;
 use crate::fence::FenceEpoch;
-use crate::sends::{SendEvidence, SendOutcome};
+use crate::sends::plan::DEFAULT_LOOKUP_SETTLE_SECONDS;
+use crate::sends::{ProviderLookup, SendEvidence, SendOutcome};
 use crate::{CommandInput, Journal, JournalError, LeaseId};
-use crate::{ProviderPlan, ProviderPlanRequest, TerminalReferenceFingerprint};
+use crate::{ProviderPlan, ProviderPlanRequest, ResultEnvelope, TerminalReferenceFingerprint};
 use serde_json::Value;
 
 /// Which send operation to run.
@@ -33,8 +34,9 @@ impl SendAction {
     }
 }
 
-/// The keys of the `plan` object, in the order they are validated.
-pub const PLAN_KEYS: [&str; 8] = [
+/// The keys of the `plan` object, in the order they are validated (the last two
+/// optional: `lookup` defaults to `key_store`, `lookupSettleSeconds` to 300).
+pub const PLAN_KEYS: [&str; 10] = [
     "provider",
     "account",
     "mode",
@@ -43,9 +45,13 @@ pub const PLAN_KEYS: [&str; 8] = [
     "endpoint",
     "parameters",
     "keyRetentionSeconds",
+    "lookup",
+    "lookupSettleSeconds",
 ];
 
-fn plan(value: &Value) -> Result<ProviderPlan, JournalError> {
+/// Validates the `plan` object of `send begin`, `send outcome`, `send reconcile` and
+/// `identity`.
+pub(crate) fn plan(value: &Value) -> Result<ProviderPlan, JournalError> {
     let invalid = JournalError::InvalidInput { field: "plan" };
     let map = value.as_object().ok_or(invalid)?;
     if map.keys().any(|k| !PLAN_KEYS.contains(&k.as_str())) {
@@ -73,21 +79,53 @@ fn plan(value: &Value) -> Result<ProviderPlan, JournalError> {
                 field: "keyRetentionSeconds",
             })?,
     };
-    ProviderPlan::new(request)
+    let lookup = match map.get("lookup") {
+        None => ProviderLookup::default(),
+        Some(Value::String(text)) => ProviderLookup::parse(text)?,
+        Some(_) => return Err(JournalError::invalid("lookup")),
+    };
+    let settle = match map.get("lookupSettleSeconds") {
+        None => DEFAULT_LOOKUP_SETTLE_SECONDS,
+        Some(value) => value
+            .as_i64()
+            .ok_or(JournalError::invalid("lookupSettleSeconds"))?,
+    };
+    ProviderPlan::new(request)?.with_lookup(lookup, settle)
 }
 
-fn reference(
-    input: &mut Input,
-    given: bool,
-) -> Result<Option<TerminalReferenceFingerprint>, JournalError> {
-    let text = input.optional_string("terminalReferenceFingerprint")?;
-    match (text, given) {
-        (Some(text), true) => TerminalReferenceFingerprint::parse(&text).map(Some),
-        (None, false) => Ok(None),
-        _ => Err(JournalError::InvalidInput {
-            field: "terminalReferenceFingerprint",
-        }),
+/// A success's answer: exactly one of `terminalReferenceFingerprint` (a bare
+/// reference) and `result` (a result envelope, stored with the success).
+fn success(input: &mut Input) -> Result<SuccessAnswer, JournalError> {
+    let reference = input.optional_string("terminalReferenceFingerprint")?;
+    let result = input.optional_value("result");
+    match (reference, result) {
+        (Some(text), None) => Ok(SuccessAnswer::Reference(
+            TerminalReferenceFingerprint::parse(&text)?,
+        )),
+        (None, Some(value)) => Ok(SuccessAnswer::Envelope(ResultEnvelope::new(&value)?)),
+        (None, None) => Err(JournalError::invalid("terminalReferenceFingerprint")),
+        (Some(_), Some(_)) => Err(JournalError::invalid("result")),
     }
+}
+
+/// What a success carries.
+enum SuccessAnswer {
+    Reference(TerminalReferenceFingerprint),
+    Envelope(ResultEnvelope),
+}
+
+/// Fails when an answer other than a success carries a reference or a result.
+fn no_success_fields(input: &mut Input) -> Result<(), JournalError> {
+    if input
+        .optional_string("terminalReferenceFingerprint")?
+        .is_some()
+    {
+        return Err(JournalError::invalid("terminalReferenceFingerprint"));
+    }
+    if input.optional_value("result").is_some() {
+        return Err(JournalError::invalid("result"));
+    }
+    Ok(())
 }
 
 /// What the stdin object asks for, validated: the command, the lease, the expected
@@ -104,8 +142,8 @@ pub struct Request {
 #[derive(Debug)]
 enum SendOperation {
     Begin(ProviderPlan),
-    Outcome(i64, SendOutcome),
-    Reconcile(i64, SendEvidence),
+    Outcome(ProviderPlan, i64, SendOutcome),
+    Reconcile(ProviderPlan, i64, SendEvidence),
 }
 
 impl Request {
@@ -119,28 +157,44 @@ impl Request {
         let operation = match action {
             SendAction::Begin => SendOperation::Begin(plan(&input.value("plan")?)?),
             SendAction::Outcome => {
+                let plan = plan(&input.value("plan")?)?;
                 let attempt = input.integer("attempt")?;
-                let outcome = input.string("outcome")?;
-                let reference = reference(&mut input, outcome == "succeeded")?;
-                let outcome = match (outcome.as_str(), reference) {
-                    ("succeeded", Some(r)) => SendOutcome::Succeeded(r),
-                    ("declined", None) => SendOutcome::Declined,
-                    ("ambiguous", None) => SendOutcome::Ambiguous,
+                let outcome = match input.string("outcome")?.as_str() {
+                    "succeeded" => match success(&mut input)? {
+                        SuccessAnswer::Reference(r) => SendOutcome::Succeeded(r),
+                        SuccessAnswer::Envelope(e) => SendOutcome::SucceededWith(e),
+                    },
+                    "declined" => SendOutcome::Declined,
+                    "ambiguous" => SendOutcome::Ambiguous,
                     _ => return Err(JournalError::invalid("outcome").into()),
                 };
-                SendOperation::Outcome(attempt, outcome)
+                if !matches!(
+                    outcome,
+                    SendOutcome::Succeeded(_) | SendOutcome::SucceededWith(_)
+                ) {
+                    no_success_fields(&mut input)?;
+                }
+                SendOperation::Outcome(plan, attempt, outcome)
             }
             SendAction::Reconcile => {
+                let plan = plan(&input.value("plan")?)?;
                 let attempt = input.integer("attempt")?;
-                let evidence = input.string("evidence")?;
-                let reference = reference(&mut input, evidence == "succeeded")?;
-                let evidence = match (evidence.as_str(), reference) {
-                    ("succeeded", Some(r)) => SendEvidence::Succeeded(r),
-                    ("declined", None) => SendEvidence::Declined,
-                    ("not_found", None) => SendEvidence::NotFound,
+                let evidence = match input.string("evidence")?.as_str() {
+                    "succeeded" => match success(&mut input)? {
+                        SuccessAnswer::Reference(r) => SendEvidence::Succeeded(r),
+                        SuccessAnswer::Envelope(e) => SendEvidence::SucceededWith(e),
+                    },
+                    "declined" => SendEvidence::Declined,
+                    "not_found" => SendEvidence::NotFound,
                     _ => return Err(JournalError::invalid("evidence").into()),
                 };
-                SendOperation::Reconcile(attempt, evidence)
+                if !matches!(
+                    evidence,
+                    SendEvidence::Succeeded(_) | SendEvidence::SucceededWith(_)
+                ) {
+                    no_success_fields(&mut input)?;
+                }
+                SendOperation::Reconcile(plan, attempt, evidence)
             }
         };
         input.finish()?;
@@ -165,14 +219,14 @@ impl Request {
             SendOperation::Begin(plan) => {
                 to_json(journal.begin_send(&command, &lease, fence, &plan).await?)
             }
-            SendOperation::Outcome(attempt, outcome) => to_json(
+            SendOperation::Outcome(plan, attempt, outcome) => to_json(
                 journal
-                    .record_send_outcome(&command, &lease, fence, attempt, &outcome)
+                    .record_send_outcome(&command, &lease, fence, &plan, attempt, &outcome)
                     .await?,
             ),
-            SendOperation::Reconcile(attempt, evidence) => to_json(
+            SendOperation::Reconcile(plan, attempt, evidence) => to_json(
                 journal
-                    .reconcile_send(&command, &lease, fence, attempt, &evidence)
+                    .reconcile_send(&command, &lease, fence, &plan, attempt, &evidence)
                     .await?,
             ),
         }

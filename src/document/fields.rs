@@ -46,6 +46,14 @@ impl<'a> Strict<'a> {
             .ok_or_else(|| self.fail(name))
     }
 
+    /// A boolean value.
+    pub fn boolean(&self, name: &str) -> Result<bool, JournalError> {
+        match self.get(name)? {
+            ValueType::BooleanValue(v) => Ok(*v),
+            _ => Err(self.fail(name)),
+        }
+    }
+
     /// An integer value (not a double).
     pub fn int(&self, name: &str) -> Result<i64, JournalError> {
         match self.get(name)? {
@@ -175,6 +183,12 @@ pub(crate) fn string(v: impl Into<String>) -> Value {
 }
 
 /// A null value.
+pub(crate) fn boolean(v: bool) -> Value {
+    Value {
+        value_type: Some(ValueType::BooleanValue(v)),
+    }
+}
+
 pub(crate) fn null() -> Value {
     Value {
         value_type: Some(ValueType::NullValue(0)),

@@ -10,14 +10,17 @@
 //!   or another time than the terminal success
 //! ```
 //!
-//! It validates the lease's documents as `status` does (root, revision-1 event,
-//! lifecycle, its current event, the absent next one).
+//! It validates the lease's documents and the send layer's as `status` does (root,
+//! revision-1 event, lifecycle, its current event, the absent next one; the plan, the
+//! send record, its event), so a success whose send record says it stored a result
+//! answers `journal_corrupt` when the results document is missing.
 
 use super::ResultEnvelope;
 use super::stored::{self, StoredResult};
 use crate::document::lifecycle::LifecycleState;
 use crate::error::JournalError;
-use crate::lease::{LeaseCall, Loaded};
+use crate::lease::LeaseCall;
+use crate::sends::load::{self, Context, Sends};
 use crate::transaction::{Decision, OperationName, Snapshot, Step, Transition};
 
 /// A prepared read-only `result`.
@@ -36,8 +39,12 @@ impl ResultRead {
 
     fn decide_inner(&self, snapshot: &Snapshot) -> Result<Option<ResultEnvelope>, Step> {
         let fields = snapshot.get(&self.path);
-        let current = match self.call.load(snapshot) {
-            Ok(Loaded { current, .. }) => current,
+        let current = match load::load(&self.call, snapshot) {
+            Ok(Context {
+                sends: Sends::Unreadable(_, error),
+                ..
+            }) => return Err(error.into()),
+            Ok(Context { lifecycle, .. }) => lifecycle,
             Err(Step::Reject(JournalError::NotRegistered)) if fields.is_some() => {
                 return Err(JournalError::corrupt("result document without a registration").into());
             }
@@ -75,9 +82,7 @@ impl Transition for ResultRead {
     }
 
     fn paths(&self) -> Vec<String> {
-        let mut paths = self.call.first_read();
-        paths.push(self.path.clone());
-        paths
+        load::first_read(&self.call)
     }
 
     fn decide(&self, snapshot: &Snapshot) -> Decision<Option<ResultEnvelope>> {

@@ -47,6 +47,13 @@ impl Ending for SendOutcomeOutput {
     }
 }
 
+/// A transition that records, on its own documents, that its success stores a result
+/// envelope (the send document's `resultStored`); a no-op where nothing records it.
+pub(crate) trait MarksResult {
+    /// The same transition, told that its success stores the envelope.
+    fn storing_result(self) -> Self;
+}
+
 /// `inner`, a transition whose success carries the commitment of `envelope`, with the
 /// envelope stored in the commit of that success.
 #[derive(Debug, Clone)]
@@ -56,12 +63,12 @@ pub(crate) struct WithResult<T> {
     result: StoredResult,
 }
 
-impl<T> WithResult<T> {
+impl<T: MarksResult> WithResult<T> {
     /// Wraps `inner`, a transition of the command `hash` prepared at `now` whose
     /// success request is the commitment of `envelope`'s reference.
     pub fn new(inner: T, hash: &Digest, now: Timestamp, envelope: &ResultEnvelope) -> Self {
         Self {
-            inner,
+            inner: inner.storing_result(),
             path: stored::path(hash),
             result: StoredResult {
                 command_key_hash: hash.clone(),
@@ -70,7 +77,9 @@ impl<T> WithResult<T> {
             },
         }
     }
+}
 
+impl<T> WithResult<T> {
     fn corrupt<O>(reason: &'static str) -> Decision<O> {
         Decision::Reject(JournalError::corrupt(reason))
     }
@@ -113,7 +122,9 @@ where
 
     fn paths(&self) -> Vec<String> {
         let mut paths = self.inner.paths();
-        paths.push(self.path.clone());
+        if !paths.contains(&self.path) {
+            paths.push(self.path.clone());
+        }
         paths
     }
 

@@ -412,12 +412,24 @@ fn refusals_of_the_terminal_transition_pass_through_unwritten() {
 }
 
 fn record(envelope: &ResultEnvelope, now: i64) -> WithResult<RecordOutcome> {
-    let op = RecordOutcome::new(call(0, now), 1, 1, Finding::Succeeded(commitment(envelope)));
+    let op = RecordOutcome::new(
+        call(0, now),
+        1,
+        1,
+        Finding::Succeeded(commitment(envelope)),
+        plan(0),
+    );
     WithResult::new(op, &hash(), at(now), envelope)
 }
 
 fn reconcile(envelope: &ResultEnvelope, now: i64) -> WithResult<Reconcile> {
-    let op = Reconcile::new(call(0, now), 1, 1, Finding::Succeeded(commitment(envelope)));
+    let op = Reconcile::new(
+        call(0, now),
+        1,
+        1,
+        Finding::Succeeded(commitment(envelope)),
+        plan(0),
+    );
     WithResult::new(op, &hash(), at(now), envelope)
 }
 
@@ -462,7 +474,7 @@ fn a_reconciled_success_after_the_cutoff_stores_its_envelope() {
     store
         .answer(&BeginSend::new(call(0, T1), 1, plan(0)))
         .expect("permit");
-    let ambiguous = RecordOutcome::new(call(0, T1 + SEC), 1, 1, Finding::Ambiguous);
+    let ambiguous = RecordOutcome::new(call(0, T1 + SEC), 1, 1, Finding::Ambiguous, plan(0));
     store.answer(&ambiguous).expect("ambiguous");
     // Long after: a takeover by holder 0 again (fence 2), then the evidence.
     let late = CUTOFF + SEC;
@@ -477,7 +489,8 @@ fn a_reconciled_success_after_the_cutoff_stores_its_envelope() {
                     call(0, late + SEC),
                     2,
                     1,
-                    Finding::Succeeded(commitment(&envelope(0)))
+                    Finding::Succeeded(commitment(&envelope(0))),
+                    plan(0)
                 ),
                 &hash(),
                 at(late + SEC),
@@ -491,6 +504,7 @@ fn a_reconciled_success_after_the_cutoff_stores_its_envelope() {
         2,
         1,
         Finding::Succeeded(commitment(&envelope(0))),
+        plan(0),
     );
     let ran = store.run(&WithResult::new(op, &hash(), at(late + SEC), &envelope(0)));
     assert_eq!(ran.result, Ok(SUCCEEDED));
@@ -526,6 +540,7 @@ fn a_declined_attempt_conflicts_with_an_envelope() {
             1,
             1,
             Finding::Declined,
+            plan(0),
         ))
         .expect("declined");
     assert_eq!(

@@ -9,16 +9,19 @@
 //! | start or `begin_send`: succeeded | read the stored result |
 //! | start or `begin_send`: failed | done: declined |
 //! | `begin_send`: permitted | send with the permit's key |
-//! | `begin_send` or record: `send_cutoff_passed` | read the send status |
-//! | status: the attempt needs reconciliation | look the attempt's key up |
+//! | `begin_send` or record: `send_cutoff_passed` | read the send status (checking the plan) |
+//! | status: the attempt needs reconciliation | look up the attempt's key, derived from the stored plan |
 //! | status: anything else | done: in progress |
 //! | send: succeeded, declined, ambiguous | record it under the fence |
 //! | record: terminal | done: the envelope sent, or declined |
 //! | record: ambiguous | done: retry after the lease's remaining time |
+//! | record of a success or decline refused | reconcile with that answer (it is evidence) |
+//! | that reconciliation refused, lease lost (once) | start again, then reconcile with it |
 //! | lookup: found, declined, not found | reconcile with that evidence |
 //! | lookup: unavailable | done: pending reconciliation |
 //! | reconcile: terminal | done: the envelope found, or declined |
 //! | reconcile: absent (first time) | `begin_send` (opens the next attempt) |
+//! | reconcile: `absence_not_provable` | done: pending reconciliation |
 //! | any lease lost (`lease_expired`, `stale_fence`, `lease_not_held`) | done: in progress |
 //! | result read: stored / none | done: succeeded with it / without a result |
 //!
@@ -74,8 +77,12 @@ pub(crate) enum Step {
     },
     /// `send_status`: which attempt's cutoff passed.
     Status,
-    /// The provider's lookup of `attempt`'s key.
-    Lookup { attempt: i64, deadline: Duration },
+    /// The provider's lookup of `attempt`'s key (derived from the stored plan).
+    Lookup {
+        attempt: i64,
+        key: String,
+        deadline: Duration,
+    },
     /// `reconcile_send` for `attempt`.
     Reconcile {
         fence: FenceEpoch,
@@ -110,6 +117,12 @@ pub(crate) struct Protocol {
     /// The attempt sent or looked up, and the result it would record.
     attempt: i64,
     pending: Option<ResultEnvelope>,
+    /// The provider's success or decline this call holds until it is recorded.
+    answer: Option<Evidence>,
+    /// Whether the held answer was already offered to `reconcile_send`.
+    answer_reconciled: bool,
+    /// Whether this call already took a second lease to record its held answer.
+    reacquired: bool,
     /// Whether this call already recorded an absence (it opens at most one attempt).
     absent_recorded: bool,
     steps: u32,
@@ -175,6 +188,21 @@ impl Protocol {
         }
     }
 
+    /// Offers the held answer to `reconcile_send` under the lease held.
+    fn reconcile_answer(&mut self) -> Result<Step, JournalError> {
+        self.answer_reconciled = true;
+        let (fence, _) = self.held()?;
+        let evidence = self
+            .answer
+            .clone()
+            .ok_or(JournalError::internal("execute: no answer held"))?;
+        Ok(Step::Reconcile {
+            fence,
+            attempt: self.attempt,
+            evidence,
+        })
+    }
+
     /// The step after `event`, at the journal's time `now`.
     pub(crate) fn step(&mut self, event: Event, now: Timestamp) -> Result<Step, JournalError> {
         self.steps += 1;
@@ -188,6 +216,14 @@ impl Protocol {
                     lease_expires_at,
                 } => {
                     self.lease = Some((fence_epoch, lease_expires_at));
+                    if let Some(evidence) = self.answer.clone() {
+                        // A second lease taken to record the answer this call holds.
+                        return Ok(Step::Reconcile {
+                            fence: fence_epoch,
+                            attempt: self.attempt,
+                            evidence,
+                        });
+                    }
                     match self.deadline(now)? {
                         Ok(_) => Ok(Step::BeginSend { fence: fence_epoch }),
                         Err(later) => done(later),
@@ -221,9 +257,14 @@ impl Protocol {
             },
             Event::Sent(result) => {
                 let (fence, _) = self.held()?;
-                if let SendResult::Succeeded(envelope) = &result {
-                    self.pending = Some(envelope.clone());
-                }
+                self.answer = match &result {
+                    SendResult::Succeeded(envelope) => {
+                        self.pending = Some(envelope.clone());
+                        Some(Evidence::Found(envelope.clone()))
+                    }
+                    SendResult::Declined => Some(Evidence::Declined),
+                    SendResult::Ambiguous => None,
+                };
                 Ok(Step::Record {
                     fence,
                     attempt: self.attempt,
@@ -236,6 +277,11 @@ impl Protocol {
                 Ok(SendOutcomeOutput::Absent { .. }) => Err(JournalError::internal(
                     "execute: a send outcome recorded absence",
                 )),
+                // The answer is evidence whenever it arrives: where recording it as the
+                // sender's outcome is refused, offer it to reconciliation.
+                Err(_) if self.answer.is_some() && !self.answer_reconciled => {
+                    self.reconcile_answer()
+                }
                 Err(JournalError::SendCutoffPassed) => {
                     self.pending = None;
                     Ok(Step::Status)
@@ -248,6 +294,7 @@ impl Protocol {
                     self.attempt = send.attempt;
                     Ok(Step::Lookup {
                         attempt: send.attempt,
+                        key: send.key,
                         deadline,
                     })
                 }
@@ -284,6 +331,15 @@ impl Protocol {
                 Ok(SendOutcomeOutput::Ambiguous { .. }) => Err(JournalError::internal(
                     "execute: reconciliation left an attempt open",
                 )),
+                // The lease ran out before the answer this call holds was recorded:
+                // take a lease once more and record it then.
+                Err(error) if lease_lost(&error) && self.answer.is_some() && !self.reacquired => {
+                    self.reacquired = true;
+                    Ok(Step::Start)
+                }
+                Err(JournalError::AbsenceNotProvable { .. }) => {
+                    done(Execution::PendingReconciliation)
+                }
                 Err(error) if lease_lost(&error) => done(Execution::InProgress),
                 Err(error) => Err(error),
             },

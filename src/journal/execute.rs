@@ -6,7 +6,6 @@ use crate::error::JournalError;
 use crate::execute::protocol::{Event, Evidence, Protocol, Step};
 use crate::execute::{Execution, LookupResult, Provider, SendRequest, SendResult};
 use crate::identity::{CommandInput, LeaseId};
-use crate::sends::plan::attempt_key;
 use crate::sends::{ProviderPlan, SendEvidence, SendOutcome};
 use serde_json::Value;
 
@@ -58,7 +57,6 @@ impl Journal {
         provider: &P,
     ) -> Result<Execution, JournalError> {
         let lease = LeaseId::generate();
-        let identity = command.identity();
         let parameters: Value = serde_json::from_str(plan.canonical_parameters())
             .map_err(|_| JournalError::internal("execute: plan parameters"))?;
         let (mut protocol, mut step) = Protocol::new();
@@ -96,13 +94,13 @@ impl Journal {
                         SendResult::Ambiguous => SendOutcome::Ambiguous,
                     };
                     let recorded = self
-                        .record_send_outcome(command, &lease, fence, attempt, &outcome)
+                        .record_send_outcome(command, &lease, fence, plan, attempt, &outcome)
                         .await;
                     Event::Recorded(recorded)
                 }
-                Step::Status => Event::Status(self.send_status(command).await?.send),
-                Step::Lookup { attempt, deadline } => {
-                    let key = attempt_key(&identity, plan.operation(), attempt);
+                Step::Status => Event::Status(self.send_status_for(command, plan).await?.send),
+                Step::Lookup { key, deadline, .. } => {
+                    // The key comes from the stored plan, after the plan check.
                     let found = tokio::time::timeout(deadline, provider.lookup(&key)).await;
                     Event::LookedUp(found.unwrap_or(LookupResult::Unavailable))
                 }
@@ -117,7 +115,7 @@ impl Journal {
                         Evidence::NotFound => SendEvidence::NotFound,
                     };
                     let reconciled = self
-                        .reconcile_send(command, &lease, fence, attempt, &evidence)
+                        .reconcile_send(command, &lease, fence, plan, attempt, &evidence)
                         .await;
                     Event::Reconciled(reconciled)
                 }

@@ -53,18 +53,22 @@ impl Journal {
         self.run(&op).await
     }
 
-    /// Records what the provider answered attempt `attempt`, for the holder whose
-    /// fence last sent it: `Succeeded` performs B2B's terminal success and closes the
-    /// attempt in one commit, `SucceededWith` likewise and stores the envelope in that
-    /// commit (as [`complete_with_result`](Self::complete_with_result)), `Declined`
-    /// final failure likewise, `Ambiguous` keeps it open. Exact retries answer the
-    /// same and write nothing; at or after the cutoff an open attempt is
-    /// `send_cutoff_passed` (only reconciliation moves it).
+    /// Records what the provider answered attempt `attempt` of the command bound to
+    /// `plan`, for the holder whose fence last sent it: `Succeeded` performs B2B's
+    /// terminal success and closes the attempt in one commit, `SucceededWith` likewise
+    /// and stores the envelope in that commit (as
+    /// [`complete_with_result`](Self::complete_with_result)), `Declined` final failure
+    /// likewise, `Ambiguous` keeps it open. A success or decline is evidence whenever
+    /// it arrives: it is recorded after the cutoff too, while the sender's lease runs;
+    /// only `Ambiguous` at or after the cutoff is `send_cutoff_passed`. Another plan
+    /// is `plan_conflict` before any other rule. Exact retries answer the same and
+    /// write nothing.
     pub async fn record_send_outcome(
         &self,
         command: &CommandInput,
         lease: &LeaseId,
         expected_fence_epoch: FenceEpoch,
+        plan: &ProviderPlan,
         attempt: i64,
         outcome: &SendOutcome,
     ) -> Result<SendOutcomeOutput, JournalError> {
@@ -84,26 +88,38 @@ impl Journal {
         };
         let call = self.lease_call(command, lease)?;
         let now = call.now();
-        let op = RecordOutcome::new(call, expected_fence_epoch.get(), attempt, finding);
+        let op = RecordOutcome::new(
+            call,
+            expected_fence_epoch.get(),
+            attempt,
+            finding,
+            plan.clone(),
+        );
         match envelope {
             None => self.run(&op).await,
             Some(envelope) => {
                 let hash = identity.command_key_hash();
-                self.run(&WithResult::new(op, hash, now, envelope)).await
+                let op = WithResult::new(op, hash, now, envelope);
+                self.run(&op).await
             }
         }
     }
 
-    /// Records verified provider evidence about attempt `attempt` whose outcome is
-    /// unknown, for a holder of the lease (acquire one first), before or after the
-    /// cutoff: `Succeeded`, `SucceededWith` and `Declined` end the command as
-    /// [`record_send_outcome`](Self::record_send_outcome) does; `NotFound` marks the
-    /// attempt `absent`, the only way a new attempt (a new key) may open.
+    /// Records verified provider evidence about attempt `attempt` (of the command
+    /// bound to `plan`) whose outcome is unknown, for a holder of the lease (acquire
+    /// one first), before or after the cutoff: `Succeeded`, `SucceededWith` and
+    /// `Declined` end the command as [`record_send_outcome`](Self::record_send_outcome)
+    /// does, at any time; `NotFound` marks the attempt `absent`, the only way a new
+    /// attempt (a new key) may open, and only once the journal can prove the absence
+    /// from its own records: otherwise `absence_not_provable`, with the instant from
+    /// which it will be where one exists, and nothing written. Another plan is
+    /// `plan_conflict` before any other rule.
     pub async fn reconcile_send(
         &self,
         command: &CommandInput,
         lease: &LeaseId,
         expected_fence_epoch: FenceEpoch,
+        plan: &ProviderPlan,
         attempt: i64,
         evidence: &SendEvidence,
     ) -> Result<SendOutcomeOutput, JournalError> {
@@ -123,24 +139,49 @@ impl Journal {
         };
         let call = self.lease_call(command, lease)?;
         let now = call.now();
-        let op = Reconcile::new(call, expected_fence_epoch.get(), attempt, finding);
+        let op = Reconcile::new(
+            call,
+            expected_fence_epoch.get(),
+            attempt,
+            finding,
+            plan.clone(),
+        );
         match envelope {
             None => self.run(&op).await,
             Some(envelope) => {
                 let hash = identity.command_key_hash();
-                self.run(&WithResult::new(op, hash, now, envelope)).await
+                let op = WithResult::new(op, hash, now, envelope);
+                self.run(&op).await
             }
         }
     }
 
-    /// [`status`](Self::status) with the send state: the same redacted fields, plus
-    /// the current attempt, its state, its cutoff and whether it needs reconciliation
-    /// once a plan is bound. Writes nothing.
+    /// [`status`](Self::status) with the send state: the same redacted fields, plus,
+    /// once a plan is bound, the stored plan's fingerprint, the current attempt, its
+    /// state, its cutoff, whether it needs reconciliation and from when its absence
+    /// is provable. Writes nothing.
     pub async fn send_status(&self, command: &CommandInput) -> Result<CommandStatus, JournalError> {
+        self.run(&self.status_read(command)?).await
+    }
+
+    /// `send_status` that answers `plan_conflict` when another plan than `plan` is
+    /// bound: what `execute` reads before it derives a lookup key from the stored plan.
+    pub(crate) async fn send_status_for(
+        &self,
+        command: &CommandInput,
+        plan: &ProviderPlan,
+    ) -> Result<CommandStatus, JournalError> {
+        self.run(&self.status_read(command)?.for_plan(plan)).await
+    }
+
+    fn status_read(&self, command: &CommandInput) -> Result<SendStatusRead, JournalError> {
         let identity = command.identity();
         // The owner is not consulted by status; any digest will do.
         let owner = identity.command_key_hash().clone();
-        let op = SendStatusRead::new(LeaseCall::new(identity, owner, self.now()?));
-        self.run(&op).await
+        Ok(SendStatusRead::new(LeaseCall::new(
+            identity,
+            owner,
+            self.now()?,
+        )))
     }
 }

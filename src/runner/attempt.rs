@@ -27,7 +27,9 @@
 
 use crate::document::fields::FieldMap;
 use crate::error::JournalError;
-use crate::transaction::{Decision, MAX_FOLLOW_UP_READS, Snapshot, Transition, Write};
+use crate::transaction::{
+    CommitStamps, Decision, MAX_FOLLOW_UP_READS, Snapshot, Transition, Write,
+};
 use std::collections::{HashMap, HashSet};
 
 /// A document as read: its fields and the version (update time) a replacement of it
@@ -38,6 +40,8 @@ pub(crate) struct Found<V> {
     pub fields: FieldMap,
     /// Its update time, as the reader knows it.
     pub version: Option<V>,
+    /// Its create and update times in comparable form, where the reader knows them.
+    pub stamps: Option<CommitStamps>,
 }
 
 /// Why the machine asks for a read.
@@ -146,6 +150,10 @@ impl<'a, T: Transition, V: Clone> Attempt<'a, T, V> {
         for path in std::mem::take(&mut self.asked) {
             let doc = found.remove(&path).map(|read| {
                 self.versions.insert(path.clone(), read.version);
+                match read.stamps {
+                    Some(stamps) => self.snapshot.stamps.insert(path.clone(), stamps),
+                    None => self.snapshot.stamps.remove(&path),
+                };
                 read.fields
             });
             self.snapshot.docs.insert(path, doc);
@@ -161,6 +169,7 @@ impl<'a, T: Transition, V: Clone> Attempt<'a, T, V> {
             {
                 self.confirming = true;
                 self.versions.clear();
+                self.snapshot.stamps.clear();
                 let mut paths: Vec<String> = std::mem::take(&mut self.snapshot.docs)
                     .into_keys()
                     .collect();

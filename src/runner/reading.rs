@@ -9,7 +9,7 @@ use super::firestore::{OpenTransaction, Session};
 use super::retry::{Failure, Rpc, classify};
 use crate::error::GrpcCode;
 use crate::metrics;
-use crate::transaction::Transition;
+use crate::transaction::{CommitStamps, Transition};
 use gcloud_sdk::google::firestore::v1::{
     TransactionOptions, batch_get_documents_request, transaction_options,
 };
@@ -141,9 +141,19 @@ impl Session<'_> {
                 .found
                 .into_iter()
                 .map(|(path, doc)| {
+                    let stamp =
+                        |t: Option<&prost_types::Timestamp>| t.map(|t| (t.seconds, t.nanos));
+                    let stamps = match (
+                        stamp(doc.create_time.as_ref()),
+                        stamp(doc.update_time.as_ref()),
+                    ) {
+                        (Some(created), Some(updated)) => Some(CommitStamps { created, updated }),
+                        _ => None,
+                    };
                     let found = Found {
                         fields: doc.fields,
                         version: doc.update_time,
+                        stamps,
                     };
                     (path, found)
                 })

@@ -1,6 +1,10 @@
 //! `checkoutRequests/{commandKeyHash}/providerSends/current`: the command's current
 //! provider attempt, replaced by every send mutation. Earlier attempts live on only
 //! in the audit chain (`auditEvents/provider_send_…`).
+//!
+//! Two versions are read: `sendSchemaVersion` 1 (13 fields) and 2, which adds
+//! `resultStored` (true exactly when the attempt succeeded with a result envelope,
+//! stored in `results/current` by the same commit). Every write is version 2.
 
 use super::plan::MAX_ATTEMPT;
 use crate::digest::Digest;
@@ -11,7 +15,8 @@ use crate::time::Timestamp;
 
 /// The `journal_corrupt` reason of a malformed send document.
 pub(crate) const KIND: &str = "malformed provider send document";
-pub(crate) const FIELDS: [&str; 13] = [
+/// The fields of a version-1 send document.
+pub(crate) const FIELDS_V1: [&str; 13] = [
     "sendSchemaVersion",
     "commandKeyHash",
     "sendRevision",
@@ -25,6 +30,25 @@ pub(crate) const FIELDS: [&str; 13] = [
     "outcomeAt",
     "outcomeFenceEpoch",
     "outcomeSource",
+];
+/// The send document version every write uses.
+pub(crate) const VERSION: i64 = 2;
+/// The fields of a version-2 send document: version 1's and `resultStored`.
+pub(crate) const FIELDS: [&str; 14] = [
+    "sendSchemaVersion",
+    "commandKeyHash",
+    "sendRevision",
+    "attempt",
+    "state",
+    "firstSentAt",
+    "firstSentFenceEpoch",
+    "sendCutoffAt",
+    "lastSentAt",
+    "lastSentFenceEpoch",
+    "outcomeAt",
+    "outcomeFenceEpoch",
+    "outcomeSource",
+    "resultStored",
 ];
 
 /// The send document's path relative to the documents root.
@@ -117,6 +141,8 @@ pub(crate) struct Outcome {
 /// plan's retention is checked where both are known).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SendAttempt {
+    /// `sendSchemaVersion`: 1 or 2; every write is [`VERSION`].
+    pub version: i64,
     pub command_key_hash: Digest,
     /// The revision of the send audit chain; its event is the document's partner.
     pub send_revision: i64,
@@ -133,13 +159,18 @@ pub(crate) struct SendAttempt {
     pub last_sent_fence_epoch: i64,
     /// `None` while `sending`.
     pub outcome: Option<Outcome>,
+    /// Version 2: the success stored a result envelope in `results/current` (false
+    /// for version 1, which did not say).
+    pub result_stored: bool,
 }
 
 impl SendAttempt {
     /// Parses strictly; `hash` is the command the document was read under.
     pub fn parse(hash: &Digest, map: &FieldMap) -> Result<Self, JournalError> {
-        let f = Strict::new(map, &FIELDS, KIND)?;
-        f.int_in("sendSchemaVersion", 1..=1)?;
+        let version = if map.len() == FIELDS.len() { 2 } else { 1 };
+        let expected: &[&str] = if version == 2 { &FIELDS } else { &FIELDS_V1 };
+        let f = Strict::new(map, expected, KIND)?;
+        f.int_in("sendSchemaVersion", version..=version)?;
         let command_key_hash = f.digest("commandKeyHash")?;
         if &command_key_hash != hash {
             return Err(f.corrupt("commandKeyHash"));
@@ -156,7 +187,13 @@ impl SendAttempt {
             }),
             _ => return Err(f.corrupt("outcome")),
         };
+        let result_stored = if version == 2 {
+            f.boolean("resultStored")?
+        } else {
+            false
+        };
         let attempt = Self {
+            version,
             command_key_hash,
             send_revision: f.int_in("sendRevision", 1..=MAX_REVISION)?,
             attempt: f.int_in("attempt", 1..=MAX_ATTEMPT)?,
@@ -167,6 +204,7 @@ impl SendAttempt {
             last_sent_at: f.timestamp("lastSentAt")?,
             last_sent_fence_epoch: f.int_in("lastSentFenceEpoch", 1..=MAX_REVISION)?,
             outcome,
+            result_stored,
         };
         if !attempt.relations_hold() {
             return Err(f.corrupt("relations"));
@@ -218,7 +256,8 @@ impl SendAttempt {
                 source_fits && fence_fits && o.at >= self.last_sent_at
             }
         };
-        resend_fits && sent_before_cutoff && chain_fits && outcome_fits
+        let result_fits = !self.result_stored || self.state == AttemptState::Succeeded;
+        resend_fits && sent_before_cutoff && chain_fits && outcome_fits && result_fits
     }
 
     /// The exact stored field map.
@@ -230,8 +269,8 @@ impl SendAttempt {
             .outcome
             .map_or_else(fields::null, |o| fields::int(o.fence_epoch));
         let outcome_source = fields::nullable_string(self.outcome.map(|o| o.source.as_str()));
-        fields::map([
-            ("sendSchemaVersion", fields::int(1)),
+        let mut map = fields::map([
+            ("sendSchemaVersion", fields::int(self.version)),
             (
                 "commandKeyHash",
                 fields::string(self.command_key_hash.as_str()),
@@ -253,6 +292,13 @@ impl SendAttempt {
             ("outcomeAt", outcome_at),
             ("outcomeFenceEpoch", outcome_fence),
             ("outcomeSource", outcome_source),
-        ])
+        ]);
+        if self.version >= 2 {
+            map.insert(
+                "resultStored".to_owned(),
+                fields::boolean(self.result_stored),
+            );
+        }
+        map
     }
 }

@@ -1,27 +1,29 @@
 //! `begin_send`: a permit to send, recorded before the caller sends.
 //!
 //! ```text
+//! another plan bound (before any cutoff or state rule) -> plan_conflict
 //! outcome unknown, now ≥ sendCutoffAt, or send record unreadable -> send_cutoff_passed (anyone)
 //! not the holder / not the fence                  -> lease_not_held / stale_fence
 //! command terminal                                -> the terminal outcome (read-only)
 //! lease not active                                -> clock_regression / lease_expired
 //! no plan bound                                   -> bind plan, open attempt 1 (sending)
-//! another plan bound                              -> plan_conflict
 //! outcome unknown, fence already sent it, lease runs -> the same permit (read-only,
 //!                                                    even at an earlier-captured time)
 //! outcome unknown, a later fence                  -> re-send: same attempt and key
-//! attempt absent                                  -> open attempt n + 1, new key and cutoff
+//! attempt absent (proven: see `absence`)         -> open attempt n + 1, new key and cutoff
 //! ```
+//!
+//! Every permit states its lease's expiry: the request must not be sent at or after
+//! it, which is what lets a later absence be proven (`absence`).
 
-use super::attempt::{AttemptState, SendAttempt};
+use super::attempt::{self, AttemptState, SendAttempt};
 use super::bound_plan::{self, BoundPlan};
 use super::event::SendEventType;
 use super::load::{self, Context, SendState, Sends};
 use super::mutation::{active, held, next_revision, record};
 use super::output::{BeginSendOutput, SendPermit};
 use super::plan::{MAX_ATTEMPT, ProviderPlan, attempt_key, send_cutoff_at};
-use crate::digest::Digest;
-use crate::document::lifecycle::{self, LifecycleState};
+use crate::document::lifecycle::{self, Lifecycle, LifecycleState};
 use crate::error::JournalError;
 use crate::lease::{LeaseCall, TerminalOutput};
 use crate::transaction::{Decision, OperationName, Snapshot, Step, Transition, Write};
@@ -32,23 +34,18 @@ pub struct BeginSend {
     call: LeaseCall,
     fence: i64,
     plan: ProviderPlan,
-    fingerprint: Digest,
 }
 
 impl BeginSend {
-    /// Prepares a `begin_send`; the plan is fingerprinted against `call`'s command.
+    /// Prepares a `begin_send` of `plan` (checked against the bound plan's fingerprint
+    /// for `call`'s command).
     pub fn new(call: LeaseCall, fence: i64, plan: ProviderPlan) -> Self {
-        let fingerprint = plan.fingerprint(call.identity());
-        Self {
-            call,
-            fence,
-            plan,
-            fingerprint,
-        }
+        Self { call, fence, plan }
     }
 
-    fn permit(&self, attempt: &SendAttempt) -> SendPermit {
+    fn permit(&self, attempt: &SendAttempt, lifecycle: &Lifecycle) -> SendPermit {
         SendPermit {
+            lease_expires_at: lifecycle.lease_expires_at,
             attempt: attempt.attempt,
             resend: attempt.resent(),
             provider_idempotency_key: attempt_key(
@@ -75,6 +72,8 @@ impl BeginSend {
             last_sent_at: now,
             last_sent_fence_epoch: self.fence,
             outcome: None,
+            result_stored: false,
+            version: attempt::VERSION,
         })
     }
 
@@ -84,12 +83,18 @@ impl BeginSend {
         let Context {
             lifecycle, sends, ..
         } = load::load(call, snapshot)?;
+        // The plan first: another plan is a conflict before any cutoff or state rule.
+        if let Some(bound) = sends.plan()
+            && !bound.is(&self.plan, call.identity())
+        {
+            return Err(Step::Reject(JournalError::PlanConflict));
+        }
         // The cutoff outranks every permit, a same-holder recovery included.
         let leased = lifecycle
             .as_ref()
             .is_some_and(|l| l.state == LifecycleState::Leased);
         match &sends {
-            Sends::Unreadable(_) => return Err(Step::Reject(JournalError::SendCutoffPassed)),
+            Sends::Unreadable(..) => return Err(Step::Reject(JournalError::SendCutoffPassed)),
             Sends::Bound(state)
                 if leased
                     && state.attempt.state.outcome_unknown()
@@ -121,11 +126,8 @@ impl BeginSend {
             && state.attempt.last_sent_fence_epoch == self.fence
             && now < lifecycle.lease_expires_at
         {
-            if state.plan.plan_fingerprint != self.fingerprint {
-                return Err(Step::Reject(JournalError::PlanConflict));
-            }
             return Ok(Decision::Observe(BeginSendOutput::Permitted(
-                self.permit(&state.attempt),
+                self.permit(&state.attempt, lifecycle),
             )));
         }
         active(lifecycle, now)?;
@@ -138,16 +140,7 @@ impl BeginSend {
             // transition that read the absent plan is stopped by its own assertion
             // that the plan is still absent (`guard`).
             let after = self.opened(1, 1)?;
-            let bound = BoundPlan {
-                command_key_hash: hash.clone(),
-                plan_fingerprint: self.fingerprint.clone(),
-                provider: self.plan.provider().to_owned(),
-                mode: self.plan.mode(),
-                operation: self.plan.operation().clone(),
-                key_retention_seconds: self.plan.key_retention_seconds(),
-                bound_at: now,
-                bound_fence_epoch: self.fence,
-            };
+            let bound = BoundPlan::bind(&self.plan, call.identity(), now, self.fence);
             let mut writes = vec![
                 Write::Create {
                     path: bound_plan::path(hash),
@@ -159,13 +152,10 @@ impl BeginSend {
                 },
             ];
             writes.extend(record(hash, None, &after, SendEventType::Opened));
-            let permit = self.permit(&after);
+            let permit = self.permit(&after, lifecycle);
             return Ok(Decision::Mutate(writes, BeginSendOutput::Permitted(permit)));
         };
-        let SendState { plan, attempt } = *state;
-        if plan.plan_fingerprint != self.fingerprint {
-            return Err(Step::Reject(JournalError::PlanConflict));
-        }
+        let SendState { attempt, .. } = *state;
         if now < attempt.updated_at() {
             return Err(Step::Reject(JournalError::ClockRegression));
         }
@@ -179,10 +169,11 @@ impl BeginSend {
                     last_sent_at: now,
                     last_sent_fence_epoch: self.fence,
                     outcome: None,
+                    version: attempt::VERSION,
                     ..attempt.clone()
                 };
                 let writes = record(hash, Some(&attempt), &after, SendEventType::Resent);
-                let permit = self.permit(&after);
+                let permit = self.permit(&after, lifecycle);
                 Ok(Decision::Mutate(writes, BeginSendOutput::Permitted(permit)))
             }
             AttemptState::Absent => {
@@ -193,7 +184,7 @@ impl BeginSend {
                 }
                 let after = self.opened(next, next_revision(Some(&attempt))?)?;
                 let writes = record(hash, Some(&attempt), &after, SendEventType::Opened);
-                let permit = self.permit(&after);
+                let permit = self.permit(&after, lifecycle);
                 Ok(Decision::Mutate(writes, BeginSendOutput::Permitted(permit)))
             }
             // A closed attempt under a leased lifecycle was refused by the loader.

@@ -2,7 +2,7 @@
 //! and `reconcile_send`: an exact retry of a closed attempt, and the one commit that
 //! records an outcome (joined with B2B's terminal transition when it ends the command).
 
-use super::attempt::{AttemptState, Outcome, OutcomeSource, SendAttempt};
+use super::attempt::{self, AttemptState, Outcome, OutcomeSource, SendAttempt};
 use super::event::SendEventType;
 use super::load::SendState;
 use super::mutation::{end_command, next_revision, record};
@@ -83,6 +83,8 @@ pub(crate) fn closed_retry(
 
 /// Records `finding` on the open attempt in `state` in one commit: the send document,
 /// its event and, for success or a final refusal, B2B's terminal transition.
+/// `with_result`: a success whose envelope the same commit stores (`results/current`),
+/// marked on the send document.
 pub(crate) fn record_finding(
     call: &LeaseCall,
     fence: i64,
@@ -90,9 +92,11 @@ pub(crate) fn record_finding(
     finding: &Finding,
     source: OutcomeSource,
     snapshot: &Snapshot,
+    with_result: bool,
 ) -> Result<Decision<SendOutcomeOutput>, Step> {
     let before = &state.attempt;
     let after = SendAttempt {
+        version: attempt::VERSION,
         send_revision: next_revision(Some(before))?,
         state: finding.state(),
         outcome: Some(Outcome {
@@ -100,6 +104,7 @@ pub(crate) fn record_finding(
             fence_epoch: fence,
             source,
         }),
+        result_stored: with_result && matches!(finding, Finding::Succeeded(_)),
         ..before.clone()
     };
     let hash = call.hash();

@@ -3,10 +3,15 @@
 //! layer, so no code path can skip recording the attempt's outcome.
 //!
 //! ```text
-//! a plan or send record exists          -> send_outcome_required (nothing written)
-//! one without the other, or malformed   -> journal_corrupt
-//! neither                               -> exactly what the terminal transition decides
+//! a plan and its send record, readable  -> send_outcome_required (nothing written)
+//! one without the other, a stray send event, a malformed plan, a send record
+//!   disagreeing with its event or stored result -> journal_corrupt
+//! none of the send documents            -> exactly what the terminal transition decides
 //! ```
+//!
+//! It reads the same send documents as the send operations (`load::send_paths`) and
+//! checks them the same way, so a success with no send evidence cannot be committed
+//! over deleted send documents.
 //!
 //! The lease module never learns about sends. The plan's absence is not immutable, so
 //! a terminal transition that read no plan commits only while there is still none: its
@@ -16,18 +21,18 @@
 //! (Rewriting the lifecycle unchanged would not do: Firestore keeps a document's update
 //! time when a write does not change it, so the terminal's precondition would hold.)
 
-use super::attempt;
-use super::bound_plan::{self, BoundPlan};
+use super::bound_plan;
+use super::load::{self, Sends};
+use crate::envelope::record::MarksResult;
 use crate::error::JournalError;
 use crate::lease::{Terminal, TerminalOutput};
-use crate::transaction::{Decision, OperationName, Snapshot, Transition, Write};
+use crate::transaction::{Decision, OperationName, Snapshot, Step, Transition, Write};
 
 /// A terminal transition refused once the command has a provider send.
 #[derive(Debug, Clone)]
 pub struct Guarded {
     terminal: Terminal,
     plan_path: String,
-    send_path: String,
     hash: crate::digest::Digest,
 }
 
@@ -37,9 +42,15 @@ impl Guarded {
         Self {
             terminal,
             plan_path: bound_plan::path(hash),
-            send_path: attempt::path(hash),
             hash: hash.clone(),
         }
+    }
+}
+
+/// No send document exists when a guarded terminal succeeds: nothing to mark.
+impl MarksResult for Guarded {
+    fn storing_result(self) -> Self {
+        self
     }
 }
 
@@ -52,14 +63,13 @@ impl Transition for Guarded {
 
     fn paths(&self) -> Vec<String> {
         let mut paths = self.terminal.paths();
-        paths.push(self.plan_path.clone());
-        paths.push(self.send_path.clone());
+        paths.extend(load::send_paths(&self.hash));
         paths
     }
 
     fn decide(&self, snapshot: &Snapshot) -> Decision<TerminalOutput> {
-        match (snapshot.get(&self.plan_path), snapshot.get(&self.send_path)) {
-            (None, None) => match self.terminal.decide(snapshot) {
+        match load::load_sends(&self.hash, snapshot) {
+            Ok(Sends::Unbound) => match self.terminal.decide(snapshot) {
                 Decision::Mutate(mut writes, output) => {
                     writes.push(Write::AssertAbsent {
                         path: self.plan_path.clone(),
@@ -68,13 +78,10 @@ impl Transition for Guarded {
                 }
                 other => other,
             },
-            (Some(plan), Some(_)) => match BoundPlan::parse(&self.hash, plan) {
-                Ok(_) => Decision::Reject(JournalError::SendOutcomeRequired),
-                Err(error) => Decision::Reject(error),
-            },
-            _ => Decision::Reject(JournalError::corrupt(
-                "provider plan without its send record, or the reverse",
-            )),
+            Ok(Sends::Bound(_)) => Decision::Reject(JournalError::SendOutcomeRequired),
+            Ok(Sends::Unreadable(_, error)) => Decision::Reject(error),
+            Err(Step::Read(paths)) => Decision::Read(paths),
+            Err(Step::Reject(error)) => Decision::Reject(error),
         }
     }
 }

@@ -3,12 +3,14 @@
 //! one) plus the plan, the send document, its current send event and the absent next
 //! one, and the agreement between the send layer and the lifecycle.
 
+use super::absence;
 use super::attempt::{self, AttemptState, OutcomeSource, SendAttempt};
 use super::bound_plan::{self, BoundPlan};
 use super::event::{self, SendEvent, SendEventType};
-use super::plan::send_cutoff_at;
+use super::plan::{ProviderPlan, send_cutoff_at};
 use crate::digest::Digest;
 use crate::document::lifecycle::{Lifecycle, LifecycleState};
+use crate::envelope::stored;
 use crate::error::JournalError;
 use crate::lease::{LeaseCall, Loaded};
 use crate::transaction::{Snapshot, Step};
@@ -19,11 +21,17 @@ const SPECULATIVE_EVENTS: std::ops::RangeInclusive<i64> = 1..=3;
 
 /// The first read of every send operation.
 pub(crate) fn first_read(call: &LeaseCall) -> Vec<String> {
-    let hash = call.hash();
     let mut paths = call.first_read();
-    paths.push(bound_plan::path(hash));
-    paths.push(attempt::path(hash));
+    paths.extend(send_paths(call.hash()));
+    paths
+}
+
+/// The send layer's own first read: the plan, the send record, the speculative send
+/// events and the stored result (which a success with an envelope must have).
+pub(crate) fn send_paths(hash: &Digest) -> Vec<String> {
+    let mut paths = vec![bound_plan::path(hash), attempt::path(hash)];
     paths.extend(SPECULATIVE_EVENTS.map(|r| event::path(hash, r)));
+    paths.push(stored::path(hash));
     paths
 }
 
@@ -44,8 +52,19 @@ pub(crate) enum Sends {
     Bound(Box<SendState>),
     /// A send record exists but fails to parse or its cutoff disagrees with the plan:
     /// its send time is unknown. `begin_send` answers `send_cutoff_passed`; every
-    /// other operation fails with this error.
-    Unreadable(JournalError),
+    /// other operation fails with this error (after the plan check).
+    Unreadable(Box<BoundPlan>, JournalError),
+}
+
+impl Sends {
+    /// The bound plan, when one is.
+    pub(crate) fn plan(&self) -> Option<&BoundPlan> {
+        match self {
+            Self::Unbound => None,
+            Self::Bound(state) => Some(&state.plan),
+            Self::Unreadable(plan, _) => Some(plan),
+        }
+    }
 }
 
 /// Everything a send decision starts from.
@@ -89,6 +108,26 @@ pub(crate) fn load(call: &LeaseCall, snapshot: &Snapshot) -> Result<Context, Ste
     })
 }
 
+/// The bound state an outcome or a reconciliation needs: `plan_conflict` for a plan
+/// other than the bound one (checked first), `attempt_mismatch` without a plan, the
+/// parse error of an unreadable send record.
+pub(crate) fn bound_state(
+    sends: Sends,
+    plan: &ProviderPlan,
+    call: &LeaseCall,
+) -> Result<Box<SendState>, Step> {
+    if let Some(bound) = sends.plan()
+        && !bound.is(plan, call.identity())
+    {
+        return Err(Step::Reject(JournalError::PlanConflict));
+    }
+    match sends {
+        Sends::Unbound => Err(Step::Reject(JournalError::AttemptMismatch)),
+        Sends::Unreadable(_, error) => Err(Step::Reject(error)),
+        Sends::Bound(state) => Ok(state),
+    }
+}
+
 /// The send layer and the lifecycle tell one story: no send fence ahead of the
 /// lifecycle's, and an attempt is closed exactly when the command is terminal, by the
 /// same commit (same time, same fence).
@@ -110,7 +149,9 @@ fn agrees(state: &SendState, lifecycle: &Lifecycle) -> bool {
     fences_fit && terminal_fits
 }
 
-fn load_sends(hash: &Digest, snapshot: &Snapshot) -> Result<Sends, Step> {
+/// The send layer's documents, parsed and checked against each other (not against
+/// the lifecycle): what the guard of `complete`/`fail` reads too.
+pub(crate) fn load_sends(hash: &Digest, snapshot: &Snapshot) -> Result<Sends, Step> {
     let plan = snapshot.get(&bound_plan::path(hash));
     let current = snapshot.get(&attempt::path(hash));
     let (plan, current) = match (plan, current) {
@@ -133,14 +174,15 @@ fn load_sends(hash: &Digest, snapshot: &Snapshot) -> Result<Sends, Step> {
     let plan = BoundPlan::parse(hash, plan).map_err(Step::Reject)?;
     let attempt = match SendAttempt::parse(hash, current) {
         Ok(attempt) => attempt,
-        Err(error) => return Ok(Sends::Unreadable(error)),
+        Err(error) => return Ok(Sends::Unreadable(Box::new(plan), error)),
     };
     if send_cutoff_at(attempt.first_sent_at, plan.key_retention_seconds)
         != Some(attempt.send_cutoff_at)
     {
-        return Ok(Sends::Unreadable(JournalError::corrupt(
-            "send cutoff disagrees with the plan's key retention",
-        )));
+        return Ok(Sends::Unreadable(
+            Box::new(plan),
+            JournalError::corrupt("send cutoff disagrees with the plan's key retention"),
+        ));
     }
     if attempt.attempt == 1
         && (plan.bound_at != attempt.first_sent_at
@@ -171,7 +213,36 @@ fn load_sends(hash: &Digest, snapshot: &Snapshot) -> Result<Sends, Step> {
             "provider send record disagrees with its current audit event",
         ));
     }
+    if !one_commit(snapshot, &attempt::path(hash), &partner_path) {
+        return Err(corrupt(
+            "provider send record and its current audit event were not written by one commit",
+        ));
+    }
+    let result_present = snapshot.get(&stored::path(hash)).is_some();
+    if attempt.version >= 2 && attempt.result_stored != result_present {
+        return Err(corrupt(
+            "stored result disagrees with the provider send record",
+        ));
+    }
+    if attempt.state == AttemptState::Absent
+        && !absence::recorded_in_window(&plan, &attempt, attempt.updated_at())
+    {
+        return Err(corrupt("recorded absence outside its provable window"));
+    }
     Ok(Sends::Bound(Box::new(SendState { plan, attempt })))
+}
+
+/// The send record's last write and its current event belong to one commit, and the
+/// event was never rewritten: the event's create time is the record's update time and
+/// its own update time. Checked where the reader gave commit times (the runner and
+/// the in-memory store always do).
+fn one_commit(snapshot: &Snapshot, record: &str, event: &str) -> bool {
+    match (snapshot.stamps(record), snapshot.stamps(event)) {
+        (Some(record), Some(event)) => {
+            record.updated == event.created && event.created == event.updated
+        }
+        _ => true,
+    }
 }
 
 /// The send document and its current event describe the same mutation.

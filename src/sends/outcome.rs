@@ -1,6 +1,7 @@
 //! `record_send_outcome`: what the provider answered the fence that last sent.
 //!
 //! ```text
+//! another plan bound (before any other rule)    -> plan_conflict
 //! no plan bound / other attempt                 -> attempt_mismatch
 //! not the holder / not the fence                -> lease_not_held / stale_fence
 //! attempt closed, same outcome (and commitment) -> the same terminal outcome (read-only)
@@ -8,17 +9,22 @@
 //! attempt absent                                -> attempt_mismatch
 //! open, the caller's fence did not send it last -> attempt_mismatch
 //! ambiguous, ambiguous again                    -> send_ambiguous (read-only)
-//! open, now ≥ sendCutoffAt                      -> send_cutoff_passed
+//! open + ambiguous, now ≥ sendCutoffAt          -> send_cutoff_passed
 //! open, lease not active                        -> clock_regression / lease_expired
 //! open + succeeded / declined                   -> close + B2B success / final failure, one commit
 //! sending + ambiguous                           -> ambiguous
 //! ```
+//!
+//! The cutoff stops sending, not the recording of an answer: the sender's success or
+//! decline is evidence at any time while its lease runs.
 
 use super::attempt::{AttemptState, OutcomeSource};
 use super::close::{Finding, closed_retry, record_finding};
-use super::load::{self, Context, Sends};
+use super::load::{self, Context, bound_state};
 use super::mutation::{active, held};
 use super::output::SendOutcomeOutput;
+use super::plan::ProviderPlan;
+use crate::envelope::record::MarksResult;
 use crate::error::JournalError;
 use crate::lease::LeaseCall;
 use crate::transaction::{Decision, OperationName, Snapshot, Step, Transition};
@@ -30,16 +36,27 @@ pub struct RecordOutcome {
     fence: i64,
     attempt: i64,
     finding: Finding,
+    plan: ProviderPlan,
+    with_result: bool,
 }
 
 impl RecordOutcome {
-    /// Prepares the record of `finding` (succeeded, declined or ambiguous) on `attempt`.
-    pub(crate) fn new(call: LeaseCall, fence: i64, attempt: i64, finding: Finding) -> Self {
+    /// Prepares the record of `finding` (succeeded, declined or ambiguous) on `attempt`
+    /// of the command bound to `plan`.
+    pub(crate) fn new(
+        call: LeaseCall,
+        fence: i64,
+        attempt: i64,
+        finding: Finding,
+        plan: ProviderPlan,
+    ) -> Self {
         Self {
             call,
             fence,
             attempt,
             finding,
+            plan,
+            with_result: false,
         }
     }
 
@@ -48,11 +65,7 @@ impl RecordOutcome {
         let Context {
             lifecycle, sends, ..
         } = load::load(call, snapshot)?;
-        let state = match sends {
-            Sends::Unbound => return Err(Step::Reject(JournalError::AttemptMismatch)),
-            Sends::Unreadable(error) => return Err(Step::Reject(error)),
-            Sends::Bound(state) => state,
-        };
+        let state = bound_state(sends, &self.plan, call)?;
         let lifecycle = held(lifecycle.as_ref(), call.owner(), self.fence)?;
         let attempt = &state.attempt;
         if attempt.attempt != self.attempt {
@@ -72,7 +85,7 @@ impl RecordOutcome {
             return Ok(Decision::Observe(self.finding.output(attempt.attempt)));
         }
         let now = call.now();
-        if now >= attempt.send_cutoff_at {
+        if self.finding == Finding::Ambiguous && now >= attempt.send_cutoff_at {
             return Err(Step::Reject(JournalError::SendCutoffPassed));
         }
         active(lifecycle, now)?;
@@ -86,7 +99,16 @@ impl RecordOutcome {
             &self.finding,
             OutcomeSource::SendOutcome,
             snapshot,
+            self.with_result,
         )
+    }
+}
+
+/// Wrapped in `WithResult`: the send document marks the stored envelope.
+impl MarksResult for RecordOutcome {
+    fn storing_result(mut self) -> Self {
+        self.with_result = true;
+        self
     }
 }
 

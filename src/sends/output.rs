@@ -19,6 +19,10 @@ pub struct SendPermit {
     pub provider_idempotency_key: String,
     /// The stored cutoff: from this instant on no permit is issued for the attempt.
     pub send_cutoff_at: Timestamp,
+    /// The expiry of the lease this permit was issued under: the request must not be
+    /// sent at or after it (a request still in flight then is one the journal counts
+    /// on having reached the provider within the plan's settle window).
+    pub lease_expires_at: Timestamp,
 }
 
 /// The answer to `begin_send`.
@@ -49,16 +53,18 @@ pub enum SendOutcomeOutput {
 }
 
 /// `{"journalSchemaVersion":1,"outcome":"send_permitted","attempt":N,"resend":B,
-/// "providerIdempotencyKey":"cj1-…","sendCutoffAt":{"seconds":S,"nanoseconds":N}}`.
+/// "providerIdempotencyKey":"cj1-…","sendCutoffAt":{"seconds":S,"nanoseconds":N},
+/// "leaseExpiresAt":{"seconds":S,"nanoseconds":N}}`.
 impl Serialize for SendPermit {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut s = serializer.serialize_struct("SendPermit", 6)?;
+        let mut s = serializer.serialize_struct("SendPermit", 7)?;
         s.serialize_field("journalSchemaVersion", &1)?;
         s.serialize_field("outcome", "send_permitted")?;
         s.serialize_field("attempt", &self.attempt)?;
         s.serialize_field("resend", &self.resend)?;
         s.serialize_field("providerIdempotencyKey", &self.provider_idempotency_key)?;
         s.serialize_field("sendCutoffAt", &SecondsNanos(self.send_cutoff_at))?;
+        s.serialize_field("leaseExpiresAt", &SecondsNanos(self.lease_expires_at))?;
         s.end()
     }
 }

@@ -6,6 +6,7 @@
 //! holds golden vectors from an independent implementation.
 
 use crate::digest::{Digest, frame_digest};
+use crate::document::lifecycle::LEASE_SECONDS;
 use crate::error::JournalError;
 use crate::identity::{CommandIdentity, OperationSlug, canonical_object, is_slug};
 use crate::time::Timestamp;
@@ -18,6 +19,13 @@ pub const MIN_KEY_RETENTION_SECONDS: i64 = 3_600;
 pub const MAX_KEY_RETENTION_SECONDS: i64 = 2_592_000;
 /// Largest attempt number (four decimal digits).
 pub const MAX_ATTEMPT: i64 = 9_999;
+/// `lookupSettleSeconds` when a plan does not set it: five minutes.
+pub const DEFAULT_LOOKUP_SETTLE_SECONDS: i64 = 300;
+/// Largest accepted `lookupSettleSeconds` (one day).
+pub const MAX_LOOKUP_SETTLE_SECONDS: i64 = 86_400;
+/// The plan version new plans are fingerprinted and stored under: version 2 adds the
+/// lookup's durability and settle window. Version 1 plans stay readable.
+pub const PLAN_VERSION: i64 = 2;
 /// Longest endpoint text (`METHOD /path`), in bytes.
 const MAX_ENDPOINT_BYTES: usize = 512;
 /// Longest account text, in characters.
@@ -54,6 +62,49 @@ impl ProviderMode {
             Self::Live => "live",
         }
     }
+}
+
+/// What the provider's lookup of an idempotency key answers from, which bounds how
+/// long an absence can be proven (`docs/providers.md`, "Proven absence").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum ProviderLookup {
+    /// The provider's idempotency-key store: it forgets a key after the plan's key
+    /// retention, so an absence is provable only before `firstSentAt + retention`.
+    #[default]
+    KeyStore,
+    /// The provider's own durable records (a Stripe metadata search): an absence is
+    /// provable at any time after the settle window.
+    Durable,
+}
+
+impl ProviderLookup {
+    /// Parses exactly `key_store` or `durable`; anything else is `invalid_input` on
+    /// `lookup`.
+    pub fn parse(text: &str) -> Result<Self, JournalError> {
+        match text {
+            "key_store" => Ok(Self::KeyStore),
+            "durable" => Ok(Self::Durable),
+            _ => Err(JournalError::invalid("lookup")),
+        }
+    }
+
+    /// The exact text hashed and stored.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::KeyStore => "key_store",
+            Self::Durable => "durable",
+        }
+    }
+}
+
+/// Whether `settle_seconds` is a valid settle window for `lookup` with key retention
+/// `retention`: 0 to [`MAX_LOOKUP_SETTLE_SECONDS`], and for a key-store lookup short
+/// enough that every attempt has a window in which its absence is provable (a lease
+/// plus the settle window fit in the quarter of the retention after the cutoff).
+pub(crate) fn settle_fits(lookup: ProviderLookup, settle_seconds: i64, retention: i64) -> bool {
+    (0..=MAX_LOOKUP_SETTLE_SECONDS).contains(&settle_seconds)
+        && (lookup == ProviderLookup::Durable
+            || LEASE_SECONDS + settle_seconds <= retention - cutoff_seconds(retention))
 }
 
 /// The borrowed, unvalidated parts of a provider plan, as a caller holds them.
@@ -97,6 +148,8 @@ pub struct ProviderPlan {
     endpoint: String,
     parameters: String,
     key_retention_seconds: i64,
+    lookup: ProviderLookup,
+    lookup_settle_seconds: i64,
 }
 
 impl fmt::Debug for ProviderPlan {
@@ -190,7 +243,37 @@ impl ProviderPlan {
             endpoint,
             parameters,
             key_retention_seconds: retention,
+            lookup: ProviderLookup::KeyStore,
+            lookup_settle_seconds: DEFAULT_LOOKUP_SETTLE_SECONDS,
         })
+    }
+
+    /// The same plan with the provider's lookup durability and settle window (the
+    /// time the provider's lookup needs to see a charge). Defaults: `key_store`, 300.
+    /// `invalid_input` on `lookupSettleSeconds` outside 0 to 86,400, or, for a
+    /// key-store lookup, when 60 s (a lease) plus the settle window exceed a quarter of
+    /// the key retention: no absence could ever be proven.
+    pub fn with_lookup(
+        mut self,
+        lookup: ProviderLookup,
+        settle_seconds: i64,
+    ) -> Result<Self, JournalError> {
+        if !settle_fits(lookup, settle_seconds, self.key_retention_seconds) {
+            return Err(JournalError::invalid("lookupSettleSeconds"));
+        }
+        self.lookup = lookup;
+        self.lookup_settle_seconds = settle_seconds;
+        Ok(self)
+    }
+
+    /// What the provider's lookup answers from (stored).
+    pub fn lookup(&self) -> ProviderLookup {
+        self.lookup
+    }
+
+    /// Seconds the provider's lookup needs to see a charge (stored).
+    pub fn lookup_settle_seconds(&self) -> i64 {
+        self.lookup_settle_seconds
     }
 
     /// The provider slug (stored: it is not secret).
@@ -219,27 +302,38 @@ impl ProviderPlan {
         &self.parameters
     }
 
-    /// `planFingerprint`: domain `command-journal.provider-plan`, version 1, then
-    /// `commandKeyHash`, provider, account, mode, API version, operation, endpoint,
-    /// canonical parameters and the key retention (decimal text). Bound to the command,
-    /// so the same plan under another command has an unrelated fingerprint.
+    /// `planFingerprint` under the current plan version ([`PLAN_VERSION`], 2):
+    /// domain `command-journal.provider-plan`, version 2, then `commandKeyHash`,
+    /// provider, account, mode, API version, operation, endpoint, canonical
+    /// parameters, the key retention, the lookup (`key_store` | `durable`) and the
+    /// settle window (integers as decimal text). Bound to the command, so the same
+    /// plan under another command has an unrelated fingerprint.
     pub fn fingerprint(&self, identity: &CommandIdentity) -> Digest {
+        self.fingerprint_v(identity, PLAN_VERSION)
+    }
+
+    /// The fingerprint under plan version `version`: 1 is the frame above without the
+    /// lookup and settle parts (plans bound before version 2), anything else 2.
+    pub(crate) fn fingerprint_v(&self, identity: &CommandIdentity, version: i64) -> Digest {
         let retention = self.key_retention_seconds.to_string();
-        frame_digest(
-            "command-journal.provider-plan",
-            1,
-            &[
-                identity.command_key_hash().as_str().as_bytes(),
-                self.provider.as_bytes(),
-                self.account.as_bytes(),
-                self.mode.as_str().as_bytes(),
-                self.api_version.as_bytes(),
-                self.operation.as_str().as_bytes(),
-                self.endpoint.as_bytes(),
-                self.parameters.as_bytes(),
-                retention.as_bytes(),
-            ],
-        )
+        let settle = self.lookup_settle_seconds.to_string();
+        let mut parts: Vec<&[u8]> = vec![
+            identity.command_key_hash().as_str().as_bytes(),
+            self.provider.as_bytes(),
+            self.account.as_bytes(),
+            self.mode.as_str().as_bytes(),
+            self.api_version.as_bytes(),
+            self.operation.as_str().as_bytes(),
+            self.endpoint.as_bytes(),
+            self.parameters.as_bytes(),
+            retention.as_bytes(),
+        ];
+        if version == 1 {
+            return frame_digest("command-journal.provider-plan", 1, &parts);
+        }
+        parts.push(self.lookup.as_str().as_bytes());
+        parts.push(settle.as_bytes());
+        frame_digest("command-journal.provider-plan", 2, &parts)
     }
 }
 

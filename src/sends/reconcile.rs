@@ -2,6 +2,7 @@
 //! unknown, recorded by a holder of the lease (before or after the cutoff).
 //!
 //! ```text
+//! another plan bound (before any other rule)    -> plan_conflict
 //! no plan bound / other attempt                 -> attempt_mismatch
 //! not the holder / not the fence                -> lease_not_held / stale_fence
 //! attempt closed, same evidence (and commitment)-> the same terminal outcome (read-only)
@@ -10,14 +11,18 @@
 //! attempt absent, succeeded / declined          -> attempt_mismatch
 //! open, lease not active                        -> clock_regression / lease_expired
 //! open + succeeded / declined                   -> close + B2B success / final failure, one commit
-//! open + not_found                              -> absent: the next begin_send opens n + 1
+//! open + not_found, absence not provable (`absence`) -> absence_not_provable (from when)
+//! open + not_found, provable                    -> absent: the next begin_send opens n + 1
 //! ```
 
+use super::absence;
 use super::attempt::{AttemptState, OutcomeSource};
 use super::close::{Finding, closed_retry, record_finding};
-use super::load::{self, Context, Sends};
+use super::load::{self, Context, bound_state};
 use super::mutation::{active, held};
 use super::output::SendOutcomeOutput;
+use super::plan::ProviderPlan;
+use crate::envelope::record::MarksResult;
 use crate::error::JournalError;
 use crate::lease::LeaseCall;
 use crate::transaction::{Decision, OperationName, Snapshot, Step, Transition};
@@ -29,16 +34,27 @@ pub struct Reconcile {
     fence: i64,
     attempt: i64,
     finding: Finding,
+    plan: ProviderPlan,
+    with_result: bool,
 }
 
 impl Reconcile {
-    /// Prepares the record of `finding` (succeeded, declined or absent) on `attempt`.
-    pub(crate) fn new(call: LeaseCall, fence: i64, attempt: i64, finding: Finding) -> Self {
+    /// Prepares the record of `finding` (succeeded, declined or absent) on `attempt`
+    /// of the command bound to `plan`.
+    pub(crate) fn new(
+        call: LeaseCall,
+        fence: i64,
+        attempt: i64,
+        finding: Finding,
+        plan: ProviderPlan,
+    ) -> Self {
         Self {
             call,
             fence,
             attempt,
             finding,
+            plan,
+            with_result: false,
         }
     }
 
@@ -47,11 +63,7 @@ impl Reconcile {
         let Context {
             lifecycle, sends, ..
         } = load::load(call, snapshot)?;
-        let state = match sends {
-            Sends::Unbound => return Err(Step::Reject(JournalError::AttemptMismatch)),
-            Sends::Unreadable(error) => return Err(Step::Reject(error)),
-            Sends::Bound(state) => state,
-        };
+        let state = bound_state(sends, &self.plan, call)?;
         let lifecycle = held(lifecycle.as_ref(), call.owner(), self.fence)?;
         let attempt = &state.attempt;
         if attempt.attempt != self.attempt {
@@ -72,6 +84,9 @@ impl Reconcile {
         if now < attempt.updated_at() {
             return Err(Step::Reject(JournalError::ClockRegression));
         }
+        if self.finding == Finding::Absent {
+            absence::check(&state.plan, attempt, now).map_err(Step::Reject)?;
+        }
         record_finding(
             call,
             self.fence,
@@ -79,7 +94,16 @@ impl Reconcile {
             &self.finding,
             OutcomeSource::Reconciliation,
             snapshot,
+            self.with_result,
         )
+    }
+}
+
+/// Wrapped in `WithResult`: the send document marks the stored envelope.
+impl MarksResult for Reconcile {
+    fn storing_result(mut self) -> Self {
+        self.with_result = true;
+        self
     }
 }
 

@@ -1,7 +1,11 @@
 //! `status` with the send layer: B2B's redacted status, plus, once a plan is bound,
-//! the current attempt's number, state, cutoff and whether it needs reconciliation.
+//! the stored plan's fingerprint, the current attempt's number, state, cutoff, whether
+//! it needs reconciliation and from when its absence is provable.
 
+use super::absence;
 use super::load::{self, Sends};
+use super::plan::{ProviderPlan, attempt_key};
+use crate::digest::Digest;
 use crate::error::JournalError;
 use crate::lease::{LeaseCall, StatusOutput, StatusRead};
 use crate::time::SecondsNanos;
@@ -9,30 +13,55 @@ use crate::time::Timestamp;
 use crate::transaction::{Decision, OperationName, Snapshot, Step, Transition};
 use serde::Serialize;
 
-/// The send state `status` shows: no key, plan, account or reference.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// The send state `status` shows: no key, plan parameters, account or reference.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SendStatus {
+    /// The stored plan's fingerprint (64 lowercase hex): compare it with
+    /// `command-journal identity`'s `planFingerprint` of the plan a service sends.
+    #[serde(serialize_with = "digest_text")]
+    pub plan_fingerprint: Digest,
     /// The current attempt, from 1.
     pub attempt: i64,
     /// `sending`, `ambiguous`, `absent`, `succeeded` or `declined`.
     pub state: &'static str,
-    /// The attempt's stored cutoff.
+    /// The attempt's stored cutoff, `{"seconds": S, "nanoseconds": N}`.
     #[serde(serialize_with = "seconds_nanos")]
     pub send_cutoff_at: Timestamp,
     /// The outcome is unknown and the cutoff has passed: only `reconcile_send` moves
     /// the command now.
     pub needs_reconciliation: bool,
+    /// While the outcome is unknown, the instant from which a provider's "not found"
+    /// is accepted (`docs/providers.md`, "Proven absence"); `null` once the outcome
+    /// is known, or when no absence can be proven any more (the provider may have
+    /// forgotten the key: evidence or an operator settles it).
+    #[serde(serialize_with = "nullable_seconds_nanos")]
+    pub absence_provable_from: Option<Timestamp>,
+    /// The current attempt's provider key, derived from the stored plan's operation
+    /// (what a lookup asks for). Never serialized.
+    #[serde(skip)]
+    pub(crate) key: String,
+}
+
+fn digest_text<S: serde::Serializer>(digest: &Digest, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(digest.as_str())
 }
 
 fn seconds_nanos<S: serde::Serializer>(at: &Timestamp, s: S) -> Result<S::Ok, S::Error> {
     SecondsNanos(*at).serialize(s)
 }
 
+fn nullable_seconds_nanos<S: serde::Serializer>(
+    at: &Option<Timestamp>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    at.map(SecondsNanos).serialize(s)
+}
+
 /// B2B's status and the send state. Serializes as B2B's status object, with a `send`
 /// object added only once a plan is bound (so a command without sends prints exactly
 /// what it printed before).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CommandStatus {
     /// B2B's redacted status.
     #[serde(flatten)]
@@ -47,6 +76,7 @@ pub struct CommandStatus {
 pub struct SendStatusRead {
     call: LeaseCall,
     status: StatusRead,
+    plan: Option<ProviderPlan>,
 }
 
 impl SendStatusRead {
@@ -55,7 +85,15 @@ impl SendStatusRead {
         Self {
             status: StatusRead::new(call.clone()),
             call,
+            plan: None,
         }
+    }
+
+    /// The same read that first answers `plan_conflict` when a plan other than `plan`
+    /// is bound (what `execute` asks before it derives a lookup key).
+    pub(crate) fn for_plan(mut self, plan: &ProviderPlan) -> Self {
+        self.plan = Some(plan.clone());
+        self
     }
 
     fn decide_inner(&self, snapshot: &Snapshot) -> Result<Decision<CommandStatus>, Step> {
@@ -68,17 +106,31 @@ impl SendStatusRead {
                 return Err(Step::Reject(JournalError::internal("status wrote")));
             }
         };
+        if let (Some(plan), Some(bound)) = (&self.plan, context.sends.plan())
+            && !bound.is(plan, self.call.identity())
+        {
+            return Err(Step::Reject(JournalError::PlanConflict));
+        }
+        let now = self.call.now();
         let send = match context.sends {
             Sends::Unbound => None,
-            Sends::Unreadable(error) => return Err(Step::Reject(error)),
+            Sends::Unreadable(_, error) => return Err(Step::Reject(error)),
             Sends::Bound(state) => {
-                let a = state.attempt;
+                let a = &state.attempt;
+                let open = a.state.outcome_unknown();
+                let provable_from = match absence::check(&state.plan, a, now) {
+                    Ok(()) => absence::window(&state.plan, a).map(|(from, _)| from),
+                    Err(JournalError::AbsenceNotProvable { provable_from }) => provable_from,
+                    Err(_) => None,
+                };
                 Some(SendStatus {
+                    plan_fingerprint: state.plan.plan_fingerprint.clone(),
                     attempt: a.attempt,
                     state: a.state.as_str(),
                     send_cutoff_at: a.send_cutoff_at,
-                    needs_reconciliation: a.state.outcome_unknown()
-                        && self.call.now() >= a.send_cutoff_at,
+                    needs_reconciliation: open && now >= a.send_cutoff_at,
+                    absence_provable_from: provable_from.filter(|_| open),
+                    key: attempt_key(self.call.identity(), &state.plan.operation, a.attempt),
                 })
             }
         };

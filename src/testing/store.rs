@@ -35,7 +35,7 @@ use crate::document::fields::FieldMap;
 use crate::error::JournalError;
 use crate::runner::attempt::{Attempt as Machine, Found, Precondition, ReadKind, Step};
 use crate::transaction::blind::{self, BlindPlan};
-use crate::transaction::{Decision, Snapshot, Transition, Write};
+use crate::transaction::{CommitStamps, Decision, Snapshot, Transition, Write};
 use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::ops::Index;
@@ -133,6 +133,21 @@ impl Store {
             update_time: self.clock,
         };
         self.docs.insert(path, stored).map(|old| old.fields)
+    }
+
+    /// Puts documents in place together, as one commit of another writer would (one
+    /// new update time shared by all): a forger writing a consistent batch.
+    pub fn insert_together(&mut self, docs: impl IntoIterator<Item = (String, FieldMap)>) {
+        self.clock += 1;
+        for (path, fields) in docs {
+            let create_time = self.docs.get(&path).map_or(self.clock, |s| s.create_time);
+            let stored = Stored {
+                fields,
+                create_time,
+                update_time: self.clock,
+            };
+            self.docs.insert(path, stored);
+        }
     }
 
     /// Every document as Firestore would answer it under `documents_path`: full name,
@@ -249,9 +264,14 @@ impl Store {
                         .into_iter()
                         .filter_map(|path| {
                             let stored = self.docs.get(&path)?;
+                            let logical = |t: u64| (i64::try_from(t).unwrap_or(i64::MAX), 0);
                             let found = Found {
                                 fields: stored.fields.clone(),
                                 version: Some(stored.update_time),
+                                stamps: Some(CommitStamps {
+                                    created: logical(stored.create_time),
+                                    updated: logical(stored.update_time),
+                                }),
                             };
                             Some((path, found))
                         })

@@ -183,6 +183,7 @@ fn check_send_layer(
         current: named("current"),
         events: docs.send_events.iter().map(|(r, doc)| (*r, doc)).collect(),
         lifecycle,
+        result: docs.result.as_ref(),
     };
     super::sends::check_sends(hash, &sends)
 }

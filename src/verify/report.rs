@@ -100,6 +100,12 @@ pub enum FindingCode {
     /// Send commit times out of order, a send event rewritten, or the send record not
     /// written by the commit of the last send event.
     SendCommitTimeMismatch,
+    /// An attempt recorded absent outside the window in which the journal can prove an
+    /// absence (`docs/providers.md`, "Proven absence"): nothing may be built on it.
+    AbsenceNotProven,
+    /// The send record's `resultStored` disagrees with the presence of
+    /// `results/current`.
+    SendResultMismatch,
     /// A result envelope (`results/current`) of a command that has not succeeded, or
     /// has no root.
     OrphanResult,
@@ -153,6 +159,8 @@ impl FindingCode {
             Self::SendCutoffMismatch => "send_cutoff_mismatch",
             Self::SendLifecycleMismatch => "send_lifecycle_mismatch",
             Self::SendCommitTimeMismatch => "send_commit_time_mismatch",
+            Self::AbsenceNotProven => "absence_not_proven",
+            Self::SendResultMismatch => "send_result_mismatch",
             Self::OrphanResult => "orphan_result",
             Self::MalformedResult => "malformed_result",
             Self::ResultCommitmentMismatch => "result_commitment_mismatch",

@@ -14,7 +14,12 @@
 //!   before, the current document last written by the commit of the last one;
 //! - cutoff arithmetic: every opening's `sendCutoffAt` is its `occurredAt + r − ⌊r/4⌋`
 //!   for the plan's retention, every later event of the attempt carries it, and no
-//!   permit or sender's outcome is recorded at or after it;
+//!   permit or sender's `ambiguous` is recorded at or after it (a sender's success or
+//!   decline is evidence whenever it arrives);
+//! - proven absence: every `provider_send_reconciled_absent` lies in the window in
+//!   which the journal can prove an absence (`crate::sends::absence`);
+//! - the stored result: a version-2 send record says `resultStored` exactly when
+//!   `results/current` exists;
 //! - agreement with the lifecycle: a plan implies a lifecycle; the attempt is closed
 //!   exactly when the command is terminal, `succeeded` with succeeded and `declined`
 //!   with failed_final, by the commit that ended the command (same time, same fence,
@@ -24,6 +29,7 @@
 
 use crate::digest::Digest;
 use crate::document::lifecycle::{Lifecycle, LifecycleState};
+use crate::sends::absence;
 use crate::sends::attempt::{self, AttemptState, OutcomeSource, SendAttempt};
 use crate::sends::bound_plan::{self, BoundPlan};
 use crate::sends::event::{self, SendEvent, SendEventType};
@@ -47,6 +53,8 @@ pub struct SendDocs<'a> {
     pub events: Vec<(i64, &'a StoredDoc)>,
     /// The lifecycle document and its parsed fields.
     pub lifecycle: Option<(&'a StoredDoc, &'a Lifecycle)>,
+    /// `results/current`, when stored.
+    pub result: Option<&'a StoredDoc>,
 }
 
 fn at(code: FindingCode, path: &str) -> Finding {
@@ -134,6 +142,9 @@ pub fn check_sends(hash: &Digest, docs: &SendDocs<'_>) -> Vec<Finding> {
         out.push(at(C::SendChainMismatch, &current_doc.path));
     }
     check_lifecycle(hash, docs, &plan, &current, &mut out);
+    if current.version >= 2 && current.result_stored != docs.result.is_some() {
+        out.push(at(C::SendResultMismatch, &current_doc.path));
+    }
     out.sort();
     out.dedup();
     out
@@ -222,12 +233,21 @@ fn replay(
                     SendEventType::Resent | SendEventType::Opened => None,
                     _ => Some(OutcomeSource::Reconciliation),
                 };
-                // Permits and a sender's outcomes come before the cutoff; only
-                // reconciliation may follow it.
-                if source != Some(OutcomeSource::Reconciliation)
-                    && event.occurred_at >= previous.send_cutoff_at
-                {
+                // Permits and a sender's `ambiguous` come before the cutoff; a
+                // sender's success or decline, and reconciliation, may follow it.
+                let before_cutoff =
+                    matches!(kind, SendEventType::Resent | SendEventType::Ambiguous);
+                if before_cutoff && event.occurred_at >= previous.send_cutoff_at {
                     out.push(at(C::SendCutoffMismatch, path));
+                }
+                let sent = absence::Sent {
+                    first_sent_at: previous.first_sent_at,
+                    last_sent_at: previous.last_sent_at,
+                };
+                if kind == SendEventType::ReconciledAbsent
+                    && !absence::recorded_in_window(plan, sent, event.occurred_at)
+                {
+                    out.push(at(C::AbsenceNotProven, path));
                 }
                 match source {
                     None => {

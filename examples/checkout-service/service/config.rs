@@ -5,6 +5,7 @@
 //! value), and the process exits 1.
 
 use command_journal::identity::Environment;
+use command_journal::sends::ProviderLookup;
 use command_journal::{JournalError, ProviderPlan, ProviderPlanRequest, Target};
 use serde_json::Value;
 use std::net::{IpAddr, Ipv4Addr};
@@ -25,6 +26,11 @@ pub const MAX_CONNECTIONS: usize = 1000;
 pub const MAX_REQUESTS: usize = 250;
 /// `PROVIDER_KEY_RETENTION_SECONDS` when unset: one day.
 pub const DEFAULT_KEY_RETENTION_SECONDS: i64 = 86_400;
+/// `PROVIDER_LOOKUP` when unset: the provider answers lookups from its idempotency-key
+/// store, which forgets a key after the retention (the plan's default).
+pub const DEFAULT_LOOKUP: ProviderLookup = ProviderLookup::KeyStore;
+/// `PROVIDER_LOOKUP_SETTLE_SECONDS` when unset: five minutes (the plan's default).
+pub const DEFAULT_LOOKUP_SETTLE_SECONDS: i64 = 300;
 /// The plan's operation: its provider idempotency key is attempt 1's.
 pub const OPERATION: &str = "charge";
 /// The plan's endpoint.
@@ -46,6 +52,13 @@ pub struct PlanSettings {
     /// `PROVIDER_KEY_RETENTION_SECONDS`: how long the provider keeps an idempotency
     /// key (default one day); the send cutoff is derived from it.
     pub key_retention_seconds: i64,
+    /// `PROVIDER_LOOKUP`: what the provider's lookup answers from, `key_store` (the
+    /// default: its idempotency keys, forgotten after the retention) or `durable`
+    /// (its own records, never forgotten: the stub provider, a Stripe metadata search).
+    pub lookup: ProviderLookup,
+    /// `PROVIDER_LOOKUP_SETTLE_SECONDS`: how long the provider's lookup may take to
+    /// see a charge (default 300).
+    pub lookup_settle_seconds: i64,
 }
 
 impl std::fmt::Debug for PlanSettings {
@@ -71,7 +84,8 @@ impl PlanSettings {
             endpoint: ENDPOINT,
             parameters,
             key_retention_seconds: self.key_retention_seconds,
-        })
+        })?
+        .with_lookup(self.lookup, self.lookup_settle_seconds)
     }
 }
 
@@ -278,9 +292,10 @@ impl Config {
     }
 }
 
-/// The `PROVIDER_*` plan variables, each required but the retention, validated
-/// together by [`ProviderPlan::new`] over empty parameters; its refusal names the
-/// plan field, mapped back to the variable.
+/// The `PROVIDER_*` plan variables, each required but the retention, the lookup and
+/// its settle window, validated together by [`ProviderPlan::new`] and
+/// [`ProviderPlan::with_lookup`] over empty parameters; a refusal names the plan
+/// field, mapped back to the variable.
 fn plan_settings(
     get: &impl Fn(&str) -> Option<String>,
     environment: Environment,
@@ -309,12 +324,26 @@ fn plan_settings(
             )
         })?,
     };
+    let lookup = match get("PROVIDER_LOOKUP") {
+        None => DEFAULT_LOOKUP,
+        Some(text) => ProviderLookup::parse(text.trim())
+            .map_err(|_| refuse("PROVIDER_LOOKUP", LOOKUP_PROBLEM))?,
+    };
+    let lookup_settle_seconds = match get("PROVIDER_LOOKUP_SETTLE_SECONDS") {
+        None => DEFAULT_LOOKUP_SETTLE_SECONDS,
+        Some(text) => text
+            .trim()
+            .parse::<i64>()
+            .map_err(|_| refuse("PROVIDER_LOOKUP_SETTLE_SECONDS", SETTLE_PROBLEM))?,
+    };
     let settings = PlanSettings {
         provider,
         account,
         mode,
         api_version,
         key_retention_seconds,
+        lookup,
+        lookup_settle_seconds,
     };
     match settings.plan(&Value::Object(serde_json::Map::new())) {
         Ok(_) => Ok(settings),
@@ -336,6 +365,8 @@ fn plan_settings(
                 "PROVIDER_KEY_RETENTION_SECONDS",
                 "must be a whole number of seconds from 3600 to 2592000",
             ),
+            "lookup" => refuse("PROVIDER_LOOKUP", LOOKUP_PROBLEM),
+            "lookupSettleSeconds" => refuse("PROVIDER_LOOKUP_SETTLE_SECONDS", SETTLE_PROBLEM),
             // The operation, endpoint and parameters are this file's constants.
             _ => refuse("PROVIDER_NAME", "does not make a valid provider plan"),
         }),
@@ -345,6 +376,12 @@ fn plan_settings(
         )),
     }
 }
+
+/// Why `PROVIDER_LOOKUP` was refused.
+const LOOKUP_PROBLEM: &str = "must be key_store or durable";
+/// Why `PROVIDER_LOOKUP_SETTLE_SECONDS` was refused.
+const SETTLE_PROBLEM: &str = "must be a whole number of seconds from 0 to 86400, and with \
+     PROVIDER_LOOKUP=key_store at most a quarter of PROVIDER_KEY_RETENTION_SECONDS less 60";
 
 fn valid_project_id(project: &str) -> bool {
     (1..=100).contains(&project.len())

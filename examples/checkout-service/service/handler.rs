@@ -334,7 +334,9 @@ fn parse_body(body: &[u8]) -> Result<(String, Value), &'static str> {
 }
 
 /// The checkout's core: the plan from the environment and the payload, then one
-/// `Journal::execute` through this request's provider adapter, mapped to its answer.
+/// `Journal::execute` through this request's provider adapter (which takes a charge
+/// as evidence only when it is the payload's amount and currency, under the attempt's
+/// key), mapped to its answer.
 /// Everything else (the lease, the permit before the POST, the fence, the cutoff, the
 /// lookup, a second attempt, the stored result on a replay) is the journal's.
 async fn run_command(app: &App, command: &CommandInput, payload: &Value) -> Answer {
@@ -342,7 +344,7 @@ async fn run_command(app: &App, command: &CommandInput, payload: &Value) -> Answ
         Ok(plan) => plan,
         Err(error) => return Answer::journal_error(error),
     };
-    let provider = RequestProvider::new(&app.provider);
+    let provider = RequestProvider::new(&app.provider, payload);
     let execution = app.journal.execute(command, &plan, &provider).await;
     let called = provider.called();
     let mut answer = match execution {

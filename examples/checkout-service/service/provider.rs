@@ -2,15 +2,21 @@
 //! (`docs/providers.md`, "The checkout service's provider contract") defines it:
 //!
 //! - `POST {PROVIDER_URL}/v1/charges` with the attempt's `Idempotency-Key` and the
-//!   plan's parameters as the JSON body. A 2xx answer is a charge: its `id`,
-//!   `amount`, `currency` and `status` (those present) form the result envelope.
-//!   402 and every other 4xx but 408, 409, 425 and 429 are a final decline.
-//!   Everything else (a timeout, a lost connection, 5xx, 408/409/425/429, a
-//!   redirect, a 2xx whose body is no charge) is ambiguous: the charge may exist.
+//!   plan's parameters as the JSON body. A 2xx answer is a success only when its body
+//!   is a charge of this request ([`Expected::owns`]: the request's `amount` and
+//!   `currency`, and the attempt's key where the charge records one in
+//!   `metadata.journal_key`) in the final success state (`status` = `succeeded`): its
+//!   `id`, `amount`, `currency` and `status` form the result envelope. 402 and every
+//!   other 4xx but 408, 409, 425 and 429 are a final decline. Everything else (a
+//!   timeout, a lost connection, 5xx, 408/409/425/429, a redirect, a 2xx whose body
+//!   is no charge, another request's charge, or a charge in any other state,
+//!   `pending` and `failed` included) is ambiguous: the charge may exist, and the
+//!   lookup after the cutoff settles it.
 //! - `GET {PROVIDER_URL}/v1/charges?idempotency_key=<key>`: 200 `{"data":[charge…]}`.
-//!   No charge is "not found"; one charge with status `succeeded` is found (its
-//!   envelope), `failed` is a decline; any other status, more than one charge, any
-//!   other answer or any error is "unavailable": nothing is concluded.
+//!   No charge is "not found"; one charge of this request with status `succeeded` is
+//!   found (its envelope), `failed` is a decline; another request's charge, any other
+//!   status, more than one charge, any other answer or any error is "unavailable":
+//!   nothing is concluded.
 //!
 //! Redirects are never followed: a payment POST is never replayed somewhere else.
 //! Nothing here logs; the answers carry fixed codes only. [`RequestProvider`] is the
@@ -26,7 +32,8 @@ use std::time::Duration;
 /// What one POST answered.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Sent {
-    /// A 2xx charge: the envelope's fields.
+    /// A 2xx charge of this request in the final success state: the envelope's
+    /// fields.
     Charged(Map<String, Value>),
     /// A final decline.
     Declined,
@@ -37,9 +44,10 @@ pub enum Sent {
 /// What one lookup answered.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Looked {
-    /// The provider holds a succeeded charge for the key: the envelope's fields.
+    /// The provider holds a succeeded charge of this request for the key: the
+    /// envelope's fields.
     Found(Map<String, Value>),
-    /// The provider holds a failed charge for the key.
+    /// The provider holds a failed charge of this request for the key.
     Declined,
     /// The provider holds no charge for the key.
     NotFound,
@@ -81,6 +89,63 @@ pub fn envelope(charge: &Map<String, Value>) -> Option<Map<String, Value>> {
     Some(envelope)
 }
 
+/// What a charge must show to be evidence about one request: the `amount` and
+/// `currency` of the parameters the request sends (the plan's parameters, which are
+/// the checkout's payload). A charge is this request's under `key`
+/// ([`Expected::owns`]) when
+///
+/// - its `amount` is the parameters' `amount`, an integer (or both have none);
+/// - its `currency` is the parameters' `currency`, a string, ignoring ASCII case (a
+///   provider may answer `eur` for `EUR`; or both have none);
+/// - its `metadata.journal_key`, where the provider records it, is `key`; a
+///   `metadata` that is not an object, or a `journal_key` that is not a string, is no
+///   evidence at all. A provider that records no key there (no `metadata`, or none
+///   with `journal_key`) is taken at its word that the charge is the key's: the send
+///   answered the POST made with it, the lookup was asked for it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Expected {
+    amount: Option<Value>,
+    currency: Option<Value>,
+}
+
+impl Expected {
+    /// The expectation of a request sending `parameters`.
+    pub fn of(parameters: &Value) -> Self {
+        Self {
+            amount: parameters.get("amount").cloned(),
+            currency: parameters.get("currency").cloned(),
+        }
+    }
+
+    /// Whether `charge` is this request's charge under `key` (see [`Expected`]).
+    pub fn owns(&self, charge: &Map<String, Value>, key: &str) -> bool {
+        let amount = match (&self.amount, charge.get("amount")) {
+            (None, None) => true,
+            (Some(asked), Some(charged)) => {
+                asked.as_i64().is_some() && asked.as_i64() == charged.as_i64()
+            }
+            _ => false,
+        };
+        let currency = match (&self.currency, charge.get("currency")) {
+            (None, None) => true,
+            (Some(Value::String(asked)), Some(Value::String(charged))) => {
+                asked.eq_ignore_ascii_case(charged)
+            }
+            _ => false,
+        };
+        let recorded_key = match charge.get("metadata") {
+            None => true,
+            Some(Value::Object(metadata)) => match metadata.get("journal_key") {
+                None => true,
+                Some(Value::String(recorded)) => recorded == key,
+                Some(_) => false,
+            },
+            Some(_) => false,
+        };
+        amount && currency && recorded_key
+    }
+}
+
 impl Charges {
     /// Charges go to `charges` (`{PROVIDER_URL}/v1/charges`); no call waits longer
     /// than `timeout` (`PROVIDER_TIMEOUT_MS`).
@@ -96,7 +161,9 @@ impl Charges {
     }
 
     /// One charge attempt under `key`, bounded by `deadline` and the client's
-    /// timeout (body included).
+    /// timeout (body included). A 2xx is [`Sent::Charged`] only for a charge of this
+    /// request (`parameters`' amount and currency, `key`) whose `status` is
+    /// `succeeded`; see [`classify_charge`].
     pub async fn post(&self, key: &str, parameters: &Value, deadline: Duration) -> Sent {
         let sent = self
             .client
@@ -114,14 +181,7 @@ impl Charges {
         let status = response.status();
         if status.is_success() {
             return match response.text().await {
-                Ok(body) => match strict_json::parse_object(&body)
-                    .ok()
-                    .as_ref()
-                    .and_then(envelope)
-                {
-                    Some(envelope) => Sent::Charged(envelope),
-                    None => Sent::Ambiguous("provider_receipt"),
-                },
+                Ok(body) => classify_charge(&body, key, &Expected::of(parameters)),
                 Err(error) if error.is_timeout() => Sent::Ambiguous("provider_timeout"),
                 Err(_) => Sent::Ambiguous("provider_unreachable"),
             };
@@ -134,8 +194,9 @@ impl Charges {
         }
     }
 
-    /// Asks the provider what it holds for `key`.
-    pub async fn lookup(&self, key: &str) -> Looked {
+    /// Asks the provider what it holds for `key`, as evidence about the request
+    /// `expected` describes.
+    pub async fn lookup(&self, key: &str, expected: &Expected) -> Looked {
         let mut url = self.charges.clone();
         url.query_pairs_mut().append_pair("idempotency_key", key);
         let answered = self.client.get(url).timeout(self.timeout).send().await;
@@ -146,14 +207,43 @@ impl Charges {
             Err(_) => return Looked::Unavailable("lookup_unreachable"),
         };
         match response.text().await {
-            Ok(body) => classify_lookup(&body),
+            Ok(body) => classify_lookup(&body, key, expected),
             Err(_) => Looked::Unavailable("lookup_unreachable"),
         }
     }
 }
 
-/// A lookup's 200 body, strictly: `{"data":[…]}` with at most one charge.
-pub fn classify_lookup(body: &str) -> Looked {
+/// A 2xx answer's body to a POST under `key`, strictly: a JSON object whose envelope
+/// fields have their types (else `provider_receipt`), the charge of the request
+/// `expected` describes (else `provider_mismatch`), with `status` = `succeeded` (else
+/// `provider_not_final`).
+///
+/// A 2xx charge that says `failed` is ambiguous, not a decline: the contract's
+/// declines are 4xx answers, and a success status over a failed charge contradicts
+/// itself, so it is not taken as final. Leaving the attempt ambiguous costs nothing
+/// but time: a re-send with the same key before the cutoff creates nothing, and the
+/// lookup after the cutoff reads the same `failed` charge as the decline it is.
+pub fn classify_charge(body: &str, key: &str, expected: &Expected) -> Sent {
+    let Ok(charge) = strict_json::parse_object(body) else {
+        return Sent::Ambiguous("provider_receipt");
+    };
+    let Some(envelope) = envelope(&charge) else {
+        return Sent::Ambiguous("provider_receipt");
+    };
+    if !expected.owns(&charge, key) {
+        return Sent::Ambiguous("provider_mismatch");
+    }
+    match charge.get("status").and_then(Value::as_str) {
+        Some("succeeded") => Sent::Charged(envelope),
+        _ => Sent::Ambiguous("provider_not_final"),
+    }
+}
+
+/// A lookup's 200 body for `key`, strictly: `{"data":[…]}` with at most one charge,
+/// whose envelope fields have their types and which is the charge of the request
+/// `expected` describes (else `lookup_mismatch`): `succeeded` is found, `failed` a
+/// decline, any other status unavailable.
+pub fn classify_lookup(body: &str, key: &str, expected: &Expected) -> Looked {
     let Ok(mut object) = strict_json::parse_object(body) else {
         return Looked::Unavailable("lookup_body");
     };
@@ -167,28 +257,37 @@ pub fn classify_lookup(body: &str) -> Looked {
         [_] => return Looked::Unavailable("lookup_body"),
         _ => return Looked::Unavailable("lookup_several"),
     };
+    let Some(envelope) = envelope(charge) else {
+        return Looked::Unavailable("lookup_body");
+    };
+    if !expected.owns(charge, key) {
+        return Looked::Unavailable("lookup_mismatch");
+    }
     match charge.get("status").and_then(Value::as_str) {
-        Some("succeeded") => {
-            envelope(charge).map_or(Looked::Unavailable("lookup_body"), Looked::Found)
-        }
+        Some("succeeded") => Looked::Found(envelope),
         Some("failed") => Looked::Declined,
         _ => Looked::Unavailable("lookup_pending"),
     }
 }
 
 /// The library's [`Provider`] over [`Charges`] for one request, noting for the log
-/// line whether the provider was called and why a send stayed ambiguous.
+/// line whether the provider was called and why a send stayed ambiguous. It holds
+/// what a charge of the request must show ([`Expected`]): a send checks its answer
+/// against the parameters it sent, a lookup (which gets the key only) against these.
 pub struct RequestProvider<'a> {
     charges: &'a Charges,
+    expected: Expected,
     called: AtomicBool,
     ambiguity: Mutex<Option<&'static str>>,
 }
 
 impl<'a> RequestProvider<'a> {
-    /// A provider for one request over `charges`.
-    pub fn new(charges: &'a Charges) -> Self {
+    /// A provider for one request over `charges`, whose plan's parameters are
+    /// `parameters` (the checkout's payload).
+    pub fn new(charges: &'a Charges, parameters: &Value) -> Self {
         Self {
             charges,
+            expected: Expected::of(parameters),
             called: AtomicBool::new(false),
             ambiguity: Mutex::new(None),
         }
@@ -231,7 +330,7 @@ impl Provider for RequestProvider<'_> {
 
     async fn lookup(&self, key: &str) -> LookupResult {
         self.called.store(true, Ordering::Relaxed);
-        match self.charges.lookup(key).await {
+        match self.charges.lookup(key, &self.expected).await {
             Looked::Found(fields) => ResultEnvelope::new(&Value::Object(fields))
                 .map_or(LookupResult::Unavailable, LookupResult::Found),
             Looked::Declined => LookupResult::Declined,

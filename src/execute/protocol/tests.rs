@@ -29,6 +29,7 @@ fn permit(attempt: i64, resend: bool) -> Event {
         resend,
         provider_idempotency_key: format!("key-{attempt}"),
         send_cutoff_at: at(86_400),
+        lease_expires_at: at(60),
     })))
 }
 
@@ -44,6 +45,9 @@ fn status(attempt: i64, state: AttemptState, needs_reconciliation: bool) -> Even
         },
         send_cutoff_at: at(-1),
         needs_reconciliation,
+        absence_provable_from: None,
+        plan_fingerprint: crate::digest::frame_digest("plan", 1, &[]),
+        key: format!("stored-key-{attempt}"),
     }))
 }
 
@@ -258,6 +262,7 @@ fn past_the_cutoff_the_provider_is_asked_before_anything_else() {
             Step::Status,
             Step::Lookup {
                 attempt: 1,
+                key: "stored-key-1".to_owned(),
                 deadline: Duration::from_secs(50),
             },
             Step::Reconcile {
@@ -362,12 +367,12 @@ fn past_the_cutoff_an_unavailable_lookup_writes_nothing() {
 }
 
 #[test]
-fn a_cutoff_reached_while_sending_goes_to_the_lookup() {
+fn an_ambiguous_answer_past_the_cutoff_goes_to_the_lookup() {
     assert_eq!(
         steps(vec![
             acquired(),
             permit(1, true),
-            Event::Sent(SendResult::Succeeded(envelope("ch_1"))),
+            Event::Sent(SendResult::Ambiguous),
             Event::Recorded(Err(JournalError::SendCutoffPassed)),
             status(1, AttemptState::Sending, true),
         ])[3..],
@@ -375,10 +380,101 @@ fn a_cutoff_reached_while_sending_goes_to_the_lookup() {
             Step::Status,
             Step::Lookup {
                 attempt: 1,
+                key: "stored-key-1".to_owned(),
                 deadline: Duration::from_secs(50),
             },
         ]
     );
+}
+
+#[test]
+fn an_answer_whose_record_is_refused_is_reconciled_never_dropped() {
+    let charge = envelope("ch_1");
+    for (sent, evidence) in [
+        (
+            SendResult::Succeeded(charge.clone()),
+            Evidence::Found(charge.clone()),
+        ),
+        (SendResult::Declined, Evidence::Declined),
+    ] {
+        for refusal in [
+            JournalError::SendCutoffPassed,
+            JournalError::LeaseExpired,
+            JournalError::AttemptMismatch,
+        ] {
+            let got = steps(vec![
+                acquired(),
+                permit(1, false),
+                Event::Sent(sent.clone()),
+                Event::Recorded(Err(refusal)),
+            ]);
+            assert_eq!(
+                got[3],
+                Step::Reconcile {
+                    fence: fence(),
+                    attempt: 1,
+                    evidence: evidence.clone(),
+                },
+                "{refusal:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_held_answer_takes_one_more_lease_when_its_lease_ran_out() {
+    let charge = envelope("ch_1");
+    let later = FenceEpoch::new(4).unwrap();
+    let got = steps(vec![
+        acquired(),
+        permit(1, false),
+        Event::Sent(SendResult::Succeeded(charge.clone())),
+        Event::Recorded(Err(JournalError::LeaseExpired)),
+        Event::Reconciled(Err(JournalError::LeaseExpired)),
+        Event::Started(LeaseOutput::Acquired {
+            fence_epoch: later,
+            lease_expires_at: at(120),
+        }),
+        Event::Reconciled(Ok(SendOutcomeOutput::Terminal(TerminalOutput::Succeeded))),
+    ]);
+    assert_eq!(
+        got[4..],
+        [
+            Step::Start,
+            Step::Reconcile {
+                fence: later,
+                attempt: 1,
+                evidence: Evidence::Found(charge.clone()),
+            },
+            Step::Done(Execution::Succeeded(charge)),
+        ]
+    );
+    // Refused again under the second lease: the call moves on.
+    let got = steps(vec![
+        acquired(),
+        permit(1, false),
+        Event::Sent(SendResult::Declined),
+        Event::Recorded(Err(JournalError::LeaseExpired)),
+        Event::Reconciled(Err(JournalError::LeaseExpired)),
+        Event::Started(LeaseOutput::Busy),
+    ]);
+    assert_eq!(got[5], Step::Done(Execution::InProgress));
+}
+
+#[test]
+fn an_absence_not_yet_provable_is_pending_reconciliation() {
+    for provable_from in [Some(at(400)), None] {
+        assert_eq!(
+            steps(vec![
+                acquired(),
+                Event::BeganSend(Err(JournalError::SendCutoffPassed)),
+                status(1, AttemptState::Ambiguous, true),
+                Event::LookedUp(LookupResult::NotFound),
+                Event::Reconciled(Err(JournalError::AbsenceNotProvable { provable_from })),
+            ])[4],
+            Step::Done(Execution::PendingReconciliation)
+        );
+    }
 }
 
 #[test]

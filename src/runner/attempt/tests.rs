@@ -44,6 +44,7 @@ fn found(docs: &[(&str, i64)]) -> HashMap<String, Found<i64>> {
             let found = Found {
                 fields: doc(*n),
                 version: Some(*n),
+                stamps: None,
             };
             ((*path).to_owned(), found)
         })
@@ -254,6 +255,7 @@ fn a_replacement_without_a_version_read_fails_closed() {
         Found {
             fields: doc(1),
             version: None,
+            stamps: None,
         },
     )]);
     for found in [HashMap::new(), unversioned] {

@@ -18,6 +18,10 @@ fn command(value: &Value) -> CommandInput {
 
 fn plan_of(value: &Value) -> Result<ProviderPlan, JournalError> {
     let s = |k: &str| value[k].as_str().unwrap_or("");
+    let lookup = ProviderLookup::parse(value["lookup"].as_str().unwrap_or("key_store"))?;
+    let settle = value["lookupSettleSeconds"]
+        .as_i64()
+        .unwrap_or(DEFAULT_LOOKUP_SETTLE_SECONDS);
     ProviderPlan::new(ProviderPlanRequest {
         provider: s("provider"),
         account: s("account"),
@@ -27,7 +31,8 @@ fn plan_of(value: &Value) -> Result<ProviderPlan, JournalError> {
         endpoint: s("endpoint"),
         parameters: &value["parameters"],
         key_retention_seconds: value["keyRetentionSeconds"].as_i64().unwrap_or(0),
-    })
+    })?
+    .with_lookup(lookup, settle)
 }
 
 fn base() -> Value {
@@ -64,6 +69,11 @@ fn golden_vectors_match_the_independent_python_implementation() {
             plan.fingerprint(&identity).as_str(),
             expected["planFingerprint"],
             "{name}"
+        );
+        assert_eq!(
+            plan.fingerprint_v(&identity, 1).as_str(),
+            expected["planFingerprintV1"],
+            "{name} (plan version 1)"
         );
         assert_eq!(
             cutoff_seconds(plan.key_retention_seconds()),

@@ -7,6 +7,7 @@
 //! documents the step writes.
 
 mod codecs;
+mod proven;
 mod races;
 mod tables;
 
@@ -50,6 +51,9 @@ pub(crate) const T0: i64 = REGISTERED + SEC;
 /// The key retention of the plan (24 h) and its cutoff offset (18 h).
 const RETENTION: i64 = 86_400;
 pub(crate) const CUTOFF: i64 = T0 + 64_800 * SEC;
+/// The first instant at which an absence of attempt 1, sent once at `T0`, is
+/// provable: its lease (60 s) and the default settle window (300 s) after `T0`.
+pub(crate) const PROVABLE: i64 = T0 + 360 * SEC;
 
 static INPUT: LazyLock<CommandInput> = LazyLock::new(|| {
     CommandInput::new(CommandRequest {
@@ -131,6 +135,10 @@ pub(crate) enum Op {
     Outcome(usize, i64, i64, Finding, i64),
     /// `reconcile_send` by h, f, attempt n, finding, at t.
     Reconcile(usize, i64, i64, Finding, i64),
+    /// `record_send_outcome` naming plan 1.
+    OutcomeOther(usize, i64, i64, Finding, i64),
+    /// `reconcile_send` naming plan 1.
+    ReconcileOther(usize, i64, i64, Finding, i64),
     /// Guarded `complete_command` (reference 0) by h, f at t.
     Complete(usize, i64, i64),
     /// Guarded `fail_command` by h, f at t.
@@ -212,12 +220,22 @@ pub(crate) fn apply(store: &mut Store, op: &Op) -> (String, usize) {
         ),
         Op::Outcome(h, f, n, finding, t) => ran(
             store,
-            &RecordOutcome::new(call(h, t), f, n, finding),
+            &RecordOutcome::new(call(h, t), f, n, finding, plan(0)),
             outcome_summary,
         ),
         Op::Reconcile(h, f, n, finding, t) => ran(
             store,
-            &Reconcile::new(call(h, t), f, n, finding),
+            &Reconcile::new(call(h, t), f, n, finding, plan(0)),
+            outcome_summary,
+        ),
+        Op::OutcomeOther(h, f, n, finding, t) => ran(
+            store,
+            &RecordOutcome::new(call(h, t), f, n, finding, plan(1)),
+            outcome_summary,
+        ),
+        Op::ReconcileOther(h, f, n, finding, t) => ran(
+            store,
+            &Reconcile::new(call(h, t), f, n, finding, plan(1)),
             outcome_summary,
         ),
         Op::Complete(h, f, t) => {

@@ -74,8 +74,8 @@ fn outcome_races_end_with_exactly_one_mutation() {
         let mut store = leased();
         apply(&mut store, &Op::Begin(0, 1, T0));
         let ops = [
-            RecordOutcome::new(call(0, T0 + 1), 1, 1, succeeded(0)),
-            RecordOutcome::new(call(0, T0 + 1), 1, 1, Ambiguous),
+            RecordOutcome::new(call(0, T0 + 1), 1, 1, succeeded(0), plan(0)),
+            RecordOutcome::new(call(0, T0 + 1), 1, 1, Ambiguous, plan(0)),
         ];
         let ordered = [ops[order[0]].clone(), ops[order[1]].clone()];
         let results = store.race(&ordered);
@@ -99,11 +99,11 @@ fn outcome_races_end_with_exactly_one_mutation() {
 fn reconcile_versus_a_late_outcome() {
     let mut store = leased();
     apply(&mut store, &Op::Begin(0, 1, T0));
-    apply(&mut store, &Op::Acquire(1, TK));
-    // The reconciler (holder 1) records absence; the first holder's late success is
-    // refused: its lease is gone.
-    let reconcile = Reconcile::new(call(1, TK + 1), 2, 1, Absent);
-    let late = RecordOutcome::new(call(0, TK + 1), 1, 1, succeeded(0));
+    apply(&mut store, &Op::Acquire(1, PROVABLE - SEC));
+    // The reconciler (holder 1) records a provable absence; the first holder's late
+    // success is refused: its lease is gone.
+    let reconcile = Reconcile::new(call(1, PROVABLE), 2, 1, Absent, plan(0));
+    let late = RecordOutcome::new(call(0, PROVABLE), 1, 1, succeeded(0), plan(0));
     let reconciling = store.attempt(&reconcile);
     let lating = store.attempt(&late);
     assert!(store.commit(&reconciling));

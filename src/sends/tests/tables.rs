@@ -198,7 +198,8 @@ fn cutoff_boundary_to_the_microsecond() {
             // Every caller, the expired first holder and a stranger included.
             (Begin(0, 1, CUTOFF), "send_cutoff_passed", 0),
             (Begin(2, 9, CUTOFF + 1), "send_cutoff_passed", 0),
-            (BeginOther(1, 2, CUTOFF), "send_cutoff_passed", 0),
+            // The plan first: another plan is a conflict before the cutoff rule.
+            (BeginOther(1, 2, CUTOFF), "plan_conflict", 0),
             (Outcome(0, 1, 1, succeeded(0), CUTOFF), "lease_not_held", 0),
             (Complete(1, 2, CUTOFF), "send_outcome_required", 0),
         ],
@@ -210,19 +211,40 @@ fn cutoff_boundary_to_the_microsecond() {
             (Acq(1, late), "acquired 2", 2),
             (Begin(1, 2, late + SEC), "permit 1 true", 2),
             (Begin(1, 2, CUTOFF), "send_cutoff_passed", 0),
+            // The cutoff stops sending, not the recording of an answer: "ambiguous"
+            // is refused, the sender's success is evidence and recorded.
+            (Outcome(1, 2, 1, Ambiguous, CUTOFF), "send_cutoff_passed", 0),
             (
                 Outcome(1, 2, 1, succeeded(0), CUTOFF),
-                "send_cutoff_passed",
-                0,
+                "terminal_succeeded",
+                4,
             ),
-            (Outcome(1, 2, 1, Ambiguous, CUTOFF), "send_cutoff_passed", 0),
-            // Only reconciliation moves it now.
-            (Rec(1, 2, 1, succeeded(0), CUTOFF), "terminal_succeeded", 4),
             (
                 Rec(1, 2, 1, succeeded(0), CUTOFF + 1),
                 "terminal_succeeded",
                 0,
             ),
+        ],
+    );
+    case(
+        "a decline after the cutoff, by the sender",
+        &[
+            (Begin(0, 1, T0), "permit 1 false", 4),
+            (Acq(1, late), "acquired 2", 2),
+            (Begin(1, 2, late + SEC), "permit 1 true", 2),
+            (
+                Outcome(1, 2, 1, Declined, CUTOFF + SEC),
+                "terminal_failed_final",
+                4,
+            ),
+        ],
+    );
+    case(
+        "after the cutoff, reconciliation moves it too",
+        &[
+            (Begin(0, 1, T0), "permit 1 false", 4),
+            (Acq(1, late), "acquired 2", 2),
+            (Rec(1, 2, 1, succeeded(0), CUTOFF), "terminal_succeeded", 4),
         ],
     );
 }
@@ -277,7 +299,7 @@ fn reconciliation_and_proven_safe_advancement() {
     );
 }
 
-const STATUS_NEEDS_RECONCILIATION: &str = r#"{"journalSchemaVersion":1,"state":"leased","commandRevision":3,"fenceEpoch":2,"leaseActive":true,"send":{"attempt":1,"state":"ambiguous","sendCutoffAt":{"seconds":1800064801,"nanoseconds":123456000},"needsReconciliation":true}}"#;
+const STATUS_NEEDS_RECONCILIATION: &str = r#"{"journalSchemaVersion":1,"state":"leased","commandRevision":3,"fenceEpoch":2,"leaseActive":true,"send":{"planFingerprint":"4764dde0395278881d52515c475fdb1513de1fc9e8c22c172b1dd5400c60368b","attempt":1,"state":"ambiguous","sendCutoffAt":{"seconds":1800064801,"nanoseconds":123456000},"needsReconciliation":true,"absenceProvableFrom":{"seconds":1800000361,"nanoseconds":123456000}}}"#;
 
 #[test]
 fn status_shows_the_send_state() {
@@ -292,7 +314,7 @@ fn status_shows_the_send_state() {
 }
 
 const STATUS_LEASED_NO_SEND: &str = r#"{"journalSchemaVersion":1,"state":"leased","commandRevision":2,"fenceEpoch":1,"leaseActive":true}"#;
-const STATUS_SENDING: &str = r#"{"journalSchemaVersion":1,"state":"leased","commandRevision":2,"fenceEpoch":1,"leaseActive":true,"send":{"attempt":1,"state":"sending","sendCutoffAt":{"seconds":1800064801,"nanoseconds":123456000},"needsReconciliation":false}}"#;
+const STATUS_SENDING: &str = r#"{"journalSchemaVersion":1,"state":"leased","commandRevision":2,"fenceEpoch":1,"leaseActive":true,"send":{"planFingerprint":"4764dde0395278881d52515c475fdb1513de1fc9e8c22c172b1dd5400c60368b","attempt":1,"state":"sending","sendCutoffAt":{"seconds":1800064801,"nanoseconds":123456000},"needsReconciliation":false,"absenceProvableFrom":{"seconds":1800000361,"nanoseconds":123456000}}}"#;
 
 #[test]
 fn an_unreadable_send_record_stops_every_permit() {
@@ -307,7 +329,8 @@ fn an_unreadable_send_record_stops_every_permit() {
             (Begin(1, 7, T1), "send_cutoff_passed"),
             (Outcome(0, 1, 1, succeeded(0), T1), "journal_corrupt"),
             (Rec(0, 1, 1, Absent, T1), "journal_corrupt"),
-            (Complete(0, 1, T1), "send_outcome_required"),
+            // The guard reads the send documents as the send operations do.
+            (Complete(0, 1, T1), "journal_corrupt"),
             (Status(T1), "journal_corrupt"),
         ] {
             assert_eq!(
@@ -398,6 +421,8 @@ fn stored_documents_are_exact() {
             "boundFenceEpoch",
             "commandKeyHash",
             "keyRetentionSeconds",
+            "lookup",
+            "lookupSettleSeconds",
             "mode",
             "operation",
             "planFingerprint",

@@ -73,6 +73,7 @@ impl Timed {
             .collect();
         let lifecycle_path = format!("checkoutRequests/{h}/lifecycle/current");
         let lifecycle_doc = self.doc(&lifecycle_path);
+        let result = self.doc(&crate::envelope::stored::path(&h));
         let lifecycle = lifecycle_doc
             .as_ref()
             .and_then(|d| Lifecycle::parse(&h, &d.fields).ok());
@@ -81,6 +82,7 @@ impl Timed {
             current: current.as_ref(),
             events: events.iter().map(|(r, d)| (*r, d)).collect(),
             lifecycle: lifecycle_doc.as_ref().zip(lifecycle.as_ref()),
+            result: result.as_ref(),
         };
         check_sends(&h, &docs)
             .into_iter()

@@ -1,0 +1,339 @@
+//! Proven-safe advancement (`docs/providers.md`, "Proven absence"): each sequence an
+//! adversary tried is refused with nothing written, and the provable absence still
+//! opens attempt n + 1 under a new key.
+
+use super::*;
+use crate::envelope::ResultEnvelope;
+use crate::envelope::record::WithResult;
+use crate::envelope::stored;
+use crate::sends::attempt;
+use crate::sends::bound_plan;
+use crate::sends::event;
+use crate::sends::plan::ProviderLookup;
+use Op::{
+    Acquire as Acq, Begin, BeginOther, Complete, Outcome, OutcomeOther, Reconcile as Rec,
+    ReconcileOther, Status,
+};
+
+/// Attempt 1's key retention ends (a key-store provider may forget the key).
+const FORGOTTEN: i64 = T0 + 86_400 * SEC;
+
+/// The same plan as plan 0 with a durable lookup and no settle window.
+fn durable() -> ProviderPlan {
+    plan(0)
+        .with_lookup(ProviderLookup::Durable, 0)
+        .expect("durable plan")
+}
+
+fn not_provable(from: Option<i64>) -> String {
+    let error = JournalError::AbsenceNotProvable {
+        provable_from: from.map(at),
+    };
+    error.code().to_owned()
+}
+
+#[test]
+fn an_absence_is_refused_while_the_senders_request_may_be_in_flight() {
+    let code = not_provable(None);
+    let store = case(
+        "the sender's own lease",
+        &[
+            (Begin(0, 1, T0), "permit 1 false", 4),
+            // The same holder, lease active: its own POST may still be processed.
+            (Rec(0, 1, 1, Absent, T0 + SEC), &code, 0),
+            (Begin(0, 1, T0 + 2 * SEC), "permit 1 false", 0),
+            // After a takeover, until the settle window has passed since the lease.
+            (Acq(1, T0 + 61 * SEC), "acquired 2", 2),
+            (Rec(1, 2, 1, Absent, T0 + 61 * SEC), &code, 0),
+            (Acq(1, PROVABLE - 30 * SEC), "acquired 3", 2),
+            (Rec(1, 3, 1, Absent, PROVABLE - 1), &code, 0),
+            (Acq(2, PROVABLE - 1), "lease_busy", 0),
+        ],
+    );
+    assert_eq!(send_counts(&store), (2, 1));
+    // The refusal says from when: the lease's end plus the settle window.
+    let mut store = leased();
+    apply(&mut store, &Begin(0, 1, T0));
+    let refused = store.answer(&Reconcile::new(call(0, T0 + SEC), 1, 1, Absent, plan(0)));
+    assert_eq!(
+        refused,
+        Err(JournalError::AbsenceNotProvable {
+            provable_from: Some(at(PROVABLE))
+        })
+    );
+}
+
+#[test]
+fn a_provable_absence_still_opens_the_next_attempt_under_a_new_key() {
+    let store = case(
+        "provable",
+        &[
+            (Begin(0, 1, T0), "permit 1 false", 4),
+            (Acq(1, PROVABLE - SEC), "acquired 2", 2),
+            (Rec(1, 2, 1, Absent, PROVABLE), "send_absent 1", 2),
+            (Begin(1, 2, PROVABLE + 1), "permit 2 false", 2),
+        ],
+    );
+    assert_eq!(send_counts(&store), (2, 3));
+    // A re-send moves the window: it counts from the last permit.
+    case(
+        "after a re-send",
+        &[
+            (Begin(0, 1, T0), "permit 1 false", 4),
+            (Acq(1, T0 + 61 * SEC), "acquired 2", 2),
+            (Begin(1, 2, T0 + 70 * SEC), "permit 1 true", 2),
+            (Acq(2, T0 + 350 * SEC), "acquired 3", 2),
+            (Rec(2, 3, 1, Absent, PROVABLE + SEC), &not_provable(None), 0),
+            (Acq(2, T0 + 420 * SEC), "acquired 4", 2),
+            (
+                Rec(2, 4, 1, Absent, T0 + 430 * SEC - 1),
+                &not_provable(None),
+                0,
+            ),
+            (Rec(2, 4, 1, Absent, T0 + 430 * SEC), "send_absent 1", 2),
+        ],
+    );
+}
+
+#[test]
+fn a_key_store_absence_is_refused_once_the_key_may_be_forgotten() {
+    let never = not_provable(None);
+    case(
+        "key store",
+        &[
+            (Begin(0, 1, T0), "permit 1 false", 4),
+            (Acq(1, FORGOTTEN - SEC), "acquired 2", 2),
+            (Rec(1, 2, 1, Absent, FORGOTTEN), &never, 0),
+            (
+                Rec(1, 2, 1, Absent, FORGOTTEN + 10 * 86_400 * SEC),
+                "lease_expired",
+                0,
+            ),
+            // Evidence of a charge or a decline is still accepted at any time.
+            (
+                Rec(1, 2, 1, Declined, FORGOTTEN + SEC),
+                "terminal_failed_final",
+                4,
+            ),
+        ],
+    );
+    let mut store = leased();
+    apply(&mut store, &Begin(0, 1, T0));
+    apply(&mut store, &Acq(1, FORGOTTEN - 2 * SEC));
+    let last = Reconcile::new(call(1, FORGOTTEN - 1), 2, 1, Absent, plan(0));
+    assert_eq!(
+        store.answer(&last),
+        Ok(SendOutcomeOutput::Absent { attempt: 1 })
+    );
+    // A durable lookup answers for the key at any time.
+    let mut store = leased();
+    store
+        .answer(&BeginSend::new(call(0, T0), 1, durable()))
+        .expect("permit");
+    let late = T0 + 40 * 86_400 * SEC;
+    store
+        .answer(&Acquire::new(call(1, late)))
+        .expect("acquired");
+    let reconcile = Reconcile::new(call(1, late + SEC), 2, 1, Absent, durable());
+    assert_eq!(
+        store.answer(&reconcile),
+        Ok(SendOutcomeOutput::Absent { attempt: 1 })
+    );
+    // Its settle window of 0 still waits for the sender's lease.
+    let mut store = leased();
+    store
+        .answer(&BeginSend::new(call(0, T0), 1, durable()))
+        .expect("permit");
+    let early = Reconcile::new(call(0, T0 + 59 * SEC), 1, 1, Absent, durable());
+    assert_eq!(
+        store.answer(&early),
+        Err(JournalError::AbsenceNotProvable {
+            provable_from: Some(at(T0 + 60 * SEC))
+        })
+    );
+}
+
+#[test]
+fn another_plan_is_a_conflict_before_any_cutoff_or_state_rule() {
+    let store = case(
+        "plan first",
+        &[
+            (Begin(0, 1, T0), "permit 1 false", 4),
+            (
+                OutcomeOther(0, 1, 1, succeeded(0), t1()),
+                "plan_conflict",
+                0,
+            ),
+            (OutcomeOther(0, 1, 1, Ambiguous, t1()), "plan_conflict", 0),
+            (ReconcileOther(0, 1, 1, Absent, t1()), "plan_conflict", 0),
+            (Acq(1, CUTOFF + SEC), "acquired 2", 2),
+            (BeginOther(1, 2, CUTOFF + SEC), "plan_conflict", 0),
+            (
+                ReconcileOther(1, 2, 1, Absent, CUTOFF + SEC),
+                "plan_conflict",
+                0,
+            ),
+            (
+                ReconcileOther(1, 2, 9, Declined, CUTOFF + SEC),
+                "plan_conflict",
+                0,
+            ),
+            // A stranger with another plan learns nothing else either.
+            (
+                ReconcileOther(3, 9, 1, Absent, CUTOFF + SEC),
+                "plan_conflict",
+                0,
+            ),
+            (Rec(1, 2, 1, Absent, CUTOFF + 2 * SEC), "send_absent 1", 2),
+            (BeginOther(1, 2, CUTOFF + 3 * SEC), "plan_conflict", 0),
+        ],
+    );
+    assert_eq!(send_counts(&store), (2, 2));
+}
+
+#[test]
+fn the_senders_answer_is_evidence_after_the_cutoff() {
+    let late = CUTOFF - 30 * SEC;
+    case(
+        "a re-send answered after the cutoff",
+        &[
+            (Begin(0, 1, T0), "permit 1 false", 4),
+            (Acq(1, late), "acquired 2", 2),
+            (Begin(1, 2, CUTOFF - SEC), "permit 1 true", 2),
+            (
+                Outcome(1, 2, 1, succeeded(0), CUTOFF + SEC),
+                "terminal_succeeded",
+                4,
+            ),
+        ],
+    );
+    // Not by a fence that did not send it, and not after the sender's lease.
+    case(
+        "only the sender, only while its lease runs",
+        &[
+            (Begin(0, 1, T0), "permit 1 false", 4),
+            (Acq(1, late), "acquired 2", 2),
+            (Begin(1, 2, CUTOFF - SEC), "permit 1 true", 2),
+            (
+                Outcome(1, 2, 1, succeeded(0), late + 60 * SEC),
+                "lease_expired",
+                0,
+            ),
+            (
+                Outcome(0, 1, 1, succeeded(0), CUTOFF + SEC),
+                "lease_not_held",
+                0,
+            ),
+        ],
+    );
+}
+
+fn t1() -> i64 {
+    T0 + SEC
+}
+
+/// The send record and its latest event, as stored.
+fn send_docs(store: &Store) -> (String, FieldMap, String, FieldMap) {
+    let h = hash();
+    let record = attempt::path(&h);
+    let fields = store.get(&record).expect("send record").clone();
+    let parsed = attempt::SendAttempt::parse(&h, &fields).expect("parses");
+    let event = event::path(&h, parsed.send_revision);
+    let event_fields = store.get(&event).expect("event").clone();
+    (record, fields, event, event_fields)
+}
+
+use crate::document::fields::FieldMap;
+
+#[test]
+fn forged_send_state_is_never_built_on() {
+    // Plan and send record deleted, send event 1 left: no success without evidence.
+    let mut store = leased();
+    apply(&mut store, &Begin(0, 1, T0));
+    store.remove(&bound_plan::path(&hash()));
+    store.remove(&attempt::path(&hash()));
+    assert_eq!(
+        apply(&mut store, &Complete(0, 1, t1())),
+        ("journal_corrupt".to_owned(), 0)
+    );
+    assert_eq!(
+        apply(&mut store, &Op::Fail(0, 1, t1())),
+        ("journal_corrupt".to_owned(), 0)
+    );
+
+    // A legitimate, provable absence to forge from.
+    let mut proven = leased();
+    apply(&mut proven, &Begin(0, 1, T0));
+    apply(&mut proven, &Acq(1, PROVABLE - SEC));
+    assert_eq!(
+        apply(&mut proven, &Rec(1, 2, 1, Absent, PROVABLE)).0,
+        "send_absent 1"
+    );
+    let (record, absent, event, absent_event) = send_docs(&proven);
+
+    // Written as two writes: the record and its event are not one commit.
+    let mut forged = proven.clone();
+    forged.insert(record.clone(), absent.clone());
+    assert_eq!(
+        apply(&mut forged, &Begin(1, 2, PROVABLE + 1)),
+        ("journal_corrupt".to_owned(), 0)
+    );
+    assert_eq!(
+        apply(&mut forged, &Status(PROVABLE + 1)),
+        ("journal_corrupt".to_owned(), 0)
+    );
+
+    // Written in one batch, but dated inside the sender's lease: not a proven absence.
+    let mut early = proven.clone();
+    let moved = crate::document::fields::timestamp(at(T0 + 2 * SEC));
+    let mut record_fields = absent.clone();
+    record_fields.insert("outcomeAt".to_owned(), moved.clone());
+    let mut event_fields = absent_event.clone();
+    event_fields.insert("occurredAt".to_owned(), moved);
+    early.insert_together([
+        (record.clone(), record_fields),
+        (event.clone(), event_fields),
+    ]);
+    assert_eq!(
+        apply(&mut early, &Begin(1, 2, PROVABLE + 1)),
+        ("journal_corrupt".to_owned(), 0)
+    );
+
+    // The untouched absence opens attempt 2.
+    assert_eq!(
+        apply(&mut proven, &Begin(1, 2, PROVABLE + 1)).0,
+        "permit 2 false"
+    );
+}
+
+#[test]
+fn a_missing_stored_result_fails_closed() {
+    let mut store = leased();
+    apply(&mut store, &Begin(0, 1, T0));
+    let envelope = ResultEnvelope::new(&json!({"id": "ch_1", "amount": 1250})).expect("envelope");
+    let commitment = identity().terminal_commitment(&envelope.reference());
+    let op = RecordOutcome::new(call(0, t1()), 1, 1, Finding::Succeeded(commitment), plan(0));
+    let ran = store.run(&WithResult::new(op, &hash(), at(t1()), &envelope));
+    assert_eq!(
+        ran.result,
+        Ok(SendOutcomeOutput::Terminal(TerminalOutput::Succeeded))
+    );
+    let (_, record, _, _) = send_docs(&store);
+    assert_eq!(
+        record.get("resultStored"),
+        Some(&crate::document::fields::boolean(true))
+    );
+    let mut deleted = store.clone();
+    deleted.remove(&stored::path(&hash()));
+    let read = crate::envelope::read::ResultRead::new(call(0, t1() + SEC));
+    assert!(matches!(
+        deleted.answer(&read),
+        Err(JournalError::JournalCorrupt { .. })
+    ));
+    assert_eq!(
+        apply(&mut deleted, &Status(t1() + SEC)).0,
+        "journal_corrupt"
+    );
+    // The intact journal answers the envelope.
+    assert_eq!(store.answer(&read), Ok(Some(envelope)));
+}
