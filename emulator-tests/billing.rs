@@ -87,9 +87,10 @@ async fn every_operation_is_billed_exactly_its_documents() {
     measure(
         &journal,
         "complete",
-        // The send layer's guard reads the plan and send record too (both absent) and
+        // The send layer's guard reads every send document too (plan, send record,
+        // send events 1-3 and the stored result: all absent, in the same batch) and
         // asserts the plan still absent at commit.
-        pick((4, 4, 2, 1, 2), (4, 4, 2, 1, 2)),
+        pick((4, 8, 2, 1, 2), (4, 8, 2, 1, 2)),
         async {
             journal
                 .complete_command(&a, &lease(1), epoch, &reference)
@@ -149,7 +150,7 @@ async fn every_operation_is_billed_exactly_its_documents() {
     measure(
         &journal,
         "fail",
-        pick((4, 4, 2, 1, 2), (4, 4, 2, 1, 2)),
+        pick((4, 8, 2, 1, 2), (4, 8, 2, 1, 2)),
         async {
             journal
                 .fail_command(&b, &lease(1), epoch)

@@ -99,7 +99,7 @@ async fn run(journal: &Journal, cmd: &CommandInput, step: Step) -> Result<String
                 .reconcile_send(
                     cmd,
                     &lease(1),
-                    crate::support::fence_at(2),
+                    crate::support::fence_at(3),
                     &plan(),
                     1,
                     &SendEvidence::NotFound
@@ -108,7 +108,7 @@ async fn run(journal: &Journal, cmd: &CommandInput, step: Step) -> Result<String
         )),
         Step::OpenSecond => text(json!(
             journal
-                .begin_send(cmd, &lease(1), crate::support::fence_at(2), &plan())
+                .begin_send(cmd, &lease(1), crate::support::fence_at(3), &plan())
                 .await?
         )),
         Step::Succeed => text(json!(
@@ -116,7 +116,7 @@ async fn run(journal: &Journal, cmd: &CommandInput, step: Step) -> Result<String
                 .record_send_outcome(
                     cmd,
                     &lease(1),
-                    crate::support::fence_at(2),
+                    crate::support::fence_at(3),
                     &plan(),
                     2,
                     &SendOutcome::Succeeded(reference)
@@ -155,6 +155,17 @@ async fn a_lost_commit_response_of_every_send_operation_converges_on_retry() {
             Step::OpenSecond,
             Step::Succeed,
         ] {
+            if matches!(step, Step::Absent) {
+                // Provable: the re-send's lease and the settle window (300 s) are over.
+                clock.advance(TimeDelta::seconds(361));
+                let taken = plain
+                    .acquire_lease(&cmd, &lease(1))
+                    .await
+                    .expect("takeover");
+                assert!(
+                    matches!(taken, LeaseOutput::Acquired { fence_epoch: f, .. } if f.get() == 3)
+                );
+            }
             if matches!(step, Step::Resend) {
                 clock.advance(TimeDelta::seconds(61));
                 let taken = plain
@@ -196,7 +207,7 @@ async fn a_lost_commit_response_of_every_send_operation_converges_on_retry() {
         }
         assert_eq!(
             plain
-                .begin_send(&cmd, &lease(1), crate::support::fence_at(2), &plan())
+                .begin_send(&cmd, &lease(1), crate::support::fence_at(3), &plan())
                 .await,
             Ok(BeginSendOutput::Terminal(TerminalOutput::Succeeded))
         );
@@ -205,7 +216,7 @@ async fn a_lost_commit_response_of_every_send_operation_converges_on_retry() {
                 .reconcile_send(
                     &cmd,
                     &lease(1),
-                    crate::support::fence_at(2),
+                    crate::support::fence_at(3),
                     &plan(),
                     2,
                     &SendEvidence::Declined
@@ -218,7 +229,7 @@ async fn a_lost_commit_response_of_every_send_operation_converges_on_retry() {
                 .record_send_outcome(
                     &cmd,
                     &lease(1),
-                    crate::support::fence_at(2),
+                    crate::support::fence_at(3),
                     &plan(),
                     1,
                     &SendOutcome::Ambiguous
@@ -306,9 +317,11 @@ async fn through_the_cli_the_cutoff_stops_every_resend_until_reconciliation() {
     assert_eq!(
         out,
         json!({"journalSchemaVersion":1,"outcome":"send_permitted","attempt":1,"resend":false,
-            "providerIdempotencyKey": key,"sendCutoffAt":{"seconds":1_893_456_000_i64 + 64_800,"nanoseconds":0}})
+            "providerIdempotencyKey": key,"sendCutoffAt":{"seconds":1_893_456_000_i64 + 64_800,"nanoseconds":0},
+            "leaseExpiresAt":{"seconds":1_893_456_060_i64,"nanoseconds":0}})
     );
     let mut ambiguous = with(held.clone());
+    ambiguous["plan"] = plan.clone();
     ambiguous["attempt"] = json!(1);
     ambiguous["outcome"] = json!("ambiguous");
     assert_eq!(
@@ -345,45 +358,74 @@ async fn through_the_cli_the_cutoff_stops_every_resend_until_reconciliation() {
     );
     let (code, status) = run(at_cutoff, &["status"], command.clone());
     assert_eq!(code, 0);
+    // The re-send at 17:59:59.999999 may be in flight until its lease ends, and the
+    // lookup may lag by the settle window (300 s): an absence is provable from 18:06.
+    let provable = 1_893_456_000_i64 + 64_800 + 359;
     assert_eq!(
         status["send"],
-        json!({"attempt":1,"state":"sending","sendCutoffAt":{"seconds":1_893_456_000_i64 + 64_800,"nanoseconds":0},"needsReconciliation":true})
+        json!({"planFingerprint": status["send"]["planFingerprint"],"attempt":1,"state":"sending",
+            "sendCutoffAt":{"seconds":1_893_456_000_i64 + 64_800,"nanoseconds":0},"needsReconciliation":true,
+            "absenceProvableFrom":{"seconds":provable,"nanoseconds":999_999_000}})
     );
-    // A reconciler (the holder after a takeover) records absence; only then attempt 2.
-    let later = "2030-01-02T00:00:00Z";
+    assert_eq!(
+        status["send"]["planFingerprint"].as_str().map(str::len),
+        Some(64)
+    );
+    // A reconciler (the holder after a takeover) records absence once it is provable;
+    // only then attempt 2.
     let lease2 = "9b2d7c1e-3a4f-4e5b-8c6d-7e8f9a0b1c2f";
+    let early = "2030-01-01T18:01:00Z";
+    assert_eq!(
+        run(early, &["acquire"], with(json!({"leaseId": lease2}))).0,
+        0
+    );
+    let not_found = |fence: i64| {
+        let mut reconcile =
+            with(json!({"leaseId": lease2, "expectedFenceEpoch": fence, "attempt": 1}));
+        reconcile["plan"] = plan.clone();
+        reconcile["evidence"] = json!("not_found");
+        reconcile
+    };
+    let (code, out) = run(early, &["send", "reconcile"], not_found(3));
+    assert_eq!(code, 3, "{out}");
+    assert_eq!(out["error"], json!("absence_not_provable"));
+    assert_eq!(
+        out["provableFrom"],
+        json!({"seconds":provable,"nanoseconds":999_999_000})
+    );
+    let later = "2030-01-01T23:00:00Z";
     assert_eq!(
         run(later, &["acquire"], with(json!({"leaseId": lease2}))).0,
         0
     );
-    let mut reconcile = with(json!({"leaseId": lease2, "expectedFenceEpoch": 3, "attempt": 1}));
-    reconcile["evidence"] = json!("not_found");
     assert_eq!(
-        run(later, &["send", "reconcile"], reconcile),
+        run(later, &["send", "reconcile"], not_found(4)),
         (
             0,
             json!({"journalSchemaVersion":1,"outcome":"send_absent","attempt":1})
         )
     );
-    let (code, out) = run(later, &["send", "begin"], begin(lease2, 3));
+    let (code, out) = run(later, &["send", "begin"], begin(lease2, 4));
     assert_eq!(
         (code, &out["attempt"], &out["resend"]),
         (0, &json!(2), &json!(false))
     );
     assert_ne!(out["providerIdempotencyKey"], json!(key));
-    let mut other = begin(lease2, 3);
+    let mut other = begin(lease2, 4);
     other["plan"]["parameters"] = json!({"amount": 1251});
     assert_eq!(
         run(later, &["send", "begin"], other),
         refused(JournalError::PlanConflict)
     );
-    let mut wrong = with(json!({"leaseId": lease2, "expectedFenceEpoch": 3, "attempt": 1}));
+    let mut wrong = with(json!({"leaseId": lease2, "expectedFenceEpoch": 4, "attempt": 1}));
+    wrong["plan"] = plan.clone();
     wrong["outcome"] = json!("declined");
     assert_eq!(
         run(later, &["send", "outcome"], wrong),
         refused(JournalError::AttemptMismatch)
     );
-    let mut done = with(json!({"leaseId": lease2, "expectedFenceEpoch": 3, "attempt": 2}));
+    let mut done = with(json!({"leaseId": lease2, "expectedFenceEpoch": 4, "attempt": 2}));
+    done["plan"] = plan.clone();
     done["outcome"] = json!("succeeded");
     done["terminalReferenceFingerprint"] = json!("ef".repeat(32));
     let (code, out) = run(later, &["send", "outcome"], done.clone());
@@ -400,7 +442,7 @@ async fn through_the_cli_the_cutoff_stops_every_resend_until_reconciliation() {
         "an exact retry"
     );
     // Invalid input names the field, never the value.
-    let mut bad = begin(lease2, 3);
+    let mut bad = begin(lease2, 4);
     bad["plan"]["endpoint"] = json!("POST /v1/CANARY?x=1");
     let (code, out) = run(later, &["send", "begin"], bad);
     assert_eq!((code, &out["field"]), (2, &json!("endpoint")));

@@ -138,6 +138,7 @@ async fn workers_racing_sends_outcomes_and_reconciliation_keep_every_send_invari
                                 | JournalError::SendCutoffPassed
                                 | JournalError::AttemptMismatch
                                 | JournalError::TerminalConflict
+                                | JournalError::AbsenceNotProvable { .. }
                         ),
                         "round {round}: {e:?}"
                     );

@@ -125,6 +125,7 @@ fn cases() -> Vec<Case> {
         ("send opening deleted", Delete(SendEvent(1)), F::SendAuditGap, SendEvent(1), ""),
         ("send outcome deleted and written again", Recreate(SendEvent(2)), F::SendCommitTimeMismatch, SendRecord, ""),
         ("a document beside the plan", CopyTo(Plan, "{root}/providerSends/other"), F::UnexpectedDocument, Root, "/providerSends/other"),
+        ("send result deleted", Delete(Result), F::SendResultMismatch, SendRecord, ""),
         ("result envelope replaced", Set(Result, vec![("envelope", s(r#"{"amount":1251,"id":"ch_tamper"}"#))]), F::ResultCommitmentMismatch, Result, ""),
         ("result envelope re-spaced", Set(Result, vec![("envelope", s(r#"{"amount": 1250,"id":"ch_tamper"}"#))]), F::MalformedResult, Result, ""),
         ("result schema version", Set(Result, vec![("resultSchemaVersion", ValueType::IntegerValue(2))]), F::MalformedResult, Result, ""),
@@ -173,7 +174,9 @@ fn envelope() -> ResultEnvelope {
 
 /// Whether a case tampers the send layer: its command ends through a provider send.
 fn is_send(name: &str, at: At) -> bool {
-    matches!(at, At::Plan | At::SendRecord | At::SendEvent(_)) || name.contains("plan")
+    matches!(at, At::Plan | At::SendRecord | At::SendEvent(_))
+        || name.contains("plan")
+        || name.starts_with("send ")
 }
 
 fn plan() -> ProviderPlan {
@@ -388,7 +391,12 @@ async fn every_tampering_of_a_clean_journal_is_found_at_its_cause() {
     for ((name, _, _, at, _), owner) in cases.iter().zip(&owners) {
         if let Owner::Command(cmd) = owner {
             if is_send(name, *at) {
-                let outcome = SendOutcome::Succeeded(reference.clone());
+                // A send case about the result succeeds with an envelope.
+                let outcome = if is_result(name, *at) {
+                    SendOutcome::SucceededWith(envelope())
+                } else {
+                    SendOutcome::Succeeded(reference.clone())
+                };
                 journal
                     .record_send_outcome(
                         cmd,

@@ -23,6 +23,7 @@ pub(crate) mod outcome;
 pub(crate) mod output;
 pub(crate) mod plan;
 pub(crate) mod reconcile;
+pub(crate) mod reverted;
 pub(crate) mod status;
 
 pub use attempt::AttemptState;

@@ -18,6 +18,7 @@
 use super::attempt::SendAttempt;
 use super::bound_plan::BoundPlan;
 use super::plan::ProviderLookup;
+use super::reverted::{Rule, reverted};
 use crate::document::lifecycle::LEASE_SECONDS;
 use crate::error::JournalError;
 use crate::time::Timestamp;
@@ -74,13 +75,13 @@ pub(crate) fn check(
         provable_from: None,
     };
     let (from, until) = window(plan, sent).ok_or(never)?;
-    if now < from {
+    if now < from && !reverted(Rule::SenderSettled) {
         return Err(JournalError::AbsenceNotProvable {
             provable_from: Some(from),
         });
     }
     match until {
-        Some(until) if now >= until => Err(never),
+        Some(until) if now >= until && !reverted(Rule::KeyRetained) => Err(never),
         _ => Ok(()),
     }
 }

@@ -23,6 +23,7 @@ use super::load::{self, Context, SendState, Sends};
 use super::mutation::{active, held, next_revision, record};
 use super::output::{BeginSendOutput, SendPermit};
 use super::plan::{MAX_ATTEMPT, ProviderPlan, attempt_key, send_cutoff_at};
+use super::reverted::{Rule, reverted};
 use crate::document::lifecycle::{self, Lifecycle, LifecycleState};
 use crate::error::JournalError;
 use crate::lease::{LeaseCall, TerminalOutput};
@@ -84,9 +85,11 @@ impl BeginSend {
             lifecycle, sends, ..
         } = load::load(call, snapshot)?;
         // The plan first: another plan is a conflict before any cutoff or state rule.
-        if let Some(bound) = sends.plan()
-            && !bound.is(&self.plan, call.identity())
-        {
+        let plan_first = !reverted(Rule::PlanFirst);
+        let other_plan = sends
+            .plan()
+            .is_some_and(|bound| !bound.is(&self.plan, call.identity()));
+        if plan_first && other_plan {
             return Err(Step::Reject(JournalError::PlanConflict));
         }
         // The cutoff outranks every permit, a same-holder recovery included.
@@ -103,6 +106,10 @@ impl BeginSend {
                 return Err(Step::Reject(JournalError::SendCutoffPassed));
             }
             _ => {}
+        }
+        if other_plan {
+            // Reverted (tests only): the plan checked after the cutoff rule, as before.
+            return Err(Step::Reject(JournalError::PlanConflict));
         }
         let lifecycle = held(lifecycle.as_ref(), call.owner(), self.fence)?;
         match lifecycle.state {

@@ -8,6 +8,7 @@ use super::attempt::{self, AttemptState, OutcomeSource, SendAttempt};
 use super::bound_plan::{self, BoundPlan};
 use super::event::{self, SendEvent, SendEventType};
 use super::plan::{ProviderPlan, send_cutoff_at};
+use super::reverted::{Rule, reverted};
 use crate::digest::Digest;
 use crate::document::lifecycle::{Lifecycle, LifecycleState};
 use crate::envelope::stored;
@@ -118,6 +119,7 @@ pub(crate) fn bound_state(
 ) -> Result<Box<SendState>, Step> {
     if let Some(bound) = sends.plan()
         && !bound.is(plan, call.identity())
+        && !reverted(Rule::PlanFirst)
     {
         return Err(Step::Reject(JournalError::PlanConflict));
     }

@@ -24,6 +24,7 @@ use super::load::{self, Context, bound_state};
 use super::mutation::{active, held};
 use super::output::SendOutcomeOutput;
 use super::plan::ProviderPlan;
+use super::reverted::{Rule, reverted};
 use crate::envelope::record::MarksResult;
 use crate::error::JournalError;
 use crate::lease::LeaseCall;
@@ -85,7 +86,9 @@ impl RecordOutcome {
             return Ok(Decision::Observe(self.finding.output(attempt.attempt)));
         }
         let now = call.now();
-        if self.finding == Finding::Ambiguous && now >= attempt.send_cutoff_at {
+        let cutoff_applies =
+            self.finding == Finding::Ambiguous || reverted(Rule::EvidenceAfterCutoff);
+        if cutoff_applies && now >= attempt.send_cutoff_at {
             return Err(Step::Reject(JournalError::SendCutoffPassed));
         }
         active(lifecycle, now)?;

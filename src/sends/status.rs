@@ -5,6 +5,7 @@
 use super::absence;
 use super::load::{self, Sends};
 use super::plan::{ProviderPlan, attempt_key};
+use super::reverted::{Rule, reverted};
 use crate::digest::Digest;
 use crate::error::JournalError;
 use crate::lease::{LeaseCall, StatusOutput, StatusRead};
@@ -108,6 +109,7 @@ impl SendStatusRead {
         };
         if let (Some(plan), Some(bound)) = (&self.plan, context.sends.plan())
             && !bound.is(plan, self.call.identity())
+            && !reverted(Rule::PlanFirst)
         {
             return Err(Step::Reject(JournalError::PlanConflict));
         }

@@ -122,7 +122,49 @@ fn histories() -> Vec<(&'static str, Vec<Op>)> {
                 Op::Reconcile(0, 1, 1, succeeded(1), T0 + 1),
             ],
         ),
+        (
+            "re-sent before the cutoff, the sender's success after it",
+            vec![
+                Op::Begin(0, 1, T0),
+                Op::Acquire(1, send_tests::CUTOFF - 30 * SEC),
+                Op::Begin(1, 2, send_tests::CUTOFF - SEC),
+                Op::Outcome(1, 2, 1, succeeded(0), send_tests::CUTOFF + SEC),
+            ],
+        ),
+        (
+            "an absence at the first provable instant",
+            vec![
+                Op::Begin(0, 1, T0),
+                Op::Acquire(1, send_tests::PROVABLE - SEC),
+                Op::Reconcile(1, 2, 1, Absent, send_tests::PROVABLE),
+            ],
+        ),
     ]
+}
+
+#[test]
+fn an_absence_dated_inside_the_senders_lease_is_not_proven() {
+    let h = send_tests::hash();
+    let mut timed = Timed::run(&[
+        Op::Begin(0, 1, T0),
+        Op::Acquire(1, send_tests::PROVABLE - SEC),
+        Op::Reconcile(1, 2, 1, Absent, send_tests::PROVABLE),
+    ]);
+    assert_eq!(timed.findings(), vec![]);
+    // A forger who can keep commit times moves the absence into the sender's lease.
+    let early = fields::timestamp(send_tests::at(T0 + 2 * SEC));
+    for (path, field) in [
+        (event::path(&h, 2), "occurredAt"),
+        (attempt::path(&h), "outcomeAt"),
+    ] {
+        let doc = timed.store.forge(&path).expect("document");
+        doc.insert(field.to_owned(), early.clone());
+    }
+    let wanted = (
+        FindingCode::AbsenceNotProven,
+        format!("provider_send_{h}_0000000002"),
+    );
+    assert!(timed.findings().contains(&wanted), "{:?}", timed.findings());
 }
 
 #[test]
