@@ -11,6 +11,7 @@ pub mod audit;
 pub(crate) mod fields;
 pub mod lifecycle;
 pub mod root;
+pub mod value;
 
 /// Largest command revision and fence epoch (ten decimal digits).
 pub const MAX_REVISION: i64 = 9_999_999_999;

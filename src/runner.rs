@@ -64,6 +64,7 @@ pub(crate) mod firestore;
 mod policy;
 mod reading;
 pub(crate) mod retry;
+pub(crate) mod wire;
 
 pub use concurrency::Concurrency;
 pub(crate) use concurrency::RunOptions;

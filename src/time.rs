@@ -1,7 +1,7 @@
 //! The trusted clock and the microsecond timestamps the journal stores.
 
+use crate::document::value::ValueTime;
 use chrono::{DateTime, TimeDelta, Utc};
-use gcloud_sdk::prost_types;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -63,16 +63,16 @@ impl Timestamp {
         Duration::from_micros(u64::try_from(later.0 - self.0).unwrap_or(0))
     }
 
-    /// The protobuf form Firestore stores.
-    pub(crate) fn to_proto(self) -> prost_types::Timestamp {
-        prost_types::Timestamp {
+    /// The form Firestore stores.
+    pub(crate) fn to_value_time(self) -> ValueTime {
+        ValueTime {
             seconds: self.seconds(),
             nanos: i32::try_from(self.subsec_nanos()).unwrap_or(0),
         }
     }
 
     /// Strict: nanos must be in range and whole microseconds.
-    pub(crate) fn from_proto(ts: &prost_types::Timestamp) -> Option<Self> {
+    pub(crate) fn from_value_time(ts: &ValueTime) -> Option<Self> {
         if !(0..1_000_000_000).contains(&ts.nanos) || ts.nanos % 1_000 != 0 {
             return None;
         }
@@ -155,34 +155,34 @@ mod tests {
         let time = DateTime::from_timestamp(1_700_000_000, 123_456_789).expect("time");
         let ts = Timestamp::from_datetime(time).expect("in range");
         assert_eq!(ts.subsec_nanos(), 123_456_000);
-        assert_eq!(Timestamp::from_proto(&ts.to_proto()), Some(ts));
+        assert_eq!(Timestamp::from_value_time(&ts.to_value_time()), Some(ts));
     }
 
     #[test]
     fn negative_times_round_trip() {
         let ts = Timestamp::from_micros(-1).expect("in range");
-        let proto = ts.to_proto();
+        let proto = ts.to_value_time();
         assert_eq!((proto.seconds, proto.nanos), (-1, 999_999_000));
-        assert_eq!(Timestamp::from_proto(&proto), Some(ts));
+        assert_eq!(Timestamp::from_value_time(&proto), Some(ts));
     }
 
     #[test]
     fn strict_proto_parsing() {
-        let sub_micro = prost_types::Timestamp {
+        let sub_micro = ValueTime {
             seconds: 1,
             nanos: 1,
         };
-        assert_eq!(Timestamp::from_proto(&sub_micro), None);
-        let bad_nanos = prost_types::Timestamp {
+        assert_eq!(Timestamp::from_value_time(&sub_micro), None);
+        let bad_nanos = ValueTime {
             seconds: 1,
             nanos: 1_000_000_000,
         };
-        assert_eq!(Timestamp::from_proto(&bad_nanos), None);
-        let too_late = prost_types::Timestamp {
+        assert_eq!(Timestamp::from_value_time(&bad_nanos), None);
+        let too_late = ValueTime {
             seconds: 253_402_300_800,
             nanos: 0,
         };
-        assert_eq!(Timestamp::from_proto(&too_late), None);
+        assert_eq!(Timestamp::from_value_time(&too_late), None);
     }
 
     #[test]

@@ -1,10 +1,9 @@
 //! The strict field reader and the value builders every codec uses.
 
+use super::value::{Value, ValueType};
 use crate::digest::Digest;
 use crate::error::JournalError;
 use crate::time::Timestamp;
-use gcloud_sdk::google::firestore::v1::Value;
-use gcloud_sdk::google::firestore::v1::value::ValueType;
 use std::collections::HashMap;
 
 /// A document's raw field map, as Firestore returns and accepts it.
@@ -119,7 +118,7 @@ impl<'a> Strict<'a> {
     pub fn timestamp(&self, name: &str) -> Result<Timestamp, JournalError> {
         match self.get(name)? {
             ValueType::TimestampValue(ts) => {
-                Timestamp::from_proto(ts).ok_or_else(|| self.fail(name))
+                Timestamp::from_value_time(ts).ok_or_else(|| self.fail(name))
             }
             _ => Err(self.fail(name)),
         }
@@ -142,7 +141,7 @@ impl<'a> Strict<'a> {
     pub fn nullable_timestamp(&self, name: &str) -> Result<Option<Timestamp>, JournalError> {
         match self.get(name)? {
             ValueType::NullValue(_) => Ok(None),
-            ValueType::TimestampValue(ts) => Timestamp::from_proto(ts)
+            ValueType::TimestampValue(ts) => Timestamp::from_value_time(ts)
                 .map(Some)
                 .ok_or_else(|| self.fail(name)),
             _ => Err(self.fail(name)),
@@ -198,7 +197,7 @@ pub(crate) fn null() -> Value {
 /// A timestamp value.
 pub(crate) fn timestamp(ts: Timestamp) -> Value {
     Value {
-        value_type: Some(ValueType::TimestampValue(ts.to_proto())),
+        value_type: Some(ValueType::TimestampValue(ts.to_value_time())),
     }
 }
 

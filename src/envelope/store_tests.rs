@@ -295,7 +295,7 @@ fn a_stray_results_document_is_corrupt_and_blocks_the_success() {
 fn an_altered_envelope_is_corrupt_for_the_read_and_the_retry() {
     let canonical = envelope(0).canonical().to_owned();
     type Alter = Box<dyn Fn(&mut FieldMap)>;
-    fn text(t: &str) -> gcloud_sdk::google::firestore::v1::Value {
+    fn text(t: &str) -> crate::document::value::Value {
         fields::string(t)
     }
     let alterations: Vec<(&str, Alter)> = vec![

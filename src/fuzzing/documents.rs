@@ -7,6 +7,8 @@ use crate::document::audit::{self, RegistrationEvent, TransitionEvent};
 use crate::document::fields::FieldMap;
 use crate::document::lifecycle::{self, Lifecycle};
 use crate::document::root::{self, RootDocument};
+use crate::document::value::ValueType;
+use crate::document::value::{ArrayValue, MapValue, Value};
 use crate::error::JournalError;
 use crate::identity::{
     CommandIdentity, CommandInput, CommandRequest, LeaseId, TerminalReferenceFingerprint,
@@ -19,9 +21,6 @@ use crate::start::Start;
 use crate::testing::{Attempt, Store};
 use crate::time::Timestamp;
 use crate::transaction::{Decision, Transition, Write};
-use gcloud_sdk::google::firestore::v1::value::ValueType;
-use gcloud_sdk::google::firestore::v1::{ArrayValue, MapValue, Value};
-use gcloud_sdk::prost_types;
 use std::collections::HashMap;
 
 /// Every field name a codec knows, plus near misses.
@@ -222,7 +221,7 @@ impl Fixture {
                     0 => i32::from_le_bytes(input.bytes()),
                     _ => i32::try_from(time.subsec_nanos()).unwrap_or(0),
                 };
-                ValueType::TimestampValue(prost_types::Timestamp {
+                ValueType::TimestampValue(crate::document::value::ValueTime {
                     seconds: time.seconds(),
                     nanos,
                 })

@@ -26,11 +26,11 @@
 
 use crate::digest::{Digest, is_lower_hex_64};
 use crate::document::fields::{self, FieldMap, Strict};
+use crate::document::value::ValueType;
 use crate::error::JournalError;
 use crate::identity::MAX_SAFE_INTEGER;
 use crate::ledger::fingerprint::{Amount, EffectPlanItem, MAX_EFFECTS, MAX_TEXT_BYTES};
 use crate::time::Timestamp;
-use gcloud_sdk::google::firestore::v1::value::ValueType;
 use serde::ser::{Serialize, SerializeStruct, Serializer};
 
 /// The collection of effect rows.

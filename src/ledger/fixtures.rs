@@ -166,12 +166,7 @@ pub fn stored_of(memory: &Store, n: u32) -> Stored {
 
 /// Sets field `name` of the document at `path` to `value`, as an edit outside the
 /// journal's operations would.
-pub fn edit(
-    memory: &mut Store,
-    path: &str,
-    name: &str,
-    value: gcloud_sdk::google::firestore::v1::Value,
-) {
+pub fn edit(memory: &mut Store, path: &str, name: &str, value: crate::document::value::Value) {
     let mut doc: FieldMap = memory[path].clone();
     doc.insert(name.to_owned(), value);
     memory.insert(path.to_owned(), doc);

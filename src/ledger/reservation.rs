@@ -27,12 +27,12 @@
 use super::effect::{self, is_migration_id};
 use crate::digest::Digest;
 use crate::document::fields::{self, FieldMap, Strict};
+use crate::document::value::ValueType;
+use crate::document::value::{ArrayValue, Value};
 use crate::error::JournalError;
 use crate::identity::{LedgerKey, MAX_LEDGER_PART_BYTES};
 use crate::ledger::fingerprint::{CommandFamily, MAX_EFFECTS};
 use crate::time::Timestamp;
-use gcloud_sdk::google::firestore::v1::value::ValueType;
-use gcloud_sdk::google::firestore::v1::{ArrayValue, Value};
 
 /// The collection of reservations.
 pub const COLLECTION: &str = "ledgerReservations";

@@ -1,8 +1,8 @@
 use super::*;
 use crate::document::fields;
+use crate::document::value::Value;
+use crate::document::value::ValueType;
 use crate::identity::{CommandInput, CommandRequest};
-use gcloud_sdk::google::firestore::v1::Value;
-use gcloud_sdk::google::firestore::v1::value::ValueType;
 use serde_json::json;
 
 fn identity_with(payload: serde_json::Value) -> CommandIdentity {
@@ -163,7 +163,7 @@ fn wrong_type_values() -> Vec<Value> {
         value(ValueType::StringValue("registered".into())),
         value(ValueType::BooleanValue(true)),
         value(ValueType::NullValue(0)),
-        value(ValueType::TimestampValue(now().to_proto())),
+        value(ValueType::TimestampValue(now().to_value_time())),
         value(ValueType::BytesValue(vec![1])),
         Value { value_type: None },
     ]
@@ -224,7 +224,7 @@ fn semantic_malformation_matrix() {
     let other_hash = "f".repeat(64);
     let later = Timestamp::from_micros(now().micros() + 1).expect("time");
     let sub_micro = value(ValueType::TimestampValue(
-        gcloud_sdk::prost_types::Timestamp {
+        crate::document::value::ValueTime {
             seconds: 1_800_000_000,
             nanos: 123_456_789,
         },

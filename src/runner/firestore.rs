@@ -308,7 +308,7 @@ impl Session<'_> {
             Write::Create { path, fields } | Write::Replace { path, fields } => {
                 write::Operation::Update(Document {
                     name: format!("{}/{path}", self.root),
-                    fields,
+                    fields: super::wire::fields_to_wire(&fields),
                     create_time: None,
                     update_time: None,
                 })

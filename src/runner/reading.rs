@@ -151,7 +151,7 @@ impl Session<'_> {
                         _ => None,
                     };
                     let found = Found {
-                        fields: doc.fields,
+                        fields: super::wire::fields_from_wire(doc.fields),
                         version: doc.update_time,
                         stamps,
                     };

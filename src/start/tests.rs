@@ -6,10 +6,10 @@
 
 use super::*;
 use crate::document::fields::{self, FieldMap};
+use crate::document::value::ValueType;
 use crate::identity::{CommandInput, CommandRequest, LeaseId, TerminalReferenceFingerprint};
 use crate::lease::{Terminal, TerminalRequest};
 use crate::testing::{Ran, Store};
-use gcloud_sdk::google::firestore::v1::value::ValueType;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::fmt::Debug;

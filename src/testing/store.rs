@@ -167,7 +167,7 @@ impl Store {
             .map(
                 |(path, stored)| gcloud_sdk::google::firestore::v1::Document {
                     name: format!("{documents_path}/{path}"),
-                    fields: stored.fields.clone(),
+                    fields: crate::runner::wire::fields_to_wire(&stored.fields),
                     create_time: time(stored.create_time),
                     update_time: time(stored.update_time),
                 },

@@ -6,6 +6,8 @@
 
 use super::{FindingCode, VerifyReport, verify_documents};
 use crate::document::fields::{self, FieldMap};
+use crate::document::value::Value;
+use crate::document::value::ValueType;
 use crate::envelope::ResultEnvelope;
 use crate::envelope::record::WithResult;
 use crate::identity::{CommandInput, CommandRequest, LeaseId, TerminalReferenceFingerprint};
@@ -15,8 +17,6 @@ use crate::registration::Registration;
 use crate::sends::guard::Guarded;
 use crate::testing::Store;
 use crate::time::Timestamp;
-use gcloud_sdk::google::firestore::v1::Value;
-use gcloud_sdk::google::firestore::v1::value::ValueType;
 use proptest::prelude::*;
 
 const DOCUMENTS: &str = "projects/p/databases/(default)/documents";
@@ -186,7 +186,7 @@ fn mutate(value: &Value, seed: u64) -> Value {
             };
             Value {
                 value_type: Some(ValueType::TimestampValue(
-                    gcloud_sdk::prost_types::Timestamp {
+                    crate::document::value::ValueTime {
                         seconds: (moved.div_euclid(1_000_000_000)) as i64,
                         nanos: (moved.rem_euclid(1_000_000_000)) as i32,
                     },
@@ -208,9 +208,9 @@ fn mutate(value: &Value, seed: u64) -> Value {
                 None => values.push(fields::string("x")),
             }
             Value {
-                value_type: Some(ValueType::ArrayValue(
-                    gcloud_sdk::google::firestore::v1::ArrayValue { values },
-                )),
+                value_type: Some(ValueType::ArrayValue(crate::document::value::ArrayValue {
+                    values,
+                })),
             }
         }
         _ => fields::null(),

@@ -8,12 +8,12 @@ use super::report::{Finding, FindingCode};
 use super::stored::StoredDoc;
 use crate::digest::Digest;
 use crate::document::fields::FieldMap;
+use crate::document::value::ValueType;
 use crate::ledger::Lineage;
 use crate::ledger::effect::{self, LedgerEffect};
 use crate::ledger::integrity::Contradiction;
 use crate::ledger::reservation::{self, ReservationDocument};
 use crate::ledger::stored;
-use gcloud_sdk::google::firestore::v1::value::ValueType;
 
 fn finding(code: FindingCode, path: &str) -> Finding {
     Finding {

@@ -15,16 +15,20 @@ fn first_acquisition_creates_fence_one_revision_two_lifecycle_and_acquired_audit
     let ran = run(&acquire(0, T0), &mut store);
     let h = hash();
     let now = Value {
-        value_type: Some(ValueType::TimestampValue(prost_types::Timestamp {
-            seconds: 1_800_000_002,
-            nanos: 623_456_000,
-        })),
+        value_type: Some(ValueType::TimestampValue(
+            crate::document::value::ValueTime {
+                seconds: 1_800_000_002,
+                nanos: 623_456_000,
+            },
+        )),
     };
     let expiry = Value {
-        value_type: Some(ValueType::TimestampValue(prost_types::Timestamp {
-            seconds: 1_800_000_062,
-            nanos: 623_456_000,
-        })),
+        value_type: Some(ValueType::TimestampValue(
+            crate::document::value::ValueTime {
+                seconds: 1_800_000_062,
+                nanos: 623_456_000,
+            },
+        )),
     };
     let lifecycle = fields::map([
         ("lifecycleSchemaVersion", fields::int(1)),

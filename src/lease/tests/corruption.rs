@@ -48,7 +48,7 @@ fn every_type() -> Vec<Value> {
         value(ValueType::StringValue("leased".into())),
         value(ValueType::BooleanValue(true)),
         value(ValueType::NullValue(0)),
-        value(ValueType::TimestampValue(at(T0).to_proto())),
+        value(ValueType::TimestampValue(at(T0).to_value_time())),
         value(ValueType::BytesValue(vec![1])),
         Value { value_type: None },
     ]
@@ -101,10 +101,12 @@ fn lifecycle_semantic_matrix_is_corrupt() {
     let succeeded = second.succeeded(T0 + LEASE + 2 * SEC, 0);
     let failed = first.failed(T0 + SEC);
     let other_hash = "f".repeat(64);
-    let sub_micro = value(ValueType::TimestampValue(prost_types::Timestamp {
-        seconds: T0.div_euclid(SEC),
-        nanos: 623_456_789,
-    }));
+    let sub_micro = value(ValueType::TimestampValue(
+        crate::document::value::ValueTime {
+            seconds: T0.div_euclid(SEC),
+            nanos: 623_456_789,
+        },
+    ));
     let set = |life: &Life, pairs: Vec<(&str, Value)>| {
         let mut doc = life.fields();
         for (field, v) in pairs {
@@ -245,7 +247,7 @@ fn partner_audit_semantic_matrix_is_corrupt() {
         "null fromState", first: "fromState" = fields::null();
         "wrong toState", succeeded: "toState" = fields::string("failed_final");
         "unknown environment", first: "environment" = fields::string("prod");
-        "sub-microsecond occurredAt", first: "occurredAt" = value(ValueType::TimestampValue(prost_types::Timestamp { seconds: 1, nanos: 1 }));
+        "sub-microsecond occurredAt", first: "occurredAt" = value(ValueType::TimestampValue(crate::document::value::ValueTime { seconds: 1, nanos: 1 }));
         // Well formed, but not this lifecycle's partner.
         "mismatching expiry", first [PARTNER_DISAGREES]: "leaseExpiresAt" = ts(T0 + LEASE + 1);
         "mismatching expiry after takeover", second [PARTNER_DISAGREES]: "leaseExpiresAt" = ts(first.expires);

@@ -17,12 +17,11 @@ mod terminal;
 
 use super::*;
 use crate::document::fields::{self, FieldMap};
+use crate::document::value::Value;
+use crate::document::value::ValueType;
 use crate::identity::{CommandInput, CommandRequest, LeaseId, TerminalReferenceFingerprint};
 use crate::registration::{Registration, RegistrationOutcome};
 use crate::testing::{Ran, Store};
-use gcloud_sdk::google::firestore::v1::Value;
-use gcloud_sdk::google::firestore::v1::value::ValueType;
-use gcloud_sdk::prost_types;
 use proptest::prelude::*;
 use serde_json::json;
 use std::fmt::Debug;
@@ -175,13 +174,15 @@ fn audit_path(revision: i64) -> String {
     format!("auditEvents/commerce_command_{}_{revision:010}", hash())
 }
 
-/// A Firestore timestamp value, computed here rather than by `Timestamp::to_proto`.
+/// A Firestore timestamp value, computed here rather than by `Timestamp::to_value_time`.
 fn ts(micros: i64) -> Value {
     Value {
-        value_type: Some(ValueType::TimestampValue(prost_types::Timestamp {
-            seconds: micros.div_euclid(SEC),
-            nanos: i32::try_from(micros.rem_euclid(SEC) * 1_000).expect("nanos"),
-        })),
+        value_type: Some(ValueType::TimestampValue(
+            crate::document::value::ValueTime {
+                seconds: micros.div_euclid(SEC),
+                nanos: i32::try_from(micros.rem_euclid(SEC) * 1_000).expect("nanos"),
+            },
+        )),
     }
 }
 

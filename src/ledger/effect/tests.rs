@@ -1,6 +1,6 @@
 use super::*;
+use crate::document::value::Value;
 use crate::ledger::fixtures::{now, rid};
-use gcloud_sdk::google::firestore::v1::Value;
 
 fn amount(text: &str) -> Option<Amount> {
     Some(Amount::parse(text).expect("amount"))
@@ -128,7 +128,7 @@ fn wrong_type_values() -> Vec<Value> {
         value(ValueType::IntegerValue(1)),
         value(ValueType::StringValue("x".into())),
         value(ValueType::BooleanValue(true)),
-        value(ValueType::TimestampValue(now().to_proto())),
+        value(ValueType::TimestampValue(now().to_value_time())),
         value(ValueType::BytesValue(vec![1])),
         value(ValueType::NullValue(0)),
         value(ValueType::ArrayValue(Default::default())),
@@ -203,7 +203,7 @@ fn structural_malformation_matrix() {
 fn semantic_malformation_matrix() {
     let rid = rid(1);
     let sub_micro = value(ValueType::TimestampValue(
-        gcloud_sdk::prost_types::Timestamp {
+        crate::document::value::ValueTime {
             seconds: 1_800_000_000,
             nanos: 123_456_789,
         },

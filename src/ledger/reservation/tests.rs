@@ -136,7 +136,7 @@ fn wrong_type_values() -> Vec<Value> {
         v(ValueType::StringValue("x".into())),
         v(ValueType::BooleanValue(true)),
         v(ValueType::NullValue(0)),
-        v(ValueType::TimestampValue(now().to_proto())),
+        v(ValueType::TimestampValue(now().to_value_time())),
         v(ValueType::BytesValue(vec![1])),
         v(ValueType::MapValue(Default::default())),
         array(vec![fields::int(1)]),
@@ -196,7 +196,7 @@ fn semantic_malformation_matrix() {
     let id = |i| fields::string(effect::effect_id(&rid, i));
     let sub_micro = Value {
         value_type: Some(ValueType::TimestampValue(
-            gcloud_sdk::prost_types::Timestamp {
+            crate::document::value::ValueTime {
                 seconds: 1_800_000_000,
                 nanos: 1,
             },

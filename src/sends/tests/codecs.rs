@@ -4,10 +4,10 @@
 
 use super::*;
 use crate::document::fields::{self, FieldMap};
+use crate::document::value::ValueType;
 use crate::sends::attempt::{self, SendAttempt};
 use crate::sends::bound_plan::{self, BoundPlan};
 use crate::sends::event::{self, SendEvent};
-use gcloud_sdk::google::firestore::v1::value::ValueType;
 
 /// A history whose documents hold every kind of value: a re-send, an outcome.
 fn written() -> Store {
@@ -34,9 +34,7 @@ fn written() -> Store {
 /// Values of every other type than `value`'s, and near misses of the same type
 /// (a timestamp is only replaced by other types: its relations are the decisions'
 /// tables' and the verifier's to check).
-fn wrong_values(
-    value: &gcloud_sdk::google::firestore::v1::Value,
-) -> Vec<gcloud_sdk::google::firestore::v1::Value> {
+fn wrong_values(value: &crate::document::value::Value) -> Vec<crate::document::value::Value> {
     let mut out = vec![fields::null(), fields::string("x"), fields::int(0)];
     out.push(fields::timestamp(at(T0)));
     match value.value_type.as_ref() {

@@ -1,12 +1,12 @@
 use super::*;
 use crate::document::fields;
+use crate::document::value::Value;
 use crate::identity::{CommandInput, CommandRequest, LeaseId, TerminalReferenceFingerprint};
 use crate::lease::{Acquire, LeaseCall, Terminal, TerminalRequest};
 use crate::registration::Registration;
 use crate::testing::Store;
 use crate::time::Timestamp;
 use crate::verify::stored::WriteTime;
-use gcloud_sdk::google::firestore::v1::Value;
 use proptest::prelude::*;
 
 fn command() -> CommandInput {
@@ -192,7 +192,7 @@ fn an_orphan_history_reports_every_document() {
     );
 }
 
-fn arbitrary_value() -> impl Strategy<Value = gcloud_sdk::google::firestore::v1::Value> {
+fn arbitrary_value() -> impl Strategy<Value = crate::document::value::Value> {
     prop_oneof![
         any::<i64>().prop_map(fields::int),
         "[a-z_]{0,12}".prop_map(fields::string),

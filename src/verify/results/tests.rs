@@ -86,12 +86,7 @@ fn a_success_with_its_envelope_is_clean() {
     assert_eq!(codes(&store), []);
 }
 
-fn with_field(
-    store: &mut Store,
-    forge: bool,
-    field: &str,
-    value: gcloud_sdk::google::firestore::v1::Value,
-) {
+fn with_field(store: &mut Store, forge: bool, field: &str, value: crate::document::value::Value) {
     let doc: &mut FieldMap = if forge {
         store.forge(&path()).expect("doc")
     } else {
@@ -104,12 +99,7 @@ fn with_field(
 fn each_broken_rule_has_its_code() {
     use FindingCode as F;
     let other = envelope(501);
-    let cases: Vec<(
-        &str,
-        &str,
-        gcloud_sdk::google::firestore::v1::Value,
-        FindingCode,
-    )> = vec![
+    let cases: Vec<(&str, &str, crate::document::value::Value, FindingCode)> = vec![
         (
             "another envelope",
             "envelope",
