@@ -552,3 +552,170 @@ async fn start_registers_and_acquires_in_one_call_through_the_cli() {
     assert_eq!((code, out), (2, invalid("leaseId", "missing")));
     assert_eq!(list(&connection, "", "auditEvents").await.len(), 2);
 }
+
+/// Runs the CLI with `args`, feeding `stdin`; returns (exit code, the stdout line as
+/// printed), for checks of the printed text itself (key order).
+fn cli_text(args: &[&str], stdin: &Value) -> (i32, String) {
+    let mut child = Command::new(CLI)
+        .args(args)
+        .env_remove("FIRESTORE_EMULATOR_HOST")
+        .env_remove("GOOGLE_CLOUD_PROJECT")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin.to_string().as_bytes())
+        .expect("write stdin");
+    let output = child.wait_with_output().expect("wait");
+    let stdout = String::from_utf8(output.stdout).expect("utf-8");
+    (output.status.code().unwrap_or(-1), stdout.trim().to_owned())
+}
+
+#[test]
+fn identity_prints_plan_fingerprints_and_the_key_of_any_attempt_offline() {
+    let vectors: Value =
+        serde_json::from_str(include_str!("../testdata/send_vectors.json")).expect("vectors");
+    let command = &vectors["command"];
+    for case in vectors["plans"].as_array().expect("plans") {
+        let plan = &case["plan"];
+        let expected = &case["expected"];
+        for (n, key) in expected["attemptKeys"].as_object().expect("keys") {
+            let mut stdin = command.clone();
+            stdin["operation"] = plan["operation"].clone();
+            stdin["plan"] = plan.clone();
+            stdin["attempt"] = json!(n.parse::<i64>().expect("attempt"));
+            let (code, out, _) = cli(&["identity"], &stdin);
+            assert_eq!(code, 0, "{out}");
+            assert_eq!(out["planFingerprint"], expected["planFingerprint"], "{n}");
+            assert_eq!(&out["providerIdempotencyKey"], key, "{n}");
+            assert_eq!(out["commandKeyHash"], vectors["commandKeyHash"]);
+        }
+    }
+    // `attempt` needs the operation whose key it names; the operation must be the plan's.
+    let mut stdin = command.clone();
+    stdin.as_object_mut().expect("object").remove("operation");
+    stdin["attempt"] = json!(2);
+    let (code, out, _) = cli(&["identity"], &stdin);
+    assert_eq!((code, out), (2, invalid("attempt", "invalid")));
+    stdin["attempt"] = json!(10_000);
+    stdin["operation"] = json!("charge");
+    let (code, out, _) = cli(&["identity"], &stdin);
+    assert_eq!((code, out), (2, invalid("attempt", "invalid")));
+    stdin["attempt"] = json!(2);
+    stdin["plan"] = vectors["plans"][1]["plan"].clone(); // a refund plan
+    let (code, out, _) = cli(&["identity"], &stdin);
+    assert_eq!((code, out), (2, invalid("operation", "invalid")));
+}
+
+/// The sender's success answered after the cutoff, while its lease runs, is recorded
+/// with its result envelope through `send outcome` (an `ambiguous` then is refused);
+/// `status` shows the plan fingerprint `identity` prints for the plan; the CLI prints
+/// every object with its keys sorted.
+#[tokio::test]
+async fn a_late_success_is_stored_with_its_result_through_the_cli() {
+    let connection = support::fresh_connection().await;
+    let host = support::emulator().host().to_owned();
+    let project = connection.project().to_owned();
+    let global = ["--project", &project, "--emulator-host", &host, "--at"];
+    let at = |t: &'static str, words: &[&'static str]| [global.as_slice(), &[t], words].concat();
+    let lease1 = "0b2d7c1e-3a4f-4e5b-8c6d-7e8f9a0b1c2d";
+    let plan = json!({"provider":"stripe","account":"acct_CANARYcli","mode":"test",
+        "apiVersion":"2024-06-20","operation":"charge","endpoint":"POST /v1/payment_intents",
+        "parameters":{"amount":1250,"currency":"usd"},"keyRetentionSeconds":3600,
+        "lookup":"durable","lookupSettleSeconds":120});
+    let held = |lease: &str, fence: i64| {
+        input(json!({"leaseId": lease, "expectedFenceEpoch": fence, "plan": plan}))
+    };
+    let (code, _, _) = cli(
+        &at("2030-01-01T00:00:00Z", &["start"]),
+        &input(json!({"leaseId": LEASE_ID})),
+    );
+    assert_eq!(code, 0);
+    let (code, permit) = cli_text(
+        &at("2030-01-01T00:00:00Z", &["send", "begin"]),
+        &held(LEASE_ID, 1),
+    );
+    assert_eq!(code, 0, "{permit}");
+    let mut stdin = input(json!({"operation": "charge", "plan": plan}));
+    let (_, identity, _) = cli(&["identity"], &stdin);
+    let key = identity["providerIdempotencyKey"].as_str().expect("key");
+    // The cutoff is 3600 − 900 = 2700 s after the first send; sorted keys, also nested.
+    assert_eq!(
+        permit,
+        format!(
+            r#"{{"attempt":1,"journalSchemaVersion":1,"leaseExpiresAt":{{"nanoseconds":0,"seconds":1893456060}},"outcome":"send_permitted","providerIdempotencyKey":"{key}","resend":false,"sendCutoffAt":{{"nanoseconds":0,"seconds":1893458700}}}}"#
+        )
+    );
+    // Attempt 2's key, offline: not the key of attempt 1.
+    stdin["attempt"] = json!(2);
+    let (_, second, _) = cli(&["identity"], &stdin);
+    assert_ne!(second["providerIdempotencyKey"], json!(key));
+    // A takeover re-sends 10 s before the cutoff; the answer comes 10 s after it.
+    let (code, out, _) = cli(
+        &at("2030-01-01T00:44:50Z", &["acquire"]),
+        &input(json!({"leaseId": lease1})),
+    );
+    assert_eq!((code, &out["fenceEpoch"]), (0, &json!(2)));
+    let (code, out, _) = cli(
+        &at("2030-01-01T00:44:50Z", &["send", "begin"]),
+        &held(lease1, 2),
+    );
+    assert_eq!(
+        (code, &out["resend"], &out["providerIdempotencyKey"]),
+        (0, &json!(true), &json!(key))
+    );
+    let answer = |outcome: &str| {
+        let mut answer = held(lease1, 2);
+        answer["attempt"] = json!(1);
+        answer["outcome"] = json!(outcome);
+        answer
+    };
+    let (code, out, _) = cli(
+        &at("2030-01-01T00:45:05Z", &["send", "outcome"]),
+        &answer("ambiguous"),
+    );
+    assert_eq!((code, out), refused(JournalError::SendCutoffPassed));
+    let mut success = answer("succeeded");
+    success["result"] =
+        json!({"id": "pi_CANARY", "amount": 1250, "currency": "usd", "status": "succeeded"});
+    let (code, line) = cli_text(&at("2030-01-01T00:45:10Z", &["send", "outcome"]), &success);
+    assert_eq!(
+        (code, line.as_str()),
+        (
+            0,
+            r#"{"journalSchemaVersion":1,"lifecycleSchemaVersion":1,"outcome":"terminal_succeeded","state":"succeeded"}"#
+        )
+    );
+    // The exact retry observes; another envelope is a conflict.
+    let (code, out, _) = cli(&at("2030-01-01T00:45:20Z", &["send", "outcome"]), &success);
+    assert_eq!((code, &out["outcome"]), (0, &json!("terminal_succeeded")));
+    let mut other = success.clone();
+    other["result"]["amount"] = json!(1251);
+    let (code, out, _) = cli(&at("2030-01-01T00:45:20Z", &["send", "outcome"]), &other);
+    assert_eq!((code, out), refused(JournalError::TerminalConflict));
+    let (code, status) = cli_text(&at("2030-01-01T00:45:20Z", &["status"]), &input(json!({})));
+    assert_eq!(code, 0);
+    let fingerprint = identity["planFingerprint"].as_str().expect("fingerprint");
+    assert_eq!(
+        status,
+        format!(
+            r#"{{"commandRevision":4,"fenceEpoch":2,"journalSchemaVersion":1,"leaseActive":false,"send":{{"absenceProvableFrom":null,"attempt":1,"needsReconciliation":false,"planFingerprint":"{fingerprint}","sendCutoffAt":{{"nanoseconds":0,"seconds":1893458700}},"state":"succeeded"}},"state":"succeeded"}}"#
+        )
+    );
+    // The envelope is stored, and the send record says so.
+    let hash = identity["commandKeyHash"].as_str().expect("hash");
+    let parent = format!("checkoutRequests/{hash}");
+    assert_eq!(list(&connection, &parent, "results").await.len(), 1);
+    let record = support::get(&connection, &format!("{parent}/providerSends/current"))
+        .await
+        .expect("send record");
+    assert_eq!(
+        record.fields["resultStored"].value_type,
+        Some(gcloud_sdk::google::firestore::v1::value::ValueType::BooleanValue(true))
+    );
+}

@@ -41,7 +41,8 @@ const EXPECTED: &[(&str, &str)] = &[
     ),
     (
         "operation",
-        "a lowercase slug: a-z, then up to 62 of a-z, 0-9 and _",
+        "a lowercase slug: a-z, then up to 62 of a-z, 0-9 and _ (identity with a plan: \
+         the plan's operation)",
     ),
     ("endpointSchemaVersion", "an integer from 1 to 9999"),
     (
@@ -185,7 +186,8 @@ const EXPECTED: &[(&str, &str)] = &[
     ),
     (
         "attempt",
-        "an integer from 1 to 9999: the attempt the send permit answered",
+        "an integer from 1 to 9999: the attempt the send permit answered (identity: the \
+         attempt whose key to print, with operation or plan)",
     ),
     (
         "outcome",

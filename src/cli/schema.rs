@@ -104,6 +104,8 @@ const LEASE_EXAMPLE: &str = r#""leaseId":"9b2d7c1e-3a4f-4e5b-8c6d-7e8f9a0b1c2d""
 const REFERENCE_EXAMPLE: &str = r#""terminalReferenceFingerprint":"50d0c3665b69d55462d75fc9d8023325b7bb136cbca311ebd4a4c09d0fd96b24""#;
 const PLAN_EXAMPLE: &str = r#"{"family":"store_purchase","fingerprintVersion":5,"effects":[{"seat_id":"seat-1","target_seat_id":"seat-1","actor_seat_id":"seat-1","mechanism":"WALLET","amount":"12.50","account_type":"checking","type":"STORE_PURCHASE","policy_id":"policy-1"}],"intent":{"policyUuid":"6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b","quantity":1}}"#;
 const PROVIDER_PLAN_EXAMPLE: &str = r#"{"provider":"stripe","account":"acct_1Nv0FGQ9RKHgCVdK","mode":"test","apiVersion":"2024-06-20","operation":"charge","endpoint":"POST /v1/payment_intents","parameters":{"amount":1250,"currency":"usd"},"keyRetentionSeconds":86400,"lookup":"durable","lookupSettleSeconds":300}"#;
+const RESULT_EXAMPLE: &str =
+    r#""result":{"id":"pi_3Nv0FG","amount":1250,"currency":"usd","status":"succeeded"}"#;
 const LEDGER_KEY_EXAMPLE: &str = r#""classId":"class-1","featCode":"STORE_PURCHASE","idempotencyKey":"order-1001","scope":{"seatId":"seat-1","actorSeatId":"seat-1"}"#;
 const HISTORICAL_EXAMPLE: &str = r#""historical":{"family":"store_purchase","fingerprint":"50d0c3665b69d55462d75fc9d8023325b7bb136cbca311ebd4a4c09d0fd96b24","fingerprintVersion":5,"acceptedAt":"2025-06-01T12:00:00Z","migrationId":"seat-ownership-2025","effectIds":["legacy-row-1"],"effects":[{"seat_id":"seat-1","target_seat_id":"seat-1","actor_seat_id":"seat-1","mechanism":"WALLET","amount":"12.50","account_type":"checking","type":"STORE_PURCHASE","policy_id":"policy-1"}]}"#;
 const CHARGE_EXAMPLE: &str = r#""charge":{"family":"store_purchase","intent":{"policyUuid":"6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b","quantity":1}}"#;
@@ -118,6 +120,12 @@ impl Subject {
                 fields.push(field("leaseId", "string", OPTIONAL));
                 fields.push(field("terminalReferenceFingerprint", "string", OPTIONAL));
                 fields.push(field("operation", "string", OPTIONAL));
+                fields.push(field("plan", "object", OPTIONAL));
+                fields.push(field(
+                    "attempt",
+                    "integer",
+                    "optional; needs operation or plan",
+                ));
             }
             Self::Register | Self::Status => fields.extend(COMMAND),
             Self::Acquire | Self::Start => {
@@ -243,7 +251,7 @@ impl Subject {
                 r#"{{{COMMAND_EXAMPLE},{LEASE_EXAMPLE},"expectedFenceEpoch":1,"plan":{PROVIDER_PLAN_EXAMPLE}}}"#
             ),
             Self::SendOutcome => format!(
-                r#"{{{COMMAND_EXAMPLE},{LEASE_EXAMPLE},"expectedFenceEpoch":1,"plan":{PROVIDER_PLAN_EXAMPLE},"attempt":1,"outcome":"succeeded",{REFERENCE_EXAMPLE}}}"#
+                r#"{{{COMMAND_EXAMPLE},{LEASE_EXAMPLE},"expectedFenceEpoch":1,"plan":{PROVIDER_PLAN_EXAMPLE},"attempt":1,"outcome":"succeeded",{RESULT_EXAMPLE}}}"#
             ),
             Self::SendReconcile => format!(
                 r#"{{{COMMAND_EXAMPLE},{LEASE_EXAMPLE},"expectedFenceEpoch":1,"plan":{PROVIDER_PLAN_EXAMPLE},"attempt":1,"evidence":"not_found"}}"#
@@ -261,8 +269,13 @@ impl Subject {
             Self::Identity => {
                 "Prints commandKeyHash, payloadFingerprint and canonicalPayload, plus \
                  leaseOwnerFingerprint, terminalCommitmentHash and providerIdempotencyKey \
-                 when leaseId, terminalReferenceFingerprint and operation are given. \
-                 Needs no Firestore."
+                 when leaseId, terminalReferenceFingerprint and operation are given, and \
+                 planFingerprint when plan is given (the plan object of `send begin`: \
+                 compare it with status's send.planFingerprint). providerIdempotencyKey is \
+                 attempt 1's key (the one the first permit prints); with attempt N it is \
+                 attempt N's, the key `send begin` permits once attempt N - 1 was recorded \
+                 absent, of operation or else of the plan's operation (with both, operation \
+                 must be the plan's). Needs no Firestore."
             }
             Self::Register => {
                 "Prints {journalSchemaVersion, outcome: registered_new | registered_existing, \
@@ -289,34 +302,56 @@ impl Subject {
                  terminal_failed_final."
             }
             Self::Status => {
-                "Prints {journalSchemaVersion, state, commandRevision, fenceEpoch, leaseActive}, \
-                 plus send: {attempt, state, sendCutoffAt, needsReconciliation} once a provider \
-                 plan is bound (`send begin`)."
+                "Prints {commandRevision, fenceEpoch, journalSchemaVersion, leaseActive, state}, \
+                 plus, once a provider plan is bound (`send begin`), send: {absenceProvableFrom, \
+                 attempt, needsReconciliation, planFingerprint, sendCutoffAt, state} \
+                 (planFingerprint: the bound plan's, as identity prints it for a plan; \
+                 sendCutoffAt: {nanoseconds, seconds}; absenceProvableFrom: while the outcome \
+                 is unknown, from when `send reconcile` accepts not_found, else null). Keys \
+                 print sorted."
             }
             Self::SendBegin => {
                 "Run register and acquire (or start) first; expectedFenceEpoch is the fenceEpoch \
                  acquire printed. Records the attempt as sending BEFORE you call the provider and \
-                 prints {journalSchemaVersion, outcome: send_permitted, attempt, resend, \
-                 providerIdempotencyKey, sendCutoffAt: {seconds, nanoseconds}}: send with exactly \
-                 that key. The first call binds the plan for ever (another plan: plan_conflict, \
-                 exit 3). A terminal command prints its terminal outcome. At or after \
-                 sendCutoffAt with the outcome unknown: send_cutoff_passed (exit 3), do not send, \
-                 reconcile. plan keys: provider, account, mode, apiVersion, operation, endpoint, \
-                 parameters, keyRetentionSeconds (all required)."
+                 prints {attempt, journalSchemaVersion, leaseExpiresAt, outcome: send_permitted, \
+                 providerIdempotencyKey, resend, sendCutoffAt} (times as {nanoseconds, seconds}): \
+                 send with exactly that key, and never at or after leaseExpiresAt. The first call \
+                 binds the plan for ever; another plan is plan_conflict (exit 3) before any \
+                 other rule, the cutoff's included. A terminal command prints its terminal \
+                 outcome. At or after sendCutoffAt with the outcome unknown: send_cutoff_passed \
+                 (exit 3), do not send, reconcile. plan keys: provider, account, mode, \
+                 apiVersion, operation, endpoint, parameters, keyRetentionSeconds (required), \
+                 lookup (key_store | durable, default key_store) and lookupSettleSeconds \
+                 (default 300)."
             }
             Self::SendOutcome => {
-                "After the provider answered the send of `send begin`'s attempt: succeeded (with \
-                 terminalReferenceFingerprint) or declined ends the command and prints B2B's \
-                 terminal output; ambiguous (timeout, 5xx, connection lost) prints \
-                 {journalSchemaVersion, outcome: send_ambiguous, attempt}. Refusals \
-                 (send_cutoff_passed, attempt_mismatch, …) exit 3."
+                "After the provider answered the send of `send begin`'s attempt, by the holder \
+                 whose fence sent it last (another fence: attempt_mismatch), with the plan \
+                 `send begin` bound (another plan: plan_conflict, before any other rule). \
+                 succeeded (with terminalReferenceFingerprint, or with result: a result \
+                 envelope, stored with the success) or declined ends the command and prints \
+                 its terminal output {journalSchemaVersion, lifecycleSchemaVersion, outcome: \
+                 terminal_succeeded | terminal_failed_final, state: succeeded | \
+                 failed_final}, also after sendCutoffAt while the lease is active; ambiguous \
+                 (timeout, 5xx, connection lost) prints {attempt, journalSchemaVersion, \
+                 outcome: send_ambiguous}, and at or after sendCutoffAt is send_cutoff_passed. \
+                 Refusals exit 3 and write nothing."
             }
             Self::SendReconcile => {
-                "For a holder of the lease (acquire first), with verified provider evidence about \
-                 an attempt whose outcome is unknown: succeeded (with \
-                 terminalReferenceFingerprint) or declined ends the command and prints B2B's \
-                 terminal output; not_found prints {journalSchemaVersion, outcome: send_absent, \
-                 attempt}, after which `send begin` opens attempt + 1 with a new key."
+                "For a holder of the lease (acquire first), with the plan `send begin` bound \
+                 (another plan: plan_conflict, before any other rule) and verified provider \
+                 evidence about an attempt whose outcome is unknown: succeeded (with \
+                 terminalReferenceFingerprint, or with result: a result envelope, stored with \
+                 the success) or declined ends the command at any time and prints its terminal \
+                 output; not_found prints {attempt, journalSchemaVersion, outcome: \
+                 send_absent}, after which `send begin` opens attempt + 1 with a new key. \
+                 not_found is accepted only once the journal can prove the absence (the \
+                 sender's lease ended, then lookupSettleSeconds; with lookup key_store, \
+                 before firstSentAt + keyRetentionSeconds): otherwise absence_not_provable \
+                 (exit 3, nothing written) with provableFrom, {nanoseconds, seconds} from \
+                 when it will be, or null: never, settle it with succeeded or declined \
+                 evidence from the provider's records (docs/providers.md, \"Operator \
+                 procedure\")."
             }
             Self::LedgerFingerprint => {
                 "Prints {fingerprint, fingerprintVersion, canonical}: canonical is the exact \

@@ -34,10 +34,13 @@ impl Journal {
     /// fence again gets the same permit without a write; a later holder (after a
     /// takeover) re-sends the same attempt with the same key (`resend: true`) while
     /// `now < sendCutoffAt`; once an attempt is recorded absent, the next call opens
-    /// attempt n + 1 with a new key. At or after the cutoff with the outcome unknown,
-    /// or with an unreadable send record, every caller gets `send_cutoff_passed`; a
-    /// different plan is `plan_conflict`; a terminal command answers its terminal
-    /// outcome. Refusals write nothing.
+    /// attempt n + 1 with a new key (only a proven absence is recorded: see
+    /// [`reconcile_send`](Self::reconcile_send)). A plan other than the bound one is
+    /// `plan_conflict` before any other rule; at or after the cutoff with the outcome
+    /// unknown, or with an unreadable send record, every caller gets
+    /// `send_cutoff_passed`; a terminal command answers its terminal outcome. The
+    /// permit carries its lease's expiry: the request must not be sent at or after
+    /// it. Refusals write nothing.
     pub async fn begin_send(
         &self,
         command: &CommandInput,

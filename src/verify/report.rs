@@ -93,7 +93,8 @@ pub enum FindingCode {
     /// The send chain does not replay from nothing to the current send record.
     SendChainMismatch,
     /// A cutoff that is not `firstSentAt + r − ⌊r/4⌋`, changes within an attempt, or a
-    /// permit or sender's outcome recorded at or after it.
+    /// permit or sender's `ambiguous` recorded at or after it (a sender's success or
+    /// decline is evidence whenever it arrives).
     SendCutoffMismatch,
     /// The send layer and the lifecycle disagree (terminal state, time, fence).
     SendLifecycleMismatch,

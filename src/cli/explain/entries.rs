@@ -179,7 +179,8 @@ pub const ENTRIES: &[Entry] = &[
         "refused",
         Exit::Refused,
         "The attempt's outcome is unknown and its stored send cutoff has passed (or its \
-         send time is unknown): no permit for anyone.",
+         send time is unknown): no permit for anyone, and no ambiguous outcome from the \
+         sender (a success or decline is still recorded).",
         "Do not send. Ask the provider what became of the key and record it with `send \
          reconcile`.",
     ),
@@ -187,8 +188,11 @@ pub const ENTRIES: &[Entry] = &[
         "plan_conflict",
         "refused",
         Exit::Refused,
-        "The command is bound to a different provider plan.",
-        "Send the plan the command was first bound to; another plan is another command.",
+        "The command is bound to a different provider plan: checked before every other \
+         rule of a send operation, the cutoff included.",
+        "Send the plan the command was first bound to (`identity` with the plan prints \
+         its planFingerprint; `status` shows the bound one); another plan is another \
+         command.",
     ),
     error(
         "send_outcome_required",
@@ -478,7 +482,8 @@ pub const ENTRIES: &[Entry] = &[
     finding(
         "send_cutoff_mismatch",
         "A send cutoff that is not `firstSentAt + r - floor(r/4)`, changes within an \
-         attempt, or a permit or outcome recorded at or after it.",
+         attempt, or a re-send or a sender's ambiguous outcome recorded at or after it (a \
+         sender's success or decline, and reconciliation, may follow it).",
         INVESTIGATE,
     ),
     finding(
