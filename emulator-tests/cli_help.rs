@@ -92,7 +92,11 @@ fn subcommands_show_only_the_options_they_use() {
             &["--emulator-host"],
             &["--project", "--at"],
         ),
-        (&["emulator"], &["--host", "--port"], &FIRESTORE_OPTIONS),
+        (
+            &["emulator"],
+            &["--host", "--port", "--rules"],
+            &FIRESTORE_OPTIONS,
+        ),
         (
             &["dev-token"],
             &["--project", "--uid"],

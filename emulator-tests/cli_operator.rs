@@ -556,3 +556,38 @@ fn completions_for_bash_zsh_and_fish() {
     }
     assert_eq!(run(&["completions", "tcsh"], None).code, 2);
 }
+
+/// Runs the CLI with its stdout (or stderr) a pipe whose reader is already gone.
+fn into_closed_pipe(args: &[&str], stderr: bool) -> std::process::Output {
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    let mut command = std::process::Command::new(CLI);
+    command.args(args).stdin(std::process::Stdio::null());
+    if stderr {
+        command.stderr(writer).stdout(std::process::Stdio::piped());
+    } else {
+        command.stdout(writer).stderr(std::process::Stdio::piped());
+    }
+    command.output().expect("run the CLI")
+}
+
+#[test]
+fn a_closed_pipe_ends_the_cli_quietly_without_a_panic() {
+    use std::os::unix::process::ExitStatusExt as _;
+    // `completions bash | head -1`, and a usage error written into a closed stderr.
+    for (args, stderr) in [
+        (&["completions", "bash"][..], false),
+        (&["explain"][..], false),
+        (&["no-such-subcommand"][..], true),
+    ] {
+        let out = into_closed_pipe(args, stderr);
+        let text = String::from_utf8_lossy(if stderr { &out.stdout } else { &out.stderr });
+        assert!(!text.contains("panicked"), "{args:?}: {text}");
+        assert_ne!(out.status.code(), Some(101), "{args:?}");
+        assert!(
+            out.status.signal() == Some(libc::SIGPIPE) || out.status.code() == Some(2),
+            "{args:?}: {:?}",
+            out.status
+        );
+    }
+}

@@ -201,3 +201,88 @@ async fn the_container_emulator_starts_with_the_rules_where_a_docker_engine_runs
         .expect("body");
     assert!(body.contains("PERMISSION_DENIED"), "{body}");
 }
+
+/// The HTTP status of an unauthenticated REST read of a journal document: 403 when
+/// the rules deny it, 404 when they allow it (the document does not exist).
+fn anonymous_read_status(host: &str) -> u16 {
+    use std::io::{Read as _, Write as _};
+    let mut stream = std::net::TcpStream::connect(host).expect("connect");
+    let path = "/v1/projects/cj-rules-cli/databases/(default)/documents/checkoutRequests/x";
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .expect("request");
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).expect("answer");
+    answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Starts `command-journal emulator` in `dir` with `args`; its JSON line and the child.
+fn start_in(dir: &std::path::Path, args: &[&str]) -> (serde_json::Value, std::process::Child) {
+    let mut child = Command::new(CLI)
+        .arg("emulator")
+        .args(args)
+        .current_dir(dir)
+        .env_remove("FIRESTORE_EMULATOR_HOST")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn the CLI");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("ready line");
+    (serde_json::from_str(&line).expect("one JSON line"), child)
+}
+
+fn stop(mut child: std::process::Child) {
+    let pid = i32::try_from(child.id()).expect("pid");
+    // SAFETY: sends SIGTERM to the child this test spawned and has not reaped.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    assert_eq!(child.wait().expect("wait").code(), Some(0));
+}
+
+#[test]
+fn the_emulator_enforces_the_rules_it_names() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // No rules file here: the built-in rules, which deny every browser.
+    let (line, child) = start_in(dir.path(), &[]);
+    assert_eq!(line["rules"], "built-in", "{line}");
+    let host = line["host"].as_str().expect("host").to_owned();
+    assert_eq!(anonymous_read_status(&host), 403);
+    stop(child);
+    // The directory's firestore.rules, here one that allows everything.
+    let open = "rules_version = '2';\nservice cloud.firestore {\n  match /databases/{d}/documents {\n    match /{doc=**} { allow read, write: if true; }\n  }\n}\n";
+    std::fs::write(dir.path().join("firestore.rules"), open).expect("write rules");
+    let (line, child) = start_in(dir.path(), &[]);
+    assert_eq!(line["rules"], "firestore.rules", "{line}");
+    let host = line["host"].as_str().expect("host").to_owned();
+    assert_eq!(anonymous_read_status(&host), 404);
+    stop(child);
+    // --rules names another file; an unreadable one is refused before any JVM.
+    let other = dir.path().join("merged.rules");
+    std::fs::write(&other, open).expect("write rules");
+    let path = other.display().to_string();
+    let (line, child) = start_in(dir.path(), &["--rules", &path]);
+    assert_eq!(line["rules"], path.as_str(), "{line}");
+    stop(child);
+    let missing = Command::new(CLI)
+        .args(["emulator", "--rules", "/nonexistent/firestore.rules"])
+        .env_remove("FIRESTORE_EMULATOR_HOST")
+        .output()
+        .expect("run the CLI");
+    assert_eq!(missing.status.code(), Some(2));
+    let answer: serde_json::Value = serde_json::from_slice(&missing.stdout).expect("one JSON line");
+    assert_eq!(
+        (&answer["error"], &answer["field"]),
+        (
+            &serde_json::json!("invalid_input"),
+            &serde_json::json!("rules")
+        )
+    );
+}

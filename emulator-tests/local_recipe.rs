@@ -120,9 +120,9 @@ fn the_local_service_recipe_works_as_written() {
         serde_json::from_str(&out.next().expect("a line").expect("utf-8")).expect("the ready line");
     assert_eq!(ready["host"], format!("127.0.0.1:{emulator}"));
 
-    // 2. The stub provider, as `cargo run --example stub-provider --` runs it.
+    // 2. The stub provider, as `cargo run --release --example stub-provider --` runs it.
     let stub_line = ports(&blocks[1][0].0).replace(
-        "cargo run --example stub-provider --",
+        "cargo run --release --example stub-provider --",
         &example("stub-provider").display().to_string(),
     );
     let (child, mut out) = start(&stub_line, &path);

@@ -89,11 +89,18 @@ impl Emulator {
     /// answers `Ok`. Retries twice if the port was taken in the meantime. The jar is
     /// found as [`discovery`] describes.
     pub fn start() -> Result<Self, EmulatorError> {
+        Self::start_with_rules(RULES)
+    }
+
+    /// [`start`](Self::start) with the security rules `rules` (the text of a rules
+    /// file) instead of the crate's own.
+    pub fn start_with_rules(rules: &str) -> Result<Self, EmulatorError> {
         let (java, jar) = java_and_jar()?;
         let mut last = None;
         for _ in 0..3 {
             let port = free_port()?;
-            match start_once(&java, &jar, SocketAddr::from((Ipv4Addr::LOCALHOST, port))) {
+            let address = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+            match start_once(&java, &jar, address, rules) {
                 Ok(emulator) => return Ok(emulator),
                 Err(error @ EmulatorError::Exited { .. }) => last = Some(error),
                 Err(error) => return Err(error),
@@ -107,9 +114,15 @@ impl Emulator {
     /// [`EmulatorError::AddressUnavailable`], found before the JVM starts (or, if
     /// another process took the port meanwhile, when the JVM exits).
     pub fn start_on(address: SocketAddr) -> Result<Self, EmulatorError> {
+        Self::start_on_with_rules(address, RULES)
+    }
+
+    /// [`start_on`](Self::start_on) with the security rules `rules` (the text of a
+    /// rules file) instead of the crate's own.
+    pub fn start_on_with_rules(address: SocketAddr, rules: &str) -> Result<Self, EmulatorError> {
         check_address(address)?;
         let (java, jar) = java_and_jar()?;
-        let result = start_once(&java, &jar, address);
+        let result = start_once(&java, &jar, address, rules);
         if matches!(result, Err(EmulatorError::Exited { .. })) {
             // Another process may have taken the port since the check.
             check_address(address)?;
@@ -221,13 +234,18 @@ fn check_address(address: SocketAddr) -> Result<(), EmulatorError> {
     }
 }
 
-fn start_once(java: &Path, jar: &Path, address: SocketAddr) -> Result<Emulator, EmulatorError> {
+fn start_once(
+    java: &Path,
+    jar: &Path,
+    address: SocketAddr,
+    rules_text: &str,
+) -> Result<Emulator, EmulatorError> {
     let port = address.port();
     let dir = std::env::temp_dir();
     let stem = format!("command-journal-emulator-{}-{port}", std::process::id());
     let log = dir.join(format!("{stem}.log"));
     let rules = dir.join(format!("{stem}.rules"));
-    std::fs::write(&rules, RULES)?;
+    std::fs::write(&rules, rules_text)?;
     let log_file = std::fs::File::create(&log)?;
     let mut command = Command::new(java);
     command

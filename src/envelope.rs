@@ -7,12 +7,9 @@
 //! the same commit as the terminal transition (`docs/documents.md`).
 
 use crate::error::JournalError;
-use crate::identity::{TerminalReferenceFingerprint, canonical_object};
+use crate::identity::{MAX_RESULT_ENVELOPE_BYTES, TerminalReferenceFingerprint, canonical_object};
 use serde_json::Value;
 use std::fmt;
-
-/// Largest accepted envelope, in canonical bytes (16 KiB).
-pub const MAX_RESULT_ENVELOPE_BYTES: usize = 16 * 1024;
 
 /// A validated result envelope: its canonical text and the value it parses to.
 ///

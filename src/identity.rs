@@ -12,7 +12,10 @@ use serde_json::Value;
 use std::fmt;
 
 pub use crate::digest::Digest;
-pub use crate::envelope::MAX_RESULT_ENVELOPE_BYTES;
+
+/// Largest accepted result envelope, in RFC 8785 canonical bytes (16 KiB): the
+/// input limit of `ResultEnvelope::new`.
+pub const MAX_RESULT_ENVELOPE_BYTES: usize = 16 * 1024;
 
 /// Largest integer magnitude a payload may carry (2^53 - 1).
 pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;

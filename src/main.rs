@@ -10,6 +10,18 @@ use command_journal::cli;
 use command_journal::cli::args::{Args, LogFormat};
 use std::process::ExitCode;
 
+/// Lets a closed pipe end the process quietly, as it ends every Unix filter
+/// (`command-journal completions bash | head -1`): Rust ignores SIGPIPE, which makes
+/// the first write into a closed pipe panic instead.
+fn restore_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: called first in `main`, before any thread exists; SIG_DFL is a valid
+    // disposition for SIGPIPE.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 /// Logs to stderr as `RUST_LOG` says (nothing when it is unset).
 fn install_logging(format: LogFormat) {
     use tracing_subscriber::EnvFilter;
@@ -24,6 +36,7 @@ fn install_logging(format: LogFormat) {
 }
 
 fn main() -> ExitCode {
+    restore_sigpipe();
     let mut args = Args::parse();
     if let Err(unused) = args.before.apply(&mut args.command) {
         let mut command = <Args as clap::CommandFactory>::command();

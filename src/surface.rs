@@ -1,4 +1,7 @@
-//! Tests of the crate's shape: the size of the public root and of the source files.
+//! Tests of the crate's shape: the size of the public root and of the source files,
+//! and no import cycle between its files.
+
+mod imports;
 
 /// The names `src/lib.rs` re-exports at the crate root.
 fn root_names() -> Vec<String> {
@@ -62,4 +65,11 @@ fn no_source_file_outside_tests_is_over_600_lines() {
         &mut over,
     );
     assert!(over.is_empty(), "over 600 lines: {over:?}");
+}
+
+#[test]
+fn no_source_file_imports_one_that_imports_it_back() {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let cycles = imports::cycles(&src);
+    assert!(cycles.is_empty(), "import cycles: {cycles:#?}");
 }

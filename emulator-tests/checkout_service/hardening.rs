@@ -1,4 +1,4 @@
-//! The checkout service against the attacks of issue 26 (tokens, bodies, headers,
+//! The checkout service against hostile clients (tokens, bodies, headers,
 //! slow clients), all on loopback, each bounded in time; short timeouts come from the
 //! service's own settings.
 

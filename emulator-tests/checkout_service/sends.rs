@@ -1,4 +1,4 @@
-//! The checkout service on provider sends (issue 26): an ambiguous send re-sent with
+//! The checkout service on provider sends: an ambiguous send re-sent with
 //! the same key before the cutoff; past the cutoff (the journal's manual clock moved
 //! 19 h, beyond 24 h retention's 18 h cutoff) the provider asked first, a held charge
 //! answered without a POST, no charge answered by attempt 2's one POST under a new

@@ -7,6 +7,7 @@
 //! subcommand that does not use them.
 
 use super::schema::Subject;
+pub use super::target::{ConcurrencyArg, JournalArgs, LogFormat, TargetArgs};
 use clap::{Parser, Subcommand};
 
 /// The help layout of a subcommand that reads stdin: what it does, its stdin object,
@@ -53,58 +54,6 @@ pub struct Before {
     /// `--log-format`.
     #[arg(long, hide = true, value_enum)]
     pub log_format: Option<LogFormat>,
-}
-
-/// Which Firestore a subcommand talks to.
-#[derive(Debug, Clone, Default, clap::Args)]
-#[command(next_help_heading = "Firestore")]
-pub struct TargetArgs {
-    /// Firestore project id (default: GOOGLE_CLOUD_PROJECT, else GCLOUD_PROJECT, else,
-    /// for production, the project of the Application Default Credentials).
-    #[arg(long, value_name = "ID")]
-    pub project: Option<String>,
-    /// The emulator to use (default: FIRESTORE_EMULATOR_HOST; without either, production
-    /// Firestore with Application Default Credentials).
-    #[arg(long, value_name = "HOST:PORT")]
-    pub emulator_host: Option<String>,
-    /// Firestore database id (default: FIRESTORE_DATABASE, else `(default)`).
-    #[arg(long, value_name = "ID")]
-    pub database: Option<String>,
-    /// Log format on stderr, when RUST_LOG enables logging (off by default) [default: text].
-    #[arg(long, value_enum)]
-    pub log_format: Option<LogFormat>,
-}
-
-/// The options of a journal operation: its target, mode and clock.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct JournalArgs {
-    /// Which Firestore.
-    #[command(flatten)]
-    pub target: TargetArgs,
-    /// How operations stay consistent [default: preconditions].
-    #[arg(long, value_enum, help_heading = "Firestore")]
-    pub concurrency: Option<ConcurrencyArg>,
-    /// Replace the trusted clock (RFC 3339); refused unless the target is an emulator.
-    #[arg(long, value_name = "RFC3339", help_heading = "Firestore")]
-    pub at: Option<String>,
-}
-
-/// `--concurrency`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ConcurrencyArg {
-    /// One read, precondition-guarded commit; no server lock.
-    Preconditions,
-    /// Firestore read-write transactions.
-    Transaction,
-}
-
-/// `--log-format`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum LogFormat {
-    /// Human-readable lines.
-    Text,
-    /// One JSON object per line.
-    Json,
 }
 
 /// The subcommands.

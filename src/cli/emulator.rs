@@ -1,5 +1,7 @@
-//! `command-journal emulator [--host H] [--port N]`: the official Firestore emulator
-//! with firestore.rules, in the foreground, until Ctrl-C or SIGTERM.
+//! `command-journal emulator [--host H] [--port N] [--rules FILE]`: the official
+//! Firestore emulator, in the foreground, until Ctrl-C or SIGTERM, enforcing the rules
+//! of `--rules`, else `./firestore.rules` when the directory has one, else the crate's
+//! built-in copy; the JSON line says which.
 
 use super::exit;
 use crate::emulator::{Emulator, EmulatorError};
@@ -18,6 +20,24 @@ pub struct EmulatorArgs {
     /// `address_unavailable` (exit 2).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
     pub port: Option<u16>,
+    /// The security rules file to enforce (default: ./firestore.rules when present,
+    /// else the crate's built-in firestore.rules). An unreadable file is refused
+    /// (exit 2).
+    #[arg(long)]
+    pub rules: Option<std::path::PathBuf>,
+}
+
+/// The rules to enforce and how the JSON line names them: the file asked for, the
+/// directory's `firestore.rules`, or `built-in`.
+fn rules(asked: Option<&std::path::Path>) -> Result<(String, String), std::io::Error> {
+    let local = std::path::Path::new("firestore.rules");
+    match asked {
+        Some(path) => Ok((std::fs::read_to_string(path)?, path.display().to_string())),
+        None if local.is_file() => {
+            Ok((std::fs::read_to_string(local)?, local.display().to_string()))
+        }
+        None => Ok((crate::emulator::RULES.to_owned(), "built-in".to_owned())),
+    }
 }
 
 /// `--host`: an IP address, or `localhost` for 127.0.0.1.
@@ -40,8 +60,18 @@ fn address_unavailable(error: &EmulatorError) -> ExitCode {
 
 /// Runs the emulator until Ctrl-C or SIGTERM.
 pub async fn run(args: EmulatorArgs) -> ExitCode {
+    let (text, named) = match rules(args.rules.as_deref()) {
+        Ok(found) => found,
+        Err(error) => {
+            eprintln!("command-journal: the rules file cannot be read: {error}");
+            let line = json!({"error": "invalid_input", "field": "rules",
+                "problem": "unreadable", "expected": "a readable Firestore security rules file"});
+            println!("{line}");
+            return exit::Exit::Input.into();
+        }
+    };
     let started = tokio::task::spawn_blocking(move || match (args.host, args.port) {
-        (IpAddr::V4(Ipv4Addr::LOCALHOST), None) => Emulator::start(),
+        (IpAddr::V4(Ipv4Addr::LOCALHOST), None) => Emulator::start_with_rules(&text),
         (host, port) => {
             let port = match port {
                 Some(port) => port,
@@ -51,7 +81,7 @@ pub async fn run(args: EmulatorArgs) -> ExitCode {
                     .map(|address| address.port())
                     .map_err(EmulatorError::Io)?,
             };
-            Emulator::start_on(SocketAddr::new(host, port))
+            Emulator::start_on_with_rules(SocketAddr::new(host, port), &text)
         }
     })
     .await;
@@ -69,7 +99,7 @@ pub async fn run(args: EmulatorArgs) -> ExitCode {
     let line = json!({
         "host": emulator.host(),
         "pid": emulator.pid(),
-        "rules": "firestore.rules",
+        "rules": named,
     });
     let stop = super::Stop::listen();
     println!("{line}");

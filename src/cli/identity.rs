@@ -22,7 +22,7 @@ pub struct Request {
     lease: Option<LeaseId>,
     reference: Option<TerminalReferenceFingerprint>,
     operation: Option<OperationSlug>,
-    plan: Option<ProviderPlan>,
+    plan: Option<Box<ProviderPlan>>,
     attempt: Option<i64>,
 }
 
@@ -64,7 +64,7 @@ impl Request {
             .map(TerminalReferenceFingerprint::parse)
             .transpose()?;
         let operation = operation.as_deref().map(OperationSlug::parse).transpose()?;
-        let plan = plan_value.as_ref().map(plan).transpose()?;
+        let plan = plan_value.as_ref().map(plan).transpose()?.map(Box::new);
         if let Some(n) = attempt {
             let keyed = operation.is_some() || plan.is_some();
             if !(1..=MAX_ATTEMPT).contains(&n) || !keyed {
@@ -110,7 +110,7 @@ impl Request {
         let keyed = self.operation.as_ref().or(self
             .attempt
             .and(self.plan.as_ref())
-            .map(ProviderPlan::operation));
+            .map(|plan| plan.operation()));
         if let Some(operation) = keyed {
             let attempt = self.attempt.unwrap_or(1);
             out["providerIdempotencyKey"] = json!(attempt_key(&identity, operation, attempt));

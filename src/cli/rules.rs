@@ -45,7 +45,8 @@ pub async fn run(action: RulesCmd) -> ExitCode {
             emulator_host,
             coverage_html,
         } => {
-            let host = emulator_host.or_else(|| std::env::var(super::EMULATOR_HOST_ENV).ok());
+            let host =
+                emulator_host.or_else(|| std::env::var(super::global::EMULATOR_HOST_ENV).ok());
             check(path, host, coverage_html).await
         }
     }

@@ -31,8 +31,9 @@
 //! - A new reservation is always made under
 //!   [`CURRENT_FINGERPRINT_VERSION`]; a plan declaring another version is
 //!   `invalid_input` on `fingerprintVersion` when no reservation exists. A retry must
-//!   declare the reservation's stored version (seed 003 §6.3: a version that does
-//!   not match the existing reservation is a replay mismatch); the stored version
+//!   declare the reservation's stored version (docs/ledger.md, "Accepting a
+//!   command": a version that does not match the existing reservation is a replay
+//!   mismatch); the stored version
 //!   still selects the serializer the plan is re-serialized with.
 //! - An internal transfer must move an amount above zero (`invalid_input` on
 //!   `transfer`); its two effects, a debit and a credit, are derived from it (see

@@ -196,7 +196,7 @@ pub fn strip_digest(memory: &mut Store, n: u32) {
     memory.insert(reservation::path(&rid(n)), stored.reservation.encode());
 }
 
-/// A one-effect `effect_plan` debiting 10.00 (the tampering case of issue 24).
+/// A one-effect `effect_plan` debiting 10.00 (the tampering case of `emulator-tests/tampering.rs`).
 pub fn debit_plan() -> FingerprintInput {
     plan(json!({
         "family": "effect_plan", "fingerprintVersion": 5,

@@ -182,11 +182,13 @@ pub struct Finding {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Scanned {
-    /// `checkoutRequests` roots.
+    /// Every document of the `checkoutRequests` tree but the lifecycles: each root
+    /// and its `providerSends/plan`, `providerSends/current` and `results/current`
+    /// (one checkout through `execute` counts 4), and any unexpected one.
     pub checkout_requests: u64,
-    /// `lifecycle` documents (collection group).
+    /// `lifecycle` documents (collection group), one per acquired command.
     pub lifecycles: u64,
-    /// `auditEvents`.
+    /// `auditEvents`: the lease's events and the send events.
     pub audit_events: u64,
     /// `ledgerReservations`.
     pub ledger_reservations: u64,

@@ -42,13 +42,13 @@ pub struct DemoTarget {
     pub database: Option<String>,
     /// Log format on stderr, when RUST_LOG enables logging (off by default) [default: text].
     #[arg(long, value_enum)]
-    pub log_format: Option<crate::cli::args::LogFormat>,
+    pub log_format: Option<crate::cli::target::LogFormat>,
 }
 
 impl DemoTarget {
     /// The same options as a subcommand's target.
-    pub fn target(&self) -> crate::cli::args::TargetArgs {
-        crate::cli::args::TargetArgs {
+    pub fn target(&self) -> crate::cli::target::TargetArgs {
+        crate::cli::target::TargetArgs {
             project: self.project.clone(),
             emulator_host: self.emulator_host.clone(),
             database: self.database.clone(),

@@ -212,7 +212,7 @@ fn a_new_reservation_requires_the_current_version_and_a_retry_the_stored_one() {
     assert!(memory.is_empty());
     // A version-4 reservation (linked by the migration) replays under version 4 when
     // the retry declares version 4; declaring another version is a different command
-    // (seed 003 §6.3), and nothing is written.
+    // (docs/ledger.md, "Accepting a command"), and nothing is written.
     import_and_link(&mut memory, 1, &historical(&store(4, "12.5"), 4));
     let outcome = memory
         .answer(&accept(1, &store(4, "12.50")))
