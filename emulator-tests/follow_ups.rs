@@ -15,6 +15,10 @@ struct Probe {
 impl Transition for Probe {
     type Output = usize;
 
+    fn name(&self) -> internals::OperationName {
+        internals::OperationName::Status
+    }
+
     fn paths(&self) -> Vec<String> {
         vec!["probe/0".to_owned()]
     }

@@ -124,8 +124,11 @@ pub use verify::verify;
 pub mod internals {
     pub use crate::lease::{Acquire, LeaseCall, Terminal, TerminalRequest};
     pub use crate::registration::Registration;
+    pub use crate::runner::wire::fields_to_wire;
     pub use crate::start::Start;
-    pub use crate::transaction::{Decision, MAX_FOLLOW_UP_READS, Snapshot, Transition, Write};
+    pub use crate::transaction::{
+        Decision, MAX_FOLLOW_UP_READS, OperationName, Snapshot, Transition, Write,
+    };
 
     /// Runs any `op` through `journal`'s runner, as its own operations are run.
     pub async fn run<T: Transition>(

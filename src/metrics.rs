@@ -70,10 +70,9 @@ pub(crate) fn operation(operation: &'static str, outcome: &'static str, elapsed:
         .record(elapsed.as_secs_f64());
 }
 
-/// The `operation` label of a transition: its span name without `journal.`.
+/// The `operation` label of an operation: its span name without `journal.`.
 pub(crate) fn operation_label(name: OperationName) -> &'static str {
-    let span = name.as_str();
-    span.strip_prefix("journal.").unwrap_or(span)
+    name.label()
 }
 
 /// The `outcome` label of an error: its stable code.

@@ -49,7 +49,7 @@
 use crate::connection::Connection;
 use crate::error::{GrpcCode, JournalError};
 use crate::metrics;
-use crate::transaction::Transition;
+use crate::transaction::{OperationName, Transition};
 use counters::{Count, Tally};
 use firestore::Session;
 use retry::{Failure, backoff, deadline_error, is_precondition_loss};
@@ -79,7 +79,7 @@ pub(crate) async fn run<T: Transition>(
     options: RunOptions,
     op: &T,
 ) -> Result<T::Output, JournalError> {
-    let span = operation_span(op.name().as_str(), options.concurrency);
+    let span = operation_span(op.name(), options.concurrency);
     run_in_span(connection, counters, options, op, span.clone())
         .instrument(span)
         .await
@@ -186,8 +186,9 @@ async fn run_in_span<T: Transition>(
     result
 }
 
-/// One span per operation, with a literal name (span names are static metadata).
-fn operation_span(name: &'static str, mode: Concurrency) -> tracing::Span {
+/// One span per operation, with a literal name (span names are static metadata);
+/// matched exhaustively, so every operation has its own.
+pub(crate) fn operation_span(name: OperationName, mode: Concurrency) -> tracing::Span {
     macro_rules! span {
         ($name:literal) => {
             tracing::info_span!(
@@ -201,16 +202,21 @@ fn operation_span(name: &'static str, mode: Concurrency) -> tracing::Span {
             )
         };
     }
+    use OperationName as O;
     match name {
-        "journal.register" => span!("journal.register"),
-        "journal.acquire" => span!("journal.acquire"),
-        "journal.start" => span!("journal.start"),
-        "journal.complete" => span!("journal.complete"),
-        "journal.fail" => span!("journal.fail"),
-        "journal.status" => span!("journal.status"),
-        "journal.ledger_accept" => span!("journal.ledger_accept"),
-        "journal.ledger_replay" => span!("journal.ledger_replay"),
-        "journal.ledger_link" => span!("journal.ledger_link"),
-        _ => span!("journal.operation"),
+        O::Register => span!("journal.register"),
+        O::Acquire => span!("journal.acquire"),
+        O::Start => span!("journal.start"),
+        O::Complete => span!("journal.complete"),
+        O::Fail => span!("journal.fail"),
+        O::Status => span!("journal.status"),
+        O::BeginSend => span!("journal.begin_send"),
+        O::RecordSendOutcome => span!("journal.record_send_outcome"),
+        O::ReconcileSend => span!("journal.reconcile_send"),
+        O::Result => span!("journal.result"),
+        O::LedgerAccept => span!("journal.ledger_accept"),
+        O::LedgerReplay => span!("journal.ledger_replay"),
+        O::LedgerLink => span!("journal.ledger_link"),
+        O::Execute => span!("journal.execute"),
     }
 }

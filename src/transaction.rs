@@ -19,7 +19,10 @@ pub(crate) mod blind;
 /// Follow-up reads one attempt may make (see [`Decision::Read`]).
 pub const MAX_FOLLOW_UP_READS: usize = 2;
 
-/// The name of an operation in traces: each is one `tracing` span of that name.
+/// Every operation of the journal, the one list its names derive from: its `tracing`
+/// span (`journal.register`, …), its metrics label (`register`, …) and the runner's
+/// bookkeeping. The span of each is matched exhaustively (`src/runner.rs`), so an
+/// operation without a span of its own does not compile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum OperationName {
@@ -49,8 +52,9 @@ pub enum OperationName {
     LedgerReplay,
     /// `journal.ledger_link`
     LedgerLink,
-    /// `journal.operation`, for an operation without a name of its own.
-    Other,
+    /// `journal.execute`: the whole send protocol of one call (its transitions are
+    /// traced under their own names inside it).
+    Execute,
 }
 
 impl OperationName {
@@ -70,8 +74,32 @@ impl OperationName {
             Self::LedgerAccept => "journal.ledger_accept",
             Self::LedgerReplay => "journal.ledger_replay",
             Self::LedgerLink => "journal.ledger_link",
-            Self::Other => "journal.operation",
+            Self::Execute => "journal.execute",
         }
+    }
+
+    /// Every operation, in the order above.
+    pub const ALL: [Self; 14] = [
+        Self::Register,
+        Self::Acquire,
+        Self::Start,
+        Self::Complete,
+        Self::Fail,
+        Self::Status,
+        Self::BeginSend,
+        Self::RecordSendOutcome,
+        Self::ReconcileSend,
+        Self::Result,
+        Self::LedgerAccept,
+        Self::LedgerReplay,
+        Self::LedgerLink,
+        Self::Execute,
+    ];
+
+    /// The metrics label: the span name without `journal.`.
+    pub fn label(&self) -> &'static str {
+        let span = self.as_str();
+        span.strip_prefix("journal.").unwrap_or(span)
     }
 }
 
@@ -225,10 +253,9 @@ pub trait Transition {
     fn paths(&self) -> Vec<String>;
     /// Pure: no clock, randomness, logging or I/O.
     fn decide(&self, snapshot: &Snapshot) -> Decision<Self::Output>;
-    /// The operation's name in traces (`journal.register`, …).
-    fn name(&self) -> OperationName {
-        OperationName::Other
-    }
+    /// The operation's name in traces and metrics (`journal.register`, …): every
+    /// transition names itself.
+    fn name(&self) -> OperationName;
     /// Whether the runner may first try this operation's decision for the state in
     /// which every path of [`Transition::paths`] is absent, as one commit sent before
     /// any read (preconditions mode only; see `src/transaction/blind.rs`). Opt in only
@@ -237,5 +264,68 @@ pub trait Transition {
     /// falls back to reading and deciding. Off by default.
     fn blind_create(&self) -> bool {
         false
+    }
+}
+
+#[cfg(test)]
+mod operation_tests {
+    use super::OperationName;
+    use crate::runner::Concurrency;
+    use tracing::span::{Attributes, Id, Record};
+    use tracing::{Event, Metadata};
+
+    /// A subscriber that enables every span, so that each one keeps its metadata.
+    struct EveryItem;
+
+    impl tracing::Subscriber for EveryItem {
+        fn enabled(&self, _: &Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &Attributes<'_>) -> Id {
+            Id::from_u64(1)
+        }
+        fn record(&self, _: &Id, _: &Record<'_>) {}
+        fn record_follows_from(&self, _: &Id, _: &Id) {}
+        fn event(&self, _: &Event<'_>) {}
+        fn enter(&self, _: &Id) {}
+        fn exit(&self, _: &Id) {}
+    }
+
+    #[test]
+    fn every_operation_is_traced_under_its_own_name() {
+        tracing::subscriber::with_default(EveryItem, || {
+            let mut names = std::collections::BTreeSet::new();
+            for op in OperationName::ALL {
+                let span = crate::runner::operation_span(op, Concurrency::Preconditions);
+                let name = span.metadata().map(|m| m.name());
+                assert_eq!(name, Some(op.as_str()), "{op:?}");
+                assert_eq!(format!("journal.{}", op.label()), op.as_str());
+                assert!(names.insert(op.as_str()), "{op:?} shares a name");
+            }
+        });
+    }
+
+    #[test]
+    fn all_lists_every_operation() {
+        // Exhaustive: a new operation must be added here and to `ALL`.
+        for op in OperationName::ALL {
+            let index = match op {
+                OperationName::Register => 0,
+                OperationName::Acquire => 1,
+                OperationName::Start => 2,
+                OperationName::Complete => 3,
+                OperationName::Fail => 4,
+                OperationName::Status => 5,
+                OperationName::BeginSend => 6,
+                OperationName::RecordSendOutcome => 7,
+                OperationName::ReconcileSend => 8,
+                OperationName::Result => 9,
+                OperationName::LedgerAccept => 10,
+                OperationName::LedgerReplay => 11,
+                OperationName::LedgerLink => 12,
+                OperationName::Execute => 13,
+            };
+            assert_eq!(OperationName::ALL[index], op);
+        }
     }
 }

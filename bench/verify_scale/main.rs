@@ -115,7 +115,7 @@ fn command_writes(n: u64, root: &str, now: Timestamp) -> Res<Vec<RawWrite>> {
                 }),
                 operation: Some(write::Operation::Update(Document {
                     name: format!("{root}/{path}"),
-                    fields,
+                    fields: command_journal::internals::fields_to_wire(&fields),
                     create_time: None,
                     update_time: None,
                 })),

@@ -7,6 +7,7 @@ use crate::execute::protocol::{Event, Evidence, Protocol, Step};
 use crate::execute::{Execution, LookupResult, Provider, SendRequest, SendResult};
 use crate::identity::{CommandInput, LeaseId};
 use crate::sends::{ProviderPlan, SendEvidence, SendOutcome};
+use crate::transaction::OperationName;
 use serde_json::Value;
 
 impl Journal {
@@ -43,9 +44,11 @@ impl Journal {
         plan: &ProviderPlan,
         provider: &P,
     ) -> Result<Execution, JournalError> {
+        use tracing::Instrument as _;
         let started = std::time::Instant::now();
-        let result = self.drive(command, plan, provider).await;
-        crate::metrics::record_call("execute", &result, started.elapsed());
+        let span = crate::runner::operation_span(OperationName::Execute, self.concurrency());
+        let result = self.drive(command, plan, provider).instrument(span).await;
+        crate::metrics::record(OperationName::Execute, &result, started.elapsed());
         result
     }
 

@@ -235,7 +235,7 @@ fn send_answers_map_to_fixed_outcomes() {
         (OperationName::RecordSendOutcome, "record_send_outcome"),
         (OperationName::ReconcileSend, "reconcile_send"),
         (OperationName::LedgerAccept, "ledger_accept"),
-        (OperationName::Other, "operation"),
+        (OperationName::Execute, "execute"),
     ];
     for (name, label) in names {
         assert_eq!(operation_label(name), label);

@@ -68,7 +68,7 @@ pub(crate) fn from_wire(v: wire::Value) -> value::Value {
 }
 
 /// A core field map as Firestore sends it.
-pub(crate) fn fields_to_wire(fields: &FieldMap) -> HashMap<String, wire::Value> {
+pub fn fields_to_wire(fields: &FieldMap) -> HashMap<String, wire::Value> {
     fields
         .iter()
         .map(|(k, v)| (k.clone(), to_wire(v)))

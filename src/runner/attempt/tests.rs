@@ -13,6 +13,10 @@ struct Op<F> {
 impl<F: Fn(&Snapshot) -> Decision<u8>> Transition for Op<F> {
     type Output = u8;
 
+    fn name(&self) -> crate::transaction::OperationName {
+        crate::transaction::OperationName::Status
+    }
+
     fn paths(&self) -> Vec<String> {
         self.paths.clone()
     }

@@ -15,6 +15,10 @@ struct Op {
 impl Transition for Op {
     type Output = u8;
 
+    fn name(&self) -> crate::transaction::OperationName {
+        crate::transaction::OperationName::Status
+    }
+
     fn paths(&self) -> Vec<String> {
         self.paths.clone()
     }
