@@ -109,6 +109,15 @@ pub(crate) enum Event {
     Fetched(Option<ResultEnvelope>),
 }
 
+/// How long a provider call may take at the journal's time.
+#[derive(Debug)]
+enum Window {
+    /// A call may start, with this deadline.
+    Call(Duration),
+    /// Too little lease is left: the call ends with this answer.
+    TooShort(Execution),
+}
+
 /// The protocol's state between steps.
 #[derive(Debug, Default)]
 pub(crate) struct Protocol {
@@ -157,17 +166,18 @@ impl Protocol {
             .ok_or(JournalError::internal("execute: no lease held"))
     }
 
-    /// The provider's deadline at `now`, or `None` when too little lease is left.
-    fn deadline(&self, now: Timestamp) -> Result<Result<Duration, Execution>, JournalError> {
+    /// The provider's deadline at `now`: a call can start, or too little lease is left
+    /// and the answer is to retry after it.
+    fn deadline(&self, now: Timestamp) -> Result<Window, JournalError> {
         let (_, expires_at) = self.held()?;
         let remaining = now.until(expires_at);
         let deadline = remaining.saturating_sub(SEND_MARGIN);
         Ok(if deadline < MIN_SEND_DEADLINE {
-            Err(Execution::RetryLater {
+            Window::TooShort(Execution::RetryLater {
                 after: whole_seconds(remaining),
             })
         } else {
-            Ok(deadline)
+            Window::Call(deadline)
         })
     }
 
@@ -225,8 +235,8 @@ impl Protocol {
                         });
                     }
                     match self.deadline(now)? {
-                        Ok(_) => Ok(Step::BeginSend { fence: fence_epoch }),
-                        Err(later) => done(later),
+                        Window::Call(_) => Ok(Step::BeginSend { fence: fence_epoch }),
+                        Window::TooShort(later) => done(later),
                     }
                 }
                 LeaseOutput::Busy => done(Execution::InProgress),
@@ -235,7 +245,7 @@ impl Protocol {
             },
             Event::BeganSend(answer) => match answer {
                 Ok(BeginSendOutput::Permitted(permit)) => match self.deadline(now)? {
-                    Ok(deadline) => {
+                    Window::Call(deadline) => {
                         self.attempt = permit.attempt;
                         Ok(Step::Send {
                             attempt: permit.attempt,
@@ -245,7 +255,7 @@ impl Protocol {
                         })
                     }
                     // The permit stands: the next holder re-sends it with the same key.
-                    Err(later) => done(later),
+                    Window::TooShort(later) => done(later),
                 },
                 Ok(BeginSendOutput::Terminal(outcome)) => {
                     self.pending = None;
@@ -290,7 +300,7 @@ impl Protocol {
                 Err(error) => Err(error),
             },
             Event::Status(send) => match (send, self.deadline(now)?) {
-                (Some(send), Ok(deadline)) if send.needs_reconciliation => {
+                (Some(send), Window::Call(deadline)) if send.needs_reconciliation => {
                     self.attempt = send.attempt;
                     Ok(Step::Lookup {
                         attempt: send.attempt,
@@ -298,7 +308,7 @@ impl Protocol {
                         deadline,
                     })
                 }
-                (Some(send), Err(later)) if send.needs_reconciliation => done(later),
+                (Some(send), Window::TooShort(later)) if send.needs_reconciliation => done(later),
                 _ => done(Execution::InProgress),
             },
             Event::LookedUp(result) => {
