@@ -73,3 +73,45 @@ fn no_source_file_imports_one_that_imports_it_back() {
     let cycles = imports::cycles(&src);
     assert!(cycles.is_empty(), "import cycles: {cycles:#?}");
 }
+
+/// The text between the first line `open` after `after` and the next ```` ``` ```` line.
+fn block_after<'a>(text: &'a str, after: &str, open: &str) -> &'a str {
+    let from = text.find(after).map_or(0, |at| at + after.len());
+    let start = text[from..]
+        .find(open)
+        .map_or(text.len(), |at| from + at + open.len());
+    let end = text[start..]
+        .find("\n```")
+        .map_or(text.len(), |at| start + at + 1);
+    &text[start..end]
+}
+
+#[test]
+fn the_readme_handler_is_the_compiled_example() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let read = |p: &str| std::fs::read_to_string(root.join(p)).unwrap_or_default();
+    let readme = read("README.md");
+    let handler = block_after(&readme, "every retry gets the stored answer.", "```rust\n");
+    let example = read("examples/readme-handler/main.rs");
+    let compiled = block_after(&example, "// README block", "\n");
+    let compiled = &compiled[..compiled.find("// end of README block").unwrap_or(0)];
+    assert!(handler.contains("impl Provider for Charges"), "{handler}");
+    assert_eq!(
+        handler, compiled,
+        "README.md's handler differs from the example"
+    );
+    // Its dependencies, as the README lists them, at this crate's versions.
+    let toml = block_after(&readme, "The handler's crate needs", "```toml\n");
+    let manifest = read("Cargo.toml");
+    for (name, version) in [("reqwest", "0.13"), ("serde_json", "1"), ("tokio", "1")] {
+        let line = toml.lines().find(|l| l.starts_with(&format!("{name} ")));
+        let line = line.unwrap_or_else(|| panic!("README's dependencies lack {name}"));
+        assert!(line.contains(&format!("\"{version}\"")), "{line}");
+        assert!(
+            manifest.contains(&format!("{name} = \"{version}"))
+                || manifest.contains(&format!("{name} = {{ version = \"{version}")),
+            "Cargo.toml's {name} is not {version}"
+        );
+    }
+    assert!(toml.contains("features = [\"json\"]"), "{toml}");
+}
