@@ -7,6 +7,7 @@
 //! documents the step writes.
 
 mod codecs;
+mod model;
 mod proven;
 mod races;
 mod tables;

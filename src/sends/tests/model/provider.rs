@@ -1,0 +1,144 @@
+//! The simulated payment provider: idempotent by key while it retains the key, late,
+//! lagging and forgetful within the contract the plan states (`docs/providers.md`).
+//!
+//! - A request on the wire may be processed at any time until its settle deadline (the
+//!   end of the lease it was sent under plus the plan's settle window), or never.
+//! - Processing a key it does not hold (never seen, or forgotten) charges; a key it
+//!   holds is replayed: the original success, no new charge.
+//! - A charge is visible to the lookup only once the index has caught up, which it
+//!   must have by the same settle deadline.
+//! - A key-store provider forgets a key `RETENTION` after it first saw it: the lookup
+//!   answers not found, and a request with that key charges again.
+//!
+//! The clock may not pass a settle deadline that is still open: the contract is an
+//! assumption of the model, and every reachable state obeys it.
+
+use super::world::{KeyId, RETENTION};
+use std::collections::BTreeMap;
+
+/// A request on the wire.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(super) struct Request {
+    /// The key it carries.
+    pub key: KeyId,
+    /// When it must be settled (processed and indexed) or never happen, in seconds.
+    pub settle_by: i64,
+    /// The worker still waiting for its answer, if any.
+    pub sender: Option<usize>,
+}
+
+/// A key the provider holds.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Held {
+    /// When it first processed the key (its retention counts from then).
+    first_seen: i64,
+    /// Whether the lookup index shows the charge.
+    indexed: bool,
+    /// When the index must show it.
+    settle_by: i64,
+}
+
+/// The provider's state: the wire, its key store and its ledger.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub(super) struct Provider {
+    /// Requests sent and not yet processed or lost, sorted.
+    wire: Vec<Request>,
+    /// The keys it holds (forgotten ones stay, past their retention).
+    keys: BTreeMap<KeyId, Held>,
+    /// Charges made under each key: the ledger, which never forgets.
+    charges: BTreeMap<KeyId, u8>,
+}
+
+impl Provider {
+    /// The requests on the wire, in a fixed order.
+    pub(super) fn wire(&self) -> &[Request] {
+        &self.wire
+    }
+
+    /// Keys charged and not yet visible to the lookup.
+    pub(super) fn lagging(&self) -> impl Iterator<Item = KeyId> + '_ {
+        self.keys
+            .iter()
+            .filter(|(_, held)| !held.indexed)
+            .map(|(key, _)| *key)
+    }
+
+    /// Puts a request on the wire.
+    pub(super) fn send(&mut self, key: KeyId, settle_by: i64, sender: usize) {
+        self.wire.push(Request {
+            key,
+            settle_by,
+            sender: Some(sender),
+        });
+        self.wire.sort();
+    }
+
+    /// Processes request `i` at `now`: the worker waiting for its answer, if any.
+    pub(super) fn process(&mut self, i: usize, now: i64) -> Option<usize> {
+        let request = self.wire.remove(i);
+        let retained = self
+            .keys
+            .get(&request.key)
+            .is_some_and(|held| now < held.first_seen + RETENTION);
+        if !retained {
+            *self.charges.entry(request.key).or_default() += 1;
+            let held = Held {
+                first_seen: now,
+                indexed: false,
+                settle_by: request.settle_by,
+            };
+            self.keys.insert(request.key, held);
+        }
+        request.sender
+    }
+
+    /// Request `i` never reaches the provider.
+    pub(super) fn lose(&mut self, i: usize) {
+        self.wire.remove(i);
+    }
+
+    /// The lookup index catches up with `key`.
+    pub(super) fn catch_up(&mut self, key: KeyId) {
+        if let Some(held) = self.keys.get_mut(&key) {
+            held.indexed = true;
+        }
+    }
+
+    /// Whether the lookup of `key` at `now` finds a charge.
+    pub(super) fn lookup(&self, key: KeyId, now: i64) -> bool {
+        self.keys
+            .get(&key)
+            .is_some_and(|held| held.indexed && now < held.first_seen + RETENTION)
+    }
+
+    /// No worker waits for an answer from `worker`'s requests any more.
+    pub(super) fn orphan(&mut self, worker: usize) {
+        for request in &mut self.wire {
+            if request.sender == Some(worker) {
+                request.sender = None;
+            }
+        }
+        self.wire.sort();
+    }
+
+    /// Whether the clock may move to `t`: nothing on the wire or in the index is due
+    /// by then.
+    pub(super) fn settled_before(&self, t: i64) -> bool {
+        let wire = self.wire.iter().all(|request| request.settle_by > t);
+        let index = self
+            .keys
+            .values()
+            .all(|held| held.indexed || held.settle_by > t);
+        wire && index
+    }
+
+    /// Charges made under all of the command's keys.
+    pub(super) fn charges(&self) -> u32 {
+        self.charges.values().map(|n| u32::from(*n)).sum()
+    }
+
+    /// Charges made under `key`.
+    pub(super) fn charges_of(&self, key: KeyId) -> u8 {
+        self.charges.get(&key).copied().unwrap_or(0)
+    }
+}

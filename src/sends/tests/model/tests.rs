@@ -1,0 +1,235 @@
+//! The checks: the protocol charges at most once in every reachable state, and with
+//! each proven-safety rule reverted the checker finds the counterexample the rule
+//! prevents (issue 34's sequences).
+//!
+//! Each run is a breadth-first search on one checker thread, at the bounds of
+//! [`Bounds::from_env`] (or a test's own). Each test prints its bounds, the unique
+//! states explored, the depth and the time, and its counterexample step by step
+//! (`cargo test --lib model -- --nocapture`).
+
+use super::system::{Action, Bounds, SendModel, State};
+use super::world::{CUTOFF, PlanChoice, RETENTION, SETTLE};
+use crate::sends::reverted::Rule;
+use stateright::{Checker, HasDiscoveries, Model};
+use std::collections::{BTreeSet, HashMap};
+use std::time::{Duration, Instant};
+
+const ONE_CHARGE: &str = "at most one charge";
+const ANSWER_RECORDED: &str = "an answer under its lease is recorded";
+const REFUSED_THEN_CHARGED: &str = "a refused answer is never charged twice";
+const NOTHING_BROKEN: &str = "nothing fails closed";
+
+/// One step of a discovery's path.
+struct Traced {
+    /// The instant at which the action was taken (seconds after `T0`).
+    at: i64,
+    action: Action,
+    /// What it did.
+    note: String,
+}
+
+/// What one run of the checker found.
+struct Run {
+    unique_states: usize,
+    depth: usize,
+    elapsed: Duration,
+    /// Property name to the path of its discovery.
+    found: HashMap<&'static str, Vec<Traced>>,
+}
+
+impl Run {
+    /// The path of `property`'s discovery, printed; panics when there is none.
+    fn path(&self, property: &str) -> &[Traced] {
+        let path = self
+            .found
+            .get(property)
+            .unwrap_or_else(|| panic!("the checker found no path for {property:?}"));
+        println!("{property:?}: {} steps", path.len());
+        for Traced { at, action, note } in path {
+            println!("  t={at:>5} s  {:<28} {note}", format!("{action:?}"));
+        }
+        path
+    }
+
+    /// Whether `property` (an `always`) held in every state explored.
+    fn holds(&self, property: &str) -> bool {
+        !self.found.contains_key(property)
+    }
+}
+
+/// The steps of a path given as states, each with the action taken from it.
+fn trace(instants: &[i64], path: Vec<(State, Option<Action>)>) -> Vec<Traced> {
+    path.windows(2)
+        .filter_map(|pair| {
+            let [(before, action), (after, _)] = pair else {
+                return None;
+            };
+            let action = action.clone()?;
+            let note = after.note(&action);
+            let at = instants[before.clock];
+            Some(Traced { at, action, note })
+        })
+        .collect()
+}
+
+/// Checks the model at `bounds` with `reverted` rules, until every property has a
+/// discovery or every state was explored, or only until `until` has one.
+fn check_at(bounds: Bounds, reverted: &[Rule], until: Option<&'static str>) -> Run {
+    println!("bounds {bounds:?}, reverted {reverted:?}");
+    let instants = bounds.instants.clone();
+    let model = SendModel {
+        bounds,
+        reverted: reverted.to_vec(),
+    };
+    let mut builder = model.checker();
+    if let Some(name) = until {
+        builder = builder.finish_when(HasDiscoveries::AnyOf(BTreeSet::from([name])));
+    }
+    let started = Instant::now();
+    let checker = builder.spawn_bfs().join();
+    let elapsed = started.elapsed();
+    let found = checker
+        .discoveries()
+        .into_iter()
+        .map(|(name, path)| (name, trace(&instants, path.into_vec())))
+        .collect();
+    let run = Run {
+        unique_states: checker.unique_state_count(),
+        depth: checker.max_depth(),
+        elapsed,
+        found,
+    };
+    println!(
+        "{} unique states, depth {}, {:.1?}",
+        run.unique_states, run.depth, run.elapsed
+    );
+    run
+}
+
+/// [`check_at`] the bounds of the environment.
+fn check(reverted: &[Rule], until: Option<&'static str>) -> Run {
+    check_at(Bounds::from_env(), reverted, until)
+}
+
+#[test]
+fn the_send_protocol_charges_at_most_once_in_every_reachable_state() {
+    let run = check(&[], None);
+    for property in [
+        ONE_CHARGE,
+        ANSWER_RECORDED,
+        REFUSED_THEN_CHARGED,
+        NOTHING_BROKEN,
+    ] {
+        assert!(
+            run.holds(property),
+            "{property}: {} steps",
+            run.path(property).len()
+        );
+    }
+    // Not vacuous: a charge happens, a provable absence opens attempt 2 and it is
+    // charged, and the command succeeds.
+    for example in [
+        "a charge",
+        "a second attempt",
+        "a second attempt charged",
+        "the command succeeded",
+    ] {
+        assert!(run.found.contains_key(example), "never: {example}");
+    }
+}
+
+#[test]
+fn a_provable_absence_opens_a_second_attempt_charged_once() {
+    let run = check(&[], Some("a second attempt charged"));
+    let path = run.path("a second attempt charged");
+    assert!(path.iter().any(|t| t.note.contains("reconcile: absent 1")));
+}
+
+#[test]
+fn with_sender_settled_reverted_a_request_in_flight_is_charged_twice() {
+    let run = check(&[Rule::SenderSettled], Some(ONE_CHARGE));
+    let path = run.path(ONE_CHARGE);
+    // Attempt 1 was reconciled absent while its request was still on the wire.
+    let absent = path
+        .iter()
+        .position(|t| t.note.contains("reconcile: absent 1"));
+    let charged = path
+        .iter()
+        .rposition(|t| matches!(t.action, Action::Process(_)));
+    assert!(
+        absent < charged,
+        "the late request is processed after the absence"
+    );
+}
+
+#[test]
+fn with_evidence_after_cutoff_reverted_an_answer_under_its_lease_is_refused() {
+    let run = check(&[Rule::EvidenceAfterCutoff], Some(ANSWER_RECORDED));
+    let path = run.path(ANSWER_RECORDED);
+    assert!(
+        path.last()
+            .is_some_and(|t| t.note.contains("send_cutoff_passed"))
+    );
+}
+
+#[test]
+fn with_evidence_after_cutoff_reverted_the_settle_window_still_prevents_a_second_charge() {
+    // Defence in depth: the refused success is dropped and a lagging lookup hears
+    // none, but no absence is accepted before the settle window has passed, by when
+    // the lookup must see the charge.
+    let run = check(&[Rule::EvidenceAfterCutoff], Some(ONE_CHARGE));
+    assert!(
+        run.holds(ONE_CHARGE),
+        "{} steps",
+        run.path(ONE_CHARGE).len()
+    );
+}
+
+#[test]
+fn with_evidence_after_cutoff_and_sender_settled_reverted_a_refused_answer_is_charged_twice() {
+    // The code before issue 34 lacked both rules: its second sequence.
+    let rules = [Rule::EvidenceAfterCutoff, Rule::SenderSettled];
+    let run = check(&rules, Some(REFUSED_THEN_CHARGED));
+    let path = run.path(REFUSED_THEN_CHARGED);
+    assert!(path.iter().any(|t| t.note.contains("lookup: not found")));
+}
+
+#[test]
+fn with_plan_first_reverted_a_wrong_plan_looks_up_a_key_never_sent() {
+    let run = check(&[Rule::PlanFirst], Some(ONE_CHARGE));
+    let path = run.path(ONE_CHARGE);
+    let misconfigured = |t: &Traced| matches!(t.action, Action::Call(_, PlanChoice::Other));
+    assert!(path.iter().any(misconfigured));
+}
+
+#[test]
+fn with_key_retained_reverted_a_forgotten_key_is_charged_twice() {
+    let run = check(&[Rule::KeyRetained], Some(ONE_CHARGE));
+    let path = run.path(ONE_CHARGE);
+    assert!(path.iter().any(|t| t.at == RETENTION));
+}
+
+/// A lookup taken before the absence is provable, reconciled after it. The journal
+/// checks `now >= lastSentAt + 60 s + settle` when it records the absence, but the
+/// lookup's answer may be as old as the reconciling call's lease (up to 50 s, its
+/// deadline): `execute` looks up as soon as the status says the attempt needs
+/// reconciliation, without reading `absenceProvableFrom`. At these instants (a re-send
+/// 2 s before the cutoff; a call at `provable - 48 s` that looks up, and reconciles
+/// at `provable`) the checker finds a second charge. Ignored until `execute`
+/// reconciles a "not found" only from a status read at or after `absenceProvableFrom`
+/// (a model of that driver holds here): see `emulator-tests/RELIABILITY.md`.
+#[test]
+#[ignore = "known gap: execute reconciles a lookup taken before absenceProvableFrom"]
+fn a_lookup_taken_before_the_absence_is_provable_is_never_reconciled_absent() {
+    let provable = CUTOFF - 2 + 60 + SETTLE;
+    let bounds = Bounds {
+        instants: vec![0, CUTOFF - 2, CUTOFF, provable - 48, provable],
+        ..Bounds::from_env()
+    };
+    let run = check_at(bounds, &[], Some(ONE_CHARGE));
+    assert!(
+        run.holds(ONE_CHARGE),
+        "{} steps",
+        run.path(ONE_CHARGE).len()
+    );
+}
