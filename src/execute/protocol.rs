@@ -17,7 +17,9 @@
 //! | record: ambiguous | done: retry after the lease's remaining time |
 //! | record of a success or decline refused | reconcile with that answer (it is evidence) |
 //! | that reconciliation refused, lease lost (once) | start again, then reconcile with it |
-//! | lookup: found, declined, not found | reconcile with that evidence |
+//! | lookup: found, declined | reconcile with that evidence |
+//! | lookup: not found, started at or after `absenceProvableFrom` | reconcile: absent |
+//! | lookup: not found, started before it (or never provable) | done: pending reconciliation |
 //! | lookup: unavailable | done: pending reconciliation |
 //! | reconcile: terminal | done: the envelope found, or declined |
 //! | reconcile: absent (first time) | `begin_send` (opens the next attempt) |
@@ -32,6 +34,7 @@ use crate::envelope::ResultEnvelope;
 use crate::error::JournalError;
 use crate::fence::FenceEpoch;
 use crate::lease::{LeaseOutput, TerminalOutput};
+use crate::sends::reverted::{Rule, reverted};
 use crate::sends::{BeginSendOutput, SendOutcomeOutput, SendStatus};
 use crate::time::Timestamp;
 use std::time::Duration;
@@ -132,6 +135,9 @@ pub(crate) struct Protocol {
     answer_reconciled: bool,
     /// Whether this call already took a second lease to record its held answer.
     reacquired: bool,
+    /// Whether the lookup in flight started at or after the instant from which the
+    /// attempt's absence is provable: only then may its "not found" be recorded.
+    lookup_proves_absence: bool,
     /// Whether this call already recorded an absence (it opens at most one attempt).
     absent_recorded: bool,
     steps: u32,
@@ -302,6 +308,11 @@ impl Protocol {
             Event::Status(send) => match (send, self.deadline(now)?) {
                 (Some(send), Window::Call(deadline)) if send.needs_reconciliation => {
                     self.attempt = send.attempt;
+                    // The lookup starts after this status read: its "not found" proves
+                    // the absence only if the absence was provable already.
+                    self.lookup_proves_absence =
+                        send.absence_provable_from.is_some_and(|from| now >= from)
+                            || reverted(Rule::SenderSettled);
                     Ok(Step::Lookup {
                         attempt: send.attempt,
                         key: send.key,
@@ -319,8 +330,12 @@ impl Protocol {
                         Evidence::Found(envelope)
                     }
                     LookupResult::Declined => Evidence::Declined,
-                    LookupResult::NotFound => Evidence::NotFound,
-                    LookupResult::Unavailable => return done(Execution::PendingReconciliation),
+                    LookupResult::NotFound if self.lookup_proves_absence => Evidence::NotFound,
+                    // Looked up before the absence was provable (the charge may not be
+                    // visible yet), or never provable: nothing is written.
+                    LookupResult::NotFound | LookupResult::Unavailable => {
+                        return done(Execution::PendingReconciliation);
+                    }
                 };
                 Ok(Step::Reconcile {
                     fence,

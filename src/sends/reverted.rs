@@ -7,7 +7,8 @@
 #[cfg_attr(not(test), allow(dead_code))]
 pub(crate) enum Rule {
     /// An absence waits for every lease that permitted the attempt, plus the settle
-    /// window.
+    /// window (in the journal, and in `execute`, which records a "not found" only from
+    /// a lookup started once the absence was provable).
     SenderSettled = 1,
     /// A key-store absence is accepted only while the provider keeps the key.
     KeyRetained = 2,

@@ -45,7 +45,7 @@ fn status(attempt: i64, state: AttemptState, needs_reconciliation: bool) -> Even
         },
         send_cutoff_at: at(-1),
         needs_reconciliation,
-        absence_provable_from: None,
+        absence_provable_from: needs_reconciliation.then(|| at(-1)),
         plan_fingerprint: crate::digest::frame_digest("plan", 1, &[]),
         key: format!("stored-key-{attempt}"),
     }))
@@ -569,4 +569,53 @@ fn the_step_bound_holds() {
         last = protocol.step(Event::Fetched(None), at(0));
     }
     assert!(matches!(last, Err(JournalError::Internal { .. })));
+}
+
+#[test]
+fn a_not_found_from_a_lookup_started_before_the_absence_was_provable_writes_nothing() {
+    let status_at = |from: Option<Timestamp>| {
+        let Event::Status(Some(mut send)) = status(1, AttemptState::Sending, true) else {
+            unreachable!("status() answers a send status");
+        };
+        send.absence_provable_from = from;
+        Event::Status(Some(send))
+    };
+    // Provable from 10 s, the status read at 0 s: the lookup may not see the charge yet.
+    for from in [Some(at(10)), None] {
+        assert_eq!(
+            steps(vec![
+                acquired(),
+                Event::BeganSend(Err(JournalError::SendCutoffPassed)),
+                status_at(from),
+                Event::LookedUp(LookupResult::NotFound),
+            ])[3],
+            Step::Done(Execution::PendingReconciliation),
+            "{from:?}"
+        );
+    }
+    // Provable already: the absence is recorded. Evidence of a charge counts at once.
+    assert!(matches!(
+        steps(vec![
+            acquired(),
+            Event::BeganSend(Err(JournalError::SendCutoffPassed)),
+            status_at(Some(at(0))),
+            Event::LookedUp(LookupResult::NotFound),
+        ])[3],
+        Step::Reconcile {
+            evidence: Evidence::NotFound,
+            ..
+        }
+    ));
+    assert!(matches!(
+        steps(vec![
+            acquired(),
+            Event::BeganSend(Err(JournalError::SendCutoffPassed)),
+            status_at(Some(at(10))),
+            Event::LookedUp(LookupResult::Declined),
+        ])[3],
+        Step::Reconcile {
+            evidence: Evidence::Declined,
+            ..
+        }
+    ));
 }

@@ -213,13 +213,12 @@ fn with_key_retained_reverted_a_forgotten_key_is_charged_twice() {
 /// checks `now >= lastSentAt + 60 s + settle` when it records the absence, but the
 /// lookup's answer may be as old as the reconciling call's lease (up to 50 s, its
 /// deadline): `execute` looks up as soon as the status says the attempt needs
-/// reconciliation, without reading `absenceProvableFrom`. At these instants (a re-send
-/// 2 s before the cutoff; a call at `provable - 48 s` that looks up, and reconciles
-/// at `provable`) the checker finds a second charge. Ignored until `execute`
-/// reconciles a "not found" only from a status read at or after `absenceProvableFrom`
-/// (a model of that driver holds here): see `emulator-tests/RELIABILITY.md`.
+/// reconciliation. At these instants (a re-send 2 s before the cutoff; a call at
+/// `provable - 48 s` that looks up, and reconciles at `provable`) the checker found a
+/// second charge, until `execute` recorded a "not found" only from a lookup that
+/// started at or after `absenceProvableFrom` (`src/execute/protocol.rs`): see
+/// `emulator-tests/RELIABILITY.md`.
 #[test]
-#[ignore = "known gap: execute reconciles a lookup taken before absenceProvableFrom"]
 fn a_lookup_taken_before_the_absence_is_provable_is_never_reconciled_absent() {
     let provable = CUTOFF - 2 + 60 + SETTLE;
     let bounds = Bounds {
