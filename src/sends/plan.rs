@@ -302,7 +302,7 @@ impl ProviderPlan {
         &self.parameters
     }
 
-    /// `planFingerprint` under the current plan version ([`PLAN_VERSION`], 2):
+    /// `planFingerprint` under the current plan version (2):
     /// domain `command-journal.provider-plan`, version 2, then `commandKeyHash`,
     /// provider, account, mode, API version, operation, endpoint, canonical
     /// parameters, the key retention, the lookup (`key_store` | `durable`) and the
