@@ -78,8 +78,9 @@ impl OperationName {
         }
     }
 
-    /// Every operation, in the order above.
-    pub const ALL: [Self; 14] = [
+    /// Every operation, in the order above (the tests walk it).
+    #[cfg(test)]
+    pub(crate) const ALL: [Self; 14] = [
         Self::Register,
         Self::Acquire,
         Self::Start,
@@ -226,12 +227,6 @@ impl Snapshot {
     /// runner and the in-memory store always do; a hand-built snapshot may not).
     pub fn stamps(&self, path: &str) -> Option<CommitStamps> {
         self.stamps.get(path).copied()
-    }
-
-    /// The same snapshot with the commit times of `path` (tests and fuzzing).
-    pub fn with_stamps(mut self, path: &str, stamps: CommitStamps) -> Self {
-        self.stamps.insert(path.to_owned(), stamps);
-        self
     }
 
     /// The document at `path`, `None` when it does not exist or was not read.
