@@ -205,7 +205,7 @@ async fn the_container_emulator_starts_with_the_rules_where_a_docker_engine_runs
 /// The HTTP status of an unauthenticated REST read of a journal document: 403 when
 /// the rules deny it, 404 when they allow it (the document does not exist).
 fn anonymous_read_status(host: &str) -> u16 {
-    use std::io::{Read as _, Write as _};
+    use std::io::Write as _;
     let mut stream = std::net::TcpStream::connect(host).expect("connect");
     let path = "/v1/projects/cj-rules-cli/databases/(default)/documents/checkoutRequests/x";
     write!(
@@ -213,8 +213,14 @@ fn anonymous_read_status(host: &str) -> u16 {
         "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
     )
     .expect("request");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("read timeout");
+    // The status line only: the emulator may keep the connection open.
     let mut answer = String::new();
-    stream.read_to_string(&mut answer).expect("answer");
+    BufReader::new(stream)
+        .read_line(&mut answer)
+        .expect("answer");
     answer
         .split_whitespace()
         .nth(1)
