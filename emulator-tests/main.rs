@@ -30,6 +30,7 @@ mod harness;
 mod lease;
 mod ledger;
 mod local_recipe;
+mod provider_model;
 mod proxy;
 mod randomized;
 mod registration;

@@ -19,6 +19,7 @@ mod billing;
 mod lease;
 mod ledger;
 mod locks;
+mod provider_model;
 mod randomized;
 mod registration;
 mod send_randomized;
