@@ -11,8 +11,8 @@ const CLI: &str = env!("CARGO_BIN_EXE_command-journal");
 const COMMAND_ID: &str = "3f2504e0-4f89-41d3-9a0c-0305e82c3301";
 const LEASE_ID: &str = "9b2d7c1e-3a4f-4e5b-8c6d-7e8f9a0b1c2d";
 
-/// Runs the CLI with `args`, feeding `stdin`; returns (exit code, stdout line, stderr).
-fn cli(args: &[&str], stdin: &Value) -> (i32, Value, String) {
+/// Runs the CLI with `args`, feeding `stdin`; returns (exit code, stdout, stderr).
+fn cli_raw(args: &[&str], stdin: &Value) -> (i32, String, String) {
     let mut child = Command::new(CLI)
         .args(args)
         .env_remove("FIRESTORE_EMULATOR_HOST")
@@ -30,10 +30,16 @@ fn cli(args: &[&str], stdin: &Value) -> (i32, Value, String) {
         .expect("write stdin");
     let output = child.wait_with_output().expect("wait");
     let stdout = String::from_utf8(output.stdout).expect("utf-8");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    (output.status.code().unwrap_or(-1), stdout, stderr)
+}
+
+/// Runs the CLI with `args`, feeding `stdin`; returns (exit code, stdout line, stderr).
+fn cli(args: &[&str], stdin: &Value) -> (i32, Value, String) {
+    let (code, stdout, stderr) = cli_raw(args, stdin);
     assert_eq!(stdout.lines().count(), 1, "exactly one line: {stdout:?}");
     let line = serde_json::from_str(stdout.trim()).expect("JSON line");
-    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    (output.status.code().unwrap_or(-1), line, stderr)
+    (code, line, stderr)
 }
 
 /// What the CLI answers a refusal: exit 3, the code and its fixed message.
@@ -556,24 +562,8 @@ async fn start_registers_and_acquires_in_one_call_through_the_cli() {
 /// Runs the CLI with `args`, feeding `stdin`; returns (exit code, the stdout line as
 /// printed), for checks of the printed text itself (key order).
 fn cli_text(args: &[&str], stdin: &Value) -> (i32, String) {
-    let mut child = Command::new(CLI)
-        .args(args)
-        .env_remove("FIRESTORE_EMULATOR_HOST")
-        .env_remove("GOOGLE_CLOUD_PROJECT")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(stdin.to_string().as_bytes())
-        .expect("write stdin");
-    let output = child.wait_with_output().expect("wait");
-    let stdout = String::from_utf8(output.stdout).expect("utf-8");
-    (output.status.code().unwrap_or(-1), stdout.trim().to_owned())
+    let (code, stdout, _) = cli_raw(args, stdin);
+    (code, stdout.trim().to_owned())
 }
 
 #[test]

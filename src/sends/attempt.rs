@@ -15,22 +15,6 @@ use crate::time::Timestamp;
 
 /// The `journal_corrupt` reason of a malformed send document.
 pub(crate) const KIND: &str = "malformed provider send document";
-/// The fields of a version-1 send document.
-pub(crate) const FIELDS_V1: [&str; 13] = [
-    "sendSchemaVersion",
-    "commandKeyHash",
-    "sendRevision",
-    "attempt",
-    "state",
-    "firstSentAt",
-    "firstSentFenceEpoch",
-    "sendCutoffAt",
-    "lastSentAt",
-    "lastSentFenceEpoch",
-    "outcomeAt",
-    "outcomeFenceEpoch",
-    "outcomeSource",
-];
 /// The send document version every write uses.
 pub(crate) const VERSION: i64 = 2;
 /// The fields of a version-2 send document: version 1's and `resultStored`.
@@ -50,6 +34,8 @@ pub(crate) const FIELDS: [&str; 14] = [
     "outcomeSource",
     "resultStored",
 ];
+/// The fields of a version-1 send document: version 2's without `resultStored`.
+pub(crate) const FIELDS_V1: &[&str] = FIELDS.split_at(FIELDS.len() - 1).0;
 
 /// The send document's path relative to the documents root.
 pub(crate) fn path(hash: &Digest) -> String {
@@ -168,7 +154,7 @@ impl SendAttempt {
     /// Parses strictly; `hash` is the command the document was read under.
     pub fn parse(hash: &Digest, map: &FieldMap) -> Result<Self, JournalError> {
         let version = if map.len() == FIELDS.len() { 2 } else { 1 };
-        let expected: &[&str] = if version == 2 { &FIELDS } else { &FIELDS_V1 };
+        let expected: &[&str] = if version == 2 { &FIELDS } else { FIELDS_V1 };
         let f = Strict::new(map, expected, KIND)?;
         f.int_in("sendSchemaVersion", version..=version)?;
         let command_key_hash = f.digest("commandKeyHash")?;

@@ -20,18 +20,6 @@ use crate::time::Timestamp;
 
 /// The `journal_corrupt` reason of a malformed plan document.
 pub(crate) const KIND: &str = "malformed provider plan document";
-/// The fields of a version-1 plan document.
-pub(crate) const FIELDS_V1: [&str; 9] = [
-    "sendSchemaVersion",
-    "commandKeyHash",
-    "planFingerprint",
-    "provider",
-    "mode",
-    "operation",
-    "keyRetentionSeconds",
-    "boundAt",
-    "boundFenceEpoch",
-];
 /// The fields of a version-2 plan document: version 1's and the lookup's two.
 pub(crate) const FIELDS: [&str; 11] = [
     "sendSchemaVersion",
@@ -41,11 +29,13 @@ pub(crate) const FIELDS: [&str; 11] = [
     "mode",
     "operation",
     "keyRetentionSeconds",
-    "lookup",
-    "lookupSettleSeconds",
     "boundAt",
     "boundFenceEpoch",
+    "lookup",
+    "lookupSettleSeconds",
 ];
+/// The fields of a version-1 plan document: version 2's without the lookup's two.
+pub(crate) const FIELDS_V1: &[&str] = FIELDS.split_at(FIELDS.len() - 2).0;
 
 /// The plan document's path relative to the documents root.
 pub(crate) fn path(hash: &Digest) -> String {
@@ -86,7 +76,7 @@ impl BoundPlan {
     /// Parses strictly; `hash` is the command the document was read under.
     pub fn parse(hash: &Digest, map: &FieldMap) -> Result<Self, JournalError> {
         let version = if map.len() == FIELDS.len() { 2 } else { 1 };
-        let expected: &[&str] = if version == 2 { &FIELDS } else { &FIELDS_V1 };
+        let expected: &[&str] = if version == 2 { &FIELDS } else { FIELDS_V1 };
         let f = Strict::new(map, expected, KIND)?;
         f.int_in("sendSchemaVersion", version..=version)?;
         let command_key_hash = f.digest("commandKeyHash")?;

@@ -337,3 +337,41 @@ fn a_missing_stored_result_fails_closed() {
     // The intact journal answers the envelope.
     assert_eq!(store.answer(&read), Ok(Some(envelope)));
 }
+
+#[test]
+fn documents_of_the_first_version_stay_readable() {
+    use crate::sends::bound_plan::BoundPlan;
+    // A plan bound before version 2: its own fingerprint frame and the implied lookup.
+    let mut bound = BoundPlan::bind(&plan(0), &identity(), at(T0), 1);
+    bound.version = 1;
+    bound.plan_fingerprint = plan(0).fingerprint_v(&identity(), 1);
+    let fields = bound.encode();
+    assert_eq!(fields.len(), bound_plan::FIELDS_V1.len());
+    let parsed = BoundPlan::parse(&hash(), &fields).expect("a version-1 plan parses");
+    assert_eq!(
+        (parsed.version, parsed.lookup),
+        (1, ProviderLookup::KeyStore)
+    );
+    assert_eq!(parsed.lookup_settle_seconds, 300);
+    assert!(parsed.is(&plan(0), &identity()));
+    assert!(
+        !parsed.is(&durable(), &identity()),
+        "another lookup is another plan"
+    );
+    assert!(!parsed.is(&plan(1), &identity()));
+    // A send record of version 1: no resultStored, read as not stored.
+    let mut store = leased();
+    apply(&mut store, &Begin(0, 1, T0));
+    let mut record = store.get(&attempt::path(&hash())).expect("record").clone();
+    record.remove("resultStored");
+    record.insert(
+        "sendSchemaVersion".to_owned(),
+        crate::document::fields::int(1),
+    );
+    let parsed = attempt::SendAttempt::parse(&hash(), &record).expect("a version-1 record parses");
+    assert_eq!((parsed.version, parsed.result_stored), (1, false));
+    // A version-2 document missing a field of its version fails closed.
+    let mut broken = store.get(&attempt::path(&hash())).expect("record").clone();
+    broken.remove("resultStored");
+    assert!(attempt::SendAttempt::parse(&hash(), &broken).is_err());
+}
