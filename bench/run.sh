@@ -18,6 +18,5 @@ unset FIRESTORE_EMULATOR_HOST
 cargo bench --bench side_by_side -- "$@"
 
 if [[ " $* " != *" --quick "* ]]; then
-  # The core bench drives the prepared operations, which only `fuzzing` exposes.
-  cargo bench --features fuzzing --bench core
+  cargo bench --bench core
 fi

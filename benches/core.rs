@@ -3,15 +3,15 @@
 //! No Firestore: snapshots are read from the shared in-memory store, after the real
 //! operations ran against it.
 //!
-//! `cargo bench --features fuzzing --bench core`
+//! `cargo bench --bench core`
 
 use command_journal::Timestamp;
 use command_journal::identity::Payload;
-use command_journal::internals::Registration;
-use command_journal::internals::Transition;
-use command_journal::internals::{Acquire, LeaseCall, Terminal, TerminalRequest};
-use command_journal::testing::Store;
 use command_journal::{CommandInput, CommandRequest, LeaseId, TerminalReferenceFingerprint};
+use command_journal_core::lease::{Acquire, LeaseCall, Terminal, TerminalRequest};
+use command_journal_core::registration::Registration;
+use command_journal_core::testing::Store;
+use command_journal_core::transaction::Transition;
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
 use std::hint::black_box;

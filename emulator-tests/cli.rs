@@ -58,7 +58,7 @@ fn invalid(field: &str, problem: &str) -> Value {
         other => panic!("no message for {other}"),
     };
     json!({"error": "invalid_input", "field": field, "problem": problem,
-           "expected": command_journal::cli::expected_for(field), "message": message})
+           "expected": command_journal::expected::expected_for(field), "message": message})
 }
 
 /// `journal_corrupt` (exit 3) with its fixed message.

@@ -160,7 +160,7 @@ fn explain_explains_errors_and_findings_and_refuses_unknown_codes() {
     }
     let (code, markdown, _) = run(&["explain", "--markdown"]);
     assert_eq!(code, 0);
-    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/errors.md"))
+    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/errors.md"))
         .expect("docs/errors.md");
     assert!(
         docs.contains(&markdown),

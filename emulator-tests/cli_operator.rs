@@ -9,6 +9,9 @@ use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::process::{Command, Stdio};
 
 const CLI: &str = env!("CARGO_BIN_EXE_command-journal");
+/// The repository's top level, where a user runs the demo from (these tests are the
+/// CLI package's, whose directory is `cli/`).
+const REPOSITORY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
 
 /// What one run of the binary printed.
 struct Run {
@@ -366,6 +369,7 @@ fn run_follow_ups(lines: &[String], path: &str) -> Vec<Value> {
     );
     let output = Command::new("sh")
         .args(["-ec", &lines.join("\n")])
+        .current_dir(REPOSITORY)
         .env("PATH", path)
         .env_remove("FIRESTORE_EMULATOR_HOST")
         .env_remove("GOOGLE_CLOUD_PROJECT")
@@ -458,6 +462,7 @@ fn demo_keep_leaves_its_own_emulator_up_until_sigterm_then_stops_it() {
     // A fresh clone: no `command-journal` on PATH, so the demo prints the binary's path.
     let mut child = Command::new(CLI)
         .args(["demo", "--commands", "4", "--workers", "2", "--keep"])
+        .current_dir(REPOSITORY)
         .env("PATH", path_without_binary())
         .env_remove("FIRESTORE_EMULATOR_HOST")
         .env_remove("GOOGLE_CLOUD_PROJECT")

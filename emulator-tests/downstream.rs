@@ -3,8 +3,8 @@
 
 // ---- BEGIN docs/emulator.md example ----
 use command_journal::Target;
-use command_journal::emulator::Emulator;
 use command_journal::{CommandInput, CommandRequest, Connection, Journal, LeaseId, LeaseOutput};
+use command_journal_emulator::Emulator;
 
 #[tokio::test]
 async fn a_second_worker_is_told_busy() {

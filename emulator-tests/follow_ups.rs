@@ -3,8 +3,10 @@
 //! refused as `journal_corrupt` after exactly that many, with nothing written.
 
 use super::support;
-use command_journal::internals::{self, Decision, MAX_FOLLOW_UP_READS, Snapshot, Transition};
 use command_journal::{Concurrency, Journal, JournalError};
+use command_journal_core::transaction::{
+    Decision, MAX_FOLLOW_UP_READS, OperationName, Snapshot, Transition,
+};
 
 /// Reads `probe/0`, then asks for `probe/1`, `probe/2`, … until it has read
 /// `answer_after` follow-ups (never, when `None`), then observes.
@@ -15,8 +17,8 @@ struct Probe {
 impl Transition for Probe {
     type Output = usize;
 
-    fn name(&self) -> internals::OperationName {
-        internals::OperationName::Status
+    fn name(&self) -> OperationName {
+        OperationName::Status
     }
 
     fn paths(&self) -> Vec<String> {
@@ -41,19 +43,17 @@ async fn follow_up_reads_stop_at_the_documented_limit_in_both_modes() {
         let journal = Journal::new(connection.clone()).with_concurrency(mode);
 
         let before = journal.stats();
-        let answered = internals::run(
-            &journal,
-            &Probe {
+        let answered = journal
+            .run_transition(&Probe {
                 answer_after: Some(MAX_FOLLOW_UP_READS),
-            },
-        )
-        .await;
+            })
+            .await;
         assert_eq!(answered, Ok(MAX_FOLLOW_UP_READS), "{mode:?}");
         let used = journal.stats().since(&before);
         assert_eq!(used.batch_gets, 1 + MAX_FOLLOW_UP_READS as u64, "{mode:?}");
 
         let before = journal.stats();
-        let refused = internals::run(&journal, &Probe { answer_after: None }).await;
+        let refused = journal.run_transition(&Probe { answer_after: None }).await;
         assert!(
             matches!(refused, Err(JournalError::JournalCorrupt { .. })),
             "{mode:?}: {refused:?}"

@@ -165,7 +165,7 @@ fn missing_java_is_a_clear_error_naming_the_debian_package() {
 #[cfg(feature = "testcontainers")]
 #[tokio::test]
 async fn the_container_emulator_starts_with_the_rules_where_a_docker_engine_runs() {
-    use command_journal::emulator::container;
+    use command_journal_emulator::emulator::container;
     let socket = "/var/run/docker.sock";
     let engine = std::os::unix::net::UnixStream::connect(socket).is_ok()
         || std::env::var_os("DOCKER_HOST").is_some();

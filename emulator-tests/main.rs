@@ -22,9 +22,7 @@ mod downstream;
 mod errors;
 mod execute;
 mod faults;
-// Runs its own transition through `internals::run`, behind the `fuzzing` feature
-// (on in the README's `--all-features` test command).
-#[cfg(feature = "fuzzing")]
+// Runs its own transition through `Journal::run_transition`.
 mod follow_ups;
 mod harness;
 mod lease;

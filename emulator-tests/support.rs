@@ -2,9 +2,9 @@
 //! reads and writes that bypass the journal, and command builders.
 
 use command_journal::Journal;
-use command_journal::emulator::Emulator;
 use command_journal::{Clock, CommandInput, CommandRequest, Concurrency};
 use command_journal::{Connection, Target};
+use command_journal_emulator::Emulator;
 use gcloud_sdk::google::firestore::v1::{
     CommitRequest, Document, GetDocumentRequest, ListDocumentsRequest, Value, Write, write,
 };

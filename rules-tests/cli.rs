@@ -2,8 +2,8 @@
 //! safe merge passes, every kind of leaky merge exits 6 naming its leaks, and a ruleset
 //! that does not compile exits 2 with the emulator's message.
 
-use command_journal::emulator::Emulator;
-use command_journal::rules_testing::{cells, journal_blocks, merged_into_app};
+use command_journal_emulator::Emulator;
+use command_journal_emulator::rules_testing::{cells, journal_blocks, merged_into_app};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::process::Command;
@@ -28,7 +28,11 @@ fn check(rules: &str) -> Run {
 }
 
 fn run(path: &Path, extra: &[&str]) -> Run {
-    run_in(Path::new(env!("CARGO_MANIFEST_DIR")), Some(path), extra)
+    run_in(
+        Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")),
+        Some(path),
+        extra,
+    )
 }
 
 /// Runs `rules check [path] extra…` in the directory `dir`.
@@ -71,7 +75,11 @@ fn assert_leaks(run: &Run, expected: &[(&str, &str, &str)], not: &[(&str, &str, 
 #[test]
 fn the_crates_own_rules_pass_on_a_private_emulator() {
     // No PATH: the default is firestore.rules in the working directory.
-    let run = run_in(Path::new(env!("CARGO_MANIFEST_DIR")), None, &[]);
+    let run = run_in(
+        Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")),
+        None,
+        &[],
+    );
     assert_eq!(run.report["ruleset"], "firestore.rules");
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     let total = cells().len();

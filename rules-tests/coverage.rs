@@ -1,6 +1,6 @@
 //! Saving the emulator's HTML rule-coverage report where CI uploads it from.
 
-use command_journal::rules_testing::TestEnvironment;
+use command_journal_emulator::rules_testing::TestEnvironment;
 use std::path::PathBuf;
 
 /// Where reports go: `$CARGO_TARGET_DIR/rules-coverage`, else `target/rules-coverage`
@@ -8,7 +8,7 @@ use std::path::PathBuf;
 fn report_dir() -> PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target"));
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"));
     target.join("rules-coverage")
 }
 

@@ -1,5 +1,5 @@
 //! The security rules against the real Firestore emulator, through the library's
-//! rules harness (`command_journal::rules_testing`, cargo feature `rules-testing`):
+//! rules harness (`command_journal_emulator::rules_testing`):
 //! every client context is denied every operation on every journal path, the harness
 //! can tell, and `command-journal rules check` reports it.
 //!
@@ -12,7 +12,7 @@ mod cli;
 mod coverage;
 mod rulesets;
 
-use command_journal::rules_testing::{
+use command_journal_emulator::rules_testing::{
     Cell, ClientContext, CommitWrite, JOURNAL_GUARD, Operation, SEEDED_KEY as SEEDED, TARGETS,
     Target, TestEnvironment, assert_allowed, assert_denied, cells, changed_documents,
     guard_coverage, journal_blocks, journal_denial_matrix, merged_into_app,

@@ -2,10 +2,10 @@
 //! with allowed paths. (Merging into an application's ruleset is the library's
 //! `rules_testing::merged_into_app`.)
 
-use command_journal::rules_testing::END_MARKER;
+use command_journal_emulator::rules_testing::END_MARKER;
 
 /// `firestore.rules` as compiled into the library.
-pub const REAL: &str = command_journal::emulator::RULES;
+pub const REAL: &str = command_journal_emulator::emulator::RULES;
 
 /// The real rules plus the mistake `firestore.rules` warns about: a catch-all read for
 /// signed-in users, which ORs with (and so overrides) every `if false`.

@@ -137,17 +137,18 @@ impl Connection {
         })
     }
 
-    /// The `firestore` crate handle, for queries and scans (the verifier, and this
-    /// crate's benchmarks); not part of the supported API.
-    #[doc(hidden)]
+    /// The `firestore` crate handle on this connection's channel, for queries and
+    /// scans of your own (the verifier streams through it). Reads only see; a write
+    /// through it bypasses every check of the journal, and `verify` reports what it
+    /// breaks.
     pub fn db(&self) -> &FirestoreDb {
         &self.db
     }
 
-    /// A clone of the raw gRPC client (cheap: it shares the channel). For the verifier
-    /// and for this crate's emulator tests, which write documents directly; not part of
-    /// the supported API.
-    #[doc(hidden)]
+    /// A clone of the raw Firestore gRPC client on this connection's channel (cheap:
+    /// it shares the channel), for calls the journal does not make (tests that write
+    /// documents directly, tooling). A write through it bypasses every check of the
+    /// journal, and `verify` reports what it breaks.
     pub fn raw(&self) -> RawClient {
         self.raw.clone()
     }

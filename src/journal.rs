@@ -148,6 +148,19 @@ impl Journal {
         runner::run(&self.connection, &self.counters, self.options, op).await
     }
 
+    /// Runs a transition of the core (`command_journal_core::transaction::Transition`)
+    /// through this journal's one runner, exactly as its own operations are run: the
+    /// same reads, preconditions, follow-up bound, retries and counters, without an
+    /// operation metric. For tests and tools that drive a transition of their own (the
+    /// follow-up-read bound, the verifier's scale benchmark); the journal's guarantees
+    /// are those of its own transitions, and a foreign one writes whatever it decides.
+    pub async fn run_transition<T: crate::transaction::Transition>(
+        &self,
+        op: &T,
+    ) -> Result<T::Output, JournalError> {
+        self.run_unrecorded(op).await
+    }
+
     /// Registers `command` exactly once: `registered_new` creates the root and its
     /// revision-1 audit event atomically; `registered_existing` writes nothing;
     /// a different payload is `command_conflict`; any malformed or orphan state is

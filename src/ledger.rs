@@ -1,41 +1,20 @@
 //! Ledger idempotency reservations on Firestore: one reservation per ledger key, and
-//! the effect rows it created, accepted or replayed atomically. `docs/ledger.md` describes
-//! the serializers, internal transfers, lineage and linking; `docs/documents.md` the
-//! documents.
-//!
-//! - `fingerprint`: the pure, versioned replay-fingerprint serializers;
-//! - `reservation` and `effect`: the strict codecs of `ledgerReservations/{id}`
-//!   and `ledgerTransactions/{id}`;
-//! - `integrity`: the integrity digest new reservations store and the fingerprint
-//!   rebuilt from stored rows, checked by every operation and by `verify`;
-//! - `accept`, `replay`, `migration`: prepared operations with pure `decide`s, run by
-//!   the journal's one transaction runner through [`Journal`](crate::Journal)'s
-//!   `accept_ledger_command`, `replay_reserved_charge`, `replay_reserved_reversal`
-//!   and `link_historical_effects`;
-//! - `outcome`: what those operations answer.
-
-mod accept;
-pub(crate) mod effect;
-pub(crate) mod fingerprint;
-pub(crate) mod integrity;
-pub(crate) mod migration;
-mod operations;
-pub(crate) mod outcome;
-pub(crate) mod replay;
-pub(crate) mod reservation;
-pub(crate) mod stored;
+//! the effect rows it created, accepted or replayed atomically. The types are the
+//! core's (`command_journal_core::ledger`); [`Journal`](crate::Journal)'s
+//! `accept_ledger_command`, `replay_reserved_charge`, `replay_reserved_reversal` and
+//! `link_historical_effects` run its decisions. docs/ledger.md describes the
+//! serializers, internal transfers, lineage and linking.
 
 #[cfg(test)]
-pub(crate) mod fixtures;
-
-pub use crate::identity::LedgerKey;
-pub use effect::{LedgerEffect, Lineage, TransferLeg};
-pub use fingerprint::{
+pub(crate) use command_journal_core::ledger::fixtures;
+pub use command_journal_core::ledger::{
     Amount, COMPENSATION_SUBTYPE_KEY, CURRENT_FINGERPRINT_VERSION, CommandFamily, EffectPlanItem,
-    Fingerprint, FingerprintInput, Intent, MAX_EFFECTS, MAX_TEXT_BYTES, TRANSFER_KEYS,
-    TransferPlan, V4_EFFECT_KEYS,
+    Fingerprint, FingerprintInput, HistoricalCommand, Intent, LedgerEffect, LedgerKey,
+    LedgerOutcome, LedgerReplay, LedgerScope, Lineage, MAX_EFFECTS, MAX_TEXT_BYTES, Outcome,
+    ReversalAuthority, TRANSFER_KEYS, TransferLeg, TransferPlan, V4_EFFECT_KEYS,
 };
-pub use migration::HistoricalCommand;
-pub use outcome::{LedgerOutcome, LedgerReplay, Outcome};
-pub use replay::ReversalAuthority;
-pub use reservation::LedgerScope;
+pub(crate) use command_journal_core::ledger::{
+    accept, effect, fingerprint, migration, outcome, replay, reservation,
+};
+
+pub(crate) mod operations;

@@ -29,11 +29,14 @@ const CODECS: [(&str, &[&[&str]]); 8] = [
     (
         "providerSends",
         &[
-            &crate::sends::bound_plan::FIELDS,
-            &crate::sends::attempt::FIELDS,
+            &command_journal_core::sends::bound_plan::FIELDS,
+            &command_journal_core::sends::attempt::FIELDS,
         ],
     ),
-    (audit::COLLECTION, &[&crate::sends::event::FIELDS]),
+    (
+        audit::COLLECTION,
+        &[&command_journal_core::sends::event::FIELDS],
+    ),
     // The result envelope, `results/current` (its `envelope` text runs to 16 KiB, past
     // the 1,500 bytes an indexed string keeps).
     (

@@ -47,7 +47,7 @@
 //! - this file: the loop over attempts, its deadline and its span.
 
 use crate::connection::Connection;
-use crate::error::{GrpcCode, JournalError};
+use crate::error::JournalError;
 use crate::metrics;
 use crate::transaction::{OperationName, Transition};
 use counters::{Count, Tally};
@@ -56,7 +56,6 @@ use retry::{Failure, backoff, deadline_error, is_precondition_loss};
 use std::time::{Duration, Instant};
 use tracing::Instrument;
 
-pub(crate) mod attempt;
 mod blind;
 mod concurrency;
 mod counters;
@@ -64,7 +63,6 @@ pub(crate) mod firestore;
 mod policy;
 mod reading;
 pub(crate) mod retry;
-pub(crate) mod wire;
 
 pub use concurrency::Concurrency;
 pub(crate) use concurrency::RunOptions;
@@ -131,7 +129,7 @@ async fn run_in_span<T: Transition>(
             Err(Failure::Final(error)) => break Err(error),
             Err(Failure::Deadline) => break Err(deadline_error(last_code, attempts)),
             Err(Failure::Retry { code, transaction }) => {
-                last_code = Some(GrpcCode::from(code));
+                last_code = Some(crate::grpc::grpc_code(code));
                 previous_transaction = transaction;
                 if attempts >= options.policy.attempts.get() {
                     break Err(JournalError::unavailable(last_code, attempts, false));
@@ -148,11 +146,11 @@ async fn run_in_span<T: Transition>(
                 }
                 tracing::debug!(
                     attempt = attempts,
-                    code = GrpcCode::from(code).as_str(),
+                    code = crate::grpc::grpc_code(code).as_str(),
                     backoff_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
                     "journal attempt failed, retrying"
                 );
-                metrics::retry(GrpcCode::from(code));
+                metrics::retry(crate::grpc::grpc_code(code));
                 if !wait.is_zero() {
                     tokio::time::sleep(wait).await;
                 }
@@ -220,3 +218,5 @@ pub(crate) fn operation_span(name: OperationName, mode: Concurrency) -> tracing:
         O::Execute => span!("journal.execute"),
     }
 }
+#[cfg(test)]
+mod span_tests;

@@ -13,25 +13,23 @@
 //! the ledger), and merged. The report keeps at most [`MAX_FINDINGS`] findings, the
 //! first in path order, and counts the rest.
 
-pub(crate) mod commerce;
 mod confirm;
 #[cfg(test)]
 mod edits;
-mod historical_links;
-mod keys;
-pub(crate) mod ledger;
 mod merge;
-mod ranges;
 mod reads;
-mod report;
-mod results;
+#[cfg(test)]
+mod results_tests;
 mod scan;
-pub(crate) mod sends;
-mod stored;
-mod write_times;
 
-pub use ranges::ScanRanges;
-pub use report::{Finding, FindingCode, MAX_FINDINGS, Scanned, VerifyReport};
+// The checks are the core's (`command_journal_core::verify`); this module streams a
+// project's documents into them.
+pub use command_journal_core::verify::{
+    Finding, FindingCode, MAX_FINDINGS, ScanRanges, Scanned, VerifyReport,
+};
+use command_journal_core::verify::{
+    commerce, historical_links, keys, ledger, ranges, report, stored, write_times,
+};
 
 use crate::connection::Connection;
 use crate::error::JournalError;
@@ -69,8 +67,23 @@ pub async fn verify_in_ranges(
 #[cfg(test)]
 pub(crate) fn verify_documents(
     documents_path: &str,
-    documents: Vec<gcloud_sdk::google::firestore::v1::Document>,
+    documents: Vec<crate::testing::StoredDocument>,
 ) -> Result<VerifyReport, JournalError> {
+    let time = |t: u64| {
+        Some(gcloud_sdk::prost_types::Timestamp {
+            seconds: i64::try_from(t).unwrap_or(i64::MAX),
+            nanos: 0,
+        })
+    };
+    let documents = documents
+        .into_iter()
+        .map(|d| gcloud_sdk::google::firestore::v1::Document {
+            name: format!("{documents_path}/{}", d.path),
+            fields: crate::wire::fields_to_wire(&d.fields),
+            create_time: time(d.create_time),
+            update_time: time(d.update_time),
+        })
+        .collect();
     futures::executor::block_on(scan::check_in_memory(documents_path, documents))
 }
 

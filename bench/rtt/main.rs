@@ -39,10 +39,10 @@ mod stats;
 
 use command_journal::Concurrency;
 use command_journal::Journal;
-use command_journal::emulator::Emulator;
 use command_journal::{Connection, Target};
 use command_journal::{LeaseId, TerminalReferenceFingerprint};
 use command_journal::{LeaseOutput, TerminalOutput};
+use command_journal_emulator::Emulator;
 use cpu::CpuMeter;
 use crate_side::{RawCommand, uuid};
 use peer::Peer;

@@ -36,9 +36,9 @@ use crate::phases::{SeqSamples, order, run_race, run_sequential, run_throughput}
 use crate::report::{RenderInput, render};
 use crate::rpc::rpc_counts;
 use crate::setup::{Options, options, peer_script};
-use command_journal::emulator::Emulator;
 use command_journal::{Concurrency, Journal};
 use command_journal::{Connection, Target};
+use command_journal_emulator::Emulator;
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::time::Duration;

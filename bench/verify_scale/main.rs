@@ -10,20 +10,20 @@
 //! writes is therefore exactly what `Journal::start` writes, and must verify clean;
 //! the run stops otherwise.
 //!
-//! Run: `cargo bench --features fuzzing --bench verify_scale` (10k and 100k documents);
-//! sizes after `--`: `cargo bench --features fuzzing --bench verify_scale -- 10000 100000
+//! Run: `cargo bench --bench verify_scale` (10k and 100k documents);
+//! sizes after `--`: `cargo bench --bench verify_scale -- 10000 100000
 //! 1000000`. With
 //! `-- --ranges N 10000 …` it also times `verify_in_ranges` in N consistent ranges. A
 //! bench target, so `cargo test` never builds or runs it. Reuses
 //! `FIRESTORE_EMULATOR_HOST` when set, otherwise starts its own emulator.
 
 use command_journal::Timestamp;
-use command_journal::emulator::Emulator;
-use command_journal::internals::Start;
-use command_journal::internals::{Decision, Snapshot, Transition, Write};
 use command_journal::verify::ScanRanges;
 use command_journal::{CommandInput, CommandRequest, LeaseId};
 use command_journal::{Connection, Target};
+use command_journal_core::start::Start;
+use command_journal_core::transaction::{Decision, Snapshot, Transition, Write};
+use command_journal_emulator::Emulator;
 use firestore::{FirestoreConsistencySelector, FirestoreDb};
 use futures::StreamExt;
 use futures::stream::{FuturesUnordered, select_all};
@@ -115,7 +115,7 @@ fn command_writes(n: u64, root: &str, now: Timestamp) -> Res<Vec<RawWrite>> {
                 }),
                 operation: Some(write::Operation::Update(Document {
                     name: format!("{root}/{path}"),
-                    fields: command_journal::internals::fields_to_wire(&fields),
+                    fields: command_journal::wire::fields_to_wire(&fields),
                     create_time: None,
                     update_time: None,
                 })),

@@ -10,8 +10,8 @@
 
 mod worker;
 
-use command_journal::emulator::Emulator;
 use command_journal::{Connection, Target};
+use command_journal_emulator::Emulator;
 use std::process::ExitCode;
 
 #[tokio::main]

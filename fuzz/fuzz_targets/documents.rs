@@ -2,5 +2,5 @@
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    command_journal::fuzzing::parse_documents(data);
+    command_journal_core::fuzzing::parse_documents(data);
 });

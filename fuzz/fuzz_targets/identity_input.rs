@@ -2,5 +2,5 @@
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    command_journal::fuzzing::identity_input(data);
+    command_journal_core::fuzzing::identity_input(data);
 });

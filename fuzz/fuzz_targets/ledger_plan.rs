@@ -2,5 +2,5 @@
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    command_journal::fuzzing::ledger_plan(data);
+    command_journal_core::fuzzing::ledger_plan(data);
 });

@@ -6,10 +6,10 @@
 //! it meets (a document that exists, a race, a lost response, an unreachable server)
 //! ends the attempt; the next one reads and decides as usual.
 
-use super::attempt::{Guarded, Precondition};
 use super::counters::Count;
 use super::firestore::{OpenTransaction, Session};
 use super::retry::Failure;
+use crate::attempt::{Guarded, Precondition};
 use crate::transaction::Write;
 use crate::transaction::blind::BlindPlan;
 

@@ -4,10 +4,10 @@
 //! handle that rolls back whatever an attempt leaves open. [`batch_get`] is also the
 //! verifier's point read.
 
-use super::attempt::{Guarded, Precondition};
 use super::concurrency::RunOptions;
 use super::counters::{Count, Tally};
 use super::retry::{Failure, Rpc, classify};
+use crate::attempt::{Guarded, Precondition};
 use crate::connection::RawClient;
 use crate::error::GrpcCode;
 use crate::metrics;
@@ -245,7 +245,7 @@ impl Session<'_> {
         let answered = tokio::time::timeout(budget, self.raw.clone().commit(request)).await;
         let code = match &answered {
             Ok(Ok(_)) => GrpcCode::Ok,
-            Ok(Err(status)) => status.code().into(),
+            Ok(Err(status)) => crate::grpc::grpc_code(status.code()),
             Err(_) => GrpcCode::DeadlineExceeded,
         };
         metrics::rpc(metrics::RPC_COMMIT, code);
@@ -284,7 +284,7 @@ impl Session<'_> {
         match tokio::time::timeout(budget, self.raw.clone().rollback(request)).await {
             Ok(Ok(_)) => metrics::rpc(metrics::RPC_ROLLBACK, GrpcCode::Ok),
             Ok(Err(status)) => {
-                let code = GrpcCode::from(status.code());
+                let code = crate::grpc::grpc_code(status.code());
                 metrics::rpc(metrics::RPC_ROLLBACK, code);
                 tracing::debug!(code = code.as_str(), "rollback failed");
             }
@@ -308,7 +308,7 @@ impl Session<'_> {
             Write::Create { path, fields } | Write::Replace { path, fields } => {
                 write::Operation::Update(Document {
                     name: format!("{}/{path}", self.root),
-                    fields: super::wire::fields_to_wire(&fields),
+                    fields: crate::wire::fields_to_wire(&fields),
                     create_time: None,
                     update_time: None,
                 })

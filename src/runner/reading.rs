@@ -2,11 +2,11 @@
 //! transaction in transaction mode), the follow-up and confirming reads, the decision
 //! and its commit.
 
-use super::attempt::{Attempt, Found, ReadKind, Step};
 use super::concurrency::Concurrency;
 use super::counters::Count;
 use super::firestore::{OpenTransaction, Session};
 use super::retry::{Failure, Rpc, classify};
+use crate::attempt::{Attempt, Found, ReadKind, Step};
 use crate::error::GrpcCode;
 use crate::metrics;
 use crate::transaction::{CommitStamps, Transition};
@@ -124,7 +124,10 @@ impl Session<'_> {
                     batch
                 }
                 Ok(Err(status)) => {
-                    metrics::rpc(metrics::RPC_BATCH_GET, status.code().into());
+                    metrics::rpc(
+                        metrics::RPC_BATCH_GET,
+                        crate::grpc::grpc_code(status.code()),
+                    );
                     return Err(classify(Rpc::Read, self.options.concurrency, &status));
                 }
                 Err(_) => {
@@ -151,7 +154,7 @@ impl Session<'_> {
                         _ => None,
                     };
                     let found = Found {
-                        fields: super::wire::fields_from_wire(doc.fields),
+                        fields: crate::wire::fields_from_wire(doc.fields),
                         version: doc.update_time,
                         stamps,
                     };

@@ -103,7 +103,11 @@ fn credentials_failure(status: &Status) -> Option<bool> {
 /// What a failed RPC means for the operation: another attempt or its answer.
 pub(super) fn classify(rpc: Rpc, mode: Concurrency, status: &Status) -> Failure {
     let code = status.code();
-    tracing::trace!(?rpc, code = GrpcCode::from(code).as_str(), "rpc failed");
+    tracing::trace!(
+        ?rpc,
+        code = crate::grpc::grpc_code(code).as_str(),
+        "rpc failed"
+    );
     if let Some(transient) = credentials_failure(status) {
         return if transient {
             Failure::retry(Code::Unavailable)
@@ -114,7 +118,7 @@ pub(super) fn classify(rpc: Rpc, mode: Concurrency, status: &Status) -> Failure 
     let config = |cause| {
         Failure::Final(JournalError::NotConfigured {
             cause,
-            grpc: Some(GrpcCode::from(code)),
+            grpc: Some(crate::grpc::grpc_code(code)),
         })
     };
     match code {
@@ -141,7 +145,7 @@ pub(super) fn classify(rpc: Rpc, mode: Concurrency, status: &Status) -> Failure 
         }
         Code::PermissionDenied | Code::Unauthenticated => {
             Failure::Final(JournalError::PermissionDenied {
-                grpc: GrpcCode::from(code),
+                grpc: crate::grpc::grpc_code(code),
             })
         }
         Code::NotFound => config(ConfigCause::DatabaseNotFound),
@@ -166,7 +170,7 @@ pub(super) fn is_precondition_loss(code: Code) -> bool {
 pub(crate) fn status_error(status: &Status) -> JournalError {
     match classify(Rpc::Read, Concurrency::Preconditions, status) {
         Failure::Retry { code, .. } => {
-            JournalError::unavailable(Some(GrpcCode::from(code)), 1, false)
+            JournalError::unavailable(Some(crate::grpc::grpc_code(code)), 1, false)
         }
         Failure::Deadline => JournalError::unavailable(None, 1, true),
         Failure::Final(error) => error,

@@ -121,7 +121,7 @@ fn journal() -> Store {
 }
 
 fn report(store: &Store) -> VerifyReport {
-    verify_documents(DOCUMENTS, store.documents(DOCUMENTS)).expect("verify")
+    verify_documents(DOCUMENTS, store.documents()).expect("verify")
 }
 
 /// Another 64-hex digest: one digit changed.

@@ -75,7 +75,7 @@ impl<'a> Head<'a> {
             };
             let doc = StoredDoc {
                 path,
-                fields: crate::runner::wire::fields_from_wire(document.fields),
+                fields: crate::wire::fields_from_wire(document.fields),
                 created: time(document.create_time),
                 updated: time(document.update_time),
             };

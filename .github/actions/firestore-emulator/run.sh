@@ -135,7 +135,7 @@ check() {
   [ -n "${EMULATOR_RULES:-}" ] || die "EMULATOR_RULES names no ruleset to check"
   local cli="${COMMAND_JOURNAL:-command-journal}"
   command -v "$cli" >/dev/null 2>&1 || [ -x "$cli" ] \
-    || die "no command-journal CLI at '$cli': set COMMAND_JOURNAL (cargo install --path <command-journal>)"
+    || die "no command-journal CLI at '$cli': set COMMAND_JOURNAL (cargo install --locked --path <command-journal>/cli)"
   # The table of every operation goes to a log, shown in full when the check fails.
   if ! "$cli" rules check "$EMULATOR_RULES" --emulator-host "$(cat "$STATE/host")" \
     --coverage-html "$STATE/rules-coverage.html" \

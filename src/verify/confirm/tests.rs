@@ -18,7 +18,7 @@ fn read(memory: &Store, paths: Option<&BTreeSet<String>>) -> Vec<Document> {
         .filter(|(path, _)| paths.is_none_or(|p| p.contains(*path)))
         .map(|(path, fields)| Document {
             name: format!("{DOCUMENTS}/{path}"),
-            fields: crate::runner::wire::fields_to_wire(fields),
+            fields: crate::wire::fields_to_wire(fields),
             create_time: None,
             update_time: None,
         })

@@ -1,0 +1,138 @@
+//! The whole send protocol behind one call: a [`Provider`] adapter and
+//! `Journal::execute`.
+//!
+//! A caller writes the two provider calls (the send and the lookup by idempotency key)
+//! and gets, from the journal, everything around them: the fenced lease, a send
+//! deadline below the lease's remaining time, the permit recorded before the send, the
+//! outcome recorded under the fence, the stored cutoff after which nothing re-sends,
+//! the lookup and reconciliation past it, a new attempt (a new key) only once the
+//! provider has confirmed the old one absent, and the stored result on every replay.
+//!
+//! The decisions are pure ([`protocol`]); `Journal::execute` only performs the step
+//! each one names. `docs/providers.md` ("One call") gives the table.
+
+pub mod protocol;
+#[cfg(test)]
+mod tests;
+
+use crate::envelope::ResultEnvelope;
+use serde_json::Value;
+use std::future::Future;
+use std::time::Duration;
+
+/// One send the journal permits: the attempt's key and the plan's parameters.
+/// `Debug` shows the attempt, the resend flag and the deadline only: never the key or
+/// a parameter value.
+#[derive(Clone, Copy)]
+pub struct SendRequest<'a> {
+    /// The attempt's provider idempotency key (`cj1-…` for attempt 1): send it in the
+    /// provider's idempotency header, so that a re-send is deduplicated.
+    pub key: &'a str,
+    /// The plan's parameters, in canonical key order.
+    pub parameters: &'a Value,
+    /// Answer within this time: it ends at least 10 s before the lease expires. The
+    /// journal stops waiting after it and records the outcome as ambiguous.
+    pub deadline: Duration,
+    /// The attempt number, from 1.
+    pub attempt: i64,
+    /// Whether an earlier holder already sent this attempt with this key.
+    pub resend: bool,
+}
+
+impl std::fmt::Debug for SendRequest<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SendRequest")
+            .field("attempt", &self.attempt)
+            .field("resend", &self.resend)
+            .field("deadline", &self.deadline)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the provider answered a send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SendResult {
+    /// The provider did it: the result the caller returns now and on every retry.
+    Succeeded(ResultEnvelope),
+    /// The provider refused finally (a decline): the command fails for good.
+    Declined,
+    /// Nothing final is known (timeout, 5xx, connection lost after the request may
+    /// have left): the attempt stays open; a later call re-sends it with the same key
+    /// before the cutoff, or asks the provider after it.
+    Ambiguous,
+}
+
+/// What the provider says it holds for an idempotency key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LookupResult {
+    /// A successful object for the key, with the result it stands for.
+    Found(ResultEnvelope),
+    /// A final refusal for the key.
+    Declined,
+    /// Proven absence: the provider holds nothing for the key. Only this lets a new
+    /// attempt, with a new key, be sent.
+    NotFound,
+    /// The lookup failed or was inconclusive (for instance a pending object): nothing
+    /// is recorded.
+    Unavailable,
+}
+
+/// A payment provider as the journal drives it: the send and the lookup by key.
+///
+/// Implement it with `async fn`s. Neither call may retry on its own with another key;
+/// the journal never calls `send` for an attempt past its stored cutoff.
+///
+/// ```
+/// use command_journal_core::envelope::ResultEnvelope;
+/// use command_journal_core::execute::{LookupResult, Provider, SendRequest, SendResult};
+///
+/// struct AlwaysCharges;
+///
+/// impl Provider for AlwaysCharges {
+///     async fn send(&self, request: SendRequest<'_>) -> SendResult {
+///         let charge = serde_json::json!({"id": "ch_1", "status": "succeeded"});
+///         match ResultEnvelope::new(&charge) {
+///             Ok(envelope) => SendResult::Succeeded(envelope),
+///             Err(_) => SendResult::Ambiguous,
+///         }
+///     }
+///     async fn lookup(&self, _key: &str) -> LookupResult {
+///         LookupResult::Unavailable
+///     }
+/// }
+/// ```
+pub trait Provider: Send + Sync {
+    /// Sends `request.parameters` with `request.key`, answering within
+    /// `request.deadline`.
+    fn send(&self, request: SendRequest<'_>) -> impl Future<Output = SendResult> + Send;
+
+    /// Asks the provider what it holds for `key`.
+    fn lookup(&self, key: &str) -> impl Future<Output = LookupResult> + Send;
+}
+
+/// The answer of `Journal::execute`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Execution {
+    /// The command succeeded: the stored result, byte-identical on the first answer
+    /// and on every replay.
+    Succeeded(ResultEnvelope),
+    /// The command succeeded earlier through
+    /// `complete_command` with a bare reference:
+    /// no result is stored.
+    SucceededWithoutResult,
+    /// The provider declined: the command failed for good.
+    Declined,
+    /// Another worker holds the lease (or took it over while this call sent): retry
+    /// the same request later.
+    InProgress,
+    /// Nothing final is known yet (an ambiguous send, or too little lease left to
+    /// send): retry the same request after `after`, when this call's lease has expired
+    /// and the next call may re-send with the same key.
+    RetryLater {
+        /// How long until a retry can take the lease over.
+        after: Duration,
+    },
+    /// The cutoff has passed with the outcome unknown and the provider lookup was
+    /// unavailable: nothing was written; retry later, and the lookup is asked again.
+    PendingReconciliation,
+}

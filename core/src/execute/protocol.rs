@@ -1,0 +1,403 @@
+//! The pure decisions of `execute`: given what the journal or the provider just
+//! answered, the next step. No I/O and no clock: the driver passes the journal's time.
+//!
+//! | answer | next step |
+//! |---|---|
+//! | start: acquired, enough lease left | `begin_send` |
+//! | start: acquired, less than [`MIN_SEND_DEADLINE`] after the margin | done: retry later |
+//! | start: busy | done: in progress |
+//! | start or `begin_send`: succeeded | read the stored result |
+//! | start or `begin_send`: failed | done: declined |
+//! | `begin_send`: permitted | send with the permit's key |
+//! | `begin_send` or record: `send_cutoff_passed` | read the send status (checking the plan) |
+//! | status: the attempt needs reconciliation | look up the attempt's key, derived from the stored plan |
+//! | status: anything else | done: in progress |
+//! | send: succeeded, declined, ambiguous | record it under the fence |
+//! | record: terminal | done: the envelope sent, or declined |
+//! | record: ambiguous | done: retry after the lease's remaining time |
+//! | record of a success or decline refused | reconcile with that answer (it is evidence) |
+//! | that reconciliation refused, lease lost (once) | start again, then reconcile with it |
+//! | lookup: found, declined | reconcile with that evidence |
+//! | lookup: not found, started at or after `absenceProvableFrom` | reconcile: absent |
+//! | lookup: not found, started before it (or never provable) | done: pending reconciliation |
+//! | lookup: unavailable | done: pending reconciliation |
+//! | reconcile: terminal | done: the envelope found, or declined |
+//! | reconcile: absent (first time) | `begin_send` (opens the next attempt) |
+//! | reconcile: `absence_not_provable` | done: pending reconciliation |
+//! | any lease lost (`lease_expired`, `stale_fence`, `lease_not_held`) | done: in progress |
+//! | result read: stored / none | done: succeeded with it / without a result |
+//!
+//! Every other error ends the call with that error.
+
+use super::{Execution, LookupResult, SendResult};
+use crate::envelope::ResultEnvelope;
+use crate::error::JournalError;
+use crate::fence::FenceEpoch;
+use crate::lease::{LeaseOutput, TerminalOutput};
+use crate::sends::reverted::{Rule, reverted};
+use crate::sends::{BeginSendOutput, SendOutcomeOutput, SendStatus};
+use crate::time::Timestamp;
+use std::time::Duration;
+
+/// Lease time kept back after the provider's deadline, to record its answer.
+pub const SEND_MARGIN: Duration = Duration::from_secs(10);
+/// The shortest provider call worth starting.
+pub const MIN_SEND_DEADLINE: Duration = Duration::from_secs(1);
+/// More steps than any path takes (the longest, a reconciled absence then a new
+/// attempt, takes nine): a bound against a journal that keeps changing under us.
+const MAX_STEPS: u32 = 16;
+
+/// What a lookup proved, as `reconcile_send` records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Evidence {
+    /// A successful object, with its result.
+    Found(ResultEnvelope),
+    /// A final refusal.
+    Declined,
+    /// No object for the key.
+    NotFound,
+}
+
+/// The next thing the driver does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// `Journal::start` with this call's lease.
+    Start,
+    /// `begin_send` under `fence`.
+    BeginSend {
+        /// The fence of this call's lease.
+        fence: FenceEpoch,
+    },
+    /// The provider's send with the permit.
+    Send {
+        /// The attempt the permit is for.
+        attempt: i64,
+        /// True when the permit re-sends an open attempt under the same key.
+        resend: bool,
+        /// The attempt's idempotency key.
+        key: String,
+        /// How long the provider call may take before the lease runs out.
+        deadline: Duration,
+    },
+    /// `record_send_outcome` for `attempt`.
+    Record {
+        /// The fence of this call's lease.
+        fence: FenceEpoch,
+        /// The attempt the answer is for.
+        attempt: i64,
+        /// The provider's answer.
+        outcome: SendResult,
+    },
+    /// `send_status`: which attempt's cutoff passed.
+    Status,
+    /// The provider's lookup of `attempt`'s key (derived from the stored plan).
+    Lookup {
+        /// The attempt looked up.
+        attempt: i64,
+        /// Its idempotency key.
+        key: String,
+        /// How long the lookup may take.
+        deadline: Duration,
+    },
+    /// `reconcile_send` for `attempt`.
+    Reconcile {
+        /// The fence of this call's lease.
+        fence: FenceEpoch,
+        /// The attempt the evidence is for.
+        attempt: i64,
+        /// What the provider showed.
+        evidence: Evidence,
+    },
+    /// `Journal::result`.
+    FetchResult,
+    /// The answer.
+    Done(Execution),
+}
+
+/// What the step the driver performed answered.
+#[derive(Debug)]
+pub enum Event {
+    /// `start` answered a lease.
+    Started(LeaseOutput),
+    /// `begin_send` answered.
+    BeganSend(Result<BeginSendOutput, JournalError>),
+    /// The provider answered the send.
+    Sent(SendResult),
+    /// `record_send_outcome` answered.
+    Recorded(Result<SendOutcomeOutput, JournalError>),
+    /// The send state `send_status` answered (`None` while no plan is bound).
+    Status(Option<SendStatus>),
+    /// The provider answered the lookup.
+    LookedUp(LookupResult),
+    /// `reconcile_send` answered.
+    Reconciled(Result<SendOutcomeOutput, JournalError>),
+    /// `result` answered the stored envelope, if any.
+    Fetched(Option<ResultEnvelope>),
+}
+
+/// How long a provider call may take at the journal's time.
+#[derive(Debug)]
+enum Window {
+    /// A call may start, with this deadline.
+    Call(Duration),
+    /// Too little lease is left: the call ends with this answer.
+    TooShort(Execution),
+}
+
+/// The protocol's state between steps.
+#[derive(Debug, Default)]
+pub struct Protocol {
+    /// The lease this call holds: fence and expiry.
+    lease: Option<(FenceEpoch, Timestamp)>,
+    /// The attempt sent or looked up, and the result it would record.
+    attempt: i64,
+    pending: Option<ResultEnvelope>,
+    /// The provider's success or decline this call holds until it is recorded.
+    answer: Option<Evidence>,
+    /// Whether the held answer was already offered to `reconcile_send`.
+    answer_reconciled: bool,
+    /// Whether this call already took a second lease to record its held answer.
+    reacquired: bool,
+    /// Whether the lookup in flight started at or after the instant from which the
+    /// attempt's absence is provable: only then may its "not found" be recorded.
+    lookup_proves_absence: bool,
+    /// Whether this call already recorded an absence (it opens at most one attempt).
+    absent_recorded: bool,
+    steps: u32,
+}
+
+/// Whole seconds, rounded up, at least one: what a `Retry-After` can carry.
+fn whole_seconds(duration: Duration) -> Duration {
+    let seconds = duration.as_secs() + u64::from(duration.subsec_nanos() > 0);
+    Duration::from_secs(seconds.max(1))
+}
+
+fn lease_lost(error: &JournalError) -> bool {
+    matches!(
+        error,
+        JournalError::LeaseExpired | JournalError::StaleFence | JournalError::LeaseNotHeld
+    )
+}
+
+fn done(execution: Execution) -> Result<Step, JournalError> {
+    Ok(Step::Done(execution))
+}
+
+impl Protocol {
+    /// A new call: its first step is [`Step::Start`].
+    pub fn new() -> (Self, Step) {
+        (Self::default(), Step::Start)
+    }
+
+    /// The lease held, or an internal error if a step needing it came first.
+    fn held(&self) -> Result<(FenceEpoch, Timestamp), JournalError> {
+        self.lease
+            .ok_or(JournalError::internal("execute: no lease held"))
+    }
+
+    /// The provider's deadline at `now`: a call can start, or too little lease is left
+    /// and the answer is to retry after it.
+    fn deadline(&self, now: Timestamp) -> Result<Window, JournalError> {
+        let (_, expires_at) = self.held()?;
+        let remaining = now.until(expires_at);
+        let deadline = remaining.saturating_sub(SEND_MARGIN);
+        Ok(if deadline < MIN_SEND_DEADLINE {
+            Window::TooShort(Execution::RetryLater {
+                after: whole_seconds(remaining),
+            })
+        } else {
+            Window::Call(deadline)
+        })
+    }
+
+    fn retry_after_lease(&self, now: Timestamp) -> Result<Step, JournalError> {
+        let (_, expires_at) = self.held()?;
+        done(Execution::RetryLater {
+            after: whole_seconds(now.until(expires_at)),
+        })
+    }
+
+    fn terminal(&mut self, outcome: TerminalOutput) -> Result<Step, JournalError> {
+        match outcome {
+            TerminalOutput::Succeeded => match self.pending.take() {
+                Some(envelope) => done(Execution::Succeeded(envelope)),
+                None => Ok(Step::FetchResult),
+            },
+            TerminalOutput::FailedFinal => done(Execution::Declined),
+        }
+    }
+
+    /// Offers the held answer to `reconcile_send` under the lease held.
+    fn reconcile_answer(&mut self) -> Result<Step, JournalError> {
+        self.answer_reconciled = true;
+        let (fence, _) = self.held()?;
+        let evidence = self
+            .answer
+            .clone()
+            .ok_or(JournalError::internal("execute: no answer held"))?;
+        Ok(Step::Reconcile {
+            fence,
+            attempt: self.attempt,
+            evidence,
+        })
+    }
+
+    /// The step after `event`, at the journal's time `now`.
+    pub fn step(&mut self, event: Event, now: Timestamp) -> Result<Step, JournalError> {
+        self.steps += 1;
+        if self.steps > MAX_STEPS {
+            return Err(JournalError::internal("execute: step bound exceeded"));
+        }
+        match event {
+            Event::Started(lease) => match lease {
+                LeaseOutput::Acquired {
+                    fence_epoch,
+                    lease_expires_at,
+                } => {
+                    self.lease = Some((fence_epoch, lease_expires_at));
+                    if let Some(evidence) = self.answer.clone() {
+                        // A second lease taken to record the answer this call holds.
+                        return Ok(Step::Reconcile {
+                            fence: fence_epoch,
+                            attempt: self.attempt,
+                            evidence,
+                        });
+                    }
+                    match self.deadline(now)? {
+                        Window::Call(_) => Ok(Step::BeginSend { fence: fence_epoch }),
+                        Window::TooShort(later) => done(later),
+                    }
+                }
+                LeaseOutput::Busy => done(Execution::InProgress),
+                LeaseOutput::Succeeded => Ok(Step::FetchResult),
+                LeaseOutput::FailedFinal => done(Execution::Declined),
+            },
+            Event::BeganSend(answer) => match answer {
+                Ok(BeginSendOutput::Permitted(permit)) => match self.deadline(now)? {
+                    Window::Call(deadline) => {
+                        self.attempt = permit.attempt;
+                        Ok(Step::Send {
+                            attempt: permit.attempt,
+                            resend: permit.resend,
+                            key: permit.provider_idempotency_key,
+                            deadline,
+                        })
+                    }
+                    // The permit stands: the next holder re-sends it with the same key.
+                    Window::TooShort(later) => done(later),
+                },
+                Ok(BeginSendOutput::Terminal(outcome)) => {
+                    self.pending = None;
+                    self.terminal(outcome)
+                }
+                Err(JournalError::SendCutoffPassed) => Ok(Step::Status),
+                Err(error) if lease_lost(&error) => done(Execution::InProgress),
+                Err(error) => Err(error),
+            },
+            Event::Sent(result) => {
+                let (fence, _) = self.held()?;
+                self.answer = match &result {
+                    SendResult::Succeeded(envelope) => {
+                        self.pending = Some(envelope.clone());
+                        Some(Evidence::Found(envelope.clone()))
+                    }
+                    SendResult::Declined => Some(Evidence::Declined),
+                    SendResult::Ambiguous => None,
+                };
+                Ok(Step::Record {
+                    fence,
+                    attempt: self.attempt,
+                    outcome: result,
+                })
+            }
+            Event::Recorded(answer) => match answer {
+                Ok(SendOutcomeOutput::Terminal(outcome)) => self.terminal(outcome),
+                Ok(SendOutcomeOutput::Ambiguous { .. }) => self.retry_after_lease(now),
+                Ok(SendOutcomeOutput::Absent { .. }) => Err(JournalError::internal(
+                    "execute: a send outcome recorded absence",
+                )),
+                // The answer is evidence whenever it arrives: where recording it as the
+                // sender's outcome is refused, offer it to reconciliation.
+                Err(_) if self.answer.is_some() && !self.answer_reconciled => {
+                    self.reconcile_answer()
+                }
+                Err(JournalError::SendCutoffPassed) => {
+                    self.pending = None;
+                    Ok(Step::Status)
+                }
+                Err(error) if lease_lost(&error) => done(Execution::InProgress),
+                Err(error) => Err(error),
+            },
+            Event::Status(send) => match (send, self.deadline(now)?) {
+                (Some(send), Window::Call(deadline)) if send.needs_reconciliation => {
+                    self.attempt = send.attempt;
+                    // The lookup starts after this status read: its "not found" proves
+                    // the absence only if the absence was provable already.
+                    self.lookup_proves_absence =
+                        send.absence_provable_from.is_some_and(|from| now >= from)
+                            || reverted(Rule::SenderSettled);
+                    Ok(Step::Lookup {
+                        attempt: send.attempt,
+                        key: send.key,
+                        deadline,
+                    })
+                }
+                (Some(send), Window::TooShort(later)) if send.needs_reconciliation => done(later),
+                _ => done(Execution::InProgress),
+            },
+            Event::LookedUp(result) => {
+                let (fence, _) = self.held()?;
+                let evidence = match result {
+                    LookupResult::Found(envelope) => {
+                        self.pending = Some(envelope.clone());
+                        Evidence::Found(envelope)
+                    }
+                    LookupResult::Declined => Evidence::Declined,
+                    LookupResult::NotFound if self.lookup_proves_absence => Evidence::NotFound,
+                    // Looked up before the absence was provable (the charge may not be
+                    // visible yet), or never provable: nothing is written.
+                    LookupResult::NotFound | LookupResult::Unavailable => {
+                        return done(Execution::PendingReconciliation);
+                    }
+                };
+                Ok(Step::Reconcile {
+                    fence,
+                    attempt: self.attempt,
+                    evidence,
+                })
+            }
+            Event::Reconciled(answer) => match answer {
+                Ok(SendOutcomeOutput::Terminal(outcome)) => self.terminal(outcome),
+                Ok(SendOutcomeOutput::Absent { .. }) if !self.absent_recorded => {
+                    self.absent_recorded = true;
+                    let (fence, _) = self.held()?;
+                    Ok(Step::BeginSend { fence })
+                }
+                Ok(SendOutcomeOutput::Absent { .. }) => Err(JournalError::internal(
+                    "execute: a second absence in one call",
+                )),
+                Ok(SendOutcomeOutput::Ambiguous { .. }) => Err(JournalError::internal(
+                    "execute: reconciliation left an attempt open",
+                )),
+                // The lease ran out before the answer this call holds was recorded:
+                // take a lease once more and record it then.
+                Err(error) if lease_lost(&error) && self.answer.is_some() && !self.reacquired => {
+                    self.reacquired = true;
+                    Ok(Step::Start)
+                }
+                Err(JournalError::AbsenceNotProvable { .. }) => {
+                    done(Execution::PendingReconciliation)
+                }
+                Err(error) if lease_lost(&error) => done(Execution::InProgress),
+                Err(error) => Err(error),
+            },
+            Event::Fetched(result) => done(match result {
+                Some(envelope) => Execution::Succeeded(envelope),
+                None => Execution::SucceededWithoutResult,
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

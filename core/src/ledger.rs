@@ -1,0 +1,40 @@
+//! Ledger idempotency reservations on Firestore: one reservation per ledger key, and
+//! the effect rows it created, accepted or replayed atomically. `docs/ledger.md` describes
+//! the serializers, internal transfers, lineage and linking; `docs/documents.md` the
+//! documents.
+//!
+//! - `fingerprint`: the pure, versioned replay-fingerprint serializers;
+//! - `reservation` and `effect`: the strict codecs of `ledgerReservations/{id}`
+//!   and `ledgerTransactions/{id}`;
+//! - `integrity`: the integrity digest new reservations store and the fingerprint
+//!   rebuilt from stored rows, checked by every operation and by `verify`;
+//! - `accept`, `replay`, `migration`: prepared operations with pure `decide`s, run by
+//!   the journal's one transaction runner through the library's `Journal`:
+//!   `accept_ledger_command`, `replay_reserved_charge`, `replay_reserved_reversal`
+//!   and `link_historical_effects`;
+//! - `outcome`: what those operations answer.
+
+pub mod accept;
+pub mod effect;
+pub mod fingerprint;
+pub mod integrity;
+pub mod migration;
+pub mod outcome;
+pub mod replay;
+pub mod reservation;
+pub mod stored;
+
+#[cfg(any(test, feature = "testing"))]
+pub mod fixtures;
+
+pub use crate::identity::LedgerKey;
+pub use effect::{LedgerEffect, Lineage, TransferLeg};
+pub use fingerprint::{
+    Amount, COMPENSATION_SUBTYPE_KEY, CURRENT_FINGERPRINT_VERSION, CommandFamily, EffectPlanItem,
+    Fingerprint, FingerprintInput, Intent, MAX_EFFECTS, MAX_TEXT_BYTES, TRANSFER_KEYS,
+    TransferPlan, V4_EFFECT_KEYS,
+};
+pub use migration::HistoricalCommand;
+pub use outcome::{LedgerOutcome, LedgerReplay, Outcome};
+pub use replay::ReversalAuthority;
+pub use reservation::LedgerScope;

@@ -1,0 +1,248 @@
+//! Accepting a ledger command (`docs/ledger.md`): the reservation and every effect in
+//! one atomic commit, or a comparison with the reservation that already holds the key.
+//!
+//! One read covers the reservation, every effect slot the command would create plus
+//! the next one, and (for a reversal) the original transactions its effects link.
+//! `decide` then:
+//!
+//! ```text
+//! reservation absent, no effect in its slots      -> create reservation + effects (accepted)
+//! reservation absent, an effect in its slots      -> journal_corrupt (nothing written)
+//! reservation present, malformed or incomplete    -> journal_corrupt
+//! reservation present, rows contradict it         -> journal_corrupt
+//!   (integrity digest or rebuilt fingerprint)
+//! reservation present, other scope                -> scope_mismatch
+//! reservation present, version without serializer -> unsupported_fingerprint_version
+//! reservation present, other family               -> replay_mismatch
+//! reservation present, other declared version     -> replay_mismatch
+//! reservation present, other fingerprint          -> replay_mismatch
+//! reservation present, same fingerprint           -> replayed, stored effects, no write
+//! ```
+//!
+//! Every refusal writes nothing. The corruption rows come first: when the stored
+//! rows are what changed, the caller is told `journal_corrupt`, never that its exact
+//! retry is a different command.
+//!
+//! A uniqueness conflict at commit (another caller created the reservation or an
+//! effect first) is never reported: the runner re-reads and this table decides again.
+//!
+//! Decisions this module takes:
+//!
+//! - A new reservation is always made under
+//!   [`CURRENT_FINGERPRINT_VERSION`]; a plan declaring another version is
+//!   `invalid_input` on `fingerprintVersion` when no reservation exists. A retry must
+//!   declare the reservation's stored version (docs/ledger.md, "Accepting a
+//!   command": a version that does not match the existing reservation is a replay
+//!   mismatch); the stored version
+//!   still selects the serializer the plan is re-serialized with.
+//! - An internal transfer must move an amount above zero (`invalid_input` on
+//!   `transfer`); its two effects, a debit and a credit, are derived from it (see
+//!   `stored::transfer_legs`).
+//! - Every effect of a reversal must name, in `original_transaction_id`, an existing
+//!   effect row (1–256 bytes of `[A-Za-z0-9_-]`); a name of another shape, or of a row
+//!   that does not exist when the reversal is first accepted, is `invalid_input` on
+//!   `effects`. The original row and its reservation are only read, never written.
+//! - A reversal must be one its retry's authority can state exactly: every effect
+//!   has the same `actor_seat_id` and the same `mechanism`, every compensating effect
+//!   (compensation cents above zero) the same `compensation_subtype`, and every
+//!   non-compensating effect a null subtype. Any other shape is `invalid_input` on
+//!   `effects`, so every accepted reversal can be replayed.
+//! - An exact replay also re-derives the fingerprint from the stored effects; if
+//!   they no longer produce the stored fingerprint the answer is `journal_corrupt`,
+//!   so a replay never returns effects that are not the accepted ones.
+
+use super::effect::{self, LedgerEffect, TransferLeg};
+use super::fingerprint::{
+    CURRENT_FINGERPRINT_VERSION, CommandFamily, EffectPlanItem, FingerprintInput, check_version,
+};
+use super::outcome::{LedgerOutcome, Outcome};
+use super::replay::reversal_is_replayable;
+use super::reservation::{LedgerScope, ReservationDocument};
+use super::stored::{self, Stored};
+use crate::digest::Digest;
+use crate::error::JournalError;
+use crate::identity::LedgerKey;
+use crate::time::Timestamp;
+use crate::transaction::{Decision, Snapshot, Transition};
+
+/// Longest effect id a reversal may name, in bytes.
+const MAX_ORIGINAL_ID_BYTES: usize = 256;
+
+/// A prepared accept: the validated command, its new-reservation documents'
+/// contents and the captured time.
+#[derive(Debug, Clone)]
+pub struct Accept {
+    key: LedgerKey,
+    reservation_id: Digest,
+    scope: LedgerScope,
+    plan: FingerprintInput,
+    /// The fingerprint of a new reservation (under the current version).
+    fingerprint: Digest,
+    /// The effects a new reservation creates, in order.
+    items: Vec<(EffectPlanItem, Option<TransferLeg>)>,
+    /// For a reversal: the effect ids its effects link, deduplicated, in order.
+    originals: Vec<String>,
+    now: Timestamp,
+}
+
+fn is_original_id(text: &str) -> bool {
+    (1..=MAX_ORIGINAL_ID_BYTES).contains(&text.len())
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+impl Accept {
+    /// Validates the command and derives its effects.
+    pub fn new(
+        key: &LedgerKey,
+        plan: &FingerprintInput,
+        scope: &LedgerScope,
+        now: Timestamp,
+    ) -> Result<Self, JournalError> {
+        let items: Vec<(EffectPlanItem, Option<TransferLeg>)> = match plan.transfer() {
+            Some(transfer) => {
+                let [debit, credit] =
+                    stored::transfer_legs(transfer).ok_or(JournalError::invalid("transfer"))?;
+                vec![
+                    (debit, Some(TransferLeg::Debit)),
+                    (credit, Some(TransferLeg::Credit)),
+                ]
+            }
+            None => plan.effects().iter().map(|e| (e.clone(), None)).collect(),
+        };
+        let mut originals: Vec<String> = Vec::new();
+        if plan.family() == CommandFamily::Reversal {
+            if !reversal_is_replayable(plan.effects()) {
+                return Err(JournalError::invalid("effects"));
+            }
+            for (item, _) in &items {
+                match item.original_transaction_id.as_deref() {
+                    Some(id) if is_original_id(id) => {
+                        if !originals.iter().any(|o| o == id) {
+                            originals.push(id.to_owned());
+                        }
+                    }
+                    _ => return Err(JournalError::invalid("effects")),
+                }
+            }
+        }
+        let fingerprint = plan.fingerprint(CURRENT_FINGERPRINT_VERSION)?.digest;
+        Ok(Self {
+            key: key.clone(),
+            reservation_id: key.reservation_id(),
+            scope: scope.clone(),
+            plan: plan.clone(),
+            fingerprint,
+            items,
+            originals,
+            now,
+        })
+    }
+
+    fn slots(&self) -> Vec<String> {
+        stored::effect_slots(&self.reservation_id, self.items.len())
+    }
+
+    /// The reservation exists: compare, never write.
+    fn replay(&self, stored: &Stored) -> Decision<LedgerOutcome> {
+        let reservation = &stored.reservation;
+        if reservation.scope != self.scope {
+            return Decision::Reject(JournalError::ScopeMismatch);
+        }
+        if let Err(error) = check_version(reservation.fingerprint_version) {
+            return Decision::Reject(error);
+        }
+        if reservation.family != self.plan.family()
+            || reservation.fingerprint_version != self.plan.version()
+        {
+            return Decision::Reject(JournalError::ReplayMismatch);
+        }
+        match stored.fingerprint_matches(&self.plan) {
+            Ok(true) => {}
+            Ok(false) => return Decision::Reject(JournalError::ReplayMismatch),
+            Err(error) => return Decision::Reject(error),
+        }
+        let established = stored
+            .command(self.plan.intent().cloned(), Clone::clone)
+            .and_then(|command| stored.fingerprint_matches(&command));
+        match established {
+            Ok(true) => Decision::Observe(stored.outcome(Outcome::Replayed)),
+            Ok(false) => Decision::Reject(JournalError::corrupt(
+                "ledger effects disagree with their reservation's fingerprint",
+            )),
+            Err(error) => Decision::Reject(error),
+        }
+    }
+
+    /// No reservation and no effect in its slots: create everything.
+    fn create(&self, snapshot: &Snapshot) -> Decision<LedgerOutcome> {
+        if self.plan.version() != CURRENT_FINGERPRINT_VERSION {
+            return Decision::Reject(JournalError::invalid("fingerprintVersion"));
+        }
+        for id in &self.originals {
+            match snapshot.get(&effect::path(id)) {
+                None => return Decision::Reject(JournalError::invalid("effects")),
+                Some(fields) => {
+                    if let Err(error) = LedgerEffect::parse(id, fields) {
+                        return Decision::Reject(error);
+                    }
+                }
+            }
+        }
+        let reservation = ReservationDocument {
+            key: self.key.clone(),
+            reservation_id: self.reservation_id.clone(),
+            family: self.plan.family(),
+            fingerprint: self.fingerprint.clone(),
+            fingerprint_version: CURRENT_FINGERPRINT_VERSION,
+            accepted_at: self.now,
+            effect_ids: Vec::new(),
+            scope: self.scope.clone(),
+            migration_id: None,
+            integrity_digest: None,
+        };
+        match stored::build(reservation, self.items.clone()) {
+            Ok(built) => Decision::Mutate(built.creates(), built.outcome(Outcome::Accepted)),
+            Err(error) => Decision::Reject(error),
+        }
+    }
+}
+
+impl Transition for Accept {
+    type Output = LedgerOutcome;
+
+    fn name(&self) -> crate::transaction::OperationName {
+        crate::transaction::OperationName::LedgerAccept
+    }
+
+    /// A new reservation without originals to link depends on nothing but the
+    /// absence of the reservation, its effect slots and the slot after them. A
+    /// reversal's all-absent decision is a refusal (its originals must exist), so it
+    /// never makes a blind plan and always reads (`docs/ledger.md`).
+    fn blind_create(&self) -> bool {
+        self.originals.is_empty()
+    }
+
+    fn paths(&self) -> Vec<String> {
+        let mut paths = vec![super::reservation::path(&self.reservation_id)];
+        paths.extend(self.slots());
+        for original in self.originals.iter().map(|id| effect::path(id)) {
+            if !paths.contains(&original) {
+                paths.push(original);
+            }
+        }
+        paths
+    }
+
+    fn decide(&self, snapshot: &Snapshot) -> Decision<LedgerOutcome> {
+        match stored::load(snapshot, &self.reservation_id, &self.slots()) {
+            Err(step) => step.decision(),
+            Ok(Some(stored)) => self.replay(&stored),
+            Ok(None) => self.create(snapshot),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,157 @@
+//! Whether a stored reservation's effect rows are still the ones it accepted: the
+//! integrity digest a new reservation stores, and the fingerprint rebuilt from the
+//! rows for the families whose fingerprint the rows alone determine.
+//!
+//! Pure: no I/O, no clock. `docs/ledger.md` ("Integrity of stored effects") is the
+//! reference; in short:
+//!
+//! - **Integrity digest** (`integrityDigest`, reservation schema version 2, written in
+//!   the same commit as the reservation and its effects by every new accept, every
+//!   family): [`frame_digest`] with domain [`INTEGRITY_DOMAIN`], version
+//!   [`INTEGRITY_VERSION`], then the parts reservation id, command family, fingerprint,
+//!   fingerprint version (decimal), acceptance time (decimal microseconds since the
+//!   Unix epoch), scoped seat, scoped actor, and then, in index order, one part per
+//!   effect row: the RFC 8785 canonical JSON of **every** stored field of the row
+//!   (`row_canonical`). Version-1 reservations (accepted before the digest, and
+//!   every reservation a migration links) have none and are not covered by it.
+//! - **Rebuilt fingerprint**: for a canonical reservation (`migrationId` null) of the
+//!   `effect_plan`, `reversal` or `internal_transfer` family under a version with a
+//!   serializer here (4 or 5), the command rebuilt from the stored rows (the effect
+//!   vector as stored, intent null; a transfer from its credit leg) must hash to the
+//!   stored fingerprint. A reversal's covered authority (actor, mechanism and, under
+//!   version 5, compensation subtype) is stored in every row, so it is covered. The
+//!   charge families bind a business tuple the rows do not store, so only the digest
+//!   covers them; versions 1–3 (no serializer) and migration-linked reservations (whose
+//!   fingerprint the migration proved and which is stored as given) are not rebuilt.
+//!
+//! The digest is not a secret-keyed MAC: it detects rows edited after acceptance by
+//! anything that does not also recompute the digest, such as an operator's repair, a
+//! bad deploy or a partial restore.
+
+use super::effect::{LedgerEffect, TransferLeg};
+use super::fingerprint::{Amount, CommandFamily, check_version};
+use crate::digest::{Digest, frame_digest};
+use crate::ledger::reservation::ReservationDocument;
+use serde_json::{Map, Value};
+
+/// The integrity digest's framing domain.
+pub const INTEGRITY_DOMAIN: &str = "command-journal.ledger-integrity";
+/// The integrity digest's framing version.
+pub const INTEGRITY_VERSION: u32 = 1;
+
+/// A way the stored rows contradict their reservation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Contradiction {
+    /// The reservation and rows do not produce the stored `integrityDigest`.
+    Digest,
+    /// The command rebuilt from the rows does not produce the stored fingerprint.
+    Fingerprint,
+}
+
+/// The canonical JSON of one effect row: an object with every stored field under its
+/// stored camelCase name — `effectSchemaVersion` (1), `effectId`, `lineage`,
+/// `reservationId`, `effectIndex`, `migrationId`, `transferLeg`, the thirteen effect
+/// fields (`seatId` … `compensationSubtype`, texts and amounts as strings or null,
+/// `compensationAmountCents` an integer) and `acceptedAt` as a string of decimal
+/// microseconds since the Unix epoch. `None` only if canonicalization fails.
+pub fn row_canonical(effect: &LedgerEffect) -> Option<String> {
+    let item = &effect.item;
+    let text = |v: &Option<String>| v.as_ref().map_or(Value::Null, |s| Value::from(s.as_str()));
+    let mut map = Map::new();
+    let mut put = |key: &str, value: Value| {
+        map.insert(key.to_owned(), value);
+    };
+    put("effectSchemaVersion", Value::from(1));
+    put("effectId", Value::from(effect.effect_id.as_str()));
+    put("lineage", Value::from(effect.lineage.as_str()));
+    put(
+        "reservationId",
+        effect
+            .reservation_id
+            .as_ref()
+            .map_or(Value::Null, |r| Value::from(r.as_str())),
+    );
+    put(
+        "effectIndex",
+        effect.effect_index.map_or(Value::Null, Value::from),
+    );
+    put("migrationId", text(&effect.migration_id));
+    put(
+        "transferLeg",
+        effect
+            .transfer_leg
+            .map_or(Value::Null, |leg| Value::from(TransferLeg::as_str(leg))),
+    );
+    put("seatId", text(&item.seat_id));
+    put("targetSeatId", text(&item.target_seat_id));
+    put("actorSeatId", text(&item.actor_seat_id));
+    put("mechanism", text(&item.mechanism));
+    put(
+        "amount",
+        item.amount
+            .as_ref()
+            .map_or(Value::Null, |a| Value::from(Amount::as_str(a))),
+    );
+    put("accountType", text(&item.account_type));
+    put("type", text(&item.r#type));
+    put("originalTransactionId", text(&item.original_transaction_id));
+    put("policyId", text(&item.policy_id));
+    put(
+        "compensationOriginLocator",
+        text(&item.compensation_origin_locator),
+    );
+    put(
+        "compensationAmountCents",
+        Value::from(item.compensation_amount_cents),
+    );
+    put(
+        "correctionIntentLocator",
+        text(&item.correction_intent_locator),
+    );
+    put("compensationSubtype", text(&item.compensation_subtype));
+    put(
+        "acceptedAt",
+        Value::from(effect.accepted_at.micros().to_string()),
+    );
+    serde_json_canonicalizer::to_string(&Value::Object(map)).ok()
+}
+
+/// The integrity digest of `reservation` (its own digest field is not an input) and
+/// its rows `effects`, in index order. `None` only if a row cannot be canonicalized.
+pub fn integrity_digest(
+    reservation: &ReservationDocument,
+    effects: &[LedgerEffect],
+) -> Option<Digest> {
+    let rows = effects
+        .iter()
+        .map(row_canonical)
+        .collect::<Option<Vec<String>>>()?;
+    let version = reservation.fingerprint_version.to_string();
+    let accepted = reservation.accepted_at.micros().to_string();
+    let mut parts: Vec<&[u8]> = vec![
+        reservation.reservation_id.as_str().as_bytes(),
+        reservation.family.as_str().as_bytes(),
+        reservation.fingerprint.as_str().as_bytes(),
+        version.as_bytes(),
+        accepted.as_bytes(),
+        reservation.scope.seat_id().as_bytes(),
+        reservation.scope.actor_seat_id().as_bytes(),
+    ];
+    parts.extend(rows.iter().map(String::as_bytes));
+    Some(frame_digest(INTEGRITY_DOMAIN, INTEGRITY_VERSION, &parts))
+}
+
+/// True when the stored rows alone determine the reservation's fingerprint and this
+/// crate can rebuild it: canonical, a family without a business tuple, a version with
+/// a serializer.
+pub fn fingerprint_is_rebuilt(reservation: &ReservationDocument) -> bool {
+    reservation.migration_id.is_none()
+        && matches!(
+            reservation.family,
+            CommandFamily::EffectPlan | CommandFamily::Reversal | CommandFamily::InternalTransfer
+        )
+        && check_version(reservation.fingerprint_version).is_ok()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,316 @@
+//! `ledgerReservations/{reservationId}`: the immutable command reservation, parsed
+//! strictly.
+//!
+//! Stored fields (camelCase, all always present in their schema version):
+//!
+//! | field | type |
+//! |---|---|
+//! | `reservationSchemaVersion` | integer 1 (written before the integrity digest, and still by `link_historical_effects`) or 2 (every reservation `accept_ledger_command` creates) |
+//! | `reservationId` | 64 lowercase hex, equal to the document id and to the digest of the three key parts |
+//! | `classId`, `featCode`, `idempotencyKey` | the reservation identity (1–1024 bytes, no control characters) |
+//! | `commandFamily` | a [`CommandFamily`] name |
+//! | `fingerprint` | 64 lowercase hex |
+//! | `fingerprintVersion` | integer 1–9999, stored as accepted (a version without a serializer here is `unsupported_fingerprint_version` when used, not corruption) |
+//! | `acceptedAt` | timestamp |
+//! | `effectIds` | array of 1–256 strings, exactly `{reservationId}_{i:04}` for i = 0, 1, … (two for `internal_transfer`); for a historical reservation either that or the distinct ids of the imported rows it links, in accepted creation order |
+//! | `scopeSeatId`, `scopeActorSeatId` | the scoped seat and actor replay checks |
+//! | `migrationId` | null for a canonical reservation; the migration id for one created by `link_historical_effects` |
+//! | `integrityDigest` | version 2 only: 64 lowercase hex, the [`integrity`](super::integrity) digest over the reservation's accepted command and its effect rows; a version-2 reservation is always canonical (`migrationId` null) |
+//!
+//! Each version has its exact field set: version 1 the first thirteen fields, version 2
+//! those and `integrityDigest`. Whether the digest still matches the rows is not the
+//! codec's concern (it reads one document); [`stored::load`](super::stored::load) and
+//! `verify` check it.
+//!
+//! The document is never replaced or deleted by this crate.
+
+use super::effect::{self, is_migration_id};
+use crate::digest::Digest;
+use crate::document::fields::{self, FieldMap, Strict};
+use crate::document::value::ValueType;
+use crate::document::value::{ArrayValue, Value};
+use crate::error::JournalError;
+use crate::identity::{LedgerKey, MAX_LEDGER_PART_BYTES};
+use crate::ledger::fingerprint::{CommandFamily, MAX_EFFECTS};
+use crate::time::Timestamp;
+
+/// The collection of reservations.
+pub const COLLECTION: &str = "ledgerReservations";
+const KIND: &str = "malformed ledger reservation";
+/// The exact field set of a version-1 reservation.
+pub const FIELDS_V1: [&str; 13] = [
+    "reservationSchemaVersion",
+    "reservationId",
+    "classId",
+    "featCode",
+    "idempotencyKey",
+    "commandFamily",
+    "fingerprint",
+    "fingerprintVersion",
+    "acceptedAt",
+    "effectIds",
+    "scopeSeatId",
+    "scopeActorSeatId",
+    "migrationId",
+];
+/// Version 2: version 1's fields and the integrity digest.
+pub const FIELDS_V2: [&str; 14] = [
+    "reservationSchemaVersion",
+    "reservationId",
+    "classId",
+    "featCode",
+    "idempotencyKey",
+    "commandFamily",
+    "fingerprint",
+    "fingerprintVersion",
+    "acceptedAt",
+    "effectIds",
+    "scopeSeatId",
+    "scopeActorSeatId",
+    "migrationId",
+    "integrityDigest",
+];
+/// The schema version of a reservation carrying `integrityDigest`.
+const SCHEMA_WITH_DIGEST: i64 = 2;
+/// Largest stored fingerprint version the codec accepts as well formed.
+const MAX_STORED_VERSION: i64 = 9999;
+
+/// The scoped principal of a ledger command: the seat it acts on and the acting seat.
+///
+/// Stored on the reservation and checked on every replay independently of the
+/// reservation namespace `(class_id, feat_code, idempotency_key)` and of the
+/// fingerprint: a replay from another seat or actor is `scope_mismatch`. Each part is
+/// 1–1024 bytes with no control characters (`invalid_input` on `scope`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct LedgerScope {
+    seat_id: String,
+    actor_seat_id: String,
+}
+
+fn scope_part(text: &str) -> bool {
+    (1..=MAX_LEDGER_PART_BYTES).contains(&text.len()) && !text.chars().any(char::is_control)
+}
+
+impl LedgerScope {
+    /// Validates the scoped seat and actor.
+    pub fn new(seat_id: &str, actor_seat_id: &str) -> Result<Self, JournalError> {
+        if scope_part(seat_id) && scope_part(actor_seat_id) {
+            Ok(Self {
+                seat_id: seat_id.to_owned(),
+                actor_seat_id: actor_seat_id.to_owned(),
+            })
+        } else {
+            Err(JournalError::invalid("scope"))
+        }
+    }
+
+    /// The scoped seat.
+    pub fn seat_id(&self) -> &str {
+        &self.seat_id
+    }
+
+    /// The acting seat.
+    pub fn actor_seat_id(&self) -> &str {
+        &self.actor_seat_id
+    }
+}
+
+/// The reservation's path relative to the documents root.
+pub fn path(reservation_id: &Digest) -> String {
+    format!("{COLLECTION}/{reservation_id}")
+}
+
+/// A parsed reservation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReservationDocument {
+    /// The identity; its reservation id equals the document id.
+    pub key: LedgerKey,
+    /// The reservation id (the document id): the digest of the ledger key.
+    pub reservation_id: Digest,
+    /// The command family the reservation was accepted for.
+    pub family: CommandFamily,
+    /// The replay fingerprint of the accepted command.
+    pub fingerprint: Digest,
+    /// The serializer version of `fingerprint`.
+    pub fingerprint_version: u32,
+    /// When the reservation was accepted (its creating commit's time).
+    pub accepted_at: Timestamp,
+    /// Exactly `effect::effect_id(reservation_id, i)` for each index, in order.
+    pub effect_ids: Vec<String>,
+    /// The scope the ledger key belongs to.
+    pub scope: LedgerScope,
+    /// `Some` exactly for a reservation created by the historical migration.
+    pub migration_id: Option<String>,
+    /// The stored `integrityDigest`: `Some` exactly for schema version 2 (always
+    /// canonical); `None` for version 1.
+    pub integrity_digest: Option<Digest>,
+}
+
+fn corrupt() -> JournalError {
+    JournalError::corrupt(KIND)
+}
+
+/// The `effectIds` array: strings only.
+fn string_array(map: &FieldMap, name: &str) -> Result<Vec<String>, JournalError> {
+    match map.get(name).and_then(|v| v.value_type.as_ref()) {
+        Some(ValueType::ArrayValue(array)) => array
+            .values
+            .iter()
+            .map(|v| match &v.value_type {
+                Some(ValueType::StringValue(s)) => Ok(s.clone()),
+                _ => Err(corrupt()),
+            })
+            .collect(),
+        _ => Err(corrupt()),
+    }
+}
+
+/// True when `ids` are exactly the derived effect ids of `reservation_id`, in order,
+/// and their count suits `family`.
+pub fn effect_ids_hold(
+    reservation_id: &Digest,
+    family: CommandFamily,
+    historical: bool,
+    ids: &[String],
+) -> bool {
+    let count_ok = if family == CommandFamily::InternalTransfer {
+        ids.len() == 2
+    } else {
+        (1..=MAX_EFFECTS).contains(&ids.len())
+    };
+    let derived = ids
+        .iter()
+        .enumerate()
+        .all(|(i, id)| *id == effect::effect_id(reservation_id, i));
+    let imported = historical
+        && ids.iter().all(|id| effect::is_legacy_effect_id(id))
+        && ids.iter().enumerate().all(|(i, id)| !ids[..i].contains(id));
+    count_ok && (derived || imported)
+}
+
+/// True when the reservation links imported rows by their own ids rather than owning
+/// effects at derived ids.
+pub fn links_imported_rows(reservation_id: &Digest, ids: &[String]) -> bool {
+    ids.first()
+        .is_some_and(|id| *id != effect::effect_id(reservation_id, 0))
+}
+
+impl ReservationDocument {
+    /// Parses strictly; `document_id` is the id the document was read under.
+    pub fn parse(document_id: &str, map: &FieldMap) -> Result<Self, JournalError> {
+        let with_digest = matches!(
+            map.get("reservationSchemaVersion")
+                .and_then(|v| v.value_type.as_ref()),
+            Some(ValueType::IntegerValue(SCHEMA_WITH_DIGEST))
+        );
+        let f = if with_digest {
+            Strict::new(map, &FIELDS_V2, KIND)?
+        } else {
+            let f = Strict::new(map, &FIELDS_V1, KIND)?;
+            f.int_in("reservationSchemaVersion", 1..=1)?;
+            f
+        };
+        let key = LedgerKey::new(
+            f.string("classId")?,
+            f.string("featCode")?,
+            f.string("idempotencyKey")?,
+        )
+        .map_err(|_| f.corrupt("ledger key"))?;
+        let reservation_id = f.digest("reservationId")?;
+        if reservation_id.as_str() != document_id || reservation_id != key.reservation_id() {
+            return Err(f.corrupt("reservationId"));
+        }
+        let family = f.parsed("commandFamily", CommandFamily::parse)?;
+        let version = f.int_in("fingerprintVersion", 1..=MAX_STORED_VERSION)?;
+        let migration_id = f.nullable("migrationId", |s| {
+            if is_migration_id(s) {
+                Ok(s.to_owned())
+            } else {
+                Err(())
+            }
+        })?;
+        let effect_ids = string_array(map, "effectIds")?;
+        if !effect_ids_hold(&reservation_id, family, migration_id.is_some(), &effect_ids) {
+            return Err(f.corrupt("effectIds"));
+        }
+        let scope = LedgerScope::new(f.string("scopeSeatId")?, f.string("scopeActorSeatId")?)
+            .map_err(|_| f.corrupt("scope"))?;
+        let integrity_digest = if with_digest {
+            if migration_id.is_some() {
+                return Err(f.corrupt("integrityDigest"));
+            }
+            Some(f.digest("integrityDigest")?)
+        } else {
+            None
+        };
+        Ok(Self {
+            key,
+            reservation_id,
+            family,
+            fingerprint: f.digest("fingerprint")?,
+            fingerprint_version: u32::try_from(version).map_err(|_| corrupt())?,
+            accepted_at: f.timestamp("acceptedAt")?,
+            effect_ids,
+            scope,
+            migration_id,
+            integrity_digest,
+        })
+    }
+
+    /// The exact stored field map: schema version 2 with `integrityDigest` when the
+    /// reservation carries one, version 1 otherwise.
+    pub fn encode(&self) -> FieldMap {
+        let ids = self
+            .effect_ids
+            .iter()
+            .map(|id| fields::string(id.as_str()))
+            .collect();
+        let schema = if self.integrity_digest.is_some() {
+            SCHEMA_WITH_DIGEST
+        } else {
+            1
+        };
+        let mut map = fields::map([
+            ("reservationSchemaVersion", fields::int(schema)),
+            (
+                "reservationId",
+                fields::string(self.reservation_id.as_str()),
+            ),
+            ("classId", fields::string(self.key.class_id())),
+            ("featCode", fields::string(self.key.feat_code())),
+            ("idempotencyKey", fields::string(self.key.idempotency_key())),
+            ("commandFamily", fields::string(self.family.as_str())),
+            ("fingerprint", fields::string(self.fingerprint.as_str())),
+            (
+                "fingerprintVersion",
+                fields::int(i64::from(self.fingerprint_version)),
+            ),
+            ("acceptedAt", fields::timestamp(self.accepted_at)),
+            (
+                "effectIds",
+                Value {
+                    value_type: Some(ValueType::ArrayValue(ArrayValue { values: ids })),
+                },
+            ),
+            ("scopeSeatId", fields::string(self.scope.seat_id())),
+            (
+                "scopeActorSeatId",
+                fields::string(self.scope.actor_seat_id()),
+            ),
+            (
+                "migrationId",
+                fields::nullable_string(self.migration_id.as_deref()),
+            ),
+        ]);
+        if let Some(digest) = &self.integrity_digest {
+            map.insert(
+                "integrityDigest".to_owned(),
+                fields::string(digest.as_str()),
+            );
+        }
+        map
+    }
+}
+
+#[cfg(test)]
+mod tests;

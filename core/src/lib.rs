@@ -1,0 +1,54 @@
+//! The pure core of command-journal: everything the journal decides, and nothing that
+//! does I/O.
+//!
+//! Every operation of the journal is a [`transaction::Transition`]: the document paths
+//! it reads, and a pure `decide` over its validated inputs, one captured
+//! [`time::Timestamp`] and the strictly parsed documents read, answering a
+//! [`transaction::Decision`] (the writes, each with its precondition, and the output).
+//! The sans-I/O [`attempt`] machine says what to read, commit or answer next; the
+//! library's gRPC runner and the in-memory store of [`testing`] both drive it, so one
+//! contract is tested without Firestore and run against it.
+//!
+//! Purity is a dependency rule, not a convention: this package depends on no async
+//! runtime, no gRPC stack and no Firestore client (`.ci/run` checks its tree for
+//! tokio, tonic, gcloud-sdk and firestore), so a transition cannot do I/O without a
+//! compile error.
+//!
+//! - inputs: [`identity`] (each validated input, its limits, the framed digests),
+//!   [`digest`], [`strict_json`], [`time`];
+//! - documents: [`document`] (the strict codecs and the value type),
+//!   [`envelope`] (result envelopes), [`fence`];
+//! - transitions: [`registration`], [`lease`], [`start`], [`sends`] (the provider send
+//!   layer), [`ledger`], [`transaction`] (the contract), [`attempt`] (the machine);
+//! - the one-call protocol's decisions: [`execute`];
+//! - the verifier's checks: [`verify`];
+//! - errors: [`error`] (one closed [`error::JournalError`] with stable codes) and
+//!   [`expected`] (the rule behind every `invalid_input` field).
+//!
+//! This package is the library's engine, not its interface: services use the
+//! `command-journal` library, which re-exports what a handler needs.
+
+#![deny(missing_docs)]
+
+pub mod attempt;
+pub mod digest;
+pub mod document;
+pub mod envelope;
+pub mod error;
+pub mod execute;
+pub mod expected;
+pub mod fence;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
+pub mod identity;
+pub mod lease;
+pub mod ledger;
+pub mod registration;
+pub mod sends;
+pub mod start;
+pub mod strict_json;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
+pub mod time;
+pub mod transaction;
+pub mod verify;

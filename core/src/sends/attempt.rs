@@ -1,0 +1,299 @@
+//! `checkoutRequests/{commandKeyHash}/providerSends/current`: the command's current
+//! provider attempt, replaced by every send mutation. Earlier attempts live on only
+//! in the audit chain (`auditEvents/provider_send_…`).
+//!
+//! Two versions are read: `sendSchemaVersion` 1 (13 fields) and 2, which adds
+//! `resultStored` (true exactly when the attempt succeeded with a result envelope,
+//! stored in `results/current` by the same commit). Every write is version 2.
+
+use super::plan::MAX_ATTEMPT;
+use crate::digest::Digest;
+use crate::document::MAX_REVISION;
+use crate::document::fields::{self, FieldMap, Strict};
+use crate::error::JournalError;
+use crate::time::Timestamp;
+
+/// The `journal_corrupt` reason of a malformed send document.
+pub const KIND: &str = "malformed provider send document";
+/// The send document version every write uses.
+pub const VERSION: i64 = 2;
+/// The fields of a version-2 send document: version 1's and `resultStored`.
+pub const FIELDS: [&str; 14] = [
+    "sendSchemaVersion",
+    "commandKeyHash",
+    "sendRevision",
+    "attempt",
+    "state",
+    "firstSentAt",
+    "firstSentFenceEpoch",
+    "sendCutoffAt",
+    "lastSentAt",
+    "lastSentFenceEpoch",
+    "outcomeAt",
+    "outcomeFenceEpoch",
+    "outcomeSource",
+    "resultStored",
+];
+/// The fields of a version-1 send document: version 2's without `resultStored`.
+pub const FIELDS_V1: &[&str] = FIELDS.split_at(FIELDS.len() - 1).0;
+
+/// The send document's path relative to the documents root.
+pub fn path(hash: &Digest) -> String {
+    format!(
+        "{}/{hash}/providerSends/current",
+        crate::document::root::COLLECTION
+    )
+}
+
+/// The state of the current attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttemptState {
+    /// A permit was issued; the outcome is unknown.
+    Sending,
+    /// The sender recorded a timeout, 5xx or lost connection: still unknown.
+    Ambiguous,
+    /// Reconciliation proved the provider has no object for the attempt's key.
+    Absent,
+    /// The provider succeeded; the command succeeded in the same commit.
+    Succeeded,
+    /// The provider refused finally; the command failed in the same commit.
+    Declined,
+}
+
+impl AttemptState {
+    /// The stored text.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Sending => "sending",
+            Self::Ambiguous => "ambiguous",
+            Self::Absent => "absent",
+            Self::Succeeded => "succeeded",
+            Self::Declined => "declined",
+        }
+    }
+
+    /// The state stored as `text`; `None` for any other text.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "sending" => Some(Self::Sending),
+            "ambiguous" => Some(Self::Ambiguous),
+            "absent" => Some(Self::Absent),
+            "succeeded" => Some(Self::Succeeded),
+            "declined" => Some(Self::Declined),
+            _ => None,
+        }
+    }
+
+    /// Whether the provider outcome of the attempt is unknown (`sending`, `ambiguous`).
+    pub fn outcome_unknown(self) -> bool {
+        matches!(self, Self::Sending | Self::Ambiguous)
+    }
+}
+
+/// Who recorded the attempt's outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutcomeSource {
+    /// `record_send_outcome`, by the fence that last sent.
+    SendOutcome,
+    /// `reconcile_send`, by a holder of the lease.
+    Reconciliation,
+}
+
+impl OutcomeSource {
+    /// The stored name (`send_outcome`, `reconciliation`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::SendOutcome => "send_outcome",
+            Self::Reconciliation => "reconciliation",
+        }
+    }
+
+    fn parse(text: &str) -> Result<Self, ()> {
+        match text {
+            "send_outcome" => Ok(Self::SendOutcome),
+            "reconciliation" => Ok(Self::Reconciliation),
+            _ => Err(()),
+        }
+    }
+}
+
+/// A recorded outcome: when, by which fence, through which operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outcome {
+    /// The journal's time of the recording.
+    pub at: Timestamp,
+    /// The fence of the caller that recorded it.
+    pub fence_epoch: i64,
+    /// The operation that recorded it.
+    pub source: OutcomeSource,
+}
+
+/// A parsed send document whose own field relations hold (the cutoff against the
+/// plan's retention is checked where both are known).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SendAttempt {
+    /// `sendSchemaVersion`: 1 or 2; every write is [`VERSION`].
+    pub version: i64,
+    /// The command's key hash (the parent document's id).
+    pub command_key_hash: Digest,
+    /// The revision of the send audit chain; its event is the document's partner.
+    pub send_revision: i64,
+    /// 1..=9999.
+    pub attempt: i64,
+    /// The attempt's state.
+    pub state: AttemptState,
+    /// When the attempt was opened (its first permit).
+    pub first_sent_at: Timestamp,
+    /// The fence of the lease that opened the attempt.
+    pub first_sent_fence_epoch: i64,
+    /// `firstSentAt + retention − retention/4`.
+    pub send_cutoff_at: Timestamp,
+    /// The latest permit: the opening one, or a re-send by a later fence.
+    pub last_sent_at: Timestamp,
+    /// The fence of the lease of the latest permit.
+    pub last_sent_fence_epoch: i64,
+    /// `None` while `sending`.
+    pub outcome: Option<Outcome>,
+    /// Version 2: the success stored a result envelope in `results/current` (false
+    /// for version 1, which did not say).
+    pub result_stored: bool,
+}
+
+impl SendAttempt {
+    /// Parses strictly; `hash` is the command the document was read under.
+    pub fn parse(hash: &Digest, map: &FieldMap) -> Result<Self, JournalError> {
+        let version = if map.len() == FIELDS.len() { 2 } else { 1 };
+        let expected: &[&str] = if version == 2 { &FIELDS } else { FIELDS_V1 };
+        let f = Strict::new(map, expected, KIND)?;
+        f.int_in("sendSchemaVersion", version..=version)?;
+        let command_key_hash = f.digest("commandKeyHash")?;
+        if &command_key_hash != hash {
+            return Err(f.corrupt("commandKeyHash"));
+        }
+        let at = f.nullable_timestamp("outcomeAt")?;
+        let fence = f.nullable_int_in("outcomeFenceEpoch", 1..=MAX_REVISION)?;
+        let source = f.nullable("outcomeSource", OutcomeSource::parse)?;
+        let outcome = match (at, fence, source) {
+            (None, None, None) => None,
+            (Some(at), Some(fence_epoch), Some(source)) => Some(Outcome {
+                at,
+                fence_epoch,
+                source,
+            }),
+            _ => return Err(f.corrupt("outcome")),
+        };
+        let result_stored = if version == 2 {
+            f.boolean("resultStored")?
+        } else {
+            false
+        };
+        let attempt = Self {
+            version,
+            command_key_hash,
+            send_revision: f.int_in("sendRevision", 1..=MAX_REVISION)?,
+            attempt: f.int_in("attempt", 1..=MAX_ATTEMPT)?,
+            state: f.parsed("state", |t| AttemptState::parse(t).ok_or(()))?,
+            first_sent_at: f.timestamp("firstSentAt")?,
+            first_sent_fence_epoch: f.int_in("firstSentFenceEpoch", 1..=MAX_REVISION)?,
+            send_cutoff_at: f.timestamp("sendCutoffAt")?,
+            last_sent_at: f.timestamp("lastSentAt")?,
+            last_sent_fence_epoch: f.int_in("lastSentFenceEpoch", 1..=MAX_REVISION)?,
+            outcome,
+            result_stored,
+        };
+        if !attempt.relations_hold() {
+            return Err(f.corrupt("relations"));
+        }
+        Ok(attempt)
+    }
+
+    /// Whether the latest permit was a re-send by a later fence.
+    pub fn resent(&self) -> bool {
+        self.last_sent_fence_epoch != self.first_sent_fence_epoch
+    }
+
+    /// The time of the latest mutation: the partner event's `occurredAt`.
+    pub fn updated_at(&self) -> Timestamp {
+        self.outcome.map_or(self.last_sent_at, |o| o.at)
+    }
+
+    /// The fence of the latest mutation: the partner event's `fenceEpoch`.
+    pub fn updated_by(&self) -> i64 {
+        self.outcome
+            .map_or(self.last_sent_fence_epoch, |o| o.fence_epoch)
+    }
+
+    /// `docs/providers.md`, "providerSends/current": the document's own invariants.
+    fn relations_hold(&self) -> bool {
+        let resend_fits = if self.resent() {
+            self.last_sent_fence_epoch > self.first_sent_fence_epoch
+                && self.last_sent_at > self.first_sent_at
+        } else {
+            self.last_sent_at == self.first_sent_at
+        };
+        let sent_before_cutoff =
+            self.first_sent_at < self.send_cutoff_at && self.last_sent_at < self.send_cutoff_at;
+        // Every attempt before this one was opened and recorded absent.
+        let chain_fits = self.send_revision >= 2 * self.attempt - 1;
+        let outcome_fits = match (self.state, self.outcome) {
+            (AttemptState::Sending, None) => true,
+            (AttemptState::Sending, Some(_)) | (_, None) => false,
+            (state, Some(o)) => {
+                let source_fits = match state {
+                    AttemptState::Ambiguous => o.source == OutcomeSource::SendOutcome,
+                    AttemptState::Absent => o.source == OutcomeSource::Reconciliation,
+                    _ => true,
+                };
+                let fence_fits = match o.source {
+                    OutcomeSource::SendOutcome => o.fence_epoch == self.last_sent_fence_epoch,
+                    OutcomeSource::Reconciliation => o.fence_epoch >= self.last_sent_fence_epoch,
+                };
+                source_fits && fence_fits && o.at >= self.last_sent_at
+            }
+        };
+        let result_fits = !self.result_stored || self.state == AttemptState::Succeeded;
+        resend_fits && sent_before_cutoff && chain_fits && outcome_fits && result_fits
+    }
+
+    /// The exact stored field map.
+    pub fn encode(&self) -> FieldMap {
+        let outcome_at = self
+            .outcome
+            .map_or_else(fields::null, |o| fields::timestamp(o.at));
+        let outcome_fence = self
+            .outcome
+            .map_or_else(fields::null, |o| fields::int(o.fence_epoch));
+        let outcome_source = fields::nullable_string(self.outcome.map(|o| o.source.as_str()));
+        let mut map = fields::map([
+            ("sendSchemaVersion", fields::int(self.version)),
+            (
+                "commandKeyHash",
+                fields::string(self.command_key_hash.as_str()),
+            ),
+            ("sendRevision", fields::int(self.send_revision)),
+            ("attempt", fields::int(self.attempt)),
+            ("state", fields::string(self.state.as_str())),
+            ("firstSentAt", fields::timestamp(self.first_sent_at)),
+            (
+                "firstSentFenceEpoch",
+                fields::int(self.first_sent_fence_epoch),
+            ),
+            ("sendCutoffAt", fields::timestamp(self.send_cutoff_at)),
+            ("lastSentAt", fields::timestamp(self.last_sent_at)),
+            (
+                "lastSentFenceEpoch",
+                fields::int(self.last_sent_fence_epoch),
+            ),
+            ("outcomeAt", outcome_at),
+            ("outcomeFenceEpoch", outcome_fence),
+            ("outcomeSource", outcome_source),
+        ]);
+        if self.version >= 2 {
+            map.insert(
+                "resultStored".to_owned(),
+                fields::boolean(self.result_stored),
+            );
+        }
+        map
+    }
+}

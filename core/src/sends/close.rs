@@ -1,0 +1,131 @@
+//! Recording what the provider did with an attempt, shared by `record_send_outcome`
+//! and `reconcile_send`: an exact retry of a closed attempt, and the one commit that
+//! records an outcome (joined with B2B's terminal transition when it ends the command).
+
+use super::attempt::{self, AttemptState, Outcome, OutcomeSource, SendAttempt};
+use super::event::SendEventType;
+use super::load::SendState;
+use super::mutation::{end_command, next_revision, record};
+use super::output::SendOutcomeOutput;
+use crate::digest::Digest;
+use crate::document::lifecycle::Lifecycle;
+use crate::error::JournalError;
+use crate::lease::{LeaseCall, TerminalOutput, TerminalRequest};
+use crate::transaction::{Decision, Snapshot, Step};
+
+/// What the caller reports about the attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Finding {
+    /// Success, with the command-bound commitment of the terminal reference.
+    Succeeded(Digest),
+    /// A final provider refusal.
+    Declined,
+    /// Still unknown (`record_send_outcome` only).
+    Ambiguous,
+    /// The provider has no object for the key (`reconcile_send` only).
+    Absent,
+}
+
+impl Finding {
+    fn state(&self) -> AttemptState {
+        match self {
+            Self::Succeeded(_) => AttemptState::Succeeded,
+            Self::Declined => AttemptState::Declined,
+            Self::Ambiguous => AttemptState::Ambiguous,
+            Self::Absent => AttemptState::Absent,
+        }
+    }
+
+    fn event_type(&self, source: OutcomeSource) -> SendEventType {
+        match (self, source) {
+            (Self::Succeeded(_), OutcomeSource::SendOutcome) => SendEventType::Succeeded,
+            (Self::Declined, OutcomeSource::SendOutcome) => SendEventType::Declined,
+            (Self::Succeeded(_), OutcomeSource::Reconciliation) => {
+                SendEventType::ReconciledSucceeded
+            }
+            (Self::Declined, OutcomeSource::Reconciliation) => SendEventType::ReconciledDeclined,
+            (Self::Ambiguous, _) => SendEventType::Ambiguous,
+            (Self::Absent, _) => SendEventType::ReconciledAbsent,
+        }
+    }
+
+    /// The answer once the finding is recorded.
+    pub fn output(&self, attempt: i64) -> SendOutcomeOutput {
+        match self {
+            Self::Succeeded(_) => SendOutcomeOutput::Terminal(TerminalOutput::Succeeded),
+            Self::Declined => SendOutcomeOutput::Terminal(TerminalOutput::FailedFinal),
+            Self::Ambiguous => SendOutcomeOutput::Ambiguous { attempt },
+            Self::Absent => SendOutcomeOutput::Absent { attempt },
+        }
+    }
+}
+
+/// An attempt that is closed (the command terminal): the same finding observes,
+/// anything else is `terminal_conflict`.
+pub fn closed_retry(
+    lifecycle: &Lifecycle,
+    attempt: &SendAttempt,
+    finding: &Finding,
+) -> Result<Decision<SendOutcomeOutput>, Step> {
+    let same = match (attempt.state, finding) {
+        (AttemptState::Succeeded, Finding::Succeeded(commitment)) => {
+            lifecycle.terminal_commitment.as_ref() == Some(commitment)
+        }
+        (AttemptState::Declined, Finding::Declined) => true,
+        _ => false,
+    };
+    if same {
+        Ok(Decision::Observe(finding.output(attempt.attempt)))
+    } else {
+        Err(Step::Reject(JournalError::TerminalConflict))
+    }
+}
+
+/// Records `finding` on the open attempt in `state` in one commit: the send document,
+/// its event and, for success or a final refusal, B2B's terminal transition.
+/// `with_result`: a success whose envelope the same commit stores (`results/current`),
+/// marked on the send document.
+pub fn record_finding(
+    call: &LeaseCall,
+    fence: i64,
+    state: &SendState,
+    finding: &Finding,
+    source: OutcomeSource,
+    snapshot: &Snapshot,
+    with_result: bool,
+) -> Result<Decision<SendOutcomeOutput>, Step> {
+    let before = &state.attempt;
+    let after = SendAttempt {
+        version: attempt::VERSION,
+        send_revision: next_revision(Some(before))?,
+        state: finding.state(),
+        outcome: Some(Outcome {
+            at: call.now(),
+            fence_epoch: fence,
+            source,
+        }),
+        result_stored: with_result && matches!(finding, Finding::Succeeded(_)),
+        ..before.clone()
+    };
+    let hash = call.hash();
+    let mut writes = match finding {
+        Finding::Succeeded(commitment) => {
+            end_command(
+                call,
+                fence,
+                TerminalRequest::Succeed(commitment.clone()),
+                snapshot,
+            )?
+            .0
+        }
+        Finding::Declined => end_command(call, fence, TerminalRequest::Fail, snapshot)?.0,
+        Finding::Ambiguous | Finding::Absent => Vec::new(),
+    };
+    writes.extend(record(
+        hash,
+        Some(before),
+        &after,
+        finding.event_type(source),
+    ));
+    Ok(Decision::Mutate(writes, finding.output(after.attempt)))
+}

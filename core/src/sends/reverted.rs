@@ -1,0 +1,47 @@
+//! Switches that revert one proven-safety rule each, for the model checker's tests
+//! only: with a rule reverted, the checker must find the counterexample the rule
+//! prevents. Outside `cfg(test)` every rule is always on and [`reverted`] is `false`.
+
+/// One proven-safety rule of the send layer (`docs/providers.md`, "Proven absence").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(test), allow(dead_code))]
+pub enum Rule {
+    /// An absence waits for every lease that permitted the attempt, plus the settle
+    /// window (in the journal, and in `execute`, which records a "not found" only from
+    /// a lookup started once the absence was provable).
+    SenderSettled = 1,
+    /// A key-store absence is accepted only while the provider keeps the key.
+    KeyRetained = 2,
+    /// The sender's success or decline is recorded after the cutoff too.
+    EvidenceAfterCutoff = 4,
+    /// Every send operation checks the plan before any cutoff or state rule.
+    PlanFirst = 8,
+}
+
+#[cfg(test)]
+thread_local! {
+    static REVERTED: std::cell::Cell<u8> = const { std::cell::Cell::new(0) };
+}
+
+/// Whether `rule` is reverted on this thread (tests only).
+#[cfg(test)]
+pub fn reverted(rule: Rule) -> bool {
+    REVERTED.with(|r| r.get() & rule as u8 != 0)
+}
+
+/// Whether `rule` is reverted: never outside tests.
+#[cfg(not(test))]
+#[inline(always)]
+pub fn reverted(_rule: Rule) -> bool {
+    false
+}
+
+/// Runs `f` with `rules` reverted on this thread, restoring them afterwards.
+#[cfg(test)]
+pub fn with_reverted<R>(rules: &[Rule], f: impl FnOnce() -> R) -> R {
+    let bits = rules.iter().fold(0u8, |acc, r| acc | *r as u8);
+    let before = REVERTED.with(|r| r.replace(bits));
+    let out = f();
+    REVERTED.with(|r| r.set(before));
+    out
+}

@@ -1,0 +1,10 @@
+//! Test support shared by the unit tests and the fuzz targets; compiled only for
+//! tests and the `fuzzing` feature, and not a supported API.
+//!
+//! `Store` is the one in-memory stand-in for Firestore: it runs a prepared
+//! operation by the runner's rules, without I/O, and refuses (panics) wherever a
+//! `decide` breaks them.
+
+mod store;
+
+pub use store::{Attempt, Ran, Store, StoredDocument};

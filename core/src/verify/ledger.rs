@@ -1,0 +1,222 @@
+//! Pure invariant checks over ledger reservations and their effects: lineage, the
+//! strict codecs, the structural links between a reservation and its rows, and
+//! whether the rows still match what the reservation recorded (its integrity digest
+//! and, where the rows determine it, its fingerprint; see `crate::ledger::integrity`).
+
+use super::historical_links::HistoricalLinks;
+use super::report::{Finding, FindingCode};
+use super::stored::StoredDoc;
+use crate::digest::Digest;
+use crate::document::fields::FieldMap;
+use crate::document::value::ValueType;
+use crate::ledger::Lineage;
+use crate::ledger::effect::{self, LedgerEffect};
+use crate::ledger::integrity::Contradiction;
+use crate::ledger::reservation::{self, ReservationDocument};
+use crate::ledger::stored;
+
+fn finding(code: FindingCode, path: &str) -> Finding {
+    Finding {
+        code,
+        path: path.to_owned(),
+    }
+}
+
+fn id_of(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// Whether a field is a null (`Some(true)`), a non-null value (`Some(false)`), or absent.
+fn is_null(fields: &FieldMap, name: &str) -> Option<bool> {
+    fields
+        .get(name)
+        .map(|v| matches!(v.value_type, Some(ValueType::NullValue(_))))
+}
+
+/// The lineage rules on the raw link fields: `canonical_linked` has a reservation and
+/// no migration, `historical_linked` a reservation and a migration,
+/// `historical_unlinked` neither (nor an index). `None` when the lineage field itself
+/// is unreadable (then the strict codec reports the document as malformed).
+fn lineage_holds(fields: &FieldMap) -> Option<bool> {
+    let lineage = match fields.get("lineage").and_then(|v| v.value_type.as_ref()) {
+        Some(ValueType::StringValue(s)) => s.as_str(),
+        _ => return None,
+    };
+    let reservation = is_null(fields, "reservationId")?;
+    let migration = is_null(fields, "migrationId")?;
+    let index = is_null(fields, "effectIndex")?;
+    Some(match lineage {
+        "canonical_linked" => !reservation && migration && !index,
+        "historical_linked" => !reservation && !migration && !index,
+        "historical_unlinked" => reservation && migration && index,
+        _ => return None,
+    })
+}
+
+/// Lineage first (the more specific finding), then the strict codec.
+fn check_effect(doc: &StoredDoc) -> Result<LedgerEffect, Finding> {
+    if lineage_holds(&doc.fields) == Some(false) {
+        return Err(finding(FindingCode::LineageViolation, &doc.path));
+    }
+    LedgerEffect::parse(id_of(&doc.path), &doc.fields)
+        .map_err(|_| finding(FindingCode::MalformedDocument, &doc.path))
+}
+
+/// An effect whose id is not derived from a reservation: a `historical_unlinked` row,
+/// or an imported row a migration linked (whose link `links` checks once the scan is
+/// complete); never a canonical row.
+pub fn check_standalone_effect(doc: &StoredDoc, links: &mut HistoricalLinks) -> Vec<Finding> {
+    match check_effect(doc) {
+        Err(found) => {
+            links.malformed_row(id_of(&doc.path));
+            vec![found]
+        }
+        Ok(effect) if effect.lineage == Lineage::CanonicalLinked => {
+            vec![finding(FindingCode::LineageViolation, &doc.path)]
+        }
+        Ok(effect) => {
+            links.imported_row(&effect);
+            Vec::new()
+        }
+    }
+}
+
+/// A reservation (if stored) and every effect whose id derives from its id; the
+/// imported rows a historical reservation lists are handed to `links`.
+pub fn check_reservation(
+    reservation_id: &Digest,
+    reservation_doc: Option<&StoredDoc>,
+    effect_docs: &[StoredDoc],
+    links: &mut HistoricalLinks,
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let mut effects = Vec::new();
+    for doc in effect_docs {
+        match check_effect(doc) {
+            Ok(effect) => {
+                links.derived_row(&doc.path, &effect);
+                effects.push((doc, effect));
+            }
+            Err(found) => out.push(found),
+        }
+    }
+    let Some(reservation_doc) = reservation_doc else {
+        for (doc, effect) in &effects {
+            let code = match effect.lineage {
+                crate::ledger::Lineage::CanonicalLinked => {
+                    FindingCode::CanonicalEffectWithoutReservation
+                }
+                _ => FindingCode::LineageViolation,
+            };
+            out.push(finding(code, &doc.path));
+        }
+        return out;
+    };
+    let reservation =
+        match ReservationDocument::parse(reservation_id.as_str(), &reservation_doc.fields) {
+            Ok(reservation) => reservation,
+            Err(_) => {
+                out.push(finding(
+                    FindingCode::MalformedDocument,
+                    &reservation_doc.path,
+                ));
+                return out;
+            }
+        };
+    if reservation::links_imported_rows(reservation_id, &reservation.effect_ids) {
+        for (index, id) in reservation.effect_ids.iter().enumerate() {
+            links.listed(
+                reservation_id,
+                index,
+                reservation.migration_id.as_deref(),
+                id,
+            );
+        }
+        // It lists none of its derived slots: whatever is there claims a link it
+        // never made.
+        for (doc, _) in &effects {
+            out.push(finding(
+                FindingCode::CanonicalEffectWithoutReservation,
+                &doc.path,
+            ));
+        }
+        return out;
+    }
+    // Effects the reservation does not list claim a link it never made.
+    for (doc, _) in &effects {
+        if !reservation
+            .effect_ids
+            .iter()
+            .any(|id| id == id_of(&doc.path))
+        {
+            out.push(finding(
+                FindingCode::CanonicalEffectWithoutReservation,
+                &doc.path,
+            ));
+        }
+    }
+    let listed: Vec<LedgerEffect> = reservation
+        .effect_ids
+        .iter()
+        .filter_map(|id| {
+            effects
+                .iter()
+                .find(|(doc, _)| id_of(&doc.path) == id)
+                .map(|(_, e)| e.clone())
+        })
+        .collect();
+    let missing: Vec<&String> = reservation
+        .effect_ids
+        .iter()
+        .filter(|id| !effect_docs.iter().any(|d| id_of(&d.path) == id.as_str()))
+        .collect();
+    for id in &missing {
+        out.push(finding(
+            FindingCode::ReservationMissingEffects,
+            &effect::path(id),
+        ));
+    }
+    let all_parsed = listed.len() == reservation.effect_ids.len();
+    if !(missing.is_empty() && all_parsed) {
+        return out;
+    }
+    if stored::verify(&reservation, &listed).is_err() {
+        out.push(finding(
+            FindingCode::ReservationMissingEffects,
+            &reservation_doc.path,
+        ));
+        return out;
+    }
+    out.extend(contradictions(reservation, listed, &reservation_doc.path));
+    out
+}
+
+/// The integrity findings of a reservation whose rows link structurally, at the
+/// reservation's path: `effect_integrity_mismatch` when its `integrityDigest` (schema
+/// version 2) is not the digest of the stored reservation and rows,
+/// `effect_fingerprint_mismatch` when the fingerprint rebuilt from the rows (canonical
+/// `effect_plan`, `reversal` and `internal_transfer` reservations under versions 4
+/// and 5) is not the stored one. A tampered row of a covered family is both.
+fn contradictions(
+    reservation: ReservationDocument,
+    effects: Vec<LedgerEffect>,
+    path: &str,
+) -> Vec<Finding> {
+    let stored = stored::Stored {
+        reservation,
+        effects,
+    };
+    stored::contradictions(&stored)
+        .into_iter()
+        .map(|found| {
+            let code = match found {
+                Contradiction::Digest => FindingCode::EffectIntegrityMismatch,
+                Contradiction::Fingerprint => FindingCode::EffectFingerprintMismatch,
+            };
+            finding(code, path)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;
