@@ -128,7 +128,7 @@ fn decide(c: &mut Criterion) {
     });
     let complete = Terminal::new(
         LeaseCall::new(identity.clone(), owner(LEASE_A), at(T0 + 3_000)),
-        1,
+        command_journal::FenceEpoch::stored(1),
         TerminalRequest::Succeed(identity.terminal_commitment(&reference)),
     );
     c.bench_function("decide/complete", |b| {

@@ -720,7 +720,7 @@ async fn checkout_24_concurrent_identical_requests_call_the_provider_once() {
         .await
         .expect("status");
     assert_eq!(
-        (status.state, status.fence_epoch),
+        (status.state.as_str(), status.fence_epoch),
         ("succeeded", Some(crate::support::fence_at(1)))
     );
     service.assert_verifies_clean(1).await;
@@ -772,7 +772,7 @@ async fn checkout_provider_503_then_takeover_after_expiry_reuses_the_key() {
         .await
         .expect("status");
     assert_eq!(
-        (status.state, status.fence_epoch),
+        (status.state.as_str(), status.fence_epoch),
         ("succeeded", Some(crate::support::fence_at(2)))
     );
     // The commerce documents (root, lifecycle, audits: registered, leased, taken
@@ -807,7 +807,7 @@ async fn checkout_decline_is_final_and_never_recharged() {
         .status(&service.command(&id, &payload()))
         .await
         .expect("status");
-    assert_eq!(status.state, "failed_final");
+    assert_eq!(status.state.as_str(), "failed_final");
     service.assert_verifies_clean(1).await;
     service.assert_no_leak(&[]).await;
 }

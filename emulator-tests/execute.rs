@@ -361,7 +361,10 @@ async fn execute_a_send_dropped_mid_flight_is_re_sent_with_its_key_by_the_next_c
     }
     let status = f.journal.send_status(&f.command).await.expect("status");
     let send_state = status.send.expect("a permit was recorded before the send");
-    assert_eq!((send_state.attempt, send_state.state), (1, "sending"));
+    assert_eq!(
+        (send_state.attempt, send_state.state.as_str()),
+        (1, "sending")
+    );
     assert_eq!(f.execute(&provider).await, Execution::InProgress);
     f.clock.advance(LEASE);
     assert_eq!(succeeded(&f.execute(&provider).await), &charge("ch_8"));

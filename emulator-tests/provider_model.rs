@@ -1641,7 +1641,7 @@ impl Run {
                     }
                     Err(error) => self.violation(c, &format!("status failed: {error:?}")),
                 };
-                if matches!(status.command.state, "succeeded" | "failed_final") {
+                if status.command.state.is_terminal() {
                     break;
                 }
                 let variant = match &status.send {
@@ -1700,7 +1700,7 @@ impl Run {
         bound: Option<Variant>,
         now: i64,
     ) -> Option<ResultEnvelope> {
-        let terminal_state = matches!(status.command.state, "succeeded" | "failed_final");
+        let terminal_state = status.command.state.is_terminal();
         let world = lock(&self.world);
         let charge = world.charge_of.get(&c).map(|&i| &world.charges[i]);
         let requests: Vec<&Request> = world
@@ -1738,7 +1738,7 @@ impl Run {
                     .attempt_keys
                     .get(&(c, variant.operation(), send.attempt))
                     .cloned();
-                match status.command.state {
+                match status.command.state.as_str() {
                     "succeeded" => {
                         self.tally.succeeded += 1;
                         let Some(charge) = charge else {
@@ -1761,7 +1761,7 @@ impl Run {
                         // the cutoff, once the provider may have forgotten the key,
                         // so that no lookup can prove an absence: it waits for
                         // evidence or an operator.
-                        let open = matches!(send.state, "sending" | "ambiguous");
+                        let open = send.state.outcome_unknown();
                         let forgotten_from =
                             send.send_cutoff_at.micros() + (RETENTION - CUTOFF) * SECOND;
                         if !(open

@@ -284,7 +284,7 @@ async fn a_tampered_envelope_is_journal_corrupt_and_nothing_is_written() {
     );
     assert_eq!(wrote(&journal, &before), (0, 0));
     let status = journal.status(&stray).await.expect("status");
-    assert_eq!(status.state, "leased");
+    assert_eq!(status.state.as_str(), "leased");
 }
 
 fn plan() -> ProviderPlan {

@@ -186,7 +186,7 @@ async fn soak_through_random_faults_ends_clean_and_consistent() {
             tokio::spawn(async move {
                 for n in chunk {
                     let status = reader.status(&command(n)).await.expect("status");
-                    assert_eq!(status.state, "succeeded", "command {n}");
+                    assert_eq!(status.state.as_str(), "succeeded", "command {n}");
                     assert_eq!(
                         status.fence_epoch,
                         Some(crate::support::fence_at(1)),

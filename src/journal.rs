@@ -1,25 +1,29 @@
-//! The entry point: a `Journal` over one Firestore project.
-
-mod execute;
-mod results;
-mod sends;
+//! The entry point: a `Journal` over one Firestore project. Its one `impl` holds every
+//! operation, each delegating in one line to its module under `crate::operations`.
 
 use crate::connection::Connection;
+use crate::engine::Engine;
+use crate::envelope::ResultEnvelope;
 use crate::error::JournalError;
+use crate::execute::{Execution, Provider};
 use crate::fence::FenceEpoch;
-use crate::identity::{CommandInput, LeaseId, TerminalReferenceFingerprint};
-use crate::lease::{
-    Acquire, LeaseCall, LeaseOutput, StatusOutput, StatusRead, Terminal, TerminalOutput,
-    TerminalRequest,
+use crate::identity::{CommandInput, LeaseId, LedgerKey, TerminalReferenceFingerprint};
+use crate::lease::{LeaseOutput, StatusOutput, TerminalOutput};
+use crate::ledger::{
+    FingerprintInput, HistoricalCommand, Intent, LedgerOutcome, LedgerReplay, LedgerScope,
+    ReversalAuthority,
 };
-use crate::metrics::{self, MetricOutcome};
-use crate::registration::{Registration, RegistrationOutput};
-use crate::runner::{self, Concurrency, Counters, RetryPolicy, RunOptions, Stats};
-use crate::sends::guard::Guarded;
-use crate::start::{Start, StartOutput};
-use crate::time::{Clock, SystemClock, Timestamp};
+use crate::operations::{execute, lease, ledger, results, sends};
+use crate::registration::RegistrationOutput;
+use crate::runner::{Concurrency, RetryPolicy, Stats};
+use crate::sends::{
+    BeginSendOutput, CommandStatus, ProviderPlan, SendEvidence, SendOutcome, SendOutcomeOutput,
+};
+use crate::start::StartOutput;
+use crate::time::{Clock, Timestamp};
+use crate::transaction::Transition;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A command journal over one project: cheap to clone, safe to share across tasks.
 ///
@@ -28,16 +32,13 @@ use std::time::{Duration, Instant};
 /// attempts all reuse that instant.
 #[derive(Clone)]
 pub struct Journal {
-    connection: Connection,
-    clock: Arc<dyn Clock>,
-    counters: Arc<Counters>,
-    options: RunOptions,
+    engine: Engine,
 }
 
 impl std::fmt::Debug for Journal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Journal")
-            .field("connection", &self.connection)
+            .field("connection", &self.engine.connection)
             .finish_non_exhaustive()
     }
 }
@@ -62,60 +63,57 @@ impl Journal {
     /// ```
     pub fn new(connection: Connection) -> Self {
         Self {
-            connection,
-            clock: Arc::new(SystemClock),
-            counters: Arc::new(Counters::default()),
-            options: RunOptions::default(),
+            engine: Engine::new(connection),
         }
     }
 
     /// The same journal with an injected clock (tests, the demo, the CLI's `--at`
     /// against an emulator). Production keeps the system clock.
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.clock = clock;
+        self.engine.clock = clock;
         self
     }
 
     /// The same journal with another [`RetryPolicy`] (attempts, per-RPC timeout,
     /// whole-operation deadline, backoff).
     pub fn with_retry_policy(mut self, policy: RetryPolicy) -> Self {
-        self.options.policy = policy;
+        self.engine.options.policy = policy;
         self
     }
 
     /// This journal's retry policy.
     pub fn retry_policy(&self) -> RetryPolicy {
-        self.options.policy
+        self.engine.options.policy
     }
 
     /// The same journal in another concurrency mode (default
     /// [`Concurrency::Preconditions`]). Both modes run the same decisions and give the
     /// same outputs; they differ in RPCs and in how contention is resolved.
     pub fn with_concurrency(mut self, concurrency: Concurrency) -> Self {
-        self.options.concurrency = concurrency;
+        self.engine.options.concurrency = concurrency;
         self
     }
 
     /// This journal's concurrency mode.
     pub fn concurrency(&self) -> Concurrency {
-        self.options.concurrency
+        self.engine.options.concurrency
     }
 
     /// The connection this journal uses.
     pub fn connection(&self) -> &Connection {
-        &self.connection
+        &self.engine.connection
     }
 
     /// Cumulative RPC and attempt counters of this journal (and its clones).
     pub fn stats(&self) -> Stats {
-        self.counters.stats()
+        self.engine.counters.stats()
     }
 
     /// The journal's trusted time now, truncated to whole microseconds: the instant
     /// every operation captures, and the one to compare a lease's expiry with (for
     /// instance to bound a provider call by the lease's remaining time).
     pub fn now(&self) -> Result<Timestamp, JournalError> {
-        Timestamp::from_datetime(self.clock.now()).ok_or(JournalError::ClockRegression)
+        self.engine.now()
     }
 
     /// How long a lease expiring at `expires_at` (an acquisition's `lease_expires_at`)
@@ -123,42 +121,6 @@ impl Journal {
     /// done under the lease, such as a provider call.
     pub fn lease_remaining(&self, expires_at: Timestamp) -> Result<Duration, JournalError> {
         Ok(self.now()?.until(expires_at))
-    }
-
-    /// Runs `op` and records it in the operator metrics (`crate::metrics`): its
-    /// outcome or error code, and its duration.
-    pub(crate) async fn run<T: crate::transaction::Transition>(
-        &self,
-        op: &T,
-    ) -> Result<T::Output, JournalError>
-    where
-        T::Output: MetricOutcome,
-    {
-        let started = Instant::now();
-        let result = self.run_unrecorded(op).await;
-        metrics::record(op.name(), &result, started.elapsed());
-        result
-    }
-
-    /// Runs `op` without an operation metric (its RPCs are still counted).
-    pub(crate) async fn run_unrecorded<T: crate::transaction::Transition>(
-        &self,
-        op: &T,
-    ) -> Result<T::Output, JournalError> {
-        runner::run(&self.connection, &self.counters, self.options, op).await
-    }
-
-    /// Runs a transition of the core (`command_journal_core::transaction::Transition`)
-    /// through this journal's one runner, exactly as its own operations are run: the
-    /// same reads, preconditions, follow-up bound, retries and counters, without an
-    /// operation metric. For tests and tools that drive a transition of their own (the
-    /// follow-up-read bound, the verifier's scale benchmark); the journal's guarantees
-    /// are those of its own transitions, and a foreign one writes whatever it decides.
-    pub async fn run_transition<T: crate::transaction::Transition>(
-        &self,
-        op: &T,
-    ) -> Result<T::Output, JournalError> {
-        self.run_unrecorded(op).await
     }
 
     /// Registers `command` exactly once: `registered_new` creates the root and its
@@ -169,18 +131,7 @@ impl Journal {
         &self,
         command: &CommandInput,
     ) -> Result<RegistrationOutput, JournalError> {
-        let op = Registration::new(command.identity(), self.now()?);
-        self.run(&op).await
-    }
-
-    fn lease_call(
-        &self,
-        command: &CommandInput,
-        lease: &LeaseId,
-    ) -> Result<LeaseCall, JournalError> {
-        let identity = command.identity();
-        let owner = command.lease_owner(&identity, lease)?;
-        Ok(LeaseCall::new(identity, owner, self.now()?))
+        lease::register(&self.engine, command).await
     }
 
     /// Acquires the command's fixed 60 s lease for `lease`, one id per worker attempt.
@@ -195,8 +146,7 @@ impl Journal {
         command: &CommandInput,
         lease: &LeaseId,
     ) -> Result<LeaseOutput, JournalError> {
-        let op = Acquire::new(self.lease_call(command, lease)?);
-        self.run(&op).await
+        lease::acquire(&self.engine, command, lease).await
     }
 
     /// Registers `command` if needed and acquires its lease for `lease`, in one
@@ -213,10 +163,7 @@ impl Journal {
         command: &CommandInput,
         lease: &LeaseId,
     ) -> Result<StartOutput, JournalError> {
-        let identity = command.identity();
-        let owner = command.lease_owner(&identity, lease)?;
-        let op = Start::new(identity, owner, self.now()?);
-        self.run(&op).await
+        lease::start(&self.engine, command, lease).await
     }
 
     /// Records success with the command-bound commitment of `reference`, for the
@@ -232,16 +179,14 @@ impl Journal {
         expected_fence_epoch: FenceEpoch,
         reference: &TerminalReferenceFingerprint,
     ) -> Result<TerminalOutput, JournalError> {
-        let call = self.lease_call(command, lease)?;
-        let identity = command.identity();
-        let commitment = identity.terminal_commitment(reference);
-        let hash = identity.command_key_hash().clone();
-        let op = Terminal::new(
-            call,
-            expected_fence_epoch.get(),
-            TerminalRequest::Succeed(commitment),
-        );
-        self.run(&Guarded::new(op, &hash)).await
+        lease::terminal(
+            &self.engine,
+            command,
+            lease,
+            expected_fence_epoch,
+            Some(reference),
+        )
+        .await
     }
 
     /// Records final failure (no reason is stored), under the same rules as
@@ -252,22 +197,265 @@ impl Journal {
         lease: &LeaseId,
         expected_fence_epoch: FenceEpoch,
     ) -> Result<TerminalOutput, JournalError> {
-        let hash = command.identity().command_key_hash().clone();
-        let op = Terminal::new(
-            self.lease_call(command, lease)?,
-            expected_fence_epoch.get(),
-            TerminalRequest::Fail,
-        );
-        self.run(&Guarded::new(op, &hash)).await
+        lease::terminal(&self.engine, command, lease, expected_fence_epoch, None).await
+    }
+
+    /// [`complete_command`](Self::complete_command) with `result` as the outcome: the
+    /// terminal reference is `result.reference()` (the SHA-256 of its canonical text)
+    /// and the envelope is stored server-only at
+    /// `checkoutRequests/{commandKeyHash}/results/current` in the same commit as the
+    /// success. The same rules apply, the send guard included. An exact retry (the
+    /// same envelope) answers the same and writes nothing; another envelope, or an
+    /// envelope for a command that succeeded without one, is `terminal_conflict`; a
+    /// results document that should not be there is `journal_corrupt`, nothing
+    /// written.
+    pub async fn complete_with_result(
+        &self,
+        command: &CommandInput,
+        lease: &LeaseId,
+        expected_fence_epoch: FenceEpoch,
+        result: &ResultEnvelope,
+    ) -> Result<TerminalOutput, JournalError> {
+        results::complete(&self.engine, command, lease, expected_fence_epoch, result).await
     }
 
     /// The command's redacted state, revision and fence, validating every document
     /// it reads; writes nothing.
     pub async fn status(&self, command: &CommandInput) -> Result<StatusOutput, JournalError> {
-        let identity = command.identity();
-        // The owner is not consulted by status; any digest will do.
-        let owner = identity.command_key_hash().clone();
-        let op = StatusRead::new(LeaseCall::new(identity, owner, self.now()?));
-        self.run(&op).await
+        lease::status(&self.engine, command).await
+    }
+
+    /// The result envelope a succeeded command stored, byte-identical to the one
+    /// recorded: `Some` once its commitment is recomputed and equals the lifecycle's
+    /// `terminalCommitmentHash`; `None` for a command that has not succeeded (yet) or
+    /// succeeded with a bare reference. `not_registered` for an unknown command;
+    /// `journal_corrupt` for an altered, non-canonical or misplaced envelope, or any
+    /// malformed document read. Writes nothing.
+    pub async fn result(
+        &self,
+        command: &CommandInput,
+    ) -> Result<Option<ResultEnvelope>, JournalError> {
+        results::read(&self.engine, command).await
+    }
+
+    /// A permit to send `plan` to the provider, recorded *before* the caller sends,
+    /// for the exact active holder `lease` at `expected_fence_epoch`.
+    ///
+    /// The first call binds the plan for ever and opens attempt 1 (`sending`, with the
+    /// captured `firstSentAt` and the stored `sendCutoffAt`); the same holder and
+    /// fence again gets the same permit without a write; a later holder (after a
+    /// takeover) re-sends the same attempt with the same key (`resend: true`) while
+    /// `now < sendCutoffAt`; once an attempt is recorded absent, the next call opens
+    /// attempt n + 1 with a new key (only a proven absence is recorded: see
+    /// [`reconcile_send`](Self::reconcile_send)). A plan other than the bound one is
+    /// `plan_conflict` before any other rule; at or after the cutoff with the outcome
+    /// unknown, or with an unreadable send record, every caller gets
+    /// `send_cutoff_passed`; a terminal command answers its terminal outcome. The
+    /// permit carries its lease's expiry: the request must not be sent at or after
+    /// it. Refusals write nothing.
+    pub async fn begin_send(
+        &self,
+        command: &CommandInput,
+        lease: &LeaseId,
+        expected_fence_epoch: FenceEpoch,
+        plan: &ProviderPlan,
+    ) -> Result<BeginSendOutput, JournalError> {
+        sends::begin(&self.engine, command, lease, expected_fence_epoch, plan).await
+    }
+
+    /// Records what the provider answered attempt `attempt` of the command bound to
+    /// `plan`, for the holder whose fence last sent it: `Succeeded` performs B2B's
+    /// terminal success and closes the attempt in one commit, `SucceededWith` likewise
+    /// and stores the envelope in that commit (as
+    /// [`complete_with_result`](Self::complete_with_result)), `Declined` final failure
+    /// likewise, `Ambiguous` keeps it open. A success or decline is evidence whenever
+    /// it arrives: it is recorded after the cutoff too, while the sender's lease runs;
+    /// only `Ambiguous` at or after the cutoff is `send_cutoff_passed`. Another plan
+    /// is `plan_conflict` before any other rule. Exact retries answer the same and
+    /// write nothing.
+    pub async fn record_send_outcome(
+        &self,
+        command: &CommandInput,
+        lease: &LeaseId,
+        expected_fence_epoch: FenceEpoch,
+        plan: &ProviderPlan,
+        attempt: i64,
+        outcome: &SendOutcome,
+    ) -> Result<SendOutcomeOutput, JournalError> {
+        sends::record_outcome(
+            &self.engine,
+            command,
+            lease,
+            expected_fence_epoch,
+            plan,
+            attempt,
+            outcome,
+        )
+        .await
+    }
+
+    /// Records verified provider evidence about attempt `attempt` (of the command
+    /// bound to `plan`) whose outcome is unknown, for a holder of the lease (acquire
+    /// one first), before or after the cutoff: `Succeeded`, `SucceededWith` and
+    /// `Declined` end the command as [`record_send_outcome`](Self::record_send_outcome)
+    /// does, at any time; `NotFound` marks the attempt `absent`, the only way a new
+    /// attempt (a new key) may open, and only once the journal can prove the absence
+    /// from its own records: otherwise `absence_not_provable`, with the instant from
+    /// which it will be where one exists, and nothing written. Another plan is
+    /// `plan_conflict` before any other rule.
+    pub async fn reconcile_send(
+        &self,
+        command: &CommandInput,
+        lease: &LeaseId,
+        expected_fence_epoch: FenceEpoch,
+        plan: &ProviderPlan,
+        attempt: i64,
+        evidence: &SendEvidence,
+    ) -> Result<SendOutcomeOutput, JournalError> {
+        sends::reconcile(
+            &self.engine,
+            command,
+            lease,
+            expected_fence_epoch,
+            plan,
+            attempt,
+            evidence,
+        )
+        .await
+    }
+
+    /// [`status`](Self::status) with the send state: the same redacted fields, plus,
+    /// once a plan is bound, the stored plan's fingerprint, the current attempt, its
+    /// state, its cutoff, whether it needs reconciliation and from when its absence
+    /// is provable. Writes nothing.
+    pub async fn send_status(&self, command: &CommandInput) -> Result<CommandStatus, JournalError> {
+        sends::status(&self.engine, command, None).await
+    }
+
+    /// Runs the whole send protocol for `command` with `plan` through `provider`:
+    /// registers the command if new and takes a fresh lease; sends with a deadline
+    /// that ends at least 10 s before the lease does, under a permit recorded first;
+    /// records the answer under the fence; past the stored cutoff asks the provider
+    /// instead of sending, records its evidence, and opens a new attempt (a new key)
+    /// only after the provider has proven the old one absent. A succeeded command
+    /// answers its stored result on every later call, without a send.
+    ///
+    /// At most one send per attempt per call, and a second attempt only once the
+    /// provider has proven the first absent. A send that does not answer by its
+    /// deadline (or a call dropped mid-send) leaves the attempt open: the next call
+    /// re-sends it with the same key before the cutoff, or looks it up after. Errors
+    /// are the journal's ([`JournalError`]); a lost lease is [`Execution::InProgress`].
+    ///
+    /// ```no_run
+    /// # use command_journal::*;
+    /// # async fn handler(journal: &Journal, command: &CommandInput, plan: &ProviderPlan,
+    /// #     provider: &impl Provider) -> Result<(), JournalError> {
+    /// match journal.execute(command, plan, provider).await? {
+    ///     Execution::Succeeded(result) => println!("{}", result.canonical()),
+    ///     Execution::Declined => println!("declined"),
+    ///     Execution::InProgress | Execution::PendingReconciliation => println!("later"),
+    ///     Execution::RetryLater { after } => println!("retry in {after:?}"),
+    ///     Execution::SucceededWithoutResult => println!("succeeded"),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn execute<P: Provider>(
+        &self,
+        command: &CommandInput,
+        plan: &ProviderPlan,
+        provider: &P,
+    ) -> Result<Execution, JournalError> {
+        execute::execute(&self.engine, command, plan, provider).await
+    }
+
+    /// Accepts a ledger command under its reservation identity `key`, in one
+    /// transaction.
+    ///
+    /// `accepted`: the reservation (fingerprint version 5, reservation schema version
+    /// 2 with its integrity digest) and every effect were created atomically — an
+    /// internal transfer as a debit and a credit, a reversal as effects linking
+    /// existing original transactions. `replayed`: the reservation existed in `scope`,
+    /// `plan` declares its stored version, and `plan` re-serialized under that
+    /// **stored** version gives the stored fingerprint; its stored effects are returned
+    /// and nothing is written. Otherwise nothing is written and the answer is
+    /// `scope_mismatch`, `unsupported_fingerprint_version` (stored versions 1–3),
+    /// `replay_mismatch` (another family, declared version or fingerprint — never a
+    /// generic duplicate), `journal_corrupt` (including an effect already occupying
+    /// one of the command's effect ids while its reservation is absent, and stored rows
+    /// that contradict their reservation's integrity digest or rebuilt fingerprint,
+    /// `docs/ledger.md`) or `invalid_input`.
+    pub async fn accept_ledger_command(
+        &self,
+        key: &LedgerKey,
+        plan: &FingerprintInput,
+        scope: &LedgerScope,
+    ) -> Result<LedgerOutcome, JournalError> {
+        ledger::accept(&self.engine, key, plan, scope).await
+    }
+
+    /// Replays a charge before pricing: resolves the reservation and its complete
+    /// ordered effect vector, rebuilds the command from the stored effects with the
+    /// supplied business tuple `intent` and compares its fingerprint under the stored
+    /// version, and checks `scope`. Returns the original effects even if current
+    /// prices would differ, or `not_reserved` when no reservation exists (then price
+    /// and [`accept_ledger_command`](Self::accept_ledger_command)). Stored rows that
+    /// contradict their reservation are `journal_corrupt`. Writes nothing.
+    pub async fn replay_reserved_charge(
+        &self,
+        key: &LedgerKey,
+        scope: &LedgerScope,
+        intent: &Intent,
+    ) -> Result<LedgerReplay, JournalError> {
+        ledger::replay_charge(&self.engine, key, scope, intent).await
+    }
+
+    /// Replays a reversal before pricing: as
+    /// [`replay_reserved_charge`](Self::replay_reserved_charge), comparing the
+    /// supplied authority effect by effect under the stored version — the actor and
+    /// mechanism with every effect, the compensation subtype with the compensating
+    /// effects only (never copied onto the others) — see [`ReversalAuthority`].
+    /// Writes nothing.
+    pub async fn replay_reserved_reversal(
+        &self,
+        key: &LedgerKey,
+        scope: &LedgerScope,
+        authority: &ReversalAuthority,
+    ) -> Result<LedgerReplay, JournalError> {
+        ledger::replay_reversal(&self.engine, key, scope, authority).await
+    }
+
+    /// The explicit migration call: links the existing `historical_unlinked` rows
+    /// `command` names (by document id) to a new `historical_linked` reservation,
+    /// after checking that each row holds exactly the proven monetary content. One
+    /// commit creates the reservation (fingerprint and version stored as given, never
+    /// recomputed) and relabels each row's link fields, guarded by preconditions; no
+    /// monetary field is written and no row is created, so each effect stays exactly
+    /// one row.
+    ///
+    /// `linked` when done, `already_linked` when exactly this link was made before
+    /// (no write). Nothing is written and the answer is `invalid_input` on `effectIds`
+    /// for a named row that is missing, canonical or already linked, `invalid_input`
+    /// on `effects` for a row whose content differs, `obsolete_multi_effect_fingerprint`
+    /// for a version 1 or 2 command with more than one effect (other than an internal
+    /// transfer), `scope_mismatch` or `replay_mismatch` when the key holds anything
+    /// else, `journal_corrupt` for a malformed row or an orphan effect in the key's
+    /// first derived slot.
+    pub async fn link_historical_effects(
+        &self,
+        key: &LedgerKey,
+        scope: &LedgerScope,
+        command: &HistoricalCommand,
+    ) -> Result<LedgerOutcome, JournalError> {
+        ledger::link(&self.engine, key, scope, command).await
+    }
+
+    /// Runs a transition of the core (`command_journal_core::transaction::Transition`)
+    /// through this journal's one runner, exactly as its own operations are run: the
+    /// same reads, preconditions, follow-up bound, retries and counters, without an
+    /// operation metric. For tests and tools that drive a transition of their own (the
+    /// follow-up-read bound, the verifier's scale benchmark); the journal's guarantees
+    /// are those of its own transitions, and a foreign one writes whatever it decides.
+    pub async fn run_transition<T: Transition>(&self, op: &T) -> Result<T::Output, JournalError> {
+        self.engine.run_unrecorded(op).await
     }
 }

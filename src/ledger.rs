@@ -13,8 +13,4 @@ pub use command_journal_core::ledger::{
     LedgerOutcome, LedgerReplay, LedgerScope, Lineage, MAX_EFFECTS, MAX_TEXT_BYTES, Outcome,
     ReversalAuthority, TRANSFER_KEYS, TransferLeg, TransferPlan, V4_EFFECT_KEYS,
 };
-pub(crate) use command_journal_core::ledger::{
-    accept, effect, fingerprint, migration, outcome, replay, reservation,
-};
-
-pub(crate) mod operations;
+pub(crate) use command_journal_core::ledger::{accept, effect, migration, replay, reservation};

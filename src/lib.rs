@@ -44,10 +44,12 @@
 
 pub mod connection;
 mod credentials;
+mod engine;
 mod grpc;
 mod journal;
 pub mod ledger;
 pub mod metrics;
+mod operations;
 #[cfg(test)]
 mod production_indexes;
 mod runner;

@@ -159,14 +159,14 @@ impl MetricOutcome for TerminalOutput {
 /// The state read.
 impl MetricOutcome for StatusOutput {
     fn metric_outcome(&self) -> &'static str {
-        self.state
+        self.state.as_str()
     }
 }
 
 /// The command's state read.
 impl MetricOutcome for CommandStatus {
     fn metric_outcome(&self) -> &'static str {
-        self.command.state
+        self.command.state.as_str()
     }
 }
 

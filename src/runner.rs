@@ -37,7 +37,7 @@
 //!
 //! - `attempt.rs`: the sans-I/O attempt machine (reads asked for, follow-up bound,
 //!   corrupt-read confirmation, preconditions), driven here and by the in-memory test
-//!   store (`src/testing/store.rs`) alike;
+//!   store (`core/src/testing/store.rs`) alike;
 //! - `reading.rs`: one read-and-decide attempt over gRPC, driving the machine;
 //!   `blind.rs`: one blind creation;
 //! - `firestore.rs`: the Firestore calls (`BatchGetDocuments`, `Commit`, `Rollback`),

@@ -26,23 +26,17 @@
 
 use crate::digest::Digest;
 use crate::document::MAX_REVISION;
-use crate::document::audit::{self, EventType, TransitionEvent};
+use crate::document::audit::EventType;
 use crate::document::lifecycle::{self, LEASE_SECONDS, Lifecycle, LifecycleState};
-use crate::document::root::{self, RootDocument};
 use crate::error::JournalError;
 use crate::fence::FenceEpoch;
-use crate::identity::CommandIdentity;
-use crate::registration::check_registration;
-use crate::time::Timestamp;
 use crate::transaction::{Decision, Snapshot, Step, Transition, Write};
 
+mod call;
 mod output;
 
-pub use output::{LeaseOutput, StatusOutput, TerminalOutput};
-
-/// Audit revisions read speculatively with the lifecycle, so that the common
-/// histories (first lease, completion, one takeover) need a single read.
-const SPECULATIVE_AUDITS: std::ops::RangeInclusive<i64> = 2..=4;
+pub use call::{CommandCall, LeaseCall, Loaded, partners};
+pub use output::{CommandState, LeaseOutput, StatusOutput, TerminalOutput};
 
 /// What a terminal call asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,179 +45,6 @@ pub enum TerminalRequest {
     Succeed(Digest),
     /// Final failure; stores no reason.
     Fail,
-}
-
-/// The inputs every lease operation shares.
-#[derive(Debug, Clone)]
-pub struct LeaseCall {
-    identity: CommandIdentity,
-    owner: Digest,
-    now: Timestamp,
-}
-
-impl LeaseCall {
-    /// `owner` is the lease-owner fingerprint of the caller's lease id.
-    pub fn new(identity: CommandIdentity, owner: Digest, now: Timestamp) -> Self {
-        Self {
-            identity,
-            owner,
-            now,
-        }
-    }
-
-    /// The command's derived identity.
-    pub fn identity(&self) -> &CommandIdentity {
-        &self.identity
-    }
-
-    /// The caller's lease-owner fingerprint.
-    pub fn owner(&self) -> &Digest {
-        &self.owner
-    }
-
-    /// The one captured time.
-    pub fn now(&self) -> Timestamp {
-        self.now
-    }
-
-    /// The command key hash every path of this call is under.
-    pub fn hash(&self) -> &Digest {
-        self.identity.command_key_hash()
-    }
-
-    /// The paths the first read asks for.
-    pub fn first_read(&self) -> Vec<String> {
-        let hash = self.hash();
-        let mut paths = vec![
-            root::path(hash),
-            audit::path(hash, 1),
-            lifecycle::path(hash),
-        ];
-        paths.extend(SPECULATIVE_AUDITS.map(|r| audit::path(hash, r)));
-        paths
-    }
-
-    /// Validates everything that must hold before any write: the registration pair,
-    /// the lifecycle, its exact current audit partner and the absence of the next
-    /// audit event. Asks for a follow-up read when the partner or next event fell
-    /// outside the speculative window.
-    pub fn load(&self, snapshot: &Snapshot) -> Result<Loaded, Step> {
-        let hash = self.hash();
-        let root = check_registration(
-            &self.identity,
-            snapshot.get(&root::path(hash)),
-            snapshot.get(&audit::path(hash, 1)),
-        )
-        .map_err(Step::Reject)?;
-        let Some(root) = root else {
-            // Never registered: anything of a lifecycle is an orphan.
-            let orphan = snapshot.get(&lifecycle::path(hash)).is_some()
-                || SPECULATIVE_AUDITS
-                    .clone()
-                    .any(|r| snapshot.get(&audit::path(hash, r)).is_some());
-            return Err(Step::Reject(if orphan {
-                JournalError::corrupt("lifecycle records without a registration")
-            } else {
-                JournalError::NotRegistered
-            }));
-        };
-        let Some(fields) = snapshot.get(&lifecycle::path(hash)) else {
-            // Without a lifecycle no transition event may exist (every one read).
-            let stray = SPECULATIVE_AUDITS
-                .clone()
-                .any(|r| snapshot.get(&audit::path(hash, r)).is_some());
-            if stray {
-                return Err(Step::Reject(JournalError::corrupt(
-                    "transition audit event without a lifecycle",
-                )));
-            }
-            return Ok(Loaded {
-                root,
-                current: None,
-            });
-        };
-        let current = Lifecycle::parse(hash, fields).map_err(Step::Reject)?;
-        let partner_path = audit::path(hash, current.command_revision);
-        let next_path = audit::path(hash, current.command_revision + 1);
-        let missing: Vec<String> = [&partner_path, &next_path]
-            .into_iter()
-            .filter(|p| !snapshot.was_read(p))
-            .cloned()
-            .collect();
-        if !missing.is_empty() {
-            return Err(Step::Read(missing));
-        }
-        if snapshot.get(&next_path).is_some() {
-            return Err(Step::Reject(JournalError::corrupt(
-                "the next audit event already exists",
-            )));
-        }
-        let partner = snapshot
-            .get(&partner_path)
-            .ok_or(Step::Reject(JournalError::corrupt(
-                "lifecycle without its current audit event",
-            )))?;
-        let event = TransitionEvent::parse(&audit::id(hash, current.command_revision), partner)
-            .map_err(Step::Reject)?;
-        if current.created_at < root.registered_at {
-            return Err(Step::Reject(JournalError::corrupt(
-                "lifecycle predates its registration",
-            )));
-        }
-        if !partners(&root, &current, &event) {
-            return Err(Step::Reject(JournalError::corrupt(
-                "lifecycle disagrees with its current audit event",
-            )));
-        }
-        Ok(Loaded {
-            root,
-            current: Some(current),
-        })
-    }
-
-    fn event(&self, root: &RootDocument, after: &Lifecycle, event_type: EventType) -> Write {
-        let event = TransitionEvent {
-            command_key_hash: self.hash().clone(),
-            command_revision: after.command_revision,
-            event_type,
-            environment: root.environment,
-            caller_scope_kind: root.caller_scope_kind,
-            command_type: root.command_type.clone(),
-            fence_epoch: after.fence_epoch,
-            lease_expires_at: after.lease_expires_at,
-            occurred_at: after.updated_at,
-        };
-        Write::Create {
-            path: audit::path(self.hash(), after.command_revision),
-            fields: event.encode(),
-        }
-    }
-}
-
-/// The validated state a decision starts from.
-pub struct Loaded {
-    /// The registration root.
-    pub root: RootDocument,
-    /// The current lifecycle, `None` before the first lease.
-    pub current: Option<Lifecycle>,
-}
-
-/// The lifecycle and its current audit event describe the same transition.
-pub fn partners(root: &RootDocument, current: &Lifecycle, event: &TransitionEvent) -> bool {
-    let expected_type = match current.state {
-        LifecycleState::Leased if current.fence_epoch == 1 => EventType::LeaseAcquired,
-        LifecycleState::Leased => EventType::LeaseTakenOver,
-        LifecycleState::Succeeded => EventType::Succeeded,
-        LifecycleState::FailedFinal => EventType::FailedFinal,
-    };
-    event.event_type == expected_type
-        && event.command_key_hash == current.command_key_hash
-        && event.environment == root.environment
-        && event.caller_scope_kind == root.caller_scope_kind
-        && event.command_type == root.command_type
-        && event.fence_epoch == current.fence_epoch
-        && event.lease_expires_at == current.lease_expires_at
-        && event.occurred_at == current.updated_at
 }
 
 /// A prepared `acquire_lease`.
@@ -241,7 +62,7 @@ impl Acquire {
     fn decide_inner(&self, snapshot: &Snapshot) -> Result<Decision<LeaseOutput>, Step> {
         let call = &self.call;
         let Loaded { root, current } = call.load(snapshot)?;
-        let now = call.now;
+        let now = call.now();
         let Some(current) = current else {
             if now < root.registered_at {
                 return Err(Step::Reject(JournalError::ClockRegression));
@@ -254,7 +75,7 @@ impl Acquire {
                 state: LifecycleState::Leased,
                 command_revision: 2,
                 fence_epoch: 1,
-                lease_owner_fingerprint: call.owner.clone(),
+                lease_owner_fingerprint: call.owner().clone(),
                 lease_acquired_at: now,
                 lease_expires_at: expires,
                 created_at: now,
@@ -276,7 +97,7 @@ impl Acquire {
                 },
             ));
         };
-        let same_holder = current.lease_owner_fingerprint == call.owner;
+        let same_holder = current.lease_owner_fingerprint == *call.owner();
         let held = LeaseOutput::Acquired {
             fence_epoch: FenceEpoch::stored(current.fence_epoch),
             lease_expires_at: current.lease_expires_at,
@@ -307,7 +128,7 @@ impl Acquire {
             state: LifecycleState::Leased,
             command_revision,
             fence_epoch,
-            lease_owner_fingerprint: call.owner.clone(),
+            lease_owner_fingerprint: call.owner().clone(),
             lease_acquired_at: now,
             lease_expires_at: expires,
             updated_at: now,
@@ -351,13 +172,17 @@ impl Transition for Acquire {
 #[derive(Debug, Clone)]
 pub struct Terminal {
     call: LeaseCall,
-    expected_fence_epoch: i64,
+    expected_fence_epoch: FenceEpoch,
     request: TerminalRequest,
 }
 
 impl Terminal {
     /// Prepares a terminal transition by the holder in `call` at the fence it holds.
-    pub fn new(call: LeaseCall, expected_fence_epoch: i64, request: TerminalRequest) -> Self {
+    pub fn new(
+        call: LeaseCall,
+        expected_fence_epoch: FenceEpoch,
+        request: TerminalRequest,
+    ) -> Self {
         Self {
             call,
             expected_fence_epoch,
@@ -378,10 +203,10 @@ impl Terminal {
         let Some(current) = current else {
             return Err(Step::Reject(JournalError::LeaseNotHeld));
         };
-        if current.lease_owner_fingerprint != call.owner {
+        if current.lease_owner_fingerprint != *call.owner() {
             return Err(Step::Reject(JournalError::LeaseNotHeld));
         }
-        if current.fence_epoch != self.expected_fence_epoch {
+        if current.fence_epoch != self.expected_fence_epoch.get() {
             return Err(Step::Reject(JournalError::StaleFence));
         }
         let wanted = match &self.request {
@@ -396,7 +221,7 @@ impl Terminal {
             }
             return Ok(Decision::Observe(self.output()));
         }
-        let now = call.now;
+        let now = call.now();
         // An earlier-captured time never finalizes.
         if now < current.updated_at {
             return Err(Step::Reject(JournalError::ClockRegression));
@@ -453,12 +278,12 @@ impl Transition for Terminal {
 /// A prepared read-only `status`.
 #[derive(Debug, Clone)]
 pub struct StatusRead {
-    call: LeaseCall,
+    call: CommandCall,
 }
 
 impl StatusRead {
-    /// Prepares a status read; `call`'s owner is not used.
-    pub fn new(call: LeaseCall) -> Self {
+    /// Prepares a status read: a read needs no lease, so it takes no owner.
+    pub fn new(call: CommandCall) -> Self {
         Self { call }
     }
 
@@ -467,18 +292,18 @@ impl StatusRead {
         let output = match current {
             None => StatusOutput {
                 journal_schema_version: 1,
-                state: "registered",
+                state: CommandState::Registered,
                 command_revision: 1,
                 fence_epoch: None,
                 lease_active: false,
             },
             Some(lifecycle) => StatusOutput {
                 journal_schema_version: 1,
-                state: lifecycle.state.as_str(),
+                state: lifecycle.state.into(),
                 command_revision: lifecycle.command_revision,
                 fence_epoch: Some(FenceEpoch::stored(lifecycle.fence_epoch)),
                 lease_active: lifecycle.state == LifecycleState::Leased
-                    && self.call.now < lifecycle.lease_expires_at,
+                    && self.call.now() < lifecycle.lease_expires_at,
             },
         };
         Ok(Decision::Observe(output))

@@ -32,7 +32,9 @@ pub use plan::{ProviderLookup, ProviderMode, ProviderPlan, ProviderPlanRequest};
 pub use status::{CommandStatus, SendStatus};
 
 use crate::envelope::ResultEnvelope;
-use crate::identity::TerminalReferenceFingerprint;
+use crate::execute::SendResult;
+use crate::identity::{CommandIdentity, TerminalReferenceFingerprint};
+use close::Finding;
 
 /// What the provider answered the send (`record_send_outcome`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,6 +65,63 @@ pub enum SendEvidence {
     Declined,
     /// The provider confirms no object exists for the attempt's key.
     NotFound,
+}
+
+impl SendOutcome {
+    /// The same answer as evidence for `reconcile_send`: a success or a decline is
+    /// evidence whenever it arrives; `Ambiguous` proves nothing.
+    pub fn evidence(&self) -> Option<SendEvidence> {
+        match self {
+            Self::Succeeded(reference) => Some(SendEvidence::Succeeded(reference.clone())),
+            Self::SucceededWith(envelope) => Some(SendEvidence::SucceededWith(envelope.clone())),
+            Self::Declined => Some(SendEvidence::Declined),
+            Self::Ambiguous => None,
+        }
+    }
+
+    /// What closing the attempt records for this answer, for the command of
+    /// `identity`, and the envelope stored with a success.
+    pub fn finding(&self, identity: &CommandIdentity) -> (Finding, Option<&ResultEnvelope>) {
+        match self {
+            Self::Succeeded(reference) => (success(identity, reference), None),
+            Self::SucceededWith(envelope) => {
+                (success(identity, &envelope.reference()), Some(envelope))
+            }
+            Self::Declined => (Finding::Declined, None),
+            Self::Ambiguous => (Finding::Ambiguous, None),
+        }
+    }
+}
+
+impl From<SendResult> for SendOutcome {
+    /// The provider's answer to a send, as `record_send_outcome` records it.
+    fn from(result: SendResult) -> Self {
+        match result {
+            SendResult::Succeeded(envelope) => Self::SucceededWith(envelope),
+            SendResult::Declined => Self::Declined,
+            SendResult::Ambiguous => Self::Ambiguous,
+        }
+    }
+}
+
+impl SendEvidence {
+    /// What closing the attempt records for this evidence, for the command of
+    /// `identity`, and the envelope stored with a success.
+    pub fn finding(&self, identity: &CommandIdentity) -> (Finding, Option<&ResultEnvelope>) {
+        match self {
+            Self::Succeeded(reference) => (success(identity, reference), None),
+            Self::SucceededWith(envelope) => {
+                (success(identity, &envelope.reference()), Some(envelope))
+            }
+            Self::Declined => (Finding::Declined, None),
+            Self::NotFound => (Finding::Absent, None),
+        }
+    }
+}
+
+/// A success, bound to the command by its terminal commitment.
+fn success(identity: &CommandIdentity, reference: &TerminalReferenceFingerprint) -> Finding {
+    Finding::Succeeded(identity.terminal_commitment(reference))
 }
 
 #[cfg(test)]

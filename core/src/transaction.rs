@@ -252,7 +252,7 @@ pub trait Transition {
     fn name(&self) -> OperationName;
     /// Whether the runner may first try this operation's decision for the state in
     /// which every path of [`Transition::paths`] is absent, as one commit sent before
-    /// any read (preconditions mode only; see `src/transaction/blind.rs`). Opt in only
+    /// any read (preconditions mode only; see `core/src/transaction/blind.rs`). Opt in only
     /// where that decision creates documents and depends on nothing but the absence
     /// of the paths read: the commit proves every one of them absent, and any refusal
     /// falls back to reading and deciding. Off by default.

@@ -110,7 +110,10 @@ async fn checkout_ambiguous_send_is_resent_with_the_same_key_before_the_cutoff()
         .await
         .expect("status");
     let send = status.send.expect("a plan is bound");
-    assert_eq!((status.command.state, send.attempt), ("succeeded", 1));
+    assert_eq!(
+        (status.command.state.as_str(), send.attempt),
+        ("succeeded", 1)
+    );
     service.assert_verifies_clean(1).await;
     service.assert_no_leak(&[]).await;
 }
@@ -172,7 +175,11 @@ async fn checkout_after_the_cutoff_no_charge_opens_attempt_2_and_posts_once() {
         .expect("status");
     let send = status.send.expect("a plan is bound");
     assert_eq!(
-        (status.command.state, send.attempt, send.state),
+        (
+            status.command.state.as_str(),
+            send.attempt,
+            send.state.as_str()
+        ),
         ("succeeded", 2, "succeeded")
     );
     service.assert_verifies_clean(1).await;

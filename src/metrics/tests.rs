@@ -5,6 +5,7 @@
 
 use super::*;
 use crate::digest::Digest;
+use crate::fence::FenceEpoch;
 use crate::identity::{CommandInput, CommandRequest, LeaseId, TerminalReferenceFingerprint};
 use crate::lease::{Acquire, LeaseCall, Terminal, TerminalRequest};
 use crate::registration::Registration;
@@ -125,12 +126,16 @@ fn a_lease_story_records_each_answer_under_its_operation() {
         let succeed = TerminalRequest::Succeed(identity.terminal_commitment(&reference));
         run(
             &mut store,
-            &Terminal::new(call(1, T0 + 62 * SEC), 2, succeed),
+            &Terminal::new(call(1, T0 + 62 * SEC), FenceEpoch::stored(2), succeed),
         );
         // A stale holder is refused with its error code.
         run(
             &mut store,
-            &Terminal::new(call(0, T0 + 63 * SEC), 1, TerminalRequest::Fail),
+            &Terminal::new(
+                call(0, T0 + 63 * SEC),
+                FenceEpoch::stored(1),
+                TerminalRequest::Fail,
+            ),
         );
         run(
             &mut store,

@@ -10,6 +10,7 @@ use crate::document::value::Value;
 use crate::document::value::ValueType;
 use crate::envelope::ResultEnvelope;
 use crate::envelope::record::WithResult;
+use crate::fence::FenceEpoch;
 use crate::identity::{CommandInput, CommandRequest, LeaseId, TerminalReferenceFingerprint};
 use crate::lease::{Acquire, LeaseCall, Terminal, TerminalRequest};
 use crate::ledger::fixtures;
@@ -103,7 +104,7 @@ fn journal() -> Store {
         };
         let terminal = Terminal::new(
             LeaseCall::new(identity.clone(), owner('b'), at(210)),
-            2,
+            FenceEpoch::stored(2),
             request,
         );
         let hash = identity.command_key_hash();

@@ -6,6 +6,7 @@ use crate::document::lifecycle;
 use crate::envelope::ResultEnvelope;
 use crate::envelope::record::WithResult;
 use crate::envelope::stored::{self, StoredResult};
+use crate::fence::FenceEpoch;
 use crate::identity::{CommandInput, CommandRequest, LeaseId};
 use crate::lease::{Acquire, LeaseCall, Terminal, TerminalRequest};
 use crate::registration::Registration;
@@ -55,7 +56,11 @@ fn journal(complete: bool) -> Store {
     if complete {
         let hash = identity.command_key_hash();
         let commitment = identity.terminal_commitment(&envelope(500).reference());
-        let terminal = Terminal::new(call(120), 1, TerminalRequest::Succeed(commitment));
+        let terminal = Terminal::new(
+            call(120),
+            FenceEpoch::stored(1),
+            TerminalRequest::Succeed(commitment),
+        );
         let op = WithResult::new(Guarded::new(terminal, hash), hash, at(120), &envelope(500));
         store.answer(&op).expect("completed");
     }
@@ -198,7 +203,11 @@ fn a_results_document_written_in_another_commit_is_found() {
         .encode(),
     );
     let commitment = identity.terminal_commitment(&envelope(500).reference());
-    let terminal = Terminal::new(call(120), 1, TerminalRequest::Succeed(commitment));
+    let terminal = Terminal::new(
+        call(120),
+        FenceEpoch::stored(1),
+        TerminalRequest::Succeed(commitment),
+    );
     early
         .answer(&Guarded::new(terminal, hash))
         .expect("a bare completion does not read it");

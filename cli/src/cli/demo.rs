@@ -351,7 +351,7 @@ async fn workload(host: &str, options: &DemoOptions) -> Result<Finished, Journal
         for (index, command) in commands.iter().enumerate() {
             if !terminal[index] {
                 let status = journal.status(command).await?;
-                terminal[index] = matches!(status.state, "succeeded" | "failed_final");
+                terminal[index] = status.state.is_terminal();
             }
         }
         progress.set(terminal.iter().filter(|t| **t).count() as u64);

@@ -1,7 +1,7 @@
 //! The document values the pure core reads and writes: the shape of Firestore's
 //! `Value` message (the same variants and nesting), without its gRPC types, so that
 //! no codec depends on a network stack. The runner converts them at the wire
-//! (`src/runner/wire.rs`), losslessly in both directions.
+//! (`src/wire.rs`), losslessly in both directions.
 
 use std::collections::HashMap;
 

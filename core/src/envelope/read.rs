@@ -19,20 +19,20 @@ use super::ResultEnvelope;
 use super::stored::{self, StoredResult};
 use crate::document::lifecycle::LifecycleState;
 use crate::error::JournalError;
-use crate::lease::LeaseCall;
+use crate::lease::CommandCall;
 use crate::sends::load::{self, Context, Sends};
 use crate::transaction::{Decision, OperationName, Snapshot, Step, Transition};
 
 /// A prepared read-only `result`.
 #[derive(Debug, Clone)]
 pub struct ResultRead {
-    call: LeaseCall,
+    call: CommandCall,
     path: String,
 }
 
 impl ResultRead {
-    /// Prepares a result read; `call`'s owner is not used.
-    pub fn new(call: LeaseCall) -> Self {
+    /// Prepares a result read: a read needs no lease, so it takes no owner.
+    pub fn new(call: CommandCall) -> Self {
         let path = stored::path(call.hash());
         Self { call, path }
     }

@@ -10,6 +10,7 @@ use crate::digest::Digest;
 use crate::document::fields::{self, FieldMap};
 use crate::document::lifecycle;
 use crate::error::JournalError;
+use crate::fence::FenceEpoch;
 use crate::identity::{
     CommandIdentity, CommandInput, CommandRequest, LeaseId, TerminalReferenceFingerprint,
 };
@@ -77,12 +78,12 @@ fn commitment(envelope: &ResultEnvelope) -> Digest {
 /// `complete_with_result` by holder 0, fence 1, at `now`.
 fn complete(envelope: &ResultEnvelope, now: i64) -> WithResult<Guarded> {
     let request = TerminalRequest::Succeed(commitment(envelope));
-    let terminal = Terminal::new(call(0, now), 1, request);
+    let terminal = Terminal::new(call(0, now), FenceEpoch::stored(1), request);
     WithResult::new(Guarded::new(terminal, &hash()), &hash(), at(now), envelope)
 }
 
 fn result_at(store: &mut Store, now: i64) -> Result<Option<ResultEnvelope>, JournalError> {
-    store.answer(&ResultRead::new(call(9, now)))
+    store.answer(&ResultRead::new(call(9, now).command().clone()))
 }
 
 fn result(store: &mut Store) -> Result<Option<ResultEnvelope>, JournalError> {
@@ -190,7 +191,7 @@ fn retries_write_nothing_and_another_envelope_conflicts() {
     let other = TerminalReferenceFingerprint::parse(&"ab".repeat(32)).expect("reference");
     let bare = Terminal::new(
         call(0, T1),
-        1,
+        FenceEpoch::stored(1),
         TerminalRequest::Succeed(identity().terminal_commitment(&other)),
     );
     assert_eq!(
@@ -200,7 +201,7 @@ fn retries_write_nothing_and_another_envelope_conflicts() {
     // The envelope's own reference, bare, is the same success: it observes.
     let same = Terminal::new(
         call(0, T1),
-        1,
+        FenceEpoch::stored(1),
         TerminalRequest::Succeed(commitment(&envelope(0))),
     );
     let ran = store.run(&Guarded::new(same, &hash()));
@@ -217,7 +218,7 @@ fn without_an_envelope_the_result_is_none() {
     assert_eq!(result(&mut store), Ok(None), "leased");
     let bare = Terminal::new(
         call(0, T1),
-        1,
+        FenceEpoch::stored(1),
         TerminalRequest::Succeed(commitment(&envelope(0))),
     );
     store.answer(&Guarded::new(bare, &hash())).expect("done");
@@ -232,7 +233,7 @@ fn without_an_envelope_the_result_is_none() {
         "terminal_conflict"
     );
     let mut failed = leased();
-    let fail = Terminal::new(call(0, T1), 1, TerminalRequest::Fail);
+    let fail = Terminal::new(call(0, T1), FenceEpoch::stored(1), TerminalRequest::Fail);
     failed.answer(&Guarded::new(fail, &hash())).expect("failed");
     assert_eq!(result(&mut failed), Ok(None), "failed");
     assert_eq!(
@@ -277,7 +278,7 @@ fn a_stray_results_document_is_corrupt_and_blocks_the_success() {
         }
     }
     let mut failed = leased();
-    let fail = Terminal::new(call(0, T1), 1, TerminalRequest::Fail);
+    let fail = Terminal::new(call(0, T1), FenceEpoch::stored(1), TerminalRequest::Fail);
     failed.answer(&Guarded::new(fail, &hash())).expect("failed");
     failed.insert(results_path(), results_doc(&envelope(0), T1));
     assert_eq!(
@@ -385,7 +386,7 @@ fn refusals_of_the_terminal_transition_pass_through_unwritten() {
     let at_fence = |fence: i64, holder: u8, now: i64| {
         let terminal = Terminal::new(
             call(holder, now),
-            fence,
+            FenceEpoch::stored(fence),
             TerminalRequest::Succeed(commitment(&envelope(0))),
         );
         WithResult::new(
@@ -403,7 +404,7 @@ fn refusals_of_the_terminal_transition_pass_through_unwritten() {
     );
     // Once a plan is bound, only the send layer ends the command.
     store
-        .answer(&BeginSend::new(call(0, T1), 1, plan(0)))
+        .answer(&BeginSend::new(call(0, T1), FenceEpoch::stored(1), plan(0)))
         .expect("permit");
     assert_eq!(
         refused(&mut store, &at_fence(1, 0, T1 + SEC)),
@@ -414,7 +415,7 @@ fn refusals_of_the_terminal_transition_pass_through_unwritten() {
 fn record(envelope: &ResultEnvelope, now: i64) -> WithResult<RecordOutcome> {
     let op = RecordOutcome::new(
         call(0, now),
-        1,
+        FenceEpoch::stored(1),
         1,
         Finding::Succeeded(commitment(envelope)),
         plan(0),
@@ -425,7 +426,7 @@ fn record(envelope: &ResultEnvelope, now: i64) -> WithResult<RecordOutcome> {
 fn reconcile(envelope: &ResultEnvelope, now: i64) -> WithResult<Reconcile> {
     let op = Reconcile::new(
         call(0, now),
-        1,
+        FenceEpoch::stored(1),
         1,
         Finding::Succeeded(commitment(envelope)),
         plan(0),
@@ -439,7 +440,7 @@ const SUCCEEDED: SendOutcomeOutput = SendOutcomeOutput::Terminal(TerminalOutput:
 fn a_send_outcome_with_an_envelope_stores_it_with_the_success() {
     let mut store = leased();
     store
-        .answer(&BeginSend::new(call(0, T1), 1, plan(0)))
+        .answer(&BeginSend::new(call(0, T1), FenceEpoch::stored(1), plan(0)))
         .expect("permit");
     let ran = store.run(&record(&envelope(0), T1 + SEC));
     assert_eq!(ran.result, Ok(SUCCEEDED));
@@ -472,9 +473,15 @@ fn a_send_outcome_with_an_envelope_stores_it_with_the_success() {
 fn a_reconciled_success_after_the_cutoff_stores_its_envelope() {
     let mut store = leased();
     store
-        .answer(&BeginSend::new(call(0, T1), 1, plan(0)))
+        .answer(&BeginSend::new(call(0, T1), FenceEpoch::stored(1), plan(0)))
         .expect("permit");
-    let ambiguous = RecordOutcome::new(call(0, T1 + SEC), 1, 1, Finding::Ambiguous, plan(0));
+    let ambiguous = RecordOutcome::new(
+        call(0, T1 + SEC),
+        FenceEpoch::stored(1),
+        1,
+        Finding::Ambiguous,
+        plan(0),
+    );
     store.answer(&ambiguous).expect("ambiguous");
     // Long after: a takeover by holder 0 again (fence 2), then the evidence.
     let late = CUTOFF + SEC;
@@ -487,7 +494,7 @@ fn a_reconciled_success_after_the_cutoff_stores_its_envelope() {
             &WithResult::new(
                 RecordOutcome::new(
                     call(0, late + SEC),
-                    2,
+                    FenceEpoch::stored(2),
                     1,
                     Finding::Succeeded(commitment(&envelope(0))),
                     plan(0)
@@ -501,7 +508,7 @@ fn a_reconciled_success_after_the_cutoff_stores_its_envelope() {
     );
     let op = Reconcile::new(
         call(0, late + SEC),
-        2,
+        FenceEpoch::stored(2),
         1,
         Finding::Succeeded(commitment(&envelope(0))),
         plan(0),
@@ -515,7 +522,7 @@ fn a_reconciled_success_after_the_cutoff_stores_its_envelope() {
     // A stray results document before the evidence: corrupt, nothing written.
     let mut stray = leased();
     stray
-        .answer(&BeginSend::new(call(0, T1), 1, plan(0)))
+        .answer(&BeginSend::new(call(0, T1), FenceEpoch::stored(1), plan(0)))
         .expect("permit");
     stray.insert(results_path(), results_doc(&envelope(0), T1 + SEC));
     assert_eq!(
@@ -532,12 +539,12 @@ fn a_reconciled_success_after_the_cutoff_stores_its_envelope() {
 fn a_declined_attempt_conflicts_with_an_envelope() {
     let mut store = leased();
     store
-        .answer(&BeginSend::new(call(0, T1), 1, plan(0)))
+        .answer(&BeginSend::new(call(0, T1), FenceEpoch::stored(1), plan(0)))
         .expect("permit");
     store
         .answer(&RecordOutcome::new(
             call(0, T1 + SEC),
-            1,
+            FenceEpoch::stored(1),
             1,
             Finding::Declined,
             plan(0),
@@ -562,7 +569,7 @@ fn nothing_of_the_envelope_reaches_debug_output() {
         format!("{:?}", envelope(0)),
         format!("{stored:?}"),
         format!("{op:?}"),
-        format!("{:?}", ResultRead::new(call(0, T1))),
+        format!("{:?}", ResultRead::new(call(0, T1).command().clone())),
     ] {
         assert!(!shown.contains(SECRET), "{shown}");
         assert!(!shown.contains("1250"), "{shown}");

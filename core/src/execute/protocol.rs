@@ -35,7 +35,7 @@ use crate::error::JournalError;
 use crate::fence::FenceEpoch;
 use crate::lease::{LeaseOutput, TerminalOutput};
 use crate::sends::reverted::{Rule, reverted};
-use crate::sends::{BeginSendOutput, SendOutcomeOutput, SendStatus};
+use crate::sends::{BeginSendOutput, SendEvidence, SendOutcome, SendOutcomeOutput, SendStatus};
 use crate::time::Timestamp;
 use std::time::Duration;
 
@@ -46,17 +46,6 @@ pub const MIN_SEND_DEADLINE: Duration = Duration::from_secs(1);
 /// More steps than any path takes (the longest, a reconciled absence then a new
 /// attempt, takes nine): a bound against a journal that keeps changing under us.
 const MAX_STEPS: u32 = 16;
-
-/// What a lookup proved, as `reconcile_send` records it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Evidence {
-    /// A successful object, with its result.
-    Found(ResultEnvelope),
-    /// A final refusal.
-    Declined,
-    /// No object for the key.
-    NotFound,
-}
 
 /// The next thing the driver does.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,8 +74,8 @@ pub enum Step {
         fence: FenceEpoch,
         /// The attempt the answer is for.
         attempt: i64,
-        /// The provider's answer.
-        outcome: SendResult,
+        /// The provider's answer, as the journal records it.
+        outcome: SendOutcome,
     },
     /// `send_status`: which attempt's cutoff passed.
     Status,
@@ -105,8 +94,8 @@ pub enum Step {
         fence: FenceEpoch,
         /// The attempt the evidence is for.
         attempt: i64,
-        /// What the provider showed.
-        evidence: Evidence,
+        /// What the provider showed, as the journal records it.
+        evidence: SendEvidence,
     },
     /// `Journal::result`.
     FetchResult,
@@ -153,7 +142,7 @@ pub struct Protocol {
     attempt: i64,
     pending: Option<ResultEnvelope>,
     /// The provider's success or decline this call holds until it is recorded.
-    answer: Option<Evidence>,
+    answer: Option<SendEvidence>,
     /// Whether the held answer was already offered to `reconcile_send`.
     answer_reconciled: bool,
     /// Whether this call already took a second lease to record its held answer.
@@ -296,18 +285,16 @@ impl Protocol {
             },
             Event::Sent(result) => {
                 let (fence, _) = self.held()?;
-                self.answer = match &result {
-                    SendResult::Succeeded(envelope) => {
-                        self.pending = Some(envelope.clone());
-                        Some(Evidence::Found(envelope.clone()))
-                    }
-                    SendResult::Declined => Some(Evidence::Declined),
-                    SendResult::Ambiguous => None,
-                };
+                if let SendResult::Succeeded(envelope) = &result {
+                    self.pending = Some(envelope.clone());
+                }
+                let outcome = SendOutcome::from(result);
+                // A success or decline is evidence whenever it arrives.
+                self.answer = outcome.evidence();
                 Ok(Step::Record {
                     fence,
                     attempt: self.attempt,
-                    outcome: result,
+                    outcome,
                 })
             }
             Event::Recorded(answer) => match answer {
@@ -350,10 +337,10 @@ impl Protocol {
                 let evidence = match result {
                     LookupResult::Found(envelope) => {
                         self.pending = Some(envelope.clone());
-                        Evidence::Found(envelope)
+                        SendEvidence::SucceededWith(envelope)
                     }
-                    LookupResult::Declined => Evidence::Declined,
-                    LookupResult::NotFound if self.lookup_proves_absence => Evidence::NotFound,
+                    LookupResult::Declined => SendEvidence::Declined,
+                    LookupResult::NotFound if self.lookup_proves_absence => SendEvidence::NotFound,
                     // Looked up before the absence was provable (the charge may not be
                     // visible yet), or never provable: nothing is written.
                     LookupResult::NotFound | LookupResult::Unavailable => {

@@ -10,6 +10,7 @@ use crate::document::root::{self, RootDocument};
 use crate::document::value::ValueType;
 use crate::document::value::{ArrayValue, MapValue, Value};
 use crate::error::JournalError;
+use crate::fence::FenceEpoch;
 use crate::identity::{
     CommandIdentity, CommandInput, CommandRequest, LeaseId, TerminalReferenceFingerprint,
 };
@@ -399,7 +400,7 @@ fn operation(fixture: &Fixture, input: &mut Bytes, store: &mut Store) {
             } else {
                 TerminalRequest::Succeed(input.pick(&fixture.commitments).clone())
             };
-            let op = Terminal::new(call, fence, request.clone());
+            let op = Terminal::new(call, FenceEpoch::stored(fence), request.clone());
             if let Some(Mutation {
                 attempt,
                 writes,
@@ -422,7 +423,7 @@ fn operation(fixture: &Fixture, input: &mut Bytes, store: &mut Store) {
             }
         }
         _ => {
-            let op = StatusRead::new(call);
+            let op = StatusRead::new(call.command().clone());
             if decide(&op, store).is_some() {
                 panic!("status wrote");
             }

@@ -97,13 +97,55 @@ impl Serialize for TerminalOutput {
     }
 }
 
+/// A command's state as `status` shows it, serialized as its stored name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CommandState {
+    /// Registered, never leased.
+    Registered,
+    /// Leased (the lease may have expired).
+    Leased,
+    /// Ended in success.
+    Succeeded,
+    /// Ended in final failure.
+    FailedFinal,
+}
+
+impl CommandState {
+    /// The name it serializes as: `registered`, `leased`, `succeeded` or `failed_final`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Registered => "registered",
+            Self::Leased => "leased",
+            Self::Succeeded => "succeeded",
+            Self::FailedFinal => "failed_final",
+        }
+    }
+
+    /// True once the command has ended, in success or final failure.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Self::Succeeded | Self::FailedFinal)
+    }
+}
+
+impl From<crate::document::lifecycle::LifecycleState> for CommandState {
+    fn from(state: crate::document::lifecycle::LifecycleState) -> Self {
+        use crate::document::lifecycle::LifecycleState;
+        match state {
+            LifecycleState::Leased => Self::Leased,
+            LifecycleState::Succeeded => Self::Succeeded,
+            LifecycleState::FailedFinal => Self::FailedFinal,
+        }
+    }
+}
+
 /// The redacted state of a command, for `status`: no holder, no commitment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StatusOutput {
     pub(super) journal_schema_version: u8,
     /// `registered`, `leased`, `succeeded` or `failed_final`.
-    pub state: &'static str,
+    pub state: CommandState,
     /// The command revision (1 while only registered).
     pub command_revision: i64,
     /// The current fence, `None` while only registered.

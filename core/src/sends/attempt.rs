@@ -45,8 +45,9 @@ pub fn path(hash: &Digest) -> String {
     )
 }
 
-/// The state of the current attempt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The state of the current attempt, serialized as its stored name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum AttemptState {
     /// A permit was issued; the outcome is unknown.
     Sending,

@@ -26,6 +26,7 @@ use super::plan::{MAX_ATTEMPT, ProviderPlan, attempt_key, send_cutoff_at};
 use super::reverted::{Rule, reverted};
 use crate::document::lifecycle::{self, Lifecycle, LifecycleState};
 use crate::error::JournalError;
+use crate::fence::FenceEpoch;
 use crate::lease::{LeaseCall, TerminalOutput};
 use crate::transaction::{Decision, OperationName, Snapshot, Step, Transition, Write};
 
@@ -33,14 +34,14 @@ use crate::transaction::{Decision, OperationName, Snapshot, Step, Transition, Wr
 #[derive(Debug, Clone)]
 pub struct BeginSend {
     call: LeaseCall,
-    fence: i64,
+    fence: FenceEpoch,
     plan: ProviderPlan,
 }
 
 impl BeginSend {
     /// Prepares a `begin_send` of `plan` (checked against the bound plan's fingerprint
     /// for `call`'s command).
-    pub fn new(call: LeaseCall, fence: i64, plan: ProviderPlan) -> Self {
+    pub fn new(call: LeaseCall, fence: FenceEpoch, plan: ProviderPlan) -> Self {
         Self { call, fence, plan }
     }
 
@@ -68,10 +69,10 @@ impl BeginSend {
             attempt,
             state: AttemptState::Sending,
             first_sent_at: now,
-            first_sent_fence_epoch: self.fence,
+            first_sent_fence_epoch: self.fence.get(),
             send_cutoff_at: cutoff,
             last_sent_at: now,
-            last_sent_fence_epoch: self.fence,
+            last_sent_fence_epoch: self.fence.get(),
             outcome: None,
             result_stored: false,
             version: attempt::VERSION,
@@ -83,7 +84,7 @@ impl BeginSend {
         let now = call.now();
         let Context {
             lifecycle, sends, ..
-        } = load::load(call, snapshot)?;
+        } = load::load(call.command(), snapshot)?;
         // The plan first: another plan is a conflict before any cutoff or state rule.
         let plan_first = !reverted(Rule::PlanFirst);
         let other_plan = sends
@@ -111,7 +112,7 @@ impl BeginSend {
             // Reverted (tests only): the plan checked after the cutoff rule, as before.
             return Err(Step::Reject(JournalError::PlanConflict));
         }
-        let lifecycle = held(lifecycle.as_ref(), call.owner(), self.fence)?;
+        let lifecycle = held(lifecycle.as_ref(), call.owner(), self.fence.get())?;
         match lifecycle.state {
             LifecycleState::Succeeded => {
                 return Ok(Decision::Observe(BeginSendOutput::Terminal(
@@ -130,7 +131,7 @@ impl BeginSend {
         // own same-holder recovery.
         if let Sends::Bound(state) = &sends
             && state.attempt.state.outcome_unknown()
-            && state.attempt.last_sent_fence_epoch == self.fence
+            && state.attempt.last_sent_fence_epoch == self.fence.get()
             && now < lifecycle.lease_expires_at
         {
             return Ok(Decision::Observe(BeginSendOutput::Permitted(
@@ -147,7 +148,7 @@ impl BeginSend {
             // transition that read the absent plan is stopped by its own assertion
             // that the plan is still absent (`guard`).
             let after = self.opened(1, 1)?;
-            let bound = BoundPlan::bind(&self.plan, call.identity(), now, self.fence);
+            let bound = BoundPlan::bind(&self.plan, call.identity(), now, self.fence.get());
             let mut writes = vec![
                 Write::Create {
                     path: bound_plan::path(hash),
@@ -174,7 +175,7 @@ impl BeginSend {
                     send_revision: next_revision(Some(&attempt))?,
                     state: AttemptState::Sending,
                     last_sent_at: now,
-                    last_sent_fence_epoch: self.fence,
+                    last_sent_fence_epoch: self.fence.get(),
                     outcome: None,
                     version: attempt::VERSION,
                     ..attempt.clone()
@@ -210,7 +211,7 @@ impl Transition for BeginSend {
     }
 
     fn paths(&self) -> Vec<String> {
-        load::first_read(&self.call)
+        load::first_read(self.call.command())
     }
 
     fn decide(&self, snapshot: &Snapshot) -> Decision<BeginSendOutput> {

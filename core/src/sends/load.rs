@@ -13,7 +13,7 @@ use crate::digest::Digest;
 use crate::document::lifecycle::{Lifecycle, LifecycleState};
 use crate::envelope::stored;
 use crate::error::JournalError;
-use crate::lease::{LeaseCall, Loaded};
+use crate::lease::{CommandCall, Loaded};
 use crate::transaction::{Snapshot, Step};
 
 /// Send events read speculatively with the send document, so that the common
@@ -21,7 +21,7 @@ use crate::transaction::{Snapshot, Step};
 const SPECULATIVE_EVENTS: std::ops::RangeInclusive<i64> = 1..=3;
 
 /// The first read of every send operation.
-pub fn first_read(call: &LeaseCall) -> Vec<String> {
+pub fn first_read(call: &CommandCall) -> Vec<String> {
     let mut paths = call.first_read();
     paths.extend(send_paths(call.hash()));
     paths
@@ -84,7 +84,7 @@ fn corrupt(reason: &'static str) -> Step {
 
 /// Loads and validates the lease's documents and the send layer's, merging the
 /// follow-up reads both ask for into one.
-pub fn load(call: &LeaseCall, snapshot: &Snapshot) -> Result<Context, Step> {
+pub fn load(call: &CommandCall, snapshot: &Snapshot) -> Result<Context, Step> {
     let lease = call.load(snapshot);
     let sends = load_sends(call.hash(), snapshot);
     let (loaded, sends) = match (lease, sends) {
@@ -119,7 +119,7 @@ pub fn load(call: &LeaseCall, snapshot: &Snapshot) -> Result<Context, Step> {
 pub fn bound_state(
     sends: Sends,
     plan: &ProviderPlan,
-    call: &LeaseCall,
+    call: &CommandCall,
 ) -> Result<Box<SendState>, Step> {
     if let Some(bound) = sends.plan()
         && !bound.is(plan, call.identity())

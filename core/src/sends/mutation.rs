@@ -8,6 +8,7 @@ use crate::digest::Digest;
 use crate::document::MAX_REVISION;
 use crate::document::lifecycle::Lifecycle;
 use crate::error::JournalError;
+use crate::fence::FenceEpoch;
 use crate::lease::{LeaseCall, Terminal, TerminalOutput, TerminalRequest};
 use crate::time::Timestamp;
 use crate::transaction::{Decision, Snapshot, Step, Transition, Write};
@@ -91,7 +92,7 @@ pub fn end_command(
     request: TerminalRequest,
     snapshot: &Snapshot,
 ) -> Result<(Vec<Write>, TerminalOutput), Step> {
-    match Terminal::new(call.clone(), fence, request).decide(snapshot) {
+    match Terminal::new(call.clone(), FenceEpoch::stored(fence), request).decide(snapshot) {
         Decision::Mutate(writes, output) => Ok((writes, output)),
         Decision::Reject(error) => Err(Step::Reject(error)),
         Decision::Observe(_) | Decision::Read(_) => Err(Step::Reject(JournalError::corrupt(

@@ -27,6 +27,7 @@ use super::plan::ProviderPlan;
 use super::reverted::{Rule, reverted};
 use crate::envelope::record::MarksResult;
 use crate::error::JournalError;
+use crate::fence::FenceEpoch;
 use crate::lease::LeaseCall;
 use crate::transaction::{Decision, OperationName, Snapshot, Step, Transition};
 
@@ -34,7 +35,7 @@ use crate::transaction::{Decision, OperationName, Snapshot, Step, Transition};
 #[derive(Debug, Clone)]
 pub struct RecordOutcome {
     call: LeaseCall,
-    fence: i64,
+    fence: FenceEpoch,
     attempt: i64,
     finding: Finding,
     plan: ProviderPlan,
@@ -46,7 +47,7 @@ impl RecordOutcome {
     /// of the command bound to `plan`.
     pub fn new(
         call: LeaseCall,
-        fence: i64,
+        fence: FenceEpoch,
         attempt: i64,
         finding: Finding,
         plan: ProviderPlan,
@@ -65,9 +66,9 @@ impl RecordOutcome {
         let call = &self.call;
         let Context {
             lifecycle, sends, ..
-        } = load::load(call, snapshot)?;
-        let state = bound_state(sends, &self.plan, call)?;
-        let lifecycle = held(lifecycle.as_ref(), call.owner(), self.fence)?;
+        } = load::load(call.command(), snapshot)?;
+        let state = bound_state(sends, &self.plan, call.command())?;
+        let lifecycle = held(lifecycle.as_ref(), call.owner(), self.fence.get())?;
         let attempt = &state.attempt;
         if attempt.attempt != self.attempt {
             return Err(Step::Reject(JournalError::AttemptMismatch));
@@ -79,7 +80,7 @@ impl RecordOutcome {
             AttemptState::Absent => return Err(Step::Reject(JournalError::AttemptMismatch)),
             AttemptState::Sending | AttemptState::Ambiguous => {}
         }
-        if attempt.last_sent_fence_epoch != self.fence {
+        if attempt.last_sent_fence_epoch != self.fence.get() {
             return Err(Step::Reject(JournalError::AttemptMismatch));
         }
         if attempt.state == AttemptState::Ambiguous && self.finding == Finding::Ambiguous {
@@ -97,7 +98,7 @@ impl RecordOutcome {
         }
         record_finding(
             call,
-            self.fence,
+            self.fence.get(),
             &state,
             &self.finding,
             OutcomeSource::SendOutcome,
@@ -123,7 +124,7 @@ impl Transition for RecordOutcome {
     }
 
     fn paths(&self) -> Vec<String> {
-        load::first_read(&self.call)
+        load::first_read(self.call.command())
     }
 
     fn decide(&self, snapshot: &Snapshot) -> Decision<SendOutcomeOutput> {

@@ -24,6 +24,7 @@ use super::output::SendOutcomeOutput;
 use super::plan::ProviderPlan;
 use crate::envelope::record::MarksResult;
 use crate::error::JournalError;
+use crate::fence::FenceEpoch;
 use crate::lease::LeaseCall;
 use crate::transaction::{Decision, OperationName, Snapshot, Step, Transition};
 
@@ -31,7 +32,7 @@ use crate::transaction::{Decision, OperationName, Snapshot, Step, Transition};
 #[derive(Debug, Clone)]
 pub struct Reconcile {
     call: LeaseCall,
-    fence: i64,
+    fence: FenceEpoch,
     attempt: i64,
     finding: Finding,
     plan: ProviderPlan,
@@ -43,7 +44,7 @@ impl Reconcile {
     /// of the command bound to `plan`.
     pub fn new(
         call: LeaseCall,
-        fence: i64,
+        fence: FenceEpoch,
         attempt: i64,
         finding: Finding,
         plan: ProviderPlan,
@@ -62,9 +63,9 @@ impl Reconcile {
         let call = &self.call;
         let Context {
             lifecycle, sends, ..
-        } = load::load(call, snapshot)?;
-        let state = bound_state(sends, &self.plan, call)?;
-        let lifecycle = held(lifecycle.as_ref(), call.owner(), self.fence)?;
+        } = load::load(call.command(), snapshot)?;
+        let state = bound_state(sends, &self.plan, call.command())?;
+        let lifecycle = held(lifecycle.as_ref(), call.owner(), self.fence.get())?;
         let attempt = &state.attempt;
         if attempt.attempt != self.attempt {
             return Err(Step::Reject(JournalError::AttemptMismatch));
@@ -89,7 +90,7 @@ impl Reconcile {
         }
         record_finding(
             call,
-            self.fence,
+            self.fence.get(),
             &state,
             &self.finding,
             OutcomeSource::Reconciliation,
@@ -115,7 +116,7 @@ impl Transition for Reconcile {
     }
 
     fn paths(&self) -> Vec<String> {
-        load::first_read(&self.call)
+        load::first_read(self.call.command())
     }
 
     fn decide(&self, snapshot: &Snapshot) -> Decision<SendOutcomeOutput> {

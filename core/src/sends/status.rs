@@ -3,12 +3,13 @@
 //! it needs reconciliation and from when its absence is provable.
 
 use super::absence;
+use super::attempt::AttemptState;
 use super::load::{self, Sends};
 use super::plan::{ProviderPlan, attempt_key};
 use super::reverted::{Rule, reverted};
 use crate::digest::Digest;
 use crate::error::JournalError;
-use crate::lease::{LeaseCall, StatusOutput, StatusRead};
+use crate::lease::{CommandCall, StatusOutput, StatusRead};
 use crate::time::SecondsNanos;
 use crate::time::Timestamp;
 use crate::transaction::{Decision, OperationName, Snapshot, Step, Transition};
@@ -25,7 +26,7 @@ pub struct SendStatus {
     /// The current attempt, from 1.
     pub attempt: i64,
     /// `sending`, `ambiguous`, `absent`, `succeeded` or `declined`.
-    pub state: &'static str,
+    pub state: AttemptState,
     /// The attempt's stored cutoff, `{"seconds": S, "nanoseconds": N}`.
     #[serde(serialize_with = "seconds_nanos")]
     pub send_cutoff_at: Timestamp,
@@ -75,14 +76,14 @@ pub struct CommandStatus {
 /// A prepared read-only status with the send layer.
 #[derive(Debug, Clone)]
 pub struct SendStatusRead {
-    call: LeaseCall,
+    call: CommandCall,
     status: StatusRead,
     plan: Option<ProviderPlan>,
 }
 
 impl SendStatusRead {
-    /// Prepares a status read; `call`'s owner is not used.
-    pub fn new(call: LeaseCall) -> Self {
+    /// Prepares a status read: a read needs no lease, so it takes no owner.
+    pub fn new(call: CommandCall) -> Self {
         Self {
             status: StatusRead::new(call.clone()),
             call,
@@ -128,7 +129,7 @@ impl SendStatusRead {
                 Some(SendStatus {
                     plan_fingerprint: state.plan.plan_fingerprint.clone(),
                     attempt: a.attempt,
-                    state: a.state.as_str(),
+                    state: a.state,
                     send_cutoff_at: a.send_cutoff_at,
                     needs_reconciliation: open && now >= a.send_cutoff_at,
                     absence_provable_from: provable_from.filter(|_| open),

@@ -7,6 +7,7 @@
 use super::*;
 use crate::document::fields::{self, FieldMap};
 use crate::document::value::ValueType;
+use crate::fence::FenceEpoch;
 use crate::identity::{CommandInput, CommandRequest, LeaseId, TerminalReferenceFingerprint};
 use crate::lease::{Terminal, TerminalRequest};
 use crate::testing::{Ran, Store};
@@ -100,7 +101,7 @@ fn terminal(holder: usize, fence: i64, succeed: bool, now: i64) -> Terminal {
     } else {
         TerminalRequest::Fail
     };
-    Terminal::new(call, fence, request)
+    Terminal::new(call, FenceEpoch::stored(fence), request)
 }
 
 // ---------------------------------------------------------------------------------

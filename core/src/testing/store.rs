@@ -1,10 +1,10 @@
 //! An in-memory documents root that runs a [`Transition`] the way the runner does:
-//! through the runner's own attempt machine (`src/runner/attempt.rs`), in its strict
+//! through the runner's own attempt machine (`core/src/attempt.rs`), in its strict
 //! mode, so every test of a `decide` here exercises the read, follow-up, confirmation
 //! and precondition logic production runs.
 //!
 //! The rules it enforces are the machine's, the runner's (`src/runner.rs`) and the
-//! transition contract's (`src/transaction.rs`):
+//! transition contract's (`core/src/transaction.rs`):
 //!
 //! - An attempt reads the operation's paths, then at most
 //!   [`MAX_FOLLOW_UP_READS`](crate::transaction::MAX_FOLLOW_UP_READS) follow-up reads,
@@ -19,7 +19,7 @@
 //!   (`exists: false`), a replaced one must still have the update time that was read.
 //!   A commit that loses a precondition writes nothing. Every write of a commit gets
 //!   the one commit time.
-//! - An operation that makes a blind plan (`src/transaction/blind.rs`) first commits
+//! - An operation that makes a blind plan (`core/src/transaction/blind.rs`) first commits
 //!   it without reading: its creations and absence guards hold only where every path
 //!   it reads is absent, and then it writes exactly what the read-and-decide attempt
 //!   would (checked). Otherwise nothing is written and it reads and decides.
@@ -246,7 +246,7 @@ impl Store {
     }
 
     /// One attempt at the store's current state: drives the runner's attempt machine
-    /// (`src/runner/attempt.rs`, strict: `decide` asked twice on every snapshot) over
+    /// (`core/src/attempt.rs`, strict: `decide` asked twice on every snapshot) over
     /// the store's documents, every read at the store as it stands. Nothing is
     /// written; see [`Store::commit`].
     pub fn attempt<T>(&self, op: &T) -> Attempt<T::Output>

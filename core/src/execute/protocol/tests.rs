@@ -36,13 +36,7 @@ fn permit(attempt: i64, resend: bool) -> Event {
 fn status(attempt: i64, state: AttemptState, needs_reconciliation: bool) -> Event {
     Event::Status(Some(SendStatus {
         attempt,
-        state: match state {
-            AttemptState::Sending => "sending",
-            AttemptState::Ambiguous => "ambiguous",
-            AttemptState::Absent => "absent",
-            AttemptState::Succeeded => "succeeded",
-            AttemptState::Declined => "declined",
-        },
+        state,
         send_cutoff_at: at(-1),
         needs_reconciliation,
         absence_provable_from: needs_reconciliation.then(|| at(-1)),
@@ -94,7 +88,7 @@ fn first_send_succeeds_and_answers_the_envelope_sent() {
             Step::Record {
                 fence: fence(),
                 attempt: 1,
-                outcome: SendResult::Succeeded(sent.clone()),
+                outcome: SendOutcome::SucceededWith(sent.clone()),
             },
             Step::Done(Execution::Succeeded(sent)),
         ]
@@ -114,7 +108,7 @@ fn decline_is_recorded_and_answered() {
             Step::Record {
                 fence: fence(),
                 attempt: 1,
-                outcome: SendResult::Declined,
+                outcome: SendOutcome::Declined,
             },
             Step::Done(Execution::Declined),
         ]
@@ -137,7 +131,7 @@ fn ambiguous_send_is_recorded_then_retried_after_the_lease() {
         Ok(Step::Record {
             fence: fence(),
             attempt: 1,
-            outcome: SendResult::Ambiguous,
+            outcome: SendOutcome::Ambiguous,
         })
     );
     assert_eq!(
@@ -268,7 +262,7 @@ fn past_the_cutoff_the_provider_is_asked_before_anything_else() {
             Step::Reconcile {
                 fence: fence(),
                 attempt: 1,
-                evidence: Evidence::Found(found.clone()),
+                evidence: SendEvidence::SucceededWith(found.clone()),
             },
             Step::Done(Execution::Succeeded(found)),
         ]
@@ -289,7 +283,7 @@ fn past_the_cutoff_a_declined_lookup_fails_the_command() {
             Step::Reconcile {
                 fence: fence(),
                 attempt: 2,
-                evidence: Evidence::Declined,
+                evidence: SendEvidence::Declined,
             },
             Step::Done(Execution::Declined),
         ]
@@ -314,14 +308,14 @@ fn past_the_cutoff_proven_absence_opens_one_new_attempt() {
             Step::Reconcile {
                 fence: fence(),
                 attempt: 1,
-                evidence: Evidence::NotFound,
+                evidence: SendEvidence::NotFound,
             },
             Step::BeginSend { fence: fence() },
             send_step(2, false),
             Step::Record {
                 fence: fence(),
                 attempt: 2,
-                outcome: SendResult::Succeeded(sent.clone()),
+                outcome: SendOutcome::SucceededWith(sent.clone()),
             },
             Step::Done(Execution::Succeeded(sent)),
         ]
@@ -393,9 +387,9 @@ fn an_answer_whose_record_is_refused_is_reconciled_never_dropped() {
     for (sent, evidence) in [
         (
             SendResult::Succeeded(charge.clone()),
-            Evidence::Found(charge.clone()),
+            SendEvidence::SucceededWith(charge.clone()),
         ),
-        (SendResult::Declined, Evidence::Declined),
+        (SendResult::Declined, SendEvidence::Declined),
     ] {
         for refusal in [
             JournalError::SendCutoffPassed,
@@ -444,7 +438,7 @@ fn a_held_answer_takes_one_more_lease_when_its_lease_ran_out() {
             Step::Reconcile {
                 fence: later,
                 attempt: 1,
-                evidence: Evidence::Found(charge.clone()),
+                evidence: SendEvidence::SucceededWith(charge.clone()),
             },
             Step::Done(Execution::Succeeded(charge)),
         ]
@@ -602,7 +596,7 @@ fn a_not_found_from_a_lookup_started_before_the_absence_was_provable_writes_noth
             Event::LookedUp(LookupResult::NotFound),
         ])[3],
         Step::Reconcile {
-            evidence: Evidence::NotFound,
+            evidence: SendEvidence::NotFound,
             ..
         }
     ));
@@ -614,7 +608,7 @@ fn a_not_found_from_a_lookup_started_before_the_absence_was_provable_writes_noth
             Event::LookedUp(LookupResult::Declined),
         ])[3],
         Step::Reconcile {
-            evidence: Evidence::Declined,
+            evidence: SendEvidence::Declined,
             ..
         }
     ));

@@ -1,6 +1,7 @@
 //! Malformed, orphan, future and preseeded states fail closed.
 
 use super::*;
+use crate::fence::FenceEpoch;
 
 /// One corruption case per line, `name, base [reason]: field = value, …;`, built as
 /// `(name, &base, set(&base, vec![(field, value), …]), reason)`; the reason is the
@@ -399,14 +400,17 @@ fn registration_pair_is_validated_with_a_lifecycle_present() {
     );
     rejected(
         run(
-            &Terminal::new(other_call(T0), 1, TerminalRequest::Fail),
+            &Terminal::new(other_call(T0), FenceEpoch::stored(1), TerminalRequest::Fail),
             &mut store,
         ),
         error,
         "fail",
     );
     rejected(
-        run(&StatusRead::new(other_call(T0)), &mut store),
+        run(
+            &StatusRead::new(other_call(T0).command().clone()),
+            &mut store,
+        ),
         error,
         "status",
     );

@@ -19,9 +19,11 @@ use super::*;
 use crate::document::fields::{self, FieldMap};
 use crate::document::value::Value;
 use crate::document::value::ValueType;
+use crate::identity::CommandIdentity;
 use crate::identity::{CommandInput, CommandRequest, LeaseId, TerminalReferenceFingerprint};
 use crate::registration::{Registration, RegistrationOutcome};
 use crate::testing::{Ran, Store};
+use crate::time::Timestamp;
 use proptest::prelude::*;
 use serde_json::json;
 use std::fmt::Debug;
@@ -127,17 +129,21 @@ fn acquire(holder: usize, now: i64) -> Acquire {
 fn complete(holder: usize, fence: i64, reference: usize, now: i64) -> Terminal {
     Terminal::new(
         call(holder, now),
-        fence,
+        FenceEpoch::stored(fence),
         TerminalRequest::Succeed(commitment(reference)),
     )
 }
 
 fn fail(holder: usize, fence: i64, now: i64) -> Terminal {
-    Terminal::new(call(holder, now), fence, TerminalRequest::Fail)
+    Terminal::new(
+        call(holder, now),
+        FenceEpoch::stored(fence),
+        TerminalRequest::Fail,
+    )
 }
 
 fn status(now: i64) -> StatusRead {
-    StatusRead::new(call(0, now))
+    StatusRead::new(call(0, now).command().clone())
 }
 
 fn held(fence: i64, expires: i64) -> LeaseOutput {

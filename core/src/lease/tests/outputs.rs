@@ -242,3 +242,29 @@ fn registration_stays_exact_and_registered_existing_through_every_lifecycle_stat
         .expect("fail");
     check(&failed);
 }
+
+#[test]
+fn command_states_serialize_as_their_stored_names() {
+    use crate::document::lifecycle::LifecycleState;
+    use crate::lease::CommandState;
+    for (state, name) in [
+        (CommandState::Registered, "registered"),
+        (CommandState::Leased, "leased"),
+        (CommandState::Succeeded, "succeeded"),
+        (CommandState::FailedFinal, "failed_final"),
+    ] {
+        assert_eq!(serde_json::to_value(state).ok(), Some(name.into()));
+        assert_eq!(state.as_str(), name);
+        assert_eq!(
+            state.is_terminal(),
+            matches!(name, "succeeded" | "failed_final")
+        );
+    }
+    for stored in [
+        LifecycleState::Leased,
+        LifecycleState::Succeeded,
+        LifecycleState::FailedFinal,
+    ] {
+        assert_eq!(CommandState::from(stored).as_str(), stored.as_str());
+    }
+}

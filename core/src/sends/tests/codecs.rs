@@ -109,3 +109,52 @@ fn documents_round_trip_and_every_malformation_fails_closed() {
     assert!(SendAttempt::parse(&other, current_doc).is_err());
     assert!(SendEvent::parse(&event::id(&h, 5), event_doc).is_err());
 }
+
+#[test]
+fn attempt_states_serialize_as_their_stored_names() {
+    use crate::sends::AttemptState;
+    for state in [
+        AttemptState::Sending,
+        AttemptState::Ambiguous,
+        AttemptState::Absent,
+        AttemptState::Succeeded,
+        AttemptState::Declined,
+    ] {
+        assert_eq!(
+            serde_json::to_value(state).ok(),
+            Some(state.as_str().into())
+        );
+        assert_eq!(AttemptState::parse(state.as_str()), Some(state));
+    }
+}
+
+#[test]
+fn a_provider_answer_is_one_outcome_and_its_evidence() {
+    use crate::envelope::ResultEnvelope;
+    use crate::execute::SendResult;
+    use crate::sends::close::Finding;
+    use crate::sends::{SendEvidence, SendOutcome};
+    let identity = super::identity();
+    let envelope = ResultEnvelope::new(&serde_json::json!({"id": "ch_1"})).expect("envelope");
+    let outcome = SendOutcome::from(SendResult::Succeeded(envelope.clone()));
+    assert_eq!(outcome, SendOutcome::SucceededWith(envelope.clone()));
+    let evidence = outcome.evidence().expect("a success is evidence");
+    assert_eq!(evidence, SendEvidence::SucceededWith(envelope.clone()));
+    // The same finding and envelope whichever way the answer arrives.
+    assert_eq!(outcome.finding(&identity), evidence.finding(&identity));
+    let commitment = identity.terminal_commitment(&envelope.reference());
+    assert_eq!(
+        outcome.finding(&identity),
+        (Finding::Succeeded(commitment), Some(&envelope))
+    );
+    let declined = SendOutcome::from(SendResult::Declined);
+    assert_eq!(declined.evidence(), Some(SendEvidence::Declined));
+    assert_eq!(declined.finding(&identity), (Finding::Declined, None));
+    let ambiguous = SendOutcome::from(SendResult::Ambiguous);
+    assert_eq!(ambiguous.evidence(), None);
+    assert_eq!(ambiguous.finding(&identity), (Finding::Ambiguous, None));
+    assert_eq!(
+        SendEvidence::NotFound.finding(&identity),
+        (Finding::Absent, None)
+    );
+}

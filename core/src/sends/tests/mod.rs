@@ -22,6 +22,7 @@ use super::status::SendStatusRead;
 use super::{BeginSendOutput, SendOutcomeOutput};
 use crate::digest::Digest;
 use crate::error::JournalError;
+use crate::fence::FenceEpoch;
 use crate::identity::{
     CommandIdentity, CommandInput, CommandRequest, LeaseId, OperationSlug,
     TerminalReferenceFingerprint,
@@ -211,45 +212,51 @@ pub(crate) fn apply(store: &mut Store, op: &Op) -> (String, usize) {
         Op::Acquire(h, t) => ran(store, &Acquire::new(call(h, t)), lease_summary),
         Op::Begin(h, f, t) => ran(
             store,
-            &BeginSend::new(call(h, t), f, plan(0)),
+            &BeginSend::new(call(h, t), FenceEpoch::stored(f), plan(0)),
             begin_summary,
         ),
         Op::BeginOther(h, f, t) => ran(
             store,
-            &BeginSend::new(call(h, t), f, plan(1)),
+            &BeginSend::new(call(h, t), FenceEpoch::stored(f), plan(1)),
             begin_summary,
         ),
         Op::Outcome(h, f, n, finding, t) => ran(
             store,
-            &RecordOutcome::new(call(h, t), f, n, finding, plan(0)),
+            &RecordOutcome::new(call(h, t), FenceEpoch::stored(f), n, finding, plan(0)),
             outcome_summary,
         ),
         Op::Reconcile(h, f, n, finding, t) => ran(
             store,
-            &Reconcile::new(call(h, t), f, n, finding, plan(0)),
+            &Reconcile::new(call(h, t), FenceEpoch::stored(f), n, finding, plan(0)),
             outcome_summary,
         ),
         Op::OutcomeOther(h, f, n, finding, t) => ran(
             store,
-            &RecordOutcome::new(call(h, t), f, n, finding, plan(1)),
+            &RecordOutcome::new(call(h, t), FenceEpoch::stored(f), n, finding, plan(1)),
             outcome_summary,
         ),
         Op::ReconcileOther(h, f, n, finding, t) => ran(
             store,
-            &Reconcile::new(call(h, t), f, n, finding, plan(1)),
+            &Reconcile::new(call(h, t), FenceEpoch::stored(f), n, finding, plan(1)),
             outcome_summary,
         ),
         Op::Complete(h, f, t) => {
-            let op = Terminal::new(call(h, t), f, TerminalRequest::Succeed(commitment(0)));
+            let op = Terminal::new(
+                call(h, t),
+                FenceEpoch::stored(f),
+                TerminalRequest::Succeed(commitment(0)),
+            );
             ran(store, &Guarded::new(op, &hash()), |o| terminal(*o))
         }
         Op::Fail(h, f, t) => {
-            let op = Terminal::new(call(h, t), f, TerminalRequest::Fail);
+            let op = Terminal::new(call(h, t), FenceEpoch::stored(f), TerminalRequest::Fail);
             ran(store, &Guarded::new(op, &hash()), |o| terminal(*o))
         }
-        Op::Status(t) => ran(store, &SendStatusRead::new(call(0, t)), |o| {
-            serde_json::to_string(o).expect("status serializes")
-        }),
+        Op::Status(t) => ran(
+            store,
+            &SendStatusRead::new(call(0, t).command().clone()),
+            |o| serde_json::to_string(o).expect("status serializes"),
+        ),
     }
 }
 

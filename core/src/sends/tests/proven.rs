@@ -6,6 +6,7 @@ use super::*;
 use crate::envelope::ResultEnvelope;
 use crate::envelope::record::WithResult;
 use crate::envelope::stored;
+use crate::fence::FenceEpoch;
 use crate::sends::attempt;
 use crate::sends::bound_plan;
 use crate::sends::event;
@@ -54,7 +55,13 @@ fn an_absence_is_refused_while_the_senders_request_may_be_in_flight() {
     // The refusal says from when: the lease's end plus the settle window.
     let mut store = leased();
     apply(&mut store, &Begin(0, 1, T0));
-    let refused = store.answer(&Reconcile::new(call(0, T0 + SEC), 1, 1, Absent, plan(0)));
+    let refused = store.answer(&Reconcile::new(
+        call(0, T0 + SEC),
+        FenceEpoch::stored(1),
+        1,
+        Absent,
+        plan(0),
+    ));
     assert_eq!(
         refused,
         Err(JournalError::AbsenceNotProvable {
@@ -120,7 +127,13 @@ fn a_key_store_absence_is_refused_once_the_key_may_be_forgotten() {
     let mut store = leased();
     apply(&mut store, &Begin(0, 1, T0));
     apply(&mut store, &Acq(1, FORGOTTEN - 2 * SEC));
-    let last = Reconcile::new(call(1, FORGOTTEN - 1), 2, 1, Absent, plan(0));
+    let last = Reconcile::new(
+        call(1, FORGOTTEN - 1),
+        FenceEpoch::stored(2),
+        1,
+        Absent,
+        plan(0),
+    );
     assert_eq!(
         store.answer(&last),
         Ok(SendOutcomeOutput::Absent { attempt: 1 })
@@ -128,13 +141,23 @@ fn a_key_store_absence_is_refused_once_the_key_may_be_forgotten() {
     // A durable lookup answers for the key at any time.
     let mut store = leased();
     store
-        .answer(&BeginSend::new(call(0, T0), 1, durable()))
+        .answer(&BeginSend::new(
+            call(0, T0),
+            FenceEpoch::stored(1),
+            durable(),
+        ))
         .expect("permit");
     let late = T0 + 40 * 86_400 * SEC;
     store
         .answer(&Acquire::new(call(1, late)))
         .expect("acquired");
-    let reconcile = Reconcile::new(call(1, late + SEC), 2, 1, Absent, durable());
+    let reconcile = Reconcile::new(
+        call(1, late + SEC),
+        FenceEpoch::stored(2),
+        1,
+        Absent,
+        durable(),
+    );
     assert_eq!(
         store.answer(&reconcile),
         Ok(SendOutcomeOutput::Absent { attempt: 1 })
@@ -142,9 +165,19 @@ fn a_key_store_absence_is_refused_once_the_key_may_be_forgotten() {
     // Its settle window of 0 still waits for the sender's lease.
     let mut store = leased();
     store
-        .answer(&BeginSend::new(call(0, T0), 1, durable()))
+        .answer(&BeginSend::new(
+            call(0, T0),
+            FenceEpoch::stored(1),
+            durable(),
+        ))
         .expect("permit");
-    let early = Reconcile::new(call(0, T0 + 59 * SEC), 1, 1, Absent, durable());
+    let early = Reconcile::new(
+        call(0, T0 + 59 * SEC),
+        FenceEpoch::stored(1),
+        1,
+        Absent,
+        durable(),
+    );
     assert_eq!(
         store.answer(&early),
         Err(JournalError::AbsenceNotProvable {
@@ -312,7 +345,13 @@ fn a_missing_stored_result_fails_closed() {
     apply(&mut store, &Begin(0, 1, T0));
     let envelope = ResultEnvelope::new(&json!({"id": "ch_1", "amount": 1250})).expect("envelope");
     let commitment = identity().terminal_commitment(&envelope.reference());
-    let op = RecordOutcome::new(call(0, t1()), 1, 1, Finding::Succeeded(commitment), plan(0));
+    let op = RecordOutcome::new(
+        call(0, t1()),
+        FenceEpoch::stored(1),
+        1,
+        Finding::Succeeded(commitment),
+        plan(0),
+    );
     let ran = store.run(&WithResult::new(op, &hash(), at(t1()), &envelope));
     assert_eq!(
         ran.result,
@@ -325,7 +364,7 @@ fn a_missing_stored_result_fails_closed() {
     );
     let mut deleted = store.clone();
     deleted.remove(&stored::path(&hash()));
-    let read = crate::envelope::read::ResultRead::new(call(0, t1() + SEC));
+    let read = crate::envelope::read::ResultRead::new(call(0, t1() + SEC).command().clone());
     assert!(matches!(
         deleted.answer(&read),
         Err(JournalError::JournalCorrupt { .. })

@@ -2,11 +2,12 @@
 //! order and each that lost a precondition runs again, as the runner retries it.
 
 use super::*;
+use crate::fence::FenceEpoch;
 
 const TK: i64 = T0 + 61 * SEC;
 
 fn begin(holder: usize, fence: i64, now: i64) -> BeginSend {
-    BeginSend::new(call(holder, now), fence, plan(0))
+    BeginSend::new(call(holder, now), FenceEpoch::stored(fence), plan(0))
 }
 
 #[test]
@@ -40,7 +41,11 @@ fn first_begins_race_to_one_binding() {
 fn a_terminal_transition_that_read_no_plan_loses_to_the_first_send() {
     let mut store = leased();
     let complete = Guarded::new(
-        Terminal::new(call(0, T0 + 1), 1, TerminalRequest::Succeed(commitment(0))),
+        Terminal::new(
+            call(0, T0 + 1),
+            FenceEpoch::stored(1),
+            TerminalRequest::Succeed(commitment(0)),
+        ),
         &hash(),
     );
     let first = begin(0, 1, T0 + 1);
@@ -74,8 +79,20 @@ fn outcome_races_end_with_exactly_one_mutation() {
         let mut store = leased();
         apply(&mut store, &Op::Begin(0, 1, T0));
         let ops = [
-            RecordOutcome::new(call(0, T0 + 1), 1, 1, succeeded(0), plan(0)),
-            RecordOutcome::new(call(0, T0 + 1), 1, 1, Ambiguous, plan(0)),
+            RecordOutcome::new(
+                call(0, T0 + 1),
+                FenceEpoch::stored(1),
+                1,
+                succeeded(0),
+                plan(0),
+            ),
+            RecordOutcome::new(
+                call(0, T0 + 1),
+                FenceEpoch::stored(1),
+                1,
+                Ambiguous,
+                plan(0),
+            ),
         ];
         let ordered = [ops[order[0]].clone(), ops[order[1]].clone()];
         let results = store.race(&ordered);
@@ -102,8 +119,14 @@ fn reconcile_versus_a_late_outcome() {
     apply(&mut store, &Op::Acquire(1, PROVABLE - SEC));
     // The reconciler (holder 1) records a provable absence; the first holder's late
     // success is refused: its lease is gone.
-    let reconcile = Reconcile::new(call(1, PROVABLE), 2, 1, Absent, plan(0));
-    let late = RecordOutcome::new(call(0, PROVABLE), 1, 1, succeeded(0), plan(0));
+    let reconcile = Reconcile::new(call(1, PROVABLE), FenceEpoch::stored(2), 1, Absent, plan(0));
+    let late = RecordOutcome::new(
+        call(0, PROVABLE),
+        FenceEpoch::stored(1),
+        1,
+        succeeded(0),
+        plan(0),
+    );
     let reconciling = store.attempt(&reconcile);
     let lating = store.attempt(&late);
     assert!(store.commit(&reconciling));

@@ -1,6 +1,7 @@
 use super::*;
 use crate::document::fields;
 use crate::document::value::Value;
+use crate::fence::FenceEpoch;
 use crate::identity::{CommandInput, CommandRequest, LeaseId, TerminalReferenceFingerprint};
 use crate::lease::{Acquire, LeaseCall, Terminal, TerminalRequest};
 use crate::registration::Registration;
@@ -91,7 +92,7 @@ fn history() -> (Store, Digest) {
     store
         .answer(&Terminal::new(
             LeaseCall::new(identity, b, at(210)),
-            2,
+            FenceEpoch::stored(2),
             TerminalRequest::Succeed(commitment),
         ))
         .expect("completed");
@@ -444,7 +445,7 @@ fn two_takeovers() -> (Store, Digest) {
     store
         .answer(&Terminal::new(
             LeaseCall::new(identity.clone(), owner('c'), at(310)),
-            3,
+            FenceEpoch::stored(3),
             TerminalRequest::Fail,
         ))
         .expect("failed");

@@ -15,8 +15,9 @@ use crate::envelope::ResultEnvelope;
 use crate::envelope::read::ResultRead;
 use crate::envelope::record::{MarksResult, WithResult};
 use crate::error::JournalError;
+use crate::fence::FenceEpoch;
 use crate::identity::CommandIdentity;
-use crate::lease::{LeaseCall, LeaseOutput};
+use crate::lease::{CommandCall, LeaseCall, LeaseOutput};
 use crate::sends::begin::BeginSend;
 use crate::sends::close::Finding;
 use crate::sends::outcome::RecordOutcome;
@@ -87,8 +88,8 @@ impl Caller {
     }
 
     /// A read's call: the owner is not consulted.
-    fn reader(&self) -> LeaseCall {
-        LeaseCall::new(identity(), hash(), at(micros(self.now)))
+    fn reader(&self) -> CommandCall {
+        CommandCall::new(identity(), at(micros(self.now)))
     }
 }
 
@@ -271,7 +272,10 @@ fn run_op(store: &mut Store, caller: Caller, op: Op) -> (Output, bool) {
             (Output::Started(answer.map(|started| started.lease)), wrote)
         }
         Op::BeginSend { fence } => {
-            let (answer, wrote) = run(store, &BeginSend::new(caller.call(), fence, plan));
+            let (answer, wrote) = run(
+                store,
+                &BeginSend::new(caller.call(), FenceEpoch::stored(fence), plan),
+            );
             (Output::BeganSend(answer), wrote)
         }
         Op::Record {
@@ -280,7 +284,13 @@ fn run_op(store: &mut Store, caller: Caller, op: Op) -> (Output, bool) {
             carried,
         } => {
             let (finding, envelope) = finding(&identity(), carried);
-            let op = RecordOutcome::new(caller.call(), fence, attempt, finding, plan);
+            let op = RecordOutcome::new(
+                caller.call(),
+                FenceEpoch::stored(fence),
+                attempt,
+                finding,
+                plan,
+            );
             outcome(store, op, envelope, now)
         }
         Op::Reconcile {
@@ -289,7 +299,13 @@ fn run_op(store: &mut Store, caller: Caller, op: Op) -> (Output, bool) {
             carried,
         } => {
             let (finding, envelope) = finding(&identity(), carried);
-            let op = Reconcile::new(caller.call(), fence, attempt, finding, plan);
+            let op = Reconcile::new(
+                caller.call(),
+                FenceEpoch::stored(fence),
+                attempt,
+                finding,
+                plan,
+            );
             outcome(store, op, envelope, now)
         }
         Op::Status => {

@@ -7,12 +7,12 @@ use super::provider::Provider;
 use super::worker::{Answer, Call, Phase, Turn, Worker, deadlines};
 use super::world::{INSTANTS, KeyId, PlanChoice, SEND_MARGIN, SETTLE, WIDE, plan};
 use crate::error::JournalError;
-use crate::execute::SendResult;
-use crate::execute::protocol::{Evidence, Step};
+use crate::execute::protocol::Step;
 use crate::lease::TerminalOutput;
 use crate::sends::plan::attempt_key;
 use crate::sends::reverted::{Rule, reverted, with_reverted};
 use crate::sends::{BeginSendOutput, SendOutcomeOutput};
+use crate::sends::{SendEvidence, SendOutcome};
 use stateright::{Model, Property};
 
 /// The bounds of one check.
@@ -400,12 +400,15 @@ impl State {
         caller: Caller,
         fence: i64,
         attempt: i64,
-        outcome: SendResult,
+        outcome: SendOutcome,
     ) -> Result<SendOutcomeOutput, JournalError> {
         let carried = match outcome {
-            SendResult::Succeeded(envelope) => Carried::Succeeded(KeyId::of_envelope(&envelope)),
-            SendResult::Declined => Carried::Declined,
-            SendResult::Ambiguous => Carried::Ambiguous,
+            SendOutcome::SucceededWith(envelope) => {
+                Carried::Succeeded(KeyId::of_envelope(&envelope))
+            }
+            SendOutcome::Declined => Carried::Declined,
+            SendOutcome::Ambiguous => Carried::Ambiguous,
+            SendOutcome::Succeeded(_) => panic!("the protocol records a success's envelope"),
         };
         let op = Op::Record {
             fence,
@@ -428,12 +431,15 @@ impl State {
         caller: Caller,
         fence: i64,
         attempt: i64,
-        evidence: Evidence,
+        evidence: SendEvidence,
     ) -> Result<SendOutcomeOutput, JournalError> {
         let carried = match evidence {
-            Evidence::Found(envelope) => Carried::Succeeded(KeyId::of_envelope(&envelope)),
-            Evidence::Declined => Carried::Declined,
-            Evidence::NotFound => Carried::Absent,
+            SendEvidence::SucceededWith(envelope) => {
+                Carried::Succeeded(KeyId::of_envelope(&envelope))
+            }
+            SendEvidence::Declined => Carried::Declined,
+            SendEvidence::NotFound => Carried::Absent,
+            SendEvidence::Succeeded(_) => panic!("the protocol reconciles a success's envelope"),
         };
         let op = Op::Reconcile {
             fence,

@@ -85,7 +85,9 @@ impl Answer {
             Self::Recorded(answer) => format!("record: {}", outcome(answer)),
             Self::Status(Some(send)) => format!(
                 "status: attempt {} {} needsReconciliation {}",
-                send.attempt, send.state, send.needs_reconciliation
+                send.attempt,
+                send.state.as_str(),
+                send.needs_reconciliation
             ),
             Self::Status(None) => "status: no send".to_owned(),
             Self::LookedUp(Some(key)) => format!("lookup: found ({key:?})"),
