@@ -81,6 +81,15 @@ pub fn check(plan: &BoundPlan, sent: impl Into<Sent>, now: Timestamp) -> Result<
     }
 }
 
+/// The instant from which an absence of `sent` is provable, as `status` shows it:
+/// `None` once the provider may have forgotten the key (a `key_store` lookup past its
+/// retention), or when the window is empty. The same window [`check`] decides by.
+pub fn provable_from(plan: &BoundPlan, sent: impl Into<Sent>, now: Timestamp) -> Option<Timestamp> {
+    let (from, until) = window(plan, sent)?;
+    let forgotten = until.is_some_and(|until| now >= until) && !reverted(Rule::KeyRetained);
+    (!forgotten).then_some(from)
+}
+
 /// Whether an absence recorded at `at` lies in its provable window: a stored
 /// absence outside it was not proven, and nothing is built on it.
 pub fn recorded_in_window(plan: &BoundPlan, sent: impl Into<Sent>, at: Timestamp) -> bool {

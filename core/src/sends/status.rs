@@ -121,11 +121,7 @@ impl SendStatusRead {
             Sends::Bound(state) => {
                 let a = &state.attempt;
                 let open = a.state.outcome_unknown();
-                let provable_from = match absence::check(&state.plan, a, now) {
-                    Ok(()) => absence::window(&state.plan, a).map(|(from, _)| from),
-                    Err(JournalError::AbsenceNotProvable { provable_from }) => provable_from,
-                    Err(_) => None,
-                };
+                let provable_from = absence::provable_from(&state.plan, a, now);
                 Some(SendStatus {
                     plan_fingerprint: state.plan.plan_fingerprint.clone(),
                     attempt: a.attempt,

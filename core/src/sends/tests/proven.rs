@@ -414,3 +414,26 @@ fn documents_of_the_first_version_stay_readable() {
     broken.remove("resultStored");
     assert!(attempt::SendAttempt::parse(&hash(), &broken).is_err());
 }
+
+#[test]
+fn the_status_shows_the_instant_the_check_decides_by() {
+    use crate::sends::absence::{self, Sent};
+    use crate::sends::bound_plan::BoundPlan;
+    let sent = Sent {
+        first_sent_at: at(T0),
+        last_sent_at: at(T0 + 600 * SEC),
+    };
+    for plan in [plan(0), durable()] {
+        let bound = BoundPlan::bind(&plan, &identity(), at(T0), 1);
+        for step in 0..2_000 {
+            let now = at(T0 + step * 60 * SEC);
+            let shown = absence::provable_from(&bound, sent, now);
+            let expected = match absence::check(&bound, sent, now) {
+                Ok(()) => absence::window(&bound, sent).map(|(from, _)| from),
+                Err(JournalError::AbsenceNotProvable { provable_from }) => provable_from,
+                Err(other) => panic!("{other:?}"),
+            };
+            assert_eq!(shown, expected, "{:?} at step {step}", bound.lookup);
+        }
+    }
+}
