@@ -2,7 +2,7 @@
 //!
 //! Whoever does the reading and committing drives it: the gRPC runner
 //! (`src/runner/reading.rs`) and the in-memory test store (`core/src/testing/store.rs`)
-//! alike. [`Attempt::start`] answers the first [`Step`]; every batch of documents read
+//! alike. [`Attempt::start`] answers the first [`Action`]; every batch of documents read
 //! goes back in through [`Attempt::read`], which answers the next one: read these
 //! paths, commit these writes under these preconditions, done with this output, or
 //! fail with this error. The machine holds the attempt's rules:
@@ -75,7 +75,7 @@ pub struct Guarded<V> {
 
 /// What the driver does next.
 #[derive(Debug, PartialEq)]
-pub enum Step<O, V> {
+pub enum Action<O, V> {
     /// Read these paths (documents root relative) and answer with [`Attempt::read`].
     Read {
         /// The paths, none of them read yet in this round.
@@ -132,21 +132,21 @@ impl<'a, T: Transition, V: Clone> Attempt<'a, T, V> {
     }
 
     /// The first step: the read of the operation's paths.
-    pub fn start(&self) -> Step<T::Output, V> {
-        Step::Read {
+    pub fn start(&self) -> Action<T::Output, V> {
+        Action::Read {
             paths: self.asked.clone(),
             kind: ReadKind::First,
         }
     }
 
-    /// The documents found among the paths of the last [`Step::Read`] (a path without
+    /// The documents found among the paths of the last [`Action::Read`] (a path without
     /// one was read absent); `repeatable` when they can be read again as they stood
     /// (at the first read's time or inside the transaction). The next step.
     pub fn read(
         &mut self,
         mut found: HashMap<String, Found<V>>,
         repeatable: bool,
-    ) -> Step<T::Output, V> {
+    ) -> Action<T::Output, V> {
         for path in std::mem::take(&mut self.asked) {
             let doc = found.remove(&path).map(|read| {
                 self.versions.insert(path.clone(), read.version);
@@ -163,7 +163,7 @@ impl<'a, T: Transition, V: Clone> Attempt<'a, T, V> {
             twice(self.op, &self.snapshot, &decision);
         }
         match decision {
-            Decision::Observe(output) => Step::Done(output),
+            Decision::Observe(output) => Action::Done(output),
             Decision::Reject(JournalError::JournalCorrupt { .. })
                 if !self.confirming && repeatable =>
             {
@@ -175,12 +175,12 @@ impl<'a, T: Transition, V: Clone> Attempt<'a, T, V> {
                     .collect();
                 paths.sort_unstable();
                 self.asked = paths.clone();
-                Step::Read {
+                Action::Read {
                     paths,
                     kind: ReadKind::Confirm,
                 }
             }
-            Decision::Reject(error) => Step::Fail(error),
+            Decision::Reject(error) => Action::Fail(error),
             Decision::Mutate(writes, output) => {
                 if self.twice.is_some() {
                     assert_guarded(&self.snapshot, &writes);
@@ -190,10 +190,10 @@ impl<'a, T: Transition, V: Clone> Attempt<'a, T, V> {
                     .map(|write| self.guard(write))
                     .collect::<Option<Vec<_>>>()
                 {
-                    Some(writes) => Step::Commit { writes, output },
+                    Some(writes) => Action::Commit { writes, output },
                     // Replacing a document the attempt did not read is a bug in decide:
                     // refuse rather than write without a precondition.
-                    None => Step::Fail(JournalError::corrupt("unguarded replacement")),
+                    None => Action::Fail(JournalError::corrupt("unguarded replacement")),
                 }
             }
             Decision::Read(more) => {
@@ -208,10 +208,10 @@ impl<'a, T: Transition, V: Clone> Attempt<'a, T, V> {
                 if paths.is_empty() || self.follow_ups > MAX_FOLLOW_UP_READS {
                     // decide kept asking for more (or for what it already had): a bug,
                     // fail closed.
-                    return Step::Fail(JournalError::corrupt("unbounded follow-up reads"));
+                    return Action::Fail(JournalError::corrupt("unbounded follow-up reads"));
                 }
                 self.asked = paths.clone();
-                Step::Read {
+                Action::Read {
                     paths,
                     kind: ReadKind::FollowUp,
                 }

@@ -20,8 +20,8 @@
 //! stale / conflicting / malformed / overflow    -> reject (read-only)
 //! ```
 //!
-//! Inside the decisions a refusal is always `Err(Step::Reject(..))` (a missing read is
-//! `Err(Step::Read(..))`), so `?` carries both out of the shared loading; `decide` turns
+//! Inside the decisions a refusal is always `Err(Halt::Reject(..))` (a missing read is
+//! `Err(Halt::Read(..))`), so `?` carries both out of the shared loading; `decide` turns
 //! the step into the one [`Decision`] the runner sees.
 
 use crate::digest::Digest;
@@ -30,7 +30,7 @@ use crate::document::audit::EventType;
 use crate::document::lifecycle::{self, LEASE_SECONDS, Lifecycle, LifecycleState};
 use crate::error::JournalError;
 use crate::fence::FenceEpoch;
-use crate::transaction::{Decision, Snapshot, Step, Transition, Write};
+use crate::transaction::{Decision, Halt, Snapshot, Transition, Write};
 
 mod call;
 mod output;
@@ -59,16 +59,16 @@ impl Acquire {
         Self { call }
     }
 
-    fn decide_inner(&self, snapshot: &Snapshot) -> Result<Decision<LeaseOutput>, Step> {
+    fn decide_inner(&self, snapshot: &Snapshot) -> Result<Decision<LeaseOutput>, Halt> {
         let call = &self.call;
         let Loaded { root, current } = call.load(snapshot)?;
         let now = call.now();
         let Some(current) = current else {
             if now < root.registered_at {
-                return Err(Step::Reject(JournalError::ClockRegression));
+                return Err(Halt::Reject(JournalError::ClockRegression));
             }
             let Some(expires) = now.plus_seconds(LEASE_SECONDS) else {
-                return Err(Step::Reject(JournalError::ClockRegression));
+                return Err(Halt::Reject(JournalError::ClockRegression));
             };
             let after = Lifecycle {
                 command_key_hash: call.hash().clone(),
@@ -119,10 +119,10 @@ impl Acquire {
         let fence_epoch = current.fence_epoch + 1;
         let command_revision = current.command_revision + 1;
         if command_revision > MAX_REVISION || fence_epoch > MAX_REVISION {
-            return Err(Step::Reject(JournalError::RevisionOverflow));
+            return Err(Halt::Reject(JournalError::RevisionOverflow));
         }
         let Some(expires) = now.plus_seconds(LEASE_SECONDS) else {
-            return Err(Step::Reject(JournalError::ClockRegression));
+            return Err(Halt::Reject(JournalError::ClockRegression));
         };
         let after = Lifecycle {
             state: LifecycleState::Leased,
@@ -164,7 +164,7 @@ impl Transition for Acquire {
     }
 
     fn decide(&self, snapshot: &Snapshot) -> Decision<LeaseOutput> {
-        self.decide_inner(snapshot).unwrap_or_else(Step::decision)
+        self.decide_inner(snapshot).unwrap_or_else(Halt::decision)
     }
 }
 
@@ -197,17 +197,17 @@ impl Terminal {
         }
     }
 
-    fn decide_inner(&self, snapshot: &Snapshot) -> Result<Decision<TerminalOutput>, Step> {
+    fn decide_inner(&self, snapshot: &Snapshot) -> Result<Decision<TerminalOutput>, Halt> {
         let call = &self.call;
         let Loaded { root, current } = call.load(snapshot)?;
         let Some(current) = current else {
-            return Err(Step::Reject(JournalError::LeaseNotHeld));
+            return Err(Halt::Reject(JournalError::LeaseNotHeld));
         };
         if current.lease_owner_fingerprint != *call.owner() {
-            return Err(Step::Reject(JournalError::LeaseNotHeld));
+            return Err(Halt::Reject(JournalError::LeaseNotHeld));
         }
         if current.fence_epoch != self.expected_fence_epoch.get() {
-            return Err(Step::Reject(JournalError::StaleFence));
+            return Err(Halt::Reject(JournalError::StaleFence));
         }
         let wanted = match &self.request {
             TerminalRequest::Succeed(commitment) => (LifecycleState::Succeeded, Some(commitment)),
@@ -217,21 +217,21 @@ impl Terminal {
             // Exact retry (even after the lease expired) observes; anything else conflicts.
             let stored = (current.state, current.terminal_commitment.as_ref());
             if stored != wanted {
-                return Err(Step::Reject(JournalError::TerminalConflict));
+                return Err(Halt::Reject(JournalError::TerminalConflict));
             }
             return Ok(Decision::Observe(self.output()));
         }
         let now = call.now();
         // An earlier-captured time never finalizes.
         if now < current.updated_at {
-            return Err(Step::Reject(JournalError::ClockRegression));
+            return Err(Halt::Reject(JournalError::ClockRegression));
         }
         if now >= current.lease_expires_at {
-            return Err(Step::Reject(JournalError::LeaseExpired));
+            return Err(Halt::Reject(JournalError::LeaseExpired));
         }
         let command_revision = current.command_revision + 1;
         if command_revision > MAX_REVISION {
-            return Err(Step::Reject(JournalError::RevisionOverflow));
+            return Err(Halt::Reject(JournalError::RevisionOverflow));
         }
         let (state, commitment) = wanted;
         let after = Lifecycle {
@@ -271,7 +271,7 @@ impl Transition for Terminal {
     }
 
     fn decide(&self, snapshot: &Snapshot) -> Decision<TerminalOutput> {
-        self.decide_inner(snapshot).unwrap_or_else(Step::decision)
+        self.decide_inner(snapshot).unwrap_or_else(Halt::decision)
     }
 }
 
@@ -287,7 +287,7 @@ impl StatusRead {
         Self { call }
     }
 
-    fn decide_inner(&self, snapshot: &Snapshot) -> Result<Decision<StatusOutput>, Step> {
+    fn decide_inner(&self, snapshot: &Snapshot) -> Result<Decision<StatusOutput>, Halt> {
         let Loaded { current, .. } = self.call.load(snapshot)?;
         let output = match current {
             None => StatusOutput {
@@ -322,7 +322,7 @@ impl Transition for StatusRead {
     }
 
     fn decide(&self, snapshot: &Snapshot) -> Decision<StatusOutput> {
-        self.decide_inner(snapshot).unwrap_or_else(Step::decision)
+        self.decide_inner(snapshot).unwrap_or_else(Halt::decision)
     }
 }
 

@@ -77,7 +77,8 @@ impl OperationName {
         }
     }
 
-    /// Every operation, in the order above (the tests walk it).
+    /// Every operation, in the order above: span names, metric labels and the CLI's
+    /// subcommand words are derived by walking it.
     pub const ALL: [Self; 14] = [
         Self::Register,
         Self::Acquire,
@@ -94,6 +95,27 @@ impl OperationName {
         Self::LedgerLink,
         Self::Execute,
     ];
+
+    /// The words of the `command-journal` subcommand that runs this operation
+    /// (`register`, `send begin`, `ledger accept`, …); `None` for `result` and
+    /// `execute`, which the CLI does not offer (`execute` needs a provider).
+    pub fn command_words(&self) -> Option<&'static str> {
+        Some(match self {
+            Self::Register => "register",
+            Self::Acquire => "acquire",
+            Self::Start => "start",
+            Self::Complete => "complete",
+            Self::Fail => "fail",
+            Self::Status => "status",
+            Self::BeginSend => "send begin",
+            Self::RecordSendOutcome => "send outcome",
+            Self::ReconcileSend => "send reconcile",
+            Self::LedgerAccept => "ledger accept",
+            Self::LedgerReplay => "ledger replay",
+            Self::LedgerLink => "ledger link",
+            Self::Result | Self::Execute => return None,
+        })
+    }
 
     /// The metrics label: the span name without `journal.`.
     pub fn label(&self) -> &'static str {
@@ -161,16 +183,16 @@ pub enum Decision<O> {
 }
 
 /// Why a shared loading step inside a `decide` could not answer yet; becomes the
-/// matching [`Decision`] with [`Step::decision`].
+/// matching [`Decision`] with [`Halt::decision`].
 #[derive(Debug, Clone, PartialEq)]
-pub enum Step {
+pub enum Halt {
     /// Read these paths too, then decide again.
     Read(Vec<String>),
     /// Fail with this error; nothing is written.
     Reject(JournalError),
 }
 
-impl Step {
+impl Halt {
     /// The decision this step stands for.
     pub fn decision<O>(self) -> Decision<O> {
         match self {
@@ -180,7 +202,7 @@ impl Step {
     }
 }
 
-impl From<JournalError> for Step {
+impl From<JournalError> for Halt {
     fn from(error: JournalError) -> Self {
         Self::Reject(error)
     }

@@ -6,7 +6,7 @@ use super::concurrency::Concurrency;
 use super::counters::Count;
 use super::firestore::{OpenTransaction, Session};
 use super::retry::{Failure, Rpc, classify};
-use crate::attempt::{Attempt, Found, ReadKind, Step};
+use crate::attempt::{Action, Attempt, Found, ReadKind};
 use crate::error::GrpcCode;
 use crate::metrics;
 use crate::transaction::{CommitStamps, Transition};
@@ -74,15 +74,15 @@ impl Session<'_> {
         let mut read_time = None;
         loop {
             let (to_read, kind) = match step {
-                Step::Read { paths, kind } => (paths, kind),
-                Step::Done(output) => {
+                Action::Read { paths, kind } => (paths, kind),
+                Action::Done(output) => {
                     if let Some(id) = open.disarm() {
                         self.rollback(id).await;
                     }
                     return Ok(output);
                 }
-                Step::Fail(error) => return Err(Failure::Final(error)),
-                Step::Commit { writes, output } => {
+                Action::Fail(error) => return Err(Failure::Final(error)),
+                Action::Commit { writes, output } => {
                     let writes = writes.into_iter().map(|w| self.raw_write(w)).collect();
                     self.commit(writes, open).await?;
                     return Ok(output);

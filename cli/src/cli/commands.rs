@@ -44,7 +44,7 @@ impl Command {
 /// integer given until the operation runs, where it becomes a [`FenceEpoch`] (after
 /// connecting, so that a connection error is reported first, as it always was).
 #[derive(Debug)]
-pub enum Request {
+pub enum JournalCall {
     /// `register`.
     Register(CommandInput),
     /// `status`.
@@ -59,7 +59,7 @@ pub enum Request {
     Fail(CommandInput, LeaseId, i64),
 }
 
-impl Request {
+impl JournalCall {
     /// Validates the whole stdin object of `operation` (an unknown key is reported
     /// before a missing one, each key in the documented order).
     pub fn parse(operation: Command, stdin: &str) -> Result<Self, Failure> {

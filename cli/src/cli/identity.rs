@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 /// the lease-owner fingerprint, the terminal commitment, the plan fingerprint and the
 /// provider key.
 #[derive(Debug)]
-pub struct Request {
+pub struct IdentityQuery {
     command: CommandInput,
     lease: Option<LeaseId>,
     reference: Option<TerminalReferenceFingerprint>,
@@ -38,7 +38,7 @@ fn optional_integer(input: &mut Input, field: &'static str) -> Result<Option<i64
     }
 }
 
-impl Request {
+impl IdentityQuery {
     /// Validates the whole stdin object (its keys first, then each value in order).
     ///
     /// `attempt` (1 to 9999) needs `operation` or `plan`: it names the attempt whose
@@ -121,7 +121,7 @@ impl Request {
 
 #[cfg(test)]
 mod tests {
-    use super::Request;
+    use super::IdentityQuery;
     use crate::JournalError;
     use crate::cli::input::Failure;
     use serde_json::{Value, json};
@@ -145,7 +145,7 @@ mod tests {
     }
 
     fn derive(extra: Value) -> Value {
-        Request::parse(&stdin(extra))
+        IdentityQuery::parse(&stdin(extra))
             .expect("valid")
             .derive()
             .expect("derived")
@@ -153,7 +153,7 @@ mod tests {
 
     /// The `invalid_input` field of a refused stdin object.
     fn refused(extra: Value) -> String {
-        match Request::parse(&stdin(extra)).expect_err("refused") {
+        match IdentityQuery::parse(&stdin(extra)).expect_err("refused") {
             Failure::Journal(JournalError::InvalidInput { field }) => field.to_owned(),
             other => panic!("not invalid_input on a known key: {other:?}"),
         }

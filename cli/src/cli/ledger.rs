@@ -57,7 +57,7 @@ pub enum LedgerAction {
 /// A ledger operation with its stdin object validated; each carries the command's
 /// key and scope.
 #[derive(Debug)]
-pub enum Request {
+pub enum LedgerCall {
     /// `ledger accept`: the plan to accept.
     Accept(LedgerKey, LedgerScope, FingerprintInput),
     /// `ledger replay` of a charge: its business tuple.
@@ -68,7 +68,7 @@ pub enum Request {
     Link(LedgerKey, LedgerScope, HistoricalCommand),
 }
 
-impl Request {
+impl LedgerCall {
     /// Validates the whole stdin object of `action`: unknown keys first, then each
     /// key in the documented order.
     pub fn parse(action: LedgerAction, stdin: &str) -> Result<Self, Failure> {
@@ -331,7 +331,7 @@ mod tests {
 
     /// Whether the stdin object of `action` validates (`Ok` means a journal is needed next).
     fn validate(action: LedgerAction, stdin: &str) -> Result<(), Failure> {
-        Request::parse(action, stdin).map(drop)
+        LedgerCall::parse(action, stdin).map(drop)
     }
 
     fn run_fingerprint(stdin: &str) -> Result<Value, Failure> {

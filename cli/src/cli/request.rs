@@ -18,11 +18,11 @@ use std::process::ExitCode;
 /// An operation that needs the journal, its input validated.
 pub enum Operation {
     /// `register`, `acquire`, `start`, `complete`, `fail`, `status`.
-    Command(commands::Request),
+    Command(commands::JournalCall),
     /// `send begin | outcome | reconcile`.
-    Send(sends::Request),
+    Send(sends::SendCall),
     /// `ledger accept | replay | link`.
-    Ledger(ledger::Request),
+    Ledger(ledger::LedgerCall),
 }
 
 impl Operation {
@@ -39,7 +39,7 @@ impl Operation {
 /// One subcommand, ready to run: stdin already read and validated where it is read.
 pub enum Request {
     /// `identity`.
-    Identity(identity::Request),
+    Identity(identity::IdentityQuery),
     /// `ledger fingerprint`.
     Fingerprint(FingerprintInput),
     /// An operation on the journal, with the options that connect to it.
@@ -74,7 +74,7 @@ impl Request {
     /// it; a stdin object that does not validate is the failure, before any connection.
     pub fn parse(command: Cmd, stdin: impl FnOnce() -> String) -> Result<Self, Failure> {
         Ok(match command {
-            Cmd::Identity => Self::Identity(identity::Request::parse(&stdin())?),
+            Cmd::Identity => Self::Identity(identity::IdentityQuery::parse(&stdin())?),
             Cmd::Register(args) => journal_request(Command::Register, &args, &stdin())?,
             Cmd::Acquire(args) => journal_request(Command::Acquire, &args, &stdin())?,
             Cmd::Start(args) => journal_request(Command::Start, &args, &stdin())?,
@@ -145,7 +145,7 @@ fn journal_request(
     args: &JournalArgs,
     stdin: &str,
 ) -> Result<Request, Failure> {
-    let request = commands::Request::parse(operation, stdin)?;
+    let request = commands::JournalCall::parse(operation, stdin)?;
     Ok(Request::Journal(
         Box::new(Operation::Command(request)),
         Global::from_journal(args),
@@ -154,7 +154,7 @@ fn journal_request(
 
 /// A send operation: its stdin object, then its options.
 fn send_request(action: SendAction, args: &JournalArgs, stdin: &str) -> Result<Request, Failure> {
-    let request = sends::Request::parse(action, stdin)?;
+    let request = sends::SendCall::parse(action, stdin)?;
     Ok(Request::Journal(
         Box::new(Operation::Send(request)),
         Global::from_journal(args),
@@ -167,7 +167,7 @@ fn ledger_request(
     args: &JournalArgs,
     stdin: &str,
 ) -> Result<Request, Failure> {
-    let request = ledger::Request::parse(action, stdin)?;
+    let request = ledger::LedgerCall::parse(action, stdin)?;
     Ok(Request::Journal(
         Box::new(Operation::Ledger(request)),
         Global::from_journal(args),

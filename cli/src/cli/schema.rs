@@ -4,6 +4,7 @@
 use crate::expected::expected_for;
 use crate::ledger::COMPENSATION_SUBTYPE_KEY;
 use crate::ledger::{TRANSFER_KEYS, V4_EFFECT_KEYS};
+use command_journal_core::transaction::OperationName;
 
 /// A subcommand that reads a JSON object on stdin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -195,23 +196,32 @@ impl Subject {
         self.fields().iter().map(|f| f.name).collect()
     }
 
-    /// The subcommand's words.
+    /// The journal operation the subcommand runs; `None` for the offline ones.
+    pub fn operation(self) -> Option<OperationName> {
+        Some(match self {
+            Self::Identity | Self::LedgerFingerprint => return None,
+            Self::Register => OperationName::Register,
+            Self::Acquire => OperationName::Acquire,
+            Self::Start => OperationName::Start,
+            Self::Complete => OperationName::Complete,
+            Self::Fail => OperationName::Fail,
+            Self::Status => OperationName::Status,
+            Self::SendBegin => OperationName::BeginSend,
+            Self::SendOutcome => OperationName::RecordSendOutcome,
+            Self::SendReconcile => OperationName::ReconcileSend,
+            Self::LedgerAccept => OperationName::LedgerAccept,
+            Self::LedgerReplay => OperationName::LedgerReplay,
+            Self::LedgerLink => OperationName::LedgerLink,
+        })
+    }
+
+    /// The subcommand's words: an operation's come from the one operation list
+    /// (`OperationName::command_words`).
     pub fn name(self) -> &'static str {
-        match self {
-            Self::Identity => "identity",
-            Self::Register => "register",
-            Self::Acquire => "acquire",
-            Self::Start => "start",
-            Self::Complete => "complete",
-            Self::Fail => "fail",
-            Self::Status => "status",
-            Self::SendBegin => "send begin",
-            Self::SendOutcome => "send outcome",
-            Self::SendReconcile => "send reconcile",
-            Self::LedgerFingerprint => "ledger fingerprint",
-            Self::LedgerAccept => "ledger accept",
-            Self::LedgerReplay => "ledger replay",
-            Self::LedgerLink => "ledger link",
+        match self.operation() {
+            Some(op) => op.command_words().unwrap_or(op.label()),
+            None if self == Self::LedgerFingerprint => "ledger fingerprint",
+            None => "identity",
         }
     }
 
@@ -453,6 +463,31 @@ mod tests {
             }
             assert!(subject.help().contains(&example), "{subject:?}");
             assert!(!example.contains('\''), "{subject:?} must paste inside ''");
+        }
+    }
+
+    #[test]
+    fn every_operation_subcommand_is_named_by_the_operation_list() {
+        use command_journal_core::transaction::OperationName;
+        for op in OperationName::ALL {
+            let subjects: Vec<_> = ALL.iter().filter(|s| s.operation() == Some(op)).collect();
+            match op.command_words() {
+                Some(words) => {
+                    assert_eq!(subjects.len(), 1, "{op:?}");
+                    assert_eq!(subjects[0].name(), words, "{op:?}");
+                }
+                None => assert!(subjects.is_empty(), "{op:?} has no subcommand"),
+            }
+        }
+        // Each name is a subcommand path the parser knows.
+        let command = <crate::cli::args::Args as clap::CommandFactory>::command();
+        for subject in ALL {
+            let mut level = &command;
+            for word in subject.name().split(' ') {
+                level = level
+                    .find_subcommand(word)
+                    .unwrap_or_else(|| panic!("{subject:?}: no subcommand {word}"));
+            }
         }
     }
 

@@ -131,7 +131,7 @@ fn no_success_fields(input: &mut Input) -> Result<(), JournalError> {
 /// What the stdin object asks for, validated: the command, the lease, the expected
 /// fence (a [`FenceEpoch`] once connected, as before) and the operation's own part.
 #[derive(Debug)]
-pub struct Request {
+pub struct SendCall {
     command: CommandInput,
     lease: LeaseId,
     fence: i64,
@@ -146,7 +146,7 @@ enum SendOperation {
     Reconcile(ProviderPlan, i64, SendEvidence),
 }
 
-impl Request {
+impl SendCall {
     /// Validates the whole stdin object of `action`.
     pub fn parse(action: SendAction, stdin: &str) -> Result<Self, Failure> {
         let mut input = Input::parse(stdin)?;

@@ -55,15 +55,15 @@ fn found(docs: &[(&str, i64)]) -> HashMap<String, Found<i64>> {
         .collect()
 }
 
-fn read(paths: &[&str], kind: ReadKind) -> Step<u8, i64> {
-    Step::Read {
+fn read(paths: &[&str], kind: ReadKind) -> Action<u8, i64> {
+    Action::Read {
         paths: strings(paths),
         kind,
     }
 }
 
-fn corrupt(reason: &'static str) -> Step<u8, i64> {
-    Step::Fail(JournalError::corrupt(reason))
+fn corrupt(reason: &'static str) -> Action<u8, i64> {
+    Action::Fail(JournalError::corrupt(reason))
 }
 
 /// Feeds `reads` in turn (each: the documents found, whether repeatable) after the
@@ -71,7 +71,7 @@ fn corrupt(reason: &'static str) -> Step<u8, i64> {
 fn drive<T: Transition>(
     op: &T,
     reads: Vec<(HashMap<String, Found<i64>>, bool)>,
-) -> Vec<Step<T::Output, i64>> {
+) -> Vec<Action<T::Output, i64>> {
     let mut attempt = Attempt::new(op, op.paths());
     let mut steps = vec![attempt.start()];
     for (found, repeatable) in reads {
@@ -88,7 +88,7 @@ fn an_observation_is_done_after_the_first_read() {
     let steps = drive(&observe, vec![(found(&[("a", 1)]), true)]);
     assert_eq!(
         steps,
-        vec![read(&["a", "b"], ReadKind::First), Step::Done(1)]
+        vec![read(&["a", "b"], ReadKind::First), Action::Done(1)]
     );
 }
 
@@ -140,7 +140,7 @@ fn a_corrupt_read_is_confirmed_once_by_rereading_everything_when_repeatable() {
                 read(&["a"], ReadKind::First),
                 read(&["b"], ReadKind::FollowUp),
                 read(&["a", "b"], ReadKind::Confirm),
-                Step::Done(2),
+                Action::Done(2),
             ],
         ),
         // Repeatable and still corrupt: it stands after one re-read.
@@ -176,7 +176,7 @@ fn a_corrupt_read_is_confirmed_once_by_rereading_everything_when_repeatable() {
         drive(&refused, vec![(found(&[]), true)]),
         vec![
             read(&["a"], ReadKind::First),
-            Step::Fail(JournalError::invalid("x"))
+            Action::Fail(JournalError::invalid("x"))
         ]
     );
 }
@@ -233,7 +233,7 @@ fn every_write_is_guarded_by_the_state_read() {
     };
     assert_eq!(
         steps[1],
-        Step::Commit {
+        Action::Commit {
             writes: vec![
                 guarded(&writes[0], Precondition::Absent),
                 guarded(&writes[1], Precondition::UpdatedAt(7)),

@@ -21,7 +21,7 @@ use crate::document::lifecycle::LifecycleState;
 use crate::error::JournalError;
 use crate::lease::CommandCall;
 use crate::sends::load::{self, Context, Sends};
-use crate::transaction::{Decision, OperationName, Snapshot, Step, Transition};
+use crate::transaction::{Decision, Halt, OperationName, Snapshot, Transition};
 
 /// A prepared read-only `result`.
 #[derive(Debug, Clone)]
@@ -37,7 +37,7 @@ impl ResultRead {
         Self { call, path }
     }
 
-    fn decide_inner(&self, snapshot: &Snapshot) -> Result<Option<ResultEnvelope>, Step> {
+    fn decide_inner(&self, snapshot: &Snapshot) -> Result<Option<ResultEnvelope>, Halt> {
         let fields = snapshot.get(&self.path);
         let current = match load::load(&self.call, snapshot) {
             Ok(Context {
@@ -45,7 +45,7 @@ impl ResultRead {
                 ..
             }) => return Err(error.into()),
             Ok(Context { lifecycle, .. }) => lifecycle,
-            Err(Step::Reject(JournalError::NotRegistered)) if fields.is_some() => {
+            Err(Halt::Reject(JournalError::NotRegistered)) if fields.is_some() => {
                 return Err(JournalError::corrupt("result document without a registration").into());
             }
             Err(step) => return Err(step),

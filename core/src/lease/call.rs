@@ -10,7 +10,7 @@ use crate::error::JournalError;
 use crate::identity::CommandIdentity;
 use crate::registration::check_registration;
 use crate::time::Timestamp;
-use crate::transaction::{Snapshot, Step, Write};
+use crate::transaction::{Halt, Snapshot, Write};
 
 /// Audit revisions read speculatively with the lifecycle, so that the common
 /// histories (first lease, completion, one takeover) need a single read.
@@ -61,21 +61,21 @@ impl CommandCall {
     /// the lifecycle, its exact current audit partner and the absence of the next
     /// audit event. Asks for a follow-up read when the partner or next event fell
     /// outside the speculative window.
-    pub fn load(&self, snapshot: &Snapshot) -> Result<Loaded, Step> {
+    pub fn load(&self, snapshot: &Snapshot) -> Result<Loaded, Halt> {
         let hash = self.hash();
         let root = check_registration(
             &self.identity,
             snapshot.get(&root::path(hash)),
             snapshot.get(&audit::path(hash, 1)),
         )
-        .map_err(Step::Reject)?;
+        .map_err(Halt::Reject)?;
         let Some(root) = root else {
             // Never registered: anything of a lifecycle is an orphan.
             let orphan = snapshot.get(&lifecycle::path(hash)).is_some()
                 || SPECULATIVE_AUDITS
                     .clone()
                     .any(|r| snapshot.get(&audit::path(hash, r)).is_some());
-            return Err(Step::Reject(if orphan {
+            return Err(Halt::Reject(if orphan {
                 JournalError::corrupt("lifecycle records without a registration")
             } else {
                 JournalError::NotRegistered
@@ -87,7 +87,7 @@ impl CommandCall {
                 .clone()
                 .any(|r| snapshot.get(&audit::path(hash, r)).is_some());
             if stray {
-                return Err(Step::Reject(JournalError::corrupt(
+                return Err(Halt::Reject(JournalError::corrupt(
                     "transition audit event without a lifecycle",
                 )));
             }
@@ -96,7 +96,7 @@ impl CommandCall {
                 current: None,
             });
         };
-        let current = Lifecycle::parse(hash, fields).map_err(Step::Reject)?;
+        let current = Lifecycle::parse(hash, fields).map_err(Halt::Reject)?;
         let partner_path = audit::path(hash, current.command_revision);
         let next_path = audit::path(hash, current.command_revision + 1);
         let missing: Vec<String> = [&partner_path, &next_path]
@@ -105,27 +105,27 @@ impl CommandCall {
             .cloned()
             .collect();
         if !missing.is_empty() {
-            return Err(Step::Read(missing));
+            return Err(Halt::Read(missing));
         }
         if snapshot.get(&next_path).is_some() {
-            return Err(Step::Reject(JournalError::corrupt(
+            return Err(Halt::Reject(JournalError::corrupt(
                 "the next audit event already exists",
             )));
         }
         let partner = snapshot
             .get(&partner_path)
-            .ok_or(Step::Reject(JournalError::corrupt(
+            .ok_or(Halt::Reject(JournalError::corrupt(
                 "lifecycle without its current audit event",
             )))?;
         let event = TransitionEvent::parse(&audit::id(hash, current.command_revision), partner)
-            .map_err(Step::Reject)?;
+            .map_err(Halt::Reject)?;
         if current.created_at < root.registered_at {
-            return Err(Step::Reject(JournalError::corrupt(
+            return Err(Halt::Reject(JournalError::corrupt(
                 "lifecycle predates its registration",
             )));
         }
         if !partners(&root, &current, &event) {
-            return Err(Step::Reject(JournalError::corrupt(
+            return Err(Halt::Reject(JournalError::corrupt(
                 "lifecycle disagrees with its current audit event",
             )));
         }
@@ -208,7 +208,7 @@ impl LeaseCall {
     }
 
     /// [`CommandCall::load`].
-    pub fn load(&self, snapshot: &Snapshot) -> Result<Loaded, Step> {
+    pub fn load(&self, snapshot: &Snapshot) -> Result<Loaded, Halt> {
         self.command.load(snapshot)
     }
 

@@ -24,7 +24,7 @@ pub struct Stored {
     pub effects: Vec<LedgerEffect>,
 }
 
-pub use crate::transaction::Step;
+pub use crate::transaction::Halt;
 
 /// The paths of effects `0..=count` of `reservation_id`: the slots a command of
 /// `count` effects creates, plus the first slot past them.
@@ -54,10 +54,10 @@ pub fn load(
     snapshot: &Snapshot,
     reservation_id: &Digest,
     probes: &[String],
-) -> Result<Option<Stored>, Step> {
+) -> Result<Option<Stored>, Halt> {
     let Some(fields) = snapshot.get(&reservation::path(reservation_id)) else {
         if probes.iter().any(|p| snapshot.get(p).is_some()) {
-            return Err(Step::Reject(JournalError::corrupt(
+            return Err(Halt::Reject(JournalError::corrupt(
                 "ledger effect without its reservation",
             )));
         }
@@ -84,10 +84,10 @@ pub fn load(
         .cloned()
         .collect();
     if !missing.is_empty() {
-        return Err(Step::Read(missing));
+        return Err(Halt::Read(missing));
     }
     if snapshot.get(&probe).is_some() {
-        return Err(Step::Reject(JournalError::corrupt(
+        return Err(Halt::Reject(JournalError::corrupt(
             "ledger effect beyond its reservation's effects",
         )));
     }
@@ -109,10 +109,10 @@ pub fn load(
     };
     match contradictions(&stored).first() {
         None => Ok(Some(stored)),
-        Some(Contradiction::Digest) => Err(Step::Reject(JournalError::corrupt(
+        Some(Contradiction::Digest) => Err(Halt::Reject(JournalError::corrupt(
             "ledger effects disagree with their reservation's integrity digest",
         ))),
-        Some(Contradiction::Fingerprint) => Err(Step::Reject(JournalError::corrupt(
+        Some(Contradiction::Fingerprint) => Err(Halt::Reject(JournalError::corrupt(
             "ledger effects disagree with their reservation's fingerprint",
         ))),
     }

@@ -28,7 +28,7 @@ use crate::document::lifecycle::{self, Lifecycle, LifecycleState};
 use crate::error::JournalError;
 use crate::fence::FenceEpoch;
 use crate::lease::{LeaseCall, TerminalOutput};
-use crate::transaction::{Decision, OperationName, Snapshot, Step, Transition, Write};
+use crate::transaction::{Decision, Halt, OperationName, Snapshot, Transition, Write};
 
 /// A prepared `begin_send` by the holder in `call` at `fence` for `plan`.
 #[derive(Debug, Clone)]
@@ -59,10 +59,10 @@ impl BeginSend {
         }
     }
 
-    fn opened(&self, attempt: i64, send_revision: i64) -> Result<SendAttempt, Step> {
+    fn opened(&self, attempt: i64, send_revision: i64) -> Result<SendAttempt, Halt> {
         let now = self.call.now();
         let cutoff = send_cutoff_at(now, self.plan.key_retention_seconds())
-            .ok_or(Step::Reject(JournalError::ClockRegression))?;
+            .ok_or(Halt::Reject(JournalError::ClockRegression))?;
         Ok(SendAttempt {
             command_key_hash: self.call.hash().clone(),
             send_revision,
@@ -79,7 +79,7 @@ impl BeginSend {
         })
     }
 
-    fn decide_inner(&self, snapshot: &Snapshot) -> Result<Decision<BeginSendOutput>, Step> {
+    fn decide_inner(&self, snapshot: &Snapshot) -> Result<Decision<BeginSendOutput>, Halt> {
         let call = &self.call;
         let now = call.now();
         let Context {
@@ -91,26 +91,26 @@ impl BeginSend {
             .plan()
             .is_some_and(|bound| !bound.is(&self.plan, call.identity()));
         if plan_first && other_plan {
-            return Err(Step::Reject(JournalError::PlanConflict));
+            return Err(Halt::Reject(JournalError::PlanConflict));
         }
         // The cutoff outranks every permit, a same-holder recovery included.
         let leased = lifecycle
             .as_ref()
             .is_some_and(|l| l.state == LifecycleState::Leased);
         match &sends {
-            Sends::Unreadable(..) => return Err(Step::Reject(JournalError::SendCutoffPassed)),
+            Sends::Unreadable(..) => return Err(Halt::Reject(JournalError::SendCutoffPassed)),
             Sends::Bound(state)
                 if leased
                     && state.attempt.state.outcome_unknown()
                     && now >= state.attempt.send_cutoff_at =>
             {
-                return Err(Step::Reject(JournalError::SendCutoffPassed));
+                return Err(Halt::Reject(JournalError::SendCutoffPassed));
             }
             _ => {}
         }
         if other_plan {
             // Reverted (tests only): the plan checked after the cutoff rule, as before.
-            return Err(Step::Reject(JournalError::PlanConflict));
+            return Err(Halt::Reject(JournalError::PlanConflict));
         }
         let lifecycle = held(lifecycle.as_ref(), call.owner(), self.fence.get())?;
         match lifecycle.state {
@@ -165,7 +165,7 @@ impl BeginSend {
         };
         let SendState { attempt, .. } = *state;
         if now < attempt.updated_at() {
-            return Err(Step::Reject(JournalError::ClockRegression));
+            return Err(Halt::Reject(JournalError::ClockRegression));
         }
         match attempt.state {
             AttemptState::Sending | AttemptState::Ambiguous => {
@@ -188,7 +188,7 @@ impl BeginSend {
                 // Proven absent: the only way to a new attempt, with a new key.
                 let next = attempt.attempt + 1;
                 if next > MAX_ATTEMPT {
-                    return Err(Step::Reject(JournalError::RevisionOverflow));
+                    return Err(Halt::Reject(JournalError::RevisionOverflow));
                 }
                 let after = self.opened(next, next_revision(Some(&attempt))?)?;
                 let writes = record(hash, Some(&attempt), &after, SendEventType::Opened);
@@ -196,7 +196,7 @@ impl BeginSend {
                 Ok(Decision::Mutate(writes, BeginSendOutput::Permitted(permit)))
             }
             // A closed attempt under a leased lifecycle was refused by the loader.
-            AttemptState::Succeeded | AttemptState::Declined => Err(Step::Reject(
+            AttemptState::Succeeded | AttemptState::Declined => Err(Halt::Reject(
                 JournalError::corrupt("provider send record disagrees with the lifecycle"),
             )),
         }
@@ -215,6 +215,6 @@ impl Transition for BeginSend {
     }
 
     fn decide(&self, snapshot: &Snapshot) -> Decision<BeginSendOutput> {
-        self.decide_inner(snapshot).unwrap_or_else(Step::decision)
+        self.decide_inner(snapshot).unwrap_or_else(Halt::decision)
     }
 }

@@ -11,7 +11,7 @@ use crate::digest::Digest;
 use crate::document::lifecycle::Lifecycle;
 use crate::error::JournalError;
 use crate::lease::{LeaseCall, TerminalOutput, TerminalRequest};
-use crate::transaction::{Decision, Snapshot, Step};
+use crate::transaction::{Decision, Halt, Snapshot};
 
 /// What the caller reports about the attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,7 +66,7 @@ pub fn closed_retry(
     lifecycle: &Lifecycle,
     attempt: &SendAttempt,
     finding: &Finding,
-) -> Result<Decision<SendOutcomeOutput>, Step> {
+) -> Result<Decision<SendOutcomeOutput>, Halt> {
     let same = match (attempt.state, finding) {
         (AttemptState::Succeeded, Finding::Succeeded(commitment)) => {
             lifecycle.terminal_commitment.as_ref() == Some(commitment)
@@ -77,7 +77,7 @@ pub fn closed_retry(
     if same {
         Ok(Decision::Observe(finding.output(attempt.attempt)))
     } else {
-        Err(Step::Reject(JournalError::TerminalConflict))
+        Err(Halt::Reject(JournalError::TerminalConflict))
     }
 }
 
@@ -93,7 +93,7 @@ pub fn record_finding(
     source: OutcomeSource,
     snapshot: &Snapshot,
     with_result: bool,
-) -> Result<Decision<SendOutcomeOutput>, Step> {
+) -> Result<Decision<SendOutcomeOutput>, Halt> {
     let before = &state.attempt;
     let after = SendAttempt {
         version: attempt::VERSION,

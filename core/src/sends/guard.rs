@@ -26,7 +26,7 @@ use super::load::{self, Sends};
 use crate::envelope::record::MarksResult;
 use crate::error::JournalError;
 use crate::lease::{Terminal, TerminalOutput};
-use crate::transaction::{Decision, OperationName, Snapshot, Step, Transition, Write};
+use crate::transaction::{Decision, Halt, OperationName, Snapshot, Transition, Write};
 
 /// A terminal transition refused once the command has a provider send.
 #[derive(Debug, Clone)]
@@ -80,8 +80,8 @@ impl Transition for Guarded {
             },
             Ok(Sends::Bound(_)) => Decision::Reject(JournalError::SendOutcomeRequired),
             Ok(Sends::Unreadable(_, error)) => Decision::Reject(error),
-            Err(Step::Read(paths)) => Decision::Read(paths),
-            Err(Step::Reject(error)) => Decision::Reject(error),
+            Err(Halt::Read(paths)) => Decision::Read(paths),
+            Err(Halt::Reject(error)) => Decision::Reject(error),
         }
     }
 }

@@ -14,7 +14,7 @@ use crate::document::lifecycle::{Lifecycle, LifecycleState};
 use crate::envelope::stored;
 use crate::error::JournalError;
 use crate::lease::{CommandCall, Loaded};
-use crate::transaction::{Snapshot, Step};
+use crate::transaction::{Halt, Snapshot};
 
 /// Send events read speculatively with the send document, so that the common
 /// histories (open, outcome, one re-send) need a single read.
@@ -78,24 +78,24 @@ pub struct Context {
     pub sends: Sends,
 }
 
-fn corrupt(reason: &'static str) -> Step {
-    Step::Reject(JournalError::corrupt(reason))
+fn corrupt(reason: &'static str) -> Halt {
+    Halt::Reject(JournalError::corrupt(reason))
 }
 
 /// Loads and validates the lease's documents and the send layer's, merging the
 /// follow-up reads both ask for into one.
-pub fn load(call: &CommandCall, snapshot: &Snapshot) -> Result<Context, Step> {
+pub fn load(call: &CommandCall, snapshot: &Snapshot) -> Result<Context, Halt> {
     let lease = call.load(snapshot);
     let sends = load_sends(call.hash(), snapshot);
     let (loaded, sends) = match (lease, sends) {
-        (Err(Step::Reject(error)), _) | (_, Err(Step::Reject(error))) => {
-            return Err(Step::Reject(error));
+        (Err(Halt::Reject(error)), _) | (_, Err(Halt::Reject(error))) => {
+            return Err(Halt::Reject(error));
         }
-        (Err(Step::Read(mut a)), Err(Step::Read(b))) => {
+        (Err(Halt::Read(mut a)), Err(Halt::Read(b))) => {
             a.extend(b);
-            return Err(Step::Read(a));
+            return Err(Halt::Read(a));
         }
-        (Err(Step::Read(a)), Ok(_)) | (Ok(_), Err(Step::Read(a))) => return Err(Step::Read(a)),
+        (Err(Halt::Read(a)), Ok(_)) | (Ok(_), Err(Halt::Read(a))) => return Err(Halt::Read(a)),
         (Ok(loaded), Ok(sends)) => (loaded, sends),
     };
     let Loaded { current, .. } = loaded;
@@ -120,16 +120,16 @@ pub fn bound_state(
     sends: Sends,
     plan: &ProviderPlan,
     call: &CommandCall,
-) -> Result<Box<SendState>, Step> {
+) -> Result<Box<SendState>, Halt> {
     if let Some(bound) = sends.plan()
         && !bound.is(plan, call.identity())
         && !reverted(Rule::PlanFirst)
     {
-        return Err(Step::Reject(JournalError::PlanConflict));
+        return Err(Halt::Reject(JournalError::PlanConflict));
     }
     match sends {
-        Sends::Unbound => Err(Step::Reject(JournalError::AttemptMismatch)),
-        Sends::Unreadable(_, error) => Err(Step::Reject(error)),
+        Sends::Unbound => Err(Halt::Reject(JournalError::AttemptMismatch)),
+        Sends::Unreadable(_, error) => Err(Halt::Reject(error)),
         Sends::Bound(state) => Ok(state),
     }
 }
@@ -157,7 +157,7 @@ fn agrees(state: &SendState, lifecycle: &Lifecycle) -> bool {
 
 /// The send layer's documents, parsed and checked against each other (not against
 /// the lifecycle): what the guard of `complete`/`fail` reads too.
-pub fn load_sends(hash: &Digest, snapshot: &Snapshot) -> Result<Sends, Step> {
+pub fn load_sends(hash: &Digest, snapshot: &Snapshot) -> Result<Sends, Halt> {
     let plan = snapshot.get(&bound_plan::path(hash));
     let current = snapshot.get(&attempt::path(hash));
     let (plan, current) = match (plan, current) {
@@ -177,7 +177,7 @@ pub fn load_sends(hash: &Digest, snapshot: &Snapshot) -> Result<Sends, Step> {
             ));
         }
     };
-    let plan = BoundPlan::parse(hash, plan).map_err(Step::Reject)?;
+    let plan = BoundPlan::parse(hash, plan).map_err(Halt::Reject)?;
     let attempt = match SendAttempt::parse(hash, current) {
         Ok(attempt) => attempt,
         Err(error) => return Ok(Sends::Unreadable(Box::new(plan), error)),
@@ -204,7 +204,7 @@ pub fn load_sends(hash: &Digest, snapshot: &Snapshot) -> Result<Sends, Step> {
         .cloned()
         .collect();
     if !missing.is_empty() {
-        return Err(Step::Read(missing));
+        return Err(Halt::Read(missing));
     }
     if snapshot.get(&next_path).is_some() {
         return Err(corrupt("the next provider send audit event already exists"));
@@ -213,7 +213,7 @@ pub fn load_sends(hash: &Digest, snapshot: &Snapshot) -> Result<Sends, Step> {
         .get(&partner_path)
         .ok_or_else(|| corrupt("provider send record without its current audit event"))?;
     let event =
-        SendEvent::parse(&event::id(hash, attempt.send_revision), partner).map_err(Step::Reject)?;
+        SendEvent::parse(&event::id(hash, attempt.send_revision), partner).map_err(Halt::Reject)?;
     if !partners(&attempt, &event) {
         return Err(corrupt(
             "provider send record disagrees with its current audit event",

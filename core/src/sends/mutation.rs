@@ -11,7 +11,7 @@ use crate::error::JournalError;
 use crate::fence::FenceEpoch;
 use crate::lease::{LeaseCall, Terminal, TerminalOutput, TerminalRequest};
 use crate::time::Timestamp;
-use crate::transaction::{Decision, Snapshot, Step, Transition, Write};
+use crate::transaction::{Decision, Halt, Snapshot, Transition, Write};
 
 /// The lifecycle, if `owner` holds it at `fence`: `lease_not_held` without a lifecycle
 /// or for another holder, `stale_fence` for another fence.
@@ -19,34 +19,34 @@ pub fn held<'a>(
     lifecycle: Option<&'a Lifecycle>,
     owner: &Digest,
     fence: i64,
-) -> Result<&'a Lifecycle, Step> {
-    let lifecycle = lifecycle.ok_or(Step::Reject(JournalError::LeaseNotHeld))?;
+) -> Result<&'a Lifecycle, Halt> {
+    let lifecycle = lifecycle.ok_or(Halt::Reject(JournalError::LeaseNotHeld))?;
     if &lifecycle.lease_owner_fingerprint != owner {
-        return Err(Step::Reject(JournalError::LeaseNotHeld));
+        return Err(Halt::Reject(JournalError::LeaseNotHeld));
     }
     if lifecycle.fence_epoch != fence {
-        return Err(Step::Reject(JournalError::StaleFence));
+        return Err(Halt::Reject(JournalError::StaleFence));
     }
     Ok(lifecycle)
 }
 
 /// A mutation needs the lease active at `now`: `clock_regression` before the last
 /// transition, `lease_expired` at or after the expiry.
-pub fn active(lifecycle: &Lifecycle, now: Timestamp) -> Result<(), Step> {
+pub fn active(lifecycle: &Lifecycle, now: Timestamp) -> Result<(), Halt> {
     if now < lifecycle.updated_at {
-        return Err(Step::Reject(JournalError::ClockRegression));
+        return Err(Halt::Reject(JournalError::ClockRegression));
     }
     if now >= lifecycle.lease_expires_at {
-        return Err(Step::Reject(JournalError::LeaseExpired));
+        return Err(Halt::Reject(JournalError::LeaseExpired));
     }
     Ok(())
 }
 
 /// The revision after `before` (1 for the first send), bounded.
-pub fn next_revision(before: Option<&SendAttempt>) -> Result<i64, Step> {
+pub fn next_revision(before: Option<&SendAttempt>) -> Result<i64, Halt> {
     let next = before.map_or(1, |a| a.send_revision + 1);
     if next > MAX_REVISION {
-        return Err(Step::Reject(JournalError::RevisionOverflow));
+        return Err(Halt::Reject(JournalError::RevisionOverflow));
     }
     Ok(next)
 }
@@ -91,11 +91,11 @@ pub fn end_command(
     fence: i64,
     request: TerminalRequest,
     snapshot: &Snapshot,
-) -> Result<(Vec<Write>, TerminalOutput), Step> {
+) -> Result<(Vec<Write>, TerminalOutput), Halt> {
     match Terminal::new(call.clone(), FenceEpoch::stored(fence), request).decide(snapshot) {
         Decision::Mutate(writes, output) => Ok((writes, output)),
-        Decision::Reject(error) => Err(Step::Reject(error)),
-        Decision::Observe(_) | Decision::Read(_) => Err(Step::Reject(JournalError::corrupt(
+        Decision::Reject(error) => Err(Halt::Reject(error)),
+        Decision::Observe(_) | Decision::Read(_) => Err(Halt::Reject(JournalError::corrupt(
             "the terminal transition did not mutate a leased lifecycle",
         ))),
     }

@@ -29,7 +29,7 @@ use crate::envelope::record::MarksResult;
 use crate::error::JournalError;
 use crate::fence::FenceEpoch;
 use crate::lease::LeaseCall;
-use crate::transaction::{Decision, OperationName, Snapshot, Step, Transition};
+use crate::transaction::{Decision, Halt, OperationName, Snapshot, Transition};
 
 /// A prepared `record_send_outcome`.
 #[derive(Debug, Clone)]
@@ -62,7 +62,7 @@ impl RecordOutcome {
         }
     }
 
-    fn decide_inner(&self, snapshot: &Snapshot) -> Result<Decision<SendOutcomeOutput>, Step> {
+    fn decide_inner(&self, snapshot: &Snapshot) -> Result<Decision<SendOutcomeOutput>, Halt> {
         let call = &self.call;
         let Context {
             lifecycle, sends, ..
@@ -71,17 +71,17 @@ impl RecordOutcome {
         let lifecycle = held(lifecycle.as_ref(), call.owner(), self.fence.get())?;
         let attempt = &state.attempt;
         if attempt.attempt != self.attempt {
-            return Err(Step::Reject(JournalError::AttemptMismatch));
+            return Err(Halt::Reject(JournalError::AttemptMismatch));
         }
         match attempt.state {
             AttemptState::Succeeded | AttemptState::Declined => {
                 return closed_retry(lifecycle, attempt, &self.finding);
             }
-            AttemptState::Absent => return Err(Step::Reject(JournalError::AttemptMismatch)),
+            AttemptState::Absent => return Err(Halt::Reject(JournalError::AttemptMismatch)),
             AttemptState::Sending | AttemptState::Ambiguous => {}
         }
         if attempt.last_sent_fence_epoch != self.fence.get() {
-            return Err(Step::Reject(JournalError::AttemptMismatch));
+            return Err(Halt::Reject(JournalError::AttemptMismatch));
         }
         if attempt.state == AttemptState::Ambiguous && self.finding == Finding::Ambiguous {
             return Ok(Decision::Observe(self.finding.output(attempt.attempt)));
@@ -90,11 +90,11 @@ impl RecordOutcome {
         let cutoff_applies =
             self.finding == Finding::Ambiguous || reverted(Rule::EvidenceAfterCutoff);
         if cutoff_applies && now >= attempt.send_cutoff_at {
-            return Err(Step::Reject(JournalError::SendCutoffPassed));
+            return Err(Halt::Reject(JournalError::SendCutoffPassed));
         }
         active(lifecycle, now)?;
         if now < attempt.updated_at() {
-            return Err(Step::Reject(JournalError::ClockRegression));
+            return Err(Halt::Reject(JournalError::ClockRegression));
         }
         record_finding(
             call,
@@ -128,6 +128,6 @@ impl Transition for RecordOutcome {
     }
 
     fn decide(&self, snapshot: &Snapshot) -> Decision<SendOutcomeOutput> {
-        self.decide_inner(snapshot).unwrap_or_else(Step::decision)
+        self.decide_inner(snapshot).unwrap_or_else(Halt::decision)
     }
 }

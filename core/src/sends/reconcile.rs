@@ -26,7 +26,7 @@ use crate::envelope::record::MarksResult;
 use crate::error::JournalError;
 use crate::fence::FenceEpoch;
 use crate::lease::LeaseCall;
-use crate::transaction::{Decision, OperationName, Snapshot, Step, Transition};
+use crate::transaction::{Decision, Halt, OperationName, Snapshot, Transition};
 
 /// A prepared `reconcile_send`.
 #[derive(Debug, Clone)]
@@ -59,7 +59,7 @@ impl Reconcile {
         }
     }
 
-    fn decide_inner(&self, snapshot: &Snapshot) -> Result<Decision<SendOutcomeOutput>, Step> {
+    fn decide_inner(&self, snapshot: &Snapshot) -> Result<Decision<SendOutcomeOutput>, Halt> {
         let call = &self.call;
         let Context {
             lifecycle, sends, ..
@@ -68,7 +68,7 @@ impl Reconcile {
         let lifecycle = held(lifecycle.as_ref(), call.owner(), self.fence.get())?;
         let attempt = &state.attempt;
         if attempt.attempt != self.attempt {
-            return Err(Step::Reject(JournalError::AttemptMismatch));
+            return Err(Halt::Reject(JournalError::AttemptMismatch));
         }
         match attempt.state {
             AttemptState::Succeeded | AttemptState::Declined => {
@@ -77,16 +77,16 @@ impl Reconcile {
             AttemptState::Absent if self.finding == Finding::Absent => {
                 return Ok(Decision::Observe(self.finding.output(attempt.attempt)));
             }
-            AttemptState::Absent => return Err(Step::Reject(JournalError::AttemptMismatch)),
+            AttemptState::Absent => return Err(Halt::Reject(JournalError::AttemptMismatch)),
             AttemptState::Sending | AttemptState::Ambiguous => {}
         }
         let now = call.now();
         active(lifecycle, now)?;
         if now < attempt.updated_at() {
-            return Err(Step::Reject(JournalError::ClockRegression));
+            return Err(Halt::Reject(JournalError::ClockRegression));
         }
         if self.finding == Finding::Absent {
-            absence::check(&state.plan, attempt, now).map_err(Step::Reject)?;
+            absence::check(&state.plan, attempt, now).map_err(Halt::Reject)?;
         }
         record_finding(
             call,
@@ -120,6 +120,6 @@ impl Transition for Reconcile {
     }
 
     fn decide(&self, snapshot: &Snapshot) -> Decision<SendOutcomeOutput> {
-        self.decide_inner(snapshot).unwrap_or_else(Step::decision)
+        self.decide_inner(snapshot).unwrap_or_else(Halt::decision)
     }
 }

@@ -12,7 +12,7 @@ use crate::error::JournalError;
 use crate::lease::{CommandCall, StatusOutput, StatusRead};
 use crate::time::SecondsNanos;
 use crate::time::Timestamp;
-use crate::transaction::{Decision, OperationName, Snapshot, Step, Transition};
+use crate::transaction::{Decision, Halt, OperationName, Snapshot, Transition};
 use serde::Serialize;
 
 /// The send state `status` shows: no key, plan parameters, account or reference.
@@ -98,26 +98,26 @@ impl SendStatusRead {
         self
     }
 
-    fn decide_inner(&self, snapshot: &Snapshot) -> Result<Decision<CommandStatus>, Step> {
+    fn decide_inner(&self, snapshot: &Snapshot) -> Result<Decision<CommandStatus>, Halt> {
         let context = load::load(&self.call, snapshot)?;
         let command = match self.status.decide(snapshot) {
             Decision::Observe(status) => status,
-            Decision::Reject(error) => return Err(Step::Reject(error)),
-            Decision::Read(paths) => return Err(Step::Read(paths)),
+            Decision::Reject(error) => return Err(Halt::Reject(error)),
+            Decision::Read(paths) => return Err(Halt::Read(paths)),
             Decision::Mutate(..) => {
-                return Err(Step::Reject(JournalError::internal("status wrote")));
+                return Err(Halt::Reject(JournalError::internal("status wrote")));
             }
         };
         if let (Some(plan), Some(bound)) = (&self.plan, context.sends.plan())
             && !bound.is(plan, self.call.identity())
             && !reverted(Rule::PlanFirst)
         {
-            return Err(Step::Reject(JournalError::PlanConflict));
+            return Err(Halt::Reject(JournalError::PlanConflict));
         }
         let now = self.call.now();
         let send = match context.sends {
             Sends::Unbound => None,
-            Sends::Unreadable(_, error) => return Err(Step::Reject(error)),
+            Sends::Unreadable(_, error) => return Err(Halt::Reject(error)),
             Sends::Bound(state) => {
                 let a = &state.attempt;
                 let open = a.state.outcome_unknown();
@@ -149,6 +149,6 @@ impl Transition for SendStatusRead {
     }
 
     fn decide(&self, snapshot: &Snapshot) -> Decision<CommandStatus> {
-        self.decide_inner(snapshot).unwrap_or_else(Step::decision)
+        self.decide_inner(snapshot).unwrap_or_else(Halt::decision)
     }
 }

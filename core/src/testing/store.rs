@@ -31,7 +31,7 @@
 //! or [`Store::remove`] stand for another writer (seeded state, corruption) and get a
 //! new update time of their own.
 
-use crate::attempt::{Attempt as Machine, Found, Precondition, ReadKind, Step};
+use crate::attempt::{Action, Attempt as Machine, Found, Precondition, ReadKind};
 use crate::document::fields::FieldMap;
 use crate::error::JournalError;
 use crate::transaction::blind::{self, BlindPlan};
@@ -259,7 +259,7 @@ impl Store {
         let mut follow_ups = Vec::new();
         loop {
             let (decision, preconditions) = match step {
-                Step::Read { paths, kind } => {
+                Action::Read { paths, kind } => {
                     if kind == ReadKind::FollowUp {
                         follow_ups.push(paths.clone());
                     }
@@ -283,9 +283,9 @@ impl Store {
                     step = machine.read(found, true);
                     continue;
                 }
-                Step::Done(output) => (Decision::Observe(output), Vec::new()),
-                Step::Fail(error) => (Decision::Reject(error), Vec::new()),
-                Step::Commit { writes, output } => {
+                Action::Done(output) => (Decision::Observe(output), Vec::new()),
+                Action::Fail(error) => (Decision::Reject(error), Vec::new()),
+                Action::Commit { writes, output } => {
                     let (writes, preconditions) = writes
                         .into_iter()
                         .map(|guarded| {
