@@ -120,3 +120,53 @@ fn the_readme_handler_is_the_compiled_example() {
     }
     assert!(toml.contains("features = [\"json\"]"), "{toml}");
 }
+
+#[test]
+fn no_two_public_types_of_a_package_share_a_name() {
+    // Within each package a reader sees its types together: one name, one type.
+    fn walk(dir: &std::path::Path, names: &mut Vec<(String, String)>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let file = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            if path.is_dir() {
+                if file != "tests" {
+                    walk(&path, names);
+                }
+            } else if file.ends_with(".rs") && !file.contains("tests") {
+                let text = std::fs::read_to_string(&path).unwrap_or_default();
+                for line in text.lines() {
+                    for kind in ["pub struct ", "pub enum ", "pub trait ", "pub type "] {
+                        if let Some(rest) = line.strip_prefix(kind) {
+                            let name: String = rest
+                                .chars()
+                                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                                .collect();
+                            names.push((name, path.display().to_string()));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    for package in [
+        vec!["src", "core/src"],
+        vec!["cli/src"],
+        vec!["harness/src"],
+    ] {
+        let mut names = Vec::new();
+        for dir in &package {
+            walk(&root.join(dir), &mut names);
+        }
+        names.sort();
+        let repeated: Vec<_> = names
+            .windows(2)
+            .filter(|pair| pair[0].0 == pair[1].0)
+            .map(|pair| format!("{} in {} and {}", pair[0].0, pair[0].1, pair[1].1))
+            .collect();
+        assert!(repeated.is_empty(), "{package:?}: {repeated:#?}");
+    }
+}

@@ -14,7 +14,7 @@
 //! | `Reject(journal_corrupt)`, first time, read repeatable | re-read everything read ([`ReadKind::Confirm`]) |
 //! | `Reject(error)` | fail with `error` |
 //! | `Observe(output)` | done with `output` |
-//! | `Mutate(writes, output)` | commit `writes`, each [`Guarded`] by its precondition |
+//! | `Mutate(writes, output)` | commit `writes`, each [`GuardedWrite`] by its precondition |
 //! | `Mutate` replacing a document not read present | fail closed: `journal_corrupt` |
 //!
 //! A BatchGet of the emulator is not always a snapshot: a read torn across two commits
@@ -66,7 +66,7 @@ pub enum Precondition<V> {
 
 /// A write and the precondition it is committed under.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Guarded<V> {
+pub struct GuardedWrite<V> {
     /// The write.
     pub write: Write,
     /// What must hold at commit time for the commit to apply.
@@ -87,7 +87,7 @@ pub enum Action<O, V> {
     /// lands, the operation answers `output`. The attempt is over.
     Commit {
         /// The writes, in `decide`'s order.
-        writes: Vec<Guarded<V>>,
+        writes: Vec<GuardedWrite<V>>,
         /// The answer once committed.
         output: O,
     },
@@ -221,7 +221,7 @@ impl<'a, T: Transition, V: Clone> Attempt<'a, T, V> {
 
     /// `write` with its precondition on the state read; `None` for a replacement of a
     /// document not read present.
-    fn guard(&self, write: Write) -> Option<Guarded<V>> {
+    fn guard(&self, write: Write) -> Option<GuardedWrite<V>> {
         let precondition = match &write {
             Write::Create { .. } | Write::AssertAbsent { .. } => Precondition::Absent,
             Write::Replace { path, .. } => match self.versions.get(path) {
@@ -229,7 +229,7 @@ impl<'a, T: Transition, V: Clone> Attempt<'a, T, V> {
                 _ => return None,
             },
         };
-        Some(Guarded {
+        Some(GuardedWrite {
             write,
             precondition,
         })

@@ -34,7 +34,7 @@ pub use status::{CommandStatus, SendStatus};
 use crate::envelope::ResultEnvelope;
 use crate::execute::SendResult;
 use crate::identity::{CommandIdentity, TerminalReferenceFingerprint};
-use close::Finding;
+use close::Closing;
 
 /// What the provider answered the send (`record_send_outcome`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,14 +81,14 @@ impl SendOutcome {
 
     /// What closing the attempt records for this answer, for the command of
     /// `identity`, and the envelope stored with a success.
-    pub fn finding(&self, identity: &CommandIdentity) -> (Finding, Option<&ResultEnvelope>) {
+    pub fn closing(&self, identity: &CommandIdentity) -> (Closing, Option<&ResultEnvelope>) {
         match self {
             Self::Succeeded(reference) => (success(identity, reference), None),
             Self::SucceededWith(envelope) => {
                 (success(identity, &envelope.reference()), Some(envelope))
             }
-            Self::Declined => (Finding::Declined, None),
-            Self::Ambiguous => (Finding::Ambiguous, None),
+            Self::Declined => (Closing::Declined, None),
+            Self::Ambiguous => (Closing::Ambiguous, None),
         }
     }
 }
@@ -107,21 +107,21 @@ impl From<SendResult> for SendOutcome {
 impl SendEvidence {
     /// What closing the attempt records for this evidence, for the command of
     /// `identity`, and the envelope stored with a success.
-    pub fn finding(&self, identity: &CommandIdentity) -> (Finding, Option<&ResultEnvelope>) {
+    pub fn closing(&self, identity: &CommandIdentity) -> (Closing, Option<&ResultEnvelope>) {
         match self {
             Self::Succeeded(reference) => (success(identity, reference), None),
             Self::SucceededWith(envelope) => {
                 (success(identity, &envelope.reference()), Some(envelope))
             }
-            Self::Declined => (Finding::Declined, None),
-            Self::NotFound => (Finding::Absent, None),
+            Self::Declined => (Closing::Declined, None),
+            Self::NotFound => (Closing::Absent, None),
         }
     }
 }
 
 /// A success, bound to the command by its terminal commitment.
-fn success(identity: &CommandIdentity, reference: &TerminalReferenceFingerprint) -> Finding {
-    Finding::Succeeded(identity.terminal_commitment(reference))
+fn success(identity: &CommandIdentity, reference: &TerminalReferenceFingerprint) -> Closing {
+    Closing::Succeeded(identity.terminal_commitment(reference))
 }
 
 #[cfg(test)]

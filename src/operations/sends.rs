@@ -45,7 +45,7 @@ pub(crate) async fn record_outcome(
 ) -> Result<SendOutcomeOutput, JournalError> {
     check_attempt(attempt)?;
     let call = engine.lease_call(command, lease)?;
-    let (finding, envelope) = outcome.finding(call.identity());
+    let (finding, envelope) = outcome.closing(call.identity());
     let (now, hash) = (call.now(), call.hash().clone());
     let op = RecordOutcome::new(call, fence, attempt, finding, plan.clone());
     match envelope {
@@ -65,7 +65,7 @@ pub(crate) async fn reconcile(
 ) -> Result<SendOutcomeOutput, JournalError> {
     check_attempt(attempt)?;
     let call = engine.lease_call(command, lease)?;
-    let (finding, envelope) = evidence.finding(call.identity());
+    let (finding, envelope) = evidence.closing(call.identity());
     let (now, hash) = (call.now(), call.hash().clone());
     let op = Reconcile::new(call, fence, attempt, finding, plan.clone());
     match envelope {

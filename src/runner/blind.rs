@@ -9,7 +9,7 @@
 use super::counters::Count;
 use super::firestore::{OpenTransaction, Session};
 use super::retry::Failure;
-use crate::attempt::{Guarded, Precondition};
+use crate::attempt::{GuardedWrite, Precondition};
 use crate::transaction::Write;
 use crate::transaction::blind::BlindPlan;
 
@@ -26,7 +26,7 @@ impl Session<'_> {
             .into_iter()
             .chain(guards)
             .map(|write| {
-                self.raw_write(Guarded {
+                self.raw_write(GuardedWrite {
                     write,
                     precondition: Precondition::Absent,
                 })

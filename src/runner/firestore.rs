@@ -7,7 +7,7 @@
 use super::concurrency::RunOptions;
 use super::counters::{Count, Tally};
 use super::retry::{Failure, Rpc, classify};
-use crate::attempt::{Guarded, Precondition};
+use crate::attempt::{GuardedWrite, Precondition};
 use crate::connection::RawClient;
 use crate::error::GrpcCode;
 use crate::metrics;
@@ -294,7 +294,7 @@ impl Session<'_> {
 
     /// A guarded write as sent: the write, its precondition as Firestore's
     /// (`exists: false`, or `updateTime` equal to the one read).
-    pub(super) fn raw_write(&self, guarded: Guarded<prost_types::Timestamp>) -> RawWrite {
+    pub(super) fn raw_write(&self, guarded: GuardedWrite<prost_types::Timestamp>) -> RawWrite {
         let condition = match guarded.precondition {
             Precondition::Absent => precondition::ConditionType::Exists(false),
             Precondition::UpdatedAt(time) => precondition::ConditionType::UpdateTime(time),

@@ -227,7 +227,7 @@ fn every_write_is_guarded_by_the_state_read() {
         Decision::Mutate(writes.clone(), 3)
     });
     let steps = drive(&mutate, vec![(found(&[("old", 7)]), true)]);
-    let guarded = |write: &Write, precondition| Guarded {
+    let guarded = |write: &Write, precondition| GuardedWrite {
         write: write.clone(),
         precondition,
     };

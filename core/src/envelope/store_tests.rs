@@ -18,7 +18,7 @@ use crate::lease::{Acquire, LeaseCall, Terminal, TerminalOutput, TerminalRequest
 use crate::registration::Registration;
 use crate::sends::SendOutcomeOutput;
 use crate::sends::begin::BeginSend;
-use crate::sends::close::Finding;
+use crate::sends::close::Closing;
 use crate::sends::guard::Guarded;
 use crate::sends::outcome::RecordOutcome;
 use crate::sends::reconcile::Reconcile;
@@ -417,7 +417,7 @@ fn record(envelope: &ResultEnvelope, now: i64) -> WithResult<RecordOutcome> {
         call(0, now),
         FenceEpoch::stored(1),
         1,
-        Finding::Succeeded(commitment(envelope)),
+        Closing::Succeeded(commitment(envelope)),
         plan(0),
     );
     WithResult::new(op, &hash(), at(now), envelope)
@@ -428,7 +428,7 @@ fn reconcile(envelope: &ResultEnvelope, now: i64) -> WithResult<Reconcile> {
         call(0, now),
         FenceEpoch::stored(1),
         1,
-        Finding::Succeeded(commitment(envelope)),
+        Closing::Succeeded(commitment(envelope)),
         plan(0),
     );
     WithResult::new(op, &hash(), at(now), envelope)
@@ -479,7 +479,7 @@ fn a_reconciled_success_after_the_cutoff_stores_its_envelope() {
         call(0, T1 + SEC),
         FenceEpoch::stored(1),
         1,
-        Finding::Ambiguous,
+        Closing::Ambiguous,
         plan(0),
     );
     store.answer(&ambiguous).expect("ambiguous");
@@ -496,7 +496,7 @@ fn a_reconciled_success_after_the_cutoff_stores_its_envelope() {
                     call(0, late + SEC),
                     FenceEpoch::stored(2),
                     1,
-                    Finding::Succeeded(commitment(&envelope(0))),
+                    Closing::Succeeded(commitment(&envelope(0))),
                     plan(0)
                 ),
                 &hash(),
@@ -510,7 +510,7 @@ fn a_reconciled_success_after_the_cutoff_stores_its_envelope() {
         call(0, late + SEC),
         FenceEpoch::stored(2),
         1,
-        Finding::Succeeded(commitment(&envelope(0))),
+        Closing::Succeeded(commitment(&envelope(0))),
         plan(0),
     );
     let ran = store.run(&WithResult::new(op, &hash(), at(late + SEC), &envelope(0)));
@@ -546,7 +546,7 @@ fn a_declined_attempt_conflicts_with_an_envelope() {
             call(0, T1 + SEC),
             FenceEpoch::stored(1),
             1,
-            Finding::Declined,
+            Closing::Declined,
             plan(0),
         ))
         .expect("declined");

@@ -19,7 +19,7 @@ use crate::lease::{
 };
 use crate::registration::{Registration, RegistrationOutcome};
 use crate::start::Start;
-use crate::testing::{Attempt, Store};
+use crate::testing::{Decided, Store};
 use crate::time::Timestamp;
 use crate::transaction::{Decision, Transition, Write};
 use std::collections::HashMap;
@@ -472,7 +472,7 @@ fn start_composes(fixture: &Fixture, store: &Store, owner: &Digest, now: Timesta
 
 /// A decided mutation, not yet committed.
 struct Mutation<O> {
-    attempt: Attempt<O>,
+    attempt: Decided<O>,
     writes: Vec<Write>,
     output: O,
 }
@@ -513,7 +513,7 @@ fn written_lifecycle(fixture: &Fixture, writes: &[Write]) -> Lifecycle {
 }
 
 /// Commits an attempt's writes, checking each against its own codec first.
-fn apply<O>(fixture: &Fixture, store: &mut Store, attempt: &Attempt<O>, writes: &[Write]) {
+fn apply<O>(fixture: &Fixture, store: &mut Store, attempt: &Decided<O>, writes: &[Write]) {
     for write in writes {
         let (Write::Create { path, fields } | Write::Replace { path, fields }) = write else {
             continue;

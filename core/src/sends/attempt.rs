@@ -120,7 +120,7 @@ impl OutcomeSource {
 
 /// A recorded outcome: when, by which fence, through which operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Outcome {
+pub struct RecordedOutcome {
     /// The journal's time of the recording.
     pub at: Timestamp,
     /// The fence of the caller that recorded it.
@@ -154,7 +154,7 @@ pub struct SendAttempt {
     /// The fence of the lease of the latest permit.
     pub last_sent_fence_epoch: i64,
     /// `None` while `sending`.
-    pub outcome: Option<Outcome>,
+    pub outcome: Option<RecordedOutcome>,
     /// Version 2: the success stored a result envelope in `results/current` (false
     /// for version 1, which did not say).
     pub result_stored: bool,
@@ -176,7 +176,7 @@ impl SendAttempt {
         let source = f.nullable("outcomeSource", OutcomeSource::parse)?;
         let outcome = match (at, fence, source) {
             (None, None, None) => None,
-            (Some(at), Some(fence_epoch), Some(source)) => Some(Outcome {
+            (Some(at), Some(fence_epoch), Some(source)) => Some(RecordedOutcome {
                 at,
                 fence_epoch,
                 source,

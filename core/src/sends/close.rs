@@ -2,7 +2,7 @@
 //! and `reconcile_send`: an exact retry of a closed attempt, and the one commit that
 //! records an outcome (joined with B2B's terminal transition when it ends the command).
 
-use super::attempt::{self, AttemptState, Outcome, OutcomeSource, SendAttempt};
+use super::attempt::{self, AttemptState, OutcomeSource, RecordedOutcome, SendAttempt};
 use super::event::SendEventType;
 use super::load::SendState;
 use super::mutation::{end_command, next_revision, record};
@@ -15,7 +15,7 @@ use crate::transaction::{Decision, Halt, Snapshot};
 
 /// What the caller reports about the attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Finding {
+pub enum Closing {
     /// Success, with the command-bound commitment of the terminal reference.
     Succeeded(Digest),
     /// A final provider refusal.
@@ -26,7 +26,7 @@ pub enum Finding {
     Absent,
 }
 
-impl Finding {
+impl Closing {
     fn state(&self) -> AttemptState {
         match self {
             Self::Succeeded(_) => AttemptState::Succeeded,
@@ -65,13 +65,13 @@ impl Finding {
 pub fn closed_retry(
     lifecycle: &Lifecycle,
     attempt: &SendAttempt,
-    finding: &Finding,
+    finding: &Closing,
 ) -> Result<Decision<SendOutcomeOutput>, Halt> {
     let same = match (attempt.state, finding) {
-        (AttemptState::Succeeded, Finding::Succeeded(commitment)) => {
+        (AttemptState::Succeeded, Closing::Succeeded(commitment)) => {
             lifecycle.terminal_commitment.as_ref() == Some(commitment)
         }
-        (AttemptState::Declined, Finding::Declined) => true,
+        (AttemptState::Declined, Closing::Declined) => true,
         _ => false,
     };
     if same {
@@ -89,7 +89,7 @@ pub fn record_finding(
     call: &LeaseCall,
     fence: i64,
     state: &SendState,
-    finding: &Finding,
+    finding: &Closing,
     source: OutcomeSource,
     snapshot: &Snapshot,
     with_result: bool,
@@ -99,17 +99,17 @@ pub fn record_finding(
         version: attempt::VERSION,
         send_revision: next_revision(Some(before))?,
         state: finding.state(),
-        outcome: Some(Outcome {
+        outcome: Some(RecordedOutcome {
             at: call.now(),
             fence_epoch: fence,
             source,
         }),
-        result_stored: with_result && matches!(finding, Finding::Succeeded(_)),
+        result_stored: with_result && matches!(finding, Closing::Succeeded(_)),
         ..before.clone()
     };
     let hash = call.hash();
     let mut writes = match finding {
-        Finding::Succeeded(commitment) => {
+        Closing::Succeeded(commitment) => {
             end_command(
                 call,
                 fence,
@@ -118,8 +118,8 @@ pub fn record_finding(
             )?
             .0
         }
-        Finding::Declined => end_command(call, fence, TerminalRequest::Fail, snapshot)?.0,
-        Finding::Ambiguous | Finding::Absent => Vec::new(),
+        Closing::Declined => end_command(call, fence, TerminalRequest::Fail, snapshot)?.0,
+        Closing::Ambiguous | Closing::Absent => Vec::new(),
     };
     writes.extend(record(
         hash,

@@ -19,7 +19,7 @@
 //! decline is evidence at any time while its lease runs.
 
 use super::attempt::{AttemptState, OutcomeSource};
-use super::close::{Finding, closed_retry, record_finding};
+use super::close::{Closing, closed_retry, record_finding};
 use super::load::{self, Context, bound_state};
 use super::mutation::{active, held};
 use super::output::SendOutcomeOutput;
@@ -37,7 +37,7 @@ pub struct RecordOutcome {
     call: LeaseCall,
     fence: FenceEpoch,
     attempt: i64,
-    finding: Finding,
+    finding: Closing,
     plan: ProviderPlan,
     with_result: bool,
 }
@@ -49,7 +49,7 @@ impl RecordOutcome {
         call: LeaseCall,
         fence: FenceEpoch,
         attempt: i64,
-        finding: Finding,
+        finding: Closing,
         plan: ProviderPlan,
     ) -> Self {
         Self {
@@ -83,12 +83,12 @@ impl RecordOutcome {
         if attempt.last_sent_fence_epoch != self.fence.get() {
             return Err(Halt::Reject(JournalError::AttemptMismatch));
         }
-        if attempt.state == AttemptState::Ambiguous && self.finding == Finding::Ambiguous {
+        if attempt.state == AttemptState::Ambiguous && self.finding == Closing::Ambiguous {
             return Ok(Decision::Observe(self.finding.output(attempt.attempt)));
         }
         let now = call.now();
         let cutoff_applies =
-            self.finding == Finding::Ambiguous || reverted(Rule::EvidenceAfterCutoff);
+            self.finding == Closing::Ambiguous || reverted(Rule::EvidenceAfterCutoff);
         if cutoff_applies && now >= attempt.send_cutoff_at {
             return Err(Halt::Reject(JournalError::SendCutoffPassed));
         }

@@ -17,7 +17,7 @@
 
 use super::absence;
 use super::attempt::{AttemptState, OutcomeSource};
-use super::close::{Finding, closed_retry, record_finding};
+use super::close::{Closing, closed_retry, record_finding};
 use super::load::{self, Context, bound_state};
 use super::mutation::{active, held};
 use super::output::SendOutcomeOutput;
@@ -34,7 +34,7 @@ pub struct Reconcile {
     call: LeaseCall,
     fence: FenceEpoch,
     attempt: i64,
-    finding: Finding,
+    finding: Closing,
     plan: ProviderPlan,
     with_result: bool,
 }
@@ -46,7 +46,7 @@ impl Reconcile {
         call: LeaseCall,
         fence: FenceEpoch,
         attempt: i64,
-        finding: Finding,
+        finding: Closing,
         plan: ProviderPlan,
     ) -> Self {
         Self {
@@ -74,7 +74,7 @@ impl Reconcile {
             AttemptState::Succeeded | AttemptState::Declined => {
                 return closed_retry(lifecycle, attempt, &self.finding);
             }
-            AttemptState::Absent if self.finding == Finding::Absent => {
+            AttemptState::Absent if self.finding == Closing::Absent => {
                 return Ok(Decision::Observe(self.finding.output(attempt.attempt)));
             }
             AttemptState::Absent => return Err(Halt::Reject(JournalError::AttemptMismatch)),
@@ -85,7 +85,7 @@ impl Reconcile {
         if now < attempt.updated_at() {
             return Err(Halt::Reject(JournalError::ClockRegression));
         }
-        if self.finding == Finding::Absent {
+        if self.finding == Closing::Absent {
             absence::check(&state.plan, attempt, now).map_err(Halt::Reject)?;
         }
         record_finding(

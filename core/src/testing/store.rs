@@ -72,7 +72,7 @@ pub struct Store {
 
 /// One attempt's reads and its final decision (never `Read`), not yet committed.
 #[derive(Debug)]
-pub struct Attempt<O> {
+pub struct Decided<O> {
     /// What `decide` concluded once every follow-up read was served.
     pub decision: Decision<O>,
     /// The follow-up reads `decide` asked for, in order.
@@ -81,7 +81,7 @@ pub struct Attempt<O> {
     preconditions: Vec<(String, Precondition<u64>)>,
 }
 
-impl<O> Attempt<O> {
+impl<O> Decided<O> {
     /// Reads of the attempt: the first and its follow-ups.
     pub fn reads(&self) -> usize {
         1 + self.follow_ups.len()
@@ -249,7 +249,7 @@ impl Store {
     /// (`core/src/attempt.rs`, strict: `decide` asked twice on every snapshot) over
     /// the store's documents, every read at the store as it stands. Nothing is
     /// written; see [`Store::commit`].
-    pub fn attempt<T>(&self, op: &T) -> Attempt<T::Output>
+    pub fn attempt<T>(&self, op: &T) -> Decided<T::Output>
     where
         T: Transition,
         T::Output: Debug + PartialEq,
@@ -296,7 +296,7 @@ impl Store {
                     (Decision::Mutate(writes, output), preconditions)
                 }
             };
-            return Attempt {
+            return Decided {
                 decision,
                 follow_ups,
                 preconditions,
@@ -307,7 +307,7 @@ impl Store {
     /// Commits `attempt`'s mutation atomically under the runner's preconditions;
     /// false, with nothing written, when another writer broke one since the attempt
     /// read. An attempt that does not mutate has nothing to commit (true).
-    pub fn commit<O>(&mut self, attempt: &Attempt<O>) -> bool {
+    pub fn commit<O>(&mut self, attempt: &Decided<O>) -> bool {
         let Decision::Mutate(writes, _) = &attempt.decision else {
             return true;
         };
@@ -454,7 +454,7 @@ impl Store {
         T: Transition,
         T::Output: Debug + PartialEq,
     {
-        let attempts: Vec<Attempt<T::Output>> = ops.iter().map(|op| self.attempt(op)).collect();
+        let attempts: Vec<Decided<T::Output>> = ops.iter().map(|op| self.attempt(op)).collect();
         let plans: Vec<_> = ops.iter().map(|op| blind::plan(op, &op.paths())).collect();
         let mut results = Vec::new();
         for ((op, attempt), plan) in ops.iter().zip(attempts).zip(plans) {

@@ -132,7 +132,7 @@ fn attempt_states_serialize_as_their_stored_names() {
 fn a_provider_answer_is_one_outcome_and_its_evidence() {
     use crate::envelope::ResultEnvelope;
     use crate::execute::SendResult;
-    use crate::sends::close::Finding;
+    use crate::sends::close::Closing;
     use crate::sends::{SendEvidence, SendOutcome};
     let identity = super::identity();
     let envelope = ResultEnvelope::new(&serde_json::json!({"id": "ch_1"})).expect("envelope");
@@ -141,20 +141,20 @@ fn a_provider_answer_is_one_outcome_and_its_evidence() {
     let evidence = outcome.evidence().expect("a success is evidence");
     assert_eq!(evidence, SendEvidence::SucceededWith(envelope.clone()));
     // The same finding and envelope whichever way the answer arrives.
-    assert_eq!(outcome.finding(&identity), evidence.finding(&identity));
+    assert_eq!(outcome.closing(&identity), evidence.closing(&identity));
     let commitment = identity.terminal_commitment(&envelope.reference());
     assert_eq!(
-        outcome.finding(&identity),
-        (Finding::Succeeded(commitment), Some(&envelope))
+        outcome.closing(&identity),
+        (Closing::Succeeded(commitment), Some(&envelope))
     );
     let declined = SendOutcome::from(SendResult::Declined);
     assert_eq!(declined.evidence(), Some(SendEvidence::Declined));
-    assert_eq!(declined.finding(&identity), (Finding::Declined, None));
+    assert_eq!(declined.closing(&identity), (Closing::Declined, None));
     let ambiguous = SendOutcome::from(SendResult::Ambiguous);
     assert_eq!(ambiguous.evidence(), None);
-    assert_eq!(ambiguous.finding(&identity), (Finding::Ambiguous, None));
+    assert_eq!(ambiguous.closing(&identity), (Closing::Ambiguous, None));
     assert_eq!(
-        SendEvidence::NotFound.finding(&identity),
-        (Finding::Absent, None)
+        SendEvidence::NotFound.closing(&identity),
+        (Closing::Absent, None)
     );
 }

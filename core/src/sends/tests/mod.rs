@@ -13,7 +13,7 @@ mod races;
 mod tables;
 
 use super::begin::BeginSend;
-use super::close::Finding;
+use super::close::Closing;
 use super::guard::Guarded;
 use super::outcome::RecordOutcome;
 use super::plan::{ProviderPlan, ProviderPlanRequest, attempt_key};
@@ -134,13 +134,13 @@ pub(crate) enum Op {
     /// `begin_send` with plan 1.
     BeginOther(usize, i64, i64),
     /// `record_send_outcome` by h, f, attempt n, finding, at t.
-    Outcome(usize, i64, i64, Finding, i64),
+    Outcome(usize, i64, i64, Closing, i64),
     /// `reconcile_send` by h, f, attempt n, finding, at t.
-    Reconcile(usize, i64, i64, Finding, i64),
+    Reconcile(usize, i64, i64, Closing, i64),
     /// `record_send_outcome` naming plan 1.
-    OutcomeOther(usize, i64, i64, Finding, i64),
+    OutcomeOther(usize, i64, i64, Closing, i64),
     /// `reconcile_send` naming plan 1.
-    ReconcileOther(usize, i64, i64, Finding, i64),
+    ReconcileOther(usize, i64, i64, Closing, i64),
     /// Guarded `complete_command` (reference 0) by h, f at t.
     Complete(usize, i64, i64),
     /// Guarded `fail_command` by h, f at t.
@@ -149,11 +149,11 @@ pub(crate) enum Op {
     Status(i64),
 }
 
-pub use Finding::{Absent, Ambiguous, Declined};
+pub use Closing::{Absent, Ambiguous, Declined};
 
 /// Success with reference `r`.
-pub(crate) fn succeeded(r: usize) -> Finding {
-    Finding::Succeeded(commitment(r))
+pub(crate) fn succeeded(r: usize) -> Closing {
+    Closing::Succeeded(commitment(r))
 }
 
 fn summary<O: Debug>(result: Result<O, JournalError>, show: impl Fn(&O) -> String) -> String {

@@ -349,7 +349,7 @@ fn a_missing_stored_result_fails_closed() {
         call(0, t1()),
         FenceEpoch::stored(1),
         1,
-        Finding::Succeeded(commitment),
+        Closing::Succeeded(commitment),
         plan(0),
     );
     let ran = store.run(&WithResult::new(op, &hash(), at(t1()), &envelope));

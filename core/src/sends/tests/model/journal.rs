@@ -19,7 +19,7 @@ use crate::fence::FenceEpoch;
 use crate::identity::CommandIdentity;
 use crate::lease::{CommandCall, LeaseCall, LeaseOutput};
 use crate::sends::begin::BeginSend;
-use crate::sends::close::Finding;
+use crate::sends::close::Closing;
 use crate::sends::outcome::RecordOutcome;
 use crate::sends::reconcile::Reconcile;
 use crate::sends::reverted::{Rule, reverted};
@@ -339,16 +339,16 @@ where
 }
 
 /// The finding `carried` records, and the envelope stored with a success.
-fn finding(identity: &CommandIdentity, carried: Carried) -> (Finding, Option<ResultEnvelope>) {
+fn finding(identity: &CommandIdentity, carried: Carried) -> (Closing, Option<ResultEnvelope>) {
     match carried {
         Carried::Succeeded(key) => {
             let envelope = key.envelope();
             let commitment = identity.terminal_commitment(&envelope.reference());
-            (Finding::Succeeded(commitment), Some(envelope))
+            (Closing::Succeeded(commitment), Some(envelope))
         }
-        Carried::Declined => (Finding::Declined, None),
-        Carried::Ambiguous => (Finding::Ambiguous, None),
-        Carried::Absent => (Finding::Absent, None),
+        Carried::Declined => (Closing::Declined, None),
+        Carried::Ambiguous => (Closing::Ambiguous, None),
+        Carried::Absent => (Closing::Absent, None),
     }
 }
 
