@@ -457,20 +457,39 @@ fn the_demo_runs_in_the_given_project_says_where_and_verifies_clean() {
     assert!(answers[1]["state"].is_string(), "{}", answers[1]);
 }
 
+/// The demo a test started: sent SIGTERM (which stops its emulator) and reaped when
+/// dropped unreaped, so that a failed assertion leaves no demo or JVM running.
+struct Demo(std::process::Child);
+
+impl Drop for Demo {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            if let Ok(pid) = i32::try_from(self.0.id()) {
+                // SAFETY: SIGTERM to the child this test spawned and has not reaped.
+                unsafe { libc::kill(pid, libc::SIGTERM) };
+            }
+            let _ = self.0.wait();
+        }
+    }
+}
+
 #[test]
 fn demo_keep_leaves_its_own_emulator_up_until_sigterm_then_stops_it() {
     // A fresh clone: no `command-journal` on PATH, so the demo prints the binary's path.
-    let mut child = Command::new(CLI)
-        .args(["demo", "--commands", "4", "--workers", "2", "--keep"])
-        .current_dir(REPOSITORY)
-        .env("PATH", path_without_binary())
-        .env_remove("FIRESTORE_EMULATOR_HOST")
-        .env_remove("GOOGLE_CLOUD_PROJECT")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn the demo");
+    let mut demo = Demo(
+        Command::new(CLI)
+            .args(["demo", "--commands", "4", "--workers", "2", "--keep"])
+            .current_dir(REPOSITORY)
+            .env("PATH", path_without_binary())
+            .env_remove("FIRESTORE_EMULATOR_HOST")
+            .env_remove("GOOGLE_CLOUD_PROJECT")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn the demo"),
+    );
+    let child = &mut demo.0;
     let mut stderr = child.stderr.take().expect("stderr");
     let drain = std::thread::spawn(move || {
         let mut text = String::new();
