@@ -208,7 +208,7 @@ async fn checkout_connection_cap_holds_the_next_connection_until_one_closes() {
 }
 
 #[tokio::test]
-async fn checkout_request_cap_holds_the_next_request_until_one_finishes() {
+async fn checkout_request_cap_holds_the_next_checkout_but_never_a_health_check() {
     let service = Arc::new(
         start_service(Options {
             env: vec![("HTTP_MAX_REQUESTS", "1".to_owned())],
@@ -224,21 +224,42 @@ async fn checkout_request_cap_holds_the_next_request_until_one_finishes() {
     };
     tokio::time::timeout(BOUND, arrived)
         .await
-        .expect("the first request reaches the provider");
-    let health = || service.http.get(format!("{}/healthz", service.url)).send();
-    let waited = tokio::time::timeout(Duration::from_millis(500), health()).await;
-    assert!(waited.is_err(), "a second request waits for the one slot");
+        .expect("the first checkout reaches the provider");
+    // Its one slot is taken: health checks and scrapes are still answered at once.
+    for path in ["healthz", "metrics"] {
+        let answer = tokio::time::timeout(
+            BOUND,
+            service.http.get(format!("{}/{path}", service.url)).send(),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("/{path} waited behind a checkout"))
+        .expect("answer");
+        assert_eq!(answer.status().as_u16(), 200, "/{path}");
+    }
+    // A second checkout waits for the slot.
+    let second = {
+        let service = Arc::clone(&service);
+        tokio::spawn(async move { service.checkout(&command_id(91), &payload()).await })
+    };
+    let waited =
+        tokio::time::timeout(Duration::from_millis(500), service.stub.arrived.notified()).await;
+    assert!(waited.is_err(), "a second checkout waits for the one slot");
+    let arrived = service.stub.arrived.notified();
     service.stub.release(1);
     let first = tokio::time::timeout(BOUND, held)
         .await
-        .expect("the held request finishes")
+        .expect("the held checkout finishes")
         .expect("task");
     assert_eq!(first.status, 200);
-    let second = tokio::time::timeout(BOUND, health())
+    tokio::time::timeout(BOUND, arrived)
         .await
-        .expect("served once the slot is free")
-        .expect("answer");
-    assert_eq!(second.status().as_u16(), 200);
+        .expect("the second checkout reaches the provider once the slot is free");
+    service.stub.release(1);
+    let second = tokio::time::timeout(BOUND, second)
+        .await
+        .expect("the second checkout finishes")
+        .expect("task");
+    assert_eq!(second.status, 200);
 }
 
 // ---------------------------------------------------------------------------------

@@ -101,7 +101,8 @@ pub struct HttpLimits {
     pub body_timeout: Duration,
     /// `HTTP_MAX_CONNECTIONS`: open connections; more wait in the listen backlog.
     pub max_connections: usize,
-    /// `HTTP_MAX_REQUESTS`: requests handled at once; more wait for a slot.
+    /// `HTTP_MAX_REQUESTS`: checkouts handled at once; more wait for a slot.
+    /// `/healthz` and `/metrics` never wait for one.
     pub max_requests: usize,
 }
 

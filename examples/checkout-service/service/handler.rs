@@ -54,6 +54,7 @@ pub struct App {
     logger: Logger,
     environment: Environment,
     body_timeout: Duration,
+    max_checkouts: usize,
 }
 
 impl std::fmt::Debug for App {
@@ -84,13 +85,20 @@ impl App {
             logger,
             environment: config.environment,
             body_timeout: config.http.body_timeout,
+            max_checkouts: config.http.max_requests,
         })
     }
 
     /// The routes; a wrong method (405) or path (404) is answered and logged here.
+    /// At most `HTTP_MAX_REQUESTS` checkouts run at once (more wait for a slot);
+    /// `/healthz` and `/metrics` are never queued behind them.
     pub fn router(self: Arc<Self>) -> Router {
+        let slots = tower::limit::ConcurrencyLimitLayer::new(self.max_checkouts);
         Router::new()
-            .route(CHECKOUTS, post(checkout).fallback(not_allowed_checkouts))
+            .route(
+                CHECKOUTS,
+                post(checkout).layer(slots).fallback(not_allowed_checkouts),
+            )
             .route(HEALTHZ, get(healthz).fallback(not_allowed_healthz))
             .route(METRICS, get(scrape).fallback(not_allowed_metrics))
             .fallback(not_found)

@@ -1,6 +1,7 @@
 //! The HTTP server: hyper's HTTP/1 connections with a header-read timeout (which is
-//! also the idle timeout of a kept-alive connection), a cap on open connections, a
-//! cap on requests handled at once, a log line for every request hyper refuses
+//! also the idle timeout of a kept-alive connection), a cap on open connections (the
+//! cap on checkouts handled at once is the router's, so that health checks and scrapes
+//! never wait behind checkouts), a log line for every request hyper refuses
 //! before the router sees it (400, 414, 431) and for every connection closed on the
 //! header timeout, and Cloud Run's graceful shutdown: on `stop` the listener closes,
 //! the requests in flight finish for at most `drain`, then the server returns.
@@ -36,7 +37,6 @@ pub async fn serve(
             request.extensions_mut().insert(Received(Instant::now()));
             request
         })
-        .concurrency_limit(limits.max_requests)
         .service(router);
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
