@@ -13,7 +13,7 @@ use super::{
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use command_journal::identity::{CallerId, OperationSlug};
-use command_journal::{CommandInput, CommandRequest};
+use command_journal::{CommandInput, CommandRequest, Journal};
 use futures::future::BoxFuture;
 use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, EncodingKey};
@@ -235,6 +235,13 @@ async fn checkout_request_cap_holds_the_next_checkout_but_never_a_health_check()
         .unwrap_or_else(|_| panic!("/{path} waited behind a checkout"))
         .expect("answer");
         assert_eq!(answer.status().as_u16(), 200, "/{path}");
+    }
+    // Each is logged, as every request is.
+    for path in ["/healthz", "/metrics"] {
+        let line = service
+            .line_where(|l| l["httpRequest"]["requestUrl"] == path)
+            .await;
+        assert_eq!(line["httpRequest"]["status"], 200, "{line}");
     }
     // A second checkout waits for the slot.
     let second = {
@@ -829,4 +836,44 @@ async fn checkout_refusals_before_the_handler_leave_one_line_each() {
     service
         .assert_no_leak(&[&token, "aaaaaaaaaaaaaaaa", "X-H1"])
         .await;
+}
+
+#[tokio::test]
+async fn checkout_a_client_gone_after_the_provider_was_called_still_has_its_outcome_recorded() {
+    let service = Arc::new(
+        start_service(Options {
+            gated: true,
+            ..Options::default()
+        })
+        .await,
+    );
+    let id = command_id(92);
+    let arrived = service.stub.arrived.notified();
+    let client = {
+        let service = Arc::clone(&service);
+        let id = id.clone();
+        tokio::spawn(async move { service.checkout(&id, &payload()).await })
+    };
+    tokio::time::timeout(BOUND, arrived)
+        .await
+        .expect("the provider is called");
+    // The client goes away, and its connection with it, while the provider works.
+    client.abort();
+    assert!(client.await.is_err(), "the client was still waiting");
+    service.stub.release(1);
+    // The provider's answer is recorded, logged and counted all the same.
+    let line = service
+        .line_where(|l| l["commandKeyHash"].is_string() && l["httpRequest"]["status"] == 200)
+        .await;
+    assert_eq!(line["providerCalled"], true, "{line}");
+    let journal = Journal::new(service.connection.clone());
+    let status = journal
+        .status(&service.command(&id, &payload()))
+        .await
+        .expect("status");
+    assert_eq!(status.state.as_str(), "succeeded");
+    // The client's retry replays the stored answer: one charge.
+    let retry = service.checkout(&id, &payload()).await;
+    assert_eq!(retry.status, 200);
+    assert_eq!(service.stub.charges().len(), 1);
 }

@@ -178,7 +178,16 @@ async fn not_allowed_metrics(State(app): State<Arc<App>>, request: Request) -> R
     response
 }
 
-async fn healthz() -> Response {
+/// `GET /healthz`: `{"status":"ok"}`, logged as every request is.
+async fn healthz(State(app): State<Arc<App>>, request: Request) -> Response {
+    RequestLine::without_command(
+        method_name(request.method()),
+        HEALTHZ,
+        200,
+        "ok",
+        elapsed(request.extensions(), Instant::now()),
+    )
+    .log(&app.logger, Severity::Info, None);
     reply(StatusCode::OK, json!({"status": "ok"}))
 }
 
@@ -205,27 +214,41 @@ fn reply(status: StatusCode, body: Value) -> Response {
     (status, axum::Json(body)).into_response()
 }
 
+/// `POST /v1/checkouts`. The work runs in a task of its own: a client that goes away
+/// (and its connection with it) drops only the wait for the answer, never the work,
+/// so a provider's answer is recorded, logged and counted whether or not anyone still
+/// waits for it.
 async fn checkout(State(app): State<Arc<App>>, request: Request) -> Response {
     let started = Instant::now();
-    let (parts, body) = request.into_parts();
-    let trace = app.logger.trace(
-        parts
-            .headers
-            .get("x-cloud-trace-context")
-            .and_then(|v| v.to_str().ok()),
-    );
-    let answer = handle(&app, &parts.headers, body).await;
-    let line = RequestLine {
-        method: "POST",
-        route: CHECKOUTS,
-        status: answer.status.as_u16(),
-        latency: elapsed(&parts.extensions, started),
-        outcome: answer.outcome,
-        command_key_hash: answer.command_key_hash.clone(),
-        provider_called: answer.provider_called,
-    };
-    line.log(&app.logger, answer.severity(), trace.as_ref());
-    answer.into_response()
+    let work = tokio::spawn(async move {
+        let (parts, body) = request.into_parts();
+        let trace = app.logger.trace(
+            parts
+                .headers
+                .get("x-cloud-trace-context")
+                .and_then(|v| v.to_str().ok()),
+        );
+        let answer = handle(&app, &parts.headers, body).await;
+        let line = RequestLine {
+            method: "POST",
+            route: CHECKOUTS,
+            status: answer.status.as_u16(),
+            latency: elapsed(&parts.extensions, started),
+            outcome: answer.outcome,
+            command_key_hash: answer.command_key_hash.clone(),
+            provider_called: answer.provider_called,
+        };
+        line.log(&app.logger, answer.severity(), trace.as_ref());
+        answer
+    });
+    match work.await {
+        Ok(answer) => answer.into_response(),
+        // The task panicked: nothing more is known than that.
+        Err(_) => reply(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            json!({"error": "internal"}),
+        ),
+    }
 }
 
 /// Reads the body: at most [`BODY_LIMIT`] bytes within the body timeout.
