@@ -156,6 +156,8 @@ struct Options {
     env: Vec<(&'static str, String)>,
     /// The stub holds each POST until the test releases it.
     gated: bool,
+    /// Where the journal reaches Firestore (a fault proxy); the emulator when `None`.
+    firestore_host: Option<String>,
 }
 
 impl Default for Options {
@@ -166,6 +168,7 @@ impl Default for Options {
             auth_emulator: false,
             env: Vec::new(),
             gated: false,
+            firestore_host: None,
         }
     }
 }
@@ -192,8 +195,13 @@ fn thread_recorder() -> metrics_exporter_prometheus::PrometheusHandle {
 }
 
 async fn start_service(options: Options) -> Service {
-    let connection = support::fresh_connection().await;
+    let mut connection = support::fresh_connection().await;
     let project = connection.project().to_owned();
+    if let Some(host) = &options.firestore_host {
+        connection = Connection::connect(&project, command_journal::Target::Emulator(host.clone()))
+            .await
+            .expect("connect through the proxy");
+    }
     let mut stub = Stub::new(options.default, CHARGE_PREFIX);
     stub.script(options.script.iter().copied());
     if options.gated {

@@ -877,3 +877,34 @@ async fn checkout_a_client_gone_after_the_provider_was_called_still_has_its_outc
     assert_eq!(retry.status, 200);
     assert_eq!(service.stub.charges().len(), 1);
 }
+
+#[tokio::test]
+async fn checkout_with_firestore_not_answering_is_503_within_its_deadline() {
+    let proxy = crate::proxy::Proxy::start(crate::support::emulator().host()).await;
+    let service = start_service(Options {
+        firestore_host: Some(proxy.host()),
+        env: vec![("FIRESTORE_DEADLINE_MS", "2000".to_owned())],
+        ..Options::default()
+    })
+    .await;
+    // From the first commit's answer on, Firestore says nothing more for 10 minutes.
+    proxy.arm(
+        crate::proxy::Rpc::Commit,
+        crate::proxy::Fault::DelayResponse(Duration::from_secs(600)),
+    );
+    let started = std::time::Instant::now();
+    let answer = tokio::time::timeout(BOUND, service.checkout(&command_id(93), &payload()))
+        .await
+        .expect("answered within the bound, not after the journal's ~100 s of retries");
+    assert_eq!(answer.status, 503, "{}", answer.body);
+    assert!(
+        started.elapsed() >= Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(proxy.fired(), 1);
+    assert!(
+        service.stub.charges().is_empty(),
+        "no provider call without a permit"
+    );
+}

@@ -16,6 +16,11 @@ pub const DEFAULT_PORT: u16 = 8080;
 /// `PROVIDER_TIMEOUT_MS` when unset: the upper bound of one provider call (a POST or
 /// a lookup); the lease's remaining time may shorten a POST's.
 pub const PROVIDER_TIMEOUT: Duration = Duration::from_secs(30);
+/// `FIRESTORE_DEADLINE_MS` when unset: the bound on each journal operation, retries
+/// included. The journal's own default has no such bound (10 attempts of up to 10 s
+/// each), which would keep a client about 100 s for a 503 while Firestore does not
+/// answer.
+pub const FIRESTORE_DEADLINE: Duration = Duration::from_secs(15);
 /// `HTTP_HEADER_TIMEOUT_MS` when unset.
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// `HTTP_BODY_TIMEOUT_MS` when unset.
@@ -138,6 +143,9 @@ pub struct Config {
     pub auth_emulator: bool,
     /// `PROVIDER_TIMEOUT_MS`: the upper bound of one provider call.
     pub provider_timeout: Duration,
+    /// `FIRESTORE_DEADLINE_MS`: the bound on each journal operation, its retries
+    /// included; past it the checkout answers 503 `retry`.
+    pub firestore_deadline: Duration,
     /// Timeouts and caps of the HTTP server.
     pub http: HttpLimits,
     /// The provider plan's settings.
@@ -256,6 +264,7 @@ impl Config {
             },
         };
         let provider_timeout = millis("PROVIDER_TIMEOUT_MS", PROVIDER_TIMEOUT)?;
+        let firestore_deadline = millis("FIRESTORE_DEADLINE_MS", FIRESTORE_DEADLINE)?;
         let http = HttpLimits {
             header_timeout: millis("HTTP_HEADER_TIMEOUT_MS", HEADER_TIMEOUT)?,
             body_timeout: millis("HTTP_BODY_TIMEOUT_MS", BODY_TIMEOUT)?,
@@ -287,6 +296,7 @@ impl Config {
             provider_url,
             auth_emulator,
             provider_timeout,
+            firestore_deadline,
             http,
             plan,
         })

@@ -30,7 +30,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use command_journal::identity::Environment;
 use command_journal::strict_json::{self, ObjectError};
-use command_journal::{CommandInput, CommandRequest, Execution, Journal};
+use command_journal::{CommandInput, CommandRequest, Execution, Journal, RetryPolicy};
 use http_body_util::{BodyExt as _, LengthLimitError, Limited};
 use metrics_exporter_prometheus::PrometheusHandle;
 use serde_json::{Value, json};
@@ -76,8 +76,14 @@ impl App {
         logger: Logger,
         metrics: PrometheusHandle,
     ) -> Result<Self, reqwest::Error> {
+        // Every journal operation is bounded, retries included: with Firestore not
+        // answering, a checkout answers 503 within the deadline.
+        let policy = RetryPolicy {
+            deadline: Some(config.firestore_deadline),
+            ..journal.retry_policy()
+        };
         Ok(Self {
-            journal,
+            journal: journal.with_retry_policy(policy),
             verifier: Verifier::new(&config.project, config.auth_emulator, keys),
             provider: Charges::new(config.charges_url(), config.provider_timeout)?,
             plan: config.plan.clone(),
