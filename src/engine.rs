@@ -5,11 +5,13 @@
 use crate::connection::Connection;
 use crate::error::JournalError;
 use crate::identity::{CommandInput, LeaseId};
+use crate::known::{self, Known, Planned};
 use crate::lease::{CommandCall, LeaseCall};
 use crate::metrics::{self, MetricOutcome};
-use crate::runner::{self, Counters, RunOptions};
+use crate::runner::{self, Concurrency, Counters, Ran, RunOptions};
 use crate::time::{Clock, SystemClock, Timestamp};
 use crate::transaction::Transition;
+use gcloud_sdk::prost_types;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -66,11 +68,88 @@ impl Engine {
         result
     }
 
+    /// Runs `op` as [`Engine::run`] does, deciding it first from what `memory` knows
+    /// (preconditions mode, when `memory` plans): a mutation decided from the state
+    /// this call's own last read or commit left is committed under preconditions
+    /// proving that state, with no read; anything else reads. `memory` then holds the
+    /// state this operation left (nothing after an error).
+    pub(crate) async fn run_remembering<T: Transition>(
+        &self,
+        op: &T,
+        memory: &mut Memory,
+    ) -> Result<T::Output, JournalError>
+    where
+        T::Output: MetricOutcome,
+    {
+        let started = Instant::now();
+        let known = memory.known.take();
+        let planned = match (&known, memory.plans) {
+            (Some(known), true) => known::plan(op, known),
+            _ => None,
+        };
+        let result = self.run_with(op, op.paths(), planned).await;
+        let result = result.map(|ran| {
+            memory.known = Some(ran.known);
+            ran.answer.into_inner()
+        });
+        metrics::record(op.name(), &result, started.elapsed());
+        result
+    }
+
+    /// Runs `op` with `paths` as its first read and `planned` as its first attempt
+    /// (`runner::run_with`); no operation metric.
+    pub(crate) async fn run_with<T: Transition, P>(
+        &self,
+        op: &T,
+        paths: Vec<String>,
+        planned: Option<Planned<P, prost_types::Timestamp>>,
+    ) -> Result<Ran<P, T::Output>, JournalError> {
+        runner::run_with(
+            &self.connection,
+            &self.counters,
+            self.options,
+            op,
+            paths,
+            planned,
+        )
+        .await
+    }
+
     /// Runs `op` without an operation metric (its RPCs are still counted).
     pub(crate) async fn run_unrecorded<T: Transition>(
         &self,
         op: &T,
     ) -> Result<T::Output, JournalError> {
         runner::run(&self.connection, &self.counters, self.options, op).await
+    }
+}
+
+/// What one call knows of a command's documents from its own last read or commit,
+/// and whether it may plan commits from it. Every call but `execute` starts from an
+/// empty memory and never plans.
+#[derive(Default)]
+pub(crate) struct Memory {
+    pub(crate) known: Option<Known<prost_types::Timestamp>>,
+    plans: bool,
+}
+
+impl Memory {
+    /// An empty memory that plans commits from what it learns when `engine` runs in
+    /// preconditions mode (transaction mode keeps every read in its transaction).
+    pub(crate) fn planning(engine: &Engine) -> Self {
+        Self {
+            known: None,
+            plans: engine.options.concurrency == Concurrency::Preconditions,
+        }
+    }
+
+    /// Whether commits are planned from what is known.
+    pub(crate) fn plans(&self) -> bool {
+        self.plans
+    }
+
+    /// The answer of the read-only `op` from what is known, if it decides from it.
+    pub(crate) fn observe<T: Transition>(&self, op: &T) -> Option<T::Output> {
+        self.known.as_ref().and_then(|known| known::observe(op, known))
     }
 }

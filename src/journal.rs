@@ -2,7 +2,7 @@
 //! operation, each delegating in one line to its module under `crate::operations`.
 
 use crate::connection::Connection;
-use crate::engine::Engine;
+use crate::engine::{Engine, Memory};
 use crate::envelope::ResultEnvelope;
 use crate::error::JournalError;
 use crate::execute::{Execution, Provider};
@@ -235,7 +235,7 @@ impl Journal {
         &self,
         command: &CommandInput,
     ) -> Result<Option<ResultEnvelope>, JournalError> {
-        results::read(&self.engine, command).await
+        results::read(&self.engine, command, &mut Memory::default()).await
     }
 
     /// A permit to send `plan` to the provider, recorded *before* the caller sends,
@@ -260,7 +260,15 @@ impl Journal {
         expected_fence_epoch: FenceEpoch,
         plan: &ProviderPlan,
     ) -> Result<BeginSendOutput, JournalError> {
-        sends::begin(&self.engine, command, lease, expected_fence_epoch, plan).await
+        sends::begin(
+            &self.engine,
+            command,
+            lease,
+            expected_fence_epoch,
+            plan,
+            &mut Memory::default(),
+        )
+        .await
     }
 
     /// Records what the provider answered attempt `attempt` of the command bound to
@@ -290,6 +298,7 @@ impl Journal {
             plan,
             attempt,
             outcome,
+            &mut Memory::default(),
         )
         .await
     }
@@ -320,6 +329,7 @@ impl Journal {
             plan,
             attempt,
             evidence,
+            &mut Memory::default(),
         )
         .await
     }

@@ -48,18 +48,20 @@
 
 use crate::connection::Connection;
 use crate::error::JournalError;
+use crate::known::{Known, Planned};
 use crate::metrics;
 use crate::transaction::{OperationName, Transition};
 use counters::{Count, Tally};
 use firestore::Session;
+use gcloud_sdk::prost_types::Timestamp;
 use retry::{Failure, backoff, deadline_error, is_precondition_loss};
 use std::time::{Duration, Instant};
 use tracing::Instrument;
 
-mod blind;
 mod concurrency;
 mod counters;
 pub(crate) mod firestore;
+mod planned;
 mod policy;
 mod reading;
 pub(crate) mod retry;
@@ -77,19 +79,68 @@ pub(crate) async fn run<T: Transition>(
     options: RunOptions,
     op: &T,
 ) -> Result<T::Output, JournalError> {
-    let span = operation_span(op.name(), options.concurrency);
-    run_in_span(connection, counters, options, op, span.clone())
-        .instrument(span)
-        .await
+    let paths = op.paths();
+    let ran = run_with::<T, T::Output>(connection, counters, options, op, paths, None).await?;
+    Ok(ran.answer.into_inner())
 }
 
-async fn run_in_span<T: Transition>(
+/// Which answer an operation run with a plan gave.
+pub(crate) enum Answer<P, O> {
+    /// The planned commit landed: its answer.
+    Planned(P),
+    /// The operation read and decided: its own answer.
+    Decided(O),
+}
+
+impl<O> Answer<O, O> {
+    /// The answer, whichever way it came.
+    pub(crate) fn into_inner(self) -> O {
+        match self {
+            Self::Planned(output) | Self::Decided(output) => output,
+        }
+    }
+}
+
+/// An operation's answer and the state it left known.
+pub(crate) struct Ran<P, O> {
+    pub(crate) answer: Answer<P, O>,
+    pub(crate) known: Known<Timestamp>,
+}
+
+/// The first attempt of a run: a planned commit, or the operation's own blind
+/// creation.
+enum First<P, O> {
+    Planned(Planned<P, Timestamp>),
+    Blind(Planned<O, Timestamp>),
+}
+
+/// Runs `op` as [`run`] does, its first read being `paths` (its own paths and any
+/// more the caller will decide from), and its first attempt `planned` when given (in
+/// preconditions mode only; otherwise its blind creation, if it makes one). A planned
+/// commit refused for any retryable reason falls back to reading at once.
+pub(crate) async fn run_with<T: Transition, P>(
     connection: &Connection,
     counters: &Counters,
     options: RunOptions,
     op: &T,
+    paths: Vec<String>,
+    planned: Option<Planned<P, Timestamp>>,
+) -> Result<Ran<P, T::Output>, JournalError> {
+    let span = operation_span(op.name(), options.concurrency);
+    run_in_span(connection, counters, options, op, paths, planned, span.clone())
+        .instrument(span)
+        .await
+}
+
+async fn run_in_span<T: Transition, P>(
+    connection: &Connection,
+    counters: &Counters,
+    options: RunOptions,
+    op: &T,
+    paths: Vec<String>,
+    planned: Option<Planned<P, Timestamp>>,
     span: tracing::Span,
-) -> Result<T::Output, JournalError> {
+) -> Result<Ran<P, T::Output>, JournalError> {
     let started = Instant::now();
     counters.count_call();
     let runner = Session {
@@ -100,32 +151,40 @@ async fn run_in_span<T: Transition>(
         database: connection.database_path(),
         root: connection.documents_path(),
     };
-    let paths = op.paths();
-    // A new command's creation is tried first as one commit, before any read.
-    let mut blind = match options.concurrency {
-        Concurrency::Preconditions => crate::transaction::blind::plan(op, &paths),
-        Concurrency::Transaction => None,
+    // A planned commit, or a new command's creation, is tried first as one commit,
+    // before any read.
+    let mut first = match (options.concurrency, planned) {
+        (Concurrency::Preconditions, Some(planned)) => Some(First::Planned(planned)),
+        (Concurrency::Preconditions, None) => crate::transaction::blind::plan(op, &paths)
+            .map(|plan| First::Blind(crate::known::blind_commit(plan, &paths))),
+        (Concurrency::Transaction, _) => None,
     };
     let mut attempts = 0;
     let mut last_code = None;
     let mut previous_transaction = None;
-    let result = loop {
+    let result: Result<Ran<P, T::Output>, JournalError> = loop {
         if runner.past_deadline() {
             break Err(deadline_error(last_code, attempts));
         }
         attempts += 1;
         runner.tally.bump(Count::Attempt);
-        let was_blind = blind.is_some();
-        let outcome = match blind.take() {
-            Some(plan) => runner.blind_attempt(plan).await,
-            None => {
-                runner
-                    .attempt(&paths, op, previous_transaction.take())
-                    .await
-            }
+        let was_planned = first.is_some();
+        let outcome = match first.take() {
+            Some(First::Planned(plan)) => runner
+                .planned_attempt(plan)
+                .await
+                .map(|(output, known)| (Answer::Planned(output), known)),
+            Some(First::Blind(plan)) => runner
+                .planned_attempt(plan)
+                .await
+                .map(|(output, known)| (Answer::Decided(output), known)),
+            None => runner
+                .attempt(&paths, op, previous_transaction.take())
+                .await
+                .map(|(output, known)| (Answer::Decided(output), known)),
         };
         match outcome {
-            Ok(output) => break Ok(output),
+            Ok((answer, known)) => break Ok(Ran { answer, known }),
             Err(Failure::Final(error)) => break Err(error),
             Err(Failure::Deadline) => break Err(deadline_error(last_code, attempts)),
             Err(Failure::Retry { code, transaction }) => {
@@ -134,9 +193,9 @@ async fn run_in_span<T: Transition>(
                 if attempts >= options.policy.attempts.get() {
                     break Err(JournalError::unavailable(last_code, attempts, false));
                 }
-                // A blind creation refused because a document exists is no contention:
-                // read what is there at once.
-                let wait = if was_blind && is_precondition_loss(code) {
+                // A planned commit refused because a document exists or changed is no
+                // contention: read what is there at once.
+                let wait = if was_planned && is_precondition_loss(code) {
                     Duration::ZERO
                 } else {
                     backoff(attempts, code, options.concurrency, &options.policy)

@@ -11,4 +11,4 @@ pub use command_journal_core::sends::{
     AttemptState, BeginSendOutput, CommandStatus, ProviderLookup, ProviderMode, ProviderPlan,
     ProviderPlanRequest, SendEvidence, SendOutcome, SendOutcomeOutput, SendPermit, SendStatus,
 };
-pub(crate) use command_journal_core::sends::{begin, guard, outcome, plan, reconcile, status};
+pub(crate) use command_journal_core::sends::{begin, guard, load, outcome, plan, reconcile, status};

@@ -219,6 +219,12 @@ impl<'a, T: Transition, V: Clone> Attempt<'a, T, V> {
         }
     }
 
+    /// Every document this attempt read (`None`: read absent) and the update time of
+    /// each read present: what the journal knows once the attempt is over.
+    pub fn read_state(&self) -> (&Snapshot, &HashMap<String, Option<V>>) {
+        (&self.snapshot, &self.versions)
+    }
+
     /// `write` with its precondition on the state read; `None` for a replacement of a
     /// document not read present.
     fn guard(&self, write: Write) -> Option<GuardedWrite<V>> {

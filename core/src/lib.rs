@@ -41,6 +41,7 @@ pub mod fence;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod identity;
+pub mod known;
 pub mod lease;
 pub mod ledger;
 pub mod registration;

@@ -3,13 +3,21 @@
 //! provider call bounded by its deadline.
 
 use super::{Engine, lease, results, sends};
+use crate::engine::Memory;
 use crate::error::JournalError;
 use crate::execute::protocol::{Event, Protocol, Step};
 use crate::execute::{Execution, LookupResult, Provider, SendRequest, SendResult};
 use crate::identity::{CommandInput, LeaseId};
-use crate::sends::ProviderPlan;
+use crate::known;
+use crate::lease::{LeaseCall, LeaseOutput};
+use crate::runner::Answer;
+use crate::sends::begin::BeginSend;
+use crate::sends::load::first_read;
+use crate::sends::{BeginSendOutput, ProviderPlan};
+use crate::start::{Start, StartOutput};
 use crate::transaction::OperationName;
 use serde_json::Value;
+use std::time::Instant;
 use tracing::Instrument as _;
 
 /// The whole call, traced and counted as the `execute` operation.
@@ -28,7 +36,11 @@ pub(crate) async fn execute<P: Provider>(
     result
 }
 
-/// The protocol's steps, one after the other, until it answers.
+/// The protocol's steps, one after the other, until it answers. What each journal
+/// operation leaves known goes to the next (`Memory`): in preconditions mode a new
+/// command's lease and permit are one blind commit, its outcome one commit planned
+/// from the state that commit left, and a replay's result is answered from the read
+/// its start made.
 async fn drive<P: Provider>(
     engine: &Engine,
     command: &CommandInput,
@@ -38,14 +50,41 @@ async fn drive<P: Provider>(
     let lease = LeaseId::generate();
     let parameters: Value = serde_json::from_str(plan.canonical_parameters())
         .map_err(|_| JournalError::internal("execute: plan parameters"))?;
+    let mut memory = Memory::planning(engine);
+    let mut opened = false;
     let (mut protocol, mut step) = Protocol::new();
     loop {
         let event = match step {
             Step::Done(execution) => return Ok(execution),
-            Step::Start => Event::Started(lease::start(engine, command, &lease).await?.lease),
-            Step::BeginSend { fence } => {
-                Event::BeganSend(sends::begin(engine, command, &lease, fence, plan).await)
+            Step::Start if !opened => {
+                opened = true;
+                match open(engine, command, &lease, plan, &protocol, &mut memory).await? {
+                    Opening::Started(started) => Event::Started(started),
+                    Opening::Permitted {
+                        started,
+                        began,
+                        at,
+                    } => {
+                        // The permit was committed with the lease, as the protocol
+                        // asks for it after this lease (`open` asked it first).
+                        step = protocol.step(Event::Started(started), at)?;
+                        if !matches!(step, Step::BeginSend { .. }) {
+                            return Err(JournalError::internal(
+                                "execute: a permit the protocol did not ask for",
+                            ));
+                        }
+                        Event::BeganSend(Ok(began))
+                    }
+                }
             }
+            // A second lease, taken to record the answer this call holds.
+            Step::Start => {
+                memory.known = None;
+                Event::Started(lease::start(engine, command, &lease).await?.lease)
+            }
+            Step::BeginSend { fence } => Event::BeganSend(
+                sends::begin(engine, command, &lease, fence, plan, &mut memory).await,
+            ),
             Step::Send {
                 attempt,
                 resend,
@@ -67,8 +106,17 @@ async fn drive<P: Provider>(
                 attempt,
                 outcome,
             } => Event::Recorded(
-                sends::record_outcome(engine, command, &lease, fence, plan, attempt, &outcome)
-                    .await,
+                sends::record_outcome(
+                    engine,
+                    command,
+                    &lease,
+                    fence,
+                    plan,
+                    attempt,
+                    &outcome,
+                    &mut memory,
+                )
+                .await,
             ),
             Step::Status => Event::Status(sends::status(engine, command, Some(plan)).await?.send),
             Step::Lookup { key, deadline, .. } => {
@@ -81,10 +129,93 @@ async fn drive<P: Provider>(
                 attempt,
                 evidence,
             } => Event::Reconciled(
-                sends::reconcile(engine, command, &lease, fence, plan, attempt, &evidence).await,
+                sends::reconcile(
+                    engine,
+                    command,
+                    &lease,
+                    fence,
+                    plan,
+                    attempt,
+                    &evidence,
+                    &mut memory,
+                )
+                .await,
             ),
-            Step::FetchResult => Event::Fetched(results::read(engine, command).await?),
+            Step::FetchResult => Event::Fetched(results::read(engine, command, &mut memory).await?),
         };
         step = protocol.step(event, engine.now()?)?;
     }
+}
+
+/// How the call's first start answered.
+enum Opening {
+    /// The start alone: the protocol decides what follows.
+    Started(LeaseOutput),
+    /// A new command: its lease and the permit the protocol asks for after it, in
+    /// one blind commit at the one captured time `at`.
+    Permitted {
+        started: LeaseOutput,
+        began: BeginSendOutput,
+        at: crate::time::Timestamp,
+    },
+}
+
+/// The call's first start. In preconditions mode it is tried first as one blind
+/// commit of the new command's start and of the `begin_send` the protocol asks for
+/// after that lease, both decided at one captured time over the state where every
+/// document they read is absent (`known::chain`); refused, the start reads (the
+/// documents `begin_send` and `result` read too, so that a replay's result needs no
+/// second read) and decides as usual. Counted in the metrics as the operations it
+/// stands for.
+async fn open(
+    engine: &Engine,
+    command: &CommandInput,
+    lease: &LeaseId,
+    plan: &ProviderPlan,
+    protocol: &Protocol,
+    memory: &mut Memory,
+) -> Result<Opening, JournalError> {
+    let started_at = Instant::now();
+    let identity = command.identity();
+    let owner = command.lease_owner(&identity, lease)?;
+    let now = engine.now()?;
+    let call = LeaseCall::new(identity.clone(), owner.clone(), now);
+    let start = Start::new(identity, owner, now);
+    let paths = first_read(call.command());
+    let planned = if memory.plans() {
+        known::chain(&start, &paths, |out: &StartOutput| {
+            let mut probe = protocol.clone();
+            match probe.step(Event::Started(out.lease.clone()), now) {
+                Ok(Step::BeginSend { fence }) => Some(BeginSend::new(call, fence, plan.clone())),
+                _ => None,
+            }
+        })
+    } else {
+        None
+    };
+    let ran = engine.run_with(&start, paths, planned).await;
+    let elapsed = started_at.elapsed();
+    let ran = match ran {
+        Ok(ran) => ran,
+        Err(error) => {
+            crate::metrics::record::<StartOutput>(OperationName::Start, &Err(error.clone()), elapsed);
+            return Err(error);
+        }
+    };
+    memory.known = Some(ran.known);
+    Ok(match ran.answer {
+        Answer::Planned((started, began)) => {
+            crate::metrics::record(OperationName::Start, &Ok(started.clone()), elapsed);
+            crate::metrics::record(OperationName::BeginSend, &Ok(began.clone()), elapsed);
+            Opening::Permitted {
+                started: started.lease,
+                began,
+                at: now,
+            }
+        }
+        Answer::Decided(started) => {
+            crate::metrics::record(OperationName::Start, &Ok(started.clone()), elapsed);
+            Opening::Started(started.lease)
+        }
+    })
 }

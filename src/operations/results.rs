@@ -1,6 +1,7 @@
 //! Result envelopes: a success that stores one, and reading it back.
 
 use super::Engine;
+use crate::engine::Memory;
 use crate::envelope::ResultEnvelope;
 use crate::envelope::read::ResultRead;
 use crate::envelope::record::WithResult;
@@ -26,10 +27,16 @@ pub(crate) async fn complete(
     engine.run(&op).await
 }
 
+/// The stored result, answered from what `memory` knows when that holds every
+/// document the read needs (no RPC), read otherwise.
 pub(crate) async fn read(
     engine: &Engine,
     command: &CommandInput,
+    memory: &mut Memory,
 ) -> Result<Option<ResultEnvelope>, JournalError> {
     let op = ResultRead::new(engine.command_call(command)?);
-    engine.run(&op).await
+    if let Some(output) = memory.observe(&op) {
+        return Ok(output);
+    }
+    engine.run_remembering(&op, memory).await
 }

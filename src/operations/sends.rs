@@ -2,6 +2,7 @@
 //! reconciliation, and the status with the send state.
 
 use super::Engine;
+use crate::engine::Memory;
 use crate::envelope::record::WithResult;
 use crate::error::JournalError;
 use crate::fence::FenceEpoch;
@@ -29,9 +30,10 @@ pub(crate) async fn begin(
     lease: &LeaseId,
     fence: FenceEpoch,
     plan: &ProviderPlan,
+    memory: &mut Memory,
 ) -> Result<BeginSendOutput, JournalError> {
     let op = BeginSend::new(engine.lease_call(command, lease)?, fence, plan.clone());
-    engine.run(&op).await
+    engine.run_remembering(&op, memory).await
 }
 
 pub(crate) async fn record_outcome(
@@ -42,6 +44,7 @@ pub(crate) async fn record_outcome(
     plan: &ProviderPlan,
     attempt: i64,
     outcome: &SendOutcome,
+    memory: &mut Memory,
 ) -> Result<SendOutcomeOutput, JournalError> {
     check_attempt(attempt)?;
     let call = engine.lease_call(command, lease)?;
@@ -49,8 +52,11 @@ pub(crate) async fn record_outcome(
     let (now, hash) = (call.now(), call.hash().clone());
     let op = RecordOutcome::new(call, fence, attempt, finding, plan.clone());
     match envelope {
-        None => engine.run(&op).await,
-        Some(envelope) => engine.run(&WithResult::new(op, &hash, now, envelope)).await,
+        None => engine.run_remembering(&op, memory).await,
+        Some(envelope) => {
+            let op = WithResult::new(op, &hash, now, envelope);
+            engine.run_remembering(&op, memory).await
+        }
     }
 }
 
@@ -62,6 +68,7 @@ pub(crate) async fn reconcile(
     plan: &ProviderPlan,
     attempt: i64,
     evidence: &SendEvidence,
+    memory: &mut Memory,
 ) -> Result<SendOutcomeOutput, JournalError> {
     check_attempt(attempt)?;
     let call = engine.lease_call(command, lease)?;
@@ -69,8 +76,11 @@ pub(crate) async fn reconcile(
     let (now, hash) = (call.now(), call.hash().clone());
     let op = Reconcile::new(call, fence, attempt, finding, plan.clone());
     match envelope {
-        None => engine.run(&op).await,
-        Some(envelope) => engine.run(&WithResult::new(op, &hash, now, envelope)).await,
+        None => engine.run_remembering(&op, memory).await,
+        Some(envelope) => {
+            let op = WithResult::new(op, &hash, now, envelope);
+            engine.run_remembering(&op, memory).await
+        }
     }
 }
 

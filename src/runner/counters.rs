@@ -13,6 +13,7 @@ pub struct Counters {
     rollbacks: AtomicU64,
     conflicts: AtomicU64,
     blind_commits: AtomicU64,
+    planned_commits: AtomicU64,
     documents_found: AtomicU64,
     documents_missing: AtomicU64,
     documents_written: AtomicU64,
@@ -42,6 +43,11 @@ pub struct Stats {
     /// Blind creations sent (a subset of `commits` and of `attempts`): the commit a
     /// new command's operation tries before any read, in preconditions mode.
     pub blind_commits: u64,
+    /// Commits decided from what the journal knows without a read of their own (a
+    /// subset of `commits` and of `attempts`, blind creations apart): a transition
+    /// `execute` decides from the state its own last commit left, under update-time
+    /// preconditions.
+    pub planned_commits: u64,
     /// Documents the runner's reads returned (billed as one document read each).
     pub documents_found: u64,
     /// Documents the runner's reads asked for and found absent. Counted apart so that
@@ -76,6 +82,7 @@ impl Stats {
             rollbacks: self.rollbacks.saturating_sub(earlier.rollbacks),
             conflicts: self.conflicts.saturating_sub(earlier.conflicts),
             blind_commits: self.blind_commits.saturating_sub(earlier.blind_commits),
+            planned_commits: self.planned_commits.saturating_sub(earlier.planned_commits),
             documents_found: self.documents_found.saturating_sub(earlier.documents_found),
             documents_missing: self
                 .documents_missing
@@ -105,6 +112,7 @@ impl Counters {
             rollbacks: get(&self.rollbacks),
             conflicts: get(&self.conflicts),
             blind_commits: get(&self.blind_commits),
+            planned_commits: get(&self.planned_commits),
             documents_found: get(&self.documents_found),
             documents_missing: get(&self.documents_missing),
             documents_written: get(&self.documents_written),
@@ -122,6 +130,7 @@ pub(super) enum Count {
     Rollback,
     Conflict,
     BlindCommit,
+    PlannedCommit,
     Found,
     Missing,
     Written,
@@ -166,6 +175,7 @@ impl<'a> Tally<'a> {
                 Count::Rollback => &counters.rollbacks,
                 Count::Conflict => &counters.conflicts,
                 Count::BlindCommit => &counters.blind_commits,
+                Count::PlannedCommit => &counters.planned_commits,
                 Count::Found => &counters.documents_found,
                 Count::Missing => &counters.documents_missing,
                 Count::Written => &counters.documents_written,

@@ -21,6 +21,10 @@ use gcloud_sdk::prost_types;
 use gcloud_sdk::tonic::{Code, Status};
 use std::time::{Duration, Instant};
 
+/// The update time Firestore answered for one write of a commit, as sent back in a
+/// precondition and in comparable form.
+pub(crate) type WriteTime = (prost_types::Timestamp, crate::transaction::CommitTime);
+
 /// One operation's connection to Firestore: every RPC of its attempts goes through it.
 pub(super) struct Session<'a> {
     pub(super) options: RunOptions,
@@ -222,12 +226,13 @@ impl Session<'_> {
         }
     }
 
-    /// Sends one `Commit` of `writes` (in `open`'s transaction, if any).
+    /// Sends one `Commit` of `writes` (in `open`'s transaction, if any); the update
+    /// time Firestore answered for each write, in order (none for a delete).
     pub(super) async fn commit(
         &self,
         writes: Vec<RawWrite>,
         open: &mut OpenTransaction,
-    ) -> Result<(), Failure> {
+    ) -> Result<Vec<Option<WriteTime>>, Failure> {
         let budget = self.budget()?;
         self.tally.bump(Count::Commit);
         let request = CommitRequest {
@@ -250,11 +255,20 @@ impl Session<'_> {
         };
         metrics::rpc(metrics::RPC_COMMIT, code);
         match answered {
-            Ok(Ok(_)) => {
+            Ok(Ok(response)) => {
                 open.disarm();
                 self.tally.add(Count::Written, written as u64);
                 self.tally.add(Count::Guard, guards as u64);
-                Ok(())
+                Ok(response
+                    .into_inner()
+                    .write_results
+                    .into_iter()
+                    .map(|result| {
+                        result
+                            .update_time
+                            .map(|time| (time.clone(), (time.seconds, time.nanos)))
+                    })
+                    .collect())
             }
             Ok(Err(status)) => {
                 if matches!(

@@ -9,7 +9,8 @@ use super::retry::{Failure, Rpc, classify};
 use crate::attempt::{Action, Attempt, Found, ReadKind};
 use crate::error::GrpcCode;
 use crate::metrics;
-use crate::transaction::{CommitStamps, Transition};
+use crate::known::Known;
+use crate::transaction::{CommitStamps, Transition, Write};
 use gcloud_sdk::google::firestore::v1::{
     TransactionOptions, batch_get_documents_request, transaction_options,
 };
@@ -25,7 +26,7 @@ impl Session<'_> {
         paths: &[String],
         op: &T,
         previous_transaction: Option<Vec<u8>>,
-    ) -> Result<T::Output, Failure> {
+    ) -> Result<(T::Output, Known<prost_types::Timestamp>), Failure> {
         let transactional = self.options.concurrency == Concurrency::Transaction;
         let mut open = OpenTransaction {
             raw: self.raw.clone(),
@@ -36,7 +37,7 @@ impl Session<'_> {
             .attempt_reads(paths, op, transactional, previous_transaction, &mut open)
             .await;
         match result {
-            Ok(output) => Ok(output),
+            Ok(answer) => Ok(answer),
             Err(failure) => {
                 // Ended without a commit: release the transaction now, and retry it
                 // by name so production Firestore keeps its priority.
@@ -60,7 +61,8 @@ impl Session<'_> {
     /// Drives the attempt machine ([`super::attempt`]) over gRPC: each read it asks
     /// for is one `BatchGetDocuments` (the first opens the transaction in transaction
     /// mode, the others run inside it or at the first read's time), its commit one
-    /// `Commit`; an observation rolls the transaction back.
+    /// `Commit`; an observation rolls the transaction back. Answers the output and
+    /// what the attempt left known: the documents read, updated by its commit.
     async fn attempt_reads<T: Transition>(
         &self,
         paths: &[String],
@@ -68,7 +70,7 @@ impl Session<'_> {
         transactional: bool,
         previous_transaction: Option<Vec<u8>>,
         open: &mut OpenTransaction,
-    ) -> Result<T::Output, Failure> {
+    ) -> Result<(T::Output, Known<prost_types::Timestamp>), Failure> {
         let mut attempt = Attempt::new(op, paths.to_vec());
         let mut step = attempt.start();
         let mut read_time = None;
@@ -79,13 +81,17 @@ impl Session<'_> {
                     if let Some(id) = open.disarm() {
                         self.rollback(id).await;
                     }
-                    return Ok(output);
+                    let (snapshot, versions) = attempt.read_state();
+                    return Ok((output, Known::read(snapshot.clone(), versions)));
                 }
                 Action::Fail(error) => return Err(Failure::Final(error)),
                 Action::Commit { writes, output } => {
+                    let written: Vec<Write> = writes.iter().map(|w| w.write.clone()).collect();
                     let writes = writes.into_iter().map(|w| self.raw_write(w)).collect();
-                    self.commit(writes, open).await?;
-                    return Ok(output);
+                    let results = self.commit(writes, open).await?;
+                    let (snapshot, versions) = attempt.read_state();
+                    let known = Known::read(snapshot.clone(), versions);
+                    return Ok((output, known.committed(&written, &results)));
                 }
             };
             if kind == ReadKind::Confirm {

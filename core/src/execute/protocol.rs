@@ -134,7 +134,7 @@ enum Window {
 }
 
 /// The protocol's state between steps.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Protocol {
     /// The lease this call holds: fence and expiry.
     lease: Option<(FenceEpoch, Timestamp)>,

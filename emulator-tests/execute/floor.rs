@@ -1,0 +1,225 @@
+//! `execute` at the floor of Firestore round trips: a new command is one blind commit
+//! (registration, lease, permit) and one commit of the outcome planned from what the
+//! first left, a replay the refused blind commit and one read. Counted twice: by the
+//! crate's counters and on the wire by the proxy. The planned path writes exactly what
+//! the read-and-decide path writes (transaction mode, same inputs, same times), and
+//! every commit's lost response falls back to reading and converges on the same
+//! documents with one send.
+
+use super::{OnSend, Scripted, charge, plan, start, succeeded};
+use crate::proxy::{Fault, Proxy, Rpc};
+use crate::support::{self, command};
+use command_journal::time::ManualClock;
+use command_journal::{
+    CommandInput, Concurrency, Connection, Execution, Journal, Provider, SendRequest, SendResult,
+    Stats, Target,
+};
+use gcloud_sdk::google::firestore::v1::Document;
+use serde_json::json;
+use std::sync::Arc;
+
+/// A journal whose every RPC goes through a proxy, on a fresh project.
+struct Wire {
+    proxy: Proxy,
+    direct: Connection,
+    journal: Journal,
+}
+
+async fn wire(mode: Concurrency) -> Wire {
+    let direct = support::fresh_connection().await;
+    let proxy = Proxy::start(support::emulator().host()).await;
+    let through = Connection::connect(direct.project(), Target::Emulator(proxy.host()))
+        .await
+        .expect("connect through the proxy");
+    let journal = Journal::new(through)
+        .with_clock(Arc::new(ManualClock::new(start())))
+        .with_concurrency(mode);
+    Wire {
+        proxy,
+        direct,
+        journal,
+    }
+}
+
+impl Wire {
+    /// Journal RPCs the proxy saw.
+    fn rpcs_on_the_wire(&self) -> usize {
+        self.proxy
+            .exchanges()
+            .iter()
+            .filter(|e| e.rpc.is_some())
+            .count()
+    }
+
+    async fn execute(&self, command: &CommandInput, provider: &impl Provider) -> Execution {
+        self.journal
+            .execute(command, &plan(), provider)
+            .await
+            .expect("execute")
+    }
+}
+
+/// `(rpcs, commits, batch gets, blind commits, planned commits, conflicts)`.
+fn shape(stats: Stats) -> (u64, u64, u64, u64, u64, u64) {
+    (
+        stats.rpcs(),
+        stats.commits,
+        stats.batch_gets,
+        stats.blind_commits,
+        stats.planned_commits,
+        stats.conflicts,
+    )
+}
+
+/// Every document of `command`, by path below the documents root, fields only: the
+/// commit times differ between runs, and so does the lease owner's fingerprint (each
+/// call of `execute` holds a lease id of its own, drawn at random), which is left out.
+async fn documents(connection: &Connection, command: &CommandInput) -> Vec<(String, String)> {
+    let hash = command.identity().command_key_hash().to_string();
+    let root = format!("checkoutRequests/{hash}");
+    let mut docs: Vec<Document> = support::list(connection, "", "checkoutRequests").await;
+    for sub in ["lifecycle", "providerSends", "results"] {
+        docs.extend(support::list(connection, &root, sub).await);
+    }
+    docs.extend(support::list(connection, "", "auditEvents").await);
+    let prefix = format!("{}/", connection.documents_path());
+    let mut out: Vec<(String, String)> = docs
+        .into_iter()
+        .filter(|d| d.name.contains(&hash))
+        .map(|d| {
+            let path = d.name.strip_prefix(&prefix).unwrap_or(&d.name).to_owned();
+            let fields: std::collections::BTreeMap<_, _> = d
+                .fields
+                .into_iter()
+                .filter(|(name, _)| name != "leaseOwnerFingerprint")
+                .collect();
+            (path, format!("{fields:?}"))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[tokio::test]
+async fn execute_a_new_command_is_two_rpcs_and_a_replay_two_on_the_wire() {
+    // (mode, new command, replay): preconditions plans both commits of a new command
+    // and answers a replay from its start's read; transaction mode reads every
+    // transition inside its transaction (start, begin_send, outcome: 2 each) and
+    // answers a replay's result from the start's transactional read.
+    let cases = [
+        (Concurrency::Preconditions, (2, 2, 0, 1, 1, 0), (2, 1, 1, 1, 0, 1)),
+        (Concurrency::Transaction, (6, 3, 3, 0, 0, 0), (2, 0, 1, 0, 0, 0)),
+    ];
+    for (n, (mode, new, replay)) in cases.into_iter().enumerate() {
+        let w = wire(mode).await;
+        let cmd = command(700 + n as u64, json!({"order": "floor"}));
+        let provider = Scripted::new(
+            vec![OnSend::Answer(SendResult::Succeeded(charge("ch_floor")))],
+            vec![],
+        );
+        let before = w.journal.stats();
+        let first = w.execute(&cmd, &provider).await;
+        let used = w.journal.stats().since(&before);
+        assert_eq!(shape(used), new, "{mode:?}: a new command");
+        assert_eq!(w.rpcs_on_the_wire() as u64, used.rpcs(), "{mode:?}");
+        assert_eq!(succeeded(&first).canonical(), charge("ch_floor").canonical());
+
+        let before = w.journal.stats();
+        let seen = w.rpcs_on_the_wire();
+        let again = w.execute(&cmd, &provider).await;
+        let used = w.journal.stats().since(&before);
+        assert_eq!(shape(used), replay, "{mode:?}: a replay");
+        assert_eq!((w.rpcs_on_the_wire() - seen) as u64, used.rpcs(), "{mode:?}");
+        assert_eq!(again, first);
+        assert_eq!(provider.calls().len(), 1, "one send");
+    }
+}
+
+#[tokio::test]
+async fn execute_planned_commits_write_what_reading_and_deciding_writes() {
+    // The same command, inputs and times in both modes: the planned path
+    // (preconditions) and the read-and-decide path (transaction mode) store the same
+    // documents, field for field, and answer the same, for every provider answer.
+    let answers = [
+        SendResult::Succeeded(charge("ch_same")),
+        SendResult::Declined,
+        SendResult::Ambiguous,
+    ];
+    for (n, answer) in answers.into_iter().enumerate() {
+        let cmd = command(720 + n as u64, json!({"order": "same"}));
+        let mut seen = Vec::new();
+        for mode in [Concurrency::Preconditions, Concurrency::Transaction] {
+            let w = wire(mode).await;
+            let provider = Scripted::new(vec![OnSend::Answer(answer.clone())], vec![]);
+            let execution = w.execute(&cmd, &provider).await;
+            seen.push((execution, documents(&w.direct, &cmd).await));
+        }
+        assert_eq!(seen[0], seen[1], "{answer:?}");
+        assert!(seen[0].1.len() >= 6, "{:?}", seen[0].1);
+    }
+}
+
+/// A provider that charges, and arms the proxy to lose the next commit's response
+/// once the charge is made (so that the outcome's commit is the one lost).
+struct LosesTheOutcome<'a> {
+    proxy: &'a Proxy,
+    sends: std::sync::Mutex<u32>,
+}
+
+impl Provider for LosesTheOutcome<'_> {
+    async fn send(&self, _request: SendRequest<'_>) -> SendResult {
+        *self.sends.lock().expect("sends") += 1;
+        self.proxy.arm(Rpc::Commit, Fault::LoseResponse);
+        SendResult::Succeeded(charge("ch_lost"))
+    }
+
+    async fn lookup(&self, _key: &str) -> command_journal::LookupResult {
+        command_journal::LookupResult::Unavailable
+    }
+}
+
+#[tokio::test]
+async fn execute_with_either_commit_response_lost_converges_with_one_send() {
+    // The reference: no fault.
+    let cmd = command(740, json!({"order": "lost"}));
+    let clean = wire(Concurrency::Preconditions).await;
+    let provider = Scripted::new(
+        vec![OnSend::Answer(SendResult::Succeeded(charge("ch_lost")))],
+        vec![],
+    );
+    let reference = clean.execute(&cmd, &provider).await;
+    assert_eq!(clean.proxy.fired(), 0);
+    let reference_docs = documents(&clean.direct, &cmd).await;
+
+    // The blind commit's response lost: the start reads its own lease and permit,
+    // begin_send re-permits the same attempt, and the outcome is recorded once.
+    let w = wire(Concurrency::Preconditions).await;
+    w.proxy.arm(Rpc::Commit, Fault::LoseResponse);
+    let provider = Scripted::new(
+        vec![OnSend::Answer(SendResult::Succeeded(charge("ch_lost")))],
+        vec![],
+    );
+    let answer = w.execute(&cmd, &provider).await;
+    assert_eq!(w.proxy.fired(), 1);
+    assert_eq!(answer, reference);
+    assert_eq!(provider.calls().len(), 1);
+    assert_eq!(documents(&w.direct, &cmd).await, reference_docs);
+
+    // The planned outcome's response lost: the fallback reads the outcome it
+    // recorded and answers it.
+    let w = wire(Concurrency::Preconditions).await;
+    let provider = LosesTheOutcome {
+        proxy: &w.proxy,
+        sends: Default::default(),
+    };
+    let before = w.journal.stats();
+    let answer = w.execute(&cmd, &provider).await;
+    let used = w.journal.stats().since(&before);
+    assert_eq!(w.proxy.fired(), 1);
+    assert_eq!(*provider.sends.lock().expect("sends"), 1);
+    assert_eq!(answer, reference);
+    assert_eq!(documents(&w.direct, &cmd).await, reference_docs);
+    // The blind commit, the planned outcome (lost), then one read that finds it.
+    assert_eq!((used.commits, used.batch_gets), (2, 1), "{used:?}");
+    super::assert_verified(&w.direct).await;
+}
