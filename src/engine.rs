@@ -150,6 +150,8 @@ impl Memory {
 
     /// The answer of the read-only `op` from what is known, if it decides from it.
     pub(crate) fn observe<T: Transition>(&self, op: &T) -> Option<T::Output> {
-        self.known.as_ref().and_then(|known| known::observe(op, known))
+        self.known
+            .as_ref()
+            .and_then(|known| known::observe(op, known))
     }
 }

@@ -127,9 +127,17 @@ pub(crate) async fn run_with<T: Transition, P>(
     planned: Option<Planned<P, Timestamp>>,
 ) -> Result<Ran<P, T::Output>, JournalError> {
     let span = operation_span(op.name(), options.concurrency);
-    run_in_span(connection, counters, options, op, paths, planned, span.clone())
-        .instrument(span)
-        .await
+    run_in_span(
+        connection,
+        counters,
+        options,
+        op,
+        paths,
+        planned,
+        span.clone(),
+    )
+    .instrument(span)
+    .await
 }
 
 async fn run_in_span<T: Transition, P>(

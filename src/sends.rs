@@ -11,4 +11,6 @@ pub use command_journal_core::sends::{
     AttemptState, BeginSendOutput, CommandStatus, ProviderLookup, ProviderMode, ProviderPlan,
     ProviderPlanRequest, SendEvidence, SendOutcome, SendOutcomeOutput, SendPermit, SendStatus,
 };
-pub(crate) use command_journal_core::sends::{begin, guard, load, outcome, plan, reconcile, status};
+pub(crate) use command_journal_core::sends::{
+    begin, guard, load, outcome, plan, reconcile, status,
+};

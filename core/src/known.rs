@@ -196,9 +196,7 @@ pub fn plan<T: Transition, V: Clone>(op: &T, known: &Known<V>) -> Option<Planned
             return None;
         }
         let precondition = match (&write, view.docs.get(write.path())) {
-            (Write::Create { .. } | Write::AssertAbsent { .. }, Some(None)) => {
-                Precondition::Absent
-            }
+            (Write::Create { .. } | Write::AssertAbsent { .. }, Some(None)) => Precondition::Absent,
             (Write::Replace { path, .. }, Some(Some(_))) => {
                 Precondition::UpdatedAt(known.versions.get(path)?.clone())
             }

@@ -107,8 +107,16 @@ async fn execute_a_new_command_is_two_rpcs_and_a_replay_two_on_the_wire() {
     // transition inside its transaction (start, begin_send, outcome: 2 each) and
     // answers a replay's result from the start's transactional read.
     let cases = [
-        (Concurrency::Preconditions, (2, 2, 0, 1, 1, 0), (2, 1, 1, 1, 0, 1)),
-        (Concurrency::Transaction, (6, 3, 3, 0, 0, 0), (2, 0, 1, 0, 0, 0)),
+        (
+            Concurrency::Preconditions,
+            (2, 2, 0, 1, 1, 0),
+            (2, 1, 1, 1, 0, 1),
+        ),
+        (
+            Concurrency::Transaction,
+            (6, 3, 3, 0, 0, 0),
+            (2, 0, 1, 0, 0, 0),
+        ),
     ];
     for (n, (mode, new, replay)) in cases.into_iter().enumerate() {
         let w = wire(mode).await;
@@ -122,14 +130,21 @@ async fn execute_a_new_command_is_two_rpcs_and_a_replay_two_on_the_wire() {
         let used = w.journal.stats().since(&before);
         assert_eq!(shape(used), new, "{mode:?}: a new command");
         assert_eq!(w.rpcs_on_the_wire() as u64, used.rpcs(), "{mode:?}");
-        assert_eq!(succeeded(&first).canonical(), charge("ch_floor").canonical());
+        assert_eq!(
+            succeeded(&first).canonical(),
+            charge("ch_floor").canonical()
+        );
 
         let before = w.journal.stats();
         let seen = w.rpcs_on_the_wire();
         let again = w.execute(&cmd, &provider).await;
         let used = w.journal.stats().since(&before);
         assert_eq!(shape(used), replay, "{mode:?}: a replay");
-        assert_eq!((w.rpcs_on_the_wire() - seen) as u64, used.rpcs(), "{mode:?}");
+        assert_eq!(
+            (w.rpcs_on_the_wire() - seen) as u64,
+            used.rpcs(),
+            "{mode:?}"
+        );
         assert_eq!(again, first);
         assert_eq!(provider.calls().len(), 1, "one send");
     }

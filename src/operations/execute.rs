@@ -60,11 +60,7 @@ async fn drive<P: Provider>(
                 opened = true;
                 match open(engine, command, &lease, plan, &protocol, &mut memory).await? {
                     Opening::Started(started) => Event::Started(started),
-                    Opening::Permitted {
-                        started,
-                        began,
-                        at,
-                    } => {
+                    Opening::Permitted { started, began, at } => {
                         // The permit was committed with the lease, as the protocol
                         // asks for it after this lease (`open` asked it first).
                         step = protocol.step(Event::Started(started), at)?;
@@ -198,7 +194,11 @@ async fn open(
     let ran = match ran {
         Ok(ran) => ran,
         Err(error) => {
-            crate::metrics::record::<StartOutput>(OperationName::Start, &Err(error.clone()), elapsed);
+            crate::metrics::record::<StartOutput>(
+                OperationName::Start,
+                &Err(error.clone()),
+                elapsed,
+            );
             return Err(error);
         }
     };

@@ -8,8 +8,8 @@ use super::firestore::{OpenTransaction, Session};
 use super::retry::{Failure, Rpc, classify};
 use crate::attempt::{Action, Attempt, Found, ReadKind};
 use crate::error::GrpcCode;
-use crate::metrics;
 use crate::known::Known;
+use crate::metrics;
 use crate::transaction::{CommitStamps, Transition, Write};
 use gcloud_sdk::google::firestore::v1::{
     TransactionOptions, batch_get_documents_request, transaction_options,

@@ -1,0 +1,321 @@
+//! Planning without reading, checked against the in-memory store's read-and-decide
+//! runs (the runner's own attempt machine, strict): a chained start and `begin_send`
+//! write what the two run one after the other at the same time write, an outcome
+//! planned from the state they left writes and answers what reading would, and every
+//! state the plan cannot prove is refused.
+
+use super::*;
+use crate::envelope::ResultEnvelope;
+use crate::envelope::record::WithResult;
+use crate::fence::FenceEpoch;
+use crate::identity::{CommandInput, CommandRequest, LeaseId};
+use crate::lease::LeaseCall;
+use crate::sends::begin::BeginSend;
+use crate::sends::load::first_read;
+use crate::sends::outcome::RecordOutcome;
+use crate::sends::{BeginSendOutput, ProviderPlan, ProviderPlanRequest, SendOutcome};
+use crate::start::{Start, StartOutput};
+use crate::testing::Store;
+use crate::time::Timestamp;
+use serde_json::json;
+
+const T0: i64 = 1_800_000_000_123_456;
+
+fn input() -> CommandInput {
+    CommandInput::new(CommandRequest {
+        environment: "test",
+        caller_scope_kind: "member",
+        caller_id: "CANARYcaller",
+        command_id: "ca1a0000-c0de-4bad-8eed-00000000ca1b",
+        command_type: "checkout",
+        endpoint_schema_version: 1,
+        payload: &json!({"sku": "CANARYsku"}),
+    })
+    .expect("valid command")
+}
+
+fn provider_plan() -> ProviderPlan {
+    ProviderPlan::new(ProviderPlanRequest {
+        provider: "stub",
+        account: "acct_known",
+        mode: "test",
+        api_version: "2026-01-01",
+        operation: "charge",
+        endpoint: "POST /v1/charges",
+        parameters: &json!({"amount": 1250}),
+        key_retention_seconds: 86_400,
+    })
+    .expect("valid plan")
+}
+
+fn at(micros: i64) -> Timestamp {
+    Timestamp::from_micros(micros).expect("time")
+}
+
+/// The holder's call at `now`.
+fn call(lease: &LeaseId, now: Timestamp) -> LeaseCall {
+    let input = input();
+    let identity = input.identity();
+    let owner = input.lease_owner(&identity, lease).expect("owner");
+    LeaseCall::new(identity, owner, now)
+}
+
+fn start(lease: &LeaseId, now: Timestamp) -> Start {
+    let input = input();
+    let identity = input.identity();
+    let owner = input.lease_owner(&identity, lease).expect("owner");
+    Start::new(identity, owner, now)
+}
+
+fn fence(out: &StartOutput) -> Option<FenceEpoch> {
+    match out.lease {
+        crate::lease::LeaseOutput::Acquired { fence_epoch, .. } => Some(fence_epoch),
+        _ => None,
+    }
+}
+
+type Chained = Planned<(StartOutput, BeginSendOutput), u64>;
+
+fn chained(lease: &LeaseId, now: Timestamp) -> Chained {
+    let holder = call(lease, now);
+    let paths = first_read(holder.command());
+    chain(&start(lease, now), &paths, |out| {
+        Some(BeginSend::new(holder.clone(), fence(out)?, provider_plan()))
+    })
+    .expect("a new command chains")
+}
+
+fn fields(store: &Store) -> Vec<(String, crate::document::fields::FieldMap)> {
+    store
+        .iter()
+        .map(|(path, fields)| (path.clone(), fields.clone()))
+        .collect()
+}
+
+/// The chained writes as one commit of `store` (every precondition `exists: false`
+/// checked), and the state it leaves known, with the store's logical times.
+fn commit_chained(store: &mut Store, plan: &Chained) -> Known<u64> {
+    for write in &plan.writes {
+        assert_eq!(write.precondition, Precondition::Absent);
+        assert!(!store.contains_key(write.write.path()));
+    }
+    let created: Vec<(String, crate::document::fields::FieldMap)> = plan
+        .writes
+        .iter()
+        .filter_map(|w| Some((w.write.path().to_owned(), w.write.fields()?.clone())))
+        .collect();
+    store.insert_together(created);
+    let results = stamps(store, &plan.writes);
+    let written: Vec<Write> = plan.writes.iter().map(|w| w.write.clone()).collect();
+    plan.base.clone().committed(&written, &results)
+}
+
+/// The update time the store answers for each write, as Firestore's write results.
+fn stamps(store: &Store, writes: &[GuardedWrite<u64>]) -> Vec<Option<(u64, CommitTime)>> {
+    writes
+        .iter()
+        .map(|w| match w.write {
+            Write::AssertAbsent { .. } => None,
+            _ => {
+                let time = store.update_time(w.write.path())?;
+                Some((time, (i64::try_from(time).ok()?, 0)))
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn a_chained_start_and_begin_send_write_what_two_sequential_runs_write() {
+    let lease = LeaseId::generate();
+    let now = at(T0);
+    let plan_ = chained(&lease, now);
+
+    let mut sequential = Store::new();
+    let started = sequential.answer(&start(&lease, now)).expect("start");
+    let fence = fence(&started).expect("acquired");
+    let began = sequential
+        .answer(&BeginSend::new(call(&lease, now), fence, provider_plan()))
+        .expect("begin_send");
+    assert_eq!(plan_.output, (started, began));
+
+    let mut chained_store = Store::new();
+    commit_chained(&mut chained_store, &plan_);
+    assert_eq!(fields(&chained_store), fields(&sequential));
+    // Every other path read is proven absent by the same commit.
+    let read = first_read(call(&lease, now).command());
+    for path in &read {
+        assert!(
+            plan_.writes.iter().any(|w| w.write.path() == path),
+            "{path} is neither created nor guarded"
+        );
+    }
+}
+
+#[test]
+fn an_outcome_planned_from_the_chained_state_writes_and_answers_what_reading_does() {
+    let envelope = ResultEnvelope::new(&json!({"id": "ch_1"})).expect("envelope");
+    let outcomes = [
+        SendOutcome::SucceededWith(envelope),
+        SendOutcome::Declined,
+        SendOutcome::Ambiguous,
+    ];
+    for outcome in outcomes {
+        let lease = LeaseId::generate();
+        let plan_ = chained(&lease, at(T0));
+        let fence = fence(&plan_.output.0).expect("acquired");
+        let mut store = Store::new();
+        let known = commit_chained(&mut store, &plan_);
+
+        let later = at(T0 + 2_000_000);
+        let holder = call(&lease, later);
+        let (finding, result) = outcome.closing(holder.identity());
+        let hash = holder.hash().clone();
+        let record = RecordOutcome::new(holder, fence, 1, finding, provider_plan());
+        let (planned_writes, planned_output, read) = match result {
+            Some(envelope) => {
+                let op = WithResult::new(record, &hash, later, envelope);
+                let planned = plan(&op, &known).expect("planned");
+                let read = store.clone().run(&op);
+                (planned.writes, planned.output, (read.result, read.writes))
+            }
+            None => {
+                let planned = plan(&record, &known).expect("planned");
+                let read = store.clone().run(&record);
+                (planned.writes, planned.output, (read.result, read.writes))
+            }
+        };
+        assert_eq!(Ok(planned_output), read.0, "{outcome:?}");
+        let writes: Vec<Write> = planned_writes.iter().map(|w| w.write.clone()).collect();
+        assert_eq!(writes, read.1, "{outcome:?}");
+        // Each replacement is guarded by the update time the chained commit answered.
+        for write in &planned_writes {
+            match (&write.write, &write.precondition) {
+                (Write::Replace { path, .. }, Precondition::UpdatedAt(version)) => {
+                    assert_eq!(Some(*version), store.update_time(path.as_str()));
+                }
+                (Write::Create { path, .. }, Precondition::Absent) => {
+                    assert!(!store.contains_key(path.as_str()));
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn nothing_is_planned_from_a_state_not_known_or_not_a_mutation() {
+    let lease = LeaseId::generate();
+    let plan_ = chained(&lease, at(T0));
+    let fence = fence(&plan_.output.0).expect("acquired");
+    let mut store = Store::new();
+    let known = commit_chained(&mut store, &plan_);
+    let outcome = RecordOutcome::new(
+        call(&lease, at(T0 + 1)),
+        fence,
+        1,
+        SendOutcome::Declined
+            .closing(call(&lease, at(T0)).identity())
+            .0,
+        provider_plan(),
+    );
+    assert!(plan(&outcome, &known).is_some());
+
+    // A path it reads is unknown: nothing planned.
+    let mut partial = known.clone();
+    let some_path = outcome.paths()[0].clone();
+    partial.state.docs.remove(&some_path);
+    assert!(plan(&outcome, &partial).is_none());
+
+    // A document it replaces is known without an update time: nothing planned.
+    let mut unversioned = known.clone();
+    unversioned.versions.clear();
+    assert!(plan(&outcome, &unversioned).is_none());
+
+    // An observation (the same holder's permit asked again) is not planned, but a
+    // read-only operation answers it.
+    let again = BeginSend::new(call(&lease, at(T0 + 1)), fence, provider_plan());
+    assert!(plan(&again, &known).is_none());
+    assert_eq!(
+        observe(&again, &known),
+        Some(plan_.output.1.clone()),
+        "the permit, from what is known"
+    );
+
+    // A stale holder's fence decides a refusal: nothing planned.
+    let stale = RecordOutcome::new(
+        call(&LeaseId::generate(), at(T0 + 1)),
+        fence,
+        1,
+        SendOutcome::Declined
+            .closing(call(&lease, at(T0)).identity())
+            .0,
+        provider_plan(),
+    );
+    assert!(plan(&stale, &known).is_none());
+
+    // Without every path of the first transition, or when `then` declines: no chain.
+    let holder = call(&lease, at(T0));
+    let read = first_read(holder.command());
+    let short = &read[..2];
+    let op = start(&lease, at(T0));
+    assert!(
+        chain(&op, short, |_: &StartOutput| Some(BeginSend::new(
+            holder.clone(),
+            fence,
+            provider_plan()
+        )))
+        .map(|p: Chained| p.output)
+        .is_none()
+    );
+    assert!(
+        chain(&op, &read, |_: &StartOutput| None::<BeginSend>)
+            .map(|p: Chained| p.output)
+            .is_none()
+    );
+}
+
+#[test]
+fn a_commit_result_updates_what_is_known() {
+    let doc = |n: i64| crate::document::fields::map([("n", crate::document::fields::int(n))]);
+    let known = Known::<u64>::absent(["a".to_owned(), "b".to_owned(), "c".to_owned()]);
+    let created = known.committed(
+        &[
+            Write::Create {
+                path: "a".into(),
+                fields: doc(1),
+            },
+            Write::Create {
+                path: "b".into(),
+                fields: doc(1),
+            },
+            Write::AssertAbsent { path: "c".into() },
+        ],
+        &[Some((7, (7, 0))), None, None],
+    );
+    assert_eq!(created.snapshot().get("a"), Some(&doc(1)));
+    assert_eq!(
+        created.snapshot().stamps("a"),
+        Some(CommitStamps {
+            created: (7, 0),
+            updated: (7, 0)
+        })
+    );
+    // A write without an answered update time leaves its document unknown.
+    assert!(!created.knows("b"));
+    assert!(created.knows("c") && created.snapshot().get("c").is_none());
+    let replaced = created.committed(
+        &[Write::Replace {
+            path: "a".into(),
+            fields: doc(2),
+        }],
+        &[Some((9, (9, 0)))],
+    );
+    assert_eq!(replaced.versions.get("a"), Some(&9));
+    assert_eq!(
+        replaced.snapshot().stamps("a"),
+        Some(CommitStamps {
+            created: (7, 0),
+            updated: (9, 0)
+        })
+    );
+}
