@@ -292,9 +292,11 @@ impl Journal {
     ) -> Result<SendOutcomeOutput, JournalError> {
         sends::record_outcome(
             &self.engine,
-            command,
-            lease,
-            expected_fence_epoch,
+            sends::Holder {
+                command,
+                lease,
+                fence: expected_fence_epoch,
+            },
             plan,
             attempt,
             outcome,
@@ -323,9 +325,11 @@ impl Journal {
     ) -> Result<SendOutcomeOutput, JournalError> {
         sends::reconcile(
             &self.engine,
-            command,
-            lease,
-            expected_fence_epoch,
+            sends::Holder {
+                command,
+                lease,
+                fence: expected_fence_epoch,
+            },
             plan,
             attempt,
             evidence,

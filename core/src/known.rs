@@ -246,6 +246,9 @@ pub fn blind_commit<O, V: Clone>(plan: BlindPlan<O>, paths: &[String]) -> Planne
     }
 }
 
+/// The plan of two chained transitions: their two answers in one commit.
+pub type Chained<A, B, V> = Planned<(<A as Transition>::Output, <B as Transition>::Output), V>;
+
 /// `first`'s blind creation over `paths` (which must hold every path `first` reads)
 /// and the transition `then` builds from its answer, as one blind commit: `then`
 /// decides over the state `first`'s creations leave, its replacements of those
@@ -253,11 +256,7 @@ pub fn blind_commit<O, V: Clone>(plan: BlindPlan<O>, paths: &[String]) -> Planne
 /// known absent, and every path of `paths` not created is proven absent. `None` when
 /// `first` makes no blind plan, `then` declines (answers `None`), reads or writes
 /// outside `paths`, or decides anything but such a mutation.
-pub fn chain<A, B, V, F>(
-    first: &A,
-    paths: &[String],
-    then: F,
-) -> Option<Planned<(A::Output, B::Output), V>>
+pub fn chain<A, B, V, F>(first: &A, paths: &[String], then: F) -> Option<Chained<A, B, V>>
 where
     A: Transition,
     B: Transition,

@@ -104,9 +104,11 @@ async fn drive<P: Provider>(
             } => Event::Recorded(
                 sends::record_outcome(
                     engine,
-                    command,
-                    &lease,
-                    fence,
+                    sends::Holder {
+                        command,
+                        lease: &lease,
+                        fence,
+                    },
                     plan,
                     attempt,
                     &outcome,
@@ -127,9 +129,11 @@ async fn drive<P: Provider>(
             } => Event::Reconciled(
                 sends::reconcile(
                     engine,
-                    command,
-                    &lease,
-                    fence,
+                    sends::Holder {
+                        command,
+                        lease: &lease,
+                        fence,
+                    },
                     plan,
                     attempt,
                     &evidence,
@@ -181,7 +185,7 @@ async fn open(
     let planned = if memory.plans() {
         known::chain(&start, &paths, |out: &StartOutput| {
             let mut probe = protocol.clone();
-            match probe.step(Event::Started(out.lease.clone()), now) {
+            match probe.step(Event::Started(out.lease), now) {
                 Ok(Step::BeginSend { fence }) => Some(BeginSend::new(call, fence, plan.clone())),
                 _ => None,
             }
@@ -194,18 +198,14 @@ async fn open(
     let ran = match ran {
         Ok(ran) => ran,
         Err(error) => {
-            crate::metrics::record::<StartOutput>(
-                OperationName::Start,
-                &Err(error.clone()),
-                elapsed,
-            );
+            crate::metrics::record::<StartOutput>(OperationName::Start, &Err(error), elapsed);
             return Err(error);
         }
     };
     memory.known = Some(ran.known);
     Ok(match ran.answer {
         Answer::Planned((started, began)) => {
-            crate::metrics::record(OperationName::Start, &Ok(started.clone()), elapsed);
+            crate::metrics::record(OperationName::Start, &Ok(started), elapsed);
             crate::metrics::record(OperationName::BeginSend, &Ok(began.clone()), elapsed);
             Opening::Permitted {
                 started: started.lease,
@@ -214,7 +214,7 @@ async fn open(
             }
         }
         Answer::Decided(started) => {
-            crate::metrics::record(OperationName::Start, &Ok(started.clone()), elapsed);
+            crate::metrics::record(OperationName::Start, &Ok(started), elapsed);
             Opening::Started(started.lease)
         }
     })

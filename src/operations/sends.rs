@@ -16,6 +16,14 @@ use crate::sends::{
     BeginSendOutput, CommandStatus, ProviderPlan, SendEvidence, SendOutcome, SendOutcomeOutput,
 };
 
+/// The holder of a lease on a command, at the fence it holds.
+#[derive(Clone, Copy)]
+pub(crate) struct Holder<'a> {
+    pub(crate) command: &'a CommandInput,
+    pub(crate) lease: &'a LeaseId,
+    pub(crate) fence: FenceEpoch,
+}
+
 fn check_attempt(attempt: i64) -> Result<(), JournalError> {
     if (1..=MAX_ATTEMPT).contains(&attempt) {
         Ok(())
@@ -38,15 +46,18 @@ pub(crate) async fn begin(
 
 pub(crate) async fn record_outcome(
     engine: &Engine,
-    command: &CommandInput,
-    lease: &LeaseId,
-    fence: FenceEpoch,
+    holder: Holder<'_>,
     plan: &ProviderPlan,
     attempt: i64,
     outcome: &SendOutcome,
     memory: &mut Memory,
 ) -> Result<SendOutcomeOutput, JournalError> {
     check_attempt(attempt)?;
+    let Holder {
+        command,
+        lease,
+        fence,
+    } = holder;
     let call = engine.lease_call(command, lease)?;
     let (finding, envelope) = outcome.closing(call.identity());
     let (now, hash) = (call.now(), call.hash().clone());
@@ -62,15 +73,18 @@ pub(crate) async fn record_outcome(
 
 pub(crate) async fn reconcile(
     engine: &Engine,
-    command: &CommandInput,
-    lease: &LeaseId,
-    fence: FenceEpoch,
+    holder: Holder<'_>,
     plan: &ProviderPlan,
     attempt: i64,
     evidence: &SendEvidence,
     memory: &mut Memory,
 ) -> Result<SendOutcomeOutput, JournalError> {
     check_attempt(attempt)?;
+    let Holder {
+        command,
+        lease,
+        fence,
+    } = holder;
     let call = engine.lease_call(command, lease)?;
     let (finding, envelope) = evidence.closing(call.identity());
     let (now, hash) = (call.now(), call.hash().clone());

@@ -266,7 +266,7 @@ impl Session<'_> {
                     .map(|result| {
                         result
                             .update_time
-                            .map(|time| (time.clone(), (time.seconds, time.nanos)))
+                            .map(|time| (time, (time.seconds, time.nanos)))
                     })
                     .collect())
             }
