@@ -17,6 +17,11 @@
 //! and 16-worker phases through the same delayed proxy when its `node_modules` is
 //! installed (`npm ci` there; `--no-peer` skips it).
 //!
+//! Then, per delay, `execute` (`execute.rs`): a new command and its replay with a stub
+//! provider answering at once, beside the step-by-step path it replaced (`start`,
+//! `begin_send`, `record_send_outcome`), RPCs counted by the crate and at the proxy,
+//! against the floor of 2 round trips.
+//!
 //! Run: `cargo bench --bench rtt` (about 4 minutes with the peer); `-- --delays
 //! 0,2,10 --commands 200 --seconds 5 --concurrency preconditions` are the defaults. A
 //! bench target: `cargo test` never builds it.
@@ -36,6 +41,8 @@ mod proxy;
 #[allow(dead_code)]
 #[path = "../side_by_side/stats.rs"]
 mod stats;
+
+mod execute;
 
 use command_journal::Concurrency;
 use command_journal::Journal;
@@ -228,6 +235,7 @@ async fn run() -> Res<()> {
     let variants = [Variant::Start, Variant::Separate];
     let mut seq_rows = Vec::new();
     let mut tp_rows = Vec::new();
+    let mut execute_rows = Vec::new();
     let mut tag = 0x300u16;
     let mut peer_tag = 0x700u16;
     for &delay in &o.delays {
@@ -350,6 +358,9 @@ async fn run() -> Res<()> {
                 cores,
             ));
         }
+        tag += 8;
+        execute_rows.extend(execute::rows(&journal, &proxy, delay, o.commands, tag).await?);
+        tag += 8;
         let _ = emulator.clear(&project).await;
         let _ = emulator.clear(&peer_project).await;
     }
@@ -364,6 +375,12 @@ async fn run() -> Res<()> {
         "\n| one-way delay | command | commands/s (16 workers) | errors | RPCs per command | client CPU per command | emulator CPU per command | limit = {cores} cores ÷ CPU per command | fraction of the limit |\n|---|---|---|---|---|---|---|---|---|"
     );
     for row in tp_rows {
+        println!("{row}");
+    }
+    println!(
+        "\n| one-way delay | path (stub provider answering at once) | RPCs (crate) | RPCs (proxy) | commands | p50 | p99 | floor: 2 round trips |\n|---|---|---|---|---|---|---|---|"
+    );
+    for row in execute_rows {
         println!("{row}");
     }
     Ok(())

@@ -71,6 +71,18 @@ fn shape(stats: Stats) -> (u64, u64, u64, u64, u64, u64) {
     )
 }
 
+/// The billed documents of `stats`: reads (found + absent) / writes / deletes.
+fn billed(stats: Stats) -> String {
+    format!(
+        "{} ({} + {}) / {} / {}",
+        stats.billed_reads(),
+        stats.documents_found,
+        stats.documents_missing,
+        stats.documents_written,
+        stats.absence_guards
+    )
+}
+
 /// Every document of `command`, by path below the documents root, fields only: the
 /// commit times differ between runs, and so does the lease owner's fingerprint (each
 /// call of `execute` holds a lease id of its own, drawn at random), which is left out.
@@ -128,6 +140,7 @@ async fn execute_a_new_command_is_two_rpcs_and_a_replay_two_on_the_wire() {
         let before = w.journal.stats();
         let first = w.execute(&cmd, &provider).await;
         let used = w.journal.stats().since(&before);
+        println!("{mode:?} new: {}", billed(used));
         assert_eq!(shape(used), new, "{mode:?}: a new command");
         assert_eq!(w.rpcs_on_the_wire() as u64, used.rpcs(), "{mode:?}");
         assert_eq!(
@@ -139,6 +152,7 @@ async fn execute_a_new_command_is_two_rpcs_and_a_replay_two_on_the_wire() {
         let seen = w.rpcs_on_the_wire();
         let again = w.execute(&cmd, &provider).await;
         let used = w.journal.stats().since(&before);
+        println!("{mode:?} replay: {}", billed(used));
         assert_eq!(shape(used), replay, "{mode:?}: a replay");
         assert_eq!(
             (w.rpcs_on_the_wire() - seen) as u64,
@@ -237,4 +251,136 @@ async fn execute_with_either_commit_response_lost_converges_with_one_send() {
     // The blind commit, the planned outcome (lost), then one read that finds it.
     assert_eq!((used.commits, used.batch_gets), (2, 1), "{used:?}");
     super::assert_verified(&w.direct).await;
+}
+
+/// `(commerce events, send events, result documents)` of `command`.
+async fn counts(connection: &Connection, command: &CommandInput) -> (usize, usize, usize) {
+    let docs = documents(connection, command).await;
+    let count = |prefix: &str| docs.iter().filter(|(p, _)| p.starts_with(prefix)).count();
+    (
+        count("auditEvents/commerce_command_"),
+        count("auditEvents/provider_send_"),
+        docs.iter()
+            .filter(|(p, _)| p.ends_with("/results/current"))
+            .count(),
+    )
+}
+
+#[tokio::test]
+async fn execute_24_way_race_on_a_new_command_sends_once_in_both_modes() {
+    for (n, mode) in [Concurrency::Preconditions, Concurrency::Transaction]
+        .into_iter()
+        .enumerate()
+    {
+        let w = wire(mode).await;
+        let cmd = command(760 + n as u64, json!({"order": "race"}));
+        let provider = Arc::new(Scripted::new(
+            vec![OnSend::Answer(SendResult::Succeeded(charge("ch_race")))],
+            vec![],
+        ));
+        let journal = w.journal.clone();
+        let answers = support::race(24, |_| {
+            let (journal, cmd, provider) = (journal.clone(), cmd.clone(), provider.clone());
+            async move { journal.execute(&cmd, &plan(), &*provider).await }
+        })
+        .await;
+        let mut succeeded_ = 0;
+        for answer in &answers {
+            match answer {
+                Ok(Execution::Succeeded(envelope)) => {
+                    assert_eq!(envelope.canonical(), charge("ch_race").canonical());
+                    succeeded_ += 1;
+                }
+                Ok(Execution::InProgress) => {}
+                other => panic!("{mode:?}: {other:?}"),
+            }
+        }
+        assert!(succeeded_ >= 1, "{mode:?}");
+        assert_eq!(provider.calls().len(), 1, "{mode:?}: exactly one send");
+        // registered, leased, succeeded; opened, succeeded; one result.
+        assert_eq!(counts(&w.direct, &cmd).await, (3, 2, 1), "{mode:?}");
+        super::assert_verified(&w.direct).await;
+    }
+}
+
+/// A provider whose send outlives its lease: while it is in flight the clock passes
+/// the lease and a second call (with its own provider, `taker`) takes the command
+/// over and re-sends the same attempt with the same key; then the first answers too.
+struct Overtaken {
+    journal: Journal,
+    clock: Arc<ManualClock>,
+    command: CommandInput,
+    sends: std::sync::Mutex<Vec<(String, i64, bool)>>,
+    /// The second call's provider.
+    taker: Scripted,
+    second: tokio::sync::Mutex<Option<Execution>>,
+}
+
+impl Provider for Overtaken {
+    async fn send(&self, request: SendRequest<'_>) -> SendResult {
+        self.sends.lock().expect("sends").push((
+            request.key.to_owned(),
+            request.attempt,
+            request.resend,
+        ));
+        self.clock.advance(chrono::TimeDelta::seconds(61));
+        let second = self
+            .journal
+            .execute(&self.command, &plan(), &self.taker)
+            .await
+            .expect("the takeover");
+        *self.second.lock().await = Some(second);
+        SendResult::Succeeded(charge("ch_taken"))
+    }
+
+    async fn lookup(&self, _key: &str) -> command_journal::LookupResult {
+        command_journal::LookupResult::Unavailable
+    }
+}
+
+#[tokio::test]
+async fn execute_overtaken_mid_send_records_one_outcome_and_both_calls_answer_it() {
+    // The first call's planned outcome commit finds the lifecycle and send record
+    // changed by the takeover: refused, it reads, and answers the outcome the second
+    // call recorded. One attempt, one key, sent twice (the resend the key dedupes).
+    for (n, mode) in [Concurrency::Preconditions, Concurrency::Transaction]
+        .into_iter()
+        .enumerate()
+    {
+        let direct = support::fresh_connection().await;
+        let clock = Arc::new(ManualClock::new(start()));
+        let journal = Journal::new(direct.clone())
+            .with_clock(clock.clone())
+            .with_concurrency(mode);
+        let cmd = command(780 + n as u64, json!({"order": "overtaken"}));
+        let provider = Overtaken {
+            journal: journal.clone(),
+            clock,
+            command: cmd.clone(),
+            sends: Default::default(),
+            taker: Scripted::new(
+                vec![OnSend::Answer(SendResult::Succeeded(charge("ch_taken")))],
+                vec![],
+            ),
+            second: Default::default(),
+        };
+        let first = journal
+            .execute(&cmd, &plan(), &provider)
+            .await
+            .expect("first");
+        let second = provider.second.lock().await.clone().expect("second ran");
+        assert_eq!(second, Execution::Succeeded(charge("ch_taken")), "{mode:?}");
+        assert_eq!(first, second, "{mode:?}");
+        let sends = provider.sends.lock().expect("sends").clone();
+        assert_eq!(sends.len(), 1, "{mode:?}");
+        assert_eq!((sends[0].1, sends[0].2), (1, false), "{mode:?}");
+        assert_eq!(
+            provider.taker.calls(),
+            vec![super::send(&sends[0].0, 1, true)],
+            "{mode:?}: the same attempt and key, re-sent"
+        );
+        // registered, leased, taken over, succeeded; opened, resent, succeeded.
+        assert_eq!(counts(&direct, &cmd).await, (4, 3, 1), "{mode:?}");
+        super::assert_verified(&direct).await;
+    }
 }
