@@ -7,10 +7,10 @@ use crate::crate_side::{RawCommand, uuid};
 use crate::proxy::CountingProxy;
 use crate::stats::percentile;
 use crate::{Res, err};
-use command_journal::sends::SendOutcome;
+use command_journal::sends::{BeginSendOutput, SendOutcome};
 use command_journal::{
-    BeginSendOutput, Execution, Journal, LeaseId, LeaseOutput, LookupResult, Provider,
-    ProviderPlan, ProviderPlanRequest, ResultEnvelope, SendRequest, SendResult,
+    Execution, Journal, LeaseId, LeaseOutput, LookupResult, Provider, ProviderPlan,
+    ProviderPlanRequest, ResultEnvelope, SendRequest, SendResult,
 };
 use serde_json::json;
 use std::time::Instant;

@@ -118,19 +118,20 @@ async fn execute_a_new_command_is_two_rpcs_and_a_replay_two_on_the_wire() {
     // and answers a replay from its start's read; transaction mode reads every
     // transition inside its transaction (start, begin_send, outcome: 2 each) and
     // answers a replay's result from the start's transactional read.
+    // Billed documents: reads (found + absent) / writes / deletes (absence guards).
     let cases = [
         (
             Concurrency::Preconditions,
-            (2, 2, 0, 1, 1, 0),
-            (2, 1, 1, 1, 0, 1),
+            ((2, 2, 0, 1, 1, 0), "0 (0 + 0) / 12 / 5"),
+            ((2, 1, 1, 1, 0, 1), "12 (10 + 2) / 0 / 0"),
         ),
         (
             Concurrency::Transaction,
-            (6, 3, 3, 0, 0, 0),
-            (2, 0, 1, 0, 0, 0),
+            ((6, 3, 3, 0, 0, 0), "36 (11 + 25) / 13 / 0"),
+            ((2, 0, 1, 0, 0, 0), "12 (10 + 2) / 0 / 0"),
         ),
     ];
-    for (n, (mode, new, replay)) in cases.into_iter().enumerate() {
+    for (n, (mode, (new, new_billed), (replay, replay_billed))) in cases.into_iter().enumerate() {
         let w = wire(mode).await;
         let cmd = command(700 + n as u64, json!({"order": "floor"}));
         let provider = Scripted::new(
@@ -140,8 +141,8 @@ async fn execute_a_new_command_is_two_rpcs_and_a_replay_two_on_the_wire() {
         let before = w.journal.stats();
         let first = w.execute(&cmd, &provider).await;
         let used = w.journal.stats().since(&before);
-        println!("{mode:?} new: {}", billed(used));
         assert_eq!(shape(used), new, "{mode:?}: a new command");
+        assert_eq!(billed(used), new_billed, "{mode:?}: a new command");
         assert_eq!(w.rpcs_on_the_wire() as u64, used.rpcs(), "{mode:?}");
         assert_eq!(
             succeeded(&first).canonical(),
@@ -152,8 +153,8 @@ async fn execute_a_new_command_is_two_rpcs_and_a_replay_two_on_the_wire() {
         let seen = w.rpcs_on_the_wire();
         let again = w.execute(&cmd, &provider).await;
         let used = w.journal.stats().since(&before);
-        println!("{mode:?} replay: {}", billed(used));
         assert_eq!(shape(used), replay, "{mode:?}: a replay");
+        assert_eq!(billed(used), replay_billed, "{mode:?}: a replay");
         assert_eq!(
             (w.rpcs_on_the_wire() - seen) as u64,
             used.rpcs(),
