@@ -96,6 +96,9 @@ struct Shared {
     exchanges: Vec<Exchange>,
     connections: Vec<watch::Sender<bool>>,
     fired: usize,
+    /// Set by [`Proxy::close`]: no frame is forwarded any more, even by a
+    /// connection whose cut has not yet taken effect.
+    closed: bool,
 }
 
 /// A running proxy; dropping it stops accepting and cuts every connection.
@@ -184,9 +187,11 @@ impl Proxy {
         lock(&self.shared).connections.len()
     }
 
-    /// Cuts every connection and closes the port: once this returns, every
-    /// connection attempt is refused.
+    /// Cuts every connection and closes the port: from the call on no request frame
+    /// is forwarded (a connection whose cut is still under way included), and once
+    /// it returns every connection attempt is refused.
     pub async fn close(&mut self) {
+        lock(&self.shared).closed = true;
         if let Some(acceptor) = self.acceptor.take() {
             acceptor.abort();
             // The listener is dropped when the aborted task is.
@@ -309,6 +314,11 @@ impl Connection {
     fn on_request_frame(&self, frame: &Frame) -> bool {
         let mut streams = self.streams();
         let mut shared = lock(&self.shared);
+        if shared.closed {
+            // Closed: the cut may not have reached this connection yet, but nothing
+            // it sends reaches the emulator any more.
+            return false;
+        }
         if frame.kind == HEADERS
             && frame.stream % 2 == 1
             && !streams.index.contains_key(&frame.stream)
