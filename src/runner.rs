@@ -39,7 +39,8 @@
 //!   corrupt-read confirmation, preconditions), driven here and by the in-memory test
 //!   store (`core/src/testing/store.rs`) alike;
 //! - `reading.rs`: one read-and-decide attempt over gRPC, driving the machine;
-//!   `blind.rs`: one blind creation;
+//!   `planned.rs`: one commit sent without a read of its own (a blind creation, or a
+//!   transition `execute` planned from what it knows, `core/src/known.rs`);
 //! - `firestore.rs`: the Firestore calls (`BatchGetDocuments`, `Commit`, `Rollback`),
 //!   the raw writes and the transaction handle; the verifier reads through it too;
 //! - `retry.rs`: which failure is retried, the backoff, the tuning constants;
@@ -117,7 +118,8 @@ enum First<P, O> {
 /// Runs `op` as [`run`] does, its first read being `paths` (its own paths and any
 /// more the caller will decide from), and its first attempt `planned` when given (in
 /// preconditions mode only; otherwise its blind creation, if it makes one). A planned
-/// commit refused for any retryable reason falls back to reading at once.
+/// commit refused for any retryable reason falls back to reading: at once after a lost
+/// precondition, after the usual backoff otherwise.
 pub(crate) async fn run_with<T: Transition, P>(
     connection: &Connection,
     counters: &Counters,

@@ -19,7 +19,8 @@
 //! - documents: [`document`] (the strict codecs and the value type),
 //!   [`envelope`] (result envelopes), [`fence`];
 //! - transitions: [`registration`], [`lease`], [`start`], [`sends`] (the provider send
-//!   layer), [`ledger`], [`transaction`] (the contract), [`attempt`] (the machine);
+//!   layer), [`ledger`], [`transaction`] (the contract), [`attempt`] (the machine),
+//!   [`known`] (deciding from what the journal just read or wrote, without a read);
 //! - the one-call protocol's decisions: [`execute`];
 //! - the verifier's checks: [`verify`];
 //! - errors: [`error`] (one closed [`error::JournalError`] with stable codes) and
