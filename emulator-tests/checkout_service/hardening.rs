@@ -908,3 +908,44 @@ async fn checkout_with_firestore_not_answering_is_503_within_its_deadline() {
         "no provider call without a permit"
     );
 }
+
+#[tokio::test]
+async fn checkout_a_pipelining_client_that_never_reads_cannot_pin_the_last_connection() {
+    let service = start_service(Options {
+        env: vec![
+            ("HTTP_MAX_CONNECTIONS", "1".to_owned()),
+            ("HTTP_WRITE_TIMEOUT_MS", "500".to_owned()),
+        ],
+        ..Options::default()
+    })
+    .await;
+    // The one connection: a client that pipelines health checks without end and never
+    // reads an answer (a small receive buffer, so the server's writes stall soon).
+    let address = service
+        .url
+        .trim_start_matches("http://")
+        .parse()
+        .expect("address");
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    socket.set_recv_buffer_size(4096).expect("receive buffer");
+    let hog = socket.connect(address).await.expect("connect");
+    let (unread, mut requests) = hog.into_split();
+    let pipelining = tokio::spawn(async move {
+        let burst = HEALTHZ.repeat(256);
+        while requests.write_all(&burst).await.is_ok() {}
+    });
+    // hyper reads no request while an answer cannot be written, so only a write
+    // timeout frees the connection: then the next client is served.
+    let mut next = service.connect().await;
+    next.write_all(HEALTHZ).await.expect("write");
+    let served = tokio::time::timeout(BOUND, one_response(&mut next))
+        .await
+        .expect("served once the pipelining client's connection was cut");
+    assert!(served.starts_with("HTTP/1.1 200"), "{served}");
+    let line = service
+        .line_where(|l| l["outcome"] == "write_timeout")
+        .await;
+    assert_eq!(line["severity"], "INFO", "{line}");
+    drop(unread);
+    pipelining.abort();
+}

@@ -25,6 +25,8 @@ pub const FIRESTORE_DEADLINE: Duration = Duration::from_secs(15);
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// `HTTP_BODY_TIMEOUT_MS` when unset.
 pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);
+/// `HTTP_WRITE_TIMEOUT_MS` when unset.
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// `HTTP_MAX_CONNECTIONS` when unset.
 pub const MAX_CONNECTIONS: usize = 1000;
 /// `HTTP_MAX_REQUESTS` when unset.
@@ -104,6 +106,10 @@ pub struct HttpLimits {
     /// `HTTP_BODY_TIMEOUT_MS`: an authenticated request's body must arrive within
     /// this time, or the answer is 408 and the connection is closed.
     pub body_timeout: Duration,
+    /// `HTTP_WRITE_TIMEOUT_MS`: a write of an answer that makes no progress for this
+    /// long (a client that stopped reading, a pipelining client that never reads)
+    /// closes the connection, so that no client pins one of `max_connections`.
+    pub write_timeout: Duration,
     /// `HTTP_MAX_CONNECTIONS`: open connections; more wait in the listen backlog.
     pub max_connections: usize,
     /// `HTTP_MAX_REQUESTS`: checkouts handled at once; more wait for a slot.
@@ -116,6 +122,7 @@ impl Default for HttpLimits {
         Self {
             header_timeout: HEADER_TIMEOUT,
             body_timeout: BODY_TIMEOUT,
+            write_timeout: WRITE_TIMEOUT,
             max_connections: MAX_CONNECTIONS,
             max_requests: MAX_REQUESTS,
         }
@@ -268,6 +275,7 @@ impl Config {
         let http = HttpLimits {
             header_timeout: millis("HTTP_HEADER_TIMEOUT_MS", HEADER_TIMEOUT)?,
             body_timeout: millis("HTTP_BODY_TIMEOUT_MS", BODY_TIMEOUT)?,
+            write_timeout: millis("HTTP_WRITE_TIMEOUT_MS", WRITE_TIMEOUT)?,
             max_connections: count("HTTP_MAX_CONNECTIONS", MAX_CONNECTIONS)?,
             max_requests: count("HTTP_MAX_REQUESTS", MAX_REQUESTS)?,
         };

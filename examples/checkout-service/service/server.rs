@@ -1,9 +1,11 @@
 //! The HTTP server: hyper's HTTP/1 connections with a header-read timeout (which is
-//! also the idle timeout of a kept-alive connection), a cap on open connections (the
+//! also the idle timeout of a kept-alive connection), a write timeout (a client that
+//! stops reading its answers, pipelining or not, loses its connection instead of
+//! pinning it past every other timeout), a cap on open connections (the
 //! cap on checkouts handled at once is the router's, so that health checks and scrapes
 //! never wait behind checkouts), a log line for every request hyper refuses
 //! before the router sees it (400, 414, 431) and for every connection closed on the
-//! header timeout, and Cloud Run's graceful shutdown: on `stop` the listener closes,
+//! header or the write timeout, and Cloud Run's graceful shutdown: on `stop` the listener closes,
 //! the requests in flight finish for at most `drain`, then the server returns.
 
 use super::config::HttpLimits;
@@ -65,8 +67,12 @@ pub async fn serve(
                 continue;
             }
         };
+        // hyper stops reading while an answer cannot be written, so neither of its
+        // timeouts runs then: the stream's own write timeout ends such a connection.
+        let mut stream = tokio_io_timeout::TimeoutStream::new(stream);
+        stream.set_write_timeout(Some(limits.write_timeout));
         let connection = graceful.watch(http.serve_connection(
-            TokioIo::new(stream),
+            TokioIo::new(Box::pin(stream)),
             TowerToHyperService::new(service.clone()),
         ));
         let logger = logger.clone();
@@ -113,6 +119,13 @@ fn is_connection_error(error: &std::io::Error) -> bool {
     )
 }
 
+/// An answer that could not be written within the write timeout.
+fn is_write_timeout(error: &hyper::Error) -> bool {
+    std::error::Error::source(error)
+        .and_then(|source| source.downcast_ref::<std::io::Error>())
+        .is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut)
+}
+
 /// A request hyper answered itself (400, 414, 431), or a connection closed on the
 /// header timeout; other errors (a client that went away) leave no line.
 fn log_connection_error(logger: &Logger, error: &hyper::Error, elapsed: Duration) {
@@ -137,6 +150,10 @@ fn log_connection_error(logger: &Logger, error: &hyper::Error, elapsed: Duration
     } else if error.is_timeout() {
         let mut fields = Map::new();
         fields.insert("outcome".into(), json!("header_timeout"));
+        logger.log(Severity::Info, "connection closed", None, fields);
+    } else if is_write_timeout(error) {
+        let mut fields = Map::new();
+        fields.insert("outcome".into(), json!("write_timeout"));
         logger.log(Severity::Info, "connection closed", None, fields);
     }
 }
