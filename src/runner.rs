@@ -80,8 +80,15 @@ pub(crate) async fn run<T: Transition>(
     options: RunOptions,
     op: &T,
 ) -> Result<T::Output, JournalError> {
-    let paths = op.paths();
-    let ran = run_with::<T, T::Output>(connection, counters, options, op, paths, None).await?;
+    let first = First::<T::Output> {
+        paths: op.paths(),
+        planned: None,
+        remember: false,
+    };
+    let span = operation_span(op.name(), options.concurrency);
+    let ran = run_in_span(connection, counters, options, op, first, span.clone())
+        .instrument(span)
+        .await?;
     Ok(ran.answer.into_inner())
 }
 
@@ -102,24 +109,32 @@ impl<O> Answer<O, O> {
     }
 }
 
-/// An operation's answer and the state it left known.
+/// An operation's answer and the state it left known (empty unless asked for).
 pub(crate) struct Ran<P, O> {
     pub(crate) answer: Answer<P, O>,
     pub(crate) known: Known<Timestamp>,
 }
 
+/// How a run begins: its first read, the commit planned before it, and whether the
+/// state it leaves is kept.
+struct First<P> {
+    paths: Vec<String>,
+    planned: Option<Planned<P, Timestamp>>,
+    remember: bool,
+}
+
 /// The first attempt of a run: a planned commit, or the operation's own blind
 /// creation.
-enum First<P, O> {
+enum Commit<P, O> {
     Planned(Planned<P, Timestamp>),
     Blind(Planned<O, Timestamp>),
 }
 
 /// Runs `op` as [`run`] does, its first read being `paths` (its own paths and any
 /// more the caller will decide from), and its first attempt `planned` when given (in
-/// preconditions mode only; otherwise its blind creation, if it makes one). A planned
-/// commit refused for any retryable reason falls back to reading: at once after a lost
-/// precondition, after the usual backoff otherwise.
+/// preconditions mode only; otherwise its blind creation, if it makes one), keeping
+/// what it leaves known. A planned commit refused for any retryable reason falls back
+/// to reading: at once after a lost precondition, after the usual backoff otherwise.
 pub(crate) async fn run_with<T: Transition, P>(
     connection: &Connection,
     counters: &Counters,
@@ -128,18 +143,15 @@ pub(crate) async fn run_with<T: Transition, P>(
     paths: Vec<String>,
     planned: Option<Planned<P, Timestamp>>,
 ) -> Result<Ran<P, T::Output>, JournalError> {
-    let span = operation_span(op.name(), options.concurrency);
-    run_in_span(
-        connection,
-        counters,
-        options,
-        op,
+    let first = First {
         paths,
         planned,
-        span.clone(),
-    )
-    .instrument(span)
-    .await
+        remember: true,
+    };
+    let span = operation_span(op.name(), options.concurrency);
+    run_in_span(connection, counters, options, op, first, span.clone())
+        .instrument(span)
+        .await
 }
 
 async fn run_in_span<T: Transition, P>(
@@ -147,10 +159,14 @@ async fn run_in_span<T: Transition, P>(
     counters: &Counters,
     options: RunOptions,
     op: &T,
-    paths: Vec<String>,
-    planned: Option<Planned<P, Timestamp>>,
+    first: First<P>,
     span: tracing::Span,
 ) -> Result<Ran<P, T::Output>, JournalError> {
+    let First {
+        paths,
+        planned,
+        remember,
+    } = first;
     let started = Instant::now();
     counters.count_call();
     let runner = Session {
@@ -160,13 +176,14 @@ async fn run_in_span<T: Transition, P>(
         tally: Tally::new(counters),
         database: connection.database_path(),
         root: connection.documents_path(),
+        remember,
     };
     // A planned commit, or a new command's creation, is tried first as one commit,
     // before any read.
     let mut first = match (options.concurrency, planned) {
-        (Concurrency::Preconditions, Some(planned)) => Some(First::Planned(planned)),
+        (Concurrency::Preconditions, Some(planned)) => Some(Commit::Planned(planned)),
         (Concurrency::Preconditions, None) => crate::transaction::blind::plan(op, &paths)
-            .map(|plan| First::Blind(crate::known::blind_commit(plan, &paths))),
+            .map(|plan| Commit::Blind(crate::known::blind_commit(plan, &paths))),
         (Concurrency::Transaction, _) => None,
     };
     let mut attempts = 0;
@@ -180,11 +197,11 @@ async fn run_in_span<T: Transition, P>(
         runner.tally.bump(Count::Attempt);
         let was_planned = first.is_some();
         let outcome = match first.take() {
-            Some(First::Planned(plan)) => runner
+            Some(Commit::Planned(plan)) => runner
                 .planned_attempt(plan)
                 .await
                 .map(|(output, known)| (Answer::Planned(output), known)),
-            Some(First::Blind(plan)) => runner
+            Some(Commit::Blind(plan)) => runner
                 .planned_attempt(plan)
                 .await
                 .map(|(output, known)| (Answer::Decided(output), known)),

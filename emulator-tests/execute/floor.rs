@@ -209,49 +209,65 @@ impl Provider for LosesTheOutcome<'_> {
 }
 
 #[tokio::test]
-async fn execute_with_either_commit_response_lost_converges_with_one_send() {
-    // The reference: no fault.
-    let cmd = command(740, json!({"order": "lost"}));
-    let clean = wire(Concurrency::Preconditions).await;
-    let provider = Scripted::new(
-        vec![OnSend::Answer(SendResult::Succeeded(charge("ch_lost")))],
-        vec![],
-    );
-    let reference = clean.execute(&cmd, &provider).await;
-    assert_eq!(clean.proxy.fired(), 0);
-    let reference_docs = documents(&clean.direct, &cmd).await;
+async fn execute_with_the_first_or_the_outcome_commit_response_lost_converges_with_one_send() {
+    // Per mode: (commits, batch gets) of the call whose outcome commit's response is
+    // lost: preconditions sends the blind commit and the planned outcome, then one
+    // read finds the outcome recorded; transaction mode commits start, permit and
+    // outcome after a read each, then one more read finds it.
+    for (n, (mode, lost_outcome)) in [
+        (Concurrency::Preconditions, (2, 1)),
+        (Concurrency::Transaction, (3, 4)),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        // The reference: no fault.
+        let cmd = command(740 + n as u64, json!({"order": "lost"}));
+        let clean = wire(mode).await;
+        let provider = Scripted::new(
+            vec![OnSend::Answer(SendResult::Succeeded(charge("ch_lost")))],
+            vec![],
+        );
+        let reference = clean.execute(&cmd, &provider).await;
+        assert_eq!(clean.proxy.fired(), 0);
+        let reference_docs = documents(&clean.direct, &cmd).await;
 
-    // The blind commit's response lost: the start reads its own lease and permit,
-    // begin_send re-permits the same attempt, and the outcome is recorded once.
-    let w = wire(Concurrency::Preconditions).await;
-    w.proxy.arm(Rpc::Commit, Fault::LoseResponse);
-    let provider = Scripted::new(
-        vec![OnSend::Answer(SendResult::Succeeded(charge("ch_lost")))],
-        vec![],
-    );
-    let answer = w.execute(&cmd, &provider).await;
-    assert_eq!(w.proxy.fired(), 1);
-    assert_eq!(answer, reference);
-    assert_eq!(provider.calls().len(), 1);
-    assert_eq!(documents(&w.direct, &cmd).await, reference_docs);
+        // The first commit's response lost (the blind commit of lease and permit, or
+        // the start's): the retry reads its own lease, the permit is the same
+        // attempt's, and the outcome is recorded once.
+        let w = wire(mode).await;
+        w.proxy.arm(Rpc::Commit, Fault::LoseResponse);
+        let provider = Scripted::new(
+            vec![OnSend::Answer(SendResult::Succeeded(charge("ch_lost")))],
+            vec![],
+        );
+        let answer = w.execute(&cmd, &provider).await;
+        assert_eq!(w.proxy.fired(), 1, "{mode:?}");
+        assert_eq!(answer, reference, "{mode:?}");
+        assert_eq!(provider.calls().len(), 1, "{mode:?}");
+        assert_eq!(documents(&w.direct, &cmd).await, reference_docs, "{mode:?}");
 
-    // The planned outcome's response lost: the fallback reads the outcome it
-    // recorded and answers it.
-    let w = wire(Concurrency::Preconditions).await;
-    let provider = LosesTheOutcome {
-        proxy: &w.proxy,
-        sends: Default::default(),
-    };
-    let before = w.journal.stats();
-    let answer = w.execute(&cmd, &provider).await;
-    let used = w.journal.stats().since(&before);
-    assert_eq!(w.proxy.fired(), 1);
-    assert_eq!(*provider.sends.lock().expect("sends"), 1);
-    assert_eq!(answer, reference);
-    assert_eq!(documents(&w.direct, &cmd).await, reference_docs);
-    // The blind commit, the planned outcome (lost), then one read that finds it.
-    assert_eq!((used.commits, used.batch_gets), (2, 1), "{used:?}");
-    super::assert_verified(&w.direct).await;
+        // The outcome commit's response lost: the fallback reads the outcome it
+        // recorded and answers it.
+        let w = wire(mode).await;
+        let provider = LosesTheOutcome {
+            proxy: &w.proxy,
+            sends: Default::default(),
+        };
+        let before = w.journal.stats();
+        let answer = w.execute(&cmd, &provider).await;
+        let used = w.journal.stats().since(&before);
+        assert_eq!(w.proxy.fired(), 1, "{mode:?}");
+        assert_eq!(*provider.sends.lock().expect("sends"), 1, "{mode:?}");
+        assert_eq!(answer, reference, "{mode:?}");
+        assert_eq!(documents(&w.direct, &cmd).await, reference_docs, "{mode:?}");
+        assert_eq!(
+            (used.commits, used.batch_gets),
+            lost_outcome,
+            "{mode:?}: {used:?}"
+        );
+        super::assert_verified(&w.direct).await;
+    }
 }
 
 /// `(commerce events, send events, result documents)` of `command`.

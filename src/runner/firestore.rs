@@ -33,6 +33,9 @@ pub(super) struct Session<'a> {
     pub(super) tally: Tally<'a>,
     pub(super) database: String,
     pub(super) root: String,
+    /// Whether an attempt answers what it left known (`execute` only: the other
+    /// operations never use it, and skip the copy).
+    pub(super) remember: bool,
 }
 
 /// What one `BatchGetDocuments` returned.

@@ -4,7 +4,7 @@
 
 use super::concurrency::Concurrency;
 use super::counters::Count;
-use super::firestore::{OpenTransaction, Session};
+use super::firestore::{OpenTransaction, Session, WriteTime};
 use super::retry::{Failure, Rpc, classify};
 use crate::attempt::{Action, Attempt, Found, ReadKind};
 use crate::error::GrpcCode;
@@ -81,17 +81,18 @@ impl Session<'_> {
                     if let Some(id) = open.disarm() {
                         self.rollback(id).await;
                     }
-                    let (snapshot, versions) = attempt.read_state();
-                    return Ok((output, Known::read(snapshot.clone(), versions)));
+                    return Ok((output, self.known(&attempt, None)));
                 }
                 Action::Fail(error) => return Err(Failure::Final(error)),
                 Action::Commit { writes, output } => {
-                    let written: Vec<Write> = writes.iter().map(|w| w.write.clone()).collect();
+                    let written: Vec<Write> = if self.remember {
+                        writes.iter().map(|w| w.write.clone()).collect()
+                    } else {
+                        Vec::new()
+                    };
                     let writes = writes.into_iter().map(|w| self.raw_write(w)).collect();
                     let results = self.commit(writes, open).await?;
-                    let (snapshot, versions) = attempt.read_state();
-                    let known = Known::read(snapshot.clone(), versions);
-                    return Ok((output, known.committed(&written, &results)));
+                    return Ok((output, self.known(&attempt, Some((&written, &results)))));
                 }
             };
             if kind == ReadKind::Confirm {
@@ -172,6 +173,24 @@ impl Session<'_> {
             self.tally
                 .add(Count::Missing, (to_read.len() - found_count) as u64);
             step = attempt.read(found, read_time.is_some() || open.id.is_some());
+        }
+    }
+
+    /// What `attempt` leaves known, once its commit (`written` and its write results)
+    /// landed, if any; nothing unless this run remembers.
+    fn known<T: Transition>(
+        &self,
+        attempt: &Attempt<'_, T, prost_types::Timestamp>,
+        committed: Option<(&[Write], &[Option<WriteTime>])>,
+    ) -> Known<prost_types::Timestamp> {
+        if !self.remember {
+            return Known::default();
+        }
+        let (snapshot, versions) = attempt.read_state();
+        let known = Known::read(snapshot.clone(), versions);
+        match committed {
+            Some((written, results)) => known.committed(written, results),
+            None => known,
         }
     }
 }
