@@ -28,6 +28,7 @@ mod harness;
 mod lease;
 mod ledger;
 mod local_recipe;
+mod pending;
 mod provider_model;
 mod proxy;
 mod randomized;

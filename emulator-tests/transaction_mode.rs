@@ -19,6 +19,7 @@ mod billing;
 mod lease;
 mod ledger;
 mod locks;
+mod pending;
 mod provider_model;
 mod randomized;
 mod registration;

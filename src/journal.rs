@@ -13,7 +13,7 @@ use crate::ledger::{
     FingerprintInput, HistoricalCommand, Intent, LedgerOutcome, LedgerReplay, LedgerScope,
     ReversalAuthority,
 };
-use crate::operations::{execute, lease, ledger, results, sends};
+use crate::operations::{execute, lease, ledger, pending, results, sends};
 use crate::registration::RegistrationOutput;
 use crate::runner::{Concurrency, RetryPolicy, Stats};
 use crate::sends::{
@@ -217,6 +217,16 @@ impl Journal {
         result: &ResultEnvelope,
     ) -> Result<TerminalOutput, JournalError> {
         results::complete(&self.engine, command, lease, expected_fence_epoch, result).await
+    }
+
+    /// Every command waiting for someone at the journal's time: a lease that expired
+    /// without a terminal transition, with its send (none, an attempt whose outcome
+    /// is unknown, or one proven absent) and what would move it on, in key-hash
+    /// order, redacted as [`status`](Self::status) is. Reads the lifecycles not yet
+    /// settled (one collection-group query) and, for each expired one, its send
+    /// documents; writes nothing. A broken document among them is `journal_corrupt`.
+    pub async fn pending(&self) -> Result<crate::pending::Listing, JournalError> {
+        pending::pending(&self.engine).await
     }
 
     /// The command's redacted state, revision and fence, validating every document

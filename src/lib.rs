@@ -50,6 +50,7 @@ mod journal;
 pub mod ledger;
 pub mod metrics;
 mod operations;
+pub mod pending;
 #[cfg(test)]
 mod production_indexes;
 mod runner;

@@ -203,6 +203,22 @@ impl MetricOutcome for Option<ResultEnvelope> {
     }
 }
 
+/// One listed command read: what would unblock it (`retry`, `resend_or_evidence`,
+/// `evidence`, `evidence_or_person`), or `not_pending` (its lease still runs, or it
+/// settled since the listing).
+impl MetricOutcome for Option<command_journal_core::pending::PendingCommand> {
+    fn metric_outcome(&self) -> &'static str {
+        use command_journal_core::pending::Unblock;
+        match self.as_ref().map(|p| p.unblocked_by) {
+            None => "not_pending",
+            Some(Unblock::Retry) => "retry",
+            Some(Unblock::ResendOrEvidence) => "resend_or_evidence",
+            Some(Unblock::Evidence) => "evidence",
+            Some(Unblock::EvidenceOrPerson) => "evidence_or_person",
+        }
+    }
+}
+
 /// What one `execute` answered: `succeeded`, `succeeded_without_result`,
 /// `declined`, `in_progress`, `retry_later` or `pending_reconciliation`.
 impl MetricOutcome for Execution {

@@ -5,6 +5,7 @@
 pub(crate) mod execute;
 pub(crate) mod lease;
 pub(crate) mod ledger;
+pub(crate) mod pending;
 pub(crate) mod results;
 pub(crate) mod sends;
 

@@ -1,8 +1,10 @@
 //! `firestore.indexes.json`, the index configuration production needs, checked against
 //! the codecs: every field any journal codec writes has its single-field indexes
-//! turned off (no query of the crate filters or orders on a document field; reads are
-//! by path, and `verify` ranges over `__name__` only), and the stray-lifecycle scan's
-//! collection-group query over `__name__` has its collection-group index. The field
+//! turned off (reads are by path, and `verify` ranges over `__name__` only) except
+//! the lifecycle's `state`, which keeps exactly one collection-group ascending index
+//! for `pending`'s equality query (a handful of values, never sequential); and the
+//! stray-lifecycle scan's collection-group query over `__name__` has its
+//! collection-group index. The field
 //! lists are the codecs' own strict field sets, so a field added to a codec cannot be
 //! left indexed; a new codec adds its collection and field set to `CODECS`.
 
@@ -82,6 +84,8 @@ fn every_field_a_codec_writes_is_exempt_from_single_field_indexing() {
             expected.insert((collection.to_owned(), (*field).to_owned()));
         }
     }
+    // `pending`'s one indexed field, checked below.
+    expected.remove(&(lifecycle::COLLECTION.to_owned(), "state".to_owned()));
     let missing: Vec<_> = expected
         .iter()
         .filter(|pair| !exempted.contains(*pair))
@@ -125,4 +129,19 @@ fn the_stray_lifecycle_scan_has_its_collection_group_name_index() {
     // The collection-scope defaults stay, as an override replaces them.
     assert!(scopes.contains(&("ASCENDING", "COLLECTION")), "{scopes:?}");
     assert!(scopes.contains(&("DESCENDING", "COLLECTION")), "{scopes:?}");
+}
+
+#[test]
+fn pendings_query_has_exactly_its_collection_group_state_index() {
+    let state: Vec<Value> = overrides()
+        .into_iter()
+        .filter(|o| o["collectionGroup"] == lifecycle::COLLECTION && o["fieldPath"] == "state")
+        .collect();
+    assert_eq!(state.len(), 1, "one state override on lifecycle");
+    assert_eq!(
+        state[0]["indexes"],
+        serde_json::json!([{"order": "ASCENDING", "queryScope": "COLLECTION_GROUP"}]),
+        "only the collection-group equality index: no collection-scope index, no \
+         descending or array index"
+    );
 }

@@ -302,6 +302,7 @@ pub(crate) fn operation_span(name: OperationName, mode: Concurrency) -> tracing:
         O::LedgerReplay => span!("journal.ledger_replay"),
         O::LedgerLink => span!("journal.ledger_link"),
         O::Execute => span!("journal.execute"),
+        O::Pending => span!("journal.pending"),
     }
 }
 #[cfg(test)]

@@ -20,7 +20,8 @@
 //!   [`envelope`] (result envelopes), [`fence`];
 //! - transitions: [`registration`], [`lease`], [`start`], [`sends`] (the provider send
 //!   layer), [`ledger`], [`transaction`] (the contract), [`attempt`] (the machine),
-//!   [`known`] (deciding from what the journal just read or wrote, without a read);
+//!   [`known`] (deciding from what the journal just read or wrote, without a read),
+//!   [`pending`] (the commands that wait for someone, and why);
 //! - the one-call protocol's decisions: [`execute`];
 //! - the verifier's checks: [`verify`];
 //! - errors: [`error`] (one closed [`error::JournalError`] with stable codes) and
@@ -45,6 +46,7 @@ pub mod identity;
 pub mod known;
 pub mod lease;
 pub mod ledger;
+pub mod pending;
 pub mod registration;
 pub mod sends;
 pub mod start;

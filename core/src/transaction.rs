@@ -54,6 +54,8 @@ pub enum OperationName {
     /// `journal.execute`: the whole send protocol of one call (its transitions are
     /// traced under their own names inside it).
     Execute,
+    /// `journal.pending`: one listed command read to tell whether it waits, and why.
+    Pending,
 }
 
 impl OperationName {
@@ -74,12 +76,13 @@ impl OperationName {
             Self::LedgerReplay => "journal.ledger_replay",
             Self::LedgerLink => "journal.ledger_link",
             Self::Execute => "journal.execute",
+            Self::Pending => "journal.pending",
         }
     }
 
     /// Every operation, in the order above: span names, metric labels and the CLI's
     /// subcommand words are derived by walking it.
-    pub const ALL: [Self; 14] = [
+    pub const ALL: [Self; 15] = [
         Self::Register,
         Self::Acquire,
         Self::Start,
@@ -94,11 +97,13 @@ impl OperationName {
         Self::LedgerReplay,
         Self::LedgerLink,
         Self::Execute,
+        Self::Pending,
     ];
 
-    /// The words of the `command-journal` subcommand that runs this operation
-    /// (`register`, `send begin`, `ledger accept`, …); `None` for `result` and
-    /// `execute`, which the CLI does not offer (`execute` needs a provider).
+    /// The words of the `command-journal` subcommand that runs this operation on one
+    /// command read from stdin (`register`, `send begin`, `ledger accept`, …); `None`
+    /// for `result` and `execute`, which the CLI does not offer (`execute` needs a
+    /// provider), and for `pending`, whose subcommand lists commands and reads none.
     pub fn command_words(&self) -> Option<&'static str> {
         Some(match self {
             Self::Register => "register",
@@ -113,7 +118,7 @@ impl OperationName {
             Self::LedgerAccept => "ledger accept",
             Self::LedgerReplay => "ledger replay",
             Self::LedgerLink => "ledger link",
-            Self::Result | Self::Execute => return None,
+            Self::Result | Self::Execute | Self::Pending => return None,
         })
     }
 
@@ -306,6 +311,7 @@ mod operation_tests {
                 OperationName::LedgerReplay => 11,
                 OperationName::LedgerLink => 12,
                 OperationName::Execute => 13,
+                OperationName::Pending => 14,
             };
             assert_eq!(OperationName::ALL[index], op);
         }

@@ -1,0 +1,178 @@
+//! Whether a listed command waits, and why, over the in-memory store: a running
+//! lease waits for nobody; an expired one without a send waits for a retry; an open
+//! attempt waits for a re-send or evidence before its cutoff, for evidence after it;
+//! a settled command is not pending; a broken journal fails closed.
+
+use super::*;
+use crate::fence::FenceEpoch;
+use crate::identity::{CommandInput, CommandRequest, LeaseId};
+use crate::lease::{LeaseCall, LeaseOutput};
+use crate::sends::begin::BeginSend;
+use crate::sends::outcome::RecordOutcome;
+use crate::sends::{ProviderPlan, ProviderPlanRequest, SendOutcome};
+use crate::start::Start;
+use crate::testing::Store;
+use serde_json::json;
+
+const T0: i64 = 1_800_000_000_123_456;
+const SEC: i64 = 1_000_000;
+
+fn input() -> CommandInput {
+    CommandInput::new(CommandRequest {
+        environment: "test",
+        caller_scope_kind: "member",
+        caller_id: "CANARYcaller",
+        command_id: "ca1a0000-c0de-4bad-8eed-00000000ca1c",
+        command_type: "checkout",
+        endpoint_schema_version: 1,
+        payload: &json!({"sku": "CANARYsku"}),
+    })
+    .expect("valid command")
+}
+
+fn plan() -> ProviderPlan {
+    ProviderPlan::new(ProviderPlanRequest {
+        provider: "stub",
+        account: "acct_pending",
+        mode: "test",
+        api_version: "2026-01-01",
+        operation: "charge",
+        endpoint: "POST /v1/charges",
+        parameters: &json!({"amount": 1250}),
+        key_retention_seconds: 86_400,
+    })
+    .expect("valid plan")
+}
+
+fn at(micros: i64) -> Timestamp {
+    Timestamp::from_micros(micros).expect("time")
+}
+
+fn call(lease: &LeaseId, now: Timestamp) -> LeaseCall {
+    let input = input();
+    let identity = input.identity();
+    let owner = input.lease_owner(&identity, lease).expect("owner");
+    LeaseCall::new(identity, owner, now)
+}
+
+fn hash() -> Digest {
+    input().identity().command_key_hash().clone()
+}
+
+/// A store with the command started at `T0` under `lease`; its fence.
+fn started(store: &mut Store, lease: &LeaseId) -> FenceEpoch {
+    let input = input();
+    let identity = input.identity();
+    let owner = input.lease_owner(&identity, lease).expect("owner");
+    match store
+        .answer(&Start::new(identity, owner, at(T0)))
+        .expect("start")
+        .lease
+    {
+        LeaseOutput::Acquired { fence_epoch, .. } => fence_epoch,
+        other => panic!("{other:?}"),
+    }
+}
+
+fn pending_at(store: &mut Store, micros: i64) -> Option<PendingCommand> {
+    store
+        .answer(&PendingRead::new(hash(), at(micros)))
+        .expect("pending read")
+}
+
+#[test]
+fn a_lease_waits_for_nobody_until_it_expires_then_for_a_retry() {
+    let mut store = Store::new();
+    let lease = LeaseId::generate();
+    let fence = started(&mut store, &lease);
+    assert_eq!(pending_at(&mut store, T0 + 59 * SEC), None);
+    let waiting = pending_at(&mut store, T0 + 60 * SEC).expect("pending at expiry");
+    assert_eq!(waiting.since, at(T0 + 60 * SEC));
+    assert_eq!(waiting.fence_epoch, fence.get());
+    assert_eq!(waiting.send, None);
+    assert_eq!(waiting.unblocked_by, Unblock::Retry);
+    assert_eq!(waiting.state, "leased");
+    assert_eq!(waiting.command_key_hash, hash());
+}
+
+#[test]
+fn an_open_attempt_waits_for_a_resend_or_evidence_then_for_evidence_past_its_cutoff() {
+    let mut store = Store::new();
+    let lease = LeaseId::generate();
+    let fence = started(&mut store, &lease);
+    store
+        .answer(&BeginSend::new(call(&lease, at(T0)), fence, plan()))
+        .expect("begin_send");
+    let before_cutoff = pending_at(&mut store, T0 + 61 * SEC).expect("pending");
+    let send = before_cutoff.send.clone().expect("a send");
+    assert_eq!((send.attempt, send.state), (1, AttemptState::Sending));
+    assert_eq!(before_cutoff.unblocked_by, Unblock::ResendOrEvidence);
+    let cutoff = send.send_cutoff_at.micros();
+    assert!(send.absence_provable_from.is_some());
+    let after_cutoff = pending_at(&mut store, cutoff).expect("pending");
+    assert_eq!(after_cutoff.unblocked_by, Unblock::Evidence);
+
+    // Recorded ambiguous, the same; recorded succeeded, nothing waits.
+    let identity = input().identity();
+    let (closing, _) = SendOutcome::Ambiguous.closing(&identity);
+    store
+        .answer(&RecordOutcome::new(
+            call(&lease, at(T0 + SEC)),
+            fence,
+            1,
+            closing,
+            plan(),
+        ))
+        .expect("ambiguous");
+    let ambiguous = pending_at(&mut store, T0 + 61 * SEC).expect("pending");
+    assert_eq!(
+        ambiguous.send.map(|s| s.state),
+        Some(AttemptState::Ambiguous)
+    );
+    let reference =
+        crate::identity::TerminalReferenceFingerprint::parse(&"ab".repeat(32)).expect("ref");
+    let (closing, _) = SendOutcome::Succeeded(reference).closing(&identity);
+    store
+        .answer(&crate::sends::reconcile::Reconcile::new(
+            call(&lease, at(T0 + 2 * SEC)),
+            fence,
+            1,
+            closing,
+            plan(),
+        ))
+        .expect("reconciled");
+    assert_eq!(pending_at(&mut store, T0 + 61 * SEC), None);
+}
+
+#[test]
+fn a_listed_command_without_a_lifecycle_or_with_a_broken_one_fails_closed() {
+    let mut store = Store::new();
+    let read = PendingRead::new(hash(), at(T0));
+    assert!(matches!(
+        store.answer(&read),
+        Err(JournalError::JournalCorrupt { .. })
+    ));
+    let lease = LeaseId::generate();
+    started(&mut store, &lease);
+    let path = lifecycle::path(&hash());
+    store
+        .get_mut(&path)
+        .expect("lifecycle")
+        .insert("fenceEpoch".into(), crate::document::fields::int(0));
+    assert!(matches!(
+        store.answer(&PendingRead::new(hash(), at(T0 + 61 * SEC))),
+        Err(JournalError::JournalCorrupt { .. })
+    ));
+}
+
+#[test]
+fn its_json_names_the_hash_and_never_a_raw_value() {
+    let mut store = Store::new();
+    let lease = LeaseId::generate();
+    started(&mut store, &lease);
+    let waiting = pending_at(&mut store, T0 + 61 * SEC).expect("pending");
+    let text = serde_json::to_string(&waiting).expect("json");
+    assert!(text.contains(hash().as_str()), "{text}");
+    assert!(text.contains("\"unblockedBy\":\"retry\""), "{text}");
+    assert!(!text.contains("CANARY"), "{text}");
+}
