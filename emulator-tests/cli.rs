@@ -709,3 +709,45 @@ async fn a_late_success_is_stored_with_its_result_through_the_cli() {
         Some(gcloud_sdk::google::firestore::v1::value::ValueType::BooleanValue(true))
     );
 }
+
+#[tokio::test]
+async fn pending_prints_one_line_per_waiting_command_at_the_time_given() {
+    let connection = support::fresh_connection().await;
+    let host = support::emulator().host().to_owned();
+    let project = connection.project().to_owned();
+    let global = ["--project", &project, "--emulator-host", &host, "--at"];
+    let at = |t: &'static str, rest: &[&'static str]| [global.as_slice(), &[t], rest].concat();
+    let (code, _, _) = cli(
+        &at("2030-01-01T00:00:00Z", &["start"]),
+        &input(json!({"leaseId": LEASE_ID})),
+    );
+    assert_eq!(code, 0);
+    // While the lease runs: nothing waits, nothing is printed.
+    let (code, out, _) = cli_raw(&at("2030-01-01T00:00:30Z", &["pending"]), &json!(null));
+    assert_eq!((code, out.as_str()), (0, ""));
+    // Once it expired: one line, with the command's key hash and no raw value.
+    let (code, out, _) = cli(&at("2030-01-01T00:01:00Z", &["pending"]), &json!(null));
+    assert_eq!(code, 0);
+    let hash = {
+        let (_, identity, _) = cli(&["identity"], &input(json!({})));
+        identity["commandKeyHash"].clone()
+    };
+    assert_eq!(
+        out,
+        json!({
+            "commandKeyHash": hash,
+            "state": "leased",
+            "fenceEpoch": 1,
+            "since": {"seconds": 1_893_456_060_i64, "nanoseconds": 0},
+            "send": null,
+            "unblockedBy": "retry",
+        })
+    );
+    assert!(!out.to_string().contains(COMMAND_ID));
+    // `--at` outside an emulator is refused before any connection.
+    let (code, out, _) = cli(
+        &["--project", "p", "--at", "2030-01-01T00:00:00Z", "pending"],
+        &json!(null),
+    );
+    assert_eq!(code, 2, "{out}");
+}

@@ -12,6 +12,7 @@ pub mod identity;
 pub mod input;
 pub mod ledger;
 pub mod output;
+pub mod pending;
 pub mod request;
 pub mod rules;
 pub mod schema;

@@ -93,6 +93,10 @@ pub enum Cmd {
         #[command(subcommand)]
         action: LedgerCmd,
     },
+    /// Print every command waiting for someone (a lease that expired without a
+    /// terminal transition), one JSON line each with its commandKeyHash, send state
+    /// and what would move it on; writes nothing.
+    Pending(JournalArgs),
     /// Scan the whole journal, print every broken invariant, write nothing (exit 5 if
     /// any; exit 7 if it scanned no journal document at all).
     Verify {
@@ -312,6 +316,7 @@ impl Before {
             | Cmd::Complete(args)
             | Cmd::Fail(args)
             | Cmd::Status(args)
+            | Cmd::Pending(args)
             | Cmd::Send {
                 action: SendCmd::Begin(args) | SendCmd::Outcome(args) | SendCmd::Reconcile(args),
             }
@@ -366,6 +371,7 @@ impl Cmd {
             | Cmd::Complete(args)
             | Cmd::Fail(args)
             | Cmd::Status(args)
+            | Cmd::Pending(args)
             | Cmd::Send {
                 action: SendCmd::Begin(args) | SendCmd::Outcome(args) | SendCmd::Reconcile(args),
             }

@@ -9,7 +9,7 @@ use super::ledger::{self, LedgerAction};
 use super::rules::RulesCmd;
 use super::schema::Subject;
 use super::sends::{self, SendAction};
-use super::{Global, demo, dev_token, emulator, explain, identity, rules, verify};
+use super::{Global, demo, dev_token, emulator, explain, identity, pending, rules, verify};
 use crate::ledger::FingerprintInput;
 use crate::{Journal, JournalError};
 use serde_json::Value;
@@ -44,6 +44,8 @@ pub enum Request {
     Fingerprint(FingerprintInput),
     /// An operation on the journal, with the options that connect to it.
     Journal(Box<Operation>, Global),
+    /// `pending`.
+    Pending(Global),
     /// `verify`.
     Verify {
         /// Its target.
@@ -92,6 +94,7 @@ impl Request {
                 LedgerCmd::Replay(args) => ledger_request(LedgerAction::Replay, &args, &stdin())?,
                 LedgerCmd::Link(args) => ledger_request(LedgerAction::Link, &args, &stdin())?,
             },
+            Cmd::Pending(args) => Self::Pending(Global::from_journal(&args)),
             Cmd::Verify {
                 allow_empty,
                 ranges,
@@ -120,6 +123,7 @@ impl Request {
                 Ok(journal) => exit::report(operation.execute(&journal).await),
                 Err(error) => exit::report(Err(error)),
             },
+            Self::Pending(options) => pending::run(&options).await,
             Self::Verify {
                 options,
                 allow_empty,

@@ -1,0 +1,29 @@
+//! `command-journal pending`: every command waiting for someone, one JSON line each
+//! (`Journal::pending`), in key-hash order, on stdout; nothing when none waits. The
+//! usual Firestore options choose the journal, `--at` its time (emulator only).
+
+use super::Global;
+use super::exit::{self, Exit};
+use std::process::ExitCode;
+
+/// Lists the pending commands of the selected journal.
+pub async fn run(options: &Global) -> ExitCode {
+    let journal = match options.journal().await {
+        Ok(journal) => journal,
+        Err(error) => return exit::report(Err(error)),
+    };
+    match journal.pending().await {
+        Ok(listing) => {
+            for waiting in &listing.pending {
+                match serde_json::to_string(waiting) {
+                    Ok(line) => println!("{line}"),
+                    Err(_) => {
+                        return exit::report(Err(crate::JournalError::internal("pending: output")));
+                    }
+                }
+            }
+            Exit::Success.into()
+        }
+        Err(error) => exit::report(Err(error)),
+    }
+}
