@@ -81,6 +81,10 @@ impl Engine {
     where
         T::Output: MetricOutcome,
     {
+        if !memory.remembers {
+            // A call of its own (not `execute`): nothing to plan from, nothing to keep.
+            return self.run(op).await;
+        }
         let started = Instant::now();
         let known = memory.known.take();
         let planned = match (&known, memory.plans) {
@@ -125,11 +129,13 @@ impl Engine {
 }
 
 /// What one call knows of a command's documents from its own last read or commit,
-/// and whether it may plan commits from it. Every call but `execute` starts from an
-/// empty memory and never plans.
+/// and whether it may plan commits from it. Every call but `execute` has the default,
+/// empty memory that keeps nothing and never plans.
 #[derive(Default)]
 pub(crate) struct Memory {
     pub(crate) known: Option<Known<prost_types::Timestamp>>,
+    /// Whether what each operation leaves is kept (`execute` only).
+    remembers: bool,
     plans: bool,
 }
 
@@ -139,6 +145,7 @@ impl Memory {
     pub(crate) fn planning(engine: &Engine) -> Self {
         Self {
             known: None,
+            remembers: true,
             plans: engine.options.concurrency == Concurrency::Preconditions,
         }
     }
