@@ -16,8 +16,9 @@ use crate::digest::Digest;
 use crate::document::lifecycle::{self, Lifecycle, LifecycleState};
 use crate::error::JournalError;
 use crate::sends::load::{self, Sends};
+use crate::sends::status::{digest_text, nullable_seconds_nanos, seconds_nanos};
 use crate::sends::{AttemptState, absence};
-use crate::time::{SecondsNanos, Timestamp};
+use crate::time::Timestamp;
 use crate::transaction::{Decision, Halt, OperationName, Snapshot, Transition};
 use serde::Serialize;
 
@@ -77,21 +78,6 @@ pub struct PendingCommand {
     pub send: Option<PendingSend>,
     /// What would move it on.
     pub unblocked_by: Unblock,
-}
-
-fn digest_text<S: serde::Serializer>(digest: &Digest, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(digest.as_str())
-}
-
-fn seconds_nanos<S: serde::Serializer>(at: &Timestamp, s: S) -> Result<S::Ok, S::Error> {
-    SecondsNanos(*at).serialize(s)
-}
-
-fn nullable_seconds_nanos<S: serde::Serializer>(
-    at: &Option<Timestamp>,
-    s: S,
-) -> Result<S::Ok, S::Error> {
-    at.map(SecondsNanos).serialize(s)
 }
 
 /// A prepared read of one listed command: is it pending at `now`, and why.

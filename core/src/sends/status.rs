@@ -45,15 +45,18 @@ pub struct SendStatus {
     pub key: String,
 }
 
-fn digest_text<S: serde::Serializer>(digest: &Digest, s: S) -> Result<S::Ok, S::Error> {
+/// Serializes a digest as its hex text (`status`'s and `pending`'s outputs).
+pub(crate) fn digest_text<S: serde::Serializer>(digest: &Digest, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(digest.as_str())
 }
 
-fn seconds_nanos<S: serde::Serializer>(at: &Timestamp, s: S) -> Result<S::Ok, S::Error> {
+/// Serializes a time as `{"seconds": S, "nanoseconds": N}`.
+pub(crate) fn seconds_nanos<S: serde::Serializer>(at: &Timestamp, s: S) -> Result<S::Ok, S::Error> {
     SecondsNanos(*at).serialize(s)
 }
 
-fn nullable_seconds_nanos<S: serde::Serializer>(
+/// [`seconds_nanos`], or `null`.
+pub(crate) fn nullable_seconds_nanos<S: serde::Serializer>(
     at: &Option<Timestamp>,
     s: S,
 ) -> Result<S::Ok, S::Error> {
