@@ -303,6 +303,7 @@ pub(crate) fn operation_span(name: OperationName, mode: Concurrency) -> tracing:
         O::LedgerLink => span!("journal.ledger_link"),
         O::Execute => span!("journal.execute"),
         O::Pending => span!("journal.pending"),
+        O::Recover => span!("journal.recover"),
     }
 }
 #[cfg(test)]

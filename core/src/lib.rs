@@ -21,7 +21,8 @@
 //! - transitions: [`registration`], [`lease`], [`start`], [`sends`] (the provider send
 //!   layer), [`ledger`], [`transaction`] (the contract), [`attempt`] (the machine),
 //!   [`known`] (deciding from what the journal just read or wrote, without a read),
-//!   [`pending`] (the commands that wait for someone, and why);
+//!   [`pending`] (the commands that wait for someone, and why), [`recovery`] (settling
+//!   them from the provider's evidence, by key hash alone);
 //! - the one-call protocol's decisions: [`execute`];
 //! - the verifier's checks: [`verify`];
 //! - errors: [`error`] (one closed [`error::JournalError`] with stable codes) and
@@ -47,6 +48,7 @@ pub mod known;
 pub mod lease;
 pub mod ledger;
 pub mod pending;
+pub mod recovery;
 pub mod registration;
 pub mod sends;
 pub mod start;

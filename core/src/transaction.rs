@@ -56,6 +56,9 @@ pub enum OperationName {
     Execute,
     /// `journal.pending`: one listed command read to tell whether it waits, and why.
     Pending,
+    /// `journal.recover`: the recovery job on one command (its registration read,
+    /// and its transitions traced under their own names inside it).
+    Recover,
 }
 
 impl OperationName {
@@ -77,12 +80,13 @@ impl OperationName {
             Self::LedgerLink => "journal.ledger_link",
             Self::Execute => "journal.execute",
             Self::Pending => "journal.pending",
+            Self::Recover => "journal.recover",
         }
     }
 
     /// Every operation, in the order above: span names, metric labels and the CLI's
     /// subcommand words are derived by walking it.
-    pub const ALL: [Self; 15] = [
+    pub const ALL: [Self; 16] = [
         Self::Register,
         Self::Acquire,
         Self::Start,
@@ -98,6 +102,7 @@ impl OperationName {
         Self::LedgerLink,
         Self::Execute,
         Self::Pending,
+        Self::Recover,
     ];
 
     /// The words of the `command-journal` subcommand that runs this operation on one
@@ -118,7 +123,7 @@ impl OperationName {
             Self::LedgerAccept => "ledger accept",
             Self::LedgerReplay => "ledger replay",
             Self::LedgerLink => "ledger link",
-            Self::Result | Self::Execute | Self::Pending => return None,
+            Self::Result | Self::Execute | Self::Pending | Self::Recover => return None,
         })
     }
 
@@ -312,6 +317,7 @@ mod operation_tests {
                 OperationName::LedgerLink => 12,
                 OperationName::Execute => 13,
                 OperationName::Pending => 14,
+                OperationName::Recover => 15,
             };
             assert_eq!(OperationName::ALL[index], op);
         }

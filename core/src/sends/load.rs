@@ -116,12 +116,13 @@ pub fn load(call: &CommandCall, snapshot: &Snapshot) -> Result<Context, Halt> {
 /// The bound state an outcome or a reconciliation needs: `plan_conflict` for a plan
 /// other than the bound one (checked first), `attempt_mismatch` without a plan, the
 /// parse error of an unreadable send record.
+/// `plan` is `None` for a holder that takes the bound plan as it is (recovery).
 pub fn bound_state(
     sends: Sends,
-    plan: &ProviderPlan,
+    plan: Option<&ProviderPlan>,
     call: &CommandCall,
 ) -> Result<Box<SendState>, Halt> {
-    if let Some(bound) = sends.plan()
+    if let (Some(bound), Some(plan)) = (sends.plan(), plan)
         && !bound.is(plan, call.identity())
         && !reverted(Rule::PlanFirst)
     {

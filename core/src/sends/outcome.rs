@@ -67,7 +67,7 @@ impl RecordOutcome {
         let Context {
             lifecycle, sends, ..
         } = load::load(call.command(), snapshot)?;
-        let state = bound_state(sends, &self.plan, call.command())?;
+        let state = bound_state(sends, Some(&self.plan), call.command())?;
         let lifecycle = held(lifecycle.as_ref(), call.owner(), self.fence.get())?;
         let attempt = &state.attempt;
         if attempt.attempt != self.attempt {

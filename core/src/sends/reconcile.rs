@@ -35,7 +35,9 @@ pub struct Reconcile {
     fence: FenceEpoch,
     attempt: i64,
     finding: Closing,
-    plan: ProviderPlan,
+    /// The plan the caller sends; `None` for the recovery job, which holds no
+    /// parameters and reconciles under the plan the command bound.
+    plan: Option<ProviderPlan>,
     with_result: bool,
 }
 
@@ -54,7 +56,26 @@ impl Reconcile {
             fence,
             attempt,
             finding,
-            plan,
+            plan: Some(plan),
+            with_result: false,
+        }
+    }
+
+    /// Prepares the record of `finding` on `attempt` under the plan the command
+    /// bound, whatever it is: for a holder that knows the command by its key hash
+    /// alone (`recovery`). Every other rule is [`Reconcile::new`]'s.
+    pub fn on_bound_plan(
+        call: LeaseCall,
+        fence: FenceEpoch,
+        attempt: i64,
+        finding: Closing,
+    ) -> Self {
+        Self {
+            call,
+            fence,
+            attempt,
+            finding,
+            plan: None,
             with_result: false,
         }
     }
@@ -64,7 +85,7 @@ impl Reconcile {
         let Context {
             lifecycle, sends, ..
         } = load::load(call.command(), snapshot)?;
-        let state = bound_state(sends, &self.plan, call.command())?;
+        let state = bound_state(sends, self.plan.as_ref(), call.command())?;
         let lifecycle = held(lifecycle.as_ref(), call.owner(), self.fence.get())?;
         let attempt = &state.attempt;
         if attempt.attempt != self.attempt {

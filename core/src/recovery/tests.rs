@@ -1,0 +1,395 @@
+//! The recovery protocol driven over the in-memory store, as the library drives it
+//! against Firestore: a crash after the send settles from the provider's evidence
+//! with nothing of the raw command; nothing is written without evidence; a running
+//! lease, a settled command and a broken registration are answered as such; absence
+//! is recorded only when provable and only under the lease.
+
+use super::*;
+use crate::digest::Digest;
+use crate::document::{audit, root};
+use crate::envelope::ResultEnvelope;
+use crate::identity::{CommandIdentity, CommandInput, CommandRequest, LeaseId, recovery_owner};
+use crate::lease::{Acquire, CommandCall, LeaseCall};
+use crate::sends::begin::BeginSend;
+use crate::sends::reconcile::Reconcile;
+use crate::sends::status::SendStatusRead;
+use crate::sends::{BeginSendOutput, ProviderPlan, ProviderPlanRequest};
+use crate::start::Start;
+use crate::testing::Store;
+use serde_json::json;
+
+const T0: i64 = 1_800_000_000_123_456;
+const SEC: i64 = 1_000_000;
+
+fn input() -> CommandInput {
+    CommandInput::new(CommandRequest {
+        environment: "test",
+        caller_scope_kind: "member",
+        caller_id: "CANARYcaller",
+        command_id: "ca1a0000-c0de-4bad-8eed-00000000ca1c",
+        command_type: "checkout",
+        endpoint_schema_version: 1,
+        payload: &json!({"sku": "CANARYsku"}),
+    })
+    .expect("valid command")
+}
+
+fn plan() -> ProviderPlan {
+    ProviderPlan::new(ProviderPlanRequest {
+        provider: "stub",
+        account: "acct_recovery",
+        mode: "test",
+        api_version: "2026-01-01",
+        operation: "charge",
+        endpoint: "POST /v1/charges",
+        parameters: &json!({"amount": 1250}),
+        key_retention_seconds: 86_400,
+    })
+    .expect("valid plan")
+}
+
+fn at(micros: i64) -> Timestamp {
+    Timestamp::from_micros(micros).expect("time")
+}
+
+fn hash() -> Digest {
+    input().identity().command_key_hash().clone()
+}
+
+fn envelope() -> ResultEnvelope {
+    ResultEnvelope::new(&json!({"id": "ch_CANARY1", "status": "succeeded"})).expect("envelope")
+}
+
+/// A client that started the command at `T0`, was permitted attempt 1 and crashed
+/// during the send: the attempt is `sending`, its lease expires at `T0 + 60 s`.
+fn crashed_mid_send(store: &mut Store) -> String {
+    let input = input();
+    let identity = input.identity();
+    let lease = LeaseId::generate();
+    let owner = input.lease_owner(&identity, &lease).expect("owner");
+    let started = store
+        .answer(&Start::new(identity.clone(), owner.clone(), at(T0)))
+        .expect("start");
+    let LeaseOutput::Acquired { fence_epoch, .. } = started.lease else {
+        panic!("{started:?}");
+    };
+    let call = LeaseCall::new(identity, owner, at(T0));
+    match store
+        .answer(&BeginSend::new(call, fence_epoch, plan()))
+        .expect("begin_send")
+    {
+        BeginSendOutput::Permitted(permit) => permit.provider_idempotency_key,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// What the provider answers each lookup, and the keys it was asked.
+struct Provider {
+    answers: Vec<LookupResult>,
+    asked: Vec<String>,
+}
+
+impl Provider {
+    fn answering(answers: Vec<LookupResult>) -> Self {
+        Self {
+            answers,
+            asked: Vec::new(),
+        }
+    }
+}
+
+/// The library's driver, over the store: every step at `now`.
+fn recover(
+    store: &mut Store,
+    provider: &mut Provider,
+    now: i64,
+) -> Result<Recovered, JournalError> {
+    let now = at(now);
+    let identity = store.answer(&RegisteredIdentity::new(hash()))?;
+    let lease = LeaseId::generate();
+    let owner = recovery_owner(&hash(), &lease);
+    let (mut recovery, mut step) = Recovery::new();
+    loop {
+        let event = match step {
+            Step::Done(recovered) => return Ok(recovered),
+            Step::Status => Event::Status(store.answer(&SendStatusRead::new(CommandCall::new(
+                identity.clone(),
+                now,
+            )))?),
+            Step::Lookup { key, .. } => {
+                provider.asked.push(key);
+                Event::LookedUp(if provider.answers.is_empty() {
+                    LookupResult::Unavailable
+                } else {
+                    provider.answers.remove(0)
+                })
+            }
+            Step::Acquire => Event::Acquired(store.answer(&Acquire::new(LeaseCall::new(
+                identity.clone(),
+                owner.clone(),
+                now,
+            )))?),
+            Step::Reconcile {
+                fence,
+                attempt,
+                evidence,
+            } => {
+                let call = LeaseCall::new(identity.clone(), owner.clone(), now);
+                let (finding, envelope) = evidence.closing(call.identity());
+                let op = Reconcile::on_bound_plan(call, fence, attempt, finding);
+                Event::Reconciled(match envelope {
+                    None => store.answer(&op),
+                    Some(envelope) => store.answer(&crate::envelope::record::WithResult::new(
+                        op,
+                        &hash(),
+                        now,
+                        envelope,
+                    )),
+                })
+            }
+        };
+        step = recovery.step(event, now)?;
+    }
+}
+
+fn state(store: &mut Store, now: i64) -> CommandStatus {
+    store
+        .answer(&SendStatusRead::new(CommandCall::new(
+            input().identity(),
+            at(now),
+        )))
+        .expect("status")
+}
+
+#[test]
+fn the_registered_identity_is_the_commands_own() {
+    let mut store = Store::new();
+    assert_eq!(
+        store.answer(&RegisteredIdentity::new(hash())).err(),
+        Some(JournalError::NotRegistered)
+    );
+    crashed_mid_send(&mut store);
+    let identity: CommandIdentity = store
+        .answer(&RegisteredIdentity::new(hash()))
+        .expect("identity");
+    assert_eq!(identity, input().identity());
+
+    // A root without its revision-1 event, or with a forged field, fails closed.
+    let event = store.remove(&audit::path(&hash(), 1)).expect("event");
+    assert!(matches!(
+        store.answer(&RegisteredIdentity::new(hash())),
+        Err(JournalError::JournalCorrupt { .. })
+    ));
+    store.insert(audit::path(&hash(), 1), event);
+    store.forge(&root::path(&hash())).expect("root").insert(
+        "commandType".into(),
+        crate::document::fields::string("refund"),
+    );
+    assert!(matches!(
+        store.answer(&RegisteredIdentity::new(hash())),
+        Err(JournalError::JournalCorrupt { .. })
+    ));
+}
+
+#[test]
+fn the_recovery_owner_is_its_own_domain() {
+    let input = input();
+    let lease = LeaseId::parse("7d1c9e0a-1111-4222-8333-444455556666").expect("lease");
+    let client = input.lease_owner(&input.identity(), &lease).expect("owner");
+    assert_ne!(recovery_owner(&hash(), &lease), client);
+    assert_eq!(
+        recovery_owner(&hash(), &lease),
+        recovery_owner(&hash(), &lease)
+    );
+    assert_ne!(
+        recovery_owner(&hash(), &lease),
+        recovery_owner(&hash(), &LeaseId::generate())
+    );
+}
+
+#[test]
+fn a_charge_found_after_a_crash_settles_the_command_with_its_result() {
+    let mut store = Store::new();
+    let key = crashed_mid_send(&mut store);
+    let mut provider = Provider::answering(vec![LookupResult::Found(envelope())]);
+    let recovered = recover(&mut store, &mut provider, T0 + 61 * SEC).expect("recover");
+    assert_eq!(recovered, Recovered::Succeeded);
+    assert_eq!(provider.asked, [key], "the attempt's own key, once");
+    let status = state(&mut store, T0 + 62 * SEC);
+    assert_eq!(status.command.state, CommandState::Succeeded);
+    assert_eq!(status.send.map(|s| s.state), Some(AttemptState::Succeeded));
+    let stored = store
+        .answer(&crate::envelope::read::ResultRead::new(CommandCall::new(
+            input().identity(),
+            at(T0 + 62 * SEC),
+        )))
+        .expect("result");
+    assert_eq!(stored, Some(envelope()));
+    // Takeover (revision 3) and the terminal transition (revision 4).
+    assert!(store.contains_key(&audit::path(&hash(), 4)));
+    assert!(!store.contains_key(&audit::path(&hash(), 5)));
+
+    // Once more: already settled, nothing asked.
+    let mut again = Provider::answering(vec![]);
+    assert_eq!(
+        recover(&mut store, &mut again, T0 + 63 * SEC),
+        Ok(Recovered::AlreadySettled)
+    );
+    assert!(again.asked.is_empty());
+}
+
+#[test]
+fn a_decline_found_fails_the_command_for_good() {
+    let mut store = Store::new();
+    crashed_mid_send(&mut store);
+    let mut provider = Provider::answering(vec![LookupResult::Declined]);
+    assert_eq!(
+        recover(&mut store, &mut provider, T0 + 61 * SEC),
+        Ok(Recovered::Declined)
+    );
+    assert_eq!(
+        state(&mut store, T0 + 62 * SEC).command.state,
+        CommandState::FailedFinal
+    );
+}
+
+#[test]
+fn nothing_is_written_without_evidence() {
+    for answer in [LookupResult::Unavailable, LookupResult::NotFound] {
+        let mut store = Store::new();
+        crashed_mid_send(&mut store);
+        let before = store.documents();
+        let mut provider = Provider::answering(vec![answer.clone()]);
+        let expected = match answer {
+            LookupResult::NotFound => Recovered::NotFoundYet,
+            _ => Recovered::LookupUnavailable,
+        };
+        // Right after the lease: the absence is not provable yet.
+        assert_eq!(
+            recover(&mut store, &mut provider, T0 + 61 * SEC),
+            Ok(expected)
+        );
+        assert_eq!(store.documents(), before, "{answer:?} wrote");
+    }
+}
+
+#[test]
+fn a_running_lease_is_left_to_its_holder() {
+    let mut store = Store::new();
+    crashed_mid_send(&mut store);
+    let before = store.documents();
+    let mut provider = Provider::answering(vec![LookupResult::Found(envelope())]);
+    assert_eq!(
+        recover(&mut store, &mut provider, T0 + 30 * SEC),
+        Ok(Recovered::InProgress)
+    );
+    assert_eq!(store.documents(), before);
+}
+
+#[test]
+fn a_command_that_never_sent_has_nothing_to_look_up() {
+    let mut store = Store::new();
+    let input = input();
+    let identity = input.identity();
+    let owner = input
+        .lease_owner(&identity, &LeaseId::generate())
+        .expect("owner");
+    store
+        .answer(&Start::new(identity, owner, at(T0)))
+        .expect("start");
+    let before = store.documents();
+    let mut provider = Provider::answering(vec![]);
+    assert_eq!(
+        recover(&mut store, &mut provider, T0 + 61 * SEC),
+        Ok(Recovered::NothingToLookUp)
+    );
+    assert!(provider.asked.is_empty());
+    assert_eq!(store.documents(), before);
+}
+
+#[test]
+fn a_provable_absence_is_looked_up_again_under_the_lease_then_recorded() {
+    let mut store = Store::new();
+    let key = crashed_mid_send(&mut store);
+    // Past the settle window (300 s after the send).
+    let late = T0 + 400 * SEC;
+    let mut provider = Provider::answering(vec![LookupResult::NotFound, LookupResult::NotFound]);
+    assert_eq!(
+        recover(&mut store, &mut provider, late),
+        Ok(Recovered::Absent)
+    );
+    assert_eq!(provider.asked, [key.clone(), key]);
+    let send = state(&mut store, late).send.expect("send");
+    assert_eq!((send.attempt, send.state), (1, AttemptState::Absent));
+
+    // Absent, then nothing more to look up: the client's next call opens attempt 2.
+    let mut again = Provider::answering(vec![]);
+    assert_eq!(
+        recover(&mut store, &mut again, late + 61 * SEC),
+        Ok(Recovered::NothingToLookUp)
+    );
+}
+
+#[test]
+fn a_charge_appearing_between_the_two_lookups_is_recorded_as_found() {
+    let mut store = Store::new();
+    crashed_mid_send(&mut store);
+    let mut provider = Provider::answering(vec![
+        LookupResult::NotFound,
+        LookupResult::Found(envelope()),
+    ]);
+    assert_eq!(
+        recover(&mut store, &mut provider, T0 + 400 * SEC),
+        Ok(Recovered::Succeeded)
+    );
+}
+
+#[test]
+fn a_second_recovery_holding_stale_evidence_loses_to_the_fence() {
+    // Two jobs look up before either takes the lease; the first records; the
+    // second's acquire sees the command settled.
+    let mut store = Store::new();
+    crashed_mid_send(&mut store);
+    let identity = input().identity();
+    let now = at(T0 + 61 * SEC);
+    let (mut late, step) = Recovery::new();
+    assert_eq!(step, Step::Status);
+    let status = store
+        .answer(&SendStatusRead::new(CommandCall::new(
+            identity.clone(),
+            now,
+        )))
+        .expect("status");
+    assert!(matches!(
+        late.step(Event::Status(status), now),
+        Ok(Step::Lookup { .. })
+    ));
+    assert_eq!(
+        late.step(Event::LookedUp(LookupResult::Found(envelope())), now),
+        Ok(Step::Acquire)
+    );
+    let mut first = Provider::answering(vec![LookupResult::Found(envelope())]);
+    assert_eq!(
+        recover(&mut store, &mut first, T0 + 61 * SEC),
+        Ok(Recovered::Succeeded)
+    );
+    let owner = recovery_owner(&hash(), &LeaseId::generate());
+    let acquired = store
+        .answer(&Acquire::new(LeaseCall::new(identity, owner, now)))
+        .expect("acquire");
+    assert_eq!(
+        late.step(Event::Acquired(acquired), now),
+        Ok(Step::Done(Recovered::AlreadySettled))
+    );
+}
+
+#[test]
+fn outcomes_serialize_as_their_labels() {
+    for outcome in Recovered::ALL {
+        assert_eq!(
+            serde_json::to_value(outcome).expect("json"),
+            json!(outcome.as_str())
+        );
+    }
+    assert!(Recovered::ALL.iter().filter(|o| o.settled()).count() == 4);
+}
