@@ -350,26 +350,7 @@ impl Service {
 
     /// Every journal document as `(name, update time)`.
     async fn documents(&self) -> Vec<(String, String)> {
-        let mut all = Vec::new();
-        for collection in ["checkoutRequests", "auditEvents"] {
-            for document in list(&self.connection, "", collection).await {
-                all.push((document.name.clone(), format!("{:?}", document.update_time)));
-            }
-        }
-        for root in list(&self.connection, "", "checkoutRequests").await {
-            let relative = root
-                .name
-                .rsplit_once("/documents/")
-                .map(|(_, path)| path.to_owned())
-                .expect("relative path");
-            for collection in ["lifecycle", "providerSends", "results"] {
-                for document in list(&self.connection, &relative, collection).await {
-                    all.push((document.name.clone(), format!("{:?}", document.update_time)));
-                }
-            }
-        }
-        all.sort();
-        all
+        support::documents(&self.connection).await
     }
 
     /// Every journal document's path, the command key hash written `H`.

@@ -32,6 +32,7 @@ mod pending;
 mod provider_model;
 mod proxy;
 mod randomized;
+mod recovery;
 mod registration;
 mod results;
 mod send_faults;

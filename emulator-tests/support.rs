@@ -187,6 +187,32 @@ pub async fn list(connection: &Connection, parent: &str, collection_id: &str) ->
     }
 }
 
+/// Every journal document of the project (roots, audit events, lifecycles, send
+/// documents, results) as `(name, update time)`, sorted: two equal listings mean
+/// nothing was written in between.
+pub async fn documents(connection: &Connection) -> Vec<(String, String)> {
+    let mut all = Vec::new();
+    for collection in ["checkoutRequests", "auditEvents"] {
+        for document in list(connection, "", collection).await {
+            all.push((document.name.clone(), format!("{:?}", document.update_time)));
+        }
+    }
+    for root in list(connection, "", "checkoutRequests").await {
+        let relative = root
+            .name
+            .rsplit_once("/documents/")
+            .map(|(_, path)| path.to_owned())
+            .expect("relative path");
+        for collection in ["lifecycle", "providerSends", "results"] {
+            for document in list(connection, &relative, collection).await {
+                all.push((document.name.clone(), format!("{:?}", document.update_time)));
+            }
+        }
+    }
+    all.sort();
+    all
+}
+
 /// Runs `f(0..n)` as concurrent tasks and returns their answers in task order.
 pub async fn race<T, F, Fut>(n: u64, f: F) -> Vec<Result<T, command_journal::JournalError>>
 where

@@ -22,6 +22,7 @@ mod locks;
 mod pending;
 mod provider_model;
 mod randomized;
+mod recovery;
 mod registration;
 mod send_randomized;
 mod sends;

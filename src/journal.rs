@@ -13,7 +13,7 @@ use crate::ledger::{
     FingerprintInput, HistoricalCommand, Intent, LedgerOutcome, LedgerReplay, LedgerScope,
     ReversalAuthority,
 };
-use crate::operations::{execute, lease, ledger, pending, results, sends};
+use crate::operations::{execute, lease, ledger, pending, recover, results, sends};
 use crate::registration::RegistrationOutput;
 use crate::runner::{Concurrency, RetryPolicy, Stats};
 use crate::sends::{
@@ -227,6 +227,27 @@ impl Journal {
     /// documents; writes nothing. A broken document among them is `journal_corrupt`.
     pub async fn pending(&self) -> Result<crate::pending::Listing, JournalError> {
         pending::pending(&self.engine).await
+    }
+
+    /// Settles every pending command whose send outcome is unknown from `provider`'s
+    /// evidence, with no client: lists them ([`pending`](Self::pending)), asks
+    /// `provider.lookup` for each attempt's key (derived from the stored plan) and
+    /// records what it finds under a recovery lease taken by key hash alone, by the
+    /// rules of [`reconcile_send`](Self::reconcile_send): a charge found is the
+    /// command's success with its result (which the client's later call replays), a
+    /// decline its final failure, a provable absence an absence. Never calls
+    /// `provider.send`, never opens an attempt, and writes nothing without evidence:
+    /// what it cannot settle stays listed. `options` bounds concurrency and rate and
+    /// resumes from a cursor; `on_progress` hears of each command in key-hash order.
+    /// An error of one command is reported with it and the run goes on; an invalid
+    /// option or a failed listing is the call's error.
+    pub async fn recover<P: Provider>(
+        &self,
+        provider: &P,
+        options: &crate::recovery::RecoverOptions,
+        on_progress: impl FnMut(crate::recovery::Progress<'_>),
+    ) -> Result<crate::recovery::Recovery, JournalError> {
+        recover::recover(&self.engine, provider, options, on_progress).await
     }
 
     /// The command's redacted state, revision and fence, validating every document

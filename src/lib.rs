@@ -53,6 +53,7 @@ mod operations;
 pub mod pending;
 #[cfg(test)]
 mod production_indexes;
+pub mod recovery;
 mod runner;
 pub mod sends;
 #[cfg(test)]

@@ -29,6 +29,13 @@ pub(crate) const RPCS_TOTAL: &str = "command_journal_rpcs_total";
 /// Counter: attempts the runner retried, by the gRPC `code` that caused the retry.
 pub(crate) const RPC_RETRIES_TOTAL: &str = "command_journal_rpc_retries_total";
 
+/// Gauge: commands `Journal::pending` (or a recovery's listing) found waiting, by
+/// `reason` (what would unblock them), set at each listing.
+pub(crate) const PENDING_COMMANDS: &str = "command_journal_pending_commands";
+/// Counter: commands a recovery job handled, by `outcome` (how it ended, or an error
+/// code).
+pub(crate) const RECOVERIES_TOTAL: &str = "command_journal_recoveries_total";
+
 /// The `rpc` label of a `BatchGetDocuments`.
 pub(crate) const RPC_BATCH_GET: &str = "batch_get_documents";
 /// The `rpc` label of a `Commit`.
@@ -52,6 +59,14 @@ pub fn describe_metrics() {
     ::metrics::describe_counter!(
         RPCS_TOTAL,
         "Firestore RPCs sent by the journal, by RPC and gRPC status code."
+    );
+    ::metrics::describe_gauge!(
+        PENDING_COMMANDS,
+        "Commands waiting at the last listing, by what would unblock them."
+    );
+    ::metrics::describe_counter!(
+        RECOVERIES_TOTAL,
+        "Commands a recovery job handled, by outcome (or error code)."
     );
     ::metrics::describe_counter!(
         RPC_RETRIES_TOTAL,
@@ -110,6 +125,30 @@ pub(crate) fn rpc(rpc: &'static str, code: GrpcCode) {
 /// One attempt retried after `code`.
 pub(crate) fn retry(code: GrpcCode) {
     ::metrics::counter!(RPC_RETRIES_TOTAL, "code" => code.as_str()).increment(1);
+}
+
+/// The listing's count of waiting commands for every reason (zeros included, so a
+/// settled reason drops to 0 rather than keeping its last value).
+pub(crate) fn pending(listing: &[command_journal_core::pending::PendingCommand]) {
+    use command_journal_core::pending::Unblock;
+    for reason in [
+        Unblock::Retry,
+        Unblock::ResendOrEvidence,
+        Unblock::Evidence,
+        Unblock::EvidenceOrPerson,
+    ] {
+        let count = listing.iter().filter(|p| p.unblocked_by == reason).count();
+        #[allow(clippy::cast_precision_loss)]
+        ::metrics::gauge!(PENDING_COMMANDS, "reason" => reason.as_str()).set(count as f64);
+    }
+}
+
+/// One command's recovery ended with `outcome` (a [`Recovered`] label or an error
+/// code).
+///
+/// [`Recovered`]: command_journal_core::recovery::Recovered
+pub(crate) fn recovery(outcome: &'static str) {
+    ::metrics::counter!(RECOVERIES_TOTAL, "outcome" => outcome).increment(1);
 }
 
 /// The `outcome` label an operation's answer records.
@@ -208,14 +247,19 @@ impl MetricOutcome for Option<ResultEnvelope> {
 /// settled since the listing).
 impl MetricOutcome for Option<command_journal_core::pending::PendingCommand> {
     fn metric_outcome(&self) -> &'static str {
-        use command_journal_core::pending::Unblock;
         match self.as_ref().map(|p| p.unblocked_by) {
             None => "not_pending",
-            Some(Unblock::Retry) => "retry",
-            Some(Unblock::ResendOrEvidence) => "resend_or_evidence",
-            Some(Unblock::Evidence) => "evidence",
-            Some(Unblock::EvidenceOrPerson) => "evidence_or_person",
+            Some(reason) => reason.as_str(),
         }
+    }
+}
+
+/// How one command's recovery ended: [`Recovered::as_str`].
+///
+/// [`Recovered::as_str`]: command_journal_core::recovery::Recovered::as_str
+impl MetricOutcome for command_journal_core::recovery::Recovered {
+    fn metric_outcome(&self) -> &'static str {
+        self.as_str()
     }
 }
 

@@ -6,6 +6,7 @@ pub(crate) mod execute;
 pub(crate) mod lease;
 pub(crate) mod ledger;
 pub(crate) mod pending;
+pub(crate) mod recover;
 pub(crate) mod results;
 pub(crate) mod sends;
 

@@ -41,6 +41,19 @@ pub enum Unblock {
     EvidenceOrPerson,
 }
 
+impl Unblock {
+    /// The serialized name: `retry`, `resend_or_evidence`, `evidence` or
+    /// `evidence_or_person` (also the metrics' `reason` label).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Retry => "retry",
+            Self::ResendOrEvidence => "resend_or_evidence",
+            Self::Evidence => "evidence",
+            Self::EvidenceOrPerson => "evidence_or_person",
+        }
+    }
+}
+
 /// The send state of a pending command.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -19,8 +19,22 @@ pub struct Listing {
     pub listed: u64,
 }
 
-/// Every command pending at the journal's time.
+/// Every command pending at the journal's time; the gauge of pending commands by
+/// reason is set from it.
 pub(crate) async fn pending(engine: &Engine) -> Result<Listing, JournalError> {
+    let listing = pending_after(engine, None).await?;
+    crate::metrics::pending(&listing.pending);
+    Ok(listing)
+}
+
+/// Every command pending at the journal's time whose key hash sorts after `after`
+/// (all when `None`): a resumed recovery reads only what it has not handled. The
+/// query still returns every unsettled lifecycle (`listed`); those at or before the
+/// cursor are not read again.
+pub(crate) async fn pending_after(
+    engine: &Engine,
+    after: Option<&Digest>,
+) -> Result<Listing, JournalError> {
     let now = engine.now()?;
     let documents = engine.connection.documents_path();
     let prefix = format!("{documents}/{}/", crate::document::root::COLLECTION);
@@ -54,7 +68,8 @@ pub(crate) async fn pending(engine: &Engine) -> Result<Listing, JournalError> {
                 "a leased lifecycle outside a command",
             ))?;
         let current = Lifecycle::parse(&hash, &crate::wire::fields_from_wire(document.fields))?;
-        if now >= current.lease_expires_at {
+        let handled = after.is_some_and(|after| hash.as_str() <= after.as_str());
+        if now >= current.lease_expires_at && !handled {
             expired.push(hash);
         }
     }

@@ -1,0 +1,487 @@
+//! `Journal::recover` against the emulator, in this binary's mode: a command whose
+//! caller crashed after the provider charged and before the outcome was recorded is
+//! settled by the recovery with that charge, exactly once, with no client; the
+//! client's late retry replays it; a lookup that fails writes nothing and leaves it
+//! listed; 24 recovery jobs racing each other and a returning client settle it once;
+//! a run resumes from its cursor; the recovery never sends; nothing leaks.
+
+use super::support::{self, command};
+use chrono::{DateTime, TimeDelta, Utc};
+use command_journal::recovery::{RecoverOptions, Recovered, Recovery};
+use command_journal::sends::AttemptState;
+use command_journal::time::ManualClock;
+use command_journal::{
+    CommandInput, Execution, Journal, JournalError, LookupResult, Provider, ProviderPlan,
+    ProviderPlanRequest, ResultEnvelope, SendRequest, SendResult,
+};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::sync::Notify;
+
+fn start_time() -> DateTime<Utc> {
+    DateTime::from_timestamp(1_930_000_000, 0).expect("time")
+}
+
+fn plan() -> ProviderPlan {
+    ProviderPlan::new(ProviderPlanRequest {
+        provider: "stub",
+        account: "acct_CANARYrecovery",
+        mode: "test",
+        api_version: "2026-01-01",
+        operation: "charge",
+        endpoint: "POST /v1/charges",
+        parameters: &json!({"amount": 1250, "currency": "eur"}),
+        key_retention_seconds: 86_400,
+    })
+    .expect("valid plan")
+}
+
+/// A provider holding one charge per key, as a real one does: a re-send with the same
+/// key answers the charge already made. A send can crash its caller: the charge is
+/// made, then the answer never comes (the test drops the call).
+#[derive(Default)]
+struct Charges {
+    held: Mutex<HashMap<String, Value>>,
+    sends: AtomicUsize,
+    lookups: AtomicUsize,
+    /// The next send makes the charge, then never answers.
+    crash_next: AtomicBool,
+    charged: Notify,
+    /// Notified at each lookup.
+    looked_up: Notify,
+    /// Lookups answer unavailable.
+    failing: AtomicBool,
+    /// Lookups answer a decline.
+    declining: AtomicBool,
+}
+
+impl Charges {
+    fn charges(&self) -> usize {
+        self.held.lock().expect("held").len()
+    }
+
+    fn envelope(charge: &Value) -> ResultEnvelope {
+        ResultEnvelope::new(charge).expect("envelope")
+    }
+}
+
+impl Provider for Charges {
+    async fn send(&self, request: SendRequest<'_>) -> SendResult {
+        self.sends.fetch_add(1, Ordering::SeqCst);
+        let charge = {
+            let mut held = self.held.lock().expect("held");
+            let n = held.len() + 1;
+            held.entry(request.key.to_owned())
+                .or_insert_with(|| {
+                    json!({"id": format!("ch_CANARYreceipt{n}"), "amount": 1250, "currency": "eur", "status": "succeeded"})
+                })
+                .clone()
+        };
+        if self.crash_next.swap(false, Ordering::SeqCst) {
+            self.charged.notify_one();
+            return std::future::pending().await;
+        }
+        SendResult::Succeeded(Self::envelope(&charge))
+    }
+
+    async fn lookup(&self, key: &str) -> LookupResult {
+        self.lookups.fetch_add(1, Ordering::SeqCst);
+        self.looked_up.notify_one();
+        if self.failing.load(Ordering::SeqCst) {
+            return LookupResult::Unavailable;
+        }
+        if self.declining.load(Ordering::SeqCst) {
+            return LookupResult::Declined;
+        }
+        match self.held.lock().expect("held").get(key) {
+            Some(charge) => LookupResult::Found(Self::envelope(charge)),
+            None => LookupResult::NotFound,
+        }
+    }
+}
+
+struct Fixture {
+    connection: command_journal::Connection,
+    clock: Arc<ManualClock>,
+    journal: Journal,
+    provider: Arc<Charges>,
+}
+
+impl Fixture {
+    async fn new() -> Self {
+        let connection = support::fresh_connection().await;
+        let clock = Arc::new(ManualClock::new(start_time()));
+        let journal = support::clocked_journal(connection.clone(), clock.clone());
+        Self {
+            connection,
+            clock,
+            journal,
+            provider: Arc::new(Charges::default()),
+        }
+    }
+
+    /// `cmd`'s caller sends and crashes once the provider has charged: the attempt
+    /// is `sending`, the charge exists, no outcome is recorded.
+    async fn crash_after_the_charge(&self, cmd: &CommandInput) {
+        self.provider.crash_next.store(true, Ordering::SeqCst);
+        let charges = self.provider.charges();
+        let plan = plan();
+        let execute = self.journal.execute(cmd, &plan, self.provider.as_ref());
+        tokio::select! {
+            answer = execute => panic!("the crashed call answered {answer:?}"),
+            () = self.provider.charged.notified() => {}
+        }
+        assert_eq!(self.provider.charges(), charges + 1, "the provider charged");
+    }
+
+    async fn recover(&self) -> Recovery {
+        self.journal
+            .recover(self.provider.as_ref(), &RecoverOptions::default(), |_| {})
+            .await
+            .expect("recover")
+    }
+
+    async fn verify_clean(&self) {
+        let report = command_journal::verify(&self.connection, &mut |_| {})
+            .await
+            .expect("verify");
+        assert!(report.clean, "verify: {:?}", report.findings);
+    }
+}
+
+fn outcomes(report: &Recovery) -> Vec<Result<Recovered, JournalError>> {
+    report.commands.iter().map(|c| c.outcome).collect()
+}
+
+#[tokio::test]
+async fn recovery_settles_a_crash_after_the_charge_and_the_late_retry_replays_it() {
+    let f = Fixture::new().await;
+    let cmd = command(1201, json!({"order": "CANARYorder"}));
+    f.crash_after_the_charge(&cmd).await;
+
+    // The lease still runs: nothing is pending, nothing is recovered.
+    let early = f.recover().await;
+    assert_eq!((early.listed, early.commands.len()), (0, 0));
+
+    // No client comes back; the job runs past the lease.
+    f.clock.advance(TimeDelta::seconds(61));
+    let listing = f.journal.pending().await.expect("pending");
+    assert_eq!(listing.pending.len(), 1);
+    let report = f.recover().await;
+    assert_eq!(report.listed, 1);
+    assert_eq!(outcomes(&report), [Ok(Recovered::Succeeded)]);
+    assert_eq!(
+        report.commands[0].command_key_hash,
+        *cmd.identity().command_key_hash()
+    );
+    assert_eq!(report.cursor, None);
+    assert_eq!(f.provider.lookups.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        f.provider.sends.load(Ordering::SeqCst),
+        1,
+        "recovery never sends"
+    );
+    let status = f.journal.send_status(&cmd).await.expect("status");
+    assert_eq!(status.command.state.as_str(), "succeeded");
+    let send = status.send.expect("send");
+    assert_eq!((send.attempt, send.state), (1, AttemptState::Succeeded));
+    assert!(
+        f.journal
+            .pending()
+            .await
+            .expect("pending")
+            .pending
+            .is_empty()
+    );
+
+    // The client's late retry: the stored charge, byte for byte, and no send.
+    f.clock.advance(TimeDelta::seconds(600));
+    let late = f
+        .journal
+        .execute(&cmd, &plan(), f.provider.as_ref())
+        .await
+        .expect("late retry");
+    let charge = json!({"id": "ch_CANARYreceipt1", "amount": 1250, "currency": "eur", "status": "succeeded"});
+    let Execution::Succeeded(envelope) = late else {
+        panic!("{late:?}");
+    };
+    assert_eq!(envelope.canonical(), Charges::envelope(&charge).canonical());
+    assert_eq!(f.provider.sends.load(Ordering::SeqCst), 1);
+    assert_eq!(f.provider.charges(), 1, "exactly one charge");
+
+    // Nothing is left to recover; the journal verifies clean; nothing leaks.
+    let again = f.recover().await;
+    assert_eq!((again.listed, again.commands.len()), (0, 0));
+    f.verify_clean().await;
+    let text = format!("{report:?} {listing:?}");
+    assert!(!text.contains("CANARY"), "{text}");
+}
+
+#[tokio::test]
+async fn recovery_with_a_failing_lookup_writes_nothing_and_leaves_it_listed() {
+    let f = Fixture::new().await;
+    let cmd = command(1202, json!({"order": 2}));
+    f.crash_after_the_charge(&cmd).await;
+    f.clock.advance(TimeDelta::seconds(61));
+    f.provider.failing.store(true, Ordering::SeqCst);
+    let before = support::documents(&f.connection).await;
+    let report = f.recover().await;
+    assert_eq!(outcomes(&report), [Ok(Recovered::LookupUnavailable)]);
+    assert_eq!(
+        support::documents(&f.connection).await,
+        before,
+        "nothing written"
+    );
+    let listing = f.journal.pending().await.expect("pending");
+    assert_eq!(listing.pending.len(), 1, "still listed");
+
+    // The provider answers again: the next run settles it.
+    f.provider.failing.store(false, Ordering::SeqCst);
+    assert_eq!(outcomes(&f.recover().await), [Ok(Recovered::Succeeded)]);
+    assert_eq!(f.provider.sends.load(Ordering::SeqCst), 1);
+    f.verify_clean().await;
+}
+
+#[tokio::test]
+async fn recovery_records_a_decline_and_leaves_a_command_without_a_send_to_its_client() {
+    let f = Fixture::new().await;
+    let declined = command(1203, json!({"order": 3}));
+    f.crash_after_the_charge(&declined).await;
+    // Started, never sent: nothing to look up.
+    let lease = command_journal::LeaseId::parse(&support::uuid(0x52, 1)).expect("lease");
+    let idle = command(1204, json!({"order": 4}));
+    f.journal.start(&idle, &lease).await.expect("start");
+    f.clock.advance(TimeDelta::seconds(61));
+    f.provider.declining.store(true, Ordering::SeqCst);
+    let report = f.recover().await;
+    assert_eq!(report.listed, 2);
+    assert_eq!(outcomes(&report), [Ok(Recovered::Declined)]);
+    assert_eq!(
+        f.journal
+            .status(&declined)
+            .await
+            .expect("status")
+            .state
+            .as_str(),
+        "failed_final"
+    );
+    let listing = f.journal.pending().await.expect("pending");
+    assert_eq!(
+        listing.pending.len(),
+        1,
+        "the idle command waits for its client"
+    );
+    assert_eq!(
+        listing.pending[0].command_key_hash,
+        *idle.identity().command_key_hash()
+    );
+    let late = f
+        .journal
+        .execute(&declined, &plan(), f.provider.as_ref())
+        .await
+        .expect("late retry");
+    assert_eq!(late, Execution::Declined);
+    f.verify_clean().await;
+}
+
+#[tokio::test]
+async fn recovery_jobs_racing_each_other_and_a_returning_client_settle_it_once() {
+    race_with_a_client(1205, false).await;
+}
+
+#[tokio::test]
+async fn recovery_jobs_racing_a_client_that_returns_once_they_found_the_charge_settle_it_once() {
+    race_with_a_client(1206, true).await;
+}
+
+/// 24 recovery jobs and the crashed command's client, racing: the client starts
+/// with the jobs, or once the first job has found the charge.
+async fn race_with_a_client(n: u64, client_after_a_lookup: bool) {
+    const JOBS: u64 = 24;
+    let f = Fixture::new().await;
+    let cmd = command(n, json!({"order": n}));
+    f.crash_after_the_charge(&cmd).await;
+    f.clock.advance(TimeDelta::seconds(61));
+    let client = {
+        let journal = f.journal.clone();
+        let provider = Arc::clone(&f.provider);
+        let cmd = cmd.clone();
+        tokio::spawn(async move {
+            if client_after_a_lookup {
+                provider.looked_up.notified().await;
+            }
+            journal.execute(&cmd, &plan(), provider.as_ref()).await
+        })
+    };
+    let jobs = support::race(JOBS, |_| {
+        let journal = f.journal.clone();
+        let provider = Arc::clone(&f.provider);
+        async move {
+            journal
+                .recover(provider.as_ref(), &RecoverOptions::default(), |_| {})
+                .await
+        }
+    })
+    .await;
+    let client = client.await.expect("client task").expect("client");
+    let mut recovered = Vec::new();
+    for job in jobs {
+        let report = job.expect("job");
+        recovered.extend(outcomes(&report));
+    }
+    let succeeded = recovered
+        .iter()
+        .filter(|o| **o == Ok(Recovered::Succeeded))
+        .count();
+    assert!(
+        recovered.iter().all(|o| matches!(
+            o,
+            Ok(Recovered::Succeeded | Recovered::AlreadySettled | Recovered::InProgress)
+        )),
+        "{recovered:?}"
+    );
+    assert_eq!(f.provider.charges(), 1, "exactly one charge");
+    let status = f.journal.send_status(&cmd).await.expect("status");
+    assert_eq!(status.command.state.as_str(), "succeeded");
+
+    // Exactly one settlement: by a job (the client then waited or replayed), or by
+    // the client's re-send under the same key (every job then stood back).
+    let documents = support::documents(&f.connection).await;
+    let count = |part: &str| documents.iter().filter(|(n, _)| n.contains(part)).count();
+    let sends_after = f.provider.sends.load(Ordering::SeqCst);
+    println!(
+        "recovery race: settled by {}; client answered {client:?}",
+        if succeeded == 1 {
+            "a recovery job"
+        } else {
+            "the client"
+        }
+    );
+    if succeeded == 1 {
+        assert!(
+            matches!(client, Execution::InProgress | Execution::Succeeded(_)),
+            "{client:?}"
+        );
+        assert_eq!(sends_after, 1, "the client did not re-send");
+        // Sends: opened, reconciled.
+        assert_eq!(count("provider_send_"), 2, "{documents:#?}");
+    } else {
+        assert_eq!(succeeded, 0, "{recovered:?}");
+        assert!(matches!(client, Execution::Succeeded(_)), "{client:?}");
+        assert_eq!(sends_after, 2, "the client re-sent once under the same key");
+        // Sends: opened, resent, succeeded.
+        assert_eq!(count("provider_send_"), 3, "{documents:#?}");
+    }
+    // Registration, first lease, one takeover, one terminal transition.
+    assert_eq!(
+        count("/auditEvents/") - count("provider_send_"),
+        4,
+        "{documents:#?}"
+    );
+    let replay = f
+        .journal
+        .execute(&cmd, &plan(), f.provider.as_ref())
+        .await
+        .expect("replay");
+    let charge = json!({"id": "ch_CANARYreceipt1", "amount": 1250, "currency": "eur", "status": "succeeded"});
+    assert_eq!(replay, Execution::Succeeded(Charges::envelope(&charge)));
+    f.verify_clean().await;
+}
+
+#[tokio::test]
+async fn recovery_resumes_from_its_cursor_and_reports_progress_in_order() {
+    let f = Fixture::new().await;
+    let mut hashes = Vec::new();
+    for n in 0..3 {
+        let cmd = command(1210 + n, json!({"order": 10 + n}));
+        f.crash_after_the_charge(&cmd).await;
+        hashes.push(cmd.identity().command_key_hash().clone());
+    }
+    hashes.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+    f.clock.advance(TimeDelta::seconds(61));
+    let options = RecoverOptions {
+        concurrency: 2,
+        per_second: Some(50),
+        after: None,
+        limit: Some(2),
+    };
+    let mut seen = Vec::new();
+    let first = f
+        .journal
+        .recover(f.provider.as_ref(), &options, |p| {
+            seen.push((p.done, p.total, p.command.command_key_hash.clone()));
+        })
+        .await
+        .expect("first run");
+    assert_eq!(seen, [(1, 2, hashes[0].clone()), (2, 2, hashes[1].clone())]);
+    assert_eq!(first.cursor.as_ref(), Some(&hashes[1]));
+    assert_eq!(first.count(Recovered::Succeeded), 2);
+    let second = f
+        .journal
+        .recover(
+            f.provider.as_ref(),
+            &RecoverOptions {
+                after: first.cursor.clone(),
+                ..options
+            },
+            |_| {},
+        )
+        .await
+        .expect("resumed run");
+    let handled: Vec<_> = second
+        .commands
+        .iter()
+        .map(|c| c.command_key_hash.clone())
+        .collect();
+    assert_eq!(handled, [hashes[2].clone()]);
+    assert_eq!(second.cursor, None);
+    assert_eq!(second.errors(), 0);
+    assert!(
+        f.journal
+            .pending()
+            .await
+            .expect("pending")
+            .pending
+            .is_empty()
+    );
+    assert_eq!(f.provider.charges(), 3);
+    assert_eq!(f.provider.sends.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test]
+async fn recovery_refuses_options_out_of_range() {
+    let f = Fixture::new().await;
+    for (options, field) in [
+        (
+            RecoverOptions {
+                concurrency: 0,
+                ..RecoverOptions::default()
+            },
+            "concurrency",
+        ),
+        (
+            RecoverOptions {
+                concurrency: command_journal::recovery::MAX_CONCURRENCY + 1,
+                ..RecoverOptions::default()
+            },
+            "concurrency",
+        ),
+        (
+            RecoverOptions {
+                per_second: Some(0),
+                ..RecoverOptions::default()
+            },
+            "perSecond",
+        ),
+    ] {
+        let error = f
+            .journal
+            .recover(f.provider.as_ref(), &options, |_| {})
+            .await
+            .expect_err("refused");
+        assert_eq!(error.code(), "invalid_input", "{error:?}");
+        assert!(format!("{error}").contains(field), "{error}");
+    }
+}
