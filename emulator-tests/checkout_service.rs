@@ -14,6 +14,7 @@ mod service;
 mod stub_provider;
 
 mod hardening;
+mod recovery;
 mod sends;
 
 use super::support::{self, list};
@@ -158,6 +159,12 @@ struct Options {
     gated: bool,
     /// Where the journal reaches Firestore (a fault proxy); the emulator when `None`.
     firestore_host: Option<String>,
+    /// The project to serve (an earlier service's): a fresh one when `None`.
+    connection: Option<Connection>,
+    /// The stub to call and its URL (an earlier service's): a new one when `None`.
+    stub: Option<(Arc<Stub>, String)>,
+    /// Where the service's manual clock starts: now when `None`.
+    now: Option<chrono::DateTime<Utc>>,
 }
 
 impl Default for Options {
@@ -169,6 +176,9 @@ impl Default for Options {
             env: Vec::new(),
             gated: false,
             firestore_host: None,
+            connection: None,
+            stub: None,
+            now: None,
         }
     }
 }
@@ -195,19 +205,27 @@ fn thread_recorder() -> metrics_exporter_prometheus::PrometheusHandle {
 }
 
 async fn start_service(options: Options) -> Service {
-    let mut connection = support::fresh_connection().await;
+    let mut connection = match &options.connection {
+        Some(connection) => connection.clone(),
+        None => support::fresh_connection().await,
+    };
     let project = connection.project().to_owned();
     if let Some(host) = &options.firestore_host {
         connection = Connection::connect(&project, command_journal::Target::Emulator(host.clone()))
             .await
             .expect("connect through the proxy");
     }
-    let mut stub = Stub::new(options.default, CHARGE_PREFIX);
-    stub.script(options.script.iter().copied());
-    if options.gated {
-        stub = stub.gated();
-    }
-    let (stub, stub_url) = start_stub(stub).await;
+    let (stub, stub_url) = match options.stub.clone() {
+        Some(started) => started,
+        None => {
+            let mut stub = Stub::new(options.default, CHARGE_PREFIX);
+            stub.script(options.script.iter().copied());
+            if options.gated {
+                stub = stub.gated();
+            }
+            start_stub(stub).await
+        }
+    };
     let mut env: HashMap<&str, String> = HashMap::from([
         ("GOOGLE_CLOUD_PROJECT", project.clone()),
         (
@@ -227,7 +245,7 @@ async fn start_service(options: Options) -> Service {
     }
     env.extend(options.env.iter().cloned());
     let config = Config::from_lookup(|name| env.get(name).cloned()).expect("config");
-    let clock = Arc::new(ManualClock::new(Utc::now()));
+    let clock = Arc::new(ManualClock::new(options.now.unwrap_or_else(Utc::now)));
     let journal = Journal::new(connection.clone()).with_clock(clock.clone());
     let keys = Arc::new(TestKeys {
         jwks: serde_json::from_str(JWKS).expect("jwks"),

@@ -6,6 +6,10 @@
 //! lookup past the send cutoff and the stored charge on every replay. Configured from
 //! the environment (see `service::config`), metrics at `GET /metrics`; run with
 //! `cargo run --release --example checkout-service` (`README.md` beside this file).
+//!
+//! `checkout-service recover` runs the recovery job instead (`service::recovery`):
+//! with the same configuration, it settles every checkout whose charge outcome is
+//! unknown from the provider's evidence, then exits.
 
 mod service;
 
@@ -16,6 +20,8 @@ use service::auth::GoogleKeys;
 use service::config::Config;
 use service::handler::App;
 use service::logging::{Logger, Severity, TracingLayer};
+use service::provider::Charges;
+use service::recovery::JobSettings;
 use service::server;
 use service::shutdown;
 use std::process::ExitCode;
@@ -23,7 +29,29 @@ use std::sync::Arc;
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 
+/// What the process was asked to do.
+enum Mode {
+    /// Serve checkouts (no argument).
+    Serve,
+    /// Run the recovery job once (`recover`).
+    Recover(JobSettings),
+}
+
 fn main() -> ExitCode {
+    let mode = match std::env::args().nth(1).as_deref() {
+        None => Mode::Serve,
+        Some("recover") => match JobSettings::from_lookup(|name| std::env::var(name).ok()) {
+            Ok(settings) => Mode::Recover(settings),
+            Err(error) => {
+                eprintln!("{error}");
+                return ExitCode::from(1);
+            }
+        },
+        Some(_) => {
+            eprintln!("usage: checkout-service [recover]");
+            return ExitCode::from(2);
+        }
+    };
     let config = match Config::from_env() {
         Ok(config) => config,
         Err(error) => {
@@ -41,7 +69,40 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    runtime.block_on(run(config))
+    match mode {
+        Mode::Serve => runtime.block_on(run(config)),
+        Mode::Recover(settings) => runtime.block_on(recover(config, settings)),
+    }
+}
+
+/// The recovery job: one run over every pending checkout, then exit.
+async fn recover(config: Config, settings: JobSettings) -> ExitCode {
+    let logger = Logger::stdout(&config.project);
+    let _ = tracing_subscriber::registry()
+        .with(TracingLayer(logger.clone()))
+        .try_init();
+    let fail = |message: &str| {
+        logger.log(Severity::Error, message, None, Map::new());
+        ExitCode::from(1)
+    };
+    let connection = match Connection::connect(&config.project, config.target.clone()).await {
+        Ok(connection) => connection,
+        Err(_) => return fail("start-up error: Firestore could not be reached"),
+    };
+    let charges = match Charges::new(config.charges_url(), config.provider_timeout) {
+        Ok(charges) => charges,
+        Err(_) => return fail("start-up error: the HTTP client could not be built"),
+    };
+    let journal = Journal::new(connection);
+    let policy = command_journal::RetryPolicy {
+        deadline: Some(config.firestore_deadline),
+        ..journal.retry_policy()
+    };
+    let journal = journal.with_retry_policy(policy);
+    match service::recovery::run(&journal, &charges, &settings, &logger).await {
+        Some(report) if report.errors() == 0 => ExitCode::SUCCESS,
+        _ => ExitCode::from(1),
+    }
 }
 
 async fn run(config: Config) -> ExitCode {

@@ -1,5 +1,6 @@
 //! The checkout service: configuration, caller authentication, the provider call,
-//! the HTTP handler, Cloud Logging lines, Prometheus metrics and graceful shutdown.
+//! the HTTP handler, Cloud Logging lines, Prometheus metrics, graceful shutdown and
+//! the recovery job.
 
 pub mod answer;
 pub mod auth;
@@ -10,6 +11,7 @@ pub mod key_cache;
 pub mod logging;
 pub mod metrics;
 pub mod provider;
+pub mod recovery;
 pub mod request_log;
 pub mod server;
 pub mod shutdown;

@@ -102,36 +102,41 @@ pub fn envelope(charge: &Map<String, Value>) -> Option<Map<String, Value>> {
 ///   evidence at all. A provider that records no key there (no `metadata`, or none
 ///   with `journal_key`) is taken at its word that the charge is the key's: the send
 ///   answered the POST made with it, the lookup was asked for it.
+///
+/// The recovery job knows no parameters ([`Expected::key_only`]): a charge is its
+/// command's when it was found under the attempt's key (derived from the command's
+/// key hash, so no other command's request carries it) and records no other key.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Expected {
-    amount: Option<Value>,
-    currency: Option<Value>,
+    /// The parameters' `amount` and `currency`; `None` for a key-only expectation.
+    parameters: Option<(Option<Value>, Option<Value>)>,
 }
 
 impl Expected {
     /// The expectation of a request sending `parameters`.
     pub fn of(parameters: &Value) -> Self {
         Self {
-            amount: parameters.get("amount").cloned(),
-            currency: parameters.get("currency").cloned(),
+            parameters: Some((
+                parameters.get("amount").cloned(),
+                parameters.get("currency").cloned(),
+            )),
         }
+    }
+
+    /// The expectation of a lookup made without the parameters (the recovery job):
+    /// only the recorded key is checked.
+    pub fn key_only() -> Self {
+        Self { parameters: None }
     }
 
     /// Whether `charge` is this request's charge under `key` (see [`Expected`]).
     pub fn owns(&self, charge: &Map<String, Value>, key: &str) -> bool {
-        let amount = match (&self.amount, charge.get("amount")) {
-            (None, None) => true,
-            (Some(asked), Some(charged)) => {
-                asked.as_i64().is_some() && asked.as_i64() == charged.as_i64()
-            }
-            _ => false,
-        };
-        let currency = match (&self.currency, charge.get("currency")) {
-            (None, None) => true,
-            (Some(Value::String(asked)), Some(Value::String(charged))) => {
-                asked.eq_ignore_ascii_case(charged)
-            }
-            _ => false,
+        let (amount, currency) = match &self.parameters {
+            Some((amount, currency)) => (
+                Self::same_amount(amount.as_ref(), charge.get("amount")),
+                Self::same_currency(currency.as_ref(), charge.get("currency")),
+            ),
+            None => (true, true),
         };
         let recorded_key = match charge.get("metadata") {
             None => true,
@@ -143,6 +148,26 @@ impl Expected {
             Some(_) => false,
         };
         amount && currency && recorded_key
+    }
+
+    fn same_amount(asked: Option<&Value>, charged: Option<&Value>) -> bool {
+        match (asked, charged) {
+            (None, None) => true,
+            (Some(asked), Some(charged)) => {
+                asked.as_i64().is_some() && asked.as_i64() == charged.as_i64()
+            }
+            _ => false,
+        }
+    }
+
+    fn same_currency(asked: Option<&Value>, charged: Option<&Value>) -> bool {
+        match (asked, charged) {
+            (None, None) => true,
+            (Some(Value::String(asked)), Some(Value::String(charged))) => {
+                asked.eq_ignore_ascii_case(charged)
+            }
+            _ => false,
+        }
     }
 }
 

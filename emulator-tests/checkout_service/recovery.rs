@@ -1,0 +1,296 @@
+//! The reference service killed after the provider charged and before the outcome
+//! was recorded, no client retry, and the recovery job (`checkout-service recover`'s
+//! code, `service::recovery`) run past the lease: each command is `succeeded` with the
+//! charge that happened, the client's late retry gets the same 200 body byte for
+//! byte, exactly one charge each. The job runs in both concurrency modes (one command
+//! each, the second resuming from the first run's cursor). The binary's `recover`
+//! mode runs from its configuration and refuses a bad setting with one line.
+
+use super::stub_provider::{Action, Stub};
+use super::{
+    CHARGE_PREFIX, Options, PAYLOAD_NOTE, PAYLOAD_SKU, PLAN_ENV, UID, assert_no_secrets,
+    charge_envelope, claims, command_id, envelope_reference, service, service_command,
+    start_service, start_stub, succeeded, support, unsigned,
+};
+use chrono::{TimeDelta, Utc};
+use command_journal::pending::Unblock;
+use command_journal::recovery::{RecoverOptions, Recovered};
+use command_journal::time::ManualClock;
+use command_journal::{Concurrency, Connection, Journal, Target};
+use serde_json::{Value, json};
+use service::logging::Logger;
+use service::provider::Charges;
+use service::recovery::JobSettings;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt as _, BufReader};
+
+fn priced() -> Value {
+    json!({"sku": PAYLOAD_SKU, "note": PAYLOAD_NOTE, "amount": 1250, "currency": "eur"})
+}
+
+/// The service binary on `project` calling `stub_url`, and its port once listening.
+async fn spawn_service(
+    project: &str,
+    stub_url: &str,
+    extra: &[(&str, &str)],
+    args: &[&str],
+) -> (
+    tokio::process::Child,
+    tokio::sync::mpsc::UnboundedReceiver<String>,
+) {
+    let emulator = support::emulator();
+    let mut env = vec![
+        PLAN_ENV[0],
+        PLAN_ENV[1],
+        PLAN_ENV[2],
+        PLAN_ENV[3],
+        ("PORT", "0"),
+        ("GOOGLE_CLOUD_PROJECT", project),
+        ("FIRESTORE_EMULATOR_HOST", emulator.host()),
+        ("JOURNAL_ENVIRONMENT", "emulator"),
+        ("PROVIDER_URL", stub_url),
+        ("FIREBASE_AUTH_EMULATOR_HOST", "127.0.0.1:9099"),
+    ];
+    env.extend_from_slice(extra);
+    let mut command = service_command(&env);
+    command.args(args);
+    let mut child = command.spawn().expect("start the service");
+    let (line_tx, line_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let stdout = child.stdout.take().expect("stdout");
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(stdout).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            let _ = line_tx.send(line);
+        }
+    });
+    (child, line_rx)
+}
+
+async fn next_line(lines: &mut tokio::sync::mpsc::UnboundedReceiver<String>) -> Option<Value> {
+    let line = tokio::time::timeout(Duration::from_secs(60), lines.recv())
+        .await
+        .expect("a log line in time")?;
+    Some(serde_json::from_str(&line).expect("JSON line"))
+}
+
+#[tokio::test]
+async fn checkout_killed_after_the_charge_is_settled_by_the_recovery_job_and_replayed() {
+    let emulator = support::emulator();
+    let project = emulator.new_project_id();
+    // Every POST charges, then its answer is held for 120 s: the service is killed
+    // while it waits.
+    let (stub, stub_url) = start_stub(Stub::new(Action::Lose, CHARGE_PREFIX)).await;
+    let (mut child, mut lines) = spawn_service(&project, &stub_url, &[], &[]).await;
+    let port = loop {
+        let line = next_line(&mut lines).await.expect("the service writes");
+        if line["message"] == "listening" {
+            break line["port"].as_u64().expect("port");
+        }
+    };
+    let base = format!("http://127.0.0.1:{port}");
+    let token = unsigned(&claims(&project, UID));
+    let ids = [command_id(700), command_id(701)];
+    let mut in_flight = Vec::new();
+    for id in &ids {
+        let request = reqwest::Client::new()
+            .post(format!("{base}/v1/checkouts"))
+            .bearer_auth(&token)
+            .json(&json!({"commandId": id, "payload": priced()}));
+        in_flight.push(tokio::spawn(async move { request.send().await }));
+    }
+    while stub.charges().len() < ids.len() {
+        tokio::time::timeout(Duration::from_secs(60), stub.arrived.notified())
+            .await
+            .expect("the provider calls arrive");
+    }
+    child.start_kill().expect("SIGKILL the service");
+    let exit = child.wait().await.expect("wait");
+    assert_eq!(exit.code(), None, "killed by a signal");
+    for request in in_flight {
+        assert!(
+            request.await.expect("request task").is_err(),
+            "no client got an answer"
+        );
+    }
+    assert_eq!(stub.posts().len(), 2);
+
+    // No client comes back. Past the lease, both are pending with the outcome unknown.
+    let connection = Connection::connect(&project, Target::Emulator(emulator.host().to_owned()))
+        .await
+        .expect("connect");
+    let at = Utc::now() + TimeDelta::seconds(61);
+    let clock = Arc::new(ManualClock::new(at));
+    let journal = |mode| {
+        Journal::new(connection.clone())
+            .with_clock(clock.clone())
+            .with_concurrency(mode)
+    };
+    let listing = journal(Concurrency::Preconditions)
+        .pending()
+        .await
+        .expect("pending");
+    assert_eq!(listing.pending.len(), 2);
+    assert!(
+        listing
+            .pending
+            .iter()
+            .all(|p| p.unblocked_by == Unblock::ResendOrEvidence)
+    );
+
+    // The recovery job, as `checkout-service recover` runs it: one command in
+    // transaction mode, the rest in preconditions mode from the cursor.
+    let logged = Arc::new(Mutex::new(Vec::<String>::new()));
+    let sink = Arc::clone(&logged);
+    let logger = Logger::with_sink(
+        &project,
+        Arc::new(move |line: &str| {
+            sink.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(line.to_owned());
+        }),
+    );
+    let charges = Charges::new(
+        format!("{stub_url}/v1/charges").parse().expect("url"),
+        Duration::from_secs(5),
+    )
+    .expect("client");
+    let first = JobSettings {
+        options: RecoverOptions {
+            limit: Some(1),
+            ..RecoverOptions::default()
+        },
+    };
+    let report = service::recovery::run(
+        &journal(Concurrency::Transaction),
+        &charges,
+        &first,
+        &logger,
+    )
+    .await
+    .expect("first run");
+    assert_eq!(report.count(Recovered::Succeeded), 1);
+    let cursor = report.cursor.clone().expect("a cursor: one command left");
+    let rest = JobSettings {
+        options: RecoverOptions {
+            after: Some(cursor),
+            ..RecoverOptions::default()
+        },
+    };
+    let report = service::recovery::run(
+        &journal(Concurrency::Preconditions),
+        &charges,
+        &rest,
+        &logger,
+    )
+    .await
+    .expect("second run");
+    assert_eq!(report.count(Recovered::Succeeded), 1);
+    assert_eq!(report.cursor, None);
+    assert_eq!(stub.posts().len(), 2, "the job never posts");
+    assert_eq!(stub.lookups().len(), 2, "one lookup per command");
+    assert!(
+        journal(Concurrency::Preconditions)
+            .pending()
+            .await
+            .expect("pending")
+            .pending
+            .is_empty()
+    );
+    let logged = logged.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let parsed: Vec<Value> = logged
+        .iter()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect();
+    let recovered: Vec<&Value> = parsed
+        .iter()
+        .filter(|l| l["message"] == "recovered")
+        .collect();
+    assert_eq!(recovered.len(), 2);
+    assert!(recovered.iter().all(|l| l["outcome"] == "succeeded"));
+    let summaries: Vec<&Value> = parsed
+        .iter()
+        .filter(|l| l["message"] == "recovery finished")
+        .collect();
+    assert_eq!(summaries.len(), 2);
+    assert_eq!(summaries[1]["outcomes"]["succeeded"], 1);
+    assert_eq!(summaries[1]["cursor"], Value::Null);
+
+    // The clients' late retries, on a new instance: the charge, the same body on
+    // every retry, no POST, no lookup.
+    let late = start_service(Options {
+        connection: Some(connection.clone()),
+        stub: Some((Arc::clone(&stub), stub_url.clone())),
+        now: Some(at + TimeDelta::seconds(120)),
+        ..Options::default()
+    })
+    .await;
+    let mut bodies = Vec::new();
+    for id in &ids {
+        let charge = stub
+            .charges()
+            .into_iter()
+            .find(|c| c.key == late.expected_key(id, &priced()))
+            .map(|c| charge_envelope(&c.object))
+            .expect("the command's charge");
+        let answer = late.checkout(id, &priced()).await;
+        assert_eq!((answer.status, &answer.body), (200, &succeeded(&charge)));
+        let again = late.checkout(id, &priced()).await;
+        assert_eq!(again.text, answer.text, "byte for byte");
+        bodies.push(answer.text);
+    }
+    assert_eq!(stub.charges().len(), 2, "exactly one charge per command");
+    assert_eq!(stub.posts().len(), 2);
+    assert_eq!(stub.lookups().len(), 2);
+    late.assert_verifies_clean(2).await;
+    let references: Vec<String> = stub
+        .charges()
+        .iter()
+        .map(|charge| envelope_reference(&charge_envelope(&charge.object)))
+        .collect();
+    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let mut extra = ids.clone();
+    extra.push(&token);
+    assert_no_secrets(&logged, &bodies, &extra, &references);
+}
+
+#[tokio::test]
+async fn checkout_binary_recover_runs_once_and_refuses_bad_settings_with_one_line() {
+    let project = support::emulator().new_project_id();
+    let (_stub, stub_url) = start_stub(Stub::new(Action::Charge, CHARGE_PREFIX)).await;
+    // Nothing pending: one summary line, exit 0.
+    let (mut child, mut lines) = spawn_service(&project, &stub_url, &[], &["recover"]).await;
+    let mut seen = Vec::new();
+    while let Some(line) = next_line(&mut lines).await {
+        seen.push(line);
+    }
+    let exit = child.wait().await.expect("wait");
+    assert_eq!(exit.code(), Some(0), "{seen:?}");
+    let summary = seen
+        .iter()
+        .find(|l| l["message"] == "recovery finished")
+        .expect("a summary line");
+    assert_eq!(
+        (summary["listed"].as_u64(), summary["handled"].as_u64()),
+        (Some(0), Some(0))
+    );
+
+    for (variable, value) in [
+        ("RECOVERY_CONCURRENCY", "0"),
+        ("RECOVERY_PER_SECOND", "0"),
+        ("RECOVERY_AFTER", "CANARYnot-a-hash"),
+        ("RECOVERY_LIMIT", "many"),
+    ] {
+        let (child, _) =
+            spawn_service(&project, &stub_url, &[(variable, value)], &["recover"]).await;
+        let output = child.wait_with_output().await.expect("output");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{variable}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(variable), "{stderr}");
+        assert!(!stderr.contains(value), "{stderr}");
+    }
+    let (child, _) = spawn_service(&project, &stub_url, &[], &["recover-everything"]).await;
+    let output = child.wait_with_output().await.expect("output");
+    assert_eq!(output.status.code(), Some(2));
+}
