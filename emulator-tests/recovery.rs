@@ -459,21 +459,21 @@ async fn recovery_refuses_options_out_of_range() {
                 concurrency: 0,
                 ..RecoverOptions::default()
             },
-            "concurrency",
+            "recoverConcurrency",
         ),
         (
             RecoverOptions {
                 concurrency: command_journal::recovery::MAX_CONCURRENCY + 1,
                 ..RecoverOptions::default()
             },
-            "concurrency",
+            "recoverConcurrency",
         ),
         (
             RecoverOptions {
                 per_second: Some(0),
                 ..RecoverOptions::default()
             },
-            "perSecond",
+            "recoverPerSecond",
         ),
     ] {
         let error = f

@@ -46,20 +46,20 @@ impl Default for RecoverOptions {
 }
 
 impl RecoverOptions {
-    /// The concurrency, or `invalid_input` on `concurrency` out of its range.
+    /// The concurrency, or `invalid_input` on `recoverConcurrency` out of its range.
     pub(crate) fn checked_concurrency(&self) -> Result<usize, JournalError> {
         if (1..=MAX_CONCURRENCY).contains(&self.concurrency) {
             Ok(self.concurrency)
         } else {
-            Err(JournalError::invalid("concurrency"))
+            Err(JournalError::invalid("recoverConcurrency"))
         }
     }
 
-    /// The time between two starts, or `invalid_input` on `perSecond` zero.
+    /// The time between two starts, or `invalid_input` on `recoverPerSecond` zero.
     pub(crate) fn pace(&self) -> Result<Option<Duration>, JournalError> {
         match self.per_second {
             None => Ok(None),
-            Some(0) => Err(JournalError::invalid("perSecond")),
+            Some(0) => Err(JournalError::invalid("recoverPerSecond")),
             Some(n) => Ok(Some(Duration::from_secs(1) / n)),
         }
     }

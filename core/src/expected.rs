@@ -200,6 +200,8 @@ const EXPECTED: &[(&str, &str)] = &[
          terminalReferenceFingerprint and result)",
     ),
     ("concurrency", "one of preconditions, transaction"),
+    ("recoverConcurrency", "a whole number from 1 to 64"),
+    ("recoverPerSecond", "a whole number from 1 (or no bound)"),
     ("fingerprint", "64 lowercase hex characters"),
 ];
 

@@ -135,7 +135,7 @@ impl CommandId {
 /// A worker attempt's lease id: canonical lowercase UUID v4 text, distinct from the
 /// command id (checked where both are known, see [`CommandInput::lease_owner`]).
 #[derive(Clone, PartialEq, Eq)]
-pub struct LeaseId(String);
+pub struct LeaseId(pub(crate) String);
 redacted_debug!(LeaseId);
 
 impl LeaseId {
@@ -444,18 +444,6 @@ impl CommandInput {
     }
 }
 
-/// The lease-owner fingerprint of a recovery job's lease `lease` on the command
-/// `hash`. Framed under its own domain (`command-journal.recovery-owner`), so it never
-/// equals the fingerprint of a client's lease ([`CommandInput::lease_owner`]), and
-/// derived from the key hash alone: a recovery job holds no raw command.
-pub fn recovery_owner(hash: &Digest, lease: &LeaseId) -> Digest {
-    frame_digest(
-        "command-journal.recovery-owner",
-        1,
-        &[hash.as_str().as_bytes(), lease.0.as_bytes()],
-    )
-}
-
 /// `terminalCommitmentHash` of `reference` for the command whose key hash is `hash`:
 /// what [`CommandIdentity::terminal_commitment`] computes, for the verifier and the
 /// result reads, which know the command only by its hash.
@@ -474,30 +462,15 @@ pub fn terminal_commitment(hash: &Digest, reference: &TerminalReferenceFingerpri
 /// The derived, storable identity of a command. Holds no raw caller input.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommandIdentity {
-    command_key_hash: Digest,
-    payload_fingerprint: Digest,
-    environment: Environment,
-    caller_scope_kind: CallerScopeKind,
-    command_type: CommandType,
-    endpoint_schema_version: EndpointSchemaVersion,
+    pub(crate) command_key_hash: Digest,
+    pub(crate) payload_fingerprint: Digest,
+    pub(crate) environment: Environment,
+    pub(crate) caller_scope_kind: CallerScopeKind,
+    pub(crate) command_type: CommandType,
+    pub(crate) endpoint_schema_version: EndpointSchemaVersion,
 }
 
 impl CommandIdentity {
-    /// The identity a registration root stores: every field of a command's derived
-    /// identity is on its root, so a reader that knows only the key hash (the
-    /// recovery job) operates on the command as registered. `root` must come from a
-    /// strict parse checked against its revision-1 audit event.
-    pub fn registered(root: &crate::document::root::RootDocument) -> Self {
-        Self {
-            command_key_hash: root.command_key_hash.clone(),
-            payload_fingerprint: root.payload_fingerprint.clone(),
-            environment: root.environment,
-            caller_scope_kind: root.caller_scope_kind,
-            command_type: root.command_type.clone(),
-            endpoint_schema_version: root.endpoint_schema_version,
-        }
-    }
-
     /// `commandKeyHash`: names the command's documents.
     pub fn command_key_hash(&self) -> &Digest {
         &self.command_key_hash

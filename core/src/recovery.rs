@@ -10,7 +10,7 @@
 //! **The recovery holder.** The job takes the command's lease like any holder: by
 //! `acquire_lease`, which takes an expired lease over with the next fence (event
 //! `lease_taken_over`) and answers busy while another holder's lease runs. Its
-//! lease-owner fingerprint is [`recovery_owner`](crate::identity::recovery_owner) of
+//! lease-owner fingerprint is [`recovery_owner`] of
 //! the key hash and a fresh random lease id, framed under its own domain: it never
 //! equals a client's, and two jobs never share one. Its fence excludes every other
 //! holder (the client whose lease it took over, another job, a client that comes back)
@@ -54,15 +54,30 @@ mod tests;
 
 pub use registered::RegisteredIdentity;
 
+use crate::digest::{Digest, frame_digest};
 use crate::error::JournalError;
 use crate::execute::LookupResult;
 use crate::execute::protocol::{MIN_SEND_DEADLINE, SEND_MARGIN};
 use crate::fence::FenceEpoch;
+use crate::identity::LeaseId;
 use crate::lease::{CommandState, LeaseOutput, TerminalOutput};
 use crate::sends::{AttemptState, CommandStatus, SendEvidence, SendOutcomeOutput};
 use crate::time::Timestamp;
 use serde::Serialize;
 use std::time::Duration;
+
+/// The lease-owner fingerprint of a recovery job's lease `lease` on the command
+/// `hash`. Framed under its own domain (`command-journal.recovery-owner`), so it never
+/// equals the fingerprint of a client's lease
+/// ([`CommandInput::lease_owner`](crate::identity::CommandInput::lease_owner)), and
+/// derived from the key hash alone: a recovery job holds no raw command.
+pub fn recovery_owner(hash: &Digest, lease: &LeaseId) -> Digest {
+    frame_digest(
+        "command-journal.recovery-owner",
+        1,
+        &[hash.as_str().as_bytes(), lease.0.as_bytes()],
+    )
+}
 
 /// How the recovery of one command ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -136,7 +151,7 @@ pub const LOOKUP_DEADLINE: Duration = Duration::from_secs(30);
 
 /// The next thing the recovery driver does.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Step {
+pub enum RecoveryStep {
     /// `send_status`: the attempt, its state, its key, from when absence is provable.
     Status,
     /// The provider's lookup of `attempt`'s key.
@@ -165,7 +180,7 @@ pub enum Step {
 
 /// What the step the driver performed answered.
 #[derive(Debug)]
-pub enum Event {
+pub enum RecoveryEvent {
     /// `send_status` answered.
     Status(CommandStatus),
     /// The provider answered the lookup.
@@ -178,7 +193,7 @@ pub enum Event {
 
 /// The recovery's state between steps.
 #[derive(Debug, Clone, Default)]
-pub struct Recovery {
+pub struct RecoveryProtocol {
     /// The recovery's lease, once taken: fence and expiry.
     lease: Option<(FenceEpoch, Timestamp)>,
     attempt: i64,
@@ -194,8 +209,8 @@ pub struct Recovery {
 /// reconcile) takes.
 const MAX_STEPS: u32 = 8;
 
-fn done(recovered: Recovered) -> Result<Step, JournalError> {
-    Ok(Step::Done(recovered))
+fn done(recovered: Recovered) -> Result<RecoveryStep, JournalError> {
+    Ok(RecoveryStep::Done(recovered))
 }
 
 fn lease_lost(error: &JournalError) -> bool {
@@ -205,22 +220,26 @@ fn lease_lost(error: &JournalError) -> bool {
     )
 }
 
-impl Recovery {
-    /// A new recovery of one command: its first step is [`Step::Status`].
-    pub fn new() -> (Self, Step) {
-        (Self::default(), Step::Status)
+impl RecoveryProtocol {
+    /// A new recovery of one command: its first step is [`RecoveryStep::Status`].
+    pub fn new() -> (Self, RecoveryStep) {
+        (Self::default(), RecoveryStep::Status)
     }
 
     /// The step after `event`, at the journal's time `now`.
-    pub fn step(&mut self, event: Event, now: Timestamp) -> Result<Step, JournalError> {
+    pub fn step(
+        &mut self,
+        event: RecoveryEvent,
+        now: Timestamp,
+    ) -> Result<RecoveryStep, JournalError> {
         self.steps += 1;
         if self.steps > MAX_STEPS {
             return Err(JournalError::internal("recover: step bound exceeded"));
         }
         match event {
-            Event::Status(status) => self.status(status, now),
-            Event::LookedUp(result) => self.looked_up(result),
-            Event::Acquired(lease) => match lease {
+            RecoveryEvent::Status(status) => self.status(status, now),
+            RecoveryEvent::LookedUp(result) => self.looked_up(result),
+            RecoveryEvent::Acquired(lease) => match lease {
                 LeaseOutput::Acquired {
                     fence_epoch,
                     lease_expires_at,
@@ -228,8 +247,8 @@ impl Recovery {
                     self.lease = Some((fence_epoch, lease_expires_at));
                     match self.evidence.take() {
                         // An absence is looked up again under the lease.
-                        Some(SendEvidence::NotFound) | None => Ok(Step::Status),
-                        Some(evidence) => Ok(Step::Reconcile {
+                        Some(SendEvidence::NotFound) | None => Ok(RecoveryStep::Status),
+                        Some(evidence) => Ok(RecoveryStep::Reconcile {
                             fence: fence_epoch,
                             attempt: self.attempt,
                             evidence,
@@ -241,7 +260,7 @@ impl Recovery {
                     done(Recovered::AlreadySettled)
                 }
             },
-            Event::Reconciled(answer) => match answer {
+            RecoveryEvent::Reconciled(answer) => match answer {
                 Ok(SendOutcomeOutput::Terminal(TerminalOutput::Succeeded)) => {
                     done(Recovered::Succeeded)
                 }
@@ -259,7 +278,11 @@ impl Recovery {
         }
     }
 
-    fn status(&mut self, status: CommandStatus, now: Timestamp) -> Result<Step, JournalError> {
+    fn status(
+        &mut self,
+        status: CommandStatus,
+        now: Timestamp,
+    ) -> Result<RecoveryStep, JournalError> {
         if status.command.state != CommandState::Leased {
             return done(Recovered::AlreadySettled);
         }
@@ -289,14 +312,14 @@ impl Recovery {
         // The lookup starts after this status read: its "not found" proves the
         // absence only if the absence was provable already.
         self.lookup_proves_absence = send.absence_provable_from.is_some_and(|from| now >= from);
-        Ok(Step::Lookup {
+        Ok(RecoveryStep::Lookup {
             attempt: send.attempt,
             key: send.key,
             deadline,
         })
     }
 
-    fn looked_up(&mut self, result: LookupResult) -> Result<Step, JournalError> {
+    fn looked_up(&mut self, result: LookupResult) -> Result<RecoveryStep, JournalError> {
         let evidence = match result {
             LookupResult::Found(envelope) => SendEvidence::SucceededWith(envelope),
             LookupResult::Declined => SendEvidence::Declined,
@@ -308,9 +331,9 @@ impl Recovery {
             // Evidence before any lease: take it, then record.
             None => {
                 self.evidence = Some(evidence);
-                Ok(Step::Acquire)
+                Ok(RecoveryStep::Acquire)
             }
-            Some((fence, _)) => Ok(Step::Reconcile {
+            Some((fence, _)) => Ok(RecoveryStep::Reconcile {
                 fence,
                 attempt: self.attempt,
                 evidence,

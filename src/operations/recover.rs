@@ -9,14 +9,17 @@ use super::pending::pending_after;
 use crate::envelope::record::WithResult;
 use crate::error::JournalError;
 use crate::execute::{LookupResult, Provider};
-use crate::identity::{LeaseId, recovery_owner};
+use crate::identity::LeaseId;
 use crate::lease::{Acquire, CommandCall, LeaseCall};
 use crate::recovery::{Progress, RecoverOptions, RecoveredCommand, Recovery};
 use crate::sends::reconcile::Reconcile;
 use crate::sends::status::SendStatusRead;
 use crate::transaction::OperationName;
 use command_journal_core::digest::Digest;
-use command_journal_core::recovery::{Event, Recovered, RegisteredIdentity, Step};
+use command_journal_core::recovery::{
+    Recovered, RecoveryEvent as Event, RecoveryProtocol, RecoveryStep as Step, RegisteredIdentity,
+    recovery_owner,
+};
 use futures::StreamExt as _;
 use std::time::Instant;
 use tracing::Instrument as _;
@@ -113,7 +116,7 @@ async fn drive<P: Provider>(
         .await?;
     let lease = LeaseId::generate();
     let owner = recovery_owner(hash, &lease);
-    let (mut recovery, mut step) = command_journal_core::recovery::Recovery::new();
+    let (mut recovery, mut step) = RecoveryProtocol::new();
     loop {
         let event = match step {
             Step::Done(recovered) => return Ok(recovered),

@@ -10,6 +10,21 @@ use crate::identity::CommandIdentity;
 use crate::registration::check_registration;
 use crate::transaction::{Decision, OperationName, Snapshot, Transition};
 
+/// The identity `root` stores: every field of a command's derived identity is on its
+/// root, so a reader that knows only the key hash operates on the command as
+/// registered. `root` comes from a strict parse, checked against its revision-1
+/// audit event before the identity is used.
+fn registered(root: &RootDocument) -> CommandIdentity {
+    CommandIdentity {
+        command_key_hash: root.command_key_hash.clone(),
+        payload_fingerprint: root.payload_fingerprint.clone(),
+        environment: root.environment,
+        caller_scope_kind: root.caller_scope_kind,
+        command_type: root.command_type.clone(),
+        endpoint_schema_version: root.endpoint_schema_version,
+    }
+}
+
 /// A prepared read of the identity the command `hash` was registered with.
 #[derive(Debug, Clone)]
 pub struct RegisteredIdentity {
@@ -27,7 +42,7 @@ impl RegisteredIdentity {
             .get(&root::path(&self.hash))
             .ok_or(JournalError::NotRegistered)?;
         let root = RootDocument::parse(self.hash.as_str(), root_fields)?;
-        let identity = CommandIdentity::registered(&root);
+        let identity = registered(&root);
         // The pair as every operation checks it: the event's presence, its fields and
         // its agreement with the root.
         match check_registration(

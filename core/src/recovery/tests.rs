@@ -8,7 +8,7 @@ use super::*;
 use crate::digest::Digest;
 use crate::document::{audit, root};
 use crate::envelope::ResultEnvelope;
-use crate::identity::{CommandIdentity, CommandInput, CommandRequest, LeaseId, recovery_owner};
+use crate::identity::{CommandIdentity, CommandInput, CommandRequest, LeaseId};
 use crate::lease::{Acquire, CommandCall, LeaseCall};
 use crate::sends::begin::BeginSend;
 use crate::sends::reconcile::Reconcile;
@@ -108,28 +108,25 @@ fn recover(
     let identity = store.answer(&RegisteredIdentity::new(hash()))?;
     let lease = LeaseId::generate();
     let owner = recovery_owner(&hash(), &lease);
-    let (mut recovery, mut step) = Recovery::new();
+    let (mut recovery, mut step) = RecoveryProtocol::new();
     loop {
         let event = match step {
-            Step::Done(recovered) => return Ok(recovered),
-            Step::Status => Event::Status(store.answer(&SendStatusRead::new(CommandCall::new(
-                identity.clone(),
-                now,
-            )))?),
-            Step::Lookup { key, .. } => {
+            RecoveryStep::Done(recovered) => return Ok(recovered),
+            RecoveryStep::Status => RecoveryEvent::Status(store.answer(&SendStatusRead::new(
+                CommandCall::new(identity.clone(), now),
+            ))?),
+            RecoveryStep::Lookup { key, .. } => {
                 provider.asked.push(key);
-                Event::LookedUp(if provider.answers.is_empty() {
+                RecoveryEvent::LookedUp(if provider.answers.is_empty() {
                     LookupResult::Unavailable
                 } else {
                     provider.answers.remove(0)
                 })
             }
-            Step::Acquire => Event::Acquired(store.answer(&Acquire::new(LeaseCall::new(
-                identity.clone(),
-                owner.clone(),
-                now,
-            )))?),
-            Step::Reconcile {
+            RecoveryStep::Acquire => RecoveryEvent::Acquired(store.answer(&Acquire::new(
+                LeaseCall::new(identity.clone(), owner.clone(), now),
+            ))?),
+            RecoveryStep::Reconcile {
                 fence,
                 attempt,
                 evidence,
@@ -137,7 +134,7 @@ fn recover(
                 let call = LeaseCall::new(identity.clone(), owner.clone(), now);
                 let (finding, envelope) = evidence.closing(call.identity());
                 let op = Reconcile::on_bound_plan(call, fence, attempt, finding);
-                Event::Reconciled(match envelope {
+                RecoveryEvent::Reconciled(match envelope {
                     None => store.answer(&op),
                     Some(envelope) => store.answer(&crate::envelope::record::WithResult::new(
                         op,
@@ -352,8 +349,8 @@ fn a_second_recovery_holding_stale_evidence_loses_to_the_fence() {
     crashed_mid_send(&mut store);
     let identity = input().identity();
     let now = at(T0 + 61 * SEC);
-    let (mut late, step) = Recovery::new();
-    assert_eq!(step, Step::Status);
+    let (mut late, step) = RecoveryProtocol::new();
+    assert_eq!(step, RecoveryStep::Status);
     let status = store
         .answer(&SendStatusRead::new(CommandCall::new(
             identity.clone(),
@@ -361,12 +358,15 @@ fn a_second_recovery_holding_stale_evidence_loses_to_the_fence() {
         )))
         .expect("status");
     assert!(matches!(
-        late.step(Event::Status(status), now),
-        Ok(Step::Lookup { .. })
+        late.step(RecoveryEvent::Status(status), now),
+        Ok(RecoveryStep::Lookup { .. })
     ));
     assert_eq!(
-        late.step(Event::LookedUp(LookupResult::Found(envelope())), now),
-        Ok(Step::Acquire)
+        late.step(
+            RecoveryEvent::LookedUp(LookupResult::Found(envelope())),
+            now
+        ),
+        Ok(RecoveryStep::Acquire)
     );
     let mut first = Provider::answering(vec![LookupResult::Found(envelope())]);
     assert_eq!(
@@ -378,8 +378,8 @@ fn a_second_recovery_holding_stale_evidence_loses_to_the_fence() {
         .answer(&Acquire::new(LeaseCall::new(identity, owner, now)))
         .expect("acquire");
     assert_eq!(
-        late.step(Event::Acquired(acquired), now),
-        Ok(Step::Done(Recovered::AlreadySettled))
+        late.step(RecoveryEvent::Acquired(acquired), now),
+        Ok(RecoveryStep::Done(Recovered::AlreadySettled))
     );
 }
 
