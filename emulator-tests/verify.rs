@@ -358,6 +358,23 @@ async fn every_seeded_corruption_is_reported_with_its_code_and_path() {
         FindingCode::UnexpectedDocument,
         format!("{}/lifecycle/other", root_path(&cmds[9])),
     ));
+    // A leased lifecycle outside a command: the pending listing's query returns it,
+    // no command holds it.
+    let leased = std::collections::HashMap::from([(
+        "state".to_owned(),
+        Value {
+            value_type: Some(ValueType::StringValue("leased".into())),
+        },
+    )]);
+    put(connection, "elsewhere/y/lifecycle/current", leased).await;
+    expected.push((
+        FindingCode::UnexpectedDocument,
+        "elsewhere/y/lifecycle/current".into(),
+    ));
+    expected.push((
+        FindingCode::PendingIndexMismatch,
+        "elsewhere/y/lifecycle/current".into(),
+    ));
     // 10: the lifecycle predates the registration.
     let late = ValueType::TimestampValue(gcloud_sdk::prost_types::Timestamp {
         seconds: 1_960_000_030,

@@ -28,7 +28,7 @@ pub use command_journal_core::verify::{
     Finding, FindingCode, MAX_FINDINGS, ScanRanges, Scanned, VerifyReport,
 };
 use command_journal_core::verify::{
-    commerce, historical_links, keys, ledger, ranges, report, stored, write_times,
+    commerce, historical_links, keys, ledger, pending_index, ranges, report, stored, write_times,
 };
 
 use crate::connection::Connection;

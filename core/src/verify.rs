@@ -7,6 +7,7 @@ pub mod commerce;
 pub mod historical_links;
 pub mod keys;
 pub mod ledger;
+pub mod pending_index;
 pub mod ranges;
 pub mod report;
 pub mod results;

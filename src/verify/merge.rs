@@ -6,6 +6,7 @@ use super::commerce::check_command;
 use super::historical_links::HistoricalLinks;
 use super::keys::{Classify, Keyed, Part, classify_effect, classify_reservation};
 use super::ledger::{check_reservation, check_standalone_effect};
+use super::pending_index;
 use super::report::{Finding, FindingCode, VerifyReport};
 use super::stored::{CommandDocs, StoredDoc, WriteTime};
 use super::write_times;
@@ -174,10 +175,13 @@ pub(super) async fn relink(
 /// The command tree (roots and lifecycles) and audit events of one range, merged by
 /// command key hash: each command is checked on its own documents, all read at the
 /// range's read time.
+/// The paths of the lifecycles in state `leased` read go to `leased`, for the
+/// pending index check.
 pub(super) async fn commands(
     heads: [Head<'_>; 3],
     report: &mut VerifyReport,
     tally: &mut Tally<'_>,
+    leased: &mut Vec<String>,
 ) -> Result<(), JournalError> {
     let [mut tree, mut audits, mut send_audits] = heads;
     let before = report.scanned.total();
@@ -210,6 +214,12 @@ pub(super) async fn commands(
                 Part::Reservation | Part::Effect => {}
             }
         }
+        leased.extend(
+            docs.lifecycles
+                .iter()
+                .filter(|doc| pending_index::leased(&doc.fields))
+                .map(|doc| doc.path.clone()),
+        );
         report.record(check_command(&hash, &docs));
         tally.update(before + tree.read + audits.read + send_audits.read);
     }

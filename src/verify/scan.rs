@@ -9,14 +9,17 @@ use super::keys::{
     classify_send_audit, classify_stray,
 };
 use super::merge::{Head, Tally, commands, ledger, strays};
+use super::pending_index;
 use super::ranges::{Bounds, ScanRanges};
 use super::reads;
 use super::report::VerifyReport;
 use crate::connection::Connection;
+use crate::document::lifecycle::LifecycleState;
 use crate::document::{audit, root};
 use crate::error::JournalError;
 use crate::ledger::{effect, reservation};
 use firestore::{FirestoreConsistencySelector, FirestoreDb, FirestoreResult, FirestoreValue};
+use futures::TryStreamExt as _;
 use futures::stream::{BoxStream, StreamExt};
 use gcloud_sdk::google::firestore::v1::value::ValueType;
 use gcloud_sdk::google::firestore::v1::{Document, Value};
@@ -240,6 +243,56 @@ pub(super) async fn count(connection: &Connection) -> Result<u64, JournalError> 
     Ok(total)
 }
 
+/// The documents the pending listing's query (`Journal::pending`: the `lifecycle`
+/// collection group where `state == "leased"`, by name) returns at the range's read
+/// time, as paths relative to the documents root: those of the commands whose key
+/// hash lies within `bounds`, and, in the first range, any outside a command.
+async fn listed_leased(
+    db: &FirestoreDb,
+    documents: &str,
+    bounds: &Bounds,
+) -> Result<Vec<String>, JournalError> {
+    let prefix = format!("{documents}/");
+    let commands = format!("{}/", root::COLLECTION);
+    let stream = db
+        .fluent()
+        .select()
+        .from(STRAY_GROUP)
+        .all_descendants()
+        .filter(|q| q.field("state").eq(LifecycleState::Leased.as_str()))
+        .order(|o| o.fields([o.field("__name__").asc()]))
+        .stream_query_with_errors()
+        .await
+        .map_err(|error| crate::runner::retry::firestore_error(&error))?;
+    let mut stream = std::pin::pin!(stream);
+    let mut listed = Vec::new();
+    while let Some(document) = stream
+        .try_next()
+        .await
+        .map_err(|error| crate::runner::retry::firestore_error(&error))?
+    {
+        let path = document
+            .name
+            .strip_prefix(&prefix)
+            .unwrap_or(&document.name)
+            .to_owned();
+        let hash = path
+            .strip_prefix(&commands)
+            .and_then(|rest| rest.split('/').next());
+        let within = match hash {
+            Some(hash) => {
+                bounds.start.as_deref().is_none_or(|start| hash >= start)
+                    && bounds.end.as_deref().is_none_or(|end| hash < end)
+            }
+            None => bounds.start.is_none(),
+        };
+        if within {
+            listed.push(path);
+        }
+    }
+    Ok(listed)
+}
+
 /// The scan of `source` within `bounds`, ready to merge.
 async fn head<'a>(
     db: &'a FirestoreDb,
@@ -302,7 +355,7 @@ pub(crate) async fn check_in_memory(
         from(audit_docs, AUDITS.classify),
         from(send_audit_docs, SEND_AUDITS.classify),
     ];
-    commands(heads, &mut report, &mut tally).await?;
+    commands(heads, &mut report, &mut tally, &mut Vec::new()).await?;
     let heads = [
         from(reservation_docs, RESERVATIONS.classify),
         from(effect_docs, EFFECTS.classify),
@@ -341,7 +394,10 @@ pub(super) async fn run(
             head(&db, &documents, Some(&AUDITS), &bounds).await?,
             head(&db, &documents, Some(&SEND_AUDITS), &bounds).await?,
         ];
-        commands(heads, &mut report, &mut tally).await?;
+        let mut leased = Vec::new();
+        commands(heads, &mut report, &mut tally, &mut leased).await?;
+        let listed = listed_leased(&db, &documents, &bounds).await?;
+        report.record(pending_index::check(leased, listed));
         let heads = [
             head(&db, &documents, Some(&RESERVATIONS), &bounds).await?,
             head(&db, &documents, Some(&EFFECTS), &bounds).await?,

@@ -117,6 +117,10 @@ pub enum FindingCode {
     /// reference is not the `terminalCommitmentHash`, or its `createdAt` is not the
     /// success's time.
     ResultCommitmentMismatch,
+    /// A lifecycle in state `leased` the pending listing's collection-group query does
+    /// not return, or a document it returns that is not a command's leased lifecycle
+    /// (`Journal::pending` would miss it, or list it wrongly).
+    PendingIndexMismatch,
 }
 
 impl FindingCode {
@@ -165,6 +169,7 @@ impl FindingCode {
             Self::OrphanResult => "orphan_result",
             Self::MalformedResult => "malformed_result",
             Self::ResultCommitmentMismatch => "result_commitment_mismatch",
+            Self::PendingIndexMismatch => "pending_index_mismatch",
         }
     }
 }

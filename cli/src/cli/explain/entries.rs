@@ -530,4 +530,13 @@ pub const ENTRIES: &[Entry] = &[
         "The stored result was replaced outside the journal: every replay of the command \
          now answers `journal_corrupt` until it is investigated.",
     ),
+    finding(
+        "pending_index_mismatch",
+        "A lifecycle in state `leased` that the pending listing's collection-group query \
+         on `state` does not return, or a document it returns that is not a command's \
+         leased lifecycle.",
+        "`pending` and the recovery job would miss the command, or list a stray: check \
+         the `lifecycle` collection group's `state` index and any single-field exemption \
+         (`firestore.indexes.json`), then find who wrote the document.",
+    ),
 ];
