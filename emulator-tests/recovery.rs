@@ -163,14 +163,14 @@ async fn recovery_settles_a_crash_after_the_charge_and_the_late_retry_replays_it
 
     // The lease still runs: nothing is pending, nothing is recovered.
     let early = f.recover().await;
-    assert_eq!((early.listed, early.commands.len()), (0, 0));
+    assert_eq!((early.pending.len(), early.commands.len()), (0, 0));
 
     // No client comes back; the job runs past the lease.
     f.clock.advance(TimeDelta::seconds(61));
     let listing = f.journal.pending().await.expect("pending");
     assert_eq!(listing.pending.len(), 1);
     let report = f.recover().await;
-    assert_eq!(report.listed, 1);
+    assert_eq!(report.pending.len(), 1);
     assert_eq!(outcomes(&report), [Ok(Recovered::Succeeded)]);
     assert_eq!(
         report.commands[0].command_key_hash,
@@ -213,7 +213,7 @@ async fn recovery_settles_a_crash_after_the_charge_and_the_late_retry_replays_it
 
     // Nothing is left to recover; the journal verifies clean; nothing leaks.
     let again = f.recover().await;
-    assert_eq!((again.listed, again.commands.len()), (0, 0));
+    assert_eq!((again.pending.len(), again.commands.len()), (0, 0));
     f.verify_clean().await;
     let text = format!("{report:?} {listing:?}");
     assert!(!text.contains("CANARY"), "{text}");
@@ -256,7 +256,8 @@ async fn recovery_records_a_decline_and_leaves_a_command_without_a_send_to_its_c
     f.clock.advance(TimeDelta::seconds(61));
     f.provider.declining.store(true, Ordering::SeqCst);
     let report = f.recover().await;
-    assert_eq!(report.listed, 2);
+    assert_eq!(report.pending.len(), 2);
+    assert_eq!(report.waiting(command_journal::pending::Unblock::Retry), 1);
     assert_eq!(outcomes(&report), [Ok(Recovered::Declined)]);
     assert_eq!(
         f.journal

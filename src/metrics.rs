@@ -130,13 +130,7 @@ pub(crate) fn retry(code: GrpcCode) {
 /// The listing's count of waiting commands for every reason (zeros included, so a
 /// settled reason drops to 0 rather than keeping its last value).
 pub(crate) fn pending(listing: &[command_journal_core::pending::PendingCommand]) {
-    use command_journal_core::pending::Unblock;
-    for reason in [
-        Unblock::Retry,
-        Unblock::ResendOrEvidence,
-        Unblock::Evidence,
-        Unblock::EvidenceOrPerson,
-    ] {
+    for reason in command_journal_core::pending::Unblock::ALL {
         let count = listing.iter().filter(|p| p.unblocked_by == reason).count();
         #[allow(clippy::cast_precision_loss)]
         ::metrics::gauge!(PENDING_COMMANDS, "reason" => reason.as_str()).set(count as f64);

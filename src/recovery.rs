@@ -9,6 +9,7 @@
 //! recovery holder's identity and how to run it as a job.
 
 use crate::error::JournalError;
+use crate::pending::{PendingCommand, Unblock};
 use command_journal_core::digest::Digest;
 use std::time::Duration;
 
@@ -89,8 +90,9 @@ pub struct Progress<'a> {
 /// What one run did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Recovery {
-    /// Commands the listing found pending (those with nothing to look up included).
-    pub listed: usize,
+    /// Every command the run's listing found pending (those with nothing to look up,
+    /// and those after its limit, included), as `Journal::pending` lists them.
+    pub pending: Vec<PendingCommand>,
     /// Every command handled, in key-hash order: the pending ones whose send outcome
     /// is unknown.
     pub commands: Vec<RecoveredCommand>,
@@ -105,6 +107,14 @@ impl Recovery {
         self.commands
             .iter()
             .filter(|c| c.outcome == Ok(outcome))
+            .count()
+    }
+
+    /// How many listed commands waited for `reason`.
+    pub fn waiting(&self, reason: Unblock) -> usize {
+        self.pending
+            .iter()
+            .filter(|p| p.unblocked_by == reason)
             .count()
     }
 

@@ -42,6 +42,14 @@ pub enum Unblock {
 }
 
 impl Unblock {
+    /// Every reason, in declaration order.
+    pub const ALL: [Self; 4] = [
+        Self::Retry,
+        Self::ResendOrEvidence,
+        Self::Evidence,
+        Self::EvidenceOrPerson,
+    ];
+
     /// The serialized name: `retry`, `resend_or_evidence`, `evidence` or
     /// `evidence_or_person` (also the metrics' `reason` label).
     pub fn as_str(self) -> &'static str {

@@ -213,6 +213,8 @@ async fn checkout_killed_after_the_charge_is_settled_by_the_recovery_job_and_rep
         .filter(|l| l["message"] == "recovery finished")
         .collect();
     assert_eq!(summaries.len(), 2);
+    assert_eq!(summaries[0]["pending"]["resend_or_evidence"], 2);
+    assert_eq!(summaries[0]["cursor"].as_str().map(str::len), Some(64));
     assert_eq!(summaries[1]["outcomes"]["succeeded"], 1);
     assert_eq!(summaries[1]["cursor"], Value::Null);
 

@@ -67,7 +67,7 @@ pub(crate) async fn recover<P: Provider>(
         })
         .buffered(concurrency);
     let mut report = Recovery {
-        listed: listing.pending.len(),
+        pending: listing.pending,
         commands: Vec::with_capacity(total),
         cursor: None,
     };

@@ -5,14 +5,17 @@
 //! schedule (`README.md` beside `main.rs`).
 //!
 //! One log line per command handled (its key hash and outcome, never a raw id) and one
-//! summary line (counts by outcome, the pending commands by reason, the cursor to
-//! resume from). It exits 0 when every command was handled (settled or left listed
+//! summary line (the pending commands by reason, the count of each outcome, the cursor
+//! to resume from): a job is not scraped, so these are its metrics (the library's
+//! `command_journal_pending_commands` and `command_journal_recoveries_total`, as
+//! log-based metrics). It exits 0 when every command was handled (settled or left listed
 //! for a reason) and 1 when a command's recovery or the listing failed.
 
 use super::config::ConfigError;
 use super::logging::{Logger, Severity};
 use super::provider::{Charges, Expected, Looked};
 use command_journal::identity::Digest;
+use command_journal::pending::Unblock;
 use command_journal::recovery::{RecoverOptions, Recovered, Recovery};
 use command_journal::{Journal, LookupResult, Provider, ResultEnvelope, SendRequest, SendResult};
 use serde_json::{Map, Value, json};
@@ -151,7 +154,12 @@ pub async fn run(
 /// outcome, the errors, and the cursor to resume from (`null` when done).
 pub fn summary(report: &Recovery) -> Map<String, Value> {
     let mut fields = Map::new();
-    fields.insert("listed".into(), json!(report.listed));
+    fields.insert("listed".into(), json!(report.pending.len()));
+    let mut waiting = Map::new();
+    for reason in Unblock::ALL {
+        waiting.insert(reason.as_str().into(), json!(report.waiting(reason)));
+    }
+    fields.insert("pending".into(), Value::Object(waiting));
     fields.insert("handled".into(), json!(report.commands.len()));
     let mut outcomes = Map::new();
     for outcome in Recovered::ALL {
