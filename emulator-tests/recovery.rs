@@ -452,6 +452,63 @@ async fn recovery_resumes_from_its_cursor_and_reports_progress_in_order() {
 }
 
 #[tokio::test]
+async fn recovery_reports_a_broken_command_and_settles_the_others() {
+    let f = Fixture::new().await;
+    let broken = command(1220, json!({"order": 20}));
+    let sound = command(1221, json!({"order": 21}));
+    f.crash_after_the_charge(&broken).await;
+    f.crash_after_the_charge(&sound).await;
+    f.clock.advance(TimeDelta::seconds(61));
+    // The broken command's send record gains a field no codec accepts.
+    let path = format!(
+        "checkoutRequests/{}/providerSends/current",
+        broken.identity().command_key_hash()
+    );
+    let mut record = support::get(&f.connection, &path)
+        .await
+        .expect("send record")
+        .fields;
+    record.insert(
+        "note".into(),
+        gcloud_sdk::google::firestore::v1::Value {
+            value_type: Some(
+                gcloud_sdk::google::firestore::v1::value::ValueType::StringValue("x".into()),
+            ),
+        },
+    );
+    support::put(&f.connection, &path, record).await;
+
+    // The listing fails closed; the recovery reports the broken one and goes on.
+    let listing = f.journal.pending().await;
+    assert!(
+        matches!(listing, Err(JournalError::JournalCorrupt { .. })),
+        "{listing:?}"
+    );
+    let before = f.provider.lookups.load(Ordering::SeqCst);
+    let report = f.recover().await;
+    let by_hash: HashMap<String, Result<Recovered, JournalError>> = report
+        .commands
+        .iter()
+        .map(|c| (c.command_key_hash.to_string(), c.outcome))
+        .collect();
+    assert_eq!(by_hash.len(), 2);
+    assert!(matches!(
+        by_hash[&broken.identity().command_key_hash().to_string()],
+        Err(JournalError::JournalCorrupt { .. })
+    ));
+    assert_eq!(
+        by_hash[&sound.identity().command_key_hash().to_string()],
+        Ok(Recovered::Succeeded)
+    );
+    assert_eq!(report.errors(), 1);
+    assert_eq!(
+        f.provider.lookups.load(Ordering::SeqCst),
+        before + 1,
+        "the broken command's provider is never asked"
+    );
+}
+
+#[tokio::test]
 async fn recovery_refuses_options_out_of_range() {
     let f = Fixture::new().await;
     for (options, field) in [

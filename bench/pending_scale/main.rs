@@ -1,20 +1,28 @@
 //! `pending` at scale: a journal of N settled commands (default 100,000) and 10
-//! abandoned ones, and what `Journal::pending` reads to list the 10.
+//! abandoned ones, what `Journal::pending` reads to list the 10, and what
+//! `Journal::recover` reads and writes to settle them from a provider that holds a
+//! charge for each.
 //!
 //! The loader does not go through the runner: for command `i` it asks the core what
 //! a first start followed by its completion writes into an empty journal, chained as
 //! one commit (`command_journal_core::known::chain`: root, three audit events and the
 //! `succeeded` lifecycle, 5 documents), and commits those creations raw, 500 writes
-//! to a `Commit`, several in flight. The 10 abandoned commands are started through
-//! the journal; the listing runs 61 s later on the journal's clock.
+//! to a `Commit`, several in flight. The 10 abandoned commands are started and
+//! permitted their send through the journal, then abandoned (no outcome recorded);
+//! the listing and the recovery run 61 s later on the journal's clock.
 //!
 //! Run: `cargo bench --bench pending_scale` (100,000 settled); another size after
 //! `--`: `cargo bench --bench pending_scale -- 1000000`. A bench target: `cargo test`
 //! never builds it. Starts its own emulator.
 
+use command_journal::recovery::{RecoverOptions, Recovered};
 use command_journal::time::ManualClock;
 use command_journal::{CommandInput, CommandRequest, Journal, LeaseId, LeaseOutput, Timestamp};
 use command_journal::{Connection, Target, TerminalReferenceFingerprint};
+use command_journal::{
+    LookupResult, Provider, ProviderPlan, ProviderPlanRequest, ResultEnvelope, SendRequest,
+    SendResult,
+};
 use command_journal_core::known::{self, Chained};
 use command_journal_core::lease::{LeaseCall, Terminal, TerminalRequest};
 use command_journal_core::sends::guard::Guarded;
@@ -166,10 +174,17 @@ async fn run() -> Res<()> {
     );
     let clock = Arc::new(ManualClock::new(start));
     let journal = Journal::new(connection).with_clock(clock.clone());
+    let plan = plan()?;
     for n in 0..ABANDONED {
         let lease = LeaseId::parse(&format!("9e4d1000-0002-4000-8000-{n:012x}")).map_err(err)?;
+        let cmd = command(settled + n)?;
+        let LeaseOutput::Acquired { fence_epoch, .. } =
+            journal.start(&cmd, &lease).await.map_err(err)?.lease
+        else {
+            return Err("the abandoned command's lease was not acquired".into());
+        };
         journal
-            .start(&command(settled + n)?, &lease)
+            .begin_send(&cmd, &lease, fence_epoch, &plan)
             .await
             .map_err(err)?;
     }
@@ -195,5 +210,67 @@ async fn run() -> Res<()> {
             listing.pending.len()
         ));
     }
+
+    let before = journal.stats();
+    let t0 = Instant::now();
+    let options = RecoverOptions {
+        per_second: None,
+        ..RecoverOptions::default()
+    };
+    let report = journal
+        .recover(&Charged, &options, |_| {})
+        .await
+        .map_err(err)?;
+    let elapsed = t0.elapsed();
+    let used = journal.stats().since(&before);
+    println!(
+        "| journal | recovered | RPCs | documents read (found + absent) | documents written | time |\n|---|---|---|---|---|---|\n| the same, concurrency {} | {} of {} | {} | {} ({} + {}) | {} | {:.1} ms |",
+        options.concurrency,
+        report.count(Recovered::Succeeded),
+        report.commands.len(),
+        used.rpcs(),
+        used.billed_reads(),
+        used.documents_found,
+        used.documents_missing,
+        used.documents_written,
+        elapsed.as_secs_f64() * 1e3
+    );
+    if report.count(Recovered::Succeeded) as u64 != ABANDONED
+        || !journal.pending().await.map_err(err)?.pending.is_empty()
+    {
+        return Err("the recovery did not settle every abandoned command".into());
+    }
     Ok(())
+}
+
+/// The plan the abandoned commands bound.
+fn plan() -> Res<ProviderPlan> {
+    ProviderPlan::new(ProviderPlanRequest {
+        provider: "stub",
+        account: "acct_bench",
+        mode: "test",
+        api_version: "2026-01-01",
+        operation: "charge",
+        endpoint: "POST /v1/charges",
+        parameters: &json!({"amount": 1250, "currency": "eur"}),
+        key_retention_seconds: 86_400,
+    })
+    .map_err(err)
+}
+
+/// A provider holding a succeeded charge for every key (the abandoned sends all
+/// charged); it is never asked to send.
+struct Charged;
+
+impl Provider for Charged {
+    async fn send(&self, _request: SendRequest<'_>) -> SendResult {
+        SendResult::Ambiguous
+    }
+
+    async fn lookup(&self, _key: &str) -> LookupResult {
+        match ResultEnvelope::new(&json!({"id": "ch_bench", "status": "succeeded"})) {
+            Ok(envelope) => LookupResult::Found(envelope),
+            Err(_) => LookupResult::Unavailable,
+        }
+    }
 }

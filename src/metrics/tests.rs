@@ -50,7 +50,8 @@ fn recorded(body: impl FnOnce()) -> Recorded {
             let value = match value {
                 DebugValue::Counter(n) => n,
                 DebugValue::Histogram(samples) => samples.len() as u64,
-                DebugValue::Gauge(_) => panic!("the library records no gauge"),
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                DebugValue::Gauge(value) => value.into_inner() as u64,
             };
             ((key.name().to_owned(), labels), value)
         })
@@ -282,6 +283,46 @@ fn rpcs_retries_and_named_operations_are_counted_by_code() {
             key(OPERATION_DURATION_SECONDS, &[("operation", "execute")]),
             1,
         ),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(got, expected);
+}
+
+#[test]
+fn a_listing_sets_every_reason_and_a_recovery_counts_its_outcome() {
+    use command_journal_core::pending::{PendingCommand, Unblock};
+    let waiting = |n: u8, unblocked_by| PendingCommand {
+        command_key_hash: Digest::parse(&format!("{n:02x}").repeat(32)).expect("hash"),
+        state: "leased",
+        fence_epoch: 1,
+        since: Timestamp::from_micros(T0).expect("time"),
+        send: None,
+        unblocked_by,
+    };
+    let got = recorded(|| {
+        pending(&[
+            waiting(1, Unblock::Evidence),
+            waiting(2, Unblock::Evidence),
+            waiting(3, Unblock::Retry),
+        ]);
+        recovery("succeeded");
+        recovery("succeeded");
+        recovery("journal_corrupt");
+    });
+    let expected: Recorded = [
+        (key(PENDING_COMMANDS, &[("reason", "retry")]), 1),
+        (
+            key(PENDING_COMMANDS, &[("reason", "resend_or_evidence")]),
+            0,
+        ),
+        (key(PENDING_COMMANDS, &[("reason", "evidence")]), 2),
+        (
+            key(PENDING_COMMANDS, &[("reason", "evidence_or_person")]),
+            0,
+        ),
+        (key(RECOVERIES_TOTAL, &[("outcome", "succeeded")]), 2),
+        (key(RECOVERIES_TOTAL, &[("outcome", "journal_corrupt")]), 1),
     ]
     .into_iter()
     .collect();

@@ -20,21 +20,35 @@ pub struct Listing {
 }
 
 /// Every command pending at the journal's time; the gauge of pending commands by
-/// reason is set from it.
+/// reason is set from it. The first broken command fails the listing
+/// (`journal_corrupt`).
 pub(crate) async fn pending(engine: &Engine) -> Result<Listing, JournalError> {
-    let listing = pending_after(engine, None).await?;
+    let (listed, found) = pending_after(engine, None).await?;
+    let mut listing = Listing {
+        pending: Vec::with_capacity(found.len()),
+        listed,
+    };
+    for (_, waiting) in found {
+        listing.pending.push(waiting?);
+    }
     crate::metrics::pending(&listing.pending);
     Ok(listing)
 }
 
-/// Every command pending at the journal's time whose key hash sorts after `after`
-/// (all when `None`): a resumed recovery reads only what it has not handled. The
-/// query still returns every unsettled lifecycle (`listed`); those at or before the
-/// cursor are not read again.
+/// What the listing found of one command: its key hash, and the command waiting or
+/// the error reading it.
+pub(crate) type Found = (Digest, Result<PendingCommand, JournalError>);
+
+/// The lifecycles the query returned, and each command pending at the journal's time
+/// whose key hash sorts after `after` (all when `None`), in key-hash order, or the
+/// error that reading it met: a resumed recovery reads only what it has not handled,
+/// and one broken command does not hide the others from it. The query still returns
+/// every unsettled lifecycle; those at or before the cursor are not read again. A
+/// leased lifecycle outside any command fails the whole listing.
 pub(crate) async fn pending_after(
     engine: &Engine,
     after: Option<&Digest>,
-) -> Result<Listing, JournalError> {
+) -> Result<(u64, Vec<Found>), JournalError> {
     let now = engine.now()?;
     let documents = engine.connection.documents_path();
     let prefix = format!("{documents}/{}/", crate::document::root::COLLECTION);
@@ -51,14 +65,14 @@ pub(crate) async fn pending_after(
         .await
         .map_err(|error| crate::runner::retry::firestore_error(&error))?;
     let mut stream = std::pin::pin!(stream);
-    let mut listing = Listing::default();
+    let mut listed = 0;
     let mut expired = Vec::new();
     while let Some(document) = stream
         .try_next()
         .await
         .map_err(|error| crate::runner::retry::firestore_error(&error))?
     {
-        listing.listed += 1;
+        listed += 1;
         let hash = document
             .name
             .strip_prefix(&prefix)
@@ -67,16 +81,26 @@ pub(crate) async fn pending_after(
             .ok_or(JournalError::corrupt(
                 "a leased lifecycle outside a command",
             ))?;
-        let current = Lifecycle::parse(&hash, &crate::wire::fields_from_wire(document.fields))?;
-        let handled = after.is_some_and(|after| hash.as_str() <= after.as_str());
-        if now >= current.lease_expires_at && !handled {
-            expired.push(hash);
+        if after.is_some_and(|after| hash.as_str() <= after.as_str()) {
+            continue;
+        }
+        match Lifecycle::parse(&hash, &crate::wire::fields_from_wire(document.fields)) {
+            Ok(current) if now >= current.lease_expires_at => expired.push((hash, None)),
+            Ok(_) => {}
+            Err(error) => expired.push((hash, Some(error))),
         }
     }
-    for hash in expired {
-        if let Some(waiting) = engine.run(&PendingRead::new(hash, now)).await? {
-            listing.pending.push(waiting);
+    let mut found = Vec::with_capacity(expired.len());
+    for (hash, broken) in expired {
+        let read = match broken {
+            Some(error) => Err(error),
+            None => engine.run(&PendingRead::new(hash.clone(), now)).await,
+        };
+        match read {
+            Ok(None) => {}
+            Ok(Some(waiting)) => found.push((hash, Ok(waiting))),
+            Err(error) => found.push((hash, Err(error))),
         }
     }
-    Ok(listing)
+    Ok((listed, found))
 }

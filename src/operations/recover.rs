@@ -35,14 +35,27 @@ pub(crate) async fn recover<P: Provider>(
 ) -> Result<Recovery, JournalError> {
     let concurrency = options.checked_concurrency()?;
     let pace = options.pace()?;
-    let listing = pending_after(engine, options.after.as_ref()).await?;
-    crate::metrics::pending(&listing.pending);
-    let mut candidates: Vec<Digest> = listing
-        .pending
-        .iter()
-        .filter(|p| p.send.as_ref().is_some_and(|s| s.state.outcome_unknown()))
-        .map(|p| p.command_key_hash.clone())
-        .collect();
+    let (_, found) = pending_after(engine, options.after.as_ref()).await?;
+    let mut pending = Vec::with_capacity(found.len());
+    // Each command whose send outcome is unknown is recovered; one the listing could
+    // not read is reported with its error, in its place.
+    let mut candidates: Vec<(Digest, Option<JournalError>)> = Vec::new();
+    for (hash, waiting) in found {
+        match waiting {
+            Ok(waiting) => {
+                if waiting
+                    .send
+                    .as_ref()
+                    .is_some_and(|s| s.state.outcome_unknown())
+                {
+                    candidates.push((hash, None));
+                }
+                pending.push(waiting);
+            }
+            Err(error) => candidates.push((hash, Some(error))),
+        }
+    }
+    crate::metrics::pending(&pending);
     let more = options.limit.is_some_and(|limit| candidates.len() > limit);
     if let Some(limit) = options.limit {
         candidates.truncate(limit);
@@ -55,11 +68,19 @@ pub(crate) async fn recover<P: Provider>(
     });
     let pace = &pace;
     let mut results = futures::stream::iter(candidates)
-        .map(|hash| async move {
-            if let Some(pace) = pace {
-                pace.lock().await.tick().await;
-            }
-            let outcome = recover_one(engine, provider, &hash).await;
+        .map(|(hash, broken)| async move {
+            let outcome = match broken {
+                Some(error) => {
+                    crate::metrics::recovery(error.code());
+                    Err(error)
+                }
+                None => {
+                    if let Some(pace) = pace {
+                        pace.lock().await.tick().await;
+                    }
+                    recover_one(engine, provider, &hash).await
+                }
+            };
             RecoveredCommand {
                 command_key_hash: hash,
                 outcome,
@@ -67,7 +88,7 @@ pub(crate) async fn recover<P: Provider>(
         })
         .buffered(concurrency);
     let mut report = Recovery {
-        pending: listing.pending,
+        pending,
         commands: Vec::with_capacity(total),
         cursor: None,
     };
