@@ -533,6 +533,20 @@ async fn recovery_refuses_options_out_of_range() {
             },
             "recoverPerSecond",
         ),
+        (
+            RecoverOptions {
+                per_second: Some(u32::MAX),
+                ..RecoverOptions::default()
+            },
+            "recoverPerSecond",
+        ),
+        (
+            RecoverOptions {
+                limit: Some(0),
+                ..RecoverOptions::default()
+            },
+            "recoverLimit",
+        ),
     ] {
         let error = f
             .journal

@@ -17,6 +17,8 @@ pub use command_journal_core::recovery::{LOOKUP_DEADLINE, Recovered};
 
 /// The most commands one run recovers at once.
 pub const MAX_CONCURRENCY: usize = 64;
+/// The most recoveries one run starts per second.
+pub const MAX_PER_SECOND: u32 = 10_000;
 
 /// How a recovery run goes: how many commands at once, how fast, from where, how
 /// many.
@@ -24,14 +26,14 @@ pub const MAX_CONCURRENCY: usize = 64;
 pub struct RecoverOptions {
     /// Commands recovered at once: 1 to [`MAX_CONCURRENCY`] (default 4).
     pub concurrency: usize,
-    /// At most this many recoveries started per second (default 10); `None` for no
-    /// bound. Zero is refused.
+    /// At most this many recoveries started per second, 1 to [`MAX_PER_SECOND`]
+    /// (default 10); `None` for no bound.
     pub per_second: Option<u32>,
     /// Resume after this key hash: the cursor a stopped run reported (commands whose
     /// key hash sorts at or before it are skipped).
     pub after: Option<Digest>,
-    /// At most this many commands this run; the report's cursor then says where the
-    /// next run resumes.
+    /// At most this many commands this run, from 1; the report's cursor then says
+    /// where the next run resumes.
     pub limit: Option<usize>,
 }
 
@@ -56,12 +58,22 @@ impl RecoverOptions {
         }
     }
 
-    /// The time between two starts, or `invalid_input` on `recoverPerSecond` zero.
+    /// The time between two starts, or `invalid_input` on `recoverPerSecond` out of
+    /// its range.
     pub(crate) fn pace(&self) -> Result<Option<Duration>, JournalError> {
         match self.per_second {
             None => Ok(None),
-            Some(0) => Err(JournalError::invalid("recoverPerSecond")),
-            Some(n) => Ok(Some(Duration::from_secs(1) / n)),
+            Some(n) if (1..=MAX_PER_SECOND).contains(&n) => Ok(Some(Duration::from_secs(1) / n)),
+            Some(_) => Err(JournalError::invalid("recoverPerSecond")),
+        }
+    }
+
+    /// `invalid_input` on `recoverLimit` zero: a run that may handle nothing could
+    /// not say where the next one resumes.
+    pub(crate) fn checked_limit(&self) -> Result<Option<usize>, JournalError> {
+        match self.limit {
+            Some(0) => Err(JournalError::invalid("recoverLimit")),
+            limit => Ok(limit),
         }
     }
 }

@@ -201,7 +201,11 @@ const EXPECTED: &[(&str, &str)] = &[
     ),
     ("concurrency", "one of preconditions, transaction"),
     ("recoverConcurrency", "a whole number from 1 to 64"),
-    ("recoverPerSecond", "a whole number from 1 (or no bound)"),
+    (
+        "recoverPerSecond",
+        "a whole number from 1 to 10000 (or no bound)",
+    ),
+    ("recoverLimit", "a whole number from 1 (or no limit)"),
     ("fingerprint", "64 lowercase hex characters"),
 ];
 

@@ -280,6 +280,8 @@ async fn checkout_binary_recover_runs_once_and_refuses_bad_settings_with_one_lin
     for (variable, value) in [
         ("RECOVERY_CONCURRENCY", "0"),
         ("RECOVERY_PER_SECOND", "0"),
+        ("RECOVERY_PER_SECOND", "4294967295"),
+        ("RECOVERY_LIMIT", "0"),
         ("RECOVERY_AFTER", "CANARYnot-a-hash"),
         ("RECOVERY_LIMIT", "many"),
     ] {
@@ -289,8 +291,12 @@ async fn checkout_binary_recover_runs_once_and_refuses_bad_settings_with_one_lin
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(1), "{variable}: {stderr}");
         assert_eq!(stderr.lines().count(), 1, "{stderr}");
-        assert!(stderr.contains(variable), "{stderr}");
-        assert!(!stderr.contains(value), "{stderr}");
+        assert!(
+            stderr.starts_with(&format!("configuration error: {variable} ")),
+            "{stderr}"
+        );
+        // The value is never echoed (the short numbers could appear in the rule).
+        assert!(value.len() < 5 || !stderr.contains(value), "{stderr}");
     }
     let (child, _) = spawn_service(&project, &stub_url, &[], &["recover-everything"]).await;
     let output = child.wait_with_output().await.expect("output");

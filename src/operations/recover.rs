@@ -35,6 +35,7 @@ pub(crate) async fn recover<P: Provider>(
 ) -> Result<Recovery, JournalError> {
     let concurrency = options.checked_concurrency()?;
     let pace = options.pace()?;
+    let limit = options.checked_limit()?;
     let (_, found) = pending_after(engine, options.after.as_ref()).await?;
     let mut pending = Vec::with_capacity(found.len());
     // Each command whose send outcome is unknown is recovered; one the listing could
@@ -56,8 +57,8 @@ pub(crate) async fn recover<P: Provider>(
         }
     }
     crate::metrics::pending(&pending);
-    let more = options.limit.is_some_and(|limit| candidates.len() > limit);
-    if let Some(limit) = options.limit {
+    let more = limit.is_some_and(|limit| candidates.len() > limit);
+    if let Some(limit) = limit {
         candidates.truncate(limit);
     }
     let total = candidates.len();

@@ -24,7 +24,7 @@ use serde_json::{Map, Value, json};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobSettings {
     /// `RECOVERY_CONCURRENCY` (default 4, at most 64), `RECOVERY_PER_SECOND`
-    /// (default 10), `RECOVERY_AFTER` (a cursor, 64 lowercase hex) and
+    /// (default 10, at most 10000), `RECOVERY_AFTER` (a cursor, 64 lowercase hex) and
     /// `RECOVERY_LIMIT` (commands this run, unbounded when unset).
     pub options: RecoverOptions,
 }
@@ -47,9 +47,13 @@ impl JobSettings {
                 .ok_or(refuse("RECOVERY_CONCURRENCY", "must be 1 to 64"))?;
         }
         if let Some(text) = get("RECOVERY_PER_SECOND") {
-            options.per_second = Some(text.trim().parse::<u32>().ok().filter(|n| *n >= 1).ok_or(
-                refuse("RECOVERY_PER_SECOND", "must be a whole number from 1"),
-            )?);
+            options.per_second = Some(
+                text.trim()
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|n| (1..=command_journal::recovery::MAX_PER_SECOND).contains(n))
+                    .ok_or(refuse("RECOVERY_PER_SECOND", "must be 1 to 10000"))?,
+            );
         }
         if let Some(text) = get("RECOVERY_AFTER") {
             options.after = Some(Digest::parse(text.trim()).ok_or(refuse(
