@@ -1,14 +1,15 @@
 //! `pending`: every command that waits for someone. One collection-group query lists
 //! the lifecycles in state `leased` (the index `firestore.indexes.json` keeps for it);
 //! each whose lease has expired at the captured time is read once more with its send
-//! documents and decided by the core (`command_journal_core::pending`).
+//! documents (16 such reads in flight) and decided by the core
+//! (`command_journal_core::pending`).
 
 use super::Engine;
 use crate::document::lifecycle::{self, Lifecycle, LifecycleState};
 use crate::error::JournalError;
 use command_journal_core::digest::Digest;
 use command_journal_core::pending::{PendingCommand, PendingRead};
-use futures::TryStreamExt as _;
+use futures::{StreamExt as _, TryStreamExt as _};
 
 /// What one listing read and found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -90,17 +91,28 @@ pub(crate) async fn pending_after(
             Err(error) => expired.push((hash, Some(error))),
         }
     }
-    let mut found = Vec::with_capacity(expired.len());
-    for (hash, broken) in expired {
-        let read = match broken {
-            Some(error) => Err(error),
-            None => engine.run(&PendingRead::new(hash.clone(), now)).await,
-        };
-        match read {
-            Ok(None) => {}
-            Ok(Some(waiting)) => found.push((hash, Ok(waiting))),
-            Err(error) => found.push((hash, Err(error))),
-        }
-    }
+    // One batch get per expired command, a few in flight, answered in key-hash order.
+    let reads = futures::stream::iter(expired)
+        .map(|(hash, broken)| async move {
+            let read = match broken {
+                Some(error) => Err(error),
+                None => engine.run(&PendingRead::new(hash.clone(), now)).await,
+            };
+            (hash, read)
+        })
+        .buffered(READS_IN_FLIGHT);
+    let found = reads
+        .filter_map(|(hash, read)| async move {
+            match read {
+                Ok(None) => None,
+                Ok(Some(waiting)) => Some((hash, Ok(waiting))),
+                Err(error) => Some((hash, Err(error))),
+            }
+        })
+        .collect()
+        .await;
     Ok((listed, found))
 }
+
+/// The per-command reads of a listing in flight at once.
+const READS_IN_FLIGHT: usize = 16;
