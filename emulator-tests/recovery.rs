@@ -55,6 +55,8 @@ struct Charges {
     failing: AtomicBool,
     /// Lookups answer a decline.
     declining: AtomicBool,
+    /// Lookups are asked at another account, which holds nothing.
+    other_account: AtomicBool,
 }
 
 impl Charges {
@@ -94,6 +96,9 @@ impl Provider for Charges {
         }
         if self.declining.load(Ordering::SeqCst) {
             return LookupResult::Declined;
+        }
+        if self.other_account.load(Ordering::SeqCst) {
+            return LookupResult::NotFound;
         }
         match self.held.lock().expect("held").get(key) {
             Some(charge) => LookupResult::Found(Self::envelope(charge)),
@@ -506,6 +511,49 @@ async fn recovery_reports_a_broken_command_and_settles_the_others() {
         before + 1,
         "the broken command's provider is never asked"
     );
+}
+
+#[tokio::test]
+async fn recovery_asking_another_account_never_opens_a_second_key() {
+    let f = Fixture::new().await;
+    let cmd = command(1230, json!({"order": 30}));
+    f.crash_after_the_charge(&cmd).await;
+    // A job deployed with another account: its lookups find nothing, long after the
+    // settle window, the cutoff and the key's retention would have made a "not
+    // found" from the right account provable.
+    f.provider.other_account.store(true, Ordering::SeqCst);
+    let before = support::documents(&f.connection).await;
+    for late in [TimeDelta::minutes(10), TimeDelta::hours(19)] {
+        f.clock.advance(late);
+        let report = f.recover().await;
+        assert_eq!(outcomes(&report), [Ok(Recovered::NotFound)]);
+        assert_eq!(
+            support::documents(&f.connection).await,
+            before,
+            "nothing written"
+        );
+    }
+    let send = f
+        .journal
+        .send_status(&cmd)
+        .await
+        .expect("status")
+        .send
+        .expect("send");
+    assert_eq!((send.attempt, send.state), (1, AttemptState::Sending));
+
+    // The client comes back past the cutoff with the right plan: its own lookup finds
+    // the charge; no second key, no second charge.
+    f.provider.other_account.store(false, Ordering::SeqCst);
+    let late = f
+        .journal
+        .execute(&cmd, &plan(), f.provider.as_ref())
+        .await
+        .expect("late retry");
+    assert!(matches!(late, Execution::Succeeded(_)), "{late:?}");
+    assert_eq!(f.provider.sends.load(Ordering::SeqCst), 1);
+    assert_eq!(f.provider.charges(), 1);
+    f.verify_clean().await;
 }
 
 #[tokio::test]

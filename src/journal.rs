@@ -235,9 +235,10 @@ impl Journal {
     /// records what it finds under a recovery lease taken by key hash alone, by the
     /// rules of [`reconcile_send`](Self::reconcile_send): a charge found is the
     /// command's success with its result (which the client's later call replays), a
-    /// decline its final failure, a provable absence an absence. Never calls
-    /// `provider.send`, never opens an attempt, and writes nothing without evidence:
-    /// what it cannot settle stays listed. `options` bounds concurrency and rate and
+    /// decline its final failure. Never calls `provider.send`, never opens an attempt,
+    /// never records an absence (a "not found" from an account the job cannot prove is
+    /// the plan's would let a second key charge again), and writes nothing without
+    /// evidence: what it cannot settle stays listed. `options` bounds concurrency and rate and
     /// resumes from a cursor; `on_progress` hears of each command in key-hash order.
     /// An error of one command is reported with it and the run goes on; an invalid
     /// option or a failed listing is the call's error.

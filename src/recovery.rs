@@ -3,9 +3,10 @@
 //! and no raw command. It lists the pending commands
 //! ([`Journal::pending`](crate::Journal::pending)), and for each asks the provider
 //! what it holds for the attempt's key (derived from the stored plan) and records a
-//! success (with its result), a decline or a provable absence under a lease of its
-//! own, by the same rules as `reconcile_send`. It never sends, never opens an attempt
-//! and never writes without evidence. `docs/recovery.md` gives the protocol, the
+//! success (with its result) or a decline under a lease of its own, by the same rules
+//! as `reconcile_send`. It never sends, never opens an attempt, never records an
+//! absence (it cannot prove which provider account it asked) and never writes without
+//! evidence. `docs/recovery.md` gives the protocol, the
 //! recovery holder's identity and how to run it as a job.
 
 use crate::error::JournalError;

@@ -16,18 +16,29 @@
 //! holder (the client whose lease it took over, another job, a client that comes back)
 //! exactly as it does between clients: every write of the send layer is checked
 //! against the lifecycle's holder and fence in the commit that makes it. Its audit
-//! trail is that takeover, then the `provider_send_reconciled_*` send event and, for a
-//! success or a decline, the terminal transition: a recovery never writes an
-//! `opened` or `resent` event.
+//! trail is that takeover, then the `provider_send_reconciled_succeeded` or
+//! `_declined` send event and the terminal transition, in one commit: a recovery never
+//! writes an `opened`, `resent` or `reconciled_absent` event.
 //!
 //! **Nothing written without evidence.** The job reads the send status and asks the
-//! provider before it takes any lease: a lookup that fails, or a "not found" that
-//! proves nothing yet, leaves the command exactly as it was (and listed). Only
-//! evidence worth recording takes the lease. A success or a decline found at the
-//! provider stays true whoever holds the lease, so it is recorded right after the
-//! takeover; a "not found" is looked up once more under the lease, as `execute`
-//! does, because an absence is only proven for an attempt nobody can re-send
-//! meanwhile.
+//! provider before it takes any lease: a lookup that fails, or a "not found", leaves
+//! the command exactly as it was (and listed). Only a charge or a decline found takes
+//! the lease, and is recorded right after the takeover: it stays true whoever holds
+//! the lease (a re-send with the same key answers the same object).
+//!
+//! **No absence.** The job never records an attempt absent, so it never lets a second
+//! key be opened. An absence is proven only by a lookup at the provider account the
+//! command's plan is bound to, and the job cannot prove which account it asks: the
+//! stored plan keeps the account only inside its fingerprint, which needs the
+//! parameters the job does not hold. A job deployed with another account would find
+//! nothing for a key that holds a charge; recorded, that "absence" would let the
+//! client's next call send attempt n + 1 under a new key and charge twice. A "not
+//! found" therefore leaves the command listed; the client's next call, which holds the
+//! plan (and is refused `plan_conflict` under another one), re-sends the same key
+//! before the cutoff or proves the absence itself after it. A charge or a decline
+//! needs no such proof: the key derives from the command key hash, so no other
+//! command's request carries it, and an account that never received the key holds no
+//! object for it.
 //!
 //! | answer | next step |
 //! |---|---|
@@ -35,15 +46,11 @@
 //! | status: no plan bound, or the attempt proven absent | done: nothing to look up |
 //! | status: the attempt's outcome is unknown | look up its key (from the stored plan) |
 //! | lookup: found, declined | take the lease, then reconcile with that evidence |
-//! | lookup: not found, started at or after `absenceProvableFrom` | take the lease, then status and lookup again under it |
-//! | lookup: not found, started before it (or never provable) | done: not found yet |
-//! | lookup: unavailable | done: lookup unavailable |
+//! | lookup: not found | done: not found (left listed) |
+//! | lookup: unavailable | done: lookup unavailable (left listed) |
 //! | acquire: busy | done: in progress (someone holds it) |
 //! | acquire: succeeded, failed | done: already settled |
-//! | under the lease, less than [`MIN_SEND_DEADLINE`] left after [`SEND_MARGIN`] | done: lease too short |
 //! | reconcile: terminal | done: succeeded, declined |
-//! | reconcile: absent | done: absent (the next client call opens attempt n + 1) |
-//! | reconcile: `absence_not_provable` | done: not found yet |
 //! | reconcile: lease lost | done: in progress |
 //!
 //! Every other error ends the command's recovery with that error.
@@ -57,12 +64,10 @@ pub use registered::RegisteredIdentity;
 use crate::digest::{Digest, frame_digest};
 use crate::error::JournalError;
 use crate::execute::LookupResult;
-use crate::execute::protocol::{MIN_SEND_DEADLINE, SEND_MARGIN};
 use crate::fence::FenceEpoch;
 use crate::identity::LeaseId;
 use crate::lease::{CommandState, LeaseOutput, TerminalOutput};
 use crate::sends::{AttemptState, CommandStatus, SendEvidence, SendOutcomeOutput};
-use crate::time::Timestamp;
 use serde::Serialize;
 use std::time::Duration;
 
@@ -88,9 +93,6 @@ pub enum Recovered {
     Succeeded,
     /// The provider held a final refusal for the key: the command failed for good.
     Declined,
-    /// The provider proved it holds nothing for the key (after the settle window):
-    /// recorded; the client's next call opens the next attempt under a new key.
-    Absent,
     /// Someone settled it first (a returning client or another job).
     AlreadySettled,
     /// Another holder's lease runs: it is being worked on.
@@ -98,13 +100,11 @@ pub enum Recovered {
     /// No attempt is open (nothing was sent, or the last attempt was proven absent):
     /// only the client, which holds the parameters, can go on.
     NothingToLookUp,
-    /// The provider holds nothing for the key yet, but its absence is not provable
-    /// (the settle window has not passed, or the key may be forgotten): left listed.
-    NotFoundYet,
+    /// The provider holds nothing for the key: nothing written, left listed (an
+    /// absence is recorded only by a call holding the plan).
+    NotFound,
     /// The lookup failed or was inconclusive: nothing written, left listed.
     LookupUnavailable,
-    /// Too little of the recovery's lease was left for a lookup: left listed.
-    LeaseTooShort,
 }
 
 impl Recovered {
@@ -113,27 +113,23 @@ impl Recovered {
         match self {
             Self::Succeeded => "succeeded",
             Self::Declined => "declined",
-            Self::Absent => "absent",
             Self::AlreadySettled => "already_settled",
             Self::InProgress => "in_progress",
             Self::NothingToLookUp => "nothing_to_look_up",
-            Self::NotFoundYet => "not_found_yet",
+            Self::NotFound => "not_found",
             Self::LookupUnavailable => "lookup_unavailable",
-            Self::LeaseTooShort => "lease_too_short",
         }
     }
 
     /// Every outcome, in declaration order.
-    pub const ALL: [Self; 9] = [
+    pub const ALL: [Self; 7] = [
         Self::Succeeded,
         Self::Declined,
-        Self::Absent,
         Self::AlreadySettled,
         Self::InProgress,
         Self::NothingToLookUp,
-        Self::NotFoundYet,
+        Self::NotFound,
         Self::LookupUnavailable,
-        Self::LeaseTooShort,
     ];
 
     /// Whether the command left the pending list by this recovery (or before it):
@@ -141,12 +137,12 @@ impl Recovered {
     pub fn settled(self) -> bool {
         matches!(
             self,
-            Self::Succeeded | Self::Declined | Self::Absent | Self::AlreadySettled
+            Self::Succeeded | Self::Declined | Self::AlreadySettled
         )
     }
 }
 
-/// How long a lookup made before any lease is taken may take.
+/// How long a lookup may take (it is made before any lease is taken).
 pub const LOOKUP_DEADLINE: Duration = Duration::from_secs(30);
 
 /// The next thing the recovery driver does.
@@ -194,20 +190,14 @@ pub enum RecoveryEvent {
 /// The recovery's state between steps.
 #[derive(Debug, Clone, Default)]
 pub struct RecoveryProtocol {
-    /// The recovery's lease, once taken: fence and expiry.
-    lease: Option<(FenceEpoch, Timestamp)>,
     attempt: i64,
-    /// The evidence found before the lease was taken.
+    /// The evidence found, until the lease to record it is taken.
     evidence: Option<SendEvidence>,
-    /// Whether the lookup in flight started at or after the instant from which the
-    /// attempt's absence is provable: only then may its "not found" be recorded.
-    lookup_proves_absence: bool,
     steps: u32,
 }
 
-/// More steps than the longest path (status, lookup, acquire, status, lookup,
-/// reconcile) takes.
-const MAX_STEPS: u32 = 8;
+/// More steps than the only path (status, lookup, acquire, reconcile) takes.
+const MAX_STEPS: u32 = 6;
 
 fn done(recovered: Recovered) -> Result<RecoveryStep, JournalError> {
     Ok(RecoveryStep::Done(recovered))
@@ -226,34 +216,35 @@ impl RecoveryProtocol {
         (Self::default(), RecoveryStep::Status)
     }
 
-    /// The step after `event`, at the journal's time `now`.
-    pub fn step(
-        &mut self,
-        event: RecoveryEvent,
-        now: Timestamp,
-    ) -> Result<RecoveryStep, JournalError> {
+    /// The step after `event`.
+    pub fn step(&mut self, event: RecoveryEvent) -> Result<RecoveryStep, JournalError> {
         self.steps += 1;
         if self.steps > MAX_STEPS {
             return Err(JournalError::internal("recover: step bound exceeded"));
         }
         match event {
-            RecoveryEvent::Status(status) => self.status(status, now),
-            RecoveryEvent::LookedUp(result) => self.looked_up(result),
+            RecoveryEvent::Status(status) => self.status(status),
+            RecoveryEvent::LookedUp(result) => {
+                let evidence = match result {
+                    LookupResult::Found(envelope) => SendEvidence::SucceededWith(envelope),
+                    LookupResult::Declined => SendEvidence::Declined,
+                    LookupResult::NotFound => return done(Recovered::NotFound),
+                    LookupResult::Unavailable => return done(Recovered::LookupUnavailable),
+                };
+                self.evidence = Some(evidence);
+                Ok(RecoveryStep::Acquire)
+            }
             RecoveryEvent::Acquired(lease) => match lease {
-                LeaseOutput::Acquired {
-                    fence_epoch,
-                    lease_expires_at,
-                } => {
-                    self.lease = Some((fence_epoch, lease_expires_at));
-                    match self.evidence.take() {
-                        // An absence is looked up again under the lease.
-                        Some(SendEvidence::NotFound) | None => Ok(RecoveryStep::Status),
-                        Some(evidence) => Ok(RecoveryStep::Reconcile {
-                            fence: fence_epoch,
-                            attempt: self.attempt,
-                            evidence,
-                        }),
-                    }
+                LeaseOutput::Acquired { fence_epoch, .. } => {
+                    let evidence = self
+                        .evidence
+                        .take()
+                        .ok_or(JournalError::internal("recover: a lease without evidence"))?;
+                    Ok(RecoveryStep::Reconcile {
+                        fence: fence_epoch,
+                        attempt: self.attempt,
+                        evidence,
+                    })
                 }
                 LeaseOutput::Busy => done(Recovered::InProgress),
                 LeaseOutput::Succeeded | LeaseOutput::FailedFinal => {
@@ -267,22 +258,16 @@ impl RecoveryProtocol {
                 Ok(SendOutcomeOutput::Terminal(TerminalOutput::FailedFinal)) => {
                     done(Recovered::Declined)
                 }
-                Ok(SendOutcomeOutput::Absent { .. }) => done(Recovered::Absent),
-                Ok(SendOutcomeOutput::Ambiguous { .. }) => Err(JournalError::internal(
-                    "recover: reconciliation left an attempt open",
-                )),
-                Err(JournalError::AbsenceNotProvable { .. }) => done(Recovered::NotFoundYet),
+                Ok(SendOutcomeOutput::Absent { .. } | SendOutcomeOutput::Ambiguous { .. }) => Err(
+                    JournalError::internal("recover: a charge or a decline recorded as neither"),
+                ),
                 Err(error) if lease_lost(&error) => done(Recovered::InProgress),
                 Err(error) => Err(error),
             },
         }
     }
 
-    fn status(
-        &mut self,
-        status: CommandStatus,
-        now: Timestamp,
-    ) -> Result<RecoveryStep, JournalError> {
+    fn status(&mut self, status: CommandStatus) -> Result<RecoveryStep, JournalError> {
         if status.command.state != CommandState::Leased {
             return done(Recovered::AlreadySettled);
         }
@@ -298,46 +283,11 @@ impl RecoveryProtocol {
                 ));
             }
         }
-        let deadline = match self.lease {
-            None => LOOKUP_DEADLINE,
-            Some((_, expires_at)) => {
-                let deadline = now.until(expires_at).saturating_sub(SEND_MARGIN);
-                if deadline < MIN_SEND_DEADLINE {
-                    return done(Recovered::LeaseTooShort);
-                }
-                deadline
-            }
-        };
         self.attempt = send.attempt;
-        // The lookup starts after this status read: its "not found" proves the
-        // absence only if the absence was provable already.
-        self.lookup_proves_absence = send.absence_provable_from.is_some_and(|from| now >= from);
         Ok(RecoveryStep::Lookup {
             attempt: send.attempt,
             key: send.key,
-            deadline,
+            deadline: LOOKUP_DEADLINE,
         })
-    }
-
-    fn looked_up(&mut self, result: LookupResult) -> Result<RecoveryStep, JournalError> {
-        let evidence = match result {
-            LookupResult::Found(envelope) => SendEvidence::SucceededWith(envelope),
-            LookupResult::Declined => SendEvidence::Declined,
-            LookupResult::NotFound if self.lookup_proves_absence => SendEvidence::NotFound,
-            LookupResult::NotFound => return done(Recovered::NotFoundYet),
-            LookupResult::Unavailable => return done(Recovered::LookupUnavailable),
-        };
-        match self.lease {
-            // Evidence before any lease: take it, then record.
-            None => {
-                self.evidence = Some(evidence);
-                Ok(RecoveryStep::Acquire)
-            }
-            Some((fence, _)) => Ok(RecoveryStep::Reconcile {
-                fence,
-                attempt: self.attempt,
-                evidence,
-            }),
-        }
     }
 }

@@ -170,6 +170,6 @@ async fn drive<P: Provider>(
                 })
             }
         };
-        step = recovery.step(event, engine.now()?)?;
+        step = recovery.step(event)?;
     }
 }
