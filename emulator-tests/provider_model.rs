@@ -21,6 +21,13 @@
 //! - it is sometimes reached with a misconfigured plan (another account or another
 //!   operation, as a bad deploy of `PROVIDER_*` gives).
 //!
+//! In three rounds of ten a recovery job (`Journal::recover`) runs beside the workers:
+//! it lists the pending commands of every generation and looks up each open attempt's
+//! key through the same provider (its lookups parked and answered like the workers',
+//! its run crashed like theirs), and what it settles is checked against the ledger as
+//! a client's answer is. It must never send, never fail, and never look up a key of no
+//! command.
+//!
 //! The test decides every answer: a send or lookup parks until the driver, once every
 //! running call is parked or done, answers it (the truth, a lost answer, a timeout),
 //! crashes its worker (the `execute` future is dropped mid-call), or lets it wait while
@@ -58,12 +65,14 @@
 use super::support;
 use chrono::{DateTime, TimeDelta};
 use command_journal::identity::OperationSlug;
+use command_journal::recovery::{LOOKUP_DEADLINE, RecoverOptions, Recovered, Recovery};
 use command_journal::sends::{CommandStatus, ProviderLookup};
 use command_journal::time::ManualClock;
 use command_journal::{
     Clock, CommandInput, CommandRequest, Execution, Journal, JournalError, LookupResult, Provider,
     ProviderPlan, ProviderPlanRequest, ResultEnvelope, SendRequest, SendResult, Timestamp,
 };
+use command_journal_core::sends::plan::attempt_key;
 use futures::FutureExt;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -75,6 +84,8 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 const WORKERS: usize = 6;
+/// Percent of rounds that also run a recovery job beside the workers.
+const RECOVERY_PERCENT: u32 = 30;
 const COMMANDS_AT_ONCE: u64 = 4;
 const ROUNDS_PER_GENERATION: u64 = 50;
 /// Rounds a generation runs at least, terminal or not (replays, late processing).
@@ -892,6 +903,11 @@ enum Msg {
         call: u64,
         result: Result<Execution, JournalError>,
     },
+    /// A recovery job ended.
+    Recovered {
+        call: u64,
+        result: Result<Recovery, JournalError>,
+    },
     Panicked(Box<dyn std::any::Any + Send>),
 }
 
@@ -902,6 +918,8 @@ enum Parked {
         reply: oneshot::Sender<SendResult>,
     },
     Lookup {
+        /// The command whose key is looked up (a recovery job looks up many).
+        command: usize,
         account: &'static str,
         key: String,
         truth: LookupResult,
@@ -924,10 +942,16 @@ struct SimProvider {
     spawned_at: i64,
     /// When the call last resumed (spawned, or answered by the driver).
     resumed: Arc<AtomicI64>,
+    /// A recovery job's provider: the command of every key it may look up. A job never
+    /// sends.
+    keys: Option<Arc<HashMap<String, usize>>>,
 }
 
 impl Provider for SimProvider {
     async fn send(&self, request: SendRequest<'_>) -> SendResult {
+        if self.keys.is_some() {
+            lock(&self.world).violation(self.command, "a recovery job sent");
+        }
         let (id, deadline_at) = {
             let mut world = lock(&self.world);
             let id = world.receive(self, &request);
@@ -954,22 +978,37 @@ impl Provider for SimProvider {
 
     async fn lookup(&self, key: &str) -> LookupResult {
         let account = self.variant.account();
+        let command = match &self.keys {
+            None => self.command,
+            Some(keys) => match keys.get(key) {
+                Some(&command) => command,
+                None => lock(&self.world)
+                    .violation(self.command, "a recovery job asked a key of no command"),
+            },
+        };
         let (truth, evaluated_at) = {
             let mut world = lock(&self.world);
-            (world.lookup(self.command, account, key), world.now())
+            (world.lookup(command, account, key), world.now())
         };
         let Some(tx) = &self.tx else {
             return truth;
         };
         let (reply, answer) = oneshot::channel();
         // The lookup's deadline ends 10 s before the call's lease, acquired no
-        // earlier than the call was spawned.
+        // earlier than the call was spawned; a recovery job's lookups (before any
+        // lease) wait `LOOKUP_DEADLINE`.
+        let deadline_at = if self.keys.is_some() {
+            evaluated_at + micros(LOOKUP_DEADLINE)
+        } else {
+            self.spawned_at + (LEASE - MARGIN) * SECOND
+        };
         let parked = Parked::Lookup {
+            command,
             account,
             key: key.to_owned(),
             truth,
             evaluated_at,
-            deadline_at: self.spawned_at + (LEASE - MARGIN) * SECOND,
+            deadline_at,
             reply,
         };
         let call = self.call;
@@ -1071,6 +1110,9 @@ struct Tally {
     never_sent: u64,
     max_attempt: i64,
     commands_with_attempt_2: u64,
+    /// Recovery jobs spawned, and how the commands they handled ended.
+    recoveries: u64,
+    recovered: BTreeMap<&'static str, u64>,
 }
 
 struct Run {
@@ -1151,6 +1193,97 @@ impl Run {
             parameters: cmd.parameters.clone(),
             spawned_at: now,
             resumed: Arc::new(AtomicI64::new(now)),
+            keys: None,
+        }
+    }
+
+    /// A recovery job (`Journal::recover`) as one more call of the round: it lists the
+    /// pending commands of every generation and looks up each open attempt's key.
+    fn spawn_recovery(&mut self, generation: &[usize]) -> (u64, Live) {
+        let call = self.next_call;
+        self.next_call += 1;
+        self.tally.recoveries += 1;
+        let mut keys = HashMap::new();
+        for (c, cmd) in self.commands.iter().enumerate() {
+            let identity = cmd.input.identity();
+            for variant in VARIANTS {
+                let operation = OperationSlug::parse(variant.operation()).expect("slug");
+                for attempt in 1..=16 {
+                    keys.insert(attempt_key(&identity, &operation, attempt), c);
+                }
+            }
+        }
+        let command = generation[0];
+        let mut provider = self.provider(call, command, Variant::Right, true);
+        provider.keys = Some(Arc::new(keys));
+        let resumed = provider.resumed.clone();
+        let (journal, tx) = (self.journal.clone(), self.tx.clone());
+        self.note(None, format!("call#{call} recovery job"));
+        let options = RecoverOptions {
+            per_second: None,
+            ..RecoverOptions::default()
+        };
+        let handle = tokio::spawn(async move {
+            let run = AssertUnwindSafe(journal.recover(&provider, &options, |_| {}));
+            let message = match run.catch_unwind().await {
+                Ok(result) => Msg::Recovered { call, result },
+                Err(panic) => Msg::Panicked(panic),
+            };
+            let _ = tx.send(message);
+        });
+        let live = Live {
+            worker: WORKERS,
+            command,
+            variant: Variant::Right,
+            handle,
+            resumed,
+        };
+        (call, live)
+    }
+
+    /// What a recovery job settled, checked against the provider's ledger as an
+    /// answer to a client is: a success is the command's one charge (its stored result
+    /// read back), a decline a command the provider declined and never charged.
+    async fn observe_recovery(&mut self, call: u64, result: Result<Recovery, JournalError>) {
+        let report = match result {
+            Ok(report) => report,
+            Err(error) => self.violation(
+                self.commands.len() - 1,
+                &format!("call#{call}: recover failed: {error:?}"),
+            ),
+        };
+        for done in report.commands {
+            let Some(c) = self
+                .commands
+                .iter()
+                .position(|cmd| cmd.input.identity().command_key_hash() == &done.command_key_hash)
+            else {
+                self.violation(0, "a recovery job handled a command of no generation");
+            };
+            let outcome = match done.outcome {
+                Ok(outcome) => outcome,
+                Err(error) => self.diagnose(call, c, error).await,
+            };
+            *self.tally.recovered.entry(outcome.as_str()).or_default() += 1;
+            self.note(
+                Some(c),
+                format!("call#{call} recovery: {}", outcome.as_str()),
+            );
+            let answer = match outcome {
+                Recovered::Succeeded => {
+                    let input = self.commands[c].input.clone();
+                    match self.journal.result(&input).await {
+                        Ok(Some(envelope)) => Execution::Succeeded(envelope),
+                        other => self.violation(
+                            c,
+                            &format!("a recovered success without its result: {other:?}"),
+                        ),
+                    }
+                }
+                Recovered::Declined => Execution::Declined,
+                _ => continue,
+            };
+            self.check_answer(c, &Ok(answer));
         }
     }
 
@@ -1270,6 +1403,10 @@ impl Run {
             let (call, l) = self.spawn(worker, command, variant);
             live.insert(call, l);
         }
+        if self.rng.u32(..100) < RECOVERY_PERCENT {
+            let (call, l) = self.spawn_recovery(generation);
+            live.insert(call, l);
+        }
         let mut parked: BTreeMap<u64, Parked> = BTreeMap::new();
         while !live.is_empty() {
             if parked.len() == live.len() {
@@ -1292,6 +1429,12 @@ impl Run {
                             self.diagnose(call, l.command, *error).await;
                         }
                         self.observe(call, l.worker, (l.command, l.variant), result);
+                    }
+                }
+                Msg::Recovered { call, result } => {
+                    if live.remove(&call).is_some() {
+                        parked.remove(&call);
+                        self.observe_recovery(call, result).await;
                     }
                 }
                 Msg::Panicked(panic) => std::panic::resume_unwind(panic),
@@ -1360,7 +1503,7 @@ impl Run {
         if self.rng.u32(..100) < 25 {
             self.jump(generation, "calls in flight");
         } else if self.rng.u32(..100) < 40 {
-            self.race_jump(live, parked);
+            self.race_jump(parked);
         }
         lock(&self.world).work();
         let ids: Vec<u64> = parked.keys().copied().collect();
@@ -1379,13 +1522,18 @@ impl Run {
 
     /// While lookups are in flight: a jump (within their deadline) to just past a settle
     /// bound of a request of their command.
-    fn race_jump(&mut self, live: &BTreeMap<u64, Live>, parked: &BTreeMap<u64, Parked>) {
+    fn race_jump(&mut self, parked: &BTreeMap<u64, Parked>) {
         let mut world = lock(&self.world);
         let now = world.now();
         let mut instants = Vec::new();
-        for (call, p) in parked {
-            if let Parked::Lookup { deadline_at, .. } = p {
-                instants.extend(world.settle_bounds(live[call].command, now, *deadline_at));
+        for p in parked.values() {
+            if let Parked::Lookup {
+                command,
+                deadline_at,
+                ..
+            } = p
+            {
+                instants.extend(world.settle_bounds(*command, now, *deadline_at));
             }
         }
         if instants.is_empty() {
@@ -1487,6 +1635,7 @@ impl Run {
                 None
             }
             Parked::Lookup {
+                command,
                 account,
                 key,
                 truth,
@@ -1499,6 +1648,7 @@ impl Run {
                 let wait = roll >= 88;
                 if wait && !must {
                     return Some(Parked::Lookup {
+                        command,
                         account,
                         key,
                         truth,
@@ -1916,7 +2066,8 @@ async fn provider_model_execute_never_charges_a_command_twice() {
          sent_after_lease={} lookups={} lookups_not_visible_yet={} lookups_forgotten={} sends_near_cutoff={} lookups_before_settle={} \
          lookups_unavailable={} lookups_answered_stale={} stale_not_found_across_settle={} race_jumps={} lookup_timeouts={} \
          send_timeouts={} lost_answers={} gave_up={} crashes_parked={} crashes_running={} \
-         jumps={} targeted_jumps={} mid_flight_jumps={} verify=clean ran={ran:?} total={:?}",
+         jumps={} targeted_jumps={} mid_flight_jumps={} recovery_jobs={} recovered={:?} \
+         verify=clean ran={ran:?} total={:?}",
         t.calls,
         t.drain_calls,
         t.rounds,
@@ -1961,6 +2112,8 @@ async fn provider_model_execute_never_charges_a_command_twice() {
         t.jumps,
         t.targeted_jumps,
         t.mid_flight_jumps,
+        t.recoveries,
+        t.recovered,
         began.elapsed(),
     );
 }
