@@ -10,9 +10,9 @@
 //! **The recovery holder.** The job takes the command's lease like any holder: by
 //! `acquire_lease`, which takes an expired lease over with the next fence (event
 //! `lease_taken_over`) and answers busy while another holder's lease runs. Its
-//! lease-owner fingerprint is [`recovery_owner`] of
-//! the key hash and a fresh random lease id, framed under its own domain: it never
-//! equals a client's, and two jobs never share one. Its fence excludes every other
+//! lease-owner fingerprint is [`recovery_owner`] of the key hash and a fresh random
+//! lease id, framed under its own domain: it never equals a client's, and two jobs
+//! never share one. Its fence excludes every other
 //! holder (the client whose lease it took over, another job, a client that comes back)
 //! exactly as it does between clients: every write of the send layer is checked
 //! against the lifecycle's holder and fence in the commit that makes it. Its audit
@@ -148,7 +148,7 @@ pub const LOOKUP_DEADLINE: Duration = Duration::from_secs(30);
 /// The next thing the recovery driver does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RecoveryStep {
-    /// `send_status`: the attempt, its state, its key, from when absence is provable.
+    /// `send_status`: the current attempt, its state and its key.
     Status,
     /// The provider's lookup of `attempt`'s key.
     Lookup {

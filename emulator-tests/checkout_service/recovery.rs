@@ -3,10 +3,11 @@
 //! code, `service::recovery`) run past the lease: each command is `succeeded` with the
 //! charge that happened, the client's late retry gets the same 200 body byte for
 //! byte, exactly one charge each. The job runs in both concurrency modes (one command
-//! each, the second resuming from the first run's cursor). The binary's `recover`
+//! each, the second resuming from the first run's cursor), after a run whose lookups
+//! failed wrote nothing and left both listed. The binary's `recover`
 //! mode runs from its configuration and refuses a bad setting with one line.
 
-use super::stub_provider::{Action, Stub};
+use super::stub_provider::{Action, LookupAction, Stub};
 use super::{
     CHARGE_PREFIX, Options, PAYLOAD_NOTE, PAYLOAD_SKU, PLAN_ENV, UID, assert_no_secrets,
     charge_envelope, claims, command_id, envelope_reference, service, service_command,
@@ -155,6 +156,37 @@ async fn checkout_killed_after_the_charge_is_settled_by_the_recovery_job_and_rep
         Duration::from_secs(5),
     )
     .expect("client");
+    // A provider whose lookups fail: nothing is written, both stay listed.
+    stub.script_lookups([LookupAction::Status(503), LookupAction::Status(503)]);
+    let before = support::documents(&connection).await;
+    let failed = service::recovery::run(
+        &journal(Concurrency::Preconditions),
+        &charges,
+        &JobSettings {
+            options: RecoverOptions::default(),
+        },
+        &logger,
+    )
+    .await
+    .expect("a run with failing lookups");
+    assert_eq!(failed.count(Recovered::LookupUnavailable), 2);
+    assert_eq!(failed.errors(), 0);
+    assert_eq!(
+        support::documents(&connection).await,
+        before,
+        "nothing written"
+    );
+    assert_eq!(
+        journal(Concurrency::Preconditions)
+            .pending()
+            .await
+            .expect("pending")
+            .pending
+            .len(),
+        2,
+        "both still listed"
+    );
+
     let first = JobSettings {
         options: RecoverOptions {
             limit: Some(1),
@@ -188,7 +220,7 @@ async fn checkout_killed_after_the_charge_is_settled_by_the_recovery_job_and_rep
     assert_eq!(report.count(Recovered::Succeeded), 1);
     assert_eq!(report.cursor, None);
     assert_eq!(stub.posts().len(), 2, "the job never posts");
-    assert_eq!(stub.lookups().len(), 2, "one lookup per command");
+    assert_eq!(stub.lookups().len(), 4, "two failed, then one per command");
     assert!(
         journal(Concurrency::Preconditions)
             .pending()
@@ -206,17 +238,31 @@ async fn checkout_killed_after_the_charge_is_settled_by_the_recovery_job_and_rep
         .iter()
         .filter(|l| l["message"] == "recovered")
         .collect();
-    assert_eq!(recovered.len(), 2);
-    assert!(recovered.iter().all(|l| l["outcome"] == "succeeded"));
+    assert_eq!(recovered.len(), 4);
+    assert_eq!(
+        recovered
+            .iter()
+            .filter(|l| l["outcome"] == "lookup_unavailable")
+            .count(),
+        2
+    );
+    assert_eq!(
+        recovered
+            .iter()
+            .filter(|l| l["outcome"] == "succeeded")
+            .count(),
+        2
+    );
     let summaries: Vec<&Value> = parsed
         .iter()
         .filter(|l| l["message"] == "recovery finished")
         .collect();
-    assert_eq!(summaries.len(), 2);
+    assert_eq!(summaries.len(), 3);
     assert_eq!(summaries[0]["pending"]["resend_or_evidence"], 2);
-    assert_eq!(summaries[0]["cursor"].as_str().map(str::len), Some(64));
-    assert_eq!(summaries[1]["outcomes"]["succeeded"], 1);
-    assert_eq!(summaries[1]["cursor"], Value::Null);
+    assert_eq!(summaries[0]["outcomes"]["lookup_unavailable"], 2);
+    assert_eq!(summaries[1]["cursor"].as_str().map(str::len), Some(64));
+    assert_eq!(summaries[2]["outcomes"]["succeeded"], 1);
+    assert_eq!(summaries[2]["cursor"], Value::Null);
 
     // The clients' late retries, on a new instance: the charge, the same body on
     // every retry, no POST, no lookup.
@@ -243,7 +289,7 @@ async fn checkout_killed_after_the_charge_is_settled_by_the_recovery_job_and_rep
     }
     assert_eq!(stub.charges().len(), 2, "exactly one charge per command");
     assert_eq!(stub.posts().len(), 2);
-    assert_eq!(stub.lookups().len(), 2);
+    assert_eq!(stub.lookups().len(), 4);
     late.assert_verifies_clean(2).await;
     let references: Vec<String> = stub
         .charges()
