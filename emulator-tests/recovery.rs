@@ -174,7 +174,19 @@ async fn recovery_settles_a_crash_after_the_charge_and_the_late_retry_replays_it
     f.clock.advance(TimeDelta::seconds(61));
     let listing = f.journal.pending().await.expect("pending");
     assert_eq!(listing.pending.len(), 1);
+    let before = f.journal.stats();
     let report = f.recover().await;
+    // Round trips after the listing's query: its read of the command, the recovery's
+    // first read (identity and status), the takeover (read, commit) and the
+    // reconciliation, one commit planned from the takeover in preconditions mode.
+    let reconcile = match support::mode() {
+        command_journal::Concurrency::Preconditions => 1,
+        command_journal::Concurrency::Transaction => 2,
+    };
+    assert_eq!(
+        f.journal.stats().since(&before).rpcs(),
+        2 * support::observation_rpcs() + 2 + reconcile
+    );
     assert_eq!(report.pending.len(), 1);
     assert_eq!(outcomes(&report), [Ok(Recovered::Succeeded)]);
     assert_eq!(

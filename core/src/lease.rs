@@ -35,7 +35,7 @@ use crate::transaction::{Decision, Halt, Snapshot, Transition, Write};
 mod call;
 mod output;
 
-pub use call::{CommandCall, LeaseCall, Loaded, partners};
+pub use call::{CommandCall, LeaseCall, Loaded, first_read_of, partners};
 pub use output::{CommandState, LeaseOutput, StatusOutput, TerminalOutput};
 
 /// What a terminal call asks for.

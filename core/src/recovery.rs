@@ -5,7 +5,8 @@
 //! send: it only asks the provider what it holds for the attempt's key and records
 //! that evidence under the same rules as `reconcile_send`. What it needs of the
 //! command it reads from the journal's own records ([`RegisteredIdentity`]: the
-//! registration root holds every field of the derived identity).
+//! registration root holds every field of the derived identity, and the same batch
+//! get answers the send status).
 //!
 //! **The recovery holder.** The job takes the command's lease like any holder: by
 //! `acquire_lease`, which takes an expired lease over with the next fence (event
@@ -59,7 +60,7 @@ mod registered;
 #[cfg(test)]
 mod tests;
 
-pub use registered::RegisteredIdentity;
+pub use registered::{Registered, RegisteredIdentity};
 
 use crate::digest::{Digest, frame_digest};
 use crate::error::JournalError;
@@ -148,7 +149,8 @@ pub const LOOKUP_DEADLINE: Duration = Duration::from_secs(30);
 /// The next thing the recovery driver does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RecoveryStep {
-    /// `send_status`: the current attempt, its state and its key.
+    /// The registration and the send status ([`RegisteredIdentity`]): the current
+    /// attempt, its state and its key.
     Status,
     /// The provider's lookup of `attempt`'s key.
     Lookup {

@@ -6,14 +6,17 @@
 
 use super::Engine;
 use super::pending::pending_after;
+use crate::engine::Memory;
 use crate::envelope::record::WithResult;
 use crate::error::JournalError;
 use crate::execute::{LookupResult, Provider};
+use crate::identity::CommandIdentity;
 use crate::identity::LeaseId;
-use crate::lease::{Acquire, CommandCall, LeaseCall};
+use crate::known::Planned;
+use crate::lease::{Acquire, LeaseCall, LeaseOutput};
 use crate::recovery::{Progress, RecoverOptions, RecoveredCommand, Recovery};
+use crate::sends::load::first_read;
 use crate::sends::reconcile::Reconcile;
-use crate::sends::status::SendStatusRead;
 use crate::transaction::OperationName;
 use command_journal_core::digest::Digest;
 use command_journal_core::recovery::{
@@ -127,24 +130,28 @@ async fn recover_one<P: Provider>(
     result
 }
 
-/// The protocol's steps, one after the other, until it answers.
+/// The protocol's steps, one after the other, until it answers. The first read
+/// answers the identity and the send status in one batch get; the takeover reads what
+/// the reconciliation reads too, so that in preconditions mode the reconciliation is
+/// one commit planned from the state the takeover left (`engine::Memory`).
 async fn drive<P: Provider>(
     engine: &Engine,
     provider: &P,
     hash: &Digest,
 ) -> Result<Recovered, JournalError> {
-    let identity = engine
-        .run_unrecorded(&RegisteredIdentity::new(hash.clone()))
-        .await?;
     let lease = LeaseId::generate();
     let owner = recovery_owner(hash, &lease);
+    let mut identity: Option<CommandIdentity> = None;
+    let mut memory = Memory::planning(engine);
     let (mut recovery, mut step) = RecoveryProtocol::new();
     loop {
         let event = match step {
             Step::Done(recovered) => return Ok(recovered),
             Step::Status => {
-                let call = CommandCall::new(identity.clone(), engine.now()?);
-                Event::Status(engine.run(&SendStatusRead::new(call)).await?)
+                let read = RegisteredIdentity::new(hash.clone(), engine.now()?);
+                let registered = engine.run_unrecorded(&read).await?;
+                identity = Some(registered.identity);
+                Event::Status(registered.status)
             }
             Step::Lookup { key, deadline, .. } => {
                 // The key comes from the stored plan.
@@ -152,24 +159,44 @@ async fn drive<P: Provider>(
                 Event::LookedUp(found.unwrap_or(LookupResult::Unavailable))
             }
             Step::Acquire => {
-                let call = LeaseCall::new(identity.clone(), owner.clone(), engine.now()?);
-                Event::Acquired(engine.run(&Acquire::new(call)).await?)
+                let call = LeaseCall::new(held(&identity)?, owner.clone(), engine.now()?);
+                let paths = first_read(call.command());
+                let started = Instant::now();
+                let ran = engine
+                    .run_with(&Acquire::new(call), paths, None::<Planned<LeaseOutput, _>>)
+                    .await
+                    .map(|ran| {
+                        memory.known = Some(ran.known);
+                        ran.answer.into_inner()
+                    });
+                crate::metrics::record(OperationName::Acquire, &ran, started.elapsed());
+                Event::Acquired(ran?)
             }
             Step::Reconcile {
                 fence,
                 attempt,
                 evidence,
             } => {
-                let call = LeaseCall::new(identity.clone(), owner.clone(), engine.now()?);
+                let call = LeaseCall::new(held(&identity)?, owner.clone(), engine.now()?);
                 let (finding, envelope) = evidence.closing(call.identity());
                 let now = call.now();
                 let op = Reconcile::on_bound_plan(call, fence, attempt, finding);
                 Event::Reconciled(match envelope {
-                    None => engine.run(&op).await,
-                    Some(envelope) => engine.run(&WithResult::new(op, hash, now, envelope)).await,
+                    None => engine.run_remembering(&op, &mut memory).await,
+                    Some(envelope) => {
+                        let op = WithResult::new(op, hash, now, envelope);
+                        engine.run_remembering(&op, &mut memory).await
+                    }
                 })
             }
         };
         step = recovery.step(event)?;
     }
+}
+
+/// The identity the first read answered.
+fn held(identity: &Option<CommandIdentity>) -> Result<CommandIdentity, JournalError> {
+    identity.clone().ok_or(JournalError::internal(
+        "recover: a step before the first read",
+    ))
 }

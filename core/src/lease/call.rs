@@ -16,6 +16,18 @@ use crate::transaction::{Halt, Snapshot, Write};
 /// histories (first lease, completion, one takeover) need a single read.
 const SPECULATIVE_AUDITS: std::ops::RangeInclusive<i64> = 2..=4;
 
+/// The paths the first read of an operation on the command `hash` asks for: the root,
+/// its revision-1 event, the lifecycle and the speculative audit events.
+pub fn first_read_of(hash: &Digest) -> Vec<String> {
+    let mut paths = vec![
+        root::path(hash),
+        audit::path(hash, 1),
+        lifecycle::path(hash),
+    ];
+    paths.extend(SPECULATIVE_AUDITS.map(|r| audit::path(hash, r)));
+    paths
+}
+
 /// The inputs every operation on one command shares: its derived identity and the
 /// one captured time. A read (`status`, `send_status`, `result`) needs nothing else.
 #[derive(Debug, Clone)]
@@ -47,14 +59,7 @@ impl CommandCall {
 
     /// The paths the first read asks for.
     pub fn first_read(&self) -> Vec<String> {
-        let hash = self.hash();
-        let mut paths = vec![
-            root::path(hash),
-            audit::path(hash, 1),
-            lifecycle::path(hash),
-        ];
-        paths.extend(SPECULATIVE_AUDITS.map(|r| audit::path(hash, r)));
-        paths
+        first_read_of(self.hash())
     }
 
     /// Validates everything that must hold before any write: the registration pair,

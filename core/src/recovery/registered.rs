@@ -1,13 +1,21 @@
-//! The registration read of a command known by its key hash alone: the root and its
-//! revision-1 audit event, strictly parsed and checked against each other, give the
-//! command's stored identity (every field of it is on the root).
+//! The first read of a recovery, of a command known by its key hash alone: the root
+//! and its revision-1 audit event, strictly parsed and checked against each other,
+//! give the command's stored identity (every field of it is on the root); the same
+//! snapshot, with the lifecycle and the send documents, answers its send status as
+//! `send_status` does. One batch get.
 
 use crate::digest::Digest;
 use crate::document::audit;
 use crate::document::root::{self, RootDocument};
 use crate::error::JournalError;
 use crate::identity::CommandIdentity;
+use crate::lease::CommandCall;
+use crate::lease::first_read_of;
 use crate::registration::check_registration;
+use crate::sends::CommandStatus;
+use crate::sends::load::send_paths;
+use crate::sends::status::SendStatusRead;
+use crate::time::Timestamp;
 use crate::transaction::{Decision, OperationName, Snapshot, Transition};
 
 /// The identity `root` stores: every field of a command's derived identity is on its
@@ -25,19 +33,29 @@ fn registered(root: &RootDocument) -> CommandIdentity {
     }
 }
 
-/// A prepared read of the identity the command `hash` was registered with.
+/// A registered command's identity and its send status, read together.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Registered {
+    /// The identity the command was registered with.
+    pub identity: CommandIdentity,
+    /// Its status with the send state, at the captured time.
+    pub status: CommandStatus,
+}
+
+/// A prepared read of the command `hash`'s registration and send status.
 #[derive(Debug, Clone)]
 pub struct RegisteredIdentity {
     hash: Digest,
+    now: Timestamp,
 }
 
 impl RegisteredIdentity {
-    /// Prepares the read of the command `hash`'s registration.
-    pub fn new(hash: Digest) -> Self {
-        Self { hash }
+    /// Prepares the read of the command `hash` at the captured time `now`.
+    pub fn new(hash: Digest, now: Timestamp) -> Self {
+        Self { hash, now }
     }
 
-    fn decide_inner(&self, snapshot: &Snapshot) -> Result<CommandIdentity, JournalError> {
+    fn identity(&self, snapshot: &Snapshot) -> Result<CommandIdentity, JournalError> {
         let root_fields = snapshot
             .get(&root::path(&self.hash))
             .ok_or(JournalError::NotRegistered)?;
@@ -57,20 +75,30 @@ impl RegisteredIdentity {
 }
 
 impl Transition for RegisteredIdentity {
-    type Output = CommandIdentity;
+    type Output = Registered;
 
     fn name(&self) -> OperationName {
         OperationName::Recover
     }
 
+    /// Every path `send_status` reads first.
     fn paths(&self) -> Vec<String> {
-        vec![root::path(&self.hash), audit::path(&self.hash, 1)]
+        let mut paths = first_read_of(&self.hash);
+        paths.extend(send_paths(&self.hash));
+        paths
     }
 
-    fn decide(&self, snapshot: &Snapshot) -> Decision<CommandIdentity> {
-        match self.decide_inner(snapshot) {
-            Ok(identity) => Decision::Observe(identity),
-            Err(error) => Decision::Reject(error),
+    fn decide(&self, snapshot: &Snapshot) -> Decision<Registered> {
+        let identity = match self.identity(snapshot) {
+            Ok(identity) => identity,
+            Err(error) => return Decision::Reject(error),
+        };
+        let status = SendStatusRead::new(CommandCall::new(identity.clone(), self.now));
+        match status.decide(snapshot) {
+            Decision::Observe(status) => Decision::Observe(Registered { identity, status }),
+            Decision::Read(paths) => Decision::Read(paths),
+            Decision::Reject(error) => Decision::Reject(error),
+            Decision::Mutate(..) => Decision::Reject(JournalError::internal("status wrote")),
         }
     }
 }

@@ -106,16 +106,18 @@ fn recover(
     now: i64,
 ) -> Result<Recovered, JournalError> {
     let now = at(now);
-    let identity = store.answer(&RegisteredIdentity::new(hash()))?;
+    let mut identity = None;
     let lease = LeaseId::generate();
     let owner = recovery_owner(&hash(), &lease);
     let (mut recovery, mut step) = RecoveryProtocol::new();
     loop {
         let event = match step {
             RecoveryStep::Done(recovered) => return Ok(recovered),
-            RecoveryStep::Status => RecoveryEvent::Status(store.answer(&SendStatusRead::new(
-                CommandCall::new(identity.clone(), now),
-            ))?),
+            RecoveryStep::Status => {
+                let registered = store.answer(&RegisteredIdentity::new(hash(), now))?;
+                identity = Some(registered.identity);
+                RecoveryEvent::Status(registered.status)
+            }
             RecoveryStep::Lookup { key, .. } => {
                 provider.asked.push(key);
                 RecoveryEvent::LookedUp(if provider.answers.is_empty() {
@@ -124,15 +126,21 @@ fn recover(
                     provider.answers.remove(0)
                 })
             }
-            RecoveryStep::Acquire => RecoveryEvent::Acquired(store.answer(&Acquire::new(
-                LeaseCall::new(identity.clone(), owner.clone(), now),
-            ))?),
+            RecoveryStep::Acquire => {
+                let identity = identity.clone().expect("read first");
+                RecoveryEvent::Acquired(store.answer(&Acquire::new(LeaseCall::new(
+                    identity,
+                    owner.clone(),
+                    now,
+                )))?)
+            }
             RecoveryStep::Reconcile {
                 fence,
                 attempt,
                 evidence,
             } => {
-                let call = LeaseCall::new(identity.clone(), owner.clone(), now);
+                let identity = identity.clone().expect("read first");
+                let call = LeaseCall::new(identity, owner.clone(), now);
                 let (finding, envelope) = evidence.closing(call.identity());
                 let op = Reconcile::on_bound_plan(call, fence, attempt, finding);
                 RecoveryEvent::Reconciled(match envelope {
@@ -163,19 +171,22 @@ fn state(store: &mut Store, now: i64) -> CommandStatus {
 fn the_registered_identity_is_the_commands_own() {
     let mut store = Store::new();
     assert_eq!(
-        store.answer(&RegisteredIdentity::new(hash())).err(),
+        store.answer(&RegisteredIdentity::new(hash(), at(T0))).err(),
         Some(JournalError::NotRegistered)
     );
     crashed_mid_send(&mut store);
-    let identity: CommandIdentity = store
-        .answer(&RegisteredIdentity::new(hash()))
+    let registered = store
+        .answer(&RegisteredIdentity::new(hash(), at(T0 + SEC)))
         .expect("identity");
+    let identity: CommandIdentity = registered.identity;
     assert_eq!(identity, input().identity());
+    // The same batch answers the send status, as `send_status` does.
+    assert_eq!(registered.status, state(&mut store, T0 + SEC));
 
     // A root without its revision-1 event, or with a forged field, fails closed.
     let event = store.remove(&audit::path(&hash(), 1)).expect("event");
     assert!(matches!(
-        store.answer(&RegisteredIdentity::new(hash())),
+        store.answer(&RegisteredIdentity::new(hash(), at(T0))),
         Err(JournalError::JournalCorrupt { .. })
     ));
     store.insert(audit::path(&hash(), 1), event);
@@ -184,7 +195,7 @@ fn the_registered_identity_is_the_commands_own() {
         crate::document::fields::string("refund"),
     );
     assert!(matches!(
-        store.answer(&RegisteredIdentity::new(hash())),
+        store.answer(&RegisteredIdentity::new(hash(), at(T0))),
         Err(JournalError::JournalCorrupt { .. })
     ));
 }
