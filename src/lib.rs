@@ -109,7 +109,7 @@ pub use journal::Journal;
 pub use lease::{LeaseOutput, StatusOutput, TerminalOutput};
 pub use registration::{RegistrationOutcome, RegistrationOutput};
 pub use runner::{Concurrency, RetryPolicy, Stats};
-pub use sends::{ProviderPlan, ProviderPlanRequest};
+pub use sends::{ProviderAccount, ProviderPlan, ProviderPlanRequest};
 pub use start::StartOutput;
 pub use time::{Clock, Timestamp};
 pub use verify::verify;

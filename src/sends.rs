@@ -8,8 +8,9 @@
 //! drives them around one provider call.
 
 pub use command_journal_core::sends::{
-    AttemptState, BeginSendOutput, CommandStatus, ProviderLookup, ProviderMode, ProviderPlan,
-    ProviderPlanRequest, SendEvidence, SendOutcome, SendOutcomeOutput, SendPermit, SendStatus,
+    AttemptState, BeginSendOutput, CommandStatus, ProviderAccount, ProviderLookup, ProviderMode,
+    ProviderPlan, ProviderPlanRequest, SendEvidence, SendOutcome, SendOutcomeOutput, SendPermit,
+    SendStatus,
 };
 pub(crate) use command_journal_core::sends::{
     begin, guard, load, outcome, plan, reconcile, status,

@@ -11,6 +11,7 @@
 //! rather than restating it; the lease module never learns about sends.
 
 pub mod absence;
+pub mod account;
 pub mod attempt;
 pub mod begin;
 pub mod bound_plan;
@@ -26,6 +27,7 @@ pub mod reconcile;
 pub mod reverted;
 pub mod status;
 
+pub use account::ProviderAccount;
 pub use attempt::AttemptState;
 pub use output::{BeginSendOutput, SendOutcomeOutput, SendPermit};
 pub use plan::{ProviderLookup, ProviderMode, ProviderPlan, ProviderPlanRequest};

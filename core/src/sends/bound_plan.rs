@@ -1,15 +1,19 @@
 //! `checkoutRequests/{commandKeyHash}/providerSends/plan`: the plan a command bound on
 //! its first send, created once with attempt 1 and never changed. Holds the plan's
 //! fingerprint and its non-secret parts only: no account, API version, endpoint or
-//! parameters.
+//! parameters (the account only inside its command-bound `accountFingerprint`).
 //!
-//! Two versions are read: `sendSchemaVersion` 1 (plan version 1, bound before the
-//! lookup fields existed: a `key_store` lookup with the default settle window) and 2
-//! (every plan bound now, with `lookup` and `lookupSettleSeconds`). Only 2 is written.
+//! Three versions are read: `sendSchemaVersion` 1 (plan version 1, bound before the
+//! lookup fields existed: a `key_store` lookup with the default settle window), 2
+//! (with `lookup` and `lookupSettleSeconds`) and 3 (every plan bound now: version 2's
+//! fields and `accountFingerprint`, which lets a recovery job prove it asks the
+//! plan's account). Only 3 is written; versions 2 and 3 share plan version 2's
+//! fingerprint frame.
 
+use super::account::ProviderAccount;
 use super::plan::{
     DEFAULT_LOOKUP_SETTLE_SECONDS, MAX_KEY_RETENTION_SECONDS, MIN_KEY_RETENTION_SECONDS,
-    PLAN_VERSION, ProviderLookup, ProviderMode, ProviderPlan, settle_fits,
+    ProviderLookup, ProviderMode, ProviderPlan, settle_fits,
 };
 use crate::digest::Digest;
 use crate::document::MAX_REVISION;
@@ -20,8 +24,10 @@ use crate::time::Timestamp;
 
 /// The `journal_corrupt` reason of a malformed plan document.
 pub const KIND: &str = "malformed provider plan document";
-/// The fields of a version-2 plan document: version 1's and the lookup's two.
-pub const FIELDS: [&str; 11] = [
+/// The `sendSchemaVersion` of every plan document written now.
+pub const VERSION: i64 = 3;
+/// The fields of a version-3 plan document: version 2's and `accountFingerprint`.
+pub const FIELDS: [&str; 12] = [
     "sendSchemaVersion",
     "commandKeyHash",
     "planFingerprint",
@@ -33,9 +39,12 @@ pub const FIELDS: [&str; 11] = [
     "boundFenceEpoch",
     "lookup",
     "lookupSettleSeconds",
+    "accountFingerprint",
 ];
+/// The fields of a version-2 plan document: version 1's and the lookup's two.
+pub const FIELDS_V2: &[&str] = FIELDS.split_at(FIELDS.len() - 1).0;
 /// The fields of a version-1 plan document: version 2's without the lookup's two.
-pub const FIELDS_V1: &[&str] = FIELDS.split_at(FIELDS.len() - 2).0;
+pub const FIELDS_V1: &[&str] = FIELDS.split_at(FIELDS.len() - 3).0;
 
 /// The plan document's path relative to the documents root.
 pub fn path(hash: &Digest) -> String {
@@ -48,7 +57,7 @@ pub fn path(hash: &Digest) -> String {
 /// A parsed plan document.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BoundPlan {
-    /// The plan version: 1 or 2 (`sendSchemaVersion`).
+    /// The document version: 1, 2 or 3 (`sendSchemaVersion`).
     pub version: i64,
     /// Equals the parent root's id.
     pub command_key_hash: Digest,
@@ -70,13 +79,19 @@ pub struct BoundPlan {
     pub bound_at: Timestamp,
     /// The fence that bound the plan (attempt 1's `firstSentFenceEpoch`).
     pub bound_fence_epoch: i64,
+    /// The command-bound fingerprint of the plan's provider, account and mode
+    /// ([`ProviderAccount::fingerprint`]); `None` for plans bound before version 3.
+    pub account_fingerprint: Option<Digest>,
 }
 
 impl BoundPlan {
     /// Parses strictly; `hash` is the command the document was read under.
     pub fn parse(hash: &Digest, map: &FieldMap) -> Result<Self, JournalError> {
-        let version = if map.len() == FIELDS.len() { 2 } else { 1 };
-        let expected: &[&str] = if version == 2 { &FIELDS } else { FIELDS_V1 };
+        let (version, expected): (i64, &[&str]) = match map.len() {
+            n if n == FIELDS.len() => (3, &FIELDS),
+            n if n == FIELDS_V2.len() => (2, FIELDS_V2),
+            _ => (1, FIELDS_V1),
+        };
         let f = Strict::new(map, expected, KIND)?;
         f.int_in("sendSchemaVersion", version..=version)?;
         let command_key_hash = f.digest("commandKeyHash")?;
@@ -94,7 +109,7 @@ impl BoundPlan {
             "keyRetentionSeconds",
             MIN_KEY_RETENTION_SECONDS..=MAX_KEY_RETENTION_SECONDS,
         )?;
-        let (lookup, lookup_settle_seconds) = if version == 2 {
+        let (lookup, lookup_settle_seconds) = if version >= 2 {
             let lookup = f.parsed("lookup", ProviderLookup::parse)?;
             let settle = f.int("lookupSettleSeconds")?;
             if !settle_fits(lookup, settle, key_retention_seconds) {
@@ -116,6 +131,11 @@ impl BoundPlan {
             lookup_settle_seconds,
             bound_at: f.timestamp("boundAt")?,
             bound_fence_epoch: f.int_in("boundFenceEpoch", 1..=MAX_REVISION)?,
+            account_fingerprint: if version == 3 {
+                Some(f.digest("accountFingerprint")?)
+            } else {
+                None
+            },
         })
     }
 
@@ -126,9 +146,10 @@ impl BoundPlan {
         bound_at: Timestamp,
         fence: i64,
     ) -> Self {
+        let hash = identity.command_key_hash();
         Self {
-            version: PLAN_VERSION,
-            command_key_hash: identity.command_key_hash().clone(),
+            version: VERSION,
+            command_key_hash: hash.clone(),
             plan_fingerprint: plan.fingerprint(identity),
             provider: plan.provider().to_owned(),
             mode: plan.mode(),
@@ -138,15 +159,26 @@ impl BoundPlan {
             lookup_settle_seconds: plan.lookup_settle_seconds(),
             bound_at,
             bound_fence_epoch: fence,
+            account_fingerprint: Some(plan.provider_account().fingerprint(hash)),
         }
     }
 
     /// Whether `plan` is the plan bound here: its fingerprint under this document's
-    /// plan version, and for a version-1 plan also the lookup that version implied.
+    /// plan version, for a version-1 plan also the lookup that version implied, and
+    /// for a version-3 plan its account fingerprint.
     pub fn is(&self, plan: &ProviderPlan, identity: &CommandIdentity) -> bool {
         plan.fingerprint_v(identity, self.version) == self.plan_fingerprint
             && plan.lookup() == self.lookup
             && plan.lookup_settle_seconds() == self.lookup_settle_seconds
+            && self.is_account(&plan.provider_account()) != Some(false)
+    }
+
+    /// Whether `account` is the account the plan sends to: `None` for a plan bound
+    /// before version 3, which keeps no account fingerprint (nothing is proven).
+    pub fn is_account(&self, account: &ProviderAccount) -> Option<bool> {
+        self.account_fingerprint
+            .as_ref()
+            .map(|stored| *stored == account.fingerprint(&self.command_key_hash))
     }
 
     /// The exact stored field map.
@@ -176,6 +208,12 @@ impl BoundPlan {
             map.insert(
                 "lookupSettleSeconds".to_owned(),
                 fields::int(self.lookup_settle_seconds),
+            );
+        }
+        if let Some(account) = &self.account_fingerprint {
+            map.insert(
+                "accountFingerprint".to_owned(),
+                fields::string(account.as_str()),
             );
         }
         map

@@ -5,6 +5,8 @@
 //! the plan fingerprint and the attempt-key derivation; `testdata/send_vectors.json`
 //! holds golden vectors from an independent implementation.
 
+pub use super::account::ProviderMode;
+use super::account::{ProviderAccount, checked_account};
 use crate::digest::{Digest, frame_digest};
 use crate::document::lifecycle::LEASE_SECONDS;
 use crate::error::JournalError;
@@ -28,41 +30,11 @@ pub const MAX_LOOKUP_SETTLE_SECONDS: i64 = 86_400;
 pub const PLAN_VERSION: i64 = 2;
 /// Longest endpoint text (`METHOD /path`), in bytes.
 const MAX_ENDPOINT_BYTES: usize = 512;
-/// Longest account text, in characters.
-const MAX_ACCOUNT_CHARS: usize = 255;
 /// Longest API version text, in characters.
 const MAX_API_VERSION_CHARS: usize = 64;
 
 /// The HTTP methods a provider endpoint may name.
 const METHODS: [&str; 5] = ["GET", "POST", "PUT", "PATCH", "DELETE"];
-
-/// Whether the plan runs against the provider's test or live mode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ProviderMode {
-    /// The provider's sandbox.
-    Test,
-    /// Real money.
-    Live,
-}
-
-impl ProviderMode {
-    /// Parses exactly `test` or `live`; anything else is `invalid_input` on `mode`.
-    pub fn parse(text: &str) -> Result<Self, JournalError> {
-        match text {
-            "test" => Ok(Self::Test),
-            "live" => Ok(Self::Live),
-            _ => Err(JournalError::invalid("mode")),
-        }
-    }
-
-    /// The exact text hashed and stored.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Test => "test",
-            Self::Live => "live",
-        }
-    }
-}
 
 /// What the provider's lookup of an idempotency key answers from, which bounds how
 /// long an absence can be proven (`docs/providers.md`, "Proven absence").
@@ -158,13 +130,6 @@ impl fmt::Debug for ProviderPlan {
     }
 }
 
-fn account(text: &str) -> Result<String, JournalError> {
-    let count = text.chars().count();
-    let ok = (1..=MAX_ACCOUNT_CHARS).contains(&count) && !text.chars().any(char::is_control);
-    ok.then(|| text.to_owned())
-        .ok_or(JournalError::invalid("account"))
-}
-
 fn api_version(text: &str) -> Result<String, JournalError> {
     let ok = (1..=MAX_API_VERSION_CHARS).contains(&text.len())
         && text.bytes().all(|b| (0x21..=0x7e).contains(&b));
@@ -224,7 +189,7 @@ impl ProviderPlan {
         let provider = is_slug(request.provider)
             .then(|| request.provider.to_owned())
             .ok_or(JournalError::invalid("provider"))?;
-        let account = account(request.account)?;
+        let account = checked_account(request.account)?;
         let mode = ProviderMode::parse(request.mode)?;
         let api_version = api_version(request.api_version)?;
         let operation = OperationSlug::parse(request.operation)?;
@@ -274,6 +239,12 @@ impl ProviderPlan {
     /// Seconds the provider's lookup needs to see a charge (stored).
     pub fn lookup_settle_seconds(&self) -> i64 {
         self.lookup_settle_seconds
+    }
+
+    /// Where the plan's requests and lookups go: its provider, account and mode
+    /// (stored only as the command-bound `accountFingerprint`).
+    pub fn provider_account(&self) -> ProviderAccount {
+        ProviderAccount::from_parts(&self.provider, &self.account, self.mode)
     }
 
     /// The provider slug (stored: it is not secret).

@@ -38,7 +38,7 @@ use std::sync::LazyLock;
 
 const CALLER_ID: &str = "CANARYcaller7";
 const COMMAND_ID: &str = "ca1a0000-c0de-4bad-8eed-00000000ca1b";
-const ACCOUNT: &str = "acct_CANARYaccount";
+pub(crate) const ACCOUNT: &str = "acct_CANARYaccount";
 const PARAMETER: &str = "CANARYparameter";
 const REFERENCES: [&str; 2] = [
     "feedfacefeedfacefeedfacefeedfacefeedfacefeedfacefeedfacefeedface",

@@ -384,6 +384,7 @@ fn documents_of_the_first_version_stay_readable() {
     let mut bound = BoundPlan::bind(&plan(0), &identity(), at(T0), 1);
     bound.version = 1;
     bound.plan_fingerprint = plan(0).fingerprint_v(&identity(), 1);
+    bound.account_fingerprint = None;
     let fields = bound.encode();
     assert_eq!(fields.len(), bound_plan::FIELDS_V1.len());
     let parsed = BoundPlan::parse(&hash(), &fields).expect("a version-1 plan parses");
@@ -413,6 +414,103 @@ fn documents_of_the_first_version_stay_readable() {
     let mut broken = store.get(&attempt::path(&hash())).expect("record").clone();
     broken.remove("resultStored");
     assert!(attempt::SendAttempt::parse(&hash(), &broken).is_err());
+}
+
+#[test]
+fn plans_of_version_two_stay_readable_and_prove_no_account() {
+    use crate::sends::bound_plan::BoundPlan;
+    let mut bound = BoundPlan::bind(&plan(0), &identity(), at(T0), 1);
+    bound.version = 2;
+    bound.account_fingerprint = None;
+    let fields = bound.encode();
+    assert_eq!(fields.len(), bound_plan::FIELDS_V2.len());
+    let parsed = BoundPlan::parse(&hash(), &fields).expect("a version-2 plan parses");
+    assert_eq!(
+        (parsed.version, parsed.account_fingerprint.as_ref()),
+        (2, None)
+    );
+    assert!(parsed.is(&plan(0), &identity()));
+    assert!(!parsed.is(&plan(1), &identity()));
+    // No account fingerprint: no account is proven, the right one or another.
+    assert_eq!(parsed.is_account(&plan(0).provider_account()), None);
+    // A version-2 document with a version-3 field, or a version-3 one without it,
+    // fails closed.
+    let mut mixed = fields.clone();
+    mixed.insert(
+        "sendSchemaVersion".to_owned(),
+        crate::document::fields::int(3),
+    );
+    assert!(BoundPlan::parse(&hash(), &mixed).is_err());
+}
+
+#[test]
+fn plans_of_version_three_prove_their_account_and_only_theirs() {
+    use crate::sends::ProviderAccount;
+    use crate::sends::bound_plan::BoundPlan;
+    let bound = BoundPlan::bind(&plan(0), &identity(), at(T0), 1);
+    let fields = bound.encode();
+    assert_eq!(fields.len(), bound_plan::FIELDS.len());
+    let parsed = BoundPlan::parse(&hash(), &fields).expect("a version-3 plan parses");
+    assert_eq!(parsed, bound);
+    let mine = plan(0).provider_account();
+    assert_eq!(parsed.is_account(&mine), Some(true));
+    // The plan's parameters are not part of the account: another plan to the same
+    // account proves the same account.
+    assert_eq!(parsed.is_account(&plan(1).provider_account()), Some(true));
+    let declared = ProviderAccount::new(mine.provider(), super::ACCOUNT, mine.mode().as_str())
+        .expect("valid account");
+    assert_eq!(declared, mine, "the fixture's account, declared");
+    for (provider, account, mode) in [
+        ("other", super::ACCOUNT, mine.mode().as_str()),
+        (mine.provider(), "acct_other", mine.mode().as_str()),
+        (mine.provider(), super::ACCOUNT, "live"),
+    ] {
+        let other = ProviderAccount::new(provider, account, mode).expect("valid account");
+        assert_eq!(parsed.is_account(&other), Some(false), "{provider} {mode}");
+    }
+    // Bound to the command: the same account under another command fingerprints
+    // differently.
+    let another = crate::digest::Digest::parse(&"b".repeat(64)).expect("digest");
+    assert_ne!(mine.fingerprint(&another), mine.fingerprint(&hash()));
+    // A stored account fingerprint that the plan's account does not match is not
+    // this plan, even with the plan fingerprint equal.
+    let mut tampered = bound.clone();
+    tampered.account_fingerprint = Some(another);
+    assert!(!tampered.is(&plan(0), &identity()));
+    // Every field is required and typed.
+    for name in bound_plan::FIELDS {
+        let mut missing = fields.clone();
+        missing.remove(name);
+        assert!(BoundPlan::parse(&hash(), &missing).is_err(), "{name}");
+    }
+    let mut bad = fields.clone();
+    bad.insert(
+        "accountFingerprint".to_owned(),
+        crate::document::fields::string("ACCT"),
+    );
+    assert!(BoundPlan::parse(&hash(), &bad).is_err());
+}
+
+#[test]
+fn a_declared_account_is_validated_and_never_echoed() {
+    use crate::sends::ProviderAccount;
+    for (provider, account, mode, field) in [
+        ("Stripe", "acct_CANARY", "test", "provider"),
+        ("stripe", "", "test", "account"),
+        ("stripe", "acct_\nCANARY", "test", "account"),
+        ("stripe", "acct_CANARY", "prod", "mode"),
+    ] {
+        let error = ProviderAccount::new(provider, account, mode).expect_err("refused");
+        assert_eq!(error, JournalError::invalid(field));
+        assert!(!format!("{error} {error:?}").contains("CANARY"));
+    }
+    let long = "a".repeat(256);
+    assert_eq!(
+        ProviderAccount::new("stripe", &long, "test"),
+        Err(JournalError::invalid("account"))
+    );
+    let account = ProviderAccount::new("stripe", "acct_CANARY", "live").expect("valid");
+    assert!(!format!("{account:?}").contains("CANARY"));
 }
 
 #[test]

@@ -417,6 +417,7 @@ fn stored_documents_are_exact() {
     assert_eq!(
         names,
         [
+            "accountFingerprint",
             "boundAt",
             "boundFenceEpoch",
             "commandKeyHash",
@@ -432,6 +433,8 @@ fn stored_documents_are_exact() {
     );
     let text = format!("{plan:?}");
     assert!(text.contains(&super::plan(0).fingerprint(&identity()).to_string()));
+    let account = super::plan(0).provider_account().fingerprint(&h);
+    assert!(text.contains(account.as_str()));
     let event = &store[&format!("auditEvents/provider_send_{h}_0000000001")];
     let mut names: Vec<&String> = event.keys().collect();
     names.sort();
