@@ -13,6 +13,9 @@ crate's other independent implementation). Implements docs/identity.md,
     absent), str(lookupSettleSeconds) (300 when absent)
   * planFingerprintV1 (plans bound before version 2) = the same frame under version
     "1" without the last two parts
+  * accountFingerprint (plan documents of version 3) = digest of domain
+    "command-journal.provider-account", version "1", commandKeyHash, provider,
+    account, mode
   * attempt 1 key   = cj1- + digest("command-journal.provider-key", commandKeyHash, operation)
   * attempt n >= 2  = cj1- + digest("command-journal.provider-attempt-key",
     commandKeyHash, operation, str(n))
@@ -98,6 +101,11 @@ def plan_fingerprint(ckh, plan):
     return hashlib.sha256(data).hexdigest()
 
 
+def account_fingerprint(ckh, plan):
+    return digest("command-journal.provider-account", ckh, plan["provider"],
+                  plan["account"], plan["mode"])
+
+
 def attempt_key(ckh, operation, n):
     if n == 1:
         return "cj1-" + digest("command-journal.provider-key", ckh, operation)
@@ -117,6 +125,7 @@ def main():
                 "canonicalParameters": canonical_payload(plan["parameters"]),
                 "planFingerprint": plan_fingerprint(ckh, plan),
                 "planFingerprintV1": plan_fingerprint_v1(ckh, plan),
+                "accountFingerprint": account_fingerprint(ckh, plan),
                 "cutoffSeconds": retention - retention // 4,
                 "attemptKeys": {str(n): attempt_key(ckh, plan["operation"], n)
                                 for n in case["attempts"]},

@@ -76,6 +76,13 @@ fn golden_vectors_match_the_independent_python_implementation() {
             "{name} (plan version 1)"
         );
         assert_eq!(
+            plan.provider_account()
+                .fingerprint(identity.command_key_hash())
+                .as_str(),
+            expected["accountFingerprint"],
+            "{name} (account)"
+        );
+        assert_eq!(
             cutoff_seconds(plan.key_retention_seconds()),
             expected["cutoffSeconds"],
             "{name}"
