@@ -25,8 +25,12 @@
 //! it lists the pending commands of every generation and looks up each open attempt's
 //! key through the same provider (its lookups parked and answered like the workers',
 //! its run crashed like theirs), and what it settles is checked against the ledger as
-//! a client's answer is. It must never send, never fail, and never look up a key of no
-//! command.
+//! a client's answer is. It is deployed like a worker: mostly with the service's
+//! account, declared (its "not found" may record an absence, which lets the next
+//! worker open attempt n + 1 under the oracle's watch), sometimes with a stale
+//! deployment's account, declared (it must leave the other account's commands alone),
+//! sometimes declaring none. It must never send, never fail, and never look up a key of
+//! no command.
 //!
 //! The test decides every answer: a send or lookup parks until the driver, once every
 //! running call is parked or done, answers it (the truth, a lost answer, a timeout),
@@ -70,7 +74,8 @@ use command_journal::sends::{CommandStatus, ProviderLookup};
 use command_journal::time::ManualClock;
 use command_journal::{
     Clock, CommandInput, CommandRequest, Execution, Journal, JournalError, LookupResult, Provider,
-    ProviderPlan, ProviderPlanRequest, ResultEnvelope, SendRequest, SendResult, Timestamp,
+    ProviderAccount, ProviderPlan, ProviderPlanRequest, ResultEnvelope, SendRequest, SendResult,
+    Timestamp,
 };
 use command_journal_core::sends::plan::attempt_key;
 use futures::FutureExt;
@@ -191,6 +196,11 @@ impl Variant {
             Self::OtherOperation => "charge_legacy",
             _ => "charge",
         }
+    }
+
+    /// The account a recovery job of this deployment declares.
+    fn provider_account(self) -> ProviderAccount {
+        ProviderAccount::new("simpay", self.account(), "test").expect("valid account")
     }
 
     fn plan(self, parameters: &Value) -> ProviderPlan {
@@ -1214,13 +1224,26 @@ impl Run {
             }
         }
         let command = generation[0];
-        let mut provider = self.provider(call, command, Variant::Right, true);
+        // The job's deployment: mostly the service's, declaring its account (its "not
+        // found" may record an absence); sometimes a stale deployment's, declaring
+        // that account (it must leave every command bound to the right one alone);
+        // sometimes one declaring no account (it records no absence).
+        let (variant, declared) = match self.rng.u32(..10) {
+            0 => (Variant::OtherAccount, true),
+            1 => (Variant::Right, false),
+            _ => (Variant::Right, true),
+        };
+        let mut provider = self.provider(call, command, variant, true);
         provider.keys = Some(Arc::new(keys));
         let resumed = provider.resumed.clone();
         let (journal, tx) = (self.journal.clone(), self.tx.clone());
-        self.note(None, format!("call#{call} recovery job"));
+        self.note(
+            None,
+            format!("call#{call} recovery job {variant:?} declared {declared}"),
+        );
         let options = RecoverOptions {
             per_second: None,
+            account: declared.then(|| variant.provider_account()),
             ..RecoverOptions::default()
         };
         let handle = tokio::spawn(async move {
@@ -1234,7 +1257,7 @@ impl Run {
         let live = Live {
             worker: WORKERS,
             command,
-            variant: Variant::Right,
+            variant,
             handle,
             resumed,
         };

@@ -2,8 +2,10 @@
 //! caller crashed after the provider charged and before the outcome was recorded is
 //! settled by the recovery with that charge, exactly once, with no client; the
 //! client's late retry replays it; a lookup that fails writes nothing and leaves it
-//! listed; 24 recovery jobs racing each other and a returning client settle it once;
-//! a run resumes from its cursor; the recovery never sends; nothing leaks.
+//! listed; a request lost before the provider is recorded absent once provable, at
+//! the plan's own account only, and the client's retry charges once under the next
+//! key; 24 recovery jobs racing each other and a returning client settle it once; a
+//! run resumes from its cursor; the recovery never sends; nothing leaks.
 
 use super::support::{self, command};
 use chrono::{DateTime, TimeDelta, Utc};
@@ -11,8 +13,8 @@ use command_journal::recovery::{RecoverOptions, Recovered, Recovery};
 use command_journal::sends::AttemptState;
 use command_journal::time::ManualClock;
 use command_journal::{
-    CommandInput, Execution, Journal, JournalError, LookupResult, Provider, ProviderPlan,
-    ProviderPlanRequest, ResultEnvelope, SendRequest, SendResult,
+    CommandInput, Execution, Journal, JournalError, LookupResult, Provider, ProviderAccount,
+    ProviderPlan, ProviderPlanRequest, ResultEnvelope, SendRequest, SendResult,
 };
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -38,6 +40,19 @@ fn plan() -> ProviderPlan {
     .expect("valid plan")
 }
 
+/// The plan's account, as the recovery job declares it.
+fn account() -> ProviderAccount {
+    ProviderAccount::new("stub", "acct_CANARYrecovery", "test").expect("valid account")
+}
+
+/// Options declaring the plan's account, as the reference job does.
+fn options() -> RecoverOptions {
+    RecoverOptions {
+        account: Some(account()),
+        ..RecoverOptions::default()
+    }
+}
+
 /// A provider holding one charge per key, as a real one does: a re-send with the same
 /// key answers the charge already made. A send can crash its caller: the charge is
 /// made, then the answer never comes (the test drops the call).
@@ -48,6 +63,8 @@ struct Charges {
     lookups: AtomicUsize,
     /// The next send makes the charge, then never answers.
     crash_next: AtomicBool,
+    /// The next send is lost before it reaches the provider: no charge, no answer.
+    lose_next: AtomicBool,
     charged: Notify,
     /// Notified at each lookup.
     looked_up: Notify,
@@ -72,6 +89,10 @@ impl Charges {
 impl Provider for Charges {
     async fn send(&self, request: SendRequest<'_>) -> SendResult {
         self.sends.fetch_add(1, Ordering::SeqCst);
+        if self.lose_next.swap(false, Ordering::SeqCst) {
+            self.charged.notify_one();
+            return std::future::pending().await;
+        }
         let charge = {
             let mut held = self.held.lock().expect("held");
             let n = held.len() + 1;
@@ -141,9 +162,28 @@ impl Fixture {
         assert_eq!(self.provider.charges(), charges + 1, "the provider charged");
     }
 
+    /// `cmd`'s caller sends and crashes while its request is lost on the way: the
+    /// attempt is `sending`, the provider holds nothing.
+    async fn crash_before_the_provider(&self, cmd: &CommandInput) {
+        self.provider.lose_next.store(true, Ordering::SeqCst);
+        let charges = self.provider.charges();
+        let plan = plan();
+        let execute = self.journal.execute(cmd, &plan, self.provider.as_ref());
+        tokio::select! {
+            answer = execute => panic!("the crashed call answered {answer:?}"),
+            () = self.provider.charged.notified() => {}
+        }
+        assert_eq!(self.provider.charges(), charges, "nothing charged");
+    }
+
+    /// A run declaring the plan's account.
     async fn recover(&self) -> Recovery {
+        self.recover_with(&options()).await
+    }
+
+    async fn recover_with(&self, options: &RecoverOptions) -> Recovery {
         self.journal
-            .recover(self.provider.as_ref(), &RecoverOptions::default(), |_| {})
+            .recover(self.provider.as_ref(), options, |_| {})
             .await
             .expect("recover")
     }
@@ -424,6 +464,7 @@ async fn recovery_resumes_from_its_cursor_and_reports_progress_in_order() {
         per_second: Some(50),
         after: None,
         limit: Some(2),
+        account: Some(account()),
     };
     let mut seen = Vec::new();
     let first = f
@@ -526,18 +567,135 @@ async fn recovery_reports_a_broken_command_and_settles_the_others() {
 }
 
 #[tokio::test]
+async fn recovery_records_a_proven_absence_and_the_clients_retry_charges_once() {
+    let f = Fixture::new().await;
+    let cmd = command(1231, json!({"order": 31}));
+    f.crash_before_the_provider(&cmd).await;
+    let hash = cmd.identity().command_key_hash().clone();
+
+    // Past the lease but within the settle window: "not found" proves nothing yet.
+    f.clock.advance(TimeDelta::seconds(61));
+    let before = support::documents(&f.connection).await;
+    let early = f.recover().await;
+    assert_eq!(outcomes(&early), [Ok(Recovered::NotFound)]);
+    assert_eq!(
+        support::documents(&f.connection).await,
+        before,
+        "nothing written"
+    );
+
+    // Past the settle window (300 s after the lease that sent it): the absence,
+    // at the plan's own account.
+    f.clock.advance(TimeDelta::seconds(300));
+    let report = f.recover().await;
+    assert_eq!(outcomes(&report), [Ok(Recovered::Absent)]);
+    assert_eq!(f.provider.lookups.load(Ordering::SeqCst), 2);
+    assert_eq!(
+        f.provider.sends.load(Ordering::SeqCst),
+        1,
+        "recovery never sends"
+    );
+    let before: HashMap<String, String> = before.into_iter().collect();
+    let after: HashMap<String, String> = support::documents(&f.connection)
+        .await
+        .into_iter()
+        .collect();
+    let new: Vec<&String> = after.keys().filter(|k| !before.contains_key(*k)).collect();
+    let changed: Vec<&String> = before
+        .iter()
+        .filter(|(k, v)| after.get(*k) != Some(*v))
+        .map(|(k, _)| k)
+        .collect();
+    // The takeover's and the absence's events; the lifecycle and the send record.
+    assert_eq!(new.len(), 2, "{new:?}");
+    assert!(new.iter().any(|k| k.contains("_0000000003")), "{new:?}");
+    assert!(new.iter().any(|k| k.contains("provider_send_")), "{new:?}");
+    let mut changed: Vec<&str> = changed
+        .iter()
+        .filter_map(|k| k.split(hash.as_str()).nth(1))
+        .collect();
+    changed.sort_unstable();
+    assert_eq!(changed, ["/lifecycle/current", "/providerSends/current"]);
+    let send = f
+        .journal
+        .send_status(&cmd)
+        .await
+        .expect("status")
+        .send
+        .expect("send");
+    assert_eq!((send.attempt, send.state), (1, AttemptState::Absent));
+    // Still listed, for its client: once the job's lease has run out, a retry goes on.
+    f.clock.advance(TimeDelta::seconds(61));
+    let listing = f.journal.pending().await.expect("pending");
+    assert_eq!(listing.pending.len(), 1);
+    assert_eq!(listing.pending[0].command_key_hash, hash);
+    assert_eq!(listing.pending[0].unblocked_by.as_str(), "retry");
+    let again = f.recover().await;
+    assert!(again.commands.is_empty(), "nothing to look up: {again:?}");
+
+    // The client's retry opens attempt 2 under a new key and charges once.
+    let late = f
+        .journal
+        .execute(&cmd, &plan(), f.provider.as_ref())
+        .await
+        .expect("late retry");
+    assert!(matches!(late, Execution::Succeeded(_)), "{late:?}");
+    assert_eq!(f.provider.sends.load(Ordering::SeqCst), 2);
+    assert_eq!(f.provider.charges(), 1, "exactly one charge");
+    let send = f
+        .journal
+        .send_status(&cmd)
+        .await
+        .expect("status")
+        .send
+        .expect("send");
+    assert_eq!((send.attempt, send.state), (2, AttemptState::Succeeded));
+    f.verify_clean().await;
+    let text = format!("{report:?} {listing:?}");
+    assert!(!text.contains("CANARY"), "{text}");
+}
+
+#[tokio::test]
 async fn recovery_asking_another_account_never_opens_a_second_key() {
     let f = Fixture::new().await;
     let cmd = command(1230, json!({"order": 30}));
     f.crash_after_the_charge(&cmd).await;
-    // A job deployed with another account: its lookups find nothing, long after the
-    // settle window, the cutoff and the key's retention would have made a "not
-    // found" from the right account provable.
-    f.provider.other_account.store(true, Ordering::SeqCst);
     let before = support::documents(&f.connection).await;
-    for late in [TimeDelta::minutes(10), TimeDelta::hours(19)] {
+    // A job that declares another account (or another mode) asks nothing and writes
+    // nothing, however late.
+    let other = RecoverOptions {
+        account: Some(ProviderAccount::new("stub", "acct_other", "test").expect("account")),
+        ..RecoverOptions::default()
+    };
+    let live = RecoverOptions {
+        account: Some(
+            ProviderAccount::new("stub", "acct_CANARYrecovery", "live").expect("account"),
+        ),
+        ..RecoverOptions::default()
+    };
+    f.clock.advance(TimeDelta::minutes(10));
+    for options in [&other, &live] {
+        let report = f.recover_with(options).await;
+        assert_eq!(outcomes(&report), [Ok(Recovered::OtherAccount)]);
+    }
+    assert_eq!(
+        f.provider.lookups.load(Ordering::SeqCst),
+        0,
+        "nothing asked"
+    );
+    assert_eq!(
+        support::documents(&f.connection).await,
+        before,
+        "nothing written"
+    );
+
+    // A job that declares no account, deployed against another one: its lookups find
+    // nothing, long after the settle window, the cutoff and the key's retention would
+    // have made a "not found" from the right account provable. It proves nothing.
+    f.provider.other_account.store(true, Ordering::SeqCst);
+    for late in [TimeDelta::zero(), TimeDelta::hours(19)] {
         f.clock.advance(late);
-        let report = f.recover().await;
+        let report = f.recover_with(&RecoverOptions::default()).await;
         assert_eq!(outcomes(&report), [Ok(Recovered::NotFound)]);
         assert_eq!(
             support::documents(&f.connection).await,

@@ -235,11 +235,13 @@ impl Journal {
     /// records what it finds under a recovery lease taken by key hash alone, by the
     /// rules of [`reconcile_send`](Self::reconcile_send): a charge found is the
     /// command's success with its result (which the client's later call replays), a
-    /// decline its final failure. Never calls `provider.send`, never opens an attempt,
-    /// never records an absence (a "not found" from an account the job cannot prove is
-    /// the plan's would let a second key charge again), and writes nothing without
-    /// evidence: what it cannot settle stays listed. `options` bounds concurrency and rate and
-    /// resumes from a cursor; `on_progress` hears of each command in key-hash order.
+    /// decline its final failure, a "not found" the attempt's absence only where it is
+    /// proven (looked up once provable, at the account `options.account` declares and
+    /// the plan was bound to; a command bound to another account is left alone).
+    /// Never calls `provider.send`, never opens an attempt, and writes nothing without
+    /// evidence: what it cannot settle stays listed. `options` bounds concurrency and
+    /// rate and resumes from a cursor; `on_progress` hears of each command in key-hash
+    /// order.
     /// An error of one command is reported with it and the run goes on; an invalid
     /// option or a failed listing is the call's error.
     pub async fn recover<P: Provider>(

@@ -3,14 +3,16 @@
 //! and no raw command. It lists the pending commands
 //! ([`Journal::pending`](crate::Journal::pending)), and for each asks the provider
 //! what it holds for the attempt's key (derived from the stored plan) and records a
-//! success (with its result) or a decline under a lease of its own, by the same rules
-//! as `reconcile_send`. It never sends, never opens an attempt, never records an
-//! absence (it cannot prove which provider account it asked) and never writes without
-//! evidence. `docs/recovery.md` gives the protocol, the
-//! recovery holder's identity and how to run it as a job.
+//! success (with its result), a decline or a proven absence under a lease of its own,
+//! by the same rules as `reconcile_send`. It never sends, never opens an attempt and
+//! never writes without evidence; it records an absence only at the account it
+//! declares ([`RecoverOptions::account`]) and only where the command's plan was bound
+//! to that account. `docs/recovery.md` gives the protocol, the recovery holder's
+//! identity and how to run it as a job.
 
 use crate::error::JournalError;
 use crate::pending::{PendingCommand, Unblock};
+use crate::sends::ProviderAccount;
 use command_journal_core::digest::Digest;
 use std::time::Duration;
 
@@ -36,6 +38,12 @@ pub struct RecoverOptions {
     /// At most this many commands this run, from 1; the report's cursor then says
     /// where the next run resumes.
     pub limit: Option<usize>,
+    /// The provider account the provider's lookups ask. Declared, a "not found"
+    /// from the instant an attempt's absence is provable is recorded as its absence
+    /// where the command's plan was bound to this account (and a command bound to
+    /// another is left alone, `other_account`); `None` (the default): no absence is
+    /// ever recorded, only charges and declines found.
+    pub account: Option<ProviderAccount>,
 }
 
 impl Default for RecoverOptions {
@@ -45,6 +53,7 @@ impl Default for RecoverOptions {
             per_second: Some(10),
             after: None,
             limit: None,
+            account: None,
         }
     }
 }

@@ -18,25 +18,29 @@
 //! exactly as it does between clients: every write of the send layer is checked
 //! against the lifecycle's holder and fence in the commit that makes it. Its audit
 //! trail is that takeover, then the `provider_send_reconciled_succeeded` or
-//! `_declined` send event and the terminal transition, in one commit: a recovery never
-//! writes an `opened`, `resent` or `reconciled_absent` event.
+//! `_declined` send event and the terminal transition in one commit, or the
+//! `provider_send_reconciled_absent` event alone: a recovery never writes an `opened`
+//! or `resent` event.
 //!
 //! **Nothing written without evidence.** The job reads the send status and asks the
-//! provider before it takes any lease: a lookup that fails, or a "not found", leaves
-//! the command exactly as it was (and listed). Only a charge or a decline found takes
-//! the lease, and is recorded right after the takeover: it stays true whoever holds
-//! the lease (a re-send with the same key answers the same object).
+//! provider before it takes any lease: a lookup that fails, or a "not found" that
+//! proves nothing, leaves the command exactly as it was (and listed). Only evidence
+//! takes the lease, and is recorded right after the takeover, by `reconcile_send`,
+//! which checks every rule again in the commit that records it.
 //!
-//! **No absence.** The job never records an attempt absent, so it never lets a second
-//! key be opened. An absence is proven only by a lookup at the provider account the
-//! command's plan is bound to, and the job cannot prove which account it asks: the
-//! stored plan keeps the account only inside its fingerprint, which needs the
-//! parameters the job does not hold. A job deployed with another account would find
-//! nothing for a key that holds a charge; recorded, that "absence" would let the
-//! client's next call send attempt n + 1 under a new key and charge twice. A "not
-//! found" therefore leaves the command listed; the client's next call, which holds the
-//! plan (and is refused `plan_conflict` under another one), re-sends the same key
-//! before the cutoff or proves the absence itself after it. A charge or a decline
+//! **Absence only at the proven account.** A "not found" lets the client's next call
+//! open attempt n + 1 under a new key, so it is recorded only when it proves the
+//! absence, as `execute` records it: the lookup started once the attempt's absence was
+//! provable (`absenceProvableFrom`: no lease that permitted the send runs, the settle
+//! window has passed, the provider still keeps the key), and it asked the account the
+//! plan sends to. The job holds no plan, so it declares the account its provider
+//! adapter asks ([`ProviderAccount`]), and the plan document keeps that account's
+//! command-bound fingerprint (`accountFingerprint`, plan documents of version 3): only
+//! where the two agree is the job's "not found" an absence. A job that declares no
+//! account, or a plan bound before version 3, proves no absence ("not found", left
+//! listed, for the client, which holds the plan, to prove). A job that declares
+//! another account than the plan's asks nothing and writes nothing (`other_account`):
+//! it would find nothing for a key that holds a charge. A charge or a decline found
 //! needs no such proof: the key derives from the command key hash, so no other
 //! command's request carries it, and an account that never received the key holds no
 //! object for it.
@@ -45,13 +49,17 @@
 //! |---|---|
 //! | status: the command is terminal | done: already settled |
 //! | status: no plan bound, or the attempt proven absent | done: nothing to look up |
+//! | status: the plan's account is not the declared one | done: other account |
 //! | status: the attempt's outcome is unknown | look up its key (from the stored plan) |
 //! | lookup: found, declined | take the lease, then reconcile with that evidence |
-//! | lookup: not found | done: not found (left listed) |
+//! | lookup: not found, proving the absence (account proven, started at or after `absenceProvableFrom`) | take the lease, then reconcile: not found |
+//! | lookup: not found, anything else | done: not found (left listed) |
 //! | lookup: unavailable | done: lookup unavailable (left listed) |
 //! | acquire: busy | done: in progress (someone holds it) |
 //! | acquire: succeeded, failed | done: already settled |
 //! | reconcile: terminal | done: succeeded, declined |
+//! | reconcile: absent | done: absent (the client's next call opens the next attempt) |
+//! | reconcile: `absence_not_provable` | done: not found (left listed) |
 //! | reconcile: lease lost | done: in progress |
 //!
 //! Every other error ends the command's recovery with that error.
@@ -68,7 +76,7 @@ use crate::execute::LookupResult;
 use crate::fence::FenceEpoch;
 use crate::identity::LeaseId;
 use crate::lease::{CommandState, LeaseOutput, TerminalOutput};
-use crate::sends::{AttemptState, CommandStatus, SendEvidence, SendOutcomeOutput};
+use crate::sends::{AttemptState, ProviderAccount, SendEvidence, SendOutcomeOutput};
 use serde::Serialize;
 use std::time::Duration;
 
@@ -101,11 +109,22 @@ pub enum Recovered {
     /// No attempt is open (nothing was sent, or the last attempt was proven absent):
     /// only the client, which holds the parameters, can go on.
     NothingToLookUp,
-    /// The provider holds nothing for the key: nothing written, left listed (an
-    /// absence is recorded only by a call holding the plan).
+    /// The provider holds nothing for the key, and that proves nothing yet (the job
+    /// declared no account or the plan keeps none, the lookup started before the
+    /// absence was provable, or the provider may have forgotten the key): nothing
+    /// written, left listed.
     NotFound,
     /// The lookup failed or was inconclusive: nothing written, left listed.
     LookupUnavailable,
+    /// The provider holds nothing for the key at the plan's own account, from the
+    /// instant the absence was provable: the attempt is recorded absent, and the
+    /// client's next call opens the next attempt under a new key (left listed, for
+    /// that call).
+    Absent,
+    /// The command's plan sends to another provider account than the one the job
+    /// declared: nothing asked, nothing written, left listed (a job configured for
+    /// another account).
+    OtherAccount,
 }
 
 impl Recovered {
@@ -119,11 +138,13 @@ impl Recovered {
             Self::NothingToLookUp => "nothing_to_look_up",
             Self::NotFound => "not_found",
             Self::LookupUnavailable => "lookup_unavailable",
+            Self::Absent => "absent",
+            Self::OtherAccount => "other_account",
         }
     }
 
     /// Every outcome, in declaration order.
-    pub const ALL: [Self; 7] = [
+    pub const ALL: [Self; 9] = [
         Self::Succeeded,
         Self::Declined,
         Self::AlreadySettled,
@@ -131,6 +152,8 @@ impl Recovered {
         Self::NothingToLookUp,
         Self::NotFound,
         Self::LookupUnavailable,
+        Self::Absent,
+        Self::OtherAccount,
     ];
 
     /// Whether the command left the pending list by this recovery (or before it):
@@ -179,8 +202,8 @@ pub enum RecoveryStep {
 /// What the step the driver performed answered.
 #[derive(Debug)]
 pub enum RecoveryEvent {
-    /// `send_status` answered.
-    Status(CommandStatus),
+    /// The first read ([`RegisteredIdentity`]) answered.
+    Status(Box<Registered>),
     /// The provider answered the lookup.
     LookedUp(LookupResult),
     /// `acquire_lease` answered.
@@ -192,9 +215,17 @@ pub enum RecoveryEvent {
 /// The recovery's state between steps.
 #[derive(Debug, Clone, Default)]
 pub struct RecoveryProtocol {
+    /// The provider account the job's lookups ask, as the job declares it.
+    account: Option<ProviderAccount>,
     attempt: i64,
+    /// Whether the lookup in flight asked the plan's own account and started at or
+    /// after the instant from which the attempt's absence is provable: only then
+    /// may its "not found" be recorded.
+    lookup_proves_absence: bool,
     /// The evidence found, until the lease to record it is taken.
     evidence: Option<SendEvidence>,
+    /// Whether the reconciliation in flight records an absence.
+    recording_absence: bool,
     steps: u32,
 }
 
@@ -213,9 +244,15 @@ fn lease_lost(error: &JournalError) -> bool {
 }
 
 impl RecoveryProtocol {
-    /// A new recovery of one command: its first step is [`RecoveryStep::Status`].
-    pub fn new() -> (Self, RecoveryStep) {
-        (Self::default(), RecoveryStep::Status)
+    /// A new recovery of one command by a job whose lookups ask `account` (`None`:
+    /// undeclared, so no "not found" proves an absence): its first step is
+    /// [`RecoveryStep::Status`].
+    pub fn new(account: Option<ProviderAccount>) -> (Self, RecoveryStep) {
+        let protocol = Self {
+            account,
+            ..Self::default()
+        };
+        (protocol, RecoveryStep::Status)
     }
 
     /// The step after `event`.
@@ -225,11 +262,12 @@ impl RecoveryProtocol {
             return Err(JournalError::internal("recover: step bound exceeded"));
         }
         match event {
-            RecoveryEvent::Status(status) => self.status(status),
+            RecoveryEvent::Status(registered) => self.status(*registered),
             RecoveryEvent::LookedUp(result) => {
                 let evidence = match result {
                     LookupResult::Found(envelope) => SendEvidence::SucceededWith(envelope),
                     LookupResult::Declined => SendEvidence::Declined,
+                    LookupResult::NotFound if self.lookup_proves_absence => SendEvidence::NotFound,
                     LookupResult::NotFound => return done(Recovered::NotFound),
                     LookupResult::Unavailable => return done(Recovered::LookupUnavailable),
                 };
@@ -242,6 +280,7 @@ impl RecoveryProtocol {
                         .evidence
                         .take()
                         .ok_or(JournalError::internal("recover: a lease without evidence"))?;
+                    self.recording_absence = evidence == SendEvidence::NotFound;
                     Ok(RecoveryStep::Reconcile {
                         fence: fence_epoch,
                         attempt: self.attempt,
@@ -260,16 +299,30 @@ impl RecoveryProtocol {
                 Ok(SendOutcomeOutput::Terminal(TerminalOutput::FailedFinal)) => {
                     done(Recovered::Declined)
                 }
+                Ok(SendOutcomeOutput::Absent { .. }) if self.recording_absence => {
+                    done(Recovered::Absent)
+                }
                 Ok(SendOutcomeOutput::Absent { .. } | SendOutcomeOutput::Ambiguous { .. }) => Err(
-                    JournalError::internal("recover: a charge or a decline recorded as neither"),
+                    JournalError::internal("recover: evidence recorded as another outcome"),
                 ),
+                // Provable when the lookup started, not any more at the commit (a later
+                // permit, or the provider's retention ran out meanwhile): nothing written.
+                Err(JournalError::AbsenceNotProvable { .. }) if self.recording_absence => {
+                    done(Recovered::NotFound)
+                }
                 Err(error) if lease_lost(&error) => done(Recovered::InProgress),
                 Err(error) => Err(error),
             },
         }
     }
 
-    fn status(&mut self, status: CommandStatus) -> Result<RecoveryStep, JournalError> {
+    fn status(&mut self, registered: Registered) -> Result<RecoveryStep, JournalError> {
+        let Registered {
+            status,
+            plan,
+            read_at,
+            ..
+        } = registered;
         if status.command.state != CommandState::Leased {
             return done(Recovered::AlreadySettled);
         }
@@ -285,7 +338,20 @@ impl RecoveryProtocol {
                 ));
             }
         }
+        let account = match (&self.account, &plan) {
+            (Some(account), Some(plan)) => plan.is_account(account),
+            _ => None,
+        };
+        if account == Some(false) {
+            return done(Recovered::OtherAccount);
+        }
         self.attempt = send.attempt;
+        // The lookup starts after this read: its "not found" proves the absence only
+        // if the absence was provable already, at the plan's account.
+        self.lookup_proves_absence = account == Some(true)
+            && send
+                .absence_provable_from
+                .is_some_and(|from| read_at >= from);
         Ok(RecoveryStep::Lookup {
             attempt: send.attempt,
             key: send.key,

@@ -4,7 +4,8 @@
 //! charge that happened, the client's late retry gets the same 200 body byte for
 //! byte, exactly one charge each. The job runs in both concurrency modes (one command
 //! each, the second resuming from the first run's cursor), after a run whose lookups
-//! failed wrote nothing and left both listed. The binary's `recover`
+//! failed, and a run declaring another account, wrote nothing and left both listed.
+//! The binary's `recover`
 //! mode runs from its configuration and refuses a bad setting with one line.
 
 use super::stub_provider::{Action, LookupAction, Stub};
@@ -17,14 +18,33 @@ use chrono::{TimeDelta, Utc};
 use command_journal::pending::Unblock;
 use command_journal::recovery::{RecoverOptions, Recovered};
 use command_journal::time::ManualClock;
-use command_journal::{Concurrency, Connection, Journal, Target};
+use command_journal::{Concurrency, Connection, Journal, ProviderAccount, Target};
 use serde_json::{Value, json};
+use service::config::Config;
 use service::logging::Logger;
 use service::provider::Charges;
 use service::recovery::JobSettings;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt as _, BufReader};
+
+/// The account the service's configuration declares for its recovery job
+/// (`PlanSettings::account`, as `checkout-service recover` sets it).
+fn service_account(project: &str) -> ProviderAccount {
+    let mut env: std::collections::HashMap<&str, String> = PLAN_ENV
+        .iter()
+        .map(|(name, value)| (*name, (*value).to_owned()))
+        .collect();
+    env.insert("GOOGLE_CLOUD_PROJECT", project.to_owned());
+    env.insert("JOURNAL_ENVIRONMENT", "emulator".to_owned());
+    env.insert("PROVIDER_URL", "http://127.0.0.1:1".to_owned());
+    env.insert(
+        "FIRESTORE_EMULATOR_HOST",
+        support::emulator().host().to_owned(),
+    );
+    let config = Config::from_lookup(|name| env.get(name).cloned()).expect("config");
+    config.plan.account().expect("the service's account")
+}
 
 fn priced() -> Value {
     json!({"sku": PAYLOAD_SKU, "note": PAYLOAD_NOTE, "amount": 1250, "currency": "eur"})
@@ -186,10 +206,38 @@ async fn checkout_killed_after_the_charge_is_settled_by_the_recovery_job_and_rep
         2,
         "both still listed"
     );
+    // A job configured for another account: nothing asked, nothing written, and the
+    // run is a failure (the binary exits 1).
+    let other = ProviderAccount::new("stub", "acct_elsewhere", "test").expect("account");
+    let misconfigured = service::recovery::run(
+        &journal(Concurrency::Preconditions),
+        &charges,
+        &JobSettings {
+            options: RecoverOptions {
+                account: Some(other),
+                ..RecoverOptions::default()
+            },
+        },
+        &logger,
+    )
+    .await
+    .expect("a run for another account");
+    assert_eq!(misconfigured.count(Recovered::OtherAccount), 2);
+    assert!(!service::recovery::succeeded(&misconfigured));
+    assert_eq!(stub.lookups().len(), 2, "nothing asked");
+    assert_eq!(
+        support::documents(&connection).await,
+        before,
+        "nothing written"
+    );
 
+    // The service's own account, as the binary declares it: the plans the service
+    // bound prove it.
+    let account = service_account(&project);
     let first = JobSettings {
         options: RecoverOptions {
             limit: Some(1),
+            account: Some(account.clone()),
             ..RecoverOptions::default()
         },
     };
@@ -206,6 +254,7 @@ async fn checkout_killed_after_the_charge_is_settled_by_the_recovery_job_and_rep
     let rest = JobSettings {
         options: RecoverOptions {
             after: Some(cursor),
+            account: Some(account),
             ..RecoverOptions::default()
         },
     };
@@ -238,7 +287,7 @@ async fn checkout_killed_after_the_charge_is_settled_by_the_recovery_job_and_rep
         .iter()
         .filter(|l| l["message"] == "recovered")
         .collect();
-    assert_eq!(recovered.len(), 4);
+    assert_eq!(recovered.len(), 6);
     assert_eq!(
         recovered
             .iter()
@@ -246,6 +295,13 @@ async fn checkout_killed_after_the_charge_is_settled_by_the_recovery_job_and_rep
             .count(),
         2
     );
+    // The other account's lines are errors: a misconfigured job is loud.
+    let other: Vec<&&Value> = recovered
+        .iter()
+        .filter(|l| l["outcome"] == "other_account")
+        .collect();
+    assert_eq!(other.len(), 2);
+    assert!(other.iter().all(|l| l["severity"] == "ERROR"), "{other:?}");
     assert_eq!(
         recovered
             .iter()
@@ -257,9 +313,12 @@ async fn checkout_killed_after_the_charge_is_settled_by_the_recovery_job_and_rep
         .iter()
         .filter(|l| l["message"] == "recovery finished")
         .collect();
-    assert_eq!(summaries.len(), 3);
+    assert_eq!(summaries.len(), 4);
     assert_eq!(summaries[0]["pending"]["resend_or_evidence"], 2);
     assert_eq!(summaries[0]["outcomes"]["lookup_unavailable"], 2);
+    assert_eq!(summaries[1]["outcomes"]["other_account"], 2);
+    assert_eq!(summaries[1]["severity"], "ERROR");
+    let summaries = &summaries[1..];
     assert_eq!(summaries[1]["cursor"].as_str().map(str::len), Some(64));
     assert_eq!(summaries[2]["outcomes"]["succeeded"], 1);
     assert_eq!(summaries[2]["cursor"], Value::Null);

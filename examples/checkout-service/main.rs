@@ -99,8 +99,15 @@ async fn recover(config: Config, settings: JobSettings) -> ExitCode {
         ..journal.retry_policy()
     };
     let journal = journal.with_retry_policy(policy);
+    // The lookups ask the service's own account: declared, a "not found" proves an
+    // absence where a command's plan was bound to it.
+    let mut settings = settings;
+    settings.options.account = match config.plan.account() {
+        Ok(account) => Some(account),
+        Err(_) => return fail("start-up error: the provider account is invalid"),
+    };
     match service::recovery::run(&journal, &charges, &settings, &logger).await {
-        Some(report) if report.errors() == 0 => ExitCode::SUCCESS,
+        Some(report) if service::recovery::succeeded(&report) => ExitCode::SUCCESS,
         _ => ExitCode::from(1),
     }
 }

@@ -15,6 +15,7 @@ use crate::identity::LeaseId;
 use crate::known::Planned;
 use crate::lease::{Acquire, LeaseCall, LeaseOutput};
 use crate::recovery::{Progress, RecoverOptions, RecoveredCommand, Recovery};
+use crate::sends::ProviderAccount;
 use crate::sends::load::first_read;
 use crate::sends::reconcile::Reconcile;
 use crate::transaction::OperationName;
@@ -82,7 +83,7 @@ pub(crate) async fn recover<P: Provider>(
                     if let Some(pace) = pace {
                         pace.lock().await.tick().await;
                     }
-                    recover_one(engine, provider, &hash).await
+                    recover_one(engine, provider, options.account.as_ref(), &hash).await
                 }
             };
             RecoveredCommand {
@@ -117,11 +118,14 @@ pub(crate) async fn recover<P: Provider>(
 async fn recover_one<P: Provider>(
     engine: &Engine,
     provider: &P,
+    account: Option<&ProviderAccount>,
     hash: &Digest,
 ) -> Result<Recovered, JournalError> {
     let started = Instant::now();
     let span = crate::runner::operation_span(OperationName::Recover, engine.options.concurrency);
-    let result = drive(engine, provider, hash).instrument(span).await;
+    let result = drive(engine, provider, account, hash)
+        .instrument(span)
+        .await;
     crate::metrics::record(OperationName::Recover, &result, started.elapsed());
     crate::metrics::recovery(match &result {
         Ok(recovered) => recovered.as_str(),
@@ -137,21 +141,22 @@ async fn recover_one<P: Provider>(
 async fn drive<P: Provider>(
     engine: &Engine,
     provider: &P,
+    account: Option<&ProviderAccount>,
     hash: &Digest,
 ) -> Result<Recovered, JournalError> {
     let lease = LeaseId::generate();
     let owner = recovery_owner(hash, &lease);
     let mut identity: Option<CommandIdentity> = None;
     let mut memory = Memory::planning(engine);
-    let (mut recovery, mut step) = RecoveryProtocol::new();
+    let (mut recovery, mut step) = RecoveryProtocol::new(account.cloned());
     loop {
         let event = match step {
             Step::Done(recovered) => return Ok(recovered),
             Step::Status => {
                 let read = RegisteredIdentity::new(hash.clone(), engine.now()?);
                 let registered = engine.run_unrecorded(&read).await?;
-                identity = Some(registered.identity);
-                Event::Status(registered.status)
+                identity = Some(registered.identity.clone());
+                Event::Status(Box::new(registered))
             }
             Step::Lookup { key, deadline, .. } => {
                 // The key comes from the stored plan.

@@ -2,7 +2,8 @@
 //! and its revision-1 audit event, strictly parsed and checked against each other,
 //! give the command's stored identity (every field of it is on the root); the same
 //! snapshot, with the lifecycle and the send documents, answers its send status as
-//! `send_status` does. One batch get.
+//! `send_status` does, and the bound plan (whose account fingerprint says which
+//! provider account an absence must be proven at). One batch get.
 
 use crate::digest::Digest;
 use crate::document::audit;
@@ -13,6 +14,7 @@ use crate::lease::CommandCall;
 use crate::lease::first_read_of;
 use crate::registration::check_registration;
 use crate::sends::CommandStatus;
+use crate::sends::bound_plan::{self, BoundPlan};
 use crate::sends::load::send_paths;
 use crate::sends::status::SendStatusRead;
 use crate::time::Timestamp;
@@ -33,13 +35,18 @@ fn registered(root: &RootDocument) -> CommandIdentity {
     }
 }
 
-/// A registered command's identity and its send status, read together.
+/// A registered command's identity, its send status and its bound plan, read
+/// together at one captured time.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Registered {
     /// The identity the command was registered with.
     pub identity: CommandIdentity,
-    /// Its status with the send state, at the captured time.
+    /// Its status with the send state, at `read_at`.
     pub status: CommandStatus,
+    /// The plan the command bound, strictly parsed; `None` while none is bound.
+    pub plan: Option<BoundPlan>,
+    /// The captured time the status was decided at.
+    pub read_at: Timestamp,
 }
 
 /// A prepared read of the command `hash`'s registration and send status.
@@ -95,7 +102,21 @@ impl Transition for RegisteredIdentity {
         };
         let status = SendStatusRead::new(CommandCall::new(identity.clone(), self.now));
         match status.decide(snapshot) {
-            Decision::Observe(status) => Decision::Observe(Registered { identity, status }),
+            Decision::Observe(status) => {
+                let plan = snapshot
+                    .get(&bound_plan::path(&self.hash))
+                    .map(|fields| BoundPlan::parse(&self.hash, fields))
+                    .transpose();
+                match plan {
+                    Ok(plan) => Decision::Observe(Registered {
+                        identity,
+                        status,
+                        plan,
+                        read_at: self.now,
+                    }),
+                    Err(error) => Decision::Reject(error),
+                }
+            }
             Decision::Read(paths) => Decision::Read(paths),
             Decision::Reject(error) => Decision::Reject(error),
             Decision::Mutate(..) => Decision::Reject(JournalError::internal("status wrote")),

@@ -2,7 +2,8 @@
 //! against Firestore: a crash after the send settles from the provider's evidence
 //! with nothing of the raw command; nothing is written without evidence; a running
 //! lease, a settled command and a broken registration are answered as such; a "not
-//! found" is never recorded, however late.
+//! found" is recorded only at the plan's own account, from the instant the absence is
+//! provable, and a job for another account asks nothing.
 
 use super::*;
 use crate::digest::Digest;
@@ -13,7 +14,7 @@ use crate::lease::{Acquire, CommandCall, LeaseCall};
 use crate::sends::begin::BeginSend;
 use crate::sends::reconcile::Reconcile;
 use crate::sends::status::SendStatusRead;
-use crate::sends::{BeginSendOutput, ProviderPlan, ProviderPlanRequest};
+use crate::sends::{BeginSendOutput, CommandStatus, ProviderPlan, ProviderPlanRequest};
 use crate::start::Start;
 use crate::testing::Store;
 use crate::time::Timestamp;
@@ -99,24 +100,42 @@ impl Provider {
     }
 }
 
-/// The library's driver, over the store: every step at `now`.
+/// The account the plan sends to, as a job declares it.
+fn account() -> ProviderAccount {
+    ProviderAccount::new("stub", "acct_recovery", "test").expect("valid account")
+}
+
+/// The library's driver, over the store, for a job that declares the plan's own
+/// account: every step at `now`.
 fn recover(
     store: &mut Store,
     provider: &mut Provider,
     now: i64,
 ) -> Result<Recovered, JournalError> {
-    let now = at(now);
+    drive(store, provider, Some(account()), now, now)
+}
+
+/// The library's driver, over the store, for a job declaring `account`: the first
+/// read at `read_at`, every later step at `write_at`.
+fn drive(
+    store: &mut Store,
+    provider: &mut Provider,
+    account: Option<ProviderAccount>,
+    read_at: i64,
+    write_at: i64,
+) -> Result<Recovered, JournalError> {
+    let now = at(write_at);
     let mut identity = None;
     let lease = LeaseId::generate();
     let owner = recovery_owner(&hash(), &lease);
-    let (mut recovery, mut step) = RecoveryProtocol::new();
+    let (mut recovery, mut step) = RecoveryProtocol::new(account);
     loop {
         let event = match step {
             RecoveryStep::Done(recovered) => return Ok(recovered),
             RecoveryStep::Status => {
-                let registered = store.answer(&RegisteredIdentity::new(hash(), now))?;
-                identity = Some(registered.identity);
-                RecoveryEvent::Status(registered.status)
+                let registered = store.answer(&RegisteredIdentity::new(hash(), at(read_at)))?;
+                identity = Some(registered.identity.clone());
+                RecoveryEvent::Status(Box::new(registered))
             }
             RecoveryStep::Lookup { key, .. } => {
                 provider.asked.push(key);
@@ -317,24 +336,207 @@ fn a_command_that_never_sent_has_nothing_to_look_up() {
 }
 
 #[test]
-fn a_not_found_is_never_recorded_however_late() {
-    // Past the settle window, past the cutoff, past the key's retention: the job
-    // cannot prove which account it asked, so nothing is written and no second key
-    // can open.
-    for late in [400 * SEC, 20 * 3600 * SEC, 30 * 3600 * SEC] {
+fn a_not_found_at_the_plans_account_records_the_absence_once_provable() {
+    // Provable from the lease's end (60 s) plus the settle window (300 s), until the
+    // key store's retention (24 h) ends.
+    for late in [361 * SEC, 20 * 3600 * SEC] {
         let mut store = Store::new();
         let key = crashed_mid_send(&mut store);
-        let before = store.documents();
         let mut provider = Provider::answering(vec![LookupResult::NotFound]);
         assert_eq!(
             recover(&mut store, &mut provider, T0 + late),
-            Ok(Recovered::NotFound)
+            Ok(Recovered::Absent)
         );
-        assert_eq!(provider.asked, [key]);
-        assert_eq!(store.documents(), before, "a not found wrote");
+        assert_eq!(provider.asked, std::slice::from_ref(&key));
+        let send = state(&mut store, T0 + late).send.expect("send");
+        assert_eq!((send.attempt, send.state), (1, AttemptState::Absent));
+        // The takeover (revision 3) and the absence, nothing else: the command stays
+        // leased, for its client to open the next attempt.
+        assert!(store.contains_key(&audit::path(&hash(), 3)));
+        assert!(!store.contains_key(&audit::path(&hash(), 4)));
+        let status = state(&mut store, T0 + late);
+        assert_eq!(status.command.state, CommandState::Leased);
+
+        // Recovered again: nothing to look up, nothing asked.
+        let mut again = Provider::answering(vec![]);
+        assert_eq!(
+            recover(&mut store, &mut again, T0 + late + 61 * SEC),
+            Ok(Recovered::NothingToLookUp)
+        );
+        assert!(again.asked.is_empty());
+
+        // The client's next call, once the job's lease ran out, opens attempt 2 under
+        // a new key.
+        let input = input();
+        let identity = input.identity();
+        let owner = input
+            .lease_owner(&identity, &LeaseId::generate())
+            .expect("owner");
+        let now = at(T0 + late + 61 * SEC);
+        let started = store
+            .answer(&Start::new(identity.clone(), owner.clone(), now))
+            .expect("start");
+        let LeaseOutput::Acquired { fence_epoch, .. } = started.lease else {
+            panic!("{started:?}");
+        };
+        let call = LeaseCall::new(identity, owner, now);
+        match store
+            .answer(&BeginSend::new(call, fence_epoch, plan()))
+            .expect("begin_send")
+        {
+            BeginSendOutput::Permitted(permit) => {
+                assert_eq!(permit.attempt, 2);
+                assert_ne!(permit.provider_idempotency_key, key);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_not_found_that_proves_nothing_writes_nothing() {
+    let other = ProviderAccount::new("stub", "acct_other", "test").expect("valid account");
+    let live = ProviderAccount::new("stub", "acct_recovery", "live").expect("valid account");
+    // (declared account, when, the outcome, whether the provider is asked)
+    let cases = [
+        // Before the settle window has passed since the lease that sent it.
+        (Some(account()), 359 * SEC, Recovered::NotFound, true),
+        // Past the key store's retention: the provider may have forgotten the key.
+        (Some(account()), 24 * 3600 * SEC, Recovered::NotFound, true),
+        (Some(account()), 30 * 3600 * SEC, Recovered::NotFound, true),
+        // No account declared: the job cannot prove where it asked, however late.
+        (None, 400 * SEC, Recovered::NotFound, true),
+        (None, 20 * 3600 * SEC, Recovered::NotFound, true),
+        // Another account, or another mode: nothing asked at all.
+        (Some(other), 400 * SEC, Recovered::OtherAccount, false),
+        (Some(live), 400 * SEC, Recovered::OtherAccount, false),
+    ];
+    for (declared, late, expected, asked) in cases {
+        let mut store = Store::new();
+        crashed_mid_send(&mut store);
+        let before = store.documents();
+        let mut provider = Provider::answering(vec![LookupResult::NotFound]);
+        assert_eq!(
+            drive(
+                &mut store,
+                &mut provider,
+                declared.clone(),
+                T0 + late,
+                T0 + late
+            ),
+            Ok(expected),
+            "{declared:?} at {late}"
+        );
+        assert_eq!(provider.asked.len(), usize::from(asked));
+        assert_eq!(store.documents(), before, "{declared:?} at {late} wrote");
         let send = state(&mut store, T0 + late).send.expect("send");
         assert_eq!((send.attempt, send.state), (1, AttemptState::Sending));
     }
+}
+
+#[test]
+fn another_account_is_refused_even_with_evidence() {
+    // A job for another account asks nothing: a charge it would find there is not
+    // this command's.
+    let other = ProviderAccount::new("stub", "acct_other", "test").expect("valid account");
+    let mut store = Store::new();
+    crashed_mid_send(&mut store);
+    let before = store.documents();
+    let mut provider = Provider::answering(vec![LookupResult::Found(envelope())]);
+    assert_eq!(
+        drive(
+            &mut store,
+            &mut provider,
+            Some(other),
+            T0 + 61 * SEC,
+            T0 + 61 * SEC
+        ),
+        Ok(Recovered::OtherAccount)
+    );
+    assert!(provider.asked.is_empty());
+    assert_eq!(store.documents(), before);
+}
+
+#[test]
+fn a_plan_bound_before_the_account_fingerprint_proves_no_absence() {
+    let mut store = Store::new();
+    crashed_mid_send(&mut store);
+    // The plan document as version 2 wrote it: no account fingerprint.
+    let plan = store
+        .forge(&crate::sends::bound_plan::path(&hash()))
+        .expect("plan");
+    plan.remove("accountFingerprint");
+    plan.insert(
+        "sendSchemaVersion".to_owned(),
+        crate::document::fields::int(2),
+    );
+    let before = store.documents();
+    for declared in [Some(account()), None] {
+        let mut provider = Provider::answering(vec![LookupResult::NotFound]);
+        assert_eq!(
+            drive(
+                &mut store,
+                &mut provider,
+                declared,
+                T0 + 400 * SEC,
+                T0 + 400 * SEC
+            ),
+            Ok(Recovered::NotFound)
+        );
+        assert_eq!(store.documents(), before, "nothing written");
+    }
+    // Its evidence is still recorded.
+    let mut provider = Provider::answering(vec![LookupResult::Found(envelope())]);
+    assert_eq!(
+        recover(&mut store, &mut provider, T0 + 400 * SEC),
+        Ok(Recovered::Succeeded)
+    );
+}
+
+#[test]
+fn an_absence_provable_at_the_lookup_but_not_at_the_commit_writes_nothing() {
+    // The lookup starts just before the key store's retention ends; the commit comes
+    // after it: `reconcile_send` refuses, and the job reports a not found.
+    let mut store = Store::new();
+    crashed_mid_send(&mut store);
+    let before = store.documents();
+    let retention = 24 * 3600 * SEC;
+    let mut provider = Provider::answering(vec![LookupResult::NotFound]);
+    assert_eq!(
+        drive(
+            &mut store,
+            &mut provider,
+            Some(account()),
+            T0 + retention - SEC,
+            T0 + retention + SEC
+        ),
+        Ok(Recovered::NotFound)
+    );
+    assert_eq!(provider.asked.len(), 1);
+    // The takeover is written (the lease was taken to record it), the absence not.
+    let send = state(&mut store, T0 + retention + SEC).send.expect("send");
+    assert_eq!((send.attempt, send.state), (1, AttemptState::Sending));
+    // The takeover's event is the one new document.
+    assert_eq!(store.documents().len(), before.len() + 1);
+    assert!(store.contains_key(&audit::path(&hash(), 3)));
+    assert!(!store.contains_key(&audit::path(&hash(), 4)));
+    // A lookup that started before the absence was provable proves nothing, even
+    // when the commit would come after.
+    let mut store = Store::new();
+    crashed_mid_send(&mut store);
+    let before = store.documents();
+    let mut provider = Provider::answering(vec![LookupResult::NotFound]);
+    assert_eq!(
+        drive(
+            &mut store,
+            &mut provider,
+            Some(account()),
+            T0 + 359 * SEC,
+            T0 + 400 * SEC
+        ),
+        Ok(Recovered::NotFound)
+    );
+    assert_eq!(store.documents(), before);
 }
 
 #[test]
@@ -345,16 +547,13 @@ fn a_second_recovery_holding_stale_evidence_loses_to_the_fence() {
     crashed_mid_send(&mut store);
     let identity = input().identity();
     let now = at(T0 + 61 * SEC);
-    let (mut late, step) = RecoveryProtocol::new();
+    let (mut late, step) = RecoveryProtocol::new(Some(account()));
     assert_eq!(step, RecoveryStep::Status);
-    let status = store
-        .answer(&SendStatusRead::new(CommandCall::new(
-            identity.clone(),
-            now,
-        )))
+    let registered = store
+        .answer(&RegisteredIdentity::new(hash(), now))
         .expect("status");
     assert!(matches!(
-        late.step(RecoveryEvent::Status(status)),
+        late.step(RecoveryEvent::Status(Box::new(registered))),
         Ok(RecoveryStep::Lookup { .. })
     ));
     assert_eq!(

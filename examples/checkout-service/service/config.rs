@@ -6,7 +6,7 @@
 
 use command_journal::identity::Environment;
 use command_journal::sends::ProviderLookup;
-use command_journal::{JournalError, ProviderPlan, ProviderPlanRequest, Target};
+use command_journal::{JournalError, ProviderAccount, ProviderPlan, ProviderPlanRequest, Target};
 use serde_json::Value;
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
@@ -78,6 +78,13 @@ impl std::fmt::Debug for PlanSettings {
 }
 
 impl PlanSettings {
+    /// Where the plans' charges and lookups go: the provider, account and mode, as
+    /// the recovery job declares them (`RecoverOptions::account`), so that its "not
+    /// found" can prove an absence at the account each plan was bound to.
+    pub fn account(&self) -> Result<ProviderAccount, JournalError> {
+        ProviderAccount::new(&self.provider, &self.account, &self.mode)
+    }
+
     /// The plan of one checkout: these settings, operation `charge`, endpoint
     /// `POST /v1/charges` and `parameters` (the request's payload). Only the
     /// parameters can make it fail once [`Config::from_lookup`] accepted the rest.

@@ -9,7 +9,15 @@
 //! to resume from): a job is not scraped, so these are its metrics (the library's
 //! `command_journal_pending_commands` and `command_journal_recoveries_total`, as
 //! log-based metrics). It exits 0 when every command was handled (settled or left listed
-//! for a reason) and 1 when a command's recovery or the listing failed.
+//! for a reason) and 1 when a command's recovery or the listing failed, or a command's
+//! plan was bound to another provider account than the job's (`other_account`: a job
+//! configured for the wrong account, or commands of an account the service no longer
+//! uses, which only a person settles).
+//!
+//! The job declares the service's provider account (`PROVIDER_NAME`,
+//! `PROVIDER_ACCOUNT`, `PROVIDER_MODE`) as `RecoverOptions::account`: its "not found"
+//! then records an attempt's absence where the command's plan was bound to that
+//! account, once the absence is provable, as the service's own lookups do.
 
 use super::config::ConfigError;
 use super::logging::{Logger, Severity};
@@ -122,6 +130,7 @@ pub async fn run(
                 json!(progress.command.command_key_hash.as_str()),
             );
             let (severity, outcome) = match &progress.command.outcome {
+                Ok(Recovered::OtherAccount) => (Severity::Error, Recovered::OtherAccount.as_str()),
                 Ok(outcome) => (Severity::Info, outcome.as_str()),
                 Err(error) => (Severity::Error, error.code()),
             };
@@ -134,7 +143,7 @@ pub async fn run(
     match ran {
         Ok(report) => {
             logger.log(
-                if report.errors() == 0 {
+                if succeeded(&report) {
                     Severity::Info
                 } else {
                     Severity::Error
@@ -152,6 +161,12 @@ pub async fn run(
             None
         }
     }
+}
+
+/// Whether the run handled every command without an error and found no command
+/// bound to another account: the job's exit status.
+pub fn succeeded(report: &Recovery) -> bool {
+    report.errors() == 0 && report.count(Recovered::OtherAccount) == 0
 }
 
 /// The summary line's fields: commands listed and handled, the count of each
