@@ -36,7 +36,12 @@
 //! plan sends to. The job holds no plan, so it declares the account its provider
 //! adapter asks ([`ProviderAccount`]), and the plan document keeps that account's
 //! command-bound fingerprint (`accountFingerprint`, plan documents of version 3): only
-//! where the two agree is the job's "not found" an absence. A job that declares no
+//! where the two agree is the job's "not found" an absence. And as `execute` proves
+//! an absence under its own lease, so does the job: its first lookup is made before
+//! any lease (a re-send by a returning client may still be under way then), so a "not
+//! found" only takes the lease; under it, where no permit can be given, the job reads
+//! the status and looks the key up once more, and only that second "not found" is
+//! recorded. A job that declares no
 //! account, or a plan bound before version 3, proves no absence ("not found", left
 //! listed, for the client, which holds the plan, to prove). A job that declares
 //! another account than the plan's asks nothing and writes nothing (`other_account`):
@@ -52,11 +57,16 @@
 //! | status: the plan's account is not the declared one | done: other account |
 //! | status: the attempt's outcome is unknown | look up its key (from the stored plan) |
 //! | lookup: found, declined | take the lease, then reconcile with that evidence |
-//! | lookup: not found, proving the absence (account proven, started at or after `absenceProvableFrom`) | take the lease, then reconcile: not found |
+//! | lookup: not found, proving the absence (account proven, started at or after `absenceProvableFrom`) | take the lease, then confirm under it |
 //! | lookup: not found, anything else | done: not found (left listed) |
 //! | lookup: unavailable | done: lookup unavailable (left listed) |
 //! | acquire: busy | done: in progress (someone holds it) |
 //! | acquire: succeeded, failed | done: already settled |
+//! | acquire: acquired, holding a charge or a decline | reconcile with it |
+//! | acquire: acquired, holding a not found | read the status again (under the lease) |
+//! | status again: the attempt's outcome is unknown | look up its key again |
+//! | lookup under the lease: found, declined, not found proving the absence | reconcile with it |
+//! | lookup under the lease: not found, anything else | done: not found (left listed) |
 //! | reconcile: terminal | done: succeeded, declined |
 //! | reconcile: absent | done: absent (the client's next call opens the next attempt) |
 //! | reconcile: `absence_not_provable` | done: not found (left listed) |
@@ -224,13 +234,16 @@ pub struct RecoveryProtocol {
     lookup_proves_absence: bool,
     /// The evidence found, until the lease to record it is taken.
     evidence: Option<SendEvidence>,
+    /// The recovery lease's fence, once taken to confirm an absence under it.
+    confirming: Option<FenceEpoch>,
     /// Whether the reconciliation in flight records an absence.
     recording_absence: bool,
     steps: u32,
 }
 
-/// More steps than the only path (status, lookup, acquire, reconcile) takes.
-const MAX_STEPS: u32 = 6;
+/// More steps than the longest path (status, lookup, acquire, status, lookup,
+/// reconcile) takes.
+const MAX_STEPS: u32 = 8;
 
 fn done(recovered: Recovered) -> Result<RecoveryStep, JournalError> {
     Ok(RecoveryStep::Done(recovered))
@@ -271,6 +284,10 @@ impl RecoveryProtocol {
                     LookupResult::NotFound => return done(Recovered::NotFound),
                     LookupResult::Unavailable => return done(Recovered::LookupUnavailable),
                 };
+                // Looked up under the job's own lease: record it now.
+                if let Some(fence) = self.confirming {
+                    return Ok(self.reconcile(fence, evidence));
+                }
                 self.evidence = Some(evidence);
                 Ok(RecoveryStep::Acquire)
             }
@@ -280,12 +297,14 @@ impl RecoveryProtocol {
                         .evidence
                         .take()
                         .ok_or(JournalError::internal("recover: a lease without evidence"))?;
-                    self.recording_absence = evidence == SendEvidence::NotFound;
-                    Ok(RecoveryStep::Reconcile {
-                        fence: fence_epoch,
-                        attempt: self.attempt,
-                        evidence,
-                    })
+                    if evidence == SendEvidence::NotFound {
+                        // Looked up before the lease, a "not found" may have missed a
+                        // re-send made since the first read: confirm it under the
+                        // lease, where no permit can be given, as `execute` does.
+                        self.confirming = Some(fence_epoch);
+                        return Ok(RecoveryStep::Status);
+                    }
+                    Ok(self.reconcile(fence_epoch, evidence))
                 }
                 LeaseOutput::Busy => done(Recovered::InProgress),
                 LeaseOutput::Succeeded | LeaseOutput::FailedFinal => {
@@ -313,6 +332,15 @@ impl RecoveryProtocol {
                 Err(error) if lease_lost(&error) => done(Recovered::InProgress),
                 Err(error) => Err(error),
             },
+        }
+    }
+
+    fn reconcile(&mut self, fence: FenceEpoch, evidence: SendEvidence) -> RecoveryStep {
+        self.recording_absence = evidence == SendEvidence::NotFound;
+        RecoveryStep::Reconcile {
+            fence,
+            attempt: self.attempt,
+            evidence,
         }
     }
 

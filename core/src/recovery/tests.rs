@@ -65,24 +65,37 @@ fn envelope() -> ResultEnvelope {
 /// A client that started the command at `T0`, was permitted attempt 1 and crashed
 /// during the send: the attempt is `sending`, its lease expires at `T0 + 60 s`.
 fn crashed_mid_send(store: &mut Store) -> String {
+    client_sends(store, &plan(), T0)
+}
+
+/// A client that takes the lease at `now` (over an expired one) and is permitted to
+/// send `plan`'s current attempt: its key.
+fn client_sends(store: &mut Store, plan: &ProviderPlan, now: i64) -> String {
     let input = input();
     let identity = input.identity();
     let lease = LeaseId::generate();
     let owner = input.lease_owner(&identity, &lease).expect("owner");
     let started = store
-        .answer(&Start::new(identity.clone(), owner.clone(), at(T0)))
+        .answer(&Start::new(identity.clone(), owner.clone(), at(now)))
         .expect("start");
     let LeaseOutput::Acquired { fence_epoch, .. } = started.lease else {
         panic!("{started:?}");
     };
-    let call = LeaseCall::new(identity, owner, at(T0));
+    let call = LeaseCall::new(identity, owner, at(now));
     match store
-        .answer(&BeginSend::new(call, fence_epoch, plan()))
+        .answer(&BeginSend::new(call, fence_epoch, plan.clone()))
         .expect("begin_send")
     {
         BeginSendOutput::Permitted(permit) => permit.provider_idempotency_key,
         other => panic!("{other:?}"),
     }
+}
+
+/// The plan with a lookup that sees a charge at once (no settle window).
+fn prompt_plan() -> ProviderPlan {
+    plan()
+        .with_lookup(crate::sends::ProviderLookup::KeyStore, 0)
+        .expect("fits")
 }
 
 /// What the provider answers each lookup, and the keys it was asked.
@@ -116,7 +129,7 @@ fn recover(
 }
 
 /// The library's driver, over the store, for a job declaring `account`: the first
-/// read at `read_at`, every later step at `write_at`.
+/// read at `read_at`, every later step (the confirming read included) at `write_at`.
 fn drive(
     store: &mut Store,
     provider: &mut Provider,
@@ -129,10 +142,13 @@ fn drive(
     let lease = LeaseId::generate();
     let owner = recovery_owner(&hash(), &lease);
     let (mut recovery, mut step) = RecoveryProtocol::new(account);
+    let mut reads = 0;
     loop {
         let event = match step {
             RecoveryStep::Done(recovered) => return Ok(recovered),
             RecoveryStep::Status => {
+                reads += 1;
+                let read_at = if reads == 1 { read_at } else { write_at };
                 let registered = store.answer(&RegisteredIdentity::new(hash(), at(read_at)))?;
                 identity = Some(registered.identity.clone());
                 RecoveryEvent::Status(Box::new(registered))
@@ -342,12 +358,14 @@ fn a_not_found_at_the_plans_account_records_the_absence_once_provable() {
     for late in [361 * SEC, 20 * 3600 * SEC] {
         let mut store = Store::new();
         let key = crashed_mid_send(&mut store);
-        let mut provider = Provider::answering(vec![LookupResult::NotFound]);
+        let mut provider =
+            Provider::answering(vec![LookupResult::NotFound, LookupResult::NotFound]);
         assert_eq!(
             recover(&mut store, &mut provider, T0 + late),
             Ok(Recovered::Absent)
         );
-        assert_eq!(provider.asked, std::slice::from_ref(&key));
+        // Once before the lease, once under it.
+        assert_eq!(provider.asked, [key.clone(), key.clone()]);
         let send = state(&mut store, T0 + late).send.expect("send");
         assert_eq!((send.attempt, send.state), (1, AttemptState::Absent));
         // The takeover (revision 3) and the absence, nothing else: the command stays
@@ -494,14 +512,16 @@ fn a_plan_bound_before_the_account_fingerprint_proves_no_absence() {
 }
 
 #[test]
-fn an_absence_provable_at_the_lookup_but_not_at_the_commit_writes_nothing() {
-    // The lookup starts just before the key store's retention ends; the commit comes
-    // after it: `reconcile_send` refuses, and the job reports a not found.
+fn an_absence_provable_at_the_first_lookup_but_not_under_the_lease_writes_nothing() {
+    // The first lookup starts just before the key store's retention ends; the lease
+    // is taken after it: under it the absence is no longer provable, so the second
+    // lookup (which could still find a charge) proves nothing, and nothing is
+    // recorded.
     let mut store = Store::new();
     crashed_mid_send(&mut store);
     let before = store.documents();
     let retention = 24 * 3600 * SEC;
-    let mut provider = Provider::answering(vec![LookupResult::NotFound]);
+    let mut provider = Provider::answering(vec![LookupResult::NotFound, LookupResult::NotFound]);
     assert_eq!(
         drive(
             &mut store,
@@ -512,16 +532,15 @@ fn an_absence_provable_at_the_lookup_but_not_at_the_commit_writes_nothing() {
         ),
         Ok(Recovered::NotFound)
     );
-    assert_eq!(provider.asked.len(), 1);
-    // The takeover is written (the lease was taken to record it), the absence not.
+    assert_eq!(provider.asked.len(), 2);
+    // The takeover is written (the lease was taken to confirm it), the absence not.
     let send = state(&mut store, T0 + retention + SEC).send.expect("send");
     assert_eq!((send.attempt, send.state), (1, AttemptState::Sending));
-    // The takeover's event is the one new document.
     assert_eq!(store.documents().len(), before.len() + 1);
     assert!(store.contains_key(&audit::path(&hash(), 3)));
     assert!(!store.contains_key(&audit::path(&hash(), 4)));
     // A lookup that started before the absence was provable proves nothing, even
-    // when the commit would come after.
+    // when the lease would come after.
     let mut store = Store::new();
     crashed_mid_send(&mut store);
     let before = store.documents();
@@ -537,6 +556,125 @@ fn an_absence_provable_at_the_lookup_but_not_at_the_commit_writes_nothing() {
         Ok(Recovered::NotFound)
     );
     assert_eq!(store.documents(), before);
+}
+
+#[test]
+fn a_not_found_is_confirmed_under_the_lease_so_a_resend_since_the_first_read_is_seen() {
+    // A plan whose lookup sees a charge at once: an absence is provable from the end
+    // of the lease that sent it.
+    let plan = prompt_plan();
+    let mut store = Store::new();
+    let key = client_sends(&mut store, &plan, T0);
+    let (mut job, step) = RecoveryProtocol::new(Some(account()));
+    assert_eq!(step, RecoveryStep::Status);
+    // The job's first read, after that lease: the absence is provable.
+    let registered = store
+        .answer(&RegisteredIdentity::new(hash(), at(T0 + 61 * SEC)))
+        .expect("read");
+    assert!(matches!(
+        job.step(RecoveryEvent::Status(Box::new(registered))),
+        Ok(RecoveryStep::Lookup { .. })
+    ));
+    // Meanwhile the client comes back and re-sends the same key; its request has not
+    // reached the provider when the job's lookup arrives.
+    assert_eq!(client_sends(&mut store, &plan, T0 + 62 * SEC), key);
+    assert_eq!(
+        job.step(RecoveryEvent::LookedUp(LookupResult::NotFound)),
+        Ok(RecoveryStep::Acquire)
+    );
+    // The job takes the lease once the client's has run out (at T0 + 122 s) ...
+    let owner = recovery_owner(&hash(), &LeaseId::generate());
+    let now = at(T0 + 123 * SEC);
+    let acquired = store
+        .answer(&Acquire::new(LeaseCall::new(
+            input().identity(),
+            owner.clone(),
+            now,
+        )))
+        .expect("acquire");
+    let LeaseOutput::Acquired { fence_epoch, .. } = acquired else {
+        panic!("{acquired:?}");
+    };
+    // ... and does not record its "not found": it reads and looks up again under it.
+    assert_eq!(
+        job.step(RecoveryEvent::Acquired(acquired)),
+        Ok(RecoveryStep::Status)
+    );
+    let registered = store
+        .answer(&RegisteredIdentity::new(hash(), now))
+        .expect("read");
+    assert!(matches!(
+        job.step(RecoveryEvent::Status(Box::new(registered))),
+        Ok(RecoveryStep::Lookup { .. })
+    ));
+    // The client's re-send was processed before its lease ended: the charge.
+    let step = job
+        .step(RecoveryEvent::LookedUp(LookupResult::Found(envelope())))
+        .expect("step");
+    let RecoveryStep::Reconcile {
+        fence,
+        attempt,
+        evidence,
+    } = step
+    else {
+        panic!("{step:?}");
+    };
+    assert_eq!((fence, attempt), (fence_epoch, 1));
+    let call = LeaseCall::new(input().identity(), owner, now);
+    let (finding, result) = evidence.closing(call.identity());
+    let op = crate::envelope::record::WithResult::new(
+        Reconcile::on_bound_plan(call, fence, attempt, finding),
+        &hash(),
+        now,
+        result.expect("an envelope"),
+    );
+    assert_eq!(
+        job.step(RecoveryEvent::Reconciled(store.answer(&op))),
+        Ok(RecoveryStep::Done(Recovered::Succeeded))
+    );
+    assert_eq!(
+        state(&mut store, T0 + 124 * SEC).command.state,
+        CommandState::Succeeded
+    );
+}
+
+#[test]
+fn an_absence_refused_at_the_commit_is_a_not_found() {
+    let mut store = Store::new();
+    crashed_mid_send(&mut store);
+    let (mut job, _) = RecoveryProtocol::new(Some(account()));
+    let registered = store
+        .answer(&RegisteredIdentity::new(hash(), at(T0 + 400 * SEC)))
+        .expect("read");
+    job.step(RecoveryEvent::Status(Box::new(registered.clone())))
+        .expect("lookup");
+    job.step(RecoveryEvent::LookedUp(LookupResult::NotFound))
+        .expect("acquire");
+    let acquired = LeaseOutput::Acquired {
+        fence_epoch: FenceEpoch::new(3).expect("fence"),
+        lease_expires_at: at(T0 + 460 * SEC),
+    };
+    assert_eq!(
+        job.step(RecoveryEvent::Acquired(acquired)),
+        Ok(RecoveryStep::Status)
+    );
+    job.step(RecoveryEvent::Status(Box::new(registered)))
+        .expect("lookup");
+    assert!(matches!(
+        job.step(RecoveryEvent::LookedUp(LookupResult::NotFound)),
+        Ok(RecoveryStep::Reconcile {
+            evidence: SendEvidence::NotFound,
+            ..
+        })
+    ));
+    assert_eq!(
+        job.step(RecoveryEvent::Reconciled(Err(
+            JournalError::AbsenceNotProvable {
+                provable_from: None
+            }
+        ))),
+        Ok(RecoveryStep::Done(Recovered::NotFound))
+    );
 }
 
 #[test]
