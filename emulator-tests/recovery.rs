@@ -151,21 +151,19 @@ impl Fixture {
     /// `cmd`'s caller sends and crashes once the provider has charged: the attempt
     /// is `sending`, the charge exists, no outcome is recorded.
     async fn crash_after_the_charge(&self, cmd: &CommandInput) {
-        self.provider.crash_next.store(true, Ordering::SeqCst);
-        let charges = self.provider.charges();
-        let plan = plan();
-        let execute = self.journal.execute(cmd, &plan, self.provider.as_ref());
-        tokio::select! {
-            answer = execute => panic!("the crashed call answered {answer:?}"),
-            () = self.provider.charged.notified() => {}
-        }
-        assert_eq!(self.provider.charges(), charges + 1, "the provider charged");
+        self.crash_mid_send(cmd, &self.provider.crash_next, 1).await;
     }
 
     /// `cmd`'s caller sends and crashes while its request is lost on the way: the
     /// attempt is `sending`, the provider holds nothing.
     async fn crash_before_the_provider(&self, cmd: &CommandInput) {
-        self.provider.lose_next.store(true, Ordering::SeqCst);
+        self.crash_mid_send(cmd, &self.provider.lose_next, 0).await;
+    }
+
+    /// `cmd`'s caller sends with `fault` set and is dropped once the provider took
+    /// the request, which made `charged` new charges.
+    async fn crash_mid_send(&self, cmd: &CommandInput, fault: &AtomicBool, charged: usize) {
+        fault.store(true, Ordering::SeqCst);
         let charges = self.provider.charges();
         let plan = plan();
         let execute = self.journal.execute(cmd, &plan, self.provider.as_ref());
@@ -173,7 +171,7 @@ impl Fixture {
             answer = execute => panic!("the crashed call answered {answer:?}"),
             () = self.provider.charged.notified() => {}
         }
-        assert_eq!(self.provider.charges(), charges, "nothing charged");
+        assert_eq!(self.provider.charges(), charges + charged);
     }
 
     /// A run declaring the plan's account.
