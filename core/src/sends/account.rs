@@ -1,6 +1,7 @@
-//! The provider account a plan sends to, as a reader that holds no plan can prove it
-//! asks the same one: the plan document stores its command-bound fingerprint
-//! (`accountFingerprint`), never the account.
+//! Where a plan's requests go: the provider's mode ([`ProviderMode`]) and the
+//! provider account ([`ProviderAccount`]), as a reader that holds no plan can prove it
+//! asks the same one: the plan document stores the account's command-bound
+//! fingerprint (`accountFingerprint`), never the account.
 //!
 //! A recovery job knows a command by its key hash alone. Its provider adapter asks
 //! one account; the job declares it ([`ProviderAccount`]), and only where the bound
