@@ -174,6 +174,13 @@ impl Fixture {
         assert_eq!(self.provider.charges(), charges + charged);
     }
 
+    /// `cmd`'s current attempt and its state.
+    async fn send_state(&self, cmd: &CommandInput) -> (i64, AttemptState) {
+        let status = self.journal.send_status(cmd).await.expect("status");
+        let send = status.send.expect("send");
+        (send.attempt, send.state)
+    }
+
     /// A run declaring the plan's account.
     async fn recover(&self) -> Recovery {
         self.recover_with(&options()).await
@@ -615,14 +622,7 @@ async fn recovery_records_a_proven_absence_and_the_clients_retry_charges_once() 
         .collect();
     changed.sort_unstable();
     assert_eq!(changed, ["/lifecycle/current", "/providerSends/current"]);
-    let send = f
-        .journal
-        .send_status(&cmd)
-        .await
-        .expect("status")
-        .send
-        .expect("send");
-    assert_eq!((send.attempt, send.state), (1, AttemptState::Absent));
+    assert_eq!(f.send_state(&cmd).await, (1, AttemptState::Absent));
     // Still listed, for its client: once the job's lease has run out, a retry goes on.
     f.clock.advance(TimeDelta::seconds(61));
     let listing = f.journal.pending().await.expect("pending");
@@ -641,14 +641,7 @@ async fn recovery_records_a_proven_absence_and_the_clients_retry_charges_once() 
     assert!(matches!(late, Execution::Succeeded(_)), "{late:?}");
     assert_eq!(f.provider.sends.load(Ordering::SeqCst), 2);
     assert_eq!(f.provider.charges(), 1, "exactly one charge");
-    let send = f
-        .journal
-        .send_status(&cmd)
-        .await
-        .expect("status")
-        .send
-        .expect("send");
-    assert_eq!((send.attempt, send.state), (2, AttemptState::Succeeded));
+    assert_eq!(f.send_state(&cmd).await, (2, AttemptState::Succeeded));
     f.verify_clean().await;
     let text = format!("{report:?} {listing:?}");
     assert!(!text.contains("CANARY"), "{text}");
@@ -702,14 +695,7 @@ async fn recovery_asking_another_account_never_opens_a_second_key() {
             "nothing written"
         );
     }
-    let send = f
-        .journal
-        .send_status(&cmd)
-        .await
-        .expect("status")
-        .send
-        .expect("send");
-    assert_eq!((send.attempt, send.state), (1, AttemptState::Sending));
+    assert_eq!(f.send_state(&cmd).await, (1, AttemptState::Sending));
 
     // The client comes back past the cutoff with the right plan: its own lookup finds
     // the charge; no second key, no second charge.

@@ -415,21 +415,37 @@ fn a_not_found_at_the_plans_account_records_the_absence_once_provable() {
 fn a_not_found_that_proves_nothing_writes_nothing() {
     let other = ProviderAccount::new("stub", "acct_other", "test").expect("valid account");
     let live = ProviderAccount::new("stub", "acct_recovery", "live").expect("valid account");
-    // (declared account, when, the outcome, whether the provider is asked)
+    // (declared account, first read, later steps, the outcome, whether the provider
+    // is asked)
     let cases = [
         // Before the settle window has passed since the lease that sent it.
-        (Some(account()), 359 * SEC, Recovered::NotFound, true),
+        (Some(account()), 359, 359, Recovered::NotFound, true),
+        // Looked up before then, even with the lease taken after it.
+        (Some(account()), 359, 400, Recovered::NotFound, true),
         // Past the key store's retention: the provider may have forgotten the key.
-        (Some(account()), 24 * 3600 * SEC, Recovered::NotFound, true),
-        (Some(account()), 30 * 3600 * SEC, Recovered::NotFound, true),
+        (
+            Some(account()),
+            24 * 3600,
+            24 * 3600,
+            Recovered::NotFound,
+            true,
+        ),
+        (
+            Some(account()),
+            30 * 3600,
+            30 * 3600,
+            Recovered::NotFound,
+            true,
+        ),
         // No account declared: the job cannot prove where it asked, however late.
-        (None, 400 * SEC, Recovered::NotFound, true),
-        (None, 20 * 3600 * SEC, Recovered::NotFound, true),
+        (None, 400, 400, Recovered::NotFound, true),
+        (None, 20 * 3600, 20 * 3600, Recovered::NotFound, true),
         // Another account, or another mode: nothing asked at all.
-        (Some(other), 400 * SEC, Recovered::OtherAccount, false),
-        (Some(live), 400 * SEC, Recovered::OtherAccount, false),
+        (Some(other), 400, 400, Recovered::OtherAccount, false),
+        (Some(live), 400, 400, Recovered::OtherAccount, false),
     ];
-    for (declared, late, expected, asked) in cases {
+    for (declared, read, write, expected, asked) in cases {
+        let (read, late) = (read * SEC, write * SEC);
         let mut store = Store::new();
         crashed_mid_send(&mut store);
         let before = store.documents();
@@ -439,11 +455,11 @@ fn a_not_found_that_proves_nothing_writes_nothing() {
                 &mut store,
                 &mut provider,
                 declared.clone(),
-                T0 + late,
+                T0 + read,
                 T0 + late
             ),
             Ok(expected),
-            "{declared:?} at {late}"
+            "{declared:?} at {read}, {late}"
         );
         assert_eq!(provider.asked.len(), usize::from(asked));
         assert_eq!(store.documents(), before, "{declared:?} at {late} wrote");
@@ -513,6 +529,8 @@ fn a_plan_bound_before_the_account_fingerprint_proves_no_absence() {
 
 #[test]
 fn an_absence_provable_at_the_first_lookup_but_not_under_the_lease_writes_nothing() {
+    // (A lookup that started before the absence was provable is a case of
+    // `a_not_found_that_proves_nothing_writes_nothing`.)
     // The first lookup starts just before the key store's retention ends; the lease
     // is taken after it: under it the absence is no longer provable, so the second
     // lookup (which could still find a charge) proves nothing, and nothing is
@@ -539,23 +557,6 @@ fn an_absence_provable_at_the_first_lookup_but_not_under_the_lease_writes_nothin
     assert_eq!(store.documents().len(), before.len() + 1);
     assert!(store.contains_key(&audit::path(&hash(), 3)));
     assert!(!store.contains_key(&audit::path(&hash(), 4)));
-    // A lookup that started before the absence was provable proves nothing, even
-    // when the lease would come after.
-    let mut store = Store::new();
-    crashed_mid_send(&mut store);
-    let before = store.documents();
-    let mut provider = Provider::answering(vec![LookupResult::NotFound]);
-    assert_eq!(
-        drive(
-            &mut store,
-            &mut provider,
-            Some(account()),
-            T0 + 359 * SEC,
-            T0 + 400 * SEC
-        ),
-        Ok(Recovered::NotFound)
-    );
-    assert_eq!(store.documents(), before);
 }
 
 #[test]
