@@ -202,3 +202,87 @@ async fn every_operation_is_billed_exactly_its_documents() {
     )
     .await;
 }
+
+/// The permit of `began`.
+fn permitted(began: command_journal::sends::BeginSendOutput) -> i64 {
+    match began {
+        command_journal::sends::BeginSendOutput::Permitted(permit) => permit.attempt,
+        other => panic!("expected a permit: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn the_send_layer_is_billed_exactly_its_documents_and_proofs() {
+    use command_journal::sends::{ProviderPlan, ProviderPlanRequest, SendOutcome};
+    use command_journal::time::ManualClock;
+    use std::sync::Arc;
+    let tx = support::mode() == Concurrency::Transaction;
+    let pick = |p: Billed, t: Billed| if tx { t } else { p };
+    let at = chrono::DateTime::from_timestamp(1_930_000_000, 0).expect("time");
+    let clock = Arc::new(ManualClock::new(at));
+    let journal = support::clocked_journal(support::fresh_connection().await, clock.clone());
+    let plan = ProviderPlan::new(ProviderPlanRequest {
+        provider: "stub",
+        account: "acct_billing",
+        mode: "test",
+        api_version: "2026-01-01",
+        operation: "charge",
+        endpoint: "POST /v1/charges",
+        parameters: &json!({"amount": 1250}),
+        key_retention_seconds: 86_400,
+    })
+    .expect("plan");
+    let c = command(5_002, json!({}));
+    let epoch = fence(journal.start(&c, &lease(1)).await.expect("start").lease);
+    measure(
+        &journal,
+        "begin_send (first)",
+        pick((4, 8, 4, 0, 2), (4, 8, 4, 0, 2)),
+        async {
+            permitted(
+                journal
+                    .begin_send(&c, &lease(1), epoch, &plan)
+                    .await
+                    .expect("begin"),
+            );
+        },
+    )
+    .await;
+    // An ambiguous answer changes no lease: in preconditions mode the commit proves
+    // the lifecycle unchanged by rewriting it as read (one billed write more).
+    measure(
+        &journal,
+        "record_send_outcome (ambiguous)",
+        pick((7, 5, 3, 0, 2), (7, 5, 2, 0, 2)),
+        async {
+            journal
+                .record_send_outcome(&c, &lease(1), epoch, &plan, 1, &SendOutcome::Ambiguous)
+                .await
+                .expect("ambiguous");
+        },
+    )
+    .await;
+    // After the lease, another holder takes it over and re-sends the same attempt:
+    // the re-send proves the lifecycle it was decided under.
+    clock.advance(chrono::TimeDelta::seconds(61));
+    let taken = fence(
+        journal
+            .acquire_lease(&c, &lease(2))
+            .await
+            .expect("takeover"),
+    );
+    measure(
+        &journal,
+        "begin_send (re-send after a takeover)",
+        pick((9, 3, 3, 0, 2), (9, 3, 2, 0, 2)),
+        async {
+            permitted(
+                journal
+                    .begin_send(&c, &lease(2), taken, &plan)
+                    .await
+                    .expect("resend"),
+            );
+        },
+    )
+    .await;
+}

@@ -406,6 +406,7 @@ async fn execute_races_send_once() {
     assert_verified(&f.connection).await;
 }
 
+mod fenced;
 mod floor;
 #[path = "../examples/payout-worker/worker.rs"]
 mod payout_worker;

@@ -22,7 +22,9 @@
 //! Retries: a lost precondition race (ALREADY_EXISTS, FAILED_PRECONDITION or NOT_FOUND
 //! on a commit), ABORTED, UNAVAILABLE, DEADLINE_EXCEEDED, INTERNAL, RESOURCE_EXHAUSTED,
 //! CANCELLED and UNKNOWN (a connection lost mid-RPC) are retried with full-jitter
-//! exponential backoff, up to [`RetryPolicy`]'s attempts; RESOURCE_EXHAUSTED waits at least the
+//! exponential backoff, up to [`RetryPolicy`]'s attempts (a refused blind or planned
+//! commit wrote nothing and spends none of them: a read always follows it);
+//! RESOURCE_EXHAUSTED waits at least the
 //! largest backoff. In transaction mode ABORTED backs off for about a second and more
 //! (the policy's contention backoff): its conflicts are held
 //! locks, not lost preconditions. Every operation is idempotent, so a retry after an
@@ -187,6 +189,9 @@ async fn run_in_span<T: Transition, P>(
         (Concurrency::Transaction, _) => None,
     };
     let mut attempts = 0;
+    // Refused planned or blind commits: they wrote nothing, so they spend nothing of
+    // the retry budget, which counts only the attempts that could have written.
+    let mut refused_fast_paths = 0;
     let mut last_code = None;
     let mut previous_transaction = None;
     let result: Result<Ran<P, T::Output>, JournalError> = loop {
@@ -217,15 +222,21 @@ async fn run_in_span<T: Transition, P>(
             Err(Failure::Retry { code, transaction }) => {
                 last_code = Some(crate::grpc::grpc_code(code));
                 previous_transaction = transaction;
-                if attempts >= options.policy.attempts.get() {
+                // A planned commit refused because a document exists or changed is no
+                // contention and wrote nothing: read what is there at once, whatever
+                // the budget.
+                let refused = was_planned && is_precondition_loss(code);
+                if refused {
+                    refused_fast_paths += 1;
+                }
+                let spent = attempts - refused_fast_paths;
+                if !refused && spent >= options.policy.attempts.get() {
                     break Err(JournalError::unavailable(last_code, attempts, false));
                 }
-                // A planned commit refused because a document exists or changed is no
-                // contention: read what is there at once.
-                let wait = if was_planned && is_precondition_loss(code) {
+                let wait = if refused {
                     Duration::ZERO
                 } else {
-                    backoff(attempts, code, options.concurrency, &options.policy)
+                    backoff(spent, code, options.concurrency, &options.policy)
                 };
                 if runner.deadline.is_some_and(|d| Instant::now() + wait >= d) {
                     break Err(deadline_error(last_code, attempts));

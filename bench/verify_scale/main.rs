@@ -120,7 +120,7 @@ fn command_writes(n: u64, root: &str, now: Timestamp) -> Res<Vec<RawWrite>> {
                     update_time: None,
                 })),
             }),
-            Write::Replace { .. } | Write::AssertAbsent { .. } => {
+            Write::Replace { .. } | Write::AssertAbsent { .. } | Write::AssertUnchanged { .. } => {
                 Err("a first start did more than create".into())
             }
         })

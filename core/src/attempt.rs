@@ -60,7 +60,8 @@ pub enum ReadKind {
 pub enum Precondition<V> {
     /// The document does not exist (`exists: false`): a `Create` or an `AssertAbsent`.
     Absent,
-    /// The document still has the update time read: a `Replace`.
+    /// The document still has the update time read: a `Replace` or an
+    /// `AssertUnchanged`.
     UpdatedAt(V),
 }
 
@@ -113,6 +114,11 @@ pub struct Attempt<'a, T: Transition, V> {
     follow_ups: usize,
     /// Whether the read in flight (or done) confirms a corrupt-looking one.
     confirming: bool,
+    /// The paths `decide` itself read: the operation's paths and its follow-ups.
+    decided_on: Vec<String>,
+    /// Whether the commit is inside a read-write transaction that holds what it read,
+    /// so that it needs no proof of the documents it read and does not write.
+    transactional: bool,
     /// Strict mode's second `decide`.
     twice: Option<Twice<T>>,
 }
@@ -127,8 +133,18 @@ impl<'a, T: Transition, V: Clone> Attempt<'a, T, V> {
             asked: paths,
             follow_ups: 0,
             confirming: false,
+            decided_on: op.paths(),
+            transactional: false,
             twice: None,
         }
+    }
+
+    /// The same attempt, committed inside a read-write transaction that holds every
+    /// document it read: its commit carries no proof of the documents read and not
+    /// written ([`crate::proof`]), since the transaction itself proves them.
+    pub fn in_transaction(mut self) -> Self {
+        self.transactional = true;
+        self
     }
 
     /// The first step: the read of the operation's paths.
@@ -185,6 +201,12 @@ impl<'a, T: Transition, V: Clone> Attempt<'a, T, V> {
                 if self.twice.is_some() {
                     assert_guarded(&self.snapshot, &writes);
                 }
+                let writes = if self.transactional {
+                    writes
+                } else {
+                    let read = self.decided_on.iter().map(String::as_str);
+                    crate::proof::with_proofs(read, &self.snapshot, writes)
+                };
                 match writes
                     .into_iter()
                     .map(|write| self.guard(write))
@@ -201,6 +223,11 @@ impl<'a, T: Transition, V: Clone> Attempt<'a, T, V> {
                     assert_follow_up(self.follow_ups, &self.snapshot, &more);
                 }
                 self.follow_ups += 1;
+                for path in &more {
+                    if !self.decided_on.contains(path) {
+                        self.decided_on.push(path.clone());
+                    }
+                }
                 let paths: Vec<String> = more
                     .into_iter()
                     .filter(|path| !self.snapshot.was_read(path))
@@ -230,10 +257,12 @@ impl<'a, T: Transition, V: Clone> Attempt<'a, T, V> {
     fn guard(&self, write: Write) -> Option<GuardedWrite<V>> {
         let precondition = match &write {
             Write::Create { .. } | Write::AssertAbsent { .. } => Precondition::Absent,
-            Write::Replace { path, .. } => match self.versions.get(path) {
-                Some(Some(version)) => Precondition::UpdatedAt(version.clone()),
-                _ => return None,
-            },
+            Write::Replace { path, .. } | Write::AssertUnchanged { path, .. } => {
+                match self.versions.get(path) {
+                    Some(Some(version)) => Precondition::UpdatedAt(version.clone()),
+                    _ => return None,
+                }
+            }
         };
         Some(GuardedWrite {
             write,
@@ -294,6 +323,10 @@ fn assert_guarded(snapshot: &Snapshot, writes: &[Write]) {
             Write::Replace { path, .. } => assert!(
                 matches!(read, Some(Some(_))),
                 "replaced {path} without reading it"
+            ),
+            Write::AssertUnchanged { path, .. } => assert!(
+                matches!(read, Some(Some(_))),
+                "asserted {path} unchanged without reading it"
             ),
         }
         let path = write.path();

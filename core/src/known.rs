@@ -112,7 +112,10 @@ impl<V: Clone> Known<V> {
                     );
                     self.state.docs.insert(path, Some(fields.clone()));
                 }
-                (Write::Replace { fields, .. }, Some((version, time))) => {
+                (
+                    Write::Replace { fields, .. } | Write::AssertUnchanged { fields, .. },
+                    Some((version, time)),
+                ) => {
                     self.versions.insert(path.clone(), version);
                     match self.state.stamps.get(&path).copied() {
                         Some(before) => {
@@ -130,7 +133,10 @@ impl<V: Clone> Known<V> {
                     }
                     self.state.docs.insert(path, Some(fields.clone()));
                 }
-                (Write::Create { .. } | Write::Replace { .. }, None) => {
+                (
+                    Write::Create { .. } | Write::Replace { .. } | Write::AssertUnchanged { .. },
+                    None,
+                ) => {
                     self.versions.remove(&path);
                     self.state.stamps.remove(&path);
                     self.state.docs.remove(&path);
@@ -155,10 +161,12 @@ impl<V: Clone> Known<V> {
     }
 
     /// `op`'s decision over the known state, reading (from it) exactly what the
-    /// runner would read: its paths, then each follow-up, all of them known.
-    fn decide<T: Transition>(&self, op: &T) -> Option<(Decision<T::Output>, Snapshot)> {
+    /// runner would read: its paths, then each follow-up, all of them known. Answers
+    /// the decision, the view it was taken from and the paths read, in read order.
+    fn decide<T: Transition>(&self, op: &T) -> Option<Decided<T::Output>> {
         let mut view = Snapshot::default();
-        if !self.view(&op.paths(), &mut view) {
+        let mut read = op.paths();
+        if !self.view(&read, &mut view) {
             return None;
         }
         let mut follow_ups = 0;
@@ -174,8 +182,9 @@ impl<V: Clone> Known<V> {
                     {
                         return None;
                     }
+                    read.extend(fresh);
                 }
-                decision => return Some((decision, view)),
+                decision => return Some((decision, view, read)),
             }
         }
     }
@@ -185,10 +194,11 @@ impl<V: Clone> Known<V> {
 /// and the decision is a mutation whose every write's precondition can be stated from
 /// the known state; `None` otherwise (the runner reads instead).
 pub fn plan<T: Transition, V: Clone>(op: &T, known: &Known<V>) -> Option<Planned<T::Output, V>> {
-    let (decision, view) = known.decide(op)?;
+    let (decision, view, read) = known.decide(op)?;
     let Decision::Mutate(writes, output) = decision else {
         return None;
     };
+    let writes = crate::proof::with_proofs(read.iter().map(String::as_str), &view, writes);
     let mut guarded = Vec::with_capacity(writes.len());
     let mut written = std::collections::HashSet::new();
     for write in writes {
@@ -197,7 +207,7 @@ pub fn plan<T: Transition, V: Clone>(op: &T, known: &Known<V>) -> Option<Planned
         }
         let precondition = match (&write, view.docs.get(write.path())) {
             (Write::Create { .. } | Write::AssertAbsent { .. }, Some(None)) => Precondition::Absent,
-            (Write::Replace { path, .. }, Some(Some(_))) => {
+            (Write::Replace { path, .. } | Write::AssertUnchanged { path, .. }, Some(Some(_))) => {
                 Precondition::UpdatedAt(known.versions.get(path)?.clone())
             }
             _ => return None,
@@ -218,7 +228,7 @@ pub fn plan<T: Transition, V: Clone>(op: &T, known: &Known<V>) -> Option<Planned
 /// known and it decides to observe.
 pub fn observe<T: Transition, V: Clone>(op: &T, known: &Known<V>) -> Option<T::Output> {
     match known.decide(op)? {
-        (Decision::Observe(output), _) => Some(output),
+        (Decision::Observe(output), _, _) => Some(output),
         _ => None,
     }
 }
@@ -245,6 +255,10 @@ pub fn blind_commit<O, V: Clone>(plan: BlindPlan<O>, paths: &[String]) -> Planne
         base: Known::absent(paths.iter().cloned()),
     }
 }
+
+/// A decision over the known state: the decision, the view it read and the paths it
+/// read, in order.
+type Decided<O> = (Decision<O>, Snapshot, Vec<String>);
 
 /// The plan of two chained transitions: their two answers in one commit.
 pub type Chained<A, B, V> = Planned<(<A as Transition>::Output, <B as Transition>::Output), V>;
@@ -275,7 +289,7 @@ where
             after.state.docs.insert(path.clone(), Some(fields.clone()));
         }
     }
-    let (decision, view) = after.decide(&second)?;
+    let (decision, view, _) = after.decide(&second)?;
     let Decision::Mutate(writes, second_output) = decision else {
         return None;
     };

@@ -21,6 +21,7 @@
 //! - transitions: [`registration`], [`lease`], [`start`], [`sends`] (the provider send
 //!   layer), [`ledger`], [`transaction`] (the contract), [`attempt`] (the machine),
 //!   [`known`] (deciding from what the journal just read or wrote, without a read),
+//!   [`proof`] (what a commit proves of the documents it read and does not write),
 //!   [`pending`] (the commands that wait for someone, and why), [`recovery`] (settling
 //!   them from the provider's evidence, by key hash alone);
 //! - the one-call protocol's decisions: [`execute`];
@@ -48,6 +49,7 @@ pub mod known;
 pub mod lease;
 pub mod ledger;
 pub mod pending;
+pub mod proof;
 pub mod recovery;
 pub mod registration;
 pub mod sends;

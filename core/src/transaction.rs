@@ -158,6 +158,17 @@ pub enum Write {
         /// Path relative to the documents root; must be one the operation read absent.
         path: String,
     },
+    /// Write nothing new, but commit only while a document the operation read present
+    /// still has the update time it was read at: the document is rewritten exactly as
+    /// read, which Firestore applies without changing its update time (and answers
+    /// that time). What proves a mutable document a decision depends on but does not
+    /// change, such as the lifecycle's holder, fence and expiry ([`crate::proof`]).
+    AssertUnchanged {
+        /// Path relative to the documents root; must be one the operation read present.
+        path: String,
+        /// The document exactly as read.
+        fields: FieldMap,
+    },
 }
 
 impl Write {
@@ -166,15 +177,16 @@ impl Write {
         match self {
             Self::Create { path, .. }
             | Self::Replace { path, .. }
-            | Self::AssertAbsent { path } => path,
+            | Self::AssertAbsent { path }
+            | Self::AssertUnchanged { path, .. } => path,
         }
     }
 
-    /// The document it stores, if it stores one.
+    /// The document it stores, if it stores one (a guard stores nothing new).
     pub fn fields(&self) -> Option<&FieldMap> {
         match self {
             Self::Create { fields, .. } | Self::Replace { fields, .. } => Some(fields),
-            Self::AssertAbsent { .. } => None,
+            Self::AssertAbsent { .. } | Self::AssertUnchanged { .. } => None,
         }
     }
 }

@@ -86,7 +86,10 @@ fn billed(stats: Stats) -> String {
 /// Every document of `command`, by path below the documents root, fields only: the
 /// commit times differ between runs, and so does the lease owner's fingerprint (each
 /// call of `execute` holds a lease id of its own, drawn at random), which is left out.
-async fn documents(connection: &Connection, command: &CommandInput) -> Vec<(String, String)> {
+pub(super) async fn documents(
+    connection: &Connection,
+    command: &CommandInput,
+) -> Vec<(String, String)> {
     let hash = command.identity().command_key_hash().to_string();
     let root = format!("checkoutRequests/{hash}");
     let mut docs: Vec<Document> = support::list(connection, "", "checkoutRequests").await;

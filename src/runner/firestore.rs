@@ -233,23 +233,23 @@ impl Session<'_> {
     /// time Firestore answered for each write, in order (none for a delete).
     pub(super) async fn commit(
         &self,
-        writes: Vec<RawWrite>,
+        writes: Vec<GuardedWrite<prost_types::Timestamp>>,
         open: &mut OpenTransaction,
     ) -> Result<Vec<Option<WriteTime>>, Failure> {
         let budget = self.budget()?;
         self.tally.bump(Count::Commit);
+        // An absence guard is a delete; an unchanged rewrite is billed as the write it is.
+        let guards = writes
+            .iter()
+            .filter(|w| matches!(w.write, Write::AssertAbsent { .. }))
+            .count();
+        let written = writes.len() - guards;
         let request = CommitRequest {
             database: self.database.clone(),
-            writes,
+            writes: writes.into_iter().map(|w| self.raw_write(w)).collect(),
             transaction: open.id.clone().unwrap_or_default(),
             request_options: None,
         };
-        let guards = request
-            .writes
-            .iter()
-            .filter(|w| matches!(w.operation, Some(write::Operation::Delete(_))))
-            .count();
-        let written = request.writes.len() - guards;
         let answered = tokio::time::timeout(budget, self.raw.clone().commit(request)).await;
         let code = match &answered {
             Ok(Ok(_)) => GrpcCode::Ok,
@@ -311,7 +311,7 @@ impl Session<'_> {
 
     /// A guarded write as sent: the write, its precondition as Firestore's
     /// (`exists: false`, or `updateTime` equal to the one read).
-    pub(super) fn raw_write(&self, guarded: GuardedWrite<prost_types::Timestamp>) -> RawWrite {
+    fn raw_write(&self, guarded: GuardedWrite<prost_types::Timestamp>) -> RawWrite {
         let condition = match guarded.precondition {
             Precondition::Absent => precondition::ConditionType::Exists(false),
             Precondition::UpdatedAt(time) => precondition::ConditionType::UpdateTime(time),
@@ -322,14 +322,16 @@ impl Session<'_> {
             Write::AssertAbsent { path } => {
                 write::Operation::Delete(format!("{}/{path}", self.root))
             }
-            Write::Create { path, fields } | Write::Replace { path, fields } => {
-                write::Operation::Update(Document {
-                    name: format!("{}/{path}", self.root),
-                    fields: crate::wire::fields_to_wire(&fields),
-                    create_time: None,
-                    update_time: None,
-                })
-            }
+            // An unchanged guard rewrites the document as read: Firestore applies a
+            // write that changes nothing without changing the update time.
+            Write::Create { path, fields }
+            | Write::Replace { path, fields }
+            | Write::AssertUnchanged { path, fields } => write::Operation::Update(Document {
+                name: format!("{}/{path}", self.root),
+                fields: crate::wire::fields_to_wire(&fields),
+                create_time: None,
+                update_time: None,
+            }),
         };
         RawWrite {
             update_mask: None,

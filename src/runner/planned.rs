@@ -30,7 +30,7 @@ impl Session<'_> {
             Count::PlannedCommit
         });
         let written: Vec<Write> = plan.writes.iter().map(|w| w.write.clone()).collect();
-        let writes = plan.writes.into_iter().map(|w| self.raw_write(w)).collect();
+        let writes = plan.writes;
         let mut open = OpenTransaction {
             raw: self.raw.clone(),
             database: self.database.clone(),

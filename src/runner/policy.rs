@@ -11,7 +11,7 @@ use std::time::Duration;
 ///
 /// | field | default | meaning |
 /// |---|---|---|
-/// | `attempts` | 10 | attempts per operation (a first read each) |
+/// | `attempts` | 10 | attempts per operation that could have written (a first read each); a refused blind or planned commit wrote nothing and is not counted: a read and decide always follows it |
 /// | `rpc_timeout` | 10 s | longest wait for one RPC; longer counts as DEADLINE_EXCEEDED and is retried |
 /// | `deadline` | none | bound on the whole operation, retries included |
 /// | `backoff_base`, `backoff_cap` | 4 ms, 250 ms | full-jitter ceiling, doubled per failed attempt up to the cap; RESOURCE_EXHAUSTED waits 1 to 4 caps |
@@ -34,7 +34,7 @@ use std::time::Duration;
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPolicy {
-    /// Attempts per operation.
+    /// Attempts per operation, not counting a refused blind or planned commit.
     pub attempts: NonZeroU32,
     /// Longest wait for one RPC.
     pub rpc_timeout: Duration,

@@ -72,6 +72,9 @@ impl Session<'_> {
         open: &mut OpenTransaction,
     ) -> Result<(T::Output, Known<prost_types::Timestamp>), Failure> {
         let mut attempt = Attempt::new(op, paths.to_vec());
+        if transactional {
+            attempt = attempt.in_transaction();
+        }
         let mut step = attempt.start();
         let mut read_time = None;
         loop {
@@ -90,7 +93,6 @@ impl Session<'_> {
                     } else {
                         Vec::new()
                     };
-                    let writes = writes.into_iter().map(|w| self.raw_write(w)).collect();
                     let results = self.commit(writes, open).await?;
                     return Ok((output, self.known(&attempt, Some((&written, &results)))));
                 }

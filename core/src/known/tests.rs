@@ -187,10 +187,21 @@ fn an_outcome_planned_from_the_chained_state_writes_and_answers_what_reading_doe
         assert_eq!(Ok(planned_output), read.0, "{outcome:?}");
         let writes: Vec<Write> = planned_writes.iter().map(|w| w.write.clone()).collect();
         assert_eq!(writes, read.1, "{outcome:?}");
-        // Each replacement is guarded by the update time the chained commit answered.
+        // Each replacement, and the lifecycle where the outcome does not replace it
+        // (an ambiguous answer), is guarded by the update time the chained commit
+        // answered.
+        let proofs = writes
+            .iter()
+            .filter(|w| matches!(w, Write::AssertUnchanged { .. }))
+            .count();
+        let ambiguous = outcome == SendOutcome::Ambiguous;
+        assert_eq!(proofs, usize::from(ambiguous), "{outcome:?}");
         for write in &planned_writes {
             match (&write.write, &write.precondition) {
-                (Write::Replace { path, .. }, Precondition::UpdatedAt(version)) => {
+                (
+                    Write::Replace { path, .. } | Write::AssertUnchanged { path, .. },
+                    Precondition::UpdatedAt(version),
+                ) => {
                     assert_eq!(Some(*version), store.update_time(path.as_str()));
                 }
                 (Write::Create { path, .. }, Precondition::Absent) => {
@@ -318,4 +329,90 @@ fn a_commit_result_updates_what_is_known() {
             updated: (9, 0)
         })
     );
+}
+
+/// Whether a planned commit of `writes` lands on `store` as it stands: every
+/// precondition is checked there (`exists: false`, or the known update time).
+fn lands(store: &Store, writes: &[GuardedWrite<u64>]) -> bool {
+    writes.iter().all(|w| match &w.precondition {
+        Precondition::Absent => !store.contains_key(w.write.path()),
+        Precondition::UpdatedAt(time) => store.update_time(w.write.path()) == Some(*time),
+    })
+}
+
+const LEASE: i64 = 60_000_000;
+
+#[test]
+fn a_stale_holders_planned_outcome_is_refused_after_a_takeover_by_a_clock_that_runs_ahead() {
+    let lease = LeaseId::generate();
+    let plan_ = chained(&lease, at(T0));
+    let held = fence(&plan_.output.0).expect("acquired");
+    let mut store = Store::new();
+    let known = commit_chained(&mut store, &plan_);
+    // Holder B's clock runs 61 s ahead: to it the lease has expired, and it takes over.
+    let taken = store.answer(&start(&LeaseId::generate(), at(T0 + LEASE + 1_000_000)));
+    assert_eq!(
+        taken.ok().and_then(|out| fence(&out)).map(|f| f.get()),
+        Some(2)
+    );
+    // Holder A, at its own clock 2 s after its start, records an ambiguous answer.
+    let record = || {
+        let holder = call(&lease, at(T0 + 2_000_000));
+        let (finding, _) = SendOutcome::Ambiguous.closing(holder.identity());
+        RecordOutcome::new(holder, held, 1, finding, provider_plan())
+    };
+    let planned = plan(&record(), &known).expect("planned from what A knows");
+    assert!(
+        planned.writes.iter().any(|w| matches!(
+            &w.write,
+            Write::AssertUnchanged { path, .. } if path == &crate::document::lifecycle::path(
+                call(&lease, at(T0)).hash()
+            )
+        )),
+        "the outcome proves the lease it was decided under"
+    );
+    assert!(
+        !lands(&store, &planned.writes),
+        "refused: the lifecycle moved on"
+    );
+    // Reading instead, A is told its lease is lost and writes nothing.
+    let before = fields(&store);
+    let read = store.run(&record());
+    assert!(
+        read.result.is_err() && read.writes.is_empty(),
+        "{:?}",
+        read.result
+    );
+    assert_eq!(fields(&store), before);
+    // Without the proof the stale outcome would land under fence 1.
+    let stale =
+        crate::sends::reverted::with_reverted(&[crate::sends::reverted::Rule::LeaseProof], || {
+            plan(&record(), &known).expect("planned")
+        });
+    assert!(lands(&store, &stale.writes));
+}
+
+#[test]
+fn a_read_path_commit_is_refused_when_a_takeover_lands_between_its_read_and_its_commit() {
+    let lease = LeaseId::generate();
+    let plan_ = chained(&lease, at(T0));
+    let fence = fence(&plan_.output.0).expect("acquired");
+    let mut store = Store::new();
+    commit_chained(&mut store, &plan_);
+    // A reads just before its lease's end (no clock skew at all) and decides.
+    let holder = call(&lease, at(T0 + LEASE - 1));
+    let (finding, _) = SendOutcome::Ambiguous.closing(holder.identity());
+    let record = RecordOutcome::new(holder, fence, 1, finding, provider_plan());
+    let decided = store.attempt(&record);
+    assert!(matches!(decided.decision, Decision::Mutate(..)));
+    // The lease ends and another holder takes it over before A's commit arrives.
+    store
+        .answer(&start(&LeaseId::generate(), at(T0 + LEASE)))
+        .expect("takeover");
+    let before = fields(&store);
+    assert!(
+        !store.commit(&decided),
+        "the commit proves the lease it read"
+    );
+    assert_eq!(fields(&store), before);
 }

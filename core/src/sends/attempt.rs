@@ -37,10 +37,13 @@ pub const FIELDS: [&str; 14] = [
 /// The fields of a version-1 send document: version 2's without `resultStored`.
 pub const FIELDS_V1: &[&str] = FIELDS.split_at(FIELDS.len() - 1).0;
 
+/// The collection below the root that holds the send document.
+pub const COLLECTION: &str = "providerSends";
+
 /// The send document's path relative to the documents root.
 pub fn path(hash: &Digest) -> String {
     format!(
-        "{}/{hash}/providerSends/current",
+        "{}/{hash}/{COLLECTION}/current",
         crate::document::root::COLLECTION
     )
 }

@@ -16,6 +16,9 @@ pub enum Rule {
     EvidenceAfterCutoff = 4,
     /// Every send operation checks the plan before any cutoff or state rule.
     PlanFirst = 8,
+    /// Every commit proves the mutable documents its decision read and did not write
+    /// (the lifecycle's holder, fence and expiry) unchanged ([`crate::proof`]).
+    LeaseProof = 16,
 }
 
 #[cfg(test)]

@@ -349,7 +349,7 @@ fn a_new_command_is_one_blind_commit_of_four_documents() {
         .iter()
         .map(|w| match w {
             Write::Create { path, .. } => path.as_str(),
-            Write::Replace { .. } | Write::AssertAbsent { .. } => {
+            Write::Replace { .. } | Write::AssertAbsent { .. } | Write::AssertUnchanged { .. } => {
                 panic!("a new command only creates")
             }
         })

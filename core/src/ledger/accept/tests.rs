@@ -67,7 +67,7 @@ fn first_accept_creates_the_reservation_and_every_effect_in_one_mutation() {
         .iter()
         .map(|w| match w {
             Write::Create { path, .. } => path.as_str(),
-            Write::Replace { .. } | Write::AssertAbsent { .. } => {
+            Write::Replace { .. } | Write::AssertAbsent { .. } | Write::AssertUnchanged { .. } => {
                 panic!("accept only creates")
             }
         })

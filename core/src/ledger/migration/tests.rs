@@ -103,7 +103,9 @@ fn the_link_is_one_atomic_commit_guarded_by_preconditions() {
         .map(|w| match w {
             Write::Create { path, .. } => (true, path.clone()),
             Write::Replace { path, .. } => (false, path.clone()),
-            Write::AssertAbsent { .. } => panic!("a link asserts no absence"),
+            Write::AssertAbsent { .. } | Write::AssertUnchanged { .. } => {
+                panic!("a link only creates and replaces")
+            }
         })
         .collect();
     assert_eq!(

@@ -1,0 +1,71 @@
+//! What a commit proves besides its own writes: that every mutable document its
+//! decision read, and depends on without changing, is still as read.
+//!
+//! A decision is taken from a snapshot. Its creations carry `exists: false` and its
+//! replacements the update time read, so the documents it writes are proven by their
+//! own preconditions. A document it read but does not write is proven by nothing
+//! else: an immutable one (a root, an audit event, a plan, a stored result, a
+//! reservation) cannot change, but a mutable one can. The lifecycle is the lease
+//! (holder, fence, expiry) and changes with every takeover; the send record changes
+//! with every send transition; a ledger effect row changes when a migration links
+//! it. [`with_proofs`] adds to a mutation a [`Write::AssertUnchanged`] of each mutable
+//! document the decision read present and does not write: rewritten exactly as read
+//! under the update time read, it changes nothing (Firestore keeps the update time of
+//! a write that changes nothing) and fails the commit if the document changed. So the
+//! commit lands only where a read at commit time would have given the decision the
+//! same documents, and a holder whose lease was taken over in between writes nothing.
+//!
+//! The preconditions mode and every commit planned from what the journal knows
+//! (`crate::known`) carry these proofs. A commit inside a read-write transaction does
+//! not need them: the transaction holds what it read.
+
+use crate::document::{lifecycle, root};
+use crate::ledger::effect;
+use crate::sends::attempt;
+use crate::sends::reverted::{Rule, reverted};
+use crate::transaction::{Snapshot, Write};
+
+/// Whether a stored document at `path` can change after it is created: a lifecycle,
+/// a send record or a ledger effect row. Every other document of the journal is
+/// written once and never changed.
+pub fn is_mutable(path: &str) -> bool {
+    let parts: Vec<&str> = path.split('/').collect();
+    match parts.as_slice() {
+        [collection, _, below, "current"] if *collection == root::COLLECTION => {
+            *below == lifecycle::COLLECTION || *below == attempt::COLLECTION
+        }
+        [collection, _] => *collection == effect::COLLECTION,
+        _ => false,
+    }
+}
+
+/// `writes`, then an unchanged rewrite of every mutable document among `read` (the
+/// paths the decision read) that `snapshot` holds present and `writes` does not
+/// write, in the order of `read`.
+pub fn with_proofs<'a>(
+    read: impl IntoIterator<Item = &'a str>,
+    snapshot: &Snapshot,
+    mut writes: Vec<Write>,
+) -> Vec<Write> {
+    if reverted(Rule::LeaseProof) {
+        return writes;
+    }
+    let mut proofs = Vec::new();
+    for path in read {
+        let Some(fields) = snapshot.get(path) else {
+            continue;
+        };
+        let written = writes.iter().chain(&proofs).any(|w| w.path() == path);
+        if is_mutable(path) && !written {
+            proofs.push(Write::AssertUnchanged {
+                path: path.to_owned(),
+                fields: fields.clone(),
+            });
+        }
+    }
+    writes.extend(proofs);
+    writes
+}
+
+#[cfg(test)]
+mod tests;
