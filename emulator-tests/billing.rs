@@ -213,7 +213,8 @@ fn permitted(began: command_journal::sends::BeginSendOutput) -> i64 {
 
 #[tokio::test]
 async fn the_send_layer_is_billed_exactly_its_documents_and_proofs() {
-    use command_journal::sends::{ProviderPlan, ProviderPlanRequest, SendOutcome};
+    use command_journal::ProviderAnswer;
+    use command_journal::sends::{ProviderPlan, ProviderPlanRequest};
     use command_journal::time::ManualClock;
     use std::sync::Arc;
     let tx = support::mode() == Concurrency::Transaction;
@@ -256,7 +257,7 @@ async fn the_send_layer_is_billed_exactly_its_documents_and_proofs() {
         pick((7, 5, 3, 0, 2), (7, 5, 2, 0, 2)),
         async {
             journal
-                .record_send_outcome(&c, &lease(1), epoch, &plan, 1, &SendOutcome::Ambiguous)
+                .record_send_outcome(&c, &lease(1), epoch, &plan, 1, &ProviderAnswer::Unknown)
                 .await
                 .expect("ambiguous");
         },

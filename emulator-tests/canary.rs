@@ -149,11 +149,11 @@ async fn no_raw_secret_reaches_documents_outputs_errors_or_traces() {
     if let Ok(permit) = &permit {
         record(serde_json::to_string(permit).expect("json"));
     }
-    use command_journal::sends::SendOutcome;
+    use command_journal::ProviderAnswer;
     for outcome in [
-        SendOutcome::Ambiguous,
-        SendOutcome::Succeeded(reference.clone()),
-        SendOutcome::Succeeded(reference.clone()),
+        ProviderAnswer::Unknown,
+        ProviderAnswer::SucceededWithReference(reference.clone()),
+        ProviderAnswer::SucceededWithReference(reference.clone()),
     ] {
         let answer = fresh
             .record_send_outcome(&cmd, &a, crate::support::fence_at(1), &plan, 1, &outcome)

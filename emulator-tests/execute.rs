@@ -7,8 +7,8 @@ use super::support::{self, command};
 use chrono::{DateTime, TimeDelta, Utc};
 use command_journal::time::ManualClock;
 use command_journal::{
-    CommandInput, Connection, Execution, Journal, LookupResult, Provider, ProviderPlan,
-    ProviderPlanRequest, ResultEnvelope, SendRequest, SendResult,
+    CommandInput, Connection, Execution, Journal, Provider, ProviderAnswer, ProviderPlan,
+    ProviderPlanRequest, ResultEnvelope, SendRequest,
 };
 use serde_json::json;
 use std::collections::VecDeque;
@@ -62,7 +62,7 @@ enum Call {
 /// What the stub does on a send.
 #[derive(Debug, Clone)]
 enum OnSend {
-    Answer(SendResult),
+    Answer(ProviderAnswer),
     /// Never answers; signals `entered` first.
     Hang,
 }
@@ -71,13 +71,13 @@ enum OnSend {
 #[derive(Default)]
 struct Scripted {
     sends: Mutex<VecDeque<OnSend>>,
-    lookups: Mutex<VecDeque<LookupResult>>,
+    lookups: Mutex<VecDeque<ProviderAnswer>>,
     calls: Mutex<Vec<Call>>,
     entered: Notify,
 }
 
 impl Scripted {
-    fn new(sends: Vec<OnSend>, lookups: Vec<LookupResult>) -> Self {
+    fn new(sends: Vec<OnSend>, lookups: Vec<ProviderAnswer>) -> Self {
         Self {
             sends: Mutex::new(sends.into()),
             lookups: Mutex::new(lookups.into()),
@@ -95,7 +95,7 @@ impl Scripted {
 }
 
 impl Provider for Scripted {
-    async fn send(&self, request: SendRequest<'_>) -> SendResult {
+    async fn send(&self, request: SendRequest<'_>) -> ProviderAnswer {
         assert_eq!(
             request.parameters,
             &json!({"amount": 1250, "currency": "eur"})
@@ -120,7 +120,7 @@ impl Provider for Scripted {
         }
     }
 
-    async fn lookup(&self, key: &str) -> LookupResult {
+    async fn lookup(&self, key: &str) -> ProviderAnswer {
         self.calls.lock().expect("calls").push(Call::Lookup {
             key: key.to_owned(),
         });
@@ -182,7 +182,7 @@ fn succeeded(execution: &Execution) -> &ResultEnvelope {
 async fn execute_success_then_every_replay_answers_the_stored_result_without_a_send() {
     let f = fixture(1).await;
     let provider = Scripted::new(
-        vec![OnSend::Answer(SendResult::Succeeded(charge("ch_1")))],
+        vec![OnSend::Answer(ProviderAnswer::Succeeded(charge("ch_1")))],
         vec![],
     );
     let first = f.execute(&provider).await;
@@ -201,7 +201,7 @@ async fn execute_success_then_every_replay_answers_the_stored_result_without_a_s
 #[tokio::test]
 async fn execute_decline_is_final_and_never_sent_again() {
     let f = fixture(2).await;
-    let provider = Scripted::new(vec![OnSend::Answer(SendResult::Declined)], vec![]);
+    let provider = Scripted::new(vec![OnSend::Answer(ProviderAnswer::Declined)], vec![]);
     assert_eq!(f.execute(&provider).await, Execution::Declined);
     f.clock.advance(LEASE);
     assert_eq!(f.execute(&provider).await, Execution::Declined);
@@ -214,8 +214,8 @@ async fn execute_ambiguous_then_a_retry_before_the_cutoff_re_sends_the_same_key(
     let f = fixture(3).await;
     let provider = Scripted::new(
         vec![
-            OnSend::Answer(SendResult::Ambiguous),
-            OnSend::Answer(SendResult::Succeeded(charge("ch_3"))),
+            OnSend::Answer(ProviderAnswer::Unknown),
+            OnSend::Answer(ProviderAnswer::Succeeded(charge("ch_3"))),
         ],
         vec![],
     );
@@ -242,8 +242,8 @@ async fn execute_ambiguous_then_a_retry_before_the_cutoff_re_sends_the_same_key(
 async fn execute_past_the_cutoff_with_the_charge_found_reconciles_without_a_send() {
     let f = fixture(4).await;
     let provider = Scripted::new(
-        vec![OnSend::Answer(SendResult::Ambiguous)],
-        vec![LookupResult::Found(charge("ch_4"))],
+        vec![OnSend::Answer(ProviderAnswer::Unknown)],
+        vec![ProviderAnswer::Succeeded(charge("ch_4"))],
     );
     f.execute(&provider).await;
     f.clock.advance(PAST_CUTOFF);
@@ -266,8 +266,8 @@ async fn execute_past_the_cutoff_with_the_charge_found_reconciles_without_a_send
 async fn execute_past_the_cutoff_with_a_declined_charge_fails_without_a_send() {
     let f = fixture(5).await;
     let provider = Scripted::new(
-        vec![OnSend::Answer(SendResult::Ambiguous)],
-        vec![LookupResult::Declined],
+        vec![OnSend::Answer(ProviderAnswer::Unknown)],
+        vec![ProviderAnswer::Declined],
     );
     f.execute(&provider).await;
     f.clock.advance(PAST_CUTOFF);
@@ -281,10 +281,10 @@ async fn execute_past_the_cutoff_with_no_charge_sends_once_under_a_new_key() {
     let f = fixture(6).await;
     let provider = Scripted::new(
         vec![
-            OnSend::Answer(SendResult::Ambiguous),
-            OnSend::Answer(SendResult::Succeeded(charge("ch_6"))),
+            OnSend::Answer(ProviderAnswer::Unknown),
+            OnSend::Answer(ProviderAnswer::Succeeded(charge("ch_6"))),
         ],
-        vec![LookupResult::NotFound],
+        vec![ProviderAnswer::NotFound],
     );
     f.execute(&provider).await;
     f.clock.advance(PAST_CUTOFF);
@@ -312,10 +312,10 @@ async fn execute_past_the_cutoff_with_no_charge_sends_once_under_a_new_key() {
 async fn execute_past_the_cutoff_with_the_lookup_unavailable_records_nothing() {
     let f = fixture(7).await;
     let provider = Scripted::new(
-        vec![OnSend::Answer(SendResult::Ambiguous)],
+        vec![OnSend::Answer(ProviderAnswer::Unknown)],
         vec![
-            LookupResult::Unavailable,
-            LookupResult::Found(charge("ch_7")),
+            ProviderAnswer::Unknown,
+            ProviderAnswer::Succeeded(charge("ch_7")),
         ],
     );
     f.execute(&provider).await;
@@ -346,7 +346,7 @@ async fn execute_a_send_dropped_mid_flight_is_re_sent_with_its_key_by_the_next_c
     let provider = Scripted::new(
         vec![
             OnSend::Hang,
-            OnSend::Answer(SendResult::Succeeded(charge("ch_8"))),
+            OnSend::Answer(ProviderAnswer::Succeeded(charge("ch_8"))),
         ],
         vec![],
     );
@@ -380,7 +380,7 @@ async fn execute_a_send_dropped_mid_flight_is_re_sent_with_its_key_by_the_next_c
 async fn execute_races_send_once() {
     let f = fixture(9).await;
     let provider = Arc::new(Scripted::new(
-        vec![OnSend::Answer(SendResult::Succeeded(charge("ch_9")))],
+        vec![OnSend::Answer(ProviderAnswer::Succeeded(charge("ch_9")))],
         vec![],
     ));
     let journal = f.journal.clone();

@@ -6,8 +6,9 @@
 
 use super::support::{self, command};
 use chrono::{DateTime, TimeDelta, Utc};
+use command_journal::ProviderAnswer;
 use command_journal::pending::{PendingCommand, Unblock};
-use command_journal::sends::{AttemptState, SendOutcome};
+use command_journal::sends::AttemptState;
 use command_journal::time::ManualClock;
 use command_journal::{
     CommandInput, FenceEpoch, Journal, LeaseId, LeaseOutput, ProviderPlan, ProviderPlanRequest,
@@ -106,7 +107,7 @@ async fn pending_lists_exactly_the_commands_whose_lease_expired_unsettled() {
             fence,
             &plan(),
             1,
-            &SendOutcome::Ambiguous,
+            &ProviderAnswer::Unknown,
         )
         .await
         .expect("ambiguous");

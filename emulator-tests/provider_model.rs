@@ -73,9 +73,9 @@ use command_journal::recovery::{LOOKUP_DEADLINE, RecoverOptions, Recovered, Reco
 use command_journal::sends::{CommandStatus, ProviderLookup};
 use command_journal::time::ManualClock;
 use command_journal::{
-    Clock, CommandInput, CommandRequest, Execution, Journal, JournalError, LookupResult, Provider,
-    ProviderAccount, ProviderPlan, ProviderPlanRequest, ResultEnvelope, SendRequest, SendResult,
-    Timestamp,
+    Clock, CommandInput, CommandRequest, Execution, Journal, JournalError, Provider,
+    ProviderAccount, ProviderAnswer, ProviderPlan, ProviderPlanRequest, ResultEnvelope,
+    SendRequest, Timestamp,
 };
 use command_journal_core::sends::plan::attempt_key;
 use futures::FutureExt;
@@ -676,13 +676,13 @@ impl World {
     }
 
     /// What the provider answers the sender of `id` now.
-    fn answer_of(&self, id: usize) -> SendResult {
+    fn answer_of(&self, id: usize) -> ProviderAnswer {
         match self.requests[id].state {
             State::Processed(Outcome::Charged(index)) => {
-                SendResult::Succeeded(self.charges[index].envelope.clone())
+                ProviderAnswer::Succeeded(self.charges[index].envelope.clone())
             }
-            State::Processed(Outcome::Declined) => SendResult::Declined,
-            State::Pending | State::Dropped => SendResult::Ambiguous,
+            State::Processed(Outcome::Declined) => ProviderAnswer::Declined,
+            State::Pending | State::Dropped => ProviderAnswer::Unknown,
         }
     }
 
@@ -691,7 +691,7 @@ impl World {
     }
 
     /// The lookup of `key` in `account`, evaluated now.
-    fn lookup(&mut self, command: usize, account: &'static str, key: &str) -> LookupResult {
+    fn lookup(&mut self, command: usize, account: &'static str, key: &str) -> ProviderAnswer {
         let now = self.now();
         self.tally.lookups += 1;
         if self.settles_between(command, now, i64::MAX) {
@@ -700,20 +700,20 @@ impl World {
         let (answer, why) = match self.entries.get(&(account, key.to_owned())) {
             Some(entry) if now >= entry.forget_at => {
                 self.tally.lookups_forgotten += 1;
-                (LookupResult::NotFound, "the key was forgotten")
+                (ProviderAnswer::NotFound, "the key was forgotten")
             }
             Some(entry) if now < entry.visible_at => {
                 self.tally.lookups_not_visible_yet += 1;
-                (LookupResult::NotFound, "not visible yet")
+                (ProviderAnswer::NotFound, "not visible yet")
             }
             Some(entry) => match entry.outcome {
                 Outcome::Charged(index) => (
-                    LookupResult::Found(self.charges[index].envelope.clone()),
+                    ProviderAnswer::Succeeded(self.charges[index].envelope.clone()),
                     "visible",
                 ),
-                Outcome::Declined => (LookupResult::Declined, "visible"),
+                Outcome::Declined => (ProviderAnswer::Declined, "visible"),
             },
-            None => (LookupResult::NotFound, "no entry"),
+            None => (ProviderAnswer::NotFound, "no entry"),
         };
         if let Some(&owner) = self.key_owner.get(key)
             && owner != command
@@ -883,20 +883,23 @@ impl World {
     }
 }
 
-fn lookup_text(answer: &LookupResult) -> &'static str {
+fn lookup_text(answer: &ProviderAnswer) -> &'static str {
     match answer {
-        LookupResult::Found(_) => "Found",
-        LookupResult::Declined => "Declined",
-        LookupResult::NotFound => "NotFound",
-        LookupResult::Unavailable => "Unavailable",
+        ProviderAnswer::Succeeded(_) => "Found",
+        ProviderAnswer::Declined => "Declined",
+        ProviderAnswer::NotFound => "NotFound",
+        ProviderAnswer::Unknown => "Unavailable",
+        ProviderAnswer::SucceededWithReference(_) => "FoundWithReference",
     }
 }
 
-fn send_text(answer: &SendResult) -> &'static str {
+fn send_text(answer: &ProviderAnswer) -> &'static str {
     match answer {
-        SendResult::Succeeded(_) => "Succeeded",
-        SendResult::Declined => "Declined",
-        SendResult::Ambiguous => "Ambiguous",
+        ProviderAnswer::Succeeded(_) => "Succeeded",
+        ProviderAnswer::Declined => "Declined",
+        ProviderAnswer::Unknown => "Ambiguous",
+        ProviderAnswer::NotFound => "NotFound",
+        ProviderAnswer::SucceededWithReference(_) => "SucceededWithReference",
     }
 }
 
@@ -925,17 +928,17 @@ enum Parked {
     Send {
         request: usize,
         deadline_at: i64,
-        reply: oneshot::Sender<SendResult>,
+        reply: oneshot::Sender<ProviderAnswer>,
     },
     Lookup {
         /// The command whose key is looked up (a recovery job looks up many).
         command: usize,
         account: &'static str,
         key: String,
-        truth: LookupResult,
+        truth: ProviderAnswer,
         evaluated_at: i64,
         deadline_at: i64,
-        reply: oneshot::Sender<LookupResult>,
+        reply: oneshot::Sender<ProviderAnswer>,
     },
 }
 
@@ -958,7 +961,7 @@ struct SimProvider {
 }
 
 impl Provider for SimProvider {
-    async fn send(&self, request: SendRequest<'_>) -> SendResult {
+    async fn send(&self, request: SendRequest<'_>) -> ProviderAnswer {
         if self.keys.is_some() {
             lock(&self.world).violation(self.command, "a recovery job sent");
         }
@@ -981,12 +984,12 @@ impl Provider for SimProvider {
         };
         let call = self.call;
         if tx.send(Msg::Parked { call, parked }).is_err() {
-            return SendResult::Ambiguous;
+            return ProviderAnswer::Unknown;
         }
-        answer.await.unwrap_or(SendResult::Ambiguous)
+        answer.await.unwrap_or(ProviderAnswer::Unknown)
     }
 
-    async fn lookup(&self, key: &str) -> LookupResult {
+    async fn lookup(&self, key: &str) -> ProviderAnswer {
         let account = self.variant.account();
         let command = match &self.keys {
             None => self.command,
@@ -1023,9 +1026,9 @@ impl Provider for SimProvider {
         };
         let call = self.call;
         if tx.send(Msg::Parked { call, parked }).is_err() {
-            return LookupResult::Unavailable;
+            return ProviderAnswer::Unknown;
         }
-        answer.await.unwrap_or(LookupResult::Unavailable)
+        answer.await.unwrap_or(ProviderAnswer::Unknown)
     }
 }
 
@@ -1625,20 +1628,23 @@ impl Run {
                     1 => {
                         world.process(request);
                         self.tally.lost_answers += 1;
-                        (SendResult::Ambiguous, "answer lost")
+                        (ProviderAnswer::Unknown, "answer lost")
                     }
                     2 => {
                         if self.rng.u32(..100) < self.mood.lost {
                             world.drop_request(request);
                         }
                         self.tally.gave_up += 1;
-                        (SendResult::Ambiguous, "no answer yet: the sender gives up")
+                        (
+                            ProviderAnswer::Unknown,
+                            "no answer yet: the sender gives up",
+                        )
                     }
                     _ => {
                         world.process(request);
                         if timed_out {
                             self.tally.send_timeouts += 1;
-                            (SendResult::Ambiguous, "past the deadline: timed out")
+                            (ProviderAnswer::Unknown, "past the deadline: timed out")
                         } else {
                             (world.answer_of(request), "answered")
                         }
@@ -1693,14 +1699,14 @@ impl Run {
                 let now = world.now();
                 let answer = if now >= deadline_at {
                     self.tally.lookup_timeouts += 1;
-                    LookupResult::Unavailable
+                    ProviderAnswer::Unknown
                 } else if roll < unavailable.min(80) {
                     self.tally.lookups_unavailable += 1;
-                    LookupResult::Unavailable
+                    ProviderAnswer::Unknown
                 } else if self.rng.bool() {
                     // Evaluated when it arrived (a slow response).
                     self.tally.lookups_answered_stale += 1;
-                    if truth == LookupResult::NotFound
+                    if truth == ProviderAnswer::NotFound
                         && world.settles_between(command, evaluated_at, now)
                     {
                         self.tally.stale_not_found_across_settle += 1;
@@ -2158,7 +2164,7 @@ async fn provider_model_a_lookup_asked_before_the_absence_is_provable_proves_not
         charges: Mutex<u32>,
     }
     impl Provider for Slow {
-        async fn send(&self, request: SendRequest<'_>) -> SendResult {
+        async fn send(&self, request: SendRequest<'_>) -> ProviderAnswer {
             let mut sends = self.sends.lock().expect("sends");
             sends.push((request.attempt, request.resend));
             // The first request is lost; every later one is processed (attempt 1's
@@ -2166,13 +2172,13 @@ async fn provider_model_a_lookup_asked_before_the_absence_is_provable_proves_not
             if sends.len() >= 2 {
                 *self.charges.lock().expect("charges") += 1;
             }
-            SendResult::Ambiguous
+            ProviderAnswer::Unknown
         }
-        async fn lookup(&self, _key: &str) -> LookupResult {
+        async fn lookup(&self, _key: &str) -> ProviderAnswer {
             // Evaluated on arrival, before the re-send's charge is visible; the
             // response takes 21 s (the lookup's deadline is 50 s).
             self.clock.advance(TimeDelta::seconds(21));
-            LookupResult::NotFound
+            ProviderAnswer::NotFound
         }
     }
     let clock = Arc::new(ManualClock::new(

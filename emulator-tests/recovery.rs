@@ -13,8 +13,8 @@ use command_journal::recovery::{RecoverOptions, Recovered, Recovery};
 use command_journal::sends::AttemptState;
 use command_journal::time::ManualClock;
 use command_journal::{
-    CommandInput, Execution, Journal, JournalError, LookupResult, Provider, ProviderAccount,
-    ProviderPlan, ProviderPlanRequest, ResultEnvelope, SendRequest, SendResult,
+    CommandInput, Execution, Journal, JournalError, Provider, ProviderAccount, ProviderAnswer,
+    ProviderPlan, ProviderPlanRequest, ResultEnvelope, SendRequest,
 };
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -87,7 +87,7 @@ impl Charges {
 }
 
 impl Provider for Charges {
-    async fn send(&self, request: SendRequest<'_>) -> SendResult {
+    async fn send(&self, request: SendRequest<'_>) -> ProviderAnswer {
         self.sends.fetch_add(1, Ordering::SeqCst);
         if self.lose_next.swap(false, Ordering::SeqCst) {
             self.charged.notify_one();
@@ -106,24 +106,24 @@ impl Provider for Charges {
             self.charged.notify_one();
             return std::future::pending().await;
         }
-        SendResult::Succeeded(Self::envelope(&charge))
+        ProviderAnswer::Succeeded(Self::envelope(&charge))
     }
 
-    async fn lookup(&self, key: &str) -> LookupResult {
+    async fn lookup(&self, key: &str) -> ProviderAnswer {
         self.lookups.fetch_add(1, Ordering::SeqCst);
         self.looked_up.notify_one();
         if self.failing.load(Ordering::SeqCst) {
-            return LookupResult::Unavailable;
+            return ProviderAnswer::Unknown;
         }
         if self.declining.load(Ordering::SeqCst) {
-            return LookupResult::Declined;
+            return ProviderAnswer::Declined;
         }
         if self.other_account.load(Ordering::SeqCst) {
-            return LookupResult::NotFound;
+            return ProviderAnswer::NotFound;
         }
         match self.held.lock().expect("held").get(key) {
-            Some(charge) => LookupResult::Found(Self::envelope(charge)),
-            None => LookupResult::NotFound,
+            Some(charge) => ProviderAnswer::Succeeded(Self::envelope(charge)),
+            None => ProviderAnswer::NotFound,
         }
     }
 }

@@ -5,7 +5,8 @@
 
 use super::support::{self, command, get, list, put};
 use chrono::{DateTime, TimeDelta, Utc};
-use command_journal::sends::{BeginSendOutput, SendEvidence, SendOutcome, SendOutcomeOutput};
+use command_journal::ProviderAnswer;
+use command_journal::sends::{BeginSendOutput, SendOutcomeOutput};
 use command_journal::time::ManualClock;
 use command_journal::{
     CommandInput, Connection, Journal, JournalError, LeaseId, LeaseOutput, ProviderPlan,
@@ -318,7 +319,7 @@ async fn a_send_outcome_or_reconciliation_stores_its_envelope() {
         assert!(matches!(permit, BeginSendOutput::Permitted(_)));
     }
     clock.advance(TimeDelta::seconds(1));
-    let outcome = SendOutcome::SucceededWith(envelope(0));
+    let outcome = ProviderAnswer::Succeeded(envelope(0));
     let answered = journal
         .record_send_outcome(
             &sent,
@@ -352,7 +353,7 @@ async fn a_send_outcome_or_reconciliation_stores_its_envelope() {
         Ok(SUCCEEDED)
     );
     assert_eq!(wrote(&journal, &before), (0, 0));
-    let other = SendOutcome::SucceededWith(envelope(1));
+    let other = ProviderAnswer::Succeeded(envelope(1));
     assert_eq!(
         code(
             journal
@@ -377,7 +378,7 @@ async fn a_send_outcome_or_reconciliation_stores_its_envelope() {
             crate::support::fence_at(1),
             &plan(),
             1,
-            &SendOutcome::Ambiguous,
+            &ProviderAnswer::Unknown,
         )
         .await
         .expect("ambiguous");
@@ -395,7 +396,7 @@ async fn a_send_outcome_or_reconciliation_stores_its_envelope() {
         ),
         "send_cutoff_passed"
     );
-    let evidence = SendEvidence::SucceededWith(envelope(2));
+    let evidence = ProviderAnswer::Succeeded(envelope(2));
     let reconciled = journal
         .reconcile_send(
             &late,
@@ -470,8 +471,8 @@ async fn the_envelope_appears_only_in_its_own_document() {
         .expect("complete");
     let shown = [
         format!("{:?}", envelope(0)),
-        format!("{:?}", SendOutcome::SucceededWith(envelope(0))),
-        format!("{:?}", SendEvidence::SucceededWith(envelope(0))),
+        format!("{:?}", ProviderAnswer::Succeeded(envelope(0))),
+        format!("{:?}", ProviderAnswer::Succeeded(envelope(0))),
         format!("{:?}", journal.result(&cmd).await),
         format!(
             "{:?}",

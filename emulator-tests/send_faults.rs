@@ -6,7 +6,8 @@ use super::proxy::{Fault, Proxy, Rpc};
 use super::send_randomized::assert_verified;
 use super::support::{self, command, list};
 use chrono::{DateTime, TimeDelta, Utc};
-use command_journal::sends::{BeginSendOutput, SendEvidence, SendOutcome};
+use command_journal::ProviderAnswer;
+use command_journal::sends::BeginSendOutput;
 use command_journal::time::ManualClock;
 use command_journal::{
     CommandInput, Concurrency, Connection, Journal, JournalError, LeaseId, LeaseOutput,
@@ -85,7 +86,7 @@ async fn run(journal: &Journal, cmd: &CommandInput, step: Step) -> Result<String
                     crate::support::fence_at(1),
                     &plan(),
                     1,
-                    &SendOutcome::Ambiguous
+                    &ProviderAnswer::Unknown
                 )
                 .await?
         )),
@@ -102,7 +103,7 @@ async fn run(journal: &Journal, cmd: &CommandInput, step: Step) -> Result<String
                     crate::support::fence_at(3),
                     &plan(),
                     1,
-                    &SendEvidence::NotFound
+                    &ProviderAnswer::NotFound
                 )
                 .await?
         )),
@@ -119,7 +120,7 @@ async fn run(journal: &Journal, cmd: &CommandInput, step: Step) -> Result<String
                     crate::support::fence_at(3),
                     &plan(),
                     2,
-                    &SendOutcome::Succeeded(reference)
+                    &ProviderAnswer::SucceededWithReference(reference)
                 )
                 .await?
         )),
@@ -219,7 +220,7 @@ async fn a_lost_commit_response_of_every_send_operation_converges_on_retry() {
                     crate::support::fence_at(3),
                     &plan(),
                     2,
-                    &SendEvidence::Declined
+                    &ProviderAnswer::Declined
                 )
                 .await,
             Err(JournalError::TerminalConflict)
@@ -232,7 +233,7 @@ async fn a_lost_commit_response_of_every_send_operation_converges_on_retry() {
                     crate::support::fence_at(3),
                     &plan(),
                     1,
-                    &SendOutcome::Ambiguous
+                    &ProviderAnswer::Unknown
                 )
                 .await,
             Err(JournalError::AttemptMismatch)

@@ -9,8 +9,9 @@
 
 use super::support;
 use chrono::{DateTime, TimeDelta};
+use command_journal::ProviderAnswer;
 use command_journal::identity::OperationSlug;
-use command_journal::sends::{BeginSendOutput, SendEvidence, SendOutcome, SendOutcomeOutput};
+use command_journal::sends::{BeginSendOutput, SendOutcomeOutput};
 use command_journal::time::ManualClock;
 use command_journal::{
     CommandInput, JournalError, LeaseId, LeaseOutput, ProviderPlan, ProviderPlanRequest,
@@ -176,9 +177,9 @@ async fn workers_racing_sends_outcomes_and_reconciliation_keep_every_send_invari
                     },
                     (2, Some(attempt)) => {
                         let outcome = match choice % 3 {
-                            0 => SendOutcome::Succeeded(reference),
-                            1 => SendOutcome::Declined,
-                            _ => SendOutcome::Ambiguous,
+                            0 => ProviderAnswer::SucceededWithReference(reference),
+                            1 => ProviderAnswer::Declined,
+                            _ => ProviderAnswer::Unknown,
                         };
                         match journal
                             .record_send_outcome(
@@ -209,9 +210,9 @@ async fn workers_racing_sends_outcomes_and_reconciliation_keep_every_send_invari
                             return keep;
                         };
                         let evidence = match evidence_pick {
-                            0 => SendEvidence::Succeeded(reference),
-                            1 => SendEvidence::Declined,
-                            _ => SendEvidence::NotFound,
+                            0 => ProviderAnswer::SucceededWithReference(reference),
+                            1 => ProviderAnswer::Declined,
+                            _ => ProviderAnswer::NotFound,
                         };
                         match journal
                             .reconcile_send(

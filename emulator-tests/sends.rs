@@ -5,7 +5,8 @@
 use super::send_randomized::assert_verified;
 use super::support::{self, command, get, list, race};
 use chrono::{DateTime, TimeDelta, Utc};
-use command_journal::sends::{BeginSendOutput, SendEvidence, SendOutcome, SendOutcomeOutput};
+use command_journal::ProviderAnswer;
+use command_journal::sends::{BeginSendOutput, SendOutcomeOutput};
 use command_journal::time::ManualClock;
 use command_journal::{
     CommandInput, Connection, Journal, JournalError, LeaseId, LeaseOutput, ProviderPlan,
@@ -111,7 +112,7 @@ async fn ambiguous_attempt(connection: &Connection, cmd: &CommandInput) -> Journ
             crate::support::fence_at(1),
             &plan(),
             1,
-            &SendOutcome::Ambiguous,
+            &ProviderAnswer::Unknown,
         )
         .await;
     assert_eq!(ambiguous, Ok(SendOutcomeOutput::Ambiguous { attempt: 1 }));
@@ -218,7 +219,7 @@ async fn succeeded_versus_ambiguous_versus_a_takeover_commit_consistently() {
                     crate::support::fence_at(1),
                     &plan(),
                     1,
-                    &SendOutcome::Succeeded(reference(1)),
+                    &ProviderAnswer::SucceededWithReference(reference(1)),
                 )
                 .await
             })
@@ -232,7 +233,7 @@ async fn succeeded_versus_ambiguous_versus_a_takeover_commit_consistently() {
                     crate::support::fence_at(1),
                     &plan(),
                     1,
-                    &SendOutcome::Ambiguous,
+                    &ProviderAnswer::Unknown,
                 )
                 .await
             })
@@ -301,7 +302,7 @@ async fn reconciliation_races_a_late_outcome_and_contradicting_evidence() {
                     crate::support::fence_at(2),
                     &plan(),
                     1,
-                    &SendEvidence::NotFound,
+                    &ProviderAnswer::NotFound,
                 )
                 .await
             })
@@ -315,7 +316,7 @@ async fn reconciliation_races_a_late_outcome_and_contradicting_evidence() {
                     crate::support::fence_at(2),
                     &plan(),
                     1,
-                    &SendEvidence::Succeeded(reference(2)),
+                    &ProviderAnswer::SucceededWithReference(reference(2)),
                 )
                 .await
             })
@@ -329,7 +330,7 @@ async fn reconciliation_races_a_late_outcome_and_contradicting_evidence() {
                     crate::support::fence_at(1),
                     &plan(),
                     1,
-                    &SendOutcome::Succeeded(reference(2)),
+                    &ProviderAnswer::SucceededWithReference(reference(2)),
                 )
                 .await
             })
@@ -455,7 +456,7 @@ async fn complete_and_fail_are_refused_once_a_plan_is_bound() {
                 crate::support::fence_at(1),
                 &plan(),
                 1,
-                &SendOutcome::Declined
+                &ProviderAnswer::Declined
             )
             .await,
         Ok(SendOutcomeOutput::Terminal(TerminalOutput::FailedFinal))
@@ -489,7 +490,7 @@ async fn no_raw_value_reaches_documents_outputs_or_errors() {
             crate::support::fence_at(1),
             &plan(),
             1,
-            &SendOutcome::Succeeded(reference(0xab)),
+            &ProviderAnswer::SucceededWithReference(reference(0xab)),
         )
         .await;
     seen.push(format!("{answer:?}"));

@@ -9,8 +9,9 @@
 
 use super::support::{self, command, delete, get, put};
 use chrono::{DateTime, TimeDelta};
+use command_journal::ProviderAnswer;
 use command_journal::ledger::{FingerprintInput, LedgerKey, LedgerScope};
-use command_journal::sends::{BeginSendOutput, SendOutcome};
+use command_journal::sends::BeginSendOutput;
 use command_journal::time::ManualClock;
 use command_journal::verify::{
     FindingCode, ScanRanges, VerifyReport, count_documents, verify_in_ranges,
@@ -393,9 +394,9 @@ async fn every_tampering_of_a_clean_journal_is_found_at_its_cause() {
             if is_send(name, *at) {
                 // A send case about the result succeeds with an envelope.
                 let outcome = if is_result(name, *at) {
-                    SendOutcome::SucceededWith(envelope())
+                    ProviderAnswer::Succeeded(envelope())
                 } else {
-                    SendOutcome::Succeeded(reference.clone())
+                    ProviderAnswer::SucceededWithReference(reference.clone())
                 };
                 journal
                     .record_send_outcome(

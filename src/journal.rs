@@ -1,6 +1,7 @@
 //! The entry point: a `Journal` over one Firestore project. Its one `impl` holds every
 //! operation, each delegating in one line to its module under `crate::operations`.
 
+use crate::ProviderAnswer;
 use crate::connection::Connection;
 use crate::engine::{Engine, Memory};
 use crate::envelope::ResultEnvelope;
@@ -16,9 +17,7 @@ use crate::ledger::{
 use crate::operations::{execute, lease, ledger, pending, recover, results, sends};
 use crate::registration::RegistrationOutput;
 use crate::runner::{Concurrency, RetryPolicy, Stats};
-use crate::sends::{
-    BeginSendOutput, CommandStatus, ProviderPlan, SendEvidence, SendOutcome, SendOutcomeOutput,
-};
+use crate::sends::{BeginSendOutput, CommandStatus, ProviderPlan, SendOutcomeOutput};
 use crate::start::StartOutput;
 use crate::time::{Clock, Timestamp};
 use crate::transaction::Transition;
@@ -322,7 +321,7 @@ impl Journal {
         expected_fence_epoch: FenceEpoch,
         plan: &ProviderPlan,
         attempt: i64,
-        outcome: &SendOutcome,
+        outcome: &ProviderAnswer,
     ) -> Result<SendOutcomeOutput, JournalError> {
         sends::record_outcome(
             &self.engine,
@@ -355,7 +354,7 @@ impl Journal {
         expected_fence_epoch: FenceEpoch,
         plan: &ProviderPlan,
         attempt: i64,
-        evidence: &SendEvidence,
+        evidence: &ProviderAnswer,
     ) -> Result<SendOutcomeOutput, JournalError> {
         sends::reconcile(
             &self.engine,

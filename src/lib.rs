@@ -10,7 +10,7 @@
 //! [`TerminalReferenceFingerprint`], [`ResultEnvelope`]) and outputs
 //! ([`RegistrationOutput`], [`StartOutput`], [`LeaseOutput`], [`TerminalOutput`],
 //! [`StatusOutput`]); the one-call protocol ([`Provider`], [`SendRequest`],
-//! [`SendResult`], [`LookupResult`], [`Execution`], [`ProviderPlan`]); [`JournalError`];
+//! [`ProviderAnswer`], [`ProviderAnswer`], [`Execution`], [`ProviderPlan`]); [`JournalError`];
 //! [`Clock`] and [`Timestamp`]; and [`verify()`]. The rest is in public modules:
 //! [`identity`] (each validated input and its limits), [`sends`] (the send layer's
 //! step-by-step calls), [`ledger`], [`verify`](mod@verify) (the report and its finding
@@ -99,10 +99,11 @@ pub(crate) use command_journal_core::{
     transaction,
 };
 
+pub use command_journal_core::answer::ProviderAnswer;
 pub use connection::{Connection, Target};
 pub use envelope::ResultEnvelope;
 pub use error::JournalError;
-pub use execute::{Execution, LookupResult, Provider, SendRequest, SendResult};
+pub use execute::{Execution, Provider, SendRequest};
 pub use fence::FenceEpoch;
 pub use identity::{CommandInput, CommandRequest, LeaseId, TerminalReferenceFingerprint};
 pub use journal::Journal;

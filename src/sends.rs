@@ -9,9 +9,6 @@
 
 pub use command_journal_core::sends::{
     AttemptState, BeginSendOutput, CommandStatus, ProviderAccount, ProviderLookup, ProviderMode,
-    ProviderPlan, ProviderPlanRequest, SendEvidence, SendOutcome, SendOutcomeOutput, SendPermit,
-    SendStatus,
+    ProviderPlan, ProviderPlanRequest, SendOutcomeOutput, SendPermit, SendStatus,
 };
-pub(crate) use command_journal_core::sends::{
-    begin, guard, load, outcome, plan, reconcile, status,
-};
+pub(crate) use command_journal_core::sends::{begin, guard, load, record, status};

@@ -20,8 +20,7 @@ use command_journal::time::ManualClock;
 use command_journal::{CommandInput, CommandRequest, Journal, LeaseId, LeaseOutput, Timestamp};
 use command_journal::{Connection, Target, TerminalReferenceFingerprint};
 use command_journal::{
-    LookupResult, Provider, ProviderPlan, ProviderPlanRequest, ResultEnvelope, SendRequest,
-    SendResult,
+    Provider, ProviderAnswer, ProviderPlan, ProviderPlanRequest, ResultEnvelope, SendRequest,
 };
 use command_journal_core::known::{self, Chained};
 use command_journal_core::lease::{LeaseCall, Terminal, TerminalRequest};
@@ -265,14 +264,14 @@ fn plan() -> Res<ProviderPlan> {
 struct Charged;
 
 impl Provider for Charged {
-    async fn send(&self, _request: SendRequest<'_>) -> SendResult {
-        SendResult::Ambiguous
+    async fn send(&self, _request: SendRequest<'_>) -> ProviderAnswer {
+        ProviderAnswer::Unknown
     }
 
-    async fn lookup(&self, _key: &str) -> LookupResult {
+    async fn lookup(&self, _key: &str) -> ProviderAnswer {
         match ResultEnvelope::new(&json!({"id": "ch_bench", "status": "succeeded"})) {
-            Ok(envelope) => LookupResult::Found(envelope),
-            Err(_) => LookupResult::Unavailable,
+            Ok(envelope) => ProviderAnswer::Succeeded(envelope),
+            Err(_) => ProviderAnswer::Unknown,
         }
     }
 }

@@ -7,10 +7,10 @@ use crate::crate_side::{RawCommand, uuid};
 use crate::proxy::CountingProxy;
 use crate::stats::percentile;
 use crate::{Res, err};
-use command_journal::sends::{BeginSendOutput, SendOutcome};
+use command_journal::sends::BeginSendOutput;
 use command_journal::{
-    Execution, Journal, LeaseId, LeaseOutput, LookupResult, Provider, ProviderPlan,
-    ProviderPlanRequest, ResultEnvelope, SendRequest, SendResult,
+    Execution, Journal, LeaseId, LeaseOutput, Provider, ProviderAnswer, ProviderPlan,
+    ProviderPlanRequest, ResultEnvelope, SendRequest,
 };
 use serde_json::json;
 use std::time::Instant;
@@ -37,11 +37,11 @@ fn charge() -> Res<ResultEnvelope> {
 struct AtOnce(ResultEnvelope);
 
 impl Provider for AtOnce {
-    async fn send(&self, _request: SendRequest<'_>) -> SendResult {
-        SendResult::Succeeded(self.0.clone())
+    async fn send(&self, _request: SendRequest<'_>) -> ProviderAnswer {
+        ProviderAnswer::Succeeded(self.0.clone())
     }
-    async fn lookup(&self, _key: &str) -> LookupResult {
-        LookupResult::Unavailable
+    async fn lookup(&self, _key: &str) -> ProviderAnswer {
+        ProviderAnswer::Unknown
     }
 }
 
@@ -88,14 +88,7 @@ async fn steps_once(journal: &Journal, provider: &AtOnce, tag: u16, n: u64) -> R
         })
         .await;
     journal
-        .record_send_outcome(
-            &command,
-            &lease,
-            fence,
-            &plan,
-            permit.attempt,
-            &SendOutcome::from(sent),
-        )
+        .record_send_outcome(&command, &lease, fence, &plan, permit.attempt, &sent)
         .await
         .map_err(err)?;
     Ok(t0.elapsed().as_secs_f64() * 1e6)

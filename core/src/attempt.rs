@@ -102,8 +102,7 @@ pub enum Action<O, V> {
 type Twice<T> = fn(&T, &Snapshot, &Decision<<T as Transition>::Output>);
 
 /// One attempt of an operation, from its first read to its last step.
-pub struct Attempt<'a, T: Transition, V> {
-    op: &'a T,
+pub struct Attempt<T: Transition, V> {
     /// Every document read so far (`None`: read absent).
     snapshot: Snapshot,
     /// The versions of the documents read present.
@@ -123,11 +122,11 @@ pub struct Attempt<'a, T: Transition, V> {
     twice: Option<Twice<T>>,
 }
 
-impl<'a, T: Transition, V: Clone> Attempt<'a, T, V> {
-    /// An attempt of `op`, whose first read is `paths` (its [`Transition::paths`]).
-    pub fn new(op: &'a T, paths: Vec<String>) -> Self {
+impl<T: Transition, V: Clone> Attempt<T, V> {
+    /// An attempt of `op`, whose first read is `paths` (its [`Transition::paths`], or
+    /// more). Every later step is given the same `op`.
+    pub fn new(op: &T, paths: Vec<String>) -> Self {
         Self {
-            op,
             snapshot: Snapshot::default(),
             versions: HashMap::new(),
             asked: paths,
@@ -160,6 +159,7 @@ impl<'a, T: Transition, V: Clone> Attempt<'a, T, V> {
     /// (at the first read's time or inside the transaction). The next step.
     pub fn read(
         &mut self,
+        op: &T,
         mut found: HashMap<String, Found<V>>,
         repeatable: bool,
     ) -> Action<T::Output, V> {
@@ -174,9 +174,9 @@ impl<'a, T: Transition, V: Clone> Attempt<'a, T, V> {
             });
             self.snapshot.docs.insert(path, doc);
         }
-        let decision = self.op.decide(&self.snapshot);
+        let decision = op.decide(&self.snapshot);
         if let Some(twice) = self.twice {
-            twice(self.op, &self.snapshot, &decision);
+            twice(op, &self.snapshot, &decision);
         }
         match decision {
             Decision::Observe(output) => Action::Done(output),
@@ -272,14 +272,14 @@ impl<'a, T: Transition, V: Clone> Attempt<'a, T, V> {
 }
 
 #[cfg(any(test, feature = "testing"))]
-impl<'a, T, V: Clone> Attempt<'a, T, V>
+impl<T, V: Clone> Attempt<T, V>
 where
     T: Transition,
     T::Output: std::fmt::Debug + PartialEq,
 {
     /// An attempt in strict mode: `decide` is asked twice on every snapshot, and a
     /// `decide` that breaks a rule of the attempt panics with the rule's name.
-    pub fn strict(op: &'a T, paths: Vec<String>) -> Self {
+    pub fn strict(op: &T, paths: Vec<String>) -> Self {
         Self {
             twice: Some(|op, snapshot, decision| {
                 assert_eq!(

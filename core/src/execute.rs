@@ -15,6 +15,7 @@ pub mod protocol;
 #[cfg(test)]
 mod tests;
 
+use crate::answer::ProviderAnswer;
 use crate::envelope::ResultEnvelope;
 use serde_json::Value;
 use std::future::Future;
@@ -49,65 +50,41 @@ impl std::fmt::Debug for SendRequest<'_> {
     }
 }
 
-/// What the provider answered a send.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SendResult {
-    /// The provider did it: the result the caller returns now and on every retry.
-    Succeeded(ResultEnvelope),
-    /// The provider refused finally (a decline): the command fails for good.
-    Declined,
-    /// Nothing final is known (timeout, 5xx, connection lost after the request may
-    /// have left): the attempt stays open; a later call re-sends it with the same key
-    /// before the cutoff, or asks the provider after it.
-    Ambiguous,
-}
-
-/// What the provider says it holds for an idempotency key.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LookupResult {
-    /// A successful object for the key, with the result it stands for.
-    Found(ResultEnvelope),
-    /// A final refusal for the key.
-    Declined,
-    /// Proven absence: the provider holds nothing for the key. Only this lets a new
-    /// attempt, with a new key, be sent.
-    NotFound,
-    /// The lookup failed or was inconclusive (for instance a pending object): nothing
-    /// is recorded.
-    Unavailable,
-}
-
-/// A payment provider as the journal drives it: the send and the lookup by key.
+/// A payment provider as the journal drives it: the send and the lookup by key, each
+/// answering a [`ProviderAnswer`] (the table in `crate::answer` says what each answer
+/// means from each call).
 ///
 /// Implement it with `async fn`s. Neither call may retry on its own with another key;
-/// the journal never calls `send` for an attempt past its stored cutoff.
+/// the journal never calls `send` for an attempt past its stored cutoff. A send that
+/// answers `NotFound` is taken as `Unknown`.
 ///
 /// ```
+/// use command_journal_core::answer::ProviderAnswer;
 /// use command_journal_core::envelope::ResultEnvelope;
-/// use command_journal_core::execute::{LookupResult, Provider, SendRequest, SendResult};
+/// use command_journal_core::execute::{Provider, SendRequest};
 ///
 /// struct AlwaysCharges;
 ///
 /// impl Provider for AlwaysCharges {
-///     async fn send(&self, request: SendRequest<'_>) -> SendResult {
+///     async fn send(&self, request: SendRequest<'_>) -> ProviderAnswer {
 ///         let charge = serde_json::json!({"id": "ch_1", "status": "succeeded"});
 ///         match ResultEnvelope::new(&charge) {
-///             Ok(envelope) => SendResult::Succeeded(envelope),
-///             Err(_) => SendResult::Ambiguous,
+///             Ok(envelope) => ProviderAnswer::Succeeded(envelope),
+///             Err(_) => ProviderAnswer::Unknown,
 ///         }
 ///     }
-///     async fn lookup(&self, _key: &str) -> LookupResult {
-///         LookupResult::Unavailable
+///     async fn lookup(&self, _key: &str) -> ProviderAnswer {
+///         ProviderAnswer::Unknown
 ///     }
 /// }
 /// ```
 pub trait Provider: Send + Sync {
     /// Sends `request.parameters` with `request.key`, answering within
     /// `request.deadline`.
-    fn send(&self, request: SendRequest<'_>) -> impl Future<Output = SendResult> + Send;
+    fn send(&self, request: SendRequest<'_>) -> impl Future<Output = ProviderAnswer> + Send;
 
     /// Asks the provider what it holds for `key`.
-    fn lookup(&self, key: &str) -> impl Future<Output = LookupResult> + Send;
+    fn lookup(&self, key: &str) -> impl Future<Output = ProviderAnswer> + Send;
 }
 
 /// The answer of `Journal::execute`.

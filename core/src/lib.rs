@@ -34,6 +34,7 @@
 
 #![deny(missing_docs)]
 
+pub mod answer;
 pub mod attempt;
 pub mod digest;
 pub mod document;

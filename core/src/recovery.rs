@@ -80,13 +80,13 @@ mod tests;
 
 pub use registered::{Registered, RegisteredIdentity};
 
+use crate::answer::ProviderAnswer;
 use crate::digest::{Digest, frame_digest};
 use crate::error::JournalError;
-use crate::execute::LookupResult;
 use crate::fence::FenceEpoch;
 use crate::identity::LeaseId;
 use crate::lease::{CommandState, LeaseOutput, TerminalOutput};
-use crate::sends::{AttemptState, ProviderAccount, SendEvidence, SendOutcomeOutput};
+use crate::sends::{AttemptState, ProviderAccount, SendOutcomeOutput};
 use serde::Serialize;
 use std::time::Duration;
 
@@ -203,7 +203,7 @@ pub enum RecoveryStep {
         /// The attempt the evidence is for.
         attempt: i64,
         /// What the provider showed.
-        evidence: SendEvidence,
+        evidence: ProviderAnswer,
     },
     /// The answer.
     Done(Recovered),
@@ -215,7 +215,7 @@ pub enum RecoveryEvent {
     /// The first read ([`RegisteredIdentity`]) answered.
     Status(Box<Registered>),
     /// The provider answered the lookup.
-    LookedUp(LookupResult),
+    LookedUp(ProviderAnswer),
     /// `acquire_lease` answered.
     Acquired(LeaseOutput),
     /// `reconcile_send` answered.
@@ -233,7 +233,7 @@ pub struct RecoveryProtocol {
     /// may its "not found" be recorded.
     lookup_proves_absence: bool,
     /// The evidence found, until the lease to record it is taken.
-    evidence: Option<SendEvidence>,
+    evidence: Option<ProviderAnswer>,
     /// The recovery lease's fence, once taken to confirm an absence under it.
     confirming: Option<FenceEpoch>,
     /// Whether the reconciliation in flight records an absence.
@@ -278,11 +278,12 @@ impl RecoveryProtocol {
             RecoveryEvent::Status(registered) => self.status(*registered),
             RecoveryEvent::LookedUp(result) => {
                 let evidence = match result {
-                    LookupResult::Found(envelope) => SendEvidence::SucceededWith(envelope),
-                    LookupResult::Declined => SendEvidence::Declined,
-                    LookupResult::NotFound if self.lookup_proves_absence => SendEvidence::NotFound,
-                    LookupResult::NotFound => return done(Recovered::NotFound),
-                    LookupResult::Unavailable => return done(Recovered::LookupUnavailable),
+                    ProviderAnswer::NotFound if self.lookup_proves_absence => {
+                        ProviderAnswer::NotFound
+                    }
+                    ProviderAnswer::NotFound => return done(Recovered::NotFound),
+                    ProviderAnswer::Unknown => return done(Recovered::LookupUnavailable),
+                    found => found,
                 };
                 // Looked up under the job's own lease: record it now.
                 if let Some(fence) = self.confirming {
@@ -297,7 +298,7 @@ impl RecoveryProtocol {
                         .evidence
                         .take()
                         .ok_or(JournalError::internal("recover: a lease without evidence"))?;
-                    if evidence == SendEvidence::NotFound {
+                    if evidence == ProviderAnswer::NotFound {
                         // Looked up before the lease, a "not found" may have missed a
                         // re-send made since the first read: confirm it under the
                         // lease, where no permit can be given, as `execute` does.
@@ -335,8 +336,8 @@ impl RecoveryProtocol {
         }
     }
 
-    fn reconcile(&mut self, fence: FenceEpoch, evidence: SendEvidence) -> RecoveryStep {
-        self.recording_absence = evidence == SendEvidence::NotFound;
+    fn reconcile(&mut self, fence: FenceEpoch, evidence: ProviderAnswer) -> RecoveryStep {
+        self.recording_absence = evidence == ProviderAnswer::NotFound;
         RecoveryStep::Reconcile {
             fence,
             attempt: self.attempt,

@@ -610,7 +610,7 @@ async fn checkout_provider_2xx_is_a_success_only_for_a_final_charge_of_the_reque
 #[tokio::test]
 async fn checkout_request_provider_finds_only_the_requests_charge() {
     use super::service::provider::{Charges, RequestProvider};
-    use command_journal::{LookupResult, Provider as _};
+    use command_journal::{Provider as _, ProviderAnswer};
     let mut answers: Vec<(u16, Value)> = other_charges()
         .into_iter()
         .map(|charge| (200, json!({"data": [charge]})))
@@ -635,15 +635,15 @@ async fn checkout_request_provider_finds_only_the_requests_charge() {
     for charge in other_charges() {
         assert_eq!(
             provider.lookup(KEY).await,
-            LookupResult::Unavailable,
+            ProviderAnswer::Unknown,
             "{charge}"
         );
     }
-    assert_eq!(provider.lookup(KEY).await, LookupResult::Unavailable);
-    assert_eq!(provider.lookup(KEY).await, LookupResult::Declined);
-    assert_eq!(provider.lookup(KEY).await, LookupResult::NotFound);
+    assert_eq!(provider.lookup(KEY).await, ProviderAnswer::Unknown);
+    assert_eq!(provider.lookup(KEY).await, ProviderAnswer::Declined);
+    assert_eq!(provider.lookup(KEY).await, ProviderAnswer::NotFound);
     match provider.lookup(KEY).await {
-        LookupResult::Found(envelope) => assert_eq!(
+        ProviderAnswer::Succeeded(envelope) => assert_eq!(
             envelope.canonical(),
             r#"{"amount":1250,"currency":"eur","id":"ch_1","status":"succeeded"}"#
         ),

@@ -9,8 +9,8 @@ use super::{Scripted, charge, plan, start};
 use crate::support::{self, command};
 use command_journal::time::ManualClock;
 use command_journal::{
-    CommandInput, Concurrency, Connection, Execution, Journal, LeaseId, LeaseOutput, LookupResult,
-    Provider, RetryPolicy, SendRequest, SendResult,
+    CommandInput, Concurrency, Connection, Execution, Journal, LeaseId, LeaseOutput, Provider,
+    ProviderAnswer, RetryPolicy, SendRequest,
 };
 use serde_json::json;
 use std::num::NonZeroU32;
@@ -37,7 +37,7 @@ struct TakenOverMidSend {
 }
 
 impl Provider for TakenOverMidSend {
-    async fn send(&self, _request: SendRequest<'_>) -> SendResult {
+    async fn send(&self, _request: SendRequest<'_>) -> ProviderAnswer {
         *self.sends.lock().expect("sends") += 1;
         let taken = self
             .taker
@@ -49,11 +49,11 @@ impl Provider for TakenOverMidSend {
             "{taken:?}"
         );
         *self.after_takeover.lock().await = Some(documents(&self.connection, &self.command).await);
-        SendResult::Ambiguous
+        ProviderAnswer::Unknown
     }
 
-    async fn lookup(&self, _key: &str) -> LookupResult {
-        LookupResult::Unavailable
+    async fn lookup(&self, _key: &str) -> ProviderAnswer {
+        ProviderAnswer::Unknown
     }
 }
 
@@ -107,7 +107,9 @@ async fn a_replay_with_one_attempt_answers_the_stored_result_in_both_modes() {
             .with_concurrency(mode);
         let cmd = command(890 + n as u64, json!({"order": "one attempt"}));
         let provider = Scripted::new(
-            vec![super::OnSend::Answer(SendResult::Succeeded(charge("ch_1")))],
+            vec![super::OnSend::Answer(ProviderAnswer::Succeeded(charge(
+                "ch_1",
+            )))],
             vec![],
         );
         let first = journal.execute(&cmd, &plan(), &provider).await;

@@ -11,8 +11,8 @@ use crate::proxy::{Fault, Proxy, Rpc};
 use crate::support::{self, command};
 use command_journal::time::ManualClock;
 use command_journal::{
-    CommandInput, Concurrency, Connection, Execution, Journal, Provider, SendRequest, SendResult,
-    Stats, Target,
+    CommandInput, Concurrency, Connection, Execution, Journal, Provider, ProviderAnswer,
+    SendRequest, Stats, Target,
 };
 use gcloud_sdk::google::firestore::v1::Document;
 use serde_json::json;
@@ -138,7 +138,9 @@ async fn execute_a_new_command_is_two_rpcs_and_a_replay_two_on_the_wire() {
         let w = wire(mode).await;
         let cmd = command(700 + n as u64, json!({"order": "floor"}));
         let provider = Scripted::new(
-            vec![OnSend::Answer(SendResult::Succeeded(charge("ch_floor")))],
+            vec![OnSend::Answer(ProviderAnswer::Succeeded(charge(
+                "ch_floor",
+            )))],
             vec![],
         );
         let before = w.journal.stats();
@@ -174,9 +176,9 @@ async fn execute_planned_commits_write_what_reading_and_deciding_writes() {
     // (preconditions) and the read-and-decide path (transaction mode) store the same
     // documents, field for field, and answer the same, for every provider answer.
     let answers = [
-        SendResult::Succeeded(charge("ch_same")),
-        SendResult::Declined,
-        SendResult::Ambiguous,
+        ProviderAnswer::Succeeded(charge("ch_same")),
+        ProviderAnswer::Declined,
+        ProviderAnswer::Unknown,
     ];
     for (n, answer) in answers.into_iter().enumerate() {
         let cmd = command(720 + n as u64, json!({"order": "same"}));
@@ -200,14 +202,14 @@ struct LosesTheOutcome<'a> {
 }
 
 impl Provider for LosesTheOutcome<'_> {
-    async fn send(&self, _request: SendRequest<'_>) -> SendResult {
+    async fn send(&self, _request: SendRequest<'_>) -> ProviderAnswer {
         *self.sends.lock().expect("sends") += 1;
         self.proxy.arm(Rpc::Commit, Fault::LoseResponse);
-        SendResult::Succeeded(charge("ch_lost"))
+        ProviderAnswer::Succeeded(charge("ch_lost"))
     }
 
-    async fn lookup(&self, _key: &str) -> command_journal::LookupResult {
-        command_journal::LookupResult::Unavailable
+    async fn lookup(&self, _key: &str) -> command_journal::ProviderAnswer {
+        command_journal::ProviderAnswer::Unknown
     }
 }
 
@@ -228,7 +230,7 @@ async fn execute_with_the_first_or_the_outcome_commit_response_lost_converges_wi
         let cmd = command(740 + n as u64, json!({"order": "lost"}));
         let clean = wire(mode).await;
         let provider = Scripted::new(
-            vec![OnSend::Answer(SendResult::Succeeded(charge("ch_lost")))],
+            vec![OnSend::Answer(ProviderAnswer::Succeeded(charge("ch_lost")))],
             vec![],
         );
         let reference = clean.execute(&cmd, &provider).await;
@@ -241,7 +243,7 @@ async fn execute_with_the_first_or_the_outcome_commit_response_lost_converges_wi
         let w = wire(mode).await;
         w.proxy.arm(Rpc::Commit, Fault::LoseResponse);
         let provider = Scripted::new(
-            vec![OnSend::Answer(SendResult::Succeeded(charge("ch_lost")))],
+            vec![OnSend::Answer(ProviderAnswer::Succeeded(charge("ch_lost")))],
             vec![],
         );
         let answer = w.execute(&cmd, &provider).await;
@@ -295,7 +297,7 @@ async fn execute_24_way_race_on_a_new_command_sends_once_in_both_modes() {
         let w = wire(mode).await;
         let cmd = command(760 + n as u64, json!({"order": "race"}));
         let provider = Arc::new(Scripted::new(
-            vec![OnSend::Answer(SendResult::Succeeded(charge("ch_race")))],
+            vec![OnSend::Answer(ProviderAnswer::Succeeded(charge("ch_race")))],
             vec![],
         ));
         let journal = w.journal.clone();
@@ -337,7 +339,7 @@ struct Overtaken {
 }
 
 impl Provider for Overtaken {
-    async fn send(&self, request: SendRequest<'_>) -> SendResult {
+    async fn send(&self, request: SendRequest<'_>) -> ProviderAnswer {
         self.sends.lock().expect("sends").push((
             request.key.to_owned(),
             request.attempt,
@@ -350,11 +352,11 @@ impl Provider for Overtaken {
             .await
             .expect("the takeover");
         *self.second.lock().await = Some(second);
-        SendResult::Succeeded(charge("ch_taken"))
+        ProviderAnswer::Succeeded(charge("ch_taken"))
     }
 
-    async fn lookup(&self, _key: &str) -> command_journal::LookupResult {
-        command_journal::LookupResult::Unavailable
+    async fn lookup(&self, _key: &str) -> command_journal::ProviderAnswer {
+        command_journal::ProviderAnswer::Unknown
     }
 }
 
@@ -379,7 +381,9 @@ async fn execute_overtaken_mid_send_records_one_outcome_and_both_calls_answer_it
             command: cmd.clone(),
             sends: Default::default(),
             taker: Scripted::new(
-                vec![OnSend::Answer(SendResult::Succeeded(charge("ch_taken")))],
+                vec![OnSend::Answer(ProviderAnswer::Succeeded(charge(
+                    "ch_taken",
+                )))],
                 vec![],
             ),
             second: Default::default(),

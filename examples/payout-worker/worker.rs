@@ -3,8 +3,8 @@
 use chrono::{TimeDelta, Utc};
 use command_journal::time::ManualClock;
 use command_journal::{
-    CommandInput, CommandRequest, Connection, Execution, Journal, JournalError, LookupResult,
-    Provider, ProviderPlan, ProviderPlanRequest, ResultEnvelope, SendRequest, SendResult,
+    CommandInput, CommandRequest, Connection, Execution, Journal, JournalError, Provider,
+    ProviderAnswer, ProviderPlan, ProviderPlanRequest, ResultEnvelope, SendRequest,
 };
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -49,14 +49,14 @@ impl FakeProvider {
 }
 
 impl Provider for FakeProvider {
-    async fn send(&self, request: SendRequest<'_>) -> SendResult {
+    async fn send(&self, request: SendRequest<'_>) -> ProviderAnswer {
         if let Ok(mut sends) = self.sends.lock() {
             *sends += 1;
         }
         let amount = request.parameters["amount"].to_string();
         let payout = {
             let Ok(mut payouts) = self.payouts.lock() else {
-                return SendResult::Ambiguous;
+                return ProviderAnswer::Unknown;
             };
             let next = payouts.len() + 1;
             payouts
@@ -77,15 +77,15 @@ impl Provider for FakeProvider {
             self.lost.notify_one();
             return std::future::pending().await;
         }
-        ResultEnvelope::new(&payout).map_or(SendResult::Ambiguous, SendResult::Succeeded)
+        ResultEnvelope::new(&payout).map_or(ProviderAnswer::Unknown, ProviderAnswer::Succeeded)
     }
 
-    async fn lookup(&self, key: &str) -> LookupResult {
+    async fn lookup(&self, key: &str) -> ProviderAnswer {
         let found = self.payouts.lock().ok().and_then(|p| p.get(key).cloned());
         match found.map(|payout| ResultEnvelope::new(&payout)) {
-            Some(Ok(envelope)) => LookupResult::Found(envelope),
-            Some(Err(_)) => LookupResult::Unavailable,
-            None => LookupResult::NotFound,
+            Some(Ok(envelope)) => ProviderAnswer::Succeeded(envelope),
+            Some(Err(_)) => ProviderAnswer::Unknown,
+            None => ProviderAnswer::NotFound,
         }
     }
 }

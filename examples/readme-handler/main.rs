@@ -5,8 +5,8 @@
 
 // README block
 use command_journal::{
-    CommandInput, CommandRequest, Connection, Execution, Journal, JournalError, LookupResult,
-    Provider, ProviderPlan, ProviderPlanRequest, ResultEnvelope, SendRequest, SendResult, Target,
+    CommandInput, CommandRequest, Connection, Execution, Journal, JournalError, Provider,
+    ProviderAnswer, ProviderPlan, ProviderPlanRequest, ResultEnvelope, SendRequest, Target,
 };
 use serde_json::Value;
 
@@ -19,7 +19,7 @@ struct Charges {
 }
 
 impl Provider for Charges {
-    async fn send(&self, request: SendRequest<'_>) -> SendResult {
+    async fn send(&self, request: SendRequest<'_>) -> ProviderAnswer {
         let sent = self
             .http
             .post(format!("{}/v1/charges", self.base_url))
@@ -36,17 +36,17 @@ impl Provider for Charges {
                     if charge["status"] == "succeeded" && self.owns(&charge, request.key) =>
                 {
                     ResultEnvelope::new(&charge)
-                        .map_or(SendResult::Ambiguous, SendResult::Succeeded)
+                        .map_or(ProviderAnswer::Unknown, ProviderAnswer::Succeeded)
                 }
-                _ => SendResult::Ambiguous,
+                _ => ProviderAnswer::Unknown,
             },
-            Ok(answer) if answer.status().as_u16() == 402 => SendResult::Declined,
+            Ok(answer) if answer.status().as_u16() == 402 => ProviderAnswer::Declined,
             // A 5xx, a timeout, a lost connection: the retry sends again with the same key.
-            _ => SendResult::Ambiguous,
+            _ => ProviderAnswer::Unknown,
         }
     }
 
-    async fn lookup(&self, key: &str) -> LookupResult {
+    async fn lookup(&self, key: &str) -> ProviderAnswer {
         let url = format!("{}/v1/charges?idempotency_key={key}", self.base_url);
         let page = match self.http.get(url).send().await {
             Ok(answer) if answer.status().is_success() => answer.json::<Value>().await.ok(),
@@ -57,14 +57,13 @@ impl Provider for Charges {
             .and_then(|page| page["data"].as_array())
             .map(Vec::as_slice)
         {
-            Some([]) => LookupResult::NotFound,
+            Some([]) => ProviderAnswer::NotFound,
             // Evidence only for a charge of this request, under this key.
-            Some([charge]) if !self.owns(charge, key) => LookupResult::Unavailable,
-            Some([charge]) if charge["status"] == "succeeded" => {
-                ResultEnvelope::new(charge).map_or(LookupResult::Unavailable, LookupResult::Found)
-            }
-            Some([charge]) if charge["status"] == "failed" => LookupResult::Declined,
-            _ => LookupResult::Unavailable,
+            Some([charge]) if !self.owns(charge, key) => ProviderAnswer::Unknown,
+            Some([charge]) if charge["status"] == "succeeded" => ResultEnvelope::new(charge)
+                .map_or(ProviderAnswer::Unknown, ProviderAnswer::Succeeded),
+            Some([charge]) if charge["status"] == "failed" => ProviderAnswer::Declined,
+            _ => ProviderAnswer::Unknown,
         }
     }
 }

@@ -3,10 +3,11 @@
 //! provider call bounded by its deadline.
 
 use super::{Engine, lease, results, sends};
+use crate::ProviderAnswer;
 use crate::engine::Memory;
 use crate::error::JournalError;
 use crate::execute::protocol::{Event, Protocol, Step};
-use crate::execute::{Execution, LookupResult, Provider, SendRequest, SendResult};
+use crate::execute::{Execution, Provider, SendRequest};
 use crate::identity::{CommandInput, LeaseId};
 use crate::known;
 use crate::lease::{LeaseCall, LeaseOutput};
@@ -95,7 +96,7 @@ async fn drive<P: Provider>(
                     resend,
                 };
                 let sent = tokio::time::timeout(deadline, provider.send(request)).await;
-                Event::Sent(sent.unwrap_or(SendResult::Ambiguous))
+                Event::Sent(sent.unwrap_or(ProviderAnswer::Unknown))
             }
             Step::Record {
                 fence,
@@ -120,7 +121,7 @@ async fn drive<P: Provider>(
             Step::Lookup { key, deadline, .. } => {
                 // The key comes from the stored plan, after the plan check.
                 let found = tokio::time::timeout(deadline, provider.lookup(&key)).await;
-                Event::LookedUp(found.unwrap_or(LookupResult::Unavailable))
+                Event::LookedUp(found.unwrap_or(ProviderAnswer::Unknown))
             }
             Step::Reconcile {
                 fence,

@@ -6,10 +6,10 @@
 
 use super::Engine;
 use super::pending::pending_after;
+use crate::ProviderAnswer;
 use crate::engine::Memory;
-use crate::envelope::record::WithResult;
 use crate::error::JournalError;
-use crate::execute::{LookupResult, Provider};
+use crate::execute::Provider;
 use crate::identity::CommandIdentity;
 use crate::identity::LeaseId;
 use crate::known::Planned;
@@ -17,7 +17,7 @@ use crate::lease::{Acquire, LeaseCall, LeaseOutput};
 use crate::recovery::{Progress, RecoverOptions, RecoveredCommand, Recovery};
 use crate::sends::ProviderAccount;
 use crate::sends::load::first_read;
-use crate::sends::reconcile::Reconcile;
+use crate::sends::record::{Mode, RecordAnswer};
 use crate::transaction::OperationName;
 use command_journal_core::digest::Digest;
 use command_journal_core::recovery::{
@@ -161,7 +161,7 @@ async fn drive<P: Provider>(
             Step::Lookup { key, deadline, .. } => {
                 // The key comes from the stored plan.
                 let found = tokio::time::timeout(deadline, provider.lookup(&key)).await;
-                Event::LookedUp(found.unwrap_or(LookupResult::Unavailable))
+                Event::LookedUp(found.unwrap_or(ProviderAnswer::Unknown))
             }
             Step::Acquire => {
                 let call = LeaseCall::new(held(&identity)?, owner.clone(), engine.now()?);
@@ -183,16 +183,15 @@ async fn drive<P: Provider>(
                 evidence,
             } => {
                 let call = LeaseCall::new(held(&identity)?, owner.clone(), engine.now()?);
-                let (finding, envelope) = evidence.closing(call.identity());
-                let now = call.now();
-                let op = Reconcile::on_bound_plan(call, fence, attempt, finding);
-                Event::Reconciled(match envelope {
-                    None => engine.run_remembering(&op, &mut memory).await,
-                    Some(envelope) => {
-                        let op = WithResult::new(op, hash, now, envelope);
-                        engine.run_remembering(&op, &mut memory).await
-                    }
-                })
+                let op = RecordAnswer::prepare(
+                    call,
+                    fence,
+                    attempt,
+                    &evidence,
+                    None,
+                    Mode::Reconciliation,
+                )?;
+                Event::Reconciled(engine.run_remembering(&op, &mut memory).await)
             }
         };
         step = recovery.step(event)?;

@@ -2,19 +2,15 @@
 //! reconciliation, and the status with the send state.
 
 use super::Engine;
+use crate::ProviderAnswer;
 use crate::engine::Memory;
-use crate::envelope::record::WithResult;
 use crate::error::JournalError;
 use crate::fence::FenceEpoch;
 use crate::identity::{CommandInput, LeaseId};
 use crate::sends::begin::BeginSend;
-use crate::sends::outcome::RecordOutcome;
-use crate::sends::plan::MAX_ATTEMPT;
-use crate::sends::reconcile::Reconcile;
+use crate::sends::record::{Mode, RecordAnswer};
 use crate::sends::status::SendStatusRead;
-use crate::sends::{
-    BeginSendOutput, CommandStatus, ProviderPlan, SendEvidence, SendOutcome, SendOutcomeOutput,
-};
+use crate::sends::{BeginSendOutput, CommandStatus, ProviderPlan, SendOutcomeOutput};
 
 /// The holder of a lease on a command, at the fence it holds.
 #[derive(Clone, Copy)]
@@ -22,14 +18,6 @@ pub(crate) struct Holder<'a> {
     pub(crate) command: &'a CommandInput,
     pub(crate) lease: &'a LeaseId,
     pub(crate) fence: FenceEpoch,
-}
-
-fn check_attempt(attempt: i64) -> Result<(), JournalError> {
-    if (1..=MAX_ATTEMPT).contains(&attempt) {
-        Ok(())
-    } else {
-        Err(JournalError::invalid("attempt"))
-    }
 }
 
 pub(crate) async fn begin(
@@ -49,26 +37,19 @@ pub(crate) async fn record_outcome(
     holder: Holder<'_>,
     plan: &ProviderPlan,
     attempt: i64,
-    outcome: &SendOutcome,
+    outcome: &ProviderAnswer,
     memory: &mut Memory,
 ) -> Result<SendOutcomeOutput, JournalError> {
-    check_attempt(attempt)?;
-    let Holder {
-        command,
-        lease,
-        fence,
-    } = holder;
-    let call = engine.lease_call(command, lease)?;
-    let (finding, envelope) = outcome.closing(call.identity());
-    let (now, hash) = (call.now(), call.hash().clone());
-    let op = RecordOutcome::new(call, fence, attempt, finding, plan.clone());
-    match envelope {
-        None => engine.run_remembering(&op, memory).await,
-        Some(envelope) => {
-            let op = WithResult::new(op, &hash, now, envelope);
-            engine.run_remembering(&op, memory).await
-        }
-    }
+    record(
+        engine,
+        holder,
+        plan,
+        attempt,
+        outcome,
+        Mode::Outcome,
+        memory,
+    )
+    .await
 }
 
 pub(crate) async fn reconcile(
@@ -76,26 +57,38 @@ pub(crate) async fn reconcile(
     holder: Holder<'_>,
     plan: &ProviderPlan,
     attempt: i64,
-    evidence: &SendEvidence,
+    evidence: &ProviderAnswer,
     memory: &mut Memory,
 ) -> Result<SendOutcomeOutput, JournalError> {
-    check_attempt(attempt)?;
+    record(
+        engine,
+        holder,
+        plan,
+        attempt,
+        evidence,
+        Mode::Reconciliation,
+        memory,
+    )
+    .await
+}
+
+async fn record(
+    engine: &Engine,
+    holder: Holder<'_>,
+    plan: &ProviderPlan,
+    attempt: i64,
+    answer: &ProviderAnswer,
+    mode: Mode,
+    memory: &mut Memory,
+) -> Result<SendOutcomeOutput, JournalError> {
     let Holder {
         command,
         lease,
         fence,
     } = holder;
     let call = engine.lease_call(command, lease)?;
-    let (finding, envelope) = evidence.closing(call.identity());
-    let (now, hash) = (call.now(), call.hash().clone());
-    let op = Reconcile::new(call, fence, attempt, finding, plan.clone());
-    match envelope {
-        None => engine.run_remembering(&op, memory).await,
-        Some(envelope) => {
-            let op = WithResult::new(op, &hash, now, envelope);
-            engine.run_remembering(&op, memory).await
-        }
-    }
+    let op = RecordAnswer::prepare(call, fence, attempt, answer, Some(plan.clone()), mode)?;
+    engine.run_remembering(&op, memory).await
 }
 
 /// `send_status`, answering `plan_conflict` first when `plan` is given and another

@@ -174,7 +174,7 @@ impl Session<'_> {
             self.tally.add(Count::Found, found_count as u64);
             self.tally
                 .add(Count::Missing, (to_read.len() - found_count) as u64);
-            step = attempt.read(found, read_time.is_some() || open.id.is_some());
+            step = attempt.read(op, found, read_time.is_some() || open.id.is_some());
         }
     }
 
@@ -182,7 +182,7 @@ impl Session<'_> {
     /// landed, if any; nothing unless this run remembers.
     fn known<T: Transition>(
         &self,
-        attempt: &Attempt<'_, T, prost_types::Timestamp>,
+        attempt: &Attempt<T, prost_types::Timestamp>,
         committed: Option<(&[Write], &[Option<WriteTime>])>,
     ) -> Known<prost_types::Timestamp> {
         if !self.remember {

@@ -149,7 +149,7 @@ pub enum SendCmd {
     #[command(help_template = STDIN_HELP, before_help = Subject::SendBegin.help())]
     Begin(JournalArgs),
     /// Record what the provider answered the attempt.
-    #[command(help_template = STDIN_HELP, before_help = Subject::SendOutcome.help())]
+    #[command(help_template = STDIN_HELP, before_help = Subject::ProviderAnswer.help())]
     Outcome(JournalArgs),
     /// Record verified provider evidence about an attempt whose outcome is unknown.
     #[command(help_template = STDIN_HELP, before_help = Subject::SendReconcile.help())]
@@ -242,7 +242,7 @@ impl ExampleOf {
             Self::Status => Subject::Status,
             Self::Send { action } => match action {
                 ExampleSend::Begin => Subject::SendBegin,
-                ExampleSend::Outcome => Subject::SendOutcome,
+                ExampleSend::Outcome => Subject::ProviderAnswer,
                 ExampleSend::Reconcile => Subject::SendReconcile,
             },
             Self::Ledger { action } => match action {

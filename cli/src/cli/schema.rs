@@ -26,7 +26,7 @@ pub enum Subject {
     /// `send begin`.
     SendBegin,
     /// `send outcome`.
-    SendOutcome,
+    ProviderAnswer,
     /// `send reconcile`.
     SendReconcile,
     /// `ledger fingerprint`.
@@ -141,7 +141,7 @@ impl Subject {
                     fields.push(field("terminalReferenceFingerprint", "string", REQUIRED));
                 }
             }
-            Self::SendBegin | Self::SendOutcome | Self::SendReconcile => {
+            Self::SendBegin | Self::ProviderAnswer | Self::SendReconcile => {
                 fields.extend(COMMAND);
                 fields.push(field("leaseId", "string", REQUIRED));
                 fields.push(field("expectedFenceEpoch", "integer", REQUIRED));
@@ -150,7 +150,7 @@ impl Subject {
                     Self::SendBegin => {}
                     _ => {
                         fields.push(field("attempt", "integer", REQUIRED));
-                        let answer = if self == Self::SendOutcome {
+                        let answer = if self == Self::ProviderAnswer {
                             "outcome"
                         } else {
                             "evidence"
@@ -207,7 +207,7 @@ impl Subject {
             Self::Fail => OperationName::Fail,
             Self::Status => OperationName::Status,
             Self::SendBegin => OperationName::BeginSend,
-            Self::SendOutcome => OperationName::RecordSendOutcome,
+            Self::ProviderAnswer => OperationName::RecordSendOutcome,
             Self::SendReconcile => OperationName::ReconcileSend,
             Self::LedgerAccept => OperationName::LedgerAccept,
             Self::LedgerReplay => OperationName::LedgerReplay,
@@ -236,7 +236,7 @@ impl Subject {
             Self::Fail => "command-journal fail --project demo-project",
             Self::Status => "command-journal status --project demo-project",
             Self::SendBegin => "command-journal send begin --project demo-project",
-            Self::SendOutcome => "command-journal send outcome --project demo-project",
+            Self::ProviderAnswer => "command-journal send outcome --project demo-project",
             Self::SendReconcile => "command-journal send reconcile --project demo-project",
             Self::LedgerFingerprint => "command-journal ledger fingerprint",
             Self::LedgerAccept => "command-journal ledger accept --project demo-project",
@@ -260,7 +260,7 @@ impl Subject {
             Self::SendBegin => format!(
                 r#"{{{COMMAND_EXAMPLE},{LEASE_EXAMPLE},"expectedFenceEpoch":1,"plan":{PROVIDER_PLAN_EXAMPLE}}}"#
             ),
-            Self::SendOutcome => format!(
+            Self::ProviderAnswer => format!(
                 r#"{{{COMMAND_EXAMPLE},{LEASE_EXAMPLE},"expectedFenceEpoch":1,"plan":{PROVIDER_PLAN_EXAMPLE},"attempt":1,"outcome":"succeeded",{RESULT_EXAMPLE}}}"#
             ),
             Self::SendReconcile => format!(
@@ -334,7 +334,7 @@ impl Subject {
                  lookup (key_store | durable, default key_store) and lookupSettleSeconds \
                  (default 300)."
             }
-            Self::SendOutcome => {
+            Self::ProviderAnswer => {
                 "After the provider answered the send of `send begin`'s attempt, by the holder \
                  whose fence sent it last (another fence: attempt_mismatch), with the plan \
                  `send begin` bound (another plan: plan_conflict, before any other rule). \
@@ -437,7 +437,7 @@ mod tests {
 
     const ALL: [Subject; 14] = [
         Subject::SendBegin,
-        Subject::SendOutcome,
+        Subject::ProviderAnswer,
         Subject::SendReconcile,
         Subject::Identity,
         Subject::Register,

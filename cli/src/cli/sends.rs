@@ -6,9 +6,10 @@ use super::input::{Failure, Input};
 use super::output::to_json;
 use super::schema::Subject;
 use crate::FenceEpoch;
-use crate::sends::{ProviderLookup, SendEvidence, SendOutcome};
+use crate::sends::ProviderLookup;
 use crate::{CommandInput, Journal, JournalError, LeaseId};
 use crate::{ProviderPlan, ProviderPlanRequest, ResultEnvelope, TerminalReferenceFingerprint};
+use command_journal::ProviderAnswer;
 use command_journal_core::sends::plan::DEFAULT_LOOKUP_SETTLE_SECONDS;
 use serde_json::Value;
 
@@ -28,7 +29,7 @@ impl SendAction {
     pub fn subject(self) -> Subject {
         match self {
             Self::Begin => Subject::SendBegin,
-            Self::Outcome => Subject::SendOutcome,
+            Self::Outcome => Subject::ProviderAnswer,
             Self::Reconcile => Subject::SendReconcile,
         }
     }
@@ -142,8 +143,8 @@ pub struct SendCall {
 #[derive(Debug)]
 enum SendOperation {
     Begin(ProviderPlan),
-    Outcome(ProviderPlan, i64, SendOutcome),
-    Reconcile(ProviderPlan, i64, SendEvidence),
+    Outcome(ProviderPlan, i64, ProviderAnswer),
+    Reconcile(ProviderPlan, i64, ProviderAnswer),
 }
 
 impl SendCall {
@@ -161,16 +162,16 @@ impl SendCall {
                 let attempt = input.integer("attempt")?;
                 let outcome = match input.string("outcome")?.as_str() {
                     "succeeded" => match success(&mut input)? {
-                        SuccessAnswer::Reference(r) => SendOutcome::Succeeded(r),
-                        SuccessAnswer::Envelope(e) => SendOutcome::SucceededWith(e),
+                        SuccessAnswer::Reference(r) => ProviderAnswer::SucceededWithReference(r),
+                        SuccessAnswer::Envelope(e) => ProviderAnswer::Succeeded(e),
                     },
-                    "declined" => SendOutcome::Declined,
-                    "ambiguous" => SendOutcome::Ambiguous,
+                    "declined" => ProviderAnswer::Declined,
+                    "ambiguous" => ProviderAnswer::Unknown,
                     _ => return Err(JournalError::invalid("outcome").into()),
                 };
                 if !matches!(
                     outcome,
-                    SendOutcome::Succeeded(_) | SendOutcome::SucceededWith(_)
+                    ProviderAnswer::SucceededWithReference(_) | ProviderAnswer::Succeeded(_)
                 ) {
                     no_success_fields(&mut input)?;
                 }
@@ -181,16 +182,16 @@ impl SendCall {
                 let attempt = input.integer("attempt")?;
                 let evidence = match input.string("evidence")?.as_str() {
                     "succeeded" => match success(&mut input)? {
-                        SuccessAnswer::Reference(r) => SendEvidence::Succeeded(r),
-                        SuccessAnswer::Envelope(e) => SendEvidence::SucceededWith(e),
+                        SuccessAnswer::Reference(r) => ProviderAnswer::SucceededWithReference(r),
+                        SuccessAnswer::Envelope(e) => ProviderAnswer::Succeeded(e),
                     },
-                    "declined" => SendEvidence::Declined,
-                    "not_found" => SendEvidence::NotFound,
+                    "declined" => ProviderAnswer::Declined,
+                    "not_found" => ProviderAnswer::NotFound,
                     _ => return Err(JournalError::invalid("evidence").into()),
                 };
                 if !matches!(
                     evidence,
-                    SendEvidence::Succeeded(_) | SendEvidence::SucceededWith(_)
+                    ProviderAnswer::SucceededWithReference(_) | ProviderAnswer::Succeeded(_)
                 ) {
                     no_success_fields(&mut input)?;
                 }

@@ -75,7 +75,7 @@ fn drive<T: Transition>(
     let mut attempt = Attempt::new(op, op.paths());
     let mut steps = vec![attempt.start()];
     for (found, repeatable) in reads {
-        steps.push(attempt.read(found, repeatable));
+        steps.push(attempt.read(op, found, repeatable));
     }
     steps
 }
@@ -285,8 +285,8 @@ fn strict_mode_asks_decide_twice() {
         calls.set(calls.get() + 1);
         Decision::Observe(calls.get())
     });
-    let mut attempt: Attempt<'_, _, i64> = Attempt::strict(&op, op.paths());
-    attempt.read(HashMap::new(), true);
+    let mut attempt: Attempt<_, i64> = Attempt::strict(&op, op.paths());
+    attempt.read(&op, HashMap::new(), true);
 }
 
 #[test]
@@ -300,5 +300,5 @@ fn strict_mode_panics_where_the_runner_would_retry_until_it_gives_up() {
         Decision::Mutate(vec![write], 0)
     });
     let mut attempt = Attempt::strict(&op, op.paths());
-    attempt.read(found(&[("a", 1)]), true);
+    attempt.read(&op, found(&[("a", 1)]), true);
 }

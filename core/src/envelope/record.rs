@@ -60,21 +60,38 @@ pub trait MarksResult {
 pub struct WithResult<T> {
     inner: T,
     path: String,
-    result: StoredResult,
+    /// The envelope stored with the success; `None`: exactly `inner`, storing none.
+    result: Option<StoredResult>,
 }
 
 impl<T: MarksResult> WithResult<T> {
     /// Wraps `inner`, a transition of the command `hash` prepared at `now` whose
     /// success request is the commitment of `envelope`'s reference.
     pub fn new(inner: T, hash: &Digest, now: Timestamp, envelope: &ResultEnvelope) -> Self {
+        Self::optional(inner, hash, now, Some(envelope))
+    }
+
+    /// [`WithResult::new`] where `envelope` is given; exactly `inner` otherwise (a
+    /// success with a bare reference, a decline, an unknown answer).
+    pub fn optional(
+        inner: T,
+        hash: &Digest,
+        now: Timestamp,
+        envelope: Option<&ResultEnvelope>,
+    ) -> Self {
+        let result = envelope.map(|envelope| StoredResult {
+            command_key_hash: hash.clone(),
+            envelope: envelope.clone(),
+            created_at: now,
+        });
         Self {
-            inner: inner.storing_result(),
-            path: stored::path(hash),
-            result: StoredResult {
-                command_key_hash: hash.clone(),
-                envelope: envelope.clone(),
-                created_at: now,
+            inner: if result.is_some() {
+                inner.storing_result()
+            } else {
+                inner
             },
+            path: stored::path(hash),
+            result,
         }
     }
 }
@@ -86,8 +103,8 @@ impl<T> WithResult<T> {
 
     /// An exact retry of the success: the stored document must be this envelope,
     /// stored at the lifecycle's terminal time.
-    fn retry<O>(&self, snapshot: &Snapshot, output: O) -> Decision<O> {
-        let hash = &self.result.command_key_hash;
+    fn retry<O>(&self, result: &StoredResult, snapshot: &Snapshot, output: O) -> Decision<O> {
+        let hash = &result.command_key_hash;
         let Some(fields) = snapshot.get(&self.path) else {
             return Decision::Reject(JournalError::TerminalConflict);
         };
@@ -99,9 +116,7 @@ impl<T> WithResult<T> {
             .get(&lifecycle::path(hash))
             .and_then(|fields| Lifecycle::parse(hash, fields).ok());
         match lifecycle {
-            Some(lifecycle)
-                if stored.envelope == self.result.envelope && stored.binds(&lifecycle) =>
-            {
+            Some(lifecycle) if stored.envelope == result.envelope && stored.binds(&lifecycle) => {
                 Decision::Observe(output)
             }
             _ => Self::corrupt("result document disagrees with the lifecycle"),
@@ -122,13 +137,16 @@ where
 
     fn paths(&self) -> Vec<String> {
         let mut paths = self.inner.paths();
-        if !paths.contains(&self.path) {
+        if self.result.is_some() && !paths.contains(&self.path) {
             paths.push(self.path.clone());
         }
         paths
     }
 
     fn decide(&self, snapshot: &Snapshot) -> Decision<T::Output> {
+        let Some(result) = &self.result else {
+            return self.inner.decide(snapshot);
+        };
         let present = snapshot.get(&self.path).is_some();
         match self.inner.decide(snapshot) {
             Decision::Mutate(_, _) if present => {
@@ -138,12 +156,12 @@ where
                 if output.succeeded() {
                     writes.push(Write::Create {
                         path: self.path.clone(),
-                        fields: self.result.encode(),
+                        fields: result.encode(),
                     });
                 }
                 Decision::Mutate(writes, output)
             }
-            Decision::Observe(output) if output.succeeded() => self.retry(snapshot, output),
+            Decision::Observe(output) if output.succeeded() => self.retry(result, snapshot, output),
             Decision::Observe(_) if present => {
                 Self::corrupt("result document of a command that did not succeed")
             }

@@ -6,6 +6,7 @@ use super::ResultEnvelope;
 use super::read::ResultRead;
 use super::record::WithResult;
 use super::stored::{self, StoredResult};
+use crate::answer::Closing;
 use crate::digest::Digest;
 use crate::document::fields::{self, FieldMap};
 use crate::document::lifecycle;
@@ -18,10 +19,8 @@ use crate::lease::{Acquire, LeaseCall, Terminal, TerminalOutput, TerminalRequest
 use crate::registration::Registration;
 use crate::sends::SendOutcomeOutput;
 use crate::sends::begin::BeginSend;
-use crate::sends::close::Closing;
 use crate::sends::guard::Guarded;
-use crate::sends::outcome::RecordOutcome;
-use crate::sends::reconcile::Reconcile;
+use crate::sends::record::RecordAnswer;
 use crate::sends::tests::{CUTOFF, SEC, T0, at, plan};
 use crate::testing::Store;
 use crate::transaction::Write;
@@ -412,8 +411,8 @@ fn refusals_of_the_terminal_transition_pass_through_unwritten() {
     );
 }
 
-fn record(envelope: &ResultEnvelope, now: i64) -> WithResult<RecordOutcome> {
-    let op = RecordOutcome::new(
+fn record(envelope: &ResultEnvelope, now: i64) -> WithResult<RecordAnswer> {
+    let op = RecordAnswer::outcome(
         call(0, now),
         FenceEpoch::stored(1),
         1,
@@ -423,8 +422,8 @@ fn record(envelope: &ResultEnvelope, now: i64) -> WithResult<RecordOutcome> {
     WithResult::new(op, &hash(), at(now), envelope)
 }
 
-fn reconcile(envelope: &ResultEnvelope, now: i64) -> WithResult<Reconcile> {
-    let op = Reconcile::new(
+fn reconcile(envelope: &ResultEnvelope, now: i64) -> WithResult<RecordAnswer> {
+    let op = RecordAnswer::reconciliation(
         call(0, now),
         FenceEpoch::stored(1),
         1,
@@ -475,7 +474,7 @@ fn a_reconciled_success_after_the_cutoff_stores_its_envelope() {
     store
         .answer(&BeginSend::new(call(0, T1), FenceEpoch::stored(1), plan(0)))
         .expect("permit");
-    let ambiguous = RecordOutcome::new(
+    let ambiguous = RecordAnswer::outcome(
         call(0, T1 + SEC),
         FenceEpoch::stored(1),
         1,
@@ -492,7 +491,7 @@ fn a_reconciled_success_after_the_cutoff_stores_its_envelope() {
         refused(
             &mut store,
             &WithResult::new(
-                RecordOutcome::new(
+                RecordAnswer::outcome(
                     call(0, late + SEC),
                     FenceEpoch::stored(2),
                     1,
@@ -506,7 +505,7 @@ fn a_reconciled_success_after_the_cutoff_stores_its_envelope() {
         ),
         "attempt_mismatch"
     );
-    let op = Reconcile::new(
+    let op = RecordAnswer::reconciliation(
         call(0, late + SEC),
         FenceEpoch::stored(2),
         1,
@@ -542,7 +541,7 @@ fn a_declined_attempt_conflicts_with_an_envelope() {
         .answer(&BeginSend::new(call(0, T1), FenceEpoch::stored(1), plan(0)))
         .expect("permit");
     store
-        .answer(&RecordOutcome::new(
+        .answer(&RecordAnswer::outcome(
             call(0, T1 + SEC),
             FenceEpoch::stored(1),
             1,

@@ -29,13 +29,14 @@
 //!
 //! Every other error ends the call with that error.
 
-use super::{Execution, LookupResult, SendResult};
+use super::Execution;
+use crate::answer::ProviderAnswer;
 use crate::envelope::ResultEnvelope;
 use crate::error::JournalError;
 use crate::fence::FenceEpoch;
 use crate::lease::{LeaseOutput, TerminalOutput};
 use crate::sends::reverted::{Rule, reverted};
-use crate::sends::{BeginSendOutput, SendEvidence, SendOutcome, SendOutcomeOutput, SendStatus};
+use crate::sends::{BeginSendOutput, SendOutcomeOutput, SendStatus};
 use crate::time::Timestamp;
 use std::time::Duration;
 
@@ -75,7 +76,7 @@ pub enum Step {
         /// The attempt the answer is for.
         attempt: i64,
         /// The provider's answer, as the journal records it.
-        outcome: SendOutcome,
+        outcome: ProviderAnswer,
     },
     /// `send_status`: which attempt's cutoff passed.
     Status,
@@ -95,7 +96,7 @@ pub enum Step {
         /// The attempt the evidence is for.
         attempt: i64,
         /// What the provider showed, as the journal records it.
-        evidence: SendEvidence,
+        evidence: ProviderAnswer,
     },
     /// `Journal::result`.
     FetchResult,
@@ -111,13 +112,13 @@ pub enum Event {
     /// `begin_send` answered.
     BeganSend(Result<BeginSendOutput, JournalError>),
     /// The provider answered the send.
-    Sent(SendResult),
+    Sent(ProviderAnswer),
     /// `record_send_outcome` answered.
     Recorded(Result<SendOutcomeOutput, JournalError>),
     /// The send state `send_status` answered (`None` while no plan is bound).
     Status(Option<SendStatus>),
     /// The provider answered the lookup.
-    LookedUp(LookupResult),
+    LookedUp(ProviderAnswer),
     /// `reconcile_send` answered.
     Reconciled(Result<SendOutcomeOutput, JournalError>),
     /// `result` answered the stored envelope, if any.
@@ -142,7 +143,7 @@ pub struct Protocol {
     attempt: i64,
     pending: Option<ResultEnvelope>,
     /// The provider's success or decline this call holds until it is recorded.
-    answer: Option<SendEvidence>,
+    answer: Option<ProviderAnswer>,
     /// Whether the held answer was already offered to `reconcile_send`.
     answer_reconciled: bool,
     /// Whether this call already took a second lease to record its held answer.
@@ -283,18 +284,20 @@ impl Protocol {
                 Err(error) if lease_lost(&error) => done(Execution::InProgress),
                 Err(error) => Err(error),
             },
-            Event::Sent(result) => {
+            Event::Sent(answer) => {
                 let (fence, _) = self.held()?;
-                if let SendResult::Succeeded(envelope) = &result {
-                    self.pending = Some(envelope.clone());
-                }
-                let outcome = SendOutcome::from(result);
+                // A send cannot prove an absence: its "not found" tells nothing.
+                let answer = match answer {
+                    ProviderAnswer::NotFound => ProviderAnswer::Unknown,
+                    other => other,
+                };
+                self.pending = answer.envelope().cloned();
                 // A success or decline is evidence whenever it arrives.
-                self.answer = outcome.evidence();
+                self.answer = answer.evidence();
                 Ok(Step::Record {
                     fence,
                     attempt: self.attempt,
-                    outcome,
+                    outcome: answer,
                 })
             }
             Event::Recorded(answer) => match answer {
@@ -335,16 +338,17 @@ impl Protocol {
             Event::LookedUp(result) => {
                 let (fence, _) = self.held()?;
                 let evidence = match result {
-                    LookupResult::Found(envelope) => {
-                        self.pending = Some(envelope.clone());
-                        SendEvidence::SucceededWith(envelope)
+                    ProviderAnswer::NotFound if self.lookup_proves_absence => {
+                        ProviderAnswer::NotFound
                     }
-                    LookupResult::Declined => SendEvidence::Declined,
-                    LookupResult::NotFound if self.lookup_proves_absence => SendEvidence::NotFound,
                     // Looked up before the absence was provable (the charge may not be
                     // visible yet), or never provable: nothing is written.
-                    LookupResult::NotFound | LookupResult::Unavailable => {
+                    ProviderAnswer::NotFound | ProviderAnswer::Unknown => {
                         return done(Execution::PendingReconciliation);
+                    }
+                    found => {
+                        self.pending = found.envelope().cloned();
+                        found
                     }
                 };
                 Ok(Step::Reconcile {

@@ -19,8 +19,8 @@ fn a_send_request_never_prints_its_key_or_parameters() {
     );
     let results = format!(
         "{:?} {:?}",
-        SendResult::Succeeded(ResultEnvelope::new(&parameters).unwrap()),
-        LookupResult::Found(ResultEnvelope::new(&parameters).unwrap())
+        ProviderAnswer::Succeeded(ResultEnvelope::new(&parameters).unwrap()),
+        ProviderAnswer::Succeeded(ResultEnvelope::new(&parameters).unwrap())
     );
     assert!(!results.contains("CANARY"), "{results}");
 }

@@ -5,6 +5,7 @@
 //! state the plan cannot prove is refused.
 
 use super::*;
+use crate::answer::ProviderAnswer;
 use crate::envelope::ResultEnvelope;
 use crate::envelope::record::WithResult;
 use crate::fence::FenceEpoch;
@@ -12,8 +13,8 @@ use crate::identity::{CommandInput, CommandRequest, LeaseId};
 use crate::lease::LeaseCall;
 use crate::sends::begin::BeginSend;
 use crate::sends::load::first_read;
-use crate::sends::outcome::RecordOutcome;
-use crate::sends::{BeginSendOutput, ProviderPlan, ProviderPlanRequest, SendOutcome};
+use crate::sends::record::RecordAnswer;
+use crate::sends::{BeginSendOutput, ProviderPlan, ProviderPlanRequest};
 use crate::start::{Start, StartOutput};
 use crate::testing::Store;
 use crate::time::Timestamp;
@@ -155,9 +156,9 @@ fn a_chained_start_and_begin_send_write_what_two_sequential_runs_write() {
 fn an_outcome_planned_from_the_chained_state_writes_and_answers_what_reading_does() {
     let envelope = ResultEnvelope::new(&json!({"id": "ch_1"})).expect("envelope");
     let outcomes = [
-        SendOutcome::SucceededWith(envelope),
-        SendOutcome::Declined,
-        SendOutcome::Ambiguous,
+        ProviderAnswer::Succeeded(envelope),
+        ProviderAnswer::Declined,
+        ProviderAnswer::Unknown,
     ];
     for outcome in outcomes {
         let lease = LeaseId::generate();
@@ -170,7 +171,7 @@ fn an_outcome_planned_from_the_chained_state_writes_and_answers_what_reading_doe
         let holder = call(&lease, later);
         let (finding, result) = outcome.closing(holder.identity());
         let hash = holder.hash().clone();
-        let record = RecordOutcome::new(holder, fence, 1, finding, provider_plan());
+        let record = RecordAnswer::outcome(holder, fence, 1, finding, provider_plan());
         let (planned_writes, planned_output, read) = match result {
             Some(envelope) => {
                 let op = WithResult::new(record, &hash, later, envelope);
@@ -194,7 +195,7 @@ fn an_outcome_planned_from_the_chained_state_writes_and_answers_what_reading_doe
             .iter()
             .filter(|w| matches!(w, Write::AssertUnchanged { .. }))
             .count();
-        let ambiguous = outcome == SendOutcome::Ambiguous;
+        let ambiguous = outcome == ProviderAnswer::Unknown;
         assert_eq!(proofs, usize::from(ambiguous), "{outcome:?}");
         for write in &planned_writes {
             match (&write.write, &write.precondition) {
@@ -220,11 +221,11 @@ fn nothing_is_planned_from_a_state_not_known_or_not_a_mutation() {
     let fence = fence(&plan_.output.0).expect("acquired");
     let mut store = Store::new();
     let known = commit_chained(&mut store, &plan_);
-    let outcome = RecordOutcome::new(
+    let outcome = RecordAnswer::outcome(
         call(&lease, at(T0 + 1)),
         fence,
         1,
-        SendOutcome::Declined
+        ProviderAnswer::Declined
             .closing(call(&lease, at(T0)).identity())
             .0,
         provider_plan(),
@@ -253,11 +254,11 @@ fn nothing_is_planned_from_a_state_not_known_or_not_a_mutation() {
     );
 
     // A stale holder's fence decides a refusal: nothing planned.
-    let stale = RecordOutcome::new(
+    let stale = RecordAnswer::outcome(
         call(&LeaseId::generate(), at(T0 + 1)),
         fence,
         1,
-        SendOutcome::Declined
+        ProviderAnswer::Declined
             .closing(call(&lease, at(T0)).identity())
             .0,
         provider_plan(),
@@ -358,8 +359,8 @@ fn a_stale_holders_planned_outcome_is_refused_after_a_takeover_by_a_clock_that_r
     // Holder A, at its own clock 2 s after its start, records an ambiguous answer.
     let record = || {
         let holder = call(&lease, at(T0 + 2_000_000));
-        let (finding, _) = SendOutcome::Ambiguous.closing(holder.identity());
-        RecordOutcome::new(holder, held, 1, finding, provider_plan())
+        let (finding, _) = ProviderAnswer::Unknown.closing(holder.identity());
+        RecordAnswer::outcome(holder, held, 1, finding, provider_plan())
     };
     let planned = plan(&record(), &known).expect("planned from what A knows");
     assert!(
@@ -401,8 +402,8 @@ fn a_read_path_commit_is_refused_when_a_takeover_lands_between_its_read_and_its_
     commit_chained(&mut store, &plan_);
     // A reads just before its lease's end (no clock skew at all) and decides.
     let holder = call(&lease, at(T0 + LEASE - 1));
-    let (finding, _) = SendOutcome::Ambiguous.closing(holder.identity());
-    let record = RecordOutcome::new(holder, fence, 1, finding, provider_plan());
+    let (finding, _) = ProviderAnswer::Unknown.closing(holder.identity());
+    let record = RecordAnswer::outcome(holder, fence, 1, finding, provider_plan());
     let decided = store.attempt(&record);
     assert!(matches!(decided.decision, Decision::Mutate(..)));
     // The lease ends and another holder takes it over before A's commit arrives.

@@ -4,12 +4,13 @@
 //! a settled command is not pending; a broken journal fails closed.
 
 use super::*;
+use crate::answer::ProviderAnswer;
 use crate::fence::FenceEpoch;
 use crate::identity::{CommandInput, CommandRequest, LeaseId};
 use crate::lease::{LeaseCall, LeaseOutput};
 use crate::sends::begin::BeginSend;
-use crate::sends::outcome::RecordOutcome;
-use crate::sends::{ProviderPlan, ProviderPlanRequest, SendOutcome};
+use crate::sends::record::RecordAnswer;
+use crate::sends::{ProviderPlan, ProviderPlanRequest};
 use crate::start::Start;
 use crate::testing::Store;
 use serde_json::json;
@@ -114,9 +115,9 @@ fn an_open_attempt_waits_for_a_resend_or_evidence_then_for_evidence_past_its_cut
 
     // Recorded ambiguous, the same; recorded succeeded, nothing waits.
     let identity = input().identity();
-    let (closing, _) = SendOutcome::Ambiguous.closing(&identity);
+    let (closing, _) = ProviderAnswer::Unknown.closing(&identity);
     store
-        .answer(&RecordOutcome::new(
+        .answer(&RecordAnswer::outcome(
             call(&lease, at(T0 + SEC)),
             fence,
             1,
@@ -131,9 +132,9 @@ fn an_open_attempt_waits_for_a_resend_or_evidence_then_for_evidence_past_its_cut
     );
     let reference =
         crate::identity::TerminalReferenceFingerprint::parse(&"ab".repeat(32)).expect("ref");
-    let (closing, _) = SendOutcome::Succeeded(reference).closing(&identity);
+    let (closing, _) = ProviderAnswer::SucceededWithReference(reference).closing(&identity);
     store
-        .answer(&crate::sends::reconcile::Reconcile::new(
+        .answer(&RecordAnswer::reconciliation(
             call(&lease, at(T0 + 2 * SEC)),
             fence,
             1,

@@ -12,7 +12,7 @@ use crate::envelope::ResultEnvelope;
 use crate::identity::{CommandIdentity, CommandInput, CommandRequest, LeaseId};
 use crate::lease::{Acquire, CommandCall, LeaseCall};
 use crate::sends::begin::BeginSend;
-use crate::sends::reconcile::Reconcile;
+use crate::sends::record::RecordAnswer;
 use crate::sends::status::SendStatusRead;
 use crate::sends::{BeginSendOutput, CommandStatus, ProviderPlan, ProviderPlanRequest};
 use crate::start::Start;
@@ -100,12 +100,12 @@ fn prompt_plan() -> ProviderPlan {
 
 /// What the provider answers each lookup, and the keys it was asked.
 struct Provider {
-    answers: Vec<LookupResult>,
+    answers: Vec<ProviderAnswer>,
     asked: Vec<String>,
 }
 
 impl Provider {
-    fn answering(answers: Vec<LookupResult>) -> Self {
+    fn answering(answers: Vec<ProviderAnswer>) -> Self {
         Self {
             answers,
             asked: Vec::new(),
@@ -156,7 +156,7 @@ fn drive(
             RecoveryStep::Lookup { key, .. } => {
                 provider.asked.push(key);
                 RecoveryEvent::LookedUp(if provider.answers.is_empty() {
-                    LookupResult::Unavailable
+                    ProviderAnswer::Unknown
                 } else {
                     provider.answers.remove(0)
                 })
@@ -177,7 +177,7 @@ fn drive(
                 let identity = identity.clone().expect("read first");
                 let call = LeaseCall::new(identity, owner.clone(), now);
                 let (finding, envelope) = evidence.closing(call.identity());
-                let op = Reconcile::on_bound_plan(call, fence, attempt, finding);
+                let op = RecordAnswer::on_bound_plan(call, fence, attempt, finding);
                 RecoveryEvent::Reconciled(match envelope {
                     None => store.answer(&op),
                     Some(envelope) => store.answer(&crate::envelope::record::WithResult::new(
@@ -255,7 +255,7 @@ fn the_recovery_owner_is_its_own_domain() {
 fn a_charge_found_after_a_crash_settles_the_command_with_its_result() {
     let mut store = Store::new();
     let key = crashed_mid_send(&mut store);
-    let mut provider = Provider::answering(vec![LookupResult::Found(envelope())]);
+    let mut provider = Provider::answering(vec![ProviderAnswer::Succeeded(envelope())]);
     let recovered = recover(&mut store, &mut provider, T0 + 61 * SEC).expect("recover");
     assert_eq!(recovered, Recovered::Succeeded);
     assert_eq!(provider.asked, [key], "the attempt's own key, once");
@@ -286,7 +286,7 @@ fn a_charge_found_after_a_crash_settles_the_command_with_its_result() {
 fn a_decline_found_fails_the_command_for_good() {
     let mut store = Store::new();
     crashed_mid_send(&mut store);
-    let mut provider = Provider::answering(vec![LookupResult::Declined]);
+    let mut provider = Provider::answering(vec![ProviderAnswer::Declined]);
     assert_eq!(
         recover(&mut store, &mut provider, T0 + 61 * SEC),
         Ok(Recovered::Declined)
@@ -299,13 +299,13 @@ fn a_decline_found_fails_the_command_for_good() {
 
 #[test]
 fn nothing_is_written_without_evidence() {
-    for answer in [LookupResult::Unavailable, LookupResult::NotFound] {
+    for answer in [ProviderAnswer::Unknown, ProviderAnswer::NotFound] {
         let mut store = Store::new();
         crashed_mid_send(&mut store);
         let before = store.documents();
         let mut provider = Provider::answering(vec![answer.clone()]);
         let expected = match answer {
-            LookupResult::NotFound => Recovered::NotFound,
+            ProviderAnswer::NotFound => Recovered::NotFound,
             _ => Recovered::LookupUnavailable,
         };
         // Right after the lease: the absence is not provable yet.
@@ -322,7 +322,7 @@ fn a_running_lease_is_left_to_its_holder() {
     let mut store = Store::new();
     crashed_mid_send(&mut store);
     let before = store.documents();
-    let mut provider = Provider::answering(vec![LookupResult::Found(envelope())]);
+    let mut provider = Provider::answering(vec![ProviderAnswer::Succeeded(envelope())]);
     assert_eq!(
         recover(&mut store, &mut provider, T0 + 30 * SEC),
         Ok(Recovered::InProgress)
@@ -359,7 +359,7 @@ fn a_not_found_at_the_plans_account_records_the_absence_once_provable() {
         let mut store = Store::new();
         let key = crashed_mid_send(&mut store);
         let mut provider =
-            Provider::answering(vec![LookupResult::NotFound, LookupResult::NotFound]);
+            Provider::answering(vec![ProviderAnswer::NotFound, ProviderAnswer::NotFound]);
         assert_eq!(
             recover(&mut store, &mut provider, T0 + late),
             Ok(Recovered::Absent)
@@ -449,7 +449,7 @@ fn a_not_found_that_proves_nothing_writes_nothing() {
         let mut store = Store::new();
         crashed_mid_send(&mut store);
         let before = store.documents();
-        let mut provider = Provider::answering(vec![LookupResult::NotFound]);
+        let mut provider = Provider::answering(vec![ProviderAnswer::NotFound]);
         assert_eq!(
             drive(
                 &mut store,
@@ -476,7 +476,7 @@ fn another_account_is_refused_even_with_evidence() {
     let mut store = Store::new();
     crashed_mid_send(&mut store);
     let before = store.documents();
-    let mut provider = Provider::answering(vec![LookupResult::Found(envelope())]);
+    let mut provider = Provider::answering(vec![ProviderAnswer::Succeeded(envelope())]);
     assert_eq!(
         drive(
             &mut store,
@@ -506,7 +506,7 @@ fn a_plan_bound_before_the_account_fingerprint_proves_no_absence() {
     );
     let before = store.documents();
     for declared in [Some(account()), None] {
-        let mut provider = Provider::answering(vec![LookupResult::NotFound]);
+        let mut provider = Provider::answering(vec![ProviderAnswer::NotFound]);
         assert_eq!(
             drive(
                 &mut store,
@@ -520,7 +520,7 @@ fn a_plan_bound_before_the_account_fingerprint_proves_no_absence() {
         assert_eq!(store.documents(), before, "nothing written");
     }
     // Its evidence is still recorded.
-    let mut provider = Provider::answering(vec![LookupResult::Found(envelope())]);
+    let mut provider = Provider::answering(vec![ProviderAnswer::Succeeded(envelope())]);
     assert_eq!(
         recover(&mut store, &mut provider, T0 + 400 * SEC),
         Ok(Recovered::Succeeded)
@@ -539,7 +539,8 @@ fn an_absence_provable_at_the_first_lookup_but_not_under_the_lease_writes_nothin
     crashed_mid_send(&mut store);
     let before = store.documents();
     let retention = 24 * 3600 * SEC;
-    let mut provider = Provider::answering(vec![LookupResult::NotFound, LookupResult::NotFound]);
+    let mut provider =
+        Provider::answering(vec![ProviderAnswer::NotFound, ProviderAnswer::NotFound]);
     assert_eq!(
         drive(
             &mut store,
@@ -580,7 +581,7 @@ fn a_not_found_is_confirmed_under_the_lease_so_a_resend_since_the_first_read_is_
     // reached the provider when the job's lookup arrives.
     assert_eq!(client_sends(&mut store, &plan, T0 + 62 * SEC), key);
     assert_eq!(
-        job.step(RecoveryEvent::LookedUp(LookupResult::NotFound)),
+        job.step(RecoveryEvent::LookedUp(ProviderAnswer::NotFound)),
         Ok(RecoveryStep::Acquire)
     );
     // The job takes the lease once the client's has run out (at T0 + 122 s) ...
@@ -610,7 +611,9 @@ fn a_not_found_is_confirmed_under_the_lease_so_a_resend_since_the_first_read_is_
     ));
     // The client's re-send was processed before its lease ended: the charge.
     let step = job
-        .step(RecoveryEvent::LookedUp(LookupResult::Found(envelope())))
+        .step(RecoveryEvent::LookedUp(ProviderAnswer::Succeeded(
+            envelope(),
+        )))
         .expect("step");
     let RecoveryStep::Reconcile {
         fence,
@@ -624,7 +627,7 @@ fn a_not_found_is_confirmed_under_the_lease_so_a_resend_since_the_first_read_is_
     let call = LeaseCall::new(input().identity(), owner, now);
     let (finding, result) = evidence.closing(call.identity());
     let op = crate::envelope::record::WithResult::new(
-        Reconcile::on_bound_plan(call, fence, attempt, finding),
+        RecordAnswer::on_bound_plan(call, fence, attempt, finding),
         &hash(),
         now,
         result.expect("an envelope"),
@@ -649,7 +652,7 @@ fn an_absence_refused_at_the_commit_is_a_not_found() {
         .expect("read");
     job.step(RecoveryEvent::Status(Box::new(registered.clone())))
         .expect("lookup");
-    job.step(RecoveryEvent::LookedUp(LookupResult::NotFound))
+    job.step(RecoveryEvent::LookedUp(ProviderAnswer::NotFound))
         .expect("acquire");
     let acquired = LeaseOutput::Acquired {
         fence_epoch: FenceEpoch::new(3).expect("fence"),
@@ -662,9 +665,9 @@ fn an_absence_refused_at_the_commit_is_a_not_found() {
     job.step(RecoveryEvent::Status(Box::new(registered)))
         .expect("lookup");
     assert!(matches!(
-        job.step(RecoveryEvent::LookedUp(LookupResult::NotFound)),
+        job.step(RecoveryEvent::LookedUp(ProviderAnswer::NotFound)),
         Ok(RecoveryStep::Reconcile {
-            evidence: SendEvidence::NotFound,
+            evidence: ProviderAnswer::NotFound,
             ..
         })
     ));
@@ -696,10 +699,12 @@ fn a_second_recovery_holding_stale_evidence_loses_to_the_fence() {
         Ok(RecoveryStep::Lookup { .. })
     ));
     assert_eq!(
-        late.step(RecoveryEvent::LookedUp(LookupResult::Found(envelope()))),
+        late.step(RecoveryEvent::LookedUp(ProviderAnswer::Succeeded(
+            envelope()
+        ))),
         Ok(RecoveryStep::Acquire)
     );
-    let mut first = Provider::answering(vec![LookupResult::Found(envelope())]);
+    let mut first = Provider::answering(vec![ProviderAnswer::Succeeded(envelope())]);
     assert_eq!(
         recover(&mut store, &mut first, T0 + 61 * SEC),
         Ok(Recovered::Succeeded)

@@ -98,7 +98,7 @@ impl AttemptState {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OutcomeSource {
     /// `record_send_outcome`, by the fence that last sent.
-    SendOutcome,
+    ProviderAnswer,
     /// `reconcile_send`, by a holder of the lease.
     Reconciliation,
 }
@@ -107,14 +107,14 @@ impl OutcomeSource {
     /// The stored name (`send_outcome`, `reconciliation`).
     pub fn as_str(self) -> &'static str {
         match self {
-            Self::SendOutcome => "send_outcome",
+            Self::ProviderAnswer => "send_outcome",
             Self::Reconciliation => "reconciliation",
         }
     }
 
     fn parse(text: &str) -> Result<Self, ()> {
         match text {
-            "send_outcome" => Ok(Self::SendOutcome),
+            "send_outcome" => Ok(Self::ProviderAnswer),
             "reconciliation" => Ok(Self::Reconciliation),
             _ => Err(()),
         }
@@ -244,12 +244,12 @@ impl SendAttempt {
             (AttemptState::Sending, Some(_)) | (_, None) => false,
             (state, Some(o)) => {
                 let source_fits = match state {
-                    AttemptState::Ambiguous => o.source == OutcomeSource::SendOutcome,
+                    AttemptState::Ambiguous => o.source == OutcomeSource::ProviderAnswer,
                     AttemptState::Absent => o.source == OutcomeSource::Reconciliation,
                     _ => true,
                 };
                 let fence_fits = match o.source {
-                    OutcomeSource::SendOutcome => o.fence_epoch == self.last_sent_fence_epoch,
+                    OutcomeSource::ProviderAnswer => o.fence_epoch == self.last_sent_fence_epoch,
                     OutcomeSource::Reconciliation => o.fence_epoch >= self.last_sent_fence_epoch,
                 };
                 source_fits && fence_fits && o.at >= self.last_sent_at

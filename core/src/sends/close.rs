@@ -7,24 +7,11 @@ use super::event::SendEventType;
 use super::load::SendState;
 use super::mutation::{end_command, next_revision, record};
 use super::output::SendOutcomeOutput;
-use crate::digest::Digest;
+use crate::answer::Closing;
 use crate::document::lifecycle::Lifecycle;
 use crate::error::JournalError;
 use crate::lease::{LeaseCall, TerminalOutput, TerminalRequest};
 use crate::transaction::{Decision, Halt, Snapshot};
-
-/// What the caller reports about the attempt.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Closing {
-    /// Success, with the command-bound commitment of the terminal reference.
-    Succeeded(Digest),
-    /// A final provider refusal.
-    Declined,
-    /// Still unknown (`record_send_outcome` only).
-    Ambiguous,
-    /// The provider has no object for the key (`reconcile_send` only).
-    Absent,
-}
 
 impl Closing {
     fn state(&self) -> AttemptState {
@@ -38,8 +25,8 @@ impl Closing {
 
     fn event_type(&self, source: OutcomeSource) -> SendEventType {
         match (self, source) {
-            (Self::Succeeded(_), OutcomeSource::SendOutcome) => SendEventType::Succeeded,
-            (Self::Declined, OutcomeSource::SendOutcome) => SendEventType::Declined,
+            (Self::Succeeded(_), OutcomeSource::ProviderAnswer) => SendEventType::Succeeded,
+            (Self::Declined, OutcomeSource::ProviderAnswer) => SendEventType::Declined,
             (Self::Succeeded(_), OutcomeSource::Reconciliation) => {
                 SendEventType::ReconciledSucceeded
             }

@@ -259,7 +259,7 @@ pub fn partners(attempt: &SendAttempt, event: &SendEvent) -> bool {
         SendEventType::Opened => source.is_none() && !attempt.resent(),
         SendEventType::Resent => source.is_none() && attempt.resent(),
         SendEventType::Ambiguous | SendEventType::Succeeded | SendEventType::Declined => {
-            source == Some(OutcomeSource::SendOutcome)
+            source == Some(OutcomeSource::ProviderAnswer)
         }
         SendEventType::ReconciledSucceeded
         | SendEventType::ReconciledDeclined

@@ -280,7 +280,7 @@ impl Store {
                         })
                         .collect();
                     // One state for the whole attempt: every read is repeatable.
-                    step = machine.read(found, true);
+                    step = machine.read(op, found, true);
                     continue;
                 }
                 Action::Done(output) => (Decision::Observe(output), Vec::new()),

@@ -229,7 +229,7 @@ fn replay(
                 let source = match kind {
                     SendEventType::Ambiguous
                     | SendEventType::Succeeded
-                    | SendEventType::Declined => Some(OutcomeSource::SendOutcome),
+                    | SendEventType::Declined => Some(OutcomeSource::ProviderAnswer),
                     SendEventType::Resent | SendEventType::Opened => None,
                     _ => Some(OutcomeSource::Reconciliation),
                 };
@@ -265,7 +265,7 @@ fn replay(
                     }
                     Some(source) => {
                         let fence_fits = match source {
-                            OutcomeSource::SendOutcome => {
+                            OutcomeSource::ProviderAnswer => {
                                 event.fence_epoch == previous.last_sent_fence_epoch
                             }
                             OutcomeSource::Reconciliation => {

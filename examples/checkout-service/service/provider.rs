@@ -23,7 +23,7 @@
 //! library's [`Provider`] over these calls, for one request.
 
 use command_journal::strict_json;
-use command_journal::{LookupResult, Provider, ResultEnvelope, SendRequest, SendResult};
+use command_journal::{Provider, ProviderAnswer, ResultEnvelope, SendRequest};
 use serde_json::{Map, Value};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -328,14 +328,14 @@ impl<'a> RequestProvider<'a> {
         *self.ambiguity.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn ambiguous(&self, code: &'static str) -> SendResult {
+    fn ambiguous(&self, code: &'static str) -> ProviderAnswer {
         *self.ambiguity.lock().unwrap_or_else(|e| e.into_inner()) = Some(code);
-        SendResult::Ambiguous
+        ProviderAnswer::Unknown
     }
 }
 
 impl Provider for RequestProvider<'_> {
-    async fn send(&self, request: SendRequest<'_>) -> SendResult {
+    async fn send(&self, request: SendRequest<'_>) -> ProviderAnswer {
         self.called.store(true, Ordering::Relaxed);
         // Marked before the POST: a send the journal stops waiting for is ambiguous.
         *self.ambiguity.lock().unwrap_or_else(|e| e.into_inner()) = Some("provider_timeout");
@@ -345,22 +345,22 @@ impl Provider for RequestProvider<'_> {
             .await;
         match sent {
             Sent::Charged(fields) => match ResultEnvelope::new(&Value::Object(fields)) {
-                Ok(envelope) => SendResult::Succeeded(envelope),
+                Ok(envelope) => ProviderAnswer::Succeeded(envelope),
                 Err(_) => self.ambiguous("provider_receipt"),
             },
-            Sent::Declined => SendResult::Declined,
+            Sent::Declined => ProviderAnswer::Declined,
             Sent::Ambiguous(code) => self.ambiguous(code),
         }
     }
 
-    async fn lookup(&self, key: &str) -> LookupResult {
+    async fn lookup(&self, key: &str) -> ProviderAnswer {
         self.called.store(true, Ordering::Relaxed);
         match self.charges.lookup(key, &self.expected).await {
             Looked::Found(fields) => ResultEnvelope::new(&Value::Object(fields))
-                .map_or(LookupResult::Unavailable, LookupResult::Found),
-            Looked::Declined => LookupResult::Declined,
-            Looked::NotFound => LookupResult::NotFound,
-            Looked::Unavailable(_) => LookupResult::Unavailable,
+                .map_or(ProviderAnswer::Unknown, ProviderAnswer::Succeeded),
+            Looked::Declined => ProviderAnswer::Declined,
+            Looked::NotFound => ProviderAnswer::NotFound,
+            Looked::Unavailable(_) => ProviderAnswer::Unknown,
         }
     }
 }

@@ -25,7 +25,7 @@ use super::provider::{Charges, Expected, Looked};
 use command_journal::identity::Digest;
 use command_journal::pending::Unblock;
 use command_journal::recovery::{RecoverOptions, Recovered, Recovery};
-use command_journal::{Journal, LookupResult, Provider, ResultEnvelope, SendRequest, SendResult};
+use command_journal::{Journal, Provider, ProviderAnswer, ResultEnvelope, SendRequest};
 use serde_json::{Map, Value, json};
 
 /// The job's own settings, beside the service's configuration.
@@ -98,17 +98,17 @@ impl<'a> RecoveryProvider<'a> {
 }
 
 impl Provider for RecoveryProvider<'_> {
-    async fn send(&self, _request: SendRequest<'_>) -> SendResult {
-        SendResult::Ambiguous
+    async fn send(&self, _request: SendRequest<'_>) -> ProviderAnswer {
+        ProviderAnswer::Unknown
     }
 
-    async fn lookup(&self, key: &str) -> LookupResult {
+    async fn lookup(&self, key: &str) -> ProviderAnswer {
         match self.charges.lookup(key, &Expected::key_only()).await {
             Looked::Found(fields) => ResultEnvelope::new(&Value::Object(fields))
-                .map_or(LookupResult::Unavailable, LookupResult::Found),
-            Looked::Declined => LookupResult::Declined,
-            Looked::NotFound => LookupResult::NotFound,
-            Looked::Unavailable(_) => LookupResult::Unavailable,
+                .map_or(ProviderAnswer::Unknown, ProviderAnswer::Succeeded),
+            Looked::Declined => ProviderAnswer::Declined,
+            Looked::NotFound => ProviderAnswer::NotFound,
+            Looked::Unavailable(_) => ProviderAnswer::Unknown,
         }
     }
 }

@@ -79,7 +79,7 @@ fn first_send_succeeds_and_answers_the_envelope_sent() {
         steps(vec![
             acquired(),
             permit(1, false),
-            Event::Sent(SendResult::Succeeded(sent.clone())),
+            Event::Sent(ProviderAnswer::Succeeded(sent.clone())),
             Event::Recorded(Ok(SendOutcomeOutput::Terminal(TerminalOutput::Succeeded))),
         ]),
         vec![
@@ -88,7 +88,7 @@ fn first_send_succeeds_and_answers_the_envelope_sent() {
             Step::Record {
                 fence: fence(),
                 attempt: 1,
-                outcome: SendOutcome::SucceededWith(sent.clone()),
+                outcome: ProviderAnswer::Succeeded(sent.clone()),
             },
             Step::Done(Execution::Succeeded(sent)),
         ]
@@ -101,14 +101,14 @@ fn decline_is_recorded_and_answered() {
         steps(vec![
             acquired(),
             permit(1, false),
-            Event::Sent(SendResult::Declined),
+            Event::Sent(ProviderAnswer::Declined),
             Event::Recorded(Ok(SendOutcomeOutput::Terminal(TerminalOutput::FailedFinal))),
         ])[2..],
         [
             Step::Record {
                 fence: fence(),
                 attempt: 1,
-                outcome: SendOutcome::Declined,
+                outcome: ProviderAnswer::Declined,
             },
             Step::Done(Execution::Declined),
         ]
@@ -120,7 +120,7 @@ fn ambiguous_send_is_recorded_then_retried_after_the_lease() {
     let answers = run(vec![
         (acquired(), at(0)),
         (permit(1, false), at(0)),
-        (Event::Sent(SendResult::Ambiguous), at(20)),
+        (Event::Sent(ProviderAnswer::Unknown), at(20)),
         (
             Event::Recorded(Ok(SendOutcomeOutput::Ambiguous { attempt: 1 })),
             at(21),
@@ -131,7 +131,7 @@ fn ambiguous_send_is_recorded_then_retried_after_the_lease() {
         Ok(Step::Record {
             fence: fence(),
             attempt: 1,
-            outcome: SendOutcome::Ambiguous,
+            outcome: ProviderAnswer::Unknown,
         })
     );
     assert_eq!(
@@ -248,7 +248,7 @@ fn past_the_cutoff_the_provider_is_asked_before_anything_else() {
             acquired(),
             Event::BeganSend(Err(JournalError::SendCutoffPassed)),
             status(1, AttemptState::Ambiguous, true),
-            Event::LookedUp(LookupResult::Found(found.clone())),
+            Event::LookedUp(ProviderAnswer::Succeeded(found.clone())),
             Event::Reconciled(Ok(SendOutcomeOutput::Terminal(TerminalOutput::Succeeded))),
         ]),
         vec![
@@ -262,7 +262,7 @@ fn past_the_cutoff_the_provider_is_asked_before_anything_else() {
             Step::Reconcile {
                 fence: fence(),
                 attempt: 1,
-                evidence: SendEvidence::SucceededWith(found.clone()),
+                evidence: ProviderAnswer::Succeeded(found.clone()),
             },
             Step::Done(Execution::Succeeded(found)),
         ]
@@ -276,14 +276,14 @@ fn past_the_cutoff_a_declined_lookup_fails_the_command() {
             acquired(),
             Event::BeganSend(Err(JournalError::SendCutoffPassed)),
             status(2, AttemptState::Sending, true),
-            Event::LookedUp(LookupResult::Declined),
+            Event::LookedUp(ProviderAnswer::Declined),
             Event::Reconciled(Ok(SendOutcomeOutput::Terminal(TerminalOutput::FailedFinal))),
         ])[3..],
         [
             Step::Reconcile {
                 fence: fence(),
                 attempt: 2,
-                evidence: SendEvidence::Declined,
+                evidence: ProviderAnswer::Declined,
             },
             Step::Done(Execution::Declined),
         ]
@@ -298,24 +298,24 @@ fn past_the_cutoff_proven_absence_opens_one_new_attempt() {
             acquired(),
             Event::BeganSend(Err(JournalError::SendCutoffPassed)),
             status(1, AttemptState::Ambiguous, true),
-            Event::LookedUp(LookupResult::NotFound),
+            Event::LookedUp(ProviderAnswer::NotFound),
             Event::Reconciled(Ok(SendOutcomeOutput::Absent { attempt: 1 })),
             permit(2, false),
-            Event::Sent(SendResult::Succeeded(sent.clone())),
+            Event::Sent(ProviderAnswer::Succeeded(sent.clone())),
             Event::Recorded(Ok(SendOutcomeOutput::Terminal(TerminalOutput::Succeeded))),
         ])[3..],
         [
             Step::Reconcile {
                 fence: fence(),
                 attempt: 1,
-                evidence: SendEvidence::NotFound,
+                evidence: ProviderAnswer::NotFound,
             },
             Step::BeginSend { fence: fence() },
             send_step(2, false),
             Step::Record {
                 fence: fence(),
                 attempt: 2,
-                outcome: SendOutcome::SucceededWith(sent.clone()),
+                outcome: ProviderAnswer::Succeeded(sent.clone()),
             },
             Step::Done(Execution::Succeeded(sent)),
         ]
@@ -328,14 +328,14 @@ fn a_second_absence_in_one_call_is_refused() {
         (acquired(), at(0)),
         (Event::BeganSend(Err(JournalError::SendCutoffPassed)), at(0)),
         (status(1, AttemptState::Ambiguous, true), at(0)),
-        (Event::LookedUp(LookupResult::NotFound), at(0)),
+        (Event::LookedUp(ProviderAnswer::NotFound), at(0)),
         (
             Event::Reconciled(Ok(SendOutcomeOutput::Absent { attempt: 1 })),
             at(0),
         ),
         (Event::BeganSend(Err(JournalError::SendCutoffPassed)), at(0)),
         (status(2, AttemptState::Sending, true), at(0)),
-        (Event::LookedUp(LookupResult::NotFound), at(0)),
+        (Event::LookedUp(ProviderAnswer::NotFound), at(0)),
         (
             Event::Reconciled(Ok(SendOutcomeOutput::Absent { attempt: 2 })),
             at(0),
@@ -354,7 +354,7 @@ fn past_the_cutoff_an_unavailable_lookup_writes_nothing() {
             acquired(),
             Event::BeganSend(Err(JournalError::SendCutoffPassed)),
             status(1, AttemptState::Ambiguous, true),
-            Event::LookedUp(LookupResult::Unavailable),
+            Event::LookedUp(ProviderAnswer::Unknown),
         ])[3],
         Step::Done(Execution::PendingReconciliation)
     );
@@ -366,7 +366,7 @@ fn an_ambiguous_answer_past_the_cutoff_goes_to_the_lookup() {
         steps(vec![
             acquired(),
             permit(1, true),
-            Event::Sent(SendResult::Ambiguous),
+            Event::Sent(ProviderAnswer::Unknown),
             Event::Recorded(Err(JournalError::SendCutoffPassed)),
             status(1, AttemptState::Sending, true),
         ])[3..],
@@ -386,10 +386,10 @@ fn an_answer_whose_record_is_refused_is_reconciled_never_dropped() {
     let charge = envelope("ch_1");
     for (sent, evidence) in [
         (
-            SendResult::Succeeded(charge.clone()),
-            SendEvidence::SucceededWith(charge.clone()),
+            ProviderAnswer::Succeeded(charge.clone()),
+            ProviderAnswer::Succeeded(charge.clone()),
         ),
-        (SendResult::Declined, SendEvidence::Declined),
+        (ProviderAnswer::Declined, ProviderAnswer::Declined),
     ] {
         for refusal in [
             JournalError::SendCutoffPassed,
@@ -422,7 +422,7 @@ fn a_held_answer_takes_one_more_lease_when_its_lease_ran_out() {
     let got = steps(vec![
         acquired(),
         permit(1, false),
-        Event::Sent(SendResult::Succeeded(charge.clone())),
+        Event::Sent(ProviderAnswer::Succeeded(charge.clone())),
         Event::Recorded(Err(JournalError::LeaseExpired)),
         Event::Reconciled(Err(JournalError::LeaseExpired)),
         Event::Started(LeaseOutput::Acquired {
@@ -438,7 +438,7 @@ fn a_held_answer_takes_one_more_lease_when_its_lease_ran_out() {
             Step::Reconcile {
                 fence: later,
                 attempt: 1,
-                evidence: SendEvidence::SucceededWith(charge.clone()),
+                evidence: ProviderAnswer::Succeeded(charge.clone()),
             },
             Step::Done(Execution::Succeeded(charge)),
         ]
@@ -447,7 +447,7 @@ fn a_held_answer_takes_one_more_lease_when_its_lease_ran_out() {
     let got = steps(vec![
         acquired(),
         permit(1, false),
-        Event::Sent(SendResult::Declined),
+        Event::Sent(ProviderAnswer::Declined),
         Event::Recorded(Err(JournalError::LeaseExpired)),
         Event::Reconciled(Err(JournalError::LeaseExpired)),
         Event::Started(LeaseOutput::Busy),
@@ -463,7 +463,7 @@ fn an_absence_not_yet_provable_is_pending_reconciliation() {
                 acquired(),
                 Event::BeganSend(Err(JournalError::SendCutoffPassed)),
                 status(1, AttemptState::Ambiguous, true),
-                Event::LookedUp(LookupResult::NotFound),
+                Event::LookedUp(ProviderAnswer::NotFound),
                 Event::Reconciled(Err(JournalError::AbsenceNotProvable { provable_from })),
             ])[4],
             Step::Done(Execution::PendingReconciliation)
@@ -500,7 +500,7 @@ fn a_lost_lease_anywhere_is_in_progress() {
             vec![
                 acquired(),
                 permit(1, false),
-                Event::Sent(SendResult::Ambiguous),
+                Event::Sent(ProviderAnswer::Unknown),
             ]
         };
         let mut recorded = prefix();
@@ -516,7 +516,7 @@ fn a_lost_lease_anywhere_is_in_progress() {
                 acquired(),
                 Event::BeganSend(Err(JournalError::SendCutoffPassed)),
                 status(1, AttemptState::Ambiguous, true),
-                Event::LookedUp(LookupResult::NotFound),
+                Event::LookedUp(ProviderAnswer::NotFound),
                 Event::Reconciled(Err(lost)),
             ])[4],
             Step::Done(Execution::InProgress)
@@ -539,7 +539,7 @@ fn other_errors_end_the_call_with_the_error() {
         let answers = run(vec![
             (acquired(), at(0)),
             (permit(1, false), at(0)),
-            (Event::Sent(SendResult::Ambiguous), at(0)),
+            (Event::Sent(ProviderAnswer::Unknown), at(0)),
             (Event::Recorded(Err(error)), at(0)),
         ]);
         assert_eq!(answers[3], Err(error));
@@ -550,7 +550,7 @@ fn other_errors_end_the_call_with_the_error() {
 fn a_step_needing_the_lease_before_start_is_an_internal_error() {
     let (mut protocol, _) = Protocol::new();
     assert!(matches!(
-        protocol.step(Event::Sent(SendResult::Ambiguous), at(0)),
+        protocol.step(Event::Sent(ProviderAnswer::Unknown), at(0)),
         Err(JournalError::Internal { .. })
     ));
 }
@@ -581,7 +581,7 @@ fn a_not_found_from_a_lookup_started_before_the_absence_was_provable_writes_noth
                 acquired(),
                 Event::BeganSend(Err(JournalError::SendCutoffPassed)),
                 status_at(from),
-                Event::LookedUp(LookupResult::NotFound),
+                Event::LookedUp(ProviderAnswer::NotFound),
             ])[3],
             Step::Done(Execution::PendingReconciliation),
             "{from:?}"
@@ -593,10 +593,10 @@ fn a_not_found_from_a_lookup_started_before_the_absence_was_provable_writes_noth
             acquired(),
             Event::BeganSend(Err(JournalError::SendCutoffPassed)),
             status_at(Some(at(0))),
-            Event::LookedUp(LookupResult::NotFound),
+            Event::LookedUp(ProviderAnswer::NotFound),
         ])[3],
         Step::Reconcile {
-            evidence: SendEvidence::NotFound,
+            evidence: ProviderAnswer::NotFound,
             ..
         }
     ));
@@ -605,10 +605,10 @@ fn a_not_found_from_a_lookup_started_before_the_absence_was_provable_writes_noth
             acquired(),
             Event::BeganSend(Err(JournalError::SendCutoffPassed)),
             status_at(Some(at(10))),
-            Event::LookedUp(LookupResult::Declined),
+            Event::LookedUp(ProviderAnswer::Declined),
         ])[3],
         Step::Reconcile {
-            evidence: SendEvidence::Declined,
+            evidence: ProviderAnswer::Declined,
             ..
         }
     ));

@@ -130,16 +130,14 @@ fn attempt_states_serialize_as_their_stored_names() {
 
 #[test]
 fn a_provider_answer_is_one_outcome_and_its_evidence() {
+    use crate::answer::Closing;
+    use crate::answer::ProviderAnswer;
     use crate::envelope::ResultEnvelope;
-    use crate::execute::SendResult;
-    use crate::sends::close::Closing;
-    use crate::sends::{SendEvidence, SendOutcome};
     let identity = super::identity();
     let envelope = ResultEnvelope::new(&serde_json::json!({"id": "ch_1"})).expect("envelope");
-    let outcome = SendOutcome::from(SendResult::Succeeded(envelope.clone()));
-    assert_eq!(outcome, SendOutcome::SucceededWith(envelope.clone()));
+    let outcome = ProviderAnswer::Succeeded(envelope.clone());
     let evidence = outcome.evidence().expect("a success is evidence");
-    assert_eq!(evidence, SendEvidence::SucceededWith(envelope.clone()));
+    assert_eq!(evidence, ProviderAnswer::Succeeded(envelope.clone()));
     // The same finding and envelope whichever way the answer arrives.
     assert_eq!(outcome.closing(&identity), evidence.closing(&identity));
     let commitment = identity.terminal_commitment(&envelope.reference());
@@ -147,14 +145,15 @@ fn a_provider_answer_is_one_outcome_and_its_evidence() {
         outcome.closing(&identity),
         (Closing::Succeeded(commitment), Some(&envelope))
     );
-    let declined = SendOutcome::from(SendResult::Declined);
-    assert_eq!(declined.evidence(), Some(SendEvidence::Declined));
+    let declined = ProviderAnswer::Declined;
+    assert_eq!(declined.evidence(), Some(ProviderAnswer::Declined));
     assert_eq!(declined.closing(&identity), (Closing::Declined, None));
-    let ambiguous = SendOutcome::from(SendResult::Ambiguous);
+    let ambiguous = ProviderAnswer::Unknown;
     assert_eq!(ambiguous.evidence(), None);
     assert_eq!(ambiguous.closing(&identity), (Closing::Ambiguous, None));
     assert_eq!(
-        SendEvidence::NotFound.closing(&identity),
+        ProviderAnswer::NotFound.closing(&identity),
         (Closing::Absent, None)
     );
+    assert_eq!(ProviderAnswer::NotFound.evidence(), None);
 }

@@ -13,13 +13,12 @@ mod races;
 mod tables;
 
 use super::begin::BeginSend;
-use super::close::Closing;
 use super::guard::Guarded;
-use super::outcome::RecordOutcome;
 use super::plan::{ProviderPlan, ProviderPlanRequest, attempt_key};
-use super::reconcile::Reconcile;
+use super::record::RecordAnswer;
 use super::status::SendStatusRead;
 use super::{BeginSendOutput, SendOutcomeOutput};
+use crate::answer::Closing;
 use crate::digest::Digest;
 use crate::error::JournalError;
 use crate::fence::FenceEpoch;
@@ -222,22 +221,22 @@ pub(crate) fn apply(store: &mut Store, op: &Op) -> (String, usize) {
         ),
         Op::Outcome(h, f, n, finding, t) => ran(
             store,
-            &RecordOutcome::new(call(h, t), FenceEpoch::stored(f), n, finding, plan(0)),
+            &RecordAnswer::outcome(call(h, t), FenceEpoch::stored(f), n, finding, plan(0)),
             outcome_summary,
         ),
         Op::Reconcile(h, f, n, finding, t) => ran(
             store,
-            &Reconcile::new(call(h, t), FenceEpoch::stored(f), n, finding, plan(0)),
+            &RecordAnswer::reconciliation(call(h, t), FenceEpoch::stored(f), n, finding, plan(0)),
             outcome_summary,
         ),
         Op::OutcomeOther(h, f, n, finding, t) => ran(
             store,
-            &RecordOutcome::new(call(h, t), FenceEpoch::stored(f), n, finding, plan(1)),
+            &RecordAnswer::outcome(call(h, t), FenceEpoch::stored(f), n, finding, plan(1)),
             outcome_summary,
         ),
         Op::ReconcileOther(h, f, n, finding, t) => ran(
             store,
-            &Reconcile::new(call(h, t), FenceEpoch::stored(f), n, finding, plan(1)),
+            &RecordAnswer::reconciliation(call(h, t), FenceEpoch::stored(f), n, finding, plan(1)),
             outcome_summary,
         ),
         Op::Complete(h, f, t) => {

@@ -11,6 +11,7 @@ use crate::sends::attempt;
 use crate::sends::bound_plan;
 use crate::sends::event;
 use crate::sends::plan::ProviderLookup;
+use crate::sends::record::RecordAnswer;
 use Op::{
     Acquire as Acq, Begin, BeginOther, Complete, Outcome, OutcomeOther, Reconcile as Rec,
     ReconcileOther, Status,
@@ -55,7 +56,7 @@ fn an_absence_is_refused_while_the_senders_request_may_be_in_flight() {
     // The refusal says from when: the lease's end plus the settle window.
     let mut store = leased();
     apply(&mut store, &Begin(0, 1, T0));
-    let refused = store.answer(&Reconcile::new(
+    let refused = store.answer(&RecordAnswer::reconciliation(
         call(0, T0 + SEC),
         FenceEpoch::stored(1),
         1,
@@ -127,7 +128,7 @@ fn a_key_store_absence_is_refused_once_the_key_may_be_forgotten() {
     let mut store = leased();
     apply(&mut store, &Begin(0, 1, T0));
     apply(&mut store, &Acq(1, FORGOTTEN - 2 * SEC));
-    let last = Reconcile::new(
+    let last = RecordAnswer::reconciliation(
         call(1, FORGOTTEN - 1),
         FenceEpoch::stored(2),
         1,
@@ -151,7 +152,7 @@ fn a_key_store_absence_is_refused_once_the_key_may_be_forgotten() {
     store
         .answer(&Acquire::new(call(1, late)))
         .expect("acquired");
-    let reconcile = Reconcile::new(
+    let reconcile = RecordAnswer::reconciliation(
         call(1, late + SEC),
         FenceEpoch::stored(2),
         1,
@@ -171,7 +172,7 @@ fn a_key_store_absence_is_refused_once_the_key_may_be_forgotten() {
             durable(),
         ))
         .expect("permit");
-    let early = Reconcile::new(
+    let early = RecordAnswer::reconciliation(
         call(0, T0 + 59 * SEC),
         FenceEpoch::stored(1),
         1,
@@ -345,7 +346,7 @@ fn a_missing_stored_result_fails_closed() {
     apply(&mut store, &Begin(0, 1, T0));
     let envelope = ResultEnvelope::new(&json!({"id": "ch_1", "amount": 1250})).expect("envelope");
     let commitment = identity().terminal_commitment(&envelope.reference());
-    let op = RecordOutcome::new(
+    let op = RecordAnswer::outcome(
         call(0, t1()),
         FenceEpoch::stored(1),
         1,

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::fence::FenceEpoch;
+use crate::sends::record::RecordAnswer;
 
 const TK: i64 = T0 + 61 * SEC;
 
@@ -79,14 +80,14 @@ fn outcome_races_end_with_exactly_one_mutation() {
         let mut store = leased();
         apply(&mut store, &Op::Begin(0, 1, T0));
         let ops = [
-            RecordOutcome::new(
+            RecordAnswer::outcome(
                 call(0, T0 + 1),
                 FenceEpoch::stored(1),
                 1,
                 succeeded(0),
                 plan(0),
             ),
-            RecordOutcome::new(
+            RecordAnswer::outcome(
                 call(0, T0 + 1),
                 FenceEpoch::stored(1),
                 1,
@@ -119,8 +120,9 @@ fn reconcile_versus_a_late_outcome() {
     apply(&mut store, &Op::Acquire(1, PROVABLE - SEC));
     // The reconciler (holder 1) records a provable absence; the first holder's late
     // success is refused: its lease is gone.
-    let reconcile = Reconcile::new(call(1, PROVABLE), FenceEpoch::stored(2), 1, Absent, plan(0));
-    let late = RecordOutcome::new(
+    let reconcile =
+        RecordAnswer::reconciliation(call(1, PROVABLE), FenceEpoch::stored(2), 1, Absent, plan(0));
+    let late = RecordAnswer::outcome(
         call(0, PROVABLE),
         FenceEpoch::stored(1),
         1,

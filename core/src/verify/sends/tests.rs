@@ -357,7 +357,7 @@ mod property {
         (0u8..6, 0usize..3, 1i64..4, 1i64..4, 0u8..4, 0u8..6)
     }
 
-    fn finding(pick: u8, reconcile: bool) -> crate::sends::close::Closing {
+    fn finding(pick: u8, reconcile: bool) -> crate::answer::Closing {
         match (pick, reconcile) {
             (0, _) => succeeded(0),
             (1, _) => succeeded(1),

@@ -9,6 +9,7 @@
 
 use super::super::{at, call, hash, identity, owner};
 use super::world::{KeyId, PlanChoice, micros, plan};
+use crate::answer::Closing;
 use crate::document::fields::FieldMap;
 use crate::document::value::{Value, ValueType};
 use crate::envelope::ResultEnvelope;
@@ -19,9 +20,7 @@ use crate::fence::FenceEpoch;
 use crate::identity::CommandIdentity;
 use crate::lease::{CommandCall, LeaseCall, LeaseOutput};
 use crate::sends::begin::BeginSend;
-use crate::sends::close::Closing;
-use crate::sends::outcome::RecordOutcome;
-use crate::sends::reconcile::Reconcile;
+use crate::sends::record::RecordAnswer;
 use crate::sends::reverted::{Rule, reverted};
 use crate::sends::status::SendStatusRead;
 use crate::sends::{BeginSendOutput, SendOutcomeOutput, SendStatus};
@@ -284,7 +283,7 @@ fn run_op(store: &mut Store, caller: Caller, op: Op) -> (Output, bool) {
             carried,
         } => {
             let (finding, envelope) = finding(&identity(), carried);
-            let op = RecordOutcome::new(
+            let op = RecordAnswer::outcome(
                 caller.call(),
                 FenceEpoch::stored(fence),
                 attempt,
@@ -299,7 +298,7 @@ fn run_op(store: &mut Store, caller: Caller, op: Op) -> (Output, bool) {
             carried,
         } => {
             let (finding, envelope) = finding(&identity(), carried);
-            let op = Reconcile::new(
+            let op = RecordAnswer::reconciliation(
                 caller.call(),
                 FenceEpoch::stored(fence),
                 attempt,

@@ -6,13 +6,13 @@ use super::journal::{Caller, Carried, Journal, Op};
 use super::provider::Provider;
 use super::worker::{Answer, Call, Phase, Turn, Worker, deadlines};
 use super::world::{INSTANTS, KeyId, PlanChoice, SEND_MARGIN, SETTLE, WIDE, plan};
+use crate::answer::ProviderAnswer;
 use crate::error::JournalError;
 use crate::execute::protocol::Step;
 use crate::lease::TerminalOutput;
 use crate::sends::plan::attempt_key;
 use crate::sends::reverted::{Rule, reverted, with_reverted};
 use crate::sends::{BeginSendOutput, SendOutcomeOutput};
-use crate::sends::{SendEvidence, SendOutcome};
 use stateright::{Model, Property};
 
 /// The bounds of one check.
@@ -400,15 +400,17 @@ impl State {
         caller: Caller,
         fence: i64,
         attempt: i64,
-        outcome: SendOutcome,
+        outcome: ProviderAnswer,
     ) -> Result<SendOutcomeOutput, JournalError> {
         let carried = match outcome {
-            SendOutcome::SucceededWith(envelope) => {
+            ProviderAnswer::Succeeded(envelope) => {
                 Carried::Succeeded(KeyId::of_envelope(&envelope))
             }
-            SendOutcome::Declined => Carried::Declined,
-            SendOutcome::Ambiguous => Carried::Ambiguous,
-            SendOutcome::Succeeded(_) => panic!("the protocol records a success's envelope"),
+            ProviderAnswer::Declined => Carried::Declined,
+            ProviderAnswer::Unknown => Carried::Ambiguous,
+            ProviderAnswer::SucceededWithReference(_) | ProviderAnswer::NotFound => {
+                panic!("the protocol records a success's envelope, a decline or an unknown")
+            }
         };
         let op = Op::Record {
             fence,
@@ -431,15 +433,17 @@ impl State {
         caller: Caller,
         fence: i64,
         attempt: i64,
-        evidence: SendEvidence,
+        evidence: ProviderAnswer,
     ) -> Result<SendOutcomeOutput, JournalError> {
         let carried = match evidence {
-            SendEvidence::SucceededWith(envelope) => {
+            ProviderAnswer::Succeeded(envelope) => {
                 Carried::Succeeded(KeyId::of_envelope(&envelope))
             }
-            SendEvidence::Declined => Carried::Declined,
-            SendEvidence::NotFound => Carried::Absent,
-            SendEvidence::Succeeded(_) => panic!("the protocol reconciles a success's envelope"),
+            ProviderAnswer::Declined => Carried::Declined,
+            ProviderAnswer::NotFound => Carried::Absent,
+            ProviderAnswer::SucceededWithReference(_) | ProviderAnswer::Unknown => {
+                panic!("the protocol reconciles a success's envelope, a decline or an absence")
+            }
         };
         let op = Op::Reconcile {
             fence,

@@ -5,9 +5,9 @@
 
 use super::super::at;
 use super::world::{KeyId, PlanChoice, micros, seconds};
+use crate::answer::ProviderAnswer;
 use crate::error::JournalError;
 use crate::execute::protocol::{Event, Protocol, Step};
-use crate::execute::{LookupResult, SendResult};
 use crate::lease::LeaseOutput;
 use crate::sends::{BeginSendOutput, SendOutcomeOutput, SendPermit, SendStatus};
 use std::collections::hash_map::DefaultHasher;
@@ -34,12 +34,12 @@ impl Answer {
         match self.clone() {
             Self::Started(lease) => Event::Started(lease),
             Self::BeganSend(answer) => Event::BeganSend(answer),
-            Self::Sent(Some(key)) => Event::Sent(SendResult::Succeeded(key.envelope())),
-            Self::Sent(None) => Event::Sent(SendResult::Ambiguous),
+            Self::Sent(Some(key)) => Event::Sent(ProviderAnswer::Succeeded(key.envelope())),
+            Self::Sent(None) => Event::Sent(ProviderAnswer::Unknown),
             Self::Recorded(answer) => Event::Recorded(answer),
             Self::Status(send) => Event::Status(send),
-            Self::LookedUp(Some(key)) => Event::LookedUp(LookupResult::Found(key.envelope())),
-            Self::LookedUp(None) => Event::LookedUp(LookupResult::NotFound),
+            Self::LookedUp(Some(key)) => Event::LookedUp(ProviderAnswer::Succeeded(key.envelope())),
+            Self::LookedUp(None) => Event::LookedUp(ProviderAnswer::NotFound),
             Self::Reconciled(answer) => Event::Reconciled(answer),
         }
     }

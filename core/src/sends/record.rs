@@ -1,0 +1,256 @@
+//! Recording what the provider answered an attempt: `record_send_outcome` (the
+//! sender's own answer) and `reconcile_send` (evidence found later, by any holder of
+//! the lease), one operation in two modes over one set of rules.
+//!
+//! ```text
+//! either mode:
+//! another plan bound (before any other rule)     -> plan_conflict
+//! no plan bound / other attempt                  -> attempt_mismatch
+//! not the holder / not the fence                 -> lease_not_held / stale_fence
+//! attempt closed, same answer (and commitment)   -> the same terminal outcome (read-only)
+//! attempt closed, anything else                  -> terminal_conflict
+//! open, lease not active                         -> clock_regression / lease_expired
+//! open + succeeded / declined                    -> close + B2B success / final failure, one commit
+//! the sender's outcome:
+//! attempt absent                                 -> attempt_mismatch
+//! open, the caller's fence did not send it last  -> attempt_mismatch
+//! ambiguous, unknown again                       -> ambiguous (read-only)
+//! open + unknown, now ≥ sendCutoffAt             -> send_cutoff_passed
+//! sending + unknown                              -> ambiguous
+//! a reconciliation:
+//! attempt absent, not found again                -> absent (read-only)
+//! attempt absent, succeeded / declined           -> attempt_mismatch
+//! open + not found, absence not provable         -> absence_not_provable (from when)
+//! open + not found, provable                     -> absent: the next begin_send opens n + 1
+//! ```
+//!
+//! The cutoff stops sending, not the recording of an answer: a success or decline is
+//! evidence at any time while its recorder's lease runs.
+
+use super::absence;
+use super::attempt::{AttemptState, OutcomeSource};
+use super::close::{closed_retry, record_finding};
+use super::load::{self, Context, bound_state};
+use super::mutation::{active, held};
+use super::output::SendOutcomeOutput;
+use super::plan::{MAX_ATTEMPT, ProviderPlan};
+use super::reverted::{Rule, reverted};
+use crate::answer::{Closing, ProviderAnswer};
+use crate::envelope::record::{MarksResult, WithResult};
+use crate::error::JournalError;
+use crate::fence::FenceEpoch;
+use crate::lease::LeaseCall;
+use crate::transaction::{Decision, Halt, OperationName, Snapshot, Transition};
+
+/// Who records the answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// The sender, with the provider's answer to its own send (`record_send_outcome`).
+    Outcome,
+    /// A holder of the lease, with evidence about an attempt whose outcome is unknown
+    /// (`reconcile_send`).
+    Reconciliation,
+}
+
+/// A prepared record of a provider's answer.
+#[derive(Debug, Clone)]
+pub struct RecordAnswer {
+    call: LeaseCall,
+    fence: FenceEpoch,
+    attempt: i64,
+    finding: Closing,
+    /// The plan the caller sends; `None` for a holder that knows the command by its
+    /// key hash alone (the recovery job), which records under the plan the command
+    /// bound.
+    plan: Option<ProviderPlan>,
+    mode: Mode,
+    with_result: bool,
+}
+
+/// A record of an answer, with the result envelope of a success stored in its
+/// commit.
+pub type Recording = WithResult<RecordAnswer>;
+
+impl RecordAnswer {
+    /// Prepares the record of `answer` on `attempt` of the command bound to `plan`
+    /// (the bound plan whatever it is, when `None`), under the fence `fence`.
+    /// `invalid_input` for an attempt number out of range (`attempt`), a "not found"
+    /// offered as the sender's outcome (`outcome`) or an unknown answer offered as
+    /// evidence (`evidence`).
+    pub fn prepare(
+        call: LeaseCall,
+        fence: FenceEpoch,
+        attempt: i64,
+        answer: &ProviderAnswer,
+        plan: Option<ProviderPlan>,
+        mode: Mode,
+    ) -> Result<Recording, JournalError> {
+        if !(1..=MAX_ATTEMPT).contains(&attempt) {
+            return Err(JournalError::invalid("attempt"));
+        }
+        match (mode, answer) {
+            (Mode::Outcome, ProviderAnswer::NotFound) => {
+                return Err(JournalError::invalid("outcome"));
+            }
+            (Mode::Reconciliation, ProviderAnswer::Unknown) => {
+                return Err(JournalError::invalid("evidence"));
+            }
+            _ => {}
+        }
+        let (finding, envelope) = answer.closing(call.identity());
+        let (hash, now) = (call.hash().clone(), call.now());
+        let op = Self::new(call, fence, attempt, finding, plan, mode);
+        Ok(WithResult::optional(op, &hash, now, envelope))
+    }
+
+    /// The record of `finding` in `mode` on `attempt` of the command bound to `plan`,
+    /// unchecked and storing no envelope: [`RecordAnswer::prepare`] for a provider's
+    /// answer.
+    pub(crate) fn new(
+        call: LeaseCall,
+        fence: FenceEpoch,
+        attempt: i64,
+        finding: Closing,
+        plan: Option<ProviderPlan>,
+        mode: Mode,
+    ) -> Self {
+        Self {
+            call,
+            fence,
+            attempt,
+            finding,
+            plan,
+            mode,
+            with_result: false,
+        }
+    }
+
+    #[cfg(test)]
+    /// The sender's record of `finding` (unchecked, no envelope).
+    pub(crate) fn outcome(
+        call: LeaseCall,
+        fence: FenceEpoch,
+        attempt: i64,
+        finding: Closing,
+        plan: ProviderPlan,
+    ) -> Self {
+        Self::new(call, fence, attempt, finding, Some(plan), Mode::Outcome)
+    }
+
+    #[cfg(test)]
+    /// A reconciliation of `finding` (unchecked, no envelope).
+    pub(crate) fn reconciliation(
+        call: LeaseCall,
+        fence: FenceEpoch,
+        attempt: i64,
+        finding: Closing,
+        plan: ProviderPlan,
+    ) -> Self {
+        Self::new(
+            call,
+            fence,
+            attempt,
+            finding,
+            Some(plan),
+            Mode::Reconciliation,
+        )
+    }
+
+    #[cfg(test)]
+    /// A reconciliation of `finding` under the plan the command bound (unchecked, no
+    /// envelope).
+    pub(crate) fn on_bound_plan(
+        call: LeaseCall,
+        fence: FenceEpoch,
+        attempt: i64,
+        finding: Closing,
+    ) -> Self {
+        Self::new(call, fence, attempt, finding, None, Mode::Reconciliation)
+    }
+
+    fn decide_inner(&self, snapshot: &Snapshot) -> Result<Decision<SendOutcomeOutput>, Halt> {
+        let call = &self.call;
+        let Context {
+            lifecycle, sends, ..
+        } = load::load(call.command(), snapshot)?;
+        let state = bound_state(sends, self.plan.as_ref(), call.command())?;
+        let lifecycle = held(lifecycle.as_ref(), call.owner(), self.fence.get())?;
+        let attempt = &state.attempt;
+        if attempt.attempt != self.attempt {
+            return Err(Halt::Reject(JournalError::AttemptMismatch));
+        }
+        let sender = self.mode == Mode::Outcome;
+        match attempt.state {
+            AttemptState::Succeeded | AttemptState::Declined => {
+                return closed_retry(lifecycle, attempt, &self.finding);
+            }
+            AttemptState::Absent if !sender && self.finding == Closing::Absent => {
+                return Ok(Decision::Observe(self.finding.output(attempt.attempt)));
+            }
+            AttemptState::Absent => return Err(Halt::Reject(JournalError::AttemptMismatch)),
+            AttemptState::Sending | AttemptState::Ambiguous => {}
+        }
+        let now = call.now();
+        if sender {
+            if attempt.last_sent_fence_epoch != self.fence.get() {
+                return Err(Halt::Reject(JournalError::AttemptMismatch));
+            }
+            if attempt.state == AttemptState::Ambiguous && self.finding == Closing::Ambiguous {
+                return Ok(Decision::Observe(self.finding.output(attempt.attempt)));
+            }
+            let cutoff_applies =
+                self.finding == Closing::Ambiguous || reverted(Rule::EvidenceAfterCutoff);
+            if cutoff_applies && now >= attempt.send_cutoff_at {
+                return Err(Halt::Reject(JournalError::SendCutoffPassed));
+            }
+        }
+        active(lifecycle, now)?;
+        if now < attempt.updated_at() {
+            return Err(Halt::Reject(JournalError::ClockRegression));
+        }
+        if !sender && self.finding == Closing::Absent {
+            absence::check(&state.plan, attempt, now).map_err(Halt::Reject)?;
+        }
+        let source = if sender {
+            OutcomeSource::ProviderAnswer
+        } else {
+            OutcomeSource::Reconciliation
+        };
+        record_finding(
+            call,
+            self.fence.get(),
+            &state,
+            &self.finding,
+            source,
+            snapshot,
+            self.with_result,
+        )
+    }
+}
+
+/// Wrapped in `WithResult`: the send document marks the stored envelope.
+impl MarksResult for RecordAnswer {
+    fn storing_result(mut self) -> Self {
+        self.with_result = true;
+        self
+    }
+}
+
+impl Transition for RecordAnswer {
+    type Output = SendOutcomeOutput;
+
+    fn name(&self) -> OperationName {
+        match self.mode {
+            Mode::Outcome => OperationName::RecordSendOutcome,
+            Mode::Reconciliation => OperationName::ReconcileSend,
+        }
+    }
+
+    fn paths(&self) -> Vec<String> {
+        load::first_read(self.call.command())
+    }
+
+    fn decide(&self, snapshot: &Snapshot) -> Decision<SendOutcomeOutput> {
+        self.decide_inner(snapshot).unwrap_or_else(Halt::decision)
+    }
+}
