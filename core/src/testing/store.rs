@@ -101,7 +101,12 @@ impl<O> Decided<O> {
             write,
             precondition,
         };
-        writes.iter().cloned().zip(preconditions).map(guard).collect()
+        writes
+            .iter()
+            .cloned()
+            .zip(preconditions)
+            .map(guard)
+            .collect()
     }
 
     /// What the attempt read, as the runner knows it once the attempt is over (before
@@ -374,8 +379,7 @@ impl Store {
         self.clock += 1;
         let mut results = Vec::with_capacity(writes.len());
         for guarded in writes {
-            let (Write::Create { path, fields } | Write::Replace { path, fields }) =
-                &guarded.write
+            let (Write::Create { path, fields } | Write::Replace { path, fields }) = &guarded.write
             else {
                 results.push(None);
                 continue;

@@ -107,6 +107,16 @@ impl Ranks {
         u64::try_from(index).expect("a small index") + 1
     }
 
+    /// Whether every time `known` holds is its own rank.
+    pub(super) fn keeps(&self, known: &Known<u64>) -> bool {
+        let kept = |t: CommitTime| self.map(logical(t)) == logical(t);
+        known
+            .snapshot()
+            .stamps
+            .values()
+            .all(|s| kept(s.created) && kept(s.updated))
+    }
+
     /// `known` with its times renumbered. The store answers every document read
     /// present with its update time as both the version and the comparable time, and
     /// a commit's write results likewise, so the versions are the update times.
@@ -115,7 +125,10 @@ impl Ranks {
         let stamped = |(path, doc): (&String, &Option<FieldMap>)| {
             doc.is_none() || old.stamps.contains_key(path)
         };
-        assert!(old.docs.iter().all(stamped), "a known document without times");
+        assert!(
+            old.docs.iter().all(stamped),
+            "a known document without times"
+        );
         let mut snapshot = Snapshot {
             docs: old.docs.clone(),
             stamps: HashMap::new(),

@@ -100,7 +100,11 @@ impl State {
         let planned = flight.source == Source::Planned;
         let landing = self.journal.land(&flight);
         let did = match landing.landed {
-            Some(Landed { fence, stale, unlike }) => {
+            Some(Landed {
+                fence,
+                stale,
+                unlike,
+            }) => {
                 self.call_mut(w).wrote = true;
                 self.seen.stale_write |= stale;
                 self.seen.unlike_read |= unlike;

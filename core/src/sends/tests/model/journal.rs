@@ -114,6 +114,8 @@ pub(super) struct Landed {
 }
 
 type MemoKey = (u64, u8, Caller, Op);
+/// A landing's memo key: the journal's fingerprint, the rules reverted, the flight's.
+type LandingKey = (u64, u8, u64);
 type Opening = Option<(Writes, Output, Memory)>;
 
 thread_local! {
@@ -123,8 +125,24 @@ thread_local! {
     static PLANS: RefCell<HashMap<MemoKey, Option<(Writes, Output)>>> =
         RefCell::new(HashMap::new());
     static CHAINS: RefCell<HashMap<(u8, Caller), Opening>> = RefCell::new(HashMap::new());
-    static LANDINGS: RefCell<HashMap<(u64, u8, u64), (Journal, Landing)>> =
+    static LANDINGS: RefCell<HashMap<LandingKey, (Journal, Landing)>> =
         RefCell::new(HashMap::new());
+}
+
+/// Entries a memo keeps before it starts again: a bound on the memory it takes.
+const MEMO_ENTRIES: usize = 200_000;
+
+type Memo<K, V> = std::thread::LocalKey<RefCell<HashMap<K, V>>>;
+
+/// Keeps `value` for `key` in `memo`, emptied first once full.
+fn remember<K: Eq + Hash, V>(memo: &'static Memo<K, V>, key: K, value: V) {
+    memo.with(|memo| {
+        let mut memo = memo.borrow_mut();
+        if memo.len() >= MEMO_ENTRIES {
+            memo.clear();
+        }
+        memo.insert(key, value);
+    });
 }
 
 /// The plain writes of guarded ones.
@@ -190,7 +208,7 @@ pub(super) fn plan(caller: Caller, op: Op, memory: &Memory) -> Option<(Writes, O
         return planned;
     }
     let planned = visit(caller, op, PlanFrom(memory.known()));
-    PLANS.with(|memo| memo.borrow_mut().insert(key, planned.clone()));
+    remember(&PLANS, key, planned.clone());
     planned
 }
 
@@ -203,7 +221,7 @@ pub(super) fn chain(caller: Caller) -> Opening {
         return opening;
     }
     let opening = open(caller);
-    CHAINS.with(|memo| memo.borrow_mut().insert(key, opening.clone()));
+    remember(&CHAINS, key, opening.clone());
     opening
 }
 
@@ -242,7 +260,7 @@ impl Journal {
             return attempted;
         }
         let attempted = visit(caller, op, AttemptOn(&self.store));
-        ATTEMPTS.with(|memo| memo.borrow_mut().insert(key, attempted.clone()));
+        remember(&ATTEMPTS, key, attempted.clone());
         attempted
     }
 
@@ -263,7 +281,7 @@ impl Journal {
             }
         };
         let entry = (self.clone(), output.clone(), known.clone());
-        RUNS.with(|memo| memo.borrow_mut().insert(key, entry));
+        remember(&RUNS, key, entry);
         (output, known)
     }
 
@@ -315,7 +333,7 @@ impl Journal {
             }
         };
         let entry = (self.clone(), landing.clone());
-        LANDINGS.with(|memo| memo.borrow_mut().insert(key, entry));
+        remember(&LANDINGS, key, entry);
         landing
     }
 
@@ -345,7 +363,8 @@ impl Journal {
             return false;
         };
         let (mut probe, _) = Protocol::new();
-        let Ok(Step::BeginSend { fence }) = probe.step(Event::Started(lease), at(micros(caller.now)))
+        let Ok(Step::BeginSend { fence }) =
+            probe.step(Event::Started(lease), at(micros(caller.now)))
         else {
             return false;
         };
@@ -377,6 +396,11 @@ impl Journal {
 
     /// The journal with its write times renumbered by `ranks`.
     pub(super) fn renumbered(&self, ranks: &Ranks) -> Self {
+        let mut times = Vec::new();
+        self.times(&mut times);
+        if times.iter().all(|t| ranks.map(*t) == *t) {
+            return self.clone();
+        }
         Self::new(self.store.renumbered(|t| ranks.map(t)))
     }
 }

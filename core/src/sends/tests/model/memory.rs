@@ -63,6 +63,9 @@ impl Memory {
     }
 
     pub(super) fn renumbered(&self, ranks: &Ranks) -> Self {
+        if ranks.keeps(&self.known) {
+            return self.clone();
+        }
         Self::new(ranks.known(&self.known))
     }
 }
@@ -102,7 +105,13 @@ impl Hash for Flight {
 impl PartialEq for Flight {
     fn eq(&self, other: &Self) -> bool {
         (self.caller, self.op, self.source, self.remember, &self.base)
-            == (other.caller, other.op, other.source, other.remember, &other.base)
+            == (
+                other.caller,
+                other.op,
+                other.source,
+                other.remember,
+                &other.base,
+            )
     }
 }
 
@@ -121,6 +130,13 @@ impl Flight {
     }
 
     pub(super) fn renumbered(&self, ranks: &Ranks) -> Self {
+        let kept = self.writes.iter().all(|w| match w.precondition {
+            Precondition::Absent => true,
+            Precondition::UpdatedAt(t) => ranks.map(t) == t,
+        });
+        if kept && ranks.keeps(self.base.known()) {
+            return self.clone();
+        }
         let writes = self
             .writes
             .iter()

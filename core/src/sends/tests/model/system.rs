@@ -25,6 +25,29 @@ pub(super) enum Mode {
     Preconditions { plans: bool, split_reads: bool },
 }
 
+impl Mode {
+    /// Preconditions mode as `execute` runs it: planned commits, and read paths whose
+    /// read and commit are two actions.
+    pub(super) const PRODUCTION: Self = Self::Preconditions {
+        plans: true,
+        split_reads: true,
+    };
+
+    /// The mode `CJ_MODEL_MODE` names (`atomic`, `planned`, `split`, `reads`), or
+    /// `default`.
+    fn from_env(default: Self) -> Self {
+        let (plans, split_reads) = match std::env::var("CJ_MODEL_MODE").as_deref() {
+            Err(_) => return default,
+            Ok("split") => (true, true),
+            Ok("planned") => (true, false),
+            Ok("reads") => (false, true),
+            Ok("atomic") => return Self::Atomic,
+            Ok(other) => panic!("CJ_MODEL_MODE: atomic, planned, split or reads, not {other:?}"),
+        };
+        Self::Preconditions { plans, split_reads }
+    }
+}
+
 /// The bounds of one check.
 #[derive(Debug, Clone)]
 pub(super) struct Bounds {
@@ -45,18 +68,18 @@ pub(super) struct Bounds {
 
 impl Bounds {
     /// The default check: two workers (the second sometimes misconfigured), three
-    /// calls in all, the instants of `world::INSTANTS`, one clock, preconditions mode
-    /// with split reads. `CJ_MODEL_WORKERS`, `CJ_MODEL_CALLS`, `CJ_MODEL_INSTANTS`
-    /// (`wide`, or seconds after `T0` separated by commas), `CJ_MODEL_SKEW` (each
-    /// worker's clock offset in seconds, separated by commas) and `CJ_MODEL_MODE`
-    /// (`atomic`, `planned`, `split`, `reads`) change them (`emulator-tests/RELIABILITY.md`).
+    /// calls in all, the instants of `world::INSTANTS`, one clock, the production
+    /// mode. `CJ_MODEL_WORKERS`, `CJ_MODEL_CALLS`, `CJ_MODEL_INSTANTS` (`wide`, or
+    /// seconds after `T0` separated by commas), `CJ_MODEL_SKEW` (each worker's clock
+    /// offset in seconds, separated by commas) and `CJ_MODEL_MODE` (`atomic`,
+    /// `planned`, `split`, `reads`) change them (`emulator-tests/RELIABILITY.md`).
     pub(super) fn from_env() -> Self {
-        Self::from_env_skewed(&[])
+        Self::from_env_with(Mode::PRODUCTION, &[])
     }
 
-    /// [`Bounds::from_env`], the clocks skewed by `skews` unless `CJ_MODEL_SKEW` is
-    /// set.
-    pub(super) fn from_env_skewed(skews: &[i64]) -> Self {
+    /// [`Bounds::from_env`] in `mode` and with the clocks skewed by `skews`, unless
+    /// `CJ_MODEL_MODE` or `CJ_MODEL_SKEW` says otherwise.
+    pub(super) fn from_env_with(mode: Mode, skews: &[i64]) -> Self {
         let read = |name: &str, default: usize| {
             std::env::var(name)
                 .ok()
@@ -82,25 +105,13 @@ impl Bounds {
                 .map(|s| s.trim().parse().expect("seconds of clock offset"))
                 .collect(),
         };
-        let (plans, split_reads) = match std::env::var("CJ_MODEL_MODE").as_deref() {
-            Err(_) | Ok("split") => (true, true),
-            Ok("planned") => (true, false),
-            Ok("reads") => (false, true),
-            Ok("atomic") => (false, false),
-            Ok(other) => panic!("CJ_MODEL_MODE: atomic, planned, split or reads, not {other:?}"),
-        };
-        let mode = if plans || split_reads {
-            Mode::Preconditions { plans, split_reads }
-        } else {
-            Mode::Atomic
-        };
         Self {
             workers: read("CJ_MODEL_WORKERS", 2),
             calls: u8::try_from(read("CJ_MODEL_CALLS", 3)).expect("a small number of calls"),
             instants,
             misconfigured: true,
             skews,
-            mode,
+            mode: Mode::from_env(mode),
         }
     }
 
@@ -289,9 +300,10 @@ impl Model for SendModel {
             Property::always("no write under a superseded fence", |_, s: &State| {
                 !s.seen.stale_write
             }),
-            Property::always("every commit lands as a fresh read decides", |_, s: &State| {
-                !s.seen.unlike_read
-            }),
+            Property::always(
+                "every commit lands as a fresh read decides",
+                |_, s: &State| !s.seen.unlike_read,
+            ),
             Property::sometimes("a planned commit lands", |_, s: &State| {
                 s.seen.planned_landed
             }),
@@ -345,4 +357,3 @@ impl SendModel {
         }
     }
 }
-

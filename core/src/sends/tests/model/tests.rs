@@ -7,7 +7,7 @@
 //! states explored, the depth and the time, and its counterexample step by step
 //! (`cargo test --lib model -- --nocapture`).
 
-use super::system::{Action, Bounds, SendModel, State};
+use super::system::{Action, Bounds, Mode, SendModel, State};
 use super::world::{CUTOFF, PlanChoice, RETENTION, SETTLE};
 use crate::sends::reverted::Rule;
 use stateright::{Checker, Expectation, HasDiscoveries, Model};
@@ -138,14 +138,25 @@ pub(super) fn check_at(bounds: Bounds, reverted: &[Rule], until: Option<&'static
     run
 }
 
-/// [`check_at`] the bounds of the environment.
+/// [`check_at`] the bounds of the environment, in the atomic mode unless
+/// `CJ_MODEL_MODE` names another: a rule of `decide` is the same in every mode, and
+/// the atomic mode finds its counterexample in the fewest states.
 fn check(reverted: &[Rule], until: Option<&'static str>) -> Run {
-    check_at(Bounds::from_env(), reverted, until)
+    check_at(Bounds::from_env_with(Mode::Atomic, &[]), reverted, until)
 }
 
 #[test]
 fn the_send_protocol_charges_at_most_once_in_every_reachable_state() {
-    let run = check(&[], None);
+    let bounds = Bounds::from_env();
+    let plans = matches!(bounds.mode, Mode::Preconditions { plans: true, .. });
+    let run = check_at(bounds, &[], None);
+    // Not yet proven by every commit: a decision taken before a takeover and
+    // committed after it (`fences`). Printed, not asserted.
+    for property in [STALE_WRITE, UNLIKE_READ] {
+        if !run.holds(property) {
+            run.path(property);
+        }
+    }
     for property in [
         ONE_CHARGE,
         ANSWER_RECORDED,
@@ -168,11 +179,16 @@ fn the_send_protocol_charges_at_most_once_in_every_reachable_state() {
     ] {
         assert!(run.found.contains_key(example), "never: {example}");
     }
+    if plans {
+        for example in ["a planned commit lands", "a planned commit is refused"] {
+            assert!(run.found.contains_key(example), "never: {example}");
+        }
+    }
 }
 
 #[test]
 fn a_provable_absence_opens_a_second_attempt_charged_once() {
-    let run = check(&[], Some("a second attempt charged"));
+    let run = check_at(Bounds::from_env(), &[], Some("a second attempt charged"));
     let path = run.path("a second attempt charged");
     assert!(path.iter().any(|t| t.note.contains("reconcile: absent 1")));
 }
@@ -255,7 +271,7 @@ fn a_lookup_taken_before_the_absence_is_provable_is_never_reconciled_absent() {
     let provable = CUTOFF - 2 + 60 + SETTLE;
     let bounds = Bounds {
         instants: vec![0, CUTOFF - 2, CUTOFF, provable - 48, provable],
-        ..Bounds::from_env()
+        ..Bounds::from_env_with(Mode::Atomic, &[])
     };
     let run = check_at(bounds, &[], Some(ONE_CHARGE));
     assert!(
@@ -264,4 +280,3 @@ fn a_lookup_taken_before_the_absence_is_provable_is_never_reconciled_absent() {
         run.path(ONE_CHARGE).len()
     );
 }
-
