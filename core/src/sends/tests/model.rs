@@ -55,6 +55,7 @@
 //! lands, so this drops only orderings that change nothing.
 
 mod canon;
+mod clocks;
 mod driver;
 mod fences;
 mod journal;

@@ -103,24 +103,3 @@ fn with_skewed_clocks_the_planned_path_charges_at_most_once() {
         assert!(run.found.contains_key(example), "never: {example}");
     }
 }
-
-/// A reconciler whose clock runs ahead of the sender's proves an absence that early:
-/// the journal accepts a "not found" from `lastSentAt` + lease + settle window on the
-/// reconciler's clock, while the provider may still process the request until that
-/// instant on the sender's. Attempt 1 re-sent at 2,698 s by a holder on the global
-/// clock (its request may be processed until 3,058 s); at 2,997 s a holder 61 s ahead
-/// reads 3,058 s, finds no charge, records the absence and opens attempt 2. (The
-/// rule is `decide`'s, the same in every mode: checked in the atomic one.)
-#[test]
-fn a_clock_ahead_of_the_senders_proves_an_absence_before_the_settle_window_ends() {
-    let bounds = Bounds {
-        instants: vec![0, 2_698, 2_997],
-        misconfigured: false,
-        ..Bounds::from_env_with(Mode::Atomic, &SKEWS)
-    };
-    let run = check_at(bounds, &[], Some(ONE_CHARGE));
-    let path = run.path(ONE_CHARGE);
-    let absent = position(path, 1, "reconcile: absent 1").expect("an absence");
-    assert_eq!(path[absent].at, 2_997);
-    assert!(matches!(path.last(), Some(t) if t.note == "charges 2"));
-}
