@@ -8,6 +8,8 @@ use super::ops::{Caller, Op, Output};
 use crate::attempt::{GuardedWrite, Precondition};
 use crate::known::Known;
 use crate::testing::WriteResults;
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -33,14 +35,31 @@ impl PartialEq for Memory {
 
 impl Eq for Memory {}
 
+/// Known states a thread keeps to share them, before it starts again.
+const INTERNED: usize = 100_000;
+
+thread_local! {
+    /// Every known state met, by fingerprint: many states of the checker know the same,
+    /// and share one copy.
+    static KNOWNS: RefCell<HashMap<u64, Arc<Known<u64>>>> = RefCell::new(HashMap::new());
+}
+
 impl Memory {
     pub(super) fn new(known: Known<u64>) -> Self {
         let mut hasher = DefaultHasher::new();
         hash_known(&known, &mut hasher);
-        Self {
-            known: Arc::new(known),
-            fingerprint: hasher.finish(),
-        }
+        let fingerprint = hasher.finish();
+        let known = KNOWNS.with(|interned| {
+            let mut interned = interned.borrow_mut();
+            if interned.len() >= INTERNED {
+                interned.clear();
+            }
+            interned
+                .entry(fingerprint)
+                .or_insert_with(|| Arc::new(known))
+                .clone()
+        });
+        Self { known, fingerprint }
     }
 
     pub(super) fn known(&self) -> &Known<u64> {
