@@ -33,7 +33,10 @@
 //! at that moment would commit and answer. Each proven-safety rule can be reverted
 //! ([`with_reverted`](crate::sends::reverted::with_reverted), set around every
 //! transition so that the checker's own thread sees it), and the checker then finds
-//! the counterexample the rule prevents (`tests`).
+//! the counterexample the rule prevents (`tests`); without the proof that a commit's
+//! lease is still the one it decided under, it finds the stale holder's write
+//! (`fences`); with clocks a lease length apart, the absences they prove early
+//! (`clocks`).
 //!
 //! | action | what happens |
 //! |---|---|

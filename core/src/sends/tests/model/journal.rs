@@ -11,9 +11,10 @@
 //! the runner's fallback after a refused commit.
 //!
 //! Many states of the system share one journal state, and the checker asks the same
-//! operation of it again and again: each attempt and each run is memoized per
-//! thread, keyed by the journal's fingerprint, the operation, its caller, its time
-//! and the rules reverted. The store is shared (`Arc`) between states.
+//! operation of it again and again: each attempt, run, plan, opening and landing is
+//! memoized per thread (up to a bound), keyed by the journal's fingerprint (or what
+//! the call knows), the operation, its caller, its time and the rules reverted. The
+//! store is shared (`Arc`) between states.
 
 use super::super::{at, hash, identity, owner};
 use super::canon::{Ranks, hash_fields};
