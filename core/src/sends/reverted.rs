@@ -32,6 +32,13 @@ pub fn reverted(rule: Rule) -> bool {
     REVERTED.with(|r| r.get() & rule as u8 != 0)
 }
 
+/// The rules reverted on this thread, as the bits of their values (tests only): what
+/// a memo of an operation's answer must be keyed by.
+#[cfg(test)]
+pub fn reverted_bits() -> u8 {
+    REVERTED.with(|r| r.get())
+}
+
 /// Whether `rule` is reverted: never outside tests.
 #[cfg(not(test))]
 #[inline(always)]

@@ -7,4 +7,4 @@
 
 mod store;
 
-pub use store::{Decided, Ran, Store, StoredDocument};
+pub use store::{Decided, Ran, Store, StoredDocument, WriteResults};

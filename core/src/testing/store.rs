@@ -31,11 +31,12 @@
 //! or [`Store::remove`] stand for another writer (seeded state, corruption) and get a
 //! new update time of their own.
 
-use crate::attempt::{Action, Attempt as Machine, Found, Precondition, ReadKind};
+use crate::attempt::{Action, Attempt as Machine, Found, GuardedWrite, Precondition, ReadKind};
 use crate::document::fields::FieldMap;
 use crate::error::JournalError;
+use crate::known::Known;
 use crate::transaction::blind::{self, BlindPlan};
-use crate::transaction::{CommitStamps, Decision, Snapshot, Transition, Write};
+use crate::transaction::{CommitStamps, CommitTime, Decision, Snapshot, Transition, Write};
 use std::collections::BTreeMap;
 
 /// One document of the store, as [`Store::documents`] answers it.
@@ -79,6 +80,8 @@ pub struct Decided<O> {
     pub follow_ups: Vec<Vec<String>>,
     /// The precondition of each write of a mutation, on the update time read.
     preconditions: Vec<(String, Precondition<u64>)>,
+    /// Every document the attempt read, as the runner keeps it known.
+    read: Known<u64>,
 }
 
 impl<O> Decided<O> {
@@ -86,6 +89,40 @@ impl<O> Decided<O> {
     pub fn reads(&self) -> usize {
         1 + self.follow_ups.len()
     }
+
+    /// The mutation's writes, each under the precondition the attempt machine gave it
+    /// (none unless the decision is a mutation).
+    pub fn guarded(&self) -> Vec<GuardedWrite<u64>> {
+        let Decision::Mutate(writes, _) = &self.decision else {
+            return Vec::new();
+        };
+        let preconditions = self.preconditions.iter().map(|(_, p)| p.clone());
+        let guard = |(write, precondition)| GuardedWrite {
+            write,
+            precondition,
+        };
+        writes
+            .iter()
+            .cloned()
+            .zip(preconditions)
+            .map(guard)
+            .collect()
+    }
+
+    /// What the attempt read, as the runner knows it once the attempt is over (before
+    /// its commit; [`Known::committed`] with [`Store::commit_guarded`]'s results after).
+    pub fn known(&self) -> &Known<u64> {
+        &self.read
+    }
+}
+
+/// The update time each write of a commit left (with its comparable form), as
+/// Firestore's write results give it: `None` for an absence guard.
+pub type WriteResults = Vec<Option<(u64, CommitTime)>>;
+
+/// A logical time in comparable form.
+fn logical(t: u64) -> CommitTime {
+    (i64::try_from(t).unwrap_or(i64::MAX), 0)
 }
 
 /// What running an operation to completion did.
@@ -254,7 +291,17 @@ impl Store {
         T: Transition,
         T::Output: Debug + PartialEq,
     {
-        let mut machine = Machine::strict(op, op.paths());
+        self.attempt_reading(op, op.paths())
+    }
+
+    /// [`Store::attempt`] whose first read is `paths` (the operation's own and any
+    /// more its caller decides from), as `runner::run_with` reads.
+    pub fn attempt_reading<T>(&self, op: &T, paths: Vec<String>) -> Decided<T::Output>
+    where
+        T: Transition,
+        T::Output: Debug + PartialEq,
+    {
+        let mut machine = Machine::strict(op, paths);
         let mut step = machine.start();
         let mut follow_ups = Vec::new();
         loop {
@@ -267,7 +314,6 @@ impl Store {
                         .into_iter()
                         .filter_map(|path| {
                             let stored = self.docs.get(&path)?;
-                            let logical = |t: u64| (i64::try_from(t).unwrap_or(i64::MAX), 0);
                             let found = Found {
                                 fields: stored.fields.clone(),
                                 version: Some(stored.update_time),
@@ -296,10 +342,12 @@ impl Store {
                     (Decision::Mutate(writes, output), preconditions)
                 }
             };
+            let (snapshot, versions) = machine.read_state();
             return Decided {
                 decision,
                 follow_ups,
                 preconditions,
+                read: Known::read(snapshot.clone(), versions),
             };
         }
     }
@@ -308,24 +356,32 @@ impl Store {
     /// false, with nothing written, when another writer broke one since the attempt
     /// read. An attempt that does not mutate has nothing to commit (true).
     pub fn commit<O>(&mut self, attempt: &Decided<O>) -> bool {
-        let Decision::Mutate(writes, _) = &attempt.decision else {
-            return true;
-        };
-        let holds = attempt
-            .preconditions
-            .iter()
-            .all(|(path, precondition)| match precondition {
-                Precondition::Absent => !self.docs.contains_key(path),
-                Precondition::UpdatedAt(read) => {
-                    self.docs.get(path).map(|s| s.update_time) == Some(*read)
-                }
-            });
+        self.commit_guarded(&attempt.guarded()).is_some()
+    }
+
+    /// Commits `writes` atomically, each under its precondition checked against the
+    /// store as it stands: the update time each write left, or `None`, with nothing
+    /// written, when a precondition does not hold.
+    pub fn commit_guarded(&mut self, writes: &[GuardedWrite<u64>]) -> Option<WriteResults> {
+        let holds = writes.iter().all(|guarded| {
+            let stored = self.docs.get(guarded.write.path());
+            match &guarded.precondition {
+                Precondition::Absent => stored.is_none(),
+                Precondition::UpdatedAt(read) => stored.map(|s| s.update_time) == Some(*read),
+            }
+        });
         if !holds {
-            return false;
+            return None;
+        }
+        if writes.is_empty() {
+            return Some(Vec::new());
         }
         self.clock += 1;
-        for write in writes {
-            let (Write::Create { path, fields } | Write::Replace { path, fields }) = write else {
+        let mut results = Vec::with_capacity(writes.len());
+        for guarded in writes {
+            let (Write::Create { path, fields } | Write::Replace { path, fields }) = &guarded.write
+            else {
+                results.push(None);
                 continue;
             };
             // As Firestore does, a write that changes nothing keeps the update time.
@@ -341,8 +397,28 @@ impl Store {
                 update_time,
             };
             self.docs.insert(path.clone(), stored);
+            results.push(Some((update_time, logical(update_time))));
         }
-        true
+        Some(results)
+    }
+
+    /// The same documents with every logical time `t` as `time(t)` (which must keep
+    /// their order), the clock at the latest of them: a store that behaves the same.
+    pub fn renumbered(&self, time: impl Fn(u64) -> u64) -> Self {
+        let docs: BTreeMap<String, Stored> = self
+            .docs
+            .iter()
+            .map(|(path, stored)| {
+                let stored = Stored {
+                    fields: stored.fields.clone(),
+                    create_time: time(stored.create_time),
+                    update_time: time(stored.update_time),
+                };
+                (path.clone(), stored)
+            })
+            .collect();
+        let clock = docs.values().map(|s| s.update_time).max().unwrap_or(0);
+        Self { docs, clock }
     }
 
     /// Commits a blind creation when every path it creates or guards is absent (one

@@ -10,22 +10,39 @@
 //! `Clone` nor `Hash`, so a call keeps its answers; `worker`). Around them the
 //! model adds what no test of one call can: a global clock that jumps between a few
 //! instants that matter (a lease's end, the cutoff, the settle window, the key
-//! retention), workers that crash or lose an answer, one worker that may be deployed
-//! with another plan, and a provider that processes a request late, answers lookups
-//! from an index that lags and forgets keys after the retention (`provider`).
+//! retention), each worker's own clock ahead of it by a fixed skew, workers that crash
+//! or lose an answer, one worker that may be deployed with another plan, and a
+//! provider that processes a request late, answers lookups from an index that lags and
+//! forgets keys after the retention (`provider`).
+//!
+//! Journal operations run as production runs them in preconditions mode
+//! (`system::Mode`; `driver`): a call keeps what its own last read or commit left
+//! known (`memory`, built from the store's answers and its commits' write results)
+//! and decides its next transition from it with the real `known::plan` (a new
+//! command's opening with `known::chain`); that commit lands, under the preconditions
+//! `known::plan` built, at a later action, against the journal as it then stands, and
+//! a refused one reads and decides at once, as the runner does. A read path's read
+//! and its commit are two actions too. The atomic mode (each operation read, decided
+//! and committed in one action) is what transaction mode guarantees.
 //!
 //! The oracle is the provider's ledger: at most one charge for the command's keys, in
-//! every reachable state. Beside it, a success or decline presented while its sender's
-//! lease runs is always recorded, and no operation fails closed. Each proven-safety
-//! rule can be reverted
+//! every reachable state. Beside it: a success or decline presented while its
+//! sender's lease runs (on every clock) is always recorded; no operation fails closed;
+//! every commit of the send layer under fence f lands only while the lifecycle is at
+//! fence f; and every commit that lands, planned or read, is what reading and deciding
+//! at that moment would commit and answer. Each proven-safety rule can be reverted
 //! ([`with_reverted`](crate::sends::reverted::with_reverted), set around every
 //! transition so that the checker's own thread sees it), and the checker then finds
-//! the counterexample the rule prevents (`tests`).
+//! the counterexample the rule prevents (`tests`); without the proof that a commit's
+//! lease is still the one it decided under, it finds the stale holder's write
+//! (`fences`); with clocks a lease length apart, the absences they prove early
+//! (`clocks`).
 //!
 //! | action | what happens |
 //! |---|---|
-//! | `Call(w, plan)` | worker `w` starts an `execute` call (a fresh lease id) with that plan, and performs its `start` |
-//! | `Step(w)` | worker `w` performs its protocol's next step: a journal operation at the clock's instant, or a lookup; a permitted send is put on the wire at once |
+//! | `Call(w, plan)` | worker `w` starts an `execute` call (a fresh lease id) with that plan, and performs its `start` (in preconditions mode: plans the opening chain) |
+//! | `Step(w)` | worker `w` performs its protocol's next step at its clock's time: a journal operation (in preconditions mode: its commit planned from what the call knows, or read and decided, is put in flight; an answer without a commit is given at once), or a lookup; a permitted send is put on the wire at once |
+//! | `Commit(w)` | worker `w`'s commit in flight reaches the journal: it lands if its preconditions hold now (checked: its fence, and a read now), or is refused and the operation reads, decides and commits at once |
 //! | `Answer(w)` | the provider's success reaches worker `w`, before its send deadline |
 //! | `Timeout(w)` | worker `w`'s send ends without an answer (timeout, lost response) |
 //! | `Yield(w)` | worker `w`, holding an answer or a lookup's evidence, pauses until the clock moves |
@@ -35,13 +52,20 @@
 //! | `CatchUp(key)` | the provider's lookup index catches up with `key`'s charge |
 //! | `Tick` | the clock moves to the next instant, once every request and charge whose settle window ends by then is settled |
 //!
-//! One worker runs at a time within an instant, until it waits for the provider, ends
-//! or yields (`worker::Turn`): journal operations are serialized by the lease and the
-//! provider's actions commute with them, so this drops only orderings that change
-//! nothing.
+//! One worker runs at a time within an instant, until it waits for the provider or
+//! for a commit, ends or yields (`worker::Turn`): the provider's actions commute with
+//! journal operations, and a commit in flight lets every other action in before it
+//! lands, so this drops only orderings that change nothing.
 
+mod canon;
+mod clocks;
+mod driver;
+mod fences;
 mod journal;
+mod memory;
+mod ops;
 mod provider;
+mod steps;
 mod system;
 mod tests;
 mod worker;

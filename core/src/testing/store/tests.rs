@@ -81,6 +81,46 @@ fn a_commit_is_atomic_and_loses_to_another_writer_on_either_precondition() {
 }
 
 #[test]
+fn a_commit_answers_each_write_s_update_time_and_an_unchanged_write_keeps_its_own() {
+    let mut store = Store::new();
+    store.insert("a/1", doc(1));
+    store.insert("a/2", doc(2));
+    let (_, kept) = store.written("a/1").expect("a/1");
+    let both = op(&["a/1", "a/2", "a/3"], |_| {
+        Decision::Mutate(
+            vec![
+                replace("a/1", 1),
+                replace("a/2", 20),
+                Write::AssertAbsent { path: "a/3".into() },
+            ],
+            7,
+        )
+    });
+    let attempt = store.attempt(&both);
+    let read = attempt.known().clone();
+    let results = store.commit_guarded(&attempt.guarded()).expect("lands");
+    let (_, changed) = store.written("a/2").expect("a/2");
+    assert!(changed > kept);
+    let stamp = |t: u64| Some((t, (i64::try_from(t).expect("small"), 0)));
+    assert_eq!(results, vec![stamp(kept), stamp(changed), None]);
+    // What the runner keeps known after the commit: the read, and the update times.
+    let known = read.committed(&[replace("a/1", 1), replace("a/2", 20)], &results);
+    let stamps = |path: &str| known.snapshot().stamps(path).map(|s| s.updated);
+    assert_eq!(
+        stamps("a/1"),
+        Some((i64::try_from(kept).expect("small"), 0))
+    );
+    assert_eq!(
+        stamps("a/2"),
+        Some((i64::try_from(changed).expect("small"), 0))
+    );
+    // The same writes under the update times read no longer hold: nothing written.
+    let before = store.clone();
+    assert_eq!(store.commit_guarded(&attempt.guarded()), None);
+    assert_eq!(store, before);
+}
+
+#[test]
 fn a_race_commits_the_first_and_reruns_the_losers() {
     let mut store = Store::new();
     let claim = |n: i64| {

@@ -1,33 +1,37 @@
 //! The journal of the model: the in-memory [`Store`] running the real operations, as
-//! `Journal::execute`'s driver calls them, with a canonical fingerprint of its
-//! documents so that the checker can tell states apart.
+//! `Journal::execute`'s driver calls them, with a fingerprint of its documents so
+//! that the checker can tell states apart.
+//!
+//! An operation is performed in the steps production takes in preconditions mode:
+//! an [`attempt`](Journal::attempt) reads and decides (writing nothing), its
+//! [`commit`](Journal::commit) lands later under the attempt machine's
+//! preconditions, or not at all; a [`plan`] decides from what a call knows and
+//! [`chain`] opens a new command, both without a read. [`run`](Journal::run) is the
+//! whole read-decide-commit of one operation at one instant: the atomic mode, and
+//! the runner's fallback after a refused commit.
 //!
 //! Many states of the system share one journal state, and the checker asks the same
-//! operation of it again and again: each operation's answer and the store it leaves are
-//! memoized per thread, keyed by the journal's fingerprint, the operation, its caller,
-//! its time and the rules reverted. The store is shared (`Arc`) between states.
+//! operation of it again and again: each attempt, run, plan, opening and landing is
+//! memoized per thread (up to a bound), keyed by the journal's fingerprint (or what
+//! the call knows), the operation, its caller, its time and the rules reverted. The
+//! store is shared (`Arc`) between states.
 
-use super::super::{at, call, hash, identity, owner};
-use super::world::{KeyId, PlanChoice, micros, plan};
-use crate::answer::Closing;
-use crate::document::fields::FieldMap;
-use crate::document::value::{Value, ValueType};
-use crate::envelope::ResultEnvelope;
-use crate::envelope::read::ResultRead;
-use crate::envelope::record::{MarksResult, WithResult};
+use super::super::{at, hash, identity, owner};
+use super::canon::{Ranks, hash_fields};
+use super::memory::{Flight, Memory};
+use super::ops::{Caller, Op, Output, Visit, visit};
+use super::world::{micros, plan as provider_plan};
+use crate::attempt::GuardedWrite;
+use crate::document::lifecycle::{self, Lifecycle};
 use crate::error::JournalError;
-use crate::fence::FenceEpoch;
-use crate::identity::CommandIdentity;
-use crate::lease::{CommandCall, LeaseCall, LeaseOutput};
+use crate::execute::protocol::{Event, Protocol, Step};
+use crate::known::{self, Known};
 use crate::sends::begin::BeginSend;
-use crate::sends::record::RecordAnswer;
-use crate::sends::reverted::{Rule, reverted};
-use crate::sends::status::SendStatusRead;
-use crate::sends::{BeginSendOutput, SendOutcomeOutput, SendStatus};
-use crate::start::Start;
-use crate::testing::Store;
-use crate::time::Timestamp;
-use crate::transaction::Transition;
+use crate::sends::load::first_read;
+use crate::sends::reverted::reverted_bits;
+use crate::start::{Start, StartOutput};
+use crate::testing::{Store, WriteResults};
+use crate::transaction::{Decision, Transition, Write};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::collections::hash_map::DefaultHasher;
@@ -64,341 +68,356 @@ impl fmt::Debug for Journal {
 
 impl Default for Journal {
     fn default() -> Self {
-        let store = Store::new();
+        Self::new(Store::new())
+    }
+}
+
+/// What a read-and-decide attempt decided.
+#[derive(Debug, Clone)]
+pub(super) enum Decided {
+    /// Nothing to commit: the answer (an observation or a refusal).
+    Answer(Output),
+    /// A mutation: its writes under the attempt machine's preconditions, and the
+    /// answer once they land.
+    Commit(Writes, Output),
+}
+
+/// The guarded writes of a commit, shared between the states that hold them.
+pub(super) type Writes = Arc<Vec<GuardedWrite<u64>>>;
+
+/// An attempt's decision and what it read.
+#[derive(Debug, Clone)]
+pub(super) struct Attempted {
+    pub decided: Decided,
+    pub read: Memory,
+}
+
+/// What a commit in flight met: landed (and how it compares), or refused and read
+/// and decided again; the answer, and what the call knows after it.
+#[derive(Debug, Clone)]
+pub(super) struct Landing {
+    pub landed: Option<Landed>,
+    /// Whether the journal changed (a refused commit's read path may write).
+    pub wrote: bool,
+    pub output: Output,
+    pub memory: Memory,
+}
+
+/// A landed commit's checks.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Landed {
+    /// The lifecycle's fence as it landed.
+    pub fence: Option<i64>,
+    /// It wrote the send layer under another fence.
+    pub stale: bool,
+    /// A read at that moment would have decided otherwise.
+    pub unlike: bool,
+}
+
+type MemoKey = (u64, u8, Caller, Op);
+/// A landing's memo key: the journal's fingerprint, the rules reverted, the flight's.
+type LandingKey = (u64, u8, u64);
+type Opening = Option<(Writes, Output, Memory)>;
+
+thread_local! {
+    static ATTEMPTS: RefCell<HashMap<MemoKey, Attempted>> = RefCell::new(HashMap::new());
+    static RUNS: RefCell<HashMap<MemoKey, (Journal, Output, Memory)>> =
+        RefCell::new(HashMap::new());
+    static PLANS: RefCell<HashMap<MemoKey, Option<(Writes, Output)>>> =
+        RefCell::new(HashMap::new());
+    static CHAINS: RefCell<HashMap<(u8, Caller), Opening>> = RefCell::new(HashMap::new());
+    static LANDINGS: RefCell<HashMap<LandingKey, (Journal, Landing)>> =
+        RefCell::new(HashMap::new());
+}
+
+/// Entries a memo keeps before it starts again: a bound on the memory it takes.
+const MEMO_ENTRIES: usize = 200_000;
+
+type Memo<K, V> = std::thread::LocalKey<RefCell<HashMap<K, V>>>;
+
+/// Keeps `value` for `key` in `memo`, emptied first once full.
+fn remember<K: Eq + Hash, V>(memo: &'static Memo<K, V>, key: K, value: V) {
+    memo.with(|memo| {
+        let mut memo = memo.borrow_mut();
+        if memo.len() >= MEMO_ENTRIES {
+            memo.clear();
+        }
+        memo.insert(key, value);
+    });
+}
+
+/// The plain writes of guarded ones.
+pub(super) fn plain(writes: &[GuardedWrite<u64>]) -> Vec<Write> {
+    writes.iter().map(|w| w.write.clone()).collect()
+}
+
+/// An attempt on a store.
+struct AttemptOn<'a>(&'a Store);
+
+impl Visit for AttemptOn<'_> {
+    type Out = Attempted;
+
+    fn visit<T>(
+        self,
+        op: &T,
+        paths: Vec<String>,
+        wrap: fn(Result<T::Output, JournalError>) -> Output,
+    ) -> Attempted
+    where
+        T: Transition,
+        T::Output: fmt::Debug + PartialEq,
+    {
+        let attempt = self.0.attempt_reading(op, paths);
+        let guarded = Arc::new(attempt.guarded());
+        let read = Memory::new(attempt.known().clone());
+        let decided = match attempt.decision {
+            Decision::Observe(output) => Decided::Answer(wrap(Ok(output))),
+            Decision::Reject(error) => Decided::Answer(wrap(Err(error))),
+            Decision::Mutate(_, output) => Decided::Commit(guarded, wrap(Ok(output))),
+            Decision::Read(_) => unreachable!("an attempt serves its follow-up reads"),
+        };
+        Attempted { decided, read }
+    }
+}
+
+/// A plan from what a call knows.
+struct PlanFrom<'a>(&'a Known<u64>);
+
+impl Visit for PlanFrom<'_> {
+    type Out = Option<(Writes, Output)>;
+
+    fn visit<T>(
+        self,
+        op: &T,
+        _paths: Vec<String>,
+        wrap: fn(Result<T::Output, JournalError>) -> Output,
+    ) -> Self::Out
+    where
+        T: Transition,
+        T::Output: fmt::Debug + PartialEq,
+    {
+        let planned = known::plan(op, self.0)?;
+        Some((Arc::new(planned.writes), wrap(Ok(planned.output))))
+    }
+}
+
+/// `op`'s commit for `caller` planned from what `memory` knows (`known::plan`), as
+/// `Memory` plans it: `None` when it decides anything but a mutation from it.
+pub(super) fn plan(caller: Caller, op: Op, memory: &Memory) -> Option<(Writes, Output)> {
+    let key = (memory.fingerprint(), reverted_bits(), caller, op);
+    if let Some(planned) = PLANS.with(|memo| memo.borrow().get(&key).cloned()) {
+        return planned;
+    }
+    let planned = visit(caller, op, PlanFrom(memory.known()));
+    remember(&PLANS, key, planned.clone());
+    planned
+}
+
+/// A new command's opening for `caller`, as `execute`'s `open` plans it: the start
+/// and the `begin_send` the protocol asks for after that lease, one blind commit
+/// (`known::chain`); its writes, answer and the state it assumed.
+pub(super) fn chain(caller: Caller) -> Opening {
+    let key = (reverted_bits(), caller);
+    if let Some(opening) = CHAINS.with(|memo| memo.borrow().get(&key).cloned()) {
+        return opening;
+    }
+    let opening = open(caller);
+    remember(&CHAINS, key, opening.clone());
+    opening
+}
+
+fn open(caller: Caller) -> Opening {
+    let now = at(micros(caller.now));
+    let call = caller.call();
+    let start = Start::new(identity(), owner(caller.owner), now);
+    let paths = first_read(call.command());
+    let plan = provider_plan(caller.plan).clone();
+    let planned = known::chain::<_, _, u64, _>(&start, &paths, |out: &StartOutput| {
+        // The call's protocol is new at its first start.
+        let (mut probe, _) = Protocol::new();
+        match probe.step(Event::Started(out.lease), now) {
+            Ok(Step::BeginSend { fence }) => Some(BeginSend::new(call, fence, plan)),
+            _ => None,
+        }
+    })?;
+    let (started, began) = planned.output;
+    let output = Output::Opened(started.lease, began);
+    Some((Arc::new(planned.writes), output, Memory::new(planned.base)))
+}
+
+impl Journal {
+    fn new(store: Store) -> Self {
         Self {
             fingerprint: fingerprint(&store),
             store: Arc::new(store),
         }
     }
-}
 
-/// Who performs a journal operation: the call's lease owner, its plan, and the
-/// journal's time (seconds after `T0`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(super) struct Caller {
-    pub owner: usize,
-    pub plan: PlanChoice,
-    pub now: i64,
-}
-
-impl Caller {
-    fn call(&self) -> LeaseCall {
-        call(self.owner, micros(self.now))
+    /// Reads and decides `op` for `caller` on the journal as it stands, writing
+    /// nothing.
+    pub(super) fn attempt(&self, caller: Caller, op: Op) -> Attempted {
+        let key = (self.fingerprint, reverted_bits(), op.reads_of(caller), op);
+        if let Some(attempted) = ATTEMPTS.with(|memo| memo.borrow().get(&key).cloned()) {
+            return attempted;
+        }
+        let attempted = visit(caller, op, AttemptOn(&self.store));
+        remember(&ATTEMPTS, key, attempted.clone());
+        attempted
     }
 
-    /// A read's call: the owner is not consulted.
-    fn reader(&self) -> CommandCall {
-        CommandCall::new(identity(), at(micros(self.now)))
-    }
-}
-
-/// What a record or a reconciliation carries: a success names the key whose charge
-/// answered it (its result envelope is stored with it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(super) enum Carried {
-    Succeeded(KeyId),
-    Declined,
-    Ambiguous,
-    Absent,
-}
-
-/// One journal operation of `Journal::execute`'s driver.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(super) enum Op {
-    /// `Journal::start`: registration and acquisition.
-    Start,
-    /// `begin_send` under the fence.
-    BeginSend { fence: i64 },
-    /// `record_send_outcome`.
-    Record {
-        fence: i64,
-        attempt: i64,
-        carried: Carried,
-    },
-    /// `reconcile_send`.
-    Reconcile {
-        fence: i64,
-        attempt: i64,
-        carried: Carried,
-    },
-    /// `send_status_for`: the send state, the caller's plan checked first.
-    Status,
-    /// `Journal::result`.
-    Result,
-}
-
-/// What an operation answered.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Output {
-    Started(Result<LeaseOutput, JournalError>),
-    BeganSend(Result<BeginSendOutput, JournalError>),
-    Outcome(Result<SendOutcomeOutput, JournalError>),
-    Status(Result<Option<SendStatus>, JournalError>),
-    Result(Result<Option<ResultEnvelope>, JournalError>),
-}
-
-type MemoKey = (u64, u8, Caller, Op);
-
-thread_local! {
-    static MEMO: RefCell<HashMap<MemoKey, (Journal, Output)>> = RefCell::new(HashMap::new());
-}
-
-/// The rules reverted on this thread, as bits.
-fn reverted_bits() -> u8 {
-    let rules = [
-        Rule::SenderSettled,
-        Rule::KeyRetained,
-        Rule::EvidenceAfterCutoff,
-        Rule::PlanFirst,
-    ];
-    rules
-        .into_iter()
-        .filter(|rule| reverted(*rule))
-        .fold(0, |bits, rule| bits | rule as u8)
-}
-
-impl Journal {
-    /// Performs `op` for `caller`: its answer; the journal moves to the state it left.
-    fn perform(&mut self, caller: Caller, op: Op) -> Output {
-        // What the operation does not read does not tell memo entries apart.
-        let caller = match op {
-            Op::Start => Caller {
-                plan: PlanChoice::Right,
-                ..caller
-            },
-            Op::Status => Caller { owner: 0, ..caller },
-            Op::Result => Caller {
-                owner: 0,
-                plan: PlanChoice::Right,
-                ..caller
-            },
-            Op::BeginSend { .. } | Op::Record { .. } | Op::Reconcile { .. } => caller,
-        };
-        let key = (self.fingerprint, reverted_bits(), caller, op);
-        if let Some((after, output)) = MEMO.with(|memo| memo.borrow().get(&key).cloned()) {
+    /// Reads, decides and commits `op` for `caller` at once: its answer and what it
+    /// left known (the read, and the commit's writes with their update times).
+    pub(super) fn run(&mut self, caller: Caller, op: Op) -> (Output, Memory) {
+        let key = (self.fingerprint, reverted_bits(), op.reads_of(caller), op);
+        if let Some((after, output, known)) = RUNS.with(|memo| memo.borrow().get(&key).cloned()) {
             *self = after;
-            return output;
+            return (output, known);
         }
+        let Attempted { decided, read } = self.attempt(caller, op);
+        let (output, known) = match decided {
+            Decided::Answer(output) => (output, read),
+            Decided::Commit(writes, output) => {
+                let results = self.commit(&writes).expect("an uncontended commit lands");
+                (output, read.committed(&writes, &results))
+            }
+        };
+        let entry = (self.clone(), output.clone(), known.clone());
+        remember(&RUNS, key, entry);
+        (output, known)
+    }
+
+    /// Commits `writes` under their preconditions, checked against the journal as it
+    /// stands: the update time each left, or `None` with nothing written.
+    pub(super) fn commit(&mut self, writes: &[GuardedWrite<u64>]) -> Option<WriteResults> {
         let mut store = Store::clone(&self.store);
-        let (output, wrote) = run_op(&mut store, caller, op);
-        if wrote {
-            *self = Self {
-                fingerprint: fingerprint(&store),
-                store: Arc::new(store),
-            };
-        }
-        MEMO.with(|memo| {
-            memo.borrow_mut()
-                .insert(key, (self.clone(), output.clone()))
-        });
-        output
+        let results = store.commit_guarded(writes)?;
+        *self = Self::new(store);
+        Some(results)
     }
 
-    /// `Journal::start`: the lease answer.
-    pub(super) fn start(&mut self, caller: Caller) -> Result<LeaseOutput, JournalError> {
-        match self.perform(caller, Op::Start) {
-            Output::Started(answer) => answer,
-            other => mismatch(other),
+    /// `flight` reaches the journal: it lands when its preconditions hold, checked
+    /// against a read at that moment; otherwise the runner reads and decides again.
+    pub(super) fn land(&mut self, flight: &Flight) -> Landing {
+        let mut hasher = DefaultHasher::new();
+        flight.hash(&mut hasher);
+        let key = (self.fingerprint, reverted_bits(), hasher.finish());
+        if let Some((after, landing)) = LANDINGS.with(|memo| memo.borrow().get(&key).cloned()) {
+            *self = after;
+            return landing;
         }
+        let before = self.clone();
+        let landing = match self.commit(&flight.writes) {
+            Some(results) => {
+                let fence = before.fence();
+                let stale = flight.op.fence().is_some_and(|f| fence != Some(f));
+                let output = &flight.output;
+                let alike = before.decides_alike(flight.caller, flight.op, &flight.writes, output);
+                Landing {
+                    landed: Some(Landed {
+                        fence,
+                        stale,
+                        unlike: !alike,
+                    }),
+                    wrote: true,
+                    output: flight.output.clone(),
+                    memory: flight.base.committed(&flight.writes, &results),
+                }
+            }
+            None => {
+                let (output, memory) = self.run(flight.caller, flight.op);
+                Landing {
+                    landed: None,
+                    wrote: *self != before,
+                    output,
+                    memory,
+                }
+            }
+        };
+        let entry = (self.clone(), landing.clone());
+        remember(&LANDINGS, key, entry);
+        landing
     }
 
-    /// `begin_send` under `fence`.
-    pub(super) fn begin_send(
-        &mut self,
-        caller: Caller,
-        fence: i64,
-    ) -> Result<BeginSendOutput, JournalError> {
-        match self.perform(caller, Op::BeginSend { fence }) {
-            Output::BeganSend(answer) => answer,
-            other => mismatch(other),
-        }
-    }
-
-    /// `record_send_outcome` or `reconcile_send` (`op`).
-    pub(super) fn outcome(
-        &mut self,
+    /// Whether landing `writes` answering `output` now is what reading and deciding
+    /// `op` for `caller` now would do: the same writes and the same answer (for an
+    /// opening chain: the same documents and answers as its start and `begin_send`
+    /// read, decided and committed one after the other).
+    pub(super) fn decides_alike(
+        &self,
         caller: Caller,
         op: Op,
-    ) -> Result<SendOutcomeOutput, JournalError> {
-        match self.perform(caller, op) {
-            Output::Outcome(answer) => answer,
-            other => mismatch(other),
+        writes: &[GuardedWrite<u64>],
+        output: &Output,
+    ) -> bool {
+        if let Output::Opened(..) = output {
+            return self.opens_alike(caller, writes, output);
+        }
+        match self.attempt(caller, op).decided {
+            Decided::Commit(fresh, answer) => plain(&fresh) == plain(writes) && answer == *output,
+            Decided::Answer(_) => false,
         }
     }
 
-    /// `send_status_for`: the send state, the caller's plan checked first.
-    pub(super) fn status(&mut self, caller: Caller) -> Result<Option<SendStatus>, JournalError> {
-        match self.perform(caller, Op::Status) {
-            Output::Status(answer) => answer,
-            other => mismatch(other),
+    fn opens_alike(&self, caller: Caller, writes: &[GuardedWrite<u64>], output: &Output) -> bool {
+        let mut read = self.clone();
+        let (Output::Started(Ok(lease)), _) = read.run(caller, Op::Open) else {
+            return false;
+        };
+        let (mut probe, _) = Protocol::new();
+        let Ok(Step::BeginSend { fence }) =
+            probe.step(Event::Started(lease), at(micros(caller.now)))
+        else {
+            return false;
+        };
+        let (began, _) = read.run(caller, Op::BeginSend { fence: fence.get() });
+        let Output::BeganSend(Ok(began)) = began else {
+            return false;
+        };
+        let mut planned = self.clone();
+        planned.commit(writes).is_some()
+            && Output::Opened(lease, began) == *output
+            && documents(&planned.store) == documents(&read.store)
+    }
+
+    /// The lifecycle's fence, if there is a readable lifecycle.
+    pub(super) fn fence(&self) -> Option<i64> {
+        let stored = self.store.get(&lifecycle::path(&hash()))?;
+        Lifecycle::parse(&hash(), stored)
+            .ok()
+            .map(|lifecycle| lifecycle.fence_epoch)
+    }
+
+    /// Every write time the documents carry.
+    pub(super) fn times(&self, into: &mut Vec<u64>) {
+        for path in self.store.keys() {
+            let (created, updated) = self.store.written(path).expect("a stored document");
+            into.extend([created, updated]);
         }
     }
 
-    /// `Journal::result`.
-    pub(super) fn result(
-        &mut self,
-        caller: Caller,
-    ) -> Result<Option<ResultEnvelope>, JournalError> {
-        match self.perform(caller, Op::Result) {
-            Output::Result(answer) => answer,
-            other => mismatch(other),
+    /// The journal with its write times renumbered by `ranks`.
+    pub(super) fn renumbered(&self, ranks: &Ranks) -> Self {
+        let mut times = Vec::new();
+        self.times(&mut times);
+        if times.iter().all(|t| ranks.map(*t) == *t) {
+            return self.clone();
         }
+        Self::new(self.store.renumbered(|t| ranks.map(t)))
     }
 }
 
-fn mismatch<T>(output: Output) -> T {
-    panic!("an operation answered another operation's output: {output:?}")
+/// The documents of `store`, without their write times.
+fn documents(store: &Store) -> Vec<(&String, &crate::document::fields::FieldMap)> {
+    store.iter().collect()
 }
 
-/// Runs `op` on `store`: its answer, and whether it wrote.
-fn run<T>(store: &mut Store, op: &T) -> (Result<T::Output, JournalError>, bool)
-where
-    T: Transition,
-    T::Output: fmt::Debug + PartialEq,
-{
-    let ran = store.run(op);
-    (ran.result, !ran.writes.is_empty())
-}
-
-/// Runs `op` on `store`, as the driver builds it: its answer, and whether it wrote.
-fn run_op(store: &mut Store, caller: Caller, op: Op) -> (Output, bool) {
-    let plan = plan(caller.plan).clone();
-    let now = at(micros(caller.now));
-    match op {
-        Op::Start => {
-            let start = Start::new(identity(), owner(caller.owner), now);
-            let (answer, wrote) = run(store, &start);
-            (Output::Started(answer.map(|started| started.lease)), wrote)
-        }
-        Op::BeginSend { fence } => {
-            let (answer, wrote) = run(
-                store,
-                &BeginSend::new(caller.call(), FenceEpoch::stored(fence), plan),
-            );
-            (Output::BeganSend(answer), wrote)
-        }
-        Op::Record {
-            fence,
-            attempt,
-            carried,
-        } => {
-            let (finding, envelope) = finding(&identity(), carried);
-            let op = RecordAnswer::outcome(
-                caller.call(),
-                FenceEpoch::stored(fence),
-                attempt,
-                finding,
-                plan,
-            );
-            outcome(store, op, envelope, now)
-        }
-        Op::Reconcile {
-            fence,
-            attempt,
-            carried,
-        } => {
-            let (finding, envelope) = finding(&identity(), carried);
-            let op = RecordAnswer::reconciliation(
-                caller.call(),
-                FenceEpoch::stored(fence),
-                attempt,
-                finding,
-                plan,
-            );
-            outcome(store, op, envelope, now)
-        }
-        Op::Status => {
-            let op = SendStatusRead::new(caller.reader()).for_plan(&plan);
-            let (answer, wrote) = run(store, &op);
-            (Output::Status(answer.map(|status| status.send)), wrote)
-        }
-        Op::Result => {
-            let (answer, wrote) = run(store, &ResultRead::new(caller.reader()));
-            (Output::Result(answer), wrote)
-        }
-    }
-}
-
-/// Runs a record or a reconciliation; with a success, wrapped as the driver does to
-/// store its result envelope in the same commit.
-fn outcome<T>(
-    store: &mut Store,
-    op: T,
-    envelope: Option<ResultEnvelope>,
-    now: Timestamp,
-) -> (Output, bool)
-where
-    T: Transition<Output = SendOutcomeOutput> + MarksResult,
-{
-    let (answer, wrote) = match envelope {
-        None => run(store, &op),
-        Some(envelope) => run(store, &WithResult::new(op, &hash(), now, &envelope)),
-    };
-    (Output::Outcome(answer), wrote)
-}
-
-/// The finding `carried` records, and the envelope stored with a success.
-fn finding(identity: &CommandIdentity, carried: Carried) -> (Closing, Option<ResultEnvelope>) {
-    match carried {
-        Carried::Succeeded(key) => {
-            let envelope = key.envelope();
-            let commitment = identity.terminal_commitment(&envelope.reference());
-            (Closing::Succeeded(commitment), Some(envelope))
-        }
-        Carried::Declined => (Closing::Declined, None),
-        Carried::Ambiguous => (Closing::Ambiguous, None),
-        Carried::Absent => (Closing::Absent, None),
-    }
-}
-
-/// A fingerprint of the documents that does not depend on the store's logical write
-/// clock, only on the order of write times: two stores that differ only in how many
-/// commits happened before behave the same (the operations compare write times for
-/// equality only), and must count as one state.
+/// A fingerprint of the documents and their write times (canonical once renumbered,
+/// `canon`).
 fn fingerprint(store: &Store) -> u64 {
-    let written = |path: &str| store.written(path).expect("a stored document");
-    let mut times: Vec<u64> = store
-        .keys()
-        .flat_map(|path| {
-            let (created, updated) = written(path);
-            [created, updated]
-        })
-        .collect();
-    times.sort_unstable();
-    times.dedup();
-    let rank = |t: u64| times.binary_search(&t).expect("a write time");
     let mut hasher = DefaultHasher::new();
     for (path, fields) in store.iter() {
-        let (created, updated) = written(path);
-        (path, rank(created), rank(updated)).hash(&mut hasher);
+        (path, store.written(path)).hash(&mut hasher);
         hash_fields(fields, &mut hasher);
     }
     hasher.finish()
-}
-
-/// Hashes a field map in key order (its own iteration order is not canonical).
-fn hash_fields(fields: &FieldMap, hasher: &mut DefaultHasher) {
-    let mut names: Vec<&String> = fields.keys().collect();
-    names.sort();
-    names.len().hash(hasher);
-    for name in names {
-        name.hash(hasher);
-        hash_value(&fields[name], hasher);
-    }
-}
-
-fn hash_value(value: &Value, hasher: &mut DefaultHasher) {
-    match &value.value_type {
-        Some(ValueType::MapValue(map)) => {
-            "map".hash(hasher);
-            hash_fields(&map.fields, hasher);
-        }
-        Some(ValueType::ArrayValue(array)) => {
-            ("array", array.values.len()).hash(hasher);
-            for item in &array.values {
-                hash_value(item, hasher);
-            }
-        }
-        other => format!("{other:?}").hash(hasher),
-    }
 }

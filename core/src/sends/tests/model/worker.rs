@@ -4,6 +4,7 @@
 //! protocol whenever it needs the next step: the protocol is a pure function of them.
 
 use super::super::at;
+use super::memory::{Flight, Memory};
 use super::world::{KeyId, PlanChoice, micros, seconds};
 use crate::answer::ProviderAnswer;
 use crate::error::JournalError;
@@ -109,33 +110,49 @@ pub(super) enum Phase {
         deadline: i64,
         answered: bool,
     },
+    /// A journal operation's commit is in flight (`Call::flight`): it lands or is
+    /// refused at a later action.
+    Committing,
 }
 
 /// One `execute` call: its plan, its lease owner, the answers it was given (with the
-/// journal's time of each, in seconds) and the protocol's next step. Hashed and
-/// compared by a fingerprint of the protocol's state (its `Debug`) and next step, and
-/// of the key whose result it holds (an envelope's `Debug` is redacted): two calls that
-/// got there by different answers behave the same from there on.
+/// journal's time of each, in seconds) and the protocol's next step; in preconditions
+/// mode also what its last operation left known and the commit it has in flight.
+/// Hashed and compared by a fingerprint of the protocol's state (its `Debug`) and next
+/// step, and of the key whose result it holds (an envelope's `Debug` is redacted): two
+/// calls that got there by different answers behave the same from there on.
 #[derive(Debug, Clone)]
 pub(super) struct Call {
     pub plan: PlanChoice,
     pub owner: usize,
     pub phase: Phase,
+    /// What the call's last journal operation left known (the driver's `Memory`).
+    pub memory: Option<Memory>,
+    /// The commit in flight, while `phase` is `Committing`.
+    pub flight: Option<Flight>,
+    /// Whether a commit of this call landed.
+    pub wrote: bool,
     history: Vec<(Answer, i64)>,
     next: Step,
     fingerprint: u64,
 }
 
+impl Call {
+    fn key(&self) -> impl Eq + Hash + '_ {
+        let state = (self.plan, self.owner, self.phase, self.fingerprint);
+        (state, &self.memory, &self.flight, self.wrote)
+    }
+}
+
 impl Hash for Call {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        (self.plan, self.owner, self.phase, self.fingerprint).hash(state);
+        self.key().hash(state);
     }
 }
 
 impl PartialEq for Call {
     fn eq(&self, other: &Self) -> bool {
-        (self.plan, self.owner, self.phase, self.fingerprint)
-            == (other.plan, other.owner, other.phase, other.fingerprint)
+        self.key() == other.key()
     }
 }
 
@@ -189,6 +206,9 @@ impl Call {
             plan,
             owner,
             phase: Phase::Ready,
+            memory: None,
+            flight: None,
+            wrote: false,
             history: Vec::new(),
             next: Protocol::new().1,
             fingerprint: 0,
@@ -225,6 +245,11 @@ impl Call {
     /// The protocol's next step.
     pub(super) fn step(&self) -> &Step {
         &self.next
+    }
+
+    /// Whether the call has had no answer yet (its next step is its first start).
+    pub(super) fn is_new(&self) -> bool {
+        self.history.is_empty()
     }
 
     /// Gives the protocol `answer` at `now` (seconds): its next step, `None` when the
@@ -288,6 +313,7 @@ impl Call {
             .expect("a call that sent was started");
         let refused = Answer::BeganSend(Err(JournalError::SendCutoffPassed));
         self.history = vec![started, (refused, now)];
+        self.memory = None;
         let (protocol, next) = self.replay();
         self.next = next;
         self.fingerprint = self.fingerprint(&protocol);
@@ -295,10 +321,11 @@ impl Call {
     }
 }
 
-/// The driver's send deadline and the request's settle deadline (seconds) under
-/// `permit`: the answer must arrive before the lease's end less the margin, and the
-/// provider settles the request at the latest a settle window after the lease's end.
-pub(super) fn deadlines(permit: &SendPermit, margin: i64, settle: i64) -> (i64, i64) {
+/// The driver's send deadline (on the sender's clock, `skew` seconds ahead of the
+/// global one) and the request's settle deadline (on the global clock) under `permit`:
+/// the answer must arrive before the lease's end less the margin, and the provider
+/// settles the request at the latest a settle window after the lease's end.
+pub(super) fn deadlines(permit: &SendPermit, margin: i64, settle: i64, skew: i64) -> (i64, i64) {
     let lease_end = seconds(permit.lease_expires_at);
-    (lease_end - margin, lease_end + settle)
+    (lease_end - margin, lease_end - skew + settle)
 }
