@@ -244,6 +244,8 @@ struct Run {
     told: Mutex<Told>,
     /// Lease-owner fingerprint -> whose lease it is.
     owners: Mutex<HashMap<String, String>>,
+    /// The proxy's count of fired faults when this step armed one, while armed.
+    armed: Mutex<Option<usize>>,
 }
 
 type Docs = BTreeMap<String, BTreeMap<String, String>>;
@@ -260,8 +262,10 @@ impl Run {
                 .expect("connect through the proxy");
             let skew = TimeDelta::milliseconds(spec.skew_ms);
             let clock = Arc::new(ManualClock::new(start_time() + skew));
+            // A minute per RPC: a slow answer on a loaded machine is no lost one.
             let policy = RetryPolicy {
                 attempts: NonZeroU32::new(spec.attempts).expect("attempts"),
+                rpc_timeout: std::time::Duration::from_secs(60),
                 ..RetryPolicy::default()
             };
             let journal = Journal::new(through)
@@ -294,7 +298,25 @@ impl Run {
             log: Mutex::new(Vec::new()),
             told: Mutex::new(Told::new()),
             owners: Mutex::new(HashMap::new()),
+            armed: Mutex::new(None),
         }
+    }
+
+    /// Loses the response of the next commit, the step holder's (unless a loss is
+    /// armed already).
+    fn lose_next_commit(&self) {
+        if self.proxy.try_arm(Rpc::Commit, Fault::LoseResponse) {
+            *self.armed.lock().expect("armed") = Some(self.proxy.fired());
+        }
+    }
+
+    /// Disarms a loss that has not fired, so that another holder's call inside a
+    /// callback loses nothing; whether one was armed.
+    fn hold_fault(&self) -> bool {
+        let armed = self.armed.lock().expect("armed").take();
+        let pending = armed == Some(self.proxy.fired());
+        self.proxy.disarm();
+        pending
     }
 
     fn told(&self) -> Told {
@@ -382,7 +404,7 @@ impl Run {
                 opening_lost,
             } => {
                 if opening_lost {
-                    self.proxy.arm(Rpc::Commit, Fault::LoseResponse);
+                    self.lose_next_commit();
                 }
                 let provider = StepProvider::new(self, step);
                 let answer = holder
@@ -425,7 +447,7 @@ impl Run {
                 first_lost,
             } => {
                 if first_lost {
-                    self.proxy.arm(Rpc::Commit, Fault::LoseResponse);
+                    self.lose_next_commit();
                 }
                 let options = RecoverOptions {
                     concurrency: 1,
@@ -438,7 +460,7 @@ impl Run {
                 self.note(format!("recover answered {}", recovery_text(&answer)));
             }
         }
-        self.proxy.disarm();
+        self.hold_fault();
         let log = std::mem::take(&mut *self.log.lock().expect("log"));
         log.iter().map(|line| self.redact(line)).collect()
     }
@@ -495,7 +517,8 @@ impl Run {
                 if name == "leaseOwnerFingerprint" {
                     let mut owners = self.owners.lock().expect("owners");
                     let label = owners.entry(string_of(value)).or_insert_with(|| {
-                        format!("the lease drawn at step {step} on command {command:?}")
+                        let command = command.map_or("?".to_owned(), |c| c.to_string());
+                        format!("the lease drawn at step {step} on command {command}")
                     });
                     text = label.clone();
                 }
@@ -598,6 +621,8 @@ impl<'a> StepProvider<'a> {
             self.run.advance(interlude.advance_s);
         }
         if let Some(t) = interlude.takeover {
+            // A loss armed for the step holder's commit waits for it.
+            let held = self.run.hold_fault();
             let text = self
                 .run
                 .lease_call(t.holder, t.command, t.call, t.lease)
@@ -606,9 +631,12 @@ impl<'a> StepProvider<'a> {
                 "in callback {n}, holder {}'s {} on command {} answered {text}",
                 t.holder, t.call, t.command
             ));
+            if held {
+                self.run.lose_next_commit();
+            }
         }
         if interlude.lose_next_commit {
-            self.run.proxy.try_arm(Rpc::Commit, Fault::LoseResponse);
+            self.run.lose_next_commit();
         }
     }
 }
