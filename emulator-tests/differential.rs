@@ -739,7 +739,8 @@ struct Coverage {
     answers: BTreeMap<String, usize>,
     one_attempt_steps: usize,
     takeovers_in_callbacks: usize,
-    takeovers_acquired: usize,
+    /// Takeovers that took the lease, inside a send and inside a lookup.
+    takeovers_acquired: (usize, usize),
     faults_armed: usize,
     faults_fired: (usize, usize),
     generations: usize,
@@ -765,11 +766,19 @@ impl Coverage {
         if setup.holders[step.holder].attempts == 1 {
             self.one_attempt_steps += 1;
         }
+        let mut in_send = false;
         for line in answers {
+            if line.starts_with("provider ") {
+                in_send = line.starts_with("provider send");
+            }
             if line.starts_with("in callback") {
                 self.takeovers_in_callbacks += 1;
                 if line.contains("acquired fence") {
-                    self.takeovers_acquired += 1;
+                    if in_send {
+                        self.takeovers_acquired.0 += 1;
+                    } else {
+                        self.takeovers_acquired.1 += 1;
+                    }
                 }
             }
             if let Some(answer) = line.strip_prefix("execute answered ") {
@@ -918,7 +927,8 @@ async fn differential_the_fast_paths_store_and_answer_what_reading_and_deciding_
     }
     println!(
         "differential (seed {seed}): {index} steps in {} generations, {:.1} s; ops {:?}; \
-         {} steps by one-attempt holders; {} takeovers inside provider callbacks ({} acquired); \
+         {} steps by one-attempt holders; {} takeovers inside provider callbacks (the lease \
+         taken {} times between a send and its outcome, {} between a lookup and what follows); \
          {} lost responses armed, fired {} planned / {} read-only; answers {:?}; \
          {} differences {:?}",
         coverage.generations,
@@ -926,7 +936,8 @@ async fn differential_the_fast_paths_store_and_answer_what_reading_and_deciding_
         coverage.ops,
         coverage.one_attempt_steps,
         coverage.takeovers_in_callbacks,
-        coverage.takeovers_acquired,
+        coverage.takeovers_acquired.0,
+        coverage.takeovers_acquired.1,
         coverage.faults_armed,
         coverage.faults_fired.0,
         coverage.faults_fired.1,
