@@ -35,6 +35,7 @@ mod schedule;
 use crate::proxy::{Fault, Proxy, Rpc};
 use crate::support;
 use chrono::{DateTime, TimeDelta, Utc};
+use command_journal::identity::OperationSlug;
 use command_journal::recovery::{RecoverOptions, Recovery};
 use command_journal::time::ManualClock;
 use command_journal::{
@@ -246,6 +247,8 @@ struct Run {
     owners: Mutex<HashMap<String, String>>,
     /// The proxy's count of fired faults when this step armed one, while armed.
     armed: Mutex<Option<usize>>,
+    /// Every attempt key seen, and its command.
+    keys: Mutex<HashMap<String, usize>>,
 }
 
 type Docs = BTreeMap<String, BTreeMap<String, String>>;
@@ -282,6 +285,12 @@ impl Run {
         let commands: Vec<CommandInput> = (0..COMMANDS)
             .map(|n| command(generation.index, n))
             .collect();
+        let charge = OperationSlug::parse("charge").expect("slug");
+        let keys = commands
+            .iter()
+            .enumerate()
+            .map(|(n, c)| (c.identity().provider_idempotency_key(&charge), n))
+            .collect();
         let hashes = commands
             .iter()
             .map(|c| c.identity().command_key_hash().as_str().to_owned())
@@ -299,6 +308,7 @@ impl Run {
             told: Mutex::new(Told::new()),
             owners: Mutex::new(HashMap::new()),
             armed: Mutex::new(None),
+            keys: Mutex::new(keys),
         }
     }
 
@@ -597,6 +607,8 @@ struct StepProvider<'a> {
     run: &'a Run,
     step: &'a Step,
     callbacks: AtomicUsize,
+    /// A recovery job's callbacks by key.
+    per_key: Mutex<HashMap<String, usize>>,
     sends: AtomicUsize,
     lookups: AtomicUsize,
 }
@@ -607,20 +619,41 @@ impl<'a> StepProvider<'a> {
             run,
             step,
             callbacks: AtomicUsize::new(0),
+            per_key: Mutex::new(HashMap::new()),
             sends: AtomicUsize::new(0),
             lookups: AtomicUsize::new(0),
         }
     }
 
-    async fn interlude(&self) {
-        let n = self.callbacks.fetch_add(1, Ordering::SeqCst);
+    /// The step's interlude for its next callback, if it has one. A recovery job's
+    /// lookups of `key` count apart from other keys' (its first lookup of a command
+    /// and the one that confirms an absence under its lease), and another holder's
+    /// lease inside them is on the command looked up (the step's command when the
+    /// key is not known).
+    async fn interlude(&self, key: &str) {
+        let n = match self.step.op {
+            Op::Recover { .. } => {
+                let mut per_key = self.per_key.lock().expect("per key");
+                let n = per_key.entry(key.to_owned()).or_insert(0);
+                *n += 1;
+                *n - 1
+            }
+            _ => self.callbacks.fetch_add(1, Ordering::SeqCst),
+        };
         let Some(Some(interlude)) = self.step.interludes.get(n) else {
             return;
         };
+        let looked_up = self.run.keys.lock().expect("keys").get(key).copied();
+        let mut takeover = interlude.takeover;
+        if let (Op::Recover { .. }, Some(t), Some(command)) =
+            (&self.step.op, &mut takeover, looked_up)
+        {
+            t.command = command;
+        }
         if interlude.advance_s > 0 {
             self.run.advance(interlude.advance_s);
         }
-        if let Some(t) = interlude.takeover {
+        if let Some(t) = takeover {
             // A loss armed for the step holder's commit waits for it.
             let held = self.run.hold_fault();
             let text = self
@@ -647,7 +680,11 @@ impl Provider for StepProvider<'_> {
             "provider send: attempt {}, resend {}, key {}",
             request.attempt, request.resend, request.key
         ));
-        self.interlude().await;
+        if let Op::Execute { command, .. } = self.step.op {
+            let mut keys = self.run.keys.lock().expect("keys");
+            keys.insert(request.key.to_owned(), command);
+        }
+        self.interlude(request.key).await;
         let n = self.sends.fetch_add(1, Ordering::SeqCst);
         self.step
             .sends
@@ -658,7 +695,7 @@ impl Provider for StepProvider<'_> {
 
     async fn lookup(&self, key: &str) -> LookupResult {
         self.run.note(format!("provider lookup: key {key}"));
-        self.interlude().await;
+        self.interlude(key).await;
         let n = self.lookups.fetch_add(1, Ordering::SeqCst);
         self.step
             .lookups

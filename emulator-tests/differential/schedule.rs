@@ -120,7 +120,9 @@ pub struct Step {
     pub sends: Vec<SendResult>,
     /// The provider's answers to lookups, in order (unavailable once exhausted).
     pub lookups: Vec<LookupResult>,
-    /// By provider callback (sends and lookups in the order they come).
+    /// By provider callback: sends and lookups in the order they come, in a
+    /// recovery job each command's lookups (its first, then the one confirming an
+    /// absence under the job's lease).
     pub interludes: Vec<Option<Interlude>>,
     /// Seconds the shared time moves after the step.
     pub advance_s: i64,
@@ -479,6 +481,12 @@ impl Step {
                 if let Some(interlude) = interlude {
                     text.push_str(&format!("\n  in provider callback {n}: {interlude}"));
                 }
+            }
+            if matches!(self.op, Op::Recover { .. }) {
+                text.push_str(
+                    "\n  (in a recovery job, callback n is each command's lookup n, and a \
+                     lease inside it is on the command looked up)",
+                );
             }
         }
         text.push_str(&format!("\n  then time +{} s", self.advance_s));
