@@ -18,6 +18,7 @@ mod cli_docs;
 mod cli_help;
 mod cli_operator;
 mod databases;
+mod differential;
 mod downstream;
 mod errors;
 mod execute;

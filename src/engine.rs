@@ -141,8 +141,12 @@ pub(crate) struct Memory {
 
 impl Memory {
     /// An empty memory that plans commits from what it learns when `engine` runs in
-    /// preconditions mode (transaction mode keeps every read in its transaction).
+    /// preconditions mode (transaction mode keeps every read in its transaction); the
+    /// default, empty memory when `engine` decides from reads only.
     pub(crate) fn planning(engine: &Engine) -> Self {
+        if engine.options.reads_only {
+            return Self::default();
+        }
         Self {
             known: None,
             remembers: true,
@@ -157,6 +161,9 @@ impl Memory {
 
     /// The answer of the read-only `op` from what is known, if it decides from it.
     pub(crate) fn observe<T: Transition>(&self, op: &T) -> Option<T::Output> {
+        if !self.remembers {
+            return None;
+        }
         self.known
             .as_ref()
             .and_then(|known| known::observe(op, known))

@@ -98,6 +98,18 @@ impl Journal {
         self.engine.options.concurrency
     }
 
+    /// The same journal with its fast paths on (`true`, the default) or off: off,
+    /// every operation reads and decides, in either concurrency mode, with no blind
+    /// creation, no commit planned or chained from what a call already knows, and no
+    /// answer given from it. The documents and answers are meant to be the same either
+    /// way, only the round trips differ; off is the reference a differential test
+    /// holds the fast paths to. Only with the library's `testing` feature.
+    #[cfg(feature = "testing")]
+    pub fn with_fast_paths(mut self, on: bool) -> Self {
+        self.engine.options.reads_only = !on;
+        self
+    }
+
     /// The connection this journal uses.
     pub fn connection(&self) -> &Connection {
         &self.engine.connection

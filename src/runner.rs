@@ -183,6 +183,7 @@ async fn run_in_span<T: Transition, P>(
     // A planned commit, or a new command's creation, is tried first as one commit,
     // before any read.
     let mut first = match (options.concurrency, planned) {
+        _ if options.reads_only => None,
         (Concurrency::Preconditions, Some(planned)) => Some(Commit::Planned(planned)),
         (Concurrency::Preconditions, None) => crate::transaction::blind::plan(op, &paths)
             .map(|plan| Commit::Blind(crate::known::blind_commit(plan, &paths))),

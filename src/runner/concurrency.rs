@@ -42,4 +42,8 @@ pub(crate) struct RunOptions {
     pub policy: super::policy::RetryPolicy,
     /// The concurrency mode.
     pub concurrency: Concurrency,
+    /// Every decision from a read of its own: no blind creation, no planned or
+    /// chained commit, no answer from what a call already knows. Set only by
+    /// `Journal::with_fast_paths(false)` (feature `testing`).
+    pub reads_only: bool,
 }
