@@ -38,15 +38,9 @@ use chrono::{DateTime, TimeDelta, Utc};
 use command_journal::identity::OperationSlug;
 use command_journal::recovery::{RecoverOptions, Recovery};
 use command_journal::time::ManualClock;
-use command_journal::{
-    CommandInput, CommandRequest, Connection, Execution, Journal, JournalError, LeaseId,
-    LeaseOutput, LookupResult, Provider, ProviderAccount, ProviderPlan, ProviderPlanRequest,
-    RetryPolicy, SendRequest, SendResult, Target, TerminalReferenceFingerprint,
-};
+use command_journal::{CommandInput, CommandRequest, Connection, Execution, Journal, JournalError, LeaseId, LeaseOutput, ProviderAnswer, Provider, ProviderAccount, ProviderPlan, ProviderPlanRequest, RetryPolicy, SendRequest, Target, TerminalReferenceFingerprint};
 use gcloud_sdk::google::firestore::v1::value::ValueType;
-use gcloud_sdk::google::firestore::v1::{
-    BatchGetDocumentsRequest, Document, Value, batch_get_documents_response,
-};
+use gcloud_sdk::google::firestore::v1::{BatchGetDocumentsRequest, Document, Value, batch_get_documents_response};
 use schedule::{COMMANDS, Generation, LeaseCall, Op, STEPS_PER_GENERATION, Schedule, Step, Told};
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -675,7 +669,7 @@ impl<'a> StepProvider<'a> {
 }
 
 impl Provider for StepProvider<'_> {
-    async fn send(&self, request: SendRequest<'_>) -> SendResult {
+    async fn send(&self, request: SendRequest<'_>) -> ProviderAnswer {
         self.run.note(format!(
             "provider send: attempt {}, resend {}, key {}",
             request.attempt, request.resend, request.key
@@ -690,10 +684,10 @@ impl Provider for StepProvider<'_> {
             .sends
             .get(n)
             .cloned()
-            .unwrap_or(SendResult::Ambiguous)
+            .unwrap_or(ProviderAnswer::Unknown)
     }
 
-    async fn lookup(&self, key: &str) -> LookupResult {
+    async fn lookup(&self, key: &str) -> ProviderAnswer {
         self.run.note(format!("provider lookup: key {key}"));
         self.interlude(key).await;
         let n = self.lookups.fetch_add(1, Ordering::SeqCst);
@@ -701,7 +695,7 @@ impl Provider for StepProvider<'_> {
             .lookups
             .get(n)
             .cloned()
-            .unwrap_or(LookupResult::Unavailable)
+            .unwrap_or(ProviderAnswer::Unknown)
     }
 }
 

@@ -9,7 +9,7 @@
 //! next commit's response armed to be lost), the provider's answers, and the clock's
 //! move after it.
 
-use command_journal::{LookupResult, ResultEnvelope, SendResult};
+use command_journal::{ProviderAnswer, ResultEnvelope};
 use serde_json::json;
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
@@ -117,9 +117,9 @@ pub struct Step {
     pub holder: usize,
     pub op: Op,
     /// The provider's answers to sends, in order (ambiguous once exhausted).
-    pub sends: Vec<SendResult>,
+    pub sends: Vec<ProviderAnswer>,
     /// The provider's answers to lookups, in order (unavailable once exhausted).
-    pub lookups: Vec<LookupResult>,
+    pub lookups: Vec<ProviderAnswer>,
     /// By provider callback: sends and lookups in the order they come, in a
     /// recovery job each command's lookups (its first, then the one confirming an
     /// absence under the job's lease).
@@ -192,20 +192,20 @@ impl Schedule {
     }
 
     /// Ambiguous more often than not, so that commands stay open for the steps after.
-    fn send_result(&mut self, charge: &str) -> SendResult {
+    fn send_result(&mut self, charge: &str) -> ProviderAnswer {
         match self.rng.u8(0..20) {
-            0..6 => SendResult::Succeeded(envelope(charge)),
-            6..9 => SendResult::Declined,
-            _ => SendResult::Ambiguous,
+            0..6 => ProviderAnswer::Succeeded(envelope(charge)),
+            6..9 => ProviderAnswer::Declined,
+            _ => ProviderAnswer::Unknown,
         }
     }
 
-    fn lookup_result(&mut self, charge: &str) -> LookupResult {
+    fn lookup_result(&mut self, charge: &str) -> ProviderAnswer {
         match self.rng.u8(0..20) {
-            0..5 => LookupResult::Found(envelope(charge)),
-            5..7 => LookupResult::Declined,
-            7..15 => LookupResult::NotFound,
-            _ => LookupResult::Unavailable,
+            0..5 => ProviderAnswer::Succeeded(envelope(charge)),
+            5..7 => ProviderAnswer::Declined,
+            7..15 => ProviderAnswer::NotFound,
+            _ => ProviderAnswer::Unknown,
         }
     }
 
@@ -355,20 +355,23 @@ pub fn envelope(id: &str) -> ResultEnvelope {
         .expect("envelope")
 }
 
-fn send_text(result: &SendResult) -> String {
+fn send_text(result: &ProviderAnswer) -> String {
     match result {
-        SendResult::Succeeded(envelope) => format!("succeeded {}", envelope.canonical()),
-        SendResult::Declined => "declined".to_owned(),
-        SendResult::Ambiguous => "ambiguous".to_owned(),
+        ProviderAnswer::Succeeded(envelope) => format!("succeeded {}", envelope.canonical()),
+        ProviderAnswer::Declined => "declined".to_owned(),
+        ProviderAnswer::Unknown => "ambiguous".to_owned(),
+        ProviderAnswer::SucceededWithReference(_) => "succeeded by reference".to_owned(),
+        ProviderAnswer::NotFound => "not found".to_owned(),
     }
 }
 
-fn lookup_text(result: &LookupResult) -> String {
+fn lookup_text(result: &ProviderAnswer) -> String {
     match result {
-        LookupResult::Found(envelope) => format!("found {}", envelope.canonical()),
-        LookupResult::Declined => "declined".to_owned(),
-        LookupResult::NotFound => "not found".to_owned(),
-        LookupResult::Unavailable => "unavailable".to_owned(),
+        ProviderAnswer::Succeeded(envelope) => format!("found {}", envelope.canonical()),
+        ProviderAnswer::Declined => "declined".to_owned(),
+        ProviderAnswer::NotFound => "not found".to_owned(),
+        ProviderAnswer::Unknown => "unavailable".to_owned(),
+        ProviderAnswer::SucceededWithReference(_) => "found by reference".to_owned(),
     }
 }
 
