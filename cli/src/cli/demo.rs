@@ -29,8 +29,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 const RPC_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
 
 mod options;
+mod tally;
 mod workers;
 pub use options::DemoArgs;
+use tally::{Tally, bump};
 use workers::{Action, Plan};
 
 /// Size and seed of the workload.
@@ -48,29 +50,6 @@ pub struct DemoOptions {
     pub project: Option<String>,
     /// The database to use (`--database`).
     pub database: String,
-}
-
-#[derive(Default)]
-struct Tally {
-    registrations_new: AtomicU64,
-    registrations_existing: AtomicU64,
-    acquisitions: AtomicU64,
-    takeovers: AtomicU64,
-    busy: AtomicU64,
-    lost_responses_retried: AtomicU64,
-    crashed_holders: AtomicU64,
-    stale_rejections: AtomicU64,
-    succeeded: AtomicU64,
-    failed: AtomicU64,
-    terminal_observed: AtomicU64,
-    ledger_accepted: AtomicU64,
-    ledger_replayed: AtomicU64,
-    ledger_mismatches: AtomicU64,
-    unexpected: AtomicU64,
-}
-
-fn bump(counter: &AtomicU64) {
-    counter.fetch_add(1, Ordering::Relaxed);
 }
 
 fn uuid(rng: &mut fastrand::Rng) -> String {

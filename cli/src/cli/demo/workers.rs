@@ -4,7 +4,7 @@
 //! the same answers and the same table. Different commands share no document, so
 //! their workers run concurrently without changing any answer.
 
-use super::{Tally, bump};
+use super::tally::{Tally, bump};
 use crate::{CommandInput, FenceEpoch, Journal, JournalError, LeaseId};
 use crate::{LeaseOutput, TerminalOutput, TerminalReferenceFingerprint};
 
