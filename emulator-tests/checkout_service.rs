@@ -61,7 +61,7 @@ fn command_id(n: u64) -> String {
 }
 
 // ---------------------------------------------------------------------------------
-// The stub provider (the one `cargo run --example stub-provider` serves).
+// The stub provider (the one `cargo run --release --bin stub-provider` serves).
 
 /// The prefix of the stub's charge ids: a canary, so that a charge id in a log or
 /// metrics line is caught (bodies carry it, inside `charge` only).
@@ -1255,23 +1255,18 @@ fn checkout_configuration_is_strict_and_names_the_variable() {
 // ---------------------------------------------------------------------------------
 // The real binary.
 
-/// The example binary, which `cargo test` builds with the other targets. A run
-/// filtered to this test binary (`--test emulator`) does not build examples: build it
-/// first with `cargo build --all-features --example checkout-service`. (Building it
-/// from inside the test makes the two cargo runs invalidate each other's dependency
-/// builds, minutes each on a small machine.)
+/// The example binary, which `cargo test` builds with the other targets, beside the
+/// CLI's. A run filtered to this test binary (`--test emulator`) does not build it:
+/// build it first with `cargo test --all-features --test example-binaries` (the same
+/// features as the whole suite's, so that neither build invalidates the other's
+/// dependencies, minutes each on a small machine).
 fn binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let binary = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("target/<profile>")
-        .join("examples")
-        .join("checkout-service");
+    let binary = std::path::Path::new(env!("CARGO_BIN_EXE_command-journal"))
+        .with_file_name("checkout-service");
     assert!(
         binary.is_file(),
-        "the checkout-service example is not built at {}: run the README's test \
-         command, or `cargo build --all-features --example checkout-service` before a \
+        "the checkout-service binary is not built at {}: run the README's test \
+         command, or `cargo test --all-features --test example-binaries` before a \
          filtered run",
         binary.display()
     );

@@ -31,7 +31,21 @@ fn cli_raw(args: &[&str], stdin: &Value) -> (i32, String, String) {
     let output = child.wait_with_output().expect("wait");
     let stdout = String::from_utf8(output.stdout).expect("utf-8");
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    // `example` prints a stdin object in its schema's order; every other JSON line
+    // has its keys sorted.
+    if args.first() != Some(&"example") {
+        assert_sorted(args, &stdout);
+    }
     (output.status.code().unwrap_or(-1), stdout, stderr)
+}
+
+/// Asserts that every JSON line of `stdout` prints its object keys sorted, at every
+/// depth: it is exactly its `serde_json` value printed again, which orders keys.
+fn assert_sorted(args: &[&str], stdout: &str) {
+    for line in stdout.lines().filter(|line| line.starts_with('{')) {
+        let value: Value = serde_json::from_str(line).expect("a JSON line");
+        assert_eq!(value.to_string(), line, "{args:?}: keys not sorted");
+    }
 }
 
 /// Runs the CLI with `args`, feeding `stdin`; returns (exit code, stdout line, stderr).
@@ -242,7 +256,8 @@ fn an_unreachable_emulator_is_unavailable_exit_4_promptly() {
     assert_eq!(out["error"], "unavailable");
     assert_eq!(out["class"], "unavailable");
     // The connection itself failed: no attempt was made. The answer names the host and
-    // the gRPC code, and says retrying is safe, without counting "0 attempts".
+    // the gRPC code, says retrying is safe, without counting "0 attempts", and asks
+    // whether the emulator runs there.
     assert_eq!(out["attempts"], 0);
     assert_eq!(out["host"], host.as_str());
     assert_eq!(out["grpcCode"], "UNAVAILABLE");
@@ -250,7 +265,8 @@ fn an_unreachable_emulator_is_unavailable_exit_4_promptly() {
         out["message"],
         format!(
             "{host}: could not connect to firestore (last gRPC code UNAVAILABLE); \
-             retrying the whole call later is safe"
+             retrying the whole call later is safe; is the Firestore emulator running at \
+             {host}? (`command-journal emulator --port {port}` starts one there)"
         )
     );
     // Ten attempts with at most 250 ms backoff each: bounded well under a minute.
@@ -750,4 +766,150 @@ async fn pending_prints_one_line_per_waiting_command_at_the_time_given() {
         &json!(null),
     );
     assert_eq!(code, 2, "{out}");
+}
+
+/// Every subcommand that prints JSON, run to a success and to an error line, prints
+/// sorted keys (`cli_raw` checks each line); the list below covers every subcommand of
+/// `--help`.
+#[tokio::test]
+async fn every_subcommand_prints_its_json_keys_sorted() {
+    let connection = support::fresh_connection().await;
+    let host = support::emulator().host().to_owned();
+    let project = connection.project().to_owned();
+    let example = |words: &[&str]| -> Value {
+        let (code, text, _) = cli_raw(&[&["example"], words].concat(), &json!(null));
+        assert_eq!(code, 0, "{words:?}");
+        serde_json::from_str(text.trim()).expect("an example object")
+    };
+    let ran = std::cell::RefCell::new(Vec::<String>::new());
+    let done = |words: &str| ran.borrow_mut().push(words.to_owned());
+    let run = |at: &str, words: &[&str], stdin: &Value| -> (i32, Value) {
+        let global = ["--project", &project, "--emulator-host", &host, "--at", at];
+        let (code, out, _) = cli(&[global.as_slice(), words].concat(), stdin);
+        done(&words.join(" "));
+        (code, out)
+    };
+    let t0 = "2030-01-01T00:00:00Z";
+    let t1 = "2030-01-01T00:01:01Z";
+    // One command's life without a plan, as docs/cli.md shows it.
+    for words in [
+        &["register"][..],
+        &["acquire"],
+        &["start"],
+        &["complete"],
+        &["status"],
+    ] {
+        let (code, out) = run(t0, words, &example(words));
+        assert_eq!(code, 0, "{words:?}: {out}");
+    }
+    let (code, _) = run(t0, &["fail"], &example(&["fail"]));
+    assert_eq!(code, 3, "terminal_conflict");
+    // Another command through the send layer: permitted, ambiguous, pending once the
+    // lease ran out, its absence not yet provable, then reconciled under a new lease.
+    let other = |words: &[&str]| {
+        let mut stdin = example(words);
+        stdin["commandId"] = json!("7c9e6679-7425-40de-944b-e07fc1f90ae7");
+        stdin
+    };
+    assert_eq!(run(t0, &["start"], &other(&["start"])).0, 0);
+    assert_eq!(run(t0, &["send", "begin"], &other(&["send", "begin"])).0, 0);
+    let mut ambiguous = other(&["send", "outcome"]);
+    ambiguous["outcome"] = json!("ambiguous");
+    ambiguous.as_object_mut().expect("object").remove("result");
+    assert_eq!(run(t0, &["send", "outcome"], &ambiguous).0, 0);
+    let global = ["--project", &project, "--emulator-host", &host, "--at", t1];
+    let (code, listed, _) = cli_raw(&[global.as_slice(), &["pending"]].concat(), &json!(null));
+    done("pending");
+    assert_eq!((code, listed.lines().count()), (0, 1), "{listed}");
+    let (code, out) = run(t1, &["send", "reconcile"], &other(&["send", "reconcile"]));
+    assert_eq!((code, &out["error"]), (3, &json!("lease_expired")), "{out}");
+    let mut taken = other(&["acquire"]);
+    taken["leaseId"] = json!("0b2d7c1e-3a4f-4e5b-8c6d-7e8f9a0b1c2d");
+    assert_eq!(run(t1, &["acquire"], &taken).0, 0);
+    let mut reconcile = other(&["send", "reconcile"]);
+    reconcile["leaseId"] = taken["leaseId"].clone();
+    reconcile["expectedFenceEpoch"] = json!(2);
+    let (code, out) = run(t1, &["send", "reconcile"], &reconcile);
+    assert_eq!(
+        (code, &out["error"]),
+        (3, &json!("absence_not_provable")),
+        "{out}"
+    );
+    reconcile["evidence"] = json!("succeeded");
+    reconcile["result"] = example(&["send", "outcome"])["result"].clone();
+    assert_eq!(run(t1, &["send", "reconcile"], &reconcile).0, 0);
+    // The ledger, offline and on the journal.
+    let (code, _, _) = cli_raw(
+        &["ledger", "fingerprint"],
+        &example(&["ledger", "fingerprint"]),
+    );
+    assert_eq!(code, 0);
+    done("ledger fingerprint");
+    for words in [
+        &["ledger", "accept"][..],
+        &["ledger", "replay"],
+        &["ledger", "link"],
+    ] {
+        run(t1, words, &example(words));
+    }
+    let (code, _, _) = cli_raw(&["identity"], &example(&["identity"]));
+    assert_eq!(code, 0);
+    done("identity");
+    // The report, and the error lines of the other classes.
+    let (code, _, _) = cli_raw(
+        &["verify", "--project", &project, "--emulator-host", &host],
+        &json!(null),
+    );
+    assert_eq!(code, 0);
+    done("verify");
+    let (code, _, _) = cli_raw(&["demo", "--project", "Not_A_Project"], &json!(null));
+    assert_eq!(code, 2);
+    done("demo");
+    let (code, _, _) = cli_raw(
+        &["verify", "--project", "p", "--emulator-host", "127.0.0.1:9"],
+        &json!(null),
+    );
+    assert_eq!(code, 4);
+    // Checked elsewhere: `emulator`'s ready line (harness.rs) and `rules check`'s
+    // report (rules-tests/cli.rs); `dev-token`, `explain`, `example` and `completions`
+    // print text.
+    for words in [
+        "emulator",
+        "rules check",
+        "dev-token",
+        "explain",
+        "example",
+        "completions",
+    ] {
+        done(words);
+    }
+    let ran = ran.into_inner();
+    let (_, help, _) = cli_raw(&["--help"], &json!(null));
+    let commands = help
+        .split("Commands:\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n\n").next())
+        .expect("the subcommand list");
+    let names = commands
+        .lines()
+        .filter_map(|line| line.strip_prefix("  "))
+        .filter(|line| !line.starts_with(' '))
+        .filter_map(|line| line.split_whitespace().next());
+    for name in names {
+        if name != "help" {
+            assert!(
+                ran.iter()
+                    .any(|r| r == name || r.starts_with(&format!("{name} "))),
+                "{name} is not covered"
+            );
+        }
+    }
+    for words in [
+        "send begin",
+        "send outcome",
+        "send reconcile",
+        "ledger link",
+    ] {
+        assert!(ran.iter().any(|r| r == words), "{words}");
+    }
 }

@@ -136,6 +136,21 @@ fn a_firestore_option_before_a_subcommand_that_does_not_use_it_is_refused() {
 }
 
 #[test]
+fn the_top_level_help_lists_the_options_taken_before_a_subcommand() {
+    let (code, help, _) = run(&["--help"]);
+    assert_eq!(code, 0);
+    let heading = help
+        .find("\nFirestore options (for a subcommand that takes them; also after it):\n")
+        .expect("the heading of the options before a subcommand");
+    for option in FIRESTORE_OPTIONS.iter().chain(&["--log-format"]) {
+        let at = help
+            .find(&format!("  {option} "))
+            .unwrap_or_else(|| panic!("--help lists {option}: {help}"));
+        assert!(at > heading, "{option} under its heading");
+    }
+}
+
+#[test]
 fn explain_explains_errors_and_findings_and_refuses_unknown_codes() {
     let (code, text, _) = run(&["explain", "stale_fence"]);
     assert_eq!(code, 0);

@@ -457,6 +457,57 @@ fn the_demo_runs_in_the_given_project_says_where_and_verifies_clean() {
     assert!(answers[1]["state"].is_string(), "{}", answers[1]);
 }
 
+/// The demo's table: from its heading through the verify line.
+fn demo_table(stdout: &str) -> String {
+    let table: Vec<&str> = stdout
+        .lines()
+        .skip_while(|line| !line.trim_start().starts_with("what (seed "))
+        .take_while(|line| !line.is_empty())
+        .collect();
+    let verify = stdout.lines().find(|line| line.starts_with("verify: "));
+    format!("{}\n{}", table.join("\n"), verify.unwrap_or_default())
+}
+
+#[test]
+fn the_same_seed_prints_the_same_table() {
+    let host = support::emulator().host();
+    // Two runs at once, each in its own project, as two users would run `demo --seed 7`.
+    let runs: Vec<std::thread::JoinHandle<(i32, String)>> = (0..2)
+        .map(|_| {
+            let project = support::emulator().new_project_id();
+            let host = host.to_owned();
+            std::thread::spawn(move || {
+                let out = run(
+                    &[
+                        "demo",
+                        "--emulator-host",
+                        &host,
+                        "--project",
+                        &project,
+                        "--seed",
+                        "7",
+                    ],
+                    None,
+                );
+                (out.code, out.stdout)
+            })
+        })
+        .collect();
+    let tables: Vec<String> = runs
+        .into_iter()
+        .map(|run| {
+            let (code, stdout) = run.join().expect("a demo run");
+            assert_eq!(code, 0, "{stdout}");
+            demo_table(&stdout)
+        })
+        .collect();
+    assert!(tables[0].contains("what (seed 7)"), "{}", tables[0]);
+    assert!(tables[0].contains("verify: clean"), "{}", tables[0]);
+    // The heading, its rule, 18 rows and the verify line.
+    assert_eq!(tables[0].lines().count(), 21, "{}", tables[0]);
+    assert_eq!(tables[0], tables[1], "the same seed, another table");
+}
+
 /// The demo a test started: sent SIGTERM (which stops its emulator) and reaped when
 /// dropped unreaped, so that a failed assertion leaves no demo or JVM running.
 struct Demo(std::process::Child);

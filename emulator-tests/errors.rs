@@ -264,3 +264,40 @@ fn production_without_credentials_is_a_configuration_error_at_once() {
     // No retries and no network: decided from the environment alone.
     assert!(elapsed < Duration::from_secs(5), "{elapsed:?}");
 }
+
+#[test]
+fn a_demo_project_without_an_emulator_host_is_told_to_name_one() {
+    // `demo-` projects exist only on an emulator: without a host the CLI aims at
+    // production, and its error says how to aim at the emulator instead.
+    let home = std::env::temp_dir().join(format!("cj-demo-no-host-{}", std::process::id()));
+    std::fs::create_dir_all(&home).expect("home");
+    let output = std::process::Command::new(binary())
+        .args(["verify", "--project", "demo-x"])
+        .env_clear()
+        .env("HOME", &home)
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run the CLI");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(8), "stdout {stdout}");
+    let line: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON line");
+    assert_eq!(line["error"], "credentials_unavailable");
+    let message = line["message"].as_str().unwrap_or_default();
+    for named in ["FIRESTORE_EMULATOR_HOST", "--emulator-host", "demo-"] {
+        assert!(message.contains(named), "{named}: {message}");
+    }
+    // Another project gets the credentials advice alone.
+    let output = std::process::Command::new(binary())
+        .args(["verify", "--project", "some-project"])
+        .env_clear()
+        .env("HOME", &home)
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run the CLI");
+    let _ = std::fs::remove_dir_all(&home);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(8), "stdout {stdout}");
+    assert!(!stdout.contains("FIRESTORE_EMULATOR_HOST"), "{stdout}");
+}

@@ -31,9 +31,12 @@ fn alive(pid: u32) -> bool {
 
 #[test]
 fn a_killed_parent_takes_its_emulator_jvm_with_it() {
+    // The pid log a CI run's leak check reads (.ci/run).
+    let pids = tempfile::NamedTempFile::new().expect("a pid log");
     let mut parent = Command::new(CLI)
         .arg("emulator")
         .env_remove("FIRESTORE_EMULATOR_HOST")
+        .env(command_journal_emulator::emulator::PID_LOG_ENV, pids.path())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -44,7 +47,14 @@ fn a_killed_parent_takes_its_emulator_jvm_with_it() {
         .read_line(&mut line)
         .expect("ready line");
     let ready: serde_json::Value = serde_json::from_str(&line).expect("ready line is JSON");
+    assert_eq!(ready.to_string(), line.trim_end(), "keys sorted");
     let jvm = u32::try_from(ready["pid"].as_u64().expect("pid")).expect("pid fits");
+    let logged = std::fs::read_to_string(pids.path()).expect("the pid log");
+    assert_eq!(
+        logged,
+        format!("{jvm}\n"),
+        "the started JVM's pid, logged once"
+    );
     assert!(
         alive(jvm),
         "the JVM should be running while its parent lives"

@@ -1,9 +1,10 @@
 //! docs/local-service.md run exactly as written, on free ports in place of 8080, 9090
-//! and 8081: the emulator from the CLI, the stub provider and the checkout service
-//! from their example binaries (what `cargo run --example …` runs), then the requests,
-//! each answer checked.
+//! and 8081 and with the binaries `cargo test` built in place of `target/release/`:
+//! the emulator from the CLI, the stub provider and the checkout service, then the
+//! requests, and the abandoned checkout settled by the recovery job and replayed, each
+//! answer checked. The recovery part waits out a real lease (60 s), as the recipe does.
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::io::{BufRead as _, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -47,19 +48,13 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// An example binary `cargo test` built beside this test binary.
+/// An example binary `cargo test` built beside the CLI's.
 fn example(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let path = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("target/<profile>")
-        .join("examples")
-        .join(name);
+    let path = std::path::Path::new(CLI).with_file_name(name);
     assert!(
         path.is_file(),
-        "the {name} example is not built at {}: run the README's test command, or \
-         `cargo build --examples` before a filtered run",
+        "the {name} binary is not built at {}: run the README's test command, or \
+         `cargo test --all-features --test example-binaries` before a filtered run",
         path.display()
     );
     path
@@ -94,81 +89,40 @@ fn start(line: &str, path: &str) -> (Child, std::io::Lines<BufReader<std::proces
     (child, lines)
 }
 
-#[test]
-fn the_local_service_recipe_works_as_written() {
-    let docs = include_str!("../docs/local-service.md");
-    let blocks = sh_blocks(docs);
-    assert_eq!(blocks.len(), 4, "emulator, stub, service, requests");
-    let (emulator, stub, service) = (free_port(), free_port(), free_port());
-    let ports = |line: &str| {
-        line.replace("8080", &emulator.to_string())
-            .replace("9090", &stub.to_string())
-            .replace("8081", &service.to_string())
-    };
-    let bin = std::path::Path::new(CLI).parent().expect("bin dir");
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let mut running = Running(Vec::new());
-
-    // 1. The emulator: ready once it prints its line.
-    let (child, mut out) = start(&ports(&blocks[0][0].0), &path);
-    running.0.push(child);
-    let ready: Value =
-        serde_json::from_str(&out.next().expect("a line").expect("utf-8")).expect("the ready line");
-    assert_eq!(ready["host"], format!("127.0.0.1:{emulator}"));
-
-    // 2. The stub provider, as `cargo run --release --example stub-provider --` runs it.
-    let stub_line = ports(&blocks[1][0].0).replace(
-        "cargo run --release --example stub-provider --",
-        &example("stub-provider").display().to_string(),
-    );
-    let (child, mut out) = start(&stub_line, &path);
-    running.0.push(child);
-    let said = out.next().expect("a line").expect("utf-8");
-    assert_eq!(
-        said,
-        format!("stub provider listening on http://127.0.0.1:{stub}")
-    );
-
-    // 3. The service: ready once it logs `listening`.
-    let service_line = ports(&blocks[2][0].0).replace(
-        "cargo run --release --example checkout-service",
-        &example("checkout-service").display().to_string(),
-    );
-    let (child, out) = start(&service_line, &path);
-    running.0.push(child);
-    let listening = out
-        .map(|line| line.expect("utf-8"))
-        .find(|line| line.contains("\"listening\""))
-        .expect("the service's listening line");
+/// Runs `line` in one shell after `assignments`, as in one terminal; its stdout.
+fn run(assignments: &[String], line: &str, path: &str) -> String {
+    let script = [assignments, &[line.to_owned()]].concat().join("\n");
+    let output = Command::new("sh")
+        .args(["-ec", &script])
+        .env("PATH", path)
+        .env_remove("FIRESTORE_EMULATOR_HOST")
+        .output()
+        .expect("sh");
+    let stdout = String::from_utf8(output.stdout).expect("utf-8");
     assert!(
-        listening.contains("\"unsignedTokensAccepted\":true"),
-        "{listening}"
+        output.status.success(),
+        "{line}: {stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
     );
+    stdout
+}
 
-    // 4. The requests, each with the assignments before it, as in one terminal.
-    let mut assignments = Vec::new();
+/// Runs every line of `block` (an assignment is kept for the lines after it); each
+/// answer whose comment is plain JSON must be that JSON. Returns the answers.
+fn run_block(
+    block: &[(String, Option<String>)],
+    assignments: &mut Vec<String>,
+    adapt: &dyn Fn(&str) -> String,
+    path: &str,
+) -> Vec<String> {
     let mut answers = Vec::new();
-    for (line, comment) in &blocks[3] {
-        let line = ports(line);
+    for (line, comment) in block {
+        let line = adapt(line);
         if line.starts_with("TOKEN=") || line.starts_with("BODY=") {
             assignments.push(line);
             continue;
         }
-        let script = [assignments.clone(), vec![line.clone()]]
-            .concat()
-            .join("\n");
-        let output = Command::new("sh")
-            .args(["-ec", &script])
-            .env("PATH", &path)
-            .env_remove("FIRESTORE_EMULATOR_HOST")
-            .output()
-            .expect("sh");
-        let stdout = String::from_utf8(output.stdout).expect("utf-8");
-        assert!(output.status.success(), "{line}: {stdout}");
+        let stdout = run(assignments, &line, path);
         if let Some(exact) = comment
             .as_deref()
             .and_then(|c| serde_json::from_str::<Value>(c).ok())
@@ -181,6 +135,78 @@ fn the_local_service_recipe_works_as_written() {
         }
         answers.push(stdout);
     }
+    answers
+}
+
+/// The JSON lines of `stdout`, each checked to print its keys sorted (docs/cli.md).
+fn json_lines(stdout: &str) -> Vec<Value> {
+    stdout
+        .lines()
+        .map(|line| {
+            let value: Value = serde_json::from_str(line).expect("a JSON line");
+            assert_eq!(value.to_string(), line, "keys sorted");
+            value
+        })
+        .collect()
+}
+
+#[test]
+fn the_local_service_recipe_works_as_written() {
+    let docs = include_str!("../docs/local-service.md");
+    let blocks = sh_blocks(docs);
+    assert_eq!(
+        blocks.len(),
+        6,
+        "build, emulator, stub, service, requests, recovery"
+    );
+    // The build: the binaries `cargo test` built stand in for its release binaries.
+    assert_eq!(blocks[0], [("cargo build --release".to_owned(), None)]);
+    let (emulator, stub, service) = (free_port(), free_port(), free_port());
+    let bin = std::path::Path::new(CLI).parent().expect("bin dir");
+    let adapt = |line: &str| {
+        line.replace("8080", &emulator.to_string())
+            .replace("9090", &stub.to_string())
+            .replace("8081", &service.to_string())
+            .replace("target/release/", &format!("{}/", bin.display()))
+    };
+    assert_eq!(
+        example("stub-provider").parent(),
+        example("checkout-service").parent()
+    );
+    let path = std::env::var("PATH").unwrap_or_default();
+    let mut running = Running(Vec::new());
+
+    // 1. The emulator: ready once it prints its line.
+    let (child, mut out) = start(&adapt(&blocks[1][0].0), &path);
+    running.0.push(child);
+    let ready: Value =
+        serde_json::from_str(&out.next().expect("a line").expect("utf-8")).expect("the ready line");
+    assert_eq!(ready["host"], format!("127.0.0.1:{emulator}"));
+
+    // 2. The stub provider.
+    let (child, mut out) = start(&adapt(&blocks[2][0].0), &path);
+    running.0.push(child);
+    let said = out.next().expect("a line").expect("utf-8");
+    assert_eq!(
+        said,
+        format!("stub provider listening on http://127.0.0.1:{stub}")
+    );
+
+    // 3. The service: ready once it logs `listening`.
+    let (child, out) = start(&adapt(&blocks[3][0].0), &path);
+    running.0.push(child);
+    let listening = out
+        .map(|line| line.expect("utf-8"))
+        .find(|line| line.contains("\"listening\""))
+        .expect("the service's listening line");
+    assert!(
+        listening.contains("\"unsignedTokensAccepted\":true"),
+        "{listening}"
+    );
+
+    // 4. The requests, each with the assignments before it, as in one terminal.
+    let mut assignments = Vec::new();
+    let answers = run_block(&blocks[4], &mut assignments, &adapt, &path);
     assert_eq!(answers.len(), 4, "{answers:?}");
     // The retry is the first answer byte for byte.
     assert_eq!(answers[0], answers[1]);
@@ -198,8 +224,57 @@ fn the_local_service_recipe_works_as_written() {
         Some(0),
         "{calls}"
     );
+    json_lines(&answers[2]);
     // The journal verifies clean.
-    let report: Value = serde_json::from_str(answers[3].trim()).expect("the verify report");
+    let report = &json_lines(&answers[3])[0];
     assert_eq!(report["clean"], true, "{report}");
     assert_eq!(report["scanned"]["lifecycles"], 1, "one command: {report}");
+
+    // 5. The abandoned checkout: lost, listed once its lease ran out, recovered by the
+    // job, no longer listed, and replayed to the late retry.
+    let answers = run_block(&blocks[5], &mut assignments, &adapt, &path);
+    assert_eq!(
+        answers.len(),
+        8,
+        "script, checkout, sleep, pending, recover, pending, retry, calls"
+    );
+    let pending = json_lines(&answers[3]);
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    assert_eq!(
+        (
+            &pending[0]["state"],
+            &pending[0]["fenceEpoch"],
+            &pending[0]["send"]["state"],
+            &pending[0]["unblockedBy"],
+        ),
+        (
+            &json!("leased"),
+            &json!(1),
+            &json!("ambiguous"),
+            &json!("resend_or_evidence")
+        ),
+        "{pending:?}"
+    );
+    let logs = json_lines(&answers[4]);
+    let recovered: Vec<&Value> = logs
+        .iter()
+        .filter(|l| l["message"] == "recovered")
+        .collect();
+    assert_eq!(recovered.len(), 1, "{logs:?}");
+    assert_eq!(recovered[0]["outcome"], "succeeded", "{logs:?}");
+    assert_eq!(recovered[0]["commandKeyHash"], pending[0]["commandKeyHash"]);
+    let finished = logs
+        .iter()
+        .find(|l| l["message"] == "recovery finished")
+        .expect("the job's summary");
+    assert_eq!(finished["outcomes"]["succeeded"], 1, "{finished}");
+    assert_eq!(answers[5], "", "nothing pending once recovered");
+    let calls = &json_lines(&answers[7])[0];
+    let posts = calls["posts"].as_array().expect("posts");
+    assert_eq!(posts.len(), 2, "one POST per checkout: {calls}");
+    assert_eq!(
+        calls["lookups"],
+        json!([posts[1]["idempotencyKey"]]),
+        "the job looked the lost charge's key up, once: {calls}"
+    );
 }

@@ -46,9 +46,14 @@ fn run_in(dir: &Path, path: Option<&Path>, extra: &[&str]) -> Run {
         .output()
         .expect("run the CLI");
     let stdout = String::from_utf8_lossy(&output.stdout);
+    let report: Value = serde_json::from_str(stdout.trim()).unwrap_or(Value::Null);
+    if !report.is_null() {
+        // Its keys sorted at every depth, as every JSON line the CLI prints.
+        assert_eq!(report.to_string(), stdout.trim(), "keys sorted");
+    }
     Run {
         code: output.status.code(),
-        report: serde_json::from_str(stdout.trim()).unwrap_or(Value::Null),
+        report,
         stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
     }
 }
@@ -196,6 +201,22 @@ fn a_list_only_allow_on_audit_events_leaks_lists_and_queries_but_not_gets() {
             ("unauthenticated", audit, "list"),
         ],
     );
+    // docs/rules.md shows this run: its summary line and its report's counts.
+    let (denied, operations) = (&run.report["denied"], &run.report["operations"]);
+    let leaks = run.report["leaks"].as_array().map_or(0, Vec::len);
+    let summary = format!(
+        "{denied} of {operations} operations denied with PERMISSION_DENIED; {leaks} leaks; \
+         0 unexpected answers; 0 seeded documents changed"
+    );
+    assert!(run.stderr.contains(&summary), "{summary}: {}", run.stderr);
+    let docs = include_str!("../docs/rules.md");
+    assert!(docs.contains(&summary), "docs/rules.md lacks {summary}");
+    for count in [
+        format!("\"denied\":{denied},"),
+        format!("\"operations\":{operations},"),
+    ] {
+        assert!(docs.contains(&count), "docs/rules.md lacks {count}");
+    }
 }
 
 #[test]

@@ -64,16 +64,21 @@ async fn every_browser_context_is_denied_every_operation_on_every_journal_path()
         coverage.guarded >= 7,
         "the seven protected blocks each have a journalServerOnly() allow"
     );
-    println!(
+    let counts = format!(
         "rules matrix: {} of {total} browser operations denied with PERMISSION_DENIED \
-         ({} contexts x {} protected paths); {} guarded allow statements all evaluated; \
-         coverage report: {}",
+         ({} contexts x {} protected paths);",
         report.denied(),
         ClientContext::ALL.len(),
         TARGETS.len(),
+    );
+    println!(
+        "{counts} {} guarded allow statements all evaluated; coverage report: {}",
         coverage.guarded,
         html.display()
     );
+    // docs/rules.md shows this line, with the counts of today's matrix.
+    let docs = include_str!("../docs/rules.md");
+    assert!(docs.contains(&counts), "docs/rules.md lacks {counts}");
 }
 
 #[tokio::test]

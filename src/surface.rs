@@ -68,6 +68,12 @@ fn no_source_file_outside_tests_is_over_600_lines() {
 }
 
 #[test]
+fn the_readme_is_at_most_250_lines() {
+    let lines = include_str!("../README.md").lines().count();
+    assert!(lines <= 250, "README.md has {lines} lines");
+}
+
+#[test]
 fn no_source_file_imports_one_that_imports_it_back() {
     // The library's files, and each other package's of the workspace.
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));

@@ -12,8 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 command -v wrk >/dev/null || { echo "install wrk (apt-get install wrk)" >&2; exit 1; }
 seconds=${SECONDS_PER_LEVEL:-10}
-cargo build --release --quiet -p command-journal-cli --bin command-journal
-cargo build --release --quiet --example checkout-service --example stub-provider
+cargo build --release --quiet --bin command-journal --bin checkout-service --bin stub-provider
 bin=target/release
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 fs=$(free_port); stub=$(free_port); svc=$(free_port)
@@ -21,7 +20,7 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT
 "$bin/command-journal" emulator --port "$fs" >/tmp/service_load.emulator.log 2>&1 & pids+=($!)
-"$bin/examples/stub-provider" --port "$stub" >/tmp/service_load.stub.log 2>&1 & pids+=($!)
+"$bin/stub-provider" --port "$stub" >/tmp/service_load.stub.log 2>&1 & pids+=($!)
 for _ in $(seq 1 120); do
   (exec 3<>/dev/tcp/127.0.0.1/"$fs") 2>/dev/null && break; sleep 0.5
 done
@@ -29,7 +28,7 @@ FIRESTORE_EMULATOR_HOST=127.0.0.1:$fs FIREBASE_AUTH_EMULATOR_HOST=127.0.0.1:9099
 GOOGLE_CLOUD_PROJECT=demo-load JOURNAL_ENVIRONMENT=emulator \
 PROVIDER_URL=http://127.0.0.1:$stub PROVIDER_NAME=stub PROVIDER_ACCOUNT=acct_load \
 PROVIDER_MODE=test PROVIDER_API_VERSION=2026-01-01 PROVIDER_LOOKUP=durable PORT=$svc \
-"$bin/examples/checkout-service" >/tmp/service_load.service.log 2>&1 & service=$!; pids+=($service)
+"$bin/checkout-service" >/tmp/service_load.service.log 2>&1 & service=$!; pids+=($service)
 for _ in $(seq 1 120); do
   curl -sf "localhost:$svc/healthz" >/dev/null && break; sleep 0.5
 done

@@ -5,7 +5,7 @@
 //! before the POST, the provider's idempotency key, the outcome under the fence, the
 //! lookup past the send cutoff and the stored charge on every replay. Configured from
 //! the environment (see `service::config`), metrics at `GET /metrics`; run with
-//! `cargo run --release --example checkout-service` (`README.md` beside this file).
+//! `cargo run --release --bin checkout-service` (`README.md` beside this file).
 //!
 //! `checkout-service recover` runs the recovery job instead (`service::recovery`):
 //! with the same configuration, it settles every checkout whose charge outcome is

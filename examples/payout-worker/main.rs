@@ -3,7 +3,7 @@
 //! answer is lost and the worker dies mid-send), restarts, drains the list again, and
 //! ends with `verify` clean and every payout made exactly once.
 //!
-//! `cargo run --release --example payout-worker` starts its own Firestore emulator
+//! `cargo run --release --bin payout-worker` starts its own Firestore emulator
 //! through the harness (Java and the emulator must be installed: see the README),
 //! prints its counts and `verify: clean`, and exits 0. `-- --payouts N` sets the list's
 //! length (1 to 1,000; default 50).

@@ -4,7 +4,7 @@
 //! lose an answer. It keeps every charge and key while it runs (its lookup is
 //! durable: run the service in front of it with `PROVIDER_LOOKUP=durable`).
 //!
-//! `cargo run --example stub-provider -- --port 9090` prints its base URL (give it to
+//! `cargo run --release --bin stub-provider -- --port 9090` prints its base URL (give it to
 //! the service as `PROVIDER_URL`) and serves until interrupted. Options: `--port N`
 //! (0, the default, picks a free one), `--bind ADDRESS` (default `127.0.0.1`),
 //! `--hang-seconds S` (how long a lost answer is held, default 120). Script it with

@@ -19,6 +19,9 @@ use std::time::{Duration, Instant};
 
 /// Environment variable naming a running emulator (`HOST:PORT`) to reuse.
 pub const HOST_ENV: &str = "FIRESTORE_EMULATOR_HOST";
+/// Environment variable naming a file to which the pid of every JVM started is
+/// appended, one line each: how a CI run finds the JVMs its own tests started.
+pub const PID_LOG_ENV: &str = "COMMAND_JOURNAL_EMULATOR_PIDS";
 /// The crate's security rules (`firestore.rules`), loaded into every emulator it starts.
 pub const RULES: &str = include_str!("../firestore.rules");
 /// How long a started JVM may take to answer `Ok`.
@@ -327,6 +330,7 @@ fn supervise(
             return;
         }
     };
+    log_pid(child.id());
     let _ = started.send(Ok(child.id()));
     while let Err(mpsc::RecvTimeoutError::Timeout) = stop.recv_timeout(Duration::from_millis(200)) {
         if let Ok(Some(status)) = child.try_wait() {
@@ -336,6 +340,22 @@ fn supervise(
     }
     let _ = child.kill();
     let _ = child.wait();
+}
+
+/// Appends `pid` to the file [`PID_LOG_ENV`] names, when it names one. A failed write
+/// is only logged: the pid log serves a leak check, never the emulator.
+fn log_pid(pid: u32) {
+    let Some(path) = std::env::var_os(PID_LOG_ENV).filter(|p| !p.is_empty()) else {
+        return;
+    };
+    let appended = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .and_then(|mut file| file.write_all(format!("{pid}\n").as_bytes()));
+    if let Err(error) = appended {
+        tracing::warn!(%error, "the emulator's pid could not be logged");
+    }
 }
 
 #[cfg(target_os = "linux")]

@@ -3,8 +3,8 @@
 //! object they read.
 //!
 //! The Firestore options may also come before the subcommand
-//! (`command-journal --project P verify`); they are hidden there and refused for a
-//! subcommand that does not use them.
+//! (`command-journal --project P verify`); the top-level `--help` lists them, and they
+//! are refused for a subcommand that does not use them.
 
 use super::schema::Subject;
 pub use super::target::{ConcurrencyArg, JournalArgs, LogFormat, TargetArgs};
@@ -24,7 +24,7 @@ const STDIN_HELP: &str =
     after_help = super::exit::Exit::after_help()
 )]
 pub struct Args {
-    /// Firestore options given before the subcommand (hidden; see `Before`).
+    /// Firestore options given before the subcommand (see `Before`).
     #[command(flatten)]
     pub before: Before,
     /// The subcommand.
@@ -33,26 +33,31 @@ pub struct Args {
 }
 
 /// The Firestore options accepted before the subcommand, for the subcommands that use
-/// them. Hidden from `--help`: each subcommand's help shows the ones it takes.
+/// them (each subcommand's `--help` shows the ones it takes, after it).
 #[derive(Debug, Clone, Default, clap::Args)]
+#[command(
+    next_help_heading = "Firestore options (for a subcommand that takes them; also after it)"
+)]
 pub struct Before {
-    /// `--project`.
-    #[arg(long, hide = true)]
+    /// Firestore project id (default: GOOGLE_CLOUD_PROJECT, else GCLOUD_PROJECT, else,
+    /// for production, the project of the Application Default Credentials).
+    #[arg(long, value_name = "ID")]
     pub project: Option<String>,
-    /// `--emulator-host`.
-    #[arg(long, hide = true)]
+    /// The emulator to use (default: FIRESTORE_EMULATOR_HOST; without either, production
+    /// Firestore with Application Default Credentials).
+    #[arg(long, value_name = "HOST:PORT")]
     pub emulator_host: Option<String>,
-    /// `--database`.
-    #[arg(long, hide = true)]
+    /// Firestore database id (default: FIRESTORE_DATABASE, else `(default)`).
+    #[arg(long, value_name = "ID")]
     pub database: Option<String>,
-    /// `--concurrency`.
-    #[arg(long, hide = true, value_enum)]
+    /// How operations stay consistent [default: preconditions].
+    #[arg(long, value_enum)]
     pub concurrency: Option<ConcurrencyArg>,
-    /// `--at`.
-    #[arg(long, hide = true)]
+    /// Replace the trusted clock (RFC 3339); refused unless the target is an emulator.
+    #[arg(long, value_name = "RFC3339")]
     pub at: Option<String>,
-    /// `--log-format`.
-    #[arg(long, hide = true, value_enum)]
+    /// Log format on stderr, when RUST_LOG enables logging (off by default) [default: text].
+    #[arg(long, value_enum)]
     pub log_format: Option<LogFormat>,
 }
 

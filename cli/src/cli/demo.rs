@@ -3,12 +3,15 @@
 //! and retrying workers over many commands with a manual clock that moves leases past
 //! expiry, then prints a table of what happened and the verifier's verdict.
 //!
+//! The seed decides everything the table counts: the commands, each worker's plan,
+//! and the order in which the workers racing for one command take their steps (a
+//! seeded scheduler, `workers`), so the same seed prints the same table.
+//!
 //! It prints the project, database and emulator host it used and the commands that
 //! inspect the result; with `--keep` its own emulator stays up until Ctrl-C or
 //! SIGTERM, then the JVM is stopped. Progress is a bar on a terminal and plain lines
 //! otherwise.
 
-use crate::FenceEpoch;
 use crate::emulator::Emulator;
 use crate::ledger::LedgerKey;
 use crate::ledger::{CURRENT_FINGERPRINT_VERSION, FingerprintInput};
@@ -17,14 +20,20 @@ use crate::time::ManualClock;
 use crate::{CommandInput, CommandRequest, LeaseId, TerminalReferenceFingerprint};
 use crate::{Connection, Target};
 use crate::{Journal, JournalError};
-use crate::{LeaseOutput, TerminalOutput};
 use chrono::{DateTime, TimeDelta};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// How long the demo waits for one RPC before retrying it.
+const RPC_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
 mod options;
+mod tally;
+mod workers;
 pub use options::DemoArgs;
+use tally::{Tally, bump};
+use workers::{Action, Plan};
 
 /// Size and seed of the workload.
 #[derive(Debug, Clone)]
@@ -41,29 +50,6 @@ pub struct DemoOptions {
     pub project: Option<String>,
     /// The database to use (`--database`).
     pub database: String,
-}
-
-#[derive(Default)]
-struct Tally {
-    registrations_new: AtomicU64,
-    registrations_existing: AtomicU64,
-    acquisitions: AtomicU64,
-    takeovers: AtomicU64,
-    busy: AtomicU64,
-    lost_responses_retried: AtomicU64,
-    crashed_holders: AtomicU64,
-    stale_rejections: AtomicU64,
-    succeeded: AtomicU64,
-    failed: AtomicU64,
-    terminal_observed: AtomicU64,
-    ledger_accepted: AtomicU64,
-    ledger_replayed: AtomicU64,
-    ledger_mismatches: AtomicU64,
-    unexpected: AtomicU64,
-}
-
-fn bump(counter: &AtomicU64) {
-    counter.fetch_add(1, Ordering::Relaxed);
 }
 
 fn uuid(rng: &mut fastrand::Rng) -> String {
@@ -109,13 +95,6 @@ struct Finished {
     database: String,
     /// The stdin object of its first command, for `status`.
     first: Option<serde_json::Value>,
-}
-
-/// A worker that crashed holding a lease: it comes back later and tries to finish.
-struct Stale {
-    command: usize,
-    lease: LeaseId,
-    fence: FenceEpoch,
 }
 
 /// How many commands are terminal: a bar on a terminal, plain lines otherwise.
@@ -254,7 +233,15 @@ async fn workload(host: &str, options: &DemoOptions) -> Result<Finished, Journal
     let clock = Arc::new(ManualClock::new(
         DateTime::from_timestamp(1_900_000_000, 0).unwrap_or_default(),
     ));
+    // A slow emulator (a busy machine) is waited for rather than retried: a retry after
+    // a timeout may find its own commit applied, which the table would count apart, so
+    // that only the seed decides what the table says.
     let journal = Journal::new(connection).with_clock(clock.clone());
+    let policy = command_journal::RetryPolicy {
+        rpc_timeout: RPC_TIMEOUT,
+        ..journal.retry_policy()
+    };
+    let journal = journal.with_retry_policy(policy);
     let tally = Arc::new(Tally::default());
     let (commands, requests): (Vec<CommandInput>, Vec<serde_json::Value>) = (0..options.commands)
         .map(|n| demo_command(&mut rng, n))
@@ -266,20 +253,21 @@ async fn workload(host: &str, options: &DemoOptions) -> Result<Finished, Journal
         options.commands, options.workers, options.seed
     );
 
-    // Two registrars race per command (a lost response and its retry).
+    // Two registrars per command, one after the other (a lost response and its
+    // retry); the commands concurrently.
     let mut tasks = Vec::new();
     for command in &commands {
-        for _ in 0..2 {
-            let (journal, command, tally) = (journal.clone(), command.clone(), tally.clone());
-            tasks.push(tokio::spawn(async move {
-                use crate::RegistrationOutcome::*;
+        let (journal, command, tally) = (journal.clone(), command.clone(), tally.clone());
+        tasks.push(tokio::spawn(async move {
+            use crate::RegistrationOutcome::*;
+            for _ in 0..2 {
                 match journal.register_command(&command).await?.outcome() {
                     RegisteredNew => bump(&tally.registrations_new),
                     RegisteredExisting => bump(&tally.registrations_existing),
                 }
-                Ok::<(), JournalError>(())
-            }));
-        }
+            }
+            Ok::<(), JournalError>(())
+        }));
     }
     for task in tasks.drain(..) {
         task.await.map_err(|_| JournalError::Internal {
@@ -288,55 +276,39 @@ async fn workload(host: &str, options: &DemoOptions) -> Result<Finished, Journal
     }
 
     let mut terminal = vec![false; commands.len()];
-    let mut stale: Vec<Stale> = Vec::new();
     let progress = Progress::new(options.commands);
     progress.set(0);
     for _round in 0..30 {
         if terminal.iter().all(|t| *t) {
             break;
         }
+        // Every draw is made here, in command order: each worker's plan, then the
+        // seed of the scheduler its command's workers race on.
         let mut round = Vec::new();
         for (index, command) in commands.iter().enumerate().filter(|(i, _)| !terminal[*i]) {
-            for _ in 0..options.workers {
-                let plan = Plan {
-                    lease: LeaseId::parse(&uuid(&mut rng))?,
-                    lost_acquire: rng.u8(..100) < 20,
-                    lost_terminal: rng.u8(..100) < 20,
-                    action: match rng.u8(..100) {
-                        0..55 => Action::Complete,
-                        55..65 => Action::Fail,
-                        _ => Action::Crash,
-                    },
-                    reference: TerminalReferenceFingerprint::parse(&format!(
-                        "{:064x}",
-                        rng.u128(..)
-                    ))?,
-                };
-                let (journal, command, tally) = (journal.clone(), command.clone(), tally.clone());
-                round.push(tokio::spawn(async move {
-                    let crashed = worker(&journal, &command, &plan, &tally).await?;
-                    Ok::<_, JournalError>((index, crashed.map(|fence| (plan.lease, fence))))
-                }));
-            }
+            let plans = (0..options.workers)
+                .map(|_| plan(&mut rng))
+                .collect::<Result<Vec<_>, _>>()?;
+            let scheduler = fastrand::Rng::with_seed(rng.u64(..));
+            let (journal, command, tally) = (journal.clone(), command.clone(), tally.clone());
+            round.push(tokio::spawn(async move {
+                let crashed = workers::run(&journal, &command, plans, scheduler, &tally).await?;
+                Ok::<_, JournalError>((index, crashed))
+            }));
         }
+        let mut stale = Vec::new();
         for task in round {
             let (index, crashed) = task.await.map_err(|_| JournalError::Internal {
                 reason: "a worker task panicked",
             })??;
-            if let Some((lease, fence)) = crashed {
-                stale.push(Stale {
-                    command: index,
-                    lease,
-                    fence,
-                });
-            }
+            stale.extend(crashed.into_iter().map(|c| (index, c)));
         }
         // Leases held by crashed workers expire; the stale workers come back.
         clock.advance(TimeDelta::seconds(61));
-        for s in stale.drain(..) {
+        for (index, s) in stale {
             let reference = TerminalReferenceFingerprint::parse(&"5a".repeat(32))?;
             match journal
-                .complete_command(&commands[s.command], &s.lease, s.fence, &reference)
+                .complete_command(&commands[index], &s.lease, s.fence, &reference)
                 .await
             {
                 Err(
@@ -391,7 +363,11 @@ async fn workload(host: &str, options: &DemoOptions) -> Result<Finished, Journal
         ("unexpected answers", get(&tally.unexpected)),
     ];
     println!();
-    println!("  {:<34} {:>10}", "what", "count");
+    println!(
+        "  {:<34} {:>10}",
+        format!("what (seed {})", options.seed),
+        "count"
+    );
     println!("  {:-<34} {:->10}", "", "");
     for (name, value) in rows {
         match name {
@@ -428,83 +404,19 @@ async fn workload(host: &str, options: &DemoOptions) -> Result<Finished, Journal
     })
 }
 
-#[derive(Clone, Copy)]
-enum Action {
-    Complete,
-    Fail,
-    Crash,
-}
-
-struct Plan {
-    lease: LeaseId,
-    lost_acquire: bool,
-    lost_terminal: bool,
-    action: Action,
-    reference: TerminalReferenceFingerprint,
-}
-
-/// One worker attempt; returns the fence it held if it crashed holding the lease.
-async fn worker(
-    journal: &Journal,
-    command: &CommandInput,
-    plan: &Plan,
-    tally: &Tally,
-) -> Result<Option<FenceEpoch>, JournalError> {
-    let first = journal.acquire_lease(command, &plan.lease).await?;
-    let fence = match first {
-        LeaseOutput::Busy => {
-            bump(&tally.busy);
-            return Ok(None);
-        }
-        LeaseOutput::Succeeded | LeaseOutput::FailedFinal => {
-            bump(&tally.terminal_observed);
-            return Ok(None);
-        }
-        LeaseOutput::Acquired { fence_epoch, .. } => fence_epoch,
-    };
-    bump(&tally.acquisitions);
-    if fence.get() > 1 {
-        bump(&tally.takeovers);
-    }
-    if plan.lost_acquire {
-        // The response was lost: the retry must answer exactly the same.
-        bump(&tally.lost_responses_retried);
-        if journal.acquire_lease(command, &plan.lease).await? != first {
-            bump(&tally.unexpected);
-        }
-    }
-    let outcome = match plan.action {
-        Action::Crash => {
-            bump(&tally.crashed_holders);
-            return Ok(Some(fence));
-        }
-        Action::Complete => {
-            journal
-                .complete_command(command, &plan.lease, fence, &plan.reference)
-                .await
-        }
-        Action::Fail => journal.fail_command(command, &plan.lease, fence).await,
-    };
-    match outcome {
-        Ok(TerminalOutput::Succeeded) => bump(&tally.succeeded),
-        Ok(TerminalOutput::FailedFinal) => bump(&tally.failed),
-        Err(_) => bump(&tally.unexpected),
-    }
-    if plan.lost_terminal {
-        bump(&tally.lost_responses_retried);
-        let again = match plan.action {
-            Action::Complete => {
-                journal
-                    .complete_command(command, &plan.lease, fence, &plan.reference)
-                    .await
-            }
-            _ => journal.fail_command(command, &plan.lease, fence).await,
-        };
-        if again != outcome {
-            bump(&tally.unexpected);
-        }
-    }
-    Ok(None)
+/// One worker's plan, drawn from the seed.
+fn plan(rng: &mut fastrand::Rng) -> Result<Plan, JournalError> {
+    Ok(Plan {
+        lease: LeaseId::parse(&uuid(rng))?,
+        lost_acquire: rng.u8(..100) < 20,
+        lost_terminal: rng.u8(..100) < 20,
+        action: match rng.u8(..100) {
+            0..55 => Action::Complete,
+            55..65 => Action::Fail,
+            _ => Action::Crash,
+        },
+        reference: TerminalReferenceFingerprint::parse(&format!("{:064x}", rng.u128(..)))?,
+    })
 }
 
 fn charge(quantity: u64, cents: u64) -> Result<FingerprintInput, JournalError> {
@@ -519,8 +431,9 @@ fn charge(quantity: u64, cents: u64) -> Result<FingerprintInput, JournalError> {
     }))
 }
 
-/// Ledger charges: two callers race each accept (one accepts, one replays), a lost
-/// response is retried (replay), and a changed plan under the same key is refused.
+/// Ledger charges: each accept is sent by a second caller and retried after a lost
+/// response, one call after the other (one accepts, two replay), and a changed plan
+/// under the same key is refused. The charges run concurrently; they share no document.
 async fn ledger(
     journal: &Journal,
     tally: &Arc<Tally>,
@@ -544,13 +457,9 @@ async fn ledger(
                 Outcome::Replayed => bump(&tally.ledger_replayed),
                 _ => bump(&tally.unexpected),
             };
-            let (a, b) = tokio::join!(
-                journal.accept_ledger_command(&key, &plan, &scope),
-                journal.accept_ledger_command(&key, &plan, &scope)
-            );
-            count(&a?);
-            count(&b?);
-            count(&journal.accept_ledger_command(&key, &plan, &scope).await?);
+            for _ in 0..3 {
+                count(&journal.accept_ledger_command(&key, &plan, &scope).await?);
+            }
             match journal.accept_ledger_command(&key, &changed, &scope).await {
                 Err(JournalError::ReplayMismatch) => bump(&tally.ledger_mismatches),
                 _ => bump(&tally.unexpected),

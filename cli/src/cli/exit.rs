@@ -146,6 +146,46 @@ pub fn set_host(host: String) {
     let _ = HOST.set(host);
 }
 
+/// What an error line adds to its message: the likely fix, when the subcommand was
+/// probably meant for an emulator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Hint {
+    /// The target is the emulator at this host: an outage may mean it is not running.
+    EmulatorAt(String),
+    /// A `demo-` project aimed at production: such a project exists only on an
+    /// emulator, whatever the configuration or outage error says.
+    DemoProject,
+}
+
+impl Hint {
+    /// The text an error line of `class` ends with, if any.
+    fn text(&self, class: ErrorClass) -> Option<String> {
+        match (self, class) {
+            (Self::EmulatorAt(host), ErrorClass::Unavailable) => {
+                let port = host.rsplit_once(':').map_or("8080", |(_, port)| port);
+                Some(format!(
+                    "is the Firestore emulator running at {host}? \
+                     (`command-journal emulator --port {port}` starts one there)"
+                ))
+            }
+            (Self::DemoProject, ErrorClass::Unavailable | ErrorClass::Configuration) => Some(
+                "a demo- project exists only on an emulator: set FIRESTORE_EMULATOR_HOST \
+                 or pass --emulator-host HOST:PORT (`command-journal emulator --port 8080` \
+                 starts one)"
+                    .to_owned(),
+            ),
+            _ => None,
+        }
+    }
+}
+
+static HINT: OnceLock<Hint> = OnceLock::new();
+
+/// Records the hint error lines end with (the first call wins).
+pub fn set_hint(hint: Hint) {
+    let _ = HINT.set(hint);
+}
+
 /// The line of an `invalid_input`: the key, what is wrong with it, what it expects,
 /// and the problem's fixed message.
 pub fn invalid_line(input: &InvalidInput) -> Value {
@@ -197,6 +237,10 @@ pub fn error_line(error: &JournalError) -> Value {
     }
     if line.get("message").is_none() {
         line["message"] = json!(error.to_string());
+    }
+    let hint = HINT.get().and_then(|hint| hint.text(error.class()));
+    if let (Some(hint), Some(message)) = (hint, line["message"].as_str()) {
+        line["message"] = json!(format!("{message}; {hint}"));
     }
     line
 }
@@ -270,6 +314,21 @@ mod tests {
         );
         assert!(message.contains("UNAVAILABLE"), "{message}");
         assert!(!message.contains("0 attempt"), "{message}");
+    }
+
+    #[test]
+    fn hints_name_the_fix_for_their_classes_only() {
+        let emulator = Hint::EmulatorAt("127.0.0.1:9".to_owned());
+        let text = emulator.text(ErrorClass::Unavailable).unwrap_or_default();
+        assert!(text.contains("running at 127.0.0.1:9?"), "{text}");
+        assert!(text.contains("emulator --port 9`"), "{text}");
+        assert_eq!(emulator.text(ErrorClass::Configuration), None);
+        assert_eq!(emulator.text(ErrorClass::Refused), None);
+        let demo = Hint::DemoProject.text(ErrorClass::Configuration);
+        let demo = demo.unwrap_or_default();
+        assert!(demo.contains("FIRESTORE_EMULATOR_HOST"), "{demo}");
+        assert!(demo.contains("--emulator-host"), "{demo}");
+        assert_eq!(Hint::DemoProject.text(ErrorClass::Input), None);
     }
 
     #[test]

@@ -43,10 +43,13 @@ impl Global {
                 .unwrap_or_else(|| crate::connection::DEFAULT_DATABASE.to_owned()),
             concurrency: Concurrency::Preconditions,
         };
-        exit::set_host(match global.target() {
-            Target::Emulator(host) => host,
-            _ => PRODUCTION_HOST.to_owned(),
-        });
+        match global.target() {
+            Target::Emulator(host) => {
+                exit::set_hint(exit::Hint::EmulatorAt(host.clone()));
+                exit::set_host(host);
+            }
+            _ => exit::set_host(PRODUCTION_HOST.to_owned()),
+        }
         global
     }
 
@@ -88,6 +91,9 @@ impl Global {
         let production = !target.is_emulator();
         let project =
             crate::connection::resolve_project(self.project.as_deref(), production).await?;
+        if production && project.starts_with("demo-") {
+            exit::set_hint(exit::Hint::DemoProject);
+        }
         let connection = Connection::connect_database(&project, &self.database, target).await?;
         let journal = match clock {
             Some(clock) => Journal::new(connection).with_clock(clock),

@@ -15,7 +15,8 @@ pub async fn run(options: &Global) -> ExitCode {
     match journal.pending().await {
         Ok(listing) => {
             for waiting in &listing.pending {
-                match serde_json::to_string(waiting) {
+                // Through a `serde_json` map, so that the keys print sorted.
+                match super::output::to_json(waiting) {
                     Ok(line) => println!("{line}"),
                     Err(_) => {
                         return exit::report(Err(crate::JournalError::internal("pending: output")));

@@ -36,7 +36,8 @@ pub async fn run(options: &Global, allow_empty: bool, ranges: &str) -> ExitCode 
         Ok(report) => report,
         Err(error) => return exit::report(Err(error)),
     };
-    match serde_json::to_string(&report) {
+    // Through a `serde_json` map, so that the keys print sorted, as every line does.
+    match super::output::to_json(&report) {
         Ok(line) => println!("{line}"),
         Err(_) => return exit::internal("report serialization failed"),
     }

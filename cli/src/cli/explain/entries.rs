@@ -214,9 +214,10 @@ pub const ENTRIES: &[Entry] = &[
         "absence_not_provable",
         "refused",
         Exit::Refused,
-        "The provider's \"not found\" cannot be proven from the journal's records: a lease \
-         under which the attempt was permitted may still run, the plan's settle window has \
-         not passed since, or the provider may have forgotten the key. Nothing was written; \
+        "The provider's \"not found\" cannot be proven from the journal's records: it is \
+         before `provableFrom` (the attempt's last permit, plus 60 s for a lease that \
+         permitted it to end, plus the plan's settle window), or the provider may have \
+         forgotten the key. Nothing was written; \
          `provableFrom` says when the same evidence will be accepted (null: never).",
         "Look the key up again at or after `provableFrom`; with null, settle it from the \
          provider's records (docs/providers.md, \"Operator procedure\").",
@@ -500,8 +501,8 @@ pub const ENTRIES: &[Entry] = &[
     finding(
         "absence_not_proven",
         "An attempt recorded absent outside the window in which the journal can prove an \
-         absence (before the last permit's lease and the settle window ended, or after a \
-         key-store provider may have forgotten the key).",
+         absence (before its last permit plus 60 s plus the plan's settle window, or, for \
+         a key-store provider, at or after its first permit plus the key retention).",
         INVESTIGATE,
     ),
     finding(
