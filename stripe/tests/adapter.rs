@@ -121,7 +121,7 @@ async fn every_intent_state_on_a_send_maps_as_the_table_says() {
             SendResult::Succeeded(envelope) => {
                 assert_eq!(
                     envelope.value(),
-                    &json!({"id": "pi_standin00000001", "amount": 1250, "currency": "eur", "status": "succeeded"}),
+                    &json!({"id": "pi_CANARYstandin00000001", "amount": 1250, "currency": "eur", "status": "succeeded"}),
                     "the envelope holds the id, amount, currency and status only"
                 );
                 "succeeded"
@@ -418,7 +418,7 @@ async fn search_finds_the_intent_only_after_its_lag_and_maps_each_state() {
     assert_eq!(
         found,
         LookupAnswer::Found(
-            json!({"id": "pi_standin00000001", "amount": 1250, "currency": "eur", "status": "succeeded"})
+            json!({"id": "pi_CANARYstandin00000001", "amount": 1250, "currency": "eur", "status": "succeeded"})
                 .as_object()
                 .cloned()
                 .expect("object")

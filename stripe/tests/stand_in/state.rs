@@ -9,6 +9,10 @@
 use serde_json::{Value, json};
 use std::collections::HashMap;
 
+/// The prefix of every intent id: a canary, so that a test finds an id in any output
+/// it must not reach.
+pub const INTENT_PREFIX: &str = "pi_CANARYstandin";
+
 /// How long a key is kept.
 pub const KEY_RETENTION_SECONDS: i64 = 86_400;
 
@@ -335,7 +339,7 @@ impl State {
         };
         self.next_id += 1;
         let intent = Intent {
-            id: format!("pi_standin{:08}", self.next_id),
+            id: format!("{INTENT_PREFIX}{:08}", self.next_id),
             amount: parameters["amount"].as_i64().unwrap_or_default(),
             currency: parameters["currency"]
                 .as_str()
