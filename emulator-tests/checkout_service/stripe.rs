@@ -3,7 +3,6 @@
 //! 500 (with and without the intent behind it), every body the stand-in saw and
 //! answered held to Stripe's schemas, the secret key in no body, log or metrics line.
 
-#[allow(dead_code)]
 #[path = "../../stripe/tests/stand_in/mod.rs"]
 mod stand_in;
 

@@ -3,9 +3,9 @@
 
 use crate::answer::{self, LookupAnswer, SendAnswer};
 use crate::charge::Charge;
-use crate::config::{Account, ConfigError, LookupMethod, StripeConfig};
+use crate::config::{Account, LookupMethod, StripeConfig};
+use crate::error::ConfigError;
 use crate::intent::Expected;
-use crate::provider::Payment;
 use command_journal::time::SystemClock;
 use command_journal::{Clock, JournalError, ProviderAccount, ProviderPlan, ProviderPlanRequest};
 use reqwest::header::{AUTHORIZATION, HeaderValue};
@@ -107,16 +107,6 @@ impl Stripe {
     /// Where this client's requests go, as a recovery job declares it.
     pub fn account(&self) -> Result<ProviderAccount, JournalError> {
         ProviderAccount::new(PROVIDER, self.config.account.id(), self.mode())
-    }
-
-    /// The provider of one payment of `parameters` (the plan's).
-    pub fn payment(&self, parameters: &Value) -> Payment<'_> {
-        Payment::request(self, parameters)
-    }
-
-    /// The provider of a recovery job: lookups by key alone, and no send.
-    pub fn recovery(&self) -> Payment<'_> {
-        Payment::recovery(self)
     }
 
     fn request(&self, method: Method, path: &str) -> RequestBuilder {

@@ -37,8 +37,20 @@ impl std::fmt::Debug for Payment<'_> {
     }
 }
 
+impl Stripe {
+    /// The provider of one payment of `parameters` (the plan's).
+    pub fn payment(&self, parameters: &Value) -> Payment<'_> {
+        Payment::request(self, parameters)
+    }
+
+    /// The provider of a recovery job: lookups by key alone, and no send.
+    pub fn recovery(&self) -> Payment<'_> {
+        Payment::recovery(self)
+    }
+}
+
 impl<'a> Payment<'a> {
-    pub(crate) fn request(stripe: &'a Stripe, parameters: &Value) -> Self {
+    fn request(stripe: &'a Stripe, parameters: &Value) -> Self {
         let charge = Charge::from_parameters(parameters);
         let expected = match &charge {
             Ok(charge) => Expected::of(charge),
@@ -47,7 +59,7 @@ impl<'a> Payment<'a> {
         Self::new(stripe, Role::Request(charge, expected))
     }
 
-    pub(crate) fn recovery(stripe: &'a Stripe) -> Self {
+    fn recovery(stripe: &'a Stripe) -> Self {
         Self::new(stripe, Role::Recovery)
     }
 

@@ -1,7 +1,7 @@
 //! The Stripe secret key: checked once, sent only as the `Authorization` header (marked
 //! sensitive, so that no HTTP log shows it), and never printed.
 
-use crate::config::ConfigError;
+use crate::error::ConfigError;
 use reqwest::header::HeaderValue;
 use std::fmt;
 
