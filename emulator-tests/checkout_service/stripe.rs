@@ -1,7 +1,8 @@
 //! The checkout service on Stripe (`PROVIDER_NAME=stripe`) against the Stripe
-//! stand-in: a payment that succeeds and replays, a declined card, and Stripe's stored
-//! 500 (with and without the intent behind it), every body the stand-in saw and
-//! answered held to Stripe's schemas, the secret key in no body, log or metrics line.
+//! stand-in: a payment that succeeds and replays, a declined card, Stripe's stored
+//! 500 (with and without the intent behind it), a search that lags inside the settle
+//! window, every body the stand-in saw and answered held to Stripe's schemas, the
+//! secret key in no body, log or metrics line.
 
 #[path = "../../stripe/tests/stand_in/mod.rs"]
 mod stand_in;
@@ -219,6 +220,64 @@ async fn checkout_on_stripe_a_stored_500_without_the_intent_charges_once_under_a
     assert_ne!(keys[0], keys[1], "attempt 2 under its own key");
     let replay = service.checkout(&id, &payment("pm_card_visa")).await;
     assert_eq!(replay.text, paid.text);
+    stand_in.assert_schemas_held();
+    service
+        .assert_no_leak(&[SECRET, "CANARYclientSecret"])
+        .await;
+}
+
+#[tokio::test]
+async fn checkout_on_stripe_search_lag_inside_the_settle_window_proves_no_absence() {
+    let stand_in = StandIn::start().await;
+    stand_in.search_lag(120);
+    let service = service_on(&stand_in).await;
+    // Attempt 1's first send is refused at Stripe's edge (nothing made).
+    stand_in.fault(Fault::Unstored(503));
+    let id = command_id(740);
+    let first = service.checkout(&id, &payment("pm_card_visa")).await;
+    assert_eq!(
+        (first.status, &first.body),
+        (503, &json!({"status": "retry"}))
+    );
+    // 30 s before the cutoff the retry re-sends the key; Stripe makes the intent but
+    // the answer comes after the service stopped waiting.
+    advance(
+        &service,
+        &stand_in,
+        TimeDelta::hours(18) - TimeDelta::seconds(30),
+    );
+    stand_in.hold_next();
+    let lost = service.checkout(&id, &payment("pm_card_visa")).await;
+    assert_eq!(
+        (lost.status, &lost.body),
+        (503, &json!({"status": "retry"}))
+    );
+    stand_in.release();
+    stand_in.answered(2).await;
+    assert_eq!(stand_in.intents().len(), 1);
+    // Past the cutoff, 61 s after that re-send, the search does not show the intent
+    // yet. The journal does not take that "not found" (the settle window runs from
+    // the re-send's lease): 202, nothing sent.
+    advance(&service, &stand_in, TimeDelta::seconds(61));
+    let pending = service.checkout(&id, &payment("pm_card_visa")).await;
+    assert_eq!(
+        (pending.status, &pending.body),
+        (202, &json!({"status": "pending_reconciliation"}))
+    );
+    let searched = stand_in
+        .seen()
+        .into_iter()
+        .filter(|s| s.path.ends_with("/search"))
+        .count();
+    assert_eq!(searched, 1, "the search was asked and answered nothing");
+    assert_eq!(stand_in.creates().len(), 2, "no attempt 2");
+    // Once the window has passed, the search shows it: the one intent is the answer.
+    advance(&service, &stand_in, TimeDelta::seconds(300));
+    let paid = service.checkout(&id, &payment("pm_card_visa")).await;
+    assert_eq!(paid.status, 200, "{}", paid.text);
+    assert_eq!(paid.body, succeeded(&envelope(&stand_in, 0)));
+    assert_eq!(stand_in.intents().len(), 1);
+    assert_eq!(stand_in.creates().len(), 2);
     stand_in.assert_schemas_held();
     service
         .assert_no_leak(&[SECRET, "CANARYclientSecret"])

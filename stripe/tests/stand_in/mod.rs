@@ -309,7 +309,16 @@ fn seen(
     }
 }
 
+/// `POST /v1/payment_intents`. The work runs in a task of its own, as Stripe's goes on
+/// when the client stops waiting: a request the client gave up on still makes its
+/// intent and stores its answer.
 async fn create(Shared(inner): Shared<Arc<Inner>>, headers: HeaderMap, body: Bytes) -> Response {
+    let work = tokio::spawn(execute_create(inner, headers, body));
+    work.await
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+async fn execute_create(inner: Arc<Inner>, headers: HeaderMap, body: Bytes) -> Response {
     let parameters = form_object(&body);
     inner.validator.check(Body::CreateForm, &parameters);
     let account = authorize(&inner, &headers);
