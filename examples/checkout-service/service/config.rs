@@ -307,8 +307,9 @@ impl Config {
             max_requests: count("HTTP_MAX_REQUESTS", MAX_REQUESTS)?,
         };
 
-        let plan = plan_settings(&get, environment)?;
-        let stripe_provider = plan.provider == STRIPE;
+        // Stripe's base URL is its own variable; the rest of the plan is read after
+        // the URL, as before Stripe had one.
+        let stripe_provider = get("PROVIDER_NAME").is_some_and(|name| name.trim() == STRIPE);
         let url_variable = if stripe_provider {
             "STRIPE_API_BASE"
         } else {
@@ -327,6 +328,7 @@ impl Config {
                 "must name a loopback host (127.0.0.1, ::1 or localhost) in emulator mode",
             ));
         }
+        let plan = plan_settings(&get, environment)?;
         let stripe = if stripe_provider {
             Some(stripe_config(&get, &plan, &provider_url, provider_timeout)?)
         } else {
