@@ -16,6 +16,7 @@ mod stub_provider;
 mod hardening;
 mod recovery;
 mod sends;
+mod stripe;
 
 use super::support::{self, list};
 use chrono::{TimeDelta, Utc};
@@ -602,7 +603,8 @@ fn assert_no_secrets(lines: &[String], bodies: &[String], extra: &[&str], refere
                     assert!(
                         charge["id"]
                             .as_str()
-                            .is_some_and(|id| id.starts_with(CHARGE_PREFIX)),
+                            .is_some_and(|id| id.starts_with(CHARGE_PREFIX)
+                                || id.starts_with(stripe::INTENT_PREFIX)),
                         "{body}"
                     );
                 }

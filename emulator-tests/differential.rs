@@ -38,9 +38,15 @@ use chrono::{DateTime, TimeDelta, Utc};
 use command_journal::identity::OperationSlug;
 use command_journal::recovery::{RecoverOptions, Recovery};
 use command_journal::time::ManualClock;
-use command_journal::{CommandInput, CommandRequest, Connection, Execution, Journal, JournalError, LeaseId, LeaseOutput, ProviderAnswer, Provider, ProviderAccount, ProviderPlan, ProviderPlanRequest, RetryPolicy, SendRequest, Target, TerminalReferenceFingerprint};
+use command_journal::{
+    CommandInput, CommandRequest, Connection, Execution, Journal, JournalError, LeaseId,
+    LeaseOutput, Provider, ProviderAccount, ProviderAnswer, ProviderPlan, ProviderPlanRequest,
+    RetryPolicy, SendRequest, Target, TerminalReferenceFingerprint,
+};
 use gcloud_sdk::google::firestore::v1::value::ValueType;
-use gcloud_sdk::google::firestore::v1::{BatchGetDocumentsRequest, Document, Value, batch_get_documents_response};
+use gcloud_sdk::google::firestore::v1::{
+    BatchGetDocumentsRequest, Document, Value, batch_get_documents_response,
+};
 use schedule::{COMMANDS, Generation, LeaseCall, Op, STEPS_PER_GENERATION, Schedule, Step, Told};
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet, HashMap};

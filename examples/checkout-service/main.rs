@@ -17,10 +17,10 @@ use command_journal::Connection;
 use command_journal::Journal;
 use serde_json::{Map, json};
 use service::auth::GoogleKeys;
+use service::backend::Backend;
 use service::config::Config;
 use service::handler::App;
 use service::logging::{Logger, Severity, TracingLayer};
-use service::provider::Charges;
 use service::recovery::JobSettings;
 use service::server;
 use service::shutdown;
@@ -89,9 +89,8 @@ async fn recover(config: Config, settings: JobSettings) -> ExitCode {
         Ok(connection) => connection,
         Err(_) => return fail("start-up error: Firestore could not be reached"),
     };
-    let charges = match Charges::new(config.charges_url(), config.provider_timeout) {
-        Ok(charges) => charges,
-        Err(_) => return fail("start-up error: the HTTP client could not be built"),
+    let Some(backend) = Backend::new(&config) else {
+        return fail("start-up error: the HTTP client could not be built");
     };
     let journal = Journal::new(connection);
     let policy = command_journal::RetryPolicy {
@@ -106,7 +105,16 @@ async fn recover(config: Config, settings: JobSettings) -> ExitCode {
         Ok(account) => Some(account),
         Err(_) => return fail("start-up error: the provider account is invalid"),
     };
-    match service::recovery::run(&journal, &charges, &settings, &logger).await {
+    let report = match &backend {
+        Backend::Charges(charges) => {
+            service::recovery::run(&journal, charges, &settings, &logger).await
+        }
+        Backend::Stripe(stripe) => {
+            let provider = stripe.recovery();
+            service::recovery::run_with(&journal, &provider, &settings, &logger).await
+        }
+    };
+    match report {
         Some(report) if service::recovery::succeeded(&report) => ExitCode::SUCCESS,
         _ => ExitCode::from(1),
     }

@@ -1,90 +1,22 @@
 //! The handler of README.md, "Using it in a handler", compiled: the block below the
 //! marker is the README's, character for character (`the_readme_handler_is_the_compiled_example`
-//! in `src/surface.rs` checks it). `cargo run --release --bin readme-handler`
+//! in `src/surface.rs` checks it). `cargo run --example readme-handler`
 //! only checks that it builds and links.
 
 // README block
 use command_journal::{
-    CommandInput, CommandRequest, Connection, Execution, Journal, JournalError, Provider,
-    ProviderAnswer, ProviderPlan, ProviderPlanRequest, ResultEnvelope, SendRequest, Target,
+    CommandInput, CommandRequest, Connection, Execution, Journal, JournalError, Target,
 };
+use command_journal_stripe::{Account, SecretKey, Stripe, StripeConfig};
 use serde_json::Value;
 
-/// The payment provider behind the journal's two calls: a charge under the journal's
-/// idempotency key, and a lookup of that key.
-struct Charges {
-    http: reqwest::Client,
-    base_url: String,
-    expected: Value, // the request's parameters: its amount and currency
-}
-
-impl Provider for Charges {
-    async fn send(&self, request: SendRequest<'_>) -> ProviderAnswer {
-        let sent = self
-            .http
-            .post(format!("{}/v1/charges", self.base_url))
-            .header("Idempotency-Key", request.key) // the journal's key for this attempt
-            .json(request.parameters)
-            .timeout(request.deadline) // ends before the lease does
-            .send()
-            .await;
-        match sent {
-            Ok(answer) if answer.status().is_success() => match answer.json::<Value>().await {
-                // A final success of this request only: it becomes the stored result,
-                // replayed byte for byte. Anything else is unknown: sent again later.
-                Ok(charge)
-                    if charge["status"] == "succeeded" && self.owns(&charge, request.key) =>
-                {
-                    ResultEnvelope::new(&charge)
-                        .map_or(ProviderAnswer::Unknown, ProviderAnswer::Succeeded)
-                }
-                _ => ProviderAnswer::Unknown,
-            },
-            Ok(answer) if answer.status().as_u16() == 402 => ProviderAnswer::Declined,
-            // A 5xx, a timeout, a lost connection: the retry sends again with the same key.
-            _ => ProviderAnswer::Unknown,
-        }
-    }
-
-    async fn lookup(&self, key: &str) -> ProviderAnswer {
-        let url = format!("{}/v1/charges?idempotency_key={key}", self.base_url);
-        let page = match self.http.get(url).send().await {
-            Ok(answer) if answer.status().is_success() => answer.json::<Value>().await.ok(),
-            _ => None,
-        };
-        match page
-            .as_ref()
-            .and_then(|page| page["data"].as_array())
-            .map(Vec::as_slice)
-        {
-            Some([]) => ProviderAnswer::NotFound,
-            // Evidence only for a charge of this request, under this key.
-            Some([charge]) if !self.owns(charge, key) => ProviderAnswer::Unknown,
-            Some([charge]) if charge["status"] == "succeeded" => ResultEnvelope::new(charge)
-                .map_or(ProviderAnswer::Unknown, ProviderAnswer::Succeeded),
-            Some([charge]) if charge["status"] == "failed" => ProviderAnswer::Declined,
-            _ => ProviderAnswer::Unknown,
-        }
-    }
-}
-
-impl Charges {
-    /// Whether `charge` is this request's: its amount and currency, and the key the
-    /// provider recorded with it.
-    fn owns(&self, charge: &Value, key: &str) -> bool {
-        charge["amount"] == self.expected["amount"]
-            && charge["currency"] == self.expected["currency"]
-            && charge["metadata"]["journal_key"] == key
-    }
-}
-
-/// One checkout: at most one charge per caller and command id, whatever retries.
+/// One checkout: at most one PaymentIntent per caller and command id, whatever retries.
 async fn checkout(
     journal: &Journal,
-    provider: &Charges,
+    stripe: &Stripe,
     uid: &str,        // the verified caller
     command_id: &str, // the client's idempotency key, a UUID v4
-    payload: &Value,
+    payload: &Value,  // {"amount": 1250, "currency": "eur", "paymentMethod": "pm_…", …}
 ) -> Result<(u16, String), JournalError> {
     let command = CommandInput::new(CommandRequest {
         environment: "production",
@@ -95,18 +27,11 @@ async fn checkout(
         endpoint_schema_version: 1,
         payload,
     })?;
-    let plan = ProviderPlan::new(ProviderPlanRequest {
-        provider: "acme",
-        account: "acct_1234",
-        mode: "live",
-        api_version: "2026-01-01",
-        operation: "charge",
-        endpoint: "POST /v1/charges",
-        parameters: payload,
-        key_retention_seconds: 86_400, // how long the provider keeps a key
-    })?;
-    Ok(match journal.execute(&command, &plan, provider).await? {
-        Execution::Succeeded(charge) => (200, charge.canonical().to_owned()),
+    // Binds Stripe, the account, the key's mode, the API version and the payload.
+    let plan = stripe.plan(payload)?;
+    let provider = stripe.payment(payload); // Stripe PaymentIntents under the journal's key
+    Ok(match journal.execute(&command, &plan, &provider).await? {
+        Execution::Succeeded(intent) => (200, intent.canonical().to_owned()),
         Execution::SucceededWithoutResult => (200, r#"{"status":"succeeded"}"#.to_owned()),
         Execution::Declined => (402, r#"{"status":"declined"}"#.to_owned()),
         Execution::InProgress => (409, r#"{"status":"in_progress"}"#.to_owned()),
@@ -115,6 +40,14 @@ async fn checkout(
         }
         Execution::PendingReconciliation => (202, r#"{"status":"pending"}"#.to_owned()),
     })
+}
+
+/// The Stripe client: the secret key (never logged), the account the intents are
+/// made on, and the `Stripe-Version` every request pins.
+fn stripe() -> Result<Stripe, Box<dyn std::error::Error>> {
+    let key = SecretKey::new(&std::env::var("STRIPE_SECRET_KEY")?)?;
+    let config = StripeConfig::new(key, "2026-01-28.clover", Account::Own("acct_1234".into()));
+    Ok(Stripe::new(config)?)
 }
 
 async fn connect() -> Result<Journal, JournalError> {
@@ -128,5 +61,5 @@ async fn connect() -> Result<Journal, JournalError> {
 #[tokio::main]
 async fn main() {
     // Referenced so that the example links every function of the README's block.
-    let _ = (checkout, connect);
+    let _ = (checkout, connect, stripe);
 }

@@ -7,6 +7,7 @@
 use command_journal::identity::Environment;
 use command_journal::sends::ProviderLookup;
 use command_journal::{JournalError, ProviderAccount, ProviderPlan, ProviderPlanRequest, Target};
+use command_journal_stripe::{Account, SecretKey, Stripe, StripeConfig};
 use serde_json::Value;
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
@@ -42,13 +43,16 @@ pub const DEFAULT_LOOKUP_SETTLE_SECONDS: i64 = 300;
 pub const OPERATION: &str = "charge";
 /// The plan's endpoint.
 pub const ENDPOINT: &str = "POST /v1/charges";
+/// `PROVIDER_NAME` of Stripe PaymentIntents (`STRIPE_SECRET_KEY`, `STRIPE_API_BASE`).
+pub const STRIPE: &str = command_journal_stripe::client::PROVIDER;
 
 /// The provider plan's parts that come from the environment; the request's payload
 /// completes it ([`PlanSettings::plan`]). Validated at start-up through
 /// [`ProviderPlan::new`]. Prints the provider only: the account stays out of logs.
 #[derive(Clone, PartialEq, Eq)]
 pub struct PlanSettings {
-    /// `PROVIDER_NAME`: the provider slug (`stripe`, `stub`, ...).
+    /// `PROVIDER_NAME`: the provider slug: `stripe` for Stripe PaymentIntents, any
+    /// other (`stub`, ...) for a provider of the service's charge contract.
     pub provider: String,
     /// `PROVIDER_ACCOUNT`: the provider account the charges go to.
     pub account: String,
@@ -85,9 +89,20 @@ impl PlanSettings {
         ProviderAccount::new(&self.provider, &self.account, &self.mode)
     }
 
-    /// The plan of one checkout: these settings, operation `charge`, endpoint
-    /// `POST /v1/charges` and `parameters` (the request's payload). Only the
-    /// parameters can make it fail once [`Config::from_lookup`] accepted the rest.
+    /// The plan's endpoint: Stripe's `POST /v1/payment_intents`, or the charge
+    /// contract's `POST /v1/charges`.
+    pub fn endpoint(&self) -> &'static str {
+        if self.provider == STRIPE {
+            command_journal_stripe::client::ENDPOINT
+        } else {
+            ENDPOINT
+        }
+    }
+
+    /// The plan of one checkout: these settings, operation `charge`, the provider's
+    /// endpoint ([`PlanSettings::endpoint`]) and `parameters` (the request's payload).
+    /// Only the parameters can make it fail once [`Config::from_lookup`] accepted the
+    /// rest.
     pub fn plan(&self, parameters: &Value) -> Result<ProviderPlan, JournalError> {
         ProviderPlan::new(ProviderPlanRequest {
             provider: &self.provider,
@@ -95,7 +110,7 @@ impl PlanSettings {
             mode: &self.mode,
             api_version: &self.api_version,
             operation: OPERATION,
-            endpoint: ENDPOINT,
+            endpoint: self.endpoint(),
             parameters,
             key_retention_seconds: self.key_retention_seconds,
         })?
@@ -150,8 +165,13 @@ pub struct Config {
     pub target: Target,
     /// The journal environment every command key is bound to.
     pub environment: Environment,
-    /// Base URL of the payment provider; charges go to `{base}/v1/charges`.
+    /// Base URL of the payment provider: `PROVIDER_URL` (charges go to
+    /// `{base}/v1/charges`), or with `PROVIDER_NAME=stripe` `STRIPE_API_BASE`
+    /// (Stripe's own API when unset).
     pub provider_url: reqwest::Url,
+    /// With `PROVIDER_NAME=stripe`: the Stripe client's settings (`STRIPE_SECRET_KEY`,
+    /// the base URL, the plan's account and API version, `PROVIDER_TIMEOUT_MS`).
+    pub stripe: Option<StripeConfig>,
     /// True when `FIREBASE_AUTH_EMULATOR_HOST` is set: unsigned emulator tokens are
     /// accepted (their claims are still checked).
     pub auth_emulator: bool,
@@ -287,20 +307,33 @@ impl Config {
             max_requests: count("HTTP_MAX_REQUESTS", MAX_REQUESTS)?,
         };
 
-        let provider_url = get("PROVIDER_URL")
-            .ok_or(refuse("PROVIDER_URL", "is missing"))
-            .and_then(|text| {
-                parse_provider_url(text.trim(), environment)
-                    .ok_or(refuse("PROVIDER_URL", "must be an absolute http(s) base URL without query or credentials (https outside emulator and test)"))
-            })?;
+        // Stripe's base URL is its own variable; the rest of the plan is read after
+        // the URL, as before Stripe had one.
+        let stripe_provider = get("PROVIDER_NAME").is_some_and(|name| name.trim() == STRIPE);
+        let url_variable = if stripe_provider {
+            "STRIPE_API_BASE"
+        } else {
+            "PROVIDER_URL"
+        };
+        let url_text = match get(url_variable) {
+            Some(text) => text,
+            None if stripe_provider => command_journal_stripe::config::DEFAULT_API_BASE.to_owned(),
+            None => return Err(refuse("PROVIDER_URL", "is missing")),
+        };
+        let provider_url = parse_provider_url(url_text.trim(), environment)
+            .ok_or(refuse(url_variable, "must be an absolute http(s) base URL without query or credentials (https outside emulator and test)"))?;
         if environment == Environment::Emulator && !is_loopback(&provider_url) {
             return Err(refuse(
-                "PROVIDER_URL",
+                url_variable,
                 "must name a loopback host (127.0.0.1, ::1 or localhost) in emulator mode",
             ));
         }
-
         let plan = plan_settings(&get, environment)?;
+        let stripe = if stripe_provider {
+            Some(stripe_config(&get, &plan, &provider_url, provider_timeout)?)
+        } else {
+            None
+        };
 
         Ok(Self {
             port,
@@ -309,6 +342,7 @@ impl Config {
             target,
             environment,
             provider_url,
+            stripe,
             auth_emulator,
             provider_timeout,
             firestore_deadline,
@@ -400,6 +434,45 @@ fn plan_settings(
             "PROVIDER_NAME",
             "does not make a valid provider plan",
         )),
+    }
+}
+
+/// The Stripe client of `PROVIDER_NAME=stripe`: `STRIPE_SECRET_KEY` (required, its mode
+/// `PROVIDER_MODE`), the plan's account (`PROVIDER_ACCOUNT`, an `acct_` id: the key's
+/// own account) and API version (`Stripe-Version`), the base URL and the timeout.
+fn stripe_config(
+    get: &impl Fn(&str) -> Option<String>,
+    plan: &PlanSettings,
+    base: &reqwest::Url,
+    timeout: Duration,
+) -> Result<StripeConfig, ConfigError> {
+    let key = get("STRIPE_SECRET_KEY").ok_or(refuse("STRIPE_SECRET_KEY", "is missing"))?;
+    let key = SecretKey::new(key.trim()).map_err(|_| {
+        refuse(
+            "STRIPE_SECRET_KEY",
+            "must be a Stripe secret or restricted key (sk_ or rk_, test or live)",
+        )
+    })?;
+    if key.mode() != plan.mode {
+        return Err(refuse(
+            "PROVIDER_MODE",
+            "must be the mode of STRIPE_SECRET_KEY (test for a _test_ key, live for a _live_ key)",
+        ));
+    }
+    let mut config = StripeConfig::new(key, &plan.api_version, Account::Own(plan.account.clone()));
+    config.api_base = base.as_str().to_owned();
+    config.timeout = timeout;
+    match Stripe::new(config.clone()) {
+        Ok(_) => Ok(config),
+        Err(command_journal_stripe::ConfigError::Account) => Err(refuse(
+            "PROVIDER_ACCOUNT",
+            "must be a Stripe account id (acct_...) with PROVIDER_NAME=stripe",
+        )),
+        Err(command_journal_stripe::ConfigError::ApiVersion) => Err(refuse(
+            "PROVIDER_API_VERSION",
+            "must be 1 to 64 printable ASCII characters without spaces",
+        )),
+        Err(_) => Err(refuse("STRIPE_API_BASE", "does not make a Stripe client")),
     }
 }
 

@@ -15,10 +15,11 @@
 
 use super::answer::Answer;
 use super::auth::{AuthError, KeySource, Verifier};
+use super::backend::Backend;
 use super::config::Config;
 use super::config::PlanSettings;
 use super::logging::{Logger, Severity};
-use super::provider::{Charges, RequestProvider};
+use super::provider::RequestProvider;
 use super::request_log::{
     CHECKOUTS, HEALTHZ, METRICS, RequestLine, UNMATCHED, elapsed, method_name,
 };
@@ -30,7 +31,10 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use command_journal::identity::Environment;
 use command_journal::strict_json::{self, ObjectError};
-use command_journal::{CommandInput, CommandRequest, Execution, Journal, RetryPolicy};
+use command_journal::{
+    CommandInput, CommandRequest, Execution, Journal, JournalError, RetryPolicy,
+};
+use command_journal_stripe::Charge;
 use http_body_util::{BodyExt as _, LengthLimitError, Limited};
 use metrics_exporter_prometheus::PrometheusHandle;
 use serde_json::{Value, json};
@@ -48,7 +52,7 @@ pub const ENDPOINT_SCHEMA_VERSION: i64 = 1;
 pub struct App {
     journal: Journal,
     verifier: Verifier,
-    provider: Charges,
+    provider: Backend,
     plan: PlanSettings,
     metrics: PrometheusHandle,
     logger: Logger,
@@ -68,14 +72,15 @@ impl std::fmt::Debug for App {
 
 impl App {
     /// The service over `journal`; token keys come from `keys`, log lines go to
-    /// `logger`, `GET /metrics` renders `metrics`.
+    /// `logger`, `GET /metrics` renders `metrics`. Fails when the provider's HTTP
+    /// client could not be built.
     pub fn new(
         config: &Config,
         journal: Journal,
         keys: Arc<dyn KeySource>,
         logger: Logger,
         metrics: PrometheusHandle,
-    ) -> Result<Self, reqwest::Error> {
+    ) -> Result<Self, &'static str> {
         // Every journal operation is bounded, retries included: with Firestore not
         // answering, a checkout answers 503 within the deadline.
         let policy = RetryPolicy {
@@ -85,7 +90,7 @@ impl App {
         Ok(Self {
             journal: journal.with_retry_policy(policy),
             verifier: Verifier::new(&config.project, config.auth_emulator, keys),
-            provider: Charges::new(config.charges_url(), config.provider_timeout)?,
+            provider: Backend::new(config).ok_or("the HTTP client could not be built")?,
             plan: config.plan.clone(),
             metrics,
             logger,
@@ -373,7 +378,8 @@ fn parse_body(body: &[u8]) -> Result<(String, Value), &'static str> {
 /// The checkout's core: the plan from the environment and the payload, then one
 /// `Journal::execute` through this request's provider adapter (which takes a charge
 /// as evidence only when it is the payload's amount and currency, under the attempt's
-/// key), mapped to its answer.
+/// key), mapped to its answer. With Stripe, a payload that makes no PaymentIntent
+/// (its `amount`, `currency` or `paymentMethod`) is refused before the journal sees it.
 /// Everything else (the lease, the permit before the POST, the fence, the cutoff, the
 /// lookup, a second attempt, the stored result on a replay) is the journal's.
 async fn run_command(app: &App, command: &CommandInput, payload: &Value) -> Answer {
@@ -381,9 +387,30 @@ async fn run_command(app: &App, command: &CommandInput, payload: &Value) -> Answ
         Ok(plan) => plan,
         Err(error) => return Answer::journal_error(error),
     };
-    let provider = RequestProvider::new(&app.provider, payload);
-    let execution = app.journal.execute(command, &plan, &provider).await;
-    let called = provider.called();
+    match &app.provider {
+        Backend::Charges(charges) => {
+            let provider = RequestProvider::new(charges, payload);
+            let execution = app.journal.execute(command, &plan, &provider).await;
+            answer(execution, provider.called(), provider.ambiguity())
+        }
+        Backend::Stripe(stripe) => {
+            if Charge::from_parameters(payload).is_err() {
+                return Answer::invalid("payload");
+            }
+            let provider = stripe.payment(payload);
+            let execution = app.journal.execute(command, &plan, &provider).await;
+            answer(execution, provider.called(), provider.code())
+        }
+    }
+}
+
+/// The answer of an execution, whose provider was `called` or not, and whose last
+/// send stayed unknown for `ambiguity` (a fixed code), if it did.
+fn answer(
+    execution: Result<Execution, JournalError>,
+    called: bool,
+    ambiguity: Option<&'static str>,
+) -> Answer {
     let mut answer = match execution {
         // Sent (or looked up) now, or a replay of the stored answer.
         Ok(Execution::Succeeded(envelope)) => Answer::charged(
@@ -395,7 +422,7 @@ async fn run_command(app: &App, command: &CommandInput, payload: &Value) -> Answ
         Ok(Execution::InProgress) => Answer::in_progress("lease_busy"),
         Ok(Execution::RetryLater { after }) => {
             let seconds = after.as_secs() + u64::from(after.subsec_nanos() > 0);
-            Answer::retry(provider.ambiguity().unwrap_or("lease_too_short"), seconds)
+            Answer::retry(ambiguity.unwrap_or("lease_too_short"), seconds)
         }
         Ok(Execution::PendingReconciliation) => Answer::pending_reconciliation(),
         Err(error) => Answer::journal_error(error),

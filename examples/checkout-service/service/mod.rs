@@ -4,6 +4,7 @@
 
 pub mod answer;
 pub mod auth;
+pub mod backend;
 pub mod caller_id;
 pub mod config;
 pub mod handler;

@@ -121,9 +121,18 @@ pub async fn run(
     settings: &JobSettings,
     logger: &Logger,
 ) -> Option<Recovery> {
-    let provider = RecoveryProvider::new(charges);
+    run_with(journal, &RecoveryProvider::new(charges), settings, logger).await
+}
+
+/// [`run`] with any lookup-only provider (Stripe's, `Stripe::recovery`).
+pub async fn run_with<P: Provider>(
+    journal: &Journal,
+    provider: &P,
+    settings: &JobSettings,
+    logger: &Logger,
+) -> Option<Recovery> {
     let ran = journal
-        .recover(&provider, &settings.options, |progress| {
+        .recover(provider, &settings.options, |progress| {
             let mut fields = Map::new();
             fields.insert(
                 "commandKeyHash".into(),

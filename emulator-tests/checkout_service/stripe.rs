@@ -1,0 +1,345 @@
+//! The checkout service on Stripe (`PROVIDER_NAME=stripe`) against the Stripe
+//! stand-in: a payment that succeeds and replays, a declined card, Stripe's stored
+//! 500 (with and without the intent behind it), a search that lags inside the settle
+//! window, every body the stand-in saw and answered held to Stripe's schemas, the
+//! secret key in no body, log or metrics line.
+
+#[path = "../../stripe/tests/stand_in/mod.rs"]
+mod stand_in;
+
+use super::{Options, PAYLOAD_NOTE, PAYLOAD_SKU, Service, command_id, start_service, succeeded};
+use chrono::TimeDelta;
+use serde_json::{Value, json};
+use stand_in::{Fault, SECRET, StandIn};
+
+/// The prefix of the stand-in's intent ids (a canary, as the stub's charge ids are).
+pub const INTENT_PREFIX: &str = stand_in::state::INTENT_PREFIX;
+
+/// A checkout's payload: what Stripe is sent, and what it never is.
+fn payment(payment_method: &str) -> Value {
+    json!({
+        "sku": PAYLOAD_SKU,
+        "note": PAYLOAD_NOTE,
+        "amount": 1250,
+        "currency": "eur",
+        "paymentMethod": payment_method,
+    })
+}
+
+/// Past the attempt's send cutoff (18 h after its first send) and the lease.
+const PAST_THE_CUTOFF: TimeDelta = TimeDelta::hours(19);
+
+/// What the client's first retry after a replayed 500 hears. Today the protocol
+/// re-sends the key until the cutoff (and hears the stored 500 again), then looks it
+/// up; once a replayed unknown is looked up at once, the retry gets the intent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ReplayedUnknown {
+    ResentUntilTheCutoff,
+    #[allow(dead_code)]
+    LookedUpAtOnce,
+}
+
+const PROTOCOL: ReplayedUnknown = ReplayedUnknown::ResentUntilTheCutoff;
+
+/// The service on Stripe at `stand_in`, its journal's clock at the stand-in's time.
+async fn service_on(stand_in: &StandIn) -> Service {
+    let now = chrono::DateTime::from_timestamp(stand_in.now(), 0).expect("a time");
+    start_service(Options {
+        env: vec![
+            ("PROVIDER_NAME", "stripe".to_owned()),
+            ("STRIPE_SECRET_KEY", SECRET.to_owned()),
+            ("STRIPE_API_BASE", stand_in.url().to_owned()),
+            ("PROVIDER_LOOKUP", "durable".to_owned()),
+            ("PROVIDER_TIMEOUT_MS", "2000".to_owned()),
+        ],
+        now: Some(now),
+        ..Options::default()
+    })
+    .await
+}
+
+/// Moves the journal's and the stand-in's clocks together.
+fn advance(service: &Service, stand_in: &StandIn, by: TimeDelta) {
+    service.clock.advance(by);
+    stand_in.advance(by.num_seconds());
+}
+
+/// The envelope of the stand-in's intent `at`.
+fn envelope(stand_in: &StandIn, at: usize) -> Value {
+    let intent = &stand_in.intents()[at];
+    json!({
+        "id": intent["id"],
+        "amount": intent["amount"],
+        "currency": intent["currency"],
+        "status": intent["status"],
+    })
+}
+
+#[tokio::test]
+async fn checkout_on_stripe_charges_once_and_replays_the_intent() {
+    let stand_in = StandIn::start().await;
+    let service = service_on(&stand_in).await;
+    let id = command_id(700);
+    let paid = service.checkout(&id, &payment("pm_card_visa")).await;
+    assert_eq!(paid.status, 200, "{}", paid.text);
+    assert_eq!(paid.body, succeeded(&envelope(&stand_in, 0)));
+    assert_eq!(envelope(&stand_in, 0)["status"], "succeeded");
+    let replay = service.checkout(&id, &payment("pm_card_visa")).await;
+    assert_eq!(replay.text, paid.text);
+    let creates = stand_in.creates();
+    assert_eq!(creates.len(), 1, "the replay is the journal's");
+    let key = service.expected_key(&id, &payment("pm_card_visa"));
+    assert_eq!(creates[0].idempotency_key.as_deref(), Some(key.as_str()));
+    assert_eq!(creates[0].stripe_version.as_deref(), Some("2026-01-01"));
+    assert_eq!(
+        creates[0].parameters["metadata"],
+        json!({"journal_key": key})
+    );
+    assert_eq!(creates[0].parameters["payment_method"], "pm_card_visa");
+    // A payload that makes no intent is refused before the journal sees it.
+    let refused = service
+        .checkout(&command_id(701), &json!({"amount": 5}))
+        .await;
+    assert_eq!(
+        (refused.status, &refused.body),
+        (400, &json!({"error": "invalid_input", "field": "payload"}))
+    );
+    assert_eq!(stand_in.intents().len(), 1);
+    stand_in.assert_schemas_held();
+    service
+        .assert_no_leak(&[SECRET, "CANARYclientSecret"])
+        .await;
+}
+
+#[tokio::test]
+async fn checkout_on_stripe_a_declined_card_fails_for_good() {
+    let stand_in = StandIn::start().await;
+    let service = service_on(&stand_in).await;
+    let id = command_id(710);
+    let declined = service
+        .checkout(&id, &payment("pm_card_chargeDeclined"))
+        .await;
+    assert_eq!(
+        (declined.status, &declined.body),
+        (402, &json!({"status": "failed"}))
+    );
+    let replay = service
+        .checkout(&id, &payment("pm_card_chargeDeclined"))
+        .await;
+    assert_eq!(replay.text, declined.text);
+    assert_eq!(stand_in.creates().len(), 1);
+    assert_eq!(stand_in.intents()[0]["status"], "requires_payment_method");
+    // 3-D Secure needed: unknown, never a success or a decline.
+    let id = command_id(711);
+    let waiting = service
+        .checkout(&id, &payment("pm_card_authenticationRequired"))
+        .await;
+    assert_eq!(
+        (waiting.status, &waiting.body),
+        (503, &json!({"status": "retry"}))
+    );
+    stand_in.assert_schemas_held();
+    service
+        .assert_no_leak(&[SECRET, "CANARYclientSecret"])
+        .await;
+}
+
+#[tokio::test]
+async fn checkout_on_stripe_a_stored_500_with_the_intent_settles_with_that_intent() {
+    let stand_in = StandIn::start().await;
+    let service = service_on(&stand_in).await;
+    stand_in.fault(Fault::StoredServerError {
+        create_intent: true,
+    });
+    let id = command_id(720);
+    let first = service.checkout(&id, &payment("pm_card_visa")).await;
+    assert_eq!(
+        (first.status, &first.body),
+        (503, &json!({"status": "retry"}))
+    );
+    assert_eq!(stand_in.creates()[0].status, 500, "Stripe answered 500");
+    assert_eq!(stand_in.intents().len(), 1, "after making the intent");
+    // The client retries once the lease is over.
+    advance(&service, &stand_in, TimeDelta::seconds(61));
+    let retry = service.checkout(&id, &payment("pm_card_visa")).await;
+    let settled = match PROTOCOL {
+        ReplayedUnknown::LookedUpAtOnce => retry,
+        ReplayedUnknown::ResentUntilTheCutoff => {
+            // The re-send hears the stored 500 again: nothing tells more until the
+            // cutoff, after which the lookup finds the intent.
+            assert_eq!(
+                (retry.status, &retry.body),
+                (503, &json!({"status": "retry"}))
+            );
+            assert!(stand_in.creates()[1].replayed);
+            advance(&service, &stand_in, PAST_THE_CUTOFF);
+            service.checkout(&id, &payment("pm_card_visa")).await
+        }
+    };
+    assert_eq!(settled.status, 200, "{}", settled.text);
+    assert_eq!(settled.body, succeeded(&envelope(&stand_in, 0)));
+    assert_eq!(stand_in.intents().len(), 1, "exactly one intent");
+    let resends = stand_in.creates().len();
+    match PROTOCOL {
+        ReplayedUnknown::LookedUpAtOnce => assert_eq!(resends, 1, "no re-send of a replayed 500"),
+        ReplayedUnknown::ResentUntilTheCutoff => assert_eq!(resends, 2),
+    }
+    stand_in.assert_schemas_held();
+    service
+        .assert_no_leak(&[SECRET, "CANARYclientSecret"])
+        .await;
+}
+
+#[tokio::test]
+async fn checkout_on_stripe_a_stored_500_without_the_intent_charges_once_under_attempt_2() {
+    let stand_in = StandIn::start().await;
+    let service = service_on(&stand_in).await;
+    stand_in.fault(Fault::StoredServerError {
+        create_intent: false,
+    });
+    let id = command_id(730);
+    let first = service.checkout(&id, &payment("pm_card_visa")).await;
+    assert_eq!(
+        (first.status, &first.body),
+        (503, &json!({"status": "retry"}))
+    );
+    assert!(stand_in.intents().is_empty());
+    // Past the cutoff, the search finds nothing and the absence is provable (the
+    // last send's lease and the settle window are long over): attempt 2, a new key.
+    advance(&service, &stand_in, PAST_THE_CUTOFF);
+    let paid = service.checkout(&id, &payment("pm_card_visa")).await;
+    assert_eq!(paid.status, 200, "{}", paid.text);
+    assert_eq!(paid.body, succeeded(&envelope(&stand_in, 0)));
+    assert_eq!(stand_in.intents().len(), 1, "one intent in the end");
+    let keys: Vec<_> = stand_in
+        .creates()
+        .into_iter()
+        .map(|s| s.idempotency_key)
+        .collect();
+    assert_eq!(keys.len(), 2);
+    assert_ne!(keys[0], keys[1], "attempt 2 under its own key");
+    let replay = service.checkout(&id, &payment("pm_card_visa")).await;
+    assert_eq!(replay.text, paid.text);
+    stand_in.assert_schemas_held();
+    service
+        .assert_no_leak(&[SECRET, "CANARYclientSecret"])
+        .await;
+}
+
+#[tokio::test]
+async fn checkout_on_stripe_search_lag_inside_the_settle_window_proves_no_absence() {
+    let stand_in = StandIn::start().await;
+    stand_in.search_lag(120);
+    let service = service_on(&stand_in).await;
+    // Attempt 1's first send is refused at Stripe's edge (nothing made).
+    stand_in.fault(Fault::Unstored(503));
+    let id = command_id(740);
+    let first = service.checkout(&id, &payment("pm_card_visa")).await;
+    assert_eq!(
+        (first.status, &first.body),
+        (503, &json!({"status": "retry"}))
+    );
+    // 30 s before the cutoff the retry re-sends the key; Stripe makes the intent but
+    // the answer comes after the service stopped waiting.
+    advance(
+        &service,
+        &stand_in,
+        TimeDelta::hours(18) - TimeDelta::seconds(30),
+    );
+    stand_in.hold_next();
+    let lost = service.checkout(&id, &payment("pm_card_visa")).await;
+    assert_eq!(
+        (lost.status, &lost.body),
+        (503, &json!({"status": "retry"}))
+    );
+    stand_in.release();
+    stand_in.answered(2).await;
+    assert_eq!(stand_in.intents().len(), 1);
+    // Past the cutoff, 61 s after that re-send, the search does not show the intent
+    // yet. The journal does not take that "not found" (the settle window runs from
+    // the re-send's lease): 202, nothing sent.
+    advance(&service, &stand_in, TimeDelta::seconds(61));
+    let pending = service.checkout(&id, &payment("pm_card_visa")).await;
+    assert_eq!(
+        (pending.status, &pending.body),
+        (202, &json!({"status": "pending_reconciliation"}))
+    );
+    let searched = stand_in
+        .seen()
+        .into_iter()
+        .filter(|s| s.path.ends_with("/search"))
+        .count();
+    assert_eq!(searched, 1, "the search was asked and answered nothing");
+    assert_eq!(stand_in.creates().len(), 2, "no attempt 2");
+    // Once the window has passed, the search shows it: the one intent is the answer.
+    advance(&service, &stand_in, TimeDelta::seconds(300));
+    let paid = service.checkout(&id, &payment("pm_card_visa")).await;
+    assert_eq!(paid.status, 200, "{}", paid.text);
+    assert_eq!(paid.body, succeeded(&envelope(&stand_in, 0)));
+    assert_eq!(stand_in.intents().len(), 1);
+    assert_eq!(stand_in.creates().len(), 2);
+    stand_in.assert_schemas_held();
+    service
+        .assert_no_leak(&[SECRET, "CANARYclientSecret"])
+        .await;
+}
+
+#[test]
+fn checkout_on_stripe_configuration_names_the_variable() {
+    use super::service::config::Config;
+    use std::collections::HashMap;
+    let base: HashMap<&str, &str> = HashMap::from([
+        ("GOOGLE_CLOUD_PROJECT", "demo-project"),
+        ("JOURNAL_ENVIRONMENT", "production"),
+        ("PROVIDER_NAME", "stripe"),
+        ("PROVIDER_ACCOUNT", "acct_CANARYaccount"),
+        ("PROVIDER_MODE", "test"),
+        ("PROVIDER_API_VERSION", "2026-01-28.clover"),
+        ("STRIPE_SECRET_KEY", SECRET),
+    ]);
+    let config = |changes: &[(&'static str, Option<&'static str>)]| {
+        let mut env = base.clone();
+        for (name, value) in changes {
+            match value {
+                Some(value) => env.insert(name, value),
+                None => env.remove(name),
+            };
+        }
+        Config::from_lookup(|name| env.get(name).map(|v| (*v).to_owned()))
+    };
+    let ok = config(&[]).expect("valid");
+    assert_eq!(ok.provider_url.as_str(), "https://api.stripe.com/");
+    assert_eq!(ok.plan.endpoint(), "POST /v1/payment_intents");
+    let stripe = ok.stripe.expect("a Stripe client's settings");
+    assert_eq!(stripe.api_version, "2026-01-28.clover");
+    assert!(!format!("{stripe:?}").contains("CANARY"), "{stripe:?}");
+    let refused = [
+        (vec![("STRIPE_SECRET_KEY", None)], "STRIPE_SECRET_KEY"),
+        (
+            vec![("STRIPE_SECRET_KEY", Some("pk_test_publishable"))],
+            "STRIPE_SECRET_KEY",
+        ),
+        (vec![("PROVIDER_MODE", Some("live"))], "PROVIDER_MODE"),
+        (vec![("PROVIDER_ACCOUNT", Some("1234"))], "PROVIDER_ACCOUNT"),
+        (
+            vec![("STRIPE_API_BASE", Some("http://api.stripe.test"))],
+            "STRIPE_API_BASE",
+        ),
+        (
+            vec![
+                ("JOURNAL_ENVIRONMENT", Some("emulator")),
+                ("FIRESTORE_EMULATOR_HOST", Some("127.0.0.1:8080")),
+            ],
+            "STRIPE_API_BASE",
+        ),
+    ];
+    for (changes, variable) in refused {
+        let error = config(&changes).expect_err("refused");
+        assert_eq!(error.variable, variable, "{changes:?}");
+        assert!(!error.to_string().contains("CANARY"), "{error}");
+    }
+    // PROVIDER_URL is the charge contract's: not read for Stripe.
+    let local =
+        config(&[("STRIPE_API_BASE", Some("https://stripe.internal/base"))]).expect("valid");
+    assert_eq!(local.provider_url.as_str(), "https://stripe.internal/base");
+}

@@ -1,0 +1,229 @@
+//! Every answer Stripe documents, classified: first in this package's own vocabulary
+//! ([`SendAnswer`], [`LookupAnswer`], pure functions of the HTTP status, headers and
+//! body), then in the journal's ([`send_result`], [`lookup_result`]). The package's
+//! `README.md` gives the table; each row is tested against the stand-in.
+
+use crate::intent::{Expected, IntentState, state};
+use command_journal::strict_json;
+use command_journal::{ProviderAnswer, ResultEnvelope};
+use reqwest::StatusCode;
+use reqwest::header::HeaderMap;
+use serde_json::{Map, Value};
+
+/// What one create-and-confirm answered.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SendAnswer {
+    /// A `succeeded` intent of this request: the envelope's fields.
+    Succeeded(Map<String, Value>),
+    /// Final, no money moved: a 402 `card_error` decline, a 400 `invalid_request_error`
+    /// (these parameters can never be charged), or an intent of this request that is
+    /// `canceled` or back in `requires_payment_method` with its `last_payment_error`.
+    Declined(&'static str),
+    /// Nothing final is known yet: re-send the same key later (a timeout, a lost
+    /// connection, a 409 for a request with the key still executing, a 429, a 5xx
+    /// answered fresh, an intent still `processing` or `requires_action`, …).
+    Unknown(&'static str),
+    /// A 5xx replayed under the key (`Idempotent-Replayed: true`): Stripe stored the
+    /// first request's 500 and answers it for as long as it keeps the key, so no
+    /// re-send of this key will ever tell more. Only a lookup can.
+    ReplayedUnknown,
+    /// 401, 403 or 404: the key, its permissions, the account or the API base is
+    /// wrong. Nothing ran; once corrected, the same key may be sent again.
+    Configuration(&'static str),
+    /// 400 `idempotency_error`: the key was first used with other parameters. The plan
+    /// binding makes that impossible, so it is a defect, and never evidence: the first
+    /// request may have charged.
+    Defect(&'static str),
+}
+
+impl SendAnswer {
+    /// A fixed code naming the answer, for a log line.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Succeeded(_) => "succeeded",
+            Self::ReplayedUnknown => "provider_replayed_5xx",
+            Self::Declined(code)
+            | Self::Unknown(code)
+            | Self::Configuration(code)
+            | Self::Defect(code) => code,
+        }
+    }
+}
+
+/// What one lookup of a key found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LookupAnswer {
+    /// A `succeeded` intent of this request: the envelope's fields.
+    Found(Map<String, Value>),
+    /// An intent of this request that is final without money moved.
+    Declined,
+    /// No intent carries the key (the journal decides whether that proves anything).
+    NotFound,
+    /// Nothing could be concluded; the fixed code says why.
+    Unavailable(&'static str),
+}
+
+/// The journal's answer for a send. The one place where this package's vocabulary
+/// meets the journal's.
+pub fn send_result(answer: SendAnswer) -> ProviderAnswer {
+    match answer {
+        SendAnswer::Succeeded(fields) => ResultEnvelope::new(&Value::Object(fields))
+            .map_or(ProviderAnswer::Unknown, ProviderAnswer::Succeeded),
+        SendAnswer::Declined(_) => ProviderAnswer::Declined,
+        SendAnswer::Unknown(_) | SendAnswer::Configuration(_) | SendAnswer::Defect(_) => {
+            ProviderAnswer::Unknown
+        }
+        // The journal has no answer yet for "this key can no longer tell": until it
+        // has, the closest is ambiguous (re-sent until the cutoff, looked up after it).
+        SendAnswer::ReplayedUnknown => ProviderAnswer::Unknown,
+    }
+}
+
+/// The journal's answer for a lookup.
+pub fn lookup_result(answer: LookupAnswer) -> ProviderAnswer {
+    match answer {
+        LookupAnswer::Found(fields) => ResultEnvelope::new(&Value::Object(fields))
+            .map_or(ProviderAnswer::Unknown, ProviderAnswer::Succeeded),
+        LookupAnswer::Declined => ProviderAnswer::Declined,
+        LookupAnswer::NotFound => ProviderAnswer::NotFound,
+        LookupAnswer::Unavailable(_) => ProviderAnswer::Unknown,
+    }
+}
+
+/// A create-and-confirm's answer under `key`, for the request `expected` describes.
+pub fn classify_send(
+    status: StatusCode,
+    headers: &HeaderMap,
+    body: &str,
+    key: &str,
+    expected: &Expected,
+) -> SendAnswer {
+    let replayed = headers
+        .get("idempotent-replayed")
+        .is_some_and(|value| value.as_bytes().eq_ignore_ascii_case(b"true"));
+    match status.as_u16() {
+        200 => match strict_json::parse_object(body) {
+            Ok(intent) if expected.owns(&intent, key) => match state(&intent) {
+                IntentState::Succeeded(fields) => SendAnswer::Succeeded(fields),
+                IntentState::Refused => SendAnswer::Declined("declined"),
+                IntentState::Open(status) => SendAnswer::Unknown(status),
+            },
+            Ok(intent)
+                if intent.get("object").and_then(Value::as_str) == Some("payment_intent") =>
+            {
+                SendAnswer::Unknown("provider_mismatch")
+            }
+            _ => SendAnswer::Unknown("provider_receipt"),
+        },
+        400 | 402 => refusal(status.as_u16(), body, key, expected),
+        401 => SendAnswer::Configuration("provider_authentication"),
+        403 => SendAnswer::Configuration("provider_permission"),
+        404 => SendAnswer::Configuration("provider_not_found"),
+        409 => SendAnswer::Unknown("provider_key_in_use"),
+        429 => SendAnswer::Unknown("provider_rate_limited"),
+        500..=599 if replayed => SendAnswer::ReplayedUnknown,
+        500..=599 => SendAnswer::Unknown("provider_5xx"),
+        _ => SendAnswer::Unknown("provider_unexpected_status"),
+    }
+}
+
+/// A 400 or 402 error body: `{"error": {"type": …, "payment_intent": …}}`.
+fn refusal(status: u16, body: &str, key: &str, expected: &Expected) -> SendAnswer {
+    let Ok(mut object) = strict_json::parse_object(body) else {
+        return SendAnswer::Unknown("provider_receipt");
+    };
+    let Some(Value::Object(error)) = object.remove("error") else {
+        return SendAnswer::Unknown("provider_receipt");
+    };
+    let code = match (status, error.get("type").and_then(Value::as_str)) {
+        (400, Some("idempotency_error")) => {
+            return SendAnswer::Defect("provider_idempotency_mismatch");
+        }
+        (400, Some("invalid_request_error")) => "invalid_request",
+        (402, Some("card_error")) => "declined",
+        _ => return SendAnswer::Unknown("provider_unexpected_error"),
+    };
+    // A refusal that carries the intent is final only if that intent is this request's
+    // and moved no money.
+    match error.get("payment_intent") {
+        None => SendAnswer::Declined(code),
+        Some(Value::Object(intent)) if expected.owns(intent, key) => match state(intent) {
+            IntentState::Refused | IntentState::Open("requires_payment_method") => {
+                SendAnswer::Declined(code)
+            }
+            _ => SendAnswer::Unknown("provider_contradiction"),
+        },
+        Some(Value::Object(_)) => SendAnswer::Unknown("provider_mismatch"),
+        Some(_) => SendAnswer::Unknown("provider_receipt"),
+    }
+}
+
+/// A search's answer for `key`: `{"object":"search_result","data":[…],"has_more":…}`.
+pub fn classify_search(
+    status: StatusCode,
+    body: &str,
+    key: &str,
+    expected: &Expected,
+) -> LookupAnswer {
+    match status.as_u16() {
+        200 => match page(body, "search_result") {
+            Some((_, true)) => LookupAnswer::Unavailable("lookup_several"),
+            Some((intents, false)) => evidence(&intents, key, expected),
+            None => LookupAnswer::Unavailable("lookup_body"),
+        },
+        // Search is not offered in every region: the list method is the fallback.
+        400 => LookupAnswer::Unavailable("search_unavailable"),
+        _ => LookupAnswer::Unavailable("lookup_status"),
+    }
+}
+
+/// One page of a list or search: its intents and `has_more`; `None` unless the body
+/// is exactly that object (every entry a JSON object).
+pub fn page(body: &str, object: &str) -> Option<(Vec<Map<String, Value>>, bool)> {
+    let mut page = strict_json::parse_object(body).ok()?;
+    if page.get("object").and_then(Value::as_str) != Some(object) {
+        return None;
+    }
+    let has_more = page.get("has_more").and_then(Value::as_bool)?;
+    let Some(Value::Array(data)) = page.remove("data") else {
+        return None;
+    };
+    let intents = data
+        .into_iter()
+        .map(|entry| match entry {
+            Value::Object(intent) => Some(intent),
+            _ => None,
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some((intents, has_more))
+}
+
+/// The intents of `intents` that carry `key` in their metadata.
+pub fn keyed(intents: Vec<Map<String, Value>>, key: &str) -> Vec<Map<String, Value>> {
+    intents
+        .into_iter()
+        .filter(|intent| {
+            intent
+                .get("metadata")
+                .and_then(|metadata| metadata.get("journal_key"))
+                .and_then(Value::as_str)
+                == Some(key)
+        })
+        .collect()
+}
+
+/// What the intents found for `key` prove: none is not found; one of this request's
+/// is found, declined or (still open) unavailable; one of another request, or more
+/// than one, is unavailable.
+pub fn evidence(intents: &[Map<String, Value>], key: &str, expected: &Expected) -> LookupAnswer {
+    match intents {
+        [] => LookupAnswer::NotFound,
+        [intent] if !expected.owns(intent, key) => LookupAnswer::Unavailable("lookup_mismatch"),
+        [intent] => match state(intent) {
+            IntentState::Succeeded(fields) => LookupAnswer::Found(fields),
+            IntentState::Refused => LookupAnswer::Declined,
+            IntentState::Open(_) => LookupAnswer::Unavailable("lookup_pending"),
+        },
+        _ => LookupAnswer::Unavailable("lookup_several"),
+    }
+}

@@ -1,0 +1,236 @@
+//! The HTTP client: one create-and-confirm, one search, one listing, each bounded and
+//! classified ([`crate::answer`]). Redirects are never followed, and nothing here logs.
+
+use crate::answer::{self, LookupAnswer, SendAnswer};
+use crate::charge::Charge;
+use crate::config::{Account, LookupMethod, StripeConfig};
+use crate::error::ConfigError;
+use crate::intent::Expected;
+use command_journal::time::SystemClock;
+use command_journal::{Clock, JournalError, ProviderAccount, ProviderPlan, ProviderPlanRequest};
+use reqwest::header::{AUTHORIZATION, HeaderValue};
+use reqwest::{Method, RequestBuilder, Url};
+use serde_json::Value;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The plan's provider.
+pub const PROVIDER: &str = "stripe";
+/// The plan's operation: its provider idempotency key is attempt 1's.
+pub const OPERATION: &str = "charge";
+/// The plan's endpoint.
+pub const ENDPOINT: &str = "POST /v1/payment_intents";
+/// How long Stripe keeps an idempotency key: the plan's retention (an 18 h cutoff).
+pub const KEY_RETENTION_SECONDS: i64 = 86_400;
+/// The plan's settle window: Stripe's search shows a new intent after about a minute
+/// (longer during an incident).
+pub const LOOKUP_SETTLE_SECONDS: i64 = 300;
+/// How far back a [`LookupMethod::List`] lookup reads: the retention and an hour for
+/// the clocks' disagreement.
+pub const LIST_WINDOW_SECONDS: i64 = KEY_RETENTION_SECONDS + 3_600;
+/// The pages of 100 intents one listing reads at most; past them it answers
+/// unavailable (never "not found").
+pub const MAX_LIST_PAGES: usize = 50;
+
+/// A Stripe client for one account: the plan it binds and the provider it drives.
+/// `Debug` shows the configuration without the key or the account.
+#[derive(Clone)]
+pub struct Stripe {
+    http: reqwest::Client,
+    base: Url,
+    bearer: HeaderValue,
+    config: StripeConfig,
+    clock: Arc<dyn Clock>,
+}
+
+impl fmt::Debug for Stripe {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Stripe")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Stripe {
+    /// Checks `config` and builds the HTTP client.
+    pub fn new(config: StripeConfig) -> Result<Self, ConfigError> {
+        let base = config.check()?;
+        let bearer = config.secret_key.bearer()?;
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|_| ConfigError::Client)?;
+        Ok(Self {
+            http,
+            base,
+            bearer,
+            config,
+            clock: Arc::new(SystemClock),
+        })
+    }
+
+    /// The same client reading `clock` for a listing's window (tests).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// `test` or `live`, by the secret key.
+    pub fn mode(&self) -> &'static str {
+        self.config.secret_key.mode()
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &StripeConfig {
+        &self.config
+    }
+
+    /// The plan of a payment of `parameters`: provider `stripe`, this account, mode
+    /// and API version, operation `charge`, endpoint `POST /v1/payment_intents`, a 24 h
+    /// key retention, and the lookup of this client's method with a 300 s settle
+    /// window.
+    pub fn plan(&self, parameters: &Value) -> Result<ProviderPlan, JournalError> {
+        ProviderPlan::new(ProviderPlanRequest {
+            provider: PROVIDER,
+            account: self.config.account.id(),
+            mode: self.mode(),
+            api_version: &self.config.api_version,
+            operation: OPERATION,
+            endpoint: ENDPOINT,
+            parameters,
+            key_retention_seconds: KEY_RETENTION_SECONDS,
+        })?
+        .with_lookup(self.config.lookup.plan_lookup(), LOOKUP_SETTLE_SECONDS)
+    }
+
+    /// Where this client's requests go, as a recovery job declares it.
+    pub fn account(&self) -> Result<ProviderAccount, JournalError> {
+        ProviderAccount::new(PROVIDER, self.config.account.id(), self.mode())
+    }
+
+    fn request(&self, method: Method, path: &str) -> RequestBuilder {
+        let mut url = self.base.clone();
+        url.set_path(&format!("{}{path}", self.base.path().trim_end_matches('/')));
+        let mut request = self
+            .http
+            .request(method, url)
+            .header(AUTHORIZATION, self.bearer.clone())
+            .header("Stripe-Version", &self.config.api_version)
+            .timeout(self.config.timeout);
+        if let Account::Connected(id) = &self.config.account {
+            request = request.header("Stripe-Account", id);
+        }
+        request
+    }
+
+    /// One create-and-confirm of `charge` under `key`, answered within `deadline` (and
+    /// the configured timeout).
+    pub async fn create_and_confirm(
+        &self,
+        key: &str,
+        charge: &Charge,
+        deadline: Duration,
+    ) -> SendAnswer {
+        let sent = self
+            .request(Method::POST, "/v1/payment_intents")
+            .header("Idempotency-Key", key)
+            .form(&charge.form(key))
+            .timeout(deadline.min(self.config.timeout))
+            .send()
+            .await;
+        let response = match sent {
+            Ok(response) => response,
+            Err(error) if error.is_timeout() => return SendAnswer::Unknown("provider_timeout"),
+            Err(_) => return SendAnswer::Unknown("provider_unreachable"),
+        };
+        let status = response.status();
+        let headers = response.headers().clone();
+        match response.text().await {
+            Ok(body) => answer::classify_send(status, &headers, &body, key, &Expected::of(charge)),
+            Err(error) if error.is_timeout() => SendAnswer::Unknown("provider_timeout"),
+            Err(_) => SendAnswer::Unknown("provider_unreachable"),
+        }
+    }
+
+    /// What Stripe holds for `key`, as evidence about the request `expected` describes,
+    /// by this client's lookup method.
+    pub async fn find(&self, key: &str, expected: &Expected) -> LookupAnswer {
+        // The key is the journal's (`cj1-` and hex): nothing to escape in a query.
+        if !key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+            return LookupAnswer::Unavailable("lookup_key");
+        }
+        match self.config.lookup {
+            LookupMethod::Search => self.search(key, expected).await,
+            LookupMethod::List => self.list(key, expected).await,
+        }
+    }
+
+    async fn search(&self, key: &str, expected: &Expected) -> LookupAnswer {
+        let query = format!("metadata['journal_key']:'{key}'");
+        let sent = self
+            .request(Method::GET, "/v1/payment_intents/search")
+            .query(&[("query", query.as_str()), ("limit", "10")])
+            .send()
+            .await;
+        match read(sent).await {
+            Ok((status, body)) => answer::classify_search(status, &body, key, expected),
+            Err(code) => LookupAnswer::Unavailable(code),
+        }
+    }
+
+    async fn list(&self, key: &str, expected: &Expected) -> LookupAnswer {
+        let since = (self.clock.now().timestamp() - LIST_WINDOW_SECONDS).to_string();
+        let mut found = Vec::new();
+        let mut after: Option<String> = None;
+        for _ in 0..MAX_LIST_PAGES {
+            let mut query = vec![("created[gte]", since.clone()), ("limit", "100".to_owned())];
+            if let Some(id) = &after {
+                query.push(("starting_after", id.clone()));
+            }
+            let sent = self
+                .request(Method::GET, "/v1/payment_intents")
+                .query(&query)
+                .send()
+                .await;
+            let body = match read(sent).await {
+                Ok((status, body)) if status == reqwest::StatusCode::OK => body,
+                Ok(_) => return LookupAnswer::Unavailable("lookup_status"),
+                Err(code) => return LookupAnswer::Unavailable(code),
+            };
+            let Some((intents, has_more)) = answer::page(&body, "list") else {
+                return LookupAnswer::Unavailable("lookup_body");
+            };
+            after = intents
+                .last()
+                .and_then(|intent| intent.get("id"))
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            found.extend(answer::keyed(intents, key));
+            if !has_more {
+                return answer::evidence(&found, key, expected);
+            }
+            if after.is_none() {
+                return LookupAnswer::Unavailable("lookup_body");
+            }
+        }
+        LookupAnswer::Unavailable("lookup_too_many")
+    }
+}
+
+/// A lookup's status and body, or the fixed code of why there is none.
+async fn read(
+    sent: Result<reqwest::Response, reqwest::Error>,
+) -> Result<(reqwest::StatusCode, String), &'static str> {
+    let response = match sent {
+        Ok(response) => response,
+        Err(error) if error.is_timeout() => return Err("lookup_timeout"),
+        Err(_) => return Err("lookup_unreachable"),
+    };
+    let status = response.status();
+    response
+        .text()
+        .await
+        .map(|body| (status, body))
+        .map_err(|_| "lookup_unreachable")
+}

@@ -1,0 +1,142 @@
+//! What a [`Stripe`](crate::Stripe) client is configured with, each part checked before
+//! the first request.
+
+use command_journal::sends::ProviderLookup;
+use std::fmt;
+use std::time::Duration;
+
+use crate::error::ConfigError;
+use crate::secret::SecretKey;
+
+/// Stripe's own API: the default [`StripeConfig::api_base`].
+pub const DEFAULT_API_BASE: &str = "https://api.stripe.com";
+/// The bound on one request when [`StripeConfig::new`] sets none.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Whose PaymentIntents these are. The id is the plan's `account` either way.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Account {
+    /// The key's own account (`acct_…`): no `Stripe-Account` header.
+    Own(String),
+    /// A Connect account of the key's platform: every request carries
+    /// `Stripe-Account: <id>`.
+    Connected(String),
+}
+
+impl fmt::Debug for Account {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The account id stays out of logs, as the plan's does.
+        f.write_str(match self {
+            Self::Own(_) => "Own(<redacted>)",
+            Self::Connected(_) => "Connected(<redacted>)",
+        })
+    }
+}
+
+impl Account {
+    /// The account id.
+    pub fn id(&self) -> &str {
+        match self {
+            Self::Own(id) | Self::Connected(id) => id,
+        }
+    }
+
+    fn valid(&self) -> bool {
+        let id = self.id();
+        id.strip_prefix("acct_").is_some_and(|rest| {
+            (1..=250).contains(&rest.len())
+                && rest.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        })
+    }
+}
+
+/// How a lookup finds the intent that carries an attempt's key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LookupMethod {
+    /// `GET /v1/payment_intents/search?query=metadata['journal_key']:'<key>'`: Stripe's
+    /// own records, kept after the key is forgotten (the plan's lookup is `durable`),
+    /// and eventually consistent (the plan's settle window covers the lag).
+    Search,
+    /// Where search is not offered: `GET /v1/payment_intents?created[gte]=…` over the
+    /// last day and an hour, every page, filtered on `metadata.journal_key`. Read after
+    /// write, but only as far back as the window, so the plan's lookup is `key_store`
+    /// with Stripe's 24 h retention: the journal accepts its "not found" only while
+    /// the window still covers the attempt's first send.
+    List,
+}
+
+impl LookupMethod {
+    /// The plan's `lookup` for this method.
+    pub fn plan_lookup(self) -> ProviderLookup {
+        match self {
+            Self::Search => ProviderLookup::Durable,
+            Self::List => ProviderLookup::KeyStore,
+        }
+    }
+}
+
+/// A client's settings. `Debug` shows the base URL, the API version, the mode and the
+/// lookup method only.
+#[derive(Clone)]
+pub struct StripeConfig {
+    /// The secret key: its prefix is the plan's `mode`.
+    pub secret_key: SecretKey,
+    /// Where the API is: [`DEFAULT_API_BASE`], or a stand-in's loopback URL in tests.
+    pub api_base: String,
+    /// `Stripe-Version` of every request: the plan's `apiVersion`.
+    pub api_version: String,
+    /// Whose intents these are.
+    pub account: Account,
+    /// How lookups find an intent.
+    pub lookup: LookupMethod,
+    /// The bound on one request (a send's also by the journal's deadline).
+    pub timeout: Duration,
+}
+
+impl fmt::Debug for StripeConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StripeConfig")
+            .field("api_base", &self.api_base)
+            .field("api_version", &self.api_version)
+            .field("mode", &self.secret_key.mode())
+            .field("lookup", &self.lookup)
+            .finish_non_exhaustive()
+    }
+}
+
+impl StripeConfig {
+    /// Stripe's own API, search lookups and a 30 s bound on each request.
+    pub fn new(secret_key: SecretKey, api_version: &str, account: Account) -> Self {
+        Self {
+            secret_key,
+            api_base: DEFAULT_API_BASE.to_owned(),
+            api_version: api_version.to_owned(),
+            account,
+            lookup: LookupMethod::Search,
+            timeout: DEFAULT_TIMEOUT,
+        }
+    }
+
+    /// Checks every part but the key (checked when it was made).
+    pub(crate) fn check(&self) -> Result<reqwest::Url, ConfigError> {
+        let version = &self.api_version;
+        if !(1..=64).contains(&version.len()) || !version.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(ConfigError::ApiVersion);
+        }
+        if !self.account.valid() {
+            return Err(ConfigError::Account);
+        }
+        if self.timeout.is_zero() {
+            return Err(ConfigError::Timeout);
+        }
+        let url = reqwest::Url::parse(&self.api_base).map_err(|_| ConfigError::ApiBase)?;
+        let plain = url.scheme() == "https" || url.scheme() == "http";
+        let ok = plain
+            && url.has_host()
+            && url.query().is_none()
+            && url.fragment().is_none()
+            && url.username().is_empty()
+            && url.password().is_none();
+        ok.then_some(url).ok_or(ConfigError::ApiBase)
+    }
+}

@@ -1,0 +1,35 @@
+//! The refusal of a client's settings: names the setting, never its value.
+
+use std::fmt;
+
+/// A setting the client refuses. Names the setting, never its value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigError {
+    /// Not a Stripe secret or restricted key.
+    SecretKey,
+    /// Not an absolute http(s) URL without query, fragment or credentials.
+    ApiBase,
+    /// Not 1 to 64 printable ASCII characters without spaces.
+    ApiVersion,
+    /// Not `acct_` followed by letters, digits or `_`.
+    Account,
+    /// A zero timeout.
+    Timeout,
+    /// The HTTP client could not be built.
+    Client,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::SecretKey => "the Stripe secret key is not one (sk_ or rk_, test or live)",
+            Self::ApiBase => "the Stripe API base is not an absolute http(s) URL",
+            Self::ApiVersion => "the Stripe API version is not 1 to 64 printable characters",
+            Self::Account => "the Stripe account is not an acct_ id",
+            Self::Timeout => "the Stripe request timeout is zero",
+            Self::Client => "the HTTP client could not be built",
+        })
+    }
+}
+
+impl std::error::Error for ConfigError {}

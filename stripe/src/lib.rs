@@ -1,0 +1,49 @@
+//! A [`Provider`](command_journal::Provider) for Stripe PaymentIntents, for
+//! `Journal::execute` and `Journal::recover`.
+//!
+//! A send is one create-and-confirm (`POST /v1/payment_intents`, form-encoded, with
+//! `confirm=true`, the plan's `amount`, `currency` and `paymentMethod`, and the attempt's
+//! key both as the `Idempotency-Key` header and as `metadata[journal_key]`); a lookup
+//! finds the intent carrying the key, through Stripe's search or, where search is not
+//! offered, by listing the day's intents ([`LookupMethod`]). Every answer Stripe
+//! documents maps to one of the journal's ([`SendAnswer`], [`LookupAnswer`]; the
+//! package's `README.md` gives the table): only a `succeeded` intent of this request is
+//! a success, only a refusal that moved no money is a decline, and everything else
+//! leaves the attempt open.
+//!
+//! ```no_run
+//! use command_journal_stripe::{Account, SecretKey, Stripe, StripeConfig};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let key = SecretKey::new(&std::env::var("STRIPE_SECRET_KEY")?)?;
+//! let config = StripeConfig::new(key, "2026-01-28.clover", Account::Own("acct_1".into()));
+//! let stripe = Stripe::new(config)?;
+//! let payload = serde_json::json!({"amount": 1250, "currency": "eur", "paymentMethod": "pm_card_visa"});
+//! let plan = stripe.plan(&payload)?; // the plan `Journal::execute` binds
+//! let provider = stripe.payment(&payload); // the provider it calls
+//! # let _ = (plan, provider);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! The secret key is never logged, shown by `Debug`, or put in an error
+//! ([`SecretKey`]); no answer carries more than a fixed code.
+
+#![deny(missing_docs)]
+
+pub mod answer;
+pub mod charge;
+pub mod client;
+pub mod config;
+pub mod error;
+pub mod intent;
+pub mod provider;
+pub mod secret;
+
+pub use answer::{LookupAnswer, SendAnswer};
+pub use charge::{Charge, InvalidParameters};
+pub use client::Stripe;
+pub use config::{Account, LookupMethod, StripeConfig};
+pub use error::ConfigError;
+pub use intent::Expected;
+pub use provider::Payment;
+pub use secret::SecretKey;
