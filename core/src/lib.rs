@@ -21,7 +21,8 @@
 //! - transitions: [`registration`], [`lease`], [`start`], [`sends`] (the provider send
 //!   layer), [`ledger`], [`transaction`] (the contract), [`attempt`] (the machine),
 //!   [`known`] (deciding from what the journal just read or wrote, without a read),
-//!   [`pending`] (the commands that wait for someone, and why), [`recovery`] (settling
+//!   [`pending`] (the commands that wait for someone, and why), [`key_range`] (the
+//!   key-hash space cut into ranges for parallel tasks), [`recovery`] (settling
 //!   them from the provider's evidence, by key hash alone);
 //! - the one-call protocol's decisions: [`execute`];
 //! - the verifier's checks: [`verify`];
@@ -44,6 +45,7 @@ pub mod fence;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod identity;
+pub mod key_range;
 pub mod known;
 pub mod lease;
 pub mod ledger;
