@@ -467,9 +467,9 @@ async fn recovery_resumes_from_its_cursor_and_reports_progress_in_order() {
     let options = RecoverOptions {
         concurrency: 2,
         per_second: Some(50),
-        after: None,
         limit: Some(2),
         account: Some(account()),
+        ..RecoverOptions::default()
     };
     let mut seen = Vec::new();
     let first = f

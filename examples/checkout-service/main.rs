@@ -106,10 +106,8 @@ async fn recover(config: Config, settings: JobSettings) -> ExitCode {
         Ok(account) => Some(account),
         Err(_) => return fail("start-up error: the provider account is invalid"),
     };
-    match service::recovery::run(&journal, &charges, &settings, &logger).await {
-        Some(report) if service::recovery::succeeded(&report) => ExitCode::SUCCESS,
-        _ => ExitCode::from(1),
-    }
+    let report = service::recovery::run(&journal, &charges, &settings, &logger).await;
+    ExitCode::from(service::recovery::exit_status(report.as_ref()))
 }
 
 async fn run(config: Config) -> ExitCode {
