@@ -760,6 +760,30 @@ async fn pending_prints_one_line_per_waiting_command_at_the_time_given() {
         })
     );
     assert!(!out.to_string().contains(COMMAND_ID));
+    // One key range of two: the command is in exactly one of them.
+    let key = hash.as_str().expect("hash");
+    let first_half = u8::from_str_radix(&key[..1], 16).expect("hex") < 8;
+    for (range, holds) in [("0/2", first_half), ("1/2", !first_half)] {
+        let (code, out, _) = cli_raw(
+            &at("2030-01-01T00:01:00Z", &["pending", "--key-range", range]),
+            &json!(null),
+        );
+        assert_eq!(code, 0, "{out}");
+        assert_eq!(out.contains(key), holds, "{range}: {out}");
+        assert_eq!(out.lines().count(), usize::from(holds), "{range}: {out}");
+    }
+    // A range that is none, refused by field before any connection.
+    for (range, field) in [
+        ("2/2", "keyRangeIndex"),
+        ("0/0", "keyRangeCount"),
+        ("half", "keyRange"),
+    ] {
+        let (code, out, _) = cli(
+            &["--project", "p", "pending", "--key-range", range],
+            &json!(null),
+        );
+        assert_eq!((code, out["field"].as_str()), (2, Some(field)), "{out}");
+    }
     // `--at` outside an emulator is refused before any connection.
     let (code, out, _) = cli(
         &["--project", "p", "--at", "2030-01-01T00:00:00Z", "pending"],

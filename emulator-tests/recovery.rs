@@ -5,7 +5,8 @@
 //! listed; a request lost before the provider is recorded absent once provable, at
 //! the plan's own account only, and the client's retry charges once under the next
 //! key; 24 recovery jobs racing each other and a returning client settle it once; a
-//! run resumes from its cursor; the recovery never sends; nothing leaks.
+//! run resumes from its cursor; the recovery never sends; nothing leaks. `runs`: the
+//! runs of a deployment (schedules, tasks, checkpoints, deadlines).
 
 use super::support::{self, command};
 use chrono::{DateTime, TimeDelta, Utc};
@@ -21,6 +22,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::Notify;
+
+mod runs;
 
 fn start_time() -> DateTime<Utc> {
     DateTime::from_timestamp(1_930_000_000, 0).expect("time")
@@ -467,9 +470,9 @@ async fn recovery_resumes_from_its_cursor_and_reports_progress_in_order() {
     let options = RecoverOptions {
         concurrency: 2,
         per_second: Some(50),
-        after: None,
         limit: Some(2),
         account: Some(account()),
+        ..RecoverOptions::default()
     };
     let mut seen = Vec::new();
     let first = f

@@ -192,7 +192,7 @@ pub async fn list(connection: &Connection, parent: &str, collection_id: &str) ->
 /// nothing was written in between.
 pub async fn documents(connection: &Connection) -> Vec<(String, String)> {
     let mut all = Vec::new();
-    for collection in ["checkoutRequests", "auditEvents"] {
+    for collection in ["checkoutRequests", "auditEvents", "recoveryCheckpoints"] {
         for document in list(connection, "", collection).await {
             all.push((document.name.clone(), format!("{:?}", document.update_time)));
         }

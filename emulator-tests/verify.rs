@@ -358,23 +358,24 @@ async fn every_seeded_corruption_is_reported_with_its_code_and_path() {
         FindingCode::UnexpectedDocument,
         format!("{}/lifecycle/other", root_path(&cmds[9])),
     ));
-    // A leased lifecycle outside a command: the pending listing's query returns it,
-    // no command holds it.
+    // A leased lifecycle outside the journal: the pending listing's query, bound to
+    // the journal's names, never returns it; the stray scan reports it.
     let leased = std::collections::HashMap::from([(
         "state".to_owned(),
         Value {
             value_type: Some(ValueType::StringValue("leased".into())),
         },
     )]);
-    put(connection, "elsewhere/y/lifecycle/current", leased).await;
+    put(connection, "elsewhere/y/lifecycle/current", leased.clone()).await;
     expected.push((
         FindingCode::UnexpectedDocument,
         "elsewhere/y/lifecycle/current".into(),
     ));
-    expected.push((
-        FindingCode::PendingIndexMismatch,
-        "elsewhere/y/lifecycle/current".into(),
-    ));
+    // One inside it that is no command's `lifecycle/current`: the query and the scan
+    // both read it (the listing fails closed on it); the scan reports it.
+    let inside = format!("{}/lifecycle/extra", root_path(&cmds[9]));
+    put(connection, &inside, leased).await;
+    expected.push((FindingCode::UnexpectedDocument, inside));
     // 10: the lifecycle predates the registration.
     let late = ValueType::TimestampValue(gcloud_sdk::prost_types::Timestamp {
         seconds: 1_960_000_030,

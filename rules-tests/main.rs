@@ -325,6 +325,7 @@ async fn coverage_names_the_protected_blocks_a_run_never_evaluated() {
         "match /{path=**}/current/{currentDoc}",
         "match /ledgerReservations/{reservation=**}",
         "match /ledgerTransactions/{transaction=**}",
+        "match /recoveryCheckpoints/{checkpoint=**}",
     ] {
         assert!(
             unevaluated.contains(block),
@@ -347,6 +348,7 @@ fn the_journal_blocks_are_marked_for_pasting_and_guard_every_protected_collectio
         "match /auditEvents/{",
         "match /ledgerReservations/{",
         "match /ledgerTransactions/{",
+        "match /recoveryCheckpoints/{",
     ] {
         assert!(
             blocks.contains(collection),

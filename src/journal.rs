@@ -236,8 +236,19 @@ impl Journal {
     /// order, redacted as [`status`](Self::status) is. Reads the lifecycles not yet
     /// settled (one collection-group query) and, for each expired one, its send
     /// documents; writes nothing. A broken document among them is `journal_corrupt`.
+    /// The query reads only the journal's own lifecycles (`checkoutRequests/{hash}`):
+    /// a `lifecycle` collection elsewhere in the database is never listed.
     pub async fn pending(&self) -> Result<crate::pending::Listing, JournalError> {
-        pending::pending(&self.engine).await
+        self.pending_in(crate::pending::KeyRange::ALL).await
+    }
+
+    /// [`pending`](Self::pending) over the commands of one key range only: `range`
+    /// of the ranges that partition the key-hash space (a recovery task's share).
+    pub async fn pending_in(
+        &self,
+        range: crate::pending::KeyRange,
+    ) -> Result<crate::pending::Listing, JournalError> {
+        pending::pending(&self.engine, range).await
     }
 
     /// Settles every pending command whose send outcome is unknown from `provider`'s
@@ -250,11 +261,12 @@ impl Journal {
     /// proven (looked up once provable, at the account `options.account` declares and
     /// the plan was bound to; a command bound to another account is left alone).
     /// Never calls `provider.send`, never opens an attempt, and writes nothing without
-    /// evidence: what it cannot settle stays listed. `options` bounds concurrency and
-    /// rate and resumes from a cursor; `on_progress` hears of each command in key-hash
-    /// order.
+    /// evidence: what it cannot settle stays listed. `options` bounds concurrency,
+    /// rate, count and time, chooses the key range, and starts after a cursor or the
+    /// range's checkpoint (recording where the run stopped for the next);
+    /// `on_progress` hears of each command in the order handled.
     /// An error of one command is reported with it and the run goes on; an invalid
-    /// option or a failed listing is the call's error.
+    /// option, a failed listing or a broken checkpoint is the call's error.
     pub async fn recover<P: Provider>(
         &self,
         provider: &P,

@@ -1,41 +1,34 @@
-//! `pending` at scale: a journal of N settled commands (default 100,000) and 10
-//! abandoned ones, what `Journal::pending` reads to list the 10, and what
-//! `Journal::recover` reads and writes to settle them from a provider that holds a
-//! charge for each.
+//! `pending` and `recover` at scale, split over tasks: a journal of N settled
+//! commands (default 1,000,000) and, for each split of the key space over 1, 2 and 4
+//! tasks, a fresh backlog of M abandoned ones (default 10,000), listed and recovered
+//! by that many tasks in parallel child processes, each over its key range with the
+//! checkpoint kept (as `checkout-service recover` runs on Cloud Run with `--tasks`).
 //!
-//! The loader does not go through the runner: for command `i` it asks the core what
-//! a first start followed by its completion writes into an empty journal, chained as
-//! one commit (`command_journal_core::known::chain`: root, three audit events and the
-//! `succeeded` lifecycle, 5 documents), and commits those creations raw, 500 writes
-//! to a `Commit`, several in flight. The 10 abandoned commands are started and
-//! permitted their send through the journal, then abandoned (no outcome recorded);
-//! the listing and the recovery run 61 s later on the journal's clock.
+//! Reports per split: the wall time of the tasks together, each task's listing (the
+//! lifecycles its query returned, the pending commands, the documents read per pending
+//! command), its recovery (commands settled, documents read and written, RPCs), and
+//! the lookups per second achieved against the configured rate; and the emulator's
+//! resident memory after the load and after each split (the emulator keeps every
+//! document in its JVM heap: the size a machine can hold is bounded by it, see
+//! `--rss-cap-gib`).
 //!
-//! Run: `cargo bench --bench pending_scale` (100,000 settled); another size after
-//! `--`: `cargo bench --bench pending_scale -- 1000000`. A bench target: `cargo test`
-//! never builds it. Starts its own emulator.
+//! Run: `cargo bench --bench pending_scale` (1,000,000 settled, 10,000 abandoned per
+//! split, 100 lookups a second per task, 16 at once); other values after `--`:
+//! `cargo bench --bench pending_scale -- SETTLED ABANDONED [--per-second N]
+//! [--concurrency N] [--rss-cap-gib G]`. Loading stops early, at a batch boundary,
+//! once the emulator's resident memory passes the cap (default 14 GiB): the tables say
+//! how many settled commands were loaded. A bench target: `cargo test` never builds
+//! it. Starts its own emulator (raise its heap with `JAVA_TOOL_OPTIONS=-Xmx…` for
+//! millions of documents).
 
-use command_journal::recovery::{RecoverOptions, Recovered};
+mod load;
+mod task;
+
+use command_journal::pending::KeyRange;
 use command_journal::time::ManualClock;
-use command_journal::{CommandInput, CommandRequest, Journal, LeaseId, LeaseOutput, Timestamp};
-use command_journal::{Connection, Target, TerminalReferenceFingerprint};
-use command_journal::{
-    Provider, ProviderAnswer, ProviderPlan, ProviderPlanRequest, ResultEnvelope, SendRequest,
-};
-use command_journal_core::known::{self, Chained};
-use command_journal_core::lease::{LeaseCall, Terminal, TerminalRequest};
-use command_journal_core::sends::guard::Guarded;
-use command_journal_core::sends::load::first_read;
-use command_journal_core::start::Start;
-use command_journal_core::transaction::Write;
+use command_journal::{Connection, Journal, Target, Timestamp};
 use command_journal_emulator::Emulator;
-use futures::StreamExt;
-use futures::stream::FuturesUnordered;
-use gcloud_sdk::google::firestore::v1::precondition::ConditionType;
-use gcloud_sdk::google::firestore::v1::{
-    CommitRequest, Document, Precondition, Write as RawWrite, write,
-};
-use serde_json::json;
+use serde_json::Value;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -45,233 +38,265 @@ fn err<E: std::fmt::Display>(e: E) -> String {
     e.to_string()
 }
 
-const BATCH_WRITES: usize = 500;
-const DOCS_PER_COMMAND: usize = 5;
-const IN_FLIGHT: usize = 8;
-const ABANDONED: u64 = 10;
-
-fn command(n: u64) -> Res<CommandInput> {
-    let command_id = format!("9e4d1000-0000-4000-8000-{n:012x}");
-    CommandInput::new(CommandRequest {
-        environment: "emulator",
-        caller_scope_kind: "member",
-        caller_id: "pending-scale",
-        command_id: &command_id,
-        command_type: "checkout",
-        endpoint_schema_version: 1,
-        payload: &json!({"n": n}),
-    })
-    .map_err(err)
-}
-
-/// The documents of command `n` started and completed at `now`.
-fn settled_writes(n: u64, root: &str, now: Timestamp) -> Res<Vec<RawWrite>> {
-    let input = command(n)?;
-    let lease = LeaseId::parse(&format!("9e4d1000-0001-4000-8000-{n:012x}")).map_err(err)?;
-    let identity = input.identity();
-    let owner = input.lease_owner(&identity, &lease).map_err(err)?;
-    let call = LeaseCall::new(identity.clone(), owner.clone(), now);
-    let reference = TerminalReferenceFingerprint::parse(&"ab".repeat(32)).map_err(err)?;
-    let commitment = identity.terminal_commitment(&reference);
-    let hash = identity.command_key_hash().clone();
-    let start = Start::new(identity, owner, now);
-    let paths = first_read(call.command());
-    let plan: Chained<Start, Guarded, ()> = known::chain(&start, &paths, |out| {
-        let LeaseOutput::Acquired { fence_epoch, .. } = out.lease else {
-            return None;
-        };
-        let terminal = Terminal::new(
-            call.clone(),
-            fence_epoch,
-            TerminalRequest::Succeed(commitment.clone()),
-        );
-        Some(Guarded::new(terminal, &hash))
-    })
-    .ok_or("a start and its completion did not chain")?;
-    Ok(plan
-        .writes
-        .into_iter()
-        .filter_map(|w| match w.write {
-            Write::Create { path, fields } => Some(RawWrite {
-                update_mask: None,
-                update_transforms: Vec::new(),
-                current_document: Some(Precondition {
-                    condition_type: Some(ConditionType::Exists(false)),
-                }),
-                operation: Some(write::Operation::Update(Document {
-                    name: format!("{root}/{path}"),
-                    fields: command_journal::wire::fields_to_wire(&fields),
-                    create_time: None,
-                    update_time: None,
-                })),
-            }),
-            Write::Replace { .. } | Write::AssertAbsent { .. } | Write::AssertUnchanged { .. } => {
-                None
-            }
+/// A `/proc/{pid}/status` field in KiB (`self` without a pid).
+fn rss_kib(pid: Option<u32>, field: &str) -> u64 {
+    let pid = pid.map_or_else(|| "self".to_owned(), |p| p.to_string());
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find(|l| l.starts_with(field))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kib| kib.parse().ok())
         })
-        .collect())
+        .unwrap_or(0)
 }
 
-/// Writes `commands` settled commands; returns the documents written.
-async fn load(connection: &Connection, commands: u64, now: Timestamp) -> Res<u64> {
-    let root = connection.documents_path();
-    let database = connection.database_path();
-    let per_batch = (BATCH_WRITES / DOCS_PER_COMMAND) as u64;
-    let mut in_flight = FuturesUnordered::new();
-    let (mut written, mut next) = (0, 0);
-    while next < commands || !in_flight.is_empty() {
-        while next < commands && in_flight.len() < IN_FLIGHT {
-            let end = (next + per_batch).min(commands);
-            let mut writes = Vec::with_capacity(BATCH_WRITES);
-            for n in next..end {
-                writes.extend(settled_writes(n, &root, now)?);
-            }
-            next = end;
-            let count = writes.len() as u64;
-            let request = CommitRequest {
-                database: database.clone(),
-                writes,
-                transaction: Vec::new(),
-                request_options: None,
-            };
-            let mut raw = connection.raw();
-            in_flight.push(async move { raw.commit(request).await.map(|_| count) });
-        }
-        if let Some(done) = in_flight.next().await {
-            written += done.map_err(|s| format!("commit: {}", s.message()))?;
-        }
-    }
-    Ok(written)
+/// The JVM `pid`'s heap in use right after a full collection, KiB (`jcmd GC.run`,
+/// then `GC.heap_info`): the memory its documents really hold.
+fn live_heap_kib(pid: Option<u32>) -> Option<u64> {
+    let pid = pid?.to_string();
+    let jcmd = |what: &str| {
+        std::process::Command::new("jcmd")
+            .args([pid.as_str(), what])
+            .output()
+            .ok()
+    };
+    jcmd("GC.run")?;
+    let info = String::from_utf8(jcmd("GC.heap_info")?.stdout).ok()?;
+    let used = info.split("used ").nth(1)?;
+    used.split('K').next()?.trim().parse().ok()
+}
+
+fn gib(kib: u64) -> String {
+    format!("{:.2} GiB", kib as f64 / 1_048_576.0)
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().map(str::to_owned))
+        .unwrap_or_else(|| "?".to_owned())
 }
 
 #[tokio::main]
 async fn main() {
-    if let Err(error) = run().await {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
+    let result = match args.split_first() {
+        Some((flag, rest)) if flag == "--task" => task::run(rest).await,
+        _ => parent(&args).await,
+    };
+    if let Err(error) = result {
         eprintln!("pending_scale: {error}");
         std::process::exit(1);
     }
 }
 
-async fn run() -> Res<()> {
-    let settled: u64 = match std::env::args().skip(1).find(|a| a != "--bench") {
-        Some(n) => n.parse().map_err(err)?,
-        None => 100_000,
+/// The settings of a run.
+struct Settings {
+    settled: u64,
+    abandoned: u64,
+    per_second: u32,
+    concurrency: usize,
+    rss_cap_kib: u64,
+}
+
+fn settings(args: &[String]) -> Res<Settings> {
+    let mut s = Settings {
+        settled: 1_000_000,
+        abandoned: 10_000,
+        per_second: 100,
+        concurrency: 16,
+        rss_cap_kib: 14 * 1_048_576,
     };
+    let mut counts = Vec::new();
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let mut value = || it.next().ok_or(format!("{arg} needs a value"));
+        match arg.as_str() {
+            "--per-second" => s.per_second = value()?.parse().map_err(err)?,
+            "--concurrency" => s.concurrency = value()?.parse().map_err(err)?,
+            "--rss-cap-gib" => {
+                s.rss_cap_kib = value()?.parse::<u64>().map_err(err)? * 1_048_576;
+            }
+            n => counts.push(n.parse::<u64>().map_err(|_| format!("not a count: {n}"))?),
+        }
+    }
+    match counts[..] {
+        [] => {}
+        [settled] => s.settled = settled,
+        [settled, abandoned] => (s.settled, s.abandoned) = (settled, abandoned),
+        _ => return Err("at most two counts: SETTLED ABANDONED".into()),
+    }
+    Ok(s)
+}
+
+/// One task's line, and the fields read from it.
+struct Task(Value);
+
+impl Task {
+    fn n(&self, field: &str) -> f64 {
+        self.0[field].as_f64().unwrap_or(f64::NAN)
+    }
+}
+
+/// Runs `count` tasks in parallel child processes over `project` at `at`; their
+/// lines and the wall time of all of them.
+async fn tasks(
+    count: u32,
+    host: &str,
+    project: &str,
+    at: chrono::DateTime<chrono::Utc>,
+    s: &Settings,
+) -> Res<(Vec<Task>, f64)> {
+    let exe = std::env::current_exe().map_err(err)?;
+    let started = Instant::now();
+    let mut children = Vec::new();
+    for index in 0..count {
+        let range = KeyRange::new(u64::from(index), u64::from(count)).map_err(err)?;
+        let child = tokio::process::Command::new(&exe)
+            .args([
+                "--task".to_owned(),
+                range.to_string(),
+                host.to_owned(),
+                project.to_owned(),
+                at.timestamp_micros().to_string(),
+                s.per_second.to_string(),
+                s.concurrency.to_string(),
+            ])
+            .output();
+        children.push(child);
+    }
+    let outputs = futures::future::join_all(children).await;
+    let wall = started.elapsed().as_secs_f64();
+    let mut lines = Vec::new();
+    for output in outputs {
+        let output = output.map_err(err)?;
+        if !output.status.success() {
+            return Err(format!(
+                "a task failed: {}",
+                String::from_utf8_lossy(&output.stderr)
+            ));
+        }
+        let line = serde_json::from_slice(&output.stdout).map_err(err)?;
+        lines.push(Task(line));
+    }
+    Ok((lines, wall))
+}
+
+async fn parent(args: &[String]) -> Res<()> {
+    let s = settings(args)?;
     let emulator = tokio::task::spawn_blocking(Emulator::start)
         .await
         .map_err(err)?
         .map_err(err)?;
+    let jvm = emulator.pid();
+    let host = emulator.host().to_owned();
     let project = emulator.new_project_id();
-    let connection = Connection::connect(&project, Target::Emulator(emulator.host().to_owned()))
+    let connection = Connection::connect(&project, Target::Emulator(host.clone()))
         .await
         .map_err(err)?;
+    println!("load average before: {}", load_average());
     let start = chrono::Utc::now();
     let now = Timestamp::from_datetime(start).ok_or("clock")?;
-    let t0 = Instant::now();
-    let documents = load(&connection, settled, now).await?;
+    let loaded = load::settled(&connection, s.settled, now, jvm, s.rss_cap_kib).await?;
     println!(
-        "loaded {settled} settled commands ({documents} documents) in {:.1} s",
-        t0.elapsed().as_secs_f64()
+        "loaded {} settled commands ({} documents) in {:.1} s ({:.0} documents/s); emulator RSS {}",
+        loaded.commands,
+        loaded.documents,
+        loaded.seconds,
+        loaded.documents as f64 / loaded.seconds,
+        gib(loaded.emulator_rss_kib)
     );
+    let live = live_heap_kib(jvm);
+    if let Some(live) = live {
+        println!(
+            "emulator heap in use after a full collection: {} ({:.0} bytes per document)",
+            gib(live),
+            live as f64 * 1024.0 / loaded.documents as f64
+        );
+    }
     let clock = Arc::new(ManualClock::new(start));
     let journal = Journal::new(connection).with_clock(clock.clone());
-    let plan = plan()?;
-    for n in 0..ABANDONED {
-        let lease = LeaseId::parse(&format!("9e4d1000-0002-4000-8000-{n:012x}")).map_err(err)?;
-        let cmd = command(settled + n)?;
-        let LeaseOutput::Acquired { fence_epoch, .. } =
-            journal.start(&cmd, &lease).await.map_err(err)?.lease
-        else {
-            return Err("the abandoned command's lease was not acquired".into());
-        };
-        journal
-            .begin_send(&cmd, &lease, fence_epoch, &plan)
-            .await
-            .map_err(err)?;
-    }
-    clock.advance(chrono::TimeDelta::seconds(61));
-    let before = journal.stats();
-    let t0 = Instant::now();
-    let listing = journal.pending().await.map_err(err)?;
-    let elapsed = t0.elapsed();
-    let used = journal.stats().since(&before);
-    println!(
-        "| journal | pending | lifecycles the query returned | documents the per-command reads asked for (found + absent) | RPCs after the query | time |\n|---|---|---|---|---|---|\n| {settled} settled commands ({documents} documents) + {ABANDONED} abandoned | {} | {} | {} ({} + {}) | {} | {:.1} ms |",
-        listing.pending.len(),
-        listing.listed,
-        used.billed_reads(),
-        used.documents_found,
-        used.documents_missing,
-        used.rpcs(),
-        elapsed.as_secs_f64() * 1e3
-    );
-    if listing.pending.len() as u64 != ABANDONED {
-        return Err(format!(
-            "listed {} pending, not {ABANDONED}",
-            listing.pending.len()
+    let mut rows = Vec::new();
+    let mut task_rows = Vec::new();
+    let mut first = loaded.commands;
+    for count in [1u32, 2, 4] {
+        // A fresh backlog: the abandoned commands of the split before were settled.
+        let t0 = Instant::now();
+        load::abandoned(&journal, first, s.abandoned).await?;
+        eprintln!(
+            "{count} task(s): {} abandoned in {:.1} s",
+            s.abandoned,
+            t0.elapsed().as_secs_f64()
+        );
+        first += s.abandoned;
+        clock.advance(chrono::TimeDelta::seconds(61));
+        let at = clock_now(&clock);
+        let (lines, wall) = tasks(count, &host, &project, at, &s).await?;
+        let sum = |field: &str| lines.iter().map(|t| t.n(field)).sum::<f64>();
+        let recovered = sum("recovered");
+        if recovered as u64 != s.abandoned || sum("errors") > 0.0 {
+            return Err(format!(
+                "{count} task(s) settled {recovered} of {}",
+                s.abandoned
+            ));
+        }
+        if !journal.pending().await.map_err(err)?.pending.is_empty() {
+            return Err("commands left pending".into());
+        }
+        let slowest = lines
+            .iter()
+            .map(|t| t.n("settlingSeconds"))
+            .fold(0.0, f64::max);
+        let configured = f64::from(s.per_second) * f64::from(count);
+        rows.push(format!(
+            "| {count} | {:.1} s | {} | {:.2} | {:.1} | {:.1} | {:.0} / s of {configured:.0} / s configured | {} |",
+            wall,
+            sum("pending"),
+            (sum("listed") + sum("pendingReads")) / sum("pending"),
+            sum("recoverReads") / recovered,
+            sum("recoverWrites") / recovered,
+            sum("lookups") / slowest,
+            gib(rss_kib(jvm, "VmRSS")),
         ));
+        for t in &lines {
+            task_rows.push(format!(
+                "| {count} | {} | {} | {} | {:.2} s | {} | {:.1} s | {:.0} / s | {} |",
+                t.0["range"].as_str().unwrap_or("?"),
+                t.n("listed"),
+                t.n("pending"),
+                t.n("pendingSeconds"),
+                t.n("recovered"),
+                t.n("recoverSeconds"),
+                t.n("lookups") / t.n("settlingSeconds"),
+                gib(t.n("peakRssKib") as u64),
+            ));
+        }
+        // Past the recovery leases, so that the next split's listing is of its own.
+        clock.advance(chrono::TimeDelta::seconds(61));
     }
-
-    let before = journal.stats();
-    let t0 = Instant::now();
-    let options = RecoverOptions {
-        per_second: None,
-        ..RecoverOptions::default()
-    };
-    let report = journal
-        .recover(&Charged, &options, |_| {})
-        .await
-        .map_err(err)?;
-    let elapsed = t0.elapsed();
-    let used = journal.stats().since(&before);
     println!(
-        "| journal | recovered | RPCs | documents read (found + absent) | documents written | time |\n|---|---|---|---|---|---|\n| the same, concurrency {} | {} of {} | {} | {} ({} + {}) | {} | {:.1} ms |",
-        options.concurrency,
-        report.count(Recovered::Succeeded),
-        report.commands.len(),
-        used.rpcs(),
-        used.billed_reads(),
-        used.documents_found,
-        used.documents_missing,
-        used.documents_written,
-        elapsed.as_secs_f64() * 1e3
+        "\n| tasks | wall time | pending listed | documents read per pending command (listing: query + batch gets) | documents read per command settled (recovery) | documents written per command settled | lookups achieved (first to last settled, slowest task) | emulator RSS after |\n|---|---|---|---|---|---|---|---|"
     );
-    if report.count(Recovered::Succeeded) as u64 != ABANDONED
-        || !journal.pending().await.map_err(err)?.pending.is_empty()
-    {
-        return Err("the recovery did not settle every abandoned command".into());
+    for row in rows {
+        println!("{row}");
     }
+    println!(
+        "\n| tasks | range | lifecycles its query returned | pending | listing time | settled | recovery time (its listing included) | lookups / s (first to last settled) | task peak RSS |\n|---|---|---|---|---|---|---|---|---|"
+    );
+    for row in task_rows {
+        println!("{row}");
+    }
+    println!("\nload average after: {}", load_average());
     Ok(())
 }
 
-/// The plan the abandoned commands bound.
-fn plan() -> Res<ProviderPlan> {
-    ProviderPlan::new(ProviderPlanRequest {
-        provider: "stub",
-        account: "acct_bench",
-        mode: "test",
-        api_version: "2026-01-01",
-        operation: "charge",
-        endpoint: "POST /v1/charges",
-        parameters: &json!({"amount": 1250, "currency": "eur"}),
-        key_retention_seconds: 86_400,
-    })
-    .map_err(err)
-}
-
-/// A provider holding a succeeded charge for every key (the abandoned sends all
-/// charged); it is never asked to send.
-struct Charged;
-
-impl Provider for Charged {
-    async fn send(&self, _request: SendRequest<'_>) -> ProviderAnswer {
-        ProviderAnswer::Unknown
-    }
-
-    async fn lookup(&self, _key: &str) -> ProviderAnswer {
-        match ResultEnvelope::new(&json!({"id": "ch_bench", "status": "succeeded"})) {
-            Ok(envelope) => ProviderAnswer::Succeeded(envelope),
-            Err(_) => ProviderAnswer::Unknown,
-        }
-    }
+fn clock_now(clock: &ManualClock) -> chrono::DateTime<chrono::Utc> {
+    use command_journal::time::Clock as _;
+    clock.now()
 }

@@ -17,7 +17,7 @@ use command_journal::{
     CommandInput, CommandRequest, Concurrency, Connection, FenceEpoch, Journal, JournalError,
     LeaseId, LeaseOutput, ProviderPlan, ProviderPlanRequest, RegistrationOutcome, ResultEnvelope,
     Target, TerminalOutput, TerminalReferenceFingerprint, Timestamp, connection, error, expected,
-    identity, ledger, sends, strict_json, time, verify,
+    identity, ledger, pending, sends, strict_json, time, verify,
 };
 use command_journal_emulator::{emulator, rules_testing};
 

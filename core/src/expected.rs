@@ -206,6 +206,19 @@ const EXPECTED: &[(&str, &str)] = &[
         "a whole number from 1 to 10000 (or no bound)",
     ),
     ("recoverLimit", "a whole number from 1 (or no limit)"),
+    (
+        "recoverDeadline",
+        "a duration of at least one second (or no deadline)",
+    ),
+    ("keyRange", "INDEX/COUNT in decimal, such as 0/2"),
+    (
+        "keyRangeCount",
+        "a whole number of key ranges from 1 to 10000",
+    ),
+    (
+        "keyRangeIndex",
+        "a whole number from 0 to the key range count minus one",
+    ),
     ("fingerprint", "64 lowercase hex characters"),
 ];
 

@@ -22,7 +22,8 @@
 //!   layer), [`ledger`], [`transaction`] (the contract), [`attempt`] (the machine),
 //!   [`known`] (deciding from what the journal just read or wrote, without a read),
 //!   [`proof`] (what a commit proves of the documents it read and does not write),
-//!   [`pending`] (the commands that wait for someone, and why), [`recovery`] (settling
+//!   [`pending`] (the commands that wait for someone, and why), [`key_range`] (the
+//!   key-hash space cut into ranges for parallel tasks), [`recovery`] (settling
 //!   them from the provider's evidence, by key hash alone);
 //! - the one-call protocol's decisions: [`execute`];
 //! - the verifier's checks: [`verify`];
@@ -46,6 +47,7 @@ pub mod fence;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod identity;
+pub mod key_range;
 pub mod known;
 pub mod lease;
 pub mod ledger;

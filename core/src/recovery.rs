@@ -74,7 +74,9 @@
 //!
 //! Every other error ends the command's recovery with that error.
 
+pub mod checkpoint;
 mod registered;
+pub mod schedule;
 #[cfg(test)]
 mod tests;
 

@@ -3,6 +3,7 @@
 //! times Firestore kept, each broken one reported as a [`Finding`] with a stable
 //! [`FindingCode`]. The library's `verify` streams a project's documents into them.
 
+pub mod checkpoints;
 pub mod commerce;
 pub mod historical_links;
 pub mod keys;

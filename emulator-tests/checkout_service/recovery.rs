@@ -6,7 +6,9 @@
 //! each, the second resuming from the first run's cursor), after a run whose lookups
 //! failed, and a run declaring another account, wrote nothing and left both listed.
 //! The binary's `recover`
-//! mode runs from its configuration and refuses a bad setting with one line.
+//! mode runs from its configuration and refuses a bad setting with one line; it
+//! exits 3 when the provider answered none of its lookups, and a Cloud Run task
+//! covers its key range only.
 
 use super::stub_provider::{Action, LookupAction, Stub};
 use super::{
@@ -31,6 +33,14 @@ use tokio::io::{AsyncBufReadExt as _, BufReader};
 /// The account the service's configuration declares for its recovery job
 /// (`PlanSettings::account`, as `checkout-service recover` sets it).
 fn service_account(project: &str) -> ProviderAccount {
+    service_config(project)
+        .plan
+        .account()
+        .expect("the service's account")
+}
+
+/// The service's configuration on `project`.
+fn service_config(project: &str) -> Config {
     let mut env: std::collections::HashMap<&str, String> = PLAN_ENV
         .iter()
         .map(|(name, value)| (*name, (*value).to_owned()))
@@ -42,8 +52,7 @@ fn service_account(project: &str) -> ProviderAccount {
         "FIRESTORE_EMULATOR_HOST",
         support::emulator().host().to_owned(),
     );
-    let config = Config::from_lookup(|name| env.get(name).cloned()).expect("config");
-    config.plan.account().expect("the service's account")
+    Config::from_lookup(|name| env.get(name).cloned()).expect("config")
 }
 
 fn priced() -> Value {
@@ -389,6 +398,8 @@ async fn checkout_binary_recover_runs_once_and_refuses_bad_settings_with_one_lin
         ("RECOVERY_LIMIT", "0"),
         ("RECOVERY_AFTER", "CANARYnot-a-hash"),
         ("RECOVERY_LIMIT", "many"),
+        ("RECOVERY_DEADLINE_SECONDS", "0"),
+        ("RECOVERY_DEADLINE_SECONDS", "soon"),
     ] {
         let (child, _) =
             spawn_service(&project, &stub_url, &[(variable, value)], &["recover"]).await;
@@ -406,4 +417,148 @@ async fn checkout_binary_recover_runs_once_and_refuses_bad_settings_with_one_lin
     let (child, _) = spawn_service(&project, &stub_url, &[], &["recover-everything"]).await;
     let output = child.wait_with_output().await.expect("output");
     assert_eq!(output.status.code(), Some(2));
+}
+
+/// The job's settings from an environment of `(name, value)` pairs.
+fn settings(env: &[(&str, &str)]) -> Result<JobSettings, String> {
+    let env: std::collections::HashMap<&str, &str> = env.iter().copied().collect();
+    JobSettings::from_lookup(|name| env.get(name).map(|v| (*v).to_owned()))
+        .map_err(|error| error.to_string())
+}
+
+#[test]
+fn the_job_takes_its_key_range_from_cloud_runs_task_variables_and_keeps_a_checkpoint() {
+    use command_journal::pending::KeyRange;
+    // No task variables: one task owns the whole space.
+    let whole = settings(&[]).expect("settings").options;
+    assert_eq!(whole.range, KeyRange::ALL);
+    assert!(whole.checkpoint);
+    assert_eq!(whole.deadline, None);
+    let task = settings(&[
+        ("CLOUD_RUN_TASK_INDEX", "2"),
+        ("CLOUD_RUN_TASK_COUNT", "3"),
+        ("RECOVERY_DEADLINE_SECONDS", "1500"),
+    ])
+    .expect("settings")
+    .options;
+    assert_eq!(task.range, KeyRange::new(2, 3).expect("range"));
+    assert_eq!(task.deadline, Some(Duration::from_secs(1500)));
+    for (env, variable) in [
+        (
+            &[("CLOUD_RUN_TASK_INDEX", "3"), ("CLOUD_RUN_TASK_COUNT", "3")][..],
+            "CLOUD_RUN_TASK_INDEX",
+        ),
+        (
+            &[
+                ("CLOUD_RUN_TASK_INDEX", "-1"),
+                ("CLOUD_RUN_TASK_COUNT", "3"),
+            ][..],
+            "CLOUD_RUN_TASK_INDEX",
+        ),
+        (
+            &[("CLOUD_RUN_TASK_INDEX", "0"), ("CLOUD_RUN_TASK_COUNT", "0")][..],
+            "CLOUD_RUN_TASK_COUNT",
+        ),
+        (
+            &[
+                ("CLOUD_RUN_TASK_INDEX", "0"),
+                ("CLOUD_RUN_TASK_COUNT", "10001"),
+            ][..],
+            "CLOUD_RUN_TASK_COUNT",
+        ),
+        (&[("CLOUD_RUN_TASK_INDEX", "0")][..], "CLOUD_RUN_TASK_COUNT"),
+        (&[("CLOUD_RUN_TASK_COUNT", "2")][..], "CLOUD_RUN_TASK_INDEX"),
+    ] {
+        let error = settings(env).expect_err("refused");
+        assert!(
+            error.starts_with(&format!("configuration error: {variable} ")),
+            "{env:?}: {error}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn checkout_binary_recover_exits_3_when_the_provider_answers_no_lookup() {
+    let emulator = support::emulator();
+    let project = emulator.new_project_id();
+    let (stub, stub_url) = start_stub(Stub::new(Action::Charge, CHARGE_PREFIX)).await;
+    // Two checkouts abandoned mid-send ten minutes ago under the service's own plan.
+    let connection = Connection::connect(&project, Target::Emulator(emulator.host().to_owned()))
+        .await
+        .expect("connect");
+    let clock = Arc::new(ManualClock::new(Utc::now() - TimeDelta::minutes(10)));
+    let journal = Journal::new(connection.clone()).with_clock(clock);
+    let plan = service_config(&project).plan.plan(&priced()).expect("plan");
+    for n in 0..2 {
+        let cmd = support::command(1390 + n, json!({"order": n}));
+        let lease = command_journal::LeaseId::parse(&support::uuid(0x53, n)).expect("lease");
+        let started = journal.start(&cmd, &lease).await.expect("start");
+        let command_journal::LeaseOutput::Acquired { fence_epoch, .. } = started.lease else {
+            panic!("{:?}", started.lease);
+        };
+        journal
+            .begin_send(&cmd, &lease, fence_epoch, &plan)
+            .await
+            .expect("begin_send");
+    }
+    let run = |extra: &'static [(&'static str, &'static str)]| {
+        let (project, stub_url) = (project.clone(), stub_url.clone());
+        async move {
+            let (mut child, mut lines) =
+                spawn_service(&project, &stub_url, extra, &["recover"]).await;
+            let mut seen = Vec::new();
+            while let Some(line) = next_line(&mut lines).await {
+                seen.push(line);
+            }
+            let exit = child.wait().await.expect("wait").code();
+            let summary = seen
+                .into_iter()
+                .find(|l| l["message"] == "recovery finished")
+                .expect("a summary line");
+            (exit, summary)
+        }
+    };
+    // The provider is down: every lookup answers 503.
+    stub.script_lookups([LookupAction::Status(503), LookupAction::Status(503)]);
+    let (exit, summary) = run(&[]).await;
+    assert_eq!(exit, Some(3), "{summary}");
+    assert_eq!(summary["verdict"], "provider_unavailable");
+    assert_eq!(summary["severity"], "ERROR");
+    assert_eq!(summary["lookups"], json!({"answered": 0, "unavailable": 2}));
+    assert_eq!(summary["outcomes"]["lookup_unavailable"], 2);
+    assert_eq!(
+        (summary["range"].as_str(), summary["listed"].as_u64()),
+        (Some("0/1"), Some(2))
+    );
+    assert_eq!(summary["checkpoint"], "recorded");
+    assert_eq!(summary["stop"], "finished");
+    assert_eq!(stub.lookups().len(), 2);
+    // It answers again: each task of two covers its own range, and exits 0.
+    let (mut listed, mut absent) = (0, 0);
+    for (index, extra) in [
+        (
+            0,
+            &[("CLOUD_RUN_TASK_INDEX", "0"), ("CLOUD_RUN_TASK_COUNT", "2")][..],
+        ),
+        (
+            1,
+            &[("CLOUD_RUN_TASK_INDEX", "1"), ("CLOUD_RUN_TASK_COUNT", "2")][..],
+        ),
+    ] {
+        let (exit, summary) = run(extra).await;
+        assert_eq!(exit, Some(0), "{summary}");
+        assert_eq!(summary["verdict"], "clean");
+        assert_eq!(summary["range"], format!("{index}/2"));
+        listed += summary["listed"].as_u64().expect("listed");
+        absent += summary["outcomes"]["absent"].as_u64().expect("absent");
+    }
+    assert_eq!(
+        listed, 2,
+        "the two tasks' ranges hold the two commands between them"
+    );
+    // The requests never reached the provider: each absence is proven, by a lookup
+    // before the lease and one under it.
+    assert_eq!(absent, 2);
+    assert_eq!(stub.lookups().len(), 2 + 2 * 2);
+    assert_eq!(stub.posts().len(), 0, "the job never posts");
 }

@@ -114,10 +114,7 @@ async fn recover(config: Config, settings: JobSettings) -> ExitCode {
             service::recovery::run_with(&journal, &provider, &settings, &logger).await
         }
     };
-    match report {
-        Some(report) if service::recovery::succeeded(&report) => ExitCode::SUCCESS,
-        _ => ExitCode::from(1),
-    }
+    ExitCode::from(service::recovery::exit_status(report.as_ref()))
 }
 
 async fn run(config: Config) -> ExitCode {

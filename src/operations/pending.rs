@@ -1,15 +1,23 @@
-//! `pending`: every command that waits for someone. One collection-group query lists
-//! the lifecycles in state `leased` (the index `firestore.indexes.json` keeps for it);
-//! each whose lease has expired at the captured time is read once more with its send
-//! documents (16 such reads in flight) and decided by the core
-//! (`command_journal_core::pending`).
+//! `pending`: every command that waits for someone, in one key range. One
+//! collection-group query lists the lifecycles in state `leased` (the index
+//! `firestore.indexes.json` keeps for it) within the range's names, from
+//! `checkoutRequests/{first hash of the range}` to before the next range's, so that
+//! no `lifecycle` document of another collection is ever read; each whose lease has
+//! expired at the captured time is read once more with its send documents (16 such
+//! reads in flight) and decided by the core (`command_journal_core::pending`).
 
 use super::Engine;
 use crate::document::lifecycle::{self, Lifecycle, LifecycleState};
+use crate::document::root;
 use crate::error::JournalError;
 use command_journal_core::digest::Digest;
+use command_journal_core::key_range::KeyRange;
 use command_journal_core::pending::{PendingCommand, PendingRead};
+use firestore::{FirestoreDb, FirestoreQueryCursor, FirestoreResult, FirestoreValue};
+use futures::stream::BoxStream;
 use futures::{StreamExt as _, TryStreamExt as _};
+use gcloud_sdk::google::firestore::v1::value::ValueType;
+use gcloud_sdk::google::firestore::v1::{Document, Value};
 
 /// What one listing read and found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -20,11 +28,11 @@ pub struct Listing {
     pub listed: u64,
 }
 
-/// Every command pending at the journal's time; the gauge of pending commands by
-/// reason is set from it. The first broken command fails the listing
+/// Every command of `range` pending at the journal's time; the gauge of pending
+/// commands by reason is set from it. The first broken command fails the listing
 /// (`journal_corrupt`).
-pub(crate) async fn pending(engine: &Engine) -> Result<Listing, JournalError> {
-    let (listed, found) = pending_after(engine, None).await?;
+pub(crate) async fn pending(engine: &Engine, range: KeyRange) -> Result<Listing, JournalError> {
+    let (listed, found) = listing(engine, range).await?;
     let mut listing = Listing {
         pending: Vec::with_capacity(found.len()),
         listed,
@@ -40,31 +48,70 @@ pub(crate) async fn pending(engine: &Engine) -> Result<Listing, JournalError> {
 /// the error reading it.
 pub(crate) type Found = (Digest, Result<PendingCommand, JournalError>);
 
-/// The lifecycles the query returned, and each command pending at the journal's time
-/// whose key hash sorts after `after` (all when `None`), in key-hash order, or the
-/// error that reading it met: a resumed recovery reads only what it has not handled,
-/// and one broken command does not hide the others from it. The query still returns
-/// every unsettled lifecycle; those at or before the cursor are not read again. A
-/// leased lifecycle outside any command fails the whole listing.
-pub(crate) async fn pending_after(
-    engine: &Engine,
-    after: Option<&Digest>,
-) -> Result<(u64, Vec<Found>), JournalError> {
-    let now = engine.now()?;
-    let documents = engine.connection.documents_path();
-    let prefix = format!("{documents}/{}/", crate::document::root::COLLECTION);
-    let suffix = format!("/{}/current", lifecycle::COLLECTION);
-    let db = engine.connection.db();
-    let stream = db
-        .fluent()
+/// The least document id Firestore orders (numeric ids sort before text ids), as
+/// `verify` bounds a collection's subtree.
+const FIRST_ID: &str = "__id-9223372036854775808__";
+
+/// The names `range`'s listing starts at and ends before, relative to the documents
+/// root: the range's cuts under `checkoutRequests`, the first range from before the
+/// collection's first id and the last to after its last, so that the ranges together
+/// cover the whole `checkoutRequests` subtree and nothing outside it.
+fn range_names(range: KeyRange) -> (String, String) {
+    let start = range.start().unwrap_or_else(|| FIRST_ID.to_owned());
+    let end = range.end().map_or_else(
+        || format!("{}\0/{FIRST_ID}", root::COLLECTION),
+        |end| format!("{}/{end}", root::COLLECTION),
+    );
+    (format!("{}/{start}", root::COLLECTION), end)
+}
+
+/// The whole `checkoutRequests` subtree's names, as [`range_names`] gives them.
+pub(crate) fn journal_names() -> (String, String) {
+    range_names(KeyRange::ALL)
+}
+
+/// The listing's query: the `lifecycle` collection group where `state == "leased"`,
+/// by name, from `start` to before `end` (paths relative to the documents root), as
+/// query cursors on the name order the `state` index keeps for each value.
+pub(crate) async fn leased_lifecycles<'a>(
+    db: &'a FirestoreDb,
+    documents: &str,
+    start: &str,
+    end: &str,
+) -> Result<BoxStream<'a, FirestoreResult<Document>>, JournalError> {
+    let name = |path: &str| {
+        FirestoreValue::from(Value {
+            value_type: Some(ValueType::ReferenceValue(format!("{documents}/{path}"))),
+        })
+    };
+    db.fluent()
         .select()
         .from(lifecycle::COLLECTION)
         .all_descendants()
         .filter(|q| q.field("state").eq(LifecycleState::Leased.as_str()))
         .order(|o| o.fields([o.field("__name__").asc()]))
+        .start_at(FirestoreQueryCursor::BeforeValue(vec![name(start)]))
+        .end_at(FirestoreQueryCursor::BeforeValue(vec![name(end)]))
         .stream_query_with_errors()
         .await
-        .map_err(|error| crate::runner::retry::firestore_error(&error))?;
+        .map_err(|error| crate::runner::retry::firestore_error(&error))
+}
+
+/// The lifecycles of `range` the query returned, and each command of `range`
+/// pending at the journal's time, in key-hash order, or the error that reading it
+/// met: one broken command does not hide the others from a recovery. A leased
+/// lifecycle within the range's names that is not a command's `lifecycle/current`
+/// fails the whole listing.
+pub(crate) async fn listing(
+    engine: &Engine,
+    range: KeyRange,
+) -> Result<(u64, Vec<Found>), JournalError> {
+    let now = engine.now()?;
+    let documents = engine.connection.documents_path();
+    let prefix = format!("{documents}/{}/", root::COLLECTION);
+    let suffix = format!("/{}/current", lifecycle::COLLECTION);
+    let (start, end) = range_names(range);
+    let stream = leased_lifecycles(engine.connection.db(), &documents, &start, &end).await?;
     let mut stream = std::pin::pin!(stream);
     let mut listed = 0;
     let mut expired = Vec::new();
@@ -79,12 +126,10 @@ pub(crate) async fn pending_after(
             .strip_prefix(&prefix)
             .and_then(|rest| rest.strip_suffix(&suffix))
             .and_then(Digest::parse)
+            .filter(|hash| range.contains(hash))
             .ok_or(JournalError::corrupt(
                 "a leased lifecycle outside a command",
             ))?;
-        if after.is_some_and(|after| hash.as_str() <= after.as_str()) {
-            continue;
-        }
         match Lifecycle::parse(&hash, &crate::wire::fields_from_wire(document.fields)) {
             Ok(current) if now >= current.lease_expires_at => expired.push((hash, None)),
             Ok(_) => {}

@@ -1,11 +1,13 @@
 //! `recover`: the driver of the core's recovery protocol
-//! (`command_journal_core::recovery`) over every pending command whose send outcome
-//! is unknown. It performs the step each decision names and nothing else: a journal
-//! operation on the command known by its key hash, a provider lookup bounded by its
-//! deadline. It never calls `Provider::send`.
+//! (`command_journal_core::recovery`) over every pending command of one key range
+//! whose send outcome is unknown, in the circular order that starts after the
+//! cursor or the range's checkpoint (`command_journal_core::recovery::schedule`). It
+//! performs the step each decision names and nothing else: a journal operation on
+//! the command known by its key hash, a provider lookup bounded by its deadline, the
+//! checkpoint's read and record. It never calls `Provider::send`.
 
 use super::Engine;
-use super::pending::pending_after;
+use super::pending::listing;
 use crate::ProviderAnswer;
 use crate::engine::Memory;
 use crate::error::JournalError;
@@ -14,33 +16,46 @@ use crate::identity::CommandIdentity;
 use crate::identity::LeaseId;
 use crate::known::Planned;
 use crate::lease::{Acquire, LeaseCall, LeaseOutput};
-use crate::recovery::{Progress, RecoverOptions, RecoveredCommand, Recovery};
+use crate::recovery::{Lookups, Progress, RecoverOptions, RecoveredCommand, Recovery, Stop};
 use crate::sends::ProviderAccount;
 use crate::sends::load::first_read;
 use crate::sends::record::{Mode, RecordAnswer};
 use crate::transaction::OperationName;
 use command_journal_core::digest::Digest;
-use command_journal_core::recovery::{
-    Recovered, RecoveryEvent as Event, RecoveryProtocol, RecoveryStep as Step, RegisteredIdentity,
-    recovery_owner,
-};
+use command_journal_core::recovery::checkpoint::{CheckpointRead, CheckpointRecord};
+use command_journal_core::recovery::schedule::circular;
+use command_journal_core::recovery::{Recovered, RecoveryEvent as Event, RecoveryProtocol, RecoveryStep as Step, RegisteredIdentity, recovery_owner};
 use futures::StreamExt as _;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 use tracing::Instrument as _;
 
-/// Lists the pending commands after the options' cursor and recovers each whose
-/// send outcome is unknown, `concurrency` at a time and at most `per_second` started
-/// each second, reporting each in key-hash order.
+/// Lists the pending commands of the options' range and recovers each whose send
+/// outcome is unknown, from after the cursor (or the checkpoint) around the range,
+/// `concurrency` at a time, at most `per_second` started each second, none started
+/// past the deadline but the first; reports each in that order and records where it
+/// stopped in the checkpoint when asked to.
 pub(crate) async fn recover<P: Provider>(
     engine: &Engine,
     provider: &P,
     options: &RecoverOptions,
     mut on_progress: impl FnMut(Progress<'_>),
 ) -> Result<Recovery, JournalError> {
+    let started = Instant::now();
     let concurrency = options.checked_concurrency()?;
     let pace = options.pace()?;
     let limit = options.checked_limit()?;
-    let (_, found) = pending_after(engine, options.after.as_ref()).await?;
+    let deadline = options.checked_deadline()?.map(|d| started + d);
+    let range = options.range;
+    let read = match options.checkpoint {
+        true => engine
+            .run_unrecorded(&CheckpointRead::new(range))
+            .await?
+            .map(|checkpoint| checkpoint.after),
+        false => None,
+    };
+    let from = options.after.clone().or_else(|| read.clone());
+    let (_, found) = listing(engine, range).await?;
     let mut pending = Vec::with_capacity(found.len());
     // Each command whose send outcome is unknown is recovered; one the listing could
     // not read is reported with its error, in its place.
@@ -60,7 +75,9 @@ pub(crate) async fn recover<P: Provider>(
             Err(error) => candidates.push((hash, Some(error))),
         }
     }
+    // The whole range's listing, wherever this run starts in it.
     crate::metrics::pending(&pending);
+    let mut candidates = circular(candidates, from.as_ref(), |(hash, _)| hash);
     let more = limit.is_some_and(|limit| candidates.len() > limit);
     if let Some(limit) = limit {
         candidates.truncate(limit);
@@ -71,9 +88,19 @@ pub(crate) async fn recover<P: Provider>(
         interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         tokio::sync::Mutex::new(interval)
     });
-    let pace = &pace;
-    let mut results = futures::stream::iter(candidates)
-        .map(|(hash, broken)| async move {
+    let (pace, lookups, past) = (&pace, &Tally::default(), &AtomicBool::new(false));
+    // Past the deadline (or once a command was not started for it), no command but
+    // the first starts.
+    let passed = move |first: bool| {
+        let over = past.load(Ordering::SeqCst) || deadline.is_some_and(|d| Instant::now() >= d);
+        past.fetch_or(over && !first, Ordering::SeqCst);
+        over && !first
+    };
+    let mut results = futures::stream::iter(candidates.into_iter().enumerate())
+        .map(|(i, (hash, broken))| async move {
+            if passed(i == 0) {
+                return None;
+            }
             let outcome = match broken {
                 Some(error) => {
                     crate::metrics::recovery(error.code());
@@ -83,34 +110,91 @@ pub(crate) async fn recover<P: Provider>(
                     if let Some(pace) = pace {
                         pace.lock().await.tick().await;
                     }
-                    recover_one(engine, provider, options.account.as_ref(), &hash).await
+                    if passed(i == 0) {
+                        return None;
+                    }
+                    let account = options.account.as_ref();
+                    recover_one(engine, provider, account, &hash, lookups).await
                 }
             };
-            RecoveredCommand {
+            Some(RecoveredCommand {
                 command_key_hash: hash,
                 outcome,
-            }
+            })
         })
         .buffered(concurrency);
-    let mut report = Recovery {
-        pending,
-        commands: Vec::with_capacity(total),
-        cursor: None,
-    };
-    while let Some(command) = results.next().await {
-        report.commands.push(command);
-        if let Some(command) = report.commands.last() {
+    let mut commands = Vec::with_capacity(total);
+    // The last command of the run's unbroken handled prefix: where the next goes on.
+    let (mut stopped_at, mut skipped) = (None, false);
+    while let Some(handled) = results.next().await {
+        let Some(command) = handled else {
+            skipped = true;
+            continue;
+        };
+        if !skipped {
+            stopped_at = Some(command.command_key_hash.clone());
+        }
+        commands.push(command);
+        if let Some(command) = commands.last() {
             on_progress(Progress {
-                done: report.commands.len(),
+                done: commands.len(),
                 total,
                 command,
             });
         }
     }
-    if more {
-        report.cursor = report.commands.last().map(|c| c.command_key_hash.clone());
+    drop(results);
+    let stop = match (skipped, more) {
+        (true, _) => Stop::Deadline,
+        (false, true) => Stop::Limit,
+        (false, false) => Stop::Finished,
+    };
+    let checkpoint = match (&stopped_at, options.checkpoint) {
+        (Some(stopped), true) => {
+            let record = engine
+                .now()
+                .map(|now| CheckpointRecord::new(range, read, from.clone(), stopped.clone(), now));
+            Some(match record {
+                Ok(record) => engine.run_unrecorded(&record).await,
+                Err(error) => Err(error),
+            })
+        }
+        _ => None,
+    };
+    Ok(Recovery {
+        range,
+        pending,
+        started_after: from,
+        commands,
+        stop,
+        cursor: stopped_at.filter(|_| stop != Stop::Finished),
+        checkpoint,
+        lookups: lookups.total(),
+    })
+}
+
+/// The lookups of a run, counted as they answer.
+#[derive(Default)]
+struct Tally {
+    answered: AtomicUsize,
+    unavailable: AtomicUsize,
+}
+
+impl Tally {
+    fn count(&self, result: &ProviderAnswer) {
+        let counter = match result {
+            ProviderAnswer::Unknown => &self.unavailable,
+            _ => &self.answered,
+        };
+        counter.fetch_add(1, Ordering::SeqCst);
     }
-    Ok(report)
+
+    fn total(&self) -> Lookups {
+        Lookups {
+            answered: self.answered.load(Ordering::SeqCst),
+            unavailable: self.unavailable.load(Ordering::SeqCst),
+        }
+    }
 }
 
 /// One command's recovery, traced and counted as the `recover` operation and in
@@ -120,10 +204,11 @@ async fn recover_one<P: Provider>(
     provider: &P,
     account: Option<&ProviderAccount>,
     hash: &Digest,
+    lookups: &Tally,
 ) -> Result<Recovered, JournalError> {
     let started = Instant::now();
     let span = crate::runner::operation_span(OperationName::Recover, engine.options.concurrency);
-    let result = drive(engine, provider, account, hash)
+    let result = drive(engine, provider, account, hash, lookups)
         .instrument(span)
         .await;
     crate::metrics::record(OperationName::Recover, &result, started.elapsed());
@@ -143,6 +228,7 @@ async fn drive<P: Provider>(
     provider: &P,
     account: Option<&ProviderAccount>,
     hash: &Digest,
+    lookups: &Tally,
 ) -> Result<Recovered, JournalError> {
     let lease = LeaseId::generate();
     let owner = recovery_owner(hash, &lease);
@@ -161,7 +247,9 @@ async fn drive<P: Provider>(
             Step::Lookup { key, deadline, .. } => {
                 // The key comes from the stored plan.
                 let found = tokio::time::timeout(deadline, provider.lookup(&key)).await;
-                Event::LookedUp(found.unwrap_or(ProviderAnswer::Unknown))
+                let found = found.unwrap_or(ProviderAnswer::Unknown);
+                lookups.count(&found);
+                Event::LookedUp(found)
             }
             Step::Acquire => {
                 let call = LeaseCall::new(held(&identity)?, owner.clone(), engine.now()?);

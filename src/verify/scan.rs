@@ -14,7 +14,6 @@ use super::ranges::{Bounds, ScanRanges};
 use super::reads;
 use super::report::VerifyReport;
 use crate::connection::Connection;
-use crate::document::lifecycle::LifecycleState;
 use crate::document::{audit, root};
 use crate::error::JournalError;
 use crate::ledger::{effect, reservation};
@@ -209,6 +208,54 @@ async fn scan<'a>(
 /// The collection group of the stray-lifecycle scan.
 const STRAY_GROUP: &str = "lifecycle";
 
+/// The recovery checkpoints and anything stored below them (read in the first range
+/// only, each document checked on its own).
+const CHECKPOINTS: Source = Source::subtree(
+    command_journal_core::recovery::checkpoint::COLLECTION,
+    classify_stray,
+);
+
+/// The recovery checkpoints' subtree at the range's read time, each document checked.
+async fn checkpoints(
+    db: &FirestoreDb,
+    documents: &str,
+    report: &mut VerifyReport,
+) -> Result<(), JournalError> {
+    let query = between(
+        db,
+        documents,
+        None,
+        Some(CHECKPOINTS.first()),
+        Some(CHECKPOINTS.after()),
+    )
+    .order(|o| o.fields([o.field("__name__").asc()]));
+    let stream = query
+        .stream_query_with_errors()
+        .await
+        .map_err(|error| crate::runner::retry::firestore_error(&error))?;
+    let mut stream = std::pin::pin!(stream);
+    let prefix = format!("{documents}/");
+    while let Some(document) = stream
+        .try_next()
+        .await
+        .map_err(|error| crate::runner::retry::firestore_error(&error))?
+    {
+        report.scanned.recovery_checkpoints += 1;
+        let path = document
+            .name
+            .strip_prefix(&prefix)
+            .unwrap_or(&document.name);
+        let doc = command_journal_core::verify::stored::StoredDoc {
+            path: path.to_owned(),
+            fields: crate::wire::fields_from_wire(document.fields),
+            created: Default::default(),
+            updated: Default::default(),
+        };
+        report.record(command_journal_core::verify::checkpoints::check(&doc));
+    }
+    Ok(())
+}
+
 /// The documents the scans below read, counted with one COUNT aggregation per name
 /// range.
 pub(super) async fn count(connection: &Connection) -> Result<u64, JournalError> {
@@ -217,7 +264,11 @@ pub(super) async fn count(connection: &Connection) -> Result<u64, JournalError> 
         start: None,
         end: None,
     };
-    let sources = SOURCES.into_iter().map(Some).chain([None]);
+    let sources = SOURCES
+        .into_iter()
+        .chain([&CHECKPOINTS])
+        .map(Some)
+        .chain([None]);
     let mut total = 0;
     for source in sources {
         let group = source.is_none().then_some(STRAY_GROUP);
@@ -244,9 +295,11 @@ pub(super) async fn count(connection: &Connection) -> Result<u64, JournalError> 
 }
 
 /// The documents the pending listing's query (`Journal::pending`: the `lifecycle`
-/// collection group where `state == "leased"`, by name) returns at the range's read
-/// time, as paths relative to the documents root: those of the commands whose key
-/// hash lies within `bounds`, and, in the first range, any outside a command.
+/// collection group where `state == "leased"`, by name, within the `checkoutRequests`
+/// subtree) returns at the range's read time, as paths relative to the documents
+/// root: those of the commands whose key hash lies within `bounds`. The query is the
+/// listing's own, so a `lifecycle` document of another collection is never in it
+/// (the stray scan reports it).
 async fn listed_leased(
     db: &FirestoreDb,
     documents: &str,
@@ -254,16 +307,8 @@ async fn listed_leased(
 ) -> Result<Vec<String>, JournalError> {
     let prefix = format!("{documents}/");
     let commands = format!("{}/", root::COLLECTION);
-    let stream = db
-        .fluent()
-        .select()
-        .from(STRAY_GROUP)
-        .all_descendants()
-        .filter(|q| q.field("state").eq(LifecycleState::Leased.as_str()))
-        .order(|o| o.fields([o.field("__name__").asc()]))
-        .stream_query_with_errors()
-        .await
-        .map_err(|error| crate::runner::retry::firestore_error(&error))?;
+    let (start, end) = crate::operations::pending::journal_names();
+    let stream = crate::operations::pending::leased_lifecycles(db, documents, &start, &end).await?;
     let mut stream = std::pin::pin!(stream);
     let mut listed = Vec::new();
     while let Some(document) = stream
@@ -278,14 +323,10 @@ async fn listed_leased(
             .to_owned();
         let hash = path
             .strip_prefix(&commands)
-            .and_then(|rest| rest.split('/').next());
-        let within = match hash {
-            Some(hash) => {
-                bounds.start.as_deref().is_none_or(|start| hash >= start)
-                    && bounds.end.as_deref().is_none_or(|end| hash < end)
-            }
-            None => bounds.start.is_none(),
-        };
+            .and_then(|rest| rest.split('/').next())
+            .unwrap_or_default();
+        let within = bounds.start.as_deref().is_none_or(|start| hash >= start)
+            && bounds.end.as_deref().is_none_or(|end| hash < end);
         if within {
             listed.push(path);
         }
@@ -388,6 +429,7 @@ pub(super) async fn run(
                 &mut tally,
             )
             .await?;
+            checkpoints(&db, &documents, &mut report).await?;
         }
         let heads = [
             head(&db, &documents, Some(&COMMANDS), &bounds).await?,

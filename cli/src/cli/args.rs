@@ -101,7 +101,16 @@ pub enum Cmd {
     /// Print every command waiting for someone (a lease that expired without a
     /// terminal transition), one JSON line each with its commandKeyHash, send state
     /// and what would move it on; writes nothing.
-    Pending(JournalArgs),
+    Pending {
+        /// Only the commands of key range INDEX of COUNT (`0/2`, `1/2`): the ranges of
+        /// one COUNT partition the key-hash space, as the recovery job's tasks split
+        /// it (CLOUD_RUN_TASK_INDEX of CLOUD_RUN_TASK_COUNT).
+        #[arg(long, value_name = "INDEX/COUNT")]
+        key_range: Option<String>,
+        /// Which Firestore, and how.
+        #[command(flatten)]
+        journal: JournalArgs,
+    },
     /// Scan the whole journal, print every broken invariant, write nothing (exit 5 if
     /// any; exit 7 if it scanned no journal document at all).
     Verify {
@@ -321,7 +330,7 @@ impl Before {
             | Cmd::Complete(args)
             | Cmd::Fail(args)
             | Cmd::Status(args)
-            | Cmd::Pending(args)
+            | Cmd::Pending { journal: args, .. }
             | Cmd::Send {
                 action: SendCmd::Begin(args) | SendCmd::Outcome(args) | SendCmd::Reconcile(args),
             }
@@ -376,7 +385,7 @@ impl Cmd {
             | Cmd::Complete(args)
             | Cmd::Fail(args)
             | Cmd::Status(args)
-            | Cmd::Pending(args)
+            | Cmd::Pending { journal: args, .. }
             | Cmd::Send {
                 action: SendCmd::Begin(args) | SendCmd::Outcome(args) | SendCmd::Reconcile(args),
             }

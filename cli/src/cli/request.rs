@@ -44,8 +44,8 @@ pub enum Request {
     Fingerprint(FingerprintInput),
     /// An operation on the journal, with the options that connect to it.
     Journal(Box<Operation>, Global),
-    /// `pending`.
-    Pending(Global),
+    /// `pending`, with its `--key-range` as given (validated when it runs).
+    Pending(Global, Option<String>),
     /// `verify`.
     Verify {
         /// Its target.
@@ -94,7 +94,9 @@ impl Request {
                 LedgerCmd::Replay(args) => ledger_request(LedgerAction::Replay, &args, &stdin())?,
                 LedgerCmd::Link(args) => ledger_request(LedgerAction::Link, &args, &stdin())?,
             },
-            Cmd::Pending(args) => Self::Pending(Global::from_journal(&args)),
+            Cmd::Pending { key_range, journal } => {
+                Self::Pending(Global::from_journal(&journal), key_range)
+            }
             Cmd::Verify {
                 allow_empty,
                 ranges,
@@ -123,7 +125,7 @@ impl Request {
                 Ok(journal) => exit::report(operation.execute(&journal).await),
                 Err(error) => exit::report(Err(error)),
             },
-            Self::Pending(options) => pending::run(&options).await,
+            Self::Pending(options, key_range) => pending::run(&options, key_range.as_deref()).await,
             Self::Verify {
                 options,
                 allow_empty,

@@ -156,12 +156,13 @@ impl Progress {
 }
 
 /// The scanned counts by collection, as their documents are named.
-fn per_collection(scanned: &Scanned) -> [(&'static str, u64); 5] {
+fn per_collection(scanned: &Scanned) -> [(&'static str, u64); 6] {
     [
         ("checkoutRequests", scanned.checkout_requests),
         ("checkoutRequests/*/lifecycle", scanned.lifecycles),
         ("auditEvents", scanned.audit_events),
         ("ledgerReservations", scanned.ledger_reservations),
         ("ledgerTransactions", scanned.ledger_transactions),
+        ("recoveryCheckpoints", scanned.recovery_checkpoints),
     ]
 }

@@ -121,6 +121,10 @@ pub enum FindingCode {
     /// not return, or a document it returns that is not a command's leased lifecycle
     /// (`Journal::pending` would miss it, or list it wrongly).
     PendingIndexMismatch,
+    /// A recovery checkpoint that fails its strict codec: its range disagrees with its
+    /// id, or its position lies outside the range (every recovery run of the range
+    /// would fail on it).
+    MalformedRecoveryCheckpoint,
 }
 
 impl FindingCode {
@@ -170,6 +174,7 @@ impl FindingCode {
             Self::MalformedResult => "malformed_result",
             Self::ResultCommitmentMismatch => "result_commitment_mismatch",
             Self::PendingIndexMismatch => "pending_index_mismatch",
+            Self::MalformedRecoveryCheckpoint => "malformed_recovery_checkpoint",
         }
     }
 }
@@ -199,6 +204,8 @@ pub struct Scanned {
     pub ledger_reservations: u64,
     /// `ledgerTransactions`.
     pub ledger_transactions: u64,
+    /// `recoveryCheckpoints`: one per key range a recovery job keeps a checkpoint of.
+    pub recovery_checkpoints: u64,
 }
 
 impl Scanned {
@@ -209,6 +216,7 @@ impl Scanned {
             + self.audit_events
             + self.ledger_reservations
             + self.ledger_transactions
+            + self.recovery_checkpoints
     }
 }
 

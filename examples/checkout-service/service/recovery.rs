@@ -5,26 +5,33 @@
 //! schedule (`README.md` beside `main.rs`).
 //!
 //! One log line per command handled (its key hash and outcome, never a raw id) and one
-//! summary line (the pending commands by reason, the count of each outcome, the cursor
-//! to resume from): a job is not scraped, so these are its metrics (the library's
-//! `command_journal_pending_commands` and `command_journal_recoveries_total`, as
-//! log-based metrics). It exits 0 when every command was handled (settled or left listed
-//! for a reason) and 1 when a command's recovery or the listing failed, or a command's
-//! plan was bound to another provider account than the job's (`other_account`: a job
-//! configured for the wrong account, or commands of an account the service no longer
-//! uses, which only a person settles).
+//! summary line (the key range, where the run started and stopped, the pending
+//! commands of the range by reason, the count of each outcome, the lookups answered
+//! and failed, the checkpoint, the verdict): a job is not scraped, so these are its
+//! metrics (the library's `command_journal_pending_commands` and
+//! `command_journal_recoveries_total`, as log-based metrics). Its exit status is the
+//! run's verdict: 0 when every command was handled (settled or left listed for a
+//! reason); 3 when it tried lookups and the provider answered none (the provider is
+//! down: nothing could be settled, however quiet the night looks); 1 when a command's
+//! recovery, the checkpoint or the listing failed, or a command's plan was bound to
+//! another provider account than the job's (`other_account`: a job configured for
+//! the wrong account, or commands of an account the service no longer uses, which
+//! only a person settles).
 //!
-//! The job declares the service's provider account (`PROVIDER_NAME`,
-//! `PROVIDER_ACCOUNT`, `PROVIDER_MODE`) as `RecoverOptions::account`: its "not found"
-//! then records an attempt's absence where the command's plan was bound to that
-//! account, once the absence is provable, as the service's own lookups do.
-
+//! **Scheduled runs and tasks.** Each run covers the key range of its Cloud Run task
+//! (`CLOUD_RUN_TASK_INDEX` of `CLOUD_RUN_TASK_COUNT`; one range, the whole space,
+//! without them), starts after the range's checkpoint and records where it stopped
+//! (its limit, `RECOVERY_LIMIT`, or its deadline, `RECOVERY_DEADLINE_SECONDS`), so
+//! that runs every 15 minutes reach every command of the range however many stay
+//! listed for good; `RECOVERY_AFTER` given, the run starts after it instead.
+//!
 use super::config::ConfigError;
 use super::logging::{Logger, Severity};
 use super::provider::{Charges, Expected, Looked};
 use command_journal::identity::Digest;
+use command_journal::pending::KeyRange;
 use command_journal::pending::Unblock;
-use command_journal::recovery::{RecoverOptions, Recovered, Recovery};
+use command_journal::recovery::{RecoverOptions, Recovered, Recovery, Verdict};
 use command_journal::{Journal, Provider, ProviderAnswer, ResultEnvelope, SendRequest};
 use serde_json::{Map, Value, json};
 
@@ -32,8 +39,12 @@ use serde_json::{Map, Value, json};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobSettings {
     /// `RECOVERY_CONCURRENCY` (default 4, at most 64), `RECOVERY_PER_SECOND`
-    /// (default 10, at most 10000), `RECOVERY_AFTER` (a cursor, 64 lowercase hex) and
-    /// `RECOVERY_LIMIT` (commands this run, unbounded when unset).
+    /// (default 10, at most 10000), `RECOVERY_AFTER` (a cursor, 64 lowercase hex),
+    /// `RECOVERY_LIMIT` (commands this run, unbounded when unset),
+    /// `RECOVERY_DEADLINE_SECONDS` (start no command after this many seconds,
+    /// unbounded when unset), the key range of `CLOUD_RUN_TASK_INDEX` of
+    /// `CLOUD_RUN_TASK_COUNT` (the whole space without them), and the range's
+    /// checkpoint always kept.
     pub options: RecoverOptions,
 }
 
@@ -78,8 +89,45 @@ impl JobSettings {
                     .ok_or(refuse("RECOVERY_LIMIT", "must be a whole number from 1"))?,
             );
         }
+        if let Some(text) = get("RECOVERY_DEADLINE_SECONDS") {
+            let seconds = text.trim().parse::<u64>().ok().filter(|n| *n >= 1);
+            options.deadline = Some(std::time::Duration::from_secs(seconds.ok_or(refuse(
+                "RECOVERY_DEADLINE_SECONDS",
+                "must be a whole number of seconds from 1",
+            ))?));
+        }
+        options.range = task_range(get("CLOUD_RUN_TASK_INDEX"), get("CLOUD_RUN_TASK_COUNT"))?;
+        options.checkpoint = true;
         Ok(Self { options })
     }
+}
+
+/// The key range of Cloud Run task `index` of `count` (both set by Cloud Run for
+/// every task of a job execution); the whole space when neither is set.
+fn task_range(index: Option<String>, count: Option<String>) -> Result<KeyRange, ConfigError> {
+    const INDEX: &str = "CLOUD_RUN_TASK_INDEX";
+    const COUNT: &str = "CLOUD_RUN_TASK_COUNT";
+    let (index, count) = match (index, count) {
+        (None, None) => return Ok(KeyRange::ALL),
+        (Some(_), None) => return Err(refuse(COUNT, "must be set with CLOUD_RUN_TASK_INDEX")),
+        (None, Some(_)) => return Err(refuse(INDEX, "must be set with CLOUD_RUN_TASK_COUNT")),
+        (Some(index), Some(count)) => (index, count),
+    };
+    let count = count
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .filter(|n| (1..=u64::from(command_journal::pending::MAX_KEY_RANGES)).contains(n))
+        .ok_or(refuse(COUNT, "must be a whole number from 1 to 10000"))?;
+    let index = index.trim().parse::<u64>().ok().filter(|i| *i < count);
+    KeyRange::new(
+        index.ok_or(refuse(
+            INDEX,
+            "must be a whole number below CLOUD_RUN_TASK_COUNT",
+        ))?,
+        count,
+    )
+    .map_err(|_| refuse(INDEX, "must be a whole number below CLOUD_RUN_TASK_COUNT"))
 }
 
 /// The library's [`Provider`] for the recovery job: lookups only, each checked
@@ -172,16 +220,30 @@ pub async fn run_with<P: Provider>(
     }
 }
 
-/// Whether the run handled every command without an error and found no command
-/// bound to another account: the job's exit status.
+/// Whether the run handled every command without an error, found no command bound
+/// to another account and did not find the provider down: its verdict is clean.
 pub fn succeeded(report: &Recovery) -> bool {
-    report.errors() == 0 && report.count(Recovered::OtherAccount) == 0
+    report.verdict() == Verdict::Clean
 }
 
-/// The summary line's fields: commands listed and handled, the count of each
-/// outcome, the errors, and the cursor to resume from (`null` when done).
+/// The job's exit status for a run that answered `report` (`None`: the listing or
+/// the checkpoint's read failed): 0 clean, 3 when the provider answered none of the
+/// lookups tried, 1 for anything else.
+pub fn exit_status(report: Option<&Recovery>) -> u8 {
+    match report.map(Recovery::verdict) {
+        Some(Verdict::Clean) => 0,
+        Some(Verdict::ProviderUnavailable) => 3,
+        Some(Verdict::Errors | Verdict::OtherAccount) | None => 1,
+    }
+}
+
+/// The summary line's fields: the key range, the pending commands of the range by
+/// reason, the commands handled and the count of each outcome, the errors, the
+/// lookups, where the run started and stopped, the cursor to resume from (`null`
+/// when done), the checkpoint and the verdict.
 pub fn summary(report: &Recovery) -> Map<String, Value> {
     let mut fields = Map::new();
+    fields.insert("range".into(), json!(report.range.to_string()));
     fields.insert("listed".into(), json!(report.pending.len()));
     let mut waiting = Map::new();
     for reason in Unblock::ALL {
@@ -195,9 +257,22 @@ pub fn summary(report: &Recovery) -> Map<String, Value> {
     }
     fields.insert("outcomes".into(), Value::Object(outcomes));
     fields.insert("errors".into(), json!(report.errors()));
+    fields.insert("lookups".into(), json!(report.lookups));
+    fields.insert(
+        "startedAfter".into(),
+        json!(report.started_after.as_ref().map(Digest::as_str)),
+    );
+    fields.insert("stop".into(), json!(report.stop));
     fields.insert(
         "cursor".into(),
         json!(report.cursor.as_ref().map(Digest::as_str)),
     );
+    let checkpoint = match &report.checkpoint {
+        None => Value::Null,
+        Some(Ok(recorded)) => json!(recorded),
+        Some(Err(error)) => json!(error.code()),
+    };
+    fields.insert("checkpoint".into(), checkpoint);
+    fields.insert("verdict".into(), json!(report.verdict().as_str()));
     fields
 }

@@ -36,9 +36,9 @@ impl Target {
     }
 }
 
-/// Every journal path the matrix covers (the send layer's, then the result envelope's,
-/// last).
-pub const TARGETS: [Target; 10] = [
+/// Every journal path the matrix covers (the send layer's, then the result
+/// envelope's, then the recovery checkpoints', last).
+pub const TARGETS: [Target; 11] = [
     Target {
         template: "checkoutRequests/{k}",
         groups: &["checkoutRequests"],
@@ -78,6 +78,10 @@ pub const TARGETS: [Target; 10] = [
     Target {
         template: "checkoutRequests/{k}/results/current",
         groups: &["results", "current"],
+    },
+    Target {
+        template: "recoveryCheckpoints/{k}",
+        groups: &["recoveryCheckpoints"],
     },
 ];
 

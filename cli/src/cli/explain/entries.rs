@@ -540,4 +540,13 @@ pub const ENTRIES: &[Entry] = &[
          the `lifecycle` collection group's `state` index and any single-field exemption \
          (`firestore.indexes.json`), then find who wrote the document.",
     ),
+    finding(
+        "malformed_recovery_checkpoint",
+        "A recovery checkpoint (`recoveryCheckpoints/{index}-of-{count}`) that fails its \
+         strict codec: a field added, missing or of another type, its key range not the \
+         one its id names, or its position outside that range.",
+        "Every recovery run of that key range fails on it (`journal_corrupt`, exit 1) and \
+         settles nothing: find who wrote it; deleting it makes the next run start at the \
+         range's start, which only costs lookups.",
+    ),
 ];
