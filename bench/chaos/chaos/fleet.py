@@ -13,6 +13,27 @@ import time
 import urllib.request
 
 
+# Every child process this run started and that may still run: killed at the end
+# whatever happened (`kill_children`).
+CHILDREN = set()
+
+
+def _track(proc):
+    CHILDREN.add(proc)
+    return proc
+
+
+def kill_children():
+    """SIGKILLs every child process still running."""
+    for proc in list(CHILDREN):
+        if proc.returncode is None:
+            try:
+                proc.kill()
+            except ProcessLookupError:
+                pass
+        CHILDREN.discard(proc)
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -31,9 +52,9 @@ class Emulator:
 
     async def start(self):
         log = open(os.path.join(self.logdir, "emulator.stderr"), "wb")
-        self.proc = await asyncio.create_subprocess_exec(
+        self.proc = _track(await asyncio.create_subprocess_exec(
             self.cli, "emulator", "--port", str(self.port),
-            stdout=asyncio.subprocess.PIPE, stderr=log)
+            stdout=asyncio.subprocess.PIPE, stderr=log))
         line = await asyncio.wait_for(self.proc.stdout.readline(), 120)
         with open(os.path.join(self.logdir, "emulator.stdout"), "wb") as out:
             out.write(line)
@@ -124,9 +145,9 @@ class Instance:
             if not ready.done() and b'"message":"listening"' in line:
                 ready.set_result(True)
 
-        self.proc = await asyncio.create_subprocess_exec(
+        self.proc = _track(await asyncio.create_subprocess_exec(
             self.binary, env=env, stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE))
         self.readers = [
             asyncio.ensure_future(_copy_lines(self.proc.stdout, base + ".stdout", on_line)),
             asyncio.ensure_future(_copy_lines(self.proc.stderr, base + ".stderr")),
@@ -167,10 +188,10 @@ async def run_process(args, env, log_base, stdin=None, timeout=None, kill_after=
     """Runs a process to its end (SIGKILLed after `kill_after` s, or at `timeout`):
     `(exit code or None when killed, stdout bytes)`; both streams are kept in files
     `log_base`.stdout and .stderr (unless it is None)."""
-    proc = await asyncio.create_subprocess_exec(
+    proc = _track(await asyncio.create_subprocess_exec(
         *args, env=env,
         stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE))
     limit = kill_after if kill_after is not None else timeout
     try:
         out, err = await asyncio.wait_for(proc.communicate(stdin), limit)
