@@ -8,8 +8,8 @@ balancer and goes on until a final answer (200 or 402): on 503, 409, 202, a 5xx
 doubling to 8 s, jittered), and after every such answer it gives up for good with
 probability `give_up`. A client may also abandon a request right after sending it
 (a closed tab: it never reads the answer and never returns). Some checkouts have a
-twin (a second client with the same command id at the same time: a double click,
-two tabs), and some clients that got their 200 ask once more later and must get the
+twin (a second client with the same command id, 0 to 3 s later, while the first may
+still wait: a double click, a second tab, a browser's own retry), and some clients that got their 200 ask once more later and must get the
 same bytes. Any other answer (400, 401, 422, ...) is a harness error: the clients
 send only valid, authenticated, consistent checkouts.
 """
@@ -28,7 +28,7 @@ FINAL = {200, 402}
 class Behaviour:
     """Probabilities of the clients' habits."""
 
-    def __init__(self, give_up=0.08, abandon=0.02, twin=0.05, replay=0.1, patient=0.6):
+    def __init__(self, give_up=0.08, abandon=0.02, twin=0.08, replay=0.1, patient=0.6):
         self.give_up = give_up
         self.abandon = abandon
         self.twin = twin
@@ -205,7 +205,7 @@ class Population:
                 if started == count:
                     state["deadline"] = time.monotonic() + drain
                 if self.rng.random() < self.behaviour.twin:
-                    delay = self.rng.uniform(0, 0.3)
+                    delay = self.rng.uniform(0, 3.0)
 
                     async def twin(c=checkout, d=delay):
                         await asyncio.sleep(d)

@@ -16,15 +16,20 @@ After the run and a final recovery, for every checkout:
   the journal's stored envelope names no charge of the ledger;
 - no command listed `sending` once its absence is provable (`stillSending`);
 - `command-journal verify` clean;
+- beyond the JSON line's keys, the journal's own record: no audit event written under
+  a fence older than one an earlier event of the command was written under, in
+  Firestore's commit order (`stale_fence_writes`: a write under a superseded fence);
 - no raw value (a caller id, command id, any UUID v4 such as a lease id, a payload
   value, a charge id, a provider key, the provider account, a token) in any line any
   process of the system wrote (`rawValuesInLogs`).
 """
 
+import datetime
 import glob
 import json
 import os
 import re
+import urllib.parse
 import urllib.request
 
 UUID4 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
@@ -71,6 +76,59 @@ def journal_state(emulator_port, project, checkouts):
             result["envelope"]["stringValue"] if result else None,
         )
     return state
+
+
+def list_documents(emulator_port, project, collection):
+    """Every document of a top-level collection: `(fields, createTime)`."""
+    base = (f"http://127.0.0.1:{emulator_port}/v1/projects/{project}/databases/(default)/"
+            f"documents/{collection}?pageSize=1000")
+    token, out = None, []
+    while True:
+        url = base + (f"&pageToken={urllib.parse.quote(token)}" if token else "")
+        request = urllib.request.Request(url, headers={"Authorization": "Bearer owner"})
+        with urllib.request.urlopen(request, timeout=120) as response:
+            page = json.load(response)
+        out += [(d.get("fields", {}), d["createTime"]) for d in page.get("documents", [])]
+        token = page.get("nextPageToken")
+        if not token:
+            return out
+
+
+def _instant(text):
+    """An RFC 3339 UTC time as (seconds, nanoseconds), whatever its fraction's length."""
+    main, _, fraction = text.rstrip("Z").partition(".")
+    seconds = datetime.datetime.fromisoformat(main).replace(
+        tzinfo=datetime.timezone.utc).timestamp()
+    return int(seconds), int((fraction + "000000000")[:9])
+
+
+def stale_fence_writes(events):
+    """Audit events (`(fields, createTime)`) written under a fence older than one an
+    event of the same command was written under before them, in Firestore's own
+    commit order (create times): a write under a superseded fence. `(count, examples,
+    commands whose lease was taken over at least once)`."""
+    by_command = {}
+    for fields, created in events:
+        fence = fields.get("fenceEpoch", {}).get("integerValue")
+        if fence is None:
+            continue
+        by_command.setdefault(fields["commandKeyHash"]["stringValue"], []).append(
+            (_instant(created), int(fence), fields["eventType"]["stringValue"]))
+    count, examples = 0, []
+    taken_over = sum(1 for t in by_command.values() if max(f for _, f, _ in t) >= 2)
+    for command, timeline in by_command.items():
+        timeline.sort()
+        highest, pending_time, pending_max = 0, None, 0
+        for at, fence, kind in timeline:
+            if at != pending_time:
+                highest = max(highest, pending_max)
+                pending_time, pending_max = at, 0
+            pending_max = max(pending_max, fence)
+            if fence < highest:
+                count += 1
+                if len(examples) < 10:
+                    examples.append(f"{command}: {kind} at fence {fence} after fence {highest}")
+    return count, examples, taken_over
 
 
 def _seconds(ts):

@@ -343,6 +343,8 @@ class Soak:
         counts, findings = oracle.check(population.checkouts, ledger, journal, self.pending)
         values = oracle.canaries(population.checkouts, ledger, population.tokens, self.account)
         raw, examples = oracle.scan_logs(self.logs, values)
+        events = oracle.list_documents(self.emulator.port, PROJECT, "auditEvents")
+        stale, stale_examples, taken_over = oracle.stale_fence_writes(events)
         answers = Tally()
         for c in population.checkouts:
             for a in c.answers:
@@ -379,8 +381,11 @@ class Soak:
         }
         holds = (result["doubleCharges"] == 0 and result["chargesWithoutSettlement"] == 0
                  and result["disagreeingAnswers"] == 0 and result["stillSending"] == 0
-                 and result["verifyClean"] and raw == 0)
+                 and result["verifyClean"] and raw == 0 and stale == 0)
+        findings += [f"a write under a superseded fence: {e}" for e in stale_examples]
         extra = {"stats": self.stats(population), "findings": findings, "logExamples": examples,
+                 "staleFenceWrites": stale, "auditEvents": len(events),
+                 "commandsTakenOver": taken_over,
                  "harnessErrors": self.errors + population.harness_errors,
                  "lateClients": getattr(self, "late_clients", 0),
                  "jobs": [{k: j[k] for k in ("run", "task", "tasks", "final", "exit")}
@@ -428,6 +433,8 @@ async def soak(args):
     for line in extra["findings"][:20] + extra["logExamples"] + extra["harnessErrors"][:20]:
         log(line)
     log("stats " + json.dumps(extra["stats"]))
+    log(f"journal: {extra['auditEvents']} audit events, {extra['commandsTakenOver']} commands "
+        f"taken over at least once, {extra['staleFenceWrites']} writes under a superseded fence")
     ok = holds and not extra["harnessErrors"]
     log("the oracle holds" if ok else "THE ORACLE FAILS")
     print(json.dumps(result, separators=(",", ":")))

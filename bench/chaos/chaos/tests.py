@@ -154,6 +154,18 @@ class Oracle(unittest.TestCase):
         counts, _ = oracle.check([c], [x], {c.hash: ("leased", None)}, pending)
         self.assertEqual(counts["chargesWithoutSettlement"], 0)
 
+    def test_a_write_under_a_superseded_fence(self):
+        def event(kind, fence, created):
+            return ({"commandKeyHash": {"stringValue": "h"}, "eventType": {"stringValue": kind},
+                     "fenceEpoch": {"integerValue": str(fence)}}, created)
+        clean = [event("lease_acquired", 1, "2026-01-01T00:00:00.1Z"),
+                 event("send_opened", 1, "2026-01-01T00:00:00.1Z"),
+                 event("lease_acquired", 2, "2026-01-01T00:00:01.000001Z"),
+                 event("send_succeeded", 2, "2026-01-01T00:00:02Z")]
+        self.assertEqual(oracle.stale_fence_writes(clean)[:3:2], (0, 1))
+        stale = clean + [event("send_ambiguous", 1, "2026-01-01T00:00:01.5Z")]
+        self.assertEqual(oracle.stale_fence_writes(stale)[0], 1)
+
     def test_still_sending(self):
         entry = {"send": {"state": "sending",
                           "absenceProvableFrom": {"seconds": 100, "nanoseconds": 0}}}
