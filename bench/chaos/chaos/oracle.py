@@ -12,7 +12,8 @@ After the run and a final recovery, for every checkout:
   disowned the charge); any other charge counts in `chargesWithoutSettlement`;
 - `disagreeingAnswers` counts the checkouts where two answers disagree (two 200
   bodies that are not byte for byte the same, a 200 and a 402), where a 200's charge
-  is not the one the ledger holds, a 402 where the ledger holds a charge, or where
+  is not the one the ledger holds, a 402 where the ledger holds a charge or no
+  decline, or where
   the journal's stored envelope names no charge of the ledger;
 - no command listed `sending` once its absence is provable (`stillSending`);
 - `command-journal verify` clean;
@@ -193,6 +194,8 @@ def check(checkouts, ledger, journal, pending):
             disagree.append("a 200 and a 402")
         if declined and charged:
             disagree.append("a 402 while the ledger holds a charge")
+        if declined and not any(x["status"] == "failed" for x in mine):
+            disagree.append("a 402 the provider never answered")
         for text in set(oks):
             try:
                 got = json.dumps(json.loads(text)["charge"], sort_keys=True, separators=(",", ":"))

@@ -293,7 +293,7 @@ class Soak:
             self.errors.append(f"command-journal pending exited {code}")
         self.pending = [json.loads(line) for line in out.splitlines() if line.strip()]
         code, _ = await run_process([self.cli, "verify", *flags], env,
-                                    os.path.join(self.logs, "cli-verify"), timeout=600)
+                                    os.path.join(self.logs, "cli-verify"), timeout=1800)
         self.verify_clean = code == 0
 
     async def check_identities(self, population):

@@ -136,6 +136,9 @@ class Oracle(unittest.TestCase):
             # a 402 beside a charge
             ([x], {c.hash: ("succeeded", env)}, [], [(402, '{"status":"failed"}')],
              "disagreeingAnswers"),
+            # a 402 the provider never answered
+            ([], {c.hash: ("failed_final", None)}, [], [(402, '{"status":"failed"}')],
+             "disagreeingAnswers"),
             # two 200 bodies that differ in bytes
             ([x], {c.hash: ("succeeded", env)}, [],
              [(200, ok_body(x)), (200, ok_body(x) + " ")], "disagreeingAnswers"),
