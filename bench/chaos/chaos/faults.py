@@ -127,8 +127,9 @@ class RecoverySchedule:
     on a clock offset drawn like an instance's, through the job's own Firestore proxy
     and provider front; sometimes SIGKILLed mid-run (a task timeout, a preemption)."""
 
-    def __init__(self, rng, every, run_job, counts, offsets):
+    def __init__(self, rng, every, run_job, counts, offsets, kills=0.15):
         self.rng = rng
+        self.kills = kills
         self.every = every
         self.run_job = run_job
         self.counts = counts
@@ -146,7 +147,7 @@ class RecoverySchedule:
                 return
             tasks = 2 if self.rng.random() < 0.5 else 1
             offset = self.rng.choice(self.offsets)
-            kill_after = self.rng.uniform(0.2, 3.0) if self.rng.random() < 0.15 else None
+            kill_after = self.rng.uniform(0.2, 3.0) if self.rng.random() < self.kills else None
             self.counts.add("recovery_run")
             if tasks == 2:
                 self.counts.add("recovery_run_two_tasks")

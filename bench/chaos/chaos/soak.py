@@ -217,7 +217,7 @@ class Soak:
                       a.kills, a.checkouts)
         chaos.offset = self.draw_offset
         recovery = RecoverySchedule(self.rngs[5], a.recover_every, self.run_job,
-                                    self.faults, self.offsets)
+                                    self.faults, self.offsets, 0.0 if a.no_faults else 0.15)
         proxies = [i.fs_proxy for i in self.instances] + [self.job_proxy]
         fronts = [i.front for i in self.instances] + [self.job_front]
         background = [asyncio.ensure_future(chaos.network(proxies, fronts)),
