@@ -221,7 +221,8 @@ class Soak:
         proxies = [i.fs_proxy for i in self.instances] + [self.job_proxy]
         fronts = [i.front for i in self.instances] + [self.job_front]
         background = [asyncio.ensure_future(chaos.network(proxies, fronts)),
-                      asyncio.ensure_future(recovery.loop())]
+                      asyncio.ensure_future(recovery.loop()),
+                      asyncio.ensure_future(self.progress(population, chaos))]
         started = time.monotonic()
         await population.run(a.checkouts, a.concurrency, a.drain, chaos.started)
         self.main_seconds = time.monotonic() - started
@@ -231,6 +232,19 @@ class Soak:
         await asyncio.gather(*background)
         self.errors += chaos.errors
         await asyncio.gather(*(i.stop() for i in self.instances))
+
+    async def progress(self, population, chaos):
+        """A line on stderr every minute while the main phase runs."""
+        while chaos.running:
+            for _ in range(120):
+                if not chaos.running:
+                    return
+                await asyncio.sleep(0.5)
+            done = sum(1 for c in population.checkouts if c.finals)
+            kills = self.faults.get("instance_kill", 0) + self.faults.get("instance_kill_mid_post", 0)
+            self.log(f"{len(population.checkouts)} checkouts started, {done} done, "
+                     f"{len(self.standin.charges)} charges, {kills} kills, "
+                     f"{sum(i.up for i in self.instances)} instances up")
 
     async def settle_provider(self):
         """Waits until the provider has finished every request and every charge is
@@ -342,8 +356,10 @@ class Soak:
         journal = oracle.journal_state(self.emulator.port, PROJECT, population.checkouts)
         counts, findings = oracle.check(population.checkouts, ledger, journal, self.pending)
         values = oracle.canaries(population.checkouts, ledger, population.tokens, self.account)
+        self.log(f"journal read: {len(journal)} commands")
         raw, examples = oracle.scan_logs(self.logs, values)
-        events = oracle.list_documents(self.emulator.port, PROJECT, "auditEvents")
+        self.log("logs scanned")
+        events = oracle.audit_events(self.emulator.port, PROJECT)
         stale, stale_examples, taken_over = oracle.stale_fence_writes(events)
         answers = Tally()
         for c in population.checkouts:
@@ -407,8 +423,11 @@ async def soak(args):
                             ["u" + "".join(s.rngs[7].choice("0123456789abcdef")
                                            for _ in range(20))
                              for _ in range(max(20, args.checkouts // 20))])
-    log = lambda text: print(f"[chaos +{time.monotonic() - t0:6.1f}s] {text}", file=sys.stderr)
     t0 = time.monotonic()
+
+    def log(text):
+        print(f"[chaos +{time.monotonic() - t0:6.1f}s] {text}", file=sys.stderr, flush=True)
+    s.log = log
     # A run stopped by a signal (a CI timeout, Ctrl-C) still stops what it started.
     me = asyncio.current_task()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -427,6 +446,7 @@ async def soak(args):
         await s.final_phase()
         log("final recovery, pending and verify done")
         await s.check_identities(population)
+        log("identities checked against the CLI")
         result, holds, extra = s.report(population)
     finally:
         await s.stop()
