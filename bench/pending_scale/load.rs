@@ -91,7 +91,9 @@ fn settled_writes(n: u64, root: &str, now: Timestamp) -> Res<Vec<RawWrite>> {
                     update_time: None,
                 })),
             }),
-            Write::Replace { .. } | Write::AssertAbsent { .. } | Write::AssertUnchanged { .. } => None,
+            Write::Replace { .. } | Write::AssertAbsent { .. } | Write::AssertUnchanged { .. } => {
+                None
+            }
         })
         .collect())
 }

@@ -7,7 +7,9 @@ use super::{Res, err};
 use command_journal::pending::KeyRange;
 use command_journal::recovery::{RecoverOptions, Recovered};
 use command_journal::time::ManualClock;
-use command_journal::{Connection, Journal, ProviderAnswer, Provider, ResultEnvelope, SendRequest, Target};
+use command_journal::{
+    Connection, Journal, Provider, ProviderAnswer, ResultEnvelope, SendRequest, Target,
+};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Instant;
@@ -36,8 +38,8 @@ pub async fn run(args: &[String]) -> Res<()> {
         return Err(format!("task arguments: {args:?}"));
     };
     let range: KeyRange = range.parse().map_err(err)?;
-    let at = chrono::DateTime::from_timestamp_micros(at.parse().map_err(err)?)
-        .ok_or("task time")?;
+    let at =
+        chrono::DateTime::from_timestamp_micros(at.parse().map_err(err)?).ok_or("task time")?;
     let per_second: u32 = per_second.parse().map_err(err)?;
     let concurrency: usize = concurrency.parse().map_err(err)?;
     let connection = Connection::connect(project, Target::Emulator(host.clone()))

@@ -1,10 +1,12 @@
 //! The checkout service against hostile clients (tokens, bodies, headers,
 //! slow clients), all on loopback, each bounded in time; short timeouts come from the
-//! service's own settings.
+//! service's own settings. Also the settings of emulator mode (a loopback provider,
+//! the journal's clock offset).
 
 use super::service::auth::{KeyFetchError, KeySet, KeySource};
 use super::service::caller_id::{HASHED_PREFIX, caller_id};
-use super::service::config::Config;
+use super::service::clock::OffsetClock;
+use super::service::config::{Config, ConfigError, MAX_CLOCK_OFFSET_MS};
 use super::service::key_cache::{KeyCache, KeyCachePolicy, KeyLookupError};
 use super::{
     KEY_A, Options, PLAN_ENV, Service, UID, binary, charge_envelope, claims, command_id, now_secs,
@@ -12,6 +14,8 @@ use super::{
 };
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use chrono::{TimeDelta, Utc};
+use command_journal::Clock as _;
 use command_journal::identity::{CallerId, OperationSlug};
 use command_journal::{CommandInput, CommandRequest, Journal};
 use futures::future::BoxFuture;
@@ -546,27 +550,30 @@ async fn checkout_duplicate_json_keys_are_400_and_reach_nothing() {
 // ---------------------------------------------------------------------------------
 // Emulator mode.
 
+/// The configuration of `environment` (the emulator's host set exactly in emulator
+/// mode) with `extra` settings.
+fn config(environment: &str, extra: &[(&str, &str)]) -> Result<Config, ConfigError> {
+    let mut env: HashMap<&str, String> = HashMap::from([
+        ("GOOGLE_CLOUD_PROJECT", "demo-project".to_owned()),
+        ("JOURNAL_ENVIRONMENT", environment.to_owned()),
+        ("PROVIDER_URL", "http://127.0.0.1:9/".to_owned()),
+    ]);
+    env.extend(
+        PLAN_ENV
+            .iter()
+            .map(|(name, value)| (*name, (*value).to_owned())),
+    );
+    if environment == "emulator" {
+        env.insert("FIRESTORE_EMULATOR_HOST", "127.0.0.1:8080".to_owned());
+    }
+    for (name, value) in extra {
+        env.insert(name, (*value).to_owned());
+    }
+    Config::from_lookup(|name| env.get(name).cloned())
+}
+
 #[test]
 fn checkout_emulator_mode_binds_loopback_and_requires_a_loopback_provider() {
-    let config = |environment: &str, extra: &[(&str, &str)]| {
-        let mut env: HashMap<&str, String> = HashMap::from([
-            ("GOOGLE_CLOUD_PROJECT", "demo-project".to_owned()),
-            ("JOURNAL_ENVIRONMENT", environment.to_owned()),
-            ("PROVIDER_URL", "http://127.0.0.1:9/".to_owned()),
-        ]);
-        env.extend(
-            PLAN_ENV
-                .iter()
-                .map(|(name, value)| (*name, (*value).to_owned())),
-        );
-        if environment == "emulator" {
-            env.insert("FIRESTORE_EMULATOR_HOST", "127.0.0.1:8080".to_owned());
-        }
-        for (name, value) in extra {
-            env.insert(name, (*value).to_owned());
-        }
-        Config::from_lookup(|name| env.get(name).cloned())
-    };
     let emulator = config("emulator", &[]).expect("emulator");
     assert_eq!(emulator.bind_address.to_string(), "127.0.0.1");
     let told = config("emulator", &[("BIND_ADDRESS", "0.0.0.0")]).expect("told");
@@ -596,6 +603,47 @@ fn checkout_emulator_mode_binds_loopback_and_requires_a_loopback_provider() {
     assert_eq!(error.variable, "BIND_ADDRESS");
     let error = config("test", &[("HTTP_BODY_TIMEOUT_MS", "0")]).expect_err("zero");
     assert_eq!(error.variable, "HTTP_BODY_TIMEOUT_MS");
+}
+
+#[test]
+fn checkout_clock_offset_is_taken_in_emulator_mode_only() {
+    const OFFSET: &str = "JOURNAL_CLOCK_OFFSET_MS";
+    assert_eq!(config("emulator", &[]).expect("unset").clock_offset, None);
+    for (text, ms) in [("0", 0), ("-90000", -90_000), (" 61000 ", 61_000)] {
+        let offset = config("emulator", &[(OFFSET, text)])
+            .expect(text)
+            .clock_offset;
+        assert_eq!(offset, Some(TimeDelta::milliseconds(ms)), "{text}");
+    }
+    let week = MAX_CLOCK_OFFSET_MS.to_string();
+    assert!(config("emulator", &[(OFFSET, &week)]).is_ok());
+    let past_a_week = (MAX_CLOCK_OFFSET_MS + 1).to_string();
+    let before_a_week = (-MAX_CLOCK_OFFSET_MS - 1).to_string();
+    for text in ["1.5", "90s", "CANARYoffset", &past_a_week, &before_a_week] {
+        let error = config("emulator", &[(OFFSET, text)]).expect_err(text);
+        assert_eq!(error.variable, OFFSET);
+        assert!(!error.to_string().contains(text), "{error}");
+    }
+    // Outside emulator mode a journal runs on the system clock: the setting is refused
+    // whatever its value.
+    for environment in ["test", "staging", "production"] {
+        let url = ("PROVIDER_URL", "https://provider.example");
+        let error = config(environment, &[(OFFSET, "0"), url]).expect_err(environment);
+        assert_eq!(error.variable, OFFSET);
+        assert!(error.to_string().contains("emulator"), "{error}");
+    }
+}
+
+#[test]
+fn checkout_offset_clock_reads_the_system_clock_moved() {
+    for ms in [-90_000, 0, 3_600_000] {
+        let clock = OffsetClock::new(TimeDelta::milliseconds(ms));
+        let before = Utc::now();
+        let read = clock.now();
+        let after = Utc::now();
+        assert!(read - before >= TimeDelta::milliseconds(ms), "{ms}");
+        assert!(read - after <= TimeDelta::milliseconds(ms), "{ms}");
+    }
 }
 
 #[tokio::test]

@@ -7,8 +7,9 @@
 //! failed, and a run declaring another account, wrote nothing and left both listed.
 //! The binary's `recover`
 //! mode runs from its configuration and refuses a bad setting with one line; it
-//! exits 3 when the provider answered none of its lookups, and a Cloud Run task
-//! covers its key range only.
+//! exits 3 when the provider answered none of its lookups, a Cloud Run task covers its
+//! key range only, and on a clock moved by `JOURNAL_CLOCK_OFFSET_MS` it sees an
+//! expired lease a minute early.
 
 use super::stub_provider::{Action, LookupAction, Stub};
 use super::{
@@ -561,4 +562,75 @@ async fn checkout_binary_recover_exits_3_when_the_provider_answers_no_lookup() {
     assert_eq!(absent, 2);
     assert_eq!(stub.lookups().len(), 2 + 2 * 2);
     assert_eq!(stub.posts().len(), 0, "the job never posts");
+}
+
+/// The binary's `recover` on a clock `offset_ms` ahead of the system's
+/// (`JOURNAL_CLOCK_OFFSET_MS`): its exit code and its summary line.
+async fn recover_at_offset(project: &str, stub_url: &str, offset_ms: &str) -> (i32, Value) {
+    let (mut child, mut lines) = spawn_service(
+        project,
+        stub_url,
+        &[("JOURNAL_CLOCK_OFFSET_MS", offset_ms)],
+        &["recover"],
+    )
+    .await;
+    let mut seen = Vec::new();
+    while let Some(line) = next_line(&mut lines).await {
+        seen.push(line);
+    }
+    let exit = child
+        .wait()
+        .await
+        .expect("wait")
+        .code()
+        .expect("an exit code");
+    let summary = seen
+        .into_iter()
+        .find(|l| l["message"] == "recovery finished")
+        .expect("a summary line");
+    (exit, summary)
+}
+
+#[tokio::test]
+async fn checkout_binary_on_an_offset_clock_recovers_as_if_later() {
+    // The provider charges and holds its answer past the service's 500 ms timeout:
+    // the client gets 503, the command stays leased with its outcome unknown.
+    let stub = Stub::new(Action::Lose, CHARGE_PREFIX).hanging_for(Duration::from_secs(3));
+    let (stub, stub_url) = start_stub(stub).await;
+    let service = start_service(Options {
+        stub: Some((Arc::clone(&stub), stub_url.clone())),
+        env: vec![("PROVIDER_TIMEOUT_MS", "500".to_owned())],
+        ..Options::default()
+    })
+    .await;
+    let id = command_id(720);
+    let lost = service.checkout(&id, &priced()).await;
+    assert_eq!(lost.status, 503, "{:?}", lost.body);
+
+    // On the system clock the lease still runs for about a minute: nothing is listed.
+    let (exit, summary) = recover_at_offset(&service.project, &stub_url, "0").await;
+    assert_eq!(
+        (exit, summary["listed"].as_u64()),
+        (0, Some(0)),
+        "{summary}"
+    );
+    // 61 s ahead the lease has expired: the job lists the command and settles it from
+    // the charge its lookup finds.
+    let (exit, summary) = recover_at_offset(&service.project, &stub_url, "61000").await;
+    assert_eq!(exit, 0, "{summary}");
+    assert_eq!(summary["listed"].as_u64(), Some(1), "{summary}");
+    assert_eq!(
+        summary["outcomes"]["succeeded"].as_u64(),
+        Some(1),
+        "{summary}"
+    );
+    assert_eq!(stub.posts().len(), 1, "the job never posts");
+    assert_eq!(stub.lookups().len(), 1);
+
+    // The client's retry gets the charge from the journal, without calling anyone.
+    let charge = charge_envelope(&stub.charges()[0].object);
+    let retry = service.checkout(&id, &priced()).await;
+    assert_eq!((retry.status, &retry.body), (200, &succeeded(&charge)));
+    assert_eq!((stub.posts().len(), stub.lookups().len()), (1, 1));
+    service.assert_verifies_clean(1).await;
 }

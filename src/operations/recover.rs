@@ -24,7 +24,10 @@ use crate::transaction::OperationName;
 use command_journal_core::digest::Digest;
 use command_journal_core::recovery::checkpoint::{CheckpointRead, CheckpointRecord};
 use command_journal_core::recovery::schedule::circular;
-use command_journal_core::recovery::{Recovered, RecoveryEvent as Event, RecoveryProtocol, RecoveryStep as Step, RegisteredIdentity, recovery_owner};
+use command_journal_core::recovery::{
+    Recovered, RecoveryEvent as Event, RecoveryProtocol, RecoveryStep as Step, RegisteredIdentity,
+    recovery_owner,
+};
 use futures::StreamExt as _;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;

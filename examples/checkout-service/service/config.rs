@@ -4,6 +4,7 @@
 //! one stops start-up with a one-line error naming the variable (never echoing its
 //! value), and the process exits 1.
 
+use chrono::TimeDelta;
 use command_journal::identity::Environment;
 use command_journal::sends::ProviderLookup;
 use command_journal::{JournalError, ProviderAccount, ProviderPlan, ProviderPlanRequest, Target};
@@ -39,6 +40,8 @@ pub const DEFAULT_KEY_RETENTION_SECONDS: i64 = 86_400;
 pub const DEFAULT_LOOKUP: ProviderLookup = ProviderLookup::KeyStore;
 /// `PROVIDER_LOOKUP_SETTLE_SECONDS` when unset: five minutes (the plan's default).
 pub const DEFAULT_LOOKUP_SETTLE_SECONDS: i64 = 300;
+/// The largest `JOURNAL_CLOCK_OFFSET_MS` either way: seven days.
+pub const MAX_CLOCK_OFFSET_MS: i64 = 7 * 86_400_000;
 /// The plan's operation: its provider idempotency key is attempt 1's.
 pub const OPERATION: &str = "charge";
 /// The plan's endpoint.
@@ -184,6 +187,10 @@ pub struct Config {
     pub http: HttpLimits,
     /// The provider plan's settings.
     pub plan: PlanSettings,
+    /// `JOURNAL_CLOCK_OFFSET_MS`, accepted in emulator mode only: a signed offset
+    /// added to the journal's clock (`service::clock`), so that local instances can
+    /// disagree about the time and a recovery job can run "later". `None` when unset.
+    pub clock_offset: Option<TimeDelta>,
 }
 
 /// A setting that stops start-up: names the variable, never its value.
@@ -334,6 +341,7 @@ impl Config {
         } else {
             None
         };
+        let clock_offset = clock_offset(&get, environment)?;
 
         Ok(Self {
             port,
@@ -348,8 +356,37 @@ impl Config {
             firestore_deadline,
             http,
             plan,
+            clock_offset,
         })
     }
+}
+
+/// `JOURNAL_CLOCK_OFFSET_MS`: a whole number of milliseconds, at most
+/// [`MAX_CLOCK_OFFSET_MS`] either way, and only in emulator mode (a deployment's
+/// journal runs on the system clock).
+fn clock_offset(
+    get: &impl Fn(&str) -> Option<String>,
+    environment: Environment,
+) -> Result<Option<TimeDelta>, ConfigError> {
+    const VARIABLE: &str = "JOURNAL_CLOCK_OFFSET_MS";
+    let Some(text) = get(VARIABLE) else {
+        return Ok(None);
+    };
+    if environment != Environment::Emulator {
+        return Err(refuse(
+            VARIABLE,
+            "is only accepted with JOURNAL_ENVIRONMENT=emulator (FIRESTORE_EMULATOR_HOST set)",
+        ));
+    }
+    text.trim()
+        .parse::<i64>()
+        .ok()
+        .filter(|ms| ms.abs() <= MAX_CLOCK_OFFSET_MS)
+        .map(|ms| Some(TimeDelta::milliseconds(ms)))
+        .ok_or(refuse(
+            VARIABLE,
+            "must be a whole number of milliseconds within seven days either way",
+        ))
 }
 
 /// The `PROVIDER_*` plan variables, each required but the retention, the lookup and

@@ -1,11 +1,12 @@
 //! The checkout service: configuration, caller authentication, the provider call,
-//! the HTTP handler, Cloud Logging lines, Prometheus metrics, graceful shutdown and
-//! the recovery job.
+//! the journal's clock, the HTTP handler, Cloud Logging lines, Prometheus metrics,
+//! graceful shutdown and the recovery job.
 
 pub mod answer;
 pub mod auth;
 pub mod backend;
 pub mod caller_id;
+pub mod clock;
 pub mod config;
 pub mod handler;
 pub mod key_cache;

@@ -1,0 +1,466 @@
+"""The soak: the whole system under faults, held to the provider's ledger.
+
+Phases (bench/chaos/README.md has the whole story):
+
+1. main: `--checkouts` checkouts, `--concurrency` at a time, through the balancer to
+   `--instances` service instances, under the fault mix, with the recovery job every
+   `--recover-every` seconds; clients stop `--drain` seconds after the last checkout
+   started; then every instance is stopped.
+2. late: the fleet restarts `LATE_JUMP` seconds later in simulated time (every
+   instance's clock and the provider's moved by it: past every attempt's send
+   cutoff, within the key's retention), and some clients come back: those that had
+   no final answer (with probability `--late-return`) and a few that had their 200.
+3. final: a recovery run later still (past every lease and settle window), then the
+   oracle (`oracle.py`).
+"""
+
+import argparse
+import asyncio
+import datetime
+import json
+import os
+import random
+import signal
+import sys
+import tempfile
+import time
+
+from . import oracle
+from .clients import Behaviour, Population
+from .faults import Chaos, Rates, RecoverySchedule
+from .fleet import Emulator, Instance, kill_children, run_process
+from .identity import identity_input
+from .proxies import Balancer, FrontFaults, ProviderFront, TcpFaultProxy
+from .standin import Faults, StandIn
+from .tally import Tally
+
+PROJECT = "demo-chaos"
+RETENTION = 86_400
+SETTLE = 240
+LEASE = 60
+CUTOFF = RETENTION - RETENTION // 4
+OFFSETS_MS = [0, 0, 0, 0, 2_000, -2_000, 90_000, -90_000]
+LATE_JUMP = CUTOFF + 300
+FINAL_EXTRA = LEASE + SETTLE + 90 + 120
+
+
+# The defaults, and the short form's (`--short`, .ci/run's: about 2 minutes on 2 cores
+# with the debug binaries); an option given on the command line wins over both.
+DEFAULTS = {"seed": 1, "checkouts": 400, "concurrency": 48, "drain": 75.0, "recover_every": 30.0,
+            "late_seconds": 30.0}
+SHORT = {"seed": 7, "checkouts": 200, "concurrency": 64, "drain": 50.0,
+         "recover_every": 15.0, "late_seconds": 12.0}
+
+
+def parse(argv):
+    p = argparse.ArgumentParser(prog="bench/chaos/run.sh", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--short", action="store_true",
+                   help="the short form: " + ", ".join(f"{k} {v}" for k, v in SHORT.items()))
+    p.add_argument("--seed", type=int)
+    p.add_argument("--checkouts", type=int)
+    p.add_argument("--instances", type=int, default=3)
+    p.add_argument("--concurrency", type=int,
+                   help="checkouts in flight at once (closed loop)")
+    p.add_argument("--kills", type=int, default=None,
+                   help="instance kills over the run (default: checkouts / 80, at least 6)")
+    p.add_argument("--drain", type=float,
+                   help="seconds the clients go on after the last checkout started")
+    p.add_argument("--recover-every", type=float, help="seconds between recovery runs")
+    p.add_argument("--late-return", type=float, default=0.5)
+    p.add_argument("--late-seconds", type=float)
+    p.add_argument("--no-faults", action="store_true",
+                   help="the same workload with no fault at all (the throughput baseline)")
+    p.add_argument("--plant", choices=["forget_early"], default=None,
+                   help="a planted defect the oracle must catch")
+    p.add_argument("--bin", default="target/release",
+                   help="the directory of command-journal and examples/checkout-service")
+    p.add_argument("--run-dir", default=None)
+    args = p.parse_args(argv)
+    for name, value in (SHORT if args.short else DEFAULTS).items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    if args.kills is None:
+        args.kills = max(6, args.checkouts // 80)
+    if args.no_faults:
+        args.kills = 0
+    if args.instances < 1 or args.checkouts < 1 or args.concurrency < 1:
+        p.error("--instances, --checkouts and --concurrency must be positive")
+    return args
+
+
+def rfc3339(offset_s):
+    t = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=offset_s)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ"), t.timestamp()
+
+
+def percentile(values, q):
+    if not values:
+        return None
+    values = sorted(values)
+    return values[min(len(values) - 1, int(q * len(values)))]
+
+
+class Soak:
+    def __init__(self, args):
+        self.args = args
+        self.rng = random.Random(args.seed)
+        seeds = [self.rng.getrandbits(64) for _ in range(8)]
+        self.rngs = [random.Random(s) for s in seeds]
+        self.run_dir = args.run_dir or tempfile.mkdtemp(prefix="chaos-")
+        self.logs = os.path.join(self.run_dir, "logs")
+        os.makedirs(self.logs, exist_ok=True)
+        self.cli = os.path.join(args.bin, "command-journal")
+        self.service = os.path.join(args.bin, "examples", "checkout-service")
+        self.faults = Tally()
+        self.jobs = []
+        self.account = "acct_chaos" + "".join(self.rngs[0].choice("0123456789abcdef")
+                                              for _ in range(16))
+        self.errors = []
+        self.instances = []
+        self.emulator = None
+        self.t0 = time.monotonic()
+
+    # -- set-up ----------------------------------------------------------------
+
+    def base_env(self):
+        return {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "GOOGLE_CLOUD_PROJECT": PROJECT,
+            "JOURNAL_ENVIRONMENT": "emulator",
+            "FIREBASE_AUTH_EMULATOR_HOST": "127.0.0.1:9099",
+            "PROVIDER_NAME": "standin",
+            "PROVIDER_ACCOUNT": self.account,
+            "PROVIDER_MODE": "test",
+            "PROVIDER_API_VERSION": "2026-01-01",
+            "PROVIDER_LOOKUP": "key_store",
+            "PROVIDER_KEY_RETENTION_SECONDS": str(RETENTION),
+            "PROVIDER_LOOKUP_SETTLE_SECONDS": str(SETTLE),
+            "PROVIDER_TIMEOUT_MS": "5000",
+            "FIRESTORE_DEADLINE_MS": "8000",
+        }
+
+    def fault_mix(self):
+        if self.args.no_faults:
+            return Faults(), FrontFaults(), Rates(), [0]
+        return (
+            Faults(stored_5xx=0.02, stored_5xx_charged=0.5, rate_limited=0.01,
+                   lookup_503=0.05, lookup_lag=0.5, lookup_lag_max=15.0,
+                   latency=0.1, latency_max=1.0),
+            FrontFaults(drop_request=0.01, request_delay=0.05, lose_answer=0.02,
+                        slow_answer=0.03, slow_answer_max=8.0),
+            Rates(fs_stall=0.03, fs_reset=0.01, fs_lost_answer=0.015, fs_partition=0.003,
+                  provider_partition=0.003),
+            OFFSETS_MS,
+        )
+
+    async def start(self):
+        provider_faults, self.front_faults, self.rates, self.offsets = self.fault_mix()
+        self.standin = StandIn(self.rngs[1], provider_faults, RETENTION, self.args.plant)
+        self.emulator = await Emulator(self.cli, self.logs).start()
+        env = self.base_env()
+        for slot in range(self.args.instances):
+            proxy = await TcpFaultProxy(f"fs{slot}", self.emulator.port, self.faults).start()
+            front = await ProviderFront(f"provider{slot}", self.standin, self.rngs[2],
+                                        self.front_faults, self.faults).start()
+            self.instances.append(Instance(slot, self.service, env, proxy, front, self.logs))
+        self.job_proxy = await TcpFaultProxy("fs-job", self.emulator.port, self.faults).start()
+        self.job_front = await ProviderFront("provider-job", self.standin, self.rngs[2],
+                                             self.front_faults, self.faults).start()
+        self.clean_front = await ProviderFront("provider-final", self.standin, self.rngs[2],
+                                               FrontFaults(), self.faults).start()
+        self.balancer = await Balancer(self.instances, self.faults).start()
+        await asyncio.gather(*(i.start(self.draw_offset()) for i in self.instances))
+
+    def draw_offset(self):
+        offset = self.rngs[3].choice(self.offsets)
+        if offset:
+            self.faults.add("clock_offset_start")
+        return offset
+
+    # -- the recovery job -------------------------------------------------------
+
+    async def run_job(self, run, index, tasks, offset_ms, kill_after, final):
+        env = self.base_env()
+        env.update({
+            "FIRESTORE_EMULATOR_HOST": self.emulator.host if final
+            else f"127.0.0.1:{self.job_proxy.port}",
+            "PROVIDER_URL": f"http://127.0.0.1:{(self.clean_front if final else self.job_front).port}",
+            "RECOVERY_CONCURRENCY": "4",
+            "RECOVERY_PER_SECOND": "200",
+            "CLOUD_RUN_TASK_INDEX": str(index),
+            "CLOUD_RUN_TASK_COUNT": str(tasks),
+        })
+        if offset_ms:
+            env["JOURNAL_CLOCK_OFFSET_MS"] = str(int(offset_ms))
+        name = f"job-{'final' if final else 'run'}-{run}-{index}"
+        code, out = await run_process([self.service, "recover"], env,
+                                      os.path.join(self.logs, name), timeout=300,
+                                      kill_after=kill_after)
+        summary = None
+        for line in out.splitlines():
+            try:
+                parsed = json.loads(line)
+            except ValueError:
+                continue
+            if parsed.get("message") == "recovery finished":
+                summary = parsed
+        self.jobs.append({"run": run, "task": index, "tasks": tasks, "final": final,
+                          "exit": code, "summary": summary})
+        return code, summary
+
+    # -- phases -----------------------------------------------------------------
+
+    async def main_phase(self, population):
+        a = self.args
+        chaos = Chaos(self.rngs[4], self.rates, self.instances, self.faults, self.offsets,
+                      a.kills, a.checkouts)
+        chaos.offset = self.draw_offset
+        recovery = RecoverySchedule(self.rngs[5], a.recover_every, self.run_job,
+                                    self.faults, self.offsets, 0.0 if a.no_faults else 0.15)
+        proxies = [i.fs_proxy for i in self.instances] + [self.job_proxy]
+        fronts = [i.front for i in self.instances] + [self.job_front]
+        background = [asyncio.ensure_future(chaos.network(proxies, fronts)),
+                      asyncio.ensure_future(recovery.loop()),
+                      asyncio.ensure_future(self.progress(population, chaos))]
+        started = time.monotonic()
+        await population.run(a.checkouts, a.concurrency, a.drain, chaos.started)
+        self.main_seconds = time.monotonic() - started
+        chaos.running = False
+        recovery.running = False
+        await chaos.stop()
+        await asyncio.gather(*background)
+        self.errors += chaos.errors
+        await asyncio.gather(*(i.stop() for i in self.instances))
+
+    async def progress(self, population, chaos):
+        """A line on stderr every minute while the main phase runs."""
+        while chaos.running:
+            for _ in range(120):
+                if not chaos.running:
+                    return
+                await asyncio.sleep(0.5)
+            done = sum(1 for c in population.checkouts if c.finals)
+            kills = self.faults.get("instance_kill", 0) + self.faults.get("instance_kill_mid_post", 0)
+            self.log(f"{len(population.checkouts)} checkouts started, {done} done, "
+                     f"{len(self.standin.charges)} charges, {kills} kills, "
+                     f"{sum(i.up for i in self.instances)} instances up")
+
+    async def settle_provider(self):
+        """Waits until the provider has finished every request and every charge is
+        visible to its lookups (at most the lag bound, plus its latency)."""
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            busy = self.standin.in_flight or any(
+                i.front.tasks for i in self.instances) or self.job_front.tasks
+            if not busy and time.monotonic() >= self.standin.last_visible:
+                return
+            await asyncio.sleep(0.25)
+        self.errors.append("the provider did not settle within 60 s")
+
+    async def late_phase(self, population):
+        """The fleet `LATE_JUMP` s later; some clients come back."""
+        self.standin.sim_offset = LATE_JUMP
+        for proxy in [i.fs_proxy for i in self.instances]:
+            proxy.held_until = 0.0
+        for front in [i.front for i in self.instances]:
+            front.partitioned_until = 0.0
+        population.phase = "late"
+        await asyncio.gather(*(i.start(LATE_JUMP * 1000 + self.draw_offset())
+                               for i in self.instances))
+        rng = self.rngs[6]
+        returning = []
+        for c in population.checkouts:
+            final = {f[1] for f in c.finals}
+            if 200 in final:
+                if rng.random() < 0.05:
+                    returning.append(c)
+            elif 402 not in final and rng.random() < self.args.late_return:
+                returning.append(c)
+        deadline = time.monotonic() + self.args.late_seconds
+        sem = asyncio.Semaphore(self.args.concurrency)
+
+        async def one(c):
+            async with sem:
+                await population.client(c, lambda: deadline, patient=True, late=True)
+        await asyncio.gather(*(one(c) for c in returning))
+        self.late_clients = len(returning)
+        await asyncio.gather(*(i.stop() for i in self.instances))
+
+    async def final_phase(self):
+        # The provider answers every lookup now: what stays unsettled is the journal's.
+        self.standin.faults = Faults(lookup_lag=self.standin.faults.lookup_lag,
+                                     lookup_lag_max=self.standin.faults.lookup_lag_max)
+        offset = (LATE_JUMP + FINAL_EXTRA) * 1000
+        for attempt in range(3):
+            code, summary = await self.run_job(attempt + 1, 0, 1, offset, None, final=True)
+            if code == 0 and summary is not None:
+                break
+        # Past the leases the final run took itself (a command it recorded absent stays
+        # leased by it for a minute): then everything unsettled is listed.
+        at_text, self.final_at = rfc3339(offset / 1000 + LEASE + 5)
+        flags = ["--project", PROJECT, "--emulator-host", self.emulator.host]
+        env = {"PATH": os.environ.get("PATH", "")}
+        code, out = await run_process([self.cli, "pending", *flags, "--at", at_text], env,
+                                      os.path.join(self.logs, "cli-pending"), timeout=300)
+        if code != 0:
+            self.errors.append(f"command-journal pending exited {code}")
+        self.pending = [json.loads(line) for line in out.splitlines() if line.strip()]
+        code, _ = await run_process([self.cli, "verify", *flags], env,
+                                    os.path.join(self.logs, "cli-verify"), timeout=1800)
+        self.verify_clean = code == 0
+
+    async def check_identities(self, population):
+        """`command-journal identity` agrees with identity.py on a sample."""
+        sample = population.checkouts[:: max(1, len(population.checkouts) // 10)]
+        for c in sample:
+            stdin = json.dumps(identity_input(c.uid, c.command_id, c.payload)).encode()
+            code, out = await run_process([self.cli, "identity"], {"PATH": ""}, None,
+                                          stdin=stdin, timeout=60)
+            derived = json.loads(out) if code == 0 else {}
+            if (derived.get("commandKeyHash"), derived.get("providerIdempotencyKey")) != (
+                    c.hash, c.keys[0]):
+                self.errors.append(f"identity of checkout {c.index} disagrees with the CLI")
+
+    async def stop(self):
+        for i in self.instances:
+            i.kill()
+        for i in self.instances:
+            await i.wait_dead()
+        if self.emulator is not None:
+            await self.emulator.stop()
+        kill_children()
+
+    # -- the report -------------------------------------------------------------
+
+    def stats(self, population):
+        main = [a for c in population.checkouts for a in c.answers if a.phase == "main"]
+        finals = [f[3] - f[2] for c in population.checkouts for f in c.finals
+                  if f[4] == "main" and f[1] in (200, 402)]
+        each = [a.answered - a.sent for a in main]
+        seconds = self.main_seconds
+        return {
+            "mainSeconds": round(seconds, 1),
+            "requests": len(main),
+            "requestsPerSecond": round(len(main) / seconds, 1) if seconds else None,
+            "finalAnswers": len(finals),
+            "finalAnswersPerSecond": round(len(finals) / seconds, 2) if seconds else None,
+            "finalAnswerP50Ms": round(1000 * percentile(finals, 0.5)) if finals else None,
+            "finalAnswerP99Ms": round(1000 * percentile(finals, 0.99)) if finals else None,
+            "requestP50Ms": round(1000 * percentile(each, 0.5)) if each else None,
+            "requestP99Ms": round(1000 * percentile(each, 0.99)) if each else None,
+        }
+
+    def report(self, population):
+        ledger = self.standin.ledger()
+        journal = oracle.journal_state(self.emulator.port, PROJECT, population.checkouts)
+        counts, findings = oracle.check(population.checkouts, ledger, journal, self.pending)
+        values = oracle.canaries(population.checkouts, ledger, population.tokens, self.account)
+        self.log(f"journal read: {len(journal)} commands")
+        raw, examples = oracle.scan_logs(self.logs, values)
+        self.log("logs scanned")
+        events = oracle.audit_events(self.emulator.port, PROJECT)
+        stale, stale_examples, taken_over = oracle.stale_fence_writes(events)
+        answers = Tally()
+        for c in population.checkouts:
+            for a in c.answers:
+                key = "lost" if a.status == 0 else str(a.status)
+                if a.status == 500:
+                    try:
+                        key += ":" + json.loads(a.text).get("error", "?")
+                    except (ValueError, AttributeError):
+                        key += ":?"
+                answers.add(key)
+        recovered = 0
+        for job in self.jobs:
+            outcomes = (job["summary"] or {}).get("outcomes", {})
+            recovered += sum(outcomes.get(k, 0) for k in ("succeeded", "declined", "absent"))
+        by_reason = Tally()
+        for entry in self.pending:
+            by_reason.add(entry.get("unblockedBy", "?"))
+        faults = Tally(self.faults)
+        for kind, n in self.standin.counts.items():
+            faults.add(kind, n)
+        result = {
+            "checkouts": len(population.checkouts),
+            "charges": counts["charges"],
+            "doubleCharges": counts["doubleCharges"],
+            "chargesWithoutSettlement": counts["chargesWithoutSettlement"],
+            "disagreeingAnswers": counts["disagreeingAnswers"],
+            "stillSending": oracle.still_sending(self.pending, self.final_at),
+            "verifyClean": self.verify_clean,
+            "rawValuesInLogs": raw,
+            "faults": faults.sorted(),
+            "answers": answers.sorted(),
+            "recovered": recovered,
+            "pending": by_reason.sorted(),
+        }
+        holds = (result["doubleCharges"] == 0 and result["chargesWithoutSettlement"] == 0
+                 and result["disagreeingAnswers"] == 0 and result["stillSending"] == 0
+                 and result["verifyClean"] and raw == 0 and stale == 0)
+        findings += [f"a write under a superseded fence: {e}" for e in stale_examples]
+        extra = {"stats": self.stats(population), "findings": findings, "logExamples": examples,
+                 "staleFenceWrites": stale, "auditEvents": len(events),
+                 "commandsTakenOver": taken_over,
+                 "harnessErrors": self.errors + population.harness_errors,
+                 "lateClients": getattr(self, "late_clients", 0),
+                 "jobs": [{k: j[k] for k in ("run", "task", "tasks", "final", "exit")}
+                          for j in self.jobs],
+                 "ledger": ledger, "seed": self.args.seed,
+                 "checkouts": [{"index": c.index, "hash": c.hash,
+                                "answers": [[round(a.sent - self.t0, 2), round(a.answered - self.t0, 2),
+                                             a.status, a.phase] for a in c.answers],
+                                "finals": [[f[0], f[1], f[4]] for f in c.finals]}
+                               for c in population.checkouts]}
+        with open(os.path.join(self.run_dir, "report.json"), "w") as f:
+            json.dump({"result": result, **extra}, f, indent=1)
+        return result, holds, extra
+
+
+async def soak(args):
+    s = Soak(args)
+    population = Population(PROJECT, s.rngs[7], Behaviour(),
+                            ["u" + "".join(s.rngs[7].choice("0123456789abcdef")
+                                           for _ in range(20))
+                             for _ in range(max(20, args.checkouts // 20))])
+    t0 = time.monotonic()
+
+    def log(text):
+        print(f"[chaos +{time.monotonic() - t0:6.1f}s] {text}", file=sys.stderr, flush=True)
+    s.log = log
+    # A run stopped by a signal (a CI timeout, Ctrl-C) still stops what it started.
+    me = asyncio.current_task()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        asyncio.get_running_loop().add_signal_handler(sig, me.cancel)
+    try:
+        await s.start()
+        population.lb_port = s.balancer.port
+        log(f"run directory {s.run_dir}; emulator {s.emulator.host}; "
+            f"{args.instances} instances behind 127.0.0.1:{s.balancer.port}")
+        await s.main_phase(population)
+        log(f"main phase done: {len(population.checkouts)} checkouts in {s.main_seconds:.1f} s")
+        await s.settle_provider()
+        await s.late_phase(population)
+        log(f"late phase done: {s.late_clients} clients came back")
+        await s.settle_provider()
+        await s.final_phase()
+        log("final recovery, pending and verify done")
+        await s.check_identities(population)
+        log("identities checked against the CLI")
+        result, holds, extra = s.report(population)
+    finally:
+        await s.stop()
+    for line in extra["findings"][:20] + extra["logExamples"] + extra["harnessErrors"][:20]:
+        log(line)
+    log("stats " + json.dumps(extra["stats"]))
+    log(f"journal: {extra['auditEvents']} audit events, {extra['commandsTakenOver']} commands "
+        f"taken over at least once, {extra['staleFenceWrites']} writes under a superseded fence")
+    ok = holds and not extra["harnessErrors"]
+    log("the oracle holds" if ok else "THE ORACLE FAILS")
+    print(json.dumps(result, separators=(",", ":")))
+    return 0 if ok else 1
+
+
+def main(argv=None):
+    args = parse(sys.argv[1:] if argv is None else argv)
+    return asyncio.run(soak(args))

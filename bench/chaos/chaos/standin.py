@@ -1,0 +1,188 @@
+"""The provider stand-in: a Stripe-like charges API that keeps the ledger.
+
+It answers the checkout service's provider contract (docs/providers.md):
+`POST /v1/charges` with `Idempotency-Key` and `GET /v1/charges?idempotency_key=`,
+and behaves as Stripe's API v1 does where the contract leaves room:
+
+- A key's first request is acted on once; its answer (2xx, 402, and a 500 alike) is
+  stored under the key and replayed to every later request with that key and the
+  same body, with `Idempotent-Replayed: true`, for as long as the key is retained
+  (`retention`; then the key is forgotten, as Stripe forgets keys after 24 h).
+- A request while the key's first one is still being processed answers 409 and is
+  not stored; the same key with another body answers 400.
+- A 429 (rate limited) is not stored. A stored 500 may or may not have created the
+  charge (`stored_5xx_charged`): the client cannot tell, and only a lookup can.
+- Its lookup answers from the key store (the plan's `key_store`): a charge becomes
+  visible to lookups some time after it is created (`lookup lag`, drawn within the
+  plan's settle window), and nothing of a forgotten key is found.
+
+The ledger (`charges`) records every charge ever created, its key and the checkout
+reference its request carried, and is never forgotten: it is the oracle's
+independent record of what happened. A declined charge (the checkout's amount
+≡ 13 mod 50, deterministically) is recorded as `failed`.
+
+A planted defect (`plant="forget_early"`) forgets each key a few seconds after its
+first request: a re-send under the same key then charges again. The short form's
+planted run shows the oracle failing on it.
+"""
+
+import asyncio
+import json
+import time
+import urllib.parse
+
+DECLINE_MODULUS = 50
+DECLINE_REMAINDER = 13
+FORGET_EARLY_SECONDS = 3.0
+
+
+def declines(amount):
+    """Whether the stand-in declines a charge of `amount` (the card's fate)."""
+    return amount % DECLINE_MODULUS == DECLINE_REMAINDER
+
+
+class Faults:
+    """The stand-in's own fault mix (probabilities per request, times in seconds)."""
+
+    def __init__(self, stored_5xx=0.0, stored_5xx_charged=0.5, rate_limited=0.0,
+                 lookup_503=0.0, lookup_lag=0.0, lookup_lag_max=0.0,
+                 latency=0.0, latency_max=0.0):
+        self.stored_5xx = stored_5xx
+        self.stored_5xx_charged = stored_5xx_charged
+        self.rate_limited = rate_limited
+        self.lookup_503 = lookup_503
+        self.lookup_lag = lookup_lag
+        self.lookup_lag_max = lookup_lag_max
+        self.latency = latency
+        self.latency_max = latency_max
+
+
+class StandIn:
+    """The provider's state: the key store, the ledger and the counts of what it did."""
+
+    def __init__(self, rng, faults, retention, plant=None):
+        self.rng = rng
+        self.faults = faults
+        self.retention = retention
+        self.plant = plant
+        self.keys = {}
+        self.charges = []
+        self.by_key = {}
+        self.counts = {}
+        self.sim_offset = 0.0
+        self.in_flight = 0
+        self.last_visible = 0.0
+
+    def now(self):
+        """The provider's clock: monotonic seconds, plus the simulated time jump of
+        a late phase (so that its key retention passes as the journal's does)."""
+        return time.monotonic() + self.sim_offset
+
+    def count(self, kind):
+        self.counts[kind] = self.counts.get(kind, 0) + 1
+
+    def _retained(self, entry):
+        held = FORGET_EARLY_SECONDS if self.plant == "forget_early" else self.retention
+        return self.now() < entry["stored_at"] + held
+
+    def _charge(self, key, params, status):
+        charge = {
+            "id": "ch_" + "".join(self.rng.choice("0123456789abcdef") for _ in range(24)),
+            "object": "charge",
+            "amount": params.get("amount"),
+            "currency": str(params.get("currency", "")).lower(),
+            "status": status,
+            "metadata": {"journal_key": key},
+        }
+        lag = 0.0
+        if self.rng.random() < self.faults.lookup_lag:
+            lag = self.rng.uniform(0, self.faults.lookup_lag_max)
+            self.count("lookup_lag")
+        visible = self.now() + lag
+        self.last_visible = max(self.last_visible, time.monotonic() + lag)
+        self.charges.append({"charge": charge, "key": key, "ref": params.get("ref"),
+                             "visible_at": visible})
+        self.by_key.setdefault(key, []).append(self.charges[-1])
+        return charge
+
+    async def handle(self, method, target, headers, body):
+        """One request: `(status, extra headers, JSON body)`."""
+        self.in_flight += 1
+        try:
+            path, _, query = target.partition("?")
+            if method == "POST" and path == "/v1/charges":
+                return await self._post(headers.get("idempotency-key"), body)
+            if method == "GET" and path == "/v1/charges":
+                keys = urllib.parse.parse_qs(query).get("idempotency_key", [])
+                return await self._lookup(keys[0] if len(keys) == 1 else None)
+            return 404, {}, {"error": {"type": "invalid_request_error"}}
+        finally:
+            self.in_flight -= 1
+
+    async def _post(self, key, body):
+        try:
+            params = json.loads(body)
+        except ValueError:
+            params = None
+        if not key or not isinstance(params, dict):
+            return 400, {}, {"error": {"type": "invalid_request_error"}}
+        entry = self.keys.get(key)
+        if entry is not None and not self._retained(entry):
+            del self.keys[key]
+            entry = None
+        if entry is not None:
+            if entry["body"] != body:
+                return 400, {}, {"error": {"type": "idempotency_error"}}
+            if entry["answer"] is None:
+                self.count("key_in_use")
+                return 409, {}, {"error": {"type": "idempotency_error", "code": "in_use"}}
+            self.count("replayed")
+            status, answer = entry["answer"]
+            if status >= 500:
+                self.count("stored_5xx_replayed")
+            return status, {"Idempotent-Replayed": "true"}, answer
+        entry = {"body": body, "answer": None, "stored_at": self.now()}
+        self.keys[key] = entry
+        f = self.faults
+        if self.rng.random() < f.latency:
+            self.count("provider_latency")
+            await asyncio.sleep(self.rng.uniform(0, f.latency_max))
+        if self.rng.random() < f.rate_limited:
+            self.count("rate_limited")
+            del self.keys[key]
+            return 429, {}, {"error": {"type": "rate_limit_error"}}
+        amount = params.get("amount")
+        if isinstance(amount, int) and declines(amount):
+            charge = self._charge(key, params, "failed")
+            answer = (402, {"error": {"type": "card_error", "code": "card_declined",
+                                      "charge": charge["id"]}})
+        elif self.rng.random() < f.stored_5xx:
+            charged = self.rng.random() < f.stored_5xx_charged
+            self.count("stored_5xx_charged" if charged else "stored_5xx")
+            if charged:
+                self._charge(key, params, "succeeded")
+            answer = (500, {"error": {"type": "api_error"}})
+        else:
+            answer = (200, self._charge(key, params, "succeeded"))
+        entry["answer"] = answer
+        entry["stored_at"] = self.now()
+        return answer[0], {}, answer[1]
+
+    async def _lookup(self, key):
+        if key is None:
+            return 400, {}, {"error": {"type": "invalid_request_error"}}
+        if self.rng.random() < self.faults.lookup_503:
+            self.count("lookup_503")
+            return 503, {}, {"error": {"type": "api_error"}}
+        entry = self.keys.get(key)
+        if entry is None or not self._retained(entry):
+            return 200, {}, {"object": "list", "data": []}
+        now = self.now()
+        seen = [c["charge"] for c in self.by_key.get(key, []) if c["visible_at"] <= now]
+        return 200, {}, {"object": "list", "data": seen}
+
+    def ledger(self):
+        """Every charge ever created, as the oracle reads it."""
+        return [{"id": c["charge"]["id"], "key": c["key"], "ref": c["ref"],
+                 "amount": c["charge"]["amount"], "currency": c["charge"]["currency"],
+                 "status": c["charge"]["status"]} for c in self.charges]

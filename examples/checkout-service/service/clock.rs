@@ -1,0 +1,37 @@
+//! The journal's clock of one process: the system clock, or in emulator mode the
+//! system clock moved by `JOURNAL_CLOCK_OFFSET_MS` ([`OffsetClock`]), so that local
+//! instances can disagree about the time (a soak's skewed holders) and a recovery job
+//! can run as if later. The configuration refuses an offset outside emulator mode.
+
+use chrono::{DateTime, TimeDelta, Utc};
+use command_journal::{Clock, Journal};
+use std::sync::Arc;
+
+/// The system clock plus a fixed offset (either way).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OffsetClock {
+    offset: TimeDelta,
+}
+
+impl OffsetClock {
+    /// The system clock moved by `offset`.
+    pub fn new(offset: TimeDelta) -> Self {
+        Self { offset }
+    }
+}
+
+impl Clock for OffsetClock {
+    fn now(&self) -> DateTime<Utc> {
+        let now = Utc::now();
+        // The configuration bounds the offset to days: this never overflows.
+        now.checked_add_signed(self.offset).unwrap_or(now)
+    }
+}
+
+/// `journal` on the clock `offset` names: unchanged (the system clock) when `None`.
+pub fn with_offset(journal: Journal, offset: Option<TimeDelta>) -> Journal {
+    match offset {
+        Some(offset) => journal.with_clock(Arc::new(OffsetClock::new(offset))),
+        None => journal,
+    }
+}
