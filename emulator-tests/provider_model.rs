@@ -888,7 +888,7 @@ fn lookup_text(answer: &ProviderAnswer) -> &'static str {
         ProviderAnswer::Succeeded(_) => "Found",
         ProviderAnswer::Declined => "Declined",
         ProviderAnswer::NotFound => "NotFound",
-        ProviderAnswer::Unknown => "Unavailable",
+        ProviderAnswer::Unknown | ProviderAnswer::ReplayedUnknown => "Unavailable",
         ProviderAnswer::SucceededWithReference(_) => "FoundWithReference",
     }
 }
@@ -898,6 +898,7 @@ fn send_text(answer: &ProviderAnswer) -> &'static str {
         ProviderAnswer::Succeeded(_) => "Succeeded",
         ProviderAnswer::Declined => "Declined",
         ProviderAnswer::Unknown => "Ambiguous",
+        ProviderAnswer::ReplayedUnknown => "ReplayedUnknown",
         ProviderAnswer::NotFound => "NotFound",
         ProviderAnswer::SucceededWithReference(_) => "SucceededWithReference",
     }

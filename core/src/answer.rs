@@ -8,6 +8,7 @@
 //! | `Declined` | a final refusal | a final refusal for the key | final failure | final failure |
 //! | `NotFound` | — (`invalid_input`) | nothing for the key | — (`invalid_input`) | the attempt's absence, where provable |
 //! | `Unknown` | timeout, 5xx, lost connection | failed or inconclusive | the attempt kept open (`ambiguous`) | — (`invalid_input`) |
+//! | `ReplayedUnknown` | the key's stored unknown answer, replayed (Stripe's stored 5xx, `Idempotent-Replayed: true`) | — (as `Unknown`) | the attempt kept open, never re-sent (`replayed_unknown`): looked up at once | — (`invalid_input`) |
 
 use crate::digest::Digest;
 use crate::envelope::ResultEnvelope;
@@ -32,6 +33,14 @@ pub enum ProviderAnswer {
     /// open attempt; a later call re-sends the same key before the cutoff, or looks
     /// it up after it.
     Unknown,
+    /// The provider replayed an unknown answer it stored for this key (Stripe saves a
+    /// 500 once the endpoint began executing and replays it, marked
+    /// `Idempotent-Replayed: true`, for the key's lifetime): this key can no longer
+    /// tell. The attempt is kept open but never re-sent; `execute` looks the key up at
+    /// once, and a proven absence opens the next attempt under the usual rules,
+    /// without waiting for the cutoff. Only a send answers it; from a lookup it is
+    /// read as [`ProviderAnswer::Unknown`].
+    ReplayedUnknown,
 }
 
 /// What recording an answer closes the attempt with: the answer bound to the command
@@ -44,6 +53,9 @@ pub enum Closing {
     Declined,
     /// Still unknown (`record_send_outcome` only).
     Ambiguous,
+    /// Still unknown, and the key can no longer tell: a re-send only replays the
+    /// stored answer (`record_send_outcome` only).
+    ReplayedUnknown,
     /// The provider has no object for the key (`reconcile_send` only).
     Absent,
 }
@@ -56,7 +68,7 @@ impl ProviderAnswer {
             Self::Succeeded(_) | Self::SucceededWithReference(_) | Self::Declined => {
                 Some(self.clone())
             }
-            Self::NotFound | Self::Unknown => None,
+            Self::NotFound | Self::Unknown | Self::ReplayedUnknown => None,
         }
     }
 
@@ -81,6 +93,7 @@ impl ProviderAnswer {
             Self::Declined => Closing::Declined,
             Self::NotFound => Closing::Absent,
             Self::Unknown => Closing::Ambiguous,
+            Self::ReplayedUnknown => Closing::ReplayedUnknown,
         };
         (closing, self.envelope())
     }

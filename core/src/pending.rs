@@ -148,7 +148,9 @@ impl PendingRead {
                     {
                         Unblock::ResendOrEvidence
                     }
-                    AttemptState::Sending | AttemptState::Ambiguous => match provable {
+                    AttemptState::Sending
+                    | AttemptState::Ambiguous
+                    | AttemptState::ReplayedUnknown => match provable {
                         Some(_) => Unblock::Evidence,
                         None => Unblock::EvidenceOrPerson,
                     },

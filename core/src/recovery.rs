@@ -284,7 +284,9 @@ impl RecoveryProtocol {
                         ProviderAnswer::NotFound
                     }
                     ProviderAnswer::NotFound => return done(Recovered::NotFound),
-                    ProviderAnswer::Unknown => return done(Recovered::LookupUnavailable),
+                    ProviderAnswer::Unknown | ProviderAnswer::ReplayedUnknown => {
+                        return done(Recovered::LookupUnavailable);
+                    }
                     found => found,
                 };
                 // Looked up under the job's own lease: record it now.
@@ -361,7 +363,7 @@ impl RecoveryProtocol {
             return done(Recovered::NothingToLookUp);
         };
         match send.state {
-            AttemptState::Sending | AttemptState::Ambiguous => {}
+            AttemptState::Sending | AttemptState::Ambiguous | AttemptState::ReplayedUnknown => {}
             AttemptState::Absent => return done(Recovered::NothingToLookUp),
             AttemptState::Succeeded | AttemptState::Declined => {
                 return Err(JournalError::internal(

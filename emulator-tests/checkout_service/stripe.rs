@@ -26,21 +26,6 @@ fn payment(payment_method: &str) -> Value {
     })
 }
 
-/// Past the attempt's send cutoff (18 h after its first send) and the lease.
-const PAST_THE_CUTOFF: TimeDelta = TimeDelta::hours(19);
-
-/// What the client's first retry after a replayed 500 hears. Today the protocol
-/// re-sends the key until the cutoff (and hears the stored 500 again), then looks it
-/// up; once a replayed unknown is looked up at once, the retry gets the intent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ReplayedUnknown {
-    ResentUntilTheCutoff,
-    #[allow(dead_code)]
-    LookedUpAtOnce,
-}
-
-const PROTOCOL: ReplayedUnknown = ReplayedUnknown::ResentUntilTheCutoff;
-
 /// The service on Stripe at `stand_in`, its journal's clock at the stand-in's time.
 async fn service_on(stand_in: &StandIn) -> Service {
     let now = chrono::DateTime::from_timestamp(stand_in.now(), 0).expect("a time");
@@ -159,31 +144,26 @@ async fn checkout_on_stripe_a_stored_500_with_the_intent_settles_with_that_inten
     );
     assert_eq!(stand_in.creates()[0].status, 500, "Stripe answered 500");
     assert_eq!(stand_in.intents().len(), 1, "after making the intent");
-    // The client retries once the lease is over.
+    // The client retries once the lease is over (the search caught up long since):
+    // the re-send hears the stored 500 replayed, and the same call looks the key up
+    // at once and answers the intent. No retry waits for the cutoff.
     advance(&service, &stand_in, TimeDelta::seconds(61));
     let retry = service.checkout(&id, &payment("pm_card_visa")).await;
-    let settled = match PROTOCOL {
-        ReplayedUnknown::LookedUpAtOnce => retry,
-        ReplayedUnknown::ResentUntilTheCutoff => {
-            // The re-send hears the stored 500 again: nothing tells more until the
-            // cutoff, after which the lookup finds the intent.
-            assert_eq!(
-                (retry.status, &retry.body),
-                (503, &json!({"status": "retry"}))
-            );
-            assert!(stand_in.creates()[1].replayed);
-            advance(&service, &stand_in, PAST_THE_CUTOFF);
-            service.checkout(&id, &payment("pm_card_visa")).await
-        }
-    };
-    assert_eq!(settled.status, 200, "{}", settled.text);
-    assert_eq!(settled.body, succeeded(&envelope(&stand_in, 0)));
+    assert_eq!(retry.status, 200, "{}", retry.text);
+    assert_eq!(retry.body, succeeded(&envelope(&stand_in, 0)));
+    let creates = stand_in.creates();
+    assert_eq!(
+        creates.len(),
+        2,
+        "the first POST and the re-send that heard the replay"
+    );
+    assert!(creates[1].replayed);
     assert_eq!(stand_in.intents().len(), 1, "exactly one intent");
-    let resends = stand_in.creates().len();
-    match PROTOCOL {
-        ReplayedUnknown::LookedUpAtOnce => assert_eq!(resends, 1, "no re-send of a replayed 500"),
-        ReplayedUnknown::ResentUntilTheCutoff => assert_eq!(resends, 2),
-    }
+    // Every later retry replays the stored answer without asking Stripe.
+    let seen = stand_in.seen().len();
+    let replay = service.checkout(&id, &payment("pm_card_visa")).await;
+    assert_eq!(replay.text, retry.text);
+    assert_eq!(stand_in.seen().len(), seen);
     stand_in.assert_schemas_held();
     service
         .assert_no_leak(&[SECRET, "CANARYclientSecret"])
@@ -204,9 +184,24 @@ async fn checkout_on_stripe_a_stored_500_without_the_intent_charges_once_under_a
         (503, &json!({"status": "retry"}))
     );
     assert!(stand_in.intents().is_empty());
-    // Past the cutoff, the search finds nothing and the absence is provable (the
-    // last send's lease and the settle window are long over): attempt 2, a new key.
-    advance(&service, &stand_in, PAST_THE_CUTOFF);
+    // The retry's re-send hears the replay; the search finds nothing, but no absence
+    // is provable yet (the re-send's lease and the settle window): 202.
+    advance(&service, &stand_in, TimeDelta::seconds(61));
+    let pending = service.checkout(&id, &payment("pm_card_visa")).await;
+    assert_eq!(
+        (pending.status, &pending.body),
+        (202, &json!({"status": "pending_reconciliation"}))
+    );
+    assert_eq!(stand_in.creates().len(), 2);
+    assert!(stand_in.creates()[1].replayed);
+    // The key is never sent again: a retry inside the window only looks it up.
+    advance(&service, &stand_in, TimeDelta::seconds(120));
+    let still = service.checkout(&id, &payment("pm_card_visa")).await;
+    assert_eq!(still.status, 202, "{}", still.text);
+    assert_eq!(stand_in.creates().len(), 2, "no re-send of a replayed 500");
+    // Once the last send's lease and the settle window have passed (minutes, not the
+    // 18 h cutoff), the absence is proven and attempt 2 charges under its own key.
+    advance(&service, &stand_in, TimeDelta::seconds(240));
     let paid = service.checkout(&id, &payment("pm_card_visa")).await;
     assert_eq!(paid.status, 200, "{}", paid.text);
     assert_eq!(paid.body, succeeded(&envelope(&stand_in, 0)));
@@ -216,8 +211,9 @@ async fn checkout_on_stripe_a_stored_500_without_the_intent_charges_once_under_a
         .into_iter()
         .map(|s| s.idempotency_key)
         .collect();
-    assert_eq!(keys.len(), 2);
-    assert_ne!(keys[0], keys[1], "attempt 2 under its own key");
+    assert_eq!(keys.len(), 3);
+    assert_eq!(keys[0], keys[1], "the re-send under attempt 1's key");
+    assert_ne!(keys[1], keys[2], "attempt 2 under its own key");
     let replay = service.checkout(&id, &payment("pm_card_visa")).await;
     assert_eq!(replay.text, paid.text);
     stand_in.assert_schemas_held();

@@ -360,6 +360,7 @@ fn send_text(result: &ProviderAnswer) -> String {
         ProviderAnswer::Succeeded(envelope) => format!("succeeded {}", envelope.canonical()),
         ProviderAnswer::Declined => "declined".to_owned(),
         ProviderAnswer::Unknown => "ambiguous".to_owned(),
+        ProviderAnswer::ReplayedUnknown => "replayed unknown".to_owned(),
         ProviderAnswer::SucceededWithReference(_) => "succeeded by reference".to_owned(),
         ProviderAnswer::NotFound => "not found".to_owned(),
     }
@@ -370,7 +371,7 @@ fn lookup_text(result: &ProviderAnswer) -> String {
         ProviderAnswer::Succeeded(envelope) => format!("found {}", envelope.canonical()),
         ProviderAnswer::Declined => "declined".to_owned(),
         ProviderAnswer::NotFound => "not found".to_owned(),
-        ProviderAnswer::Unknown => "unavailable".to_owned(),
+        ProviderAnswer::Unknown | ProviderAnswer::ReplayedUnknown => "unavailable".to_owned(),
         ProviderAnswer::SucceededWithReference(_) => "found by reference".to_owned(),
     }
 }

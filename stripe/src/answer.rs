@@ -73,9 +73,8 @@ pub fn send_result(answer: SendAnswer) -> ProviderAnswer {
         SendAnswer::Unknown(_) | SendAnswer::Configuration(_) | SendAnswer::Defect(_) => {
             ProviderAnswer::Unknown
         }
-        // The journal has no answer yet for "this key can no longer tell": until it
-        // has, the closest is ambiguous (re-sent until the cutoff, looked up after it).
-        SendAnswer::ReplayedUnknown => ProviderAnswer::Unknown,
+        // The key can no longer tell: the journal looks it up at once, never re-sends.
+        SendAnswer::ReplayedUnknown => ProviderAnswer::ReplayedUnknown,
     }
 }
 

@@ -344,7 +344,9 @@ impl Subject {
                  terminal_succeeded | terminal_failed_final, state: succeeded | \
                  failed_final}, also after sendCutoffAt while the lease is active; ambiguous \
                  (timeout, 5xx, connection lost) prints {attempt, journalSchemaVersion, \
-                 outcome: send_ambiguous}, and at or after sendCutoffAt is send_cutoff_passed. \
+                 outcome: send_ambiguous}, and at or after sendCutoffAt is send_cutoff_passed; \
+                 replayed_unknown (the provider replayed a stored unknown for the key) prints \
+                 the same and the key is never sent again: reconcile it. \
                  Refusals exit 3 and write nothing."
             }
             Self::SendReconcile => {

@@ -167,6 +167,7 @@ impl SendCall {
                     },
                     "declined" => ProviderAnswer::Declined,
                     "ambiguous" => ProviderAnswer::Unknown,
+                    "replayed_unknown" => ProviderAnswer::ReplayedUnknown,
                     _ => return Err(JournalError::invalid("outcome").into()),
                 };
                 if !matches!(

@@ -153,6 +153,9 @@ pub struct Protocol {
     lookup_proves_absence: bool,
     /// Whether this call already recorded an absence (it opens at most one attempt).
     absent_recorded: bool,
+    /// The send heard a replay of the key's stored unknown answer: once recorded, the
+    /// key is looked up at once instead of waiting for a re-send or the cutoff.
+    replayed_unknown: bool,
     steps: u32,
 }
 
@@ -294,6 +297,8 @@ impl Protocol {
                 self.pending = answer.envelope().cloned();
                 // A success or decline is evidence whenever it arrives.
                 self.answer = answer.evidence();
+                self.replayed_unknown =
+                    answer == ProviderAnswer::ReplayedUnknown && !reverted(Rule::ReplayedLookedUp);
                 Ok(Step::Record {
                     fence,
                     attempt: self.attempt,
@@ -302,6 +307,10 @@ impl Protocol {
             }
             Event::Recorded(answer) => match answer {
                 Ok(SendOutcomeOutput::Terminal(outcome)) => self.terminal(outcome),
+                // The key can no longer tell: look it up now, under the same lease.
+                Ok(SendOutcomeOutput::Ambiguous { .. }) if self.replayed_unknown => {
+                    Ok(Step::Status)
+                }
                 Ok(SendOutcomeOutput::Ambiguous { .. }) => self.retry_after_lease(now),
                 Ok(SendOutcomeOutput::Absent { .. }) => Err(JournalError::internal(
                     "execute: a send outcome recorded absence",
@@ -343,7 +352,9 @@ impl Protocol {
                     }
                     // Looked up before the absence was provable (the charge may not be
                     // visible yet), or never provable: nothing is written.
-                    ProviderAnswer::NotFound | ProviderAnswer::Unknown => {
+                    ProviderAnswer::NotFound
+                    | ProviderAnswer::Unknown
+                    | ProviderAnswer::ReplayedUnknown => {
                         return done(Execution::PendingReconciliation);
                     }
                     found => {

@@ -7,6 +7,7 @@
 //! stored in `results/current` by the same commit). Every write is version 2.
 
 use super::plan::MAX_ATTEMPT;
+use super::reverted::{Rule, reverted};
 use crate::digest::Digest;
 use crate::document::MAX_REVISION;
 use crate::document::fields::{self, FieldMap, Strict};
@@ -56,6 +57,10 @@ pub enum AttemptState {
     Sending,
     /// The sender recorded a timeout, 5xx or lost connection: still unknown.
     Ambiguous,
+    /// The sender heard the provider replay an unknown answer it stored for the key:
+    /// still unknown, and never re-sent (the key can no longer tell); only a lookup
+    /// settles it, at once rather than after the cutoff.
+    ReplayedUnknown,
     /// Reconciliation proved the provider has no object for the attempt's key.
     Absent,
     /// The provider succeeded; the command succeeded in the same commit.
@@ -70,6 +75,7 @@ impl AttemptState {
         match self {
             Self::Sending => "sending",
             Self::Ambiguous => "ambiguous",
+            Self::ReplayedUnknown => "replayed_unknown",
             Self::Absent => "absent",
             Self::Succeeded => "succeeded",
             Self::Declined => "declined",
@@ -81,6 +87,7 @@ impl AttemptState {
         match text {
             "sending" => Some(Self::Sending),
             "ambiguous" => Some(Self::Ambiguous),
+            "replayed_unknown" => Some(Self::ReplayedUnknown),
             "absent" => Some(Self::Absent),
             "succeeded" => Some(Self::Succeeded),
             "declined" => Some(Self::Declined),
@@ -88,9 +95,26 @@ impl AttemptState {
         }
     }
 
-    /// Whether the provider outcome of the attempt is unknown (`sending`, `ambiguous`).
+    /// Whether the provider outcome of the attempt is unknown (`sending`,
+    /// `ambiguous`, `replayed_unknown`).
     pub fn outcome_unknown(self) -> bool {
+        matches!(
+            self,
+            Self::Sending | Self::Ambiguous | Self::ReplayedUnknown
+        )
+    }
+
+    /// Whether a later holder may re-send the attempt's key before its cutoff
+    /// (`sending`, `ambiguous`): not once the provider replayed a stored unknown.
+    pub fn resendable(self) -> bool {
         matches!(self, Self::Sending | Self::Ambiguous)
+            || (self == Self::ReplayedUnknown && reverted(Rule::ReplayedLookedUp))
+    }
+
+    /// Whether only a lookup can settle the attempt now, whatever the cutoff: its
+    /// key replays a stored unknown.
+    pub fn key_cannot_tell(self) -> bool {
+        self == Self::ReplayedUnknown && !reverted(Rule::ReplayedLookedUp)
     }
 }
 
@@ -244,7 +268,9 @@ impl SendAttempt {
             (AttemptState::Sending, Some(_)) | (_, None) => false,
             (state, Some(o)) => {
                 let source_fits = match state {
-                    AttemptState::Ambiguous => o.source == OutcomeSource::ProviderAnswer,
+                    AttemptState::Ambiguous | AttemptState::ReplayedUnknown => {
+                        o.source == OutcomeSource::ProviderAnswer
+                    }
                     AttemptState::Absent => o.source == OutcomeSource::Reconciliation,
                     _ => true,
                 };

@@ -3,13 +3,14 @@
 //! ```text
 //! another plan bound (before any cutoff or state rule) -> plan_conflict
 //! outcome unknown, now ≥ sendCutoffAt, or send record unreadable -> send_cutoff_passed (anyone)
+//! replayed_unknown (the key can no longer tell)   -> send_cutoff_passed (anyone): look it up
 //! not the holder / not the fence                  -> lease_not_held / stale_fence
 //! command terminal                                -> the terminal outcome (read-only)
 //! lease not active                                -> clock_regression / lease_expired
 //! no plan bound                                   -> bind plan, open attempt 1 (sending)
 //! outcome unknown, fence already sent it, lease runs -> the same permit (read-only,
 //!                                                    even at an earlier-captured time)
-//! outcome unknown, a later fence                  -> re-send: same attempt and key
+//! sending or ambiguous, a later fence             -> re-send: same attempt and key
 //! attempt absent (proven: see `absence`)         -> open attempt n + 1, new key and cutoff
 //! ```
 //!
@@ -99,10 +100,13 @@ impl BeginSend {
             .is_some_and(|l| l.state == LifecycleState::Leased);
         match &sends {
             Sends::Unreadable(..) => return Err(Halt::Reject(JournalError::SendCutoffPassed)),
+            // So does a key that can no longer tell: its attempt is looked up, never
+            // re-sent.
             Sends::Bound(state)
                 if leased
                     && state.attempt.state.outcome_unknown()
-                    && now >= state.attempt.send_cutoff_at =>
+                    && (now >= state.attempt.send_cutoff_at
+                        || state.attempt.state.key_cannot_tell()) =>
             {
                 return Err(Halt::Reject(JournalError::SendCutoffPassed));
             }
@@ -168,7 +172,7 @@ impl BeginSend {
             return Err(Halt::Reject(JournalError::ClockRegression));
         }
         match attempt.state {
-            AttemptState::Sending | AttemptState::Ambiguous => {
+            state if state.resendable() => {
                 // (The fence that sent it last was answered above.) A later holder after a takeover, before the cutoff: re-send the same
                 // attempt with the same key, recording which fence re-sent and when.
                 let after = SendAttempt {
@@ -196,6 +200,10 @@ impl BeginSend {
                 Ok(Decision::Mutate(writes, BeginSendOutput::Permitted(permit)))
             }
             // A closed attempt under a leased lifecycle was refused by the loader.
+            // A key that cannot tell was refused with the cutoff above.
+            AttemptState::Sending | AttemptState::Ambiguous | AttemptState::ReplayedUnknown => {
+                Err(Halt::Reject(JournalError::SendCutoffPassed))
+            }
             AttemptState::Succeeded | AttemptState::Declined => Err(Halt::Reject(
                 JournalError::corrupt("provider send record disagrees with the lifecycle"),
             )),

@@ -19,6 +19,7 @@ impl Closing {
             Self::Succeeded(_) => AttemptState::Succeeded,
             Self::Declined => AttemptState::Declined,
             Self::Ambiguous => AttemptState::Ambiguous,
+            Self::ReplayedUnknown => AttemptState::ReplayedUnknown,
             Self::Absent => AttemptState::Absent,
         }
     }
@@ -32,6 +33,7 @@ impl Closing {
             }
             (Self::Declined, OutcomeSource::Reconciliation) => SendEventType::ReconciledDeclined,
             (Self::Ambiguous, _) => SendEventType::Ambiguous,
+            (Self::ReplayedUnknown, _) => SendEventType::ReplayedUnknown,
             (Self::Absent, _) => SendEventType::ReconciledAbsent,
         }
     }
@@ -41,7 +43,7 @@ impl Closing {
         match self {
             Self::Succeeded(_) => SendOutcomeOutput::Terminal(TerminalOutput::Succeeded),
             Self::Declined => SendOutcomeOutput::Terminal(TerminalOutput::FailedFinal),
-            Self::Ambiguous => SendOutcomeOutput::Ambiguous { attempt },
+            Self::Ambiguous | Self::ReplayedUnknown => SendOutcomeOutput::Ambiguous { attempt },
             Self::Absent => SendOutcomeOutput::Absent { attempt },
         }
     }
@@ -106,7 +108,7 @@ pub fn record_finding(
             .0
         }
         Closing::Declined => end_command(call, fence, TerminalRequest::Fail, snapshot)?.0,
-        Closing::Ambiguous | Closing::Absent => Vec::new(),
+        Closing::Ambiguous | Closing::ReplayedUnknown | Closing::Absent => Vec::new(),
     };
     writes.extend(record(
         hash,

@@ -62,6 +62,8 @@ pub enum SendEventType {
     Resent,
     /// The sender recorded an ambiguous outcome.
     Ambiguous,
+    /// The sender heard the provider replay a stored unknown answer for the key.
+    ReplayedUnknown,
     /// The sender recorded success (with B2B's `command_succeeded`).
     Succeeded,
     /// The sender recorded a final refusal (with B2B's `command_failed_final`).
@@ -81,6 +83,7 @@ impl SendEventType {
             Self::Opened => "provider_send_opened",
             Self::Resent => "provider_send_resent",
             Self::Ambiguous => "provider_send_ambiguous",
+            Self::ReplayedUnknown => "provider_send_replayed_unknown",
             Self::Succeeded => "provider_send_succeeded",
             Self::Declined => "provider_send_declined",
             Self::ReconciledSucceeded => "provider_send_reconciled_succeeded",
@@ -94,6 +97,7 @@ impl SendEventType {
             Self::Opened,
             Self::Resent,
             Self::Ambiguous,
+            Self::ReplayedUnknown,
             Self::Succeeded,
             Self::Declined,
             Self::ReconciledSucceeded,
@@ -110,6 +114,7 @@ impl SendEventType {
         match self {
             Self::Opened | Self::Resent => AttemptState::Sending,
             Self::Ambiguous => AttemptState::Ambiguous,
+            Self::ReplayedUnknown => AttemptState::ReplayedUnknown,
             Self::Succeeded | Self::ReconciledSucceeded => AttemptState::Succeeded,
             Self::Declined | Self::ReconciledDeclined => AttemptState::Declined,
             Self::ReconciledAbsent => AttemptState::Absent,
@@ -122,6 +127,8 @@ impl SendEventType {
             Self::Opened if attempt == 1 => from.is_none(),
             Self::Opened => from == Some(AttemptState::Absent),
             Self::Ambiguous => from == Some(AttemptState::Sending),
+            Self::ReplayedUnknown => from.is_some_and(AttemptState::resendable),
+            Self::Resent => from.is_some_and(AttemptState::resendable),
             _ => from.is_some_and(AttemptState::outcome_unknown),
         }
     }

@@ -258,9 +258,10 @@ pub fn partners(attempt: &SendAttempt, event: &SendEvent) -> bool {
     let type_fits = match event.event_type {
         SendEventType::Opened => source.is_none() && !attempt.resent(),
         SendEventType::Resent => source.is_none() && attempt.resent(),
-        SendEventType::Ambiguous | SendEventType::Succeeded | SendEventType::Declined => {
-            source == Some(OutcomeSource::ProviderAnswer)
-        }
+        SendEventType::Ambiguous
+        | SendEventType::ReplayedUnknown
+        | SendEventType::Succeeded
+        | SendEventType::Declined => source == Some(OutcomeSource::ProviderAnswer),
         SendEventType::ReconciledSucceeded
         | SendEventType::ReconciledDeclined
         | SendEventType::ReconciledAbsent => source == Some(OutcomeSource::Reconciliation),

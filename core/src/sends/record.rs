@@ -15,8 +15,10 @@
 //! attempt absent                                 -> attempt_mismatch
 //! open, the caller's fence did not send it last  -> attempt_mismatch
 //! ambiguous, unknown again                       -> ambiguous (read-only)
-//! open + unknown, now ≥ sendCutoffAt             -> send_cutoff_passed
+//! replayed_unknown, either unknown again         -> ambiguous (read-only)
+//! open + either unknown, now ≥ sendCutoffAt      -> send_cutoff_passed
 //! sending + unknown                              -> ambiguous
+//! sending or ambiguous + replayed unknown        -> replayed_unknown (never re-sent)
 //! a reconciliation:
 //! attempt absent, not found again                -> absent (read-only)
 //! attempt absent, succeeded / declined           -> attempt_mismatch
@@ -92,7 +94,7 @@ impl RecordAnswer {
             (Mode::Outcome, ProviderAnswer::NotFound) => {
                 return Err(JournalError::invalid("outcome"));
             }
-            (Mode::Reconciliation, ProviderAnswer::Unknown) => {
+            (Mode::Reconciliation, ProviderAnswer::Unknown | ProviderAnswer::ReplayedUnknown) => {
                 return Err(JournalError::invalid("evidence"));
             }
             _ => {}
@@ -188,18 +190,25 @@ impl RecordAnswer {
                 return Ok(Decision::Observe(self.finding.output(attempt.attempt)));
             }
             AttemptState::Absent => return Err(Halt::Reject(JournalError::AttemptMismatch)),
-            AttemptState::Sending | AttemptState::Ambiguous => {}
+            AttemptState::Sending | AttemptState::Ambiguous | AttemptState::ReplayedUnknown => {}
         }
         let now = call.now();
         if sender {
             if attempt.last_sent_fence_epoch != self.fence.get() {
                 return Err(Halt::Reject(JournalError::AttemptMismatch));
             }
-            if attempt.state == AttemptState::Ambiguous && self.finding == Closing::Ambiguous {
+            // An unknown again changes nothing; a replayed unknown is never undone by
+            // a plain one (the key still cannot tell).
+            let unknown = matches!(self.finding, Closing::Ambiguous | Closing::ReplayedUnknown);
+            let kept = match attempt.state {
+                AttemptState::Ambiguous => self.finding == Closing::Ambiguous,
+                AttemptState::ReplayedUnknown => unknown,
+                _ => false,
+            };
+            if kept {
                 return Ok(Decision::Observe(self.finding.output(attempt.attempt)));
             }
-            let cutoff_applies =
-                self.finding == Closing::Ambiguous || reverted(Rule::EvidenceAfterCutoff);
+            let cutoff_applies = unknown || reverted(Rule::EvidenceAfterCutoff);
             if cutoff_applies && now >= attempt.send_cutoff_at {
                 return Err(Halt::Reject(JournalError::SendCutoffPassed));
             }

@@ -19,6 +19,11 @@ pub enum Rule {
     /// Every commit proves the mutable documents its decision read and did not write
     /// (the lifecycle's holder, fence and expiry) unchanged ([`crate::proof`]).
     LeaseProof = 16,
+    /// An attempt whose provider replayed a stored unknown answer is never re-sent
+    /// and is looked up at once. Not a safety rule but one of progress: reverted (the
+    /// replay kept as a plain unknown), the checker reaches no settlement of such an
+    /// attempt before its cutoff.
+    ReplayedLookedUp = 32,
 }
 
 #[cfg(test)]

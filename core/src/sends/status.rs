@@ -25,13 +25,14 @@ pub struct SendStatus {
     pub plan_fingerprint: Digest,
     /// The current attempt, from 1.
     pub attempt: i64,
-    /// `sending`, `ambiguous`, `absent`, `succeeded` or `declined`.
+    /// `sending`, `ambiguous`, `replayed_unknown`, `absent`, `succeeded` or
+    /// `declined`.
     pub state: AttemptState,
     /// The attempt's stored cutoff, `{"seconds": S, "nanoseconds": N}`.
     #[serde(serialize_with = "seconds_nanos")]
     pub send_cutoff_at: Timestamp,
-    /// The outcome is unknown and the cutoff has passed: only `reconcile_send` moves
-    /// the command now.
+    /// The outcome is unknown and the cutoff has passed, or the key can no longer
+    /// tell (`replayed_unknown`): only `reconcile_send` moves the command now.
     pub needs_reconciliation: bool,
     /// While the outcome is unknown, the instant from which a provider's "not found"
     /// is accepted (`docs/providers.md`, "Proven absence"); `null` once the outcome
@@ -130,7 +131,8 @@ impl SendStatusRead {
                     attempt: a.attempt,
                     state: a.state,
                     send_cutoff_at: a.send_cutoff_at,
-                    needs_reconciliation: open && now >= a.send_cutoff_at,
+                    needs_reconciliation: open
+                        && (now >= a.send_cutoff_at || a.state.key_cannot_tell()),
                     absence_provable_from: provable_from.filter(|_| open),
                     key: attempt_key(self.call.identity(), &state.plan.operation, a.attempt),
                 })

@@ -218,7 +218,7 @@ fn replay(
             }
             (kind, Some(previous)) => {
                 if event.attempt != previous.attempt
-                    || !previous.state.outcome_unknown()
+                    || !kind.allows_from(Some(previous.state), event.attempt)
                     || event.occurred_at < previous.last_sent_at
                 {
                     out.push(at(C::SendChainMismatch, path));
@@ -228,15 +228,21 @@ fn replay(
                 }
                 let source = match kind {
                     SendEventType::Ambiguous
+                    | SendEventType::ReplayedUnknown
                     | SendEventType::Succeeded
                     | SendEventType::Declined => Some(OutcomeSource::ProviderAnswer),
                     SendEventType::Resent | SendEventType::Opened => None,
                     _ => Some(OutcomeSource::Reconciliation),
                 };
-                // Permits and a sender's `ambiguous` come before the cutoff; a
-                // sender's success or decline, and reconciliation, may follow it.
-                let before_cutoff =
-                    matches!(kind, SendEventType::Resent | SendEventType::Ambiguous);
+                // Permits and a sender's `ambiguous` or `replayed_unknown` come before
+                // the cutoff; a sender's success or decline, and reconciliation, may
+                // follow it.
+                let before_cutoff = matches!(
+                    kind,
+                    SendEventType::Resent
+                        | SendEventType::Ambiguous
+                        | SendEventType::ReplayedUnknown
+                );
                 if before_cutoff && event.occurred_at >= previous.send_cutoff_at {
                     out.push(at(C::SendCutoffMismatch, path));
                 }

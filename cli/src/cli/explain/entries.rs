@@ -179,8 +179,9 @@ pub const ENTRIES: &[Entry] = &[
         "refused",
         Exit::Refused,
         "The attempt's outcome is unknown and its stored send cutoff has passed (or its \
-         send time is unknown): no permit for anyone, and no ambiguous outcome from the \
-         sender (a success or decline is still recorded).",
+         send time is unknown, or its provider replayed a stored unknown answer for the \
+         key): no permit for anyone, and no ambiguous outcome from the sender (a success \
+         or decline is still recorded).",
         "Do not send. Ask the provider what became of the key and record it with `send \
          reconcile`.",
     ),

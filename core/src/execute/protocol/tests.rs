@@ -613,3 +613,81 @@ fn a_not_found_from_a_lookup_started_before_the_absence_was_provable_writes_noth
         }
     ));
 }
+
+#[test]
+fn a_replayed_unknown_is_recorded_then_looked_up_at_once() {
+    let found = envelope("pi_1");
+    let answers = run(vec![
+        (acquired(), at(0)),
+        (permit(1, true), at(0)),
+        (Event::Sent(ProviderAnswer::ReplayedUnknown), at(2)),
+        (
+            Event::Recorded(Ok(SendOutcomeOutput::Ambiguous { attempt: 1 })),
+            at(3),
+        ),
+        (status(1, AttemptState::ReplayedUnknown, true), at(3)),
+        (
+            Event::LookedUp(ProviderAnswer::Succeeded(found.clone())),
+            at(4),
+        ),
+        (
+            Event::Reconciled(Ok(SendOutcomeOutput::Terminal(TerminalOutput::Succeeded))),
+            at(5),
+        ),
+    ]);
+    assert_eq!(
+        answers[2],
+        Ok(Step::Record {
+            fence: fence(),
+            attempt: 1,
+            outcome: ProviderAnswer::ReplayedUnknown,
+        })
+    );
+    // No "retry after the lease": the status, then the lookup, in the same call.
+    assert_eq!(answers[3], Ok(Step::Status));
+    assert_eq!(
+        answers[4],
+        Ok(Step::Lookup {
+            attempt: 1,
+            key: "stored-key-1".to_owned(),
+            deadline: Duration::from_secs(47),
+        })
+    );
+    assert_eq!(
+        answers[5],
+        Ok(Step::Reconcile {
+            fence: fence(),
+            attempt: 1,
+            evidence: ProviderAnswer::Succeeded(found.clone()),
+        })
+    );
+    assert_eq!(answers[6], Ok(Step::Done(Execution::Succeeded(found))));
+}
+
+#[test]
+fn a_replayed_unknown_not_found_before_its_absence_is_provable_is_pending() {
+    let answers = run(vec![
+        (acquired(), at(0)),
+        (permit(1, true), at(0)),
+        (Event::Sent(ProviderAnswer::ReplayedUnknown), at(2)),
+        (
+            Event::Recorded(Ok(SendOutcomeOutput::Ambiguous { attempt: 1 })),
+            at(3),
+        ),
+        (
+            Event::Status(Some(SendStatus {
+                attempt: 1,
+                state: AttemptState::ReplayedUnknown,
+                send_cutoff_at: at(86_400),
+                needs_reconciliation: true,
+                absence_provable_from: Some(at(360)),
+                plan_fingerprint: crate::digest::frame_digest("plan", 1, &[]),
+                key: "stored-key-1".to_owned(),
+            })),
+            at(3),
+        ),
+        (Event::LookedUp(ProviderAnswer::NotFound), at(4)),
+    ]);
+    assert_eq!(answers[3], Ok(Step::Status));
+    assert_eq!(answers[5], Ok(Step::Done(Execution::PendingReconciliation)));
+}

@@ -10,6 +10,7 @@ mod codecs;
 mod model;
 mod proven;
 mod races;
+mod replayed;
 mod tables;
 
 use super::begin::BeginSend;
@@ -148,7 +149,7 @@ pub(crate) enum Op {
     Status(i64),
 }
 
-pub use Closing::{Absent, Ambiguous, Declined};
+pub use Closing::{Absent, Ambiguous, Declined, ReplayedUnknown};
 
 /// Success with reference `r`.
 pub(crate) fn succeeded(r: usize) -> Closing {

@@ -65,6 +65,7 @@ mod journal;
 mod memory;
 mod ops;
 mod provider;
+mod replays;
 mod steps;
 mod system;
 mod tests;

@@ -5,7 +5,7 @@
 use super::*;
 use crate::document::fields::{self, FieldMap};
 use crate::sends::tests::{
-    self as send_tests, Absent, Ambiguous, Declined, Op, SEC, T0, succeeded,
+    self as send_tests, Absent, Ambiguous, Declined, Op, ReplayedUnknown, SEC, T0, succeeded,
 };
 use crate::testing::Store;
 use std::collections::BTreeMap;
@@ -129,6 +129,27 @@ fn histories() -> Vec<(&'static str, Vec<Op>)> {
                 Op::Acquire(1, send_tests::CUTOFF - 30 * SEC),
                 Op::Begin(1, 2, send_tests::CUTOFF - SEC),
                 Op::Outcome(1, 2, 1, succeeded(0), send_tests::CUTOFF + SEC),
+            ],
+        ),
+        (
+            "a replayed unknown, found by the lookup",
+            vec![
+                Op::Begin(0, 1, T0),
+                Op::Outcome(0, 1, 1, ReplayedUnknown, T0 + 1),
+                Op::Reconcile(0, 1, 1, succeeded(0), T0 + 2),
+            ],
+        ),
+        (
+            "ambiguous, re-sent, a replayed unknown, proven absent, attempt 2",
+            vec![
+                Op::Begin(0, 1, T0),
+                Op::Outcome(0, 1, 1, Ambiguous, T0 + 1),
+                Op::Acquire(1, TK),
+                Op::Begin(1, 2, TK),
+                Op::Outcome(1, 2, 1, ReplayedUnknown, TK + 1),
+                Op::Acquire(1, TK + 360 * SEC),
+                Op::Reconcile(1, 3, 1, Absent, TK + 360 * SEC),
+                Op::Begin(1, 3, TK + 360 * SEC + 1),
             ],
         ),
         (

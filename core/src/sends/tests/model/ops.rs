@@ -49,6 +49,7 @@ pub(super) enum Carried {
     Succeeded(KeyId),
     Declined,
     Ambiguous,
+    ReplayedUnknown,
     Absent,
 }
 
@@ -224,6 +225,7 @@ fn finding(identity: &CommandIdentity, carried: Carried) -> (Closing, Option<Res
         }
         Carried::Declined => (Closing::Declined, None),
         Carried::Ambiguous => (Closing::Ambiguous, None),
+        Carried::ReplayedUnknown => (Closing::ReplayedUnknown, None),
         Carried::Absent => (Closing::Absent, None),
     }
 }

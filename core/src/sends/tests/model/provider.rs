@@ -9,6 +9,12 @@
 //!   must have by the same settle deadline.
 //! - A key-store provider forgets a key `RETENTION` after it first saw it: the lookup
 //!   answers not found, and a request with that key charges again.
+//! - With stored errors (`Bounds::stored_errors`), as Stripe does: processing a new
+//!   key may end in a 5xx that the provider stores for the key, after making the
+//!   charge or before; its sender hears nothing final (a timeout, to the model), and
+//!   every later request with the key while it is retained hears that stored answer
+//!   replayed (`Heard::ReplayedUnknown`), charging nothing. The lookup shows the
+//!   charge, if one was made, once the index catches up.
 //!
 //! The clock may not pass a settle deadline that is still open: the contract is an
 //! assumption of the model, and every reachable state obeys it.
@@ -27,9 +33,22 @@ pub(super) struct Request {
     pub sender: Option<usize>,
 }
 
+/// What a request's sender hears once the provider processed it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Heard {
+    /// The charge under the key (made now, or the original's replay).
+    Success,
+    /// The key's stored unknown answer, replayed: no charge made now.
+    ReplayedUnknown,
+}
+
 /// A key the provider holds.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct Held {
+    /// Whether a charge was made under the key (not so for a 5xx stored before it).
+    charged: bool,
+    /// Whether the key's stored answer is a 5xx, replayed to every later request.
+    stored_error: bool,
     /// When it first processed the key (its retention counts from then).
     first_seen: i64,
     /// Whether the lookup index shows the charge.
@@ -59,7 +78,7 @@ impl Provider {
     pub(super) fn lagging(&self) -> impl Iterator<Item = KeyId> + '_ {
         self.keys
             .iter()
-            .filter(|(_, held)| !held.indexed)
+            .filter(|(_, held)| held.charged && !held.indexed)
             .map(|(key, _)| *key)
     }
 
@@ -73,23 +92,49 @@ impl Provider {
         self.wire.sort();
     }
 
-    /// Processes request `i` at `now`: the worker waiting for its answer, if any.
-    pub(super) fn process(&mut self, i: usize, now: i64) -> Option<usize> {
+    /// Whether the provider retains `key` at `now`.
+    pub(super) fn retains(&self, key: KeyId, now: i64) -> bool {
+        self.keys
+            .get(&key)
+            .is_some_and(|held| now < held.first_seen + RETENTION)
+    }
+
+    /// Processes request `i` at `now`: the worker waiting for its answer, if any, and
+    /// what it hears.
+    pub(super) fn process(&mut self, i: usize, now: i64) -> Option<(usize, Heard)> {
         let request = self.wire.remove(i);
-        let retained = self
-            .keys
-            .get(&request.key)
-            .is_some_and(|held| now < held.first_seen + RETENTION);
-        if !retained {
+        let heard = match self.keys.get(&request.key) {
+            Some(held) if now < held.first_seen + RETENTION && held.stored_error => {
+                Heard::ReplayedUnknown
+            }
+            Some(held) if now < held.first_seen + RETENTION => Heard::Success,
+            _ => {
+                self.hold(&request, now, true, false);
+                Heard::Success
+            }
+        };
+        request.sender.map(|w| (w, heard))
+    }
+
+    /// Processes request `i`, a key it does not retain, at `now` into a 5xx it stores
+    /// for the key, after making the charge when `charged`: its sender hears nothing.
+    pub(super) fn store_error(&mut self, i: usize, now: i64, charged: bool) {
+        let request = self.wire.remove(i);
+        self.hold(&request, now, charged, true);
+    }
+
+    fn hold(&mut self, request: &Request, now: i64, charged: bool, stored_error: bool) {
+        if charged {
             *self.charges.entry(request.key).or_default() += 1;
-            let held = Held {
-                first_seen: now,
-                indexed: false,
-                settle_by: request.settle_by,
-            };
-            self.keys.insert(request.key, held);
         }
-        request.sender
+        let held = Held {
+            charged,
+            stored_error,
+            first_seen: now,
+            indexed: false,
+            settle_by: request.settle_by,
+        };
+        self.keys.insert(request.key, held);
     }
 
     /// Request `i` never reaches the provider.
@@ -108,7 +153,7 @@ impl Provider {
     pub(super) fn lookup(&self, key: KeyId, now: i64) -> bool {
         self.keys
             .get(&key)
-            .is_some_and(|held| held.indexed && now < held.first_seen + RETENTION)
+            .is_some_and(|held| held.charged && held.indexed && now < held.first_seen + RETENTION)
     }
 
     /// No worker waits for an answer from `worker`'s requests any more.
@@ -128,13 +173,22 @@ impl Provider {
         let index = self
             .keys
             .values()
-            .all(|held| held.indexed || held.settle_by > t);
+            .all(|held| !held.charged || held.indexed || held.settle_by > t);
         wire && index
     }
 
     /// Charges made under all of the command's keys.
     pub(super) fn charges(&self) -> u32 {
         self.charges.values().map(|n| u32::from(*n)).sum()
+    }
+
+    /// Whether `key`'s stored answer is a 5xx, and if so whether a charge was made
+    /// before it.
+    pub(super) fn stored_error(&self, key: KeyId) -> Option<bool> {
+        self.keys
+            .get(&key)
+            .filter(|held| held.stored_error)
+            .map(|held| held.charged)
     }
 
     /// Charges made under `key`.

@@ -5,6 +5,7 @@
 use super::super::identity;
 use super::canon::Ranks;
 use super::ops::{Caller, Carried, Op, Output};
+use super::provider::Heard;
 use super::system::{Action, Bounds, Mode, State};
 use super::worker::{Answer, Call, Phase, Turn, deadlines};
 use super::world::{KeyId, PlanChoice, SEND_MARGIN, SETTLE, plan};
@@ -32,10 +33,15 @@ impl State {
             Action::Call(w, choice) => self.start_call(w, choice, bounds),
             Action::Step(w) => self.step(w, bounds),
             Action::Answer(w) => {
-                let Phase::Sending { key, .. } = self.call(w).phase else {
+                let Phase::Sending { key, replayed, .. } = self.call(w).phase else {
                     panic!("an answer to a worker that is not sending");
                 };
-                self.feed(w, Answer::Sent(Some(key)), bounds);
+                if replayed {
+                    self.seen.replayed_unknown = true;
+                    self.feed(w, Answer::SentReplayed, bounds);
+                } else {
+                    self.feed(w, Answer::Sent(Some(key)), bounds);
+                }
             }
             Action::Timeout(w) => {
                 self.provider.orphan(w);
@@ -44,12 +50,18 @@ impl State {
             Action::Crash(w) => self.end(w, "crashed"),
             Action::Commit(w) => self.land(w, bounds),
             Action::Process(i) => {
-                if let Some(w) = self.provider.process(i, global)
-                    && let Phase::Sending { answered, .. } = &mut self.call_mut(w).phase
+                if let Some((w, heard)) = self.provider.process(i, global)
+                    && let Phase::Sending {
+                        answered, replayed, ..
+                    } = &mut self.call_mut(w).phase
                 {
-                    *answered = true;
+                    match heard {
+                        Heard::Success => *answered = true,
+                        Heard::ReplayedUnknown => *replayed = true,
+                    }
                 }
             }
+            Action::StoreError(i, charged) => self.provider.store_error(i, global, charged),
             Action::Drop(i) => self.provider.lose(i),
             Action::CatchUp(key) => self.provider.catch_up(key),
             Action::Yield(w) => {
@@ -102,7 +114,7 @@ impl State {
     /// counterexample's trace.
     pub(super) fn note(&self, action: &Action) -> String {
         match action {
-            Action::Process(_) | Action::Drop(_) => {
+            Action::Process(_) | Action::StoreError(..) | Action::Drop(_) => {
                 format!("charges {}", self.provider.charges())
             }
             _ => action
@@ -181,6 +193,7 @@ impl State {
                     }
                     ProviderAnswer::Declined => Carried::Declined,
                     ProviderAnswer::Unknown => Carried::Ambiguous,
+                    ProviderAnswer::ReplayedUnknown => Carried::ReplayedUnknown,
                     ProviderAnswer::SucceededWithReference(_) | ProviderAnswer::NotFound => {
                         panic!("the protocol records a success's envelope, a decline or an unknown")
                     }
@@ -204,7 +217,9 @@ impl State {
                     }
                     ProviderAnswer::Declined => Carried::Declined,
                     ProviderAnswer::NotFound => Carried::Absent,
-                    ProviderAnswer::SucceededWithReference(_) | ProviderAnswer::Unknown => {
+                    ProviderAnswer::SucceededWithReference(_)
+                    | ProviderAnswer::Unknown
+                    | ProviderAnswer::ReplayedUnknown => {
                         panic!(
                             "the protocol reconciles a success's envelope, a decline or an absence"
                         )
@@ -273,7 +288,8 @@ impl State {
                         // journal.
                         let latest = bounds.instants[self.clock] + bounds.max_skew();
                         let active = self.call(w).lease_end().is_some_and(|end| latest < end);
-                        let evidence = carried != Carried::Ambiguous;
+                        let evidence =
+                            !matches!(carried, Carried::Ambiguous | Carried::ReplayedUnknown);
                         if evidence && active && answer.is_err() {
                             self.seen.refused_answer = true;
                         }
@@ -378,6 +394,7 @@ impl State {
             key,
             deadline,
             answered: false,
+            replayed: false,
         };
     }
 }

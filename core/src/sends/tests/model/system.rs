@@ -64,6 +64,9 @@ pub(super) struct Bounds {
     pub skews: Vec<i64>,
     /// How journal operations run.
     pub mode: Mode,
+    /// Whether the provider may store a 5xx for a new key (and replay it), as Stripe
+    /// does (`provider`).
+    pub stored_errors: bool,
 }
 
 impl Bounds {
@@ -112,6 +115,7 @@ impl Bounds {
             misconfigured: true,
             skews,
             mode: Mode::from_env(mode),
+            stored_errors: std::env::var("CJ_MODEL_STORED_ERRORS").is_ok_and(|v| v == "1"),
         }
     }
 
@@ -166,6 +170,8 @@ pub(super) struct Seen {
     pub planned_landed: bool,
     /// A planned commit was refused (and the call read and decided instead).
     pub planned_refused: bool,
+    /// A sender heard the provider replay a stored 5xx.
+    pub replayed_unknown: bool,
 }
 
 impl Seen {
@@ -214,6 +220,9 @@ pub(super) enum Action {
     Timeout(usize),
     Crash(usize),
     Process(usize),
+    /// The provider processes request `i` into a stored 5xx, charging first when
+    /// `true`.
+    StoreError(usize, bool),
     Drop(usize),
     CatchUp(KeyId),
     Yield(usize),
@@ -233,7 +242,11 @@ impl Action {
             | Self::Crash(w)
             | Self::Yield(w)
             | Self::Commit(w) => Some(*w),
-            Self::Process(_) | Self::Drop(_) | Self::CatchUp(_) | Self::Tick => None,
+            Self::Process(_)
+            | Self::StoreError(..)
+            | Self::Drop(_)
+            | Self::CatchUp(_)
+            | Self::Tick => None,
         }
     }
 }
@@ -268,8 +281,13 @@ impl Model for SendModel {
         if running.is_some() {
             return;
         }
-        for (i, _) in state.provider.wire().iter().enumerate() {
+        let now = self.bounds.instants[state.clock];
+        for (i, request) in state.provider.wire().iter().enumerate() {
             actions.push(Action::Process(i));
+            if self.bounds.stored_errors && !state.provider.retains(request.key, now) {
+                actions.push(Action::StoreError(i, true));
+                actions.push(Action::StoreError(i, false));
+            }
             actions.push(Action::Drop(i));
         }
         actions.extend(state.provider.lagging().map(Action::CatchUp));
@@ -316,6 +334,20 @@ impl Model for SendModel {
                 s.provider.charges_of(KeyId::new(PlanChoice::Right, 2)) == 1
             }),
             Property::sometimes("the command succeeded", |_, s: &State| s.seen.succeeded),
+            Property::sometimes("a replayed unknown recorded", |_, s: &State| {
+                s.seen.replayed_unknown
+            }),
+            Property::sometimes("a charge behind a stored 5xx settles", |_, s: &State| {
+                s.seen.succeeded
+                    && s.provider.stored_error(KeyId::new(PlanChoice::Right, 1)) == Some(true)
+            }),
+            Property::sometimes(
+                "attempt 2 charged after a stored 5xx without a charge",
+                |_, s: &State| {
+                    s.provider.stored_error(KeyId::new(PlanChoice::Right, 1)) == Some(false)
+                        && s.provider.charges_of(KeyId::new(PlanChoice::Right, 2)) == 1
+                },
+            ),
         ]
     }
 }
@@ -346,9 +378,12 @@ impl SendModel {
                 }
             }
             Phase::Sending {
-                deadline, answered, ..
+                deadline,
+                answered,
+                replayed,
+                ..
             } => {
-                if answered && self.bounds.now(state.clock, w) < deadline {
+                if (answered || replayed) && self.bounds.now(state.clock, w) < deadline {
                     out.push(Action::Answer(w));
                 }
                 out.push(Action::Timeout(w));

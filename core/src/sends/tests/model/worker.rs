@@ -22,6 +22,8 @@ pub(super) enum Answer {
     BeganSend(Result<BeginSendOutput, JournalError>),
     /// The provider's answer to a send: a success under the key, or nothing known.
     Sent(Option<KeyId>),
+    /// The provider's answer to a send: the key's stored 5xx, replayed.
+    SentReplayed,
     Recorded(Result<SendOutcomeOutput, JournalError>),
     Status(Option<SendStatus>),
     /// The lookup's answer: a success under the key, or not found.
@@ -37,6 +39,7 @@ impl Answer {
             Self::BeganSend(answer) => Event::BeganSend(answer),
             Self::Sent(Some(key)) => Event::Sent(ProviderAnswer::Succeeded(key.envelope())),
             Self::Sent(None) => Event::Sent(ProviderAnswer::Unknown),
+            Self::SentReplayed => Event::Sent(ProviderAnswer::ReplayedUnknown),
             Self::Recorded(answer) => Event::Recorded(answer),
             Self::Status(send) => Event::Status(send),
             Self::LookedUp(Some(key)) => Event::LookedUp(ProviderAnswer::Succeeded(key.envelope())),
@@ -83,6 +86,7 @@ impl Answer {
             Self::BeganSend(Err(error)) => format!("begin_send: {}", code(error)),
             Self::Sent(Some(key)) => format!("the provider's answer: success ({key:?})"),
             Self::Sent(None) => "no answer (timeout)".to_owned(),
+            Self::SentReplayed => "the provider's answer: a stored 5xx, replayed".to_owned(),
             Self::Recorded(answer) => format!("record: {}", outcome(answer)),
             Self::Status(Some(send)) => format!(
                 "status: attempt {} {} needsReconciliation {}",
@@ -104,11 +108,13 @@ pub(super) enum Phase {
     /// The protocol's next step is due.
     Ready,
     /// The request with `key` is on the wire; the driver waits for the answer until
-    /// `deadline` (seconds); `answered` once the provider has processed it.
+    /// `deadline` (seconds); `answered` once the provider has processed it into a
+    /// success, `replayed` into the replay of the key's stored 5xx.
     Sending {
         key: KeyId,
         deadline: i64,
         answered: bool,
+        replayed: bool,
     },
     /// A journal operation's commit is in flight (`Call::flight`): it lands or is
     /// refused at a later action.

@@ -1,0 +1,70 @@
+//! Stripe's stored 5xx: a provider that stores an unknown answer for a key and replays
+//! it to every later request with that key. The journal keeps such an attempt open
+//! but never re-sends it (`replayed_unknown`), and `execute` looks the key up at once:
+//! the charge, if one was made, settles the command; an absence, once provable under
+//! the usual rule, opens attempt 2; all long before the cutoff (2,700 s).
+
+use super::system::{Bounds, Mode};
+use super::tests::{ANSWER_RECORDED, NOTHING_BROKEN, ONE_CHARGE, Run, check_at};
+use crate::sends::reverted::Rule;
+
+const SETTLED: [&str; 2] = [
+    "a charge behind a stored 5xx settles",
+    "attempt 2 charged after a stored 5xx without a charge",
+];
+
+/// Attempt 1 first sent at 0 s (the provider may store a 500, having charged or not);
+/// a retry at 61 s, past the lease, re-sends the key and hears the replay; at 421 s
+/// (`lastSentAt` 61 + 60 + the 300 s settle window) its absence is provable.
+fn stored_errors(mode: Mode) -> Bounds {
+    Bounds {
+        instants: vec![0, 61, 421],
+        misconfigured: false,
+        stored_errors: true,
+        ..Bounds::from_env_with(mode, &[])
+    }
+}
+
+fn holds(run: &Run) {
+    for property in [ONE_CHARGE, ANSWER_RECORDED, NOTHING_BROKEN] {
+        assert!(
+            run.holds(property),
+            "{property}: {} steps",
+            run.path(property).len()
+        );
+    }
+}
+
+fn holds_and_settles_before_the_cutoff(mode: Mode) {
+    let run = check_at(stored_errors(mode), &[], None);
+    holds(&run);
+    // Not vacuous, and the point of the rule: with every instant before the cutoff,
+    // a replayed unknown is recorded, a charge made before the stored 500 settles the
+    // command (found by the lookup), and with no charge behind it attempt 2 is charged
+    // (proven absent).
+    for example in ["a replayed unknown recorded"].into_iter().chain(SETTLED) {
+        assert!(run.found.contains_key(example), "never: {example}");
+    }
+}
+
+#[test]
+fn a_replayed_unknown_is_looked_up_at_once_and_charged_at_most_once() {
+    holds_and_settles_before_the_cutoff(Mode::Atomic);
+}
+
+#[test]
+fn a_replayed_unknown_is_looked_up_at_once_in_the_production_mode() {
+    holds_and_settles_before_the_cutoff(Mode::PRODUCTION);
+}
+
+/// With the rule reverted (the replay recorded as a plain unknown, the key re-sent
+/// until the cutoff), still at most one charge, but no such attempt settles before
+/// the cutoff: the rule is what settles it.
+#[test]
+fn with_replayed_looked_up_reverted_nothing_behind_a_stored_5xx_settles_before_the_cutoff() {
+    let run = check_at(stored_errors(Mode::Atomic), &[Rule::ReplayedLookedUp], None);
+    holds(&run);
+    for example in SETTLED {
+        assert!(!run.found.contains_key(example), "reached: {example}");
+    }
+}
