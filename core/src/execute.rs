@@ -11,6 +11,7 @@
 //! The decisions are pure ([`protocol`]); `Journal::execute` only performs the step
 //! each one names. `docs/providers.md` ("One call") gives the table.
 
+pub mod opening;
 pub mod protocol;
 #[cfg(test)]
 mod tests;

@@ -60,6 +60,7 @@ pub mod start;
 pub mod strict_json;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+pub mod then;
 pub mod time;
 pub mod transaction;
 pub mod verify;

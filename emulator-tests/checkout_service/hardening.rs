@@ -635,6 +635,28 @@ fn checkout_clock_offset_is_taken_in_emulator_mode_only() {
 }
 
 #[test]
+fn checkout_concurrency_is_preconditions_unless_set_to_transaction() {
+    use command_journal::Concurrency;
+    const VARIABLE: &str = "JOURNAL_CONCURRENCY";
+    let unset = config("emulator", &[]).expect("unset").concurrency;
+    assert_eq!(unset, Concurrency::Preconditions);
+    for (text, mode) in [
+        ("preconditions", Concurrency::Preconditions),
+        (" transaction ", Concurrency::Transaction),
+    ] {
+        let taken = config("emulator", &[(VARIABLE, text)])
+            .expect(text)
+            .concurrency;
+        assert_eq!(taken, mode, "{text}");
+    }
+    for text in ["Transaction", "tx", "CANARYmode"] {
+        let error = config("emulator", &[(VARIABLE, text)]).expect_err(text);
+        assert_eq!(error.variable, VARIABLE);
+        assert!(!error.to_string().contains(text), "{error}");
+    }
+}
+
+#[test]
 fn checkout_offset_clock_reads_the_system_clock_moved() {
     for ms in [-90_000, 0, 3_600_000] {
         let clock = OffsetClock::new(TimeDelta::milliseconds(ms));

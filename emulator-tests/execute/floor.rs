@@ -118,9 +118,10 @@ pub(super) async fn documents(
 #[tokio::test]
 async fn execute_a_new_command_is_two_rpcs_and_a_replay_two_on_the_wire() {
     // (mode, new command, replay): preconditions plans both commits of a new command
-    // and answers a replay from its start's read; transaction mode reads every
-    // transition inside its transaction (start, begin_send, outcome: 2 each) and
-    // answers a replay's result from the start's transactional read.
+    // and answers a replay from its start's read; transaction mode opens the command
+    // (start and begin_send) in one transaction and records the outcome in another
+    // (2 RPCs each), and answers a replay's result from the opening's transactional
+    // read.
     // Billed documents: reads (found + absent) / writes / deletes (absence guards).
     let cases = [
         (
@@ -130,7 +131,7 @@ async fn execute_a_new_command_is_two_rpcs_and_a_replay_two_on_the_wire() {
         ),
         (
             Concurrency::Transaction,
-            ((6, 3, 3, 0, 0, 0), "36 (11 + 25) / 13 / 0"),
+            ((4, 2, 2, 0, 0, 0), "24 (7 + 17) / 12 / 0"),
             ((2, 0, 1, 0, 0, 0), "12 (10 + 2) / 0 / 0"),
         ),
     ];
@@ -217,11 +218,11 @@ impl Provider for LosesTheOutcome<'_> {
 async fn execute_with_the_first_or_the_outcome_commit_response_lost_converges_with_one_send() {
     // Per mode: (commits, batch gets) of the call whose outcome commit's response is
     // lost: preconditions sends the blind commit and the planned outcome, then one
-    // read finds the outcome recorded; transaction mode commits start, permit and
-    // outcome after a read each, then one more read finds it.
+    // read finds the outcome recorded; transaction mode commits the opening (start and
+    // permit) and the outcome after a read each, then one more read finds it.
     for (n, (mode, lost_outcome)) in [
         (Concurrency::Preconditions, (2, 1)),
-        (Concurrency::Transaction, (3, 4)),
+        (Concurrency::Transaction, (2, 3)),
     ]
     .into_iter()
     .enumerate()

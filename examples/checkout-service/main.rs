@@ -92,7 +92,8 @@ async fn recover(config: Config, settings: JobSettings) -> ExitCode {
     let Some(backend) = Backend::new(&config) else {
         return fail("start-up error: the HTTP client could not be built");
     };
-    let journal = service::clock::with_offset(Journal::new(connection), config.clock_offset);
+    let journal = service::clock::with_offset(Journal::new(connection), config.clock_offset)
+        .with_concurrency(config.concurrency);
     let policy = command_journal::RetryPolicy {
         deadline: Some(config.firestore_deadline),
         ..journal.retry_policy()
@@ -131,7 +132,8 @@ async fn run(config: Config) -> ExitCode {
         Ok(connection) => connection,
         Err(_) => return fail("start-up error: Firestore could not be reached"),
     };
-    let journal = service::clock::with_offset(Journal::new(connection), config.clock_offset);
+    let journal = service::clock::with_offset(Journal::new(connection), config.clock_offset)
+        .with_concurrency(config.concurrency);
     let keys = Arc::new(GoogleKeys::new(reqwest::Client::new()));
     let Some(metrics) = service::metrics::install(service::metrics::recorder()) else {
         return fail("start-up error: the metrics recorder could not be installed");
@@ -156,6 +158,7 @@ async fn run(config: Config) -> ExitCode {
     );
     fields.insert("environment".into(), json!(config.environment.as_str()));
     fields.insert("unsignedTokensAccepted".into(), json!(config.auth_emulator));
+    fields.insert("concurrency".into(), json!(config.concurrency.as_str()));
     if let Some(offset) = config.clock_offset {
         fields.insert("clockOffsetMs".into(), json!(offset.num_milliseconds()));
     }

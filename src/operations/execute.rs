@@ -6,12 +6,14 @@ use super::{Engine, lease, results, sends};
 use crate::ProviderAnswer;
 use crate::engine::Memory;
 use crate::error::JournalError;
+use crate::execute::opening::Opening;
 use crate::execute::protocol::{Event, Protocol, Step};
 use crate::execute::{Execution, Provider, SendRequest};
 use crate::identity::{CommandInput, LeaseId};
 use crate::known;
 use crate::lease::{LeaseCall, LeaseOutput};
 use crate::runner::Answer;
+use crate::runner::Concurrency;
 use crate::sends::begin::BeginSend;
 use crate::sends::load::first_read;
 use crate::sends::{BeginSendOutput, ProviderPlan};
@@ -60,8 +62,8 @@ async fn drive<P: Provider>(
             Step::Start if !opened => {
                 opened = true;
                 match open(engine, command, &lease, plan, &protocol, &mut memory).await? {
-                    Opening::Started(started) => Event::Started(started),
-                    Opening::Permitted { started, began, at } => {
+                    Opened::Started(started) => Event::Started(started),
+                    Opened::Permitted { started, began, at } => {
                         // The permit was committed with the lease, as the protocol
                         // asks for it after this lease (`open` asked it first).
                         step = protocol.step(Event::Started(started), at)?;
@@ -70,7 +72,7 @@ async fn drive<P: Provider>(
                                 "execute: a permit the protocol did not ask for",
                             ));
                         }
-                        Event::BeganSend(Ok(began))
+                        Event::BeganSend(began)
                     }
                 }
             }
@@ -149,14 +151,16 @@ async fn drive<P: Provider>(
 }
 
 /// How the call's first start answered.
-enum Opening {
+enum Opened {
     /// The start alone: the protocol decides what follows.
     Started(LeaseOutput),
-    /// A new command: its lease and the permit the protocol asks for after it, in
-    /// one blind commit at the one captured time `at`.
+    /// Its lease and the `begin_send` the protocol asks for after it, decided at the
+    /// one captured time `at` and committed together: a new command's blind commit
+    /// in preconditions mode, one transaction in transaction mode (where the permit
+    /// may also be refused, beside the lease it followed).
     Permitted {
         started: LeaseOutput,
-        began: BeginSendOutput,
+        began: Result<BeginSendOutput, JournalError>,
         at: crate::time::Timestamp,
     },
 }
@@ -166,8 +170,9 @@ enum Opening {
 /// after that lease, both decided at one captured time over the state where every
 /// document they read is absent (`known::chain`); refused, the start reads (the
 /// documents `begin_send` and `result` read too, so that a replay's result needs no
-/// second read) and decides as usual. Counted in the metrics as the operations it
-/// stands for.
+/// second read) and decides as usual. In transaction mode the start and that
+/// `begin_send` are one transaction over the same read (`execute::opening`), for any
+/// command. Counted in the metrics as the operations it stands for.
 async fn open(
     engine: &Engine,
     command: &CommandInput,
@@ -175,7 +180,7 @@ async fn open(
     plan: &ProviderPlan,
     protocol: &Protocol,
     memory: &mut Memory,
-) -> Result<Opening, JournalError> {
+) -> Result<Opened, JournalError> {
     let started_at = Instant::now();
     let identity = command.identity();
     let owner = command.lease_owner(&identity, lease)?;
@@ -187,13 +192,46 @@ async fn open(
         known::chain(&start, &paths, |out: &StartOutput| {
             let mut probe = protocol.clone();
             match probe.step(Event::Started(out.lease), now) {
-                Ok(Step::BeginSend { fence }) => Some(BeginSend::new(call, fence, plan.clone())),
+                Ok(Step::BeginSend { fence }) => {
+                    Some(BeginSend::new(call.clone(), fence, plan.clone()))
+                }
                 _ => None,
             }
         })
     } else {
         None
     };
+    if engine.options.concurrency == Concurrency::Transaction && !engine.options.reads_only {
+        // One transaction for the lease and the permit after it.
+        let opening = Opening::new(start, call, plan.clone(), protocol);
+        let ran = engine.run_with::<_, ()>(&opening, paths, None).await;
+        let elapsed = started_at.elapsed();
+        let ran = match ran {
+            Ok(ran) => ran,
+            Err(error) => {
+                crate::metrics::record::<StartOutput>(OperationName::Start, &Err(error), elapsed);
+                return Err(error);
+            }
+        };
+        memory.known = Some(ran.known);
+        let Answer::Decided((started, began)) = ran.answer else {
+            return Err(JournalError::internal(
+                "execute: a planned opening in transaction mode",
+            ));
+        };
+        crate::metrics::record(OperationName::Start, &Ok(started), elapsed);
+        return Ok(match began {
+            Some(began) => {
+                crate::metrics::record(OperationName::BeginSend, &began, elapsed);
+                Opened::Permitted {
+                    started: started.lease,
+                    began,
+                    at: now,
+                }
+            }
+            None => Opened::Started(started.lease),
+        });
+    }
     let ran = engine.run_with(&start, paths, planned).await;
     let elapsed = started_at.elapsed();
     let ran = match ran {
@@ -208,15 +246,15 @@ async fn open(
         Answer::Planned((started, began)) => {
             crate::metrics::record(OperationName::Start, &Ok(started), elapsed);
             crate::metrics::record(OperationName::BeginSend, &Ok(began.clone()), elapsed);
-            Opening::Permitted {
+            Opened::Permitted {
                 started: started.lease,
-                began,
+                began: Ok(began),
                 at: now,
             }
         }
         Answer::Decided(started) => {
             crate::metrics::record(OperationName::Start, &Ok(started), elapsed);
-            Opening::Started(started.lease)
+            Opened::Started(started.lease)
         }
     })
 }

@@ -7,7 +7,9 @@
 use chrono::TimeDelta;
 use command_journal::identity::Environment;
 use command_journal::sends::ProviderLookup;
-use command_journal::{JournalError, ProviderAccount, ProviderPlan, ProviderPlanRequest, Target};
+use command_journal::{
+    Concurrency, JournalError, ProviderAccount, ProviderPlan, ProviderPlanRequest, Target,
+};
 use command_journal_stripe::{Account, SecretKey, Stripe, StripeConfig};
 use serde_json::Value;
 use std::net::{IpAddr, Ipv4Addr};
@@ -191,6 +193,9 @@ pub struct Config {
     /// added to the journal's clock (`service::clock`), so that local instances can
     /// disagree about the time and a recovery job can run "later". `None` when unset.
     pub clock_offset: Option<TimeDelta>,
+    /// `JOURNAL_CONCURRENCY`: how the journal keeps a decision consistent with what it
+    /// read, `preconditions` (the default) or `transaction` (Firestore transactions).
+    pub concurrency: Concurrency,
 }
 
 /// A setting that stops start-up: names the variable, never its value.
@@ -342,6 +347,15 @@ impl Config {
             None
         };
         let clock_offset = clock_offset(&get, environment)?;
+        let concurrency = match get("JOURNAL_CONCURRENCY") {
+            None => Concurrency::default(),
+            Some(text) => Concurrency::parse(text.trim()).map_err(|_| {
+                refuse(
+                    "JOURNAL_CONCURRENCY",
+                    "must be preconditions or transaction",
+                )
+            })?,
+        };
 
         Ok(Self {
             port,
@@ -357,6 +371,7 @@ impl Config {
             http,
             plan,
             clock_offset,
+            concurrency,
         })
     }
 }

@@ -8,6 +8,7 @@
 
 mod codecs;
 mod model;
+mod opening;
 mod proven;
 mod races;
 mod replayed;
