@@ -15,11 +15,11 @@ profile=${CHAOS_PROFILE:-release}
 case "$profile" in
   release)
     cargo build --release --quiet -p command-journal-cli --bin command-journal
-    cargo build --release --quiet --example checkout-service
+    cargo build --release --quiet -p command-journal-examples --bin checkout-service
     ;;
   debug)
-    for bin in target/debug/command-journal target/debug/examples/checkout-service; do
-      [ -x "$bin" ] || { echo "$bin is missing: run cargo test --all-features (or cargo build --all-features --bins --examples) first" >&2; exit 1; }
+    for bin in target/debug/command-journal target/debug/checkout-service; do
+      [ -x "$bin" ] || { echo "$bin is missing: run cargo test --all-features (or cargo build --all-features --bins) first" >&2; exit 1; }
     done
     ;;
   *) echo "CHAOS_PROFILE must be release or debug" >&2; exit 2 ;;

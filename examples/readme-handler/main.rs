@@ -1,6 +1,6 @@
 //! The handler of README.md, "Using it in a handler", compiled: the block below the
 //! marker is the README's, character for character (`the_readme_handler_is_the_compiled_example`
-//! in `src/surface.rs` checks it). `cargo run --example readme-handler`
+//! in `src/surface.rs` checks it). `cargo run --bin readme-handler`
 //! only checks that it builds and links.
 
 // README block

@@ -74,7 +74,7 @@ def parse(argv):
     p.add_argument("--plant", choices=["forget_early"], default=None,
                    help="a planted defect the oracle must catch")
     p.add_argument("--bin", default="target/release",
-                   help="the directory of command-journal and examples/checkout-service")
+                   help="the directory of the command-journal and checkout-service binaries")
     p.add_argument("--run-dir", default=None)
     args = p.parse_args(argv)
     for name, value in (SHORT if args.short else DEFAULTS).items():
@@ -111,7 +111,7 @@ class Soak:
         self.logs = os.path.join(self.run_dir, "logs")
         os.makedirs(self.logs, exist_ok=True)
         self.cli = os.path.join(args.bin, "command-journal")
-        self.service = os.path.join(args.bin, "examples", "checkout-service")
+        self.service = os.path.join(args.bin, "checkout-service")
         self.faults = Tally()
         self.jobs = []
         self.account = "acct_chaos" + "".join(self.rngs[0].choice("0123456789abcdef")
