@@ -15,6 +15,7 @@
 use crate::digest::Digest;
 use crate::document::lifecycle::{self, Lifecycle, LifecycleState};
 use crate::error::JournalError;
+use crate::fence::FenceEpoch;
 use crate::sends::load::{self, Sends};
 use crate::sends::status::{digest_text, nullable_seconds_nanos, seconds_nanos};
 use crate::sends::{AttemptState, absence};
@@ -87,10 +88,11 @@ pub struct PendingCommand {
     /// The command's key hash (64 lowercase hex).
     #[serde(serialize_with = "digest_text")]
     pub command_key_hash: Digest,
-    /// Always `leased`: a lease was taken and no terminal transition followed.
-    pub state: &'static str,
+    /// Always [`LifecycleState::Leased`] (`leased`): a lease was taken and no terminal
+    /// transition followed.
+    pub state: LifecycleState,
     /// The fence of the expired lease.
-    pub fence_epoch: i64,
+    pub fence_epoch: FenceEpoch,
     /// When that lease expired: the command has waited since then.
     #[serde(serialize_with = "seconds_nanos")]
     pub since: Timestamp,
@@ -127,10 +129,13 @@ impl PendingRead {
             // Settled since the listing, or its lease still runs: nobody waits yet.
             return Ok(None);
         }
+        let fence_epoch = FenceEpoch::new(current.fence_epoch).map_err(|_| {
+            Halt::Reject(JournalError::corrupt("a leased lifecycle without a fence"))
+        })?;
         let pending = |send: Option<PendingSend>, unblocked_by| PendingCommand {
             command_key_hash: self.hash.clone(),
-            state: current.state.as_str(),
-            fence_epoch: current.fence_epoch,
+            state: current.state,
+            fence_epoch,
             since: current.lease_expires_at,
             send,
             unblocked_by,

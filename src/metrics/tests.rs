@@ -294,8 +294,8 @@ fn a_listing_sets_every_reason_and_a_recovery_counts_its_outcome() {
     use command_journal_core::pending::{PendingCommand, Unblock};
     let waiting = |n: u8, unblocked_by| PendingCommand {
         command_key_hash: Digest::parse(&format!("{n:02x}").repeat(32)).expect("hash"),
-        state: "leased",
-        fence_epoch: 1,
+        state: command_journal_core::document::lifecycle::LifecycleState::Leased,
+        fence_epoch: command_journal_core::fence::FenceEpoch::new(1).expect("fence"),
         since: Timestamp::from_micros(T0).expect("time"),
         send: None,
         unblocked_by,

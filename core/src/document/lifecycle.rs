@@ -34,8 +34,9 @@ pub fn path(hash: &Digest) -> String {
     format!("{}/{hash}/{COLLECTION}/current", super::root::COLLECTION)
 }
 
-/// The lifecycle states after registration.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The lifecycle states after registration; serialized as the stored text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum LifecycleState {
     /// A holder has the lease (active or expired).
     Leased,

@@ -89,10 +89,10 @@ fn a_lease_waits_for_nobody_until_it_expires_then_for_a_retry() {
     assert_eq!(pending_at(&mut store, T0 + 59 * SEC), None);
     let waiting = pending_at(&mut store, T0 + 60 * SEC).expect("pending at expiry");
     assert_eq!(waiting.since, at(T0 + 60 * SEC));
-    assert_eq!(waiting.fence_epoch, fence.get());
+    assert_eq!(waiting.fence_epoch, fence);
     assert_eq!(waiting.send, None);
     assert_eq!(waiting.unblocked_by, Unblock::Retry);
-    assert_eq!(waiting.state, "leased");
+    assert_eq!(waiting.state, LifecycleState::Leased);
     assert_eq!(waiting.command_key_hash, hash());
 }
 
