@@ -375,15 +375,17 @@ mod property {
 
     /// One random step: (kind, holder, fence, attempt, finding, clock step).
     fn step() -> impl Strategy<Value = (u8, usize, i64, i64, u8, u8)> {
-        (0u8..6, 0usize..3, 1i64..4, 1i64..4, 0u8..4, 0u8..6)
+        (0u8..6, 0usize..3, 1i64..4, 1i64..4, 0u8..5, 0u8..6)
     }
 
+    /// What a step records: the sender's answers include a replayed unknown.
     fn finding(pick: u8, reconcile: bool) -> crate::answer::Closing {
         match (pick, reconcile) {
             (0, _) => succeeded(0),
             (1, _) => succeeded(1),
             (2, _) => Declined,
-            (_, false) => Ambiguous,
+            (3, false) => Ambiguous,
+            (_, false) => ReplayedUnknown,
             (_, true) => Absent,
         }
     }
