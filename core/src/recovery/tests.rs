@@ -317,6 +317,96 @@ fn nothing_is_written_without_evidence() {
     }
 }
 
+/// A client that started at `T0`, was permitted attempt 1 and heard the provider
+/// replay the key's stored unknown answer, which it recorded: the key's.
+fn client_heard_a_replay(store: &mut Store) -> String {
+    let input = input();
+    let identity = input.identity();
+    let lease = LeaseId::generate();
+    let owner = input.lease_owner(&identity, &lease).expect("owner");
+    let started = store
+        .answer(&Start::new(identity.clone(), owner.clone(), at(T0)))
+        .expect("start");
+    let LeaseOutput::Acquired { fence_epoch, .. } = started.lease else {
+        panic!("{started:?}");
+    };
+    let call = LeaseCall::new(identity.clone(), owner.clone(), at(T0));
+    let BeginSendOutput::Permitted(permit) = store
+        .answer(&BeginSend::new(call, fence_epoch, plan()))
+        .expect("begin_send")
+    else {
+        panic!("no permit");
+    };
+    let call = LeaseCall::new(identity, owner, at(T0 + SEC));
+    let replayed = crate::answer::Closing::ReplayedUnknown;
+    store
+        .answer(&RecordAnswer::outcome(
+            call,
+            fence_epoch,
+            1,
+            replayed,
+            plan(),
+        ))
+        .expect("recorded");
+    permit.provider_idempotency_key
+}
+
+#[test]
+fn a_replayed_unknown_is_looked_up_and_a_replay_from_the_lookup_proves_nothing() {
+    use ProviderAnswer::{NotFound, ReplayedUnknown};
+    // (when, the lookups' answers, the outcome, lookups asked, the state after)
+    let provable = T0 + 361 * SEC;
+    let cases = [
+        // Before its absence is provable (the sender's lease, then the settle window),
+        // a "not found" proves nothing, and a replay from the lookup is no evidence.
+        (
+            T0 + 61 * SEC,
+            vec![ReplayedUnknown],
+            Recovered::LookupUnavailable,
+            1,
+        ),
+        (T0 + 61 * SEC, vec![NotFound], Recovered::NotFound, 1),
+        // Once provable, only a confirmed "not found" records the absence; a replay
+        // under the lease leaves the attempt as it was.
+        (
+            provable,
+            vec![NotFound, ReplayedUnknown],
+            Recovered::LookupUnavailable,
+            2,
+        ),
+        (provable, vec![NotFound, NotFound], Recovered::Absent, 2),
+        // A charge found settles it at once.
+        (
+            T0 + 61 * SEC,
+            vec![ProviderAnswer::Succeeded(envelope())],
+            Recovered::Succeeded,
+            1,
+        ),
+    ];
+    for (now, answers, outcome, asked) in cases {
+        let mut store = Store::new();
+        let key = client_heard_a_replay(&mut store);
+        let before = store.documents();
+        let mut provider = Provider::answering(answers.clone());
+        assert_eq!(
+            recover(&mut store, &mut provider, now),
+            Ok(outcome),
+            "{answers:?}"
+        );
+        assert_eq!(provider.asked, vec![key; asked], "{answers:?}");
+        let send = state(&mut store, now).send.expect("send");
+        let expected = match outcome {
+            Recovered::Absent => AttemptState::Absent,
+            Recovered::Succeeded => AttemptState::Succeeded,
+            _ => AttemptState::ReplayedUnknown,
+        };
+        assert_eq!((send.attempt, send.state), (1, expected), "{answers:?}");
+        if asked == 1 && !outcome.settled() {
+            assert_eq!(store.documents(), before, "{answers:?} wrote");
+        }
+    }
+}
+
 #[test]
 fn a_running_lease_is_left_to_its_holder() {
     let mut store = Store::new();
