@@ -606,7 +606,7 @@ fn after_a_replay_recorded_the_lookups_evidence_is_planned_from_what_its_commit_
     );
     let planned = plan(&reconcile, &known).expect("the evidence planned");
     let read = store.clone().run(&reconcile);
-    assert_eq!(Ok(planned.output.clone()), read.result);
+    assert_eq!(Ok(planned.output), read.result);
     let writes: Vec<Write> = planned.writes.iter().map(|w| w.write.clone()).collect();
     assert_eq!(writes, read.writes);
     assert!(lands(&store, &planned.writes));
