@@ -11,6 +11,7 @@ mod model;
 mod proven;
 mod races;
 mod replayed;
+mod retries;
 mod tables;
 
 use super::begin::BeginSend;
