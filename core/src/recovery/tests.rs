@@ -819,3 +819,64 @@ fn outcomes_serialize_as_their_labels() {
     }
     assert!(Recovered::ALL.iter().filter(|o| o.settled()).count() == 3);
 }
+
+#[test]
+fn a_recovery_jobs_planned_reconciliation_is_refused_when_a_stale_holder_wrote_before_its_takeover()
+{
+    use crate::attempt::Precondition;
+    use crate::transaction::{Decision, Write};
+    // The client starts at T0 and is permitted attempt 1; its clock runs 61 s behind.
+    let mut store = Store::new();
+    let input = input();
+    let identity = input.identity();
+    let lease = LeaseId::generate();
+    let client = input.lease_owner(&identity, &lease).expect("owner");
+    store
+        .answer(&Start::new(identity.clone(), client.clone(), at(T0)))
+        .expect("start");
+    let fence = FenceEpoch::stored(1);
+    let call = LeaseCall::new(identity.clone(), client.clone(), at(T0));
+    store
+        .answer(&BeginSend::new(call, fence, plan()))
+        .expect("begin_send");
+    // The job found a charge and takes the lease over at T0 + 61 s, reading everything
+    // the send layer reads (as the library's driver does) ...
+    let owner = recovery_owner(&hash(), &LeaseId::generate());
+    let now = at(T0 + 61 * SEC);
+    let job = LeaseCall::new(identity.clone(), owner.clone(), now);
+    let paths = crate::sends::load::first_read(job.command());
+    let taking = store.attempt_reading(&Acquire::new(job.clone()), paths);
+    let Decision::Mutate(_, LeaseOutput::Acquired { fence_epoch, .. }) = taking.decision else {
+        panic!("{:?}", taking.decision);
+    };
+    // ... while the client, to whom its lease still runs, records an ambiguous answer.
+    let late = LeaseCall::new(identity.clone(), client, at(T0 + 30 * SEC));
+    let (unknown, _) = ProviderAnswer::Unknown.closing(late.identity());
+    store
+        .answer(&RecordAnswer::outcome(late, fence, 1, unknown, plan()))
+        .expect("the client's lease runs by its clock");
+    // The takeover lands after it; the job plans its reconciliation from what it knows.
+    let guarded = taking.guarded();
+    let results = store.commit_guarded(&guarded).expect("the takeover lands");
+    let written: Vec<Write> = guarded.iter().map(|w| w.write.clone()).collect();
+    let known = taking.known().clone().committed(&written, &results);
+    let charge = ProviderAnswer::Succeeded(envelope());
+    let (found, result) = charge.closing(job.identity());
+    let op = crate::envelope::record::WithResult::new(
+        RecordAnswer::on_bound_plan(job, fence_epoch, 1, found),
+        &hash(),
+        now,
+        result.expect("an envelope"),
+    );
+    let planned = crate::known::plan(&op, &known).expect("planned from what the job knows");
+    let holds = planned.writes.iter().all(|w| match &w.precondition {
+        Precondition::Absent => !store.contains_key(w.write.path()),
+        Precondition::UpdatedAt(t) => store.update_time(w.write.path()) == Some(*t),
+    });
+    assert!(!holds, "the send record moved on: refused");
+    // Reading instead, the evidence is recorded over the client's ambiguous answer.
+    assert_eq!(
+        store.answer(&op),
+        Ok(SendOutcomeOutput::Terminal(TerminalOutput::Succeeded))
+    );
+}
