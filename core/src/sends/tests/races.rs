@@ -152,7 +152,8 @@ fn a_permit_decided_before_a_takeover_is_refused_at_its_commit() {
     let provable = TK + 360 * SEC;
     // (the history before, the holder and fence asking, when; whether the decision
     // writes only the send layer, so that the lease proof alone refuses it)
-    let cases: [(&str, Vec<Op>, (usize, i64, i64), bool); 3] = [
+    type Case = (&'static str, Vec<Op>, (usize, i64, i64), bool);
+    let cases: [Case; 3] = [
         ("first send", vec![], (0, 1, T0 + 59 * SEC), false),
         (
             "re-send",
