@@ -124,15 +124,23 @@ pub struct Attempt<T: Transition, V> {
 
 impl<T: Transition, V: Clone> Attempt<T, V> {
     /// An attempt of `op`, whose first read is `paths` (its [`Transition::paths`], or
-    /// more). Every later step is given the same `op`.
-    pub fn new(op: &T, paths: Vec<String>) -> Self {
+    /// more): any of the operation's own paths that `paths` leaves out is read too,
+    /// since a path it decides from but never read would look absent and go
+    /// unproven. Every later step is given the same `op`.
+    pub fn new(op: &T, mut paths: Vec<String>) -> Self {
+        let own = op.paths();
+        for path in &own {
+            if !paths.contains(path) {
+                paths.push(path.clone());
+            }
+        }
         Self {
             snapshot: Snapshot::default(),
             versions: HashMap::new(),
             asked: paths,
             follow_ups: 0,
             confirming: false,
-            decided_on: op.paths(),
+            decided_on: own,
             transactional: false,
             twice: None,
         }

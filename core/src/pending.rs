@@ -69,7 +69,7 @@ impl Unblock {
 pub struct PendingSend {
     /// The current attempt, from 1.
     pub attempt: i64,
-    /// `sending`, `ambiguous` or `absent`.
+    /// `sending`, `ambiguous`, `replayed_unknown` or `absent`.
     pub state: AttemptState,
     /// The attempt's stored cutoff, `{"seconds": S, "nanoseconds": N}`.
     #[serde(serialize_with = "seconds_nanos")]

@@ -21,20 +21,23 @@
 
 use crate::document::{lifecycle, root};
 use crate::ledger::effect;
+use crate::recovery::checkpoint;
 use crate::sends::attempt;
 use crate::sends::reverted::{Rule, reverted};
 use crate::transaction::{Snapshot, Write};
 
 /// Whether a stored document at `path` can change after it is created: a lifecycle,
-/// a send record or a ledger effect row. Every other document of the journal is
-/// written once and never changed.
+/// a send record, a ledger effect row or a recovery checkpoint. Every other document
+/// of the journal is written once and never changed.
 pub fn is_mutable(path: &str) -> bool {
     let parts: Vec<&str> = path.split('/').collect();
     match parts.as_slice() {
         [collection, _, below, "current"] if *collection == root::COLLECTION => {
             *below == lifecycle::COLLECTION || *below == attempt::COLLECTION
         }
-        [collection, _] => *collection == effect::COLLECTION,
+        [collection, _] => {
+            *collection == effect::COLLECTION || *collection == checkpoint::COLLECTION
+        }
         _ => false,
     }
 }

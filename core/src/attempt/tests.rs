@@ -302,3 +302,15 @@ fn strict_mode_panics_where_the_runner_would_retry_until_it_gives_up() {
     let mut attempt = Attempt::strict(&op, op.paths());
     attempt.read(&op, found(&[("a", 1)]), true);
 }
+
+#[test]
+fn a_first_read_always_holds_the_operations_own_paths() {
+    // A caller that reads more than the operation (a start reading what `begin_send`
+    // will) but leaves one of its own paths out still reads it: nothing the decision
+    // looks at is taken as absent without a read.
+    let op = op(&["a", "b"], |_| Decision::Observe(1));
+    let attempt: Attempt<_, i64> = Attempt::new(&op, strings(&["a", "z"]));
+    assert_eq!(attempt.start(), read(&["a", "z", "b"], ReadKind::First));
+    let attempt: Attempt<_, i64> = Attempt::new(&op, strings(&["b", "a"]));
+    assert_eq!(attempt.start(), read(&["b", "a"], ReadKind::First));
+}

@@ -417,3 +417,197 @@ fn a_read_path_commit_is_refused_when_a_takeover_lands_between_its_read_and_its_
     );
     assert_eq!(fields(&store), before);
 }
+
+/// Runs `op` by reading and deciding on `store` and commits it: its answer and what
+/// the journal knows after it (the read, updated by the commit's write results), as
+/// the runner leaves it for the call's next operation.
+fn run_known<T>(store: &mut Store, op: &T) -> (T::Output, Known<u64>)
+where
+    T: Transition,
+    T::Output: std::fmt::Debug + PartialEq + Clone,
+{
+    let decided = store.attempt(op);
+    let output = match &decided.decision {
+        Decision::Mutate(_, output) | Decision::Observe(output) => output.clone(),
+        other => panic!("{other:?}"),
+    };
+    let guarded = decided.guarded();
+    let results = store.commit_guarded(&guarded).expect("uncontended");
+    let written: Vec<Write> = guarded.iter().map(|w| w.write.clone()).collect();
+    (
+        output,
+        decided.known().clone().committed(&written, &results),
+    )
+}
+
+fn permitted(output: &BeginSendOutput) -> (i64, bool) {
+    match output {
+        BeginSendOutput::Permitted(permit) => (permit.attempt, permit.resend),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_stale_known_state_never_re_sends_a_key_that_replayed_an_unknown() {
+    let a = LeaseId::generate();
+    let opening = chained(&a, at(T0));
+    let fence_a = fence(&opening.output.0).expect("acquired");
+    let mut store = Store::new();
+    commit_chained(&mut store, &opening);
+    // B's clock runs 61 s ahead: it starts, reading everything `begin_send` reads.
+    let b = LeaseId::generate();
+    let tb = at(T0 + LEASE + 1_000_000);
+    let paths = first_read(call(&b, tb).command());
+    let taking = store.attempt_reading(&start(&b, tb), paths);
+    let Decision::Mutate(_, started) = &taking.decision else {
+        panic!("{:?}", taking.decision);
+    };
+    let fence_b = fence(started).expect("a takeover");
+    // Meanwhile A, at its own clock, hears the replay and records it: its lease runs.
+    let holder = call(&a, at(T0 + 2_000_000));
+    let (finding, _) = ProviderAnswer::ReplayedUnknown.closing(holder.identity());
+    let record = RecordAnswer::outcome(holder, fence_a, 1, finding, provider_plan());
+    assert!(store.run(&record).result.is_ok());
+    // B's takeover lands after it (the lifecycle did not change).
+    let guarded = taking.guarded();
+    let results = store.commit_guarded(&guarded).expect("the takeover lands");
+    let written: Vec<Write> = guarded.iter().map(|w| w.write.clone()).collect();
+    let known = taking.known().clone().committed(&written, &results);
+    // What B knows says `sending`: a re-send is planned, and refused at the commit.
+    let again = BeginSend::new(call(&b, tb), fence_b, provider_plan());
+    let planned = plan(&again, &known).expect("a re-send planned from the stale state");
+    assert_eq!(permitted(&planned.output), (1, true));
+    assert!(!lands(&store, &planned.writes), "the send record moved on");
+    // Reading instead, B gets no permit for the key: it looks it up.
+    let before = fields(&store);
+    let read = store.run(&again);
+    assert_eq!(
+        read.result,
+        Err(crate::error::JournalError::SendCutoffPassed)
+    );
+    assert_eq!(fields(&store), before);
+}
+
+#[test]
+fn a_superseded_holder_gets_no_permit_for_the_next_attempt_from_what_it_knows() {
+    let a = LeaseId::generate();
+    let opening = chained(&a, at(T0));
+    let mut store = Store::new();
+    commit_chained(&mut store, &opening);
+    // Holder C takes over once attempt 1's absence is provable, records it, and knows
+    // the state its commit left.
+    let c = LeaseId::generate();
+    let provable = T0 + 360_000_000;
+    let (started, _) = run_known(&mut store, &start(&c, at(provable)));
+    let fence_c = fence(&started).expect("a takeover");
+    let holder = call(&c, at(provable));
+    let (finding, _) = ProviderAnswer::NotFound.closing(holder.identity());
+    let absent = RecordAnswer::reconciliation(holder, fence_c, 1, finding, provider_plan());
+    let (_, known) = run_known(&mut store, &absent);
+    // Holder D's clock runs 61 s ahead of C's: to it C's lease has expired.
+    let d = LeaseId::generate();
+    let taken = store.answer(&start(&d, at(provable + LEASE + 1_000_000)));
+    assert_eq!(taken.ok().and_then(|o| fence(&o)).map(|f| f.get()), Some(3));
+    // C, at its own clock, plans attempt 2 (a new key) from what it knows ...
+    let next = || BeginSend::new(call(&c, at(provable + 2_000_000)), fence_c, provider_plan());
+    let planned = plan(&next(), &known).expect("attempt 2 planned");
+    assert_eq!(permitted(&planned.output), (2, false));
+    assert!(
+        !lands(&store, &planned.writes),
+        "refused: the lease it was decided under is gone"
+    );
+    // ... and, reading, is told the lease is another's; nothing is written.
+    let before = fields(&store);
+    let read = store.run(&next());
+    assert_eq!(read.result, Err(crate::error::JournalError::LeaseNotHeld));
+    assert_eq!(fields(&store), before);
+    // Without the proof, the new key would be sent under the superseded fence.
+    let stale =
+        crate::sends::reverted::with_reverted(&[crate::sends::reverted::Rule::LeaseProof], || {
+            plan(&next(), &known).expect("planned")
+        });
+    assert!(lands(&store, &stale.writes));
+}
+
+#[test]
+fn a_chained_opening_whose_answer_was_lost_is_answered_again_writing_nothing() {
+    let lease = LeaseId::generate();
+    let opening = chained(&lease, at(T0));
+    let fence = fence(&opening.output.0).expect("acquired");
+    let mut store = Store::new();
+    commit_chained(&mut store, &opening);
+    // The retry reads: the same lease (no takeover of its own lease) ...
+    let before = fields(&store);
+    let started = store.run(&start(&lease, at(T0)));
+    assert!(started.writes.is_empty());
+    let started = started.result.expect("start");
+    assert_eq!(started.lease, opening.output.0.lease);
+    // ... and the same permit, even later in the lease: nothing is written.
+    for now in [T0, T0 + 5_000_000] {
+        let again = store.run(&BeginSend::new(
+            call(&lease, at(now)),
+            fence,
+            provider_plan(),
+        ));
+        assert!(again.writes.is_empty());
+        assert_eq!(again.result, Ok(opening.output.1.clone()));
+    }
+    assert_eq!(fields(&store), before);
+}
+
+#[test]
+fn an_unchanged_rewrite_fails_on_a_document_deleted_and_recreated_identical() {
+    let lease = LeaseId::generate();
+    let opening = chained(&lease, at(T0));
+    let fence = fence(&opening.output.0).expect("acquired");
+    let mut store = Store::new();
+    let known = commit_chained(&mut store, &opening);
+    let holder = call(&lease, at(T0 + 2_000_000));
+    let (finding, _) = ProviderAnswer::Unknown.closing(holder.identity());
+    let record = RecordAnswer::outcome(holder, fence, 1, finding, provider_plan());
+    let planned = plan(&record, &known).expect("planned");
+    assert!(lands(&store, &planned.writes));
+    // Another writer deletes the lifecycle and puts the same fields back: the content
+    // is as known, the update time is not, and the proof is on the update time.
+    let path = crate::document::lifecycle::path(call(&lease, at(T0)).hash());
+    let same = store.remove(&path).expect("lifecycle");
+    store.insert(path.clone(), same);
+    assert!(!lands(&store, &planned.writes));
+}
+
+#[test]
+fn after_a_replay_recorded_the_lookups_evidence_is_planned_from_what_its_commit_left() {
+    let lease = LeaseId::generate();
+    let opening = chained(&lease, at(T0));
+    let fence = fence(&opening.output.0).expect("acquired");
+    let mut store = Store::new();
+    let known = commit_chained(&mut store, &opening);
+    // The replay, recorded by a commit planned from the opening: it proves the lease.
+    let holder = call(&lease, at(T0 + 2_000_000));
+    let (finding, _) = ProviderAnswer::ReplayedUnknown.closing(holder.identity());
+    let record = RecordAnswer::outcome(holder, fence, 1, finding, provider_plan());
+    let planned = plan(&record, &known).expect("the replay planned");
+    let results = store.commit_guarded(&planned.writes).expect("lands");
+    let written: Vec<Write> = planned.writes.iter().map(|w| w.write.clone()).collect();
+    let known = planned.base.committed(&written, &results);
+    // The lookup finds the charge: its reconciliation is planned from that state,
+    // and writes and answers what reading and deciding would.
+    let now = at(T0 + 3_000_000);
+    let holder = call(&lease, now);
+    let envelope = ResultEnvelope::new(&json!({"id": "pi_1"})).expect("envelope");
+    let found = ProviderAnswer::Succeeded(envelope.clone());
+    let (finding, _) = found.closing(holder.identity());
+    let hash = holder.hash().clone();
+    let reconcile = WithResult::new(
+        RecordAnswer::reconciliation(holder, fence, 1, finding, provider_plan()),
+        &hash,
+        now,
+        &envelope,
+    );
+    let planned = plan(&reconcile, &known).expect("the evidence planned");
+    let read = store.clone().run(&reconcile);
+    assert_eq!(Ok(planned.output), read.result);
+    let writes: Vec<Write> = planned.writes.iter().map(|w| w.write.clone()).collect();
+    assert_eq!(writes, read.writes);
+    assert!(lands(&store, &planned.writes));
+}

@@ -177,3 +177,39 @@ fn its_json_names_the_hash_and_never_a_raw_value() {
     assert!(text.contains("\"unblockedBy\":\"retry\""), "{text}");
     assert!(!text.contains("CANARY"), "{text}");
 }
+
+#[test]
+fn a_replayed_unknown_waits_for_evidence_from_the_start_never_for_a_resend() {
+    let mut store = Store::new();
+    let lease = LeaseId::generate();
+    let fence = started(&mut store, &lease);
+    store
+        .answer(&BeginSend::new(call(&lease, at(T0)), fence, plan()))
+        .expect("begin_send");
+    let (closing, _) = ProviderAnswer::ReplayedUnknown.closing(&input().identity());
+    store
+        .answer(&RecordAnswer::outcome(
+            call(&lease, at(T0 + SEC)),
+            fence,
+            1,
+            closing,
+            plan(),
+        ))
+        .expect("replayed");
+    // Its lease still runs: nobody waits yet.
+    assert_eq!(pending_at(&mut store, T0 + 59 * SEC), None);
+    // Long before its cutoff, only evidence moves it (a re-send would replay the
+    // stored answer), from the instant its absence is provable.
+    let waiting = pending_at(&mut store, T0 + 61 * SEC).expect("pending");
+    let send = waiting.send.expect("a send");
+    assert_eq!(
+        (send.attempt, send.state),
+        (1, AttemptState::ReplayedUnknown)
+    );
+    assert_eq!(waiting.unblocked_by, Unblock::Evidence);
+    assert_eq!(send.absence_provable_from, Some(at(T0 + 360 * SEC)));
+    // Once the key store may have forgotten the key, evidence or a person.
+    let forgotten = pending_at(&mut store, T0 + 86_400 * SEC).expect("pending");
+    assert_eq!(forgotten.unblocked_by, Unblock::EvidenceOrPerson);
+    assert_eq!(forgotten.send.and_then(|s| s.absence_provable_from), None);
+}

@@ -12,12 +12,14 @@ fn hash() -> Digest {
 }
 
 #[test]
-fn the_mutable_documents_are_the_lifecycle_the_send_record_and_effect_rows() {
+fn the_mutable_documents_are_the_lifecycle_the_send_record_effect_rows_and_checkpoints() {
     let h = hash();
+    let range = crate::key_range::KeyRange::new(0, 1).expect("the whole range");
     for path in [
         lifecycle::path(&h),
         attempt::path(&h),
         effect::path("row_1"),
+        crate::recovery::checkpoint::path(range),
     ] {
         assert!(is_mutable(&path), "{path}");
     }

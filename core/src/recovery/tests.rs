@@ -317,6 +317,96 @@ fn nothing_is_written_without_evidence() {
     }
 }
 
+/// A client that started at `T0`, was permitted attempt 1 and heard the provider
+/// replay the key's stored unknown answer, which it recorded: the key's.
+fn client_heard_a_replay(store: &mut Store) -> String {
+    let input = input();
+    let identity = input.identity();
+    let lease = LeaseId::generate();
+    let owner = input.lease_owner(&identity, &lease).expect("owner");
+    let started = store
+        .answer(&Start::new(identity.clone(), owner.clone(), at(T0)))
+        .expect("start");
+    let LeaseOutput::Acquired { fence_epoch, .. } = started.lease else {
+        panic!("{started:?}");
+    };
+    let call = LeaseCall::new(identity.clone(), owner.clone(), at(T0));
+    let BeginSendOutput::Permitted(permit) = store
+        .answer(&BeginSend::new(call, fence_epoch, plan()))
+        .expect("begin_send")
+    else {
+        panic!("no permit");
+    };
+    let call = LeaseCall::new(identity, owner, at(T0 + SEC));
+    let replayed = crate::answer::Closing::ReplayedUnknown;
+    store
+        .answer(&RecordAnswer::outcome(
+            call,
+            fence_epoch,
+            1,
+            replayed,
+            plan(),
+        ))
+        .expect("recorded");
+    permit.provider_idempotency_key
+}
+
+#[test]
+fn a_replayed_unknown_is_looked_up_and_a_replay_from_the_lookup_proves_nothing() {
+    use ProviderAnswer::{NotFound, ReplayedUnknown};
+    // (when, the lookups' answers, the outcome, lookups asked, the state after)
+    let provable = T0 + 361 * SEC;
+    let cases = [
+        // Before its absence is provable (the sender's lease, then the settle window),
+        // a "not found" proves nothing, and a replay from the lookup is no evidence.
+        (
+            T0 + 61 * SEC,
+            vec![ReplayedUnknown],
+            Recovered::LookupUnavailable,
+            1,
+        ),
+        (T0 + 61 * SEC, vec![NotFound], Recovered::NotFound, 1),
+        // Once provable, only a confirmed "not found" records the absence; a replay
+        // under the lease leaves the attempt as it was.
+        (
+            provable,
+            vec![NotFound, ReplayedUnknown],
+            Recovered::LookupUnavailable,
+            2,
+        ),
+        (provable, vec![NotFound, NotFound], Recovered::Absent, 2),
+        // A charge found settles it at once.
+        (
+            T0 + 61 * SEC,
+            vec![ProviderAnswer::Succeeded(envelope())],
+            Recovered::Succeeded,
+            1,
+        ),
+    ];
+    for (now, answers, outcome, asked) in cases {
+        let mut store = Store::new();
+        let key = client_heard_a_replay(&mut store);
+        let before = store.documents();
+        let mut provider = Provider::answering(answers.clone());
+        assert_eq!(
+            recover(&mut store, &mut provider, now),
+            Ok(outcome),
+            "{answers:?}"
+        );
+        assert_eq!(provider.asked, vec![key; asked], "{answers:?}");
+        let send = state(&mut store, now).send.expect("send");
+        let expected = match outcome {
+            Recovered::Absent => AttemptState::Absent,
+            Recovered::Succeeded => AttemptState::Succeeded,
+            _ => AttemptState::ReplayedUnknown,
+        };
+        assert_eq!((send.attempt, send.state), (1, expected), "{answers:?}");
+        if asked == 1 && !outcome.settled() {
+            assert_eq!(store.documents(), before, "{answers:?} wrote");
+        }
+    }
+}
+
 #[test]
 fn a_running_lease_is_left_to_its_holder() {
     let mut store = Store::new();
@@ -728,4 +818,65 @@ fn outcomes_serialize_as_their_labels() {
         );
     }
     assert!(Recovered::ALL.iter().filter(|o| o.settled()).count() == 3);
+}
+
+#[test]
+fn a_recovery_jobs_planned_reconciliation_is_refused_when_a_stale_holder_wrote_before_its_takeover()
+{
+    use crate::attempt::Precondition;
+    use crate::transaction::{Decision, Write};
+    // The client starts at T0 and is permitted attempt 1; its clock runs 61 s behind.
+    let mut store = Store::new();
+    let input = input();
+    let identity = input.identity();
+    let lease = LeaseId::generate();
+    let client = input.lease_owner(&identity, &lease).expect("owner");
+    store
+        .answer(&Start::new(identity.clone(), client.clone(), at(T0)))
+        .expect("start");
+    let fence = FenceEpoch::stored(1);
+    let call = LeaseCall::new(identity.clone(), client.clone(), at(T0));
+    store
+        .answer(&BeginSend::new(call, fence, plan()))
+        .expect("begin_send");
+    // The job found a charge and takes the lease over at T0 + 61 s, reading everything
+    // the send layer reads (as the library's driver does) ...
+    let owner = recovery_owner(&hash(), &LeaseId::generate());
+    let now = at(T0 + 61 * SEC);
+    let job = LeaseCall::new(identity.clone(), owner.clone(), now);
+    let paths = crate::sends::load::first_read(job.command());
+    let taking = store.attempt_reading(&Acquire::new(job.clone()), paths);
+    let Decision::Mutate(_, LeaseOutput::Acquired { fence_epoch, .. }) = taking.decision else {
+        panic!("{:?}", taking.decision);
+    };
+    // ... while the client, to whom its lease still runs, records an ambiguous answer.
+    let late = LeaseCall::new(identity.clone(), client, at(T0 + 30 * SEC));
+    let (unknown, _) = ProviderAnswer::Unknown.closing(late.identity());
+    store
+        .answer(&RecordAnswer::outcome(late, fence, 1, unknown, plan()))
+        .expect("the client's lease runs by its clock");
+    // The takeover lands after it; the job plans its reconciliation from what it knows.
+    let guarded = taking.guarded();
+    let results = store.commit_guarded(&guarded).expect("the takeover lands");
+    let written: Vec<Write> = guarded.iter().map(|w| w.write.clone()).collect();
+    let known = taking.known().clone().committed(&written, &results);
+    let charge = ProviderAnswer::Succeeded(envelope());
+    let (found, result) = charge.closing(job.identity());
+    let op = crate::envelope::record::WithResult::new(
+        RecordAnswer::on_bound_plan(job, fence_epoch, 1, found),
+        &hash(),
+        now,
+        result.expect("an envelope"),
+    );
+    let planned = crate::known::plan(&op, &known).expect("planned from what the job knows");
+    let holds = planned.writes.iter().all(|w| match &w.precondition {
+        Precondition::Absent => !store.contains_key(w.write.path()),
+        Precondition::UpdatedAt(t) => store.update_time(w.write.path()) == Some(*t),
+    });
+    assert!(!holds, "the send record moved on: refused");
+    // Reading instead, the evidence is recorded over the client's ambiguous answer.
+    assert_eq!(
+        store.answer(&op),
+        Ok(SendOutcomeOutput::Terminal(TerminalOutput::Succeeded))
+    );
 }

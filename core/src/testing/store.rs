@@ -379,7 +379,11 @@ impl Store {
         self.clock += 1;
         let mut results = Vec::with_capacity(writes.len());
         for guarded in writes {
-            let (Write::Create { path, fields } | Write::Replace { path, fields }) = &guarded.write
+            // An unchanged guard is sent as the rewrite it is (`src/runner/firestore.rs`),
+            // and answered, as every write but a delete, with the update time it left.
+            let (Write::Create { path, fields }
+            | Write::Replace { path, fields }
+            | Write::AssertUnchanged { path, fields }) = &guarded.write
             else {
                 results.push(None);
                 continue;

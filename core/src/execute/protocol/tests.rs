@@ -691,3 +691,102 @@ fn a_replayed_unknown_not_found_before_its_absence_is_provable_is_pending() {
     assert_eq!(answers[3], Ok(Step::Status));
     assert_eq!(answers[5], Ok(Step::Done(Execution::PendingReconciliation)));
 }
+
+/// The steps of a call that heard the key's stored unknown replayed on attempt 1 and
+/// recorded it, up to its status read, then `after`.
+fn replayed_then(after: Vec<Event>) -> Vec<Step> {
+    let mut events = vec![
+        acquired(),
+        permit(1, true),
+        Event::Sent(ProviderAnswer::ReplayedUnknown),
+        Event::Recorded(Ok(SendOutcomeOutput::Ambiguous { attempt: 1 })),
+        status(1, AttemptState::ReplayedUnknown, true),
+    ];
+    events.extend(after);
+    steps(events)
+}
+
+#[test]
+fn after_a_replay_a_lookup_that_replays_or_fails_proves_nothing() {
+    // A lookup answering a replay or failing writes nothing; a decline found, or a
+    // not found once the absence is provable (from -1 s in `status`, the status read
+    // at 0 s), is reconciled.
+    for (found, next) in [
+        (ProviderAnswer::ReplayedUnknown, None),
+        (ProviderAnswer::Unknown, None),
+        (ProviderAnswer::Declined, Some(ProviderAnswer::Declined)),
+        (ProviderAnswer::NotFound, Some(ProviderAnswer::NotFound)),
+    ] {
+        let got = replayed_then(vec![Event::LookedUp(found.clone())]);
+        let expected = match next {
+            None => Step::Done(Execution::PendingReconciliation),
+            Some(evidence) => Step::Reconcile {
+                fence: fence(),
+                attempt: 1,
+                evidence,
+            },
+        };
+        assert_eq!(got[5], expected, "{found:?}");
+    }
+}
+
+#[test]
+fn a_replay_heard_again_on_the_next_attempt_is_looked_up_and_settles_within_the_bound() {
+    let charge = envelope("pi_2");
+    let got = steps(vec![
+        acquired(),
+        Event::BeganSend(Err(JournalError::SendCutoffPassed)),
+        status(1, AttemptState::ReplayedUnknown, true),
+        Event::LookedUp(ProviderAnswer::NotFound),
+        Event::Reconciled(Ok(SendOutcomeOutput::Absent { attempt: 1 })),
+        permit(2, false),
+        Event::Sent(ProviderAnswer::ReplayedUnknown),
+        Event::Recorded(Ok(SendOutcomeOutput::Ambiguous { attempt: 2 })),
+        status(2, AttemptState::ReplayedUnknown, true),
+        Event::LookedUp(ProviderAnswer::Succeeded(charge.clone())),
+        Event::Reconciled(Ok(SendOutcomeOutput::Terminal(TerminalOutput::Succeeded))),
+    ]);
+    assert_eq!(got[5], send_step(2, false));
+    assert_eq!(
+        got[6],
+        Step::Record {
+            fence: fence(),
+            attempt: 2,
+            outcome: ProviderAnswer::ReplayedUnknown,
+        }
+    );
+    assert_eq!(got[7], Step::Status, "looked up at once, not retried later");
+    assert_eq!(
+        got[9],
+        Step::Reconcile {
+            fence: fence(),
+            attempt: 2,
+            evidence: ProviderAnswer::Succeeded(charge.clone()),
+        }
+    );
+    // The charge found is the answer, byte for byte.
+    assert_eq!(got[10], Step::Done(Execution::Succeeded(charge)));
+}
+
+#[test]
+fn a_replay_the_journal_refuses_to_record_is_looked_up_or_left_to_the_holder() {
+    // Past the cutoff (the permit was given just before it): the status, then a lookup.
+    let past = steps(vec![
+        acquired(),
+        permit(1, true),
+        Event::Sent(ProviderAnswer::ReplayedUnknown),
+        Event::Recorded(Err(JournalError::SendCutoffPassed)),
+    ]);
+    assert_eq!(past[3], Step::Status);
+    // The lease lost meanwhile: in progress, nothing more (a replay is no evidence to
+    // take a second lease for).
+    for lost in [JournalError::LeaseExpired, JournalError::StaleFence] {
+        let got = steps(vec![
+            acquired(),
+            permit(1, true),
+            Event::Sent(ProviderAnswer::ReplayedUnknown),
+            Event::Recorded(Err(lost)),
+        ]);
+        assert_eq!(got[3], Step::Done(Execution::InProgress), "{lost:?}");
+    }
+}

@@ -116,6 +116,7 @@ fn attempt_states_serialize_as_their_stored_names() {
     for state in [
         AttemptState::Sending,
         AttemptState::Ambiguous,
+        AttemptState::ReplayedUnknown,
         AttemptState::Absent,
         AttemptState::Succeeded,
         AttemptState::Declined,
@@ -156,4 +157,56 @@ fn a_provider_answer_is_one_outcome_and_its_evidence() {
         (Closing::Absent, None)
     );
     assert_eq!(ProviderAnswer::NotFound.evidence(), None);
+    // A replayed unknown is no evidence either: only the sender records it.
+    assert_eq!(ProviderAnswer::ReplayedUnknown.evidence(), None);
+    assert_eq!(
+        ProviderAnswer::ReplayedUnknown.closing(&identity),
+        (Closing::ReplayedUnknown, None)
+    );
+}
+
+/// The grammar of the send chain, whole: which state each event may follow (`None`:
+/// no attempt yet). A replayed unknown follows only a state that may be re-sent, and
+/// nothing but evidence or a proven absence follows it: no re-send, no plain
+/// `ambiguous`, no second replay.
+#[test]
+fn each_send_event_follows_exactly_the_states_of_its_rule() {
+    use crate::sends::AttemptState as S;
+    use crate::sends::event::SendEventType as E;
+    let states = [
+        None,
+        Some(S::Sending),
+        Some(S::Ambiguous),
+        Some(S::ReplayedUnknown),
+        Some(S::Absent),
+        Some(S::Succeeded),
+        Some(S::Declined),
+    ];
+    let open = [
+        Some(S::Sending),
+        Some(S::Ambiguous),
+        Some(S::ReplayedUnknown),
+    ];
+    let resendable = [Some(S::Sending), Some(S::Ambiguous)];
+    let rows: [(E, i64, &[Option<S>]); 10] = [
+        (E::Opened, 1, &[None]),
+        (E::Opened, 2, &[Some(S::Absent)]),
+        (E::Resent, 1, &resendable),
+        (E::Ambiguous, 1, &[Some(S::Sending)]),
+        (E::ReplayedUnknown, 1, &resendable),
+        (E::Succeeded, 1, &open),
+        (E::Declined, 1, &open),
+        (E::ReconciledSucceeded, 1, &open),
+        (E::ReconciledDeclined, 1, &open),
+        (E::ReconciledAbsent, 1, &open),
+    ];
+    for (event_type, attempt, allowed) in rows {
+        for from in states {
+            assert_eq!(
+                event_type.allows_from(from, attempt),
+                allowed.contains(&from),
+                "{event_type:?} (attempt {attempt}) from {from:?}"
+            );
+        }
+    }
 }

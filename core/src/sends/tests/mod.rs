@@ -12,6 +12,7 @@ mod opening;
 mod proven;
 mod races;
 mod replayed;
+mod retries;
 mod tables;
 
 use super::begin::BeginSend;

@@ -140,3 +140,65 @@ fn reconcile_versus_a_late_outcome() {
     );
     assert_eq!(send_counts(&store), (2, 2));
 }
+
+/// Every permit decided just before its lease ends, whose commit arrives after
+/// another holder took the lease over: the first send, a re-send and attempt n + 1.
+/// Each is refused at its commit and writes nothing; without the lease proof the
+/// re-send and attempt n + 1 (which write only the send record) would land under the
+/// superseded fence.
+#[test]
+fn a_permit_decided_before_a_takeover_is_refused_at_its_commit() {
+    use crate::sends::reverted::{Rule, with_reverted};
+    let provable = TK + 360 * SEC;
+    // (the history before, the holder and fence asking, when; whether the decision
+    // writes only the send layer, so that the lease proof alone refuses it)
+    type Case = (&'static str, Vec<Op>, (usize, i64, i64), bool);
+    let cases: [Case; 3] = [
+        ("first send", vec![], (0, 1, T0 + 59 * SEC), false),
+        (
+            "re-send",
+            vec![
+                Op::Begin(0, 1, T0),
+                Op::Outcome(0, 1, 1, Ambiguous, T0 + 1),
+                Op::Acquire(1, TK),
+            ],
+            (1, 2, TK + 59 * SEC),
+            true,
+        ),
+        (
+            "attempt 2",
+            vec![
+                Op::Begin(0, 1, T0),
+                Op::Acquire(1, provable),
+                Op::Reconcile(1, 2, 1, Absent, provable),
+            ],
+            (1, 2, provable + 59 * SEC),
+            true,
+        ),
+    ];
+    for (name, history, (holder, fence, now), proof_alone) in cases {
+        for reverted in [false, true] {
+            let mut store = leased();
+            for op in &history {
+                apply(&mut store, op);
+            }
+            let rules: &[Rule] = if reverted { &[Rule::LeaseProof] } else { &[] };
+            let decided = with_reverted(rules, || store.attempt(&begin(holder, fence, now)));
+            assert!(
+                matches!(decided.decision, crate::transaction::Decision::Mutate(..)),
+                "{name}: a permit"
+            );
+            // Another holder's takeover, at the lease's end, lands first.
+            let (taken, _) = apply(&mut store, &Op::Acquire(2, now + SEC));
+            assert!(taken.starts_with("acquired"), "{name}: {taken}");
+            let before = store.clone();
+            let landed = store.commit(&decided);
+            if reverted {
+                assert_eq!(landed, proof_alone, "{name}, the proof reverted");
+            } else {
+                assert!(!landed, "{name}: refused");
+                assert_eq!(store, before, "{name}: nothing written");
+            }
+        }
+    }
+}

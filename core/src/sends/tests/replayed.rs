@@ -130,3 +130,94 @@ fn a_replayed_unknown_past_the_cutoff_is_refused_as_any_unknown() {
         ],
     );
 }
+
+#[test]
+fn a_replayed_unknown_is_nobodys_evidence_and_a_send_proves_no_absence() {
+    use crate::answer::ProviderAnswer;
+    use crate::sends::record::{Mode, RecordAnswer};
+    // (the answer, the mode, the field refused) checked before anything is read.
+    let refused = [
+        (
+            ProviderAnswer::ReplayedUnknown,
+            Mode::Reconciliation,
+            "evidence",
+        ),
+        (ProviderAnswer::Unknown, Mode::Reconciliation, "evidence"),
+        (ProviderAnswer::NotFound, Mode::Outcome, "outcome"),
+    ];
+    for (answer, mode, field) in refused {
+        let prepared = RecordAnswer::prepare(
+            call(0, T0 + SEC),
+            FenceEpoch::stored(1),
+            1,
+            &answer,
+            Some(plan(0)),
+            mode,
+        );
+        assert_eq!(
+            prepared.err(),
+            Some(JournalError::invalid(field)),
+            "{answer:?} in {mode:?}"
+        );
+    }
+    // The sender records it; a reconciliation refuses it whether or not it names
+    // the plan (a recovery job names none).
+    assert!(
+        RecordAnswer::prepare(
+            call(0, T0 + SEC),
+            FenceEpoch::stored(1),
+            1,
+            &ProviderAnswer::ReplayedUnknown,
+            Some(plan(0)),
+            Mode::Outcome,
+        )
+        .is_ok()
+    );
+    assert!(
+        RecordAnswer::prepare(
+            call(0, T0 + SEC),
+            FenceEpoch::stored(1),
+            1,
+            &ProviderAnswer::ReplayedUnknown,
+            None,
+            Mode::Reconciliation,
+        )
+        .is_err()
+    );
+}
+
+#[test]
+fn the_absence_of_a_replayed_key_waits_for_its_latest_sender_and_a_stale_one_records_nothing() {
+    let tk = T0 + 61 * SEC;
+    let not_provable = JournalError::AbsenceNotProvable {
+        provable_from: None,
+    }
+    .code();
+    case(
+        "re-sent, then replayed",
+        &[
+            (Begin(0, 1, T0), "permit 1 false", 4),
+            (Outcome(0, 1, 1, Ambiguous, T0 + SEC), "send_ambiguous 1", 2),
+            (Acq(1, tk), "acquired 2", 2),
+            (Begin(1, 2, tk), "permit 1 true", 2),
+            // The first sender, whose lease was taken over, cannot record a replay.
+            (
+                Outcome(0, 1, 1, ReplayedUnknown, tk + SEC),
+                JournalError::LeaseNotHeld.code(),
+                0,
+            ),
+            (
+                Outcome(1, 2, 1, ReplayedUnknown, tk + SEC),
+                "send_ambiguous 1",
+                2,
+            ),
+            // Past the first send's provable instant, but not the re-send's: the
+            // re-sent request may still be in flight.
+            (Acq(2, PROVABLE + 5 * SEC), "acquired 3", 2),
+            (Rec(2, 3, 1, Absent, PROVABLE + 10 * SEC), not_provable, 0),
+            (Rec(2, 3, 1, Absent, tk + 359 * SEC), not_provable, 0),
+            (Rec(2, 3, 1, Absent, tk + 360 * SEC), "send_absent 1", 2),
+            (Begin(2, 3, tk + 360 * SEC + 1), "permit 2 false", 2),
+        ],
+    );
+}

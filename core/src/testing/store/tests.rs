@@ -121,6 +121,45 @@ fn a_commit_answers_each_write_s_update_time_and_an_unchanged_write_keeps_its_ow
 }
 
 #[test]
+fn an_unchanged_guard_answers_the_update_time_it_kept_as_firestore_does() {
+    // Firestore answers a write that changes nothing with the document's previous
+    // update time: the runner keeps the document known, and the call's next commit
+    // can be planned from it. The store must answer the same, or every planned commit
+    // after one carrying a proof goes untested.
+    let mut store = Store::new();
+    store.insert("a/1", doc(1));
+    store.insert("a/2", doc(2));
+    let (_, kept) = store.written("a/1").expect("a/1");
+    let proving = op(&["a/1", "a/2"], |_| {
+        Decision::Mutate(vec![replace("a/2", 20)], 7)
+    });
+    let attempt = store.attempt(&proving);
+    let guarded = attempt.guarded();
+    let proof: Vec<_> = guarded
+        .iter()
+        .filter(|w| matches!(w.write, Write::AssertUnchanged { .. }))
+        .collect();
+    assert!(proof.is_empty(), "a/1 is not a mutable journal document");
+    let mut guarded = guarded;
+    guarded.push(crate::attempt::GuardedWrite {
+        write: Write::AssertUnchanged {
+            path: "a/1".into(),
+            fields: doc(1),
+        },
+        precondition: crate::attempt::Precondition::UpdatedAt(kept),
+    });
+    let results = store.commit_guarded(&guarded).expect("lands");
+    let stamp = |t: u64| Some((t, (i64::try_from(t).expect("small"), 0)));
+    assert_eq!(
+        results[1],
+        stamp(kept),
+        "the guard's document kept its time"
+    );
+    assert_eq!(store.written("a/1").map(|(_, u)| u), Some(kept));
+    assert_eq!(store["a/1"], doc(1));
+}
+
+#[test]
 fn a_race_commits_the_first_and_reruns_the_losers() {
     let mut store = Store::new();
     let claim = |n: i64| {

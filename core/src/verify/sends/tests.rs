@@ -332,6 +332,77 @@ fn every_tampering_is_found_at_its_cause() {
     }
 }
 
+/// Forged chains around a replayed unknown: a re-send of its key, or a plain
+/// `ambiguous` over it (which would make it re-sendable again), is found whether the
+/// forger states the replay as the event's origin or hides it.
+#[test]
+fn a_chain_that_re_sends_or_downgrades_a_replayed_unknown_is_found() {
+    use FindingCode as C;
+    let h = send_tests::hash();
+    let (e2, e3, current) = (event::path(&h, 2), event::path(&h, 3), attempt::path(&h));
+    let e3_id = format!("provider_send_{h}_0000000003");
+    // Ambiguous, taken over, re-sent: the forger turns the ambiguous into a replay.
+    for (origin, wanted) in [
+        ("replayed_unknown", C::MalformedSendDocument),
+        ("ambiguous", C::SendChainMismatch),
+    ] {
+        let mut timed = Timed::run(&[
+            Op::Begin(0, 1, T0),
+            Op::Outcome(0, 1, 1, Ambiguous, T0 + 1),
+            Op::Acquire(1, TK),
+            Op::Begin(1, 2, TK),
+        ]);
+        assert_eq!(timed.findings(), vec![], "clean before");
+        let doc = timed.store.forge(&e2).expect("event 2");
+        doc.insert(
+            "eventType".to_owned(),
+            fields::string("provider_send_replayed_unknown"),
+        );
+        doc.insert("toState".to_owned(), fields::string("replayed_unknown"));
+        let doc = timed.store.forge(&e3).expect("event 3");
+        doc.insert("fromState".to_owned(), fields::string(origin));
+        let findings = timed.findings();
+        assert!(
+            findings.contains(&(wanted, e3_id.clone())),
+            "a re-send from {origin}: {findings:?}"
+        );
+    }
+    // A replay, then a plain ambiguous appended over it with the record to match.
+    for (origin, wanted) in [
+        ("replayed_unknown", C::MalformedSendDocument),
+        ("sending", C::SendChainMismatch),
+    ] {
+        let mut timed = Timed::run(&[
+            Op::Begin(0, 1, T0),
+            Op::Outcome(0, 1, 1, ReplayedUnknown, T0 + 1),
+        ]);
+        assert_eq!(timed.findings(), vec![], "clean before");
+        let later = fields::timestamp(send_tests::at(T0 + 2));
+        let mut appended = timed.store[&e2].clone();
+        appended.insert("sendRevision".to_owned(), fields::int(3));
+        appended.insert(
+            "eventType".to_owned(),
+            fields::string("provider_send_ambiguous"),
+        );
+        appended.insert("fromState".to_owned(), fields::string(origin));
+        appended.insert("toState".to_owned(), fields::string("ambiguous"));
+        appended.insert("occurredAt".to_owned(), later.clone());
+        let mut record = timed.store[&current].clone();
+        record.insert("state".to_owned(), fields::string("ambiguous"));
+        record.insert("sendRevision".to_owned(), fields::int(3));
+        record.insert("outcomeAt".to_owned(), later);
+        timed
+            .store
+            .insert_together([(e3.clone(), appended), (current.clone(), record)]);
+        timed.note();
+        let findings = timed.findings();
+        assert!(
+            findings.contains(&(wanted, e3_id.clone())),
+            "an ambiguous from {origin}: {findings:?}"
+        );
+    }
+}
+
 #[test]
 fn codes_are_stable_and_distinct() {
     use FindingCode as C;
@@ -375,15 +446,17 @@ mod property {
 
     /// One random step: (kind, holder, fence, attempt, finding, clock step).
     fn step() -> impl Strategy<Value = (u8, usize, i64, i64, u8, u8)> {
-        (0u8..6, 0usize..3, 1i64..4, 1i64..4, 0u8..4, 0u8..6)
+        (0u8..6, 0usize..3, 1i64..4, 1i64..4, 0u8..5, 0u8..6)
     }
 
+    /// What a step records: the sender's answers include a replayed unknown.
     fn finding(pick: u8, reconcile: bool) -> crate::answer::Closing {
         match (pick, reconcile) {
             (0, _) => succeeded(0),
             (1, _) => succeeded(1),
             (2, _) => Declined,
-            (_, false) => Ambiguous,
+            (3, false) => Ambiguous,
+            (_, false) => ReplayedUnknown,
             (_, true) => Absent,
         }
     }

@@ -5,7 +5,10 @@
 //! the usual rule, opens attempt 2; all long before the cutoff (2,700 s).
 
 use super::system::{Bounds, Mode};
-use super::tests::{ANSWER_RECORDED, NOTHING_BROKEN, ONE_CHARGE, Run, check_at};
+use super::tests::{
+    ANSWER_RECORDED, NOTHING_BROKEN, ONE_CHARGE, REFUSED_THEN_CHARGED, Run, STALE_WRITE,
+    UNLIKE_READ, check_at,
+};
 use crate::sends::reverted::Rule;
 
 const SETTLED: [&str; 2] = [
@@ -66,5 +69,37 @@ fn with_replayed_looked_up_reverted_nothing_behind_a_stored_5xx_settles_before_t
     holds(&run);
     for example in SETTLED {
         assert!(!run.found.contains_key(example), "reached: {example}");
+    }
+}
+
+/// The same provider with the two workers' clocks 61 s apart, in the production mode:
+/// a worker whose clock runs ahead takes the lease over while the other still holds
+/// it by its own clock, and hears the replay or records it from what it knows. Still
+/// one charge, no write under a superseded fence, and every commit, planned or read,
+/// lands only as a fresh read decides.
+#[test]
+fn a_replayed_unknown_under_skewed_clocks_writes_nothing_under_a_superseded_fence() {
+    let bounds = Bounds {
+        skews: vec![0, 61],
+        ..stored_errors(Mode::PRODUCTION)
+    };
+    let run = check_at(bounds, &[], None);
+    holds(&run);
+    for property in [REFUSED_THEN_CHARGED, STALE_WRITE, UNLIKE_READ] {
+        assert!(
+            run.holds(property),
+            "{property}: {} steps",
+            run.path(property).len()
+        );
+    }
+    for example in [
+        "a replayed unknown recorded",
+        "a planned commit lands",
+        "a planned commit is refused",
+    ]
+    .into_iter()
+    .chain(SETTLED)
+    {
+        assert!(run.found.contains_key(example), "never: {example}");
     }
 }
