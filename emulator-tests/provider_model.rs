@@ -18,6 +18,13 @@
 //!   the clock passes that bound, the provider processes the request or drops it for
 //!   good. A lookup is evaluated when it arrives or when it is answered, and answered
 //!   within its deadline or not at all (the caller's timeout: unavailable);
+//! - it stores and replays 5xx, as Stripe does once its endpoint began executing: for
+//!   one command in twelve (which one, and whether it charged first, fixed by the
+//!   seed), processing attempt 1's key for the first time stores a 5xx for the key,
+//!   after making the charge or before any; that request's sender hears a fresh 500
+//!   (`Unknown`), every later request with the key while it is retained hears the
+//!   replay (`ReplayedUnknown`) and charges nothing, and the lookup shows the charge,
+//!   if one was made, after the index lag;
 //! - it is sometimes reached with a misconfigured plan (another account or another
 //!   operation, as a bad deploy of `PROVIDER_*` gives).
 //!
@@ -30,7 +37,8 @@
 //! worker open attempt n + 1 under the oracle's watch), sometimes with a stale
 //! deployment's account, declared (it must leave the other account's commands alone),
 //! sometimes declaring none. It must never send, never fail, and never look up a key of
-//! no command.
+//! no command. A lookup never answers `ReplayedUnknown` (the journal would read it as
+//! unavailable).
 //!
 //! The test decides every answer: a send or lookup parks until the driver, once every
 //! running call is parked or done, answers it (the truth, a lost answer, a timeout),
@@ -50,7 +58,12 @@
 //! `plan_conflict` only for a plan other than the bound one; after the drain every
 //! command is terminal as the ledger says, or its `send_status` explains why not (the
 //! outcome is unknown past the cutoff and the key may have been forgotten: it waits for
-//! evidence or an operator). `verify` is clean at the end.
+//! evidence or an operator). Once the journal is seen to hold an attempt
+//! `replayed_unknown`, its key never reaches the provider again. `verify` is clean at
+//! the end. The replay path is reached: a sender heard a replay and the journal
+//! recorded it (the default seed's short form meets one); the summary counts the
+//! commands settled after a replay before their cutoff, by the charge found or by
+//! attempt n + 1.
 //!
 //! - `cargo test --all-features --test emulator provider_model` runs the short form
 //!   (240 `execute` calls, about 10 s in a debug build; the `emulator-transaction`
@@ -80,6 +93,7 @@ mod oracle;
 mod plans;
 mod provider;
 mod recovery;
+mod replays;
 mod world;
 
 use super::support;
@@ -117,6 +131,9 @@ const LEASE: i64 = 60;
 const MARGIN: i64 = 10;
 /// Percent of newly processed keys the provider declines.
 const DECLINE_PERCENT: u32 = 8;
+/// One command in this many (8%) meets a provider that stores a 5xx for its attempt
+/// 1's key, half of them after making the charge.
+const STORED_ERROR_EVERY: usize = 12;
 
 /// Prints the seed if the test panics, so the run can be replayed.
 struct SeedReport(u64);
@@ -285,6 +302,43 @@ async fn provider_model_execute_never_charges_a_command_twice() {
         t.recoveries,
         t.recovered,
         began.elapsed(),
+    );
+    let r = &t.replays;
+    println!(
+        "provider model stored 5xx: stored={} (after the charge {}, before any {}) \
+         replays_processed={} replays_heard={} replayed_commands={} seen_recorded={} \
+         resends_after_replay={} lookups_behind_a_5xx: charge_found={} no_charge={} \
+         settled_before_cutoff={} (the charge found {}, attempt n+1 sent {}) \
+         longest_replay_to_settlement={}s",
+        p.stored_errors_charged + p.stored_errors_uncharged,
+        p.stored_errors_charged,
+        p.stored_errors_uncharged,
+        p.replays,
+        p.replays_heard,
+        r.commands,
+        r.recorded,
+        p.resends_after_replay,
+        p.lookups_stored_found,
+        p.lookups_stored_uncharged,
+        r.settled(),
+        r.settled_found,
+        r.settled_next_attempt,
+        r.settle_max_seconds,
+    );
+    // The stored-5xx path is exercised: a sender heard a replay and the journal
+    // recorded it; and, once enough commands met one, some settled before their
+    // cutoff (about half of them do: the others meet the replay too near it).
+    assert!(
+        p.replays_heard > 0 && r.recorded > 0,
+        "the replay path was not reached in {} calls: no stored 5xx replayed to a \
+         sender and recorded (a short run of another seed may meet none: give it more \
+         calls with CJ_OPERATIONS)",
+        t.calls
+    );
+    assert!(
+        r.commands < 10 || r.settled() > 0,
+        "{} commands heard a replay, none settled before its cutoff",
+        r.commands
     );
 }
 

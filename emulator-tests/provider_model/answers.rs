@@ -86,7 +86,7 @@ impl Run {
                             self.tally.send_timeouts += 1;
                             (ProviderAnswer::Unknown, "past the deadline: timed out")
                         } else {
-                            (world.answer_of(request), "answered")
+                            (world.deliver(request), "answered")
                         }
                     }
                 };

@@ -72,6 +72,7 @@ impl Run {
         self.note(Some(c), format!("call#{call} drain {variant:?}: execute"));
         let result = self.journal.execute(&input, &plan, &provider).await;
         self.observe(call, WORKERS, (c, variant), result.clone());
+        self.read_replays().await;
         match result {
             Ok(execution) => execution,
             Err(error) => self.violation(c, &format!("the drain's execute failed: {error:?}")),

@@ -3,6 +3,7 @@
 
 use super::plans::{Command, Variant, command};
 use super::provider::{Msg, Parked, SimProvider};
+use super::replays::ReplayTally;
 use super::world::World;
 use super::{COMMANDS_AT_ONCE, LEASE, RECOVERY_PERCENT, SECOND, SETTLE, WORKERS, lock};
 use command_journal::identity::OperationSlug;
@@ -105,6 +106,8 @@ pub(super) struct Tally {
     /// Recovery jobs spawned, and how the commands they handled ended.
     pub(super) recoveries: u64,
     pub(super) recovered: BTreeMap<&'static str, u64>,
+    /// What became of the commands whose key's stored 5xx a sender heard replayed.
+    pub(super) replays: ReplayTally,
 }
 
 pub(super) struct Run {
@@ -318,6 +321,7 @@ impl Run {
         let mut parked: BTreeMap<u64, Parked> = BTreeMap::new();
         while !live.is_empty() {
             if parked.len() == live.len() {
+                self.read_replays().await;
                 self.quiescent(generation, &mut live, &mut parked);
                 continue;
             }
@@ -348,6 +352,7 @@ impl Run {
                 Msg::Panicked(panic) => std::panic::resume_unwind(panic),
             }
         }
+        self.read_replays().await;
     }
 
     /// An error `execute` should never answer: before failing, what the journal holds

@@ -62,6 +62,9 @@ impl Run {
             Err(error) => self.violation(c, &format!("execute failed: {error:?}")),
         }
         if let Ok(terminal @ (Execution::Succeeded(_) | Execution::Declined)) = result {
+            if self.commands[c].terminal.is_none() {
+                lock(&self.world).replay_settled(c);
+            }
             let first = self.commands[c]
                 .terminal
                 .get_or_insert_with(|| terminal.clone());
@@ -115,7 +118,9 @@ impl Run {
                     if r.variant != variant || r.attempt > send.attempt {
                         world.violation(c, "a request under another plan or a later attempt");
                     }
-                    if r.attempt < send.attempt && matches!(r.state, State::Processed(_)) {
+                    if r.attempt < send.attempt
+                        && matches!(r.state, State::Processed(outcome) if outcome.binding())
+                    {
                         world.violation(
                             c,
                             "an attempt recorded absent holds an outcome at the provider",
@@ -231,6 +236,7 @@ impl Run {
                 }
             }
         }
+        self.tally_replays(generation);
         let mut world = lock(&self.world);
         if std::env::var_os("CJ_MODEL_TRACE").is_some() {
             println!("{}", world.log.join("\n"));

@@ -80,7 +80,7 @@ impl Provider for SimProvider {
             let mut world = lock(&self.world);
             world.process(id);
             world.sender_left(id);
-            return world.answer_of(id);
+            return world.deliver(id);
         };
         let (reply, answer) = oneshot::channel();
         let parked = Parked::Send {

@@ -4,12 +4,13 @@
 
 use super::plans::Variant;
 use super::provider::SimProvider;
+use super::replays::Replay;
 use super::{CUTOFF, DECLINE_PERCENT, LEASE, MARGIN, RETENTION, SECOND, SETTLE, micros, short};
 use chrono::TimeDelta;
 use command_journal::time::ManualClock;
 use command_journal::{Clock, ProviderAnswer, ResultEnvelope, SendRequest, Timestamp};
 use serde_json::json;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -18,6 +19,27 @@ pub(super) enum Outcome {
     /// The charge at this index of the ledger.
     Charged(usize),
     Declined,
+    /// A 5xx the provider stored for the key (as Stripe does once its endpoint began
+    /// executing), after making the charge at this index, or before charging
+    /// (`None`); replayed to every later request with the key while it is retained.
+    StoredError(Option<usize>),
+}
+
+impl Outcome {
+    /// The charge the key holds, if any.
+    pub(super) fn charge(self) -> Option<usize> {
+        match self {
+            Self::Charged(index) | Self::StoredError(Some(index)) => Some(index),
+            Self::Declined | Self::StoredError(None) => None,
+        }
+    }
+
+    /// Whether the provider holds a charge or a decline for the key: a later attempt
+    /// may not be sent over it. A 5xx stored before charging holds neither, and no
+    /// request with the key charges while the provider keeps it.
+    pub(super) fn binding(self) -> bool {
+        self != Self::StoredError(None)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,6 +65,9 @@ pub(super) struct Request {
     pub(super) state: State,
     /// The sender was answered or crashed: processing now is "late".
     pub(super) sender_left: bool,
+    /// Processed as a replay of the key's stored 5xx: its sender hears
+    /// `ReplayedUnknown` (the request that stored it heard a fresh 500, `Unknown`).
+    pub(super) replay: bool,
 }
 
 /// What the provider's key store holds for `(account, key)`.
@@ -81,11 +106,26 @@ pub(super) struct ProviderTally {
     pub(super) sends_near_cutoff: u64,
     /// Lookups made while a settle bound of one of the command's requests is ahead.
     pub(super) lookups_before_settle: u64,
+    /// 5xx stored for a new key, after the charge and before any.
+    pub(super) stored_errors_charged: u64,
+    pub(super) stored_errors_uncharged: u64,
+    /// Requests processed into a replay of their key's stored 5xx, charging nothing.
+    pub(super) replays: u64,
+    /// Replays a sender heard (`ReplayedUnknown`).
+    pub(super) replays_heard: u64,
+    /// Requests within their lease for a key a sender heard replayed, before the
+    /// journal was seen to record it (a sender whose record was refused).
+    pub(super) resends_after_replay: u64,
+    /// Lookups of a key holding a stored 5xx: the charge found, or no charge.
+    pub(super) lookups_stored_found: u64,
+    pub(super) lookups_stored_uncharged: u64,
 }
 
 pub(super) struct World {
     pub(super) clock: Arc<ManualClock>,
     pub(super) origin: i64,
+    /// The run's seed: with a key, whether its first processing stores a 5xx.
+    pub(super) seed: u64,
     pub(super) rng: fastrand::Rng,
     pub(super) requests: Vec<Request>,
     pub(super) pending: BTreeSet<usize>,
@@ -99,6 +139,8 @@ pub(super) struct World {
     pub(super) charges: Vec<Charge>,
     pub(super) charge_of: HashMap<usize, usize>,
     pub(super) declined: BTreeSet<usize>,
+    /// Commands a sender of which heard their key's stored 5xx replayed.
+    pub(super) replays: BTreeMap<usize, Replay>,
     /// This generation's history: `[cN]` lines of command N, `[clock]` lines.
     pub(super) log: Vec<String>,
     /// Percent of requests lost on the way (the generation's mood).
@@ -114,6 +156,7 @@ impl World {
         Self {
             clock,
             origin,
+            seed,
             rng: fastrand::Rng::with_seed(seed ^ 0x0070_726f_7669_6465),
             requests: Vec::new(),
             pending: BTreeSet::new(),
@@ -125,6 +168,7 @@ impl World {
             charges: Vec::new(),
             charge_of: HashMap::new(),
             declined: BTreeSet::new(),
+            replays: BTreeMap::new(),
             log: Vec::new(),
             lost: 20,
             tally: ProviderTally::default(),
@@ -240,9 +284,11 @@ impl World {
             latest: lease_end + SETTLE * SECOND,
             state,
             sender_left: false,
+            replay: false,
         });
         if state == State::Pending {
             self.pending.insert(id);
+            self.check_replayed(command, &key, request.attempt);
         }
         self.by_command.entry(command).or_default().push(id);
         self.first_seen
@@ -296,7 +342,7 @@ impl World {
                         self.at(r.latest)
                     ),
                 ),
-                State::Processed(outcome) => self.violation(
+                State::Processed(outcome) if outcome.binding() => self.violation(
                     command,
                     &format!(
                         "attempt {attempt} sent although the provider holds {outcome:?} for \
@@ -304,19 +350,59 @@ impl World {
                         r.attempt
                     ),
                 ),
-                State::Dropped => {}
+                State::Processed(_) | State::Dropped => {}
             }
         }
     }
 
     /// Processes request `id` now, if it is still pending: the same outcome as the
-    /// key's while the provider remembers it, else a new charge or decline.
+    /// key's while the provider remembers it (a stored 5xx replayed), else a new
+    /// charge, decline or stored 5xx.
     pub(super) fn process(&mut self, id: usize) {
         if self.requests[id].state != State::Pending {
             return;
         }
         self.pending.remove(&id);
         let now = self.now();
+        let r = &self.requests[id];
+        let (command, slot, late) = (r.command, (r.account, r.key.clone()), r.sender_left);
+        let remembered = self
+            .entries
+            .get(&slot)
+            .filter(|entry| now < entry.forget_at)
+            .map(|entry| entry.outcome);
+        let outcome = match remembered {
+            Some(outcome @ Outcome::StoredError(_)) => {
+                self.tally.deduplicated += 1;
+                self.tally.replays += 1;
+                self.requests[id].replay = true;
+                self.note(
+                    Some(command),
+                    format!("request #{id} processed: key known, its stored 5xx replayed"),
+                );
+                outcome
+            }
+            Some(outcome) => {
+                self.tally.deduplicated += 1;
+                self.note(
+                    Some(command),
+                    format!("request #{id} processed: key known, {outcome:?} again"),
+                );
+                outcome
+            }
+            None => self.process_new(id, now),
+        };
+        self.tally.processed += 1;
+        if late {
+            self.tally.processed_late += 1;
+        }
+        self.requests[id].state = State::Processed(outcome);
+    }
+
+    /// Request `id` is the first the provider processes with its key (or the first
+    /// since it forgot the key): a stored 5xx, after the charge or before it, when the
+    /// key's seeded roll says so; else a decline or a charge.
+    fn process_new(&mut self, id: usize, now: i64) -> Outcome {
         let r = &self.requests[id];
         let (command, account, key, latest, sent_at, late) = (
             r.command,
@@ -327,97 +413,94 @@ impl World {
             r.sender_left,
         );
         let slot = (account, key.clone());
-        let remembered = self
-            .entries
-            .get(&slot)
-            .filter(|entry| now < entry.forget_at)
-            .map(|entry| entry.outcome);
-        let outcome = match remembered {
-            Some(outcome) => {
-                self.tally.deduplicated += 1;
-                self.note(
-                    Some(command),
-                    format!("request #{id} processed: key known, {outcome:?} again"),
-                );
-                outcome
-            }
-            None => {
-                let first = if self.entries.contains_key(&slot) {
-                    // The key was forgotten: it counts from this request.
-                    self.tally.reprocessed_forgotten += 1;
-                    self.first_seen.insert(slot.clone(), sent_at);
-                    sent_at
-                } else {
-                    self.first_seen.get(&slot).copied().unwrap_or(sent_at)
-                };
-                let outcome = if self.rng.u32(..100) < DECLINE_PERCENT {
-                    self.declined.insert(command);
-                    self.tally.declines += 1;
-                    Outcome::Declined
-                } else {
-                    if let Some(&earlier) = self.charge_of.get(&command) {
-                        let c = &self.charges[earlier];
-                        self.violation(
-                            command,
-                            &format!(
-                                "SECOND CHARGE: request #{id} (key …{} in {account}) charges \
-                                 again; the command's charge ch_{earlier} was made under key \
-                                 …{} in {}",
-                                short(&key),
-                                short(&c.key),
-                                c.account
-                            ),
-                        );
-                    }
-                    let index = self.charges.len();
-                    let envelope = ResultEnvelope::new(&json!({
-                        "id": format!("ch_{index}"),
-                        "object": "charge",
-                        "account": account,
-                        "amount": 1_000 + command as i64,
-                        "currency": "eur",
-                        "status": "succeeded",
-                        "metadata": {"journal_key": key},
-                    }))
-                    .expect("a valid envelope");
-                    self.charges.push(Charge {
-                        account,
-                        key: key.clone(),
-                        envelope,
-                    });
-                    self.charge_of.insert(command, index);
-                    self.tally.charges += 1;
-                    Outcome::Charged(index)
-                };
-                let visible_at = match self.rng.u32(..10) {
-                    0..4 => now,
-                    4..7 => latest,
-                    _ => self.rng.i64(now..=latest),
-                };
-                self.entries.insert(
-                    slot,
-                    Entry {
-                        outcome,
-                        visible_at,
-                        forget_at: first + RETENTION * SECOND,
-                    },
-                );
-                let text = format!(
-                    "request #{id} processed{}: {outcome:?}, visible to lookups at {}, key \
-                     forgotten at {}",
-                    if late { " after its sender left" } else { "" },
-                    self.at(visible_at),
-                    self.at(first + RETENTION * SECOND)
-                );
-                self.note(Some(command), text);
-                outcome
-            }
+        let first = if self.entries.contains_key(&slot) {
+            // The key was forgotten: it counts from this request.
+            self.tally.reprocessed_forgotten += 1;
+            self.first_seen.insert(slot.clone(), sent_at);
+            sent_at
+        } else {
+            self.first_seen.get(&slot).copied().unwrap_or(sent_at)
         };
-        self.tally.processed += 1;
-        if late {
-            self.tally.processed_late += 1;
+        let outcome = match self.stores_error(id) {
+            Some(true) => {
+                self.tally.stored_errors_charged += 1;
+                Outcome::StoredError(Some(self.charge(id)))
+            }
+            Some(false) => {
+                self.tally.stored_errors_uncharged += 1;
+                Outcome::StoredError(None)
+            }
+            None if self.rng.u32(..100) < DECLINE_PERCENT => {
+                self.declined.insert(command);
+                self.tally.declines += 1;
+                Outcome::Declined
+            }
+            None => Outcome::Charged(self.charge(id)),
+        };
+        let visible_at = match self.rng.u32(..10) {
+            0..4 => now,
+            4..7 => latest,
+            _ => self.rng.i64(now..=latest),
+        };
+        self.entries.insert(
+            slot,
+            Entry {
+                outcome,
+                visible_at,
+                forget_at: first + RETENTION * SECOND,
+            },
+        );
+        let text = format!(
+            "request #{id} processed{}: {outcome:?}{}, visible to lookups at {}, key \
+             forgotten at {}",
+            if late { " after its sender left" } else { "" },
+            match outcome {
+                Outcome::StoredError(_) => " (a 5xx stored for the key: its sender hears a 500)",
+                _ => "",
+            },
+            self.at(visible_at),
+            self.at(first + RETENTION * SECOND)
+        );
+        self.note(Some(command), text);
+        outcome
+    }
+
+    /// The charge request `id` makes: a new entry in the ledger, the command's one.
+    fn charge(&mut self, id: usize) -> usize {
+        let r = &self.requests[id];
+        let (command, account, key) = (r.command, r.account, r.key.clone());
+        if let Some(&earlier) = self.charge_of.get(&command) {
+            let c = &self.charges[earlier];
+            self.violation(
+                command,
+                &format!(
+                    "SECOND CHARGE: request #{id} (key …{} in {account}) charges again; the \
+                     command's charge ch_{earlier} was made under key …{} in {}",
+                    short(&key),
+                    short(&c.key),
+                    c.account
+                ),
+            );
         }
-        self.requests[id].state = State::Processed(outcome);
+        let index = self.charges.len();
+        let envelope = ResultEnvelope::new(&json!({
+            "id": format!("ch_{index}"),
+            "object": "charge",
+            "account": account,
+            "amount": 1_000 + command as i64,
+            "currency": "eur",
+            "status": "succeeded",
+            "metadata": {"journal_key": key},
+        }))
+        .expect("a valid envelope");
+        self.charges.push(Charge {
+            account,
+            key,
+            envelope,
+        });
+        self.charge_of.insert(command, index);
+        self.tally.charges += 1;
+        index
     }
 
     pub(super) fn drop_request(&mut self, id: usize) {
@@ -433,14 +516,21 @@ impl World {
         }
     }
 
-    /// What the provider answers the sender of `id` now.
+    /// What the provider answers the sender of `id` now: a 5xx stored by this
+    /// request is a fresh 500, one stored by an earlier request is replayed.
     pub(super) fn answer_of(&self, id: usize) -> ProviderAnswer {
-        match self.requests[id].state {
+        let r = &self.requests[id];
+        match r.state {
             State::Processed(Outcome::Charged(index)) => {
                 ProviderAnswer::Succeeded(self.charges[index].envelope.clone())
             }
             State::Processed(Outcome::Declined) => ProviderAnswer::Declined,
-            State::Pending | State::Dropped => ProviderAnswer::Unknown,
+            State::Processed(Outcome::StoredError(_)) if r.replay => {
+                ProviderAnswer::ReplayedUnknown
+            }
+            State::Processed(Outcome::StoredError(_)) | State::Pending | State::Dropped => {
+                ProviderAnswer::Unknown
+            }
         }
     }
 
@@ -465,16 +555,25 @@ impl World {
                 self.tally.lookups_forgotten += 1;
                 (ProviderAnswer::NotFound, "the key was forgotten")
             }
+            Some(entry) if entry.outcome == Outcome::StoredError(None) => {
+                self.tally.lookups_stored_uncharged += 1;
+                (ProviderAnswer::NotFound, "a 5xx stored before any charge")
+            }
             Some(entry) if now < entry.visible_at => {
                 self.tally.lookups_not_visible_yet += 1;
                 (ProviderAnswer::NotFound, "not visible yet")
             }
-            Some(entry) => match entry.outcome {
-                Outcome::Charged(index) => (
-                    ProviderAnswer::Succeeded(self.charges[index].envelope.clone()),
-                    "visible",
-                ),
-                Outcome::Declined => (ProviderAnswer::Declined, "visible"),
+            Some(entry) => match entry.outcome.charge() {
+                Some(index) => {
+                    if matches!(entry.outcome, Outcome::StoredError(_)) {
+                        self.tally.lookups_stored_found += 1;
+                    }
+                    (
+                        ProviderAnswer::Succeeded(self.charges[index].envelope.clone()),
+                        "visible",
+                    )
+                }
+                None => (ProviderAnswer::Declined, "visible"),
             },
             None => (ProviderAnswer::NotFound, "no entry"),
         };
