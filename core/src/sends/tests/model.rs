@@ -1,8 +1,8 @@
 //! A model of the send protocol, checked exhaustively by the `stateright` model
-//! checker at small bounds (issue 34, deliverable 5).
+//! checker at small bounds.
 //!
 //! Nothing in the model restates a rule of the journal or of `execute` (only, with a
-//! rule reverted, what the driver before issue 34 did differently). The journal is
+//! rule reverted, what a driver without that rule did differently). The journal is
 //! the in-memory [`Store`](crate::testing::Store) running the real operations
 //! (`start`, `begin_send`, `record_send_outcome`, `reconcile_send`, `status`,
 //! `result`); each worker is the real [`Protocol`](crate::execute::protocol::Protocol)

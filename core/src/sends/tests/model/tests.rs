@@ -1,6 +1,6 @@
 //! The checks: the protocol charges at most once in every reachable state, and with
 //! each proven-safety rule reverted the checker finds the counterexample the rule
-//! prevents (issue 34's sequences).
+//! prevents (a second charge, or an answer dropped).
 //!
 //! Each run is a breadth-first search on one checker thread, at the bounds of
 //! [`Bounds::from_env`] (or a test's own). Each test prints its bounds, the unique
@@ -230,7 +230,8 @@ fn with_evidence_after_cutoff_reverted_the_settle_window_still_prevents_a_second
 
 #[test]
 fn with_evidence_after_cutoff_and_sender_settled_reverted_a_refused_answer_is_charged_twice() {
-    // The code before issue 34 lacked both rules: its second sequence.
+    // A driver with neither rule: the sender's refused success is dropped past the
+    // cutoff, and a lagging lookup's "not found" opens attempt 2, which charges again.
     let rules = [Rule::EvidenceAfterCutoff, Rule::SenderSettled];
     let run = check(&rules, Some(REFUSED_THEN_CHARGED));
     let path = run.path(REFUSED_THEN_CHARGED);

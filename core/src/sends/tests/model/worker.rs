@@ -306,10 +306,11 @@ impl Call {
         matches!(self.history.last(), Some((Answer::Sent(Some(_)), _)))
     }
 
-    /// The old `execute` (before issue 34), where recording a success was refused past
-    /// the cutoff: it dropped the answer and read the send status under the same lease.
-    /// The protocol is rebuilt as if `begin_send` had answered `send_cutoff_passed`
-    /// under that lease: the same lease, no answer held, the status read next.
+    /// `execute` without the rule `EvidenceAfterCutoff`, where recording a success was
+    /// refused past the cutoff: it dropped the answer and read the send status under
+    /// the same lease. The protocol is rebuilt as if `begin_send` had answered
+    /// `send_cutoff_passed` under that lease: the same lease, no answer held, the
+    /// status read next.
     pub(super) fn drop_answer(&mut self, now: i64) {
         let started = self
             .history
