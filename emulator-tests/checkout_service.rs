@@ -13,8 +13,8 @@ mod service;
 #[path = "../examples/stub-provider/stub.rs"]
 mod stub_provider;
 
-mod concurrency;
 mod charges;
+mod concurrency;
 mod configuration;
 mod hardening;
 mod recovery;
