@@ -258,9 +258,10 @@ async fn a_stored_500_is_replayed_and_only_a_lookup_can_tell() {
         let parameters = payload("pm_card_visa");
         let provider = stripe.payment(&parameters);
         for _ in 0..3 {
+            // The key can no longer tell: the journal looks it up, never re-sends it.
             assert_eq!(
                 provider.send(request(&key, &parameters)).await,
-                ProviderAnswer::Unknown
+                ProviderAnswer::ReplayedUnknown
             );
             assert_eq!(provider.code(), Some("provider_replayed_5xx"));
         }
