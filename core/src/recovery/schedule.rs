@@ -12,6 +12,7 @@
 //! Commands that join the range meanwhile can each delay the others by at most one
 //! place per run.
 
+use crate::answer::ProviderAnswer;
 use crate::digest::Digest;
 use serde::Serialize;
 
@@ -62,6 +63,27 @@ pub struct Lookups {
     pub answered: usize,
     /// Lookups that failed or gave no answer within their deadline.
     pub unavailable: usize,
+}
+
+impl Lookups {
+    /// Whether `answer`, heard from a lookup, is the provider's answer: a charge, a
+    /// decline or a "not found". An unknown answer is not, nor a replayed unknown one:
+    /// a lookup that replays a stored unknown tells nothing, and the protocol ends
+    /// both as `lookup_unavailable`.
+    pub fn is_answer(answer: &ProviderAnswer) -> bool {
+        !matches!(
+            answer,
+            ProviderAnswer::Unknown | ProviderAnswer::ReplayedUnknown
+        )
+    }
+
+    /// Counts one lookup's answer as [`Lookups::is_answer`] classes it.
+    pub fn count(&mut self, answer: &ProviderAnswer) {
+        match Self::is_answer(answer) {
+            true => self.answered += 1,
+            false => self.unavailable += 1,
+        }
+    }
 }
 
 /// What a run as a whole says, for its exit status and its alert.
@@ -194,5 +216,42 @@ mod tests {
             Verdict::ProviderUnavailable.as_str(),
             "provider_unavailable"
         );
+    }
+
+    fn tally(answers: &[ProviderAnswer]) -> Lookups {
+        let mut lookups = Lookups::default();
+        answers.iter().for_each(|a| lookups.count(a));
+        lookups
+    }
+
+    /// A run whose every lookup failed is `provider_unavailable` whatever the failure
+    /// looked like, a replayed unknown included; one lookup answered among them is not.
+    #[test]
+    fn a_run_whose_every_lookup_failed_is_the_provider_down_and_a_mix_is_not() {
+        use ProviderAnswer::{Declined, NotFound, ReplayedUnknown, Unknown};
+        for failed in [
+            vec![Unknown],
+            vec![ReplayedUnknown],
+            vec![Unknown, ReplayedUnknown, Unknown],
+        ] {
+            let lookups = tally(&failed);
+            assert_eq!(lookups.answered, 0, "{failed:?}");
+            assert_eq!(lookups.unavailable, failed.len(), "{failed:?}");
+            for (errors, other) in [(0, 0), (1, 0), (0, 1), (3, 2)] {
+                assert_eq!(
+                    Verdict::of(errors, other, lookups),
+                    Verdict::ProviderUnavailable,
+                    "{failed:?}"
+                );
+            }
+        }
+        for answer in [NotFound, Declined] {
+            let mixed = tally(&[Unknown, ReplayedUnknown, answer.clone(), Unknown]);
+            assert_eq!((mixed.answered, mixed.unavailable), (1, 3), "{answer:?}");
+            assert_eq!(Verdict::of(0, 0, mixed), Verdict::Clean);
+            assert_eq!(Verdict::of(1, 0, mixed), Verdict::Errors);
+        }
+        // No lookup at all is no outage.
+        assert_eq!(Verdict::of(0, 0, tally(&[])), Verdict::Clean);
     }
 }
