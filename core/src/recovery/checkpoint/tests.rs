@@ -256,3 +256,91 @@ fn a_forged_or_misplaced_checkpoint_fails_closed_and_nothing_is_written() {
         "nothing written"
     );
 }
+
+/// Every other way a stored checkpoint can be wrong (a range or position of another
+/// task count, a field of another type, a schema past or before 1, a position one
+/// prefix outside its range) is `journal_corrupt`, and so is the read and the record
+/// of a run of that range: the run fails before any lookup and writes nothing. The
+/// prefix just inside each edge is accepted.
+#[test]
+fn any_other_wrong_checkpoint_fails_the_read_and_the_record_alike() {
+    let range = KeyRange::new(1, 2).expect("range");
+    let edge = |digits: &str| Digest::parse(&format!("{digits}{}", "0".repeat(48)));
+    let valid = |after: &str| {
+        Checkpoint {
+            range,
+            after: edge(after).expect("hash"),
+            recorded_at: at(5),
+        }
+        .encode()
+    };
+    let with = |name: &str, value: Value| {
+        let mut m = valid("8000000000000000");
+        m.insert(name.into(), value);
+        m
+    };
+    let double = |d: f64| Value {
+        value_type: Some(ValueType::DoubleValue(d)),
+    };
+    assert!(Checkpoint::parse("1-of-2", &valid("8000000000000000")).is_ok());
+    assert!(Checkpoint::parse("1-of-2", &valid("ffffffffffffffff")).is_ok());
+    let cases: Vec<(&str, FieldMap)> = vec![
+        // The stored index or count another range's.
+        ("1-of-2", with("keyRangeIndex", fields::int(0))),
+        ("1-of-2", with("keyRangeCount", fields::int(3))),
+        ("1-of-2", with("keyRangeIndex", fields::int(-1))),
+        ("1-of-2", with("keyRangeCount", fields::int(i64::MAX))),
+        // Ids of no range.
+        ("2-of-2", valid("8000000000000000")),
+        ("1-of-10001", valid("8000000000000000")),
+        ("1-of-2 ", valid("8000000000000000")),
+        // Fields of another type.
+        ("1-of-2", with("keyRangeIndex", double(1.0))),
+        ("1-of-2", with("keyRangeIndex", text("1"))),
+        ("1-of-2", with("checkpointSchemaVersion", text("1"))),
+        ("1-of-2", with("after", fields::int(9))),
+        ("1-of-2", with("recordedAt", text("2030-01-01T00:00:00Z"))),
+        // A schema before or past the one this code reads.
+        ("1-of-2", with("checkpointSchemaVersion", fields::int(0))),
+        ("1-of-2", with("checkpointSchemaVersion", fields::int(2))),
+        // A position one prefix before the range, or not a hash.
+        (
+            "1-of-2",
+            with(
+                "after",
+                text(&format!("7fffffffffffffff{}", "f".repeat(48))),
+            ),
+        ),
+        ("1-of-2", with("after", text(&"A".repeat(64)))),
+        ("1-of-2", with("after", text(&"9".repeat(63)))),
+        ("1-of-2", with("after", text(""))),
+    ];
+    for (id, map) in cases {
+        assert!(
+            matches!(
+                Checkpoint::parse(id, &map),
+                Err(JournalError::JournalCorrupt { .. })
+            ),
+            "{id} {map:?}"
+        );
+        if id != "1-of-2" {
+            continue;
+        }
+        let mut store = Store::new();
+        store.insert("recoveryCheckpoints/1-of-2", map.clone());
+        assert!(
+            matches!(
+                read(&mut store, range),
+                Err(JournalError::JournalCorrupt { .. })
+            ),
+            "{map:?}"
+        );
+        let stopped = edge("9000000000000000").expect("hash");
+        let op = CheckpointRecord::new(range, None, None, stopped, at(6));
+        assert!(
+            matches!(store.answer(&op), Err(JournalError::JournalCorrupt { .. })),
+            "{map:?}"
+        );
+        assert_eq!(store.get("recoveryCheckpoints/1-of-2"), Some(&map));
+    }
+}
