@@ -121,3 +121,106 @@ fn a_run_whose_every_lookup_failed_is_the_provider_down_and_a_mix_is_not() {
     // No lookup at all is no outage.
     assert_eq!(Verdict::of(0, 0, tally(&[])), Verdict::Clean);
 }
+
+/// Scheduled runs over `listed` (key-hash order), each starting after the last one's
+/// stop: run `r` handles the first `handled(r)` of its circle (at least one), settles
+/// those not in `stuck` (they leave the listing) and records where it stopped;
+/// `join(r)` is listed before run `r`. The runs that handled each command, by hash.
+fn simulate(
+    mut listed: Vec<Digest>,
+    stuck: &[Digest],
+    start: Option<Digest>,
+    runs: usize,
+    handled: impl Fn(usize) -> usize,
+    join: impl Fn(usize) -> Option<Digest>,
+) -> std::collections::BTreeMap<Digest, Vec<usize>> {
+    let mut first = std::collections::BTreeMap::new();
+    let mut at = start;
+    for run in 0..runs {
+        if let Some(new) = join(run).filter(|d| !listed.contains(d)) {
+            let i = listed.partition_point(|x| *x < new);
+            listed.insert(i, new);
+        }
+        let order = circular(listed.clone(), at.as_ref(), |d| d);
+        let done: Vec<Digest> = order.into_iter().take(handled(run).max(1)).collect();
+        for d in &done {
+            first.entry(d.clone()).or_insert_with(Vec::new).push(run);
+        }
+        listed.retain(|d| !done.contains(d) || stuck.contains(d));
+        at = done.last().cloned().or(at);
+    }
+    first
+}
+
+fn commands(bytes: &std::collections::BTreeSet<u8>) -> Vec<Digest> {
+    bytes.iter().map(|b| h(*b)).collect()
+}
+
+proptest::proptest! {
+    /// With a limit `L` and `K` listed commands of which any number stay listed for
+    /// good, every one is handled within `⌈K / L⌉` runs from any position, and the
+    /// ones that stay are handled again within every `⌈K / L⌉` runs after.
+    #[test]
+    fn a_limit_reaches_every_command_within_k_over_l_runs_however_many_stay(
+        bytes in proptest::collection::btree_set(proptest::prelude::any::<u8>(), 1..40),
+        stuck_mask in proptest::prelude::any::<u64>(),
+        start in proptest::option::of(proptest::prelude::any::<u8>()),
+        limit in 1usize..12,
+    ) {
+        let all = commands(&bytes);
+        let stuck: Vec<Digest> = all
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| stuck_mask >> (i % 64) & 1 == 1)
+            .map(|(_, d)| d.clone())
+            .collect();
+        let bound = all.len().div_ceil(limit);
+        let first = simulate(all.clone(), &stuck, start.map(h), bound, |_| limit, |_| None);
+        for d in &all {
+            proptest::prop_assert!(first.get(d).is_some_and(|r| r[0] < bound), "{d:?}");
+        }
+        // Only the stuck ones stay: each is handled again in the next window.
+        let again = simulate(all, &stuck, start.map(h), 2 * bound, |_| limit, |_| None);
+        for d in &stuck {
+            let runs = again.get(d).cloned().unwrap_or_default();
+            proptest::prop_assert!(runs.iter().any(|r| (bound..2 * bound).contains(r)), "{d:?}");
+        }
+    }
+
+    /// A run stopped by its deadline handles at least its first command: with any
+    /// number handled per run, every command is handled within `K` runs.
+    #[test]
+    fn deadlines_reach_every_command_within_k_runs(
+        bytes in proptest::collection::btree_set(proptest::prelude::any::<u8>(), 1..30),
+        per_run in proptest::collection::vec(0usize..4, 30),
+        start in proptest::option::of(proptest::prelude::any::<u8>()),
+    ) {
+        let all = commands(&bytes);
+        let k = all.len();
+        let first = simulate(all.clone(), &all, start.map(h), k, |r| per_run[r], |_| None);
+        for d in &all {
+            proptest::prop_assert!(first.get(d).is_some_and(|r| r[0] < k), "{d:?}");
+        }
+    }
+
+    /// One command joining before each run delays the others by at most one place per
+    /// run: with a limit `L ≥ 2`, every command listed at the start is handled within
+    /// `⌈K / (L − 1)⌉` runs.
+    #[test]
+    fn a_command_joining_each_run_delays_the_others_one_place_per_run(
+        bytes in proptest::collection::btree_set(0u8..128, 1..30),
+        joins in proptest::collection::vec(proptest::prelude::any::<u8>(), 40),
+        start in proptest::option::of(proptest::prelude::any::<u8>()),
+        limit in 2usize..8,
+    ) {
+        let all = commands(&bytes);
+        let bound = all.len().div_ceil(limit - 1);
+        let stuck: Vec<Digest> = (0..=255).map(h).collect();
+        let first = simulate(
+            all.clone(), &stuck, start.map(h), bound, |_| limit, |r| joins.get(r).map(|b| h(*b)),
+        );
+        for d in &all {
+            proptest::prop_assert!(first.get(d).is_some_and(|r| r[0] < bound), "{d:?}");
+        }
+    }
+}
