@@ -344,3 +344,93 @@ fn any_other_wrong_checkpoint_fails_the_read_and_the_record_alike() {
         assert_eq!(store.get("recoveryCheckpoints/1-of-2"), Some(&map));
     }
 }
+
+/// The circle of `bytes` (key-hash order) that starts after `from`.
+fn circle(bytes: &std::collections::BTreeSet<u8>, from: Option<u8>) -> Vec<u8> {
+    let all: Vec<(u8, Digest)> = bytes.iter().map(|b| (*b, h(*b))).collect();
+    crate::recovery::schedule::circular(all, from.map(h).as_ref(), |(_, d)| d)
+        .into_iter()
+        .map(|(b, _)| b)
+        .collect()
+}
+
+fn stored_at(store: &mut Store) -> Option<Digest> {
+    read(store, KeyRange::ALL).expect("read").map(|c| c.after)
+}
+
+proptest::proptest! {
+    /// Two runs that read the same checkpoint, each handling a prefix of its circle,
+    /// leave, in either commit order, exactly the last command of the longer prefix:
+    /// never behind either run, never past a command neither handled, across the
+    /// wrap too. The one exception is a whole lap that ends on the checkpoint itself.
+    #[test]
+    fn two_runs_from_one_checkpoint_leave_the_end_of_what_they_covered(
+        bytes in proptest::collection::btree_set(proptest::prelude::any::<u8>(), 1..24),
+        start in proptest::option::of(proptest::prelude::any::<u8>()),
+        a in 1usize..24,
+        b in 1usize..24,
+    ) {
+        let order = circle(&bytes, start);
+        let (a, b) = (a.min(order.len()), b.min(order.len()));
+        let ops = [record(start, start, order[a - 1]), record(start, start, order[b - 1])];
+        for reversed in [false, true] {
+            let mut store = Store::new();
+            if let Some(s) = start {
+                store.answer(&record(None, None, s)).expect("recorded");
+            }
+            let mut ops = ops.to_vec();
+            if reversed {
+                ops.reverse();
+            }
+            let answers = store.race(&ops);
+            proptest::prop_assert!(answers.iter().all(Result::is_ok), "{:?}", answers);
+            let kept = stored_at(&mut store);
+            if a.max(b) == order.len() && start == order.last().copied() {
+                // A whole lap back at the checkpoint records nothing (`Unchanged`),
+                // so the other run's position may stay: one it handled, just after
+                // that lap's end, and both covered the whole circle.
+                let either = [Some(h(order[a - 1])), Some(h(order[b - 1]))];
+                proptest::prop_assert!(either.contains(&kept), "{:?}", kept);
+            } else {
+                proptest::prop_assert_eq!(kept, Some(h(order[a.max(b) - 1])));
+            }
+        }
+    }
+
+    /// A slow run `A` that read `c0` records after `B` (from `c0`) and then `C` (from
+    /// where `B` stopped) did: what it keeps is `A`'s or `C`'s position, and along the
+    /// circle from `c0` no command up to it was left unhandled by all three unless they
+    /// had together handled every one.
+    #[test]
+    fn a_slow_run_behind_two_others_never_moves_past_a_command_none_handled(
+        bytes in proptest::collection::btree_set(proptest::prelude::any::<u8>(), 1..24),
+        start in proptest::option::of(proptest::prelude::any::<u8>()),
+        la in 1usize..24,
+        lb in 1usize..24,
+        lc in 1usize..24,
+    ) {
+        let from_c0 = circle(&bytes, start);
+        let n = from_c0.len();
+        let (la, lb, lc) = (la.min(n), lb.min(n), lc.min(n));
+        let mut store = Store::new();
+        if let Some(s) = start {
+            store.answer(&record(None, None, s)).expect("recorded");
+        }
+        let b = from_c0[lb - 1];
+        store.answer(&record(start, start, b)).expect("b");
+        let from_b = circle(&bytes, Some(b));
+        let c = from_b[lc - 1];
+        store.answer(&record(Some(b), Some(b), c)).expect("c");
+        let a = from_c0[la - 1];
+        store.answer(&record(start, start, a)).expect("a");
+        let kept = stored_at(&mut store).expect("a checkpoint");
+        proptest::prop_assert!(kept == h(a) || kept == h(c), "{kept:?}");
+        let mut handled: std::collections::BTreeSet<u8> = from_c0[..la.max(lb)].iter().copied().collect();
+        handled.extend(&from_b[..lc]);
+        let at = from_c0.iter().position(|x| h(*x) == kept).expect("listed");
+        proptest::prop_assert!(
+            handled.len() == n || from_c0[..=at].iter().all(|x| handled.contains(x)),
+            "{from_c0:?} a {a} b {b} c {c} kept {kept:?}"
+        );
+    }
+}
