@@ -224,3 +224,30 @@ proptest::proptest! {
         }
     }
 }
+
+proptest::proptest! {
+    /// Whatever the position (a listed command, one between, before or past them
+    /// all, one of another range), the circle holds every command once: the ones after
+    /// the position in order, then the ones at or before it, so no checkpoint or cursor
+    /// can make a run skip or repeat a command.
+    #[test]
+    fn the_circle_is_every_command_once_from_any_position(
+        bytes in proptest::collection::btree_set(proptest::prelude::any::<u8>(), 0..40),
+        after in proptest::option::of(proptest::prelude::any::<u8>()),
+    ) {
+        let all = commands(&bytes);
+        let order = circular(all.clone(), after.map(h).as_ref(), |d| d);
+        let mut sorted = order.clone();
+        sorted.sort();
+        proptest::prop_assert_eq!(&sorted, &all);
+        let (later, wrapped): (Vec<Digest>, Vec<Digest>) = all
+            .iter()
+            .cloned()
+            .partition(|d| after.is_some_and(|a| *d > h(a)));
+        let expected: Vec<Digest> = match after {
+            Some(_) => later.into_iter().chain(wrapped).collect(),
+            None => all.clone(),
+        };
+        proptest::prop_assert_eq!(order, expected);
+    }
+}
