@@ -224,30 +224,23 @@ fn a_listed_lifecycle_broken_in_any_way_fails_closed_and_writes_nothing() {
     let text = |s: &str| crate::document::value::Value {
         value_type: Some(crate::document::value::ValueType::StringValue(s.to_owned())),
     };
-    let breaks: Vec<Box<dyn Fn(&mut crate::document::fields::FieldMap)>> = vec![
-        Box::new(|m| {
-            m.insert("note".into(), text("CANARY"));
-        }),
-        Box::new(|m| {
-            m.insert("state".into(), text("LEASED"));
-        }),
-        Box::new(|m| {
-            m.insert("state".into(), fields::int(1));
-        }),
-        Box::new(|m| {
-            m.insert("leaseExpiresAt".into(), text("later"));
-        }),
-        Box::new(|m| {
-            m.remove("leaseExpiresAt");
-        }),
-        Box::new(|m| {
-            m.remove("state");
-        }),
+    // Each field set to a value, or removed.
+    let breaks = [
+        ("note", Some(text("CANARY"))),
+        ("state", Some(text("LEASED"))),
+        ("state", Some(fields::int(1))),
+        ("leaseExpiresAt", Some(text("later"))),
+        ("leaseExpiresAt", None),
+        ("state", None),
     ];
-    for (i, broken) in breaks.iter().enumerate() {
+    for (i, (name, value)) in breaks.into_iter().enumerate() {
         let mut store = Store::new();
         started(&mut store, &LeaseId::generate());
-        broken(store.get_mut(&lifecycle::path(&hash())).expect("lifecycle"));
+        let map = store.get_mut(&lifecycle::path(&hash())).expect("lifecycle");
+        match value {
+            Some(value) => map.insert(name.into(), value),
+            None => map.remove(name),
+        };
         let before = store.documents();
         for now in [T0, T0 + 61 * SEC] {
             assert!(
