@@ -184,10 +184,11 @@ struct Tally {
 }
 
 impl Tally {
+    /// As the core classes it: a replayed unknown from a lookup is no answer either.
     fn count(&self, result: &ProviderAnswer) {
-        let counter = match result {
-            ProviderAnswer::Unknown => &self.unavailable,
-            _ => &self.answered,
+        let counter = match Lookups::is_answer(result) {
+            true => &self.answered,
+            false => &self.unavailable,
         };
         counter.fetch_add(1, Ordering::SeqCst);
     }

@@ -170,3 +170,42 @@ fn ids_and_text_round_trip_and_only_canonical_forms_parse() {
         })
     ));
 }
+
+/// For every count the space may be cut into: the first range starts at the first
+/// hash, the last ends at `ffff…`, and around every cut checked (all of them for the
+/// smallest and largest counts, the first, middle and last for the others) the hash
+/// whose 16-digit prefix equals the cut opens the range, the one just below closes
+/// the range before it, and the cut is the exact numeric one.
+#[test]
+fn every_count_from_one_to_the_most_partitions_the_space_at_prefix_granularity() {
+    let (zero, top) = (hash(0, &"0".repeat(48)), hash(u64::MAX, &"f".repeat(48)));
+    for count in 1..=MAX_KEY_RANGES {
+        let range = |i: u32| KeyRange::new(u64::from(i), u64::from(count)).expect("range");
+        let first = range(0);
+        let last = range(count - 1);
+        assert_eq!(first.start(), None, "{count}");
+        assert_eq!(last.end(), None, "{count}");
+        assert!(first.contains(&zero) && last.contains(&top), "{count}");
+        assert_eq!(first.contains(&top), count == 1, "{count}");
+        assert_eq!(last.contains(&zero), count == 1, "{count}");
+        let every = count <= 300 || count > MAX_KEY_RANGES - 10;
+        let cuts: Vec<u32> = match every {
+            true => (1..count).collect(),
+            false => vec![1, count / 2, count - 1],
+        };
+        for i in cuts {
+            let start = range(i).start().expect("a cut");
+            assert_eq!(range(i - 1).end().as_deref(), Some(start.as_str()));
+            let at = u64::from_str_radix(&start, 16).expect("hex");
+            let exact = (u128::from(i) << 64) / u128::from(count);
+            assert_eq!(u128::from(at), exact, "{count} {i}");
+            for tail in ["0".repeat(48), "f".repeat(48)] {
+                let (on, below) = (hash(at, &tail), hash(at - 1, &tail));
+                assert!(range(i).contains(&on) && !range(i - 1).contains(&on));
+                assert!(range(i - 1).contains(&below) && !range(i).contains(&below));
+                // As the listing's names bound it: the cut sorts before the hash on it.
+                assert!(start.as_str() < on.as_str() && below.as_str() < start.as_str());
+            }
+        }
+    }
+}

@@ -213,3 +213,44 @@ fn a_replayed_unknown_waits_for_evidence_from_the_start_never_for_a_resend() {
     assert_eq!(forgotten.unblocked_by, Unblock::EvidenceOrPerson);
     assert_eq!(forgotten.send.and_then(|s| s.absence_provable_from), None);
 }
+
+/// A listed command's lifecycle that is broken in any way (a field added, one of
+/// another type, a state of another spelling or type, one missing) fails its read
+/// closed, whether its lease has expired or not, and nothing is written: the journal's
+/// own `lifecycle/current` is never skipped as if it were a foreign document.
+#[test]
+fn a_listed_lifecycle_broken_in_any_way_fails_closed_and_writes_nothing() {
+    use crate::document::fields;
+    let text = |s: &str| crate::document::value::Value {
+        value_type: Some(crate::document::value::ValueType::StringValue(s.to_owned())),
+    };
+    // Each field set to a value, or removed.
+    let breaks = [
+        ("note", Some(text("CANARY"))),
+        ("state", Some(text("LEASED"))),
+        ("state", Some(fields::int(1))),
+        ("leaseExpiresAt", Some(text("later"))),
+        ("leaseExpiresAt", None),
+        ("state", None),
+    ];
+    for (i, (name, value)) in breaks.into_iter().enumerate() {
+        let mut store = Store::new();
+        started(&mut store, &LeaseId::generate());
+        let map = store.get_mut(&lifecycle::path(&hash())).expect("lifecycle");
+        match value {
+            Some(value) => map.insert(name.into(), value),
+            None => map.remove(name),
+        };
+        let before = store.documents();
+        for now in [T0, T0 + 61 * SEC] {
+            assert!(
+                matches!(
+                    store.answer(&PendingRead::new(hash(), at(now))),
+                    Err(JournalError::JournalCorrupt { .. })
+                ),
+                "break {i} at {now}"
+            );
+        }
+        assert_eq!(store.documents(), before, "break {i}");
+    }
+}

@@ -12,6 +12,7 @@
 //! Commands that join the range meanwhile can each delay the others by at most one
 //! place per run.
 
+use crate::answer::ProviderAnswer;
 use crate::digest::Digest;
 use serde::Serialize;
 
@@ -64,6 +65,27 @@ pub struct Lookups {
     pub unavailable: usize,
 }
 
+impl Lookups {
+    /// Whether `answer`, heard from a lookup, is the provider's answer: a charge, a
+    /// decline or a "not found". An unknown answer is not, nor a replayed unknown one:
+    /// a lookup that replays a stored unknown tells nothing, and the protocol ends
+    /// both as `lookup_unavailable`.
+    pub fn is_answer(answer: &ProviderAnswer) -> bool {
+        !matches!(
+            answer,
+            ProviderAnswer::Unknown | ProviderAnswer::ReplayedUnknown
+        )
+    }
+
+    /// Counts one lookup's answer as [`Lookups::is_answer`] classes it.
+    pub fn count(&mut self, answer: &ProviderAnswer) {
+        match Self::is_answer(answer) {
+            true => self.answered += 1,
+            false => self.unavailable += 1,
+        }
+    }
+}
+
 /// What a run as a whole says, for its exit status and its alert.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -111,88 +133,4 @@ impl Verdict {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn h(n: u8) -> Digest {
-        Digest::parse(&format!("{n:02x}").repeat(32)).expect("hash")
-    }
-
-    #[test]
-    fn the_circle_starts_after_the_position_and_wraps_to_the_front() {
-        let all: Vec<Digest> = [1, 3, 5, 7].map(h).to_vec();
-        let order = |after: Option<Digest>| circular(all.clone(), after.as_ref(), |d| d);
-        assert_eq!(order(None), all);
-        assert_eq!(order(Some(h(3))), [5, 7, 1, 3].map(h));
-        assert_eq!(order(Some(h(4))), [5, 7, 1, 3].map(h));
-        // Before every command, or past every one: the whole range, from its start.
-        assert_eq!(order(Some(h(0))), all);
-        assert_eq!(order(Some(h(9))), all);
-        assert_eq!(order(Some(h(7))), all);
-    }
-
-    #[test]
-    fn further_measures_along_the_circle_from_where_the_run_started() {
-        assert!(further(None, &h(5), &h(3)));
-        assert!(!further(None, &h(3), &h(5)));
-        // From 4: 5, 7, then 1, 3 after the wrap.
-        let from = Some(h(4));
-        assert!(further(from.as_ref(), &h(1), &h(7)));
-        assert!(further(from.as_ref(), &h(7), &h(5)));
-        assert!(!further(from.as_ref(), &h(5), &h(3)));
-        assert!(!further(from.as_ref(), &h(5), &h(5)));
-    }
-
-    /// `runs` limited runs over `k` listed commands, each recording its stop: the run
-    /// at which each command was first handled.
-    fn first_handled(k: u8, limit: usize, start: Option<Digest>, runs: usize) -> Vec<usize> {
-        let all: Vec<Digest> = (1..=k).map(|n| h(2 * n)).collect();
-        let mut first = vec![usize::MAX; all.len()];
-        let mut at = start;
-        for run in 0..runs {
-            let order = circular(all.clone(), at.as_ref(), |d| d);
-            for d in order.iter().take(limit) {
-                let i = all.iter().position(|x| x == d).expect("listed");
-                first[i] = first[i].min(run);
-            }
-            at = order.into_iter().take(limit).next_back();
-        }
-        first
-    }
-
-    #[test]
-    fn limited_runs_reach_every_command_within_the_bound_from_any_position() {
-        for (k, limit) in [(7u8, 2usize), (10, 3), (5, 5), (9, 1)] {
-            let bound = usize::from(k).div_ceil(limit);
-            for start in [None, Some(h(0)), Some(h(5)), Some(h(255))] {
-                let first = first_handled(k, limit, start.clone(), bound);
-                assert!(
-                    first.iter().all(|r| *r < bound),
-                    "{k} {limit} {start:?}: {first:?}"
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn the_provider_down_is_the_verdict_whatever_else_the_run_met() {
-        let down = Lookups {
-            answered: 0,
-            unavailable: 3,
-        };
-        let some = Lookups {
-            answered: 1,
-            unavailable: 3,
-        };
-        assert_eq!(Verdict::of(0, 0, Lookups::default()), Verdict::Clean);
-        assert_eq!(Verdict::of(0, 0, down), Verdict::ProviderUnavailable);
-        assert_eq!(Verdict::of(2, 1, down), Verdict::ProviderUnavailable);
-        assert_eq!(Verdict::of(0, 0, some), Verdict::Clean);
-        assert_eq!(Verdict::of(1, 1, some), Verdict::Errors);
-        assert_eq!(Verdict::of(0, 1, some), Verdict::OtherAccount);
-        assert_eq!(
-            Verdict::ProviderUnavailable.as_str(),
-            "provider_unavailable"
-        );
-    }
-}
+mod tests;

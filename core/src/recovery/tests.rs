@@ -880,3 +880,28 @@ fn a_recovery_jobs_planned_reconciliation_is_refused_when_a_stale_holder_wrote_b
         Ok(SendOutcomeOutput::Terminal(TerminalOutput::Succeeded))
     );
 }
+
+/// The run's lookup tally and the protocol class every lookup answer alike: exactly
+/// those the tally counts unavailable end the command as `lookup_unavailable`, so a
+/// run whose every command met an unavailable lookup is `provider_unavailable`.
+#[test]
+fn the_tally_counts_unavailable_exactly_the_lookups_the_protocol_ends_unavailable() {
+    use crate::recovery::schedule::Lookups;
+    for answer in [
+        ProviderAnswer::Unknown,
+        ProviderAnswer::ReplayedUnknown,
+        ProviderAnswer::NotFound,
+        ProviderAnswer::Declined,
+        ProviderAnswer::Succeeded(envelope()),
+    ] {
+        let mut store = Store::new();
+        crashed_mid_send(&mut store);
+        let mut provider = Provider::answering(vec![answer.clone()]);
+        let outcome = recover(&mut store, &mut provider, T0 + 61 * SEC);
+        assert_eq!(
+            outcome == Ok(Recovered::LookupUnavailable),
+            !Lookups::is_answer(&answer),
+            "{answer:?}: {outcome:?}"
+        );
+    }
+}

@@ -256,3 +256,181 @@ fn a_forged_or_misplaced_checkpoint_fails_closed_and_nothing_is_written() {
         "nothing written"
     );
 }
+
+/// Every other way a stored checkpoint can be wrong (a range or position of another
+/// task count, a field of another type, a schema past or before 1, a position one
+/// prefix outside its range) is `journal_corrupt`, and so is the read and the record
+/// of a run of that range: the run fails before any lookup and writes nothing. The
+/// prefix just inside each edge is accepted.
+#[test]
+fn any_other_wrong_checkpoint_fails_the_read_and_the_record_alike() {
+    let range = KeyRange::new(1, 2).expect("range");
+    let edge = |digits: &str| Digest::parse(&format!("{digits}{}", "0".repeat(48)));
+    let valid = |after: &str| {
+        Checkpoint {
+            range,
+            after: edge(after).expect("hash"),
+            recorded_at: at(5),
+        }
+        .encode()
+    };
+    let with = |name: &str, value: Value| {
+        let mut m = valid("8000000000000000");
+        m.insert(name.into(), value);
+        m
+    };
+    let double = |d: f64| Value {
+        value_type: Some(ValueType::DoubleValue(d)),
+    };
+    assert!(Checkpoint::parse("1-of-2", &valid("8000000000000000")).is_ok());
+    assert!(Checkpoint::parse("1-of-2", &valid("ffffffffffffffff")).is_ok());
+    let cases: Vec<(&str, FieldMap)> = vec![
+        // The stored index or count another range's.
+        ("1-of-2", with("keyRangeIndex", fields::int(0))),
+        ("1-of-2", with("keyRangeCount", fields::int(3))),
+        ("1-of-2", with("keyRangeIndex", fields::int(-1))),
+        ("1-of-2", with("keyRangeCount", fields::int(i64::MAX))),
+        // Ids of no range.
+        ("2-of-2", valid("8000000000000000")),
+        ("1-of-10001", valid("8000000000000000")),
+        ("1-of-2 ", valid("8000000000000000")),
+        // Fields of another type.
+        ("1-of-2", with("keyRangeIndex", double(1.0))),
+        ("1-of-2", with("keyRangeIndex", text("1"))),
+        ("1-of-2", with("checkpointSchemaVersion", text("1"))),
+        ("1-of-2", with("after", fields::int(9))),
+        ("1-of-2", with("recordedAt", text("2030-01-01T00:00:00Z"))),
+        // A schema before or past the one this code reads.
+        ("1-of-2", with("checkpointSchemaVersion", fields::int(0))),
+        ("1-of-2", with("checkpointSchemaVersion", fields::int(2))),
+        // A position one prefix before the range, or not a hash.
+        (
+            "1-of-2",
+            with(
+                "after",
+                text(&format!("7fffffffffffffff{}", "f".repeat(48))),
+            ),
+        ),
+        ("1-of-2", with("after", text(&"A".repeat(64)))),
+        ("1-of-2", with("after", text(&"9".repeat(63)))),
+        ("1-of-2", with("after", text(""))),
+    ];
+    for (id, map) in cases {
+        assert!(
+            matches!(
+                Checkpoint::parse(id, &map),
+                Err(JournalError::JournalCorrupt { .. })
+            ),
+            "{id} {map:?}"
+        );
+        if id != "1-of-2" {
+            continue;
+        }
+        let mut store = Store::new();
+        store.insert("recoveryCheckpoints/1-of-2", map.clone());
+        assert!(
+            matches!(
+                read(&mut store, range),
+                Err(JournalError::JournalCorrupt { .. })
+            ),
+            "{map:?}"
+        );
+        let stopped = edge("9000000000000000").expect("hash");
+        let op = CheckpointRecord::new(range, None, None, stopped, at(6));
+        assert!(
+            matches!(store.answer(&op), Err(JournalError::JournalCorrupt { .. })),
+            "{map:?}"
+        );
+        assert_eq!(store.get("recoveryCheckpoints/1-of-2"), Some(&map));
+    }
+}
+
+/// The circle of `bytes` (key-hash order) that starts after `from`.
+fn circle(bytes: &std::collections::BTreeSet<u8>, from: Option<u8>) -> Vec<u8> {
+    let all: Vec<(u8, Digest)> = bytes.iter().map(|b| (*b, h(*b))).collect();
+    crate::recovery::schedule::circular(all, from.map(h).as_ref(), |(_, d)| d)
+        .into_iter()
+        .map(|(b, _)| b)
+        .collect()
+}
+
+fn stored_at(store: &mut Store) -> Option<Digest> {
+    read(store, KeyRange::ALL).expect("read").map(|c| c.after)
+}
+
+proptest::proptest! {
+    /// Two runs that read the same checkpoint, each handling a prefix of its circle,
+    /// leave, in either commit order, exactly the last command of the longer prefix:
+    /// never behind either run, never past a command neither handled, across the
+    /// wrap too. The one exception is a whole lap that ends on the checkpoint itself.
+    #[test]
+    fn two_runs_from_one_checkpoint_leave_the_end_of_what_they_covered(
+        bytes in proptest::collection::btree_set(proptest::prelude::any::<u8>(), 1..24),
+        start in proptest::option::of(proptest::prelude::any::<u8>()),
+        a in 1usize..24,
+        b in 1usize..24,
+    ) {
+        let order = circle(&bytes, start);
+        let (a, b) = (a.min(order.len()), b.min(order.len()));
+        let ops = [record(start, start, order[a - 1]), record(start, start, order[b - 1])];
+        for reversed in [false, true] {
+            let mut store = Store::new();
+            if let Some(s) = start {
+                store.answer(&record(None, None, s)).expect("recorded");
+            }
+            let mut ops = ops.to_vec();
+            if reversed {
+                ops.reverse();
+            }
+            let answers = store.race(&ops);
+            proptest::prop_assert!(answers.iter().all(Result::is_ok), "{:?}", answers);
+            let kept = stored_at(&mut store);
+            if a.max(b) == order.len() && start == order.last().copied() {
+                // A whole lap back at the checkpoint records nothing (`Unchanged`),
+                // so the other run's position may stay: one it handled, just after
+                // that lap's end, and both covered the whole circle.
+                let either = [Some(h(order[a - 1])), Some(h(order[b - 1]))];
+                proptest::prop_assert!(either.contains(&kept), "{:?}", kept);
+            } else {
+                proptest::prop_assert_eq!(kept, Some(h(order[a.max(b) - 1])));
+            }
+        }
+    }
+
+    /// A slow run `A` that read `c0` records after `B` (from `c0`) and then `C` (from
+    /// where `B` stopped) did: what it keeps is `A`'s or `C`'s position, and along the
+    /// circle from `c0` no command up to it was left unhandled by all three unless they
+    /// had together handled every one.
+    #[test]
+    fn a_slow_run_behind_two_others_never_moves_past_a_command_none_handled(
+        bytes in proptest::collection::btree_set(proptest::prelude::any::<u8>(), 1..24),
+        start in proptest::option::of(proptest::prelude::any::<u8>()),
+        la in 1usize..24,
+        lb in 1usize..24,
+        lc in 1usize..24,
+    ) {
+        let from_c0 = circle(&bytes, start);
+        let n = from_c0.len();
+        let (la, lb, lc) = (la.min(n), lb.min(n), lc.min(n));
+        let mut store = Store::new();
+        if let Some(s) = start {
+            store.answer(&record(None, None, s)).expect("recorded");
+        }
+        let b = from_c0[lb - 1];
+        store.answer(&record(start, start, b)).expect("b");
+        let from_b = circle(&bytes, Some(b));
+        let c = from_b[lc - 1];
+        store.answer(&record(Some(b), Some(b), c)).expect("c");
+        let a = from_c0[la - 1];
+        store.answer(&record(start, start, a)).expect("a");
+        let kept = stored_at(&mut store).expect("a checkpoint");
+        proptest::prop_assert!(kept == h(a) || kept == h(c), "{kept:?}");
+        let mut handled: std::collections::BTreeSet<u8> = from_c0[..la.max(lb)].iter().copied().collect();
+        handled.extend(&from_b[..lc]);
+        let at = from_c0.iter().position(|x| h(*x) == kept).expect("listed");
+        proptest::prop_assert!(
+            handled.len() == n || from_c0[..=at].iter().all(|x| handled.contains(x)),
+            "{from_c0:?} a {a} b {b} c {c} kept {kept:?}"
+        );
+    }
+}
