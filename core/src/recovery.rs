@@ -57,7 +57,7 @@
 //! | status: the plan's account is not the declared one | done: other account |
 //! | status: the attempt's outcome is unknown | look up its key (from the stored plan) |
 //! | lookup: found, declined | take the lease, then reconcile with that evidence |
-//! | lookup: not found, proving the absence (account proven, started at or after `absenceProvableFrom`) | take the lease, then confirm under it |
+//! | lookup: not found, proving the absence (account proven, the job's lookups as durable as the plan's, started at or after `absenceProvableFrom`) | take the lease, then confirm under it |
 //! | lookup: not found, anything else | done: not found (left listed) |
 //! | lookup: unavailable | done: lookup unavailable (left listed) |
 //! | acquire: busy | done: in progress (someone holds it) |
@@ -381,7 +381,12 @@ impl RecoveryProtocol {
         self.attempt = send.attempt;
         // The lookup starts after this read: its "not found" proves the absence only
         // if the absence was provable already, at the plan's account.
+        let covered = match (&self.account, &plan) {
+            (Some(account), Some(plan)) => account.lookup_covers(plan.lookup),
+            _ => false,
+        };
         self.lookup_proves_absence = account == Some(true)
+            && covered
             && send
                 .absence_provable_from
                 .is_some_and(|from| read_at >= from);

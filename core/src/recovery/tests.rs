@@ -559,6 +559,56 @@ fn a_not_found_that_proves_nothing_writes_nothing() {
 }
 
 #[test]
+fn a_key_store_lookup_proves_no_absence_for_a_durable_plan() {
+    use crate::sends::ProviderLookup::{Durable, KeyStore};
+    let durable = plan().with_lookup(Durable, 300).expect("fits");
+    // (the plan's lookup, what the job declares its lookups answer from, how late,
+    // the outcome)
+    let cases = [
+        // A listing of recent charges sees no further back than the key store: past
+        // the key's retention its "not found" says nothing of a durable plan's charge.
+        (Durable, Some(KeyStore), 30 * 3600, Recovered::NotFound),
+        (Durable, Some(KeyStore), 400, Recovered::NotFound),
+        // A durable lookup, or none declared (taken to answer as the plan says).
+        (Durable, Some(Durable), 30 * 3600, Recovered::Absent),
+        (Durable, None, 30 * 3600, Recovered::Absent),
+        // A durable lookup covers a key-store plan, within its retention.
+        (KeyStore, Some(Durable), 400, Recovered::Absent),
+        (KeyStore, Some(KeyStore), 400, Recovered::Absent),
+    ];
+    for (bound, declared, late, expected) in cases {
+        let mut store = Store::new();
+        let bound_plan = match bound {
+            Durable => durable.clone(),
+            KeyStore => plan(),
+        };
+        let key = client_sends(&mut store, &bound_plan, T0);
+        let before = store.documents();
+        let job = match declared {
+            Some(lookup) => account().with_lookup(lookup),
+            None => account(),
+        };
+        let mut provider =
+            Provider::answering(vec![ProviderAnswer::NotFound, ProviderAnswer::NotFound]);
+        let now = T0 + late * SEC;
+        assert_eq!(
+            drive(&mut store, &mut provider, Some(job), now, now),
+            Ok(expected),
+            "{bound:?} plan, {declared:?} job, at {late} s"
+        );
+        let send = state(&mut store, now).send.expect("send");
+        if expected == Recovered::Absent {
+            assert_eq!(provider.asked, [key.clone(), key]);
+            assert_eq!(send.state, AttemptState::Absent);
+        } else {
+            assert_eq!(provider.asked, [key]);
+            assert_eq!(store.documents(), before, "{declared:?} at {late} wrote");
+            assert_eq!(send.state, AttemptState::Sending);
+        }
+    }
+}
+
+#[test]
 fn another_account_is_refused_even_with_evidence() {
     // A job for another account asks nothing: a charge it would find there is not
     // this command's.

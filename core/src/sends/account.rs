@@ -7,11 +7,15 @@
 //! one account; the job declares it ([`ProviderAccount`]), and only where the bound
 //! plan's `accountFingerprint` equals the declared account's may the job's "not found"
 //! prove an absence: a job asking another account finds nothing for a key that holds
-//! a charge.
+//! a charge. A job may also declare what its lookups answer from
+//! ([`ProviderAccount::with_lookup`]): a lookup of the provider's key store, which
+//! sees only the keys the provider still keeps, proves no absence for a plan whose
+//! lookup is `durable` (the plan's absence window outlives what such a lookup sees).
 
 use crate::digest::{Digest, frame_digest};
 use crate::error::JournalError;
 use crate::identity::is_slug;
+use crate::sends::plan::ProviderLookup;
 use std::fmt;
 
 /// Whether the plan runs against the provider's test or live mode.
@@ -53,6 +57,7 @@ pub struct ProviderAccount {
     provider: String,
     account: String,
     mode: ProviderMode,
+    lookup: Option<ProviderLookup>,
 }
 
 impl fmt::Debug for ProviderAccount {
@@ -61,6 +66,7 @@ impl fmt::Debug for ProviderAccount {
             .field("provider", &self.provider)
             .field("account", &"<redacted>")
             .field("mode", &self.mode)
+            .field("lookup", &self.lookup)
             .finish()
     }
 }
@@ -87,7 +93,33 @@ impl ProviderAccount {
             provider,
             account,
             mode,
+            lookup: None,
         })
+    }
+
+    /// The same account, declaring what its lookups answer from. A `key_store`
+    /// lookup (one that sees only the keys the provider still keeps, such as a listing
+    /// of recent charges) proves no absence for a plan bound with a `durable` lookup;
+    /// undeclared, the job's lookups are taken to answer as the plan says its own do.
+    /// Not part of the [`fingerprint`](Self::fingerprint).
+    pub fn with_lookup(mut self, lookup: ProviderLookup) -> Self {
+        self.lookup = Some(lookup);
+        self
+    }
+
+    /// What the job's lookups answer from, as declared.
+    pub fn lookup(&self) -> Option<ProviderLookup> {
+        self.lookup
+    }
+
+    /// Whether a "not found" of these lookups can prove an absence under a plan whose
+    /// lookup is `plan`: not when they see only the key store while the plan counts
+    /// on a durable lookup.
+    pub fn lookup_covers(&self, plan: ProviderLookup) -> bool {
+        !matches!(
+            (self.lookup, plan),
+            (Some(ProviderLookup::KeyStore), ProviderLookup::Durable)
+        )
     }
 
     /// Parts already validated (a plan's).
@@ -96,6 +128,7 @@ impl ProviderAccount {
             provider: provider.to_owned(),
             account: account.to_owned(),
             mode,
+            lookup: None,
         }
     }
 
