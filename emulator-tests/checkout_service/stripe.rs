@@ -114,15 +114,38 @@ async fn checkout_on_stripe_a_declined_card_fails_for_good() {
     assert_eq!(replay.text, declined.text);
     assert_eq!(stand_in.creates().len(), 1);
     assert_eq!(stand_in.intents()[0]["status"], "requires_payment_method");
-    // 3-D Secure needed: unknown, never a success or a decline.
+    // 3-D Secure needed: the service cannot hand the customer's action over, so the
+    // form fails the payment (`error_on_requires_action`): a final decline, never an
+    // intent left waiting for good.
     let id = command_id(711);
-    let waiting = service
+    let refused = service
         .checkout(&id, &payment("pm_card_authenticationRequired"))
         .await;
     assert_eq!(
-        (waiting.status, &waiting.body),
-        (503, &json!({"status": "retry"}))
+        (refused.status, &refused.body),
+        (402, &json!({"status": "failed"}))
     );
+    assert_eq!(stand_in.creates().len(), 2);
+    assert_eq!(stand_in.intents()[1]["status"], "requires_payment_method");
+    // An intent still processing: Stripe stored that 200 for the key, so the journal
+    // looks it up and never re-sends it.
+    let id = command_id(712);
+    let processing = service
+        .checkout(&id, &payment("pm_standin_processing"))
+        .await;
+    let again = service
+        .checkout(&id, &payment("pm_standin_processing"))
+        .await;
+    assert_eq!(
+        (processing.status, &processing.body),
+        (202, &json!({"status": "pending_reconciliation"}))
+    );
+    // Within the call's lease: busy, and nothing sent.
+    assert_eq!(
+        (again.status, &again.body),
+        (409, &json!({"status": "in_progress"}))
+    );
+    assert_eq!(stand_in.creates().len(), 3, "never re-sent");
     stand_in.assert_schemas_held();
     service
         .assert_no_leak(&[SECRET, "CANARYclientSecret"])
@@ -328,6 +351,27 @@ fn checkout_on_stripe_configuration_names_the_variable() {
             ],
             "STRIPE_API_BASE",
         ),
+        // Promises Stripe does not keep: a key kept past its 24 hours (the cutoff
+        // would fall after Stripe forgot it), a settle window inside its search's lag.
+        (
+            vec![("PROVIDER_KEY_RETENTION_SECONDS", Some("86401"))],
+            "PROVIDER_KEY_RETENTION_SECONDS",
+        ),
+        (
+            vec![("PROVIDER_KEY_RETENTION_SECONDS", Some("2592000"))],
+            "PROVIDER_KEY_RETENTION_SECONDS",
+        ),
+        (
+            vec![("PROVIDER_LOOKUP_SETTLE_SECONDS", Some("299"))],
+            "PROVIDER_LOOKUP_SETTLE_SECONDS",
+        ),
+        (
+            vec![
+                ("PROVIDER_LOOKUP", Some("durable")),
+                ("PROVIDER_LOOKUP_SETTLE_SECONDS", Some("0")),
+            ],
+            "PROVIDER_LOOKUP_SETTLE_SECONDS",
+        ),
     ];
     for (changes, variable) in refused {
         let error = config(&changes).expect_err("refused");
@@ -338,4 +382,25 @@ fn checkout_on_stripe_configuration_names_the_variable() {
     let local =
         config(&[("STRIPE_API_BASE", Some("https://stripe.internal/base"))]).expect("valid");
     assert_eq!(local.provider_url.as_str(), "https://stripe.internal/base");
+    // What Stripe keeps still passes: a shorter retention (an earlier cutoff), a
+    // longer settle window, a durable lookup.
+    let careful = config(&[
+        ("PROVIDER_KEY_RETENTION_SECONDS", Some("86400")),
+        ("PROVIDER_LOOKUP", Some("durable")),
+        ("PROVIDER_LOOKUP_SETTLE_SECONDS", Some("300")),
+    ])
+    .expect("Stripe's own figures");
+    assert_eq!(
+        (
+            careful.plan.key_retention_seconds,
+            careful.plan.lookup_settle_seconds
+        ),
+        (86_400, 300)
+    );
+    let shorter = config(&[
+        ("PROVIDER_KEY_RETENTION_SECONDS", Some("3600")),
+        ("PROVIDER_LOOKUP_SETTLE_SECONDS", Some("600")),
+    ])
+    .expect("an earlier cutoff, a longer window");
+    assert_eq!(shorter.plan.lookup_settle_seconds, 600);
 }

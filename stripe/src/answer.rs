@@ -9,9 +9,10 @@ use command_journal::{ProviderAnswer, ResultEnvelope};
 use reqwest::StatusCode;
 use reqwest::header::HeaderMap;
 use serde_json::{Map, Value};
+use std::fmt;
 
-/// What one create-and-confirm answered.
-#[derive(Debug, Clone, PartialEq)]
+/// What one create-and-confirm answered. `Debug` shows no field of an intent.
+#[derive(Clone, PartialEq)]
 pub enum SendAnswer {
     /// A `succeeded` intent of this request: the envelope's fields.
     Succeeded(Map<String, Value>),
@@ -21,8 +22,13 @@ pub enum SendAnswer {
     Declined(&'static str),
     /// Nothing final is known yet: re-send the same key later (a timeout, a lost
     /// connection, a 409 for a request with the key still executing, a 429, a 5xx
-    /// answered fresh, an intent still `processing` or `requires_action`, …).
+    /// answered fresh, …).
     Unknown(&'static str),
+    /// A 200 whose intent, this request's, has not settled (`processing`, or a state
+    /// the adapter's form never leads to): Stripe stored this answer under the key and
+    /// replays it to every re-send, so no re-send can tell more. Only a lookup can, as
+    /// after a replayed 5xx; the fixed code names the status.
+    Open(&'static str),
     /// A 5xx replayed under the key (`Idempotent-Replayed: true`): Stripe stored the
     /// first request's 500 and answers it for as long as it keeps the key, so no
     /// re-send of this key will ever tell more. Only a lookup can.
@@ -44,14 +50,31 @@ impl SendAnswer {
             Self::ReplayedUnknown => "provider_replayed_5xx",
             Self::Declined(code)
             | Self::Unknown(code)
+            | Self::Open(code)
             | Self::Configuration(code)
             | Self::Defect(code) => code,
         }
     }
 }
 
-/// What one lookup of a key found.
-#[derive(Debug, Clone, PartialEq)]
+impl fmt::Debug for SendAnswer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // An intent's fields (its id, amount and currency) stay out of logs, as the
+        // journal's result envelope keeps them.
+        match self {
+            Self::Succeeded(_) => f.write_str("Succeeded(<redacted>)"),
+            Self::Declined(code) => f.debug_tuple("Declined").field(code).finish(),
+            Self::Unknown(code) => f.debug_tuple("Unknown").field(code).finish(),
+            Self::Open(code) => f.debug_tuple("Open").field(code).finish(),
+            Self::ReplayedUnknown => f.write_str("ReplayedUnknown"),
+            Self::Configuration(code) => f.debug_tuple("Configuration").field(code).finish(),
+            Self::Defect(code) => f.debug_tuple("Defect").field(code).finish(),
+        }
+    }
+}
+
+/// What one lookup of a key found. `Debug` shows no field of an intent.
+#[derive(Clone, PartialEq)]
 pub enum LookupAnswer {
     /// A `succeeded` intent of this request: the envelope's fields.
     Found(Map<String, Value>),
@@ -61,6 +84,17 @@ pub enum LookupAnswer {
     NotFound,
     /// Nothing could be concluded; the fixed code says why.
     Unavailable(&'static str),
+}
+
+impl fmt::Debug for LookupAnswer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Found(_) => f.write_str("Found(<redacted>)"),
+            Self::Declined => f.write_str("Declined"),
+            Self::NotFound => f.write_str("NotFound"),
+            Self::Unavailable(code) => f.debug_tuple("Unavailable").field(code).finish(),
+        }
+    }
 }
 
 /// The journal's answer for a send. The one place where this package's vocabulary
@@ -74,7 +108,7 @@ pub fn send_result(answer: SendAnswer) -> ProviderAnswer {
             ProviderAnswer::Unknown
         }
         // The key can no longer tell: the journal looks it up at once, never re-sends.
-        SendAnswer::ReplayedUnknown => ProviderAnswer::ReplayedUnknown,
+        SendAnswer::ReplayedUnknown | SendAnswer::Open(_) => ProviderAnswer::ReplayedUnknown,
     }
 }
 
@@ -105,7 +139,7 @@ pub fn classify_send(
             Ok(intent) if expected.owns(&intent, key) => match state(&intent) {
                 IntentState::Succeeded(fields) => SendAnswer::Succeeded(fields),
                 IntentState::Refused => SendAnswer::Declined("declined"),
-                IntentState::Open(status) => SendAnswer::Unknown(status),
+                IntentState::Open(status) => SendAnswer::Open(status),
             },
             Ok(intent)
                 if intent.get("object").and_then(Value::as_str) == Some("payment_intent") =>
@@ -170,7 +204,8 @@ pub fn classify_search(
             Some((intents, false)) => evidence(&intents, key, expected),
             None => LookupAnswer::Unavailable("lookup_body"),
         },
-        // Search is not offered in every region: the list method is the fallback.
+        // Search is not offered in every region: there, configure the list method
+        // (`LookupMethod::List`), whose plans say how far back it sees.
         400 => LookupAnswer::Unavailable("search_unavailable"),
         _ => LookupAnswer::Unavailable("lookup_status"),
     }

@@ -90,7 +90,11 @@ impl Stripe {
     /// and API version, operation `charge`, endpoint `POST /v1/payment_intents`, a 24 h
     /// key retention, and the lookup of this client's method with a 300 s settle
     /// window.
+    ///
+    /// Parameters no intent can be made from ([`Charge::from_parameters`]) are
+    /// `invalid_input` on `parameters`, before anything is bound.
     pub fn plan(&self, parameters: &Value) -> Result<ProviderPlan, JournalError> {
+        Charge::from_parameters(parameters).map_err(|_| JournalError::invalid("parameters"))?;
         ProviderPlan::new(ProviderPlanRequest {
             provider: PROVIDER,
             account: self.config.account.id(),
@@ -104,9 +108,15 @@ impl Stripe {
         .with_lookup(self.config.lookup.plan_lookup(), LOOKUP_SETTLE_SECONDS)
     }
 
-    /// Where this client's requests go, as a recovery job declares it.
+    /// Where this client's requests go and what its lookups answer from, as a
+    /// recovery job declares it: a [`LookupMethod::List`] client sees no further back
+    /// than Stripe keeps a key, so its "not found" proves no absence for a plan bound
+    /// by a [`LookupMethod::Search`] client.
     pub fn account(&self) -> Result<ProviderAccount, JournalError> {
-        ProviderAccount::new(PROVIDER, self.config.account.id(), self.mode())
+        Ok(
+            ProviderAccount::new(PROVIDER, self.config.account.id(), self.mode())?
+                .with_lookup(self.config.lookup.plan_lookup()),
+        )
     }
 
     fn request(&self, method: Method, path: &str) -> RequestBuilder {
@@ -119,7 +129,7 @@ impl Stripe {
             .header("Stripe-Version", &self.config.api_version)
             .timeout(self.config.timeout);
         if let Account::Connected(id) = &self.config.account {
-            request = request.header("Stripe-Account", id);
+            request = request.header("Stripe-Account", sensitive(id));
         }
         request
     }
@@ -134,7 +144,7 @@ impl Stripe {
     ) -> SendAnswer {
         let sent = self
             .request(Method::POST, "/v1/payment_intents")
-            .header("Idempotency-Key", key)
+            .header("Idempotency-Key", sensitive(key))
             .form(&charge.form(key))
             .timeout(deadline.min(self.config.timeout))
             .send()
@@ -216,6 +226,14 @@ impl Stripe {
         }
         LookupAnswer::Unavailable("lookup_too_many")
     }
+}
+
+/// A header value marked sensitive, so that no `Debug` of a request shows it; a value
+/// no header can carry is sent empty (Stripe refuses it, and nothing is charged).
+fn sensitive(text: &str) -> HeaderValue {
+    let mut value = HeaderValue::from_str(text).unwrap_or_else(|_| HeaderValue::from_static(""));
+    value.set_sensitive(true);
+    value
 }
 
 /// A lookup's status and body, or the fixed code of why there is none.

@@ -81,7 +81,8 @@ impl LookupMethod {
 pub struct StripeConfig {
     /// The secret key: its prefix is the plan's `mode`.
     pub secret_key: SecretKey,
-    /// Where the API is: [`DEFAULT_API_BASE`], or a stand-in's loopback URL in tests.
+    /// Where the API is: [`DEFAULT_API_BASE`], or a stand-in's loopback URL in tests
+    /// (plain `http` only to a loopback host: anything else is [`ConfigError::ApiBase`]).
     pub api_base: String,
     /// `Stripe-Version` of every request: the plan's `apiVersion`.
     pub api_version: String,
@@ -130,8 +131,17 @@ impl StripeConfig {
             return Err(ConfigError::Timeout);
         }
         let url = reqwest::Url::parse(&self.api_base).map_err(|_| ConfigError::ApiBase)?;
-        let plain = url.scheme() == "https" || url.scheme() == "http";
-        let ok = plain
+        // The secret key travels in every request's header: in clear text only to this
+        // machine (a stand-in in tests), never over a network.
+        let loopback = url.host_str().is_some_and(|host| {
+            host.eq_ignore_ascii_case("localhost")
+                || host == "[::1]"
+                || host
+                    .parse::<std::net::Ipv4Addr>()
+                    .is_ok_and(|ip| ip.is_loopback())
+        });
+        let scheme = url.scheme() == "https" || (url.scheme() == "http" && loopback);
+        let ok = scheme
             && url.has_host()
             && url.query().is_none()
             && url.fragment().is_none()

@@ -3,15 +3,25 @@
 
 use crate::charge::Charge;
 use serde_json::{Map, Value};
+use std::fmt;
 
 /// What an intent must show to be evidence about one request: `metadata.journal_key`
 /// is the attempt's key (always: the adapter sets it on every intent it creates), and,
 /// for a request whose parameters are known, `amount` is its amount and `currency` its
 /// currency (ignoring ASCII case). A recovery job knows only the key
 /// ([`Expected::key_only`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct Expected {
     charge: Option<(i64, String)>,
+}
+
+impl fmt::Debug for Expected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The payload's amount and currency stay out of logs.
+        f.debug_struct("Expected")
+            .field("parameters_known", &self.charge.is_some())
+            .finish()
+    }
 }
 
 impl Expected {
@@ -49,8 +59,9 @@ impl Expected {
     }
 }
 
-/// What an intent of this request says about its payment.
-#[derive(Debug, Clone, PartialEq)]
+/// What an intent of this request says about its payment. `Debug` shows no field of
+/// the intent.
+#[derive(Clone, PartialEq)]
 pub enum IntentState {
     /// `succeeded`: the envelope's fields (`id`, `amount`, `currency`, `status`).
     Succeeded(Map<String, Value>),
@@ -59,6 +70,16 @@ pub enum IntentState {
     Refused,
     /// Anything else; the fixed code names the status.
     Open(&'static str),
+}
+
+impl fmt::Debug for IntentState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Succeeded(_) => f.write_str("Succeeded(<redacted>)"),
+            Self::Refused => f.write_str("Refused"),
+            Self::Open(code) => f.debug_tuple("Open").field(code).finish(),
+        }
+    }
 }
 
 /// The state of `intent`, an intent of this request ([`Expected::owns`]).

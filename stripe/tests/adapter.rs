@@ -74,6 +74,7 @@ fn code(answer: &SendAnswer) -> (&'static str, &'static str) {
         SendAnswer::Succeeded(_) => "succeeded",
         SendAnswer::Declined(_) => "declined",
         SendAnswer::Unknown(_) => "unknown",
+        SendAnswer::Open(_) => "open",
         SendAnswer::ReplayedUnknown => "replayed_unknown",
         SendAnswer::Configuration(_) => "configuration",
         SendAnswer::Defect(_) => "defect",
@@ -89,17 +90,20 @@ async fn every_intent_state_on_a_send_maps_as_the_table_says() {
         ("pm_card_chargeDeclined", "declined", "declined", "declined"),
         ("pm_standin_refused", "declined", "declined", "declined"),
         ("pm_standin_canceled", "declined", "declined", "declined"),
+        // The form asks Stripe to fail a payment that needs the customer's action
+        // (`error_on_requires_action`): a decline, never an intent left waiting.
         (
             "pm_card_authenticationRequired",
-            "unknown",
-            "requires_action",
-            "ambiguous",
+            "declined",
+            "declined",
+            "declined",
         ),
+        // A stored 200 of an intent still processing: looked up, never re-sent.
         (
             "pm_standin_processing",
-            "unknown",
+            "open",
             "processing",
-            "ambiguous",
+            "replayed_unknown",
         ),
         (
             "pm_card_unknownToStripe",
@@ -128,6 +132,7 @@ async fn every_intent_state_on_a_send_maps_as_the_table_says() {
             }
             ProviderAnswer::Declined => "declined",
             ProviderAnswer::Unknown => "ambiguous",
+            ProviderAnswer::ReplayedUnknown => "replayed_unknown",
             other => panic!("a send answers no {other:?}"),
         };
         assert_eq!(journal, result, "{payment_method}");
@@ -374,6 +379,7 @@ async fn a_send_carries_the_key_version_account_and_form_and_nothing_else() {
                 "amount": 1250,
                 "currency": "eur",
                 "confirm": true,
+                "error_on_requires_action": true,
                 "payment_method": "pm_card_visa",
                 "payment_method_types": ["card"],
                 "metadata": {"journal_key": key(1)},
@@ -434,9 +440,10 @@ async fn search_finds_the_intent_only_after_its_lag_and_maps_each_state() {
         stripe.find(&key(2), &expected("x")).await,
         LookupAnswer::Declined
     );
+    // Authentication required, with `error_on_requires_action`: refused.
     assert_eq!(
         stripe.find(&key(3), &expected("x")).await,
-        LookupAnswer::Unavailable("lookup_pending")
+        LookupAnswer::Declined
     );
     assert_eq!(
         stripe.find(&key(4), &expected("x")).await,
@@ -552,8 +559,17 @@ async fn the_plan_is_the_clients_and_its_account_the_recovery_jobs() {
     assert_eq!(plan.lookup(), ProviderLookup::Durable);
     let account = stripe.account().expect("account");
     let same = command_journal::ProviderAccount::new("stripe", ACCOUNT, "test").expect("account");
-    assert_eq!(account, same);
+    assert_eq!(account, same.clone().with_lookup(ProviderLookup::Durable));
     assert_eq!(plan.provider_account(), same);
+    assert!(account.lookup_covers(plan.lookup()));
+    // A listing client's job declares a key-store lookup: its "not found" proves no
+    // absence for this search client's plan.
+    let mut config = stripe.config().clone();
+    config.lookup = LookupMethod::List;
+    let listing = Stripe::new(config).expect("client");
+    let listing = listing.account().expect("account");
+    assert_eq!(listing.lookup(), Some(ProviderLookup::KeyStore));
+    assert!(!listing.lookup_covers(plan.lookup()));
     assert_eq!(stripe.mode(), "test");
     assert_eq!(SecretKey::new("rk_live_abc").expect("key").mode(), "live");
 }

@@ -49,19 +49,19 @@ fn what_no_stand_in_answers_is_classified_closed() {
             200,
             &plain,
             intent("requires_capture", 1250, KEY).to_string(),
-            SendAnswer::Unknown("requires_capture"),
+            SendAnswer::Open("requires_capture"),
         ),
         (
             200,
             &plain,
             intent("requires_payment_method", 1250, KEY).to_string(),
-            SendAnswer::Unknown("requires_payment_method"),
+            SendAnswer::Open("requires_payment_method"),
         ),
         (
             200,
             &plain,
             intent("bogus", 1250, KEY).to_string(),
-            SendAnswer::Unknown("unknown_status"),
+            SendAnswer::Open("unknown_status"),
         ),
         (
             200,
@@ -238,5 +238,114 @@ fn parameters_that_make_no_intent_are_refused_by_name() {
         let refused = Charge::from_parameters(&parameters).expect_err("refused");
         assert_eq!(refused.field, field, "{parameters}");
         assert!(!refused.to_string().contains("pm x"));
+    }
+}
+
+#[test]
+fn an_open_intent_of_this_request_is_a_stored_answer_the_journal_looks_up() {
+    let open = classify_send(
+        StatusCode::OK,
+        &HeaderMap::new(),
+        &intent("processing", 1250, KEY).to_string(),
+        KEY,
+        &expected(),
+    );
+    assert_eq!(open, SendAnswer::Open("processing"));
+    // Stripe replays this 200 to every re-send of the key: never re-sent, looked up.
+    assert_eq!(
+        command_journal_stripe::answer::send_result(open),
+        command_journal::ProviderAnswer::ReplayedUnknown
+    );
+}
+
+#[test]
+fn no_debug_shows_an_intents_fields_or_the_payload() {
+    let charge =
+        Charge::from_parameters(&json!({"amount": 987654, "currency": "xts"})).expect("charge");
+    let expected = Expected::of(&charge);
+    let mut paid = intent("succeeded", 987654, KEY);
+    paid["id"] = json!("pi_CANARYdebug");
+    paid["currency"] = json!("xts");
+    let sent = classify_send(
+        StatusCode::OK,
+        &HeaderMap::new(),
+        &paid.to_string(),
+        KEY,
+        &expected,
+    );
+    assert!(matches!(sent, SendAnswer::Succeeded(_)), "{sent:?}");
+    let page = json!({"object": "search_result", "data": [paid.clone()], "has_more": false});
+    let found = classify_search(StatusCode::OK, &page.to_string(), KEY, &expected);
+    assert!(matches!(found, LookupAnswer::Found(_)), "{found:?}");
+    let state = command_journal_stripe::intent::state(paid.as_object().expect("object"));
+    for output in [
+        format!("{sent:?}"),
+        format!("{found:?}"),
+        format!("{charge:?}"),
+        format!("{expected:?}"),
+        format!("{state:?}"),
+    ] {
+        for secret in ["CANARY", "987654", "xts"] {
+            assert!(!output.contains(secret), "{secret} in {output}");
+        }
+    }
+}
+
+#[test]
+fn plain_http_goes_only_to_this_machine() {
+    use command_journal_stripe::{Account, ConfigError, SecretKey, Stripe, StripeConfig};
+    // (api base, whether a client is made): the secret key travels in every request.
+    let cases = [
+        ("https://api.stripe.com", true),
+        ("http://127.0.0.1:9", true),
+        ("http://127.8.0.1:9", true),
+        ("http://localhost:9/base", true),
+        ("http://[::1]:9", true),
+        ("http://api.stripe.com", false),
+        ("http://10.0.0.1:9", false),
+        ("http://127.0.0.1.example.com", false),
+        ("http://localhost.example.com", false),
+        ("ftp://127.0.0.1", false),
+    ];
+    for (base, made) in cases {
+        let key = SecretKey::new("sk_test_CANARYplainHttp").expect("key");
+        let mut config = StripeConfig::new(key, "2026-01-28.clover", Account::Own("acct_1".into()));
+        config.api_base = base.to_owned();
+        match Stripe::new(config) {
+            Ok(_) => assert!(made, "{base} made a client"),
+            Err(error) => {
+                assert!(!made, "{base}: {error}");
+                assert_eq!(error, ConfigError::ApiBase, "{base}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_plan_of_parameters_no_intent_can_be_made_from_is_refused() {
+    use command_journal_stripe::{Account, SecretKey, Stripe, StripeConfig};
+    let key = SecretKey::new("sk_test_CANARYplan").expect("key");
+    let stripe = Stripe::new(StripeConfig::new(
+        key,
+        "2026-01-28.clover",
+        Account::Own("acct_1".into()),
+    ))
+    .expect("client");
+    assert!(
+        stripe
+            .plan(&json!({"amount": 1250, "currency": "eur"}))
+            .is_ok()
+    );
+    for parameters in [
+        json!({"amount": 0, "currency": "eur"}),
+        json!({"amount": 1250, "currency": "euro"}),
+        json!({"amount": 1250}),
+        json!([1250, "eur"]),
+    ] {
+        assert_eq!(
+            stripe.plan(&parameters).map(|_| ()),
+            Err(command_journal::JournalError::invalid("parameters")),
+            "{parameters}"
+        );
     }
 }
