@@ -498,6 +498,22 @@ fn stripe_config(
     base: &reqwest::Url,
     timeout: Duration,
 ) -> Result<StripeConfig, ConfigError> {
+    // The plan's promises must be Stripe's: a retention longer than Stripe keeps a
+    // key puts the send cutoff after Stripe forgot it (a re-send would charge again),
+    // and a settle window shorter than its search's lag takes a charge not yet
+    // visible for an absence (attempt 2 would charge again).
+    if plan.key_retention_seconds > command_journal_stripe::client::KEY_RETENTION_SECONDS {
+        return Err(refuse(
+            "PROVIDER_KEY_RETENTION_SECONDS",
+            "must be at most 86400 with PROVIDER_NAME=stripe (Stripe keeps a key 24 hours)",
+        ));
+    }
+    if plan.lookup_settle_seconds < command_journal_stripe::client::LOOKUP_SETTLE_SECONDS {
+        return Err(refuse(
+            "PROVIDER_LOOKUP_SETTLE_SECONDS",
+            "must be at least 300 with PROVIDER_NAME=stripe (Stripe's search lags a new intent)",
+        ));
+    }
     let key = get("STRIPE_SECRET_KEY").ok_or(refuse("STRIPE_SECRET_KEY", "is missing"))?;
     let key = SecretKey::new(key.trim()).map_err(|_| {
         refuse(
