@@ -77,6 +77,6 @@ def unsigned_token(project, uid, now=None):
         "user_id": uid,
         "firebase": {"sign_in_provider": "custom", "identities": {}},
     }
-    header = _b64(b'{"alg":"none","type":"JWT"}')
+    header = _b64(b'{"alg":"none","typ":"JWT"}')
     body = _b64(json.dumps(claims, separators=(",", ":")).encode())
     return f"{header}.{body}."

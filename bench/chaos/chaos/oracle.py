@@ -32,7 +32,7 @@ import os
 import re
 import urllib.request
 
-UUID4 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
+UUID4 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", re.I)
 PROVIDER_KEY = re.compile(r"cj1-[0-9a-f]{64}")
 WORD = re.compile(r"[A-Za-z0-9_\-]+")
 
@@ -208,6 +208,12 @@ def check(checkouts, ledger, journal, pending):
                 disagree.append("a 200 whose charge is not the ledger's")
         if state == "succeeded" and stored is None:
             disagree.append("succeeded without a stored envelope")
+        # A final decline in the journal is the provider's: a declined charge in the
+        # ledger, and no charge beside it.
+        if state == "failed_final" and not any(x["status"] == "failed" for x in mine):
+            disagree.append("failed in the journal without a decline in the ledger")
+        if state == "failed_final" and charged:
+            disagree.append("failed in the journal while the ledger holds a charge")
         if stored is not None and stored not in {envelope_of(x) for x in charged}:
             disagree.append("a stored envelope the ledger does not hold")
         if disagree:

@@ -144,11 +144,22 @@ class Oracle(unittest.TestCase):
              [(200, ok_body(x)), (200, ok_body(x) + " ")], "disagreeingAnswers"),
             # a stored envelope of no ledger charge
             ([], {c.hash: ("succeeded", env)}, [], [], "disagreeingAnswers"),
+            # a final decline in the journal the provider never made (no client heard it)
+            ([], {c.hash: ("failed_final", None)}, [], [], "disagreeingAnswers"),
+            # a final decline in the journal beside a charge
+            ([x], {c.hash: ("failed_final", None)}, [], [], "disagreeingAnswers"),
         ]
         for ledger, journal, pending, answers, kind in cases:
             c.answers = [Answer(1, 0, 1, s, t, None, "main") for s, t in answers]
             counts, findings = oracle.check([c], ledger, journal, pending)
             self.assertGreaterEqual(counts[kind], 1, (kind, findings))
+
+    def test_a_decline_the_ledger_holds_holds(self):
+        c = checkout()
+        declined = dict(charge(c), status="failed")
+        c.answers = [Answer(1, 0, 1, 402, '{"status":"failed"}', None, "main")]
+        counts, findings = oracle.check([c], [declined], {c.hash: ("failed_final", None)}, [])
+        self.assertEqual(counts["disagreeingAnswers"], 0, findings)
 
     def test_an_unknown_outcome_listed_holds(self):
         c = checkout()
