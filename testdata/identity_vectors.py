@@ -4,7 +4,7 @@
 Usage (from the crate root):
     python3 testdata/identity_vectors.py > testdata/identity_vectors.json
 
-Stdlib only. Implements DESIGN.md "Identity (B1): exact encodings":
+Stdlib only. Implements docs/identity.md (the design contract's "Identity (B1): exact encodings"):
   * frame = for each part: u32 big-endian byte length, then UTF-8 bytes
   * digest = lowercase hex SHA-256 of the frame
   * canonical payload = RFC 8785 (JCS) text, own serializer for the allowed
@@ -145,7 +145,7 @@ assert jcs_string("\x7f\u001f/") == '"\x7f\\u001f/"'
 
 
 # --------------------------------------------------------------------------
-# input validation (mirrors the DESIGN.md input rules)
+# input validation (mirrors the input rules of docs/identity.md)
 # --------------------------------------------------------------------------
 
 ENVIRONMENTS = {"emulator", "test", "staging", "production"}

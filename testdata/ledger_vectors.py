@@ -4,10 +4,10 @@
 Usage (from the crate root):
     python3 testdata/ledger_vectors.py > testdata/ledger_vectors.json
 
-Stdlib only; shares no code with the Rust crate. Implements DESIGN.md "Ledger
+Stdlib only; shares no code with the Rust crate. Implements the design contract's "Ledger
 (SPEC-LED-002) on Firestore" and seed 003 (fingerprint versions 4 and 5, the intent
 tuples and the internal-transfer serializer), with the decisions documented in
-src/ledger/fingerprint.rs:
+core/src/ledger/fingerprint.rs:
 
   * input: {family, fingerprintVersion, effects, intent} or
     {family: internal_transfer, fingerprintVersion, transfer}; absent == null
