@@ -22,13 +22,8 @@ pub enum SendAnswer {
     Declined(&'static str),
     /// Nothing final is known yet: re-send the same key later (a timeout, a lost
     /// connection, a 409 for a request with the key still executing, a 429, a 5xx
-    /// answered fresh, …).
+    /// answered fresh, an intent still `processing` or `requires_action`, …).
     Unknown(&'static str),
-    /// A 200 whose intent, this request's, has not settled (`processing`, or a state
-    /// the adapter's form never leads to): Stripe stored this answer under the key and
-    /// replays it to every re-send, so no re-send can tell more. Only a lookup can, as
-    /// after a replayed 5xx; the fixed code names the status.
-    Open(&'static str),
     /// A 5xx replayed under the key (`Idempotent-Replayed: true`): Stripe stored the
     /// first request's 500 and answers it for as long as it keeps the key, so no
     /// re-send of this key will ever tell more. Only a lookup can.
@@ -50,7 +45,6 @@ impl SendAnswer {
             Self::ReplayedUnknown => "provider_replayed_5xx",
             Self::Declined(code)
             | Self::Unknown(code)
-            | Self::Open(code)
             | Self::Configuration(code)
             | Self::Defect(code) => code,
         }
@@ -65,7 +59,6 @@ impl fmt::Debug for SendAnswer {
             Self::Succeeded(_) => f.write_str("Succeeded(<redacted>)"),
             Self::Declined(code) => f.debug_tuple("Declined").field(code).finish(),
             Self::Unknown(code) => f.debug_tuple("Unknown").field(code).finish(),
-            Self::Open(code) => f.debug_tuple("Open").field(code).finish(),
             Self::ReplayedUnknown => f.write_str("ReplayedUnknown"),
             Self::Configuration(code) => f.debug_tuple("Configuration").field(code).finish(),
             Self::Defect(code) => f.debug_tuple("Defect").field(code).finish(),
@@ -108,7 +101,7 @@ pub fn send_result(answer: SendAnswer) -> ProviderAnswer {
             ProviderAnswer::Unknown
         }
         // The key can no longer tell: the journal looks it up at once, never re-sends.
-        SendAnswer::ReplayedUnknown | SendAnswer::Open(_) => ProviderAnswer::ReplayedUnknown,
+        SendAnswer::ReplayedUnknown => ProviderAnswer::ReplayedUnknown,
     }
 }
 
@@ -139,7 +132,7 @@ pub fn classify_send(
             Ok(intent) if expected.owns(&intent, key) => match state(&intent) {
                 IntentState::Succeeded(fields) => SendAnswer::Succeeded(fields),
                 IntentState::Refused => SendAnswer::Declined("declined"),
-                IntentState::Open(status) => SendAnswer::Open(status),
+                IntentState::Open(status) => SendAnswer::Unknown(status),
             },
             Ok(intent)
                 if intent.get("object").and_then(Value::as_str) == Some("payment_intent") =>

@@ -84,17 +84,13 @@ impl Charge {
 
     /// The form of `POST /v1/payment_intents` under `key`, in a fixed order (a re-send
     /// sends the same bytes, as Stripe's parameter check wants): create and confirm at
-    /// once, failing the payment rather than waiting for a customer action the service
-    /// cannot hand over (`error_on_requires_action`: a card that asks for
-    /// authentication is declined, never left `requires_action`), cards only (so that
-    /// a server-side confirm needs no `return_url`), and the key in the metadata, where
-    /// the lookup finds it.
+    /// once, cards only (so that a server-side confirm needs no `return_url`), and the
+    /// key in the metadata, where the lookup finds it.
     pub fn form(&self, key: &str) -> Vec<(&'static str, String)> {
         let mut form = vec![
             ("amount", self.amount.to_string()),
             ("currency", self.currency.clone()),
             ("confirm", "true".to_owned()),
-            ("error_on_requires_action", "true".to_owned()),
         ];
         if let Some(payment_method) = &self.payment_method {
             form.push(("payment_method", payment_method.clone()));

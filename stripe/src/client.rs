@@ -142,6 +142,11 @@ impl Stripe {
         charge: &Charge,
         deadline: Duration,
     ) -> SendAnswer {
+        // The key is the journal's (`cj1-` and hex): one no header can carry is never
+        // sent, since without it Stripe could not deduplicate a re-send.
+        if !journal_key(key) {
+            return SendAnswer::Unknown("provider_key");
+        }
         let sent = self
             .request(Method::POST, "/v1/payment_intents")
             .header("Idempotency-Key", sensitive(key))
@@ -167,11 +172,20 @@ impl Stripe {
     /// by this client's lookup method.
     pub async fn find(&self, key: &str, expected: &Expected) -> LookupAnswer {
         // The key is the journal's (`cj1-` and hex): nothing to escape in a query.
-        if !key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+        if !journal_key(key) {
             return LookupAnswer::Unavailable("lookup_key");
         }
         match self.config.lookup {
-            LookupMethod::Search => self.search(key, expected).await,
+            // Stripe's search shows a new intent after about a minute, and far later in
+            // an incident (when stored 5xx happen, and with them the lookups a replayed
+            // one asks for at once): its "not found" is confirmed by the listing, read
+            // after write, of the last 25 hours. An intent older than that is
+            // searchable; one younger is listed. The listing can only turn "not found"
+            // into evidence or unavailable.
+            LookupMethod::Search => match self.search(key, expected).await {
+                LookupAnswer::NotFound => self.list(key, expected).await,
+                other => other,
+            },
             LookupMethod::List => self.list(key, expected).await,
         }
     }
@@ -228,8 +242,16 @@ impl Stripe {
     }
 }
 
-/// A header value marked sensitive, so that no `Debug` of a request shows it; a value
-/// no header can carry is sent empty (Stripe refuses it, and nothing is charged).
+/// Whether `key` has the shape of the journal's keys (`cj1-` and hex: non-empty, ASCII
+/// letters, digits and `-`), which a header and a search query carry as they are.
+fn journal_key(key: &str) -> bool {
+    !key.is_empty() && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+}
+
+/// A header value marked sensitive, so that no `Debug` of a request shows it. The key
+/// is checked before (`create_and_confirm`), and an account id is `acct_` and
+/// alphanumerics ([`StripeConfig`]'s check): a value no header can carry is never
+/// made here, and would be sent empty (Stripe refuses it: nothing is charged).
 fn sensitive(text: &str) -> HeaderValue {
     let mut value = HeaderValue::from_str(text).unwrap_or_else(|_| HeaderValue::from_static(""));
     value.set_sensitive(true);

@@ -55,7 +55,12 @@ impl Account {
 pub enum LookupMethod {
     /// `GET /v1/payment_intents/search?query=metadata['journal_key']:'<key>'`: Stripe's
     /// own records, kept after the key is forgotten (the plan's lookup is `durable`),
-    /// and eventually consistent (the plan's settle window covers the lag).
+    /// and eventually consistent: a "not found" is confirmed by the listing of
+    /// [`LookupMethod::List`] (read after write, the last 25 hours), so that a lag
+    /// longer than the plan's settle window (an incident) never proves an absence. An
+    /// account with more intents in 25 hours than the listing reads
+    /// ([`MAX_LIST_PAGES`](crate::client::MAX_LIST_PAGES) of 100) gets
+    /// `lookup_too_many` instead of "not found".
     Search,
     /// Where search is not offered: `GET /v1/payment_intents?created[gte]=…` over the
     /// last day and an hour, every page, filtered on `metadata.journal_key`. Read after

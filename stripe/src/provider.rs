@@ -97,6 +97,12 @@ impl Provider for Payment<'_> {
         };
         let charge = match charge {
             Ok(charge) => charge,
+            // A re-send: an earlier holder sent this key, perhaps with a version that
+            // took these parameters, and it may have charged. Never a decline.
+            Err(_) if request.resend => {
+                self.note(Some("invalid_parameters"));
+                return ProviderAnswer::Unknown;
+            }
             Err(_) => {
                 // Nothing can be sent for these parameters, now or ever.
                 self.note(Some("invalid_parameters"));

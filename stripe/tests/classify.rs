@@ -49,19 +49,19 @@ fn what_no_stand_in_answers_is_classified_closed() {
             200,
             &plain,
             intent("requires_capture", 1250, KEY).to_string(),
-            SendAnswer::Open("requires_capture"),
+            SendAnswer::Unknown("requires_capture"),
         ),
         (
             200,
             &plain,
             intent("requires_payment_method", 1250, KEY).to_string(),
-            SendAnswer::Open("requires_payment_method"),
+            SendAnswer::Unknown("requires_payment_method"),
         ),
         (
             200,
             &plain,
             intent("bogus", 1250, KEY).to_string(),
-            SendAnswer::Open("unknown_status"),
+            SendAnswer::Unknown("unknown_status"),
         ),
         (
             200,
@@ -239,23 +239,6 @@ fn parameters_that_make_no_intent_are_refused_by_name() {
         assert_eq!(refused.field, field, "{parameters}");
         assert!(!refused.to_string().contains("pm x"));
     }
-}
-
-#[test]
-fn an_open_intent_of_this_request_is_a_stored_answer_the_journal_looks_up() {
-    let open = classify_send(
-        StatusCode::OK,
-        &HeaderMap::new(),
-        &intent("processing", 1250, KEY).to_string(),
-        KEY,
-        &expected(),
-    );
-    assert_eq!(open, SendAnswer::Open("processing"));
-    // Stripe replays this 200 to every re-send of the key: never re-sent, looked up.
-    assert_eq!(
-        command_journal_stripe::answer::send_result(open),
-        command_journal::ProviderAnswer::ReplayedUnknown
-    );
 }
 
 #[test]

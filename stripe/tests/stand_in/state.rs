@@ -28,10 +28,6 @@ pub enum Behaviour {
     Declines,
     /// `pm_card_authenticationRequired`: 200 `requires_action`.
     RequiresAction,
-    /// `pm_card_authenticationRequired` confirmed with `error_on_requires_action`:
-    /// 402 `card_error` `authentication_required`, the intent back in
-    /// `requires_payment_method` with its `last_payment_error`.
-    AuthenticationRefused,
     /// `pm_standin_processing`: 200 `processing`.
     Processing,
     /// `pm_standin_refused`: 200 `requires_payment_method` with a `last_payment_error`.
@@ -57,9 +53,7 @@ impl Behaviour {
     fn status(self) -> &'static str {
         match self {
             Self::Succeeds => "succeeded",
-            Self::Declines | Self::Refused | Self::AuthenticationRefused => {
-                "requires_payment_method"
-            }
+            Self::Declines | Self::Refused => "requires_payment_method",
             Self::RequiresAction => "requires_action",
             Self::Processing => "processing",
             Self::Canceled => "canceled",
@@ -100,10 +94,7 @@ impl Intent {
     /// The intent as Stripe answers it.
     pub fn json(&self) -> Value {
         let status = self.behaviour.status();
-        let refused = matches!(
-            self.behaviour,
-            Behaviour::Declines | Behaviour::Refused | Behaviour::AuthenticationRefused
-        );
+        let refused = matches!(self.behaviour, Behaviour::Declines | Behaviour::Refused);
         json!({
             "id": self.id,
             "object": "payment_intent",
@@ -118,7 +109,7 @@ impl Intent {
             "created": self.created,
             "currency": self.currency,
             "description": null,
-            "last_payment_error": if refused { Some(self.payment_error()) } else { None },
+            "last_payment_error": if refused { Some(card_declined()) } else { None },
             "livemode": false,
             "metadata": self.metadata,
             "next_action": if status == "requires_action" {
@@ -133,22 +124,6 @@ impl Intent {
     }
 }
 
-impl Intent {
-    /// The `last_payment_error` of a refused intent.
-    fn payment_error(&self) -> Value {
-        if self.behaviour == Behaviour::AuthenticationRefused {
-            json!({
-                "type": "card_error",
-                "code": "authentication_required",
-                "decline_code": "authentication_required",
-                "message": "Your card was declined. This transaction requires authentication.",
-            })
-        } else {
-            card_declined()
-        }
-    }
-}
-
 fn card_declined() -> Value {
     json!({
         "type": "card_error",
@@ -156,11 +131,6 @@ fn card_declined() -> Value {
         "decline_code": "generic_decline",
         "message": "Your card was declined.",
     })
-}
-
-/// The error of a 402 refusal: the intent's `last_payment_error`.
-fn intent_error(intent: &Value) -> Value {
-    intent["last_payment_error"].clone()
 }
 
 /// An error answer's body.
@@ -358,7 +328,7 @@ impl State {
     /// Creates and confirms an intent of `parameters` (already validated for shape).
     fn create(&mut self, now: i64, account: Option<&str>, parameters: &Value) -> Answer {
         let payment_method = parameters["payment_method"].as_str().unwrap_or_default();
-        let Some(mut behaviour) = Behaviour::of(payment_method) else {
+        let Some(behaviour) = Behaviour::of(payment_method) else {
             let mut body = error(
                 "invalid_request_error",
                 Some("resource_missing"),
@@ -367,11 +337,6 @@ impl State {
             body["error"]["param"] = json!("payment_method");
             return Answer::new(400, body);
         };
-        if behaviour == Behaviour::RequiresAction
-            && parameters["error_on_requires_action"] == json!(true)
-        {
-            behaviour = Behaviour::AuthenticationRefused;
-        }
         self.next_id += 1;
         let intent = Intent {
             id: format!("{INTENT_PREFIX}{:08}", self.next_id),
@@ -391,11 +356,8 @@ impl State {
         };
         let body = intent.json();
         self.intents.push(intent);
-        if matches!(
-            behaviour,
-            Behaviour::Declines | Behaviour::AuthenticationRefused
-        ) {
-            let mut refusal = json!({"error": intent_error(&body)});
+        if behaviour == Behaviour::Declines {
+            let mut refusal = json!({"error": card_declined()});
             refusal["error"]["payment_intent"] = body;
             return Answer::new(402, refusal);
         }
