@@ -29,6 +29,12 @@ pub const LOOKUP_SETTLE_SECONDS: i64 = 300;
 /// How far back a [`LookupMethod::List`] lookup reads: the retention and an hour for
 /// the clocks' disagreement.
 pub const LIST_WINDOW_SECONDS: i64 = KEY_RETENTION_SECONDS + 3_600;
+/// How far back a search's "not found" is confirmed by the listing: two hours of
+/// search lag (Stripe's "about a minute" many times over, as in an incident) and an
+/// hour for the clocks' disagreement. An intent older than that is taken to be
+/// searchable; the listing reads only what the search might not show yet, so a busy
+/// day behind it costs nothing.
+pub const SEARCH_CONFIRM_WINDOW_SECONDS: i64 = 3 * 3_600;
 /// The pages of 100 intents one listing reads at most; past them it answers
 /// unavailable (never "not found").
 pub const MAX_LIST_PAGES: usize = 50;
@@ -179,14 +185,17 @@ impl Stripe {
             // Stripe's search shows a new intent after about a minute, and far later in
             // an incident (when stored 5xx happen, and with them the lookups a replayed
             // one asks for at once): its "not found" is confirmed by the listing, read
-            // after write, of the last 25 hours. An intent older than that is
+            // after write, of the last three hours. An intent older than that is
             // searchable; one younger is listed. The listing can only turn "not found"
             // into evidence or unavailable.
             LookupMethod::Search => match self.search(key, expected).await {
-                LookupAnswer::NotFound => self.list(key, expected).await,
+                LookupAnswer::NotFound => {
+                    self.list(key, expected, SEARCH_CONFIRM_WINDOW_SECONDS)
+                        .await
+                }
                 other => other,
             },
-            LookupMethod::List => self.list(key, expected).await,
+            LookupMethod::List => self.list(key, expected, LIST_WINDOW_SECONDS).await,
         }
     }
 
@@ -203,8 +212,10 @@ impl Stripe {
         }
     }
 
-    async fn list(&self, key: &str, expected: &Expected) -> LookupAnswer {
-        let since = (self.clock.now().timestamp() - LIST_WINDOW_SECONDS).to_string();
+    /// The intents created in the last `window` seconds (by this client's clock) that
+    /// carry `key`, every page, as evidence.
+    async fn list(&self, key: &str, expected: &Expected, window: i64) -> LookupAnswer {
+        let since = (self.clock.now().timestamp() - window).to_string();
         let mut found = Vec::new();
         let mut after: Option<String> = None;
         for _ in 0..MAX_LIST_PAGES {

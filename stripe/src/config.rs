@@ -55,10 +55,11 @@ impl Account {
 pub enum LookupMethod {
     /// `GET /v1/payment_intents/search?query=metadata['journal_key']:'<key>'`: Stripe's
     /// own records, kept after the key is forgotten (the plan's lookup is `durable`),
-    /// and eventually consistent: a "not found" is confirmed by the listing of
-    /// [`LookupMethod::List`] (read after write, the last 25 hours), so that a lag
-    /// longer than the plan's settle window (an incident) never proves an absence. An
-    /// account with more intents in 25 hours than the listing reads
+    /// and eventually consistent: a "not found" is confirmed by a listing (read after
+    /// write) of the last three hours
+    /// ([`SEARCH_CONFIRM_WINDOW_SECONDS`](crate::client::SEARCH_CONFIRM_WINDOW_SECONDS)),
+    /// so that a lag longer than the plan's settle window (an incident) never proves
+    /// an absence. An account with more intents in three hours than the listing reads
     /// ([`MAX_LIST_PAGES`](crate::client::MAX_LIST_PAGES) of 100) gets
     /// `lookup_too_many` instead of "not found".
     Search,

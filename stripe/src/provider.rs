@@ -126,8 +126,10 @@ impl Provider for Payment<'_> {
     async fn lookup(&self, key: &str) -> ProviderAnswer {
         let expected = match &self.role {
             Role::Request(Ok(_), expected) => expected,
-            // No intent can exist for parameters that make none.
-            Role::Request(Err(_), _) => return ProviderAnswer::Unknown,
+            // Parameters this version cannot send may have been sent by another (a
+            // re-send of them is unknown, never a decline): the key alone says whose
+            // intent it is, as for a recovery job.
+            Role::Request(Err(_), _) => &Expected::key_only(),
             Role::Recovery => &Expected::key_only(),
         };
         self.called.store(true, Ordering::Relaxed);
