@@ -19,6 +19,7 @@ pub mod close;
 pub mod event;
 pub mod guard;
 pub mod load;
+pub mod lookup;
 pub mod mutation;
 pub mod output;
 pub mod plan;

@@ -15,7 +15,7 @@
 use crate::digest::{Digest, frame_digest};
 use crate::error::JournalError;
 use crate::identity::is_slug;
-use crate::sends::plan::ProviderLookup;
+use crate::sends::lookup::ProviderLookup;
 use std::fmt;
 
 /// Whether the plan runs against the provider's test or live mode.

@@ -36,38 +36,7 @@ const MAX_API_VERSION_CHARS: usize = 64;
 /// The HTTP methods a provider endpoint may name.
 const METHODS: [&str; 5] = ["GET", "POST", "PUT", "PATCH", "DELETE"];
 
-/// What the provider's lookup of an idempotency key answers from, which bounds how
-/// long an absence can be proven (`docs/providers.md`, "Proven absence").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum ProviderLookup {
-    /// The provider's idempotency-key store: it forgets a key after the plan's key
-    /// retention, so an absence is provable only before `firstSentAt + retention`.
-    #[default]
-    KeyStore,
-    /// The provider's own durable records (a Stripe metadata search): an absence is
-    /// provable at any time after the settle window.
-    Durable,
-}
-
-impl ProviderLookup {
-    /// Parses exactly `key_store` or `durable`; anything else is `invalid_input` on
-    /// `lookup`.
-    pub fn parse(text: &str) -> Result<Self, JournalError> {
-        match text {
-            "key_store" => Ok(Self::KeyStore),
-            "durable" => Ok(Self::Durable),
-            _ => Err(JournalError::invalid("lookup")),
-        }
-    }
-
-    /// The exact text hashed and stored.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::KeyStore => "key_store",
-            Self::Durable => "durable",
-        }
-    }
-}
+pub use crate::sends::lookup::ProviderLookup;
 
 /// Whether `settle_seconds` is a valid settle window for `lookup` with key retention
 /// `retention`: 0 to [`MAX_LOOKUP_SETTLE_SECONDS`], and for a key-store lookup short
