@@ -371,9 +371,13 @@ impl RecoveryProtocol {
                 ));
             }
         }
-        let account = match (&self.account, &plan) {
-            (Some(account), Some(plan)) => plan.is_account(account),
-            _ => None,
+        // Whether the job asks the plan's account, and whether its lookups see as far
+        // back as the plan's do.
+        let (account, covered) = match (&self.account, &plan) {
+            (Some(account), Some(plan)) => {
+                (plan.is_account(account), account.lookup_covers(plan.lookup))
+            }
+            _ => (None, false),
         };
         if account == Some(false) {
             return done(Recovered::OtherAccount);
@@ -381,10 +385,6 @@ impl RecoveryProtocol {
         self.attempt = send.attempt;
         // The lookup starts after this read: its "not found" proves the absence only
         // if the absence was provable already, at the plan's account.
-        let covered = match (&self.account, &plan) {
-            (Some(account), Some(plan)) => account.lookup_covers(plan.lookup),
-            _ => false,
-        };
         self.lookup_proves_absence = account == Some(true)
             && covered
             && send
