@@ -3,7 +3,7 @@
 
 use crate::ProviderAnswer;
 use crate::connection::Connection;
-use crate::engine::{Engine, Memory};
+use crate::engine::Engine;
 use crate::envelope::ResultEnvelope;
 use crate::error::JournalError;
 use crate::execute::{Execution, Provider};
@@ -292,7 +292,7 @@ impl Journal {
         &self,
         command: &CommandInput,
     ) -> Result<Option<ResultEnvelope>, JournalError> {
-        results::read(&self.engine, command, &mut Memory::default()).await
+        results::read(&self.engine, command).await
     }
 
     /// A permit to send `plan` to the provider, recorded *before* the caller sends,
@@ -317,15 +317,7 @@ impl Journal {
         expected_fence_epoch: FenceEpoch,
         plan: &ProviderPlan,
     ) -> Result<BeginSendOutput, JournalError> {
-        sends::begin(
-            &self.engine,
-            command,
-            lease,
-            expected_fence_epoch,
-            plan,
-            &mut Memory::default(),
-        )
-        .await
+        sends::begin(&self.engine, command, lease, expected_fence_epoch, plan).await
     }
 
     /// Records what the provider answered attempt `attempt` of the command bound to
@@ -357,7 +349,6 @@ impl Journal {
             plan,
             attempt,
             outcome,
-            &mut Memory::default(),
         )
         .await
     }
@@ -390,7 +381,6 @@ impl Journal {
             plan,
             attempt,
             evidence,
-            &mut Memory::default(),
         )
         .await
     }
@@ -527,6 +517,6 @@ impl Journal {
     /// follow-up-read bound, the verifier's scale benchmark); the journal's guarantees
     /// are those of its own transitions, and a foreign one writes whatever it decides.
     pub async fn run_transition<T: Transition>(&self, op: &T) -> Result<T::Output, JournalError> {
-        self.engine.run_unrecorded(op).await
+        self.engine.run_borrowed(op).await
     }
 }

@@ -95,8 +95,7 @@ pub mod time {
 #[cfg(test)]
 pub(crate) use command_journal_core::testing;
 pub(crate) use command_journal_core::{
-    attempt, digest, document, envelope, execute, fence, known, lease, registration, start,
-    transaction,
+    attempt, digest, document, envelope, execute, fence, lease, registration, start, transaction,
 };
 
 pub use command_journal_core::answer::ProviderAnswer;

@@ -9,14 +9,7 @@
 //! outcome, an error code or a gRPC code. No label ever carries an input, an id, a
 //! hash, a key or a count, so the series are bounded and nothing secret leaves.
 
-use crate::envelope::ResultEnvelope;
-use crate::error::{GrpcCode, JournalError};
-use crate::execute::Execution;
-use crate::lease::{LeaseOutput, StatusOutput, TerminalOutput};
-use crate::ledger::{LedgerOutcome, LedgerReplay};
-use crate::registration::{RegistrationOutcome, RegistrationOutput};
-use crate::sends::{BeginSendOutput, CommandStatus, SendOutcomeOutput};
-use crate::start::StartOutput;
+use crate::error::GrpcCode;
 use crate::transaction::OperationName;
 use std::time::Duration;
 
@@ -90,33 +83,6 @@ pub(crate) fn operation_label(name: OperationName) -> &'static str {
     name.label()
 }
 
-/// The `outcome` label of an error: its stable code.
-pub(crate) fn error_outcome(error: &JournalError) -> &'static str {
-    error.code()
-}
-
-/// Records the result of a call that is not one transition under `operation`.
-pub(crate) fn record_call<O: MetricOutcome>(
-    operation: &'static str,
-    result: &Result<O, JournalError>,
-    elapsed: Duration,
-) {
-    let outcome = match result {
-        Ok(output) => output.metric_outcome(),
-        Err(error) => error_outcome(error),
-    };
-    self::operation(operation, outcome, elapsed);
-}
-
-/// Records a transition's result under its name.
-pub(crate) fn record<O: MetricOutcome>(
-    name: OperationName,
-    result: &Result<O, JournalError>,
-    elapsed: Duration,
-) {
-    record_call(operation_label(name), result, elapsed);
-}
-
 /// One RPC answered (or timed out, counted as `DEADLINE_EXCEEDED`).
 pub(crate) fn rpc(rpc: &'static str, code: GrpcCode) {
     ::metrics::counter!(RPCS_TOTAL, "rpc" => rpc, "code" => code.as_str()).increment(1);
@@ -143,150 +109,6 @@ pub(crate) fn pending(listing: &[command_journal_core::pending::PendingCommand])
 /// [`Recovered`]: command_journal_core::recovery::Recovered
 pub(crate) fn recovery(outcome: &'static str) {
     ::metrics::counter!(RECOVERIES_TOTAL, "outcome" => outcome).increment(1);
-}
-
-/// The `outcome` label an operation's answer records.
-pub(crate) trait MetricOutcome {
-    /// A fixed snake_case word.
-    fn metric_outcome(&self) -> &'static str;
-}
-
-impl MetricOutcome for RegistrationOutput {
-    fn metric_outcome(&self) -> &'static str {
-        match self.outcome() {
-            RegistrationOutcome::RegisteredNew => "registered_new",
-            RegistrationOutcome::RegisteredExisting => "registered_existing",
-        }
-    }
-}
-
-/// `acquired` (fence 1), `recovered` (a takeover: any fence above 1), `busy`, or
-/// `replayed` (the command is already terminal).
-impl MetricOutcome for LeaseOutput {
-    fn metric_outcome(&self) -> &'static str {
-        match self {
-            Self::Acquired { fence_epoch, .. } if fence_epoch.get() > 1 => "recovered",
-            Self::Acquired { .. } => "acquired",
-            Self::Busy => "busy",
-            Self::Succeeded | Self::FailedFinal => "replayed",
-        }
-    }
-}
-
-/// The lease part's outcome: a start is counted by what its acquisition answered.
-impl MetricOutcome for StartOutput {
-    fn metric_outcome(&self) -> &'static str {
-        self.lease.metric_outcome()
-    }
-}
-
-impl MetricOutcome for TerminalOutput {
-    fn metric_outcome(&self) -> &'static str {
-        match self {
-            Self::Succeeded => "succeeded",
-            Self::FailedFinal => "failed_final",
-        }
-    }
-}
-
-/// The state read.
-impl MetricOutcome for StatusOutput {
-    fn metric_outcome(&self) -> &'static str {
-        self.state.as_str()
-    }
-}
-
-/// The command's state read.
-impl MetricOutcome for CommandStatus {
-    fn metric_outcome(&self) -> &'static str {
-        self.command.state.as_str()
-    }
-}
-
-/// `permitted` (a first send of the attempt), `resent` (the same attempt and key
-/// after a takeover) or `replayed` (terminal: nothing to send).
-impl MetricOutcome for BeginSendOutput {
-    fn metric_outcome(&self) -> &'static str {
-        match self {
-            Self::Permitted(permit) if permit.resend => "resent",
-            Self::Permitted(_) => "permitted",
-            Self::Terminal(_) => "replayed",
-        }
-    }
-}
-
-/// `succeeded`, `failed_final`, `ambiguous` or `absent`.
-impl MetricOutcome for SendOutcomeOutput {
-    fn metric_outcome(&self) -> &'static str {
-        match self {
-            Self::Terminal(terminal) => terminal.metric_outcome(),
-            Self::Ambiguous { .. } => "ambiguous",
-            Self::Absent { .. } => "absent",
-        }
-    }
-}
-
-/// `found` (a succeeded command's stored envelope) or `none`.
-impl MetricOutcome for Option<ResultEnvelope> {
-    fn metric_outcome(&self) -> &'static str {
-        match self {
-            Some(_) => "found",
-            None => "none",
-        }
-    }
-}
-
-/// One listed command read: what would unblock it (`retry`, `resend_or_evidence`,
-/// `evidence`, `evidence_or_person`), or `not_pending` (its lease still runs, or it
-/// settled since the listing).
-impl MetricOutcome for Option<command_journal_core::pending::PendingCommand> {
-    fn metric_outcome(&self) -> &'static str {
-        match self.as_ref().map(|p| p.unblocked_by) {
-            None => "not_pending",
-            Some(reason) => reason.as_str(),
-        }
-    }
-}
-
-/// How one command's recovery ended: [`Recovered::as_str`].
-///
-/// [`Recovered::as_str`]: command_journal_core::recovery::Recovered::as_str
-impl MetricOutcome for command_journal_core::recovery::Recovered {
-    fn metric_outcome(&self) -> &'static str {
-        self.as_str()
-    }
-}
-
-/// What one `execute` answered: `succeeded`, `succeeded_without_result`,
-/// `declined`, `in_progress`, `retry_later` or `pending_reconciliation`.
-impl MetricOutcome for Execution {
-    fn metric_outcome(&self) -> &'static str {
-        match self {
-            Self::Succeeded(_) => "succeeded",
-            Self::SucceededWithoutResult => "succeeded_without_result",
-            Self::Declined => "declined",
-            Self::InProgress => "in_progress",
-            Self::RetryLater { .. } => "retry_later",
-            Self::PendingReconciliation => "pending_reconciliation",
-        }
-    }
-}
-
-/// `accepted`, `replayed`, `linked` or `already_linked`.
-impl MetricOutcome for LedgerOutcome {
-    fn metric_outcome(&self) -> &'static str {
-        self.outcome.as_str()
-    }
-}
-
-/// The replayed outcome's word, or `not_reserved`.
-impl MetricOutcome for LedgerReplay {
-    fn metric_outcome(&self) -> &'static str {
-        match self {
-            Self::Replayed(outcome) => outcome.metric_outcome(),
-            Self::NotReserved { .. } => "not_reserved",
-        }
-    }
 }
 
 #[cfg(test)]

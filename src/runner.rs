@@ -1,6 +1,10 @@
-//! The one runner every operation goes through: it reads, calls the operation's pure
-//! `decide` ([`crate::transaction`]), commits, and retries. This module and
-//! [`crate::connection`] are the only ones of the journal's operations that do I/O.
+//! The one driver every call of the journal goes through: it performs the I/O the
+//! core's sans-I/O call machine (`command_journal_core::call`) asks for, and nothing
+//! else: reads, commits, rollbacks, the backoff's wait, the provider's send and
+//! lookup. The machine owns every decision (the planned, blind or read first attempt,
+//! the fallback, the retry budget); the driver owns the clock, randomness, timeouts,
+//! deadlines, spans and metrics. This module and [`crate::connection`] are the only
+//! ones of the journal's operations that do I/O.
 //!
 //! Two concurrency modes share everything but how an attempt is fenced
 //! ([`Concurrency`]):
@@ -37,36 +41,39 @@
 //!
 //! Layout, one concern per file, no file importing one that imports it back:
 //!
-//! - `attempt.rs`: the sans-I/O attempt machine (reads asked for, follow-up bound,
-//!   corrupt-read confirmation, preconditions), driven here and by the in-memory test
-//!   store (`core/src/testing/store.rs`) alike;
-//! - `reading.rs`: one read-and-decide attempt over gRPC, driving the machine;
-//!   `planned.rs`: one commit sent without a read of its own (a blind creation, or a
-//!   transition `execute` planned from what it knows, `core/src/known.rs`);
 //! - `firestore.rs`: the Firestore calls (`BatchGetDocuments`, `Commit`, `Rollback`),
 //!   the raw writes and the transaction handle; the verifier reads through it too;
 //! - `retry.rs`: which failure is retried, the backoff, the tuning constants;
 //! - `counters.rs`: [`Counters`] and [`Stats`]; `concurrency.rs`: [`Concurrency`];
-//! - this file: the loop over attempts, its deadline and its span.
+//! - this file: the driver's loop, its spans, deadlines and metrics.
 
+use crate::ProviderAnswer;
 use crate::connection::Connection;
 use crate::error::JournalError;
-use crate::known::{Known, Planned};
+use crate::execute::{Provider, SendRequest};
 use crate::metrics;
-use crate::transaction::{OperationName, Transition};
+use crate::time::{Clock, Timestamp};
+use crate::transaction::{CommitStamps, OperationName};
+use command_journal_core::attempt::{Found, ReadKind};
+use command_journal_core::call::{
+    Call, CallOptions, CommitKind, Consistency, Input, Io, Labelled, Program, ReadAnswer,
+    RpcFailure, TransactionId,
+};
 use counters::{Count, Tally};
-use firestore::Session;
-use gcloud_sdk::prost_types::Timestamp;
-use retry::{Failure, backoff, deadline_error, is_precondition_loss};
+use firestore::{OpenTransaction, Session};
+use gcloud_sdk::google::firestore::v1::{
+    TransactionOptions, batch_get_documents_request, transaction_options,
+};
+use gcloud_sdk::prost_types;
+use retry::{Failure, Rpc, backoff, classify};
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 use tracing::Instrument;
 
 mod concurrency;
 mod counters;
 pub(crate) mod firestore;
-mod planned;
 mod policy;
-mod reading;
 pub(crate) mod retry;
 
 pub use concurrency::Concurrency;
@@ -74,212 +81,368 @@ pub(crate) use concurrency::RunOptions;
 pub use counters::{Counters, Stats};
 pub use policy::RetryPolicy;
 
-/// Runs `op` to completion: read, decide, commit, retrying as documented, inside one
-/// `tracing` span named for the operation.
-pub(crate) async fn run<T: Transition>(
-    connection: &Connection,
-    counters: &Counters,
-    options: RunOptions,
-    op: &T,
-) -> Result<T::Output, JournalError> {
-    let first = First::<T::Output> {
-        paths: op.paths(),
-        planned: None,
-        remember: false,
-    };
-    let span = operation_span(op.name(), options.concurrency);
-    let ran = run_in_span(connection, counters, options, op, first, span.clone())
-        .instrument(span)
-        .await?;
-    Ok(ran.answer.into_inner())
+/// What a call runs on: the connection, the counters, the options and the clock.
+#[derive(Clone, Copy)]
+pub(crate) struct Driver<'a> {
+    pub(crate) connection: &'a Connection,
+    pub(crate) counters: &'a Counters,
+    pub(crate) options: RunOptions,
+    pub(crate) clock: &'a dyn Clock,
 }
 
-/// Which answer an operation run with a plan gave.
-pub(crate) enum Answer<P, O> {
-    /// The planned commit landed: its answer.
-    Planned(P),
-    /// The operation read and decided: its own answer.
-    Decided(O),
+/// A span open in a call: the call's own, or one transition's with its session.
+struct Frame<'a> {
+    span: tracing::Span,
+    started: Instant,
+    /// A transition's RPCs and deadline; `None` for the call's own frame.
+    session: Option<Session<'a>>,
 }
 
-impl<O> Answer<O, O> {
-    /// The answer, whichever way it came.
-    pub(crate) fn into_inner(self) -> O {
-        match self {
-            Self::Planned(output) | Self::Decided(output) => output,
+/// A provider for calls that make no provider call: never asked.
+pub(crate) struct NoProvider;
+
+impl Provider for NoProvider {
+    async fn send(&self, _request: SendRequest<'_>) -> ProviderAnswer {
+        ProviderAnswer::Unknown
+    }
+
+    async fn lookup(&self, _key: &str) -> ProviderAnswer {
+        ProviderAnswer::Unknown
+    }
+}
+
+impl<'a> Driver<'a> {
+    /// The trusted time now, truncated to whole microseconds.
+    pub(crate) fn now(&self) -> Result<Timestamp, JournalError> {
+        Timestamp::from_datetime(self.clock.now()).ok_or(JournalError::ClockRegression)
+    }
+
+    /// Runs `program` to its answer: every step the call machine asks for, the
+    /// provider's calls through `provider` (each lookup's answer shown to
+    /// `on_lookup`).
+    pub(crate) async fn drive<P, Q>(
+        &self,
+        program: P,
+        provider: &Q,
+        on_lookup: &mut (dyn FnMut(&ProviderAnswer) + Send),
+    ) -> Result<P::Output, JournalError>
+    where
+        P: Program,
+        <P::Op as crate::transaction::Transition>::Output: Labelled,
+        Q: Provider,
+    {
+        let options = CallOptions {
+            concurrency: self.options.concurrency,
+            attempts: self.options.policy.attempts,
+            fast_paths: !self.options.reads_only,
+        };
+        let mut call = Call::<P, prost_types::Timestamp>::new(program, options);
+        let own = call.program().name();
+        let mut frames: Vec<Frame<'a>> = Vec::new();
+        let mut open = OpenTransaction {
+            raw: self.connection.raw(),
+            database: self.connection.database_path(),
+            id: None,
+        };
+        loop {
+            let io = call.poll(self.now()?);
+            let span = frames
+                .last()
+                .map_or_else(tracing::Span::none, |f| f.span.clone());
+            let input = match io {
+                Io::Done(result) => return result,
+                Io::Began(name) => {
+                    let parent = frames.last().map(|f| f.span.clone());
+                    let span = match parent {
+                        Some(parent) => {
+                            parent.in_scope(|| operation_span(name, options.concurrency))
+                        }
+                        None => operation_span(name, options.concurrency),
+                    };
+                    let session = (!(frames.is_empty() && own == Some(name))).then(|| {
+                        self.counters.count_call();
+                        self.session()
+                    });
+                    frames.push(Frame {
+                        span,
+                        started: Instant::now(),
+                        session,
+                    });
+                    continue;
+                }
+                Io::Ended {
+                    attempts,
+                    error,
+                    recorded,
+                } => {
+                    if let Some(frame) = frames.pop() {
+                        end(frame, attempts, error.as_ref(), &recorded);
+                    }
+                    continue;
+                }
+                Io::Send(send) => {
+                    let parameters = call.program().parameters().cloned().unwrap_or_default();
+                    let request = SendRequest {
+                        key: &send.key,
+                        parameters: &parameters,
+                        deadline: send.deadline,
+                        attempt: send.attempt,
+                        resend: send.resend,
+                    };
+                    let sent = tokio::time::timeout(send.deadline, provider.send(request))
+                        .instrument(span)
+                        .await;
+                    Input::Sent(sent.unwrap_or(ProviderAnswer::Unknown))
+                }
+                Io::Lookup(lookup) => {
+                    // The key comes from the stored plan, after the plan check.
+                    let found = tokio::time::timeout(lookup.deadline, provider.lookup(&lookup.key))
+                        .instrument(span)
+                        .await
+                        .unwrap_or(ProviderAnswer::Unknown);
+                    on_lookup(&found);
+                    Input::LookedUp(found)
+                }
+                io => {
+                    let Some(session) = frames.last().and_then(|f| f.session.as_ref()) else {
+                        return Err(JournalError::internal("driver: I/O outside a transition"));
+                    };
+                    store(session, io, &mut open).instrument(span).await
+                }
+            };
+            call.handle(input);
+        }
+    }
+
+    /// One transition's session: its RPCs, its deadline, its counters.
+    fn session(&self) -> Session<'a> {
+        Session {
+            options: self.options,
+            deadline: self.options.policy.deadline.map(|d| Instant::now() + d),
+            raw: self.connection.raw(),
+            tally: Tally::new(self.counters),
+            database: self.connection.database_path(),
+            root: self.connection.documents_path(),
         }
     }
 }
 
-/// An operation's answer and the state it left known (empty unless asked for).
-pub(crate) struct Ran<P, O> {
-    pub(crate) answer: Answer<P, O>,
-    pub(crate) known: Known<Timestamp>,
-}
-
-/// How a run begins: its first read, the commit planned before it, and whether the
-/// state it leaves is kept.
-struct First<P> {
-    paths: Vec<String>,
-    planned: Option<Planned<P, Timestamp>>,
-    remember: bool,
-}
-
-/// The first attempt of a run: a planned commit, or the operation's own blind
-/// creation.
-enum Commit<P, O> {
-    Planned(Planned<P, Timestamp>),
-    Blind(Planned<O, Timestamp>),
-}
-
-/// Runs `op` as [`run`] does, its first read being `paths` (its own paths and any
-/// more the caller will decide from), and its first attempt `planned` when given (in
-/// preconditions mode only; otherwise its blind creation, if it makes one), keeping
-/// what it leaves known. A planned commit refused for any retryable reason falls back
-/// to reading: at once after a lost precondition, after the usual backoff otherwise.
-pub(crate) async fn run_with<T: Transition, P>(
-    connection: &Connection,
-    counters: &Counters,
-    options: RunOptions,
-    op: &T,
-    paths: Vec<String>,
-    planned: Option<Planned<P, Timestamp>>,
-) -> Result<Ran<P, T::Output>, JournalError> {
-    let first = First {
-        paths,
-        planned,
-        remember: true,
-    };
-    let span = operation_span(op.name(), options.concurrency);
-    run_in_span(connection, counters, options, op, first, span.clone())
-        .instrument(span)
-        .await
-}
-
-async fn run_in_span<T: Transition, P>(
-    connection: &Connection,
-    counters: &Counters,
-    options: RunOptions,
-    op: &T,
-    first: First<P>,
-    span: tracing::Span,
-) -> Result<Ran<P, T::Output>, JournalError> {
-    let First {
-        paths,
-        planned,
-        remember,
-    } = first;
-    let started = Instant::now();
-    counters.count_call();
-    let runner = Session {
-        options,
-        deadline: options.policy.deadline.map(|d| started + d),
-        raw: connection.raw(),
-        tally: Tally::new(counters),
-        database: connection.database_path(),
-        root: connection.documents_path(),
-        remember,
-    };
-    // A planned commit, or a new command's creation, is tried first as one commit,
-    // before any read.
-    let mut first = match (options.concurrency, planned) {
-        _ if options.reads_only => None,
-        (Concurrency::Preconditions, Some(planned)) => Some(Commit::Planned(planned)),
-        (Concurrency::Preconditions, None) => crate::transaction::blind::plan(op, &paths)
-            .map(|plan| Commit::Blind(crate::known::blind_commit(plan, &paths))),
-        (Concurrency::Transaction, _) => None,
-    };
-    let mut attempts = 0;
-    // Refused planned or blind commits: they wrote nothing, so they spend nothing of
-    // the retry budget, which counts only the attempts that could have written.
-    let mut refused_fast_paths = 0;
-    let mut last_code = None;
-    let mut previous_transaction = None;
-    let result: Result<Ran<P, T::Output>, JournalError> = loop {
-        if runner.past_deadline() {
-            break Err(deadline_error(last_code, attempts));
+/// Performs one store step of a transition: a read, a commit, a rollback or the
+/// backoff's wait. The transaction a read opens is held in `open` until it is
+/// committed or rolled back, so that a call dropped mid-way releases it.
+async fn store<O>(
+    session: &Session<'_>,
+    io: Io<O, prost_types::Timestamp>,
+    open: &mut OpenTransaction,
+) -> Input<prost_types::Timestamp> {
+    match io {
+        Io::Read {
+            paths,
+            kind,
+            consistency,
+        } => {
+            if kind == ReadKind::First {
+                session.tally.bump(Count::Attempt);
+            }
+            if kind == ReadKind::Confirm {
+                tracing::debug!("confirming a corrupt-looking read");
+            }
+            read(session, &paths, consistency, open).await
         }
-        attempts += 1;
-        runner.tally.bump(Count::Attempt);
-        let was_planned = first.is_some();
-        let outcome = match first.take() {
-            Some(Commit::Planned(plan)) => runner
-                .planned_attempt(plan)
-                .await
-                .map(|(output, known)| (Answer::Planned(output), known)),
-            Some(Commit::Blind(plan)) => runner
-                .planned_attempt(plan)
-                .await
-                .map(|(output, known)| (Answer::Decided(output), known)),
-            None => runner
-                .attempt(&paths, op, previous_transaction.take())
-                .await
-                .map(|(output, known)| (Answer::Decided(output), known)),
-        };
-        match outcome {
-            Ok((answer, known)) => break Ok(Ran { answer, known }),
-            Err(Failure::Final(error)) => break Err(error),
-            Err(Failure::Deadline) => break Err(deadline_error(last_code, attempts)),
-            Err(Failure::Retry { code, transaction }) => {
-                last_code = Some(crate::grpc::grpc_code(code));
-                previous_transaction = transaction;
-                // A planned commit refused because a document exists or changed is no
-                // contention and wrote nothing: read what is there at once, whatever
-                // the budget.
-                let refused = was_planned && is_precondition_loss(code);
-                if refused {
-                    refused_fast_paths += 1;
+        Io::Commit {
+            writes,
+            transaction,
+            kind,
+        } => {
+            match kind {
+                CommitKind::Blind => {
+                    session.tally.bump(Count::Attempt);
+                    session.tally.bump(Count::BlindCommit);
                 }
-                let spent = attempts - refused_fast_paths;
-                if !refused && spent >= options.policy.attempts.get() {
-                    break Err(JournalError::unavailable(last_code, attempts, false));
+                CommitKind::Planned => {
+                    session.tally.bump(Count::Attempt);
+                    session.tally.bump(Count::PlannedCommit);
                 }
-                let wait = if refused {
-                    Duration::ZERO
-                } else {
-                    backoff(spent, code, options.concurrency, &options.policy)
-                };
-                if runner.deadline.is_some_and(|d| Instant::now() + wait >= d) {
-                    break Err(deadline_error(last_code, attempts));
-                }
-                tracing::debug!(
-                    attempt = attempts,
-                    code = crate::grpc::grpc_code(code).as_str(),
-                    backoff_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
-                    "journal attempt failed, retrying"
-                );
-                metrics::retry(crate::grpc::grpc_code(code));
-                if !wait.is_zero() {
-                    tokio::time::sleep(wait).await;
-                }
+                CommitKind::Decided => {}
+            }
+            let transaction = transaction.map(|id| id.0);
+            match session.commit(writes, transaction, open).await {
+                Ok(results) => Input::Committed(Ok(results)),
+                Err(failure) => match failure.into_rpc() {
+                    Some(failure) => Input::Committed(Err(failure)),
+                    None => Input::DeadlinePassed,
+                },
             }
         }
+        Io::Rollback(id) => {
+            open.disarm();
+            session.rollback(id.0).await;
+            Input::RolledBack
+        }
+        Io::Retry {
+            spent,
+            code,
+            cause,
+            immediate,
+        } => {
+            let options = session.options;
+            let wait = match immediate {
+                true => Duration::ZERO,
+                false => backoff(spent, cause, options.concurrency, &options.policy),
+            };
+            if session.deadline.is_some_and(|d| Instant::now() + wait >= d) {
+                return Input::DeadlinePassed;
+            }
+            tracing::debug!(
+                attempt = spent,
+                code = code.as_str(),
+                backoff_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+                "journal attempt failed, retrying"
+            );
+            metrics::retry(code);
+            if !wait.is_zero() {
+                tokio::time::sleep(wait).await;
+            }
+            Input::Waited
+        }
+        Io::Began(_) | Io::Ended { .. } | Io::Send(_) | Io::Lookup(_) | Io::Done(_) => {
+            Input::DeadlinePassed
+        }
+    }
+}
+
+/// One `BatchGetDocuments` at `consistency`.
+async fn read(
+    session: &Session<'_>,
+    paths: &[String],
+    consistency: Consistency<prost_types::Timestamp>,
+    open: &mut OpenTransaction,
+) -> Input<prost_types::Timestamp> {
+    use batch_get_documents_request::ConsistencySelector as Selector;
+    let selector = match consistency {
+        Consistency::Latest => None,
+        Consistency::At(time) => Some(Selector::ReadTime(time)),
+        Consistency::In(id) => Some(Selector::Transaction(id.0)),
+        Consistency::Begin { retrying } => Some(Selector::NewTransaction(TransactionOptions {
+            mode: Some(transaction_options::Mode::ReadWrite(
+                transaction_options::ReadWrite {
+                    retry_transaction: retrying.map(|id| id.0).unwrap_or_default(),
+                    // The database's own mode (pessimistic on Cloud Firestore Native,
+                    // as the official clients use).
+                    concurrency_mode: 0,
+                },
+            )),
+        })),
     };
-    let local = runner.tally.local();
-    span.record("attempts", attempts);
-    span.record("rpcs", local.rpcs());
-    span.record("conflicts", local.conflicts);
-    span.record(
-        "outcome",
-        match &result {
-            Ok(_) => "ok",
-            Err(e) => e.code(),
-        },
-    );
-    span.record(
-        "elapsed_ms",
-        u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-    );
-    if let Err(error) = &result
-        && !matches!(error.class(), crate::error::ErrorClass::Refused)
-    {
-        tracing::warn!(
-            code = error.code(),
-            grpc = error.grpc_code().map(|c| c.as_str()),
-            "journal operation failed"
+    let budget = match session.budget() {
+        Ok(budget) => budget,
+        Err(_) => return Input::DeadlinePassed,
+    };
+    let answered = tokio::time::timeout(budget, session.read(paths, selector)).await;
+    let (batch, transaction) = match answered {
+        Ok(Ok(read)) => {
+            metrics::rpc(metrics::RPC_BATCH_GET, crate::error::GrpcCode::Ok);
+            read
+        }
+        Ok(Err(status)) => {
+            metrics::rpc(
+                metrics::RPC_BATCH_GET,
+                crate::grpc::grpc_code(status.code()),
+            );
+            let failure = classify(Rpc::Read, session.options.concurrency, &status);
+            return match failure.into_rpc() {
+                Some(failure) => Input::Read(Err(failure)),
+                None => Input::DeadlinePassed,
+            };
+        }
+        Err(_) => {
+            metrics::rpc(
+                metrics::RPC_BATCH_GET,
+                crate::error::GrpcCode::DeadlineExceeded,
+            );
+            return match session.timed_out() {
+                Failure::Retry { code } => Input::Read(Err(RpcFailure::Retry {
+                    code: crate::grpc::grpc_code(code),
+                    cause: retry::cause(code),
+                })),
+                _ => Input::DeadlinePassed,
+            };
+        }
+    };
+    if let Some(id) = &transaction {
+        open.id = Some(id.clone());
+    }
+    let found: HashMap<String, Found<prost_types::Timestamp>> = batch
+        .found
+        .into_iter()
+        .map(|(path, doc)| {
+            let stamp = |t: Option<&prost_types::Timestamp>| t.map(|t| (t.seconds, t.nanos));
+            let stamps = match (
+                stamp(doc.create_time.as_ref()),
+                stamp(doc.update_time.as_ref()),
+            ) {
+                (Some(created), Some(updated)) => Some(CommitStamps { created, updated }),
+                _ => None,
+            };
+            let found = Found {
+                fields: crate::wire::fields_from_wire(doc.fields),
+                version: doc.update_time,
+                stamps,
+            };
+            (path, found)
+        })
+        .collect();
+    let found_count = paths.iter().filter(|p| found.contains_key(*p)).count();
+    session.tally.add(Count::Found, found_count as u64);
+    session
+        .tally
+        .add(Count::Missing, (paths.len() - found_count) as u64);
+    Input::Read(Ok(ReadAnswer {
+        found,
+        read_time: batch.read_time,
+        transaction: transaction.map(TransactionId),
+    }))
+}
+
+/// Closes `frame`: its span's fields, the warning of a failed transition, and the
+/// metrics it records.
+fn end(
+    frame: Frame<'_>,
+    attempts: u32,
+    error: Option<&JournalError>,
+    recorded: &[command_journal_core::call::Metric],
+) {
+    let elapsed = frame.started.elapsed();
+    let span = &frame.span;
+    if let Some(session) = &frame.session {
+        let local = session.tally.local();
+        span.record("attempts", attempts);
+        span.record("rpcs", local.rpcs());
+        span.record("conflicts", local.conflicts);
+        span.record("outcome", error.map_or("ok", JournalError::code));
+        span.record(
+            "elapsed_ms",
+            u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
+        );
+        if let Some(error) = error
+            && !matches!(error.class(), crate::error::ErrorClass::Refused)
+        {
+            span.in_scope(|| {
+                tracing::warn!(
+                    code = error.code(),
+                    grpc = error.grpc_code().map(|c| c.as_str()),
+                    "journal operation failed"
+                );
+            });
+        }
+    }
+    for metric in recorded {
+        metrics::operation(
+            metrics::operation_label(metric.name),
+            metric.outcome,
+            elapsed,
         );
     }
-    result
 }
 
 /// One span per operation, with a literal name (span names are static metadata);

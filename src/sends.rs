@@ -11,4 +11,4 @@ pub use command_journal_core::sends::{
     AttemptState, BeginSendOutput, CommandStatus, ProviderAccount, ProviderLookup, ProviderMode,
     ProviderPlan, ProviderPlanRequest, SendOutcomeOutput, SendPermit, SendStatus,
 };
-pub(crate) use command_journal_core::sends::{begin, guard, load, record, status};
+pub(crate) use command_journal_core::sends::{begin, guard, record, status};

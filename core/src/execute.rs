@@ -12,6 +12,7 @@
 //! each one names. `docs/providers.md` ("One call") gives the table.
 
 pub mod opening;
+pub mod program;
 pub mod protocol;
 #[cfg(test)]
 mod tests;

@@ -37,6 +37,7 @@
 
 pub mod answer;
 pub mod attempt;
+pub mod call;
 pub mod digest;
 pub mod document;
 pub mod envelope;

@@ -75,7 +75,8 @@
 //! Every other error ends the command's recovery with that error.
 
 pub mod checkpoint;
-mod registered;
+pub mod program;
+pub mod registered;
 pub mod schedule;
 #[cfg(test)]
 mod tests;

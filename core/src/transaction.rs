@@ -305,6 +305,18 @@ pub trait Transition {
     }
 }
 
+impl<O> Decision<O> {
+    /// The same decision with its answer mapped by `f`.
+    pub fn map<P>(self, f: impl FnOnce(O) -> P) -> Decision<P> {
+        match self {
+            Self::Observe(output) => Decision::Observe(f(output)),
+            Self::Mutate(writes, output) => Decision::Mutate(writes, f(output)),
+            Self::Reject(error) => Decision::Reject(error),
+            Self::Read(paths) => Decision::Read(paths),
+        }
+    }
+}
+
 #[cfg(test)]
 mod operation_tests {
     use super::OperationName;

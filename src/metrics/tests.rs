@@ -5,15 +5,21 @@
 
 use super::*;
 use crate::digest::Digest;
+use crate::envelope::ResultEnvelope;
+use crate::error::JournalError;
+use crate::execute::Execution;
 use crate::fence::FenceEpoch;
 use crate::identity::{CommandInput, CommandRequest, LeaseId, TerminalReferenceFingerprint};
 use crate::lease::{Acquire, LeaseCall, Terminal, TerminalRequest};
+use crate::lease::{LeaseOutput, TerminalOutput};
 use crate::registration::Registration;
 use crate::sends::SendPermit;
+use crate::sends::{BeginSendOutput, SendOutcomeOutput};
 use crate::start::Start;
 use crate::testing::Store;
 use crate::time::Timestamp;
 use crate::transaction::Transition;
+use command_journal_core::call::Labelled;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -107,10 +113,14 @@ fn call(holder: usize, now: i64) -> LeaseCall {
 fn run<T>(store: &mut Store, op: &T)
 where
     T: Transition,
-    T::Output: MetricOutcome + std::fmt::Debug + PartialEq,
+    T::Output: Labelled + std::fmt::Debug + PartialEq,
 {
-    let result = store.answer(op);
-    record(op.name(), &result, Duration::from_millis(3));
+    let result: Result<T::Output, JournalError> = store.answer(op);
+    let outcome = match &result {
+        Ok(output) => output.label(),
+        Err(error) => error.code(),
+    };
+    operation(op.name().label(), outcome, Duration::from_millis(3));
 }
 
 #[test]
@@ -187,7 +197,7 @@ fn send_answers_map_to_fixed_outcomes() {
             lease_expires_at: at(T0),
         })
     };
-    let cases: [(&dyn MetricOutcome, &str); 9] = [
+    let cases: [(&dyn Labelled, &str); 9] = [
         (&permit(false), "permitted"),
         (&permit(true), "resent"),
         (
@@ -208,7 +218,7 @@ fn send_answers_map_to_fixed_outcomes() {
         (&TerminalOutput::FailedFinal, "failed_final"),
     ];
     for (output, outcome) in cases {
-        assert_eq!(output.metric_outcome(), outcome);
+        assert_eq!(output.label(), outcome);
     }
     let envelope = ResultEnvelope::new(&json!({"id": "ch_CANARY"})).expect("envelope");
     let executions = [
@@ -228,14 +238,11 @@ fn send_answers_map_to_fixed_outcomes() {
         (Execution::PendingReconciliation, "pending_reconciliation"),
     ];
     for (execution, outcome) in executions {
-        assert_eq!(execution.metric_outcome(), outcome);
+        assert_eq!(execution.label(), outcome);
     }
-    assert_eq!(Some(envelope).metric_outcome(), "found");
-    assert_eq!(None::<ResultEnvelope>.metric_outcome(), "none");
-    assert_eq!(
-        error_outcome(&JournalError::SendCutoffPassed),
-        "send_cutoff_passed"
-    );
+    assert_eq!(Some(envelope).label(), "found");
+    assert_eq!(None::<ResultEnvelope>.label(), "none");
+    assert_eq!(JournalError::SendCutoffPassed.code(), "send_cutoff_passed");
     let names = [
         (OperationName::BeginSend, "begin_send"),
         (OperationName::RecordSendOutcome, "record_send_outcome"),

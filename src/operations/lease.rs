@@ -16,7 +16,7 @@ pub(crate) async fn register(
     command: &CommandInput,
 ) -> Result<RegistrationOutput, JournalError> {
     let op = Registration::new(command.identity(), engine.now()?);
-    engine.run(&op).await
+    engine.run(op).await
 }
 
 pub(crate) async fn acquire(
@@ -25,7 +25,7 @@ pub(crate) async fn acquire(
     lease: &LeaseId,
 ) -> Result<LeaseOutput, JournalError> {
     let op = Acquire::new(engine.lease_call(command, lease)?);
-    engine.run(&op).await
+    engine.run(op).await
 }
 
 pub(crate) async fn start(
@@ -36,7 +36,7 @@ pub(crate) async fn start(
     let identity = command.identity();
     let owner = command.lease_owner(&identity, lease)?;
     let op = Start::new(identity, owner, engine.now()?);
-    engine.run(&op).await
+    engine.run(op).await
 }
 
 /// A terminal transition under the send guard: `complete_command` and `fail_command`.
@@ -54,7 +54,7 @@ pub(crate) async fn terminal(
     };
     let hash = call.hash().clone();
     let op = Terminal::new(call, fence, request);
-    engine.run(&Guarded::new(op, &hash)).await
+    engine.run(Guarded::new(op, &hash)).await
 }
 
 pub(crate) async fn status(
@@ -62,5 +62,5 @@ pub(crate) async fn status(
     command: &CommandInput,
 ) -> Result<StatusOutput, JournalError> {
     let op = StatusRead::new(engine.command_call(command)?);
-    engine.run(&op).await
+    engine.run(op).await
 }

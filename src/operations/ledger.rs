@@ -19,7 +19,7 @@ pub(crate) async fn accept(
     scope: &LedgerScope,
 ) -> Result<LedgerOutcome, JournalError> {
     let op = Accept::new(key, plan, scope, engine.now()?)?;
-    engine.run(&op).await
+    engine.run(op).await
 }
 
 pub(crate) async fn replay_charge(
@@ -28,7 +28,7 @@ pub(crate) async fn replay_charge(
     scope: &LedgerScope,
     intent: &Intent,
 ) -> Result<LedgerReplay, JournalError> {
-    engine.run(&Replay::charge(key, scope, intent)?).await
+    engine.run(Replay::charge(key, scope, intent)?).await
 }
 
 pub(crate) async fn replay_reversal(
@@ -37,7 +37,7 @@ pub(crate) async fn replay_reversal(
     scope: &LedgerScope,
     authority: &ReversalAuthority,
 ) -> Result<LedgerReplay, JournalError> {
-    engine.run(&Replay::reversal(key, scope, authority)?).await
+    engine.run(Replay::reversal(key, scope, authority)?).await
 }
 
 pub(crate) async fn link(
@@ -47,5 +47,5 @@ pub(crate) async fn link(
     command: &HistoricalCommand,
 ) -> Result<LedgerOutcome, JournalError> {
     let op = Link::new(key, scope, command, engine.now()?)?;
-    engine.run(&op).await
+    engine.run(op).await
 }

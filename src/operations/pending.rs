@@ -141,7 +141,7 @@ pub(crate) async fn listing(
         .map(|(hash, broken)| async move {
             let read = match broken {
                 Some(error) => Err(error),
-                None => engine.run(&PendingRead::new(hash.clone(), now)).await,
+                None => engine.run(PendingRead::new(hash.clone(), now)).await,
             };
             (hash, read)
         })

@@ -9,29 +9,19 @@
 use super::Engine;
 use super::pending::listing;
 use crate::ProviderAnswer;
-use crate::engine::Memory;
 use crate::error::JournalError;
 use crate::execute::Provider;
-use crate::identity::CommandIdentity;
 use crate::identity::LeaseId;
-use crate::known::Planned;
-use crate::lease::{Acquire, LeaseCall, LeaseOutput};
 use crate::recovery::{Lookups, Progress, RecoverOptions, RecoveredCommand, Recovery, Stop};
 use crate::sends::ProviderAccount;
-use crate::sends::load::first_read;
-use crate::sends::record::{Mode, RecordAnswer};
-use crate::transaction::OperationName;
 use command_journal_core::digest::Digest;
 use command_journal_core::recovery::checkpoint::{CheckpointRead, CheckpointRecord};
+use command_journal_core::recovery::program::RecoveryProgram;
 use command_journal_core::recovery::schedule::circular;
-use command_journal_core::recovery::{
-    Recovered, RecoveryEvent as Event, RecoveryProtocol, RecoveryStep as Step, RegisteredIdentity,
-    recovery_owner,
-};
+use command_journal_core::recovery::{Recovered, recovery_owner};
 use futures::StreamExt as _;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
-use tracing::Instrument as _;
 
 /// Lists the pending commands of the options' range and recovers each whose send
 /// outcome is unknown, from after the cursor (or the checkpoint) around the range,
@@ -52,7 +42,7 @@ pub(crate) async fn recover<P: Provider>(
     let range = options.range;
     let read = match options.checkpoint {
         true => engine
-            .run_unrecorded(&CheckpointRead::new(range))
+            .run_unrecorded(CheckpointRead::new(range))
             .await?
             .map(|checkpoint| checkpoint.after),
         false => None,
@@ -158,7 +148,7 @@ pub(crate) async fn recover<P: Provider>(
                 .now()
                 .map(|now| CheckpointRecord::new(range, read, from.clone(), stopped.clone(), now));
             Some(match record {
-                Ok(record) => engine.run_unrecorded(&record).await,
+                Ok(record) => engine.run_unrecorded(record).await,
                 Err(error) => Err(error),
             })
         }
@@ -210,89 +200,15 @@ async fn recover_one<P: Provider>(
     hash: &Digest,
     lookups: &Tally,
 ) -> Result<Recovered, JournalError> {
-    let started = Instant::now();
-    let span = crate::runner::operation_span(OperationName::Recover, engine.options.concurrency);
-    let result = drive(engine, provider, account, hash, lookups)
-        .instrument(span)
+    let lease = LeaseId::generate();
+    let owner = recovery_owner(hash, &lease);
+    let program = RecoveryProgram::new(hash.clone(), owner, account.cloned());
+    let result = engine
+        .call(program, provider, &mut |found| lookups.count(found))
         .await;
-    crate::metrics::record(OperationName::Recover, &result, started.elapsed());
     crate::metrics::recovery(match &result {
         Ok(recovered) => recovered.as_str(),
         Err(error) => error.code(),
     });
     result
-}
-
-/// The protocol's steps, one after the other, until it answers. The first read
-/// answers the identity and the send status in one batch get; the takeover reads what
-/// the reconciliation reads too, so that in preconditions mode the reconciliation is
-/// one commit planned from the state the takeover left (`engine::Memory`).
-async fn drive<P: Provider>(
-    engine: &Engine,
-    provider: &P,
-    account: Option<&ProviderAccount>,
-    hash: &Digest,
-    lookups: &Tally,
-) -> Result<Recovered, JournalError> {
-    let lease = LeaseId::generate();
-    let owner = recovery_owner(hash, &lease);
-    let mut identity: Option<CommandIdentity> = None;
-    let mut memory = Memory::planning(engine);
-    let (mut recovery, mut step) = RecoveryProtocol::new(account.cloned());
-    loop {
-        let event = match step {
-            Step::Done(recovered) => return Ok(recovered),
-            Step::Status => {
-                let read = RegisteredIdentity::new(hash.clone(), engine.now()?);
-                let registered = engine.run_unrecorded(&read).await?;
-                identity = Some(registered.identity.clone());
-                Event::Status(Box::new(registered))
-            }
-            Step::Lookup { key, deadline, .. } => {
-                // The key comes from the stored plan.
-                let found = tokio::time::timeout(deadline, provider.lookup(&key)).await;
-                let found = found.unwrap_or(ProviderAnswer::Unknown);
-                lookups.count(&found);
-                Event::LookedUp(found)
-            }
-            Step::Acquire => {
-                let call = LeaseCall::new(held(&identity)?, owner.clone(), engine.now()?);
-                let paths = first_read(call.command());
-                let started = Instant::now();
-                let ran = engine
-                    .run_with(&Acquire::new(call), paths, None::<Planned<LeaseOutput, _>>)
-                    .await
-                    .map(|ran| {
-                        memory.known = Some(ran.known);
-                        ran.answer.into_inner()
-                    });
-                crate::metrics::record(OperationName::Acquire, &ran, started.elapsed());
-                Event::Acquired(ran?)
-            }
-            Step::Reconcile {
-                fence,
-                attempt,
-                evidence,
-            } => {
-                let call = LeaseCall::new(held(&identity)?, owner.clone(), engine.now()?);
-                let op = RecordAnswer::prepare(
-                    call,
-                    fence,
-                    attempt,
-                    &evidence,
-                    None,
-                    Mode::Reconciliation,
-                )?;
-                Event::Reconciled(engine.run_remembering(&op, &mut memory).await)
-            }
-        };
-        step = recovery.step(event)?;
-    }
-}
-
-/// The identity the first read answered.
-fn held(identity: &Option<CommandIdentity>) -> Result<CommandIdentity, JournalError> {
-    identity.clone().ok_or(JournalError::internal(
-        "recover: a step before the first read",
-    ))
 }

@@ -1,7 +1,6 @@
 //! Result envelopes: a success that stores one, and reading it back.
 
 use super::Engine;
-use crate::engine::Memory;
 use crate::envelope::ResultEnvelope;
 use crate::envelope::read::ResultRead;
 use crate::envelope::record::WithResult;
@@ -24,7 +23,7 @@ pub(crate) async fn complete(
     let commitment = call.identity().terminal_commitment(&result.reference());
     let op = Terminal::new(call, fence, TerminalRequest::Succeed(commitment));
     let op = WithResult::new(Guarded::new(op, &hash), &hash, now, result);
-    engine.run(&op).await
+    engine.run(op).await
 }
 
 /// The stored result, answered from what `memory` knows when that holds every
@@ -32,11 +31,8 @@ pub(crate) async fn complete(
 pub(crate) async fn read(
     engine: &Engine,
     command: &CommandInput,
-    memory: &mut Memory,
 ) -> Result<Option<ResultEnvelope>, JournalError> {
-    let op = ResultRead::new(engine.command_call(command)?);
-    if let Some(output) = memory.observe(&op) {
-        return Ok(output);
-    }
-    engine.run_remembering(&op, memory).await
+    engine
+        .run(ResultRead::new(engine.command_call(command)?))
+        .await
 }

@@ -3,7 +3,6 @@
 
 use super::Engine;
 use crate::ProviderAnswer;
-use crate::engine::Memory;
 use crate::error::JournalError;
 use crate::fence::FenceEpoch;
 use crate::identity::{CommandInput, LeaseId};
@@ -26,10 +25,9 @@ pub(crate) async fn begin(
     lease: &LeaseId,
     fence: FenceEpoch,
     plan: &ProviderPlan,
-    memory: &mut Memory,
 ) -> Result<BeginSendOutput, JournalError> {
     let op = BeginSend::new(engine.lease_call(command, lease)?, fence, plan.clone());
-    engine.run_remembering(&op, memory).await
+    engine.run(op).await
 }
 
 pub(crate) async fn record_outcome(
@@ -38,18 +36,8 @@ pub(crate) async fn record_outcome(
     plan: &ProviderPlan,
     attempt: i64,
     outcome: &ProviderAnswer,
-    memory: &mut Memory,
 ) -> Result<SendOutcomeOutput, JournalError> {
-    record(
-        engine,
-        holder,
-        plan,
-        attempt,
-        outcome,
-        Mode::Outcome,
-        memory,
-    )
-    .await
+    record(engine, holder, plan, attempt, outcome, Mode::Outcome).await
 }
 
 pub(crate) async fn reconcile(
@@ -58,7 +46,6 @@ pub(crate) async fn reconcile(
     plan: &ProviderPlan,
     attempt: i64,
     evidence: &ProviderAnswer,
-    memory: &mut Memory,
 ) -> Result<SendOutcomeOutput, JournalError> {
     record(
         engine,
@@ -67,7 +54,6 @@ pub(crate) async fn reconcile(
         attempt,
         evidence,
         Mode::Reconciliation,
-        memory,
     )
     .await
 }
@@ -79,7 +65,6 @@ async fn record(
     attempt: i64,
     answer: &ProviderAnswer,
     mode: Mode,
-    memory: &mut Memory,
 ) -> Result<SendOutcomeOutput, JournalError> {
     let Holder {
         command,
@@ -88,7 +73,7 @@ async fn record(
     } = holder;
     let call = engine.lease_call(command, lease)?;
     let op = RecordAnswer::prepare(call, fence, attempt, answer, Some(plan.clone()), mode)?;
-    engine.run_remembering(&op, memory).await
+    engine.run(op).await
 }
 
 /// `send_status`, answering `plan_conflict` first when `plan` is given and another
@@ -104,5 +89,5 @@ pub(crate) async fn status(
         Some(plan) => read.for_plan(plan),
         None => read,
     };
-    engine.run(&read).await
+    engine.run(read).await
 }

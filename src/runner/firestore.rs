@@ -33,9 +33,6 @@ pub(super) struct Session<'a> {
     pub(super) tally: Tally<'a>,
     pub(super) database: String,
     pub(super) root: String,
-    /// Whether an attempt answers what it left known (`execute` only: the other
-    /// operations never use it, and skip the copy).
-    pub(super) remember: bool,
 }
 
 /// What one `BatchGetDocuments` returned.
@@ -105,9 +102,9 @@ pub(super) struct OpenTransaction {
 }
 
 impl OpenTransaction {
-    /// The transaction is finished (committed, or its commit answered): no rollback.
-    pub(super) fn disarm(&mut self) -> Option<Vec<u8>> {
-        self.id.take()
+    /// The transaction is finished (committed, or rolled back): no rollback.
+    pub(super) fn disarm(&mut self) {
+        self.id = None;
     }
 }
 
@@ -134,7 +131,7 @@ impl Drop for OpenTransaction {
 }
 
 impl Session<'_> {
-    /// Whether the operation's deadline has passed.
+    /// Whether the transition's deadline has passed.
     pub(super) fn past_deadline(&self) -> bool {
         self.deadline.is_some_and(|d| Instant::now() >= d)
     }
@@ -164,7 +161,7 @@ impl Session<'_> {
     }
 
     /// One consistent read of every path; missing documents are absent from the map.
-    /// A transaction the read opens is stored in `open` once the answer arrives.
+    /// A read that opens a transaction answers its id beside the documents.
     ///
     /// A read that opens a transaction runs as its own task, so that a caller who
     /// drops the operation mid-read cannot orphan the transaction: the task finishes
@@ -173,8 +170,7 @@ impl Session<'_> {
         &self,
         paths: &[String],
         selector: Option<batch_get_documents_request::ConsistencySelector>,
-        open: &mut OpenTransaction,
-    ) -> Result<Batch, Status> {
+    ) -> Result<(Batch, Option<Vec<u8>>), Status> {
         self.tally.bump(Count::BatchGet);
         let opens = matches!(
             selector,
@@ -185,7 +181,7 @@ impl Session<'_> {
         let prefix = format!("{}/", self.root);
         if !opens {
             let (result, _) = batch_get(self.raw.clone(), request, prefix).await;
-            return result;
+            return result.map(|batch| (batch, None));
         }
         let (sender, receiver) = tokio::sync::oneshot::channel();
         let raw = self.raw.clone();
@@ -218,22 +214,19 @@ impl Session<'_> {
             }
         });
         match receiver.await {
-            Ok(Ok((batch, id))) => {
-                if !id.is_empty() {
-                    open.id = Some(id);
-                }
-                Ok(batch)
-            }
+            Ok(Ok((batch, id))) => Ok((batch, (!id.is_empty()).then_some(id))),
             Ok(Err(status)) => Err(status),
             Err(_) => Err(Status::internal("the read task ended without an answer")),
         }
     }
 
-    /// Sends one `Commit` of `writes` (in `open`'s transaction, if any); the update
-    /// time Firestore answered for each write, in order (none for a delete).
+    /// Sends one `Commit` of `writes` (in `transaction`, if any; `open` no longer
+    /// rolls it back once the commit answered success); the update time Firestore
+    /// answered for each write, in order (none for a delete).
     pub(super) async fn commit(
         &self,
         writes: Vec<GuardedWrite<prost_types::Timestamp>>,
+        transaction: Option<Vec<u8>>,
         open: &mut OpenTransaction,
     ) -> Result<Vec<Option<WriteTime>>, Failure> {
         let budget = self.budget()?;
@@ -247,7 +240,7 @@ impl Session<'_> {
         let request = CommitRequest {
             database: self.database.clone(),
             writes: writes.into_iter().map(|w| self.raw_write(w)).collect(),
-            transaction: open.id.clone().unwrap_or_default(),
+            transaction: transaction.unwrap_or_default(),
             request_options: None,
         };
         let answered = tokio::time::timeout(budget, self.raw.clone().commit(request)).await;

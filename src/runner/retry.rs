@@ -9,17 +9,13 @@
 
 use super::concurrency::Concurrency;
 use super::policy::RetryPolicy;
-use crate::error::{ConfigCause, GrpcCode, JournalError};
+use crate::error::{ConfigCause, JournalError};
+use command_journal_core::call::{RetryCause, RpcFailure};
 use gcloud_sdk::google_cloud_auth::errors::CredentialsError;
 use gcloud_sdk::tonic::{Code, Status};
 use std::time::Duration;
 
-/// The answer of an operation whose deadline passed after `attempts` attempts.
-pub(super) fn deadline_error(last_code: Option<GrpcCode>, attempts: u32) -> JournalError {
-    JournalError::unavailable(last_code, attempts, true)
-}
-
-/// Backoff after failed attempt `attempt` (1-based) that answered `code`, under
+/// Backoff after failed attempt `attempt` (1-based) that failed for `cause`, under
 /// `policy`.
 ///
 /// - RESOURCE_EXHAUSTED waits between the backoff cap and four times it, as the
@@ -30,17 +26,17 @@ pub(super) fn deadline_error(last_code: Option<GrpcCode>, attempts: u32) -> Jour
 ///   doubled per attempt up to the cap.
 pub(super) fn backoff(
     attempt: u32,
-    code: Code,
+    cause: RetryCause,
     mode: Concurrency,
     policy: &RetryPolicy,
 ) -> Duration {
     let micros = |d: Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
     let retries = attempt.saturating_sub(1).min(16);
-    match (code, mode) {
-        (Code::ResourceExhausted, _) => Duration::from_micros(fastrand::u64(
+    match (cause, mode) {
+        (RetryCause::Exhausted, _) => Duration::from_micros(fastrand::u64(
             micros(policy.backoff_cap)..=micros(policy.backoff_cap.saturating_mul(4)),
         )),
-        (Code::Aborted, Concurrency::Transaction) => {
+        (RetryCause::Contention, Concurrency::Transaction) => {
             // `retries` is at most 16: 1.5^16 s is finite, so `mul_f64` cannot panic.
             let base = policy
                 .contention_backoff_base
@@ -59,11 +55,8 @@ pub(super) fn backoff(
 }
 
 pub(super) enum Failure {
-    /// Worth another attempt; `transaction` is this attempt's, for `retry_transaction`.
-    Retry {
-        code: Code,
-        transaction: Option<Vec<u8>>,
-    },
+    /// Worth another attempt.
+    Retry { code: Code },
     /// The operation's deadline passed.
     Deadline,
     /// The operation's answer.
@@ -73,10 +66,7 @@ pub(super) enum Failure {
 impl Failure {
     /// Worth another attempt, with no transaction to name.
     pub(super) fn retry(code: Code) -> Self {
-        Self::Retry {
-            code,
-            transaction: None,
-        }
+        Self::Retry { code }
     }
 }
 
@@ -158,11 +148,31 @@ pub(super) fn classify(rpc: Rpc, mode: Concurrency, status: &Status) -> Failure 
     }
 }
 
-/// Whether a commit's refusal means one of its `exists: false` preconditions failed:
-/// the emulator answers ALREADY_EXISTS for a create and for an absence guard alike;
-/// FAILED_PRECONDITION is the documented answer to a failed precondition.
-pub(super) fn is_precondition_loss(code: Code) -> bool {
-    matches!(code, Code::AlreadyExists | Code::FailedPrecondition)
+/// Why a retryable `code` failed, for the call machine: a commit's refusal with
+/// ALREADY_EXISTS or FAILED_PRECONDITION means one of its preconditions failed (the
+/// emulator answers ALREADY_EXISTS for a create and for an absence guard alike;
+/// FAILED_PRECONDITION is the documented answer to a failed precondition).
+pub(super) fn cause(code: Code) -> RetryCause {
+    match code {
+        Code::AlreadyExists | Code::FailedPrecondition => RetryCause::PreconditionLost,
+        Code::Aborted => RetryCause::Contention,
+        Code::ResourceExhausted => RetryCause::Exhausted,
+        _ => RetryCause::Transient,
+    }
+}
+
+impl Failure {
+    /// The failure as the call machine hears it; `None` for a passed deadline.
+    pub(super) fn into_rpc(self) -> Option<RpcFailure> {
+        match self {
+            Self::Retry { code, .. } => Some(RpcFailure::Retry {
+                code: crate::grpc::grpc_code(code),
+                cause: cause(code),
+            }),
+            Self::Final(error) => Some(RpcFailure::Final(error)),
+            Self::Deadline => None,
+        }
+    }
 }
 
 /// The error of a single RPC outside the runner (the verifier's scans): a retryable

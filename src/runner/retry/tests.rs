@@ -1,4 +1,5 @@
 use super::*;
+use crate::error::GrpcCode;
 
 fn policy() -> RetryPolicy {
     RetryPolicy::default()
@@ -29,7 +30,7 @@ fn backoff_is_full_jitter_under_a_doubling_ceiling() {
                     .saturating_mul(1 << (attempt - 1))
                     .min(BACKOFF_CAP);
                 for _ in 0..50 {
-                    assert!(backoff(attempt, code, mode, &policy()) <= ceiling);
+                    assert!(backoff(attempt, cause(code), mode, &policy()) <= ceiling);
                 }
             }
         }
@@ -42,7 +43,7 @@ fn backoff_is_full_jitter_under_a_doubling_ceiling() {
             assert!(
                 backoff(
                     attempt,
-                    Code::Aborted,
+                    cause(Code::Aborted),
                     Concurrency::Preconditions,
                     &policy()
                 ) <= ceiling
@@ -59,8 +60,13 @@ fn an_aborted_transaction_waits_half_to_one_and_a_half_times_a_growing_base() {
     for (attempt, base_ms) in (1..).zip(bases_ms) {
         let (low, high) = (base_ms * 1_000 / 2, base_ms * 1_000 * 3 / 2);
         for _ in 0..50 {
-            let wait =
-                backoff(attempt, Code::Aborted, Concurrency::Transaction, &policy()).as_micros();
+            let wait = backoff(
+                attempt,
+                cause(Code::Aborted),
+                Concurrency::Transaction,
+                &policy(),
+            )
+            .as_micros();
             // A millisecond of slack for the rounded bases above.
             assert!(
                 (low - 1_000..=high + 1_000).contains(&(wait as u64)),
@@ -76,7 +82,7 @@ fn resource_exhausted_backs_off_to_the_maximum() {
     for mode in [Concurrency::Preconditions, Concurrency::Transaction] {
         for attempt in 1..=MAX_ATTEMPTS {
             for _ in 0..50 {
-                let wait = backoff(attempt, Code::ResourceExhausted, mode, &policy());
+                let wait = backoff(attempt, cause(Code::ResourceExhausted), mode, &policy());
                 assert!(wait >= BACKOFF_CAP && wait <= BACKOFF_CAP * 4, "{wait:?}");
             }
         }
