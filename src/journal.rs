@@ -1,26 +1,38 @@
 //! The entry point: a `Journal` over one Firestore project. Its one `impl` holds every
-//! operation, each delegating in one line to its module under `crate::operations`.
+//! operation: each prepares the core's transition (or program) from the caller's
+//! input and the time it captures, and runs it through the one driver
+//! (`crate::runner`).
 
 use crate::ProviderAnswer;
 use crate::connection::Connection;
-use crate::engine::Engine;
 use crate::envelope::ResultEnvelope;
+use crate::envelope::read::ResultRead;
+use crate::envelope::record::WithResult;
 use crate::error::JournalError;
 use crate::execute::{Execution, Provider};
 use crate::fence::FenceEpoch;
 use crate::identity::{CommandInput, LeaseId, LedgerKey, TerminalReferenceFingerprint};
+use crate::lease::{Acquire, StatusRead, Terminal, TerminalRequest};
 use crate::lease::{LeaseOutput, StatusOutput, TerminalOutput};
 use crate::ledger::{
     FingerprintInput, HistoricalCommand, Intent, LedgerOutcome, LedgerReplay, LedgerScope,
     ReversalAuthority,
 };
-use crate::operations::{execute, lease, ledger, pending, recover, results, sends};
+use crate::ledger::{accept::Accept, migration::Link, replay::Replay};
+use crate::registration::Registration;
 use crate::registration::RegistrationOutput;
+use crate::runner::Engine;
 use crate::runner::{Concurrency, RetryPolicy, Stats};
+use crate::sends::begin::BeginSend;
+use crate::sends::guard::Guarded;
+use crate::sends::record::{Mode, RecordAnswer};
+use crate::sends::status::SendStatusRead;
 use crate::sends::{BeginSendOutput, CommandStatus, ProviderPlan, SendOutcomeOutput};
+use crate::start::Start;
 use crate::start::StartOutput;
 use crate::time::{Clock, Timestamp};
 use crate::transaction::Transition;
+use command_journal_core::execute::program::ExecuteProgram;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -142,7 +154,8 @@ impl Journal {
         &self,
         command: &CommandInput,
     ) -> Result<RegistrationOutput, JournalError> {
-        lease::register(&self.engine, command).await
+        let op = Registration::new(command.identity(), self.engine.now()?);
+        self.engine.run(op).await
     }
 
     /// Acquires the command's fixed 60 s lease for `lease`, one id per worker attempt.
@@ -157,7 +170,8 @@ impl Journal {
         command: &CommandInput,
         lease: &LeaseId,
     ) -> Result<LeaseOutput, JournalError> {
-        lease::acquire(&self.engine, command, lease).await
+        let op = Acquire::new(self.engine.lease_call(command, lease)?);
+        self.engine.run(op).await
     }
 
     /// Registers `command` if needed and acquires its lease for `lease`, in one
@@ -174,7 +188,11 @@ impl Journal {
         command: &CommandInput,
         lease: &LeaseId,
     ) -> Result<StartOutput, JournalError> {
-        lease::start(&self.engine, command, lease).await
+        let identity = command.identity();
+        let owner = command.lease_owner(&identity, lease)?;
+        self.engine
+            .run(Start::new(identity, owner, self.engine.now()?))
+            .await
     }
 
     /// Records success with the command-bound commitment of `reference`, for the
@@ -190,14 +208,8 @@ impl Journal {
         expected_fence_epoch: FenceEpoch,
         reference: &TerminalReferenceFingerprint,
     ) -> Result<TerminalOutput, JournalError> {
-        lease::terminal(
-            &self.engine,
-            command,
-            lease,
-            expected_fence_epoch,
-            Some(reference),
-        )
-        .await
+        self.terminal(command, lease, expected_fence_epoch, Some(reference))
+            .await
     }
 
     /// Records final failure (no reason is stored), under the same rules as
@@ -208,7 +220,8 @@ impl Journal {
         lease: &LeaseId,
         expected_fence_epoch: FenceEpoch,
     ) -> Result<TerminalOutput, JournalError> {
-        lease::terminal(&self.engine, command, lease, expected_fence_epoch, None).await
+        self.terminal(command, lease, expected_fence_epoch, None)
+            .await
     }
 
     /// [`complete_command`](Self::complete_command) with `result` as the outcome: the
@@ -227,7 +240,16 @@ impl Journal {
         expected_fence_epoch: FenceEpoch,
         result: &ResultEnvelope,
     ) -> Result<TerminalOutput, JournalError> {
-        results::complete(&self.engine, command, lease, expected_fence_epoch, result).await
+        let call = self.engine.lease_call(command, lease)?;
+        let (now, hash) = (call.now(), call.hash().clone());
+        let commitment = call.identity().terminal_commitment(&result.reference());
+        let op = Terminal::new(
+            call,
+            expected_fence_epoch,
+            TerminalRequest::Succeed(commitment),
+        );
+        let op = WithResult::new(Guarded::new(op, &hash), &hash, now, result);
+        self.engine.run(op).await
     }
 
     /// Every command waiting for someone at the journal's time: a lease that expired
@@ -248,7 +270,7 @@ impl Journal {
         &self,
         range: crate::pending::KeyRange,
     ) -> Result<crate::pending::Listing, JournalError> {
-        pending::pending(&self.engine, range).await
+        crate::pending::listing::pending(&self.engine, range).await
     }
 
     /// Settles every pending command whose send outcome is unknown from `provider`'s
@@ -273,13 +295,14 @@ impl Journal {
         options: &crate::recovery::RecoverOptions,
         on_progress: impl FnMut(crate::recovery::Progress<'_>),
     ) -> Result<crate::recovery::Recovery, JournalError> {
-        recover::recover(&self.engine, provider, options, on_progress).await
+        crate::recovery::job::recover(&self.engine, provider, options, on_progress).await
     }
 
     /// The command's redacted state, revision and fence, validating every document
     /// it reads; writes nothing.
     pub async fn status(&self, command: &CommandInput) -> Result<StatusOutput, JournalError> {
-        lease::status(&self.engine, command).await
+        let op = StatusRead::new(self.engine.command_call(command)?);
+        self.engine.run(op).await
     }
 
     /// The result envelope a succeeded command stored, byte-identical to the one
@@ -292,7 +315,8 @@ impl Journal {
         &self,
         command: &CommandInput,
     ) -> Result<Option<ResultEnvelope>, JournalError> {
-        results::read(&self.engine, command).await
+        let op = ResultRead::new(self.engine.command_call(command)?);
+        self.engine.run(op).await
     }
 
     /// A permit to send `plan` to the provider, recorded *before* the caller sends,
@@ -317,7 +341,9 @@ impl Journal {
         expected_fence_epoch: FenceEpoch,
         plan: &ProviderPlan,
     ) -> Result<BeginSendOutput, JournalError> {
-        sends::begin(&self.engine, command, lease, expected_fence_epoch, plan).await
+        let call = self.engine.lease_call(command, lease)?;
+        let op = BeginSend::new(call, expected_fence_epoch, plan.clone());
+        self.engine.run(op).await
     }
 
     /// Records what the provider answered attempt `attempt` of the command bound to
@@ -339,18 +365,11 @@ impl Journal {
         attempt: i64,
         outcome: &ProviderAnswer,
     ) -> Result<SendOutcomeOutput, JournalError> {
-        sends::record_outcome(
-            &self.engine,
-            sends::Holder {
-                command,
-                lease,
-                fence: expected_fence_epoch,
-            },
-            plan,
-            attempt,
-            outcome,
-        )
-        .await
+        let call = self.engine.lease_call(command, lease)?;
+        let plan = Some(plan.clone());
+        let fence = expected_fence_epoch;
+        let op = RecordAnswer::prepare(call, fence, attempt, outcome, plan, Mode::Outcome)?;
+        self.engine.run(op).await
     }
 
     /// Records verified provider evidence about attempt `attempt` (of the command
@@ -371,18 +390,11 @@ impl Journal {
         attempt: i64,
         evidence: &ProviderAnswer,
     ) -> Result<SendOutcomeOutput, JournalError> {
-        sends::reconcile(
-            &self.engine,
-            sends::Holder {
-                command,
-                lease,
-                fence: expected_fence_epoch,
-            },
-            plan,
-            attempt,
-            evidence,
-        )
-        .await
+        let call = self.engine.lease_call(command, lease)?;
+        let (plan, fence) = (Some(plan.clone()), expected_fence_epoch);
+        let mode = Mode::Reconciliation;
+        let op = RecordAnswer::prepare(call, fence, attempt, evidence, plan, mode)?;
+        self.engine.run(op).await
     }
 
     /// [`status`](Self::status) with the send state: the same redacted fields, plus,
@@ -390,7 +402,8 @@ impl Journal {
     /// state, its cutoff, whether it needs reconciliation and from when its absence
     /// is provable. Writes nothing.
     pub async fn send_status(&self, command: &CommandInput) -> Result<CommandStatus, JournalError> {
-        sends::status(&self.engine, command, None).await
+        let op = SendStatusRead::new(self.engine.command_call(command)?);
+        self.engine.run(op).await
     }
 
     /// Runs the whole send protocol for `command` with `plan` through `provider`:
@@ -426,7 +439,15 @@ impl Journal {
         plan: &ProviderPlan,
         provider: &P,
     ) -> Result<Execution, JournalError> {
-        execute::execute(&self.engine, command, plan, provider).await
+        let lease = self.engine.new_lease();
+        let identity = command.identity();
+        let owner = command.lease_owner(&identity, &lease)?;
+        let (mode, fast) = (
+            self.engine.options.concurrency,
+            !self.engine.options.reads_only,
+        );
+        let program = ExecuteProgram::new(identity, owner, plan.clone(), mode, fast)?;
+        self.engine.call(program, provider, &mut |_| {}).await
     }
 
     /// Accepts a ledger command under its reservation identity `key`, in one
@@ -451,7 +472,8 @@ impl Journal {
         plan: &FingerprintInput,
         scope: &LedgerScope,
     ) -> Result<LedgerOutcome, JournalError> {
-        ledger::accept(&self.engine, key, plan, scope).await
+        let op = Accept::new(key, plan, scope, self.engine.now()?)?;
+        self.engine.run(op).await
     }
 
     /// Replays a charge before pricing: resolves the reservation and its complete
@@ -467,7 +489,7 @@ impl Journal {
         scope: &LedgerScope,
         intent: &Intent,
     ) -> Result<LedgerReplay, JournalError> {
-        ledger::replay_charge(&self.engine, key, scope, intent).await
+        self.engine.run(Replay::charge(key, scope, intent)?).await
     }
 
     /// Replays a reversal before pricing: as
@@ -482,7 +504,9 @@ impl Journal {
         scope: &LedgerScope,
         authority: &ReversalAuthority,
     ) -> Result<LedgerReplay, JournalError> {
-        ledger::replay_reversal(&self.engine, key, scope, authority).await
+        self.engine
+            .run(Replay::reversal(key, scope, authority)?)
+            .await
     }
 
     /// The explicit migration call: links the existing `historical_unlinked` rows
@@ -507,7 +531,8 @@ impl Journal {
         scope: &LedgerScope,
         command: &HistoricalCommand,
     ) -> Result<LedgerOutcome, JournalError> {
-        ledger::link(&self.engine, key, scope, command).await
+        let op = Link::new(key, scope, command, self.engine.now()?)?;
+        self.engine.run(op).await
     }
 
     /// Runs a transition of the core (`command_journal_core::transaction::Transition`)
@@ -518,5 +543,26 @@ impl Journal {
     /// are those of its own transitions, and a foreign one writes whatever it decides.
     pub async fn run_transition<T: Transition>(&self, op: &T) -> Result<T::Output, JournalError> {
         self.engine.run_borrowed(op).await
+    }
+
+    /// A terminal transition (success with `reference`'s commitment, or final failure)
+    /// for the holder `lease` at `fence`, behind the send guard.
+    async fn terminal(
+        &self,
+        command: &CommandInput,
+        lease: &LeaseId,
+        fence: FenceEpoch,
+        reference: Option<&TerminalReferenceFingerprint>,
+    ) -> Result<TerminalOutput, JournalError> {
+        let call = self.engine.lease_call(command, lease)?;
+        let request = match reference {
+            Some(reference) => {
+                TerminalRequest::Succeed(call.identity().terminal_commitment(reference))
+            }
+            None => TerminalRequest::Fail,
+        };
+        let hash = call.hash().clone();
+        let op = Terminal::new(call, fence, request);
+        self.engine.run(Guarded::new(op, &hash)).await
     }
 }

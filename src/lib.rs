@@ -44,12 +44,10 @@
 
 pub mod connection;
 mod credentials;
-mod engine;
 mod grpc;
 mod journal;
 pub mod ledger;
 pub mod metrics;
-mod operations;
 pub mod pending;
 #[cfg(test)]
 mod production_indexes;

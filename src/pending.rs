@@ -7,6 +7,8 @@
 //! (`command_journal_core::pending`). A [`KeyRange`] limits a listing to one range of
 //! the key-hash space, a recovery task's share. `docs/recovery.md` explains the index.
 
-pub use crate::operations::pending::Listing;
+pub(crate) mod listing;
+
 pub use command_journal_core::key_range::{KeyRange, MAX_KEY_RANGES};
 pub use command_journal_core::pending::{PendingCommand, PendingSend, Unblock};
+pub use listing::Listing;

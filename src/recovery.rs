@@ -13,6 +13,8 @@
 //! `docs/recovery.md` gives the protocol, the recovery holder's identity and how to
 //! run it as a job.
 
+pub(crate) mod job;
+
 use crate::error::JournalError;
 use crate::pending::{KeyRange, PendingCommand, Unblock};
 use crate::sends::ProviderAccount;

@@ -37,6 +37,8 @@ mod io;
 mod labels;
 mod program;
 mod run;
+#[cfg(test)]
+mod tests;
 
 pub use io::{
     CommitKind, Concurrency, Consistency, Input, Io, LookupCall, Metric, ReadAnswer, RetryCause,

@@ -307,8 +307,8 @@ async fn listed_leased(
 ) -> Result<Vec<String>, JournalError> {
     let prefix = format!("{documents}/");
     let commands = format!("{}/", root::COLLECTION);
-    let (start, end) = crate::operations::pending::journal_names();
-    let stream = crate::operations::pending::leased_lifecycles(db, documents, &start, &end).await?;
+    let (start, end) = crate::pending::listing::journal_names();
+    let stream = crate::pending::listing::leased_lifecycles(db, documents, &start, &end).await?;
     let mut stream = std::pin::pin!(stream);
     let mut listed = Vec::new();
     while let Some(document) = stream

@@ -46,9 +46,15 @@ pub(super) enum Step<X, O, V> {
     },
 }
 
+/// A commit that landed: its writes and the update times they left.
+type Landed<'a, V> = (&'a [Write], &'a [Option<(V, CommitTime)>]);
+
+/// A run's end: its answer and what it left known.
+type Ending<O, V> = Result<(Answer<O>, Option<Known<V>>), JournalError>;
+
 /// After a rollback: the run's end, or its next attempt.
 enum After<O, V> {
-    Finish(Result<(Answer<O>, Option<Known<V>>), JournalError>),
+    Finish(Ending<O, V>),
     Retry(GrpcCode, RetryCause, bool),
 }
 
@@ -384,11 +390,7 @@ impl<T: Transition, V: Clone> Running<T, V> {
 
     /// What `attempt` leaves known, once its commit landed, if any; nothing unless
     /// the run remembers.
-    fn known(
-        &self,
-        attempt: &Attempt<T, V>,
-        committed: Option<(&[Write], &[Option<(V, CommitTime)>])>,
-    ) -> Option<Known<V>> {
+    fn known(&self, attempt: &Attempt<T, V>, committed: Option<Landed<'_, V>>) -> Option<Known<V>> {
         if !self.remember {
             return None;
         }
@@ -400,10 +402,7 @@ impl<T: Transition, V: Clone> Running<T, V> {
         })
     }
 
-    fn end<X>(
-        &mut self,
-        result: Result<(Answer<T::Output>, Option<Known<V>>), JournalError>,
-    ) -> Step<X, T::Output, V> {
+    fn end<X>(&mut self, result: Ending<T::Output, V>) -> Step<X, T::Output, V> {
         match result {
             Ok((answer, known)) => Step::Finished {
                 result: Ok(answer),

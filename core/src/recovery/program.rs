@@ -26,7 +26,7 @@ pub enum RecoveryOp {
     /// The job's lease.
     Acquire(Acquire),
     /// The reconciliation under it.
-    Reconcile(WithResult<RecordAnswer>),
+    Reconcile(Box<WithResult<RecordAnswer>>),
 }
 
 /// What a transition of a recovery answered.
@@ -216,7 +216,7 @@ impl Program for RecoveryProgram {
                 )?;
                 (
                     Waiting::Reconcile,
-                    Next::Run(Run::op(RecoveryOp::Reconcile(op))),
+                    Next::Run(Run::op(RecoveryOp::Reconcile(Box::new(op)))),
                 )
             }
         };

@@ -5,6 +5,9 @@
 //! operation by the runner's rules, without I/O, and refuses (panics) wherever a
 //! `decide` breaks them.
 
+mod call;
 mod store;
+
+pub use call::CallTrace;
 
 pub use store::{Decided, Ran, Store, StoredDocument, WriteResults};

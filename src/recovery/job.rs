@@ -6,13 +6,12 @@
 //! the command known by its key hash, a provider lookup bounded by its deadline, the
 //! checkpoint's read and record. It never calls `Provider::send`.
 
-use super::Engine;
-use super::pending::listing;
 use crate::ProviderAnswer;
 use crate::error::JournalError;
 use crate::execute::Provider;
-use crate::identity::LeaseId;
+use crate::pending::listing::listing;
 use crate::recovery::{Lookups, Progress, RecoverOptions, RecoveredCommand, Recovery, Stop};
+use crate::runner::Engine;
 use crate::sends::ProviderAccount;
 use command_journal_core::digest::Digest;
 use command_journal_core::recovery::checkpoint::{CheckpointRead, CheckpointRecord};
@@ -200,7 +199,7 @@ async fn recover_one<P: Provider>(
     hash: &Digest,
     lookups: &Tally,
 ) -> Result<Recovered, JournalError> {
-    let lease = LeaseId::generate();
+    let lease = engine.new_lease();
     let owner = recovery_owner(hash, &lease);
     let program = RecoveryProgram::new(hash.clone(), owner, account.cloned());
     let result = engine

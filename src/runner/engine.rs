@@ -1,12 +1,14 @@
-//! What every operation of the journal runs on: the connection, the trusted clock, the
-//! counters and the run options. [`Journal`](crate::Journal) wraps one; the operation
-//! modules (`crate::operations`) take it and never name the journal.
+//! What every call of a journal runs on: the connection, the trusted clock, the
+//! counters and the run options, shared by the journal and its clones; the time each
+//! call captures, and the calls it prepares from a caller's input.
 
+use super::concurrency::RunOptions;
+use super::counters::Counters;
+use super::driver::{Driver, NoProvider};
 use crate::connection::Connection;
 use crate::error::JournalError;
 use crate::identity::{CommandInput, LeaseId};
 use crate::lease::{CommandCall, LeaseCall};
-use crate::runner::{Counters, Driver, NoProvider, RunOptions};
 use crate::time::{Clock, SystemClock, Timestamp};
 use crate::transaction::Transition;
 use command_journal_core::call::{Labelled, Program, Single};
@@ -35,6 +37,12 @@ impl Engine {
     /// The trusted time now, truncated to whole microseconds.
     pub(crate) fn now(&self) -> Result<Timestamp, JournalError> {
         Timestamp::from_datetime(self.clock.now()).ok_or(JournalError::ClockRegression)
+    }
+
+    /// A new lease id for a call that takes a lease of its own (`execute`, a
+    /// recovery): random, from the shell.
+    pub(crate) fn new_lease(&self) -> LeaseId {
+        LeaseId::generate()
     }
 
     /// A call on `command` at the time captured now: what a read needs.

@@ -27,7 +27,7 @@ fn every_operation_is_traced_under_its_own_name() {
     tracing::subscriber::with_default(EveryItem, || {
         let mut names = std::collections::BTreeSet::new();
         for op in OperationName::ALL {
-            let span = crate::runner::operation_span(op, Concurrency::Preconditions);
+            let span = super::operation_span(op, Concurrency::Preconditions);
             let name = span.metadata().map(|m| m.name());
             assert_eq!(name, Some(op.as_str()), "{op:?}");
             assert_eq!(format!("journal.{}", op.label()), op.as_str());

@@ -1,0 +1,295 @@
+//! The call machine, driven over the in-memory store (`crate::testing::call`): which
+//! I/O each kind of call asks for, in both modes, and what it does when a fast path
+//! is refused, an RPC fails, a transaction is left open or a deadline passes.
+
+use super::*;
+use crate::answer::ProviderAnswer;
+use crate::digest::Digest;
+use crate::error::GrpcCode;
+use crate::execute::Execution;
+use crate::execute::program::ExecuteProgram;
+use crate::identity::{CommandIdentity, CommandInput, CommandRequest, LeaseId};
+use crate::lease::{CommandCall, StatusRead};
+use crate::registration::{Registration, RegistrationOutcome};
+use crate::sends::plan::{ProviderPlan, ProviderPlanRequest};
+use crate::testing::{CallTrace, Store};
+use serde_json::json;
+
+const NOW: i64 = 1_800_000_000_123_456;
+
+fn input() -> CommandInput {
+    CommandInput::new(CommandRequest {
+        environment: "test",
+        caller_scope_kind: "member",
+        caller_id: "CANARYcaller7",
+        command_id: "ca1a0000-c0de-4bad-8eed-00000000ca1b",
+        command_type: "checkout",
+        endpoint_schema_version: 1,
+        payload: &json!({"sku": "CANARYsku"}),
+    })
+    .unwrap()
+}
+
+fn identity() -> CommandIdentity {
+    input().identity()
+}
+
+fn owner(i: usize) -> Digest {
+    let lease = LeaseId::parse(&format!("1ea5e0{i:02x}-0000-4000-8000-0000000000{i:02x}")).unwrap();
+    input().lease_owner(&identity(), &lease).unwrap()
+}
+
+fn now() -> Timestamp {
+    Timestamp::from_micros(NOW).unwrap()
+}
+
+fn plan() -> ProviderPlan {
+    ProviderPlan::new(ProviderPlanRequest {
+        provider: "stripe",
+        account: "acct_CANARYaccount",
+        mode: "test",
+        api_version: "2024-06-20",
+        operation: "charge",
+        endpoint: "POST /v1/payment_intents",
+        parameters: &json!({"amount": 1250}),
+        key_retention_seconds: 86_400,
+    })
+    .unwrap()
+}
+
+fn options(concurrency: Concurrency, attempts: u32) -> CallOptions {
+    CallOptions {
+        concurrency,
+        attempts: NonZeroU32::new(attempts).unwrap(),
+        fast_paths: true,
+    }
+}
+
+fn registration() -> Single<Registration> {
+    Single::new(Registration::new(identity(), now()))
+}
+
+fn status() -> Single<StatusRead> {
+    Single::new(StatusRead::new(CommandCall::new(identity(), now())))
+}
+
+/// A hook that answers nothing: the store does every step.
+fn store_does<O>(_: &mut Store, _: &Io<O, u64>) -> Option<Input<u64>> {
+    None
+}
+
+fn metric(name: OperationName, outcome: &'static str) -> Metric {
+    Metric { name, outcome }
+}
+
+#[test]
+fn a_new_command_registers_with_one_blind_commit_and_an_existing_one_reads_at_once() {
+    let mut store = Store::new();
+    let options = options(Concurrency::Preconditions, 1);
+    let (first, trace) = store.call(registration(), options, now(), store_does);
+    assert_eq!(first.unwrap().outcome(), RegistrationOutcome::RegisteredNew);
+    assert_eq!(trace.steps, ["blind"]);
+    assert_eq!(
+        trace.metrics,
+        [metric(OperationName::Register, "registered_new")]
+    );
+    // Refused, the blind commit spends none of the single attempt: the read follows
+    // at once and answers.
+    let (second, trace) = store.call(registration(), options, now(), store_does);
+    assert_eq!(
+        second.unwrap().outcome(),
+        RegistrationOutcome::RegisteredExisting
+    );
+    assert_eq!(trace.steps, ["blind", "wait_now", "read"]);
+}
+
+#[test]
+fn transaction_mode_reads_in_a_transaction_and_rolls_back_an_observation() {
+    let mut store = Store::new();
+    let options = options(Concurrency::Transaction, 10);
+    let (first, trace) = store.call(registration(), options, now(), store_does);
+    assert!(first.is_ok());
+    assert_eq!(trace.steps, ["begin", "commit"]);
+    let (second, trace) = store.call(registration(), options, now(), store_does);
+    assert_eq!(
+        second.unwrap().outcome(),
+        RegistrationOutcome::RegisteredExisting
+    );
+    assert_eq!(trace.steps, ["begin", "rollback"]);
+}
+
+#[test]
+fn failures_spend_the_budget_and_then_the_call_ends_unavailable() {
+    let mut store = Store::new();
+    let (answer, trace) = store.call(
+        status(),
+        options(Concurrency::Preconditions, 3),
+        now(),
+        |_, io| {
+            matches!(io, Io::Read { .. }).then_some(Input::Read(Err(RpcFailure::Retry {
+                code: GrpcCode::Unavailable,
+                cause: RetryCause::Transient,
+            })))
+        },
+    );
+    assert_eq!(
+        answer,
+        Err(JournalError::unavailable(
+            Some(GrpcCode::Unavailable),
+            3,
+            false
+        ))
+    );
+    assert_eq!(trace.steps, ["read", "retry", "read", "retry", "read"]);
+    assert_eq!(
+        trace.metrics,
+        [metric(OperationName::Status, "unavailable")]
+    );
+}
+
+#[test]
+fn a_failed_commit_in_a_transaction_is_rolled_back_and_the_retry_names_it() {
+    let mut store = Store::new();
+    let mut retried = Vec::new();
+    let mut aborted = false;
+    let (answer, trace) = store.call(
+        registration(),
+        options(Concurrency::Transaction, 10),
+        now(),
+        |_, io| match io {
+            Io::Commit { transaction, .. } if !aborted => {
+                aborted = true;
+                assert!(transaction.is_some(), "a transaction's commit names it");
+                Some(Input::Committed(Err(RpcFailure::Retry {
+                    code: GrpcCode::Aborted,
+                    cause: RetryCause::Contention,
+                })))
+            }
+            Io::Read {
+                consistency: Consistency::Begin { retrying },
+                ..
+            } => {
+                retried.push(retrying.clone());
+                None
+            }
+            _ => None,
+        },
+    );
+    assert!(answer.is_ok());
+    assert_eq!(
+        trace.steps,
+        ["begin", "commit", "rollback", "retry", "begin", "commit"]
+    );
+    assert_eq!(retried, [None, Some(TransactionId(vec![1]))]);
+}
+
+#[test]
+fn a_deadline_passing_with_a_transaction_open_rolls_it_back_first() {
+    let mut store = Store::new();
+    let (answer, trace) = store.call(
+        registration(),
+        options(Concurrency::Transaction, 10),
+        now(),
+        |_, io| matches!(io, Io::Commit { .. }).then_some(Input::DeadlinePassed),
+    );
+    assert_eq!(answer, Err(JournalError::unavailable(None, 1, true)));
+    assert_eq!(trace.steps, ["begin", "commit", "rollback"]);
+    assert!(store.is_empty(), "nothing committed");
+}
+
+/// Runs one `execute` of the plan by holder `holder`, the provider declining.
+fn execute(store: &mut Store, holder: usize, options: CallOptions) -> (Execution, CallTrace) {
+    let program = ExecuteProgram::new(
+        identity(),
+        owner(holder),
+        plan(),
+        options.concurrency,
+        options.fast_paths,
+    )
+    .unwrap();
+    let (answer, trace) = store.call(program, options, now(), |_, io| match io {
+        Io::Send(_) => Some(Input::Sent(ProviderAnswer::Declined)),
+        _ => None,
+    });
+    (answer.unwrap(), trace)
+}
+
+#[test]
+fn execute_takes_two_rpcs_new_and_two_replayed_in_preconditions_mode() {
+    let mut store = Store::new();
+    let options = options(Concurrency::Preconditions, 10);
+    let (answer, trace) = execute(&mut store, 1, options);
+    assert_eq!(answer, Execution::Declined);
+    assert_eq!(trace.steps, ["blind", "send", "planned"]);
+    assert_eq!(trace.rpcs(), 2);
+    assert_eq!(
+        trace.metrics,
+        [
+            metric(OperationName::Start, "acquired"),
+            metric(OperationName::BeginSend, "permitted"),
+            metric(OperationName::RecordSendOutcome, "failed_final"),
+            metric(OperationName::Execute, "declined"),
+        ]
+    );
+    assert_eq!(
+        trace.began,
+        [
+            "journal.execute",
+            "journal.start",
+            "journal.record_send_outcome"
+        ]
+    );
+    // A replay: the chained commit is refused, the start reads, and the answer comes
+    // from what that read left known.
+    let (answer, trace) = execute(&mut store, 2, options);
+    assert_eq!(answer, Execution::Declined);
+    assert_eq!(trace.steps, ["blind", "wait_now", "read"]);
+    assert_eq!(trace.rpcs(), 2);
+}
+
+#[test]
+fn execute_takes_four_rpcs_new_and_two_replayed_in_transaction_mode() {
+    let mut store = Store::new();
+    let options = options(Concurrency::Transaction, 10);
+    let (answer, trace) = execute(&mut store, 1, options);
+    assert_eq!(answer, Execution::Declined);
+    assert_eq!(trace.steps, ["begin", "commit", "send", "begin", "commit"]);
+    assert_eq!(
+        trace.metrics,
+        [
+            metric(OperationName::Start, "acquired"),
+            metric(OperationName::BeginSend, "permitted"),
+            metric(OperationName::RecordSendOutcome, "failed_final"),
+            metric(OperationName::Execute, "declined"),
+        ]
+    );
+    let (answer, trace) = execute(&mut store, 2, options);
+    assert_eq!(answer, Execution::Declined);
+    assert_eq!(trace.steps, ["begin", "rollback"]);
+}
+
+#[test]
+fn without_fast_paths_every_transition_reads_and_decides() {
+    let mut store = Store::new();
+    let options = CallOptions {
+        fast_paths: false,
+        ..options(Concurrency::Preconditions, 10)
+    };
+    let (answer, trace) = execute(&mut store, 1, options);
+    assert_eq!(answer, Execution::Declined);
+    assert_eq!(
+        trace.steps,
+        ["read", "commit", "read", "commit", "send", "read", "commit"]
+    );
+}
+
+#[test]
+fn a_driver_that_polls_out_of_turn_gets_an_internal_error() {
+    let mut call = Call::<_, u64>::new(status(), options(Concurrency::Preconditions, 1));
+    assert!(matches!(call.poll(now()), Io::Began(OperationName::Status)));
+    assert!(matches!(call.poll(now()), Io::Read { .. }));
+    assert!(matches!(
+        call.poll(now()),
+        Io::Done(Err(JournalError::Internal { .. }))
+    ));
+}

@@ -1,0 +1,431 @@
+//! The driver: it performs each step the core's call machine asks for (a read, a
+//! commit, a rollback, the backoff's wait, a provider call), one span per transition
+//! and per call, and records their metrics.
+
+use super::concurrency::{Concurrency, RunOptions};
+use super::counters::{Count, Counters, Tally};
+use super::firestore::{OpenTransaction, Session};
+use super::retry::{self, Failure, Rpc, backoff, classify};
+use crate::ProviderAnswer;
+use crate::connection::Connection;
+use crate::error::JournalError;
+use crate::execute::{Provider, SendRequest};
+use crate::metrics;
+use crate::time::{Clock, Timestamp};
+use crate::transaction::{CommitStamps, OperationName};
+use command_journal_core::attempt::{Found, ReadKind};
+use command_journal_core::call::{
+    Call, CallOptions, CommitKind, Consistency, Input, Io, Labelled, Program, ReadAnswer,
+    RpcFailure, TransactionId,
+};
+use gcloud_sdk::google::firestore::v1::{
+    TransactionOptions, batch_get_documents_request, transaction_options,
+};
+use gcloud_sdk::prost_types;
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+use tracing::Instrument;
+
+/// What a call runs on: the connection, the counters, the options and the clock.
+#[derive(Clone, Copy)]
+pub(crate) struct Driver<'a> {
+    pub(crate) connection: &'a Connection,
+    pub(crate) counters: &'a Counters,
+    pub(crate) options: RunOptions,
+    pub(crate) clock: &'a dyn Clock,
+}
+
+/// A span open in a call: the call's own, or one transition's with its session.
+struct Frame<'a> {
+    span: tracing::Span,
+    started: Instant,
+    /// A transition's RPCs and deadline; `None` for the call's own frame.
+    session: Option<Session<'a>>,
+}
+
+/// A provider for calls that make no provider call: never asked.
+pub(crate) struct NoProvider;
+
+impl Provider for NoProvider {
+    async fn send(&self, _request: SendRequest<'_>) -> ProviderAnswer {
+        ProviderAnswer::Unknown
+    }
+
+    async fn lookup(&self, _key: &str) -> ProviderAnswer {
+        ProviderAnswer::Unknown
+    }
+}
+
+impl<'a> Driver<'a> {
+    /// The trusted time now, truncated to whole microseconds.
+    pub(crate) fn now(&self) -> Result<Timestamp, JournalError> {
+        Timestamp::from_datetime(self.clock.now()).ok_or(JournalError::ClockRegression)
+    }
+
+    /// Runs `program` to its answer: every step the call machine asks for, the
+    /// provider's calls through `provider` (each lookup's answer shown to
+    /// `on_lookup`).
+    pub(crate) async fn drive<P, Q>(
+        &self,
+        program: P,
+        provider: &Q,
+        on_lookup: &mut (dyn FnMut(&ProviderAnswer) + Send),
+    ) -> Result<P::Output, JournalError>
+    where
+        P: Program,
+        <P::Op as crate::transaction::Transition>::Output: Labelled,
+        Q: Provider,
+    {
+        let options = CallOptions {
+            concurrency: self.options.concurrency,
+            attempts: self.options.policy.attempts,
+            fast_paths: !self.options.reads_only,
+        };
+        let mut call = Call::<P, prost_types::Timestamp>::new(program, options);
+        let own = call.program().name();
+        let mut frames: Vec<Frame<'a>> = Vec::new();
+        let mut open = OpenTransaction {
+            raw: self.connection.raw(),
+            database: self.connection.database_path(),
+            id: None,
+        };
+        loop {
+            let io = call.poll(self.now()?);
+            let span = frames
+                .last()
+                .map_or_else(tracing::Span::none, |f| f.span.clone());
+            let input = match io {
+                Io::Done(result) => return result,
+                Io::Began(name) => {
+                    let parent = frames.last().map(|f| f.span.clone());
+                    let span = match parent {
+                        Some(parent) => {
+                            parent.in_scope(|| operation_span(name, options.concurrency))
+                        }
+                        None => operation_span(name, options.concurrency),
+                    };
+                    let session = (!(frames.is_empty() && own == Some(name))).then(|| {
+                        self.counters.count_call();
+                        self.session()
+                    });
+                    frames.push(Frame {
+                        span,
+                        started: Instant::now(),
+                        session,
+                    });
+                    continue;
+                }
+                Io::Ended {
+                    attempts,
+                    error,
+                    recorded,
+                } => {
+                    if let Some(frame) = frames.pop() {
+                        end(frame, attempts, error.as_ref(), &recorded);
+                    }
+                    continue;
+                }
+                Io::Send(send) => {
+                    let parameters = call.program().parameters().cloned().unwrap_or_default();
+                    let request = SendRequest {
+                        key: &send.key,
+                        parameters: &parameters,
+                        deadline: send.deadline,
+                        attempt: send.attempt,
+                        resend: send.resend,
+                    };
+                    let sent = tokio::time::timeout(send.deadline, provider.send(request))
+                        .instrument(span)
+                        .await;
+                    Input::Sent(sent.unwrap_or(ProviderAnswer::Unknown))
+                }
+                Io::Lookup(lookup) => {
+                    // The key comes from the stored plan, after the plan check.
+                    let found = tokio::time::timeout(lookup.deadline, provider.lookup(&lookup.key))
+                        .instrument(span)
+                        .await
+                        .unwrap_or(ProviderAnswer::Unknown);
+                    on_lookup(&found);
+                    Input::LookedUp(found)
+                }
+                io => {
+                    let Some(session) = frames.last().and_then(|f| f.session.as_ref()) else {
+                        return Err(JournalError::internal("driver: I/O outside a transition"));
+                    };
+                    store(session, io, &mut open).instrument(span).await
+                }
+            };
+            call.handle(input);
+        }
+    }
+
+    /// One transition's session: its RPCs, its deadline, its counters.
+    fn session(&self) -> Session<'a> {
+        Session {
+            options: self.options,
+            deadline: self.options.policy.deadline.map(|d| Instant::now() + d),
+            raw: self.connection.raw(),
+            tally: Tally::new(self.counters),
+            database: self.connection.database_path(),
+            root: self.connection.documents_path(),
+        }
+    }
+}
+
+/// Performs one store step of a transition: a read, a commit, a rollback or the
+/// backoff's wait. The transaction a read opens is held in `open` until it is
+/// committed or rolled back, so that a call dropped mid-way releases it.
+async fn store<O>(
+    session: &Session<'_>,
+    io: Io<O, prost_types::Timestamp>,
+    open: &mut OpenTransaction,
+) -> Input<prost_types::Timestamp> {
+    match io {
+        Io::Read {
+            paths,
+            kind,
+            consistency,
+        } => {
+            if kind == ReadKind::First {
+                session.tally.bump(Count::Attempt);
+            }
+            if kind == ReadKind::Confirm {
+                tracing::debug!("confirming a corrupt-looking read");
+            }
+            read(session, &paths, consistency, open).await
+        }
+        Io::Commit {
+            writes,
+            transaction,
+            kind,
+        } => {
+            match kind {
+                CommitKind::Blind => {
+                    session.tally.bump(Count::Attempt);
+                    session.tally.bump(Count::BlindCommit);
+                }
+                CommitKind::Planned => {
+                    session.tally.bump(Count::Attempt);
+                    session.tally.bump(Count::PlannedCommit);
+                }
+                CommitKind::Decided => {}
+            }
+            let transaction = transaction.map(|id| id.0);
+            match session.commit(writes, transaction, open).await {
+                Ok(results) => Input::Committed(Ok(results)),
+                Err(failure) => match failure.into_rpc() {
+                    Some(failure) => Input::Committed(Err(failure)),
+                    None => Input::DeadlinePassed,
+                },
+            }
+        }
+        Io::Rollback(id) => {
+            open.disarm();
+            session.rollback(id.0).await;
+            Input::RolledBack
+        }
+        Io::Retry {
+            spent,
+            code,
+            cause,
+            immediate,
+        } => {
+            let options = session.options;
+            let wait = match immediate {
+                true => Duration::ZERO,
+                false => backoff(spent, cause, options.concurrency, &options.policy),
+            };
+            if session.deadline.is_some_and(|d| Instant::now() + wait >= d) {
+                return Input::DeadlinePassed;
+            }
+            tracing::debug!(
+                attempt = spent,
+                code = code.as_str(),
+                backoff_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+                "journal attempt failed, retrying"
+            );
+            metrics::retry(code);
+            if !wait.is_zero() {
+                tokio::time::sleep(wait).await;
+            }
+            Input::Waited
+        }
+        Io::Began(_) | Io::Ended { .. } | Io::Send(_) | Io::Lookup(_) | Io::Done(_) => {
+            Input::DeadlinePassed
+        }
+    }
+}
+
+/// One `BatchGetDocuments` at `consistency`.
+async fn read(
+    session: &Session<'_>,
+    paths: &[String],
+    consistency: Consistency<prost_types::Timestamp>,
+    open: &mut OpenTransaction,
+) -> Input<prost_types::Timestamp> {
+    use batch_get_documents_request::ConsistencySelector as Selector;
+    let selector = match consistency {
+        Consistency::Latest => None,
+        Consistency::At(time) => Some(Selector::ReadTime(time)),
+        Consistency::In(id) => Some(Selector::Transaction(id.0)),
+        Consistency::Begin { retrying } => Some(Selector::NewTransaction(TransactionOptions {
+            mode: Some(transaction_options::Mode::ReadWrite(
+                transaction_options::ReadWrite {
+                    retry_transaction: retrying.map(|id| id.0).unwrap_or_default(),
+                    // The database's own mode (pessimistic on Cloud Firestore Native,
+                    // as the official clients use).
+                    concurrency_mode: 0,
+                },
+            )),
+        })),
+    };
+    let budget = match session.budget() {
+        Ok(budget) => budget,
+        Err(_) => return Input::DeadlinePassed,
+    };
+    let answered = tokio::time::timeout(budget, session.read(paths, selector)).await;
+    let (batch, transaction) = match answered {
+        Ok(Ok(read)) => {
+            metrics::rpc(metrics::RPC_BATCH_GET, crate::error::GrpcCode::Ok);
+            read
+        }
+        Ok(Err(status)) => {
+            metrics::rpc(
+                metrics::RPC_BATCH_GET,
+                crate::grpc::grpc_code(status.code()),
+            );
+            let failure = classify(Rpc::Read, session.options.concurrency, &status);
+            return match failure.into_rpc() {
+                Some(failure) => Input::Read(Err(failure)),
+                None => Input::DeadlinePassed,
+            };
+        }
+        Err(_) => {
+            metrics::rpc(
+                metrics::RPC_BATCH_GET,
+                crate::error::GrpcCode::DeadlineExceeded,
+            );
+            return match session.timed_out() {
+                Failure::Retry { code } => Input::Read(Err(RpcFailure::Retry {
+                    code: crate::grpc::grpc_code(code),
+                    cause: retry::cause(code),
+                })),
+                _ => Input::DeadlinePassed,
+            };
+        }
+    };
+    if let Some(id) = &transaction {
+        open.id = Some(id.clone());
+    }
+    let found: HashMap<String, Found<prost_types::Timestamp>> = batch
+        .found
+        .into_iter()
+        .map(|(path, doc)| {
+            let stamp = |t: Option<&prost_types::Timestamp>| t.map(|t| (t.seconds, t.nanos));
+            let stamps = match (
+                stamp(doc.create_time.as_ref()),
+                stamp(doc.update_time.as_ref()),
+            ) {
+                (Some(created), Some(updated)) => Some(CommitStamps { created, updated }),
+                _ => None,
+            };
+            let found = Found {
+                fields: crate::wire::fields_from_wire(doc.fields),
+                version: doc.update_time,
+                stamps,
+            };
+            (path, found)
+        })
+        .collect();
+    let found_count = paths.iter().filter(|p| found.contains_key(*p)).count();
+    session.tally.add(Count::Found, found_count as u64);
+    session
+        .tally
+        .add(Count::Missing, (paths.len() - found_count) as u64);
+    Input::Read(Ok(ReadAnswer {
+        found,
+        read_time: batch.read_time,
+        transaction: transaction.map(TransactionId),
+    }))
+}
+
+/// Closes `frame`: its span's fields, the warning of a failed transition, and the
+/// metrics it records.
+fn end(
+    frame: Frame<'_>,
+    attempts: u32,
+    error: Option<&JournalError>,
+    recorded: &[command_journal_core::call::Metric],
+) {
+    let elapsed = frame.started.elapsed();
+    let span = &frame.span;
+    if let Some(session) = &frame.session {
+        let local = session.tally.local();
+        span.record("attempts", attempts);
+        span.record("rpcs", local.rpcs());
+        span.record("conflicts", local.conflicts);
+        span.record("outcome", error.map_or("ok", JournalError::code));
+        span.record(
+            "elapsed_ms",
+            u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
+        );
+        if let Some(error) = error
+            && !matches!(error.class(), crate::error::ErrorClass::Refused)
+        {
+            span.in_scope(|| {
+                tracing::warn!(
+                    code = error.code(),
+                    grpc = error.grpc_code().map(|c| c.as_str()),
+                    "journal operation failed"
+                );
+            });
+        }
+    }
+    for metric in recorded {
+        metrics::operation(
+            metrics::operation_label(metric.name),
+            metric.outcome,
+            elapsed,
+        );
+    }
+}
+
+/// One span per operation, with a literal name (span names are static metadata);
+/// matched exhaustively, so every operation has its own.
+pub(crate) fn operation_span(name: OperationName, mode: Concurrency) -> tracing::Span {
+    macro_rules! span {
+        ($name:literal) => {
+            tracing::info_span!(
+                $name,
+                mode = mode.as_str(),
+                attempts = tracing::field::Empty,
+                rpcs = tracing::field::Empty,
+                conflicts = tracing::field::Empty,
+                outcome = tracing::field::Empty,
+                elapsed_ms = tracing::field::Empty,
+            )
+        };
+    }
+    use OperationName as O;
+    match name {
+        O::Register => span!("journal.register"),
+        O::Acquire => span!("journal.acquire"),
+        O::Start => span!("journal.start"),
+        O::Complete => span!("journal.complete"),
+        O::Fail => span!("journal.fail"),
+        O::Status => span!("journal.status"),
+        O::BeginSend => span!("journal.begin_send"),
+        O::RecordSendOutcome => span!("journal.record_send_outcome"),
+        O::ReconcileSend => span!("journal.reconcile_send"),
+        O::Result => span!("journal.result"),
+        O::LedgerAccept => span!("journal.ledger_accept"),
+        O::LedgerReplay => span!("journal.ledger_replay"),
+        O::LedgerLink => span!("journal.ledger_link"),
+        O::Execute => span!("journal.execute"),
+        O::Pending => span!("journal.pending"),
+        O::Recover => span!("journal.recover"),
+    }
+}
+
+#[cfg(test)]
+mod span_tests;
