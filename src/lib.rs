@@ -22,12 +22,13 @@
 //! This library joins two things: the pure core, `command-journal-core` (every
 //! operation as a pure `decide` over validated inputs, one captured timestamp and
 //! strictly parsed documents; no I/O, no async runtime in its dependency tree), and
-//! the I/O that runs it: `runner` (the one transaction runner, driving the core's
-//! attempt machine over gRPC, with its retries), [`connection`] (the channel and
-//! project discovery), `verify`'s scan (streaming reads fed to the core's checks),
-//! [`metrics`] (every operation, RPC and retry through the `metrics` facade; the
-//! application installs the exporter). [`Journal`] has one `impl` (`src/journal.rs`)
-//! whose methods each delegate to their operation.
+//! the I/O that runs it: `runner` (the one driver of the core's call machine, which
+//! every operation runs through: its RPCs over gRPC, its waits, spans and metrics),
+//! [`connection`] (the channel and project discovery), `verify`'s scan (streaming
+//! reads fed to the core's checks), [`metrics`] (every operation, RPC and retry
+//! through the `metrics` facade; the application installs the exporter). [`Journal`]
+//! has one `impl` (`src/journal.rs`) whose methods each prepare their transition and
+//! run it.
 //!
 //! Beside it: `command-journal-cli` (the `command-journal` binary) and
 //! `command-journal-emulator` (the emulator and security-rules test harness, a

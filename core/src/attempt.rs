@@ -1,7 +1,7 @@
 //! The attempt machine: one read-and-decide attempt of a [`Transition`], without I/O.
 //!
 //! Whoever does the reading and committing drives it: the gRPC runner
-//! (`src/runner/reading.rs`) and the in-memory test store (`core/src/testing/store.rs`)
+//! (the call machine, `core/src/call/run.rs`, driven by `src/runner/driver.rs`) and the in-memory test store (`core/src/testing/store.rs`)
 //! alike. [`Attempt::start`] answers the first [`Action`]; every batch of documents read
 //! goes back in through [`Attempt::read`], which answers the next one: read these
 //! paths, commit these writes under these preconditions, done with this output, or

@@ -295,7 +295,7 @@ impl Store {
     }
 
     /// [`Store::attempt`] whose first read is `paths` (the operation's own and any
-    /// more its caller decides from), as `runner::run_with` reads.
+    /// more its caller decides from), as the call machine reads for a run with a wider first read.
     pub fn attempt_reading<T>(&self, op: &T, paths: Vec<String>) -> Decided<T::Output>
     where
         T: Transition,

@@ -1,5 +1,5 @@
 //! The journal operations of a call, as `Journal::execute`'s driver runs them
-//! (`src/operations/execute.rs`, `src/engine.rs`): in preconditions mode a commit
+//! (`core/src/call.rs`, `core/src/execute/program.rs`): in preconditions mode a commit
 //! planned from what the call knows, or decided by a read, is put in flight and lands
 //! (or is refused) at a later action, checked there against the journal as it then
 //! stands.
@@ -12,7 +12,7 @@ use super::worker::Phase;
 
 impl State {
     /// Worker `w` performs the journal operation `op` at its time now; `remember`:
-    /// whether the call keeps what it leaves known (`Memory::planning`).
+    /// whether the call keeps what it leaves known (`Program::remembers`).
     pub(super) fn operate(&mut self, w: usize, bounds: &Bounds, op: Op, remember: bool) {
         let caller = self.caller(w, bounds);
         let Mode::Preconditions { plans, split_reads } = bounds.mode else {

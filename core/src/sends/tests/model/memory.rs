@@ -1,5 +1,5 @@
 //! What one `execute` call knows of the journal between its operations (the
-//! driver's `Memory` in preconditions mode, `src/engine.rs`), and the commit it has
+//! call machine's known state in preconditions mode, `core/src/call.rs`), and the commit it has
 //! in flight: decided at one action, landed or refused at a later one.
 
 use super::canon::{Ranks, hash_known, known_times};
