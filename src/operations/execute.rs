@@ -50,7 +50,7 @@ async fn drive<P: Provider>(
     plan: &ProviderPlan,
     provider: &P,
 ) -> Result<Execution, JournalError> {
-    let lease = LeaseId::generate();
+    let lease = crate::identity::generate_lease_id();
     let parameters: Value = serde_json::from_str(plan.canonical_parameters())
         .map_err(|_| JournalError::internal("execute: plan parameters"))?;
     let mut memory = Memory::planning(engine);

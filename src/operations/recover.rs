@@ -13,7 +13,7 @@ use crate::engine::Memory;
 use crate::error::JournalError;
 use crate::execute::Provider;
 use crate::identity::CommandIdentity;
-use crate::identity::LeaseId;
+use crate::identity::generate_lease_id;
 use crate::known::Planned;
 use crate::lease::{Acquire, LeaseCall, LeaseOutput};
 use crate::recovery::{Lookups, Progress, RecoverOptions, RecoveredCommand, Recovery, Stop};
@@ -234,7 +234,7 @@ async fn drive<P: Provider>(
     hash: &Digest,
     lookups: &Tally,
 ) -> Result<Recovered, JournalError> {
-    let lease = LeaseId::generate();
+    let lease = generate_lease_id();
     let owner = recovery_owner(hash, &lease);
     let mut identity: Option<CommandIdentity> = None;
     let mut memory = Memory::planning(engine);
