@@ -2,8 +2,8 @@
 //! depends on command-journal uses the harness exactly like this.
 
 // ---- BEGIN docs/emulator.md example ----
-use command_journal::Target;
-use command_journal::{CommandInput, CommandRequest, Connection, Journal, LeaseId, LeaseOutput};
+use command_journal::identity::generate_lease_id;
+use command_journal::{CommandInput, CommandRequest, Connection, Journal, LeaseOutput, Target};
 use command_journal_emulator::Emulator;
 
 #[tokio::test]
@@ -32,12 +32,12 @@ async fn a_second_worker_is_told_busy() {
     .expect("a valid command");
 
     let first = journal
-        .start(&command, &LeaseId::generate())
+        .start(&command, &generate_lease_id())
         .await
         .expect("start");
     assert!(matches!(first.lease, LeaseOutput::Acquired { fence_epoch, .. } if fence_epoch == 1));
     let second = journal
-        .start(&command, &LeaseId::generate())
+        .start(&command, &generate_lease_id())
         .await
         .expect("start");
     assert_eq!(second.lease, LeaseOutput::Busy);

@@ -12,23 +12,25 @@
 //! [`StatusOutput`]); the one-call protocol ([`Provider`], [`SendRequest`],
 //! [`ProviderAnswer`], [`ProviderAnswer`], [`Execution`], [`ProviderPlan`]); [`JournalError`];
 //! [`Clock`] and [`Timestamp`]; and [`verify()`]. The rest is in public modules:
-//! [`identity`] (each validated input and its limits), [`sends`] (the send layer's
+//! [`identity`] (each validated input and its limits, and
+//! [`generate_lease_id`](identity::generate_lease_id)), [`sends`] (the send layer's
 //! step-by-step calls), [`ledger`], [`verify`](mod@verify) (the report and its finding
-//! codes), [`error`] and [`expected`], [`time`] (`SystemClock`, `ManualClock`),
-//! [`connection`], [`wire`] and [`metrics`].
+//! codes), [`error`] and [`expected`], [`time`] ([`SystemClock`](time::SystemClock),
+//! [`ManualClock`](time::ManualClock)), [`connection`], [`wire`] and [`metrics`].
 //!
 //! # Packages
 //!
 //! This library joins two things: the pure core, `command-journal-core` (every
 //! operation as a pure `decide` over validated inputs, one captured timestamp and
-//! strictly parsed documents; no I/O, no async runtime in its dependency tree), and
-//! the I/O that runs it: `runner` (the one driver of the core's call machine, which
-//! every operation runs through: its RPCs over gRPC, its waits, spans and metrics),
-//! [`connection`] (the channel and project discovery), `verify`'s scan (streaming
-//! reads fed to the core's checks), [`metrics`] (every operation, RPC and retry
-//! through the `metrics` facade; the application installs the exporter). [`Journal`]
-//! has one `impl` (`src/journal.rs`) whose methods each prepare their transition and
-//! run it.
+//! strictly parsed documents; no I/O, no async runtime, no system clock and no system
+//! randomness in its dependency tree), and the shell that runs it: `runner` (the one
+//! driver of the core's call machine, which every operation runs through: its RPCs
+//! over gRPC, its waits, spans and metrics), [`connection`] (the channel and project
+//! discovery), `verify`'s scan (streaming reads fed to the core's checks),
+//! [`metrics`] (every operation, RPC and retry through the `metrics` facade; the
+//! application installs the exporter), and the system clock and lease ids ([`time`],
+//! [`identity`]). [`Journal`] has one `impl` (`src/journal.rs`) whose methods each
+//! prepare their transition and run it.
 //!
 //! Beside it: `command-journal-cli` (the `command-journal` binary) and
 //! `command-journal-emulator` (the emulator and security-rules test harness, a
@@ -46,6 +48,7 @@
 pub mod connection;
 mod credentials;
 mod grpc;
+pub mod identity;
 mod journal;
 pub mod ledger;
 pub mod metrics;
@@ -57,6 +60,7 @@ mod runner;
 pub mod sends;
 #[cfg(test)]
 mod surface;
+pub mod time;
 pub mod verify;
 pub mod wire;
 
@@ -72,22 +76,10 @@ pub mod expected {
     pub use command_journal_core::expected::*;
 }
 
-/// Each validated input of the journal, its limits, and the digests framed from it
-/// (the core's, `command_journal_core::identity`; docs/identity.md is the contract).
-pub mod identity {
-    pub use command_journal_core::identity::*;
-}
-
 /// JSON parsing that refuses duplicate keys, unsafe integers and over-deep nesting
 /// (the core's, `command_journal_core::strict_json`).
 pub mod strict_json {
     pub use command_journal_core::strict_json::*;
-}
-
-/// The trusted clock and the journal's microsecond [`Timestamp`] (the core's,
-/// `command_journal_core::time`).
-pub mod time {
-    pub use command_journal_core::time::*;
 }
 
 // The core's modules the library's own operations use, under the paths they had.

@@ -108,14 +108,16 @@ impl CallerId {
     }
 }
 
+/// True for a version 4 UUID with the RFC 4122 variant.
+fn is_v4(uuid: &uuid::Uuid) -> bool {
+    uuid.get_version_num() == 4 && uuid.get_variant() == uuid::Variant::RFC4122
+}
+
 /// Parses canonical lowercase UUID v4 text with the RFC 4122 variant.
 fn parse_uuid_v4(text: &str) -> Option<String> {
     let uuid = uuid::Uuid::try_parse(text).ok()?;
     let canonical = uuid.hyphenated().to_string();
-    let ok = canonical == text
-        && uuid.get_version_num() == 4
-        && uuid.get_variant() == uuid::Variant::RFC4122;
-    ok.then_some(canonical)
+    (canonical == text && is_v4(&uuid)).then_some(canonical)
 }
 
 /// The caller's command id: canonical lowercase UUID v4 text.
@@ -139,10 +141,14 @@ pub struct LeaseId(pub(crate) String);
 redacted_debug!(LeaseId);
 
 impl LeaseId {
-    /// A fresh random lease id, for one logical worker attempt (trusted server code
-    /// generates it; it is never taken from a browser).
-    pub fn generate() -> Self {
-        Self(uuid::Uuid::new_v4().hyphenated().to_string())
+    /// The lease id of 16 random bytes the caller drew, with the version 4 and RFC 4122
+    /// variant bits set over them, so the result is always canonical UUID v4 text. The
+    /// core draws no randomness: trusted server code draws fresh bytes per logical
+    /// worker attempt (the library's `identity::generate_lease_id`), never taking them
+    /// from a browser.
+    pub fn from_random_bytes(bytes: [u8; 16]) -> Self {
+        let uuid = uuid::Builder::from_random_bytes(bytes).into_uuid();
+        Self(uuid.hyphenated().to_string())
     }
 
     /// Validates the lease id's format.

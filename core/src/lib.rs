@@ -10,9 +10,12 @@
 //! contract is tested without Firestore and run against it.
 //!
 //! Purity is a dependency rule, not a convention: this package depends on no async
-//! runtime, no gRPC stack and no Firestore client (`.ci/run` checks its tree for
-//! tokio, tonic, gcloud-sdk and firestore), so a transition cannot do I/O without a
-//! compile error.
+//! runtime, no gRPC stack and no Firestore client, and builds chrono without `clock`
+//! and uuid without `v4` (`.ci/run` checks its tree for tokio, tonic, gcloud-sdk and
+//! firestore, chrono's `clock`, uuid's `v4` and getrandom), so a transition cannot do
+//! I/O, read the system's clock or draw the system's randomness without a compile
+//! error. The clock is a [`time::Clock`] and a lease id's randomness
+//! [`identity::LeaseId::from_random_bytes`]'s argument, both the caller's.
 //!
 //! - inputs: [`identity`] (each validated input, its limits, the framed digests),
 //!   [`digest`], [`strict_json`], [`time`];

@@ -1,4 +1,5 @@
-//! The trusted clock and the microsecond timestamps the journal stores.
+//! The trusted clock's trait, a manual clock, and the microsecond timestamps the
+//! journal stores. Nothing here reads the system's clock.
 
 use crate::document::value::ValueTime;
 use chrono::{DateTime, TimeDelta, Utc};
@@ -97,20 +98,11 @@ impl serde::Serialize for SecondsNanos {
 }
 
 /// The trusted clock. The transaction runner reads it once per operation, before the
-/// first attempt, and every attempt reuses that instant.
+/// first attempt, and every attempt reuses that instant. The core reads no clock of
+/// its own: the library's `time::SystemClock` reads the system's.
 pub trait Clock: Send + Sync {
     /// The current time.
     fn now(&self) -> DateTime<Utc>;
-}
-
-/// The system clock (on Cloud Run, Google's synchronised time).
-#[derive(Debug, Default, Clone, Copy)]
-pub struct SystemClock;
-
-impl Clock for SystemClock {
-    fn now(&self) -> DateTime<Utc> {
-        Utc::now()
-    }
 }
 
 /// A clock that reads whatever it was last set to: for tests, the demo and the CLI's

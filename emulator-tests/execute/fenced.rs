@@ -7,9 +7,10 @@
 use super::floor::documents;
 use super::{Scripted, charge, plan, start};
 use crate::support::{self, command};
+use command_journal::identity::generate_lease_id;
 use command_journal::time::ManualClock;
 use command_journal::{
-    CommandInput, Concurrency, Connection, Execution, Journal, LeaseId, LeaseOutput, Provider,
+    CommandInput, Concurrency, Connection, Execution, Journal, LeaseOutput, Provider,
     ProviderAnswer, RetryPolicy, SendRequest,
 };
 use serde_json::json;
@@ -41,7 +42,7 @@ impl Provider for TakenOverMidSend {
         *self.sends.lock().expect("sends") += 1;
         let taken = self
             .taker
-            .start(&self.command, &LeaseId::generate())
+            .start(&self.command, &generate_lease_id())
             .await
             .expect("the takeover");
         assert!(
@@ -122,7 +123,7 @@ async fn a_replay_with_one_attempt_answers_the_stored_result_in_both_modes() {
         assert_eq!(provider.calls().len(), 1, "{mode:?}: no second send");
         // Registration and the lease event, each once: a lone start replaying the
         // command's creation with one attempt answers from the read too.
-        let started = once.start(&cmd, &LeaseId::generate()).await;
+        let started = once.start(&cmd, &generate_lease_id()).await;
         assert_eq!(
             started.map(|s| s.lease),
             Ok(LeaseOutput::Succeeded),

@@ -42,7 +42,7 @@ impl Engine {
     /// A new lease id for a call that takes a lease of its own (`execute`, a
     /// recovery): random, from the shell.
     pub(crate) fn new_lease(&self) -> LeaseId {
-        LeaseId::generate()
+        crate::identity::generate_lease_id()
     }
 
     /// A call on `command` at the time captured now: what a read needs.

@@ -369,9 +369,18 @@ fn no_error_or_debug_output_contains_raw_input() {
 }
 
 #[test]
-fn generated_lease_ids_are_valid_distinct_v4() {
-    let a = LeaseId::generate();
-    let b = LeaseId::generate();
-    assert_ne!(a, b);
-    assert_eq!(LeaseId::parse(&a.0), Ok(a.clone()));
+fn a_lease_id_from_random_bytes_is_v4_text_and_parses_back() {
+    let cases = [
+        ([0u8; 16], "00000000-0000-4000-8000-000000000000"),
+        ([0xff; 16], "ffffffff-ffff-4fff-bfff-ffffffffffff"),
+        (
+            0x0123_4567_89ab_cdef_0123_4567_89ab_cdef_u128.to_be_bytes(),
+            "01234567-89ab-4def-8123-456789abcdef",
+        ),
+    ];
+    for (bytes, text) in cases {
+        let lease = LeaseId::from_random_bytes(bytes);
+        assert_eq!(lease.0, text);
+        assert_eq!(LeaseId::parse(&lease.0), Ok(lease.clone()));
+    }
 }

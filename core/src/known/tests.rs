@@ -16,7 +16,7 @@ use crate::sends::load::first_read;
 use crate::sends::record::RecordAnswer;
 use crate::sends::{BeginSendOutput, ProviderPlan, ProviderPlanRequest};
 use crate::start::{Start, StartOutput};
-use crate::testing::Store;
+use crate::testing::{Store, fresh_lease};
 use crate::time::Timestamp;
 use serde_json::json;
 
@@ -127,7 +127,7 @@ fn stamps(store: &Store, writes: &[GuardedWrite<u64>]) -> Vec<Option<(u64, Commi
 
 #[test]
 fn a_chained_start_and_begin_send_write_what_two_sequential_runs_write() {
-    let lease = LeaseId::generate();
+    let lease = fresh_lease();
     let now = at(T0);
     let plan_ = chained(&lease, now);
 
@@ -161,7 +161,7 @@ fn an_outcome_planned_from_the_chained_state_writes_and_answers_what_reading_doe
         ProviderAnswer::Unknown,
     ];
     for outcome in outcomes {
-        let lease = LeaseId::generate();
+        let lease = fresh_lease();
         let plan_ = chained(&lease, at(T0));
         let fence = fence(&plan_.output.0).expect("acquired");
         let mut store = Store::new();
@@ -216,7 +216,7 @@ fn an_outcome_planned_from_the_chained_state_writes_and_answers_what_reading_doe
 
 #[test]
 fn nothing_is_planned_from_a_state_not_known_or_not_a_mutation() {
-    let lease = LeaseId::generate();
+    let lease = fresh_lease();
     let plan_ = chained(&lease, at(T0));
     let fence = fence(&plan_.output.0).expect("acquired");
     let mut store = Store::new();
@@ -255,7 +255,7 @@ fn nothing_is_planned_from_a_state_not_known_or_not_a_mutation() {
 
     // A stale holder's fence decides a refusal: nothing planned.
     let stale = RecordAnswer::outcome(
-        call(&LeaseId::generate(), at(T0 + 1)),
+        call(&fresh_lease(), at(T0 + 1)),
         fence,
         1,
         ProviderAnswer::Declined
@@ -345,13 +345,13 @@ const LEASE: i64 = 60_000_000;
 
 #[test]
 fn a_stale_holders_planned_outcome_is_refused_after_a_takeover_by_a_clock_that_runs_ahead() {
-    let lease = LeaseId::generate();
+    let lease = fresh_lease();
     let plan_ = chained(&lease, at(T0));
     let held = fence(&plan_.output.0).expect("acquired");
     let mut store = Store::new();
     let known = commit_chained(&mut store, &plan_);
     // Holder B's clock runs 61 s ahead: to it the lease has expired, and it takes over.
-    let taken = store.answer(&start(&LeaseId::generate(), at(T0 + LEASE + 1_000_000)));
+    let taken = store.answer(&start(&fresh_lease(), at(T0 + LEASE + 1_000_000)));
     assert_eq!(
         taken.ok().and_then(|out| fence(&out)).map(|f| f.get()),
         Some(2)
@@ -395,7 +395,7 @@ fn a_stale_holders_planned_outcome_is_refused_after_a_takeover_by_a_clock_that_r
 
 #[test]
 fn a_read_path_commit_is_refused_when_a_takeover_lands_between_its_read_and_its_commit() {
-    let lease = LeaseId::generate();
+    let lease = fresh_lease();
     let plan_ = chained(&lease, at(T0));
     let fence = fence(&plan_.output.0).expect("acquired");
     let mut store = Store::new();
@@ -408,7 +408,7 @@ fn a_read_path_commit_is_refused_when_a_takeover_lands_between_its_read_and_its_
     assert!(matches!(decided.decision, Decision::Mutate(..)));
     // The lease ends and another holder takes it over before A's commit arrives.
     store
-        .answer(&start(&LeaseId::generate(), at(T0 + LEASE)))
+        .answer(&start(&fresh_lease(), at(T0 + LEASE)))
         .expect("takeover");
     let before = fields(&store);
     assert!(
@@ -449,13 +449,13 @@ fn permitted(output: &BeginSendOutput) -> (i64, bool) {
 
 #[test]
 fn a_stale_known_state_never_re_sends_a_key_that_replayed_an_unknown() {
-    let a = LeaseId::generate();
+    let a = fresh_lease();
     let opening = chained(&a, at(T0));
     let fence_a = fence(&opening.output.0).expect("acquired");
     let mut store = Store::new();
     commit_chained(&mut store, &opening);
     // B's clock runs 61 s ahead: it starts, reading everything `begin_send` reads.
-    let b = LeaseId::generate();
+    let b = fresh_lease();
     let tb = at(T0 + LEASE + 1_000_000);
     let paths = first_read(call(&b, tb).command());
     let taking = store.attempt_reading(&start(&b, tb), paths);
@@ -490,13 +490,13 @@ fn a_stale_known_state_never_re_sends_a_key_that_replayed_an_unknown() {
 
 #[test]
 fn a_superseded_holder_gets_no_permit_for_the_next_attempt_from_what_it_knows() {
-    let a = LeaseId::generate();
+    let a = fresh_lease();
     let opening = chained(&a, at(T0));
     let mut store = Store::new();
     commit_chained(&mut store, &opening);
     // Holder C takes over once attempt 1's absence is provable, records it, and knows
     // the state its commit left.
-    let c = LeaseId::generate();
+    let c = fresh_lease();
     let provable = T0 + 360_000_000;
     let (started, _) = run_known(&mut store, &start(&c, at(provable)));
     let fence_c = fence(&started).expect("a takeover");
@@ -505,7 +505,7 @@ fn a_superseded_holder_gets_no_permit_for_the_next_attempt_from_what_it_knows() 
     let absent = RecordAnswer::reconciliation(holder, fence_c, 1, finding, provider_plan());
     let (_, known) = run_known(&mut store, &absent);
     // Holder D's clock runs 61 s ahead of C's: to it C's lease has expired.
-    let d = LeaseId::generate();
+    let d = fresh_lease();
     let taken = store.answer(&start(&d, at(provable + LEASE + 1_000_000)));
     assert_eq!(taken.ok().and_then(|o| fence(&o)).map(|f| f.get()), Some(3));
     // C, at its own clock, plans attempt 2 (a new key) from what it knows ...
@@ -531,7 +531,7 @@ fn a_superseded_holder_gets_no_permit_for_the_next_attempt_from_what_it_knows() 
 
 #[test]
 fn a_chained_opening_whose_answer_was_lost_is_answered_again_writing_nothing() {
-    let lease = LeaseId::generate();
+    let lease = fresh_lease();
     let opening = chained(&lease, at(T0));
     let fence = fence(&opening.output.0).expect("acquired");
     let mut store = Store::new();
@@ -557,7 +557,7 @@ fn a_chained_opening_whose_answer_was_lost_is_answered_again_writing_nothing() {
 
 #[test]
 fn an_unchanged_rewrite_fails_on_a_document_deleted_and_recreated_identical() {
-    let lease = LeaseId::generate();
+    let lease = fresh_lease();
     let opening = chained(&lease, at(T0));
     let fence = fence(&opening.output.0).expect("acquired");
     let mut store = Store::new();
@@ -577,7 +577,7 @@ fn an_unchanged_rewrite_fails_on_a_document_deleted_and_recreated_identical() {
 
 #[test]
 fn after_a_replay_recorded_the_lookups_evidence_is_planned_from_what_its_commit_left() {
-    let lease = LeaseId::generate();
+    let lease = fresh_lease();
     let opening = chained(&lease, at(T0));
     let fence = fence(&opening.output.0).expect("acquired");
     let mut store = Store::new();

@@ -12,7 +12,7 @@ use crate::sends::begin::BeginSend;
 use crate::sends::record::RecordAnswer;
 use crate::sends::{ProviderPlan, ProviderPlanRequest};
 use crate::start::Start;
-use crate::testing::Store;
+use crate::testing::{Store, fresh_lease};
 use serde_json::json;
 
 const T0: i64 = 1_800_000_000_123_456;
@@ -84,7 +84,7 @@ fn pending_at(store: &mut Store, micros: i64) -> Option<PendingCommand> {
 #[test]
 fn a_lease_waits_for_nobody_until_it_expires_then_for_a_retry() {
     let mut store = Store::new();
-    let lease = LeaseId::generate();
+    let lease = fresh_lease();
     let fence = started(&mut store, &lease);
     assert_eq!(pending_at(&mut store, T0 + 59 * SEC), None);
     let waiting = pending_at(&mut store, T0 + 60 * SEC).expect("pending at expiry");
@@ -99,7 +99,7 @@ fn a_lease_waits_for_nobody_until_it_expires_then_for_a_retry() {
 #[test]
 fn an_open_attempt_waits_for_a_resend_or_evidence_then_for_evidence_past_its_cutoff() {
     let mut store = Store::new();
-    let lease = LeaseId::generate();
+    let lease = fresh_lease();
     let fence = started(&mut store, &lease);
     store
         .answer(&BeginSend::new(call(&lease, at(T0)), fence, plan()))
@@ -153,7 +153,7 @@ fn a_listed_command_without_a_lifecycle_or_with_a_broken_one_fails_closed() {
         store.answer(&read),
         Err(JournalError::JournalCorrupt { .. })
     ));
-    let lease = LeaseId::generate();
+    let lease = fresh_lease();
     started(&mut store, &lease);
     let path = lifecycle::path(&hash());
     store
@@ -169,7 +169,7 @@ fn a_listed_command_without_a_lifecycle_or_with_a_broken_one_fails_closed() {
 #[test]
 fn its_json_names_the_hash_and_never_a_raw_value() {
     let mut store = Store::new();
-    let lease = LeaseId::generate();
+    let lease = fresh_lease();
     started(&mut store, &lease);
     let waiting = pending_at(&mut store, T0 + 61 * SEC).expect("pending");
     let text = serde_json::to_string(&waiting).expect("json");
@@ -181,7 +181,7 @@ fn its_json_names_the_hash_and_never_a_raw_value() {
 #[test]
 fn a_replayed_unknown_waits_for_evidence_from_the_start_never_for_a_resend() {
     let mut store = Store::new();
-    let lease = LeaseId::generate();
+    let lease = fresh_lease();
     let fence = started(&mut store, &lease);
     store
         .answer(&BeginSend::new(call(&lease, at(T0)), fence, plan()))
@@ -235,7 +235,7 @@ fn a_listed_lifecycle_broken_in_any_way_fails_closed_and_writes_nothing() {
     ];
     for (i, (name, value)) in breaks.into_iter().enumerate() {
         let mut store = Store::new();
-        started(&mut store, &LeaseId::generate());
+        started(&mut store, &fresh_lease());
         let map = store.get_mut(&lifecycle::path(&hash())).expect("lifecycle");
         match value {
             Some(value) => map.insert(name.into(), value),

@@ -16,7 +16,7 @@ use crate::sends::record::RecordAnswer;
 use crate::sends::status::SendStatusRead;
 use crate::sends::{BeginSendOutput, CommandStatus, ProviderPlan, ProviderPlanRequest};
 use crate::start::Start;
-use crate::testing::Store;
+use crate::testing::{Store, fresh_lease};
 use crate::time::Timestamp;
 use serde_json::json;
 
@@ -73,7 +73,7 @@ fn crashed_mid_send(store: &mut Store) -> String {
 fn client_sends(store: &mut Store, plan: &ProviderPlan, now: i64) -> String {
     let input = input();
     let identity = input.identity();
-    let lease = LeaseId::generate();
+    let lease = fresh_lease();
     let owner = input.lease_owner(&identity, &lease).expect("owner");
     let started = store
         .answer(&Start::new(identity.clone(), owner.clone(), at(now)))
@@ -139,7 +139,7 @@ fn drive(
 ) -> Result<Recovered, JournalError> {
     let now = at(write_at);
     let mut identity = None;
-    let lease = LeaseId::generate();
+    let lease = fresh_lease();
     let owner = recovery_owner(&hash(), &lease);
     let (mut recovery, mut step) = RecoveryProtocol::new(account);
     let mut reads = 0;
@@ -247,7 +247,7 @@ fn the_recovery_owner_is_its_own_domain() {
     );
     assert_ne!(
         recovery_owner(&hash(), &lease),
-        recovery_owner(&hash(), &LeaseId::generate())
+        recovery_owner(&hash(), &fresh_lease())
     );
 }
 
@@ -322,7 +322,7 @@ fn nothing_is_written_without_evidence() {
 fn client_heard_a_replay(store: &mut Store) -> String {
     let input = input();
     let identity = input.identity();
-    let lease = LeaseId::generate();
+    let lease = fresh_lease();
     let owner = input.lease_owner(&identity, &lease).expect("owner");
     let started = store
         .answer(&Start::new(identity.clone(), owner.clone(), at(T0)))
@@ -425,9 +425,7 @@ fn a_command_that_never_sent_has_nothing_to_look_up() {
     let mut store = Store::new();
     let input = input();
     let identity = input.identity();
-    let owner = input
-        .lease_owner(&identity, &LeaseId::generate())
-        .expect("owner");
+    let owner = input.lease_owner(&identity, &fresh_lease()).expect("owner");
     store
         .answer(&Start::new(identity, owner, at(T0)))
         .expect("start");
@@ -477,9 +475,7 @@ fn a_not_found_at_the_plans_account_records_the_absence_once_provable() {
         // a new key.
         let input = input();
         let identity = input.identity();
-        let owner = input
-            .lease_owner(&identity, &LeaseId::generate())
-            .expect("owner");
+        let owner = input.lease_owner(&identity, &fresh_lease()).expect("owner");
         let now = at(T0 + late + 61 * SEC);
         let started = store
             .answer(&Start::new(identity.clone(), owner.clone(), now))
@@ -725,7 +721,7 @@ fn a_not_found_is_confirmed_under_the_lease_so_a_resend_since_the_first_read_is_
         Ok(RecoveryStep::Acquire)
     );
     // The job takes the lease once the client's has run out (at T0 + 122 s) ...
-    let owner = recovery_owner(&hash(), &LeaseId::generate());
+    let owner = recovery_owner(&hash(), &fresh_lease());
     let now = at(T0 + 123 * SEC);
     let acquired = store
         .answer(&Acquire::new(LeaseCall::new(
@@ -849,7 +845,7 @@ fn a_second_recovery_holding_stale_evidence_loses_to_the_fence() {
         recover(&mut store, &mut first, T0 + 61 * SEC),
         Ok(Recovered::Succeeded)
     );
-    let owner = recovery_owner(&hash(), &LeaseId::generate());
+    let owner = recovery_owner(&hash(), &fresh_lease());
     let acquired = store
         .answer(&Acquire::new(LeaseCall::new(identity, owner, now)))
         .expect("acquire");
@@ -879,7 +875,7 @@ fn a_recovery_jobs_planned_reconciliation_is_refused_when_a_stale_holder_wrote_b
     let mut store = Store::new();
     let input = input();
     let identity = input.identity();
-    let lease = LeaseId::generate();
+    let lease = fresh_lease();
     let client = input.lease_owner(&identity, &lease).expect("owner");
     store
         .answer(&Start::new(identity.clone(), client.clone(), at(T0)))
@@ -891,7 +887,7 @@ fn a_recovery_jobs_planned_reconciliation_is_refused_when_a_stale_holder_wrote_b
         .expect("begin_send");
     // The job found a charge and takes the lease over at T0 + 61 s, reading everything
     // the send layer reads (as the library's driver does) ...
-    let owner = recovery_owner(&hash(), &LeaseId::generate());
+    let owner = recovery_owner(&hash(), &fresh_lease());
     let now = at(T0 + 61 * SEC);
     let job = LeaseCall::new(identity.clone(), owner.clone(), now);
     let paths = crate::sends::load::first_read(job.command());
