@@ -18,12 +18,24 @@
 //!   `Commit` carries its id (writes keep their preconditions), and `Rollback` is sent
 //!   whenever the attempt ends without a commit, including when the caller drops the
 //!   future. No `BeginTransaction`: 2 RPCs per committed mutation, 2 per observation.
+//!   A creation needs no read lock, so two fast paths before it take none, in this
+//!   order: an opting-in operation's blind creation (`core/src/transaction/blind.rs`),
+//!   as in preconditions mode; then, for an operation that opts in with
+//!   `Transition::first_read_unlocked` (register, acquire, start, a ledger accept
+//!   without originals), a first read-and-decide attempt without a transaction. Its
+//!   observation or rejection is the answer (1 RPC); its mutation is committed without
+//!   a transaction when, every document decided on and read absent given an absence
+//!   guard, each write is under `exists: false`: no mutable document was read
+//!   present, the present ones are immutable, so the commit proves the whole snapshot
+//!   decided on, as the transaction's locks would. Any other decision ends that
+//!   attempt unsent, and a commit it loses to a document that appeared writes
+//!   nothing: either way the read-write transaction follows at once, unbudgeted.
 //!
 //! Retries: a lost precondition race (ALREADY_EXISTS, FAILED_PRECONDITION or NOT_FOUND
 //! on a commit), ABORTED, UNAVAILABLE, DEADLINE_EXCEEDED, INTERNAL, RESOURCE_EXHAUSTED,
 //! CANCELLED and UNKNOWN (a connection lost mid-RPC) are retried with full-jitter
-//! exponential backoff, up to [`RetryPolicy`]'s attempts (a refused blind or planned
-//! commit wrote nothing and spends none of them: a read always follows it);
+//! exponential backoff, up to [`RetryPolicy`]'s attempts (a refused blind, planned or
+//! unlocked commit wrote nothing and spends none of them: a read always follows it);
 //! RESOURCE_EXHAUSTED waits at least the
 //! largest backoff. In transaction mode ABORTED backs off for about a second and more
 //! (the policy's contention backoff): its conflicts are held
@@ -134,9 +146,10 @@ enum Commit<P, O> {
 
 /// Runs `op` as [`run`] does, its first read being `paths` (its own paths and any
 /// more the caller will decide from), and its first attempt `planned` when given (in
-/// preconditions mode only; otherwise its blind creation, if it makes one), keeping
-/// what it leaves known. A planned commit refused for any retryable reason falls back
-/// to reading: at once after a lost precondition, after the usual backoff otherwise.
+/// preconditions mode only; otherwise its blind creation, if it makes one, in either
+/// mode), keeping what it leaves known. A planned commit refused for any retryable
+/// reason falls back to reading: at once after a lost precondition, after the usual
+/// backoff otherwise.
 pub(crate) async fn run_with<T: Transition, P>(
     connection: &Connection,
     counters: &Counters,
@@ -180,18 +193,25 @@ async fn run_in_span<T: Transition, P>(
         root: connection.documents_path(),
         remember,
     };
-    // A planned commit, or a new command's creation, is tried first as one commit,
-    // before any read.
+    // A planned commit (preconditions mode), or a new command's creation (either
+    // mode: it takes no lock), is tried first as one commit, before any read.
     let mut first = match (options.concurrency, planned) {
         _ if options.reads_only => None,
         (Concurrency::Preconditions, Some(planned)) => Some(Commit::Planned(planned)),
-        (Concurrency::Preconditions, None) => crate::transaction::blind::plan(op, &paths)
+        (Concurrency::Transaction, Some(_)) => None,
+        (_, None) => crate::transaction::blind::plan(op, &paths)
             .map(|plan| Commit::Blind(crate::known::blind_commit(plan, &paths))),
-        (Concurrency::Transaction, _) => None,
     };
+    // In transaction mode, an opting-in operation's first read takes no lock: its
+    // decision is answered, or committed under `exists: false` alone, when it needs
+    // none, and taken again in a transaction otherwise.
+    let mut unlocked = options.concurrency == Concurrency::Transaction
+        && !options.reads_only
+        && op.first_read_unlocked();
     let mut attempts = 0;
-    // Refused planned or blind commits: they wrote nothing, so they spend nothing of
-    // the retry budget, which counts only the attempts that could have written.
+    // Refused planned, blind or unlocked commits, and unlocked decisions needing a
+    // lock: they wrote nothing, so they spend nothing of the retry budget, which
+    // counts only the attempts that could have written.
     let mut refused_fast_paths = 0;
     let mut last_code = None;
     let mut previous_transaction = None;
@@ -201,7 +221,7 @@ async fn run_in_span<T: Transition, P>(
         }
         attempts += 1;
         runner.tally.bump(Count::Attempt);
-        let was_planned = first.is_some();
+        let was_planned = first.is_some() || unlocked;
         let outcome = match first.take() {
             Some(Commit::Planned(plan)) => runner
                 .planned_attempt(plan)
@@ -212,7 +232,12 @@ async fn run_in_span<T: Transition, P>(
                 .await
                 .map(|(output, known)| (Answer::Decided(output), known)),
             None => runner
-                .attempt(&paths, op, previous_transaction.take())
+                .attempt(
+                    &paths,
+                    op,
+                    previous_transaction.take(),
+                    std::mem::take(&mut unlocked),
+                )
                 .await
                 .map(|(output, known)| (Answer::Decided(output), known)),
         };
@@ -220,6 +245,8 @@ async fn run_in_span<T: Transition, P>(
             Ok((answer, known)) => break Ok(Ran { answer, known }),
             Err(Failure::Final(error)) => break Err(error),
             Err(Failure::Deadline) => break Err(deadline_error(last_code, attempts)),
+            // Nothing written: the transaction's attempt follows at once, unbudgeted.
+            Err(Failure::NeedsLock) => refused_fast_paths += 1,
             Err(Failure::Retry { code, transaction }) => {
                 last_code = Some(crate::grpc::grpc_code(code));
                 previous_transaction = transaction;

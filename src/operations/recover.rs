@@ -259,8 +259,11 @@ async fn drive<P: Provider>(
                 let call = LeaseCall::new(held(&identity)?, owner.clone(), engine.now()?);
                 let paths = first_read(call.command());
                 let started = Instant::now();
+                // Recovery acquires only an expired lease: a takeover, which needs the
+                // lock in transaction mode.
+                let op = Acquire::new(call).expecting_takeover();
                 let ran = engine
-                    .run_with(&Acquire::new(call), paths, None::<Planned<LeaseOutput, _>>)
+                    .run_with(&op, paths, None::<Planned<LeaseOutput, _>>)
                     .await
                     .map(|ran| {
                         memory.known = Some(ran.known);

@@ -1,10 +1,11 @@
-//! The runner's planned attempt (preconditions mode): the commit of a [`Planned`]
-//! decision, sent without a read of its own. A blind creation is one (every write
-//! under `exists: false`, every other path read proven absent by an absence guard);
-//! so is a transition `execute` decides from what its own last commit left known
-//! (each replacement under the update time that commit answered). Whatever it meets
-//! (a document that exists or changed, a race, a lost response, an unreachable
-//! server) ends the attempt; the next one reads and decides as usual.
+//! The runner's planned attempt: the commit of a [`Planned`] decision, sent without
+//! a read of its own or a transaction. A blind creation is one, in either mode
+//! (every write under `exists: false`, every other path read proven absent by an
+//! absence guard); so is, in preconditions mode, a transition `execute` decides from
+//! what its own last commit left known (each replacement under the update time that
+//! commit answered). Whatever it meets (a document that exists or changed, a race, a
+//! lost response, an unreachable server) ends the attempt; the next one reads and
+//! decides as usual.
 
 use super::counters::Count;
 use super::firestore::{OpenTransaction, Session};

@@ -6,7 +6,7 @@ use super::concurrency::Concurrency;
 use super::counters::Count;
 use super::firestore::{OpenTransaction, Session, WriteTime};
 use super::retry::{Failure, Rpc, classify};
-use crate::attempt::{Action, Attempt, Found, ReadKind};
+use crate::attempt::{Action, Attempt, Found, Precondition, ReadKind};
 use crate::error::GrpcCode;
 use crate::known::Known;
 use crate::metrics;
@@ -20,21 +20,32 @@ use std::collections::HashMap;
 
 impl Session<'_> {
     /// One read-and-decide attempt, in `previous_transaction`'s place when retrying
-    /// one; rolls back a transaction it leaves open.
+    /// one; rolls back a transaction it leaves open. `unlocked` (transaction mode's
+    /// first attempt of an operation that opts in) reads without a transaction and
+    /// commits only a decision that needs no lock, every write under `exists: false`
+    /// once the documents read absent are guarded; any other decision is
+    /// [`Failure::NeedsLock`], nothing written.
     pub(super) async fn attempt<T: Transition>(
         &self,
         paths: &[String],
         op: &T,
         previous_transaction: Option<Vec<u8>>,
+        unlocked: bool,
     ) -> Result<(T::Output, Known<prost_types::Timestamp>), Failure> {
-        let transactional = self.options.concurrency == Concurrency::Transaction;
+        let transactional = self.options.concurrency == Concurrency::Transaction && !unlocked;
         let mut open = OpenTransaction {
             raw: self.raw.clone(),
             database: self.database.clone(),
             id: None,
         };
         let result = self
-            .attempt_reads(paths, op, transactional, previous_transaction, &mut open)
+            .attempt_reads(
+                paths,
+                op,
+                (transactional, unlocked),
+                previous_transaction,
+                &mut open,
+            )
             .await;
         match result {
             Ok(answer) => Ok(answer),
@@ -67,13 +78,15 @@ impl Session<'_> {
         &self,
         paths: &[String],
         op: &T,
-        transactional: bool,
+        (transactional, unlocked): (bool, bool),
         previous_transaction: Option<Vec<u8>>,
         open: &mut OpenTransaction,
     ) -> Result<(T::Output, Known<prost_types::Timestamp>), Failure> {
         let mut attempt = Attempt::new(op, paths.to_vec());
         if transactional {
             attempt = attempt.in_transaction();
+        } else if unlocked {
+            attempt = attempt.proving_absences();
         }
         let mut step = attempt.start();
         let mut read_time = None;
@@ -88,6 +101,15 @@ impl Session<'_> {
                 }
                 Action::Fail(error) => return Err(Failure::Final(error)),
                 Action::Commit { writes, output } => {
+                    if unlocked
+                        && !writes
+                            .iter()
+                            .all(|w| matches!(w.precondition, Precondition::Absent))
+                    {
+                        // A replacement, or a mutable document read present: only a
+                        // transaction's lock holds it.
+                        return Err(Failure::NeedsLock);
+                    }
                     let written: Vec<Write> = if self.remember {
                         writes.iter().map(|w| w.write.clone()).collect()
                     } else {

@@ -66,6 +66,9 @@ pub(super) enum Failure {
     },
     /// The operation's deadline passed.
     Deadline,
+    /// An unlocked attempt's decision needs a transaction's lock; nothing was sent
+    /// after its read: take it again inside a read-write transaction, at once.
+    NeedsLock,
     /// The operation's answer.
     Final(JournalError),
 }
@@ -173,6 +176,7 @@ pub(crate) fn status_error(status: &Status) -> JournalError {
             JournalError::unavailable(Some(crate::grpc::grpc_code(code)), 1, false)
         }
         Failure::Deadline => JournalError::unavailable(None, 1, true),
+        Failure::NeedsLock => JournalError::internal("a read needing a lock"),
         Failure::Final(error) => error,
     }
 }

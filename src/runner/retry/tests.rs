@@ -88,6 +88,7 @@ fn verdict(rpc: Rpc, mode: Concurrency, status: Status) -> Result<Code, JournalE
         Failure::Retry { code, .. } => Ok(code),
         Failure::Final(error) => Err(error),
         Failure::Deadline => panic!("classify never answers Deadline"),
+        Failure::NeedsLock => panic!("classify never answers NeedsLock"),
     }
 }
 
