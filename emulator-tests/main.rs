@@ -45,4 +45,5 @@ mod start;
 mod status_server;
 mod support;
 mod tampering;
+mod unlocked;
 mod verify;

@@ -23,6 +23,10 @@
 //!   first frame of the response on, for the given time, then forwarded in order.
 //!   HTTP/2 header compression state is shared by every stream of a connection, so the
 //!   whole server-to-client direction is held, never one stream alone.
+//! - [`Fault::HoldResponse`]: the same hold, from the response's first message on
+//!   (the emulator has answered the request), until [`Proxy::release`];
+//!   [`Proxy::until_held`] resolves once it holds, so a test can act on the emulator
+//!   between an answered request and the client hearing the answer.
 //!
 //! [`Proxy::close`] cuts every connection and closes the listening port, so every
 //! later connection attempt is refused.
@@ -71,6 +75,16 @@ pub enum Fault {
     /// Hold the server-to-client direction back this long from the response's first
     /// frame on.
     DelayResponse(Duration),
+    /// Hold the server-to-client direction back from the response's first message
+    /// on, until [`Proxy::release`].
+    HoldResponse,
+}
+
+/// The hold of [`Fault::HoldResponse`]: whether a response is held, whether the test
+/// released it.
+struct Hold {
+    held: watch::Sender<bool>,
+    released: watch::Sender<bool>,
 }
 
 /// One request seen by the proxy.
@@ -105,6 +119,7 @@ struct Shared {
 pub struct Proxy {
     addr: SocketAddr,
     shared: Arc<Mutex<Shared>>,
+    hold: Arc<Hold>,
     acceptor: Option<JoinHandle<()>>,
 }
 
@@ -118,8 +133,13 @@ impl Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
         let addr = listener.local_addr().expect("proxy address");
         let shared = Arc::new(Mutex::new(Shared::default()));
+        let hold = Arc::new(Hold {
+            held: watch::channel(false).0,
+            released: watch::channel(false).0,
+        });
         let upstream = upstream.to_owned();
         let state = shared.clone();
+        let holding = hold.clone();
         let acceptor = tokio::spawn(async move {
             loop {
                 let Ok((client, _)) = listener.accept().await else {
@@ -134,14 +154,26 @@ impl Proxy {
                     shared.connections.push(cut);
                     shared.connections.len() - 1
                 };
-                Connection::spawn(id, client, server, state.clone(), cut_seen);
+                Connection::spawn(id, client, server, state.clone(), holding.clone(), cut_seen);
             }
         });
         Proxy {
             addr,
             shared,
+            hold,
             acceptor: Some(acceptor),
         }
+    }
+
+    /// Resolves once a [`Fault::HoldResponse`] holds its response: the emulator has
+    /// answered that request, and the client has not heard it.
+    pub async fn until_held(&self) {
+        let _ = self.hold.held.subscribe().wait_for(|held| *held).await;
+    }
+
+    /// Lets a response held by [`Fault::HoldResponse`] through, and every later one.
+    pub fn release(&self) {
+        self.hold.released.send_replace(true);
     }
 
     /// `HOST:PORT` to give `Target::Emulator`.
@@ -228,6 +260,7 @@ struct Streams {
 struct Connection {
     id: usize,
     shared: Arc<Mutex<Shared>>,
+    hold: Arc<Hold>,
     streams: Mutex<Streams>,
     cut: watch::Sender<bool>,
 }
@@ -238,6 +271,7 @@ impl Connection {
         client: TcpStream,
         server: TcpStream,
         shared: Arc<Mutex<Shared>>,
+        hold: Arc<Hold>,
         cut_seen: watch::Receiver<bool>,
     ) {
         let _ = client.set_nodelay(true);
@@ -246,6 +280,7 @@ impl Connection {
         let conn = Arc::new(Connection {
             id,
             shared,
+            hold,
             streams: Mutex::new(Streams::default()),
             cut,
         });
@@ -406,6 +441,14 @@ impl Connection {
                         self.streams().pending.remove(&frame.stream);
                         tokio::time::sleep(delay).await;
                     }
+                    // From the first message on: the emulator has answered.
+                    Some(Fault::HoldResponse) if frame.kind == DATA => {
+                        self.streams().pending.remove(&frame.stream);
+                        let mut released = self.hold.released.subscribe();
+                        self.hold.held.send_replace(true);
+                        let _ = released.wait_for(|released| *released).await;
+                    }
+                    Some(Fault::HoldResponse) => {}
                     Some(Fault::LoseRequest) | None => {}
                 }
                 if swallowing {

@@ -61,15 +61,6 @@ pub fn observation_rpcs() -> u64 {
     }
 }
 
-/// Blind creations a new command's registration or start sends before any read: one
-/// in preconditions mode (the commit that replaces the read), none in transaction mode.
-pub fn blind() -> u64 {
-    match mode() {
-        Concurrency::Preconditions => 1,
-        Concurrency::Transaction => 0,
-    }
-}
-
 /// A canonical UUID v4 text that differs for every `(tag, n)`.
 pub fn uuid(tag: u16, n: u64) -> String {
     format!("{:08x}-{tag:04x}-4000-8000-{n:012x}", 0x5eed_0000_u32)

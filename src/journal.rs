@@ -112,8 +112,9 @@ impl Journal {
 
     /// The same journal with its fast paths on (`true`, the default) or off: off,
     /// every operation reads and decides, in either concurrency mode, with no blind
-    /// creation, no commit planned or chained from what a call already knows, and no
-    /// answer given from it. The documents and answers are meant to be the same either
+    /// creation, no commit planned or chained from what a call already knows, no
+    /// answer given from it, and in transaction mode every read inside its
+    /// transaction. The documents and answers are meant to be the same either
     /// way, only the round trips differ; off is the reference a differential test
     /// holds the fast paths to. Only with the library's `testing` feature.
     #[cfg(feature = "testing")]

@@ -22,12 +22,24 @@
 //!   `Commit` carries its id (writes keep their preconditions), and `Rollback` is sent
 //!   whenever the attempt ends without a commit, including when the caller drops the
 //!   future. No `BeginTransaction`: 2 RPCs per committed mutation, 2 per observation.
+//!   A creation needs no read lock, so two fast paths before it take none, in this
+//!   order: an opting-in operation's blind creation (`core/src/transaction/blind.rs`),
+//!   as in preconditions mode; then, for an operation that opts in with
+//!   `Transition::first_read_unlocked` (register, acquire, start, a ledger accept
+//!   without originals), a first read-and-decide attempt without a transaction. Its
+//!   observation or rejection is the answer (1 RPC); its mutation is committed without
+//!   a transaction when, every document decided on and read absent given an absence
+//!   guard, each write is under `exists: false`: no mutable document was read
+//!   present, the present ones are immutable, so the commit proves the whole snapshot
+//!   decided on, as the transaction's locks would. Any other decision ends that
+//!   attempt unsent, and a commit it loses to a document that appeared writes
+//!   nothing: either way the read-write transaction follows at once, unbudgeted.
 //!
 //! Retries: a lost precondition race (ALREADY_EXISTS, FAILED_PRECONDITION or NOT_FOUND
 //! on a commit), ABORTED, UNAVAILABLE, DEADLINE_EXCEEDED, INTERNAL, RESOURCE_EXHAUSTED,
 //! CANCELLED and UNKNOWN (a connection lost mid-RPC) are retried with full-jitter
-//! exponential backoff, up to [`RetryPolicy`]'s attempts (a refused blind or planned
-//! commit wrote nothing and spends none of them: a read always follows it);
+//! exponential backoff, up to [`RetryPolicy`]'s attempts (a refused blind, planned or
+//! unlocked commit wrote nothing and spends none of them: a read always follows it);
 //! RESOURCE_EXHAUSTED waits at least the
 //! largest backoff. In transaction mode ABORTED backs off for about a second and more
 //! (the policy's contention backoff): its conflicts are held

@@ -118,6 +118,9 @@ pub struct Attempt<T: Transition, V> {
     /// Whether the commit is inside a read-write transaction that holds what it read,
     /// so that it needs no proof of the documents it read and does not write.
     transactional: bool,
+    /// Whether the commit also guards every document `decide` read absent and does
+    /// not write ([`Attempt::proving_absences`]).
+    guards_absences: bool,
     /// Strict mode's second `decide`.
     twice: Option<Twice<T>>,
 }
@@ -142,6 +145,7 @@ impl<T: Transition, V: Clone> Attempt<T, V> {
             confirming: false,
             decided_on: own,
             transactional: false,
+            guards_absences: false,
             twice: None,
         }
     }
@@ -151,6 +155,17 @@ impl<T: Transition, V: Clone> Attempt<T, V> {
     /// written ([`crate::proof`]), since the transaction itself proves them.
     pub fn in_transaction(mut self) -> Self {
         self.transactional = true;
+        self
+    }
+
+    /// The same attempt, read and committed without a transaction, whose commit also
+    /// guards absent every document `decide` read absent and does not write
+    /// ([`crate::proof::with_absence_guards`]): where every write of that commit is
+    /// then under `exists: false`, it proves the whole snapshot decided on, as a
+    /// transaction's locks would (transaction mode's unlocked first attempt).
+    pub fn proving_absences(mut self) -> Self {
+        self.transactional = false;
+        self.guards_absences = true;
         self
     }
 
@@ -213,7 +228,12 @@ impl<T: Transition, V: Clone> Attempt<T, V> {
                     writes
                 } else {
                     let read = self.decided_on.iter().map(String::as_str);
-                    crate::proof::with_proofs(read, &self.snapshot, writes)
+                    let writes = crate::proof::with_proofs(read.clone(), &self.snapshot, writes);
+                    if self.guards_absences {
+                        crate::proof::with_absence_guards(read, &self.snapshot, writes)
+                    } else {
+                        writes
+                    }
                 };
                 match writes
                     .into_iter()

@@ -270,8 +270,17 @@ where
                         .map(|plan| Fast::Blind(known::blind_commit(plan, &paths)))
                 })
             }
-            _ => None,
+            // Transaction mode: a creation takes no lock, so an opting-in
+            // transition's blind creation is tried first here too.
+            (true, Concurrency::Transaction) => blind::plan(&run.op, &paths)
+                .map(|plan| Fast::Blind(known::blind_commit(plan, &paths))),
+            (false, _) => None,
         };
+        // Transaction mode: an opting-in transition's first read-and-decide attempt
+        // takes no lock either.
+        let unlocked = self.options.fast_paths
+            && self.options.concurrency == Concurrency::Transaction
+            && run.op.first_read_unlocked();
         let name = run.op.name();
         let mut running = Running::new(
             run.op,
@@ -280,7 +289,8 @@ where
             self.options.concurrency,
             self.options.attempts,
             remembers && run.keep,
-        );
+        )
+        .unlocked(unlocked);
         self.queue.push_back(Io::Began(name));
         let step = running.start();
         let current = Box::new(Current {

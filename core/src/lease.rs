@@ -51,12 +51,30 @@ pub enum TerminalRequest {
 #[derive(Debug, Clone)]
 pub struct Acquire {
     call: LeaseCall,
+    /// Whether its first read in transaction mode takes no lock
+    /// ([`Transition::first_read_unlocked`]).
+    unlocked: bool,
 }
 
 impl Acquire {
-    /// Prepares an acquisition by the holder in `call`.
+    /// Prepares an acquisition by the holder in `call`. A first acquisition creates
+    /// the lifecycle and a busy one observes, so in transaction mode its first read
+    /// takes no lock.
     pub fn new(call: LeaseCall) -> Self {
-        Self { call }
+        Self {
+            call,
+            unlocked: true,
+        }
+    }
+
+    /// The same acquisition expected to take an expired lease over (recovery's): a
+    /// takeover replaces the lifecycle and needs the lock, so in transaction mode its
+    /// first read opens the transaction.
+    pub fn expecting_takeover(self) -> Self {
+        Self {
+            unlocked: false,
+            ..self
+        }
     }
 
     fn decide_inner(&self, snapshot: &Snapshot) -> Result<Decision<LeaseOutput>, Halt> {
@@ -157,6 +175,10 @@ impl Transition for Acquire {
 
     fn name(&self) -> crate::transaction::OperationName {
         crate::transaction::OperationName::Acquire
+    }
+
+    fn first_read_unlocked(&self) -> bool {
+        self.unlocked
     }
 
     fn paths(&self) -> Vec<String> {

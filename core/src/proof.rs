@@ -18,6 +18,13 @@
 //! The preconditions mode and every commit planned from what the journal knows
 //! (`crate::known`) carry these proofs. A commit inside a read-write transaction does
 //! not need them: the transaction holds what it read.
+//!
+//! A commit that needs no lock at all proves the whole snapshot its decision read:
+//! [`with_absence_guards`] adds a [`Write::AssertAbsent`] of every document read
+//! absent and not written, so a commit whose every write is then under `exists: false`
+//! (creations and guards, no mutable document read present) lands only where every
+//! document read is as read: the absent ones still absent, the present ones
+//! immutable. Transaction mode commits such a decision without a transaction.
 
 use crate::document::{lifecycle, root};
 use crate::ledger::effect;
@@ -67,6 +74,25 @@ pub fn with_proofs<'a>(
         }
     }
     writes.extend(proofs);
+    writes
+}
+
+/// `writes`, then an absence guard of every path among `read` (the paths the decision
+/// read) that `snapshot` holds read absent and `writes` does not write, once each, in
+/// the order of `read`.
+pub fn with_absence_guards<'a>(
+    read: impl IntoIterator<Item = &'a str>,
+    snapshot: &Snapshot,
+    mut writes: Vec<Write>,
+) -> Vec<Write> {
+    for path in read {
+        let absent = snapshot.was_read(path) && snapshot.get(path).is_none();
+        if absent && !writes.iter().any(|w| w.path() == path) {
+            writes.push(Write::AssertAbsent {
+                path: path.to_owned(),
+            });
+        }
+    }
     writes
 }
 

@@ -145,6 +145,12 @@ impl Transition for Registration {
         true
     }
 
+    /// Read after a refused blind creation, a registration only ever observes or
+    /// rejects: no lock is needed.
+    fn first_read_unlocked(&self) -> bool {
+        true
+    }
+
     fn paths(&self) -> Vec<String> {
         let hash = self.identity.command_key_hash();
         vec![

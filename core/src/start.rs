@@ -119,6 +119,13 @@ impl Transition for Start {
         true
     }
 
+    /// Read after a refused blind creation, a start usually creates the lifecycle
+    /// of a registered command or observes; a takeover is taken again in a
+    /// transaction.
+    fn first_read_unlocked(&self) -> bool {
+        true
+    }
+
     fn paths(&self) -> Vec<String> {
         self.acquire.paths()
     }

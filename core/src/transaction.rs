@@ -296,11 +296,26 @@ pub trait Transition {
     fn name(&self) -> OperationName;
     /// Whether the runner may first try this operation's decision for the state in
     /// which every path of [`Transition::paths`] is absent, as one commit sent before
-    /// any read (preconditions mode only; see `core/src/transaction/blind.rs`). Opt in only
-    /// where that decision creates documents and depends on nothing but the absence
-    /// of the paths read: the commit proves every one of them absent, and any refusal
-    /// falls back to reading and deciding. Off by default.
+    /// any read, without a transaction in either mode (see
+    /// `core/src/transaction/blind.rs`). Opt in only where that decision creates
+    /// documents and depends on nothing but the absence of the paths read: the commit
+    /// proves every one of them absent, and any refusal falls back to reading and
+    /// deciding. Off by default.
     fn blind_create(&self) -> bool {
+        false
+    }
+
+    /// Whether, in transaction mode, the runner may take this operation's first
+    /// read-and-decide attempt without a transaction and answer from it when its
+    /// decision needs no lock: an observation, a rejection, or a mutation whose every
+    /// write is under `exists: false` once every other document it read absent is
+    /// guarded absent ([`crate::attempt::Attempt::proving_absences`]), so that it
+    /// read no mutable document present. Any other decision is taken again at once
+    /// inside a read-write transaction, as is a commit refused because a document
+    /// appeared. Sound for any operation (the commit proves the whole snapshot it
+    /// decided on); worth it where the decision is usually a creation or an
+    /// observation, since any other costs one read more. Off by default.
+    fn first_read_unlocked(&self) -> bool {
         false
     }
 }

@@ -11,7 +11,8 @@ pub(crate) struct RunOptions {
     /// The concurrency mode.
     pub concurrency: Concurrency,
     /// Every decision from a read of its own: no blind creation, no planned or
-    /// chained commit, no answer from what a call already knows. Set only by
+    /// chained commit, no answer from what a call already knows, and in transaction
+    /// mode every read inside its transaction. Set only by
     /// `Journal::with_fast_paths(false)` (feature `testing`).
     pub reads_only: bool,
 }

@@ -141,6 +141,10 @@ impl<T: Transition> Transition for Borrowed<'_, T> {
     fn blind_create(&self) -> bool {
         self.0.blind_create()
     }
+
+    fn first_read_unlocked(&self) -> bool {
+        self.0.first_read_unlocked()
+    }
 }
 
 impl Engine {

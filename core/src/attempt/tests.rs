@@ -314,3 +314,70 @@ fn a_first_read_always_holds_the_operations_own_paths() {
     let attempt: Attempt<_, i64> = Attempt::new(&op, strings(&["b", "a"]));
     assert_eq!(attempt.start(), read(&["b", "a"], ReadKind::First));
 }
+
+#[test]
+fn proving_absences_guards_every_path_decided_on_read_absent_and_not_written() {
+    // Transaction mode's unlocked attempt: a first acquisition's shape (an immutable
+    // root read present, the lifecycle and the next event created) with one more
+    // event and a follow-up read absent. Only the caller's extra path `x` is no
+    // decision input and goes unguarded.
+    const LIFE: &str = "checkoutRequests/h/lifecycle/current";
+    let create = |path: &str| Write::Create {
+        path: path.into(),
+        fields: doc(1),
+    };
+    let creates = op(&["root", LIFE, "e2", "e3"], move |snapshot| {
+        if !snapshot.was_read("f") {
+            return Decision::Read(vec!["f".into()]);
+        }
+        match snapshot.get(LIFE) {
+            None => Decision::Mutate(vec![create(LIFE), create("e2")], 1),
+            Some(_) => Decision::Mutate(vec![create("e2")], 2),
+        }
+    });
+    let guarded = |write: Write, precondition| GuardedWrite {
+        write,
+        precondition,
+    };
+    let absent = |path: &str| Write::AssertAbsent { path: path.into() };
+    let mut paths = creates.paths();
+    paths.push("x".into());
+    let mut attempt = Attempt::new(&creates, paths.clone()).proving_absences();
+    assert_eq!(
+        attempt.read(&creates, found(&[("root", 1)]), true),
+        read(&["f"], ReadKind::FollowUp)
+    );
+    assert_eq!(
+        attempt.read(&creates, HashMap::new(), true),
+        Action::Commit {
+            writes: vec![
+                guarded(create(LIFE), Precondition::Absent),
+                guarded(create("e2"), Precondition::Absent),
+                guarded(absent("e3"), Precondition::Absent),
+                guarded(absent("f"), Precondition::Absent),
+            ],
+            output: 1,
+        }
+    );
+    // A mutable document read present is proven unchanged, under its update time:
+    // a precondition only a transaction's lock can stand for.
+    let mut attempt = Attempt::new(&creates, paths).proving_absences();
+    attempt.read(&creates, found(&[("root", 1), (LIFE, 4)]), true);
+    let Action::Commit { writes, output: 2 } = attempt.read(&creates, HashMap::new(), true) else {
+        panic!("expected a commit");
+    };
+    assert!(writes.contains(&guarded(
+        Write::AssertUnchanged {
+            path: LIFE.into(),
+            fields: doc(4)
+        },
+        Precondition::UpdatedAt(4)
+    )));
+    // Without the flag, the same read commits no absence guard.
+    let mut attempt = Attempt::new(&creates, creates.paths());
+    attempt.read(&creates, found(&[("root", 1)]), true);
+    let Action::Commit { writes, .. } = attempt.read(&creates, HashMap::new(), true) else {
+        panic!("expected a commit");
+    };
+    assert_eq!(writes.len(), 2);
+}

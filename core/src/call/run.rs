@@ -7,7 +7,7 @@ use super::io::{
     CommitKind, Concurrency, Consistency, Input, Io, ReadAnswer, RetryCause, RpcFailure,
     TransactionId,
 };
-use crate::attempt::{Action, Attempt};
+use crate::attempt::{Action, Attempt, Precondition};
 use crate::error::{GrpcCode, JournalError};
 use crate::known::{Known, Planned};
 use crate::transaction::{CommitTime, Transition, Write};
@@ -67,12 +67,14 @@ enum Phase<T: Transition, V> {
         base: Known<V>,
         answer: Answer<T::Output>,
     },
-    /// A read of a read-and-decide attempt is in flight.
+    /// A read of a read-and-decide attempt is in flight (`unlocked`: transaction
+    /// mode's first attempt, read without a transaction).
     Reading {
         attempt: Box<Attempt<T, V>>,
         transaction: Option<TransactionId>,
         read_time: Option<V>,
         first: bool,
+        unlocked: bool,
     },
     /// The decided commit is in flight.
     Committing {
@@ -80,6 +82,7 @@ enum Phase<T: Transition, V> {
         transaction: Option<TransactionId>,
         written: Vec<Write>,
         output: T::Output,
+        unlocked: bool,
     },
     /// A rollback is in flight.
     RollingBack(After<T::Output, V>),
@@ -95,6 +98,8 @@ pub(super) struct Running<T: Transition, V> {
     budget: NonZeroU32,
     remember: bool,
     fast: Option<Fast<T::Output, V>>,
+    /// Whether the first read-and-decide attempt takes no lock (transaction mode).
+    unlocked: bool,
     attempts: u32,
     refused: u32,
     last_code: Option<GrpcCode>,
@@ -120,12 +125,25 @@ impl<T: Transition, V: Clone> Running<T, V> {
             budget,
             remember,
             fast,
+            unlocked: false,
             attempts: 0,
             refused: 0,
             last_code: None,
             previous: None,
             phase: Phase::Idle,
         }
+    }
+
+    /// The same run, its first read-and-decide attempt in transaction mode taken
+    /// without a transaction when `unlocked`: its observation or rejection is the
+    /// answer, its mutation committed without a lock when every write is under
+    /// `exists: false` once every document it read absent is guarded absent
+    /// ([`Attempt::proving_absences`]); any other decision is taken again at once
+    /// inside a transaction, nothing sent, as is a commit refused because a document
+    /// appeared.
+    pub(super) fn unlocked(mut self, unlocked: bool) -> Self {
+        self.unlocked = unlocked;
+        self
     }
 
     /// The first step: the fast commit, or the first read.
@@ -162,9 +180,12 @@ impl<T: Transition, V: Clone> Running<T, V> {
             });
         }
         let mut attempt = Attempt::new(&self.op, self.paths.clone());
-        let transactional = self.concurrency == Concurrency::Transaction;
+        let unlocked = std::mem::take(&mut self.unlocked);
+        let transactional = self.concurrency == Concurrency::Transaction && !unlocked;
         if transactional {
             attempt = attempt.in_transaction();
+        } else if unlocked {
+            attempt = attempt.proving_absences();
         }
         let Action::Read { paths, kind } = attempt.start() else {
             return self.finish(Err(JournalError::internal("call: an attempt began unread")));
@@ -181,6 +202,7 @@ impl<T: Transition, V: Clone> Running<T, V> {
             transaction: None,
             read_time: None,
             first: true,
+            unlocked,
         };
         Step::Io(Io::Read {
             paths,
@@ -224,9 +246,10 @@ impl<T: Transition, V: Clone> Running<T, V> {
                     transaction,
                     read_time,
                     first,
+                    unlocked,
                 },
                 Input::Read(read),
-            ) => self.read(attempt, transaction, read_time, first, read),
+            ) => self.read(attempt, (transaction, read_time), (first, unlocked), read),
             (
                 Phase::Committing {
                     attempt,
@@ -239,9 +262,14 @@ impl<T: Transition, V: Clone> Running<T, V> {
                 let known = self.known(&attempt, Some((&written, &results)));
                 self.end(Ok((Answer::One(output), known)))
             }
-            (Phase::Committing { transaction, .. }, Input::Committed(Err(failure))) => {
-                self.failed(failure, transaction, false)
-            }
+            (
+                Phase::Committing {
+                    transaction,
+                    unlocked,
+                    ..
+                },
+                Input::Committed(Err(failure)),
+            ) => self.failed(failure, transaction, unlocked),
             (Phase::RollingBack(after), Input::RolledBack) => match after {
                 After::Finish(result) => self.end(result),
                 After::Retry(code, cause, fast) => self.retry(code, cause, fast),
@@ -255,18 +283,17 @@ impl<T: Transition, V: Clone> Running<T, V> {
     fn read<X>(
         &mut self,
         mut attempt: Box<Attempt<T, V>>,
-        mut transaction: Option<TransactionId>,
-        read_time: Option<V>,
-        first: bool,
+        (mut transaction, read_time): (Option<TransactionId>, Option<V>),
+        (first, unlocked): (bool, bool),
         read: Result<ReadAnswer<V>, RpcFailure>,
     ) -> Step<X, T::Output, V> {
-        let transactional = self.concurrency == Concurrency::Transaction;
+        let transactional = self.concurrency == Concurrency::Transaction && !unlocked;
         let answer = match read {
             Ok(answer) => answer,
             Err(failure) => {
                 // A first read that failed may still have opened a transaction: the
                 // driver released it; name none.
-                return self.failed(failure, transaction, false);
+                return self.failed(failure, transaction, unlocked);
             }
         };
         if first && transactional {
@@ -290,6 +317,7 @@ impl<T: Transition, V: Clone> Running<T, V> {
                     transaction,
                     read_time,
                     first: false,
+                    unlocked,
                 };
                 Step::Io(Io::Read {
                     paths,
@@ -310,6 +338,17 @@ impl<T: Transition, V: Clone> Running<T, V> {
                 None => self.end(Err(error)),
             },
             Action::Commit { writes, output } => {
+                if unlocked
+                    && !writes
+                        .iter()
+                        .all(|w| matches!(w.precondition, Precondition::Absent))
+                {
+                    // A replacement, or a mutable document read present: only a
+                    // transaction's lock holds it. Nothing was sent: take it again in
+                    // one at once, unbudgeted.
+                    self.refused += 1;
+                    return self.attempt();
+                }
                 let written = match self.remember {
                     true => writes.iter().map(|w| w.write.clone()).collect(),
                     false => Vec::new(),
@@ -319,6 +358,7 @@ impl<T: Transition, V: Clone> Running<T, V> {
                     transaction: transaction.clone(),
                     written,
                     output,
+                    unlocked,
                 };
                 Step::Io(Io::Commit {
                     writes,

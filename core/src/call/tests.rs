@@ -9,7 +9,7 @@ use crate::error::GrpcCode;
 use crate::execute::Execution;
 use crate::execute::program::ExecuteProgram;
 use crate::identity::{CommandIdentity, CommandInput, CommandRequest, LeaseId};
-use crate::lease::{CommandCall, StatusRead};
+use crate::lease::{Acquire, CommandCall, LeaseCall, LeaseOutput, StatusRead};
 use crate::registration::{Registration, RegistrationOutcome};
 use crate::sends::plan::{ProviderPlan, ProviderPlanRequest};
 use crate::testing::{CallTrace, Store};
@@ -73,6 +73,15 @@ fn status() -> Single<StatusRead> {
     Single::new(StatusRead::new(CommandCall::new(identity(), now())))
 }
 
+/// Transaction mode with every attempt in a transaction: no blind creation, no
+/// unlocked first read.
+fn locked() -> CallOptions {
+    CallOptions {
+        fast_paths: false,
+        ..options(Concurrency::Transaction, 10)
+    }
+}
+
 /// A hook that answers nothing: the store does every step.
 fn store_does<O>(_: &mut Store, _: &Io<O, u64>) -> Option<Input<u64>> {
     None
@@ -107,15 +116,51 @@ fn a_new_command_registers_with_one_blind_commit_and_an_existing_one_reads_at_on
 fn transaction_mode_reads_in_a_transaction_and_rolls_back_an_observation() {
     let mut store = Store::new();
     let options = options(Concurrency::Transaction, 10);
+    store
+        .call(registration(), options, now(), store_does)
+        .0
+        .unwrap();
+    let (status, trace) = store.call(status(), options, now(), store_does);
+    assert!(status.is_ok());
+    assert_eq!(trace.steps, ["begin", "rollback"]);
+}
+
+#[test]
+fn transaction_mode_creates_without_a_lock_and_takes_one_for_a_replacement() {
+    let mut store = Store::new();
+    let options = options(Concurrency::Transaction, 1);
+    // A new command: the blind creation, no transaction.
     let (first, trace) = store.call(registration(), options, now(), store_does);
-    assert!(first.is_ok());
-    assert_eq!(trace.steps, ["begin", "commit"]);
+    assert_eq!(first.unwrap().outcome(), RegistrationOutcome::RegisteredNew);
+    assert_eq!(trace.steps, ["blind"]);
+    // Registered: the blind creation is refused and the unlocked read answers.
     let (second, trace) = store.call(registration(), options, now(), store_does);
     assert_eq!(
         second.unwrap().outcome(),
         RegistrationOutcome::RegisteredExisting
     );
-    assert_eq!(trace.steps, ["begin", "rollback"]);
+    assert_eq!(trace.steps, ["blind", "wait_now", "read"]);
+    // A first acquisition creates the lifecycle: read and committed without a lock.
+    let acquire = |holder, at| {
+        let call = LeaseCall::new(
+            identity(),
+            owner(holder),
+            Timestamp::from_micros(at).unwrap(),
+        );
+        Single::new(Acquire::new(call))
+    };
+    let (acquired, trace) = store.call(acquire(1, NOW), options, now(), store_does);
+    assert!(matches!(acquired, Ok(LeaseOutput::Acquired { .. })));
+    assert_eq!(trace.steps, ["read", "commit"]);
+    // A takeover replaces the lifecycle: the unlocked decision is dropped unsent and
+    // taken again in a transaction, spending none of the single attempt.
+    let later = NOW + 61_000_000;
+    let (taken, trace) = store.call(acquire(2, later), options, now(), store_does);
+    match taken {
+        Ok(LeaseOutput::Acquired { fence_epoch, .. }) => assert_eq!(fence_epoch.get(), 2),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(trace.steps, ["read", "begin", "commit"]);
 }
 
 #[test]
@@ -154,7 +199,7 @@ fn a_failed_commit_in_a_transaction_is_rolled_back_and_the_retry_names_it() {
     let mut aborted = false;
     let (answer, trace) = store.call(
         registration(),
-        options(Concurrency::Transaction, 10),
+        locked(),
         now(),
         |_, io| match io {
             Io::Commit { transaction, .. } if !aborted => {
@@ -188,7 +233,7 @@ fn a_deadline_passing_with_a_transaction_open_rolls_it_back_first() {
     let mut store = Store::new();
     let (answer, trace) = store.call(
         registration(),
-        options(Concurrency::Transaction, 10),
+        locked(),
         now(),
         |_, io| matches!(io, Io::Commit { .. }).then_some(Input::DeadlinePassed),
     );
@@ -266,6 +311,7 @@ fn execute_takes_four_rpcs_new_and_two_replayed_in_transaction_mode() {
     let (answer, trace) = execute(&mut store, 2, options);
     assert_eq!(answer, Execution::Declined);
     assert_eq!(trace.steps, ["begin", "rollback"]);
+    assert_eq!(trace.rpcs(), 2);
 }
 
 #[test]

@@ -113,6 +113,17 @@ impl Transition for ExecuteOp {
             Self::Result(op) => op.blind_create(),
         }
     }
+
+    fn first_read_unlocked(&self) -> bool {
+        match self {
+            Self::Start(op) => op.first_read_unlocked(),
+            Self::Opening(op) => op.first_read_unlocked(),
+            Self::BeginSend(op) => op.first_read_unlocked(),
+            Self::Record(op) => op.first_read_unlocked(),
+            Self::Status(op) => op.first_read_unlocked(),
+            Self::Result(op) => op.first_read_unlocked(),
+        }
+    }
 }
 
 impl Labelled for ExecuteAnswer {

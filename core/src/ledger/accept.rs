@@ -224,6 +224,12 @@ impl Transition for Accept {
         self.originals.is_empty()
     }
 
+    /// Read after a refused blind creation, such a reservation's accept observes its
+    /// replay; a reversal reads its originals, mutable rows, in a transaction.
+    fn first_read_unlocked(&self) -> bool {
+        self.originals.is_empty()
+    }
+
     fn paths(&self) -> Vec<String> {
         let mut paths = vec![super::reservation::path(&self.reservation_id)];
         paths.extend(self.slots());

@@ -76,6 +76,14 @@ impl Transition for RecoveryOp {
             Self::Reconcile(op) => op.blind_create(),
         }
     }
+
+    fn first_read_unlocked(&self) -> bool {
+        match self {
+            Self::Status(op) => op.first_read_unlocked(),
+            Self::Acquire(op) => op.first_read_unlocked(),
+            Self::Reconcile(op) => op.first_read_unlocked(),
+        }
+    }
 }
 
 impl Labelled for RecoveryAnswer {
@@ -197,7 +205,10 @@ impl Program for RecoveryProgram {
             Step::Acquire => {
                 let call = self.call(now)?;
                 let paths = first_read(call.command());
-                let run = Run::op(RecoveryOp::Acquire(Acquire::new(call))).reading(paths);
+                // Recovery acquires only an expired lease: a takeover, which needs the
+                // lock in transaction mode.
+                let op = Acquire::new(call).expecting_takeover();
+                let run = Run::op(RecoveryOp::Acquire(op)).reading(paths);
                 (Waiting::Acquire, Next::Run(run))
             }
             Step::Reconcile {

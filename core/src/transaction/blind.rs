@@ -1,5 +1,6 @@
 //! Creation in one RPC: the plan of a *blind creation*, the commit a new command's
-//! operation sends before reading anything (preconditions mode only).
+//! operation sends before reading anything, without a transaction in either
+//! concurrency mode: it takes no lock, and needs none.
 //!
 //! An operation opts in with [`Transition::blind_create`]. Its plan is its own pure
 //! `decide` over the snapshot in which every path of [`Transition::paths`] is absent,
