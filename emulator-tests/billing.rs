@@ -7,6 +7,7 @@
 
 use super::support::{self, command};
 use command_journal::ledger::{FingerprintInput, LedgerKey, LedgerScope};
+use command_journal::sends::AttemptNumber;
 use command_journal::{
     Concurrency, Journal, LeaseId, LeaseOutput, Stats, TerminalReferenceFingerprint,
 };
@@ -204,7 +205,7 @@ async fn every_operation_is_billed_exactly_its_documents() {
 }
 
 /// The permit of `began`.
-fn permitted(began: command_journal::sends::BeginSendOutput) -> i64 {
+fn permitted(began: command_journal::sends::BeginSendOutput) -> AttemptNumber {
     match began {
         command_journal::sends::BeginSendOutput::Permitted(permit) => permit.attempt,
         other => panic!("expected a permit: {other:?}"),

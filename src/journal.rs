@@ -17,7 +17,9 @@ use crate::ledger::{
 use crate::operations::{execute, lease, ledger, pending, recover, results, sends};
 use crate::registration::RegistrationOutput;
 use crate::runner::{Concurrency, RetryPolicy, Stats};
-use crate::sends::{BeginSendOutput, CommandStatus, ProviderPlan, SendOutcomeOutput};
+use crate::sends::{
+    AttemptNumber, BeginSendOutput, CommandStatus, ProviderPlan, SendOutcomeOutput,
+};
 use crate::start::StartOutput;
 use crate::time::{Clock, Timestamp};
 use crate::transaction::Transition;
@@ -355,7 +357,7 @@ impl Journal {
                 fence: expected_fence_epoch,
             },
             plan,
-            attempt,
+            AttemptNumber::new(attempt)?,
             outcome,
             &mut Memory::default(),
         )
@@ -388,7 +390,7 @@ impl Journal {
                 fence: expected_fence_epoch,
             },
             plan,
-            attempt,
+            AttemptNumber::new(attempt)?,
             evidence,
             &mut Memory::default(),
         )

@@ -7,6 +7,7 @@ use crate::engine::Memory;
 use crate::error::JournalError;
 use crate::fence::FenceEpoch;
 use crate::identity::{CommandInput, LeaseId};
+use crate::sends::AttemptNumber;
 use crate::sends::begin::BeginSend;
 use crate::sends::record::{Mode, RecordAnswer};
 use crate::sends::status::SendStatusRead;
@@ -36,7 +37,7 @@ pub(crate) async fn record_outcome(
     engine: &Engine,
     holder: Holder<'_>,
     plan: &ProviderPlan,
-    attempt: i64,
+    attempt: AttemptNumber,
     outcome: &ProviderAnswer,
     memory: &mut Memory,
 ) -> Result<SendOutcomeOutput, JournalError> {
@@ -56,7 +57,7 @@ pub(crate) async fn reconcile(
     engine: &Engine,
     holder: Holder<'_>,
     plan: &ProviderPlan,
-    attempt: i64,
+    attempt: AttemptNumber,
     evidence: &ProviderAnswer,
     memory: &mut Memory,
 ) -> Result<SendOutcomeOutput, JournalError> {
@@ -76,7 +77,7 @@ async fn record(
     engine: &Engine,
     holder: Holder<'_>,
     plan: &ProviderPlan,
-    attempt: i64,
+    attempt: AttemptNumber,
     answer: &ProviderAnswer,
     mode: Mode,
     memory: &mut Memory,
