@@ -258,7 +258,14 @@ async fn the_send_layer_is_billed_exactly_its_documents_and_proofs() {
         pick((7, 5, 3, 0, 2), (7, 5, 2, 0, 2)),
         async {
             journal
-                .record_send_outcome(&c, &lease(1), epoch, &plan, 1, &ProviderAnswer::Unknown)
+                .record_send_outcome(
+                    &c,
+                    &lease(1),
+                    epoch,
+                    &plan,
+                    AttemptNumber::FIRST,
+                    &ProviderAnswer::Unknown,
+                )
                 .await
                 .expect("ambiguous");
         },

@@ -179,14 +179,7 @@ async fn workers_racing_sends_outcomes_and_reconciliation_keep_every_send_invari
                             _ => ProviderAnswer::Unknown,
                         };
                         match journal
-                            .record_send_outcome(
-                                &cmd,
-                                &lease,
-                                fence,
-                                &plan(),
-                                attempt.get(),
-                                &outcome,
-                            )
+                            .record_send_outcome(&cmd, &lease, fence, &plan(), attempt, &outcome)
                             .await
                         {
                             Ok(SendOutcomeOutput::Terminal(_)) => {
@@ -212,14 +205,7 @@ async fn workers_racing_sends_outcomes_and_reconciliation_keep_every_send_invari
                             _ => ProviderAnswer::NotFound,
                         };
                         match journal
-                            .reconcile_send(
-                                &cmd,
-                                &lease,
-                                fence,
-                                &plan(),
-                                send.attempt.get(),
-                                &evidence,
-                            )
+                            .reconcile_send(&cmd, &lease, fence, &plan(), send.attempt, &evidence)
                             .await
                         {
                             Ok(SendOutcomeOutput::Absent { attempt }) => {

@@ -111,7 +111,7 @@ async fn ambiguous_attempt(connection: &Connection, cmd: &CommandInput) -> Journ
             &lease(0),
             crate::support::fence_at(1),
             &plan(),
-            1,
+            AttemptNumber::FIRST,
             &ProviderAnswer::Unknown,
         )
         .await;
@@ -230,7 +230,7 @@ async fn succeeded_versus_ambiguous_versus_a_takeover_commit_consistently() {
                     &lease(0),
                     crate::support::fence_at(1),
                     &plan(),
-                    1,
+                    AttemptNumber::FIRST,
                     &ProviderAnswer::SucceededWithReference(reference(1)),
                 )
                 .await
@@ -244,7 +244,7 @@ async fn succeeded_versus_ambiguous_versus_a_takeover_commit_consistently() {
                     &lease(0),
                     crate::support::fence_at(1),
                     &plan(),
-                    1,
+                    AttemptNumber::FIRST,
                     &ProviderAnswer::Unknown,
                 )
                 .await
@@ -316,7 +316,7 @@ async fn reconciliation_races_a_late_outcome_and_contradicting_evidence() {
                     &lease(50),
                     crate::support::fence_at(2),
                     &plan(),
-                    1,
+                    AttemptNumber::FIRST,
                     &ProviderAnswer::NotFound,
                 )
                 .await
@@ -330,7 +330,7 @@ async fn reconciliation_races_a_late_outcome_and_contradicting_evidence() {
                     &lease(50),
                     crate::support::fence_at(2),
                     &plan(),
-                    1,
+                    AttemptNumber::FIRST,
                     &ProviderAnswer::SucceededWithReference(reference(2)),
                 )
                 .await
@@ -344,7 +344,7 @@ async fn reconciliation_races_a_late_outcome_and_contradicting_evidence() {
                     &lease(0),
                     crate::support::fence_at(1),
                     &plan(),
-                    1,
+                    AttemptNumber::FIRST,
                     &ProviderAnswer::SucceededWithReference(reference(2)),
                 )
                 .await
@@ -475,7 +475,7 @@ async fn complete_and_fail_are_refused_once_a_plan_is_bound() {
                 &lease(0),
                 crate::support::fence_at(1),
                 &plan(),
-                1,
+                AttemptNumber::FIRST,
                 &ProviderAnswer::Declined
             )
             .await,
@@ -509,7 +509,7 @@ async fn no_raw_value_reaches_documents_outputs_or_errors() {
             &lease(0),
             crate::support::fence_at(1),
             &plan(),
-            1,
+            AttemptNumber::FIRST,
             &ProviderAnswer::SucceededWithReference(reference(0xab)),
         )
         .await;

@@ -346,7 +346,7 @@ impl Journal {
         lease: &LeaseId,
         expected_fence_epoch: FenceEpoch,
         plan: &ProviderPlan,
-        attempt: i64,
+        attempt: AttemptNumber,
         outcome: &ProviderAnswer,
     ) -> Result<SendOutcomeOutput, JournalError> {
         sends::record_outcome(
@@ -357,7 +357,7 @@ impl Journal {
                 fence: expected_fence_epoch,
             },
             plan,
-            AttemptNumber::new(attempt)?,
+            attempt,
             outcome,
             &mut Memory::default(),
         )
@@ -379,7 +379,7 @@ impl Journal {
         lease: &LeaseId,
         expected_fence_epoch: FenceEpoch,
         plan: &ProviderPlan,
-        attempt: i64,
+        attempt: AttemptNumber,
         evidence: &ProviderAnswer,
     ) -> Result<SendOutcomeOutput, JournalError> {
         sends::reconcile(
@@ -390,7 +390,7 @@ impl Journal {
                 fence: expected_fence_epoch,
             },
             plan,
-            AttemptNumber::new(attempt)?,
+            attempt,
             evidence,
             &mut Memory::default(),
         )

@@ -88,7 +88,7 @@ async fn steps_once(journal: &Journal, provider: &AtOnce, tag: u16, n: u64) -> R
         })
         .await;
     journal
-        .record_send_outcome(&command, &lease, fence, &plan, permit.attempt.get(), &sent)
+        .record_send_outcome(&command, &lease, fence, &plan, permit.attempt, &sent)
         .await
         .map_err(err)?;
     Ok(t0.elapsed().as_secs_f64() * 1e6)

@@ -197,6 +197,9 @@ mod tests {
         for attempt in [json!(0), json!(10_000), json!(-1), json!("2"), json!(1.5)] {
             assert_eq!(refused(json!({"attempt": attempt})), "attempt", "{attempt}");
         }
+        // The largest attempt names a key; one more is out of range.
+        let last = derive(json!({"operation": "charge", "attempt": 9_999}));
+        assert!(last["providerIdempotencyKey"].is_string(), "{last}");
         // An attempt names a key of an operation: it needs `operation` or `plan`.
         assert_eq!(refused(json!({"operation": null, "attempt": 2})), "attempt");
         // With both, the operation must be the plan's.
