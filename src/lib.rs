@@ -13,9 +13,10 @@
 //! [`ProviderAnswer`], [`ProviderAnswer`], [`Execution`], [`ProviderPlan`]); [`JournalError`];
 //! [`Clock`] and [`Timestamp`]; and [`verify()`]. The rest is in public modules:
 //! [`identity`] (each validated input and its limits), [`sends`] (the send layer's
-//! step-by-step calls), [`ledger`], [`verify`](mod@verify) (the report and its finding
-//! codes), [`error`] and [`expected`], [`time`] (`SystemClock`, `ManualClock`),
-//! [`connection`], [`wire`] and [`metrics`].
+//! step-by-step calls and their [`AttemptNumber`](sends::AttemptNumber)), [`ledger`],
+//! [`verify`](mod@verify) (the report and its finding codes), [`error`] and
+//! [`expected`], [`time`] (`SystemClock`, `ManualClock`), [`connection`], [`wire`] and
+//! [`metrics`].
 //!
 //! # Packages
 //!
