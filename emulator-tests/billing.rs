@@ -7,6 +7,7 @@
 
 use super::support::{self, command};
 use command_journal::ledger::{FingerprintInput, LedgerKey, LedgerScope};
+use command_journal::sends::AttemptNumber;
 use command_journal::{
     Concurrency, Journal, LeaseId, LeaseOutput, Stats, TerminalReferenceFingerprint,
 };
@@ -207,7 +208,7 @@ async fn every_operation_is_billed_exactly_its_documents() {
 }
 
 /// The permit of `began`.
-fn permitted(began: command_journal::sends::BeginSendOutput) -> i64 {
+fn permitted(began: command_journal::sends::BeginSendOutput) -> AttemptNumber {
     match began {
         command_journal::sends::BeginSendOutput::Permitted(permit) => permit.attempt,
         other => panic!("expected a permit: {other:?}"),
@@ -260,7 +261,14 @@ async fn the_send_layer_is_billed_exactly_its_documents_and_proofs() {
         pick((7, 5, 3, 0, 2), (7, 5, 2, 0, 2)),
         async {
             journal
-                .record_send_outcome(&c, &lease(1), epoch, &plan, 1, &ProviderAnswer::Unknown)
+                .record_send_outcome(
+                    &c,
+                    &lease(1),
+                    epoch,
+                    &plan,
+                    AttemptNumber::FIRST,
+                    &ProviderAnswer::Unknown,
+                )
                 .await
                 .expect("ambiguous");
         },

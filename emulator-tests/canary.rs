@@ -6,6 +6,7 @@
 use super::support::{self, list};
 use chrono::{DateTime, TimeDelta};
 use command_journal::Journal;
+use command_journal::sends::AttemptNumber;
 use command_journal::time::ManualClock;
 use command_journal::{CommandInput, CommandRequest, LeaseId, TerminalReferenceFingerprint};
 use serde_json::json;
@@ -156,7 +157,14 @@ async fn no_raw_secret_reaches_documents_outputs_errors_or_traces() {
         ProviderAnswer::SucceededWithReference(reference.clone()),
     ] {
         let answer = fresh
-            .record_send_outcome(&cmd, &a, crate::support::fence_at(1), &plan, 1, &outcome)
+            .record_send_outcome(
+                &cmd,
+                &a,
+                crate::support::fence_at(1),
+                &plan,
+                AttemptNumber::FIRST,
+                &outcome,
+            )
             .await;
         record(format!("{outcome:?} {answer:?}"));
     }

@@ -937,3 +937,80 @@ async fn every_subcommand_prints_its_json_keys_sorted() {
         assert!(ran.iter().any(|r| r == words), "{words}");
     }
 }
+
+/// A fence or an attempt number out of its range (0, negative, one past the largest)
+/// is `invalid_input` on its key for every operation that takes one, reported after a
+/// connection error as before; the largest in range passes the parse and meets the
+/// journal's own rule.
+#[tokio::test]
+async fn fences_and_attempts_out_of_range_are_invalid_input_on_their_keys() {
+    let connection = support::fresh_connection().await;
+    let host = support::emulator().host().to_owned();
+    let project = connection.project().to_owned();
+    let run = |words: &[&str], stdin: &Value| {
+        let (code, out, _) = cli(
+            &[&["--project", &project, "--emulator-host", &host], words].concat(),
+            stdin,
+        );
+        (code, out)
+    };
+    let plan = json!({"provider":"stripe","account":"acct_CANARYcli","mode":"test",
+        "apiVersion":"2024-06-20","operation":"charge","endpoint":"POST /v1/payment_intents",
+        "parameters":{"amount":1250,"currency":"usd"},"keyRetentionSeconds":3600});
+    let held =
+        |fence: i64| input(json!({"leaseId": LEASE_ID, "expectedFenceEpoch": fence, "plan": plan}));
+    let answer = |fence: i64, attempt: i64, key: &str, value: &str| {
+        let mut stdin = held(fence);
+        stdin["attempt"] = json!(attempt);
+        stdin[key] = json!(value);
+        stdin
+    };
+    let outcome = |fence, attempt| answer(fence, attempt, "outcome", "ambiguous");
+    let evidence = |fence, attempt| answer(fence, attempt, "evidence", "not_found");
+    let complete = |fence: i64| {
+        input(json!({"leaseId": LEASE_ID, "expectedFenceEpoch": fence,
+                     "terminalReferenceFingerprint": "ab".repeat(32)}))
+    };
+    let fail = |fence: i64| input(json!({"leaseId": LEASE_ID, "expectedFenceEpoch": fence}));
+    assert_eq!(run(&["start"], &input(json!({"leaseId": LEASE_ID}))).0, 0);
+    // The largest fence passes the parse: it is not the holder's (before a send, after
+    // which `complete` and `fail` are refused for the send layer).
+    let stale = refused(JournalError::StaleFence);
+    let largest = 9_999_999_999;
+    assert_eq!(run(&["complete"], &complete(largest)), stale);
+    assert_eq!(run(&["fail"], &fail(largest)), stale);
+    let (code, permit) = run(&["send", "begin"], &held(1));
+    assert_eq!((code, &permit["attempt"]), (0, &json!(1)), "{permit}");
+    let bad_attempt = (2, invalid("attempt", "invalid"));
+    for attempt in [0, -1, 10_000] {
+        assert_eq!(run(&["send", "outcome"], &outcome(1, attempt)), bad_attempt);
+        assert_eq!(
+            run(&["send", "reconcile"], &evidence(1, attempt)),
+            bad_attempt
+        );
+    }
+    let bad_fence = (2, invalid("expectedFenceEpoch", "invalid"));
+    for fence in [0, -1, 10_000_000_000] {
+        assert_eq!(run(&["send", "begin"], &held(fence)), bad_fence);
+        assert_eq!(run(&["send", "outcome"], &outcome(fence, 1)), bad_fence);
+        assert_eq!(run(&["send", "reconcile"], &evidence(fence, 1)), bad_fence);
+        assert_eq!(run(&["complete"], &complete(fence)), bad_fence);
+        assert_eq!(run(&["fail"], &fail(fence)), bad_fence);
+        // Both out of range: the fence is named, as before.
+        assert_eq!(run(&["send", "outcome"], &outcome(fence, 0)), bad_fence);
+    }
+    // The largest of each passes the parse: another attempt, another fence.
+    let mismatch = refused(JournalError::AttemptMismatch);
+    assert_eq!(run(&["send", "outcome"], &outcome(1, 9_999)), mismatch);
+    assert_eq!(run(&["send", "begin"], &held(largest)), stale);
+    assert_eq!(run(&["send", "outcome"], &outcome(largest, 1)), stale);
+    // Out of range and no journal to reach: the connection error first, as before.
+    let unreachable = ["--project", "p", "--emulator-host", "127.0.0.1:9"];
+    for (words, stdin) in [
+        (["send", "outcome"].as_slice(), outcome(0, 0)),
+        (["fail"].as_slice(), fail(0)),
+    ] {
+        let (code, out, _) = cli(&[unreachable.as_slice(), words].concat(), &stdin);
+        assert_eq!(code, 4, "{out}");
+    }
+}

@@ -5,6 +5,7 @@
 use super::send_randomized::assert_verified;
 use super::support::{self, command};
 use chrono::{DateTime, TimeDelta, Utc};
+use command_journal::sends::AttemptNumber;
 use command_journal::time::ManualClock;
 use command_journal::{
     CommandInput, Connection, Execution, Journal, Provider, ProviderAnswer, ProviderPlan,
@@ -51,7 +52,7 @@ fn start() -> DateTime<Utc> {
 enum Call {
     Send {
         key: String,
-        attempt: i64,
+        attempt: AttemptNumber,
         resend: bool,
     },
     Lookup {
@@ -166,7 +167,7 @@ impl Fixture {
 fn send(key: &str, attempt: i64, resend: bool) -> Call {
     Call::Send {
         key: key.to_owned(),
-        attempt,
+        attempt: support::attempt_at(attempt),
         resend,
     }
 }
@@ -297,12 +298,13 @@ async fn execute_past_the_cutoff_with_no_charge_sends_once_under_a_new_key() {
     assert_eq!(calls[1], Call::Lookup { key: first.clone() });
     let Call::Send {
         key: second,
-        attempt: 2,
+        attempt,
         resend: false,
     } = &calls[2]
     else {
         panic!("attempt 2 not sent: {calls:?}")
     };
+    assert_eq!(*attempt, 2, "attempt 2 not sent: {calls:?}");
     assert_ne!(second, &first);
     assert!(second.starts_with("cj"), "{second}");
     assert_verified(&f.connection).await;
@@ -363,7 +365,7 @@ async fn execute_a_send_dropped_mid_flight_is_re_sent_with_its_key_by_the_next_c
     let send_state = status.send.expect("a permit was recorded before the send");
     assert_eq!(
         (send_state.attempt, send_state.state.as_str()),
-        (1, "sending")
+        (AttemptNumber::FIRST, "sending")
     );
     assert_eq!(f.execute(&provider).await, Execution::InProgress);
     f.clock.advance(LEASE);

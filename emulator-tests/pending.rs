@@ -8,7 +8,7 @@ use super::support::{self, command};
 use chrono::{DateTime, TimeDelta, Utc};
 use command_journal::ProviderAnswer;
 use command_journal::pending::{PendingCommand, Unblock};
-use command_journal::sends::AttemptState;
+use command_journal::sends::{AttemptNumber, AttemptState};
 use command_journal::time::ManualClock;
 use command_journal::{
     CommandInput, FenceEpoch, Journal, LeaseId, LeaseOutput, ProviderPlan, ProviderPlanRequest,
@@ -106,7 +106,7 @@ async fn pending_lists_exactly_the_commands_whose_lease_expired_unsettled() {
             &lease(5),
             fence,
             &plan(),
-            1,
+            AttemptNumber::FIRST,
             &ProviderAnswer::Unknown,
         )
         .await

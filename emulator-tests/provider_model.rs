@@ -98,6 +98,7 @@ mod world;
 
 use super::support;
 use chrono::{DateTime, TimeDelta};
+use command_journal::sends::AttemptNumber;
 use command_journal::time::ManualClock;
 use command_journal::{Execution, Provider, ProviderAnswer, SendRequest};
 use driver::{MOODS, Run, Tally};
@@ -355,7 +356,7 @@ async fn provider_model_execute_never_charges_a_command_twice() {
 async fn provider_model_a_lookup_asked_before_the_absence_is_provable_proves_nothing() {
     struct Slow {
         clock: Arc<ManualClock>,
-        sends: Mutex<Vec<(i64, bool)>>,
+        sends: Mutex<Vec<(AttemptNumber, bool)>>,
         charges: Mutex<u32>,
     }
     impl Provider for Slow {

@@ -11,7 +11,7 @@
 use super::support::{self, command};
 use chrono::{DateTime, TimeDelta, Utc};
 use command_journal::recovery::{RecoverOptions, Recovered, Recovery};
-use command_journal::sends::AttemptState;
+use command_journal::sends::{AttemptNumber, AttemptState};
 use command_journal::time::ManualClock;
 use command_journal::{
     CommandInput, Execution, Journal, JournalError, Provider, ProviderAccount, ProviderAnswer,
@@ -178,7 +178,7 @@ impl Fixture {
     }
 
     /// `cmd`'s current attempt and its state.
-    async fn send_state(&self, cmd: &CommandInput) -> (i64, AttemptState) {
+    async fn send_state(&self, cmd: &CommandInput) -> (AttemptNumber, AttemptState) {
         let status = self.journal.send_status(cmd).await.expect("status");
         let send = status.send.expect("send");
         (send.attempt, send.state)
@@ -251,7 +251,10 @@ async fn recovery_settles_a_crash_after_the_charge_and_the_late_retry_replays_it
     let status = f.journal.send_status(&cmd).await.expect("status");
     assert_eq!(status.command.state.as_str(), "succeeded");
     let send = status.send.expect("send");
-    assert_eq!((send.attempt, send.state), (1, AttemptState::Succeeded));
+    assert_eq!(
+        (send.attempt, send.state),
+        (AttemptNumber::FIRST, AttemptState::Succeeded)
+    );
     assert!(
         f.journal
             .pending()
@@ -625,7 +628,10 @@ async fn recovery_records_a_proven_absence_and_the_clients_retry_charges_once() 
         .collect();
     changed.sort_unstable();
     assert_eq!(changed, ["/lifecycle/current", "/providerSends/current"]);
-    assert_eq!(f.send_state(&cmd).await, (1, AttemptState::Absent));
+    assert_eq!(
+        f.send_state(&cmd).await,
+        (AttemptNumber::FIRST, AttemptState::Absent)
+    );
     // Still listed, for its client: once the job's lease has run out, a retry goes on.
     f.clock.advance(TimeDelta::seconds(61));
     let listing = f.journal.pending().await.expect("pending");
@@ -644,7 +650,10 @@ async fn recovery_records_a_proven_absence_and_the_clients_retry_charges_once() 
     assert!(matches!(late, Execution::Succeeded(_)), "{late:?}");
     assert_eq!(f.provider.sends.load(Ordering::SeqCst), 2);
     assert_eq!(f.provider.charges(), 1, "exactly one charge");
-    assert_eq!(f.send_state(&cmd).await, (2, AttemptState::Succeeded));
+    assert_eq!(
+        f.send_state(&cmd).await,
+        (support::attempt_at(2), AttemptState::Succeeded)
+    );
     f.verify_clean().await;
     let text = format!("{report:?} {listing:?}");
     assert!(!text.contains("CANARY"), "{text}");
@@ -698,7 +707,10 @@ async fn recovery_asking_another_account_never_opens_a_second_key() {
             "nothing written"
         );
     }
-    assert_eq!(f.send_state(&cmd).await, (1, AttemptState::Sending));
+    assert_eq!(
+        f.send_state(&cmd).await,
+        (AttemptNumber::FIRST, AttemptState::Sending)
+    );
 
     // The client comes back past the cutoff with the right plan: its own lookup finds
     // the charge; no second key, no second charge.

@@ -6,7 +6,7 @@
 use super::support::{self, command, get, list, put};
 use chrono::{DateTime, TimeDelta, Utc};
 use command_journal::ProviderAnswer;
-use command_journal::sends::{BeginSendOutput, SendOutcomeOutput};
+use command_journal::sends::{AttemptNumber, BeginSendOutput, SendOutcomeOutput};
 use command_journal::time::ManualClock;
 use command_journal::{
     CommandInput, Connection, Journal, JournalError, LeaseId, LeaseOutput, ProviderPlan,
@@ -326,7 +326,7 @@ async fn a_send_outcome_or_reconciliation_stores_its_envelope() {
             &lease(1),
             crate::support::fence_at(1),
             &plan(),
-            1,
+            AttemptNumber::FIRST,
             &outcome,
         )
         .await
@@ -346,7 +346,7 @@ async fn a_send_outcome_or_reconciliation_stores_its_envelope() {
                 &lease(1),
                 crate::support::fence_at(1),
                 &plan(),
-                1,
+                AttemptNumber::FIRST,
                 &outcome
             )
             .await,
@@ -362,7 +362,7 @@ async fn a_send_outcome_or_reconciliation_stores_its_envelope() {
                     &lease(1),
                     crate::support::fence_at(1),
                     &plan(),
-                    1,
+                    AttemptNumber::FIRST,
                     &other
                 )
                 .await
@@ -377,7 +377,7 @@ async fn a_send_outcome_or_reconciliation_stores_its_envelope() {
             &lease(1),
             crate::support::fence_at(1),
             &plan(),
-            1,
+            AttemptNumber::FIRST,
             &ProviderAnswer::Unknown,
         )
         .await
@@ -403,7 +403,7 @@ async fn a_send_outcome_or_reconciliation_stores_its_envelope() {
             &lease(2),
             crate::support::fence_at(2),
             &plan(),
-            1,
+            AttemptNumber::FIRST,
             &evidence,
         )
         .await
@@ -423,7 +423,7 @@ async fn a_send_outcome_or_reconciliation_stores_its_envelope() {
                 &lease(2),
                 crate::support::fence_at(2),
                 &plan(),
-                1,
+                AttemptNumber::FIRST,
                 &evidence
             )
             .await,

@@ -7,7 +7,7 @@ use super::send_randomized::assert_verified;
 use super::support::{self, command, list};
 use chrono::{DateTime, TimeDelta, Utc};
 use command_journal::ProviderAnswer;
-use command_journal::sends::BeginSendOutput;
+use command_journal::sends::{AttemptNumber, BeginSendOutput};
 use command_journal::time::ManualClock;
 use command_journal::{
     CommandInput, Concurrency, Connection, Journal, JournalError, LeaseId, LeaseOutput,
@@ -85,7 +85,7 @@ async fn run(journal: &Journal, cmd: &CommandInput, step: Step) -> Result<String
                     &lease(0),
                     crate::support::fence_at(1),
                     &plan(),
-                    1,
+                    AttemptNumber::FIRST,
                     &ProviderAnswer::Unknown
                 )
                 .await?
@@ -102,7 +102,7 @@ async fn run(journal: &Journal, cmd: &CommandInput, step: Step) -> Result<String
                     &lease(1),
                     crate::support::fence_at(3),
                     &plan(),
-                    1,
+                    AttemptNumber::FIRST,
                     &ProviderAnswer::NotFound
                 )
                 .await?
@@ -119,7 +119,7 @@ async fn run(journal: &Journal, cmd: &CommandInput, step: Step) -> Result<String
                     &lease(1),
                     crate::support::fence_at(3),
                     &plan(),
-                    2,
+                    crate::support::attempt_at(2),
                     &ProviderAnswer::SucceededWithReference(reference)
                 )
                 .await?
@@ -219,7 +219,7 @@ async fn a_lost_commit_response_of_every_send_operation_converges_on_retry() {
                     &lease(1),
                     crate::support::fence_at(3),
                     &plan(),
-                    2,
+                    crate::support::attempt_at(2),
                     &ProviderAnswer::Declined
                 )
                 .await,
@@ -232,7 +232,7 @@ async fn a_lost_commit_response_of_every_send_operation_converges_on_retry() {
                     &lease(1),
                     crate::support::fence_at(3),
                     &plan(),
-                    1,
+                    AttemptNumber::FIRST,
                     &ProviderAnswer::Unknown
                 )
                 .await,

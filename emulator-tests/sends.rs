@@ -6,7 +6,7 @@ use super::send_randomized::assert_verified;
 use super::support::{self, command, get, list, race};
 use chrono::{DateTime, TimeDelta, Utc};
 use command_journal::ProviderAnswer;
-use command_journal::sends::{BeginSendOutput, SendOutcomeOutput};
+use command_journal::sends::{AttemptNumber, BeginSendOutput, SendOutcomeOutput};
 use command_journal::time::ManualClock;
 use command_journal::{
     CommandInput, Connection, Journal, JournalError, LeaseId, LeaseOutput, ProviderPlan,
@@ -82,7 +82,7 @@ async fn counts(connection: &Connection, cmd: &CommandInput) -> (usize, usize, u
     (sends, b2b, send)
 }
 
-fn permit(answer: &Result<BeginSendOutput, JournalError>) -> (i64, bool, String) {
+fn permit(answer: &Result<BeginSendOutput, JournalError>) -> (AttemptNumber, bool, String) {
     match answer {
         Ok(BeginSendOutput::Permitted(p)) => {
             (p.attempt, p.resend, p.provider_idempotency_key.clone())
@@ -104,18 +104,23 @@ async fn ambiguous_attempt(connection: &Connection, cmd: &CommandInput) -> Journ
     let first = journal
         .begin_send(cmd, &lease(0), crate::support::fence_at(1), &plan())
         .await;
-    assert_eq!(permit(&first), (1, false, key_of(cmd)));
+    assert_eq!(permit(&first), (AttemptNumber::FIRST, false, key_of(cmd)));
     let ambiguous = journal
         .record_send_outcome(
             cmd,
             &lease(0),
             crate::support::fence_at(1),
             &plan(),
-            1,
+            AttemptNumber::FIRST,
             &ProviderAnswer::Unknown,
         )
         .await;
-    assert_eq!(ambiguous, Ok(SendOutcomeOutput::Ambiguous { attempt: 1 }));
+    assert_eq!(
+        ambiguous,
+        Ok(SendOutcomeOutput::Ambiguous {
+            attempt: AttemptNumber::FIRST
+        })
+    );
     journal
 }
 
@@ -147,7 +152,11 @@ async fn twenty_four_begins_by_the_holder_after_a_takeover_record_one_resend() {
         })
         .await;
         let first = permit(&results[0]);
-        assert_eq!(first, (1, true, key_of(&cmd)), "round {round}");
+        assert_eq!(
+            first,
+            (AttemptNumber::FIRST, true, key_of(&cmd)),
+            "round {round}"
+        );
         assert!(results.iter().all(|r| r == &results[0]), "{results:?}");
         // plan + current; registration, lease, takeover; opened, ambiguous, resent.
         assert_eq!(counts(&connection, &cmd).await, (2, 3, 3), "round {round}");
@@ -185,7 +194,10 @@ async fn twenty_four_workers_race_a_takeover_then_one_resends_the_ambiguous_atte
         let Ok(Some(answer)) = resent[0] else {
             unreachable!()
         };
-        assert_eq!(permit(&Ok(answer.clone())), (1, true, key_of(&cmd)));
+        assert_eq!(
+            permit(&Ok(answer.clone())),
+            (AttemptNumber::FIRST, true, key_of(&cmd))
+        );
         assert_eq!(counts(&connection, &cmd).await, (2, 3, 3), "round {round}");
         assert_verified(&connection).await;
     }
@@ -218,7 +230,7 @@ async fn succeeded_versus_ambiguous_versus_a_takeover_commit_consistently() {
                     &lease(0),
                     crate::support::fence_at(1),
                     &plan(),
-                    1,
+                    AttemptNumber::FIRST,
                     &ProviderAnswer::SucceededWithReference(reference(1)),
                 )
                 .await
@@ -232,7 +244,7 @@ async fn succeeded_versus_ambiguous_versus_a_takeover_commit_consistently() {
                     &lease(0),
                     crate::support::fence_at(1),
                     &plan(),
-                    1,
+                    AttemptNumber::FIRST,
                     &ProviderAnswer::Unknown,
                 )
                 .await
@@ -245,7 +257,10 @@ async fn succeeded_versus_ambiguous_versus_a_takeover_commit_consistently() {
         let succeeded = succeeded.await.expect("task");
         let ambiguous = ambiguous.await.expect("task");
         let takeover = takeover.await.expect("task");
-        let ambiguous_wrote = ambiguous == Ok(SendOutcomeOutput::Ambiguous { attempt: 1 });
+        let ambiguous_wrote = ambiguous
+            == Ok(SendOutcomeOutput::Ambiguous {
+                attempt: AttemptNumber::FIRST,
+            });
         let (sends, b2b, events) = counts(&connection, &cmd).await;
         assert_eq!(
             (sends, b2b),
@@ -301,7 +316,7 @@ async fn reconciliation_races_a_late_outcome_and_contradicting_evidence() {
                     &lease(50),
                     crate::support::fence_at(2),
                     &plan(),
-                    1,
+                    AttemptNumber::FIRST,
                     &ProviderAnswer::NotFound,
                 )
                 .await
@@ -315,7 +330,7 @@ async fn reconciliation_races_a_late_outcome_and_contradicting_evidence() {
                     &lease(50),
                     crate::support::fence_at(2),
                     &plan(),
-                    1,
+                    AttemptNumber::FIRST,
                     &ProviderAnswer::SucceededWithReference(reference(2)),
                 )
                 .await
@@ -329,7 +344,7 @@ async fn reconciliation_races_a_late_outcome_and_contradicting_evidence() {
                     &lease(0),
                     crate::support::fence_at(1),
                     &plan(),
-                    1,
+                    AttemptNumber::FIRST,
                     &ProviderAnswer::SucceededWithReference(reference(2)),
                 )
                 .await
@@ -344,14 +359,19 @@ async fn reconciliation_races_a_late_outcome_and_contradicting_evidence() {
         let (sends, b2b, events) = counts(&connection, &cmd).await;
         assert_eq!(sends, 2);
         match (&absent, &found) {
-            (Ok(SendOutcomeOutput::Absent { attempt: 1 }), Err(JournalError::AttemptMismatch)) => {
+            (
+                Ok(SendOutcomeOutput::Absent {
+                    attempt: AttemptNumber::FIRST,
+                }),
+                Err(JournalError::AttemptMismatch),
+            ) => {
                 assert_eq!((b2b, events), (3, 3), "round {round}");
                 // Only now a new attempt, with a new key.
                 let next = reconciler
                     .begin_send(&cmd, &lease(50), crate::support::fence_at(2), &plan())
                     .await;
                 let (attempt, resend, key) = permit(&next);
-                assert_eq!((attempt, resend), (2, false));
+                assert_eq!((attempt, resend), (support::attempt_at(2), false));
                 assert_ne!(key, key_of(&cmd));
                 assert_eq!(counts(&connection, &cmd).await, (2, 3, 4));
             }
@@ -392,7 +412,7 @@ async fn the_cutoff_is_exact_to_the_microsecond() {
     let resent = before
         .begin_send(&cmd, &lease(1), crate::support::fence_at(2), &plan())
         .await;
-    assert_eq!(permit(&resent), (1, true, key_of(&cmd)));
+    assert_eq!(permit(&resent), (AttemptNumber::FIRST, true, key_of(&cmd)));
     let on = at(&connection, cutoff);
     for (holder, fence) in [(1, 2), (0, 1), (7, 3)] {
         assert_eq!(
@@ -455,7 +475,7 @@ async fn complete_and_fail_are_refused_once_a_plan_is_bound() {
                 &lease(0),
                 crate::support::fence_at(1),
                 &plan(),
-                1,
+                AttemptNumber::FIRST,
                 &ProviderAnswer::Declined
             )
             .await,
@@ -489,7 +509,7 @@ async fn no_raw_value_reaches_documents_outputs_or_errors() {
             &lease(0),
             crate::support::fence_at(1),
             &plan(),
-            1,
+            AttemptNumber::FIRST,
             &ProviderAnswer::SucceededWithReference(reference(0xab)),
         )
         .await;

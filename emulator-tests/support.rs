@@ -223,3 +223,8 @@ where
 pub fn fence_at(n: i64) -> command_journal::FenceEpoch {
     command_journal::FenceEpoch::new(n).expect("a fence in range")
 }
+
+/// The attempt numbered `n` (1 to 9,999).
+pub fn attempt_at(n: i64) -> command_journal::sends::AttemptNumber {
+    command_journal::sends::AttemptNumber::new(n).expect("an attempt in range")
+}

@@ -11,7 +11,7 @@ use super::support::{self, command, delete, get, put};
 use chrono::{DateTime, TimeDelta};
 use command_journal::ProviderAnswer;
 use command_journal::ledger::{FingerprintInput, LedgerKey, LedgerScope};
-use command_journal::sends::BeginSendOutput;
+use command_journal::sends::{AttemptNumber, BeginSendOutput};
 use command_journal::time::ManualClock;
 use command_journal::verify::{
     FindingCode, ScanRanges, VerifyReport, count_documents, verify_in_ranges,
@@ -404,7 +404,7 @@ async fn every_tampering_of_a_clean_journal_is_found_at_its_cause() {
                         &lease(2),
                         crate::support::fence_at(2),
                         &plan(),
-                        1,
+                        AttemptNumber::FIRST,
                         &outcome,
                     )
                     .await

@@ -27,7 +27,9 @@ use crate::sends::begin::BeginSend;
 use crate::sends::guard::Guarded;
 use crate::sends::record::{Mode, RecordAnswer};
 use crate::sends::status::SendStatusRead;
-use crate::sends::{BeginSendOutput, CommandStatus, ProviderPlan, SendOutcomeOutput};
+use crate::sends::{
+    AttemptNumber, BeginSendOutput, CommandStatus, ProviderPlan, SendOutcomeOutput,
+};
 use crate::start::Start;
 use crate::start::StartOutput;
 use crate::time::{Clock, Timestamp};
@@ -363,7 +365,7 @@ impl Journal {
         lease: &LeaseId,
         expected_fence_epoch: FenceEpoch,
         plan: &ProviderPlan,
-        attempt: i64,
+        attempt: AttemptNumber,
         outcome: &ProviderAnswer,
     ) -> Result<SendOutcomeOutput, JournalError> {
         let call = self.engine.lease_call(command, lease)?;
@@ -388,7 +390,7 @@ impl Journal {
         lease: &LeaseId,
         expected_fence_epoch: FenceEpoch,
         plan: &ProviderPlan,
-        attempt: i64,
+        attempt: AttemptNumber,
         evidence: &ProviderAnswer,
     ) -> Result<SendOutcomeOutput, JournalError> {
         let call = self.engine.lease_call(command, lease)?;

@@ -14,8 +14,9 @@
 //! [`Clock`] and [`Timestamp`]; and [`verify()`]. The rest is in public modules:
 //! [`identity`] (each validated input and its limits, and
 //! [`generate_lease_id`](identity::generate_lease_id)), [`sends`] (the send layer's
-//! step-by-step calls), [`ledger`], [`verify`](mod@verify) (the report and its finding
-//! codes), [`error`] and [`expected`], [`time`] ([`SystemClock`](time::SystemClock),
+//! step-by-step calls and their [`AttemptNumber`](sends::AttemptNumber)), [`ledger`],
+//! [`verify`](mod@verify) (the report and its finding codes), [`error`] and
+//! [`expected`], [`time`] ([`SystemClock`](time::SystemClock),
 //! [`ManualClock`](time::ManualClock)), [`connection`], [`wire`] and [`metrics`].
 //!
 //! # Packages

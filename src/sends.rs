@@ -8,7 +8,7 @@
 //! drives them around one provider call.
 
 pub use command_journal_core::sends::{
-    AttemptState, BeginSendOutput, CommandStatus, ProviderAccount, ProviderLookup, ProviderMode,
-    ProviderPlan, ProviderPlanRequest, SendOutcomeOutput, SendPermit, SendStatus,
+    AttemptNumber, AttemptState, BeginSendOutput, CommandStatus, ProviderAccount, ProviderLookup,
+    ProviderMode, ProviderPlan, ProviderPlanRequest, SendOutcomeOutput, SendPermit, SendStatus,
 };
 pub(crate) use command_journal_core::sends::{begin, guard, record, status};

@@ -19,6 +19,7 @@ mod tests;
 
 use crate::answer::ProviderAnswer;
 use crate::envelope::ResultEnvelope;
+use crate::sends::AttemptNumber;
 use serde_json::Value;
 use std::future::Future;
 use std::time::Duration;
@@ -36,8 +37,8 @@ pub struct SendRequest<'a> {
     /// Answer within this time: it ends at least 10 s before the lease expires. The
     /// journal stops waiting after it and records the outcome as ambiguous.
     pub deadline: Duration,
-    /// The attempt number, from 1.
-    pub attempt: i64,
+    /// The attempt number.
+    pub attempt: AttemptNumber,
     /// Whether an earlier holder already sent this attempt with this key.
     pub resend: bool,
 }
@@ -45,7 +46,7 @@ pub struct SendRequest<'a> {
 impl std::fmt::Debug for SendRequest<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SendRequest")
-            .field("attempt", &self.attempt)
+            .field("attempt", &self.attempt.get())
             .field("resend", &self.resend)
             .field("deadline", &self.deadline)
             .finish_non_exhaustive()

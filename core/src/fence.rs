@@ -4,6 +4,7 @@
 use crate::document::MAX_REVISION;
 use crate::error::JournalError;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::cmp::Ordering;
 use std::fmt;
 
 /// The fence of one lease holding: 1 for the first acquisition, one more for each
@@ -21,6 +22,9 @@ use std::fmt;
 pub struct FenceEpoch(i64);
 
 impl FenceEpoch {
+    /// The fence of the first acquisition.
+    pub const FIRST: Self = Self(1);
+
     /// A fence from its number (for instance one a caller stored or read from input):
     /// 1 to 9,999,999,999, else `invalid_input` on `expectedFenceEpoch`.
     pub fn new(value: i64) -> Result<Self, JournalError> {
@@ -31,7 +35,9 @@ impl FenceEpoch {
         }
     }
 
-    /// A fence read from a strictly parsed document (already in range).
+    /// A fence from its number, unchecked: for a number known to be in range (a test's
+    /// or a bench's), or a fuzzer's arbitrary one. The strict document parsers and
+    /// every input use [`new`](Self::new).
     pub fn stored(value: i64) -> Self {
         Self(value)
     }
@@ -39,6 +45,11 @@ impl FenceEpoch {
     /// The fence's number.
     pub fn get(self) -> i64 {
         self.0
+    }
+
+    /// The fence of the takeover after this one; `None` past 9,999,999,999.
+    pub fn next(self) -> Option<Self> {
+        Self::new(self.0 + 1).ok()
     }
 }
 
@@ -68,6 +79,13 @@ impl PartialEq<i64> for FenceEpoch {
     }
 }
 
+/// A fence orders with its number, so `fence >= 2` reads as it means.
+impl PartialOrd<i64> for FenceEpoch {
+    fn partial_cmp(&self, other: &i64) -> Option<Ordering> {
+        self.0.partial_cmp(other)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -93,6 +111,13 @@ mod tests {
         assert_eq!(serde_json::to_string(&fence).unwrap(), "7");
         assert_eq!(serde_json::from_str::<FenceEpoch>("7").unwrap(), fence);
         assert!(serde_json::from_str::<FenceEpoch>("0").is_err());
-        assert!(fence == 7 && fence.to_string() == "7");
+        assert!(fence == 7 && fence > 6 && fence.to_string() == "7");
+        assert!(FenceEpoch::FIRST < fence);
+    }
+
+    #[test]
+    fn the_next_fence_stops_at_the_maximum() {
+        assert_eq!(FenceEpoch::FIRST.next(), FenceEpoch::new(2).ok());
+        assert_eq!(FenceEpoch::stored(MAX_REVISION).next(), None);
     }
 }

@@ -92,7 +92,7 @@ impl Acquire {
                 command_key_hash: call.hash().clone(),
                 state: LifecycleState::Leased,
                 command_revision: 2,
-                fence_epoch: 1,
+                fence_epoch: FenceEpoch::FIRST,
                 lease_owner_fingerprint: call.owner().clone(),
                 lease_acquired_at: now,
                 lease_expires_at: expires,
@@ -110,14 +110,14 @@ impl Acquire {
             return Ok(Decision::Mutate(
                 writes,
                 LeaseOutput::Acquired {
-                    fence_epoch: FenceEpoch::stored(1),
+                    fence_epoch: FenceEpoch::FIRST,
                     lease_expires_at: expires,
                 },
             ));
         };
         let same_holder = current.lease_owner_fingerprint == *call.owner();
         let held = LeaseOutput::Acquired {
-            fence_epoch: FenceEpoch::stored(current.fence_epoch),
+            fence_epoch: current.fence_epoch,
             lease_expires_at: current.lease_expires_at,
         };
         match current.state {
@@ -134,11 +134,11 @@ impl Acquire {
             }));
         }
         // Expired: a takeover by any holder, the same one included.
-        let fence_epoch = current.fence_epoch + 1;
         let command_revision = current.command_revision + 1;
-        if command_revision > MAX_REVISION || fence_epoch > MAX_REVISION {
+        let next = current.fence_epoch.next();
+        let Some(fence_epoch) = next.filter(|_| command_revision <= MAX_REVISION) else {
             return Err(Halt::Reject(JournalError::RevisionOverflow));
-        }
+        };
         let Some(expires) = now.plus_seconds(LEASE_SECONDS) else {
             return Err(Halt::Reject(JournalError::ClockRegression));
         };
@@ -163,7 +163,7 @@ impl Acquire {
         Ok(Decision::Mutate(
             writes,
             LeaseOutput::Acquired {
-                fence_epoch: FenceEpoch::stored(fence_epoch),
+                fence_epoch,
                 lease_expires_at: expires,
             },
         ))
@@ -228,7 +228,7 @@ impl Terminal {
         if current.lease_owner_fingerprint != *call.owner() {
             return Err(Halt::Reject(JournalError::LeaseNotHeld));
         }
-        if current.fence_epoch != self.expected_fence_epoch.get() {
+        if current.fence_epoch != self.expected_fence_epoch {
             return Err(Halt::Reject(JournalError::StaleFence));
         }
         let wanted = match &self.request {
@@ -323,7 +323,7 @@ impl StatusRead {
                 journal_schema_version: 1,
                 state: lifecycle.state.into(),
                 command_revision: lifecycle.command_revision,
-                fence_epoch: Some(FenceEpoch::stored(lifecycle.fence_epoch)),
+                fence_epoch: Some(lifecycle.fence_epoch),
                 lease_active: lifecycle.state == LifecycleState::Leased
                     && self.call.now() < lifecycle.lease_expires_at,
             },

@@ -18,7 +18,7 @@ use crate::error::JournalError;
 use crate::fence::FenceEpoch;
 use crate::sends::load::{self, Sends};
 use crate::sends::status::{digest_text, nullable_seconds_nanos, seconds_nanos};
-use crate::sends::{AttemptState, absence};
+use crate::sends::{AttemptNumber, AttemptState, absence};
 use crate::time::Timestamp;
 use crate::transaction::{Decision, Halt, OperationName, Snapshot, Transition};
 use serde::Serialize;
@@ -67,8 +67,8 @@ impl Unblock {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PendingSend {
-    /// The current attempt, from 1.
-    pub attempt: i64,
+    /// The current attempt.
+    pub attempt: AttemptNumber,
     /// `sending`, `ambiguous`, `replayed_unknown` or `absent`.
     pub state: AttemptState,
     /// The attempt's stored cutoff, `{"seconds": S, "nanoseconds": N}`.
@@ -129,13 +129,10 @@ impl PendingRead {
             // Settled since the listing, or its lease still runs: nobody waits yet.
             return Ok(None);
         }
-        let fence_epoch = FenceEpoch::new(current.fence_epoch).map_err(|_| {
-            Halt::Reject(JournalError::corrupt("a leased lifecycle without a fence"))
-        })?;
         let pending = |send: Option<PendingSend>, unblocked_by| PendingCommand {
             command_key_hash: self.hash.clone(),
             state: current.state,
-            fence_epoch,
+            fence_epoch: current.fence_epoch,
             since: current.lease_expires_at,
             send,
             unblocked_by,

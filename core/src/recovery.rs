@@ -89,7 +89,7 @@ use crate::error::JournalError;
 use crate::fence::FenceEpoch;
 use crate::identity::LeaseId;
 use crate::lease::{CommandState, LeaseOutput, TerminalOutput};
-use crate::sends::{AttemptState, ProviderAccount, SendOutcomeOutput};
+use crate::sends::{AttemptNumber, AttemptState, ProviderAccount, SendOutcomeOutput};
 use serde::Serialize;
 use std::time::Duration;
 
@@ -191,7 +191,7 @@ pub enum RecoveryStep {
     /// The provider's lookup of `attempt`'s key.
     Lookup {
         /// The attempt looked up.
-        attempt: i64,
+        attempt: AttemptNumber,
         /// Its idempotency key, derived from the stored plan.
         key: String,
         /// How long the lookup may take.
@@ -204,7 +204,7 @@ pub enum RecoveryStep {
         /// The recovery lease's fence.
         fence: FenceEpoch,
         /// The attempt the evidence is for.
-        attempt: i64,
+        attempt: AttemptNumber,
         /// What the provider showed.
         evidence: ProviderAnswer,
     },
@@ -230,7 +230,8 @@ pub enum RecoveryEvent {
 pub struct RecoveryProtocol {
     /// The provider account the job's lookups ask, as the job declares it.
     account: Option<ProviderAccount>,
-    attempt: i64,
+    /// The attempt the first read found open.
+    attempt: Option<AttemptNumber>,
     /// Whether the lookup in flight asked the plan's own account and started at or
     /// after the instant from which the attempt's absence is provable: only then
     /// may its "not found" be recorded.
@@ -292,7 +293,7 @@ impl RecoveryProtocol {
                 };
                 // Looked up under the job's own lease: record it now.
                 if let Some(fence) = self.confirming {
-                    return Ok(self.reconcile(fence, evidence));
+                    return self.reconcile(fence, evidence);
                 }
                 self.evidence = Some(evidence);
                 Ok(RecoveryStep::Acquire)
@@ -310,7 +311,7 @@ impl RecoveryProtocol {
                         self.confirming = Some(fence_epoch);
                         return Ok(RecoveryStep::Status);
                     }
-                    Ok(self.reconcile(fence_epoch, evidence))
+                    self.reconcile(fence_epoch, evidence)
                 }
                 LeaseOutput::Busy => done(Recovered::InProgress),
                 LeaseOutput::Succeeded | LeaseOutput::FailedFinal => {
@@ -341,13 +342,20 @@ impl RecoveryProtocol {
         }
     }
 
-    fn reconcile(&mut self, fence: FenceEpoch, evidence: ProviderAnswer) -> RecoveryStep {
+    fn reconcile(
+        &mut self,
+        fence: FenceEpoch,
+        evidence: ProviderAnswer,
+    ) -> Result<RecoveryStep, JournalError> {
+        let attempt = self.attempt.ok_or(JournalError::internal(
+            "recover: evidence before the first read",
+        ))?;
         self.recording_absence = evidence == ProviderAnswer::NotFound;
-        RecoveryStep::Reconcile {
+        Ok(RecoveryStep::Reconcile {
             fence,
-            attempt: self.attempt,
+            attempt,
             evidence,
-        }
+        })
     }
 
     fn status(&mut self, registered: Registered) -> Result<RecoveryStep, JournalError> {
@@ -383,7 +391,7 @@ impl RecoveryProtocol {
         if account == Some(false) {
             return done(Recovered::OtherAccount);
         }
-        self.attempt = send.attempt;
+        self.attempt = Some(send.attempt);
         // The lookup starts after this read: its "not found" proves the absence only
         // if the absence was provable already, at the plan's account.
         self.lookup_proves_absence = account == Some(true)

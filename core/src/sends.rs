@@ -13,6 +13,7 @@
 pub mod absence;
 pub mod account;
 pub mod attempt;
+pub mod attempt_number;
 pub mod begin;
 pub mod bound_plan;
 pub mod close;
@@ -29,6 +30,7 @@ pub mod status;
 
 pub use account::ProviderAccount;
 pub use attempt::AttemptState;
+pub use attempt_number::AttemptNumber;
 pub use output::{BeginSendOutput, SendOutcomeOutput, SendPermit};
 pub use plan::{ProviderLookup, ProviderMode, ProviderPlan, ProviderPlanRequest};
 pub use status::{CommandStatus, SendStatus};

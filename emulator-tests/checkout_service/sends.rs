@@ -11,6 +11,7 @@ use super::{
     Options, PAYLOAD_NOTE, PAYLOAD_SKU, Service, command_id, start_service, succeeded, support,
 };
 use chrono::TimeDelta;
+use command_journal::sends::AttemptNumber;
 use command_journal::{CommandInput, Journal};
 use serde_json::{Value, json};
 
@@ -112,7 +113,7 @@ async fn checkout_ambiguous_send_is_resent_with_the_same_key_before_the_cutoff()
     let send = status.send.expect("a plan is bound");
     assert_eq!(
         (status.command.state.as_str(), send.attempt),
-        ("succeeded", 1)
+        ("succeeded", AttemptNumber::FIRST)
     );
     service.assert_verifies_clean(1).await;
     service.assert_no_leak(&[]).await;
@@ -180,7 +181,7 @@ async fn checkout_after_the_cutoff_no_charge_opens_attempt_2_and_posts_once() {
             send.attempt,
             send.state.as_str()
         ),
-        ("succeeded", 2, "succeeded")
+        ("succeeded", crate::support::attempt_at(2), "succeeded")
     );
     service.assert_verifies_clean(1).await;
     service.assert_no_leak(&[]).await;

@@ -9,6 +9,7 @@
 use super::{OnSend, Scripted, charge, plan, start, succeeded};
 use crate::proxy::{Fault, Proxy, Rpc};
 use crate::support::{self, command};
+use command_journal::sends::AttemptNumber;
 use command_journal::time::ManualClock;
 use command_journal::{
     CommandInput, Concurrency, Connection, Execution, Journal, Provider, ProviderAnswer,
@@ -333,7 +334,7 @@ struct Overtaken {
     journal: Journal,
     clock: Arc<ManualClock>,
     command: CommandInput,
-    sends: std::sync::Mutex<Vec<(String, i64, bool)>>,
+    sends: std::sync::Mutex<Vec<(String, AttemptNumber, bool)>>,
     /// The second call's provider.
     taker: Scripted,
     second: tokio::sync::Mutex<Option<Execution>>,
@@ -398,7 +399,11 @@ async fn execute_overtaken_mid_send_records_one_outcome_and_both_calls_answer_it
         assert_eq!(first, second, "{mode:?}");
         let sends = provider.sends.lock().expect("sends").clone();
         assert_eq!(sends.len(), 1, "{mode:?}");
-        assert_eq!((sends[0].1, sends[0].2), (1, false), "{mode:?}");
+        assert_eq!(
+            (sends[0].1, sends[0].2),
+            (AttemptNumber::FIRST, false),
+            "{mode:?}"
+        );
         assert_eq!(
             provider.taker.calls(),
             vec![super::send(&sends[0].0, 1, true)],

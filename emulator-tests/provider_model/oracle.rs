@@ -110,7 +110,7 @@ impl Run {
                 if variant != Variant::Right {
                     self.tally.wrong_plan_bound += 1;
                 }
-                self.tally.max_attempt = self.tally.max_attempt.max(send.attempt);
+                self.tally.max_attempt = self.tally.max_attempt.max(send.attempt.get());
                 if send.attempt >= 2 {
                     self.tally.commands_with_attempt_2 += 1;
                 }

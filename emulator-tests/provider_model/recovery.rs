@@ -7,6 +7,7 @@ use super::plans::{VARIANTS, Variant};
 use super::provider::Msg;
 use command_journal::identity::OperationSlug;
 use command_journal::recovery::{RecoverOptions, Recovered, Recovery};
+use command_journal::sends::AttemptNumber;
 use command_journal::{Execution, JournalError};
 use command_journal_core::sends::plan::attempt_key;
 use futures::FutureExt;
@@ -26,7 +27,8 @@ impl Run {
             let identity = cmd.input.identity();
             for variant in VARIANTS {
                 let operation = OperationSlug::parse(variant.operation()).expect("slug");
-                for attempt in 1..=16 {
+                for n in 1..=16 {
+                    let attempt = AttemptNumber::new(n).expect("an attempt");
                     keys.insert(attempt_key(&identity, &operation, attempt), c);
                 }
             }

@@ -15,12 +15,12 @@ use super::plans::Variant;
 use super::world::World;
 use super::{SECOND, STORED_ERROR_EVERY, lock, short};
 use command_journal::ProviderAnswer;
-use command_journal::sends::AttemptState;
+use command_journal::sends::{AttemptNumber, AttemptState};
 
 /// What the run knows of the first replay a sender of one command heard.
 #[derive(Debug)]
 pub(super) struct Replay {
-    pub(super) attempt: i64,
+    pub(super) attempt: AttemptNumber,
     pub(super) key: String,
     /// When a sender first heard it.
     pub(super) heard_at: i64,
@@ -110,7 +110,7 @@ impl World {
 
     /// A request of `command`'s attempt `attempt` with `key` reached the provider
     /// within its lease: never once the journal recorded that key's replay.
-    pub(super) fn check_replayed(&mut self, command: usize, key: &str, attempt: i64) {
+    pub(super) fn check_replayed(&mut self, command: usize, key: &str, attempt: AttemptNumber) {
         let now = self.now();
         let Some(replay) = self.replays.get_mut(&command) else {
             return;
@@ -152,7 +152,7 @@ impl Run {
     /// or done), so the attempt read is still the replayed one if it ever was.
     pub(super) async fn read_replays(&mut self) {
         // Until the record is seen, while the attempt may still be sent.
-        let watched: Vec<(usize, i64)> = {
+        let watched: Vec<(usize, AttemptNumber)> = {
             let world = lock(&self.world);
             let now = world.now();
             world

@@ -7,6 +7,7 @@ use super::provider::SimProvider;
 use super::replays::Replay;
 use super::{CUTOFF, DECLINE_PERCENT, LEASE, MARGIN, RETENTION, SECOND, SETTLE, micros, short};
 use chrono::TimeDelta;
+use command_journal::sends::AttemptNumber;
 use command_journal::time::ManualClock;
 use command_journal::{Clock, ProviderAnswer, ResultEnvelope, SendRequest, Timestamp};
 use serde_json::json;
@@ -57,7 +58,7 @@ pub(super) struct Request {
     pub(super) variant: Variant,
     pub(super) account: &'static str,
     pub(super) key: String,
-    pub(super) attempt: i64,
+    pub(super) attempt: AttemptNumber,
     pub(super) sent_at: i64,
     /// The contract's bound: the end of the lease it could be sent under, plus the
     /// settle window. Processed and visible to lookups by then, or never processed.
@@ -135,7 +136,7 @@ pub(super) struct World {
     /// Every key the provider saw, and the command whose request carried it.
     pub(super) key_owner: HashMap<String, usize>,
     /// (command, operation, attempt) -> the one key it was sent with.
-    pub(super) attempt_keys: HashMap<(usize, &'static str, i64), String>,
+    pub(super) attempt_keys: HashMap<(usize, &'static str, AttemptNumber), String>,
     pub(super) charges: Vec<Charge>,
     pub(super) charge_of: HashMap<usize, usize>,
     pub(super) declined: BTreeSet<usize>,
@@ -326,7 +327,7 @@ impl World {
 
     /// Attempt `attempt` is being sent: the provider holds no outcome for an earlier
     /// attempt of the command and will never process one of its requests.
-    pub(super) fn check_earlier_attempts(&self, command: usize, attempt: i64) {
+    pub(super) fn check_earlier_attempts(&self, command: usize, attempt: AttemptNumber) {
         for &id in self.by_command.get(&command).into_iter().flatten() {
             let r = &self.requests[id];
             if r.attempt >= attempt {

@@ -12,7 +12,7 @@ use crate::support::{self, command};
 use chrono::TimeDelta;
 use command_journal::pending::KeyRange;
 use command_journal::recovery::{Recorded, RecoverOptions, Recovered, Recovery, Stop, Verdict};
-use command_journal::sends::AttemptState;
+use command_journal::sends::{AttemptNumber, AttemptState};
 use command_journal::verify::FindingCode;
 use command_journal::{CommandInput, JournalError};
 use gcloud_sdk::google::firestore::v1::Value;
@@ -83,7 +83,10 @@ async fn five_limited_scheduled_runs_settle_a_charged_command_behind_permanently
         assert_eq!(report.count(Recovered::NotFound), 2);
         assert_eq!(report.stop, Stop::Limit);
     }
-    assert_eq!(f.send_state(charged).await, (1, AttemptState::Sending));
+    assert_eq!(
+        f.send_state(charged).await,
+        (AttemptNumber::FIRST, AttemptState::Sending)
+    );
 
     // Scheduled runs keeping the range's checkpoint: each goes on where the last
     // stopped, and the third (⌈6 / 2⌉) reaches the charge.

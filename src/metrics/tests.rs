@@ -13,7 +13,7 @@ use crate::identity::{CommandInput, CommandRequest, LeaseId, TerminalReferenceFi
 use crate::lease::{Acquire, LeaseCall, Terminal, TerminalRequest};
 use crate::lease::{LeaseOutput, TerminalOutput};
 use crate::registration::Registration;
-use crate::sends::SendPermit;
+use crate::sends::{AttemptNumber, SendPermit};
 use crate::sends::{BeginSendOutput, SendOutcomeOutput};
 use crate::start::Start;
 use crate::testing::Store;
@@ -190,13 +190,14 @@ fn a_lease_story_records_each_answer_under_its_operation() {
 fn send_answers_map_to_fixed_outcomes() {
     let permit = |resend| {
         BeginSendOutput::Permitted(SendPermit {
-            attempt: 1,
+            attempt: AttemptNumber::FIRST,
             resend,
             provider_idempotency_key: "cj1-CANARYkey".to_owned(),
             send_cutoff_at: at(T0),
             lease_expires_at: at(T0),
         })
     };
+    let second = AttemptNumber::new(2).unwrap();
     let cases: [(&dyn Labelled, &str); 9] = [
         (&permit(false), "permitted"),
         (&permit(true), "resent"),
@@ -212,8 +213,13 @@ fn send_answers_map_to_fixed_outcomes() {
             &SendOutcomeOutput::Terminal(TerminalOutput::FailedFinal),
             "failed_final",
         ),
-        (&SendOutcomeOutput::Ambiguous { attempt: 1 }, "ambiguous"),
-        (&SendOutcomeOutput::Absent { attempt: 2 }, "absent"),
+        (
+            &SendOutcomeOutput::Ambiguous {
+                attempt: AttemptNumber::FIRST,
+            },
+            "ambiguous",
+        ),
+        (&SendOutcomeOutput::Absent { attempt: second }, "absent"),
         (&LeaseOutput::FailedFinal, "replayed"),
         (&TerminalOutput::FailedFinal, "failed_final"),
     ];

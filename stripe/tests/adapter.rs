@@ -4,7 +4,7 @@
 
 mod stand_in;
 
-use command_journal::sends::ProviderLookup;
+use command_journal::sends::{AttemptNumber, ProviderLookup};
 use command_journal::{Provider, ProviderAnswer, SendRequest};
 use command_journal_stripe::{
     Account, ConfigError, Expected, LookupAnswer, LookupMethod, SecretKey, SendAnswer, Stripe,
@@ -59,7 +59,7 @@ fn request<'a>(key: &'a str, parameters: &'a Value) -> SendRequest<'a> {
         key,
         parameters,
         deadline: Duration::from_secs(10),
-        attempt: 1,
+        attempt: AttemptNumber::FIRST,
         resend: false,
     }
 }

@@ -4,6 +4,7 @@
 
 mod stand_in;
 
+use command_journal::sends::AttemptNumber;
 use command_journal::{Provider, ProviderAnswer, SendRequest};
 use command_journal_stripe::answer::{LookupAnswer, SendAnswer, classify_search, classify_send};
 use command_journal_stripe::{
@@ -43,7 +44,7 @@ fn request<'a>(key: &'a str, parameters: &'a Value, resend: bool) -> SendRequest
         key,
         parameters,
         deadline: Duration::from_secs(10),
-        attempt: 1,
+        attempt: AttemptNumber::FIRST,
         resend,
     }
 }

@@ -3,6 +3,7 @@
 
 mod stand_in;
 
+use command_journal::sends::AttemptNumber;
 use command_journal::{Provider, ProviderAnswer, SendRequest};
 use command_journal_stripe::client::MAX_LIST_PAGES;
 use command_journal_stripe::{
@@ -50,7 +51,7 @@ fn request<'a>(key: &'a str, parameters: &'a Value, resend: bool) -> SendRequest
         key,
         parameters,
         deadline: Duration::from_secs(10),
-        attempt: 1,
+        attempt: AttemptNumber::FIRST,
         resend,
     }
 }

@@ -40,9 +40,9 @@ impl Command {
     }
 }
 
-/// A journal operation with its stdin object validated. The expected fence stays the
-/// integer given until the operation runs, where it becomes a [`FenceEpoch`] (after
-/// connecting, so that a connection error is reported first, as it always was).
+/// A journal operation with its stdin object validated. An expected fence out of
+/// range is kept as its refusal, reported when the operation runs (after connecting,
+/// so that a connection error is reported first, as it always was).
 #[derive(Debug)]
 pub enum JournalCall {
     /// `register`.
@@ -54,9 +54,14 @@ pub enum JournalCall {
     /// `start`.
     Start(CommandInput, LeaseId),
     /// `complete`.
-    Complete(CommandInput, LeaseId, i64, TerminalReferenceFingerprint),
+    Complete(
+        CommandInput,
+        LeaseId,
+        Result<FenceEpoch, JournalError>,
+        TerminalReferenceFingerprint,
+    ),
     /// `fail`.
-    Fail(CommandInput, LeaseId, i64),
+    Fail(CommandInput, LeaseId, Result<FenceEpoch, JournalError>),
 }
 
 impl JournalCall {
@@ -73,7 +78,7 @@ impl JournalCall {
             Command::Start => Self::Start(command, lease(&mut input)?),
             Command::Complete => {
                 let lease = lease(&mut input)?;
-                let fence = input.integer("expectedFenceEpoch")?;
+                let fence = FenceEpoch::new(input.integer("expectedFenceEpoch")?);
                 let reference = TerminalReferenceFingerprint::parse(
                     &input.string("terminalReferenceFingerprint")?,
                 )?;
@@ -81,7 +86,8 @@ impl JournalCall {
             }
             Command::Fail => {
                 let lease = lease(&mut input)?;
-                Self::Fail(command, lease, input.integer("expectedFenceEpoch")?)
+                let fence = FenceEpoch::new(input.integer("expectedFenceEpoch")?);
+                Self::Fail(command, lease, fence)
             }
         };
         input.finish()?;
@@ -98,7 +104,7 @@ impl JournalCall {
             }
             Self::Start(command, lease) => to_json(journal.start(&command, &lease).await?),
             Self::Complete(command, lease, fence, reference) => {
-                let fence = FenceEpoch::new(fence)?;
+                let fence = fence?;
                 to_json(
                     journal
                         .complete_command(&command, &lease, fence, &reference)
@@ -106,7 +112,7 @@ impl JournalCall {
                 )
             }
             Self::Fail(command, lease, fence) => {
-                let fence = FenceEpoch::new(fence)?;
+                let fence = fence?;
                 to_json(journal.fail_command(&command, &lease, fence).await?)
             }
         }

@@ -10,7 +10,8 @@ use super::schema::Subject;
 use super::sends::plan;
 use crate::identity::OperationSlug;
 use crate::{CommandInput, JournalError, LeaseId, ProviderPlan, TerminalReferenceFingerprint};
-use command_journal_core::sends::plan::{MAX_ATTEMPT, attempt_key};
+use command_journal_core::sends::AttemptNumber;
+use command_journal_core::sends::plan::attempt_key;
 use serde_json::{Value, json};
 
 /// The stdin object of `identity`, validated: the command and the optional inputs of
@@ -23,7 +24,7 @@ pub struct IdentityQuery {
     reference: Option<TerminalReferenceFingerprint>,
     operation: Option<OperationSlug>,
     plan: Option<Box<ProviderPlan>>,
-    attempt: Option<i64>,
+    attempt: Option<AttemptNumber>,
 }
 
 /// An optional integer key: absent or null is `None`, anything but an integer is
@@ -65,12 +66,11 @@ impl IdentityQuery {
             .transpose()?;
         let operation = operation.as_deref().map(OperationSlug::parse).transpose()?;
         let plan = plan_value.as_ref().map(plan).transpose()?.map(Box::new);
-        if let Some(n) = attempt {
-            let keyed = operation.is_some() || plan.is_some();
-            if !(1..=MAX_ATTEMPT).contains(&n) || !keyed {
-                return Err(JournalError::invalid("attempt").into());
-            }
-        }
+        let keyed = operation.is_some() || plan.is_some();
+        let attempt = attempt
+            .map(|n| AttemptNumber::new(n).ok().filter(|_| keyed))
+            .map(|n| n.ok_or(JournalError::invalid("attempt")))
+            .transpose()?;
         if let (Some(operation), Some(plan)) = (&operation, &plan)
             && operation != plan.operation()
         {
@@ -112,7 +112,7 @@ impl IdentityQuery {
             .and(self.plan.as_ref())
             .map(|plan| plan.operation()));
         if let Some(operation) = keyed {
-            let attempt = self.attempt.unwrap_or(1);
+            let attempt = self.attempt.unwrap_or(AttemptNumber::FIRST);
             out["providerIdempotencyKey"] = json!(attempt_key(&identity, operation, attempt));
         }
         Ok(out)
@@ -197,6 +197,9 @@ mod tests {
         for attempt in [json!(0), json!(10_000), json!(-1), json!("2"), json!(1.5)] {
             assert_eq!(refused(json!({"attempt": attempt})), "attempt", "{attempt}");
         }
+        // The largest attempt names a key; one more is out of range.
+        let last = derive(json!({"operation": "charge", "attempt": 9_999}));
+        assert!(last["providerIdempotencyKey"].is_string(), "{last}");
         // An attempt names a key of an operation: it needs `operation` or `plan`.
         assert_eq!(refused(json!({"operation": null, "attempt": 2})), "attempt");
         // With both, the operation must be the plan's.

@@ -6,7 +6,7 @@ use super::input::{Failure, Input};
 use super::output::to_json;
 use super::schema::Subject;
 use crate::FenceEpoch;
-use crate::sends::ProviderLookup;
+use crate::sends::{AttemptNumber, ProviderLookup};
 use crate::{CommandInput, Journal, JournalError, LeaseId};
 use crate::{ProviderPlan, ProviderPlanRequest, ResultEnvelope, TerminalReferenceFingerprint};
 use command_journal::ProviderAnswer;
@@ -130,12 +130,14 @@ fn no_success_fields(input: &mut Input) -> Result<(), JournalError> {
 }
 
 /// What the stdin object asks for, validated: the command, the lease, the expected
-/// fence (a [`FenceEpoch`] once connected, as before) and the operation's own part.
+/// fence and the operation's own part. A fence or an attempt number out of range is
+/// kept as its refusal, reported when the operation runs (after a connection error,
+/// as it always was).
 #[derive(Debug)]
 pub struct SendCall {
     command: CommandInput,
     lease: LeaseId,
-    fence: i64,
+    fence: Result<FenceEpoch, JournalError>,
     operation: SendOperation,
 }
 
@@ -143,8 +145,16 @@ pub struct SendCall {
 #[derive(Debug)]
 enum SendOperation {
     Begin(ProviderPlan),
-    Outcome(ProviderPlan, i64, ProviderAnswer),
-    Reconcile(ProviderPlan, i64, ProviderAnswer),
+    Outcome(
+        ProviderPlan,
+        Result<AttemptNumber, JournalError>,
+        ProviderAnswer,
+    ),
+    Reconcile(
+        ProviderPlan,
+        Result<AttemptNumber, JournalError>,
+        ProviderAnswer,
+    ),
 }
 
 impl SendCall {
@@ -154,12 +164,12 @@ impl SendCall {
         input.only(&action.subject().keys())?;
         let command = input.command()?;
         let lease = LeaseId::parse(&input.string("leaseId")?)?;
-        let fence = input.integer("expectedFenceEpoch")?;
+        let fence = FenceEpoch::new(input.integer("expectedFenceEpoch")?);
         let operation = match action {
             SendAction::Begin => SendOperation::Begin(plan(&input.value("plan")?)?),
             SendAction::Outcome => {
                 let plan = plan(&input.value("plan")?)?;
-                let attempt = input.integer("attempt")?;
+                let attempt = AttemptNumber::new(input.integer("attempt")?);
                 let outcome = match input.string("outcome")?.as_str() {
                     "succeeded" => match success(&mut input)? {
                         SuccessAnswer::Reference(r) => ProviderAnswer::SucceededWithReference(r),
@@ -180,7 +190,7 @@ impl SendCall {
             }
             SendAction::Reconcile => {
                 let plan = plan(&input.value("plan")?)?;
-                let attempt = input.integer("attempt")?;
+                let attempt = AttemptNumber::new(input.integer("attempt")?);
                 let evidence = match input.string("evidence")?.as_str() {
                     "succeeded" => match success(&mut input)? {
                         SuccessAnswer::Reference(r) => ProviderAnswer::SucceededWithReference(r),
@@ -216,19 +226,19 @@ impl SendCall {
             fence,
             operation,
         } = self;
-        let fence = FenceEpoch::new(fence)?;
+        let fence = fence?;
         match operation {
             SendOperation::Begin(plan) => {
                 to_json(journal.begin_send(&command, &lease, fence, &plan).await?)
             }
             SendOperation::Outcome(plan, attempt, outcome) => to_json(
                 journal
-                    .record_send_outcome(&command, &lease, fence, &plan, attempt, &outcome)
+                    .record_send_outcome(&command, &lease, fence, &plan, attempt?, &outcome)
                     .await?,
             ),
             SendOperation::Reconcile(plan, attempt, evidence) => to_json(
                 journal
-                    .reconcile_send(&command, &lease, fence, &plan, attempt, &evidence)
+                    .reconcile_send(&command, &lease, fence, &plan, attempt?, &evidence)
                     .await?,
             ),
         }

@@ -5,6 +5,7 @@
 use crate::answer::ProviderAnswer;
 use crate::attempt::{Found, GuardedWrite, ReadKind};
 use crate::error::{GrpcCode, JournalError};
+use crate::sends::AttemptNumber;
 use crate::transaction::{CommitTime, OperationName};
 use std::collections::HashMap;
 use std::time::Duration;
@@ -128,7 +129,7 @@ pub struct SendCall {
     /// The attempt's idempotency key.
     pub key: String,
     /// The attempt number, from 1.
-    pub attempt: i64,
+    pub attempt: AttemptNumber,
     /// Whether an earlier holder already sent this attempt with this key.
     pub resend: bool,
     /// How long the provider call may take before the lease runs out.

@@ -197,29 +197,24 @@ fn a_failed_commit_in_a_transaction_is_rolled_back_and_the_retry_names_it() {
     let mut store = Store::new();
     let mut retried = Vec::new();
     let mut aborted = false;
-    let (answer, trace) = store.call(
-        registration(),
-        locked(),
-        now(),
-        |_, io| match io {
-            Io::Commit { transaction, .. } if !aborted => {
-                aborted = true;
-                assert!(transaction.is_some(), "a transaction's commit names it");
-                Some(Input::Committed(Err(RpcFailure::Retry {
-                    code: GrpcCode::Aborted,
-                    cause: RetryCause::Contention,
-                })))
-            }
-            Io::Read {
-                consistency: Consistency::Begin { retrying },
-                ..
-            } => {
-                retried.push(retrying.clone());
-                None
-            }
-            _ => None,
-        },
-    );
+    let (answer, trace) = store.call(registration(), locked(), now(), |_, io| match io {
+        Io::Commit { transaction, .. } if !aborted => {
+            aborted = true;
+            assert!(transaction.is_some(), "a transaction's commit names it");
+            Some(Input::Committed(Err(RpcFailure::Retry {
+                code: GrpcCode::Aborted,
+                cause: RetryCause::Contention,
+            })))
+        }
+        Io::Read {
+            consistency: Consistency::Begin { retrying },
+            ..
+        } => {
+            retried.push(retrying.clone());
+            None
+        }
+        _ => None,
+    });
     assert!(answer.is_ok());
     assert_eq!(
         trace.steps,
@@ -231,12 +226,9 @@ fn a_failed_commit_in_a_transaction_is_rolled_back_and_the_retry_names_it() {
 #[test]
 fn a_deadline_passing_with_a_transaction_open_rolls_it_back_first() {
     let mut store = Store::new();
-    let (answer, trace) = store.call(
-        registration(),
-        locked(),
-        now(),
-        |_, io| matches!(io, Io::Commit { .. }).then_some(Input::DeadlinePassed),
-    );
+    let (answer, trace) = store.call(registration(), locked(), now(), |_, io| {
+        matches!(io, Io::Commit { .. }).then_some(Input::DeadlinePassed)
+    });
     assert_eq!(answer, Err(JournalError::unavailable(None, 1, true)));
     assert_eq!(trace.steps, ["begin", "commit", "rollback"]);
     assert!(store.is_empty(), "nothing committed");

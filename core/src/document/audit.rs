@@ -6,6 +6,7 @@ use super::fields::{self, FieldMap, Strict};
 use super::lifecycle::LifecycleState;
 use crate::digest::Digest;
 use crate::error::JournalError;
+use crate::fence::FenceEpoch;
 use crate::identity::{CallerScopeKind, CommandType, Environment};
 use crate::time::Timestamp;
 
@@ -191,7 +192,7 @@ pub struct TransitionEvent {
     /// Copied from the root.
     pub command_type: CommandType,
     /// The lifecycle's fence after the transition.
-    pub fence_epoch: i64,
+    pub fence_epoch: FenceEpoch,
     /// The lifecycle's lease expiry after the transition.
     pub lease_expires_at: Timestamp,
     /// The transition time (the lifecycle's `updatedAt`).
@@ -216,12 +217,16 @@ impl TransitionEvent {
             Some(state) => f.string_eq("fromState", state.as_str())?,
         }
         f.string_eq("toState", to.as_str())?;
-        let fence_epoch = f.int_in("fenceEpoch", 1..=MAX_REVISION)?;
+        let fence_epoch = f.fence("fenceEpoch")?;
         // Revision 1 is registration and every fence increment costs one revision.
         let fence_fits = match event_type {
-            EventType::LeaseAcquired => command_revision == 2 && fence_epoch == 1,
-            EventType::LeaseTakenOver => fence_epoch >= 2 && command_revision == fence_epoch + 1,
-            EventType::Succeeded | EventType::FailedFinal => command_revision == fence_epoch + 2,
+            EventType::LeaseAcquired => command_revision == 2 && fence_epoch == FenceEpoch::FIRST,
+            EventType::LeaseTakenOver => {
+                fence_epoch > FenceEpoch::FIRST && command_revision == fence_epoch.get() + 1
+            }
+            EventType::Succeeded | EventType::FailedFinal => {
+                command_revision == fence_epoch.get() + 2
+            }
         };
         if !fence_fits {
             return Err(f.corrupt("fenceEpoch"));
@@ -262,7 +267,7 @@ impl TransitionEvent {
                 fields::string(self.caller_scope_kind.as_str()),
             ),
             ("commandType", fields::string(self.command_type.as_str())),
-            ("fenceEpoch", fields::int(self.fence_epoch)),
+            ("fenceEpoch", fields::int(self.fence_epoch.get())),
             ("leaseExpiresAt", fields::timestamp(self.lease_expires_at)),
             ("occurredAt", fields::timestamp(self.occurred_at)),
         ])

@@ -3,6 +3,8 @@
 use super::value::{Value, ValueType};
 use crate::digest::Digest;
 use crate::error::JournalError;
+use crate::fence::FenceEpoch;
+use crate::sends::attempt_number::AttemptNumber;
 use crate::time::Timestamp;
 use std::collections::HashMap;
 
@@ -75,6 +77,27 @@ impl<'a> Strict<'a> {
         }
     }
 
+    /// A fence epoch: an integer from 1 to 9,999,999,999.
+    pub fn fence(&self, name: &str) -> Result<FenceEpoch, JournalError> {
+        FenceEpoch::new(self.int(name)?).map_err(|_| self.fail(name))
+    }
+
+    /// A null, or a fence epoch.
+    pub fn nullable_fence(&self, name: &str) -> Result<Option<FenceEpoch>, JournalError> {
+        match self.get(name)? {
+            ValueType::NullValue(_) => Ok(None),
+            ValueType::IntegerValue(v) => {
+                FenceEpoch::new(*v).map(Some).map_err(|_| self.fail(name))
+            }
+            _ => Err(self.fail(name)),
+        }
+    }
+
+    /// An attempt number: an integer from 1 to 9,999.
+    pub fn attempt(&self, name: &str) -> Result<AttemptNumber, JournalError> {
+        AttemptNumber::new(self.int(name)?).map_err(|_| self.fail(name))
+    }
+
     /// A string value.
     pub fn string(&self, name: &str) -> Result<&'a str, JournalError> {
         match self.get(name)? {
@@ -144,19 +167,6 @@ impl<'a> Strict<'a> {
             ValueType::TimestampValue(ts) => Timestamp::from_value_time(ts)
                 .map(Some)
                 .ok_or_else(|| self.fail(name)),
-            _ => Err(self.fail(name)),
-        }
-    }
-
-    /// A null, or an integer within `range`.
-    pub fn nullable_int_in(
-        &self,
-        name: &str,
-        range: std::ops::RangeInclusive<i64>,
-    ) -> Result<Option<i64>, JournalError> {
-        match self.get(name)? {
-            ValueType::NullValue(_) => Ok(None),
-            ValueType::IntegerValue(v) if range.contains(v) => Ok(Some(*v)),
             _ => Err(self.fail(name)),
         }
     }

@@ -5,6 +5,7 @@ use super::MAX_REVISION;
 use super::fields::{self, FieldMap, Strict};
 use crate::digest::Digest;
 use crate::error::JournalError;
+use crate::fence::FenceEpoch;
 use crate::time::Timestamp;
 
 /// The fixed lease duration, owned by this code; callers cannot set it.
@@ -76,7 +77,7 @@ pub struct Lifecycle {
     /// `fenceEpoch + 1` while leased, `fenceEpoch + 2` once terminal.
     pub command_revision: i64,
     /// 1 for the first lease, +1 per takeover.
-    pub fence_epoch: i64,
+    pub fence_epoch: FenceEpoch,
     /// The holder's command-bound lease fingerprint.
     pub lease_owner_fingerprint: Digest,
     /// When the current lease was acquired.
@@ -102,7 +103,7 @@ impl Lifecycle {
         }
         let state = f.parsed("state", LifecycleState::parse)?;
         let command_revision = f.int_in("commandRevision", 2..=MAX_REVISION)?;
-        let fence_epoch = f.int_in("fenceEpoch", 1..=MAX_REVISION)?;
+        let fence_epoch = f.fence("fenceEpoch")?;
         let kind = f.nullable("terminalCommitmentKind", |k| {
             if k == "business_record_digest" {
                 Ok(())
@@ -138,7 +139,7 @@ impl Lifecycle {
     fn relations_hold(&self) -> bool {
         let expiry_fixed =
             self.lease_acquired_at.plus_seconds(LEASE_SECONDS) == Some(self.lease_expires_at);
-        let created_fits = if self.fence_epoch == 1 {
+        let created_fits = if self.fence_epoch == FenceEpoch::FIRST {
             self.created_at == self.lease_acquired_at
         } else {
             self.created_at < self.lease_acquired_at
@@ -147,13 +148,13 @@ impl Lifecycle {
             LifecycleState::Leased => {
                 self.terminal_commitment.is_none()
                     && self.updated_at == self.lease_acquired_at
-                    && self.command_revision == self.fence_epoch + 1
+                    && self.command_revision == self.fence_epoch.get() + 1
             }
             LifecycleState::Succeeded | LifecycleState::FailedFinal => {
                 (self.state == LifecycleState::Succeeded) == self.terminal_commitment.is_some()
                     && self.lease_acquired_at <= self.updated_at
                     && self.updated_at < self.lease_expires_at
-                    && self.command_revision == self.fence_epoch + 2
+                    && self.command_revision == self.fence_epoch.get() + 2
             }
         };
         expiry_fixed && created_fits && by_state
@@ -173,7 +174,7 @@ impl Lifecycle {
             ),
             ("state", fields::string(self.state.as_str())),
             ("commandRevision", fields::int(self.command_revision)),
-            ("fenceEpoch", fields::int(self.fence_epoch)),
+            ("fenceEpoch", fields::int(self.fence_epoch.get())),
             (
                 "leaseOwnerFingerprint",
                 fields::string(self.lease_owner_fingerprint.as_str()),

@@ -17,6 +17,7 @@ use crate::identity::{
 };
 use crate::lease::{Acquire, LeaseCall, Terminal, TerminalOutput, TerminalRequest};
 use crate::registration::Registration;
+use crate::sends::AttemptNumber;
 use crate::sends::SendOutcomeOutput;
 use crate::sends::begin::BeginSend;
 use crate::sends::guard::Guarded;
@@ -415,7 +416,7 @@ fn record(envelope: &ResultEnvelope, now: i64) -> WithResult<RecordAnswer> {
     let op = RecordAnswer::outcome(
         call(0, now),
         FenceEpoch::stored(1),
-        1,
+        AttemptNumber::FIRST,
         Closing::Succeeded(commitment(envelope)),
         plan(0),
     );
@@ -426,7 +427,7 @@ fn reconcile(envelope: &ResultEnvelope, now: i64) -> WithResult<RecordAnswer> {
     let op = RecordAnswer::reconciliation(
         call(0, now),
         FenceEpoch::stored(1),
-        1,
+        AttemptNumber::FIRST,
         Closing::Succeeded(commitment(envelope)),
         plan(0),
     );
@@ -477,7 +478,7 @@ fn a_reconciled_success_after_the_cutoff_stores_its_envelope() {
     let ambiguous = RecordAnswer::outcome(
         call(0, T1 + SEC),
         FenceEpoch::stored(1),
-        1,
+        AttemptNumber::FIRST,
         Closing::Ambiguous,
         plan(0),
     );
@@ -494,7 +495,7 @@ fn a_reconciled_success_after_the_cutoff_stores_its_envelope() {
                 RecordAnswer::outcome(
                     call(0, late + SEC),
                     FenceEpoch::stored(2),
-                    1,
+                    AttemptNumber::FIRST,
                     Closing::Succeeded(commitment(&envelope(0))),
                     plan(0)
                 ),
@@ -508,7 +509,7 @@ fn a_reconciled_success_after_the_cutoff_stores_its_envelope() {
     let op = RecordAnswer::reconciliation(
         call(0, late + SEC),
         FenceEpoch::stored(2),
-        1,
+        AttemptNumber::FIRST,
         Closing::Succeeded(commitment(&envelope(0))),
         plan(0),
     );
@@ -544,7 +545,7 @@ fn a_declined_attempt_conflicts_with_an_envelope() {
         .answer(&RecordAnswer::outcome(
             call(0, T1 + SEC),
             FenceEpoch::stored(1),
-            1,
+            AttemptNumber::FIRST,
             Closing::Declined,
             plan(0),
         ))

@@ -36,7 +36,7 @@ use crate::error::JournalError;
 use crate::fence::FenceEpoch;
 use crate::lease::{LeaseOutput, TerminalOutput};
 use crate::sends::reverted::{Rule, reverted};
-use crate::sends::{BeginSendOutput, SendOutcomeOutput, SendStatus};
+use crate::sends::{AttemptNumber, BeginSendOutput, SendOutcomeOutput, SendStatus};
 use crate::time::Timestamp;
 use std::time::Duration;
 
@@ -61,7 +61,7 @@ pub enum Step {
     /// The provider's send with the permit.
     Send {
         /// The attempt the permit is for.
-        attempt: i64,
+        attempt: AttemptNumber,
         /// True when the permit re-sends an open attempt under the same key.
         resend: bool,
         /// The attempt's idempotency key.
@@ -74,7 +74,7 @@ pub enum Step {
         /// The fence of this call's lease.
         fence: FenceEpoch,
         /// The attempt the answer is for.
-        attempt: i64,
+        attempt: AttemptNumber,
         /// The provider's answer, as the journal records it.
         outcome: ProviderAnswer,
     },
@@ -83,7 +83,7 @@ pub enum Step {
     /// The provider's lookup of `attempt`'s key (derived from the stored plan).
     Lookup {
         /// The attempt looked up.
-        attempt: i64,
+        attempt: AttemptNumber,
         /// Its idempotency key.
         key: String,
         /// How long the lookup may take.
@@ -94,7 +94,7 @@ pub enum Step {
         /// The fence of this call's lease.
         fence: FenceEpoch,
         /// The attempt the evidence is for.
-        attempt: i64,
+        attempt: AttemptNumber,
         /// What the provider showed, as the journal records it.
         evidence: ProviderAnswer,
     },
@@ -139,8 +139,9 @@ enum Window {
 pub struct Protocol {
     /// The lease this call holds: fence and expiry.
     lease: Option<(FenceEpoch, Timestamp)>,
-    /// The attempt sent or looked up, and the result it would record.
-    attempt: i64,
+    /// The attempt sent or looked up (none before the first permit or status), and
+    /// the result it would record.
+    attempt: Option<AttemptNumber>,
     pending: Option<ResultEnvelope>,
     /// The provider's success or decline this call holds until it is recorded.
     answer: Option<ProviderAnswer>,
@@ -188,6 +189,13 @@ impl Protocol {
             .ok_or(JournalError::internal("execute: no lease held"))
     }
 
+    /// The attempt sent or looked up, or an internal error if a step needing it came
+    /// first.
+    fn attempt(&self) -> Result<AttemptNumber, JournalError> {
+        self.attempt
+            .ok_or(JournalError::internal("execute: no attempt known"))
+    }
+
     /// The provider's deadline at `now`: a call can start, or too little lease is left
     /// and the answer is to retry after it.
     fn deadline(&self, now: Timestamp) -> Result<Window, JournalError> {
@@ -230,7 +238,7 @@ impl Protocol {
             .ok_or(JournalError::internal("execute: no answer held"))?;
         Ok(Step::Reconcile {
             fence,
-            attempt: self.attempt,
+            attempt: self.attempt()?,
             evidence,
         })
     }
@@ -252,7 +260,7 @@ impl Protocol {
                         // A second lease taken to record the answer this call holds.
                         return Ok(Step::Reconcile {
                             fence: fence_epoch,
-                            attempt: self.attempt,
+                            attempt: self.attempt()?,
                             evidence,
                         });
                     }
@@ -268,7 +276,7 @@ impl Protocol {
             Event::BeganSend(answer) => match answer {
                 Ok(BeginSendOutput::Permitted(permit)) => match self.deadline(now)? {
                     Window::Call(deadline) => {
-                        self.attempt = permit.attempt;
+                        self.attempt = Some(permit.attempt);
                         Ok(Step::Send {
                             attempt: permit.attempt,
                             resend: permit.resend,
@@ -301,7 +309,7 @@ impl Protocol {
                     answer == ProviderAnswer::ReplayedUnknown && !reverted(Rule::ReplayedLookedUp);
                 Ok(Step::Record {
                     fence,
-                    attempt: self.attempt,
+                    attempt: self.attempt()?,
                     outcome: answer,
                 })
             }
@@ -329,7 +337,7 @@ impl Protocol {
             },
             Event::Status(send) => match (send, self.deadline(now)?) {
                 (Some(send), Window::Call(deadline)) if send.needs_reconciliation => {
-                    self.attempt = send.attempt;
+                    self.attempt = Some(send.attempt);
                     // The lookup starts after this status read: its "not found" proves
                     // the absence only if the absence was provable already.
                     self.lookup_proves_absence =
@@ -364,7 +372,7 @@ impl Protocol {
                 };
                 Ok(Step::Reconcile {
                     fence,
-                    attempt: self.attempt,
+                    attempt: self.attempt()?,
                     evidence,
                 })
             }

@@ -8,7 +8,7 @@ fn a_send_request_never_prints_its_key_or_parameters() {
         key: "cj1-CANARYkey",
         parameters: &parameters,
         deadline: Duration::from_secs(5),
-        attempt: 2,
+        attempt: AttemptNumber::new(2).unwrap(),
         resend: true,
     };
     let printed = format!("{request:?}");

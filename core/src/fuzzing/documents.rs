@@ -383,7 +383,7 @@ fn operation(fixture: &Fixture, input: &mut Bytes, store: &mut Store) {
                 let written = written_lifecycle(fixture, &writes);
                 assert_eq!(
                     (written.fence_epoch, written.lease_expires_at),
-                    (fence_epoch.get(), lease_expires_at),
+                    (fence_epoch, lease_expires_at),
                     "the answer differs from the lease written"
                 );
                 assert_eq!(written.lease_owner_fingerprint, owner);
@@ -590,7 +590,7 @@ mod tests {
         assert_eq!(
             (
                 lifecycle.state,
-                lifecycle.fence_epoch,
+                lifecycle.fence_epoch.get(),
                 lifecycle.command_revision
             ),
             (crate::document::lifecycle::LifecycleState::Succeeded, 2, 4)

@@ -11,6 +11,7 @@ use crate::envelope::record::WithResult;
 use crate::fence::FenceEpoch;
 use crate::identity::{CommandInput, CommandRequest, LeaseId};
 use crate::lease::LeaseCall;
+use crate::sends::AttemptNumber;
 use crate::sends::begin::BeginSend;
 use crate::sends::load::first_read;
 use crate::sends::record::RecordAnswer;
@@ -171,7 +172,13 @@ fn an_outcome_planned_from_the_chained_state_writes_and_answers_what_reading_doe
         let holder = call(&lease, later);
         let (finding, result) = outcome.closing(holder.identity());
         let hash = holder.hash().clone();
-        let record = RecordAnswer::outcome(holder, fence, 1, finding, provider_plan());
+        let record = RecordAnswer::outcome(
+            holder,
+            fence,
+            AttemptNumber::FIRST,
+            finding,
+            provider_plan(),
+        );
         let (planned_writes, planned_output, read) = match result {
             Some(envelope) => {
                 let op = WithResult::new(record, &hash, later, envelope);
@@ -224,7 +231,7 @@ fn nothing_is_planned_from_a_state_not_known_or_not_a_mutation() {
     let outcome = RecordAnswer::outcome(
         call(&lease, at(T0 + 1)),
         fence,
-        1,
+        AttemptNumber::FIRST,
         ProviderAnswer::Declined
             .closing(call(&lease, at(T0)).identity())
             .0,
@@ -257,7 +264,7 @@ fn nothing_is_planned_from_a_state_not_known_or_not_a_mutation() {
     let stale = RecordAnswer::outcome(
         call(&fresh_lease(), at(T0 + 1)),
         fence,
-        1,
+        AttemptNumber::FIRST,
         ProviderAnswer::Declined
             .closing(call(&lease, at(T0)).identity())
             .0,
@@ -360,7 +367,7 @@ fn a_stale_holders_planned_outcome_is_refused_after_a_takeover_by_a_clock_that_r
     let record = || {
         let holder = call(&lease, at(T0 + 2_000_000));
         let (finding, _) = ProviderAnswer::Unknown.closing(holder.identity());
-        RecordAnswer::outcome(holder, held, 1, finding, provider_plan())
+        RecordAnswer::outcome(holder, held, AttemptNumber::FIRST, finding, provider_plan())
     };
     let planned = plan(&record(), &known).expect("planned from what A knows");
     assert!(
@@ -403,7 +410,13 @@ fn a_read_path_commit_is_refused_when_a_takeover_lands_between_its_read_and_its_
     // A reads just before its lease's end (no clock skew at all) and decides.
     let holder = call(&lease, at(T0 + LEASE - 1));
     let (finding, _) = ProviderAnswer::Unknown.closing(holder.identity());
-    let record = RecordAnswer::outcome(holder, fence, 1, finding, provider_plan());
+    let record = RecordAnswer::outcome(
+        holder,
+        fence,
+        AttemptNumber::FIRST,
+        finding,
+        provider_plan(),
+    );
     let decided = store.attempt(&record);
     assert!(matches!(decided.decision, Decision::Mutate(..)));
     // The lease ends and another holder takes it over before A's commit arrives.
@@ -440,7 +453,7 @@ where
     )
 }
 
-fn permitted(output: &BeginSendOutput) -> (i64, bool) {
+fn permitted(output: &BeginSendOutput) -> (AttemptNumber, bool) {
     match output {
         BeginSendOutput::Permitted(permit) => (permit.attempt, permit.resend),
         other => panic!("{other:?}"),
@@ -466,7 +479,13 @@ fn a_stale_known_state_never_re_sends_a_key_that_replayed_an_unknown() {
     // Meanwhile A, at its own clock, hears the replay and records it: its lease runs.
     let holder = call(&a, at(T0 + 2_000_000));
     let (finding, _) = ProviderAnswer::ReplayedUnknown.closing(holder.identity());
-    let record = RecordAnswer::outcome(holder, fence_a, 1, finding, provider_plan());
+    let record = RecordAnswer::outcome(
+        holder,
+        fence_a,
+        AttemptNumber::FIRST,
+        finding,
+        provider_plan(),
+    );
     assert!(store.run(&record).result.is_ok());
     // B's takeover lands after it (the lifecycle did not change).
     let guarded = taking.guarded();
@@ -476,7 +495,7 @@ fn a_stale_known_state_never_re_sends_a_key_that_replayed_an_unknown() {
     // What B knows says `sending`: a re-send is planned, and refused at the commit.
     let again = BeginSend::new(call(&b, tb), fence_b, provider_plan());
     let planned = plan(&again, &known).expect("a re-send planned from the stale state");
-    assert_eq!(permitted(&planned.output), (1, true));
+    assert_eq!(permitted(&planned.output), (AttemptNumber::FIRST, true));
     assert!(!lands(&store, &planned.writes), "the send record moved on");
     // Reading instead, B gets no permit for the key: it looks it up.
     let before = fields(&store);
@@ -502,7 +521,13 @@ fn a_superseded_holder_gets_no_permit_for_the_next_attempt_from_what_it_knows() 
     let fence_c = fence(&started).expect("a takeover");
     let holder = call(&c, at(provable));
     let (finding, _) = ProviderAnswer::NotFound.closing(holder.identity());
-    let absent = RecordAnswer::reconciliation(holder, fence_c, 1, finding, provider_plan());
+    let absent = RecordAnswer::reconciliation(
+        holder,
+        fence_c,
+        AttemptNumber::FIRST,
+        finding,
+        provider_plan(),
+    );
     let (_, known) = run_known(&mut store, &absent);
     // Holder D's clock runs 61 s ahead of C's: to it C's lease has expired.
     let d = fresh_lease();
@@ -511,7 +536,10 @@ fn a_superseded_holder_gets_no_permit_for_the_next_attempt_from_what_it_knows() 
     // C, at its own clock, plans attempt 2 (a new key) from what it knows ...
     let next = || BeginSend::new(call(&c, at(provable + 2_000_000)), fence_c, provider_plan());
     let planned = plan(&next(), &known).expect("attempt 2 planned");
-    assert_eq!(permitted(&planned.output), (2, false));
+    assert_eq!(
+        permitted(&planned.output),
+        (AttemptNumber::new(2).unwrap(), false)
+    );
     assert!(
         !lands(&store, &planned.writes),
         "refused: the lease it was decided under is gone"
@@ -564,7 +592,13 @@ fn an_unchanged_rewrite_fails_on_a_document_deleted_and_recreated_identical() {
     let known = commit_chained(&mut store, &opening);
     let holder = call(&lease, at(T0 + 2_000_000));
     let (finding, _) = ProviderAnswer::Unknown.closing(holder.identity());
-    let record = RecordAnswer::outcome(holder, fence, 1, finding, provider_plan());
+    let record = RecordAnswer::outcome(
+        holder,
+        fence,
+        AttemptNumber::FIRST,
+        finding,
+        provider_plan(),
+    );
     let planned = plan(&record, &known).expect("planned");
     assert!(lands(&store, &planned.writes));
     // Another writer deletes the lifecycle and puts the same fields back: the content
@@ -585,7 +619,13 @@ fn after_a_replay_recorded_the_lookups_evidence_is_planned_from_what_its_commit_
     // The replay, recorded by a commit planned from the opening: it proves the lease.
     let holder = call(&lease, at(T0 + 2_000_000));
     let (finding, _) = ProviderAnswer::ReplayedUnknown.closing(holder.identity());
-    let record = RecordAnswer::outcome(holder, fence, 1, finding, provider_plan());
+    let record = RecordAnswer::outcome(
+        holder,
+        fence,
+        AttemptNumber::FIRST,
+        finding,
+        provider_plan(),
+    );
     let planned = plan(&record, &known).expect("the replay planned");
     let results = store.commit_guarded(&planned.writes).expect("lands");
     let written: Vec<Write> = planned.writes.iter().map(|w| w.write.clone()).collect();
@@ -599,7 +639,13 @@ fn after_a_replay_recorded_the_lookups_evidence_is_planned_from_what_its_commit_
     let (finding, _) = found.closing(holder.identity());
     let hash = holder.hash().clone();
     let reconcile = WithResult::new(
-        RecordAnswer::reconciliation(holder, fence, 1, finding, provider_plan()),
+        RecordAnswer::reconciliation(
+            holder,
+            fence,
+            AttemptNumber::FIRST,
+            finding,
+            provider_plan(),
+        ),
         &hash,
         now,
         &envelope,

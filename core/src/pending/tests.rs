@@ -8,6 +8,7 @@ use crate::answer::ProviderAnswer;
 use crate::fence::FenceEpoch;
 use crate::identity::{CommandInput, CommandRequest, LeaseId};
 use crate::lease::{LeaseCall, LeaseOutput};
+use crate::sends::AttemptNumber;
 use crate::sends::begin::BeginSend;
 use crate::sends::record::RecordAnswer;
 use crate::sends::{ProviderPlan, ProviderPlanRequest};
@@ -106,7 +107,10 @@ fn an_open_attempt_waits_for_a_resend_or_evidence_then_for_evidence_past_its_cut
         .expect("begin_send");
     let before_cutoff = pending_at(&mut store, T0 + 61 * SEC).expect("pending");
     let send = before_cutoff.send.clone().expect("a send");
-    assert_eq!((send.attempt, send.state), (1, AttemptState::Sending));
+    assert_eq!(
+        (send.attempt, send.state),
+        (AttemptNumber::FIRST, AttemptState::Sending)
+    );
     assert_eq!(before_cutoff.unblocked_by, Unblock::ResendOrEvidence);
     let cutoff = send.send_cutoff_at.micros();
     assert!(send.absence_provable_from.is_some());
@@ -120,7 +124,7 @@ fn an_open_attempt_waits_for_a_resend_or_evidence_then_for_evidence_past_its_cut
         .answer(&RecordAnswer::outcome(
             call(&lease, at(T0 + SEC)),
             fence,
-            1,
+            AttemptNumber::FIRST,
             closing,
             plan(),
         ))
@@ -137,7 +141,7 @@ fn an_open_attempt_waits_for_a_resend_or_evidence_then_for_evidence_past_its_cut
         .answer(&RecordAnswer::reconciliation(
             call(&lease, at(T0 + 2 * SEC)),
             fence,
-            1,
+            AttemptNumber::FIRST,
             closing,
             plan(),
         ))
@@ -191,7 +195,7 @@ fn a_replayed_unknown_waits_for_evidence_from_the_start_never_for_a_resend() {
         .answer(&RecordAnswer::outcome(
             call(&lease, at(T0 + SEC)),
             fence,
-            1,
+            AttemptNumber::FIRST,
             closing,
             plan(),
         ))
@@ -204,7 +208,7 @@ fn a_replayed_unknown_waits_for_evidence_from_the_start_never_for_a_resend() {
     let send = waiting.send.expect("a send");
     assert_eq!(
         (send.attempt, send.state),
-        (1, AttemptState::ReplayedUnknown)
+        (AttemptNumber::FIRST, AttemptState::ReplayedUnknown)
     );
     assert_eq!(waiting.unblocked_by, Unblock::Evidence);
     assert_eq!(send.absence_provable_from, Some(at(T0 + 360 * SEC)));

@@ -343,7 +343,7 @@ fn client_heard_a_replay(store: &mut Store) -> String {
         .answer(&RecordAnswer::outcome(
             call,
             fence_epoch,
-            1,
+            AttemptNumber::FIRST,
             replayed,
             plan(),
         ))
@@ -400,7 +400,11 @@ fn a_replayed_unknown_is_looked_up_and_a_replay_from_the_lookup_proves_nothing()
             Recovered::Succeeded => AttemptState::Succeeded,
             _ => AttemptState::ReplayedUnknown,
         };
-        assert_eq!((send.attempt, send.state), (1, expected), "{answers:?}");
+        assert_eq!(
+            (send.attempt, send.state),
+            (AttemptNumber::FIRST, expected),
+            "{answers:?}"
+        );
         if asked == 1 && !outcome.settled() {
             assert_eq!(store.documents(), before, "{answers:?} wrote");
         }
@@ -455,7 +459,10 @@ fn a_not_found_at_the_plans_account_records_the_absence_once_provable() {
         // Once before the lease, once under it.
         assert_eq!(provider.asked, [key.clone(), key.clone()]);
         let send = state(&mut store, T0 + late).send.expect("send");
-        assert_eq!((send.attempt, send.state), (1, AttemptState::Absent));
+        assert_eq!(
+            (send.attempt, send.state),
+            (AttemptNumber::FIRST, AttemptState::Absent)
+        );
         // The takeover (revision 3) and the absence, nothing else: the command stays
         // leased, for its client to open the next attempt.
         assert!(store.contains_key(&audit::path(&hash(), 3)));
@@ -550,7 +557,10 @@ fn a_not_found_that_proves_nothing_writes_nothing() {
         assert_eq!(provider.asked.len(), usize::from(asked));
         assert_eq!(store.documents(), before, "{declared:?} at {late} wrote");
         let send = state(&mut store, T0 + late).send.expect("send");
-        assert_eq!((send.attempt, send.state), (1, AttemptState::Sending));
+        assert_eq!(
+            (send.attempt, send.state),
+            (AttemptNumber::FIRST, AttemptState::Sending)
+        );
     }
 }
 
@@ -690,7 +700,10 @@ fn an_absence_provable_at_the_first_lookup_but_not_under_the_lease_writes_nothin
     assert_eq!(provider.asked.len(), 2);
     // The takeover is written (the lease was taken to confirm it), the absence not.
     let send = state(&mut store, T0 + retention + SEC).send.expect("send");
-    assert_eq!((send.attempt, send.state), (1, AttemptState::Sending));
+    assert_eq!(
+        (send.attempt, send.state),
+        (AttemptNumber::FIRST, AttemptState::Sending)
+    );
     assert_eq!(store.documents().len(), before.len() + 1);
     assert!(store.contains_key(&audit::path(&hash(), 3)));
     assert!(!store.contains_key(&audit::path(&hash(), 4)));
@@ -759,7 +772,7 @@ fn a_not_found_is_confirmed_under_the_lease_so_a_resend_since_the_first_read_is_
     else {
         panic!("{step:?}");
     };
-    assert_eq!((fence, attempt), (fence_epoch, 1));
+    assert_eq!((fence, attempt), (fence_epoch, AttemptNumber::FIRST));
     let call = LeaseCall::new(input().identity(), owner, now);
     let (finding, result) = evidence.closing(call.identity());
     let op = crate::envelope::record::WithResult::new(
@@ -899,7 +912,13 @@ fn a_recovery_jobs_planned_reconciliation_is_refused_when_a_stale_holder_wrote_b
     let late = LeaseCall::new(identity.clone(), client, at(T0 + 30 * SEC));
     let (unknown, _) = ProviderAnswer::Unknown.closing(late.identity());
     store
-        .answer(&RecordAnswer::outcome(late, fence, 1, unknown, plan()))
+        .answer(&RecordAnswer::outcome(
+            late,
+            fence,
+            AttemptNumber::FIRST,
+            unknown,
+            plan(),
+        ))
         .expect("the client's lease runs by its clock");
     // The takeover lands after it; the job plans its reconciliation from what it knows.
     let guarded = taking.guarded();
@@ -909,7 +928,7 @@ fn a_recovery_jobs_planned_reconciliation_is_refused_when_a_stale_holder_wrote_b
     let charge = ProviderAnswer::Succeeded(envelope());
     let (found, result) = charge.closing(job.identity());
     let op = crate::envelope::record::WithResult::new(
-        RecordAnswer::on_bound_plan(job, fence_epoch, 1, found),
+        RecordAnswer::on_bound_plan(job, fence_epoch, AttemptNumber::FIRST, found),
         &hash(),
         now,
         result.expect("an envelope"),

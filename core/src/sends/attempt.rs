@@ -6,12 +6,13 @@
 //! `resultStored` (true exactly when the attempt succeeded with a result envelope,
 //! stored in `results/current` by the same commit). Every write is version 2.
 
-use super::plan::MAX_ATTEMPT;
+use super::attempt_number::AttemptNumber;
 use super::reverted::{Rule, reverted};
 use crate::digest::Digest;
 use crate::document::MAX_REVISION;
 use crate::document::fields::{self, FieldMap, Strict};
 use crate::error::JournalError;
+use crate::fence::FenceEpoch;
 use crate::time::Timestamp;
 
 /// The `journal_corrupt` reason of a malformed send document.
@@ -151,7 +152,7 @@ pub struct RecordedOutcome {
     /// The journal's time of the recording.
     pub at: Timestamp,
     /// The fence of the caller that recorded it.
-    pub fence_epoch: i64,
+    pub fence_epoch: FenceEpoch,
     /// The operation that recorded it.
     pub source: OutcomeSource,
 }
@@ -166,20 +167,20 @@ pub struct SendAttempt {
     pub command_key_hash: Digest,
     /// The revision of the send audit chain; its event is the document's partner.
     pub send_revision: i64,
-    /// 1..=9999.
-    pub attempt: i64,
+    /// The attempt's number.
+    pub attempt: AttemptNumber,
     /// The attempt's state.
     pub state: AttemptState,
     /// When the attempt was opened (its first permit).
     pub first_sent_at: Timestamp,
     /// The fence of the lease that opened the attempt.
-    pub first_sent_fence_epoch: i64,
+    pub first_sent_fence_epoch: FenceEpoch,
     /// `firstSentAt + retention − retention/4`.
     pub send_cutoff_at: Timestamp,
     /// The latest permit: the opening one, or a re-send by a later fence.
     pub last_sent_at: Timestamp,
     /// The fence of the lease of the latest permit.
-    pub last_sent_fence_epoch: i64,
+    pub last_sent_fence_epoch: FenceEpoch,
     /// `None` while `sending`.
     pub outcome: Option<RecordedOutcome>,
     /// Version 2: the success stored a result envelope in `results/current` (false
@@ -199,7 +200,7 @@ impl SendAttempt {
             return Err(f.corrupt("commandKeyHash"));
         }
         let at = f.nullable_timestamp("outcomeAt")?;
-        let fence = f.nullable_int_in("outcomeFenceEpoch", 1..=MAX_REVISION)?;
+        let fence = f.nullable_fence("outcomeFenceEpoch")?;
         let source = f.nullable("outcomeSource", OutcomeSource::parse)?;
         let outcome = match (at, fence, source) {
             (None, None, None) => None,
@@ -219,13 +220,13 @@ impl SendAttempt {
             version,
             command_key_hash,
             send_revision: f.int_in("sendRevision", 1..=MAX_REVISION)?,
-            attempt: f.int_in("attempt", 1..=MAX_ATTEMPT)?,
+            attempt: f.attempt("attempt")?,
             state: f.parsed("state", |t| AttemptState::parse(t).ok_or(()))?,
             first_sent_at: f.timestamp("firstSentAt")?,
-            first_sent_fence_epoch: f.int_in("firstSentFenceEpoch", 1..=MAX_REVISION)?,
+            first_sent_fence_epoch: f.fence("firstSentFenceEpoch")?,
             send_cutoff_at: f.timestamp("sendCutoffAt")?,
             last_sent_at: f.timestamp("lastSentAt")?,
-            last_sent_fence_epoch: f.int_in("lastSentFenceEpoch", 1..=MAX_REVISION)?,
+            last_sent_fence_epoch: f.fence("lastSentFenceEpoch")?,
             outcome,
             result_stored,
         };
@@ -246,7 +247,7 @@ impl SendAttempt {
     }
 
     /// The fence of the latest mutation: the partner event's `fenceEpoch`.
-    pub fn updated_by(&self) -> i64 {
+    pub fn updated_by(&self) -> FenceEpoch {
         self.outcome
             .map_or(self.last_sent_fence_epoch, |o| o.fence_epoch)
     }
@@ -262,7 +263,7 @@ impl SendAttempt {
         let sent_before_cutoff =
             self.first_sent_at < self.send_cutoff_at && self.last_sent_at < self.send_cutoff_at;
         // Every attempt before this one was opened and recorded absent.
-        let chain_fits = self.send_revision >= 2 * self.attempt - 1;
+        let chain_fits = self.send_revision >= 2 * self.attempt.get() - 1;
         let outcome_fits = match (self.state, self.outcome) {
             (AttemptState::Sending, None) => true,
             (AttemptState::Sending, Some(_)) | (_, None) => false,
@@ -292,7 +293,7 @@ impl SendAttempt {
             .map_or_else(fields::null, |o| fields::timestamp(o.at));
         let outcome_fence = self
             .outcome
-            .map_or_else(fields::null, |o| fields::int(o.fence_epoch));
+            .map_or_else(fields::null, |o| fields::int(o.fence_epoch.get()));
         let outcome_source = fields::nullable_string(self.outcome.map(|o| o.source.as_str()));
         let mut map = fields::map([
             ("sendSchemaVersion", fields::int(self.version)),
@@ -301,18 +302,18 @@ impl SendAttempt {
                 fields::string(self.command_key_hash.as_str()),
             ),
             ("sendRevision", fields::int(self.send_revision)),
-            ("attempt", fields::int(self.attempt)),
+            ("attempt", fields::int(self.attempt.get())),
             ("state", fields::string(self.state.as_str())),
             ("firstSentAt", fields::timestamp(self.first_sent_at)),
             (
                 "firstSentFenceEpoch",
-                fields::int(self.first_sent_fence_epoch),
+                fields::int(self.first_sent_fence_epoch.get()),
             ),
             ("sendCutoffAt", fields::timestamp(self.send_cutoff_at)),
             ("lastSentAt", fields::timestamp(self.last_sent_at)),
             (
                 "lastSentFenceEpoch",
-                fields::int(self.last_sent_fence_epoch),
+                fields::int(self.last_sent_fence_epoch.get()),
             ),
             ("outcomeAt", outcome_at),
             ("outcomeFenceEpoch", outcome_fence),

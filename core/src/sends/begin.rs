@@ -18,12 +18,13 @@
 //! it, which is what lets a later absence be proven (`absence`).
 
 use super::attempt::{self, AttemptState, SendAttempt};
+use super::attempt_number::AttemptNumber;
 use super::bound_plan::{self, BoundPlan};
 use super::event::SendEventType;
 use super::load::{self, Context, SendState, Sends};
 use super::mutation::{active, held, next_revision, record};
 use super::output::{BeginSendOutput, SendPermit};
-use super::plan::{MAX_ATTEMPT, ProviderPlan, attempt_key, send_cutoff_at};
+use super::plan::{ProviderPlan, attempt_key, send_cutoff_at};
 use super::reverted::{Rule, reverted};
 use crate::document::lifecycle::{self, Lifecycle, LifecycleState};
 use crate::error::JournalError;
@@ -60,7 +61,7 @@ impl BeginSend {
         }
     }
 
-    fn opened(&self, attempt: i64, send_revision: i64) -> Result<SendAttempt, Halt> {
+    fn opened(&self, attempt: AttemptNumber, send_revision: i64) -> Result<SendAttempt, Halt> {
         let now = self.call.now();
         let cutoff = send_cutoff_at(now, self.plan.key_retention_seconds())
             .ok_or(Halt::Reject(JournalError::ClockRegression))?;
@@ -70,10 +71,10 @@ impl BeginSend {
             attempt,
             state: AttemptState::Sending,
             first_sent_at: now,
-            first_sent_fence_epoch: self.fence.get(),
+            first_sent_fence_epoch: self.fence,
             send_cutoff_at: cutoff,
             last_sent_at: now,
-            last_sent_fence_epoch: self.fence.get(),
+            last_sent_fence_epoch: self.fence,
             outcome: None,
             result_stored: false,
             version: attempt::VERSION,
@@ -116,7 +117,7 @@ impl BeginSend {
             // Reverted (tests only): the plan checked after the cutoff rule, as before.
             return Err(Halt::Reject(JournalError::PlanConflict));
         }
-        let lifecycle = held(lifecycle.as_ref(), call.owner(), self.fence.get())?;
+        let lifecycle = held(lifecycle.as_ref(), call.owner(), self.fence)?;
         match lifecycle.state {
             LifecycleState::Succeeded => {
                 return Ok(Decision::Observe(BeginSendOutput::Terminal(
@@ -135,7 +136,7 @@ impl BeginSend {
         // own same-holder recovery.
         if let Sends::Bound(state) = &sends
             && state.attempt.state.outcome_unknown()
-            && state.attempt.last_sent_fence_epoch == self.fence.get()
+            && state.attempt.last_sent_fence_epoch == self.fence
             && now < lifecycle.lease_expires_at
         {
             return Ok(Decision::Observe(BeginSendOutput::Permitted(
@@ -151,8 +152,8 @@ impl BeginSend {
             // so Firestore keeps the lifecycle's update time; a concurrent terminal
             // transition that read the absent plan is stopped by its own assertion
             // that the plan is still absent (`guard`).
-            let after = self.opened(1, 1)?;
-            let bound = BoundPlan::bind(&self.plan, call.identity(), now, self.fence.get());
+            let after = self.opened(AttemptNumber::FIRST, 1)?;
+            let bound = BoundPlan::bind(&self.plan, call.identity(), now, self.fence);
             let mut writes = vec![
                 Write::Create {
                     path: bound_plan::path(hash),
@@ -179,7 +180,7 @@ impl BeginSend {
                     send_revision: next_revision(Some(&attempt))?,
                     state: AttemptState::Sending,
                     last_sent_at: now,
-                    last_sent_fence_epoch: self.fence.get(),
+                    last_sent_fence_epoch: self.fence,
                     outcome: None,
                     version: attempt::VERSION,
                     ..attempt.clone()
@@ -190,10 +191,9 @@ impl BeginSend {
             }
             AttemptState::Absent => {
                 // Proven absent: the only way to a new attempt, with a new key.
-                let next = attempt.attempt + 1;
-                if next > MAX_ATTEMPT {
+                let Some(next) = attempt.attempt.next() else {
                     return Err(Halt::Reject(JournalError::RevisionOverflow));
-                }
+                };
                 let after = self.opened(next, next_revision(Some(&attempt))?)?;
                 let writes = record(hash, Some(&attempt), &after, SendEventType::Opened);
                 let permit = self.permit(&after, lifecycle);

@@ -16,9 +16,9 @@ use super::plan::{
     ProviderLookup, ProviderMode, ProviderPlan, settle_fits,
 };
 use crate::digest::Digest;
-use crate::document::MAX_REVISION;
 use crate::document::fields::{self, FieldMap, Strict};
 use crate::error::JournalError;
+use crate::fence::FenceEpoch;
 use crate::identity::{CommandIdentity, OperationSlug, is_slug};
 use crate::time::Timestamp;
 
@@ -78,7 +78,7 @@ pub struct BoundPlan {
     /// Attempt 1's `firstSentAt`.
     pub bound_at: Timestamp,
     /// The fence that bound the plan (attempt 1's `firstSentFenceEpoch`).
-    pub bound_fence_epoch: i64,
+    pub bound_fence_epoch: FenceEpoch,
     /// The command-bound fingerprint of the plan's provider, account and mode
     /// ([`ProviderAccount::fingerprint`]); `None` for plans bound before version 3.
     pub account_fingerprint: Option<Digest>,
@@ -130,7 +130,7 @@ impl BoundPlan {
             lookup,
             lookup_settle_seconds,
             bound_at: f.timestamp("boundAt")?,
-            bound_fence_epoch: f.int_in("boundFenceEpoch", 1..=MAX_REVISION)?,
+            bound_fence_epoch: f.fence("boundFenceEpoch")?,
             account_fingerprint: if version == 3 {
                 Some(f.digest("accountFingerprint")?)
             } else {
@@ -144,7 +144,7 @@ impl BoundPlan {
         plan: &ProviderPlan,
         identity: &CommandIdentity,
         bound_at: Timestamp,
-        fence: i64,
+        fence: FenceEpoch,
     ) -> Self {
         let hash = identity.command_key_hash();
         Self {
@@ -201,7 +201,7 @@ impl BoundPlan {
                 fields::int(self.key_retention_seconds),
             ),
             ("boundAt", fields::timestamp(self.bound_at)),
-            ("boundFenceEpoch", fields::int(self.bound_fence_epoch)),
+            ("boundFenceEpoch", fields::int(self.bound_fence_epoch.get())),
         ]);
         if self.version >= 2 {
             map.insert("lookup".to_owned(), fields::string(self.lookup.as_str()));

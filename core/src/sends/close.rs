@@ -3,6 +3,7 @@
 //! records an outcome (joined with B2B's terminal transition when it ends the command).
 
 use super::attempt::{self, AttemptState, OutcomeSource, RecordedOutcome, SendAttempt};
+use super::attempt_number::AttemptNumber;
 use super::event::SendEventType;
 use super::load::SendState;
 use super::mutation::{end_command, next_revision, record};
@@ -10,6 +11,7 @@ use super::output::SendOutcomeOutput;
 use crate::answer::Closing;
 use crate::document::lifecycle::Lifecycle;
 use crate::error::JournalError;
+use crate::fence::FenceEpoch;
 use crate::lease::{LeaseCall, TerminalOutput, TerminalRequest};
 use crate::transaction::{Decision, Halt, Snapshot};
 
@@ -39,7 +41,7 @@ impl Closing {
     }
 
     /// The answer once the finding is recorded.
-    pub fn output(&self, attempt: i64) -> SendOutcomeOutput {
+    pub fn output(&self, attempt: AttemptNumber) -> SendOutcomeOutput {
         match self {
             Self::Succeeded(_) => SendOutcomeOutput::Terminal(TerminalOutput::Succeeded),
             Self::Declined => SendOutcomeOutput::Terminal(TerminalOutput::FailedFinal),
@@ -76,7 +78,7 @@ pub fn closed_retry(
 /// marked on the send document.
 pub fn record_finding(
     call: &LeaseCall,
-    fence: i64,
+    fence: FenceEpoch,
     state: &SendState,
     finding: &Closing,
     source: OutcomeSource,

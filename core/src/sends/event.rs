@@ -4,12 +4,13 @@
 //! command also writes B2B's own terminal event in the same commit.
 
 use super::attempt::AttemptState;
-use super::plan::MAX_ATTEMPT;
+use super::attempt_number::AttemptNumber;
 use crate::digest::Digest;
 use crate::document::MAX_REVISION;
 use crate::document::audit::COLLECTION;
 use crate::document::fields::{self, FieldMap, Strict};
 use crate::error::JournalError;
+use crate::fence::FenceEpoch;
 use crate::time::Timestamp;
 
 /// The `journal_corrupt` reason of a malformed send event.
@@ -122,9 +123,9 @@ impl SendEventType {
     }
 
     /// Whether `from` (`None`: no attempt yet) may precede the event.
-    pub fn allows_from(self, from: Option<AttemptState>, attempt: i64) -> bool {
+    pub fn allows_from(self, from: Option<AttemptState>, attempt: AttemptNumber) -> bool {
         match self {
-            Self::Opened if attempt == 1 => from.is_none(),
+            Self::Opened if attempt == AttemptNumber::FIRST => from.is_none(),
             Self::Opened => from == Some(AttemptState::Absent),
             Self::Ambiguous => from == Some(AttemptState::Sending),
             Self::ReplayedUnknown => from.is_some_and(AttemptState::resendable),
@@ -144,11 +145,11 @@ pub struct SendEvent {
     /// What happened.
     pub event_type: SendEventType,
     /// The attempt it happened to.
-    pub attempt: i64,
+    pub attempt: AttemptNumber,
     /// `None` only for attempt 1's `provider_send_opened`.
     pub from_state: Option<AttemptState>,
     /// The fence of the caller that made the mutation.
-    pub fence_epoch: i64,
+    pub fence_epoch: FenceEpoch,
     /// The attempt's cutoff after the mutation.
     pub send_cutoff_at: Timestamp,
     /// The journal's time of the mutation.
@@ -167,14 +168,14 @@ impl SendEvent {
             return Err(f.corrupt("commandKeyHash"));
         }
         let event_type = f.parsed("eventType", SendEventType::parse)?;
-        let attempt = f.int_in("attempt", 1..=MAX_ATTEMPT)?;
+        let attempt = f.attempt("attempt")?;
         let from_state = f.nullable("fromState", |t| AttemptState::parse(t).ok_or(()))?;
         if !event_type.allows_from(from_state, attempt) {
             return Err(f.corrupt("fromState"));
         }
         f.string_eq("toState", event_type.to_state().as_str())?;
         let first = send_revision == 1;
-        if first != (event_type == SendEventType::Opened && attempt == 1) {
+        if first != (event_type == SendEventType::Opened && attempt == AttemptNumber::FIRST) {
             return Err(f.corrupt("sendRevision"));
         }
         Ok(Self {
@@ -183,7 +184,7 @@ impl SendEvent {
             event_type,
             attempt,
             from_state,
-            fence_epoch: f.int_in("fenceEpoch", 1..=MAX_REVISION)?,
+            fence_epoch: f.fence("fenceEpoch")?,
             send_cutoff_at: f.timestamp("sendCutoffAt")?,
             occurred_at: f.timestamp("occurredAt")?,
         })
@@ -200,7 +201,7 @@ impl SendEvent {
             ),
             ("sendRevision", fields::int(self.send_revision)),
             ("eventType", fields::string(self.event_type.as_str())),
-            ("attempt", fields::int(self.attempt)),
+            ("attempt", fields::int(self.attempt.get())),
             (
                 "fromState",
                 fields::nullable_string(self.from_state.map(AttemptState::as_str)),
@@ -209,7 +210,7 @@ impl SendEvent {
                 "toState",
                 fields::string(self.event_type.to_state().as_str()),
             ),
-            ("fenceEpoch", fields::int(self.fence_epoch)),
+            ("fenceEpoch", fields::int(self.fence_epoch.get())),
             ("sendCutoffAt", fields::timestamp(self.send_cutoff_at)),
             ("occurredAt", fields::timestamp(self.occurred_at)),
         ])

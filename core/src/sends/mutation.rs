@@ -18,7 +18,7 @@ use crate::transaction::{Decision, Halt, Snapshot, Transition, Write};
 pub fn held<'a>(
     lifecycle: Option<&'a Lifecycle>,
     owner: &Digest,
-    fence: i64,
+    fence: FenceEpoch,
 ) -> Result<&'a Lifecycle, Halt> {
     let lifecycle = lifecycle.ok_or(Halt::Reject(JournalError::LeaseNotHeld))?;
     if &lifecycle.lease_owner_fingerprint != owner {
@@ -88,11 +88,11 @@ pub fn record(
 /// the lease checks passed, so anything but a mutation is a refusal to pass on.
 pub fn end_command(
     call: &LeaseCall,
-    fence: i64,
+    fence: FenceEpoch,
     request: TerminalRequest,
     snapshot: &Snapshot,
 ) -> Result<(Vec<Write>, TerminalOutput), Halt> {
-    match Terminal::new(call.clone(), FenceEpoch::stored(fence), request).decide(snapshot) {
+    match Terminal::new(call.clone(), fence, request).decide(snapshot) {
         Decision::Mutate(writes, output) => Ok((writes, output)),
         Decision::Reject(error) => Err(Halt::Reject(error)),
         Decision::Observe(_) | Decision::Read(_) => Err(Halt::Reject(JournalError::corrupt(

@@ -1,5 +1,6 @@
 //! The answers of the send operations and their fixed JSON shapes.
 
+use super::attempt_number::AttemptNumber;
 use crate::lease::TerminalOutput;
 use crate::time::SecondsNanos;
 use crate::time::Timestamp;
@@ -9,8 +10,8 @@ use serde::ser::{Serialize, SerializeStruct, Serializer};
 /// recorded before the caller sends. Valid only before `send_cutoff_at`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SendPermit {
-    /// The attempt number, from 1.
-    pub attempt: i64,
+    /// The attempt number.
+    pub attempt: AttemptNumber,
     /// Whether this permit re-sends an attempt a previous holder already sent (same
     /// attempt, same key), after a takeover.
     pub resend: bool,
@@ -42,13 +43,13 @@ pub enum SendOutcomeOutput {
     /// The attempt's outcome stays unknown (`send_ambiguous`).
     Ambiguous {
         /// The attempt.
-        attempt: i64,
+        attempt: AttemptNumber,
     },
     /// The provider has no object for the attempt's key (`send_absent`): the next
     /// `begin_send` opens a new attempt with a new key.
     Absent {
         /// The attempt found absent.
-        attempt: i64,
+        attempt: AttemptNumber,
     },
 }
 

@@ -7,6 +7,8 @@
 
 pub use super::account::ProviderMode;
 use super::account::{ProviderAccount, checked_account};
+use super::attempt_number::AttemptNumber;
+pub use super::attempt_number::MAX_ATTEMPT;
 use crate::digest::{Digest, frame_digest};
 use crate::document::lifecycle::LEASE_SECONDS;
 use crate::error::JournalError;
@@ -19,8 +21,6 @@ use std::fmt;
 pub const MIN_KEY_RETENTION_SECONDS: i64 = 3_600;
 /// Largest accepted provider key retention, in seconds (30 days).
 pub const MAX_KEY_RETENTION_SECONDS: i64 = 2_592_000;
-/// Largest attempt number (four decimal digits).
-pub const MAX_ATTEMPT: i64 = 9_999;
 /// `lookupSettleSeconds` when a plan does not set it: five minutes.
 pub const DEFAULT_LOOKUP_SETTLE_SECONDS: i64 = 300;
 /// Largest accepted `lookupSettleSeconds` (one day).
@@ -277,14 +277,18 @@ impl ProviderPlan {
     }
 }
 
-/// The provider idempotency key of attempt `attempt` (1..=9999) of `operation`:
+/// The provider idempotency key of attempt `attempt` of `operation`:
 /// attempt 1 is exactly the command's [`provider_idempotency_key`]; attempt n ≥ 2 is
 /// `cj1-` followed by the digest of domain `command-journal.provider-attempt-key`,
 /// version 1, `commandKeyHash`, operation slug, n (decimal text).
 ///
 /// [`provider_idempotency_key`]: CommandIdentity::provider_idempotency_key
-pub fn attempt_key(identity: &CommandIdentity, operation: &OperationSlug, attempt: i64) -> String {
-    if attempt == 1 {
+pub fn attempt_key(
+    identity: &CommandIdentity,
+    operation: &OperationSlug,
+    attempt: AttemptNumber,
+) -> String {
+    if attempt == AttemptNumber::FIRST {
         return identity.provider_idempotency_key(operation);
     }
     let n = attempt.to_string();

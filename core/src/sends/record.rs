@@ -31,11 +31,12 @@
 
 use super::absence;
 use super::attempt::{AttemptState, OutcomeSource};
+use super::attempt_number::AttemptNumber;
 use super::close::{closed_retry, record_finding};
 use super::load::{self, Context, bound_state};
 use super::mutation::{active, held};
 use super::output::SendOutcomeOutput;
-use super::plan::{MAX_ATTEMPT, ProviderPlan};
+use super::plan::ProviderPlan;
 use super::reverted::{Rule, reverted};
 use crate::answer::{Closing, ProviderAnswer};
 use crate::envelope::record::{MarksResult, WithResult};
@@ -59,7 +60,7 @@ pub enum Mode {
 pub struct RecordAnswer {
     call: LeaseCall,
     fence: FenceEpoch,
-    attempt: i64,
+    attempt: AttemptNumber,
     finding: Closing,
     /// The plan the caller sends; `None` for a holder that knows the command by its
     /// key hash alone (the recovery job), which records under the plan the command
@@ -76,20 +77,16 @@ pub type Recording = WithResult<RecordAnswer>;
 impl RecordAnswer {
     /// Prepares the record of `answer` on `attempt` of the command bound to `plan`
     /// (the bound plan whatever it is, when `None`), under the fence `fence`.
-    /// `invalid_input` for an attempt number out of range (`attempt`), a "not found"
-    /// offered as the sender's outcome (`outcome`) or an unknown answer offered as
-    /// evidence (`evidence`).
+    /// `invalid_input` for a "not found" offered as the sender's outcome (`outcome`)
+    /// or an unknown answer offered as evidence (`evidence`).
     pub fn prepare(
         call: LeaseCall,
         fence: FenceEpoch,
-        attempt: i64,
+        attempt: AttemptNumber,
         answer: &ProviderAnswer,
         plan: Option<ProviderPlan>,
         mode: Mode,
     ) -> Result<Recording, JournalError> {
-        if !(1..=MAX_ATTEMPT).contains(&attempt) {
-            return Err(JournalError::invalid("attempt"));
-        }
         match (mode, answer) {
             (Mode::Outcome, ProviderAnswer::NotFound) => {
                 return Err(JournalError::invalid("outcome"));
@@ -111,7 +108,7 @@ impl RecordAnswer {
     pub(crate) fn new(
         call: LeaseCall,
         fence: FenceEpoch,
-        attempt: i64,
+        attempt: AttemptNumber,
         finding: Closing,
         plan: Option<ProviderPlan>,
         mode: Mode,
@@ -132,7 +129,7 @@ impl RecordAnswer {
     pub(crate) fn outcome(
         call: LeaseCall,
         fence: FenceEpoch,
-        attempt: i64,
+        attempt: AttemptNumber,
         finding: Closing,
         plan: ProviderPlan,
     ) -> Self {
@@ -144,7 +141,7 @@ impl RecordAnswer {
     pub(crate) fn reconciliation(
         call: LeaseCall,
         fence: FenceEpoch,
-        attempt: i64,
+        attempt: AttemptNumber,
         finding: Closing,
         plan: ProviderPlan,
     ) -> Self {
@@ -164,7 +161,7 @@ impl RecordAnswer {
     pub(crate) fn on_bound_plan(
         call: LeaseCall,
         fence: FenceEpoch,
-        attempt: i64,
+        attempt: AttemptNumber,
         finding: Closing,
     ) -> Self {
         Self::new(call, fence, attempt, finding, None, Mode::Reconciliation)
@@ -176,7 +173,7 @@ impl RecordAnswer {
             lifecycle, sends, ..
         } = load::load(call.command(), snapshot)?;
         let state = bound_state(sends, self.plan.as_ref(), call.command())?;
-        let lifecycle = held(lifecycle.as_ref(), call.owner(), self.fence.get())?;
+        let lifecycle = held(lifecycle.as_ref(), call.owner(), self.fence)?;
         let attempt = &state.attempt;
         if attempt.attempt != self.attempt {
             return Err(Halt::Reject(JournalError::AttemptMismatch));
@@ -194,7 +191,7 @@ impl RecordAnswer {
         }
         let now = call.now();
         if sender {
-            if attempt.last_sent_fence_epoch != self.fence.get() {
+            if attempt.last_sent_fence_epoch != self.fence {
                 return Err(Halt::Reject(JournalError::AttemptMismatch));
             }
             // An unknown again changes nothing; a replayed unknown is never undone by
@@ -227,7 +224,7 @@ impl RecordAnswer {
         };
         record_finding(
             call,
-            self.fence.get(),
+            self.fence,
             &state,
             &self.finding,
             source,

@@ -4,6 +4,7 @@
 
 use super::absence;
 use super::attempt::AttemptState;
+use super::attempt_number::AttemptNumber;
 use super::load::{self, Sends};
 use super::plan::{ProviderPlan, attempt_key};
 use super::reverted::{Rule, reverted};
@@ -23,8 +24,8 @@ pub struct SendStatus {
     /// `command-journal identity`'s `planFingerprint` of the plan a service sends.
     #[serde(serialize_with = "digest_text")]
     pub plan_fingerprint: Digest,
-    /// The current attempt, from 1.
-    pub attempt: i64,
+    /// The current attempt.
+    pub attempt: AttemptNumber,
     /// `sending`, `ambiguous`, `replayed_unknown`, `absent`, `succeeded` or
     /// `declined`.
     pub state: AttemptState,

@@ -235,7 +235,9 @@ fn check_chain(
                 let adjacent = prev.command_revision + 1 == *revision;
                 let fence_ok = match (event.event_type, adjacent) {
                     (EventType::LeaseAcquired, _) => false,
-                    (EventType::LeaseTakenOver, true) => event.fence_epoch == prev.fence_epoch + 1,
+                    (EventType::LeaseTakenOver, true) => {
+                        Some(event.fence_epoch) == prev.fence_epoch.next()
+                    }
                     (_, true) => event.fence_epoch == prev.fence_epoch,
                     // Only takeovers can be missing between two events: each raised it.
                     (_, false) => event.fence_epoch > prev.fence_epoch,
@@ -286,7 +288,8 @@ fn check_history(
             .and_then(|(_, _, e)| e.as_ref())
     };
     let created = at(2).is_none_or(|first| first.occurred_at == lifecycle.created_at);
-    let leased = at(lifecycle.fence_epoch + 1).is_none_or(|acquired| {
+    // The acquisition of fence n is revision n + 1.
+    let leased = at(lifecycle.fence_epoch.get() + 1).is_none_or(|acquired| {
         acquired.fence_epoch == lifecycle.fence_epoch
             && acquired.occurred_at == lifecycle.lease_acquired_at
             && acquired.lease_expires_at == lifecycle.lease_expires_at

@@ -29,6 +29,8 @@
 
 use crate::digest::Digest;
 use crate::document::lifecycle::{Lifecycle, LifecycleState};
+use crate::fence::FenceEpoch;
+use crate::sends::AttemptNumber;
 use crate::sends::absence;
 use crate::sends::attempt::{self, AttemptState, OutcomeSource, SendAttempt};
 use crate::sends::bound_plan::{self, BoundPlan};
@@ -67,14 +69,14 @@ fn at(code: FindingCode, path: &str) -> Finding {
 /// What replaying the chain reconstructs of the current attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Replayed {
-    attempt: i64,
+    attempt: AttemptNumber,
     state: AttemptState,
     first_sent_at: Timestamp,
-    first_sent_fence_epoch: i64,
+    first_sent_fence_epoch: FenceEpoch,
     send_cutoff_at: Timestamp,
     last_sent_at: Timestamp,
-    last_sent_fence_epoch: i64,
-    outcome: Option<(Timestamp, i64, OutcomeSource)>,
+    last_sent_fence_epoch: FenceEpoch,
+    outcome: Option<(Timestamp, FenceEpoch, OutcomeSource)>,
     send_revision: i64,
 }
 
@@ -172,7 +174,7 @@ fn replay(
 ) -> Option<Replayed> {
     use FindingCode as C;
     let mut state: Option<Replayed> = None;
-    let mut highest_fence = 0;
+    let mut highest_fence = FenceEpoch::FIRST;
     for (_, doc, event) in events {
         let path = &doc.path;
         if event.command_key_hash != *hash {
@@ -188,8 +190,10 @@ fn replay(
         }
         let next = match (event.event_type, state.clone()) {
             (SendEventType::Opened, previous) => {
-                let attempt = previous.as_ref().map_or(1, |p| p.attempt + 1);
-                let opens_in_turn = event.attempt == attempt
+                let attempt = previous
+                    .as_ref()
+                    .map_or(Some(AttemptNumber::FIRST), |p| p.attempt.next());
+                let opens_in_turn = Some(event.attempt) == attempt
                     && previous
                         .as_ref()
                         .is_none_or(|p| p.state == AttemptState::Absent);

@@ -23,9 +23,14 @@ fn acquired() -> Event {
     })
 }
 
+/// Attempt `n` of a table row.
+fn nth(n: i64) -> AttemptNumber {
+    AttemptNumber::new(n).unwrap()
+}
+
 fn permit(attempt: i64, resend: bool) -> Event {
     Event::BeganSend(Ok(BeginSendOutput::Permitted(SendPermit {
-        attempt,
+        attempt: nth(attempt),
         resend,
         provider_idempotency_key: format!("key-{attempt}"),
         send_cutoff_at: at(86_400),
@@ -35,7 +40,7 @@ fn permit(attempt: i64, resend: bool) -> Event {
 
 fn status(attempt: i64, state: AttemptState, needs_reconciliation: bool) -> Event {
     Event::Status(Some(SendStatus {
-        attempt,
+        attempt: nth(attempt),
         state,
         send_cutoff_at: at(-1),
         needs_reconciliation,
@@ -65,7 +70,7 @@ fn steps(events: Vec<Event>) -> Vec<Step> {
 
 fn send_step(attempt: i64, resend: bool) -> Step {
     Step::Send {
-        attempt,
+        attempt: nth(attempt),
         resend,
         key: format!("key-{attempt}"),
         deadline: Duration::from_secs(50),
@@ -87,7 +92,7 @@ fn first_send_succeeds_and_answers_the_envelope_sent() {
             send_step(1, false),
             Step::Record {
                 fence: fence(),
-                attempt: 1,
+                attempt: nth(1),
                 outcome: ProviderAnswer::Succeeded(sent.clone()),
             },
             Step::Done(Execution::Succeeded(sent)),
@@ -107,7 +112,7 @@ fn decline_is_recorded_and_answered() {
         [
             Step::Record {
                 fence: fence(),
-                attempt: 1,
+                attempt: nth(1),
                 outcome: ProviderAnswer::Declined,
             },
             Step::Done(Execution::Declined),
@@ -122,7 +127,7 @@ fn ambiguous_send_is_recorded_then_retried_after_the_lease() {
         (permit(1, false), at(0)),
         (Event::Sent(ProviderAnswer::Unknown), at(20)),
         (
-            Event::Recorded(Ok(SendOutcomeOutput::Ambiguous { attempt: 1 })),
+            Event::Recorded(Ok(SendOutcomeOutput::Ambiguous { attempt: nth(1) })),
             at(21),
         ),
     ]);
@@ -130,7 +135,7 @@ fn ambiguous_send_is_recorded_then_retried_after_the_lease() {
         answers[2],
         Ok(Step::Record {
             fence: fence(),
-            attempt: 1,
+            attempt: nth(1),
             outcome: ProviderAnswer::Unknown,
         })
     );
@@ -255,13 +260,13 @@ fn past_the_cutoff_the_provider_is_asked_before_anything_else() {
             Step::BeginSend { fence: fence() },
             Step::Status,
             Step::Lookup {
-                attempt: 1,
+                attempt: nth(1),
                 key: "stored-key-1".to_owned(),
                 deadline: Duration::from_secs(50),
             },
             Step::Reconcile {
                 fence: fence(),
-                attempt: 1,
+                attempt: nth(1),
                 evidence: ProviderAnswer::Succeeded(found.clone()),
             },
             Step::Done(Execution::Succeeded(found)),
@@ -282,7 +287,7 @@ fn past_the_cutoff_a_declined_lookup_fails_the_command() {
         [
             Step::Reconcile {
                 fence: fence(),
-                attempt: 2,
+                attempt: nth(2),
                 evidence: ProviderAnswer::Declined,
             },
             Step::Done(Execution::Declined),
@@ -299,7 +304,7 @@ fn past_the_cutoff_proven_absence_opens_one_new_attempt() {
             Event::BeganSend(Err(JournalError::SendCutoffPassed)),
             status(1, AttemptState::Ambiguous, true),
             Event::LookedUp(ProviderAnswer::NotFound),
-            Event::Reconciled(Ok(SendOutcomeOutput::Absent { attempt: 1 })),
+            Event::Reconciled(Ok(SendOutcomeOutput::Absent { attempt: nth(1) })),
             permit(2, false),
             Event::Sent(ProviderAnswer::Succeeded(sent.clone())),
             Event::Recorded(Ok(SendOutcomeOutput::Terminal(TerminalOutput::Succeeded))),
@@ -307,14 +312,14 @@ fn past_the_cutoff_proven_absence_opens_one_new_attempt() {
         [
             Step::Reconcile {
                 fence: fence(),
-                attempt: 1,
+                attempt: nth(1),
                 evidence: ProviderAnswer::NotFound,
             },
             Step::BeginSend { fence: fence() },
             send_step(2, false),
             Step::Record {
                 fence: fence(),
-                attempt: 2,
+                attempt: nth(2),
                 outcome: ProviderAnswer::Succeeded(sent.clone()),
             },
             Step::Done(Execution::Succeeded(sent)),
@@ -330,14 +335,14 @@ fn a_second_absence_in_one_call_is_refused() {
         (status(1, AttemptState::Ambiguous, true), at(0)),
         (Event::LookedUp(ProviderAnswer::NotFound), at(0)),
         (
-            Event::Reconciled(Ok(SendOutcomeOutput::Absent { attempt: 1 })),
+            Event::Reconciled(Ok(SendOutcomeOutput::Absent { attempt: nth(1) })),
             at(0),
         ),
         (Event::BeganSend(Err(JournalError::SendCutoffPassed)), at(0)),
         (status(2, AttemptState::Sending, true), at(0)),
         (Event::LookedUp(ProviderAnswer::NotFound), at(0)),
         (
-            Event::Reconciled(Ok(SendOutcomeOutput::Absent { attempt: 2 })),
+            Event::Reconciled(Ok(SendOutcomeOutput::Absent { attempt: nth(2) })),
             at(0),
         ),
     ]);
@@ -373,7 +378,7 @@ fn an_ambiguous_answer_past_the_cutoff_goes_to_the_lookup() {
         [
             Step::Status,
             Step::Lookup {
-                attempt: 1,
+                attempt: nth(1),
                 key: "stored-key-1".to_owned(),
                 deadline: Duration::from_secs(50),
             },
@@ -406,7 +411,7 @@ fn an_answer_whose_record_is_refused_is_reconciled_never_dropped() {
                 got[3],
                 Step::Reconcile {
                     fence: fence(),
-                    attempt: 1,
+                    attempt: nth(1),
                     evidence: evidence.clone(),
                 },
                 "{refusal:?}"
@@ -437,7 +442,7 @@ fn a_held_answer_takes_one_more_lease_when_its_lease_ran_out() {
             Step::Start,
             Step::Reconcile {
                 fence: later,
-                attempt: 1,
+                attempt: nth(1),
                 evidence: ProviderAnswer::Succeeded(charge.clone()),
             },
             Step::Done(Execution::Succeeded(charge)),
@@ -622,7 +627,7 @@ fn a_replayed_unknown_is_recorded_then_looked_up_at_once() {
         (permit(1, true), at(0)),
         (Event::Sent(ProviderAnswer::ReplayedUnknown), at(2)),
         (
-            Event::Recorded(Ok(SendOutcomeOutput::Ambiguous { attempt: 1 })),
+            Event::Recorded(Ok(SendOutcomeOutput::Ambiguous { attempt: nth(1) })),
             at(3),
         ),
         (status(1, AttemptState::ReplayedUnknown, true), at(3)),
@@ -639,7 +644,7 @@ fn a_replayed_unknown_is_recorded_then_looked_up_at_once() {
         answers[2],
         Ok(Step::Record {
             fence: fence(),
-            attempt: 1,
+            attempt: nth(1),
             outcome: ProviderAnswer::ReplayedUnknown,
         })
     );
@@ -648,7 +653,7 @@ fn a_replayed_unknown_is_recorded_then_looked_up_at_once() {
     assert_eq!(
         answers[4],
         Ok(Step::Lookup {
-            attempt: 1,
+            attempt: nth(1),
             key: "stored-key-1".to_owned(),
             deadline: Duration::from_secs(47),
         })
@@ -657,7 +662,7 @@ fn a_replayed_unknown_is_recorded_then_looked_up_at_once() {
         answers[5],
         Ok(Step::Reconcile {
             fence: fence(),
-            attempt: 1,
+            attempt: nth(1),
             evidence: ProviderAnswer::Succeeded(found.clone()),
         })
     );
@@ -671,12 +676,12 @@ fn a_replayed_unknown_not_found_before_its_absence_is_provable_is_pending() {
         (permit(1, true), at(0)),
         (Event::Sent(ProviderAnswer::ReplayedUnknown), at(2)),
         (
-            Event::Recorded(Ok(SendOutcomeOutput::Ambiguous { attempt: 1 })),
+            Event::Recorded(Ok(SendOutcomeOutput::Ambiguous { attempt: nth(1) })),
             at(3),
         ),
         (
             Event::Status(Some(SendStatus {
-                attempt: 1,
+                attempt: nth(1),
                 state: AttemptState::ReplayedUnknown,
                 send_cutoff_at: at(86_400),
                 needs_reconciliation: true,
@@ -699,7 +704,7 @@ fn replayed_then(after: Vec<Event>) -> Vec<Step> {
         acquired(),
         permit(1, true),
         Event::Sent(ProviderAnswer::ReplayedUnknown),
-        Event::Recorded(Ok(SendOutcomeOutput::Ambiguous { attempt: 1 })),
+        Event::Recorded(Ok(SendOutcomeOutput::Ambiguous { attempt: nth(1) })),
         status(1, AttemptState::ReplayedUnknown, true),
     ];
     events.extend(after);
@@ -722,7 +727,7 @@ fn after_a_replay_a_lookup_that_replays_or_fails_proves_nothing() {
             None => Step::Done(Execution::PendingReconciliation),
             Some(evidence) => Step::Reconcile {
                 fence: fence(),
-                attempt: 1,
+                attempt: nth(1),
                 evidence,
             },
         };
@@ -738,10 +743,10 @@ fn a_replay_heard_again_on_the_next_attempt_is_looked_up_and_settles_within_the_
         Event::BeganSend(Err(JournalError::SendCutoffPassed)),
         status(1, AttemptState::ReplayedUnknown, true),
         Event::LookedUp(ProviderAnswer::NotFound),
-        Event::Reconciled(Ok(SendOutcomeOutput::Absent { attempt: 1 })),
+        Event::Reconciled(Ok(SendOutcomeOutput::Absent { attempt: nth(1) })),
         permit(2, false),
         Event::Sent(ProviderAnswer::ReplayedUnknown),
-        Event::Recorded(Ok(SendOutcomeOutput::Ambiguous { attempt: 2 })),
+        Event::Recorded(Ok(SendOutcomeOutput::Ambiguous { attempt: nth(2) })),
         status(2, AttemptState::ReplayedUnknown, true),
         Event::LookedUp(ProviderAnswer::Succeeded(charge.clone())),
         Event::Reconciled(Ok(SendOutcomeOutput::Terminal(TerminalOutput::Succeeded))),
@@ -751,7 +756,7 @@ fn a_replay_heard_again_on_the_next_attempt_is_looked_up_and_settles_within_the_
         got[6],
         Step::Record {
             fence: fence(),
-            attempt: 2,
+            attempt: nth(2),
             outcome: ProviderAnswer::ReplayedUnknown,
         }
     );
@@ -760,7 +765,7 @@ fn a_replay_heard_again_on_the_next_attempt_is_looked_up_and_settles_within_the_
         got[9],
         Step::Reconcile {
             fence: fence(),
-            attempt: 2,
+            attempt: nth(2),
             evidence: ProviderAnswer::Succeeded(charge.clone()),
         }
     );

@@ -195,7 +195,11 @@ fn check_invariants(
     match (&old, &new) {
         (None, None) => {}
         (None, Some(n)) => {
-            assert_eq!((n.fence_epoch, n.command_revision), (1, 2), "{context}");
+            assert_eq!(
+                (n.fence_epoch.get(), n.command_revision),
+                (1, 2),
+                "{context}"
+            );
             assert_eq!(n.state, LifecycleState::Leased, "{context}");
         }
         (Some(_), None) => panic!("{context}: the lifecycle disappeared"),
@@ -214,8 +218,8 @@ fn check_invariants(
                     == Some(fields::string("command_lease_taken_over"));
             if took_over {
                 assert_eq!(
-                    n.fence_epoch,
-                    o.fence_epoch + 1,
+                    Some(n.fence_epoch),
+                    o.fence_epoch.next(),
                     "{context}: takeover fence"
                 );
                 assert_eq!(n.command_revision, o.command_revision + 1, "{context}");
@@ -235,7 +239,7 @@ fn check_invariants(
     // Every Acquired output carries the stored fence.
     if let Some(fence) = acquired_fence {
         assert_eq!(
-            new.as_ref().map(|l| l.fence_epoch),
+            new.as_ref().map(|l| l.fence_epoch.get()),
             Some(fence),
             "{context}"
         );

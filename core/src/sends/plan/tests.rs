@@ -89,7 +89,7 @@ fn golden_vectors_match_the_independent_python_implementation() {
         );
         let keys = expected["attemptKeys"].as_object().expect("keys");
         for (n, key) in keys {
-            let n: i64 = n.parse().expect("attempt");
+            let n = AttemptNumber::new(n.parse().expect("attempt")).expect("in range");
             assert_eq!(
                 attempt_key(&identity, plan.operation(), n),
                 *key,
@@ -109,10 +109,12 @@ fn attempt_one_is_the_command_provider_key_and_later_attempts_differ() {
     .identity();
     let op = OperationSlug::parse("charge").expect("slug");
     assert_eq!(
-        attempt_key(&identity, &op, 1),
+        attempt_key(&identity, &op, AttemptNumber::FIRST),
         identity.provider_idempotency_key(&op)
     );
-    let keys: Vec<String> = (1..=5).map(|n| attempt_key(&identity, &op, n)).collect();
+    let keys: Vec<String> = (1..=5)
+        .map(|n| attempt_key(&identity, &op, AttemptNumber::new(n).unwrap()))
+        .collect();
     let mut unique = keys.clone();
     unique.sort();
     unique.dedup();

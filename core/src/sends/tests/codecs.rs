@@ -5,6 +5,7 @@
 use super::*;
 use crate::document::fields::{self, FieldMap};
 use crate::document::value::ValueType;
+use crate::sends::AttemptNumber;
 use crate::sends::attempt::{self, SendAttempt};
 use crate::sends::bound_plan::{self, BoundPlan};
 use crate::sends::event::{self, SendEvent};
@@ -203,9 +204,94 @@ fn each_send_event_follows_exactly_the_states_of_its_rule() {
     for (event_type, attempt, allowed) in rows {
         for from in states {
             assert_eq!(
-                event_type.allows_from(from, attempt),
+                event_type.allows_from(from, AttemptNumber::new(attempt).unwrap()),
                 allowed.contains(&from),
                 "{event_type:?} (attempt {attempt}) from {from:?}"
+            );
+        }
+    }
+}
+
+/// A stored fence or attempt number outside its type's range (0, negative, one past
+/// the largest) fails the strict parse exactly as before the types: `journal_corrupt`
+/// with the document's kind.
+#[test]
+fn a_stored_fence_or_attempt_out_of_range_fails_the_strict_parse() {
+    use crate::document::MAX_REVISION;
+    use crate::document::audit::{self, TransitionEvent};
+    use crate::document::lifecycle::{self, Lifecycle};
+    use crate::sends::attempt_number::MAX_ATTEMPT;
+    type Parse<'a> = Box<dyn Fn(&FieldMap) -> Result<(), JournalError> + 'a>;
+    let store = written();
+    let h = hash();
+    let event_id = event::id(&h, 4);
+    let audit_id = audit::id(&h, 2);
+    let out_of_range = |largest| [0, -1, largest + 1, i64::MIN];
+    let cases: Vec<(&str, String, Parse, &str, [i64; 4])> = vec![
+        (
+            "malformed lifecycle document",
+            lifecycle::path(&h),
+            Box::new(|m| Lifecycle::parse(&h, m).map(drop)),
+            "fenceEpoch",
+            out_of_range(MAX_REVISION),
+        ),
+        (
+            "malformed transition audit event",
+            audit::path(&h, 2),
+            Box::new(|m| TransitionEvent::parse(&audit_id, m).map(drop)),
+            "fenceEpoch",
+            out_of_range(MAX_REVISION),
+        ),
+        (
+            bound_plan::KIND,
+            bound_plan::path(&h),
+            Box::new(|m| BoundPlan::parse(&h, m).map(drop)),
+            "boundFenceEpoch",
+            out_of_range(MAX_REVISION),
+        ),
+        (
+            event::KIND,
+            event::path(&h, 4),
+            Box::new(|m| SendEvent::parse(&event_id, m).map(drop)),
+            "fenceEpoch",
+            out_of_range(MAX_REVISION),
+        ),
+        (
+            event::KIND,
+            event::path(&h, 4),
+            Box::new(|m| SendEvent::parse(&event_id, m).map(drop)),
+            "attempt",
+            out_of_range(MAX_ATTEMPT),
+        ),
+    ];
+    let current: Vec<(&str, i64)> = vec![
+        ("attempt", MAX_ATTEMPT),
+        ("firstSentFenceEpoch", MAX_REVISION),
+        ("lastSentFenceEpoch", MAX_REVISION),
+        ("outcomeFenceEpoch", MAX_REVISION),
+    ];
+    let cases = cases
+        .into_iter()
+        .chain(current.into_iter().map(|(field, largest)| {
+            let parse: Parse = Box::new(|m| SendAttempt::parse(&h, m).map(drop));
+            (
+                attempt::KIND,
+                attempt::path(&h),
+                parse,
+                field,
+                out_of_range(largest),
+            )
+        }));
+    for (kind, path, parse, field, bad) in cases {
+        let doc = &store[&path];
+        assert_eq!(parse(doc), Ok(()), "{field} of {kind} as written");
+        for value in bad {
+            let mut changed = doc.clone();
+            changed.insert(field.to_owned(), fields::int(value));
+            assert_eq!(
+                parse(&changed),
+                Err(JournalError::corrupt(kind)),
+                "{field} = {value} in {kind}"
             );
         }
     }

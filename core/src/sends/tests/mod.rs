@@ -20,7 +20,7 @@ use super::guard::Guarded;
 use super::plan::{ProviderPlan, ProviderPlanRequest, attempt_key};
 use super::record::RecordAnswer;
 use super::status::SendStatusRead;
-use super::{BeginSendOutput, SendOutcomeOutput};
+use super::{AttemptNumber, BeginSendOutput, SendOutcomeOutput};
 use crate::answer::Closing;
 use crate::digest::Digest;
 use crate::error::JournalError;
@@ -118,7 +118,7 @@ pub(crate) fn commitment(r: usize) -> Digest {
 }
 
 /// The key attempt `n` must carry.
-pub(crate) fn key(n: i64) -> String {
+pub(crate) fn key(n: AttemptNumber) -> String {
     attempt_key(
         &identity(),
         &OperationSlug::parse("charge").expect("slug"),
@@ -208,6 +208,11 @@ where
     (summary(ran.result, show), stored)
 }
 
+/// Attempt `n` of a case's row.
+pub(crate) fn nth(n: i64) -> AttemptNumber {
+    AttemptNumber::new(n).expect("a case's attempt")
+}
+
 /// Runs `op` on `store`: its summary and how many documents it wrote.
 pub(crate) fn apply(store: &mut Store, op: &Op) -> (String, usize) {
     match op.clone() {
@@ -224,22 +229,34 @@ pub(crate) fn apply(store: &mut Store, op: &Op) -> (String, usize) {
         ),
         Op::Outcome(h, f, n, finding, t) => ran(
             store,
-            &RecordAnswer::outcome(call(h, t), FenceEpoch::stored(f), n, finding, plan(0)),
+            &RecordAnswer::outcome(call(h, t), FenceEpoch::stored(f), nth(n), finding, plan(0)),
             outcome_summary,
         ),
         Op::Reconcile(h, f, n, finding, t) => ran(
             store,
-            &RecordAnswer::reconciliation(call(h, t), FenceEpoch::stored(f), n, finding, plan(0)),
+            &RecordAnswer::reconciliation(
+                call(h, t),
+                FenceEpoch::stored(f),
+                nth(n),
+                finding,
+                plan(0),
+            ),
             outcome_summary,
         ),
         Op::OutcomeOther(h, f, n, finding, t) => ran(
             store,
-            &RecordAnswer::outcome(call(h, t), FenceEpoch::stored(f), n, finding, plan(1)),
+            &RecordAnswer::outcome(call(h, t), FenceEpoch::stored(f), nth(n), finding, plan(1)),
             outcome_summary,
         ),
         Op::ReconcileOther(h, f, n, finding, t) => ran(
             store,
-            &RecordAnswer::reconciliation(call(h, t), FenceEpoch::stored(f), n, finding, plan(1)),
+            &RecordAnswer::reconciliation(
+                call(h, t),
+                FenceEpoch::stored(f),
+                nth(n),
+                finding,
+                plan(1),
+            ),
             outcome_summary,
         ),
         Op::Complete(h, f, t) => {

@@ -7,6 +7,7 @@ use crate::envelope::ResultEnvelope;
 use crate::envelope::record::WithResult;
 use crate::envelope::stored;
 use crate::fence::FenceEpoch;
+use crate::sends::AttemptNumber;
 use crate::sends::attempt;
 use crate::sends::bound_plan;
 use crate::sends::event;
@@ -59,7 +60,7 @@ fn an_absence_is_refused_while_the_senders_request_may_be_in_flight() {
     let refused = store.answer(&RecordAnswer::reconciliation(
         call(0, T0 + SEC),
         FenceEpoch::stored(1),
-        1,
+        AttemptNumber::FIRST,
         Absent,
         plan(0),
     ));
@@ -131,13 +132,15 @@ fn a_key_store_absence_is_refused_once_the_key_may_be_forgotten() {
     let last = RecordAnswer::reconciliation(
         call(1, FORGOTTEN - 1),
         FenceEpoch::stored(2),
-        1,
+        AttemptNumber::FIRST,
         Absent,
         plan(0),
     );
     assert_eq!(
         store.answer(&last),
-        Ok(SendOutcomeOutput::Absent { attempt: 1 })
+        Ok(SendOutcomeOutput::Absent {
+            attempt: AttemptNumber::FIRST
+        })
     );
     // A durable lookup answers for the key at any time.
     let mut store = leased();
@@ -155,13 +158,15 @@ fn a_key_store_absence_is_refused_once_the_key_may_be_forgotten() {
     let reconcile = RecordAnswer::reconciliation(
         call(1, late + SEC),
         FenceEpoch::stored(2),
-        1,
+        AttemptNumber::FIRST,
         Absent,
         durable(),
     );
     assert_eq!(
         store.answer(&reconcile),
-        Ok(SendOutcomeOutput::Absent { attempt: 1 })
+        Ok(SendOutcomeOutput::Absent {
+            attempt: AttemptNumber::FIRST
+        })
     );
     // Its settle window of 0 still waits for the sender's lease.
     let mut store = leased();
@@ -175,7 +180,7 @@ fn a_key_store_absence_is_refused_once_the_key_may_be_forgotten() {
     let early = RecordAnswer::reconciliation(
         call(0, T0 + 59 * SEC),
         FenceEpoch::stored(1),
-        1,
+        AttemptNumber::FIRST,
         Absent,
         durable(),
     );
@@ -349,7 +354,7 @@ fn a_missing_stored_result_fails_closed() {
     let op = RecordAnswer::outcome(
         call(0, t1()),
         FenceEpoch::stored(1),
-        1,
+        AttemptNumber::FIRST,
         Closing::Succeeded(commitment),
         plan(0),
     );
@@ -382,7 +387,7 @@ fn a_missing_stored_result_fails_closed() {
 fn documents_of_the_first_version_stay_readable() {
     use crate::sends::bound_plan::BoundPlan;
     // A plan bound before version 2: its own fingerprint frame and the implied lookup.
-    let mut bound = BoundPlan::bind(&plan(0), &identity(), at(T0), 1);
+    let mut bound = BoundPlan::bind(&plan(0), &identity(), at(T0), FenceEpoch::FIRST);
     bound.version = 1;
     bound.plan_fingerprint = plan(0).fingerprint_v(&identity(), 1);
     bound.account_fingerprint = None;
@@ -420,7 +425,7 @@ fn documents_of_the_first_version_stay_readable() {
 #[test]
 fn plans_of_version_two_stay_readable_and_prove_no_account() {
     use crate::sends::bound_plan::BoundPlan;
-    let mut bound = BoundPlan::bind(&plan(0), &identity(), at(T0), 1);
+    let mut bound = BoundPlan::bind(&plan(0), &identity(), at(T0), FenceEpoch::FIRST);
     bound.version = 2;
     bound.account_fingerprint = None;
     let fields = bound.encode();
@@ -448,7 +453,7 @@ fn plans_of_version_two_stay_readable_and_prove_no_account() {
 fn plans_of_version_three_prove_their_account_and_only_theirs() {
     use crate::sends::ProviderAccount;
     use crate::sends::bound_plan::BoundPlan;
-    let bound = BoundPlan::bind(&plan(0), &identity(), at(T0), 1);
+    let bound = BoundPlan::bind(&plan(0), &identity(), at(T0), FenceEpoch::FIRST);
     let fields = bound.encode();
     assert_eq!(fields.len(), bound_plan::FIELDS.len());
     let parsed = BoundPlan::parse(&hash(), &fields).expect("a version-3 plan parses");
@@ -523,7 +528,7 @@ fn the_status_shows_the_instant_the_check_decides_by() {
         last_sent_at: at(T0 + 600 * SEC),
     };
     for plan in [plan(0), durable()] {
-        let bound = BoundPlan::bind(&plan, &identity(), at(T0), 1);
+        let bound = BoundPlan::bind(&plan, &identity(), at(T0), FenceEpoch::FIRST);
         for step in 0..2_000 {
             let now = at(T0 + step * 60 * SEC);
             let shown = absence::provable_from(&bound, sent, now);

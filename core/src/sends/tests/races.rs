@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::fence::FenceEpoch;
+use crate::sends::AttemptNumber;
 use crate::sends::record::RecordAnswer;
 
 const TK: i64 = T0 + 61 * SEC;
@@ -24,8 +25,11 @@ fn twenty_four_begins_by_the_holder_after_a_takeover_record_one_resend() {
     let BeginSendOutput::Permitted(permit) = first else {
         panic!("a permit");
     };
-    assert_eq!((permit.attempt, permit.resend), (1, true));
-    assert_eq!(permit.provider_idempotency_key, key(1));
+    assert_eq!(
+        (permit.attempt, permit.resend),
+        (AttemptNumber::FIRST, true)
+    );
+    assert_eq!(permit.provider_idempotency_key, key(AttemptNumber::FIRST));
     assert_eq!(send_counts(&store), (2, 3));
 }
 
@@ -83,14 +87,14 @@ fn outcome_races_end_with_exactly_one_mutation() {
             RecordAnswer::outcome(
                 call(0, T0 + 1),
                 FenceEpoch::stored(1),
-                1,
+                AttemptNumber::FIRST,
                 succeeded(0),
                 plan(0),
             ),
             RecordAnswer::outcome(
                 call(0, T0 + 1),
                 FenceEpoch::stored(1),
-                1,
+                AttemptNumber::FIRST,
                 Ambiguous,
                 plan(0),
             ),
@@ -120,12 +124,17 @@ fn reconcile_versus_a_late_outcome() {
     apply(&mut store, &Op::Acquire(1, PROVABLE - SEC));
     // The reconciler (holder 1) records a provable absence; the first holder's late
     // success is refused: its lease is gone.
-    let reconcile =
-        RecordAnswer::reconciliation(call(1, PROVABLE), FenceEpoch::stored(2), 1, Absent, plan(0));
+    let reconcile = RecordAnswer::reconciliation(
+        call(1, PROVABLE),
+        FenceEpoch::stored(2),
+        AttemptNumber::FIRST,
+        Absent,
+        plan(0),
+    );
     let late = RecordAnswer::outcome(
         call(0, PROVABLE),
         FenceEpoch::stored(1),
-        1,
+        AttemptNumber::FIRST,
         succeeded(0),
         plan(0),
     );
@@ -136,7 +145,9 @@ fn reconcile_versus_a_late_outcome() {
     assert_eq!(store.answer(&late), Err(JournalError::LeaseNotHeld));
     assert_eq!(
         store.answer(&reconcile),
-        Ok(SendOutcomeOutput::Absent { attempt: 1 })
+        Ok(SendOutcomeOutput::Absent {
+            attempt: AttemptNumber::FIRST
+        })
     );
     assert_eq!(send_counts(&store), (2, 2));
 }

@@ -5,6 +5,7 @@
 //! cutoff.
 
 use super::*;
+use crate::sends::AttemptNumber;
 use crate::sends::attempt::{self, AttemptState};
 use crate::sends::event::{self, SendEventType};
 use Op::{Acquire as Acq, Begin, Outcome, Reconcile as Rec, Status};
@@ -149,7 +150,7 @@ fn a_replayed_unknown_is_nobodys_evidence_and_a_send_proves_no_absence() {
         let prepared = RecordAnswer::prepare(
             call(0, T0 + SEC),
             FenceEpoch::stored(1),
-            1,
+            AttemptNumber::FIRST,
             &answer,
             Some(plan(0)),
             mode,
@@ -166,7 +167,7 @@ fn a_replayed_unknown_is_nobodys_evidence_and_a_send_proves_no_absence() {
         RecordAnswer::prepare(
             call(0, T0 + SEC),
             FenceEpoch::stored(1),
-            1,
+            AttemptNumber::FIRST,
             &ProviderAnswer::ReplayedUnknown,
             Some(plan(0)),
             Mode::Outcome,
@@ -177,7 +178,7 @@ fn a_replayed_unknown_is_nobodys_evidence_and_a_send_proves_no_absence() {
         RecordAnswer::prepare(
             call(0, T0 + SEC),
             FenceEpoch::stored(1),
-            1,
+            AttemptNumber::FIRST,
             &ProviderAnswer::ReplayedUnknown,
             None,
             Mode::Reconciliation,

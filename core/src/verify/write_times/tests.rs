@@ -30,7 +30,7 @@ fn codes(edit: fn(&mut CommandDocs)) -> Vec<(FindingCode, String)> {
         command_key_hash: hash.clone(),
         state: lifecycle::LifecycleState::Succeeded,
         command_revision: 4,
-        fence_epoch: 2,
+        fence_epoch: crate::fence::FenceEpoch::new(2).unwrap(),
         lease_owner_fingerprint: hash,
         lease_acquired_at: zero,
         lease_expires_at: zero,

@@ -25,6 +25,7 @@ use crate::attempt::GuardedWrite;
 use crate::document::lifecycle::{self, Lifecycle};
 use crate::error::JournalError;
 use crate::execute::protocol::{Event, Protocol, Step};
+use crate::fence::FenceEpoch;
 use crate::known::{self, Known};
 use crate::sends::begin::BeginSend;
 use crate::sends::load::first_read;
@@ -107,7 +108,7 @@ pub(super) struct Landing {
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Landed {
     /// The lifecycle's fence as it landed.
-    pub fence: Option<i64>,
+    pub fence: Option<FenceEpoch>,
     /// It wrote the send layer under another fence.
     pub stale: bool,
     /// A read at that moment would have decided otherwise.
@@ -369,7 +370,7 @@ impl Journal {
         else {
             return false;
         };
-        let (began, _) = read.run(caller, Op::BeginSend { fence: fence.get() });
+        let (began, _) = read.run(caller, Op::BeginSend { fence });
         let Output::BeganSend(Ok(began)) = began else {
             return false;
         };
@@ -380,7 +381,7 @@ impl Journal {
     }
 
     /// The lifecycle's fence, if there is a readable lifecycle.
-    pub(super) fn fence(&self) -> Option<i64> {
+    pub(super) fn fence(&self) -> Option<FenceEpoch> {
         let stored = self.store.get(&lifecycle::path(&hash()))?;
         Lifecycle::parse(&hash(), stored)
             .ok()

@@ -13,6 +13,7 @@ use crate::error::JournalError;
 use crate::fence::FenceEpoch;
 use crate::identity::CommandIdentity;
 use crate::lease::{CommandCall, LeaseCall, LeaseOutput};
+use crate::sends::AttemptNumber;
 use crate::sends::begin::BeginSend;
 use crate::sends::load::first_read;
 use crate::sends::record::RecordAnswer;
@@ -63,17 +64,17 @@ pub(super) enum Op {
     /// `begin_send` read set (what the driver reads once the opening chain is refused).
     Open,
     /// `begin_send` under the fence.
-    BeginSend { fence: i64 },
+    BeginSend { fence: FenceEpoch },
     /// `record_send_outcome`.
     Record {
-        fence: i64,
-        attempt: i64,
+        fence: FenceEpoch,
+        attempt: AttemptNumber,
         carried: Carried,
     },
     /// `reconcile_send`.
     Reconcile {
-        fence: i64,
-        attempt: i64,
+        fence: FenceEpoch,
+        attempt: AttemptNumber,
         carried: Carried,
     },
     /// `send_status_for`: the send state, the caller's plan checked first.
@@ -84,7 +85,7 @@ pub(super) enum Op {
 
 impl Op {
     /// The fence a send-layer operation writes under.
-    pub(super) fn fence(&self) -> Option<i64> {
+    pub(super) fn fence(&self) -> Option<FenceEpoch> {
         match self {
             Self::BeginSend { fence }
             | Self::Record { fence, .. }
@@ -168,7 +169,7 @@ pub(super) fn visit<V: Visit>(caller: Caller, op: Op, visitor: V) -> V::Out {
             visitor.visit(&start, paths, |r| Output::Started(r.map(|s| s.lease)))
         }
         Op::BeginSend { fence } => {
-            let op = BeginSend::new(caller.call(), FenceEpoch::stored(fence), plan);
+            let op = BeginSend::new(caller.call(), fence, plan);
             let paths = op.paths();
             visitor.visit(&op, paths, Output::BeganSend)
         }
@@ -178,7 +179,6 @@ pub(super) fn visit<V: Visit>(caller: Caller, op: Op, visitor: V) -> V::Out {
             carried,
         } => {
             let (finding, envelope) = finding(&identity(), carried);
-            let fence = FenceEpoch::stored(fence);
             let op = RecordAnswer::outcome(caller.call(), fence, attempt, finding, plan);
             match envelope {
                 None => visitor.visit(&op, op.paths(), outcome),
@@ -194,7 +194,6 @@ pub(super) fn visit<V: Visit>(caller: Caller, op: Op, visitor: V) -> V::Out {
             carried,
         } => {
             let (finding, envelope) = finding(&identity(), carried);
-            let fence = FenceEpoch::stored(fence);
             let op = RecordAnswer::reconciliation(caller.call(), fence, attempt, finding, plan);
             match envelope {
                 None => visitor.visit(&op, op.paths(), outcome),

@@ -13,6 +13,7 @@ use crate::answer::ProviderAnswer;
 use crate::error::JournalError;
 use crate::execute::protocol::Step;
 use crate::lease::TerminalOutput;
+use crate::sends::AttemptNumber;
 use crate::sends::plan::attempt_key;
 use crate::sends::reverted::{Rule, reverted};
 use crate::sends::{BeginSendOutput, SendOutcomeOutput};
@@ -179,7 +180,7 @@ impl State {
                 self.operate(w, bounds, op, first);
             }
             Step::BeginSend { fence } => {
-                let op = Op::BeginSend { fence: fence.get() };
+                let op = Op::BeginSend { fence };
                 self.operate(w, bounds, op, true);
             }
             Step::Record {
@@ -198,7 +199,6 @@ impl State {
                         panic!("the protocol records a success's envelope, a decline or an unknown")
                     }
                 };
-                let fence = fence.get();
                 let op = Op::Record {
                     fence,
                     attempt,
@@ -225,7 +225,6 @@ impl State {
                         )
                     }
                 };
-                let fence = fence.get();
                 let op = Op::Reconcile {
                     fence,
                     attempt,
@@ -336,7 +335,7 @@ impl State {
     /// The provider's lookup. The key is the one the status derived from the stored
     /// plan; with `PlanFirst` reverted, the old driver's: derived from the call's own
     /// plan, whichever plan is stored.
-    fn lookup(&self, choice: PlanChoice, attempt: i64, key: &str, now: i64) -> Answer {
+    fn lookup(&self, choice: PlanChoice, attempt: AttemptNumber, key: &str, now: i64) -> Answer {
         let key = if reverted(Rule::PlanFirst) {
             KeyId::of(&attempt_key(&identity(), plan(choice).operation(), attempt))
         } else {

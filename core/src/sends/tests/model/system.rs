@@ -5,6 +5,7 @@ use super::journal::Journal;
 use super::provider::Provider;
 use super::worker::{Phase, Turn, Worker};
 use super::world::{INSTANTS, KeyId, PlanChoice, WIDE};
+use crate::sends::AttemptNumber;
 use crate::sends::reverted::{Rule, with_reverted};
 use stateright::{Model, Property};
 use std::hash::Hash;
@@ -331,7 +332,9 @@ impl Model for SendModel {
             Property::sometimes("a charge", |_, s: &State| s.provider.charges() == 1),
             Property::sometimes("a second attempt", |_, s: &State| s.seen.second_attempt),
             Property::sometimes("a second attempt charged", |_, s: &State| {
-                s.provider.charges_of(KeyId::new(PlanChoice::Right, 2)) == 1
+                s.provider
+                    .charges_of(KeyId::new(PlanChoice::Right, second()))
+                    == 1
             }),
             Property::sometimes("the command succeeded", |_, s: &State| s.seen.succeeded),
             Property::sometimes("a replayed unknown recorded", |_, s: &State| {
@@ -339,13 +342,19 @@ impl Model for SendModel {
             }),
             Property::sometimes("a charge behind a stored 5xx settles", |_, s: &State| {
                 s.seen.succeeded
-                    && s.provider.stored_error(KeyId::new(PlanChoice::Right, 1)) == Some(true)
+                    && s.provider
+                        .stored_error(KeyId::new(PlanChoice::Right, AttemptNumber::FIRST))
+                        == Some(true)
             }),
             Property::sometimes(
                 "attempt 2 charged after a stored 5xx without a charge",
                 |_, s: &State| {
-                    s.provider.stored_error(KeyId::new(PlanChoice::Right, 1)) == Some(false)
-                        && s.provider.charges_of(KeyId::new(PlanChoice::Right, 2)) == 1
+                    s.provider
+                        .stored_error(KeyId::new(PlanChoice::Right, AttemptNumber::FIRST))
+                        == Some(false)
+                        && s.provider
+                            .charges_of(KeyId::new(PlanChoice::Right, second()))
+                            == 1
                 },
             ),
         ]
@@ -391,4 +400,9 @@ impl SendModel {
             Phase::Committing => out.push(Action::Commit(w)),
         }
     }
+}
+
+/// Attempt 2, the first a proven absence opens.
+fn second() -> AttemptNumber {
+    AttemptNumber::new(2).expect("attempt 2")
 }

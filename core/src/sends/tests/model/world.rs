@@ -4,6 +4,7 @@
 
 use super::super::{SEC, T0, identity};
 use crate::envelope::ResultEnvelope;
+use crate::sends::AttemptNumber;
 use crate::sends::plan::{ProviderLookup, ProviderPlan, ProviderPlanRequest, attempt_key};
 use serde_json::json;
 use std::sync::LazyLock;
@@ -86,7 +87,7 @@ pub(super) fn plan(choice: PlanChoice) -> &'static ProviderPlan {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(super) struct KeyId {
     pub plan: PlanChoice,
-    pub attempt: i64,
+    pub attempt: AttemptNumber,
 }
 
 /// The attempts whose keys the model knows (the clock's instants allow two).
@@ -95,7 +96,8 @@ const ATTEMPTS: i64 = 3;
 static KEYS: LazyLock<Vec<(KeyId, String, ResultEnvelope)>> = LazyLock::new(|| {
     let mut keys = Vec::new();
     for choice in [PlanChoice::Right, PlanChoice::Other] {
-        for attempt in 1..=ATTEMPTS {
+        for n in 1..=ATTEMPTS {
+            let attempt = AttemptNumber::new(n).expect("a model attempt");
             let id = KeyId::new(choice, attempt);
             let key = attempt_key(&identity(), plan(choice).operation(), attempt);
             let charge = format!("ch_{choice:?}_{attempt}").to_lowercase();
@@ -109,7 +111,7 @@ static KEYS: LazyLock<Vec<(KeyId, String, ResultEnvelope)>> = LazyLock::new(|| {
 
 impl KeyId {
     /// The key of `attempt` under `choice`'s plan.
-    pub(super) fn new(plan: PlanChoice, attempt: i64) -> Self {
+    pub(super) fn new(plan: PlanChoice, attempt: AttemptNumber) -> Self {
         Self { plan, attempt }
     }
 
