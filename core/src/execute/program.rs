@@ -36,7 +36,7 @@ pub enum ExecuteOp {
     /// The call's start.
     Start(Start),
     /// Its first start and the permit after it, as one transaction.
-    Opening(Opening),
+    Opening(Box<Opening>),
     /// `begin_send`.
     BeginSend(BeginSend),
     /// `record_send_outcome` or `reconcile_send`.
@@ -341,11 +341,8 @@ impl Program for ExecuteProgram {
                     let start = Start::new(self.identity.clone(), self.owner.clone(), now);
                     let paths = first_read(call.command());
                     let op = match (self.concurrency, self.fast_paths) {
-                        (Concurrency::Transaction, true) => ExecuteOp::Opening(Opening::new(
-                            start,
-                            call,
-                            self.plan.clone(),
-                            &self.protocol,
+                        (Concurrency::Transaction, true) => ExecuteOp::Opening(Box::new(
+                            Opening::new(start, call, self.plan.clone(), &self.protocol),
                         )),
                         _ => ExecuteOp::Start(start),
                     };
