@@ -293,3 +293,73 @@ fn a_driver_that_polls_out_of_turn_gets_an_internal_error() {
         Io::Done(Err(JournalError::Internal { .. }))
     ));
 }
+
+/// Runs one `execute` of the plan by holder `holder` at `at`, the provider's sends
+/// answered `sent` and its lookups `looked_up`.
+fn execute_at(
+    store: &mut Store,
+    holder: usize,
+    options: CallOptions,
+    at: Timestamp,
+    sent: ProviderAnswer,
+    looked_up: ProviderAnswer,
+) -> (Result<Execution, JournalError>, CallTrace) {
+    let program = ExecuteProgram::new(
+        identity(),
+        owner(holder),
+        plan(),
+        options.concurrency,
+        options.fast_paths,
+    )
+    .unwrap();
+    store.call(program, options, at, |_, io| match io {
+        Io::Send(_) => Some(Input::Sent(sent.clone())),
+        Io::Lookup(_) => Some(Input::LookedUp(looked_up.clone())),
+        _ => None,
+    })
+}
+
+fn envelope() -> crate::envelope::ResultEnvelope {
+    crate::envelope::ResultEnvelope::new(&json!({"id": "ch_CANARY"})).unwrap()
+}
+
+#[test]
+fn execute_status_read_neither_plans_from_nor_replaces_what_the_call_knows() {
+    // The first holder's send is answered with a replayed unknown: its key can no
+    // longer tell, and its lookup finds nothing yet.
+    let mut store = Store::new();
+    let options = options(Concurrency::Preconditions, 10);
+    let (first, _) = execute_at(
+        &mut store,
+        1,
+        options,
+        now(),
+        ProviderAnswer::ReplayedUnknown,
+        ProviderAnswer::Unknown,
+    );
+    assert_eq!(first, Ok(Execution::PendingReconciliation));
+    // After the lease ran out, a second holder takes over: its permit is refused
+    // (the key cannot tell), so nothing is known after it; the status read is a call
+    // of its own, as `send_status` is, and keeps nothing: the reconciliation after the
+    // lookup reads and decides (2 RPCs), it is not planned from the status read.
+    let later = Timestamp::from_micros(NOW + 61_000_000).unwrap();
+    let (second, trace) = execute_at(
+        &mut store,
+        2,
+        options,
+        later,
+        ProviderAnswer::Unknown,
+        ProviderAnswer::Succeeded(envelope()),
+    );
+    assert_eq!(second, Ok(Execution::Succeeded(envelope())));
+    assert_eq!(
+        trace.steps,
+        [
+            "blind", "wait_now", "read", "commit", // the start: a takeover
+            "read",   // begin_send: send_cutoff_passed
+            "read",   // send_status
+            "lookup", // found
+            "read", "commit", // reconcile_send
+        ]
+    );
+}

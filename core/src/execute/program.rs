@@ -380,10 +380,14 @@ impl Program for ExecuteProgram {
                         continue;
                     }
                 },
+                // A call of its own, as `send_status` is: what the call knows is neither
+                // planned from nor replaced by it.
                 Step::Status => {
                     let read = SendStatusRead::new(CommandCall::new(self.identity.clone(), now))
                         .for_plan(&self.plan);
-                    (Waiting::Status, Next::Run(Run::op(ExecuteOp::Status(read))))
+                    let mut run = Run::op(ExecuteOp::Status(read));
+                    run.keep = false;
+                    (Waiting::Status, Next::Run(run))
                 }
                 Step::Lookup { key, deadline, .. } => {
                     (Waiting::Lookup, Next::Lookup(LookupCall { key, deadline }))
