@@ -363,3 +363,61 @@ fn execute_status_read_neither_plans_from_nor_replaces_what_the_call_knows() {
         ]
     );
 }
+
+/// Runs one `execute` of a new command whose journal clock moves `by` seconds while
+/// the first commit is in flight, the provider declining.
+fn execute_while_the_clock_moves(options: CallOptions, by: i64) -> (Execution, CallTrace) {
+    let mut store = Store::new();
+    let program = ExecuteProgram::new(
+        identity(),
+        owner(1),
+        plan(),
+        options.concurrency,
+        options.fast_paths,
+    )
+    .unwrap();
+    let late = std::cell::Cell::new(false);
+    let later = Timestamp::from_micros(NOW + by * 1_000_000).unwrap();
+    let (answer, trace) = store.call_with_clock(
+        program,
+        options,
+        || if late.get() { later } else { now() },
+        |_, io| {
+            if matches!(io, Io::Commit { .. }) {
+                late.set(true);
+            }
+            match io {
+                Io::Send(_) => Some(Input::Sent(ProviderAnswer::Declined)),
+                _ => None,
+            }
+        },
+    );
+    (answer.unwrap(), trace)
+}
+
+#[test]
+fn a_permit_committed_with_the_start_follows_the_lease_at_the_starts_time() {
+    // The lease and the permit are decided at the start's captured time; when the
+    // commit answers 50 s later, too little of the lease is left to send: the permit
+    // stands and the call answers retry_later (the next holder re-sends it), never an
+    // internal error.
+    for mode in [Concurrency::Preconditions, Concurrency::Transaction] {
+        let (answer, trace) = execute_while_the_clock_moves(options(mode, 10), 50);
+        assert_eq!(
+            answer,
+            Execution::RetryLater {
+                after: std::time::Duration::from_secs(10)
+            },
+            "{mode:?}"
+        );
+        assert_eq!(
+            trace.metrics,
+            [
+                metric(OperationName::Start, "acquired"),
+                metric(OperationName::BeginSend, "permitted"),
+                metric(OperationName::Execute, "retry_later"),
+            ],
+            "{mode:?}"
+        );
+    }
+}
