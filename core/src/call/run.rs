@@ -247,7 +247,15 @@ impl<T: Transition, V: Clone> Running<T, V> {
                 After::Retry(code, cause, fast) => self.retry(code, cause, fast),
             },
             (Phase::Waiting, Input::Waited) => self.attempt(),
-            (_, _) => self.finish(Err(JournalError::internal("call: an answer out of turn"))),
+            // The driver broke the contract: the attempt ends, its transaction (if
+            // any) released first.
+            (phase, _) => {
+                let error = JournalError::internal("call: an answer out of turn");
+                match open_transaction(&phase) {
+                    Some(id) => self.roll_back(id, After::Finish(Err(error))),
+                    None => self.finish(Err(error)),
+                }
+            }
         }
     }
 

@@ -421,3 +421,19 @@ fn a_permit_committed_with_the_start_follows_the_lease_at_the_starts_time() {
         );
     }
 }
+
+#[test]
+fn an_answer_out_of_turn_with_a_transaction_open_rolls_it_back() {
+    let mut store = Store::new();
+    let (answer, trace) = store.call(
+        registration(),
+        options(Concurrency::Transaction, 10),
+        now(),
+        |_, io| matches!(io, Io::Commit { .. }).then_some(Input::Waited),
+    );
+    assert!(
+        matches!(answer, Err(JournalError::Internal { .. })),
+        "{answer:?}"
+    );
+    assert_eq!(trace.steps, ["begin", "commit", "rollback"]);
+}
