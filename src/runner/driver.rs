@@ -187,6 +187,9 @@ async fn store<O>(
             consistency,
         } => {
             if kind == ReadKind::First {
+                if session.past_deadline() {
+                    return Input::DeadlinePassedBeforeAttempt;
+                }
                 session.tally.bump(Count::Attempt);
             }
             if kind == ReadKind::Confirm {
@@ -199,6 +202,9 @@ async fn store<O>(
             transaction,
             kind,
         } => {
+            if kind != CommitKind::Decided && session.past_deadline() {
+                return Input::DeadlinePassedBeforeAttempt;
+            }
             match kind {
                 CommitKind::Blind => {
                     session.tally.bump(Count::Attempt);

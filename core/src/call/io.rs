@@ -244,9 +244,13 @@ pub enum Input<V> {
     RolledBack,
     /// The backoff of the last [`Io::Retry`] was waited.
     Waited,
-    /// The running transition's deadline passed before its next RPC or wait: it ends
-    /// `unavailable`.
+    /// The running transition's deadline passed before its next RPC or wait (or
+    /// during its RPC): it ends `unavailable`.
     DeadlinePassed,
+    /// The running transition's deadline had passed when the attempt just asked for
+    /// was to begin: answered to its first read or its fast commit, instead of sending
+    /// it. It ends `unavailable`, that attempt not counted.
+    DeadlinePassedBeforeAttempt,
     /// The provider answered the send (an answer not in time is `Unknown`).
     Sent(ProviderAnswer),
     /// The provider answered the lookup (an answer not in time is `Unknown`).

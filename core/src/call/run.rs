@@ -204,6 +204,24 @@ impl<T: Transition, V: Clone> Running<T, V> {
                 }
             }
             (
+                Phase::Fast { .. }
+                | Phase::Reading {
+                    first: true,
+                    transaction: None,
+                    ..
+                },
+                Input::DeadlinePassedBeforeAttempt,
+            ) => {
+                // Nothing of this attempt was sent: it is not one.
+                self.attempts = self.attempts.saturating_sub(1);
+                let attempts = self.attempts;
+                self.finish(Err(JournalError::unavailable(
+                    self.last_code,
+                    attempts,
+                    true,
+                )))
+            }
+            (
                 Phase::Fast {
                     written,
                     base,

@@ -437,3 +437,63 @@ fn an_answer_out_of_turn_with_a_transaction_open_rolls_it_back() {
     );
     assert_eq!(trace.steps, ["begin", "commit", "rollback"]);
 }
+
+#[test]
+fn a_deadline_passed_before_an_attempt_began_counts_no_attempt() {
+    // Before the first attempt, a blind creation here: nothing sent, no attempt.
+    let mut store = Store::new();
+    let (answer, trace) = store.call(
+        registration(),
+        options(Concurrency::Preconditions, 10),
+        now(),
+        |_, io| matches!(io, Io::Commit { .. }).then_some(Input::DeadlinePassedBeforeAttempt),
+    );
+    assert_eq!(answer, Err(JournalError::unavailable(None, 0, true)));
+    assert_eq!(trace.steps, ["blind"]);
+    assert_eq!(
+        trace.metrics,
+        [metric(OperationName::Register, "unavailable")]
+    );
+    // After a failed attempt and its backoff: that one attempt.
+    let mut reads = 0;
+    let (answer, trace) = store.call(
+        status(),
+        options(Concurrency::Transaction, 10),
+        now(),
+        |_, io| match io {
+            Io::Read { .. } => {
+                reads += 1;
+                Some(match reads {
+                    1 => Input::Read(Err(RpcFailure::Retry {
+                        code: GrpcCode::Unavailable,
+                        cause: RetryCause::Transient,
+                    })),
+                    _ => Input::DeadlinePassedBeforeAttempt,
+                })
+            }
+            _ => None,
+        },
+    );
+    assert_eq!(
+        answer,
+        Err(JournalError::unavailable(
+            Some(GrpcCode::Unavailable),
+            1,
+            true
+        ))
+    );
+    assert_eq!(trace.steps, ["begin", "retry", "begin"]);
+    // Answered to anything but an attempt's beginning, it is out of turn: the open
+    // transaction is released and the call ends with an internal error.
+    let (answer, trace) = store.call(
+        registration(),
+        options(Concurrency::Transaction, 10),
+        now(),
+        |_, io| matches!(io, Io::Commit { .. }).then_some(Input::DeadlinePassedBeforeAttempt),
+    );
+    assert!(
+        matches!(answer, Err(JournalError::Internal { .. })),
+        "{answer:?}"
+    );
+    assert_eq!(trace.steps, ["begin", "commit", "rollback"]);
+}
