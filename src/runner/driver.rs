@@ -231,6 +231,7 @@ async fn store<O>(
             Input::RolledBack
         }
         Io::Retry {
+            attempts,
             spent,
             code,
             cause,
@@ -245,7 +246,7 @@ async fn store<O>(
                 return Input::DeadlinePassed;
             }
             tracing::debug!(
-                attempt = spent,
+                attempt = attempts,
                 code = code.as_str(),
                 backoff_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
                 "journal attempt failed, retrying"

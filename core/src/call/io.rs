@@ -206,6 +206,9 @@ pub enum Io<O, V> {
     /// spent and `cause` (no wait when `immediate`), then answer [`Input::Waited`], or
     /// [`Input::DeadlinePassed`] when the wait would pass the deadline.
     Retry {
+        /// The attempts made so far, a refused fast path included (what the
+        /// driver's log names).
+        attempts: u32,
         /// The attempts spent so far (a refused fast path is not counted).
         spent: u32,
         /// The gRPC code of the failure.

@@ -407,6 +407,7 @@ impl<T: Transition, V: Clone> Running<T, V> {
         }
         self.phase = Phase::Waiting;
         Step::Io(Io::Retry {
+            attempts: self.attempts,
             spent,
             code,
             cause,

@@ -497,3 +497,31 @@ fn a_deadline_passed_before_an_attempt_began_counts_no_attempt() {
     );
     assert_eq!(trace.steps, ["begin", "commit", "rollback"]);
 }
+
+#[test]
+fn a_retry_names_the_attempts_made_a_refused_fast_path_included_beside_those_spent() {
+    let mut store = Store::new();
+    let options = options(Concurrency::Preconditions, 10);
+    let _ = store.call(registration(), options, now(), store_does);
+    // The blind commit is refused (the command exists), then the read fails once.
+    let mut retries = Vec::new();
+    let mut failed = false;
+    let (answer, _) = store.call(registration(), options, now(), |_, io| match io {
+        Io::Retry {
+            attempts, spent, ..
+        } => {
+            retries.push((*attempts, *spent));
+            None
+        }
+        Io::Read { .. } if !failed => {
+            failed = true;
+            Some(Input::Read(Err(RpcFailure::Retry {
+                code: GrpcCode::Unavailable,
+                cause: RetryCause::Transient,
+            })))
+        }
+        _ => None,
+    });
+    assert!(answer.is_ok());
+    assert_eq!(retries, [(1, 0), (2, 1)]);
+}
