@@ -1,10 +1,11 @@
 //! `execute` as a [`Program`] of the call machine: the protocol's steps
 //! ([`super::protocol`]) turned into the transitions and provider calls the machine
-//! runs. What each transition leaves known goes to the next: in preconditions mode a
-//! new command's lease and permit are one blind commit (the permit chained after the
-//! start), its outcome one commit planned from the state that commit left, and a
-//! replay's result is answered from the read its start made; in transaction mode the
-//! start and its permit are one transaction over one read ([`super::opening`]).
+//! runs. What each transition leaves known goes to the next (but the status read's and
+//! a second start's: those keep nothing): in preconditions mode a new command's lease
+//! and permit are one blind commit (the permit chained after the start), its outcome
+//! one commit planned from the state that commit left, and a replay's result is
+//! answered from the read its start made; in transaction mode the start and its
+//! permit are one transaction over one read ([`super::opening`]).
 
 use super::Execution;
 use super::opening::Opening;
