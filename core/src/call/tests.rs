@@ -525,3 +525,51 @@ fn a_retry_names_the_attempts_made_a_refused_fast_path_included_beside_those_spe
     assert!(answer.is_ok());
     assert_eq!(retries, [(1, 0), (2, 1)]);
 }
+
+#[test]
+fn a_second_start_keeps_nothing_and_the_reconciliation_after_it_reads() {
+    // The provider answers, but the lease runs out before the answer is recorded:
+    // the call takes a second lease to record it. That start reads anew (its blind
+    // creation refused), and what it read is not kept: the reconciliation under the
+    // new lease reads and decides too.
+    let mut store = Store::new();
+    let options = options(Concurrency::Preconditions, 10);
+    let program =
+        ExecuteProgram::new(identity(), owner(1), plan(), options.concurrency, true).unwrap();
+    let late = std::cell::Cell::new(false);
+    let later = Timestamp::from_micros(NOW + 61_000_000).unwrap();
+    let (answer, trace) = store.call_with_clock(
+        program,
+        options,
+        || if late.get() { later } else { now() },
+        |_, io| match io {
+            Io::Send(_) => {
+                late.set(true);
+                Some(Input::Sent(ProviderAnswer::Succeeded(envelope())))
+            }
+            _ => None,
+        },
+    );
+    assert_eq!(answer, Ok(Execution::Succeeded(envelope())));
+    assert_eq!(
+        trace.steps,
+        [
+            "blind", "send", // the chained start and permit, then the send
+            "read", // record_send_outcome: lease_expired
+            "read", // reconcile_send under the same lease: lease_expired
+            "blind", "wait_now", "read", "commit", // the second start: a takeover
+            "read", "commit", // reconcile_send under the new lease
+        ]
+    );
+    assert_eq!(
+        trace.began,
+        [
+            "journal.execute",
+            "journal.start",
+            "journal.record_send_outcome",
+            "journal.reconcile_send",
+            "journal.start",
+            "journal.reconcile_send",
+        ]
+    );
+}
