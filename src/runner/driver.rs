@@ -226,8 +226,10 @@ async fn store<O>(
             }
         }
         Io::Rollback(id) => {
-            open.disarm();
+            // Disarmed once the rollback answered: a call dropped while it is in
+            // flight still releases the transaction in the background.
             session.rollback(id.0).await;
+            open.disarm();
             Input::RolledBack
         }
         Io::Retry {
