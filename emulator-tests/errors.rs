@@ -210,6 +210,43 @@ async fn a_deadline_ends_retries_early_with_unavailable_deadline() {
     assert_eq!(server.total(), u64::from(attempts));
 }
 
+#[tokio::test]
+async fn a_deadline_passed_before_the_first_attempt_sends_nothing_and_counts_no_attempt() {
+    let server = StatusServer::start(INTERNAL, "internal").await;
+    for mode in [Concurrency::Preconditions, Concurrency::Transaction] {
+        let journal =
+            journal_on(&server, mode)
+                .await
+                .with_retry_policy(command_journal::RetryPolicy {
+                    deadline: Some(Duration::ZERO),
+                    ..Default::default()
+                });
+        // A new registration (a blind creation first in preconditions mode) and an
+        // acquisition (a read first).
+        let registered = journal.register_command(&command(5, json!({}))).await;
+        let lease = LeaseId::parse(&support::uuid(4, 1)).expect("lease id");
+        let acquired = journal.acquire_lease(&command(5, json!({})), &lease).await;
+        for error in [registered.map(|_| ()), acquired.map(|_| ())] {
+            assert_eq!(
+                error,
+                Err(JournalError::Unavailable {
+                    last_code: None,
+                    attempts: 0,
+                    deadline: true
+                }),
+                "{mode:?}"
+            );
+        }
+        let stats = journal.stats();
+        assert_eq!(
+            (stats.calls, stats.attempts, stats.blind_commits),
+            (2, 0, 0),
+            "{mode:?}"
+        );
+    }
+    assert_eq!(server.total(), 0, "nothing sent");
+}
+
 /// The CLI binary built for this test run.
 fn binary() -> &'static str {
     env!("CARGO_BIN_EXE_command-journal")

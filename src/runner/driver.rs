@@ -187,6 +187,9 @@ async fn store<O>(
             consistency,
         } => {
             if kind == ReadKind::First {
+                if session.past_deadline() {
+                    return Input::DeadlinePassedBeforeAttempt;
+                }
                 session.tally.bump(Count::Attempt);
             }
             if kind == ReadKind::Confirm {
@@ -199,6 +202,9 @@ async fn store<O>(
             transaction,
             kind,
         } => {
+            if kind != CommitKind::Decided && session.past_deadline() {
+                return Input::DeadlinePassedBeforeAttempt;
+            }
             match kind {
                 CommitKind::Blind => {
                     session.tally.bump(Count::Attempt);
@@ -220,11 +226,14 @@ async fn store<O>(
             }
         }
         Io::Rollback(id) => {
-            open.disarm();
+            // Disarmed once the rollback answered: a call dropped while it is in
+            // flight still releases the transaction in the background.
             session.rollback(id.0).await;
+            open.disarm();
             Input::RolledBack
         }
         Io::Retry {
+            attempts,
             spent,
             code,
             cause,
@@ -239,7 +248,7 @@ async fn store<O>(
                 return Input::DeadlinePassed;
             }
             tracing::debug!(
-                attempt = spent,
+                attempt = attempts,
                 code = code.as_str(),
                 backoff_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
                 "journal attempt failed, retrying"

@@ -207,6 +207,9 @@ pub enum Io<O, V> {
     /// spent and `cause` (no wait when `immediate`), then answer [`Input::Waited`], or
     /// [`Input::DeadlinePassed`] when the wait would pass the deadline.
     Retry {
+        /// The attempts made so far, a refused fast path included (what the
+        /// driver's log names).
+        attempts: u32,
         /// The attempts spent so far (a refused fast path is not counted).
         spent: u32,
         /// The gRPC code of the failure.
@@ -245,9 +248,13 @@ pub enum Input<V> {
     RolledBack,
     /// The backoff of the last [`Io::Retry`] was waited.
     Waited,
-    /// The running transition's deadline passed before its next RPC or wait: it ends
-    /// `unavailable`.
+    /// The running transition's deadline passed before its next RPC or wait (or
+    /// during its RPC): it ends `unavailable`.
     DeadlinePassed,
+    /// The running transition's deadline had passed when the attempt just asked for
+    /// was to begin: answered to its first read or its fast commit, instead of sending
+    /// it. It ends `unavailable`, that attempt not counted.
+    DeadlinePassedBeforeAttempt,
     /// The provider answered the send (an answer not in time is `Unknown`).
     Sent(ProviderAnswer),
     /// The provider answered the lookup (an answer not in time is `Unknown`).

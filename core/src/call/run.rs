@@ -226,6 +226,24 @@ impl<T: Transition, V: Clone> Running<T, V> {
                 }
             }
             (
+                Phase::Fast { .. }
+                | Phase::Reading {
+                    first: true,
+                    transaction: None,
+                    ..
+                },
+                Input::DeadlinePassedBeforeAttempt,
+            ) => {
+                // Nothing of this attempt was sent: it is not one.
+                self.attempts = self.attempts.saturating_sub(1);
+                let attempts = self.attempts;
+                self.finish(Err(JournalError::unavailable(
+                    self.last_code,
+                    attempts,
+                    true,
+                )))
+            }
+            (
                 Phase::Fast {
                     written,
                     base,
@@ -275,7 +293,15 @@ impl<T: Transition, V: Clone> Running<T, V> {
                 After::Retry(code, cause, fast) => self.retry(code, cause, fast),
             },
             (Phase::Waiting, Input::Waited) => self.attempt(),
-            (_, _) => self.finish(Err(JournalError::internal("call: an answer out of turn"))),
+            // The driver broke the contract: the attempt ends, its transaction (if
+            // any) released first.
+            (phase, _) => {
+                let error = JournalError::internal("call: an answer out of turn");
+                match open_transaction(&phase) {
+                    Some(id) => self.roll_back(id, After::Finish(Err(error))),
+                    None => self.finish(Err(error)),
+                }
+            }
         }
     }
 
@@ -421,6 +447,7 @@ impl<T: Transition, V: Clone> Running<T, V> {
         }
         self.phase = Phase::Waiting;
         Step::Io(Io::Retry {
+            attempts: self.attempts,
             spent,
             code,
             cause,

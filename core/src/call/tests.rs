@@ -331,3 +331,283 @@ fn a_driver_that_polls_out_of_turn_gets_an_internal_error() {
         Io::Done(Err(JournalError::Internal { .. }))
     ));
 }
+
+/// Runs one `execute` of the plan by holder `holder` at `at`, the provider's sends
+/// answered `sent` and its lookups `looked_up`.
+fn execute_at(
+    store: &mut Store,
+    holder: usize,
+    options: CallOptions,
+    at: Timestamp,
+    sent: ProviderAnswer,
+    looked_up: ProviderAnswer,
+) -> (Result<Execution, JournalError>, CallTrace) {
+    let program = ExecuteProgram::new(
+        identity(),
+        owner(holder),
+        plan(),
+        options.concurrency,
+        options.fast_paths,
+    )
+    .unwrap();
+    store.call(program, options, at, |_, io| match io {
+        Io::Send(_) => Some(Input::Sent(sent.clone())),
+        Io::Lookup(_) => Some(Input::LookedUp(looked_up.clone())),
+        _ => None,
+    })
+}
+
+fn envelope() -> crate::envelope::ResultEnvelope {
+    crate::envelope::ResultEnvelope::new(&json!({"id": "ch_CANARY"})).unwrap()
+}
+
+#[test]
+fn execute_status_read_neither_plans_from_nor_replaces_what_the_call_knows() {
+    // The first holder's send is answered with a replayed unknown: its key can no
+    // longer tell, and its lookup finds nothing yet.
+    let mut store = Store::new();
+    let options = options(Concurrency::Preconditions, 10);
+    let (first, _) = execute_at(
+        &mut store,
+        1,
+        options,
+        now(),
+        ProviderAnswer::ReplayedUnknown,
+        ProviderAnswer::Unknown,
+    );
+    assert_eq!(first, Ok(Execution::PendingReconciliation));
+    // After the lease ran out, a second holder takes over: its permit is refused
+    // (the key cannot tell), so nothing is known after it; the status read is a call
+    // of its own, as `send_status` is, and keeps nothing: the reconciliation after the
+    // lookup reads and decides (2 RPCs), it is not planned from the status read.
+    let later = Timestamp::from_micros(NOW + 61_000_000).unwrap();
+    let (second, trace) = execute_at(
+        &mut store,
+        2,
+        options,
+        later,
+        ProviderAnswer::Unknown,
+        ProviderAnswer::Succeeded(envelope()),
+    );
+    assert_eq!(second, Ok(Execution::Succeeded(envelope())));
+    assert_eq!(
+        trace.steps,
+        [
+            "blind", "wait_now", "read", "commit", // the start: a takeover
+            "read",   // begin_send: send_cutoff_passed
+            "read",   // send_status
+            "lookup", // found
+            "read", "commit", // reconcile_send
+        ]
+    );
+}
+
+/// Runs one `execute` of a new command whose journal clock moves `by` seconds while
+/// the first commit is in flight, the provider declining.
+fn execute_while_the_clock_moves(options: CallOptions, by: i64) -> (Execution, CallTrace) {
+    let mut store = Store::new();
+    let program = ExecuteProgram::new(
+        identity(),
+        owner(1),
+        plan(),
+        options.concurrency,
+        options.fast_paths,
+    )
+    .unwrap();
+    let late = std::cell::Cell::new(false);
+    let later = Timestamp::from_micros(NOW + by * 1_000_000).unwrap();
+    let (answer, trace) = store.call_with_clock(
+        program,
+        options,
+        || if late.get() { later } else { now() },
+        |_, io| {
+            if matches!(io, Io::Commit { .. }) {
+                late.set(true);
+            }
+            match io {
+                Io::Send(_) => Some(Input::Sent(ProviderAnswer::Declined)),
+                _ => None,
+            }
+        },
+    );
+    (answer.unwrap(), trace)
+}
+
+#[test]
+fn a_permit_committed_with_the_start_follows_the_lease_at_the_starts_time() {
+    // The lease and the permit are decided at the start's captured time; when the
+    // commit answers 50 s later, too little of the lease is left to send: the permit
+    // stands and the call answers retry_later (the next holder re-sends it), never an
+    // internal error.
+    for mode in [Concurrency::Preconditions, Concurrency::Transaction] {
+        let (answer, trace) = execute_while_the_clock_moves(options(mode, 10), 50);
+        assert_eq!(
+            answer,
+            Execution::RetryLater {
+                after: std::time::Duration::from_secs(10)
+            },
+            "{mode:?}"
+        );
+        assert_eq!(
+            trace.metrics,
+            [
+                metric(OperationName::Start, "acquired"),
+                metric(OperationName::BeginSend, "permitted"),
+                metric(OperationName::Execute, "retry_later"),
+            ],
+            "{mode:?}"
+        );
+    }
+}
+
+#[test]
+fn an_answer_out_of_turn_with_a_transaction_open_rolls_it_back() {
+    let mut store = Store::new();
+    let (answer, trace) = store.call(
+        registration(),
+        options(Concurrency::Transaction, 10),
+        now(),
+        |_, io| matches!(io, Io::Commit { .. }).then_some(Input::Waited),
+    );
+    assert!(
+        matches!(answer, Err(JournalError::Internal { .. })),
+        "{answer:?}"
+    );
+    assert_eq!(trace.steps, ["begin", "commit", "rollback"]);
+}
+
+#[test]
+fn a_deadline_passed_before_an_attempt_began_counts_no_attempt() {
+    // Before the first attempt, a blind creation here: nothing sent, no attempt.
+    let mut store = Store::new();
+    let (answer, trace) = store.call(
+        registration(),
+        options(Concurrency::Preconditions, 10),
+        now(),
+        |_, io| matches!(io, Io::Commit { .. }).then_some(Input::DeadlinePassedBeforeAttempt),
+    );
+    assert_eq!(answer, Err(JournalError::unavailable(None, 0, true)));
+    assert_eq!(trace.steps, ["blind"]);
+    assert_eq!(
+        trace.metrics,
+        [metric(OperationName::Register, "unavailable")]
+    );
+    // After a failed attempt and its backoff: that one attempt.
+    let mut reads = 0;
+    let (answer, trace) = store.call(
+        status(),
+        options(Concurrency::Transaction, 10),
+        now(),
+        |_, io| match io {
+            Io::Read { .. } => {
+                reads += 1;
+                Some(match reads {
+                    1 => Input::Read(Err(RpcFailure::Retry {
+                        code: GrpcCode::Unavailable,
+                        cause: RetryCause::Transient,
+                    })),
+                    _ => Input::DeadlinePassedBeforeAttempt,
+                })
+            }
+            _ => None,
+        },
+    );
+    assert_eq!(
+        answer,
+        Err(JournalError::unavailable(
+            Some(GrpcCode::Unavailable),
+            1,
+            true
+        ))
+    );
+    assert_eq!(trace.steps, ["begin", "retry", "begin"]);
+    // Answered to anything but an attempt's beginning, it is out of turn: the open
+    // transaction is released and the call ends with an internal error.
+    let (answer, trace) = store.call(
+        registration(),
+        options(Concurrency::Transaction, 10),
+        now(),
+        |_, io| matches!(io, Io::Commit { .. }).then_some(Input::DeadlinePassedBeforeAttempt),
+    );
+    assert!(
+        matches!(answer, Err(JournalError::Internal { .. })),
+        "{answer:?}"
+    );
+    assert_eq!(trace.steps, ["begin", "commit", "rollback"]);
+}
+
+#[test]
+fn a_retry_names_the_attempts_made_a_refused_fast_path_included_beside_those_spent() {
+    let mut store = Store::new();
+    let options = options(Concurrency::Preconditions, 10);
+    let _ = store.call(registration(), options, now(), store_does);
+    // The blind commit is refused (the command exists), then the read fails once.
+    let mut retries = Vec::new();
+    let mut failed = false;
+    let (answer, _) = store.call(registration(), options, now(), |_, io| match io {
+        Io::Retry {
+            attempts, spent, ..
+        } => {
+            retries.push((*attempts, *spent));
+            None
+        }
+        Io::Read { .. } if !failed => {
+            failed = true;
+            Some(Input::Read(Err(RpcFailure::Retry {
+                code: GrpcCode::Unavailable,
+                cause: RetryCause::Transient,
+            })))
+        }
+        _ => None,
+    });
+    assert!(answer.is_ok());
+    assert_eq!(retries, [(1, 0), (2, 1)]);
+}
+
+#[test]
+fn a_second_start_keeps_nothing_and_the_reconciliation_after_it_reads() {
+    // The provider answers, but the lease runs out before the answer is recorded:
+    // the call takes a second lease to record it. That start reads anew (its blind
+    // creation refused), and what it read is not kept: the reconciliation under the
+    // new lease reads and decides too.
+    let mut store = Store::new();
+    let options = options(Concurrency::Preconditions, 10);
+    let program =
+        ExecuteProgram::new(identity(), owner(1), plan(), options.concurrency, true).unwrap();
+    let late = std::cell::Cell::new(false);
+    let later = Timestamp::from_micros(NOW + 61_000_000).unwrap();
+    let (answer, trace) = store.call_with_clock(
+        program,
+        options,
+        || if late.get() { later } else { now() },
+        |_, io| match io {
+            Io::Send(_) => {
+                late.set(true);
+                Some(Input::Sent(ProviderAnswer::Succeeded(envelope())))
+            }
+            _ => None,
+        },
+    );
+    assert_eq!(answer, Ok(Execution::Succeeded(envelope())));
+    assert_eq!(
+        trace.steps,
+        [
+            "blind", "send", // the chained start and permit, then the send
+            "read", // record_send_outcome: lease_expired
+            "read", // reconcile_send under the same lease: lease_expired
+            "blind", "wait_now", "read", "commit", // the second start: a takeover
+            "read", "commit", // reconcile_send under the new lease
+        ]
+    );
+    assert_eq!(
+        trace.began,
+        [
+            "journal.execute",
+            "journal.start",
+            "journal.record_send_outcome",
+            "journal.reconcile_send",
+            "journal.start",
+            "journal.reconcile_send",
+        ]
+    );
+}

@@ -1,10 +1,11 @@
 //! `execute` as a [`Program`] of the call machine: the protocol's steps
 //! ([`super::protocol`]) turned into the transitions and provider calls the machine
-//! runs. What each transition leaves known goes to the next: in preconditions mode a
-//! new command's lease and permit are one blind commit (the permit chained after the
-//! start), its outcome one commit planned from the state that commit left, and a
-//! replay's result is answered from the read its start made; in transaction mode the
-//! start and its permit are one transaction over one read ([`super::opening`]).
+//! runs. What each transition leaves known goes to the next (but the status read's and
+//! a second start's: those keep nothing): in preconditions mode a new command's lease
+//! and permit are one blind commit (the permit chained after the start), its outcome
+//! one commit planned from the state that commit left, and a replay's result is
+//! answered from the read its start made; in transaction mode the start and its
+//! permit are one transaction over one read ([`super::opening`]).
 
 use super::Execution;
 use super::opening::Opening;
@@ -177,6 +178,9 @@ pub struct ExecuteProgram {
     protocol: Protocol,
     first: Option<Step>,
     opened: bool,
+    /// The time the call's first start captured: the protocol hears the lease a
+    /// permit was committed with at that time, as the permit was decided.
+    opened_at: Option<Timestamp>,
     /// Whether the start in flight is the call's first, which a permit may follow in
     /// one commit.
     chaining: bool,
@@ -206,6 +210,7 @@ impl ExecuteProgram {
             protocol,
             first: Some(first),
             opened: false,
+            opened_at: None,
             chaining: false,
             waiting: None,
             concurrency,
@@ -219,11 +224,7 @@ impl ExecuteProgram {
 
     /// The protocol's event for what the step it waited for answered; `None` at the
     /// call's beginning.
-    fn event(
-        &mut self,
-        last: Answered<ExecuteOp>,
-        now: Timestamp,
-    ) -> Result<Option<Event>, JournalError> {
+    fn event(&mut self, last: Answered<ExecuteOp>) -> Result<Option<Event>, JournalError> {
         use ExecuteAnswer as A;
         let out_of_turn = || JournalError::internal("execute: an answer out of turn");
         let event = match (self.waiting.take(), last) {
@@ -235,10 +236,10 @@ impl ExecuteProgram {
                 Event::Started(started.lease)
             }
             (Some(Waiting::Start), Answered::Ran(Ok(A::Opened(started, Some(began))))) => {
-                self.permitted(started, began, now)?
+                self.permitted(started, began)?
             }
             (Some(Waiting::Start), Answered::Chained(A::Started(started), A::BeganSend(began))) => {
-                self.permitted(started, Ok(began), now)?
+                self.permitted(started, Ok(began))?
             }
             (Some(Waiting::BeginSend), Answered::Ran(ran)) => {
                 Event::BeganSend(ran.and_then(|answer| match answer {
@@ -264,15 +265,18 @@ impl ExecuteProgram {
         Ok(Some(event))
     }
 
-    /// The permit committed with the lease: the protocol hears the lease (and must
-    /// then ask for that permit), and the permit is the event that follows.
+    /// The permit committed with the lease: the protocol hears the lease at the
+    /// time both were decided (and must then ask for that permit), and the permit is
+    /// the event that follows.
     fn permitted(
         &mut self,
         started: StartOutput,
         began: Result<BeginSendOutput, JournalError>,
-        now: Timestamp,
     ) -> Result<Event, JournalError> {
-        match self.protocol.step(Event::Started(started.lease), now)? {
+        let at = self
+            .opened_at
+            .ok_or(JournalError::internal("execute: a permit before the start"))?;
+        match self.protocol.step(Event::Started(started.lease), at)? {
             Step::BeginSend { .. } => Ok(Event::BeganSend(began)),
             _ => Err(JournalError::internal(
                 "execute: a permit the protocol did not ask for",
@@ -314,7 +318,7 @@ impl Program for ExecuteProgram {
         last: Answered<ExecuteOp>,
         now: Timestamp,
     ) -> Result<Next<ExecuteOp, Execution>, JournalError> {
-        let mut step = match self.event(last, now)? {
+        let mut step = match self.event(last)? {
             None => self
                 .first
                 .take()
@@ -336,6 +340,7 @@ impl Program for ExecuteProgram {
                 Step::Done(execution) => return Ok(Next::Done(execution)),
                 Step::Start if !self.opened => {
                     self.opened = true;
+                    self.opened_at = Some(now);
                     self.chaining = true;
                     let call = self.call(now);
                     let start = Start::new(self.identity.clone(), self.owner.clone(), now);
@@ -388,10 +393,14 @@ impl Program for ExecuteProgram {
                         continue;
                     }
                 },
+                // A call of its own, as `send_status` is: what the call knows is neither
+                // planned from nor replaced by it.
                 Step::Status => {
                     let read = SendStatusRead::new(CommandCall::new(self.identity.clone(), now))
                         .for_plan(&self.plan);
-                    (Waiting::Status, Next::Run(Run::op(ExecuteOp::Status(read))))
+                    let mut run = Run::op(ExecuteOp::Status(read));
+                    run.keep = false;
+                    (Waiting::Status, Next::Run(run))
                 }
                 Step::Lookup { key, deadline, .. } => {
                     (Waiting::Lookup, Next::Lookup(LookupCall { key, deadline }))

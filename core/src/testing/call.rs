@@ -45,6 +45,22 @@ impl Store {
         program: P,
         options: CallOptions,
         now: Timestamp,
+        hook: impl FnMut(&mut Store, &Io<P::Output, u64>) -> Option<Input<u64>>,
+    ) -> (Result<P::Output, JournalError>, CallTrace)
+    where
+        P: Program,
+        <P::Op as Transition>::Output: Labelled,
+    {
+        self.call_with_clock(program, options, || now, hook)
+    }
+
+    /// [`Store::call`] with the journal's time read from `clock` at every poll, as
+    /// the library's driver reads its clock.
+    pub fn call_with_clock<P>(
+        &mut self,
+        program: P,
+        options: CallOptions,
+        mut clock: impl FnMut() -> Timestamp,
         mut hook: impl FnMut(&mut Store, &Io<P::Output, u64>) -> Option<Input<u64>>,
     ) -> (Result<P::Output, JournalError>, CallTrace)
     where
@@ -55,7 +71,7 @@ impl Store {
         let mut trace = CallTrace::default();
         let mut transactions = 0u8;
         loop {
-            let io = call.poll(now);
+            let io = call.poll(clock());
             let step = match &io {
                 Io::Done(_) => None,
                 Io::Began(name) => {
