@@ -2,7 +2,7 @@
 """Rooms, floors and arrows of one package's source folder (docs/architecture.md).
 
 A room is a top-level module: a file under the folder, with its subfolder if it has
-one. An arrow is a room naming another (`crate::x` anywhere, `x::` in the crate
+one, or a module written inline in the crate root. An arrow is a room naming another (`crate::x` anywhere, `x::` in the crate
 root). A walk down from the crate root (depth first, rooms in name order) keeps every
 arrow that leads further down and counts as "up" every arrow that leads back into a
 room the walk has not left yet: an arrow up is half of a circle. Floors are the
@@ -24,8 +24,11 @@ def room(path):
     first = os.path.relpath(path, root).split(os.sep)[0]
     return first[:-3] if first.endswith('.rs') else first
 
-rooms = sorted({room(f) for f in files})
+rooms = {room(f) for f in files}
 crate_root = 'main' if 'main' in rooms else 'lib'
+root_code = open(os.path.join(root, crate_root + '.rs')).read()
+rooms |= set(re.findall(r'^pub(?:\([a-z]+\))? mod ([a-z_]+) \{', root_code, re.M))
+rooms = sorted(rooms)
 arrows = collections.defaultdict(set)
 for f in files:
     here = room(f)

@@ -1,7 +1,7 @@
 //! One constructor for the `FirestoreDb` and the raw gcloud-sdk Firestore client of a
 //! project's database, against the emulator or production.
 
-use crate::error::JournalError;
+use command_journal_core::error::JournalError;
 use firestore::{FirestoreDb, FirestoreDbOptions};
 use gcloud_sdk::google::firestore::v1::firestore_client::FirestoreClient;
 use gcloud_sdk::google_cloud_auth::credentials::{

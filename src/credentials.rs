@@ -2,7 +2,7 @@
 //! usable (decided from the environment and files, never by calling a server), and the
 //! project they name.
 
-use crate::error::{ConfigCause, JournalError};
+use command_journal_core::error::{ConfigCause, JournalError};
 use std::path::{Path, PathBuf};
 
 /// Environment variables that show the process runs where Google's metadata server

@@ -1,6 +1,6 @@
 //! The transport's status code as the journal reports it ([`GrpcCode`]).
 
-use crate::error::GrpcCode;
+use command_journal_core::error::GrpcCode;
 use gcloud_sdk::tonic::Code;
 
 /// `code` as the journal's own [`GrpcCode`] (the same number, the same name).

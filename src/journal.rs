@@ -5,36 +5,36 @@
 
 use crate::ProviderAnswer;
 use crate::connection::Connection;
-use crate::envelope::ResultEnvelope;
-use crate::envelope::read::ResultRead;
-use crate::envelope::record::WithResult;
-use crate::error::JournalError;
-use crate::execute::{Execution, Provider};
-use crate::fence::FenceEpoch;
 use crate::identity::{CommandInput, LeaseId, LedgerKey, TerminalReferenceFingerprint};
-use crate::lease::{Acquire, StatusRead, Terminal, TerminalRequest};
-use crate::lease::{LeaseOutput, StatusOutput, TerminalOutput};
 use crate::ledger::{
     FingerprintInput, HistoricalCommand, Intent, LedgerOutcome, LedgerReplay, LedgerScope,
     ReversalAuthority,
 };
-use crate::ledger::{accept::Accept, migration::Link, replay::Replay};
-use crate::registration::Registration;
-use crate::registration::RegistrationOutput;
 use crate::runner::Engine;
 use crate::runner::{Concurrency, RetryPolicy, Stats};
-use crate::sends::begin::BeginSend;
-use crate::sends::guard::Guarded;
-use crate::sends::record::{Mode, RecordAnswer};
-use crate::sends::status::SendStatusRead;
 use crate::sends::{
     AttemptNumber, BeginSendOutput, CommandStatus, ProviderPlan, SendOutcomeOutput,
 };
-use crate::start::Start;
-use crate::start::StartOutput;
 use crate::time::{Clock, Timestamp};
-use crate::transaction::Transition;
+use command_journal_core::envelope::ResultEnvelope;
+use command_journal_core::envelope::read::ResultRead;
+use command_journal_core::envelope::record::WithResult;
+use command_journal_core::error::JournalError;
 use command_journal_core::execute::program::ExecuteProgram;
+use command_journal_core::execute::{Execution, Provider};
+use command_journal_core::fence::FenceEpoch;
+use command_journal_core::lease::{Acquire, StatusRead, Terminal, TerminalRequest};
+use command_journal_core::lease::{LeaseOutput, StatusOutput, TerminalOutput};
+use command_journal_core::ledger::{accept::Accept, migration::Link, replay::Replay};
+use command_journal_core::registration::Registration;
+use command_journal_core::registration::RegistrationOutput;
+use command_journal_core::sends::begin::BeginSend;
+use command_journal_core::sends::guard::Guarded;
+use command_journal_core::sends::record::{Mode, RecordAnswer};
+use command_journal_core::sends::status::SendStatusRead;
+use command_journal_core::start::Start;
+use command_journal_core::start::StartOutput;
+use command_journal_core::transaction::Transition;
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -5,12 +5,9 @@
 //! `link_historical_effects` run its decisions. docs/ledger.md describes the
 //! serializers, internal transfers, lineage and linking.
 
-#[cfg(test)]
-pub(crate) use command_journal_core::ledger::fixtures;
 pub use command_journal_core::ledger::{
     Amount, COMPENSATION_SUBTYPE_KEY, CURRENT_FINGERPRINT_VERSION, CommandFamily, EffectPlanItem,
     Fingerprint, FingerprintInput, HistoricalCommand, Intent, LedgerEffect, LedgerKey,
     LedgerOutcome, LedgerReplay, LedgerScope, Lineage, MAX_EFFECTS, MAX_TEXT_BYTES, Outcome,
     ReversalAuthority, TRANSFER_KEYS, TransferLeg, TransferPlan, V4_EFFECT_KEYS,
 };
-pub(crate) use command_journal_core::ledger::{accept, effect, migration, replay, reservation};

@@ -83,25 +83,18 @@ pub mod strict_json {
     pub use command_journal_core::strict_json::*;
 }
 
-// The core's modules the library's own operations use, under the paths they had.
-#[cfg(test)]
-pub(crate) use command_journal_core::testing;
-pub(crate) use command_journal_core::{
-    attempt, digest, document, envelope, execute, fence, lease, registration, start, transaction,
-};
-
 pub use command_journal_core::answer::ProviderAnswer;
+pub use command_journal_core::envelope::ResultEnvelope;
+pub use command_journal_core::execute::{Execution, Provider, SendRequest};
+pub use command_journal_core::fence::FenceEpoch;
+pub use command_journal_core::lease::{LeaseOutput, StatusOutput, TerminalOutput};
+pub use command_journal_core::registration::{RegistrationOutcome, RegistrationOutput};
+pub use command_journal_core::start::StartOutput;
 pub use connection::{Connection, Target};
-pub use envelope::ResultEnvelope;
 pub use error::JournalError;
-pub use execute::{Execution, Provider, SendRequest};
-pub use fence::FenceEpoch;
 pub use identity::{CommandInput, CommandRequest, LeaseId, TerminalReferenceFingerprint};
 pub use journal::Journal;
-pub use lease::{LeaseOutput, StatusOutput, TerminalOutput};
-pub use registration::{RegistrationOutcome, RegistrationOutput};
 pub use runner::{Concurrency, RetryPolicy, Stats};
 pub use sends::{ProviderAccount, ProviderPlan, ProviderPlanRequest};
-pub use start::StartOutput;
 pub use time::{Clock, Timestamp};
 pub use verify::verify;

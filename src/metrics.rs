@@ -9,8 +9,8 @@
 //! outcome, an error code or a gRPC code. No label ever carries an input, an id, a
 //! hash, a key or a count, so the series are bounded and nothing secret leaves.
 
-use crate::error::GrpcCode;
-use crate::transaction::OperationName;
+use command_journal_core::error::GrpcCode;
+use command_journal_core::transaction::OperationName;
 use std::time::Duration;
 
 /// Counter: operations by `operation` and `outcome`.

@@ -8,8 +8,8 @@
 //! lists are the codecs' own strict field sets, so a field added to a codec cannot be
 //! left indexed; a new codec adds its collection and field set to `CODECS`.
 
-use crate::document::{audit, lifecycle, root};
-use crate::ledger::{effect, reservation};
+use command_journal_core::document::{audit, lifecycle, root};
+use command_journal_core::ledger::{effect, reservation};
 use serde_json::Value;
 use std::collections::{BTreeSet, HashSet};
 
@@ -42,8 +42,8 @@ const CODECS: [(&str, &[&[&str]]); 8] = [
     // The result envelope, `results/current` (its `envelope` text runs to 16 KiB, past
     // the 1,500 bytes an indexed string keeps).
     (
-        crate::envelope::stored::COLLECTION,
-        &[&crate::envelope::stored::FIELDS],
+        command_journal_core::envelope::stored::COLLECTION,
+        &[&command_journal_core::envelope::stored::FIELDS],
     ),
 ];
 

@@ -15,10 +15,10 @@
 
 pub(crate) mod job;
 
-use crate::error::JournalError;
 use crate::pending::{KeyRange, PendingCommand, Unblock};
 use crate::sends::ProviderAccount;
 use command_journal_core::digest::Digest;
+use command_journal_core::error::JournalError;
 use std::time::Duration;
 
 pub use command_journal_core::recovery::checkpoint::{Checkpoint, Recorded};

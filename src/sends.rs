@@ -11,4 +11,3 @@ pub use command_journal_core::sends::{
     AttemptNumber, AttemptState, BeginSendOutput, CommandStatus, ProviderAccount, ProviderLookup,
     ProviderMode, ProviderPlan, ProviderPlanRequest, SendOutcomeOutput, SendPermit, SendStatus,
 };
-pub(crate) use command_journal_core::sends::{begin, guard, record, status};

@@ -32,7 +32,7 @@ use command_journal_core::verify::{
 };
 
 use crate::connection::Connection;
-use crate::error::JournalError;
+use command_journal_core::error::JournalError;
 
 /// Scans the whole journal of `connection`'s project at one read time and reports
 /// every broken invariant; writes nothing. `progress` is called with the number of
@@ -67,7 +67,7 @@ pub async fn verify_in_ranges(
 #[cfg(test)]
 pub(crate) fn verify_documents(
     documents_path: &str,
-    documents: Vec<crate::testing::StoredDocument>,
+    documents: Vec<command_journal_core::testing::StoredDocument>,
 ) -> Result<VerifyReport, JournalError> {
     let time = |t: u64| {
         Some(gcloud_sdk::prost_types::Timestamp {

@@ -4,22 +4,22 @@
 //! value outside the fixed vocabulary.
 
 use super::*;
-use crate::digest::Digest;
-use crate::envelope::ResultEnvelope;
-use crate::error::JournalError;
-use crate::execute::Execution;
-use crate::fence::FenceEpoch;
 use crate::identity::{CommandInput, CommandRequest, LeaseId, TerminalReferenceFingerprint};
-use crate::lease::{Acquire, LeaseCall, Terminal, TerminalRequest};
-use crate::lease::{LeaseOutput, TerminalOutput};
-use crate::registration::Registration;
 use crate::sends::{AttemptNumber, SendPermit};
 use crate::sends::{BeginSendOutput, SendOutcomeOutput};
-use crate::start::Start;
-use crate::testing::Store;
 use crate::time::Timestamp;
-use crate::transaction::Transition;
 use command_journal_core::call::Labelled;
+use command_journal_core::digest::Digest;
+use command_journal_core::envelope::ResultEnvelope;
+use command_journal_core::error::JournalError;
+use command_journal_core::execute::Execution;
+use command_journal_core::fence::FenceEpoch;
+use command_journal_core::lease::{Acquire, LeaseCall, Terminal, TerminalRequest};
+use command_journal_core::lease::{LeaseOutput, TerminalOutput};
+use command_journal_core::registration::Registration;
+use command_journal_core::start::Start;
+use command_journal_core::testing::Store;
+use command_journal_core::transaction::Transition;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use serde_json::json;
 use std::collections::BTreeMap;

@@ -6,11 +6,11 @@
 //! expired at the captured time is read once more with its send documents (16 such
 //! reads in flight) and decided by the core (`command_journal_core::pending`).
 
-use crate::document::lifecycle::{self, Lifecycle, LifecycleState};
-use crate::document::root;
-use crate::error::JournalError;
 use crate::runner::Engine;
 use command_journal_core::digest::Digest;
+use command_journal_core::document::lifecycle::{self, Lifecycle, LifecycleState};
+use command_journal_core::document::root;
+use command_journal_core::error::JournalError;
 use command_journal_core::key_range::KeyRange;
 use command_journal_core::pending::{PendingCommand, PendingRead};
 use firestore::{FirestoreDb, FirestoreQueryCursor, FirestoreResult, FirestoreValue};

@@ -7,13 +7,13 @@
 //! checkpoint's read and record. It never calls `Provider::send`.
 
 use crate::ProviderAnswer;
-use crate::error::JournalError;
-use crate::execute::Provider;
 use crate::pending::listing::listing;
 use crate::recovery::{Lookups, Progress, RecoverOptions, RecoveredCommand, Recovery, Stop};
 use crate::runner::Engine;
 use crate::sends::ProviderAccount;
 use command_journal_core::digest::Digest;
+use command_journal_core::error::JournalError;
+use command_journal_core::execute::Provider;
 use command_journal_core::recovery::checkpoint::{CheckpointRead, CheckpointRecord};
 use command_journal_core::recovery::program::RecoveryProgram;
 use command_journal_core::recovery::schedule::circular;

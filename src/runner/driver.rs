@@ -8,16 +8,16 @@ use super::firestore::{OpenTransaction, Session};
 use super::retry::{self, Failure, Rpc, backoff, classify};
 use crate::ProviderAnswer;
 use crate::connection::Connection;
-use crate::error::JournalError;
-use crate::execute::{Provider, SendRequest};
 use crate::metrics;
 use crate::time::{Clock, Timestamp};
-use crate::transaction::{CommitStamps, OperationName};
 use command_journal_core::attempt::{Found, ReadKind};
 use command_journal_core::call::{
     Call, CallOptions, CommitKind, Consistency, Input, Io, Labelled, Program, ReadAnswer,
     RpcFailure, TransactionId,
 };
+use command_journal_core::error::JournalError;
+use command_journal_core::execute::{Provider, SendRequest};
+use command_journal_core::transaction::{CommitStamps, OperationName};
 use gcloud_sdk::google::firestore::v1::{
     TransactionOptions, batch_get_documents_request, transaction_options,
 };
@@ -73,7 +73,7 @@ impl<'a> Driver<'a> {
     ) -> Result<P::Output, JournalError>
     where
         P: Program,
-        <P::Op as crate::transaction::Transition>::Output: Labelled,
+        <P::Op as command_journal_core::transaction::Transition>::Output: Labelled,
         Q: Provider,
     {
         let options = CallOptions {
@@ -295,7 +295,10 @@ async fn read(
     let answered = tokio::time::timeout(budget, session.read(paths, selector)).await;
     let (batch, transaction) = match answered {
         Ok(Ok(read)) => {
-            metrics::rpc(metrics::RPC_BATCH_GET, crate::error::GrpcCode::Ok);
+            metrics::rpc(
+                metrics::RPC_BATCH_GET,
+                command_journal_core::error::GrpcCode::Ok,
+            );
             read
         }
         Ok(Err(status)) => {
@@ -312,7 +315,7 @@ async fn read(
         Err(_) => {
             metrics::rpc(
                 metrics::RPC_BATCH_GET,
-                crate::error::GrpcCode::DeadlineExceeded,
+                command_journal_core::error::GrpcCode::DeadlineExceeded,
             );
             return match session.timed_out() {
                 Failure::Retry { code } => Input::Read(Err(RpcFailure::Retry {
@@ -379,7 +382,10 @@ fn end(
             u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
         );
         if let Some(error) = error
-            && !matches!(error.class(), crate::error::ErrorClass::Refused)
+            && !matches!(
+                error.class(),
+                command_journal_core::error::ErrorClass::Refused
+            )
         {
             span.in_scope(|| {
                 tracing::warn!(

@@ -6,12 +6,12 @@ use super::concurrency::RunOptions;
 use super::counters::Counters;
 use super::driver::{Driver, NoProvider};
 use crate::connection::Connection;
-use crate::error::JournalError;
 use crate::identity::{CommandInput, LeaseId};
-use crate::lease::{CommandCall, LeaseCall};
 use crate::time::{Clock, SystemClock, Timestamp};
-use crate::transaction::Transition;
 use command_journal_core::call::{Labelled, Program, Single};
+use command_journal_core::error::JournalError;
+use command_journal_core::lease::{CommandCall, LeaseCall};
+use command_journal_core::transaction::Transition;
 use std::sync::Arc;
 
 /// The shared state of a journal and its clones.
@@ -101,7 +101,7 @@ impl Engine {
     where
         P: Program,
         <P::Op as Transition>::Output: Labelled,
-        Q: crate::execute::Provider,
+        Q: command_journal_core::execute::Provider,
     {
         self.driver().drive(program, provider, on_lookup).await
     }
@@ -129,12 +129,12 @@ impl<T: Transition> Transition for Borrowed<'_, T> {
 
     fn decide(
         &self,
-        snapshot: &crate::transaction::Snapshot,
-    ) -> crate::transaction::Decision<Self::Output> {
+        snapshot: &command_journal_core::transaction::Snapshot,
+    ) -> command_journal_core::transaction::Decision<Self::Output> {
         self.0.decide(snapshot).map(Untold)
     }
 
-    fn name(&self) -> crate::transaction::OperationName {
+    fn name(&self) -> command_journal_core::transaction::OperationName {
         self.0.name()
     }
 

@@ -7,11 +7,11 @@
 use super::concurrency::RunOptions;
 use super::counters::{Count, Tally};
 use super::retry::{Failure, Rpc, classify};
-use crate::attempt::{GuardedWrite, Precondition};
 use crate::connection::RawClient;
-use crate::error::GrpcCode;
 use crate::metrics;
-use crate::transaction::Write;
+use command_journal_core::attempt::{GuardedWrite, Precondition};
+use command_journal_core::error::GrpcCode;
+use command_journal_core::transaction::Write;
 use gcloud_sdk::google::firestore::v1::{
     BatchGetDocumentsRequest, CommitRequest, Document, Precondition as RawPrecondition,
     RollbackRequest, Write as RawWrite, batch_get_documents_request, batch_get_documents_response,
@@ -23,7 +23,10 @@ use std::time::{Duration, Instant};
 
 /// The update time Firestore answered for one write of a commit, as sent back in a
 /// precondition and in comparable form.
-pub(crate) type WriteTime = (prost_types::Timestamp, crate::transaction::CommitTime);
+pub(crate) type WriteTime = (
+    prost_types::Timestamp,
+    command_journal_core::transaction::CommitTime,
+);
 
 /// One operation's connection to Firestore: every RPC of its attempts goes through it.
 pub(super) struct Session<'a> {

@@ -9,7 +9,7 @@ use super::merge;
 use super::reads::{read_at, server_read_time};
 use super::report::Finding;
 use crate::connection::Connection;
-use crate::error::JournalError;
+use command_journal_core::error::JournalError;
 
 /// The findings of `found` (decided from `links`) that still hold at a fresh read time.
 pub(super) async fn again(

@@ -5,19 +5,19 @@
 //! still reported for every field but the few that no other document relates to.
 
 use super::{FindingCode, VerifyReport, verify_documents};
-use crate::document::fields::{self, FieldMap};
-use crate::document::value::Value;
-use crate::document::value::ValueType;
-use crate::envelope::ResultEnvelope;
-use crate::envelope::record::WithResult;
-use crate::fence::FenceEpoch;
 use crate::identity::{CommandInput, CommandRequest, LeaseId, TerminalReferenceFingerprint};
-use crate::lease::{Acquire, LeaseCall, Terminal, TerminalRequest};
-use crate::ledger::fixtures;
-use crate::registration::Registration;
-use crate::sends::guard::Guarded;
-use crate::testing::Store;
 use crate::time::Timestamp;
+use command_journal_core::document::fields::{self, FieldMap};
+use command_journal_core::document::value::Value;
+use command_journal_core::document::value::ValueType;
+use command_journal_core::envelope::ResultEnvelope;
+use command_journal_core::envelope::record::WithResult;
+use command_journal_core::fence::FenceEpoch;
+use command_journal_core::lease::{Acquire, LeaseCall, Terminal, TerminalRequest};
+use command_journal_core::ledger::fixtures;
+use command_journal_core::registration::Registration;
+use command_journal_core::sends::guard::Guarded;
+use command_journal_core::testing::Store;
 use proptest::prelude::*;
 
 const DOCUMENTS: &str = "projects/p/databases/(default)/documents";
@@ -187,7 +187,7 @@ fn mutate(value: &Value, seed: u64) -> Value {
             };
             Value {
                 value_type: Some(ValueType::TimestampValue(
-                    crate::document::value::ValueTime {
+                    command_journal_core::document::value::ValueTime {
                         seconds: (moved.div_euclid(1_000_000_000)) as i64,
                         nanos: (moved.rem_euclid(1_000_000_000)) as i32,
                     },
@@ -209,9 +209,9 @@ fn mutate(value: &Value, seed: u64) -> Value {
                 None => values.push(fields::string("x")),
             }
             Value {
-                value_type: Some(ValueType::ArrayValue(crate::document::value::ArrayValue {
-                    values,
-                })),
+                value_type: Some(ValueType::ArrayValue(
+                    command_journal_core::document::value::ArrayValue { values },
+                )),
             }
         }
         _ => fields::null(),

@@ -2,10 +2,10 @@
 //! ([`crate::runner::firestore`]): a server read time, and documents at one read time.
 
 use crate::connection::Connection;
-use crate::document::root;
-use crate::error::JournalError;
 use crate::runner::firestore::{batch_get, batch_get_request};
 use crate::runner::retry::status_error;
+use command_journal_core::document::root;
+use command_journal_core::error::JournalError;
 use gcloud_sdk::google::firestore::v1::Document;
 use gcloud_sdk::google::firestore::v1::batch_get_documents_request::ConsistencySelector;
 use gcloud_sdk::prost_types;

@@ -1,18 +1,18 @@
 //! The results document's checks, through the whole verifier over the in-memory store.
 
 use super::{FindingCode, verify_documents};
-use crate::document::fields::{self, FieldMap};
-use crate::document::lifecycle;
-use crate::envelope::ResultEnvelope;
-use crate::envelope::record::WithResult;
-use crate::envelope::stored::{self, StoredResult};
-use crate::fence::FenceEpoch;
 use crate::identity::{CommandInput, CommandRequest, LeaseId};
-use crate::lease::{Acquire, LeaseCall, Terminal, TerminalRequest};
-use crate::registration::Registration;
-use crate::sends::guard::Guarded;
-use crate::testing::Store;
 use crate::time::Timestamp;
+use command_journal_core::document::fields::{self, FieldMap};
+use command_journal_core::document::lifecycle;
+use command_journal_core::envelope::ResultEnvelope;
+use command_journal_core::envelope::record::WithResult;
+use command_journal_core::envelope::stored::{self, StoredResult};
+use command_journal_core::fence::FenceEpoch;
+use command_journal_core::lease::{Acquire, LeaseCall, Terminal, TerminalRequest};
+use command_journal_core::registration::Registration;
+use command_journal_core::sends::guard::Guarded;
+use command_journal_core::testing::Store;
 
 const DOCUMENTS: &str = "projects/p/databases/(default)/documents";
 
@@ -91,7 +91,12 @@ fn a_success_with_its_envelope_is_clean() {
     assert_eq!(codes(&store), []);
 }
 
-fn with_field(store: &mut Store, forge: bool, field: &str, value: crate::document::value::Value) {
+fn with_field(
+    store: &mut Store,
+    forge: bool,
+    field: &str,
+    value: command_journal_core::document::value::Value,
+) {
     let doc: &mut FieldMap = if forge {
         store.forge(&path()).expect("doc")
     } else {
@@ -104,7 +109,12 @@ fn with_field(store: &mut Store, forge: bool, field: &str, value: crate::documen
 fn each_broken_rule_has_its_code() {
     use FindingCode as F;
     let other = envelope(501);
-    let cases: Vec<(&str, &str, crate::document::value::Value, FindingCode)> = vec![
+    let cases: Vec<(
+        &str,
+        &str,
+        command_journal_core::document::value::Value,
+        FindingCode,
+    )> = vec![
         (
             "another envelope",
             "envelope",

@@ -1,5 +1,5 @@
 use super::*;
-use crate::error::GrpcCode;
+use command_journal_core::error::GrpcCode;
 
 fn policy() -> RetryPolicy {
     RetryPolicy::default()

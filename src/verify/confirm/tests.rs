@@ -1,11 +1,11 @@
 use super::*;
-use crate::document::fields;
-use crate::ledger::effect;
-use crate::ledger::fixtures::{historical, import, key, now, rid, scope, store};
-use crate::ledger::migration::Link;
-use crate::ledger::reservation;
-use crate::testing::Store;
 use crate::verify::FindingCode;
+use command_journal_core::document::fields;
+use command_journal_core::ledger::effect;
+use command_journal_core::ledger::fixtures::{historical, import, key, now, rid, scope, store};
+use command_journal_core::ledger::migration::Link;
+use command_journal_core::ledger::reservation;
+use command_journal_core::testing::Store;
 use gcloud_sdk::google::firestore::v1::Document;
 use std::collections::BTreeSet;
 
