@@ -463,12 +463,9 @@ fn a_permit_committed_with_the_start_follows_the_lease_at_the_starts_time() {
 #[test]
 fn an_answer_out_of_turn_with_a_transaction_open_rolls_it_back() {
     let mut store = Store::new();
-    let (answer, trace) = store.call(
-        registration(),
-        options(Concurrency::Transaction, 10),
-        now(),
-        |_, io| matches!(io, Io::Commit { .. }).then_some(Input::Waited),
-    );
+    let (answer, trace) = store.call(registration(), locked(), now(), |_, io| {
+        matches!(io, Io::Commit { .. }).then_some(Input::Waited)
+    });
     assert!(
         matches!(answer, Err(JournalError::Internal { .. })),
         "{answer:?}"
@@ -523,12 +520,9 @@ fn a_deadline_passed_before_an_attempt_began_counts_no_attempt() {
     assert_eq!(trace.steps, ["begin", "retry", "begin"]);
     // Answered to anything but an attempt's beginning, it is out of turn: the open
     // transaction is released and the call ends with an internal error.
-    let (answer, trace) = store.call(
-        registration(),
-        options(Concurrency::Transaction, 10),
-        now(),
-        |_, io| matches!(io, Io::Commit { .. }).then_some(Input::DeadlinePassedBeforeAttempt),
-    );
+    let (answer, trace) = store.call(registration(), locked(), now(), |_, io| {
+        matches!(io, Io::Commit { .. }).then_some(Input::DeadlinePassedBeforeAttempt)
+    });
     assert!(
         matches!(answer, Err(JournalError::Internal { .. })),
         "{answer:?}"
