@@ -45,6 +45,7 @@ pub use io::{
     RpcFailure, SendCall, TransactionId,
 };
 pub use labels::Labelled;
+pub(crate) use program::transitions;
 pub use program::{Answered, Next, Program, Run, Single};
 pub use run::Answer;
 

@@ -192,3 +192,50 @@ impl<T: Transition> Program for Single<T> {
         }
     }
 }
+
+/// Implements [`Transition`] for a program's enum of transitions: each variant holds
+/// one, whose answer the given function wraps into the enum of answers. Every method
+/// of the trait is delegated here, so that one the trait gains is delegated for every
+/// program at once (a default left in place would silently change how a program's
+/// transitions run).
+macro_rules! transitions {
+    ($op:ident => $answer:ident { $($variant:ident => $wrap:expr),+ $(,)? }) => {
+        impl $crate::transaction::Transition for $op {
+            type Output = $answer;
+
+            fn paths(&self) -> Vec<String> {
+                match self {
+                    $(Self::$variant(op) => op.paths(),)+
+                }
+            }
+
+            fn decide(
+                &self,
+                snapshot: &$crate::transaction::Snapshot,
+            ) -> $crate::transaction::Decision<$answer> {
+                match self {
+                    $(Self::$variant(op) => op.decide(snapshot).map($wrap),)+
+                }
+            }
+
+            fn name(&self) -> $crate::transaction::OperationName {
+                match self {
+                    $(Self::$variant(op) => op.name(),)+
+                }
+            }
+
+            fn blind_create(&self) -> bool {
+                match self {
+                    $(Self::$variant(op) => op.blind_create(),)+
+                }
+            }
+
+            fn first_read_unlocked(&self) -> bool {
+                match self {
+                    $(Self::$variant(op) => op.first_read_unlocked(),)+
+                }
+            }
+        }
+    };
+}
+pub(crate) use transitions;

@@ -30,7 +30,7 @@ use crate::sends::{BeginSendOutput, CommandStatus, SendOutcomeOutput};
 use crate::start::{Start, StartOutput};
 use crate::then::Second;
 use crate::time::Timestamp;
-use crate::transaction::{Decision, OperationName, Snapshot, Transition};
+use crate::transaction::OperationName;
 
 /// The transitions of an `execute` call.
 pub enum ExecuteOp {
@@ -66,66 +66,14 @@ pub enum ExecuteAnswer {
     Result(Option<ResultEnvelope>),
 }
 
-impl Transition for ExecuteOp {
-    type Output = ExecuteAnswer;
-
-    fn paths(&self) -> Vec<String> {
-        match self {
-            Self::Start(op) => op.paths(),
-            Self::Opening(op) => op.paths(),
-            Self::BeginSend(op) => op.paths(),
-            Self::Record(op) => op.paths(),
-            Self::Status(op) => op.paths(),
-            Self::Result(op) => op.paths(),
-        }
-    }
-
-    fn decide(&self, snapshot: &Snapshot) -> Decision<ExecuteAnswer> {
-        match self {
-            Self::Start(op) => op.decide(snapshot).map(ExecuteAnswer::Started),
-            Self::Opening(op) => op
-                .decide(snapshot)
-                .map(|(started, began)| ExecuteAnswer::Opened(started, began)),
-            Self::BeginSend(op) => op.decide(snapshot).map(ExecuteAnswer::BeganSend),
-            Self::Record(op) => op.decide(snapshot).map(ExecuteAnswer::Recorded),
-            Self::Status(op) => op.decide(snapshot).map(ExecuteAnswer::Status),
-            Self::Result(op) => op.decide(snapshot).map(ExecuteAnswer::Result),
-        }
-    }
-
-    fn name(&self) -> OperationName {
-        match self {
-            Self::Start(op) => op.name(),
-            Self::Opening(op) => op.name(),
-            Self::BeginSend(op) => op.name(),
-            Self::Record(op) => op.name(),
-            Self::Status(op) => op.name(),
-            Self::Result(op) => op.name(),
-        }
-    }
-
-    fn blind_create(&self) -> bool {
-        match self {
-            Self::Start(op) => op.blind_create(),
-            Self::Opening(op) => op.blind_create(),
-            Self::BeginSend(op) => op.blind_create(),
-            Self::Record(op) => op.blind_create(),
-            Self::Status(op) => op.blind_create(),
-            Self::Result(op) => op.blind_create(),
-        }
-    }
-
-    fn first_read_unlocked(&self) -> bool {
-        match self {
-            Self::Start(op) => op.first_read_unlocked(),
-            Self::Opening(op) => op.first_read_unlocked(),
-            Self::BeginSend(op) => op.first_read_unlocked(),
-            Self::Record(op) => op.first_read_unlocked(),
-            Self::Status(op) => op.first_read_unlocked(),
-            Self::Result(op) => op.first_read_unlocked(),
-        }
-    }
-}
+crate::call::transitions!(ExecuteOp => ExecuteAnswer {
+    Start => ExecuteAnswer::Started,
+    Opening => |(started, began)| ExecuteAnswer::Opened(started, began),
+    BeginSend => ExecuteAnswer::BeganSend,
+    Record => ExecuteAnswer::Recorded,
+    Status => ExecuteAnswer::Status,
+    Result => ExecuteAnswer::Result,
+});
 
 impl Labelled for ExecuteAnswer {
     fn label(&self) -> &'static str {

@@ -17,7 +17,7 @@ use crate::sends::SendOutcomeOutput;
 use crate::sends::load::first_read;
 use crate::sends::record::{Mode, RecordAnswer};
 use crate::time::Timestamp;
-use crate::transaction::{Decision, OperationName, Snapshot, Transition};
+use crate::transaction::OperationName;
 
 /// The transitions of one command's recovery.
 pub enum RecoveryOp {
@@ -40,51 +40,11 @@ pub enum RecoveryAnswer {
     Reconciled(SendOutcomeOutput),
 }
 
-impl Transition for RecoveryOp {
-    type Output = RecoveryAnswer;
-
-    fn paths(&self) -> Vec<String> {
-        match self {
-            Self::Status(op) => op.paths(),
-            Self::Acquire(op) => op.paths(),
-            Self::Reconcile(op) => op.paths(),
-        }
-    }
-
-    fn decide(&self, snapshot: &Snapshot) -> Decision<RecoveryAnswer> {
-        match self {
-            Self::Status(op) => op
-                .decide(snapshot)
-                .map(|registered| RecoveryAnswer::Status(Box::new(registered))),
-            Self::Acquire(op) => op.decide(snapshot).map(RecoveryAnswer::Acquired),
-            Self::Reconcile(op) => op.decide(snapshot).map(RecoveryAnswer::Reconciled),
-        }
-    }
-
-    fn name(&self) -> OperationName {
-        match self {
-            Self::Status(op) => op.name(),
-            Self::Acquire(op) => op.name(),
-            Self::Reconcile(op) => op.name(),
-        }
-    }
-
-    fn blind_create(&self) -> bool {
-        match self {
-            Self::Status(op) => op.blind_create(),
-            Self::Acquire(op) => op.blind_create(),
-            Self::Reconcile(op) => op.blind_create(),
-        }
-    }
-
-    fn first_read_unlocked(&self) -> bool {
-        match self {
-            Self::Status(op) => op.first_read_unlocked(),
-            Self::Acquire(op) => op.first_read_unlocked(),
-            Self::Reconcile(op) => op.first_read_unlocked(),
-        }
-    }
-}
+crate::call::transitions!(RecoveryOp => RecoveryAnswer {
+    Status => |registered| RecoveryAnswer::Status(Box::new(registered)),
+    Acquire => RecoveryAnswer::Acquired,
+    Reconcile => RecoveryAnswer::Reconciled,
+});
 
 impl Labelled for RecoveryAnswer {
     fn label(&self) -> &'static str {
