@@ -21,7 +21,7 @@ pub const MAX_FOLLOW_UP_READS: usize = 2;
 
 /// Every operation of the journal, the one list its names derive from: its `tracing`
 /// span (`journal.register`, …), its metrics label (`register`, …) and the runner's
-/// bookkeeping. The span of each is matched exhaustively (`src/runner.rs`), so an
+/// bookkeeping. The span of each is matched exhaustively (`src/runner/driver.rs`), so an
 /// operation without a span of its own does not compile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OperationName {

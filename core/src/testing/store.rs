@@ -3,7 +3,7 @@
 //! mode, so every test of a `decide` here exercises the read, follow-up, confirmation
 //! and precondition logic production runs.
 //!
-//! The rules it enforces are the machine's, the runner's (`src/runner.rs`) and the
+//! The rules it enforces are the machine's, the call machine's (`core/src/call/run.rs`) and the
 //! transition contract's (`core/src/transaction.rs`):
 //!
 //! - An attempt reads the operation's paths, then at most
