@@ -12,7 +12,8 @@
 //! 24-holder first-acquire race, throughput at 1, 4 and 16 workers. The report is
 //! printed and written to `target/side-by-side/report.md` (and `results.json`).
 //!
-//! Run: `bash bench/run.sh` (npm ci, then `cargo bench --bench side_by_side`).
+//! Run: `bash bench/run.sh`, or `cargo bench --bench side_by_side` (which runs `npm ci`
+//! in bench/node-peer first when its modules are missing).
 //! Options after `--`: `--quick` (a smoke run: fewer rounds, not for the table) and
 //! `--concurrency transaction|preconditions` (this crate's mode; default
 //! preconditions). A transaction-mode run writes `report-transaction.md` and
@@ -113,10 +114,18 @@ async fn run() -> Res<()> {
     let script = peer_script();
     let modules = script.with_file_name("node_modules");
     if !modules.join("@google-cloud/firestore").is_dir() {
-        return Err(format!(
-            "{} is missing: run `npm ci` in bench/node-peer (bash bench/run.sh does)",
-            modules.display()
-        ));
+        // A fresh clone: install the locked peer, as bench/run.sh does.
+        eprintln!("installing the Node.js peer (npm ci in bench/node-peer)…");
+        let npm = std::env::var("NPM").unwrap_or_else(|_| "npm".to_owned());
+        let dir = script.parent().ok_or("bench/node-peer has no folder")?;
+        let status = std::process::Command::new(npm)
+            .args(["ci", "--no-audit", "--no-fund", "--ignore-scripts"])
+            .current_dir(dir)
+            .status()
+            .map_err(|e| format!("npm ci in {}: {e}", dir.display()))?;
+        if !status.success() || !modules.join("@google-cloud/firestore").is_dir() {
+            return Err(format!("npm ci in {} failed ({status})", dir.display()));
+        }
     }
     let node = std::env::var("NODE").unwrap_or_else(|_| "node".to_owned());
     eprintln!("starting the emulator…");
