@@ -116,6 +116,7 @@ pub struct Call<P: Program, V> {
 impl<P, V> Call<P, V>
 where
     P: Program,
+    P::Output: Labelled,
     <P::Op as Transition>::Output: Labelled,
     V: Clone,
 {
@@ -214,7 +215,7 @@ where
         self.state = State::Finished;
         if let Some(name) = self.program.name() {
             let outcome = match &result {
-                Ok(output) => self.program.label(output),
+                Ok(output) => output.label(),
                 Err(error) => error.code(),
             };
             self.queue.push_back(Io::Ended {

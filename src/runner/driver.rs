@@ -73,6 +73,7 @@ impl<'a> Driver<'a> {
     ) -> Result<P::Output, JournalError>
     where
         P: Program,
+        P::Output: Labelled,
         <P::Op as command_journal_core::transaction::Transition>::Output: Labelled,
         Q: Provider,
     {

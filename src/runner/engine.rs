@@ -100,6 +100,7 @@ impl Engine {
     ) -> Result<P::Output, JournalError>
     where
         P: Program,
+        P::Output: Labelled,
         <P::Op as Transition>::Output: Labelled,
         Q: command_journal_core::execute::Provider,
     {

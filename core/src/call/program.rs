@@ -134,12 +134,6 @@ pub trait Program {
     fn parameters(&self) -> Option<&serde_json::Value> {
         None
     }
-
-    /// The label the call's own metric records when it is more than its transitions
-    /// ([`Program::name`]).
-    fn label(&self, _output: &Self::Output) -> &'static str {
-        ""
-    }
 }
 
 /// The program of one transition: run it, answer what it answers.

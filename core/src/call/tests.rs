@@ -460,17 +460,23 @@ fn a_permit_committed_with_the_start_follows_the_lease_at_the_starts_time() {
     }
 }
 
-#[test]
-fn an_answer_out_of_turn_with_a_transaction_open_rolls_it_back() {
+/// A registration in a transaction whose commit is answered with `answer()`, out of
+/// turn: the open transaction is released and the call ends with an internal error.
+fn out_of_turn_at_the_commit(answer: fn() -> Input<u64>) {
     let mut store = Store::new();
-    let (answer, trace) = store.call(registration(), locked(), now(), |_, io| {
-        matches!(io, Io::Commit { .. }).then_some(Input::Waited)
+    let (result, trace) = store.call(registration(), locked(), now(), |_, io| {
+        matches!(io, Io::Commit { .. }).then(answer)
     });
     assert!(
-        matches!(answer, Err(JournalError::Internal { .. })),
-        "{answer:?}"
+        matches!(result, Err(JournalError::Internal { .. })),
+        "{result:?}"
     );
     assert_eq!(trace.steps, ["begin", "commit", "rollback"]);
+}
+
+#[test]
+fn an_answer_out_of_turn_with_a_transaction_open_rolls_it_back() {
+    out_of_turn_at_the_commit(|| Input::Waited);
 }
 
 #[test]
@@ -518,16 +524,8 @@ fn a_deadline_passed_before_an_attempt_began_counts_no_attempt() {
         ))
     );
     assert_eq!(trace.steps, ["begin", "retry", "begin"]);
-    // Answered to anything but an attempt's beginning, it is out of turn: the open
-    // transaction is released and the call ends with an internal error.
-    let (answer, trace) = store.call(registration(), locked(), now(), |_, io| {
-        matches!(io, Io::Commit { .. }).then_some(Input::DeadlinePassedBeforeAttempt)
-    });
-    assert!(
-        matches!(answer, Err(JournalError::Internal { .. })),
-        "{answer:?}"
-    );
-    assert_eq!(trace.steps, ["begin", "commit", "rollback"]);
+    // Answered to anything but an attempt's beginning, it is out of turn.
+    out_of_turn_at_the_commit(|| Input::DeadlinePassedBeforeAttempt);
 }
 
 #[test]

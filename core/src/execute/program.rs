@@ -253,10 +253,6 @@ impl Program for ExecuteProgram {
         true
     }
 
-    fn label(&self, output: &Execution) -> &'static str {
-        output.label()
-    }
-
     fn parameters(&self) -> Option<&serde_json::Value> {
         Some(&self.parameters)
     }

@@ -111,10 +111,6 @@ impl Program for RecoveryProgram {
         true
     }
 
-    fn label(&self, output: &Recovered) -> &'static str {
-        output.label()
-    }
-
     fn next(
         &mut self,
         last: Answered<RecoveryOp>,

@@ -49,6 +49,7 @@ impl Store {
     ) -> (Result<P::Output, JournalError>, CallTrace)
     where
         P: Program,
+        P::Output: Labelled,
         <P::Op as Transition>::Output: Labelled,
     {
         self.call_with_clock(program, options, || now, hook)
@@ -65,6 +66,7 @@ impl Store {
     ) -> (Result<P::Output, JournalError>, CallTrace)
     where
         P: Program,
+        P::Output: Labelled,
         <P::Op as Transition>::Output: Labelled,
     {
         let mut call = Call::<P, u64>::new(program, options);
