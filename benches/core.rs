@@ -8,10 +8,10 @@
 use command_journal::Timestamp;
 use command_journal::identity::Payload;
 use command_journal::{CommandInput, CommandRequest, LeaseId, TerminalReferenceFingerprint};
-use command_journal_core::lease::{Acquire, LeaseCall, Terminal, TerminalRequest};
-use command_journal_core::registration::Registration;
 use command_journal_core::testing::Store;
-use command_journal_core::transaction::Transition;
+use command_journal_core::tools::lease::{Acquire, LeaseCall, Terminal, TerminalRequest};
+use command_journal_core::tools::registration::Registration;
+use command_journal_core::tools::transaction::Transition;
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
 use std::hint::black_box;

@@ -4,7 +4,7 @@
 
 use super::support;
 use command_journal::{Concurrency, Journal, JournalError};
-use command_journal_core::transaction::{
+use command_journal_core::tools::transaction::{
     Decision, MAX_FOLLOW_UP_READS, OperationName, Snapshot, Transition,
 };
 

@@ -16,25 +16,23 @@ use crate::sends::{
     AttemptNumber, BeginSendOutput, CommandStatus, ProviderPlan, SendOutcomeOutput,
 };
 use crate::time::{Clock, Timestamp};
-use command_journal_core::envelope::ResultEnvelope;
-use command_journal_core::envelope::read::ResultRead;
-use command_journal_core::envelope::record::WithResult;
 use command_journal_core::error::JournalError;
-use command_journal_core::execute::program::ExecuteProgram;
-use command_journal_core::execute::{Execution, Provider};
-use command_journal_core::fence::FenceEpoch;
-use command_journal_core::lease::{Acquire, StatusRead, Terminal, TerminalRequest};
-use command_journal_core::lease::{LeaseOutput, StatusOutput, TerminalOutput};
-use command_journal_core::ledger::{accept::Accept, migration::Link, replay::Replay};
-use command_journal_core::registration::Registration;
-use command_journal_core::registration::RegistrationOutput;
-use command_journal_core::sends::begin::BeginSend;
-use command_journal_core::sends::guard::Guarded;
-use command_journal_core::sends::record::{Mode, RecordAnswer};
-use command_journal_core::sends::status::SendStatusRead;
-use command_journal_core::start::Start;
-use command_journal_core::start::StartOutput;
-use command_journal_core::transaction::Transition;
+use command_journal_core::tools::envelope::read::ResultRead;
+use command_journal_core::tools::envelope::record::WithResult;
+use command_journal_core::tools::execute::program::ExecuteProgram;
+use command_journal_core::tools::lease::{Acquire, StatusRead, Terminal, TerminalRequest};
+use command_journal_core::tools::ledger::{accept::Accept, migration::Link, replay::Replay};
+use command_journal_core::tools::registration::Registration;
+use command_journal_core::tools::sends::begin::BeginSend;
+use command_journal_core::tools::sends::guard::Guarded;
+use command_journal_core::tools::sends::record::{Mode, RecordAnswer};
+use command_journal_core::tools::sends::status::SendStatusRead;
+use command_journal_core::tools::start::Start;
+use command_journal_core::tools::transaction::Transition;
+use command_journal_core::{
+    Execution, FenceEpoch, LeaseOutput, Provider, RegistrationOutput, ResultEnvelope, StartOutput,
+    StatusOutput, TerminalOutput,
+};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -538,7 +536,7 @@ impl Journal {
         self.engine.run(op).await
     }
 
-    /// Runs a transition of the core (`command_journal_core::transaction::Transition`)
+    /// Runs a transition of the core (`command_journal_core::tools::transaction::Transition`)
     /// through this journal's one runner, exactly as its own operations are run: the
     /// same reads, preconditions, follow-up bound, retries and counters, without an
     /// operation metric. For tests and tools that drive a transition of their own (the

@@ -83,13 +83,11 @@ pub mod strict_json {
     pub use command_journal_core::strict_json::*;
 }
 
-pub use command_journal_core::answer::ProviderAnswer;
-pub use command_journal_core::envelope::ResultEnvelope;
-pub use command_journal_core::execute::{Execution, Provider, SendRequest};
-pub use command_journal_core::fence::FenceEpoch;
-pub use command_journal_core::lease::{LeaseOutput, StatusOutput, TerminalOutput};
-pub use command_journal_core::registration::{RegistrationOutcome, RegistrationOutput};
-pub use command_journal_core::start::StartOutput;
+pub use command_journal_core::{
+    CommandState, Execution, FenceEpoch, LeaseOutput, Provider, ProviderAnswer,
+    RegistrationOutcome, RegistrationOutput, ResultEnvelope, SendRequest, StartOutput,
+    StatusOutput, TerminalOutput,
+};
 pub use connection::{Connection, Target};
 pub use error::JournalError;
 pub use identity::{CommandInput, CommandRequest, LeaseId, TerminalReferenceFingerprint};

@@ -10,7 +10,7 @@
 //! hash, a key or a count, so the series are bounded and nothing secret leaves.
 
 use command_journal_core::error::GrpcCode;
-use command_journal_core::transaction::OperationName;
+use command_journal_core::tools::transaction::OperationName;
 use std::time::Duration;
 
 /// Counter: operations by `operation` and `outcome`.

@@ -8,8 +8,8 @@
 //! lists are the codecs' own strict field sets, so a field added to a codec cannot be
 //! left indexed; a new codec adds its collection and field set to `CODECS`.
 
-use command_journal_core::document::{audit, lifecycle, root};
-use command_journal_core::ledger::{effect, reservation};
+use command_journal_core::tools::document::{audit, lifecycle, root};
+use command_journal_core::tools::ledger::{effect, reservation};
 use serde_json::Value;
 use std::collections::{BTreeSet, HashSet};
 
@@ -31,19 +31,19 @@ const CODECS: [(&str, &[&[&str]]); 8] = [
     (
         "providerSends",
         &[
-            &command_journal_core::sends::bound_plan::FIELDS,
-            &command_journal_core::sends::attempt::FIELDS,
+            &command_journal_core::tools::sends::bound_plan::FIELDS,
+            &command_journal_core::tools::sends::attempt::FIELDS,
         ],
     ),
     (
         audit::COLLECTION,
-        &[&command_journal_core::sends::event::FIELDS],
+        &[&command_journal_core::tools::sends::event::FIELDS],
     ),
     // The result envelope, `results/current` (its `envelope` text runs to 16 KiB, past
     // the 1,500 bytes an indexed string keeps).
     (
-        command_journal_core::envelope::stored::COLLECTION,
-        &[&command_journal_core::envelope::stored::FIELDS],
+        command_journal_core::tools::envelope::stored::COLLECTION,
+        &[&command_journal_core::tools::envelope::stored::FIELDS],
     ),
 ];
 

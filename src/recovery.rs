@@ -17,13 +17,13 @@ pub(crate) mod job;
 
 use crate::pending::{KeyRange, PendingCommand, Unblock};
 use crate::sends::ProviderAccount;
-use command_journal_core::digest::Digest;
 use command_journal_core::error::JournalError;
+use command_journal_core::tools::digest::Digest;
 use std::time::Duration;
 
-pub use command_journal_core::recovery::checkpoint::{Checkpoint, Recorded};
-pub use command_journal_core::recovery::schedule::{Lookups, Stop, Verdict};
+pub use command_journal_core::recovery::{Checkpoint, Recorded};
 pub use command_journal_core::recovery::{LOOKUP_DEADLINE, Recovered};
+pub use command_journal_core::recovery::{Lookups, Stop, Verdict};
 
 /// The most commands one run recovers at once.
 pub const MAX_CONCURRENCY: usize = 64;

@@ -22,13 +22,13 @@ mod reads;
 mod results_tests;
 mod scan;
 
-// The checks are the core's (`command_journal_core::verify`); this module streams a
+// The checks are the core's (`command_journal_core::tools::verify`); this module streams a
 // project's documents into them.
+use command_journal_core::tools::verify::{
+    commerce, historical_links, keys, ledger, pending_index, ranges, report, stored, write_times,
+};
 pub use command_journal_core::verify::{
     Finding, FindingCode, MAX_FINDINGS, ScanRanges, Scanned, VerifyReport,
-};
-use command_journal_core::verify::{
-    commerce, historical_links, keys, ledger, pending_index, ranges, report, stored, write_times,
 };
 
 use crate::connection::Connection;

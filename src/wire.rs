@@ -1,10 +1,10 @@
-//! The conversion between the core's document values (`command_journal_core::document::value`) and
+//! The conversion between the core's document values (`command_journal_core::tools::document::value`) and
 //! Firestore's gRPC `Value` messages, at the only places that cross the wire: the
 //! runner's reads and commits, the verifier's scans and the test harnesses. Lossless
 //! in both directions: every variant maps to the one of the same name.
 
-use command_journal_core::document::fields::FieldMap;
-use command_journal_core::document::value::{self, GeoPoint, ValueTime, ValueType};
+use command_journal_core::tools::document::fields::FieldMap;
+use command_journal_core::tools::document::value::{self, GeoPoint, ValueTime, ValueType};
 use gcloud_sdk::google::firestore::v1 as wire;
 use gcloud_sdk::google::r#type::LatLng;
 use gcloud_sdk::prost_types;
@@ -99,7 +99,7 @@ pub fn time_from_wire(t: &prost_types::Timestamp) -> ValueTime {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use command_journal_core::document::fields;
+    use command_journal_core::tools::document::fields;
 
     #[test]
     fn every_variant_round_trips() {

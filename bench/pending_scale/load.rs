@@ -3,7 +3,7 @@
 //!
 //! For settled command `i` the loader asks the core what a first start followed by its
 //! completion writes into an empty journal, chained as one commit
-//! (`command_journal_core::known::chain`: root, three audit events and the `succeeded`
+//! (`command_journal_core::tools::known::chain`: root, three audit events and the `succeeded`
 //! lifecycle, 5 documents), and commits those creations raw, 500 writes to a
 //! `Commit`, several in flight, watching the emulator's resident memory as it goes. An
 //! abandoned command is started and permitted its send through the journal, then left
@@ -14,12 +14,12 @@ use command_journal::{
     CommandInput, CommandRequest, Connection, Journal, LeaseId, LeaseOutput, ProviderPlan,
     ProviderPlanRequest, TerminalReferenceFingerprint, Timestamp,
 };
-use command_journal_core::known::{self, Chained};
-use command_journal_core::lease::{LeaseCall, Terminal, TerminalRequest};
-use command_journal_core::sends::guard::Guarded;
-use command_journal_core::sends::load::first_read;
-use command_journal_core::start::Start;
-use command_journal_core::transaction::Write;
+use command_journal_core::tools::known::{self, Chained};
+use command_journal_core::tools::lease::{LeaseCall, Terminal, TerminalRequest};
+use command_journal_core::tools::sends::guard::Guarded;
+use command_journal_core::tools::sends::load::first_read;
+use command_journal_core::tools::start::Start;
+use command_journal_core::tools::transaction::Write;
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use gcloud_sdk::google::firestore::v1::precondition::ConditionType;

@@ -46,7 +46,7 @@ pub enum ProviderAnswer {
 /// What recording an answer closes the attempt with: the answer bound to the command
 /// (a success by its terminal commitment).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Closing {
+pub(crate) enum Closing {
     /// Success, with the command-bound commitment of the terminal reference.
     Succeeded(Digest),
     /// A final provider refusal.
@@ -82,7 +82,7 @@ impl ProviderAnswer {
 
     /// What recording this answer for the command of `identity` closes the attempt
     /// with, and the envelope a success stores.
-    pub fn closing(&self, identity: &CommandIdentity) -> (Closing, Option<&ResultEnvelope>) {
+    pub(crate) fn closing(&self, identity: &CommandIdentity) -> (Closing, Option<&ResultEnvelope>) {
         let closing = match self {
             Self::Succeeded(envelope) => {
                 Closing::Succeeded(identity.terminal_commitment(&envelope.reference()))

@@ -76,7 +76,7 @@ pub struct GuardedWrite<V> {
 
 /// What the driver does next.
 #[derive(Debug, PartialEq)]
-pub enum Action<O, V> {
+pub(crate) enum Action<O, V> {
     /// Read these paths (documents root relative) and answer with [`Attempt::read`].
     Read {
         /// The paths, none of them read yet in this round.
@@ -102,7 +102,7 @@ pub enum Action<O, V> {
 type Twice<T> = fn(&T, &Snapshot, &Decision<<T as Transition>::Output>);
 
 /// One attempt of an operation, from its first read to its last step.
-pub struct Attempt<T: Transition, V> {
+pub(crate) struct Attempt<T: Transition, V> {
     /// Every document read so far (`None`: read absent).
     snapshot: Snapshot,
     /// The versions of the documents read present.
@@ -130,7 +130,7 @@ impl<T: Transition, V: Clone> Attempt<T, V> {
     /// more): any of the operation's own paths that `paths` leaves out is read too,
     /// since a path it decides from but never read would look absent and go
     /// unproven. Every later step is given the same `op`.
-    pub fn new(op: &T, mut paths: Vec<String>) -> Self {
+    pub(crate) fn new(op: &T, mut paths: Vec<String>) -> Self {
         let own = op.paths();
         for path in &own {
             if !paths.contains(path) {
@@ -153,7 +153,7 @@ impl<T: Transition, V: Clone> Attempt<T, V> {
     /// The same attempt, committed inside a read-write transaction that holds every
     /// document it read: its commit carries no proof of the documents read and not
     /// written ([`crate::proof`]), since the transaction itself proves them.
-    pub fn in_transaction(mut self) -> Self {
+    pub(crate) fn in_transaction(mut self) -> Self {
         self.transactional = true;
         self
     }
@@ -163,14 +163,14 @@ impl<T: Transition, V: Clone> Attempt<T, V> {
     /// ([`crate::proof::with_absence_guards`]): where every write of that commit is
     /// then under `exists: false`, it proves the whole snapshot decided on, as a
     /// transaction's locks would (transaction mode's unlocked first attempt).
-    pub fn proving_absences(mut self) -> Self {
+    pub(crate) fn proving_absences(mut self) -> Self {
         self.transactional = false;
         self.guards_absences = true;
         self
     }
 
     /// The first step: the read of the operation's paths.
-    pub fn start(&self) -> Action<T::Output, V> {
+    pub(crate) fn start(&self) -> Action<T::Output, V> {
         Action::Read {
             paths: self.asked.clone(),
             kind: ReadKind::First,
@@ -180,7 +180,7 @@ impl<T: Transition, V: Clone> Attempt<T, V> {
     /// The documents found among the paths of the last [`Action::Read`] (a path without
     /// one was read absent); `repeatable` when they can be read again as they stood
     /// (at the first read's time or inside the transaction). The next step.
-    pub fn read(
+    pub(crate) fn read(
         &mut self,
         op: &T,
         mut found: HashMap<String, Found<V>>,
@@ -276,7 +276,7 @@ impl<T: Transition, V: Clone> Attempt<T, V> {
 
     /// Every document this attempt read (`None`: read absent) and the update time of
     /// each read present: what the journal knows once the attempt is over.
-    pub fn read_state(&self) -> (&Snapshot, &HashMap<String, Option<V>>) {
+    pub(crate) fn read_state(&self) -> (&Snapshot, &HashMap<String, Option<V>>) {
         (&self.snapshot, &self.versions)
     }
 
@@ -307,7 +307,7 @@ where
 {
     /// An attempt in strict mode: `decide` is asked twice on every snapshot, and a
     /// `decide` that breaks a rule of the attempt panics with the rule's name.
-    pub fn strict(op: &T, paths: Vec<String>) -> Self {
+    pub(crate) fn strict(op: &T, paths: Vec<String>) -> Self {
         Self {
             twice: Some(|op, snapshot, decision| {
                 assert_eq!(

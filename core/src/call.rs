@@ -46,8 +46,9 @@ pub use io::{
 };
 pub use labels::Labelled;
 pub(crate) use program::transitions;
-pub use program::{Answered, Next, Program, Run, Single};
-pub use run::Answer;
+pub(crate) use program::{Answered, Next, Run};
+pub use program::{Program, Single};
+pub(crate) use run::Answer;
 
 use crate::error::JournalError;
 use crate::known::{self, Known};

@@ -35,7 +35,7 @@ impl fmt::Display for Digest {
 }
 
 /// True when `text` is exactly 64 lowercase hex characters.
-pub fn is_lower_hex_64(text: &str) -> bool {
+pub(crate) fn is_lower_hex_64(text: &str) -> bool {
     text.len() == 64 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
@@ -44,7 +44,7 @@ pub fn is_lower_hex_64(text: &str) -> bool {
 ///
 /// Parts longer than `u32::MAX` bytes cannot occur: every input is bounded far below
 /// that by validation, and the function saturates rather than wrapping if one did.
-pub fn frame_digest(domain: &str, version: u32, parts: &[&[u8]]) -> Digest {
+pub(crate) fn frame_digest(domain: &str, version: u32, parts: &[&[u8]]) -> Digest {
     let mut hasher = Sha256::new();
     let version = version.to_string();
     for part in [domain.as_bytes(), version.as_bytes()]

@@ -14,4 +14,4 @@ pub mod root;
 pub mod value;
 
 /// Largest command revision and fence epoch (ten decimal digits).
-pub const MAX_REVISION: i64 = 9_999_999_999;
+pub(crate) const MAX_REVISION: i64 = 9_999_999_999;

@@ -33,7 +33,7 @@ impl ResultEnvelope {
     /// otherwise (the value is never echoed).
     ///
     /// ```
-    /// use command_journal_core::envelope::ResultEnvelope;
+    /// use command_journal_core::ResultEnvelope;
     /// let envelope = ResultEnvelope::new(&serde_json::json!({"id": "ch_1", "amount": 500}))?;
     /// assert_eq!(envelope.canonical(), r#"{"amount":500,"id":"ch_1"}"#);
     /// # Ok::<(), command_journal_core::error::JournalError>(())
@@ -50,7 +50,7 @@ impl ResultEnvelope {
 
     /// Parses stored canonical text: `None` unless it is exactly the canonical form of
     /// a valid envelope (no duplicate key, nothing re-ordered, nothing re-spaced).
-    pub fn from_canonical(text: &str) -> Option<Self> {
+    pub(crate) fn from_canonical(text: &str) -> Option<Self> {
         let object = crate::strict_json::parse_object(text).ok()?;
         let envelope = Self::new(&Value::Object(object)).ok()?;
         (envelope.canonical == text).then_some(envelope)
@@ -74,8 +74,8 @@ impl ResultEnvelope {
     }
 }
 
-pub mod read;
-pub mod record;
+pub(crate) mod read;
+pub(crate) mod record;
 pub mod stored;
 
 #[cfg(test)]

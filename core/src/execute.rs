@@ -11,9 +11,9 @@
 //! The decisions are pure ([`protocol`]); `Journal::execute` only performs the step
 //! each one names. `docs/providers.md` ("One call") gives the table.
 
-pub mod opening;
-pub mod program;
-pub mod protocol;
+pub(crate) mod opening;
+pub(crate) mod program;
+pub(crate) mod protocol;
 #[cfg(test)]
 mod tests;
 
@@ -62,9 +62,9 @@ impl std::fmt::Debug for SendRequest<'_> {
 /// answers `NotFound` is taken as `Unknown`.
 ///
 /// ```
-/// use command_journal_core::answer::ProviderAnswer;
-/// use command_journal_core::envelope::ResultEnvelope;
-/// use command_journal_core::execute::{Provider, SendRequest};
+/// use command_journal_core::ProviderAnswer;
+/// use command_journal_core::ResultEnvelope;
+/// use command_journal_core::{Provider, SendRequest};
 ///
 /// struct AlwaysCharges;
 ///

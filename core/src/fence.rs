@@ -12,7 +12,7 @@ use std::fmt;
 /// send; a stale one is `stale_fence`. Serializes as the bare integer.
 ///
 /// ```
-/// use command_journal_core::fence::FenceEpoch;
+/// use command_journal_core::FenceEpoch;
 /// let fence = FenceEpoch::new(2)?;
 /// assert_eq!(fence.get(), 2);
 /// assert!(FenceEpoch::new(0).is_err());

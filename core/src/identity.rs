@@ -559,12 +559,12 @@ impl LedgerKey {
     }
 
     /// The class id (the authority boundary).
-    pub fn class_id(&self) -> &str {
+    pub(crate) fn class_id(&self) -> &str {
         &self.class_id
     }
 
     /// The feat code (the originating command family).
-    pub fn feat_code(&self) -> &str {
+    pub(crate) fn feat_code(&self) -> &str {
         &self.feat_code
     }
 

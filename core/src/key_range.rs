@@ -95,7 +95,7 @@ impl KeyRange {
 
     /// The range whose [`id`](Self::id) is exactly `id` (canonical decimals, no
     /// leading zero), or `None`.
-    pub fn from_id(id: &str) -> Option<Self> {
+    pub(crate) fn from_id(id: &str) -> Option<Self> {
         let (index, count) = id.split_once("-of-")?;
         let range = Self::new(decimal(index)?, decimal(count)?).ok()?;
         (range.id() == id).then_some(range)

@@ -35,7 +35,9 @@ use crate::transaction::{Decision, Halt, Snapshot, Transition, Write};
 mod call;
 mod output;
 
-pub use call::{CommandCall, LeaseCall, Loaded, first_read_of, partners};
+pub(crate) use call::Loaded;
+pub use call::{CommandCall, LeaseCall};
+pub(crate) use call::{first_read_of, partners};
 pub use output::{CommandState, LeaseOutput, StatusOutput, TerminalOutput};
 
 /// What a terminal call asks for.

@@ -14,18 +14,18 @@
 //!   and `link_historical_effects`;
 //! - `outcome`: what those operations answer.
 
-pub mod accept;
-pub mod effect;
-pub mod fingerprint;
-pub mod integrity;
-pub mod migration;
-pub mod outcome;
-pub mod replay;
-pub mod reservation;
-pub mod stored;
+pub(crate) mod accept;
+pub(crate) mod effect;
+pub(crate) mod fingerprint;
+pub(crate) mod integrity;
+pub(crate) mod migration;
+pub(crate) mod outcome;
+pub(crate) mod replay;
+pub(crate) mod reservation;
+pub(crate) mod stored;
 
 #[cfg(any(test, feature = "testing"))]
-pub mod fixtures;
+pub(crate) mod fixtures;
 
 pub use crate::identity::LedgerKey;
 pub use effect::{LedgerEffect, Lineage, TransferLeg};

@@ -36,7 +36,7 @@ use crate::transaction::{Snapshot, Write};
 /// Whether a stored document at `path` can change after it is created: a lifecycle,
 /// a send record, a ledger effect row or a recovery checkpoint. Every other document
 /// of the journal is written once and never changed.
-pub fn is_mutable(path: &str) -> bool {
+pub(crate) fn is_mutable(path: &str) -> bool {
     let parts: Vec<&str> = path.split('/').collect();
     match parts.as_slice() {
         [collection, _, below, "current"] if *collection == root::COLLECTION => {
@@ -52,7 +52,7 @@ pub fn is_mutable(path: &str) -> bool {
 /// `writes`, then an unchanged rewrite of every mutable document among `read` (the
 /// paths the decision read) that `snapshot` holds present and `writes` does not
 /// write, in the order of `read`.
-pub fn with_proofs<'a>(
+pub(crate) fn with_proofs<'a>(
     read: impl IntoIterator<Item = &'a str>,
     snapshot: &Snapshot,
     mut writes: Vec<Write>,
@@ -80,7 +80,7 @@ pub fn with_proofs<'a>(
 /// `writes`, then an absence guard of every path among `read` (the paths the decision
 /// read) that `snapshot` holds read absent and `writes` does not write, once each, in
 /// the order of `read`.
-pub fn with_absence_guards<'a>(
+pub(crate) fn with_absence_guards<'a>(
     read: impl IntoIterator<Item = &'a str>,
     snapshot: &Snapshot,
     mut writes: Vec<Write>,

@@ -4,14 +4,14 @@
 //! The job holds no raw command, no caller and no plan parameters, so it can never
 //! send: it only asks the provider what it holds for the attempt's key and records
 //! that evidence under the same rules as `reconcile_send`. What it needs of the
-//! command it reads from the journal's own records ([`RegisteredIdentity`]: the
+//! command it reads from the journal's own records (`RegisteredIdentity`: the
 //! registration root holds every field of the derived identity, and the same batch
 //! get answers the send status).
 //!
 //! **The recovery holder.** The job takes the command's lease like any holder: by
 //! `acquire_lease`, which takes an expired lease over with the next fence (event
 //! `lease_taken_over`) and answers busy while another holder's lease runs. Its
-//! lease-owner fingerprint is [`recovery_owner`] of the key hash and a fresh random
+//! lease-owner fingerprint is the recovery owner of the key hash and a fresh random
 //! lease id, framed under its own domain: it never equals a client's, and two jobs
 //! never share one. Its fence excludes every other
 //! holder (the client whose lease it took over, another job, a client that comes back)
@@ -34,7 +34,7 @@
 //! provable (`absenceProvableFrom`: no lease that permitted the send runs, the settle
 //! window has passed, the provider still keeps the key), and it asked the account the
 //! plan sends to. The job holds no plan, so it declares the account its provider
-//! adapter asks ([`ProviderAccount`]), and the plan document keeps that account's
+//! adapter asks ([`ProviderAccount`](crate::sends::ProviderAccount)), and the plan document keeps that account's
 //! command-bound fingerprint (`accountFingerprint`, plan documents of version 3): only
 //! where the two agree is the job's "not found" an absence. And as `execute` proves
 //! an absence under its own lease, so does the job: its first lookup is made before
@@ -74,37 +74,21 @@
 //!
 //! Every other error ends the command's recovery with that error.
 
-pub mod checkpoint;
-pub mod program;
-pub mod registered;
-pub mod schedule;
+pub(crate) mod checkpoint;
+pub(crate) mod owner;
+pub(crate) mod program;
+pub(crate) mod protocol;
+pub(crate) mod registered;
+pub(crate) mod schedule;
 #[cfg(test)]
 mod tests;
 
-pub use registered::{Registered, RegisteredIdentity};
+pub use checkpoint::{Checkpoint, Recorded};
+pub(crate) use registered::Registered;
+pub use schedule::{Lookups, Stop, Verdict};
 
-use crate::answer::ProviderAnswer;
-use crate::digest::{Digest, frame_digest};
-use crate::error::JournalError;
-use crate::fence::FenceEpoch;
-use crate::identity::LeaseId;
-use crate::lease::{CommandState, LeaseOutput, TerminalOutput};
-use crate::sends::{AttemptNumber, AttemptState, ProviderAccount, SendOutcomeOutput};
 use serde::Serialize;
 use std::time::Duration;
-
-/// The lease-owner fingerprint of a recovery job's lease `lease` on the command
-/// `hash`. Framed under its own domain (`command-journal.recovery-owner`), so it never
-/// equals the fingerprint of a client's lease
-/// ([`CommandInput::lease_owner`](crate::identity::CommandInput::lease_owner)), and
-/// derived from the key hash alone: a recovery job holds no raw command.
-pub fn recovery_owner(hash: &Digest, lease: &LeaseId) -> Digest {
-    frame_digest(
-        "command-journal.recovery-owner",
-        1,
-        &[hash.as_str().as_bytes(), lease.0.as_bytes()],
-    )
-}
 
 /// How the recovery of one command ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -181,228 +165,3 @@ impl Recovered {
 
 /// How long a lookup may take (it is made before any lease is taken).
 pub const LOOKUP_DEADLINE: Duration = Duration::from_secs(30);
-
-/// The next thing the recovery driver does.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RecoveryStep {
-    /// The registration and the send status ([`RegisteredIdentity`]): the current
-    /// attempt, its state and its key.
-    Status,
-    /// The provider's lookup of `attempt`'s key.
-    Lookup {
-        /// The attempt looked up.
-        attempt: AttemptNumber,
-        /// Its idempotency key, derived from the stored plan.
-        key: String,
-        /// How long the lookup may take.
-        deadline: Duration,
-    },
-    /// `acquire_lease` under the recovery's own lease.
-    Acquire,
-    /// `reconcile_send` on the bound plan, under the recovery's lease.
-    Reconcile {
-        /// The recovery lease's fence.
-        fence: FenceEpoch,
-        /// The attempt the evidence is for.
-        attempt: AttemptNumber,
-        /// What the provider showed.
-        evidence: ProviderAnswer,
-    },
-    /// The answer.
-    Done(Recovered),
-}
-
-/// What the step the driver performed answered.
-#[derive(Debug)]
-pub enum RecoveryEvent {
-    /// The first read ([`RegisteredIdentity`]) answered.
-    Status(Box<Registered>),
-    /// The provider answered the lookup.
-    LookedUp(ProviderAnswer),
-    /// `acquire_lease` answered.
-    Acquired(LeaseOutput),
-    /// `reconcile_send` answered.
-    Reconciled(Result<SendOutcomeOutput, JournalError>),
-}
-
-/// The recovery's state between steps.
-#[derive(Debug, Clone, Default)]
-pub struct RecoveryProtocol {
-    /// The provider account the job's lookups ask, as the job declares it.
-    account: Option<ProviderAccount>,
-    /// The attempt the first read found open.
-    attempt: Option<AttemptNumber>,
-    /// Whether the lookup in flight asked the plan's own account and started at or
-    /// after the instant from which the attempt's absence is provable: only then
-    /// may its "not found" be recorded.
-    lookup_proves_absence: bool,
-    /// The evidence found, until the lease to record it is taken.
-    evidence: Option<ProviderAnswer>,
-    /// The recovery lease's fence, once taken to confirm an absence under it.
-    confirming: Option<FenceEpoch>,
-    /// Whether the reconciliation in flight records an absence.
-    recording_absence: bool,
-    steps: u32,
-}
-
-/// More steps than the longest path (status, lookup, acquire, status, lookup,
-/// reconcile) takes.
-const MAX_STEPS: u32 = 8;
-
-fn done(recovered: Recovered) -> Result<RecoveryStep, JournalError> {
-    Ok(RecoveryStep::Done(recovered))
-}
-
-fn lease_lost(error: &JournalError) -> bool {
-    matches!(
-        error,
-        JournalError::LeaseExpired | JournalError::StaleFence | JournalError::LeaseNotHeld
-    )
-}
-
-impl RecoveryProtocol {
-    /// A new recovery of one command by a job whose lookups ask `account` (`None`:
-    /// undeclared, so no "not found" proves an absence): its first step is
-    /// [`RecoveryStep::Status`].
-    pub fn new(account: Option<ProviderAccount>) -> (Self, RecoveryStep) {
-        let protocol = Self {
-            account,
-            ..Self::default()
-        };
-        (protocol, RecoveryStep::Status)
-    }
-
-    /// The step after `event`.
-    pub fn step(&mut self, event: RecoveryEvent) -> Result<RecoveryStep, JournalError> {
-        self.steps += 1;
-        if self.steps > MAX_STEPS {
-            return Err(JournalError::internal("recover: step bound exceeded"));
-        }
-        match event {
-            RecoveryEvent::Status(registered) => self.status(*registered),
-            RecoveryEvent::LookedUp(result) => {
-                let evidence = match result {
-                    ProviderAnswer::NotFound if self.lookup_proves_absence => {
-                        ProviderAnswer::NotFound
-                    }
-                    ProviderAnswer::NotFound => return done(Recovered::NotFound),
-                    ProviderAnswer::Unknown | ProviderAnswer::ReplayedUnknown => {
-                        return done(Recovered::LookupUnavailable);
-                    }
-                    found => found,
-                };
-                // Looked up under the job's own lease: record it now.
-                if let Some(fence) = self.confirming {
-                    return self.reconcile(fence, evidence);
-                }
-                self.evidence = Some(evidence);
-                Ok(RecoveryStep::Acquire)
-            }
-            RecoveryEvent::Acquired(lease) => match lease {
-                LeaseOutput::Acquired { fence_epoch, .. } => {
-                    let evidence = self
-                        .evidence
-                        .take()
-                        .ok_or(JournalError::internal("recover: a lease without evidence"))?;
-                    if evidence == ProviderAnswer::NotFound {
-                        // Looked up before the lease, a "not found" may have missed a
-                        // re-send made since the first read: confirm it under the
-                        // lease, where no permit can be given, as `execute` does.
-                        self.confirming = Some(fence_epoch);
-                        return Ok(RecoveryStep::Status);
-                    }
-                    self.reconcile(fence_epoch, evidence)
-                }
-                LeaseOutput::Busy => done(Recovered::InProgress),
-                LeaseOutput::Succeeded | LeaseOutput::FailedFinal => {
-                    done(Recovered::AlreadySettled)
-                }
-            },
-            RecoveryEvent::Reconciled(answer) => match answer {
-                Ok(SendOutcomeOutput::Terminal(TerminalOutput::Succeeded)) => {
-                    done(Recovered::Succeeded)
-                }
-                Ok(SendOutcomeOutput::Terminal(TerminalOutput::FailedFinal)) => {
-                    done(Recovered::Declined)
-                }
-                Ok(SendOutcomeOutput::Absent { .. }) if self.recording_absence => {
-                    done(Recovered::Absent)
-                }
-                Ok(SendOutcomeOutput::Absent { .. } | SendOutcomeOutput::Ambiguous { .. }) => Err(
-                    JournalError::internal("recover: evidence recorded as another outcome"),
-                ),
-                // Provable when the lookup started, not any more at the commit (a later
-                // permit, or the provider's retention ran out meanwhile): nothing written.
-                Err(JournalError::AbsenceNotProvable { .. }) if self.recording_absence => {
-                    done(Recovered::NotFound)
-                }
-                Err(error) if lease_lost(&error) => done(Recovered::InProgress),
-                Err(error) => Err(error),
-            },
-        }
-    }
-
-    fn reconcile(
-        &mut self,
-        fence: FenceEpoch,
-        evidence: ProviderAnswer,
-    ) -> Result<RecoveryStep, JournalError> {
-        let attempt = self.attempt.ok_or(JournalError::internal(
-            "recover: evidence before the first read",
-        ))?;
-        self.recording_absence = evidence == ProviderAnswer::NotFound;
-        Ok(RecoveryStep::Reconcile {
-            fence,
-            attempt,
-            evidence,
-        })
-    }
-
-    fn status(&mut self, registered: Registered) -> Result<RecoveryStep, JournalError> {
-        let Registered {
-            status,
-            plan,
-            read_at,
-            ..
-        } = registered;
-        if status.command.state != CommandState::Leased {
-            return done(Recovered::AlreadySettled);
-        }
-        let Some(send) = status.send else {
-            return done(Recovered::NothingToLookUp);
-        };
-        match send.state {
-            AttemptState::Sending | AttemptState::Ambiguous | AttemptState::ReplayedUnknown => {}
-            AttemptState::Absent => return done(Recovered::NothingToLookUp),
-            AttemptState::Succeeded | AttemptState::Declined => {
-                return Err(JournalError::internal(
-                    "recover: a closed attempt under a leased command",
-                ));
-            }
-        }
-        // Whether the job asks the plan's account, and whether its lookups see as far
-        // back as the plan's do.
-        let (account, covered) = match (&self.account, &plan) {
-            (Some(account), Some(plan)) => {
-                (plan.is_account(account), account.lookup_covers(plan.lookup))
-            }
-            _ => (None, false),
-        };
-        if account == Some(false) {
-            return done(Recovered::OtherAccount);
-        }
-        self.attempt = Some(send.attempt);
-        // The lookup starts after this read: its "not found" proves the absence only
-        // if the absence was provable already, at the plan's account.
-        self.lookup_proves_absence = account == Some(true)
-            && covered
-            && send
-                .absence_provable_from
-                .is_some_and(|from| read_at >= from);
-        Ok(RecoveryStep::Lookup {
-            attempt: send.attempt,
-            key: send.key,
-            deadline: LOOKUP_DEADLINE,
-        })
-    }
-}

@@ -50,7 +50,7 @@ impl RegistrationOutput {
 /// command being operated on. `Ok(None)` when neither exists; `journal_corrupt` when
 /// only one exists or either is malformed or they disagree; `command_conflict` when the
 /// payload fingerprint differs.
-pub fn check_registration(
+pub(crate) fn check_registration(
     identity: &CommandIdentity,
     root_fields: Option<&FieldMap>,
     audit_fields: Option<&FieldMap>,

@@ -10,23 +10,23 @@
 //! documents and the send layer's (`load`), and composes B2B's terminal transition
 //! rather than restating it; the lease module never learns about sends.
 
-pub mod absence;
-pub mod account;
-pub mod attempt;
-pub mod attempt_number;
-pub mod begin;
-pub mod bound_plan;
-pub mod close;
-pub mod event;
-pub mod guard;
-pub mod load;
-pub mod lookup;
-pub mod mutation;
-pub mod output;
-pub mod plan;
-pub mod record;
-pub mod reverted;
-pub mod status;
+pub(crate) mod absence;
+pub(crate) mod account;
+pub(crate) mod attempt;
+pub(crate) mod attempt_number;
+pub(crate) mod begin;
+pub(crate) mod bound_plan;
+pub(crate) mod close;
+pub(crate) mod event;
+pub(crate) mod guard;
+pub(crate) mod load;
+pub(crate) mod lookup;
+pub(crate) mod mutation;
+pub(crate) mod output;
+pub(crate) mod plan;
+pub(crate) mod record;
+pub(crate) mod reverted;
+pub(crate) mod status;
 
 pub use account::ProviderAccount;
 pub use attempt::AttemptState;
@@ -36,4 +36,4 @@ pub use plan::{ProviderLookup, ProviderMode, ProviderPlan, ProviderPlanRequest};
 pub use status::{CommandStatus, SendStatus};
 
 #[cfg(test)]
-pub mod tests;
+pub(crate) mod tests;

@@ -14,14 +14,14 @@ use crate::error::JournalError;
 use crate::transaction::{Decision, Snapshot, Transition, Write};
 
 /// What the second transition answered, when the first's answer asked for one.
-pub type Second<B> = Option<Result<<B as Transition>::Output, JournalError>>;
+pub(crate) type Second<B> = Option<Result<<B as Transition>::Output, JournalError>>;
 
 /// Decides `first` over `snapshot`, then the transition `then` builds from its answer
 /// (none: the first alone) over the state the first's writes leave; one decision of
 /// both. A refusal of the first is the whole refusal; a refusal of the second is its
 /// answer beside the first's, whose writes still commit. A follow-up read of either
 /// is the whole decision's.
-pub fn decide_then<A, B, F>(
+pub(crate) fn decide_then<A, B, F>(
     first: &A,
     snapshot: &Snapshot,
     then: F,

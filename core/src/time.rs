@@ -65,7 +65,7 @@ impl Timestamp {
     }
 
     /// The form Firestore stores.
-    pub fn to_value_time(self) -> ValueTime {
+    pub(crate) fn to_value_time(self) -> ValueTime {
         ValueTime {
             seconds: self.seconds(),
             nanos: i32::try_from(self.subsec_nanos()).unwrap_or(0),
@@ -73,7 +73,7 @@ impl Timestamp {
     }
 
     /// Strict: nanos must be in range and whole microseconds.
-    pub fn from_value_time(ts: &ValueTime) -> Option<Self> {
+    pub(crate) fn from_value_time(ts: &ValueTime) -> Option<Self> {
         if !(0..1_000_000_000).contains(&ts.nanos) || ts.nanos % 1_000 != 0 {
             return None;
         }

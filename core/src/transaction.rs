@@ -14,7 +14,7 @@ use crate::document::fields::FieldMap;
 use crate::error::JournalError;
 use std::collections::HashMap;
 
-pub mod blind;
+pub(crate) mod blind;
 
 /// Follow-up reads one attempt may make (see [`Decision::Read`]).
 pub const MAX_FOLLOW_UP_READS: usize = 2;
@@ -162,7 +162,7 @@ pub enum Write {
     /// still has the update time it was read at: the document is rewritten exactly as
     /// read, which Firestore applies without changing its update time (and answers
     /// that time). What proves a mutable document a decision depends on but does not
-    /// change, such as the lifecycle's holder, fence and expiry ([`crate::proof`]).
+    /// change, such as the lifecycle's holder, fence and expiry (the core's `proof` module).
     AssertUnchanged {
         /// Path relative to the documents root; must be one the operation read present.
         path: String,
@@ -309,7 +309,7 @@ pub trait Transition {
     /// read-and-decide attempt without a transaction and answer from it when its
     /// decision needs no lock: an observation, a rejection, or a mutation whose every
     /// write is under `exists: false` once every other document it read absent is
-    /// guarded absent ([`crate::attempt::Attempt::proving_absences`]), so that it
+    /// guarded absent (the attempt machine's `proving_absences`), so that it
     /// read no mutable document present. Any other decision is taken again at once
     /// inside a read-write transaction, as is a commit refused because a document
     /// appeared. Sound for any operation (the commit proves the whole snapshot it

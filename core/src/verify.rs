@@ -3,18 +3,18 @@
 //! times Firestore kept, each broken one reported as a [`Finding`] with a stable
 //! [`FindingCode`]. The library's `verify` streams a project's documents into them.
 
-pub mod checkpoints;
-pub mod commerce;
-pub mod historical_links;
-pub mod keys;
-pub mod ledger;
-pub mod pending_index;
-pub mod ranges;
-pub mod report;
-pub mod results;
-pub mod sends;
-pub mod stored;
-pub mod write_times;
+pub(crate) mod checkpoints;
+pub(crate) mod commerce;
+pub(crate) mod historical_links;
+pub(crate) mod keys;
+pub(crate) mod ledger;
+pub(crate) mod pending_index;
+pub(crate) mod ranges;
+pub(crate) mod report;
+pub(crate) mod results;
+pub(crate) mod sends;
+pub(crate) mod stored;
+pub(crate) mod write_times;
 
 pub use ranges::ScanRanges;
 pub use report::{Finding, FindingCode, MAX_FINDINGS, Scanned, VerifyReport};

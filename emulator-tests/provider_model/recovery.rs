@@ -9,7 +9,7 @@ use command_journal::identity::OperationSlug;
 use command_journal::recovery::{RecoverOptions, Recovered, Recovery};
 use command_journal::sends::AttemptNumber;
 use command_journal::{Execution, JournalError};
-use command_journal_core::sends::plan::attempt_key;
+use command_journal_core::tools::sends::plan::attempt_key;
 use futures::FutureExt;
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;

@@ -8,18 +8,15 @@ use crate::identity::{CommandInput, CommandRequest, LeaseId, TerminalReferenceFi
 use crate::sends::{AttemptNumber, SendPermit};
 use crate::sends::{BeginSendOutput, SendOutcomeOutput};
 use crate::time::Timestamp;
-use command_journal_core::call::Labelled;
-use command_journal_core::digest::Digest;
-use command_journal_core::envelope::ResultEnvelope;
 use command_journal_core::error::JournalError;
-use command_journal_core::execute::Execution;
-use command_journal_core::fence::FenceEpoch;
-use command_journal_core::lease::{Acquire, LeaseCall, Terminal, TerminalRequest};
-use command_journal_core::lease::{LeaseOutput, TerminalOutput};
-use command_journal_core::registration::Registration;
-use command_journal_core::start::Start;
 use command_journal_core::testing::Store;
-use command_journal_core::transaction::Transition;
+use command_journal_core::tools::call::Labelled;
+use command_journal_core::tools::digest::Digest;
+use command_journal_core::tools::lease::{Acquire, LeaseCall, Terminal, TerminalRequest};
+use command_journal_core::tools::registration::Registration;
+use command_journal_core::tools::start::Start;
+use command_journal_core::tools::transaction::Transition;
+use command_journal_core::{Execution, FenceEpoch, LeaseOutput, ResultEnvelope, TerminalOutput};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -307,8 +304,8 @@ fn a_listing_sets_every_reason_and_a_recovery_counts_its_outcome() {
     use command_journal_core::pending::{PendingCommand, Unblock};
     let waiting = |n: u8, unblocked_by| PendingCommand {
         command_key_hash: Digest::parse(&format!("{n:02x}").repeat(32)).expect("hash"),
-        state: command_journal_core::document::lifecycle::LifecycleState::Leased,
-        fence_epoch: command_journal_core::fence::FenceEpoch::new(1).expect("fence"),
+        state: command_journal_core::pending::LifecycleState::Leased,
+        fence_epoch: command_journal_core::FenceEpoch::new(1).expect("fence"),
         since: Timestamp::from_micros(T0).expect("time"),
         send: None,
         unblocked_by,

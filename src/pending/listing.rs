@@ -4,15 +4,15 @@
 //! `checkoutRequests/{first hash of the range}` to before the next range's, so that
 //! no `lifecycle` document of another collection is ever read; each whose lease has
 //! expired at the captured time is read once more with its send documents (16 such
-//! reads in flight) and decided by the core (`command_journal_core::pending`).
+//! reads in flight) and decided by the core (`command_journal_core::tools::pending`).
 
 use crate::runner::Engine;
-use command_journal_core::digest::Digest;
-use command_journal_core::document::lifecycle::{self, Lifecycle, LifecycleState};
-use command_journal_core::document::root;
 use command_journal_core::error::JournalError;
-use command_journal_core::key_range::KeyRange;
-use command_journal_core::pending::{PendingCommand, PendingRead};
+use command_journal_core::pending::KeyRange;
+use command_journal_core::tools::digest::Digest;
+use command_journal_core::tools::document::lifecycle::{self, Lifecycle, LifecycleState};
+use command_journal_core::tools::document::root;
+use command_journal_core::{pending::PendingCommand, tools::pending::PendingRead};
 use firestore::{FirestoreDb, FirestoreQueryCursor, FirestoreResult, FirestoreValue};
 use futures::stream::BoxStream;
 use futures::{StreamExt as _, TryStreamExt as _};

@@ -1,7 +1,7 @@
 //! `recover`: the driver of the core's recovery protocol
-//! (`command_journal_core::recovery`) over every pending command of one key range
+//! (`command_journal_core::tools::recovery`) over every pending command of one key range
 //! whose send outcome is unknown, in the circular order that starts after the
-//! cursor or the range's checkpoint (`command_journal_core::recovery::schedule`). It
+//! cursor or the range's checkpoint (`command_journal_core::tools::recovery::schedule`). It
 //! performs the step each decision names and nothing else: a journal operation on
 //! the command known by its key hash, a provider lookup bounded by its deadline, the
 //! checkpoint's read and record. It never calls `Provider::send`.
@@ -11,13 +11,13 @@ use crate::pending::listing::listing;
 use crate::recovery::{Lookups, Progress, RecoverOptions, RecoveredCommand, Recovery, Stop};
 use crate::runner::Engine;
 use crate::sends::ProviderAccount;
-use command_journal_core::digest::Digest;
+use command_journal_core::Provider;
 use command_journal_core::error::JournalError;
-use command_journal_core::execute::Provider;
-use command_journal_core::recovery::checkpoint::{CheckpointRead, CheckpointRecord};
-use command_journal_core::recovery::program::RecoveryProgram;
-use command_journal_core::recovery::schedule::circular;
-use command_journal_core::recovery::{Recovered, recovery_owner};
+use command_journal_core::tools::digest::Digest;
+use command_journal_core::tools::recovery::checkpoint::{CheckpointRead, CheckpointRecord};
+use command_journal_core::tools::recovery::program::RecoveryProgram;
+use command_journal_core::tools::recovery::schedule::circular;
+use command_journal_core::{recovery::Recovered, tools::recovery::recovery_owner};
 use futures::StreamExt as _;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;

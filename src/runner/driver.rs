@@ -10,14 +10,14 @@ use crate::ProviderAnswer;
 use crate::connection::Connection;
 use crate::metrics;
 use crate::time::{Clock, Timestamp};
-use command_journal_core::attempt::{Found, ReadKind};
-use command_journal_core::call::{
+use command_journal_core::error::JournalError;
+use command_journal_core::tools::attempt::{Found, ReadKind};
+use command_journal_core::tools::call::{
     Call, CallOptions, CommitKind, Consistency, Input, Io, Labelled, Program, ReadAnswer,
     RpcFailure, TransactionId,
 };
-use command_journal_core::error::JournalError;
-use command_journal_core::execute::{Provider, SendRequest};
-use command_journal_core::transaction::{CommitStamps, OperationName};
+use command_journal_core::tools::transaction::{CommitStamps, OperationName};
+use command_journal_core::{Provider, SendRequest};
 use gcloud_sdk::google::firestore::v1::{
     TransactionOptions, batch_get_documents_request, transaction_options,
 };
@@ -74,7 +74,7 @@ impl<'a> Driver<'a> {
     where
         P: Program,
         P::Output: Labelled,
-        <P::Op as command_journal_core::transaction::Transition>::Output: Labelled,
+        <P::Op as command_journal_core::tools::transaction::Transition>::Output: Labelled,
         Q: Provider,
     {
         let options = CallOptions {
@@ -368,7 +368,7 @@ fn end(
     frame: Frame<'_>,
     attempts: u32,
     error: Option<&JournalError>,
-    recorded: &[command_journal_core::call::Metric],
+    recorded: &[command_journal_core::tools::call::Metric],
 ) {
     let elapsed = frame.started.elapsed();
     let span = &frame.span;

@@ -8,10 +8,10 @@ use super::driver::{Driver, NoProvider};
 use crate::connection::Connection;
 use crate::identity::{CommandInput, LeaseId};
 use crate::time::{Clock, SystemClock, Timestamp};
-use command_journal_core::call::{Labelled, Program, Single};
 use command_journal_core::error::JournalError;
-use command_journal_core::lease::{CommandCall, LeaseCall};
-use command_journal_core::transaction::Transition;
+use command_journal_core::tools::call::{Labelled, Program, Single};
+use command_journal_core::tools::lease::{CommandCall, LeaseCall};
+use command_journal_core::tools::transaction::Transition;
 use std::sync::Arc;
 
 /// The shared state of a journal and its clones.
@@ -102,7 +102,7 @@ impl Engine {
         P: Program,
         P::Output: Labelled,
         <P::Op as Transition>::Output: Labelled,
-        Q: command_journal_core::execute::Provider,
+        Q: command_journal_core::Provider,
     {
         self.driver().drive(program, provider, on_lookup).await
     }
@@ -130,12 +130,12 @@ impl<T: Transition> Transition for Borrowed<'_, T> {
 
     fn decide(
         &self,
-        snapshot: &command_journal_core::transaction::Snapshot,
-    ) -> command_journal_core::transaction::Decision<Self::Output> {
+        snapshot: &command_journal_core::tools::transaction::Snapshot,
+    ) -> command_journal_core::tools::transaction::Decision<Self::Output> {
         self.0.decide(snapshot).map(Untold)
     }
 
-    fn name(&self) -> command_journal_core::transaction::OperationName {
+    fn name(&self) -> command_journal_core::tools::transaction::OperationName {
         self.0.name()
     }
 

@@ -9,9 +9,9 @@ use super::counters::{Count, Tally};
 use super::retry::{Failure, Rpc, classify};
 use crate::connection::RawClient;
 use crate::metrics;
-use command_journal_core::attempt::{GuardedWrite, Precondition};
 use command_journal_core::error::GrpcCode;
-use command_journal_core::transaction::Write;
+use command_journal_core::tools::attempt::{GuardedWrite, Precondition};
+use command_journal_core::tools::transaction::Write;
 use gcloud_sdk::google::firestore::v1::{
     BatchGetDocumentsRequest, CommitRequest, Document, Precondition as RawPrecondition,
     RollbackRequest, Write as RawWrite, batch_get_documents_request, batch_get_documents_response,
@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 /// precondition and in comparable form.
 pub(crate) type WriteTime = (
     prost_types::Timestamp,
-    command_journal_core::transaction::CommitTime,
+    command_journal_core::tools::transaction::CommitTime,
 );
 
 /// One operation's connection to Firestore: every RPC of its attempts goes through it.

@@ -9,8 +9,8 @@
 
 use super::concurrency::Concurrency;
 use super::policy::RetryPolicy;
-use command_journal_core::call::{RetryCause, RpcFailure};
 use command_journal_core::error::{ConfigCause, JournalError};
+use command_journal_core::tools::call::{RetryCause, RpcFailure};
 use gcloud_sdk::google_cloud_auth::errors::CredentialsError;
 use gcloud_sdk::tonic::{Code, Status};
 use std::time::Duration;

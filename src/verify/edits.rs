@@ -7,17 +7,16 @@
 use super::{FindingCode, VerifyReport, verify_documents};
 use crate::identity::{CommandInput, CommandRequest, LeaseId, TerminalReferenceFingerprint};
 use crate::time::Timestamp;
-use command_journal_core::document::fields::{self, FieldMap};
-use command_journal_core::document::value::Value;
-use command_journal_core::document::value::ValueType;
-use command_journal_core::envelope::ResultEnvelope;
-use command_journal_core::envelope::record::WithResult;
-use command_journal_core::fence::FenceEpoch;
-use command_journal_core::lease::{Acquire, LeaseCall, Terminal, TerminalRequest};
-use command_journal_core::ledger::fixtures;
-use command_journal_core::registration::Registration;
-use command_journal_core::sends::guard::Guarded;
 use command_journal_core::testing::Store;
+use command_journal_core::tools::document::fields::{self, FieldMap};
+use command_journal_core::tools::document::value::Value;
+use command_journal_core::tools::document::value::ValueType;
+use command_journal_core::tools::envelope::record::WithResult;
+use command_journal_core::tools::lease::{Acquire, LeaseCall, Terminal, TerminalRequest};
+use command_journal_core::tools::ledger::fixtures;
+use command_journal_core::tools::registration::Registration;
+use command_journal_core::tools::sends::guard::Guarded;
+use command_journal_core::{FenceEpoch, ResultEnvelope};
 use proptest::prelude::*;
 
 const DOCUMENTS: &str = "projects/p/databases/(default)/documents";
@@ -187,7 +186,7 @@ fn mutate(value: &Value, seed: u64) -> Value {
             };
             Value {
                 value_type: Some(ValueType::TimestampValue(
-                    command_journal_core::document::value::ValueTime {
+                    command_journal_core::tools::document::value::ValueTime {
                         seconds: (moved.div_euclid(1_000_000_000)) as i64,
                         nanos: (moved.rem_euclid(1_000_000_000)) as i32,
                     },
@@ -210,7 +209,7 @@ fn mutate(value: &Value, seed: u64) -> Value {
             }
             Value {
                 value_type: Some(ValueType::ArrayValue(
-                    command_journal_core::document::value::ArrayValue { values },
+                    command_journal_core::tools::document::value::ArrayValue { values },
                 )),
             }
         }

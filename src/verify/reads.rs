@@ -4,8 +4,8 @@
 use crate::connection::Connection;
 use crate::runner::firestore::{batch_get, batch_get_request};
 use crate::runner::retry::status_error;
-use command_journal_core::document::root;
 use command_journal_core::error::JournalError;
+use command_journal_core::tools::document::root;
 use gcloud_sdk::google::firestore::v1::Document;
 use gcloud_sdk::google::firestore::v1::batch_get_documents_request::ConsistencySelector;
 use gcloud_sdk::prost_types;

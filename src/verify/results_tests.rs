@@ -3,16 +3,15 @@
 use super::{FindingCode, verify_documents};
 use crate::identity::{CommandInput, CommandRequest, LeaseId};
 use crate::time::Timestamp;
-use command_journal_core::document::fields::{self, FieldMap};
-use command_journal_core::document::lifecycle;
-use command_journal_core::envelope::ResultEnvelope;
-use command_journal_core::envelope::record::WithResult;
-use command_journal_core::envelope::stored::{self, StoredResult};
-use command_journal_core::fence::FenceEpoch;
-use command_journal_core::lease::{Acquire, LeaseCall, Terminal, TerminalRequest};
-use command_journal_core::registration::Registration;
-use command_journal_core::sends::guard::Guarded;
 use command_journal_core::testing::Store;
+use command_journal_core::tools::document::fields::{self, FieldMap};
+use command_journal_core::tools::document::lifecycle;
+use command_journal_core::tools::envelope::record::WithResult;
+use command_journal_core::tools::envelope::stored::{self, StoredResult};
+use command_journal_core::tools::lease::{Acquire, LeaseCall, Terminal, TerminalRequest};
+use command_journal_core::tools::registration::Registration;
+use command_journal_core::tools::sends::guard::Guarded;
+use command_journal_core::{FenceEpoch, ResultEnvelope};
 
 const DOCUMENTS: &str = "projects/p/databases/(default)/documents";
 
@@ -95,7 +94,7 @@ fn with_field(
     store: &mut Store,
     forge: bool,
     field: &str,
-    value: command_journal_core::document::value::Value,
+    value: command_journal_core::tools::document::value::Value,
 ) {
     let doc: &mut FieldMap = if forge {
         store.forge(&path()).expect("doc")
@@ -112,7 +111,7 @@ fn each_broken_rule_has_its_code() {
     let cases: Vec<(
         &str,
         &str,
-        command_journal_core::document::value::Value,
+        command_journal_core::tools::document::value::Value,
         FindingCode,
     )> = vec![
         (

@@ -14,9 +14,9 @@ use super::ranges::{Bounds, ScanRanges};
 use super::reads;
 use super::report::VerifyReport;
 use crate::connection::Connection;
-use command_journal_core::document::{audit, root};
 use command_journal_core::error::JournalError;
-use command_journal_core::ledger::{effect, reservation};
+use command_journal_core::tools::document::{audit, root};
+use command_journal_core::tools::ledger::{effect, reservation};
 use firestore::{FirestoreConsistencySelector, FirestoreDb, FirestoreResult, FirestoreValue};
 use futures::TryStreamExt as _;
 use futures::stream::{BoxStream, StreamExt};
@@ -211,7 +211,7 @@ const STRAY_GROUP: &str = "lifecycle";
 /// The recovery checkpoints and anything stored below them (read in the first range
 /// only, each document checked on its own).
 const CHECKPOINTS: Source = Source::subtree(
-    command_journal_core::recovery::checkpoint::COLLECTION,
+    command_journal_core::tools::recovery::checkpoint::COLLECTION,
     classify_stray,
 );
 
@@ -245,13 +245,15 @@ async fn checkpoints(
             .name
             .strip_prefix(&prefix)
             .unwrap_or(&document.name);
-        let doc = command_journal_core::verify::stored::StoredDoc {
+        let doc = command_journal_core::tools::verify::stored::StoredDoc {
             path: path.to_owned(),
             fields: crate::wire::fields_from_wire(document.fields),
             created: Default::default(),
             updated: Default::default(),
         };
-        report.record(command_journal_core::verify::checkpoints::check(&doc));
+        report.record(command_journal_core::tools::verify::checkpoints::check(
+            &doc,
+        ));
     }
     Ok(())
 }

@@ -11,7 +11,7 @@ use super::sends::plan;
 use crate::identity::OperationSlug;
 use crate::{CommandInput, JournalError, LeaseId, ProviderPlan, TerminalReferenceFingerprint};
 use command_journal_core::sends::AttemptNumber;
-use command_journal_core::sends::plan::attempt_key;
+use command_journal_core::tools::sends::plan::attempt_key;
 use serde_json::{Value, json};
 
 /// The stdin object of `identity`, validated: the command and the optional inputs of

@@ -263,7 +263,7 @@ fn object(
     allowed: &[&str],
     field: &'static str,
 ) -> Result<Map<String, Value>, JournalError> {
-    command_journal_core::ledger::fingerprint::json::object(&value, allowed, field).cloned()
+    command_journal_core::tools::ledger::fingerprint::json::object(&value, allowed, field).cloned()
 }
 
 fn scope(value: Value) -> Result<LedgerScope, JournalError> {

@@ -4,7 +4,7 @@
 use crate::expected::expected_for;
 use crate::ledger::COMPENSATION_SUBTYPE_KEY;
 use crate::ledger::{TRANSFER_KEYS, V4_EFFECT_KEYS};
-use command_journal_core::transaction::OperationName;
+use command_journal_core::tools::transaction::OperationName;
 
 /// A subcommand that reads a JSON object on stdin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -470,7 +470,7 @@ mod tests {
 
     #[test]
     fn every_operation_subcommand_is_named_by_the_operation_list() {
-        use command_journal_core::transaction::OperationName;
+        use command_journal_core::tools::transaction::OperationName;
         for op in OperationName::ALL {
             let subjects: Vec<_> = ALL.iter().filter(|s| s.operation() == Some(op)).collect();
             match op.command_words() {

@@ -10,7 +10,7 @@ use crate::sends::{AttemptNumber, ProviderLookup};
 use crate::{CommandInput, Journal, JournalError, LeaseId};
 use crate::{ProviderPlan, ProviderPlanRequest, ResultEnvelope, TerminalReferenceFingerprint};
 use command_journal::ProviderAnswer;
-use command_journal_core::sends::plan::DEFAULT_LOOKUP_SETTLE_SECONDS;
+use command_journal_core::tools::sends::plan::DEFAULT_LOOKUP_SETTLE_SECONDS;
 use serde_json::Value;
 
 /// Which send operation to run.

@@ -16,7 +16,7 @@ use std::num::NonZeroU32;
 /// How a run answered: the transition's answer, or the answers of the transition and
 /// the one chained after it, committed together.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Answer<O> {
+pub(crate) enum Answer<O> {
     /// The transition's own answer.
     One(O),
     /// The transition's answer and the chained transition's.

@@ -41,9 +41,9 @@ use crate::time::Timestamp;
 use std::time::Duration;
 
 /// Lease time kept back after the provider's deadline, to record its answer.
-pub const SEND_MARGIN: Duration = Duration::from_secs(10);
+pub(crate) const SEND_MARGIN: Duration = Duration::from_secs(10);
 /// The shortest provider call worth starting.
-pub const MIN_SEND_DEADLINE: Duration = Duration::from_secs(1);
+pub(crate) const MIN_SEND_DEADLINE: Duration = Duration::from_secs(1);
 /// More steps than any path takes (the longest, a reconciled absence then a new
 /// attempt, takes nine): a bound against a journal that keeps changing under us.
 const MAX_STEPS: u32 = 16;

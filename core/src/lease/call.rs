@@ -18,7 +18,7 @@ const SPECULATIVE_AUDITS: std::ops::RangeInclusive<i64> = 2..=4;
 
 /// The paths the first read of an operation on the command `hash` asks for: the root,
 /// its revision-1 event, the lifecycle and the speculative audit events.
-pub fn first_read_of(hash: &Digest) -> Vec<String> {
+pub(crate) fn first_read_of(hash: &Digest) -> Vec<String> {
     let mut paths = vec![
         root::path(hash),
         audit::path(hash, 1),
@@ -237,7 +237,7 @@ pub struct Loaded {
 }
 
 /// The lifecycle and its current audit event describe the same transition.
-pub fn partners(root: &RootDocument, current: &Lifecycle, event: &TransitionEvent) -> bool {
+pub(crate) fn partners(root: &RootDocument, current: &Lifecycle, event: &TransitionEvent) -> bool {
     let expected_type = match current.state {
         LifecycleState::Leased if current.fence_epoch == 1 => EventType::LeaseAcquired,
         LifecycleState::Leased => EventType::LeaseTakenOver,

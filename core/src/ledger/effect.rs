@@ -305,7 +305,7 @@ impl LedgerEffect {
     }
 
     /// The relations between lineage, link, id and leg that every stored row obeys.
-    pub fn relations_hold(&self) -> bool {
+    pub(crate) fn relations_hold(&self) -> bool {
         let link_ok = match (self.lineage, &self.reservation_id, self.effect_index) {
             (Lineage::HistoricalUnlinked, None, None) => {
                 self.migration_id.is_none()

@@ -53,13 +53,13 @@ use serde_json::{Map, Value};
 use sha2::{Digest as _, Sha256};
 
 mod canonical;
-pub mod json;
+pub(crate) mod json;
 mod plan;
 
+pub(crate) use plan::check_version;
 pub use plan::{
     Amount, COMPENSATION_SUBTYPE_KEY, CURRENT_FINGERPRINT_VERSION, CommandFamily, EffectPlanItem,
     Intent, MAX_EFFECTS, MAX_TEXT_BYTES, TRANSFER_KEYS, TransferPlan, V4_EFFECT_KEYS,
-    check_version,
 };
 
 /// The keys of the serializer input object.

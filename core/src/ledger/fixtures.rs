@@ -158,7 +158,7 @@ pub fn accept_into(memory: &mut Store, n: u32, plan: &FingerprintInput) -> Ledge
 }
 
 /// The reservation of key `n` and its rows, parsed from `memory` (no integrity check).
-pub fn stored_of(memory: &Store, n: u32) -> Stored {
+pub(crate) fn stored_of(memory: &Store, n: u32) -> Stored {
     let reservation =
         ReservationDocument::parse(rid(n).as_str(), &memory[&reservation::path(&rid(n))])
             .expect("reservation");

@@ -35,13 +35,13 @@ use crate::ledger::reservation::ReservationDocument;
 use serde_json::{Map, Value};
 
 /// The integrity digest's framing domain.
-pub const INTEGRITY_DOMAIN: &str = "command-journal.ledger-integrity";
+pub(crate) const INTEGRITY_DOMAIN: &str = "command-journal.ledger-integrity";
 /// The integrity digest's framing version.
-pub const INTEGRITY_VERSION: u32 = 1;
+pub(crate) const INTEGRITY_VERSION: u32 = 1;
 
 /// A way the stored rows contradict their reservation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Contradiction {
+pub(crate) enum Contradiction {
     /// The reservation and rows do not produce the stored `integrityDigest`.
     Digest,
     /// The command rebuilt from the rows does not produce the stored fingerprint.
@@ -54,7 +54,7 @@ pub enum Contradiction {
 /// fields (`seatId` … `compensationSubtype`, texts and amounts as strings or null,
 /// `compensationAmountCents` an integer) and `acceptedAt` as a string of decimal
 /// microseconds since the Unix epoch. `None` only if canonicalization fails.
-pub fn row_canonical(effect: &LedgerEffect) -> Option<String> {
+pub(crate) fn row_canonical(effect: &LedgerEffect) -> Option<String> {
     let item = &effect.item;
     let text = |v: &Option<String>| v.as_ref().map_or(Value::Null, |s| Value::from(s.as_str()));
     let mut map = Map::new();
@@ -118,7 +118,7 @@ pub fn row_canonical(effect: &LedgerEffect) -> Option<String> {
 
 /// The integrity digest of `reservation` (its own digest field is not an input) and
 /// its rows `effects`, in index order. `None` only if a row cannot be canonicalized.
-pub fn integrity_digest(
+pub(crate) fn integrity_digest(
     reservation: &ReservationDocument,
     effects: &[LedgerEffect],
 ) -> Option<Digest> {
@@ -144,7 +144,7 @@ pub fn integrity_digest(
 /// True when the stored rows alone determine the reservation's fingerprint and this
 /// crate can rebuild it: canonical, a family without a business tuple, a version with
 /// a serializer.
-pub fn fingerprint_is_rebuilt(reservation: &ReservationDocument) -> bool {
+pub(crate) fn fingerprint_is_rebuilt(reservation: &ReservationDocument) -> bool {
     reservation.migration_id.is_none()
         && matches!(
             reservation.family,

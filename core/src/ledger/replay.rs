@@ -114,7 +114,7 @@ impl ReversalAuthority {
 /// ones accepted: every effect has the same actor and the same mechanism, every
 /// compensating effect has the same subtype, and no non-compensating effect carries a
 /// subtype (version 5 encodes it as null there).
-pub fn reversal_is_replayable(items: &[EffectPlanItem]) -> bool {
+pub(crate) fn reversal_is_replayable(items: &[EffectPlanItem]) -> bool {
     let Some(first) = items.first() else {
         return false;
     };
@@ -132,7 +132,7 @@ pub fn reversal_is_replayable(items: &[EffectPlanItem]) -> bool {
 }
 
 /// An effect is compensating when it carries compensation cents above zero.
-pub fn is_compensating(item: &EffectPlanItem) -> bool {
+pub(crate) fn is_compensating(item: &EffectPlanItem) -> bool {
     item.compensation_amount_cents > 0
 }
 

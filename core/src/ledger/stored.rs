@@ -17,18 +17,18 @@ use crate::transaction::Snapshot;
 
 /// A reservation with every one of its effects, cross-checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Stored {
+pub(crate) struct Stored {
     /// The reservation document.
     pub reservation: ReservationDocument,
     /// Its effect rows, in `effect_ids` order.
     pub effects: Vec<LedgerEffect>,
 }
 
-pub use crate::transaction::Halt;
+pub(crate) use crate::transaction::Halt;
 
 /// The paths of effects `0..=count` of `reservation_id`: the slots a command of
 /// `count` effects creates, plus the first slot past them.
-pub fn effect_slots(reservation_id: &Digest, count: usize) -> Vec<String> {
+pub(crate) fn effect_slots(reservation_id: &Digest, count: usize) -> Vec<String> {
     (0..=count)
         .map(|i| effect::path(&effect::effect_id(reservation_id, i)))
         .collect()
@@ -50,7 +50,7 @@ pub fn effect_slots(reservation_id: &Digest, count: usize) -> Vec<String> {
 ///   digest, and the fingerprint rebuilt from the rows where they determine it, see
 ///   `integrity`): otherwise `journal_corrupt`, so no operation compares a caller's
 ///   command with rows that changed after acceptance.
-pub fn load(
+pub(crate) fn load(
     snapshot: &Snapshot,
     reservation_id: &Digest,
     probes: &[String],
@@ -121,7 +121,7 @@ pub fn load(
 /// Every way `stored` (already structurally linked by
 /// [`verify`]) contradicts what its reservation
 /// recorded, in the order digest, fingerprint; empty when it is intact or not covered.
-pub fn contradictions(stored: &Stored) -> Vec<Contradiction> {
+pub(crate) fn contradictions(stored: &Stored) -> Vec<Contradiction> {
     let reservation = &stored.reservation;
     let mut found = Vec::new();
     if let Some(digest) = &reservation.integrity_digest
@@ -141,7 +141,7 @@ pub fn contradictions(stored: &Stored) -> Vec<Contradiction> {
 }
 
 /// The structural link between a reservation and its effects.
-pub fn verify(
+pub(crate) fn verify(
     reservation: &ReservationDocument,
     effects: &[LedgerEffect],
 ) -> Result<(), JournalError> {
@@ -199,7 +199,7 @@ pub fn verify(
 /// the transfer's account direction in `account_type`, its actor, type, original
 /// transaction and policy, no mechanism and no compensation. `None` unless the amount
 /// is above zero.
-pub fn transfer_legs(plan: &TransferPlan) -> Option<[EffectPlanItem; 2]> {
+pub(crate) fn transfer_legs(plan: &TransferPlan) -> Option<[EffectPlanItem; 2]> {
     let credit_amount = plan
         .amount
         .clone()
@@ -220,7 +220,7 @@ pub fn transfer_legs(plan: &TransferPlan) -> Option<[EffectPlanItem; 2]> {
 }
 
 /// True when `debit` and `credit` are exactly the two legs one transfer derives.
-pub fn transfer_legs_agree(debit: &EffectPlanItem, credit: &EffectPlanItem) -> bool {
+pub(crate) fn transfer_legs_agree(debit: &EffectPlanItem, credit: &EffectPlanItem) -> bool {
     transfer_plan(credit)
         .as_ref()
         .and_then(transfer_legs)
@@ -248,7 +248,7 @@ impl Stored {
     ///
     /// `unsupported_fingerprint_version` for a version with no serializer here;
     /// `journal_corrupt` if the stored effects cannot form a valid command.
-    pub fn command(
+    pub(crate) fn command(
         &self,
         intent: Option<Intent>,
         adjust: impl Fn(&EffectPlanItem) -> EffectPlanItem,
@@ -273,13 +273,16 @@ impl Stored {
     }
 
     /// True when `command`'s fingerprint under the stored version is the stored one.
-    pub fn fingerprint_matches(&self, command: &FingerprintInput) -> Result<bool, JournalError> {
+    pub(crate) fn fingerprint_matches(
+        &self,
+        command: &FingerprintInput,
+    ) -> Result<bool, JournalError> {
         let fingerprint = command.fingerprint(self.reservation.fingerprint_version)?;
         Ok(fingerprint.digest == self.reservation.fingerprint)
     }
 
     /// The outcome reporting this reservation and its effects.
-    pub fn outcome(&self, outcome: Outcome) -> LedgerOutcome {
+    pub(crate) fn outcome(&self, outcome: Outcome) -> LedgerOutcome {
         let r = &self.reservation;
         LedgerOutcome {
             outcome,
@@ -294,7 +297,7 @@ impl Stored {
     }
 
     /// The writes that create the reservation and every effect.
-    pub fn creates(&self) -> Vec<crate::transaction::Write> {
+    pub(crate) fn creates(&self) -> Vec<crate::transaction::Write> {
         let reservation = crate::transaction::Write::Create {
             path: reservation::path(&self.reservation.reservation_id),
             fields: self.reservation.encode(),
@@ -316,7 +319,7 @@ impl Stored {
 /// its effects, and checks them with the same [`verify`] a later read applies. A
 /// canonical reservation gets its integrity digest over exactly these rows (schema
 /// version 2); one with a migration id stays without (version 1).
-pub fn build(
+pub(crate) fn build(
     mut reservation: ReservationDocument,
     items: Vec<(EffectPlanItem, Option<TransferLeg>)>,
 ) -> Result<Stored, JournalError> {

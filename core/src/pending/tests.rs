@@ -3,8 +3,11 @@
 //! attempt waits for a re-send or evidence before its cutoff, for evidence after it;
 //! a settled command is not pending; a broken journal fails closed.
 
+use super::read::PendingRead;
 use super::*;
 use crate::answer::ProviderAnswer;
+use crate::document::lifecycle;
+use crate::error::JournalError;
 use crate::fence::FenceEpoch;
 use crate::identity::{CommandInput, CommandRequest, LeaseId};
 use crate::lease::{LeaseCall, LeaseOutput};

@@ -36,7 +36,7 @@ pub const COLLECTION: &str = "recoveryCheckpoints";
 const KIND: &str = "malformed recovery checkpoint";
 
 /// The exact field set of a checkpoint.
-pub const FIELDS: [&str; 5] = [
+pub(crate) const FIELDS: [&str; 5] = [
     "checkpointSchemaVersion",
     "keyRangeIndex",
     "keyRangeCount",
@@ -45,7 +45,7 @@ pub const FIELDS: [&str; 5] = [
 ];
 
 /// The checkpoint of `range`, relative to the documents root.
-pub fn path(range: KeyRange) -> String {
+pub(crate) fn path(range: KeyRange) -> String {
     format!("{COLLECTION}/{}", range.id())
 }
 
@@ -62,7 +62,7 @@ pub struct Checkpoint {
 
 impl Checkpoint {
     /// Parses the document with id `id` strictly: the exact field set and types,
-    /// version 1, an id naming a range ([`KeyRange::from_id`]) equal to the stored
+    /// version 1, an id naming a range (`{index}-of-{count}`) equal to the stored
     /// index and count, and `after` inside that range.
     pub fn parse(id: &str, map: &FieldMap) -> Result<Self, JournalError> {
         let f = Strict::new(map, &FIELDS, KIND)?;

@@ -4,8 +4,9 @@
 //! kept); the acquisition reads what the reconciliation after it decides from, so that
 //! the reconciliation is one commit planned from it (preconditions mode).
 
+use super::Recovered;
+use super::protocol::{RecoveryEvent as Event, RecoveryProtocol, RecoveryStep as Step};
 use super::registered::{Registered, RegisteredIdentity};
-use super::{Recovered, RecoveryEvent as Event, RecoveryProtocol, RecoveryStep as Step};
 use crate::call::{Answered, Labelled, LookupCall, Next, Program, Run};
 use crate::digest::Digest;
 use crate::envelope::record::WithResult;

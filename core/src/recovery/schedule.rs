@@ -38,7 +38,7 @@ fn place<'a>(from: Option<&Digest>, hash: &'a Digest) -> (bool, &'a Digest) {
 
 /// Whether `a` lies strictly further than `b` along the circle that starts after
 /// `from`.
-pub fn further(from: Option<&Digest>, a: &Digest, b: &Digest) -> bool {
+pub(crate) fn further(from: Option<&Digest>, a: &Digest, b: &Digest) -> bool {
     place(from, a) > place(from, b)
 }
 

@@ -5,15 +5,23 @@
 //! found" is recorded only at the plan's own account, from the instant the absence is
 //! provable, and a job for another account asks nothing.
 
+use super::owner::recovery_owner;
+use super::protocol::{RecoveryEvent, RecoveryProtocol, RecoveryStep};
+use super::registered::RegisteredIdentity;
 use super::*;
+use crate::answer::ProviderAnswer;
 use crate::digest::Digest;
 use crate::document::{audit, root};
 use crate::envelope::ResultEnvelope;
+use crate::error::JournalError;
+use crate::fence::FenceEpoch;
 use crate::identity::{CommandIdentity, CommandInput, CommandRequest, LeaseId};
 use crate::lease::{Acquire, CommandCall, LeaseCall};
+use crate::lease::{CommandState, LeaseOutput, TerminalOutput};
 use crate::sends::begin::BeginSend;
 use crate::sends::record::RecordAnswer;
 use crate::sends::status::SendStatusRead;
+use crate::sends::{AttemptNumber, AttemptState, ProviderAccount, SendOutcomeOutput};
 use crate::sends::{BeginSendOutput, CommandStatus, ProviderPlan, ProviderPlanRequest};
 use crate::start::Start;
 use crate::testing::{Store, fresh_lease};

@@ -25,7 +25,7 @@ use crate::time::Timestamp;
 
 /// When an attempt was sent: its first and its latest permit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Sent {
+pub(crate) struct Sent {
     /// The first permit's time: the key store's retention runs from it.
     pub first_sent_at: Timestamp,
     /// The latest permit's time: its lease bounds when a send can still be in flight.
@@ -44,7 +44,10 @@ impl From<&SendAttempt> for Sent {
 /// The window in which an absence of the attempt `sent` is provable: from its first
 /// instant, until (exclusive) the instant the provider may forget the key (`None`:
 /// never). `None` overall when the window is empty or outside Firestore's range.
-pub fn window(plan: &BoundPlan, sent: impl Into<Sent>) -> Option<(Timestamp, Option<Timestamp>)> {
+pub(crate) fn window(
+    plan: &BoundPlan,
+    sent: impl Into<Sent>,
+) -> Option<(Timestamp, Option<Timestamp>)> {
     let sent = sent.into();
     let from = sent
         .last_sent_at
@@ -65,7 +68,11 @@ pub fn window(plan: &BoundPlan, sent: impl Into<Sent>) -> Option<(Timestamp, Opt
 
 /// Whether `NotFound` for `attempt` is provable at `now`: `Ok` or the refusal, with
 /// the instant from which it will be, where one exists.
-pub fn check(plan: &BoundPlan, sent: impl Into<Sent>, now: Timestamp) -> Result<(), JournalError> {
+pub(crate) fn check(
+    plan: &BoundPlan,
+    sent: impl Into<Sent>,
+    now: Timestamp,
+) -> Result<(), JournalError> {
     let never = JournalError::AbsenceNotProvable {
         provable_from: None,
     };
@@ -84,7 +91,11 @@ pub fn check(plan: &BoundPlan, sent: impl Into<Sent>, now: Timestamp) -> Result<
 /// The instant from which an absence of `sent` is provable, as `status` shows it:
 /// `None` once the provider may have forgotten the key (a `key_store` lookup past its
 /// retention), or when the window is empty. The same window [`check`] decides by.
-pub fn provable_from(plan: &BoundPlan, sent: impl Into<Sent>, now: Timestamp) -> Option<Timestamp> {
+pub(crate) fn provable_from(
+    plan: &BoundPlan,
+    sent: impl Into<Sent>,
+    now: Timestamp,
+) -> Option<Timestamp> {
     let (from, until) = window(plan, sent)?;
     let forgotten = until.is_some_and(|until| now >= until) && !reverted(Rule::KeyRetained);
     (!forgotten).then_some(from)
@@ -92,6 +103,6 @@ pub fn provable_from(plan: &BoundPlan, sent: impl Into<Sent>, now: Timestamp) ->
 
 /// Whether an absence recorded at `at` lies in its provable window: a stored
 /// absence outside it was not proven, and nothing is built on it.
-pub fn recorded_in_window(plan: &BoundPlan, sent: impl Into<Sent>, at: Timestamp) -> bool {
+pub(crate) fn recorded_in_window(plan: &BoundPlan, sent: impl Into<Sent>, at: Timestamp) -> bool {
     check(plan, sent, at).is_ok()
 }

@@ -47,7 +47,7 @@ impl ProviderMode {
 }
 
 /// Longest account text, in characters (the plan's bound).
-pub const MAX_ACCOUNT_CHARS: usize = 255;
+pub(crate) const MAX_ACCOUNT_CHARS: usize = 255;
 
 /// A validated provider, account and mode: the parts of a plan that say where its
 /// requests and lookups go. The account is held in memory only: it prints as

@@ -16,9 +16,9 @@ use crate::fence::FenceEpoch;
 use crate::time::Timestamp;
 
 /// The `journal_corrupt` reason of a malformed send document.
-pub const KIND: &str = "malformed provider send document";
+pub(crate) const KIND: &str = "malformed provider send document";
 /// The send document version every write uses.
-pub const VERSION: i64 = 2;
+pub(crate) const VERSION: i64 = 2;
 /// The fields of a version-2 send document: version 1's and `resultStored`.
 pub const FIELDS: [&str; 14] = [
     "sendSchemaVersion",
@@ -37,13 +37,13 @@ pub const FIELDS: [&str; 14] = [
     "resultStored",
 ];
 /// The fields of a version-1 send document: version 2's without `resultStored`.
-pub const FIELDS_V1: &[&str] = FIELDS.split_at(FIELDS.len() - 1).0;
+pub(crate) const FIELDS_V1: &[&str] = FIELDS.split_at(FIELDS.len() - 1).0;
 
 /// The collection below the root that holds the send document.
-pub const COLLECTION: &str = "providerSends";
+pub(crate) const COLLECTION: &str = "providerSends";
 
 /// The send document's path relative to the documents root.
-pub fn path(hash: &Digest) -> String {
+pub(crate) fn path(hash: &Digest) -> String {
     format!(
         "{}/{hash}/{COLLECTION}/current",
         crate::document::root::COLLECTION
@@ -107,21 +107,21 @@ impl AttemptState {
 
     /// Whether a later holder may re-send the attempt's key before its cutoff
     /// (`sending`, `ambiguous`): not once the provider replayed a stored unknown.
-    pub fn resendable(self) -> bool {
+    pub(crate) fn resendable(self) -> bool {
         matches!(self, Self::Sending | Self::Ambiguous)
             || (self == Self::ReplayedUnknown && reverted(Rule::ReplayedLookedUp))
     }
 
     /// Whether only a lookup can settle the attempt now, whatever the cutoff: its
     /// key replays a stored unknown.
-    pub fn key_cannot_tell(self) -> bool {
+    pub(crate) fn key_cannot_tell(self) -> bool {
         self == Self::ReplayedUnknown && !reverted(Rule::ReplayedLookedUp)
     }
 }
 
 /// Who recorded the attempt's outcome.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OutcomeSource {
+pub(crate) enum OutcomeSource {
     /// `record_send_outcome`, by the fence that last sent.
     ProviderAnswer,
     /// `reconcile_send`, by a holder of the lease.
@@ -130,7 +130,7 @@ pub enum OutcomeSource {
 
 impl OutcomeSource {
     /// The stored name (`send_outcome`, `reconciliation`).
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::ProviderAnswer => "send_outcome",
             Self::Reconciliation => "reconciliation",
@@ -148,7 +148,7 @@ impl OutcomeSource {
 
 /// A recorded outcome: when, by which fence, through which operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RecordedOutcome {
+pub(crate) struct RecordedOutcome {
     /// The journal's time of the recording.
     pub at: Timestamp,
     /// The fence of the caller that recorded it.
@@ -160,7 +160,7 @@ pub struct RecordedOutcome {
 /// A parsed send document whose own field relations hold (the cutoff against the
 /// plan's retention is checked where both are known).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SendAttempt {
+pub(crate) struct SendAttempt {
     /// `sendSchemaVersion`: 1 or 2; every write is [`VERSION`].
     pub version: i64,
     /// The command's key hash (the parent document's id).
@@ -190,7 +190,7 @@ pub struct SendAttempt {
 
 impl SendAttempt {
     /// Parses strictly; `hash` is the command the document was read under.
-    pub fn parse(hash: &Digest, map: &FieldMap) -> Result<Self, JournalError> {
+    pub(crate) fn parse(hash: &Digest, map: &FieldMap) -> Result<Self, JournalError> {
         let version = if map.len() == FIELDS.len() { 2 } else { 1 };
         let expected: &[&str] = if version == 2 { &FIELDS } else { FIELDS_V1 };
         let f = Strict::new(map, expected, KIND)?;
@@ -237,17 +237,17 @@ impl SendAttempt {
     }
 
     /// Whether the latest permit was a re-send by a later fence.
-    pub fn resent(&self) -> bool {
+    pub(crate) fn resent(&self) -> bool {
         self.last_sent_fence_epoch != self.first_sent_fence_epoch
     }
 
     /// The time of the latest mutation: the partner event's `occurredAt`.
-    pub fn updated_at(&self) -> Timestamp {
+    pub(crate) fn updated_at(&self) -> Timestamp {
         self.outcome.map_or(self.last_sent_at, |o| o.at)
     }
 
     /// The fence of the latest mutation: the partner event's `fenceEpoch`.
-    pub fn updated_by(&self) -> FenceEpoch {
+    pub(crate) fn updated_by(&self) -> FenceEpoch {
         self.outcome
             .map_or(self.last_sent_fence_epoch, |o| o.fence_epoch)
     }
@@ -287,7 +287,7 @@ impl SendAttempt {
     }
 
     /// The exact stored field map.
-    pub fn encode(&self) -> FieldMap {
+    pub(crate) fn encode(&self) -> FieldMap {
         let outcome_at = self
             .outcome
             .map_or_else(fields::null, |o| fields::timestamp(o.at));

@@ -7,11 +7,11 @@ use std::cmp::Ordering;
 use std::fmt;
 
 /// Largest attempt number (four decimal digits).
-pub const MAX_ATTEMPT: i64 = 9_999;
+pub(crate) const MAX_ATTEMPT: i64 = 9_999;
 
 /// The number of one provider attempt of a command: 1 for the first, one more for
 /// each attempt opened after the previous one was proven absent, at most
-/// [`MAX_ATTEMPT`]. Serializes as the bare integer.
+/// 9,999. Serializes as the bare integer.
 ///
 /// ```
 /// use command_journal_core::sends::AttemptNumber;
@@ -29,7 +29,7 @@ impl AttemptNumber {
     pub const FIRST: Self = Self(1);
 
     /// An attempt from its number (for instance one a caller read from input or a
-    /// permit): 1 to [`MAX_ATTEMPT`], else `invalid_input` on `attempt`.
+    /// permit): 1 to 9,999, else `invalid_input` on `attempt`.
     pub fn new(value: i64) -> Result<Self, JournalError> {
         if (1..=MAX_ATTEMPT).contains(&value) {
             Ok(Self(value))
@@ -43,7 +43,7 @@ impl AttemptNumber {
         self.0
     }
 
-    /// The attempt after this one; `None` after [`MAX_ATTEMPT`].
+    /// The attempt after this one; `None` after 9,999.
     pub fn next(self) -> Option<Self> {
         Self::new(self.0 + 1).ok()
     }

@@ -23,9 +23,9 @@ use crate::identity::{CommandIdentity, OperationSlug, is_slug};
 use crate::time::Timestamp;
 
 /// The `journal_corrupt` reason of a malformed plan document.
-pub const KIND: &str = "malformed provider plan document";
+pub(crate) const KIND: &str = "malformed provider plan document";
 /// The `sendSchemaVersion` of every plan document written now.
-pub const VERSION: i64 = 3;
+pub(crate) const VERSION: i64 = 3;
 /// The fields of a version-3 plan document: version 2's and `accountFingerprint`.
 pub const FIELDS: [&str; 12] = [
     "sendSchemaVersion",
@@ -42,12 +42,12 @@ pub const FIELDS: [&str; 12] = [
     "accountFingerprint",
 ];
 /// The fields of a version-2 plan document: version 1's and the lookup's two.
-pub const FIELDS_V2: &[&str] = FIELDS.split_at(FIELDS.len() - 1).0;
+pub(crate) const FIELDS_V2: &[&str] = FIELDS.split_at(FIELDS.len() - 1).0;
 /// The fields of a version-1 plan document: version 2's without the lookup's two.
-pub const FIELDS_V1: &[&str] = FIELDS.split_at(FIELDS.len() - 3).0;
+pub(crate) const FIELDS_V1: &[&str] = FIELDS.split_at(FIELDS.len() - 3).0;
 
 /// The plan document's path relative to the documents root.
-pub fn path(hash: &Digest) -> String {
+pub(crate) fn path(hash: &Digest) -> String {
     format!(
         "{}/{hash}/providerSends/plan",
         crate::document::root::COLLECTION

@@ -41,7 +41,7 @@ impl Closing {
     }
 
     /// The answer once the finding is recorded.
-    pub fn output(&self, attempt: AttemptNumber) -> SendOutcomeOutput {
+    pub(crate) fn output(&self, attempt: AttemptNumber) -> SendOutcomeOutput {
         match self {
             Self::Succeeded(_) => SendOutcomeOutput::Terminal(TerminalOutput::Succeeded),
             Self::Declined => SendOutcomeOutput::Terminal(TerminalOutput::FailedFinal),
@@ -53,7 +53,7 @@ impl Closing {
 
 /// An attempt that is closed (the command terminal): the same finding observes,
 /// anything else is `terminal_conflict`.
-pub fn closed_retry(
+pub(crate) fn closed_retry(
     lifecycle: &Lifecycle,
     attempt: &SendAttempt,
     finding: &Closing,
@@ -76,7 +76,7 @@ pub fn closed_retry(
 /// its event and, for success or a final refusal, B2B's terminal transition.
 /// `with_result`: a success whose envelope the same commit stores (`results/current`),
 /// marked on the send document.
-pub fn record_finding(
+pub(crate) fn record_finding(
     call: &LeaseCall,
     fence: FenceEpoch,
     state: &SendState,

@@ -14,7 +14,7 @@ use crate::fence::FenceEpoch;
 use crate::time::Timestamp;
 
 /// The `journal_corrupt` reason of a malformed send event.
-pub const KIND: &str = "malformed provider send audit event";
+pub(crate) const KIND: &str = "malformed provider send audit event";
 /// The exact field set of a send event.
 pub const FIELDS: [&str; 11] = [
     "auditSchemaVersion",
@@ -31,14 +31,14 @@ pub const FIELDS: [&str; 11] = [
 ];
 
 /// The event id of `revision` of the command's send chain.
-pub fn id(hash: &Digest, revision: i64) -> String {
+pub(crate) fn id(hash: &Digest, revision: i64) -> String {
     format!("provider_send_{hash}_{revision:010}")
 }
 
 /// Splits a send event id into its command key hash and send revision; `None` unless
 /// it is exactly `provider_send_{64 lowercase hex}_{10 digits}` with a revision of 1
 /// or more (the verifier's scan meets every `auditEvents` id).
-pub fn parse_id(id: &str) -> Option<(Digest, i64)> {
+pub(crate) fn parse_id(id: &str) -> Option<(Digest, i64)> {
     let rest = id.strip_prefix("provider_send_")?;
     let (hash, revision) = rest.split_once('_')?;
     let hash = Digest::parse(hash)?;
@@ -50,13 +50,13 @@ pub fn parse_id(id: &str) -> Option<(Digest, i64)> {
 }
 
 /// The event's path relative to the documents root.
-pub fn path(hash: &Digest, revision: i64) -> String {
+pub(crate) fn path(hash: &Digest, revision: i64) -> String {
     format!("{COLLECTION}/{}", id(hash, revision))
 }
 
 /// What a send event records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SendEventType {
+pub(crate) enum SendEventType {
     /// An attempt opened (`begin_send`): attempt 1 from nothing, n ≥ 2 from `absent`.
     Opened,
     /// A later fence re-sent the same attempt with the same key.
@@ -79,7 +79,7 @@ pub enum SendEventType {
 
 impl SendEventType {
     /// The stored name of the event type.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Opened => "provider_send_opened",
             Self::Resent => "provider_send_resent",
@@ -111,7 +111,7 @@ impl SendEventType {
     }
 
     /// The state the event leaves the attempt in.
-    pub fn to_state(self) -> AttemptState {
+    pub(crate) fn to_state(self) -> AttemptState {
         match self {
             Self::Opened | Self::Resent => AttemptState::Sending,
             Self::Ambiguous => AttemptState::Ambiguous,
@@ -123,7 +123,7 @@ impl SendEventType {
     }
 
     /// Whether `from` (`None`: no attempt yet) may precede the event.
-    pub fn allows_from(self, from: Option<AttemptState>, attempt: AttemptNumber) -> bool {
+    pub(crate) fn allows_from(self, from: Option<AttemptState>, attempt: AttemptNumber) -> bool {
         match self {
             Self::Opened if attempt == AttemptNumber::FIRST => from.is_none(),
             Self::Opened => from == Some(AttemptState::Absent),
@@ -137,7 +137,7 @@ impl SendEventType {
 
 /// A parsed send event.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SendEvent {
+pub(crate) struct SendEvent {
     /// The command's key hash.
     pub command_key_hash: Digest,
     /// The revision of the send audit chain this event records.
@@ -158,7 +158,7 @@ pub struct SendEvent {
 
 impl SendEvent {
     /// Parses strictly; `document_id` is the id the event was read under.
-    pub fn parse(document_id: &str, map: &FieldMap) -> Result<Self, JournalError> {
+    pub(crate) fn parse(document_id: &str, map: &FieldMap) -> Result<Self, JournalError> {
         let f = Strict::new(map, &FIELDS, KIND)?;
         f.int_in("auditSchemaVersion", 3..=3)?;
         f.string_eq("aggregateType", "provider_send")?;
@@ -191,7 +191,7 @@ impl SendEvent {
     }
 
     /// The exact stored field map.
-    pub fn encode(&self) -> FieldMap {
+    pub(crate) fn encode(&self) -> FieldMap {
         fields::map([
             ("auditSchemaVersion", fields::int(3)),
             ("aggregateType", fields::string("provider_send")),

@@ -29,7 +29,7 @@ pub fn first_read(call: &CommandCall) -> Vec<String> {
 
 /// The send layer's own first read: the plan, the send record, the speculative send
 /// events and the stored result (which a success with an envelope must have).
-pub fn send_paths(hash: &Digest) -> Vec<String> {
+pub(crate) fn send_paths(hash: &Digest) -> Vec<String> {
     let mut paths = vec![bound_plan::path(hash), attempt::path(hash)];
     paths.extend(SPECULATIVE_EVENTS.map(|r| event::path(hash, r)));
     paths.push(stored::path(hash));
@@ -39,7 +39,7 @@ pub fn send_paths(hash: &Digest) -> Vec<String> {
 /// A bound plan and the current attempt, validated against each other and their
 /// current send event.
 #[derive(Debug, Clone)]
-pub struct SendState {
+pub(crate) struct SendState {
     /// The bound plan.
     pub plan: BoundPlan,
     /// The current attempt.
@@ -48,7 +48,7 @@ pub struct SendState {
 
 /// What the send layer of a command holds.
 #[derive(Debug, Clone)]
-pub enum Sends {
+pub(crate) enum Sends {
     /// No plan bound, no send record: nothing was ever sent under the send layer.
     Unbound,
     /// A plan and its current attempt.
@@ -61,7 +61,7 @@ pub enum Sends {
 
 impl Sends {
     /// The bound plan, when one is.
-    pub fn plan(&self) -> Option<&BoundPlan> {
+    pub(crate) fn plan(&self) -> Option<&BoundPlan> {
         match self {
             Self::Unbound => None,
             Self::Bound(state) => Some(&state.plan),
@@ -71,7 +71,7 @@ impl Sends {
 }
 
 /// Everything a send decision starts from.
-pub struct Context {
+pub(crate) struct Context {
     /// The command's current lifecycle, `None` before its first lease.
     pub lifecycle: Option<Lifecycle>,
     /// The command's send documents, as loaded and cross-checked.
@@ -84,7 +84,7 @@ fn corrupt(reason: &'static str) -> Halt {
 
 /// Loads and validates the lease's documents and the send layer's, merging the
 /// follow-up reads both ask for into one.
-pub fn load(call: &CommandCall, snapshot: &Snapshot) -> Result<Context, Halt> {
+pub(crate) fn load(call: &CommandCall, snapshot: &Snapshot) -> Result<Context, Halt> {
     let lease = call.load(snapshot);
     let sends = load_sends(call.hash(), snapshot);
     let (loaded, sends) = match (lease, sends) {
@@ -117,7 +117,7 @@ pub fn load(call: &CommandCall, snapshot: &Snapshot) -> Result<Context, Halt> {
 /// other than the bound one (checked first), `attempt_mismatch` without a plan, the
 /// parse error of an unreadable send record.
 /// `plan` is `None` for a holder that takes the bound plan as it is (recovery).
-pub fn bound_state(
+pub(crate) fn bound_state(
     sends: Sends,
     plan: Option<&ProviderPlan>,
     call: &CommandCall,
@@ -158,7 +158,7 @@ fn agrees(state: &SendState, lifecycle: &Lifecycle) -> bool {
 
 /// The send layer's documents, parsed and checked against each other (not against
 /// the lifecycle): what the guard of `complete`/`fail` reads too.
-pub fn load_sends(hash: &Digest, snapshot: &Snapshot) -> Result<Sends, Halt> {
+pub(crate) fn load_sends(hash: &Digest, snapshot: &Snapshot) -> Result<Sends, Halt> {
     let plan = snapshot.get(&bound_plan::path(hash));
     let current = snapshot.get(&attempt::path(hash));
     let (plan, current) = match (plan, current) {
@@ -253,7 +253,7 @@ fn one_commit(snapshot: &Snapshot, record: &str, event: &str) -> bool {
 }
 
 /// The send document and its current event describe the same mutation.
-pub fn partners(attempt: &SendAttempt, event: &SendEvent) -> bool {
+pub(crate) fn partners(attempt: &SendAttempt, event: &SendEvent) -> bool {
     let source = attempt.outcome.map(|o| o.source);
     let type_fits = match event.event_type {
         SendEventType::Opened => source.is_none() && !attempt.resent(),

@@ -15,7 +15,7 @@ use crate::transaction::{Decision, Halt, Snapshot, Transition, Write};
 
 /// The lifecycle, if `owner` holds it at `fence`: `lease_not_held` without a lifecycle
 /// or for another holder, `stale_fence` for another fence.
-pub fn held<'a>(
+pub(crate) fn held<'a>(
     lifecycle: Option<&'a Lifecycle>,
     owner: &Digest,
     fence: FenceEpoch,
@@ -32,7 +32,7 @@ pub fn held<'a>(
 
 /// A mutation needs the lease active at `now`: `clock_regression` before the last
 /// transition, `lease_expired` at or after the expiry.
-pub fn active(lifecycle: &Lifecycle, now: Timestamp) -> Result<(), Halt> {
+pub(crate) fn active(lifecycle: &Lifecycle, now: Timestamp) -> Result<(), Halt> {
     if now < lifecycle.updated_at {
         return Err(Halt::Reject(JournalError::ClockRegression));
     }
@@ -43,7 +43,7 @@ pub fn active(lifecycle: &Lifecycle, now: Timestamp) -> Result<(), Halt> {
 }
 
 /// The revision after `before` (1 for the first send), bounded.
-pub fn next_revision(before: Option<&SendAttempt>) -> Result<i64, Halt> {
+pub(crate) fn next_revision(before: Option<&SendAttempt>) -> Result<i64, Halt> {
     let next = before.map_or(1, |a| a.send_revision + 1);
     if next > MAX_REVISION {
         return Err(Halt::Reject(JournalError::RevisionOverflow));
@@ -52,7 +52,7 @@ pub fn next_revision(before: Option<&SendAttempt>) -> Result<i64, Halt> {
 }
 
 /// The send document `after` (created when there was none `before`) and its event.
-pub fn record(
+pub(crate) fn record(
     hash: &Digest,
     before: Option<&SendAttempt>,
     after: &SendAttempt,
@@ -86,7 +86,7 @@ pub fn record(
 /// B2B's terminal transition for the holder in `call` at `fence`, decided over the
 /// same snapshot: the lifecycle replacement and its version-2 event. Only called once
 /// the lease checks passed, so anything but a mutation is a refusal to pass on.
-pub fn end_command(
+pub(crate) fn end_command(
     call: &LeaseCall,
     fence: FenceEpoch,
     request: TerminalRequest,

@@ -8,7 +8,6 @@
 pub use super::account::ProviderMode;
 use super::account::{ProviderAccount, checked_account};
 use super::attempt_number::AttemptNumber;
-pub use super::attempt_number::MAX_ATTEMPT;
 use crate::digest::{Digest, frame_digest};
 use crate::document::lifecycle::LEASE_SECONDS;
 use crate::error::JournalError;
@@ -18,16 +17,16 @@ use serde_json::Value;
 use std::fmt;
 
 /// Smallest accepted provider key retention, in seconds (one hour).
-pub const MIN_KEY_RETENTION_SECONDS: i64 = 3_600;
+pub(crate) const MIN_KEY_RETENTION_SECONDS: i64 = 3_600;
 /// Largest accepted provider key retention, in seconds (30 days).
-pub const MAX_KEY_RETENTION_SECONDS: i64 = 2_592_000;
+pub(crate) const MAX_KEY_RETENTION_SECONDS: i64 = 2_592_000;
 /// `lookupSettleSeconds` when a plan does not set it: five minutes.
 pub const DEFAULT_LOOKUP_SETTLE_SECONDS: i64 = 300;
 /// Largest accepted `lookupSettleSeconds` (one day).
-pub const MAX_LOOKUP_SETTLE_SECONDS: i64 = 86_400;
+pub(crate) const MAX_LOOKUP_SETTLE_SECONDS: i64 = 86_400;
 /// The plan version new plans are fingerprinted and stored under: version 2 adds the
 /// lookup's durability and settle window. Version 1 plans stay readable.
-pub const PLAN_VERSION: i64 = 2;
+pub(crate) const PLAN_VERSION: i64 = 2;
 /// Longest endpoint text (`METHOD /path`), in bytes.
 const MAX_ENDPOINT_BYTES: usize = 512;
 /// Longest API version text, in characters.
@@ -42,7 +41,7 @@ pub use crate::sends::lookup::ProviderLookup;
 /// `retention`: 0 to [`MAX_LOOKUP_SETTLE_SECONDS`], and for a key-store lookup short
 /// enough that every attempt has a window in which its absence is provable (a lease
 /// plus the settle window fit in the quarter of the retention after the cutoff).
-pub fn settle_fits(lookup: ProviderLookup, settle_seconds: i64, retention: i64) -> bool {
+pub(crate) fn settle_fits(lookup: ProviderLookup, settle_seconds: i64, retention: i64) -> bool {
     (0..=MAX_LOOKUP_SETTLE_SECONDS).contains(&settle_seconds)
         && (lookup == ProviderLookup::Durable
             || LEASE_SECONDS + settle_seconds <= retention - cutoff_seconds(retention))
@@ -238,7 +237,7 @@ impl ProviderPlan {
     }
 
     /// The RFC 8785 canonical parameters text that is fingerprinted.
-    pub fn canonical_parameters(&self) -> &str {
+    pub(crate) fn canonical_parameters(&self) -> &str {
         &self.parameters
     }
 
@@ -254,7 +253,7 @@ impl ProviderPlan {
 
     /// The fingerprint under plan version `version`: 1 is the frame above without the
     /// lookup and settle parts (plans bound before version 2), anything else 2.
-    pub fn fingerprint_v(&self, identity: &CommandIdentity, version: i64) -> Digest {
+    pub(crate) fn fingerprint_v(&self, identity: &CommandIdentity, version: i64) -> Digest {
         let retention = self.key_retention_seconds.to_string();
         let settle = self.lookup_settle_seconds.to_string();
         let mut parts: Vec<&[u8]> = vec![
@@ -306,13 +305,16 @@ pub fn attempt_key(
 
 /// Seconds from an attempt's first send to its cutoff: `retention − retention / 4`
 /// (integer division), so 86,400 s of retention gives 64,800 s (18 h).
-pub fn cutoff_seconds(key_retention_seconds: i64) -> i64 {
+pub(crate) fn cutoff_seconds(key_retention_seconds: i64) -> i64 {
     key_retention_seconds - key_retention_seconds / 4
 }
 
 /// `sendCutoffAt` of an attempt first sent at `first_sent_at`; `None` past
 /// Firestore's timestamp range.
-pub fn send_cutoff_at(first_sent_at: Timestamp, key_retention_seconds: i64) -> Option<Timestamp> {
+pub(crate) fn send_cutoff_at(
+    first_sent_at: Timestamp,
+    key_retention_seconds: i64,
+) -> Option<Timestamp> {
     first_sent_at.plus_seconds(cutoff_seconds(key_retention_seconds))
 }
 

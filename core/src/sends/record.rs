@@ -72,7 +72,7 @@ pub struct RecordAnswer {
 
 /// A record of an answer, with the result envelope of a success stored in its
 /// commit.
-pub type Recording = WithResult<RecordAnswer>;
+pub(crate) type Recording = WithResult<RecordAnswer>;
 
 impl RecordAnswer {
     /// Prepares the record of `answer` on `attempt` of the command bound to `plan`

@@ -5,7 +5,7 @@
 /// One proven-safety rule of the send layer (`docs/providers.md`, "Proven absence").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(not(test), allow(dead_code))]
-pub enum Rule {
+pub(crate) enum Rule {
     /// An absence waits for every lease that permitted the attempt, plus the settle
     /// window (in the journal, and in `execute`, which records a "not found" only from
     /// a lookup started once the absence was provable).
@@ -47,7 +47,7 @@ pub fn reverted_bits() -> u8 {
 /// Whether `rule` is reverted: never outside tests.
 #[cfg(not(test))]
 #[inline(always)]
-pub fn reverted(_rule: Rule) -> bool {
+pub(crate) fn reverted(_rule: Rule) -> bool {
     false
 }
 

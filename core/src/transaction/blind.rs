@@ -30,7 +30,7 @@ pub struct BlindPlan<O> {
 
 /// The blind creation of `op` over `paths` (its first read), or `None` when `op` did
 /// not opt in or its all-absent decision is anything but creations of paths it reads.
-pub fn plan<T: Transition>(op: &T, paths: &[String]) -> Option<BlindPlan<T::Output>> {
+pub(crate) fn plan<T: Transition>(op: &T, paths: &[String]) -> Option<BlindPlan<T::Output>> {
     if !op.blind_create() {
         return None;
     }

@@ -30,7 +30,7 @@ fn finding(code: FindingCode, doc: &StoredDoc) -> Finding {
 /// The findings of the results document `doc` of a registered command; `lifecycle` is
 /// the parsed `current` lifecycle with its document, `lifecycle_unknown` whether one
 /// exists but failed to parse (then only the document itself is checked).
-pub fn check_result(
+pub(crate) fn check_result(
     hash: &Digest,
     doc: &StoredDoc,
     lifecycle: Option<(&StoredDoc, &Lifecycle)>,

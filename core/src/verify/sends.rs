@@ -41,12 +41,12 @@ use crate::time::Timestamp;
 
 use super::report::{Finding, FindingCode};
 
-pub use super::stored::{StoredDoc, WriteTime};
+pub(crate) use super::stored::{StoredDoc, WriteTime};
 
 /// Everything of the send layer stored under one command key hash, and the parsed
 /// lifecycle (with its document) when it parsed.
 #[derive(Debug, Clone, Default)]
-pub struct SendDocs<'a> {
+pub(crate) struct SendDocs<'a> {
     /// `providerSends/plan`.
     pub plan: Option<&'a StoredDoc>,
     /// `providerSends/current`.
@@ -81,7 +81,7 @@ struct Replayed {
 }
 
 /// The findings of one command's send documents (none when it has none).
-pub fn check_sends(hash: &Digest, docs: &SendDocs<'_>) -> Vec<Finding> {
+pub(crate) fn check_sends(hash: &Digest, docs: &SendDocs<'_>) -> Vec<Finding> {
     use FindingCode as C;
     let mut out = Vec::new();
     let (plan_doc, current_doc) = match (docs.plan, docs.current) {

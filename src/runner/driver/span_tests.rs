@@ -1,7 +1,7 @@
 //! Every operation is traced under its own span name.
 
 use crate::runner::Concurrency;
-use command_journal_core::transaction::OperationName;
+use command_journal_core::tools::transaction::OperationName;
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Metadata};
 

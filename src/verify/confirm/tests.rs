@@ -1,11 +1,13 @@
 use super::*;
 use crate::verify::FindingCode;
-use command_journal_core::document::fields;
-use command_journal_core::ledger::effect;
-use command_journal_core::ledger::fixtures::{historical, import, key, now, rid, scope, store};
-use command_journal_core::ledger::migration::Link;
-use command_journal_core::ledger::reservation;
 use command_journal_core::testing::Store;
+use command_journal_core::tools::document::fields;
+use command_journal_core::tools::ledger::effect;
+use command_journal_core::tools::ledger::fixtures::{
+    historical, import, key, now, rid, scope, store,
+};
+use command_journal_core::tools::ledger::migration::Link;
+use command_journal_core::tools::ledger::reservation;
 use gcloud_sdk::google::firestore::v1::Document;
 use std::collections::BTreeSet;
 

@@ -42,7 +42,7 @@ pub const TRANSFER_KEYS: [&str; 7] = [
 ];
 /// Fails with `UnsupportedFingerprintVersion` unless this crate has a serializer for
 /// `version` (4 or 5).
-pub fn check_version(version: u32) -> Result<(), JournalError> {
+pub(crate) fn check_version(version: u32) -> Result<(), JournalError> {
     match version {
         4 | 5 => Ok(()),
         _ => Err(JournalError::UnsupportedFingerprintVersion),
@@ -103,7 +103,7 @@ impl CommandFamily {
     }
 
     /// True for every family hashed with the `{effects, intent}` envelope.
-    pub fn is_effect_plan(self) -> bool {
+    pub(crate) fn is_effect_plan(self) -> bool {
         self != Self::InternalTransfer
     }
 }
@@ -151,7 +151,7 @@ impl Amount {
     }
 
     /// True when the amount is below zero.
-    pub fn is_negative(&self) -> bool {
+    pub(crate) fn is_negative(&self) -> bool {
         self.0.starts_with('-')
     }
 }

@@ -1,0 +1,315 @@
+//! What only the shell needs of the core: the transitions and their contract, the
+//! call machine, the strict document codecs and the verifier's checks.
+//!
+//! The library's driver, the `command-journal` CLI, the emulator harness, the
+//! benchmarks and the fuzz targets build on these. A service does not: it uses the
+//! `command-journal` library, whose documented API is the rest of this package. Each
+//! module here mirrors the core module it comes from and re-exports only what those
+//! tools name; nothing here is stable across versions.
+
+pub mod known {
+    //! Deciding without reading.
+
+    pub use crate::known::*;
+}
+
+pub mod attempt {
+    //! The sans-I/O attempt machine's read and write vocabulary: what a read found, a
+    //! guarded write and its precondition.
+
+    pub use crate::attempt::{Found, GuardedWrite, Precondition, ReadKind};
+}
+
+pub mod call {
+    //! The call machine every operation runs through, the I/O it asks for and the answers
+    //! it takes.
+
+    pub use crate::call::{
+        Call, CallOptions, CommitKind, Concurrency, Consistency, Input, Io, Labelled, LookupCall,
+        Metric, Program, ReadAnswer, RetryCause, RpcFailure, SendCall, Single, TransactionId,
+    };
+}
+
+pub mod digest {
+    //! The framed digest every derived value is.
+
+    pub use crate::digest::Digest;
+}
+
+pub mod document {
+    //! The strict codecs of the stored documents: one module per document type, the typed
+    //! field maps and the value type.
+
+    pub use crate::document::{audit, fields, lifecycle, root, value};
+}
+
+pub mod envelope {
+    //! Result envelopes: the stored document, reading one, and storing one with the success
+    //! that ends a command.
+
+    pub use crate::envelope::stored;
+
+    pub mod read {
+        //! Reading a command's stored result envelope (`result`).
+
+        pub use crate::envelope::read::ResultRead;
+    }
+
+    pub mod record {
+        //! Storing a result envelope with the success that ends a command, composed around
+        //! the transitions that end one (the guarded `complete_command`,
+        //! `record_send_outcome` and `reconcile_send`).
+
+        pub use crate::envelope::record::WithResult;
+    }
+}
+
+pub mod execute {
+    //! The whole send protocol behind one call.
+
+    pub mod program {
+        //! `execute` as a program of the call machine.
+
+        pub use crate::execute::program::ExecuteProgram;
+    }
+}
+
+pub mod lease {
+    //! The lease transitions: acquire, terminal, status, and what one call of a command
+    //! knows.
+
+    pub use crate::lease::{
+        Acquire, CommandCall, LeaseCall, StatusRead, Terminal, TerminalRequest,
+    };
+}
+
+pub mod ledger {
+    //! The ledger's transitions and codecs.
+
+    pub mod effect {
+        //! `ledgerTransactions/{effectId}`.
+
+        pub use crate::ledger::effect::*;
+    }
+
+    #[cfg(any(test, feature = "testing"))]
+    pub mod fixtures {
+        //! Test fixtures shared by the ledger unit tests.
+
+        pub use crate::ledger::fixtures::*;
+    }
+
+    pub mod reservation {
+        //! `ledgerReservations/{reservationId}`.
+
+        pub use crate::ledger::reservation::*;
+    }
+
+    pub mod accept {
+        //! Accepting a ledger command (`docs/ledger.md`).
+
+        pub use crate::ledger::accept::Accept;
+    }
+
+    pub mod fingerprint {
+        //! Versioned replay fingerprints for ledger commands.
+
+        pub mod json {
+            //! Strict parsing of the serializer input's JSON parts.
+
+            pub use crate::ledger::fingerprint::json::object;
+        }
+    }
+
+    pub mod migration {
+        //! The explicit migration call that links historical effects to a reservation.
+
+        pub use crate::ledger::migration::Link;
+    }
+
+    pub mod replay {
+        //! Replay before pricing.
+
+        pub use crate::ledger::replay::Replay;
+    }
+}
+
+pub mod pending {
+    //! The prepared read of one listed command.
+
+    pub use crate::pending::read::PendingRead;
+}
+
+pub mod recovery {
+    //! Recovering one command by its key hash: the program, its owner, checkpoints and the
+    //! run's order.
+
+    pub use crate::recovery::owner::recovery_owner;
+
+    pub mod checkpoint {
+        //! `recoveryCheckpoints/{index}-of-{count}`.
+
+        pub use crate::recovery::checkpoint::{COLLECTION, CheckpointRead, CheckpointRecord};
+    }
+
+    pub mod program {
+        //! The recovery of one command as a program of the call machine.
+
+        pub use crate::recovery::program::RecoveryProgram;
+    }
+
+    pub mod schedule {
+        //! The order a recovery run handles its range in, where it stops, and what its run
+        //! as a whole says.
+
+        pub use crate::recovery::schedule::circular;
+    }
+}
+
+pub mod registration {
+    //! Immutable registration.
+
+    pub use crate::registration::Registration;
+}
+
+pub mod sends {
+    //! The send layer's transitions and the fields of its documents.
+
+    pub mod attempt {
+        //! The sans-I/O attempt machine's read and write vocabulary: what a read found, a
+        //! guarded write and its precondition.
+
+        pub use crate::sends::attempt::FIELDS;
+    }
+
+    pub mod begin {
+        //! `begin_send`.
+
+        pub use crate::sends::begin::BeginSend;
+    }
+
+    pub mod bound_plan {
+        //! `checkoutRequests/{commandKeyHash}/providerSends/plan`.
+
+        pub use crate::sends::bound_plan::FIELDS;
+    }
+
+    pub mod event {
+        //! `auditEvents/provider_send_{commandKeyHash}_{sendRevision:010}`.
+
+        pub use crate::sends::event::FIELDS;
+    }
+
+    pub mod guard {
+        //! The guard composed around B2B's `complete_command` and `fail_command` at the
+        //! journal.
+
+        pub use crate::sends::guard::Guarded;
+    }
+
+    pub mod load {
+        //! The read set of every send operation and its validation before any decision.
+
+        pub use crate::sends::load::first_read;
+    }
+
+    pub mod plan {
+        //! The provider plan.
+
+        pub use crate::sends::plan::{DEFAULT_LOOKUP_SETTLE_SECONDS, attempt_key};
+    }
+
+    pub mod record {
+        //! Recording what the provider answered an attempt.
+
+        pub use crate::sends::record::{Mode, RecordAnswer};
+    }
+
+    pub mod status {
+        //! `status` with the send layer.
+
+        pub use crate::sends::status::SendStatusRead;
+    }
+}
+
+pub mod start {
+    //! One-call start.
+
+    pub use crate::start::Start;
+}
+
+pub mod transaction {
+    //! The transition contract every operation implements: reads, a pure decision, writes.
+
+    pub use crate::transaction::{
+        CommitStamps, CommitTime, Decision, MAX_FOLLOW_UP_READS, OperationName, Snapshot,
+        Transition, Write,
+    };
+}
+
+pub mod verify {
+    //! The verifier's checks, pure: each module checks one kind of document.
+
+    pub mod commerce {
+        //! Pure invariant checks over one command's documents.
+
+        pub use crate::verify::commerce::*;
+    }
+
+    pub mod historical_links {
+        //! Cross-document checks of historical ledger rows, which a name-ordered scan
+        //! cannot settle one reservation at a time.
+
+        pub use crate::verify::historical_links::*;
+    }
+
+    pub mod keys {
+        //! Where a scanned document belongs.
+
+        pub use crate::verify::keys::*;
+    }
+
+    pub mod ledger {
+        //! Pure invariant checks over ledger reservations and their effects.
+
+        pub use crate::verify::ledger::*;
+    }
+
+    pub mod pending_index {
+        //! The pending listing's index held to the lifecycles, both ways.
+
+        pub use crate::verify::pending_index::*;
+    }
+
+    pub mod ranges {
+        //! Consistent ranges of a verify scan.
+
+        pub use crate::verify::ranges::*;
+    }
+
+    pub mod report {
+        //! The verifier's report.
+
+        pub use crate::verify::report::*;
+    }
+
+    pub mod stored {
+        //! The documents the checks read.
+
+        pub use crate::verify::stored::*;
+    }
+
+    pub mod write_times {
+        //! Pure checks of the write times Firestore keeps on every document (`createTime`,
+        //! `updateTime`).
+
+        pub use crate::verify::write_times::*;
+    }
+
+    pub mod checkpoints {
+        //! The recovery checkpoints (`recoveryCheckpoints/{index}-of-{count}`), each
+        //! checked on its own.
+
+        pub use crate::verify::checkpoints::check;
+    }
+}
