@@ -1,6 +1,6 @@
 //! Ledger idempotency reservations on Firestore: one reservation per ledger key, and
 //! the effect rows it created, accepted or replayed atomically. The types are the
-//! core's (`command_journal_core::tools::ledger`); [`Journal`](crate::Journal)'s
+//! core's (`command_journal_core::ledger`); [`Journal`](crate::Journal)'s
 //! `accept_ledger_command`, `replay_reserved_charge`, `replay_reserved_reversal` and
 //! `link_historical_effects` run its decisions. docs/ledger.md describes the
 //! serializers, internal transfers, lineage and linking.

@@ -9,15 +9,15 @@
 //! ([`CommandInput`], [`CommandRequest`], [`LeaseId`], [`FenceEpoch`],
 //! [`TerminalReferenceFingerprint`], [`ResultEnvelope`]) and outputs
 //! ([`RegistrationOutput`], [`StartOutput`], [`LeaseOutput`], [`TerminalOutput`],
-//! [`StatusOutput`]); the one-call protocol ([`Provider`], [`SendRequest`],
-//! [`ProviderAnswer`], [`ProviderAnswer`], [`Execution`], [`ProviderPlan`]); [`JournalError`];
+//! [`StatusOutput`] and its [`CommandState`]); the one-call protocol ([`Provider`],
+//! [`SendRequest`], [`ProviderAnswer`], [`Execution`], [`ProviderPlan`]); [`JournalError`];
 //! [`Clock`] and [`Timestamp`]; and [`verify()`]. The rest is in public modules:
 //! [`identity`] (each validated input and its limits, and
 //! [`generate_lease_id`](identity::generate_lease_id)), [`sends`] (the send layer's
 //! step-by-step calls and their [`AttemptNumber`](sends::AttemptNumber)), [`ledger`],
 //! [`verify`](mod@verify) (the report and its finding codes), [`error`] and
 //! [`expected`], [`time`] ([`SystemClock`](time::SystemClock),
-//! [`ManualClock`](time::ManualClock)), [`connection`], [`wire`] and [`metrics`].
+//! [`ManualClock`](time::ManualClock)), [`connection`] and [`metrics`].
 //!
 //! # Packages
 //!
@@ -63,6 +63,9 @@ pub mod sends;
 mod surface;
 pub mod time;
 pub mod verify;
+// For the workspace's benchmarks, which write documents over raw gRPC: its types are
+// the core's `tools`, not a service's API, so it is left out of the documentation.
+#[doc(hidden)]
 pub mod wire;
 
 /// The one closed error type, [`JournalError`], with stable codes and the classes

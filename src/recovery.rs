@@ -18,7 +18,7 @@ pub(crate) mod job;
 use crate::pending::{KeyRange, PendingCommand, Unblock};
 use crate::sends::ProviderAccount;
 use command_journal_core::error::JournalError;
-use command_journal_core::tools::digest::Digest;
+use command_journal_core::identity::Digest;
 use std::time::Duration;
 
 pub use command_journal_core::recovery::{Checkpoint, Recorded};

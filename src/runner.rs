@@ -1,6 +1,6 @@
 //! The one driver every call of the journal goes through: it performs the I/O the
-//! core's sans-I/O call machine (`command_journal_core::tools::call`) asks for, and nothing
-//! else: reads, commits, rollbacks, the backoff's wait, the provider's send and
+//! core's sans-I/O call machine (`command_journal_core::tools::call`) asks for, and
+//! nothing else: reads, commits, rollbacks, the backoff's wait, the provider's send and
 //! lookup. The machine owns every decision (the planned, blind or read first attempt,
 //! the fallback, the retry budget); the driver owns the clock, randomness, timeouts,
 //! deadlines, spans and metrics. This module and [`crate::connection`] are the only

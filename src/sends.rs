@@ -2,7 +2,7 @@
 //! whether the caller may send to its payment provider, and records what happened.
 //! `docs/providers.md` gives the states, the transitions table and every field.
 //!
-//! The types are the core's (`command_journal_core::tools::sends`); [`Journal`](crate::Journal)'s
+//! The types are the core's (`command_journal_core::sends`); [`Journal`](crate::Journal)'s
 //! `bind_provider_plan`, `begin_send`, `record_send_outcome`, `reconcile_send` and
 //! `send_status` run its decisions, and [`Journal::execute`](crate::Journal::execute)
 //! drives them around one provider call.

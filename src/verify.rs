@@ -22,10 +22,10 @@ mod reads;
 mod results_tests;
 mod scan;
 
-// The checks are the core's (`command_journal_core::tools::verify`); this module streams a
-// project's documents into them.
+// The checks are the core's (`command_journal_core::tools::verify`); this module
+// streams a project's documents into them.
 use command_journal_core::tools::verify::{
-    commerce, historical_links, keys, ledger, pending_index, ranges, report, stored, write_times,
+    commerce, historical_links, keys, ledger, pending_index, ranges, stored, write_times,
 };
 pub use command_journal_core::verify::{
     Finding, FindingCode, MAX_FINDINGS, ScanRanges, Scanned, VerifyReport,

@@ -3,8 +3,8 @@
 //!
 //! For settled command `i` the loader asks the core what a first start followed by its
 //! completion writes into an empty journal, chained as one commit
-//! (`command_journal_core::tools::known::chain`: root, three audit events and the `succeeded`
-//! lifecycle, 5 documents), and commits those creations raw, 500 writes to a
+//! (`command_journal_core::tools::known::chain`: root, three audit events and the
+//! `succeeded` lifecycle, 5 documents), and commits those creations raw, 500 writes to a
 //! `Commit`, several in flight, watching the emulator's resident memory as it goes. An
 //! abandoned command is started and permitted its send through the journal, then left
 //! with no outcome, as a service killed after the provider charged leaves it.

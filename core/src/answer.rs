@@ -63,7 +63,7 @@ pub(crate) enum Closing {
 impl ProviderAnswer {
     /// The answer as evidence a holder may record whenever it arrives (a success or a
     /// decline); `None` for what proves nothing by itself.
-    pub fn evidence(&self) -> Option<Self> {
+    pub(crate) fn evidence(&self) -> Option<Self> {
         match self {
             Self::Succeeded(_) | Self::SucceededWithReference(_) | Self::Declined => {
                 Some(self.clone())

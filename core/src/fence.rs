@@ -36,8 +36,9 @@ impl FenceEpoch {
     }
 
     /// A fence from its number, unchecked: for a number known to be in range (a test's
-    /// or a bench's), or a fuzzer's arbitrary one. The strict document parsers and
-    /// every input use [`new`](Self::new).
+    /// or a bench's), or a fuzzer's arbitrary one; built only with the `testing`
+    /// feature. The strict document parsers and every input use [`new`](Self::new).
+    #[cfg(any(test, feature = "testing"))]
     pub fn stored(value: i64) -> Self {
         Self(value)
     }

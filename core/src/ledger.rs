@@ -3,6 +3,9 @@
 //! the serializers, internal transfers, lineage and linking; `docs/documents.md` the
 //! documents.
 //!
+//! Its types are public here; the modules behind them are private to the core, and
+//! [`tools::ledger`](crate::tools::ledger) re-exports what the shell runs of them:
+//!
 //! - `fingerprint`: the pure, versioned replay-fingerprint serializers;
 //! - `reservation` and `effect`: the strict codecs of `ledgerReservations/{id}`
 //!   and `ledgerTransactions/{id}`;

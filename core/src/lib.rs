@@ -66,6 +66,7 @@ mod then;
 mod transaction;
 
 pub use answer::ProviderAnswer;
+pub use call::Concurrency;
 pub use envelope::ResultEnvelope;
 pub use execute::{Execution, Provider, SendRequest};
 pub use fence::FenceEpoch;

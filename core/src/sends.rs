@@ -7,7 +7,7 @@
 //! `sending` before the POST with a stored cutoff; an unknown outcome may be re-sent
 //! with the same key only before that cutoff; only recorded provider absence lets a
 //! new attempt, with a new key, open. Every decision is pure, reads the lease's
-//! documents and the send layer's (`load`), and composes B2B's terminal transition
+//! documents and the send layer's, and composes B2B's terminal transition
 //! rather than restating it; the lease module never learns about sends.
 
 pub(crate) mod absence;

@@ -4,11 +4,14 @@
 //! The library's driver, the `command-journal` CLI, the emulator harness, the
 //! benchmarks and the fuzz targets build on these. A service does not: it uses the
 //! `command-journal` library, whose documented API is the rest of this package. Each
-//! module here mirrors the core module it comes from and re-exports only what those
-//! tools name; nothing here is stable across versions.
+//! module here is named for the core module it comes from (an item of a private
+//! submodule, such as `pending::read`, appears at its parent's) and re-exports what
+//! those tools use: the items they name, the `Io` payloads a driver matches, and
+//! whole the modules of `known` and of the verifier's checks. Nothing here is stable
+//! across versions.
 
 pub mod known {
-    //! Deciding without reading.
+    //! Deciding from what the journal just read or wrote, without a read.
 
     pub use crate::known::*;
 }
@@ -25,15 +28,9 @@ pub mod call {
     //! it takes.
 
     pub use crate::call::{
-        Call, CallOptions, CommitKind, Concurrency, Consistency, Input, Io, Labelled, LookupCall,
-        Metric, Program, ReadAnswer, RetryCause, RpcFailure, SendCall, Single, TransactionId,
+        Call, CallOptions, CommitKind, Consistency, Input, Io, Labelled, LookupCall, Metric,
+        Program, ReadAnswer, RetryCause, RpcFailure, SendCall, Single, TransactionId,
     };
-}
-
-pub mod digest {
-    //! The framed digest every derived value is.
-
-    pub use crate::digest::Digest;
 }
 
 pub mod document {
@@ -89,7 +86,7 @@ pub mod ledger {
     pub mod effect {
         //! `ledgerTransactions/{effectId}`.
 
-        pub use crate::ledger::effect::*;
+        pub use crate::ledger::effect::{COLLECTION, FIELDS, path};
     }
 
     #[cfg(any(test, feature = "testing"))]
@@ -102,7 +99,7 @@ pub mod ledger {
     pub mod reservation {
         //! `ledgerReservations/{reservationId}`.
 
-        pub use crate::ledger::reservation::*;
+        pub use crate::ledger::reservation::{COLLECTION, FIELDS_V1, FIELDS_V2, path};
     }
 
     pub mod accept {
@@ -159,8 +156,7 @@ pub mod recovery {
     }
 
     pub mod schedule {
-        //! The order a recovery run handles its range in, where it stops, and what its run
-        //! as a whole says.
+        //! The order a recovery run handles its range in.
 
         pub use crate::recovery::schedule::circular;
     }
@@ -176,8 +172,7 @@ pub mod sends {
     //! The send layer's transitions and the fields of its documents.
 
     pub mod attempt {
-        //! The sans-I/O attempt machine's read and write vocabulary: what a read found, a
-        //! guarded write and its precondition.
+        //! `checkoutRequests/{commandKeyHash}/providerSends/current`: its field names.
 
         pub use crate::sends::attempt::FIELDS;
     }
@@ -189,13 +184,14 @@ pub mod sends {
     }
 
     pub mod bound_plan {
-        //! `checkoutRequests/{commandKeyHash}/providerSends/plan`.
+        //! `checkoutRequests/{commandKeyHash}/providerSends/plan`: its field names.
 
         pub use crate::sends::bound_plan::FIELDS;
     }
 
     pub mod event {
-        //! `auditEvents/provider_send_{commandKeyHash}_{sendRevision:010}`.
+        //! `auditEvents/provider_send_{commandKeyHash}_{sendRevision:010}`: its field
+        //! names.
 
         pub use crate::sends::event::FIELDS;
     }
@@ -284,13 +280,7 @@ pub mod verify {
     pub mod ranges {
         //! Consistent ranges of a verify scan.
 
-        pub use crate::verify::ranges::*;
-    }
-
-    pub mod report {
-        //! The verifier's report.
-
-        pub use crate::verify::report::*;
+        pub use crate::verify::ranges::{Bounds, bounds};
     }
 
     pub mod stored {

@@ -1,7 +1,9 @@
 //! The verifier's checks, pure: every invariant of docs/documents.md over the
 //! documents of one command or one reservation, as strictly parsed fields and the write
 //! times Firestore kept, each broken one reported as a [`Finding`] with a stable
-//! [`FindingCode`]. The library's `verify` streams a project's documents into them.
+//! [`FindingCode`]. The report's types are public here; the checks are private to
+//! the core, and the library's `verify`, which streams a project's documents into
+//! them, reaches them through [`tools::verify`](crate::tools::verify).
 
 pub(crate) mod checkpoints;
 pub(crate) mod commerce;

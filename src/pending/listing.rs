@@ -8,8 +8,8 @@
 
 use crate::runner::Engine;
 use command_journal_core::error::JournalError;
+use command_journal_core::identity::Digest;
 use command_journal_core::pending::KeyRange;
-use command_journal_core::tools::digest::Digest;
 use command_journal_core::tools::document::lifecycle::{self, Lifecycle, LifecycleState};
 use command_journal_core::tools::document::root;
 use command_journal_core::{pending::PendingCommand, tools::pending::PendingRead};

@@ -1,6 +1,6 @@
-//! `recover`: the driver of the core's recovery protocol
-//! (`command_journal_core::tools::recovery`) over every pending command of one key range
-//! whose send outcome is unknown, in the circular order that starts after the
+//! `recover`: the driver of the core's recovery program
+//! (`command_journal_core::tools::recovery::program`) over every pending command of one
+//! key range whose send outcome is unknown, in the circular order that starts after the
 //! cursor or the range's checkpoint (`command_journal_core::tools::recovery::schedule`). It
 //! performs the step each decision names and nothing else: a journal operation on
 //! the command known by its key hash, a provider lookup bounded by its deadline, the
@@ -13,7 +13,7 @@ use crate::runner::Engine;
 use crate::sends::ProviderAccount;
 use command_journal_core::Provider;
 use command_journal_core::error::JournalError;
-use command_journal_core::tools::digest::Digest;
+use command_journal_core::identity::Digest;
 use command_journal_core::tools::recovery::checkpoint::{CheckpointRead, CheckpointRecord};
 use command_journal_core::tools::recovery::program::RecoveryProgram;
 use command_journal_core::tools::recovery::schedule::circular;

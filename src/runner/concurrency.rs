@@ -1,7 +1,7 @@
 //! The two ways the runner keeps a decision consistent with what it read, and the
 //! options one operation runs with.
 
-pub use command_journal_core::tools::call::Concurrency;
+pub use command_journal_core::Concurrency;
 
 /// The options every call of one journal runs with.
 #[derive(Debug, Clone, Copy, Default)]

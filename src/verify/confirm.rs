@@ -4,10 +4,10 @@
 //! such finding is decided again from the documents it was decided from, all read at
 //! one fresh read time, and reported only if it still holds there.
 
+use super::Finding;
 use super::historical_links::HistoricalLinks;
 use super::merge;
 use super::reads::{read_at, server_read_time};
-use super::report::Finding;
 use crate::connection::Connection;
 use command_journal_core::error::JournalError;
 

@@ -2,6 +2,8 @@
 //! command documents merged by command key hash and two of the ledger merged by
 //! reservation id ([`super::merge`]), all at the range's read time.
 
+use super::ScanRanges;
+use super::VerifyReport;
 use super::confirm;
 use super::historical_links::HistoricalLinks;
 use super::keys::{
@@ -10,9 +12,8 @@ use super::keys::{
 };
 use super::merge::{Head, Tally, commands, ledger, strays};
 use super::pending_index;
-use super::ranges::{Bounds, ScanRanges};
+use super::ranges::{Bounds, bounds};
 use super::reads;
-use super::report::VerifyReport;
 use crate::connection::Connection;
 use command_journal_core::error::JournalError;
 use command_journal_core::tools::document::{audit, root};
@@ -419,7 +420,7 @@ pub(super) async fn run(
     let mut report = VerifyReport::default();
     let mut links = HistoricalLinks::default();
     let mut tally = Tally::new(progress);
-    for bounds in ranges.bounds() {
+    for bounds in bounds(ranges) {
         let read_time = as_jiff(&reads::server_read_time(connection).await?)?;
         let db = connection
             .db()

@@ -152,7 +152,7 @@ pub struct LedgerEffect {
 }
 
 /// The id of effect `index` of reservation `reservation_id`: `{reservationId}_{index:04}`.
-pub fn effect_id(reservation_id: &Digest, index: usize) -> String {
+pub(crate) fn effect_id(reservation_id: &Digest, index: usize) -> String {
     format!("{reservation_id}_{index:04}")
 }
 
@@ -162,7 +162,7 @@ pub fn path(effect_id: &str) -> String {
 }
 
 /// True when `id` has the shape of a reservation-derived effect id.
-pub fn is_linked_effect_id(id: &str) -> bool {
+pub(crate) fn is_linked_effect_id(id: &str) -> bool {
     match id.split_once('_') {
         Some((rid, index)) => {
             is_lower_hex_64(rid) && index.len() == 4 && index.bytes().all(|b| b.is_ascii_digit())
@@ -174,7 +174,7 @@ pub fn is_linked_effect_id(id: &str) -> bool {
 /// The id of a row imported before reservations existed: 1–256 bytes of
 /// `[A-Za-z0-9_-]` that never has the shape of a reservation-derived id, so it can
 /// never occupy a reservation's slot.
-pub fn is_legacy_effect_id(id: &str) -> bool {
+pub(crate) fn is_legacy_effect_id(id: &str) -> bool {
     (1..=MAX_LEGACY_ID_BYTES).contains(&id.len())
         && id
             .bytes()
@@ -183,7 +183,7 @@ pub fn is_legacy_effect_id(id: &str) -> bool {
 }
 
 /// A migration id: 1–128 bytes of `[A-Za-z0-9_-]`.
-pub fn is_migration_id(text: &str) -> bool {
+pub(crate) fn is_migration_id(text: &str) -> bool {
     (1..=MAX_MIGRATION_ID_BYTES).contains(&text.len())
         && text
             .bytes()
@@ -191,13 +191,13 @@ pub fn is_migration_id(text: &str) -> bool {
 }
 
 /// A text scalar of an effect: non-empty, at most [`MAX_TEXT_BYTES`] bytes.
-pub fn is_effect_text(text: &str) -> bool {
+pub(crate) fn is_effect_text(text: &str) -> bool {
     !text.is_empty() && text.len() <= MAX_TEXT_BYTES
 }
 
 /// Every text field valid and the compensation cents at most 2^53-1 (amounts are
 /// canonical by construction of [`Amount`]).
-pub fn item_is_valid(item: &EffectPlanItem) -> bool {
+pub(crate) fn item_is_valid(item: &EffectPlanItem) -> bool {
     [
         &item.seat_id,
         &item.target_seat_id,
@@ -217,7 +217,7 @@ pub fn item_is_valid(item: &EffectPlanItem) -> bool {
 }
 
 /// True when `amount` is present and strictly above zero.
-pub fn is_positive(amount: Option<&Amount>) -> bool {
+pub(crate) fn is_positive(amount: Option<&Amount>) -> bool {
     amount.is_some_and(|a| !a.is_negative() && a.as_str() != "0.00")
 }
 
@@ -250,7 +250,7 @@ fn nullable_index(map: &FieldMap, name: &str) -> Result<Option<usize>, JournalEr
 
 impl LedgerEffect {
     /// Parses strictly; `document_id` is the id the document was read under.
-    pub fn parse(document_id: &str, map: &FieldMap) -> Result<Self, JournalError> {
+    pub(crate) fn parse(document_id: &str, map: &FieldMap) -> Result<Self, JournalError> {
         let f = Strict::new(map, &FIELDS, KIND)?;
         f.int_in("effectSchemaVersion", 1..=1)?;
         f.string_eq("effectId", document_id)?;
@@ -332,7 +332,7 @@ impl LedgerEffect {
     }
 
     /// The exact stored field map.
-    pub fn encode(&self) -> FieldMap {
+    pub(crate) fn encode(&self) -> FieldMap {
         let item = &self.item;
         let text = |v: &Option<String>| fields::nullable_string(v.as_deref());
         let index = self

@@ -122,7 +122,7 @@ pub fn path(reservation_id: &Digest) -> String {
 
 /// A parsed reservation.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReservationDocument {
+pub(crate) struct ReservationDocument {
     /// The identity; its reservation id equals the document id.
     pub key: LedgerKey,
     /// The reservation id (the document id): the digest of the ledger key.
@@ -167,7 +167,7 @@ fn string_array(map: &FieldMap, name: &str) -> Result<Vec<String>, JournalError>
 
 /// True when `ids` are exactly the derived effect ids of `reservation_id`, in order,
 /// and their count suits `family`.
-pub fn effect_ids_hold(
+pub(crate) fn effect_ids_hold(
     reservation_id: &Digest,
     family: CommandFamily,
     historical: bool,
@@ -190,14 +190,14 @@ pub fn effect_ids_hold(
 
 /// True when the reservation links imported rows by their own ids rather than owning
 /// effects at derived ids.
-pub fn links_imported_rows(reservation_id: &Digest, ids: &[String]) -> bool {
+pub(crate) fn links_imported_rows(reservation_id: &Digest, ids: &[String]) -> bool {
     ids.first()
         .is_some_and(|id| *id != effect::effect_id(reservation_id, 0))
 }
 
 impl ReservationDocument {
     /// Parses strictly; `document_id` is the id the document was read under.
-    pub fn parse(document_id: &str, map: &FieldMap) -> Result<Self, JournalError> {
+    pub(crate) fn parse(document_id: &str, map: &FieldMap) -> Result<Self, JournalError> {
         let with_digest = matches!(
             map.get("reservationSchemaVersion")
                 .and_then(|v| v.value_type.as_ref()),
@@ -259,7 +259,7 @@ impl ReservationDocument {
 
     /// The exact stored field map: schema version 2 with `integrityDigest` when the
     /// reservation carries one, version 1 otherwise.
-    pub fn encode(&self) -> FieldMap {
+    pub(crate) fn encode(&self) -> FieldMap {
         let ids = self
             .effect_ids
             .iter()

@@ -64,7 +64,7 @@ impl Checkpoint {
     /// Parses the document with id `id` strictly: the exact field set and types,
     /// version 1, an id naming a range (`{index}-of-{count}`) equal to the stored
     /// index and count, and `after` inside that range.
-    pub fn parse(id: &str, map: &FieldMap) -> Result<Self, JournalError> {
+    pub(crate) fn parse(id: &str, map: &FieldMap) -> Result<Self, JournalError> {
         let f = Strict::new(map, &FIELDS, KIND)?;
         f.int_in("checkpointSchemaVersion", 1..=1)?;
         let range = KeyRange::from_id(id).ok_or(f.corrupt("id"))?;
@@ -85,7 +85,7 @@ impl Checkpoint {
     }
 
     /// The stored fields.
-    pub fn encode(&self) -> FieldMap {
+    pub(crate) fn encode(&self) -> FieldMap {
         fields::map([
             ("checkpointSchemaVersion", fields::int(1)),
             ("keyRangeIndex", fields::int(i64::from(self.range.index()))),

@@ -51,7 +51,8 @@ pub(crate) const MAX_ACCOUNT_CHARS: usize = 255;
 
 /// A validated provider, account and mode: the parts of a plan that say where its
 /// requests and lookups go. The account is held in memory only: it prints as
-/// `<redacted>` and is stored only inside [`fingerprint`](Self::fingerprint).
+/// `<redacted>` and is stored only inside its command-bound fingerprint
+/// (`accountFingerprint`).
 #[derive(Clone, PartialEq, Eq)]
 pub struct ProviderAccount {
     provider: String,
@@ -101,7 +102,7 @@ impl ProviderAccount {
     /// lookup (one that sees only the keys the provider still keeps, such as a listing
     /// of recent charges) proves no absence for a plan bound with a `durable` lookup;
     /// undeclared, the job's lookups are taken to answer as the plan says its own do.
-    /// Not part of the [`fingerprint`](Self::fingerprint).
+    /// Not part of the account's fingerprint (`accountFingerprint`).
     pub fn with_lookup(mut self, lookup: ProviderLookup) -> Self {
         self.lookup = Some(lookup);
         self
@@ -146,7 +147,7 @@ impl ProviderAccount {
     /// `command-journal.provider-account`, version 1, then `commandKeyHash`,
     /// provider, account, mode. Bound to the command, so two commands' documents
     /// never show that they share an account.
-    pub fn fingerprint(&self, hash: &Digest) -> Digest {
+    pub(crate) fn fingerprint(&self, hash: &Digest) -> Digest {
         frame_digest(
             "command-journal.provider-account",
             1,

@@ -84,7 +84,7 @@ impl AttemptState {
     }
 
     /// The state stored as `text`; `None` for any other text.
-    pub fn parse(text: &str) -> Option<Self> {
+    pub(crate) fn parse(text: &str) -> Option<Self> {
         match text {
             "sending" => Some(Self::Sending),
             "ambiguous" => Some(Self::Ambiguous),

@@ -51,18 +51,19 @@ impl ScanRanges {
     pub fn count(self) -> u16 {
         self.0
     }
+}
 
-    /// The ranges in name order: adjacent, without gaps, the first and last unbounded.
-    pub fn bounds(self) -> Vec<Bounds> {
-        let n = u32::from(self.0);
-        let cut = |i: u32| (0 < i && i < n).then(|| format!("{:04x}", i * PREFIXES / n));
-        (0..n)
-            .map(|i| Bounds {
-                start: cut(i),
-                end: cut(i + 1),
-            })
-            .collect()
-    }
+/// The ranges of `ranges` in name order: adjacent, without gaps, the first and last
+/// unbounded.
+pub fn bounds(ranges: ScanRanges) -> Vec<Bounds> {
+    let n = u32::from(ranges.0);
+    let cut = |i: u32| (0 < i && i < n).then(|| format!("{:04x}", i * PREFIXES / n));
+    (0..n)
+        .map(|i| Bounds {
+            start: cut(i),
+            end: cut(i + 1),
+        })
+        .collect()
 }
 
 /// A decimal count, as `verify --ranges` takes it; `invalid_input` (`ranges`) for
@@ -135,7 +136,7 @@ mod tests {
     #[test]
     fn one_range_is_unbounded() {
         assert_eq!(
-            ScanRanges::ONE.bounds(),
+            bounds(ScanRanges::ONE),
             vec![Bounds {
                 start: None,
                 end: None
@@ -146,9 +147,7 @@ mod tests {
     #[test]
     fn ranges_are_adjacent_increasing_and_cover_every_name() {
         for n in [2, 3, 7, 16, 100, 255, 256, 1000, 4095, 4096] {
-            let bounds = ScanRanges::new(n)
-                .map(ScanRanges::bounds)
-                .unwrap_or_default();
+            let bounds = ScanRanges::new(n).map(bounds).unwrap_or_default();
             assert_eq!(bounds.len(), n as usize);
             assert_eq!(bounds[0].start, None);
             assert_eq!(bounds[n as usize - 1].end, None);
@@ -172,7 +171,7 @@ mod tests {
     #[test]
     fn sixteen_ranges_cut_at_the_first_hex_digit() {
         let cuts: Vec<String> = ScanRanges::new(16)
-            .map(ScanRanges::bounds)
+            .map(bounds)
             .unwrap_or_default()
             .into_iter()
             .filter_map(|b| b.start)
@@ -187,9 +186,7 @@ mod tests {
     /// Every hash falls in exactly one range, and all names of one command in the same.
     #[test]
     fn every_hash_prefix_falls_in_exactly_one_range() {
-        let bounds = ScanRanges::new(7)
-            .map(ScanRanges::bounds)
-            .unwrap_or_default();
+        let bounds = ScanRanges::new(7).map(bounds).unwrap_or_default();
         for prefix in (0..PREFIXES).step_by(97).chain([0, PREFIXES - 1]) {
             let hash = format!("{prefix:04x}{}", "0".repeat(60));
             let inside = |b: &Bounds| {
