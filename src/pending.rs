@@ -5,7 +5,8 @@
 //! grows with the commands not yet settled, not with the journal), and each expired
 //! one is read with its send documents and decided by the core
 //! (`command_journal_core::tools::pending`). A [`KeyRange`] limits a listing to one
-//! range of the key-hash space, a recovery task's share. `docs/recovery.md` explains the index.
+//! range of the key-hash space, a recovery task's share. `docs/recovery.md` explains
+//! the index.
 
 pub(crate) mod listing;
 

@@ -34,8 +34,9 @@
 //! provable (`absenceProvableFrom`: no lease that permitted the send runs, the settle
 //! window has passed, the provider still keeps the key), and it asked the account the
 //! plan sends to. The job holds no plan, so it declares the account its provider
-//! adapter asks ([`ProviderAccount`](crate::sends::ProviderAccount)), and the plan document keeps that account's
-//! command-bound fingerprint (`accountFingerprint`, plan documents of version 3): only
+//! adapter asks ([`ProviderAccount`](crate::sends::ProviderAccount)), and the plan
+//! document keeps that account's command-bound fingerprint (`accountFingerprint`,
+//! plan documents of version 3): only
 //! where the two agree is the job's "not found" an absence. And as `execute` proves
 //! an absence under its own lease, so does the job: its first lookup is made before
 //! any lease (a re-send by a returning client may still be under way then), so a "not

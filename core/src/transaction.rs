@@ -162,7 +162,8 @@ pub enum Write {
     /// still has the update time it was read at: the document is rewritten exactly as
     /// read, which Firestore applies without changing its update time (and answers
     /// that time). What proves a mutable document a decision depends on but does not
-    /// change, such as the lifecycle's holder, fence and expiry (the core's `proof` module).
+    /// change, such as the lifecycle's holder, fence and expiry (the core's `proof`
+    /// module).
     AssertUnchanged {
         /// Path relative to the documents root; must be one the operation read present.
         path: String,
