@@ -160,7 +160,7 @@ impl LeaseId {
 }
 
 /// True for a slug: `^[a-z][a-z0-9_]{0,62}$` (a command type, a provider name).
-pub fn is_slug(text: &str) -> bool {
+pub(crate) fn is_slug(text: &str) -> bool {
     let bytes = text.as_bytes();
     (1..=63).contains(&bytes.len())
         && bytes[0].is_ascii_lowercase()
@@ -276,7 +276,7 @@ impl Payload {
 /// The RFC 8785 canonical text of `value` under the payload rules (a JSON object,
 /// integers within ±(2^53−1), at most 32 deep, at most 65,536 canonical bytes);
 /// `invalid_input` naming `field` otherwise.
-pub fn canonical_object(value: &Value, field: &'static str) -> Result<String, JournalError> {
+pub(crate) fn canonical_object(value: &Value, field: &'static str) -> Result<String, JournalError> {
     let invalid = || JournalError::invalid(field);
     if !value.is_object() || !within_rules(value, 1) {
         return Err(invalid());

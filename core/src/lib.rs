@@ -21,9 +21,10 @@
 //! ([`identity`], [`time`], [`strict_json`]), the errors ([`error`], [`expected`]), the
 //! outputs at the root, and the types of [`sends`], [`ledger`], [`pending`],
 //! [`recovery`] and [`verify`]. What only the shell needs (the transitions, the call
-//! machine, the document codecs, `verify`'s checks) is reachable through one module,
-//! [`tools`], for the library's driver, the CLI, the harness, the benchmarks and the
-//! fuzz targets; everything else is private to this package.
+//! machine, the codecs of a command's root, lifecycle and audit documents, `verify`'s
+//! checks) is reachable through one module, [`tools`], for the library's driver, the
+//! CLI, the harness, the benchmarks and the fuzz targets; everything else is private to
+//! this package.
 //!
 //! This package is the library's engine, not its interface: services use the
 //! `command-journal` library.

@@ -1,14 +1,16 @@
 //! What only the shell needs of the core: the transitions and their contract, the
-//! call machine, the strict document codecs and the verifier's checks.
+//! call machine, the codecs of a command's root, lifecycle and audit documents, the
+//! other documents' collections, field names and paths, and the verifier's checks.
 //!
 //! The library's driver, the `command-journal` CLI, the emulator harness, the
 //! benchmarks and the fuzz targets build on these. A service does not: it uses the
 //! `command-journal` library, whose documented API is the rest of this package. Each
-//! module here is named for the core module it comes from (an item of a private
-//! submodule, such as `pending::read`, appears at its parent's) and re-exports what
-//! those tools use: the items they name, the `Io` payloads a driver matches, and
-//! whole the modules of `known` and of the verifier's checks. Nothing here is stable
-//! across versions.
+//! module here is named for the core module it comes from (a single item of a private
+//! submodule, such as `pending::read`, sometimes appears at its parent's) and
+//! re-exports what those tools use: the items they name, the `Io` payloads a driver
+//! matches, and whole the modules of `known` and of the verifier's checks and the
+//! documents they read (except `checkpoints` and `ranges`, which give one item or
+//! two). Nothing here is stable across versions.
 
 pub mod known {
     //! Deciding from what the journal just read or wrote, without a read.
@@ -81,10 +83,10 @@ pub mod lease {
 }
 
 pub mod ledger {
-    //! The ledger's transitions and codecs.
+    //! The ledger's transitions, and its documents' collections, field names and paths.
 
     pub mod effect {
-        //! `ledgerTransactions/{effectId}`.
+        //! `ledgerTransactions/{effectId}`: its collection, field names and path.
 
         pub use crate::ledger::effect::{COLLECTION, FIELDS, path};
     }
@@ -97,7 +99,7 @@ pub mod ledger {
     }
 
     pub mod reservation {
-        //! `ledgerReservations/{reservationId}`.
+        //! `ledgerReservations/{reservationId}`: its collection, field names and path.
 
         pub use crate::ledger::reservation::{COLLECTION, FIELDS_V1, FIELDS_V2, path};
     }
@@ -109,7 +111,7 @@ pub mod ledger {
     }
 
     pub mod fingerprint {
-        //! Versioned replay fingerprints for ledger commands.
+        //! The fingerprint serializers' JSON parsing (the types are at `ledger`).
 
         pub mod json {
             //! Strict parsing of the serializer input's JSON parts.
@@ -204,13 +206,14 @@ pub mod sends {
     }
 
     pub mod load {
-        //! The read set of every send operation and its validation before any decision.
+        //! The first read of every send operation.
 
         pub use crate::sends::load::first_read;
     }
 
     pub mod plan {
-        //! The provider plan.
+        //! The plan's default settle window and its attempts' keys (the plan is at
+        //! `sends`).
 
         pub use crate::sends::plan::{DEFAULT_LOOKUP_SETTLE_SECONDS, attempt_key};
     }
@@ -244,7 +247,8 @@ pub mod transaction {
 }
 
 pub mod verify {
-    //! The verifier's checks, pure: each module checks one kind of document.
+    //! The verifier's checks, pure, with where a scanned document belongs, the scan's
+    //! range bounds and the documents the checks read.
 
     pub mod commerce {
         //! Pure invariant checks over one command's documents.
