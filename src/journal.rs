@@ -540,10 +540,10 @@ impl Journal {
     /// (`command_journal_core::tools::transaction::Transition`) through this journal's
     /// one runner, exactly as its own operations are run: the same reads, preconditions,
     /// follow-up bound, retries and counters, without an operation metric. For tests and
-    /// tools that drive a transition of their own (the emulator test of the follow-up-read
-    /// bound); the journal's guarantees are those of its own
-    /// transitions, and a foreign one writes whatever it decides. Left out of the
-    /// documentation: its bound is the core's `tools`, not a service's API.
+    /// tools that drive a transition of their own (the emulator test of the follow-up
+    /// read bound); the journal's guarantees are those of its own transitions, and a
+    /// foreign one writes whatever it decides. Left out of the documentation: its bound
+    /// is the core's `tools`, not a service's API.
     #[doc(hidden)]
     pub async fn run_transition<T: Transition>(&self, op: &T) -> Result<T::Output, JournalError> {
         self.engine.run_borrowed(op).await

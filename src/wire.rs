@@ -2,8 +2,8 @@
 //! (`command_journal_core::tools::document::value`) and Firestore's gRPC `Value`
 //! messages, at the places that cross the wire: the runner's reads and commits, the
 //! pending listing, the verifier's scans and the benchmarks that write documents over
-//! raw gRPC. Lossless
-//! in both directions: every variant maps to the one of the same name.
+//! raw gRPC. Lossless in both directions: every variant maps to the one of the same
+//! name.
 
 use command_journal_core::tools::document::fields::FieldMap;
 use command_journal_core::tools::document::value::{self, GeoPoint, ValueTime, ValueType};
