@@ -234,20 +234,10 @@ fn a_deadline_passing_with_a_transaction_open_rolls_it_back_first() {
     assert!(store.is_empty(), "nothing committed");
 }
 
-/// Runs one `execute` of the plan by holder `holder`, the provider declining.
+/// Runs one `execute` of the plan by holder `holder` now, the provider declining.
 fn execute(store: &mut Store, holder: usize, options: CallOptions) -> (Execution, CallTrace) {
-    let program = ExecuteProgram::new(
-        identity(),
-        owner(holder),
-        plan(),
-        options.concurrency,
-        options.fast_paths,
-    )
-    .unwrap();
-    let (answer, trace) = store.call(program, options, now(), |_, io| match io {
-        Io::Send(_) => Some(Input::Sent(ProviderAnswer::Declined)),
-        _ => None,
-    });
+    let declined = ProviderAnswer::Declined;
+    let (answer, trace) = execute_at(store, holder, options, now(), declined.clone(), declined);
     (answer.unwrap(), trace)
 }
 

@@ -94,6 +94,18 @@ fn fields(store: &Store) -> Vec<(String, crate::document::fields::FieldMap)> {
         .collect()
 }
 
+/// The outcome `answer` of attempt 1, recorded by `holder` under `fence`.
+fn first_outcome(holder: LeaseCall, fence: FenceEpoch, answer: ProviderAnswer) -> RecordAnswer {
+    let (finding, _) = answer.closing(holder.identity());
+    RecordAnswer::outcome(
+        holder,
+        fence,
+        AttemptNumber::FIRST,
+        finding,
+        provider_plan(),
+    )
+}
+
 /// The chained writes as one commit of `store` (every precondition `exists: false`
 /// checked), and the state it leaves known, with the store's logical times.
 fn commit_chained(store: &mut Store, plan: &Chained) -> Known<u64> {
@@ -366,8 +378,7 @@ fn a_stale_holders_planned_outcome_is_refused_after_a_takeover_by_a_clock_that_r
     // Holder A, at its own clock 2 s after its start, records an ambiguous answer.
     let record = || {
         let holder = call(&lease, at(T0 + 2_000_000));
-        let (finding, _) = ProviderAnswer::Unknown.closing(holder.identity());
-        RecordAnswer::outcome(holder, held, AttemptNumber::FIRST, finding, provider_plan())
+        first_outcome(holder, held, ProviderAnswer::Unknown)
     };
     let planned = plan(&record(), &known).expect("planned from what A knows");
     assert!(
@@ -409,14 +420,7 @@ fn a_read_path_commit_is_refused_when_a_takeover_lands_between_its_read_and_its_
     commit_chained(&mut store, &plan_);
     // A reads just before its lease's end (no clock skew at all) and decides.
     let holder = call(&lease, at(T0 + LEASE - 1));
-    let (finding, _) = ProviderAnswer::Unknown.closing(holder.identity());
-    let record = RecordAnswer::outcome(
-        holder,
-        fence,
-        AttemptNumber::FIRST,
-        finding,
-        provider_plan(),
-    );
+    let record = first_outcome(holder, fence, ProviderAnswer::Unknown);
     let decided = store.attempt(&record);
     assert!(matches!(decided.decision, Decision::Mutate(..)));
     // The lease ends and another holder takes it over before A's commit arrives.
@@ -478,14 +482,7 @@ fn a_stale_known_state_never_re_sends_a_key_that_replayed_an_unknown() {
     let fence_b = fence(started).expect("a takeover");
     // Meanwhile A, at its own clock, hears the replay and records it: its lease runs.
     let holder = call(&a, at(T0 + 2_000_000));
-    let (finding, _) = ProviderAnswer::ReplayedUnknown.closing(holder.identity());
-    let record = RecordAnswer::outcome(
-        holder,
-        fence_a,
-        AttemptNumber::FIRST,
-        finding,
-        provider_plan(),
-    );
+    let record = first_outcome(holder, fence_a, ProviderAnswer::ReplayedUnknown);
     assert!(store.run(&record).result.is_ok());
     // B's takeover lands after it (the lifecycle did not change).
     let guarded = taking.guarded();
@@ -591,14 +588,7 @@ fn an_unchanged_rewrite_fails_on_a_document_deleted_and_recreated_identical() {
     let mut store = Store::new();
     let known = commit_chained(&mut store, &opening);
     let holder = call(&lease, at(T0 + 2_000_000));
-    let (finding, _) = ProviderAnswer::Unknown.closing(holder.identity());
-    let record = RecordAnswer::outcome(
-        holder,
-        fence,
-        AttemptNumber::FIRST,
-        finding,
-        provider_plan(),
-    );
+    let record = first_outcome(holder, fence, ProviderAnswer::Unknown);
     let planned = plan(&record, &known).expect("planned");
     assert!(lands(&store, &planned.writes));
     // Another writer deletes the lifecycle and puts the same fields back: the content
@@ -618,14 +608,7 @@ fn after_a_replay_recorded_the_lookups_evidence_is_planned_from_what_its_commit_
     let known = commit_chained(&mut store, &opening);
     // The replay, recorded by a commit planned from the opening: it proves the lease.
     let holder = call(&lease, at(T0 + 2_000_000));
-    let (finding, _) = ProviderAnswer::ReplayedUnknown.closing(holder.identity());
-    let record = RecordAnswer::outcome(
-        holder,
-        fence,
-        AttemptNumber::FIRST,
-        finding,
-        provider_plan(),
-    );
+    let record = first_outcome(holder, fence, ProviderAnswer::ReplayedUnknown);
     let planned = plan(&record, &known).expect("the replay planned");
     let results = store.commit_guarded(&planned.writes).expect("lands");
     let written: Vec<Write> = planned.writes.iter().map(|w| w.write.clone()).collect();
