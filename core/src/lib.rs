@@ -69,7 +69,7 @@ mod transaction;
 pub use answer::ProviderAnswer;
 pub use call::Concurrency;
 pub use envelope::ResultEnvelope;
-pub use execute::{Execution, Provider, SendRequest};
+pub use execute::{Executed, Execution, Provider, SendRequest};
 pub use fence::FenceEpoch;
 pub use lease::{CommandState, LeaseOutput, StatusOutput, TerminalOutput};
 pub use registration::{RegistrationOutcome, RegistrationOutput};

@@ -3,7 +3,7 @@
 
 use super::io::Metric;
 use crate::envelope::ResultEnvelope;
-use crate::execute::Execution;
+use crate::execute::{Executed, Execution};
 use crate::lease::{LeaseOutput, StatusOutput, TerminalOutput};
 use crate::ledger::{LedgerOutcome, LedgerReplay};
 use crate::pending::PendingCommand;
@@ -129,6 +129,13 @@ impl Labelled for Execution {
             Self::RetryLater { .. } => "retry_later",
             Self::PendingReconciliation => "pending_reconciliation",
         }
+    }
+}
+
+/// A replay is labelled as its execution: the metric's outcomes do not change.
+impl Labelled for Executed {
+    fn label(&self) -> &'static str {
+        self.execution.label()
     }
 }
 

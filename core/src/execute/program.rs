@@ -7,7 +7,7 @@
 //! answered from the read its start made; in transaction mode the start and its
 //! permit are one transaction over one read ([`super::opening`]).
 
-use super::Execution;
+use super::Executed;
 use super::opening::Opening;
 use super::protocol::{Event, Protocol, Step};
 use crate::answer::ProviderAnswer;
@@ -243,7 +243,7 @@ fn recorded(ran: Result<ExecuteAnswer, JournalError>) -> Result<SendOutcomeOutpu
 
 impl Program for ExecuteProgram {
     type Op = ExecuteOp;
-    type Output = Execution;
+    type Output = Executed;
 
     fn name(&self) -> Option<OperationName> {
         Some(OperationName::Execute)
@@ -261,7 +261,7 @@ impl Program for ExecuteProgram {
         &mut self,
         last: Answered<ExecuteOp>,
         now: Timestamp,
-    ) -> Result<Next<ExecuteOp, Execution>, JournalError> {
+    ) -> Result<Next<ExecuteOp, Executed>, JournalError> {
         let mut step = match self.event(last)? {
             None => self
                 .first
@@ -281,7 +281,13 @@ impl Program for ExecuteProgram {
                 )
             };
             let (waiting, next) = match step {
-                Step::Done(execution) => return Ok(Next::Done(execution)),
+                Step::Done(execution) => {
+                    let replayed = self.protocol.replayed();
+                    return Ok(Next::Done(Executed {
+                        execution,
+                        replayed,
+                    }));
+                }
                 Step::Start if !self.opened => {
                     self.opened = true;
                     self.opened_at = Some(now);

@@ -157,6 +157,9 @@ pub struct Protocol {
     /// The send heard a replay of the key's stored unknown answer: once recorded, the
     /// key is looked up at once instead of waiting for a re-send or the cutoff.
     replayed_unknown: bool,
+    /// The journal answered a terminal outcome this call did not record (a start or a
+    /// permit found the command ended): the call's answer is a replay.
+    replayed: bool,
     steps: u32,
 }
 
@@ -181,6 +184,13 @@ impl Protocol {
     /// A new call: its first step is [`Step::Start`].
     pub fn new() -> (Self, Step) {
         (Self::default(), Step::Start)
+    }
+
+    /// Whether the call's terminal answer is one the journal had stored before this
+    /// call: set when a start or a permit finds the command ended, never by this
+    /// call's own record or reconciliation.
+    pub fn replayed(&self) -> bool {
+        self.replayed
     }
 
     /// The lease held, or an internal error if a step needing it came first.
@@ -270,8 +280,14 @@ impl Protocol {
                     }
                 }
                 LeaseOutput::Busy => done(Execution::InProgress),
-                LeaseOutput::Succeeded => Ok(Step::FetchResult),
-                LeaseOutput::FailedFinal => done(Execution::Declined),
+                LeaseOutput::Succeeded => {
+                    self.replayed = true;
+                    Ok(Step::FetchResult)
+                }
+                LeaseOutput::FailedFinal => {
+                    self.replayed = true;
+                    done(Execution::Declined)
+                }
             },
             Event::BeganSend(answer) => match answer {
                 Ok(BeginSendOutput::Permitted(permit)) => match self.deadline(now)? {
@@ -289,6 +305,7 @@ impl Protocol {
                 },
                 Ok(BeginSendOutput::Terminal(outcome)) => {
                     self.pending = None;
+                    self.replayed = true;
                     self.terminal(outcome)
                 }
                 Err(JournalError::SendCutoffPassed) => Ok(Step::Status),

@@ -795,3 +795,109 @@ fn a_replay_the_journal_refuses_to_record_is_looked_up_or_left_to_the_holder() {
         assert_eq!(got[3], Step::Done(Execution::InProgress), "{lost:?}");
     }
 }
+
+/// The last step after `events` (each at time 0), and whether the protocol calls its
+/// answer a replay.
+fn answered(events: Vec<Event>) -> (Step, bool) {
+    let (mut protocol, _) = Protocol::new();
+    let mut last = Step::Start;
+    for event in events {
+        last = protocol.step(event, at(0)).unwrap();
+    }
+    (last, protocol.replayed())
+}
+
+#[test]
+fn a_terminal_outcome_this_call_did_not_record_is_a_replay() {
+    let stored = envelope("ch_7");
+    let succeeded = || Event::Recorded(Ok(SendOutcomeOutput::Terminal(TerminalOutput::Succeeded)));
+    let failed = || Event::Recorded(Ok(SendOutcomeOutput::Terminal(TerminalOutput::FailedFinal)));
+    let began = |outcome| Event::BeganSend(Ok(BeginSendOutput::Terminal(outcome)));
+    let reconciled = Event::Reconciled(Ok(SendOutcomeOutput::Terminal(TerminalOutput::Succeeded)));
+    let cases: Vec<(&str, Vec<Event>, Execution, bool)> = vec![
+        (
+            "a start that finds the success",
+            vec![
+                Event::Started(LeaseOutput::Succeeded),
+                Event::Fetched(Some(stored.clone())),
+            ],
+            Execution::Succeeded(stored.clone()),
+            true,
+        ),
+        (
+            "a start that finds a success without a result",
+            vec![Event::Started(LeaseOutput::Succeeded), Event::Fetched(None)],
+            Execution::SucceededWithoutResult,
+            true,
+        ),
+        (
+            "a start that finds the decline",
+            vec![Event::Started(LeaseOutput::FailedFinal)],
+            Execution::Declined,
+            true,
+        ),
+        (
+            "a permit that finds the success",
+            vec![
+                acquired(),
+                began(TerminalOutput::Succeeded),
+                Event::Fetched(Some(stored.clone())),
+            ],
+            Execution::Succeeded(stored.clone()),
+            true,
+        ),
+        (
+            "a permit that finds the decline",
+            vec![acquired(), began(TerminalOutput::FailedFinal)],
+            Execution::Declined,
+            true,
+        ),
+        (
+            "this call's send, its success recorded",
+            vec![
+                acquired(),
+                permit(1, false),
+                Event::Sent(ProviderAnswer::Succeeded(stored.clone())),
+                succeeded(),
+            ],
+            Execution::Succeeded(stored.clone()),
+            false,
+        ),
+        (
+            "this call's send, its decline recorded",
+            vec![
+                acquired(),
+                permit(1, false),
+                Event::Sent(ProviderAnswer::Declined),
+                failed(),
+            ],
+            Execution::Declined,
+            false,
+        ),
+        (
+            "this call's lookup, its evidence reconciled",
+            vec![
+                acquired(),
+                Event::BeganSend(Err(JournalError::SendCutoffPassed)),
+                status(1, AttemptState::Sending, true),
+                Event::LookedUp(ProviderAnswer::Succeeded(stored.clone())),
+                reconciled,
+            ],
+            Execution::Succeeded(stored.clone()),
+            false,
+        ),
+        (
+            "another holder's lease",
+            vec![Event::Started(LeaseOutput::Busy)],
+            Execution::InProgress,
+            false,
+        ),
+    ];
+    for (name, events, execution, replayed) in cases {
+        assert_eq!(
+            answered(events),
+            (Step::Done(execution), replayed),
+            "{name}"
+        );
+    }
+}
