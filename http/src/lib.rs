@@ -41,3 +41,6 @@ pub use layer::{
 pub use problem::Problem;
 pub use replay::IDEMPOTENT_REPLAYED;
 pub use run::HANDLER_MARGIN;
+
+#[cfg(test)]
+mod readme_tests;
