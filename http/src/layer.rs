@@ -21,6 +21,7 @@
 //! ```
 
 use crate::run::run;
+use crate::settings::{BoxError, Handlers, Settings};
 use axum::body::Body;
 use bytes::Bytes;
 use command_journal::Journal;
@@ -37,32 +38,6 @@ pub const DEFAULT_BODY_LIMIT: usize = 32 * 1024;
 
 /// The largest body limit [`IdempotencyLayer::body_limit`] accepts.
 pub const MAX_BODY_LIMIT: usize = 60 * 1024;
-
-/// What the handlers under a layer do, and so what the layer guarantees them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Handlers {
-    /// The handler only computes its response: the layer registers and leases the
-    /// command, runs the handler, stores its response with the command's success and
-    /// replays it on every retry.
-    StoredResponse,
-    /// The handler sends to a provider through `Journal::execute_marked`, with the
-    /// [`IdempotentCommand`](crate::IdempotentCommand) the layer puts in the request's
-    /// extensions; the journal's protocol (keys, fences, recorded ambiguity) is the
-    /// guarantee, and the layer stores nothing of its own.
-    Provider,
-}
-
-/// What every request under a layer shares.
-#[derive(Clone)]
-pub(crate) struct Settings {
-    pub journal: Journal,
-    pub environment: Environment,
-    pub command_type: CommandType,
-    /// Validated by `EndpointSchemaVersion` when set; 1 by default.
-    pub schema_version: i64,
-    pub body_limit: usize,
-    pub handlers: Handlers,
-}
 
 /// The `Idempotency-Key` layer: one command type of one environment, over one journal.
 #[derive(Clone)]
@@ -148,9 +123,6 @@ impl<S> std::fmt::Debug for Idempotency<S> {
             .finish_non_exhaustive()
     }
 }
-
-/// Boxed errors of a handler's response body.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 impl<S, B> tower::Service<Request<Body>> for Idempotency<S>
 where

@@ -28,6 +28,7 @@ pub mod problem;
 pub mod replay;
 pub mod request;
 mod run;
+mod settings;
 pub mod stored;
 
 pub use caller::VerifiedCaller;
@@ -35,12 +36,12 @@ pub use command::IdempotentCommand;
 pub use execution::{PENDING_RETRY_AFTER, execution_response};
 pub use key::{IDEMPOTENCY_KEY, IdempotencyKey};
 pub use layer::{
-    BoxError, DEFAULT_BODY_LIMIT, Handlers, Idempotency, IdempotencyLayer, MAX_BODY_LIMIT,
-    ResponseFuture,
+    DEFAULT_BODY_LIMIT, Idempotency, IdempotencyLayer, MAX_BODY_LIMIT, ResponseFuture,
 };
 pub use problem::Problem;
 pub use replay::IDEMPOTENT_REPLAYED;
 pub use run::HANDLER_MARGIN;
+pub use settings::{BoxError, Handlers};
 
 #[cfg(test)]
 mod readme_tests;

@@ -12,8 +12,8 @@
 
 use crate::caller::VerifiedCaller;
 use crate::key::{IdempotencyKey, KeyError};
-use crate::layer::Settings;
 use crate::problem::Problem;
+use crate::settings::Settings;
 use axum::body::Body;
 use bytes::Bytes;
 use command_journal::strict_json;

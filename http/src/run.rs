@@ -19,10 +19,10 @@
 //! took it over) is 409 `in_progress`, this response dropped.
 
 use crate::command::IdempotentCommand;
-use crate::layer::{BoxError, Handlers, Settings};
 use crate::problem::Problem;
 use crate::replay::{count, is_replayed, mark_replayed};
 use crate::request::{Prepared, prepare};
+use crate::settings::{BoxError, Handlers, Settings};
 use crate::stored::{StoredResponse, is_stored};
 use axum::body::Body;
 use bytes::Bytes;
