@@ -49,3 +49,6 @@ impl VerifiedCaller {
         &self.id
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -2,7 +2,7 @@
 //! response, a replay long after the lease expired, an answer the layer never stores,
 //! and a response too large to store.
 
-use super::support::{Act, Counts, note_call, service};
+use super::support::{Act, Counts, leaping_service, note_call, service};
 use http::StatusCode;
 
 const KEY: &str = "\"order-2026-0001\"";
@@ -116,4 +116,17 @@ async fn a_response_too_large_to_store_is_refused_with_nothing_written() {
     // The lease only: no result, no success.
     assert_eq!(service.counts().await, LEASED);
     service.assert_verified().await;
+}
+
+#[tokio::test]
+async fn a_handler_past_its_deadline_is_cut_and_nothing_is_stored() {
+    // The journal's clock reads 55 s later after the start: 5 s of lease are left,
+    // less than the 10 s margin, so the handler (held at its gate) is cut at once.
+    let service = leaping_service(55).await;
+    service.script.acts([Act::Gated]);
+    let answer = service.send(&note_call("alice", KEY, BODY)).await;
+    assert_eq!(answer.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(answer.problem().as_deref(), Some("handler_timeout"));
+    assert_eq!(answer.headers["retry-after"], "5");
+    assert_eq!(service.counts().await, LEASED);
 }

@@ -15,7 +15,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use command_journal::identity::{CallerScopeKind, CommandType, Environment};
 use command_journal::time::ManualClock;
 use command_journal::{
-    Connection, Journal, Provider, ProviderAnswer, ProviderPlan, ProviderPlanRequest,
+    Clock, Connection, Journal, Provider, ProviderAnswer, ProviderPlan, ProviderPlanRequest,
     ResultEnvelope, SendRequest, Target,
 };
 use command_journal_http::{
@@ -210,9 +210,36 @@ fn start() -> DateTime<Utc> {
     DateTime::from_timestamp(1_930_000_000, 0).expect("a time")
 }
 
+/// A clock that reads its manual clock, `leap` later from the second read on: the
+/// time a slow start took, as the lease's remaining time sees it.
+struct Leaping {
+    base: Arc<ManualClock>,
+    leap: TimeDelta,
+    reads: AtomicUsize,
+}
+
+impl Clock for Leaping {
+    fn now(&self) -> DateTime<Utc> {
+        let now = self.base.now();
+        match self.reads.fetch_add(1, Ordering::SeqCst) {
+            0 => now,
+            _ => now + self.leap,
+        }
+    }
+}
+
 /// A service on a fresh project: `POST /v1/notes` (stored responses) and
 /// `POST /v1/charges` (a provider handler; its sends gated when `gated`).
 pub async fn service(gated: bool) -> Service {
+    service_with(gated, None).await
+}
+
+/// [`service`] whose journal's clock leaps `seconds` after its first read.
+pub async fn leaping_service(seconds: i64) -> Service {
+    service_with(false, Some(TimeDelta::seconds(seconds))).await
+}
+
+async fn service_with(gated: bool, leap: Option<TimeDelta>) -> Service {
     let emulator = match command_journal_emulator::Emulator::shared() {
         Ok(emulator) => emulator,
         Err(error) => panic!("the Firestore emulator is required for these tests: {error}"),
@@ -222,7 +249,14 @@ pub async fn service(gated: bool) -> Service {
         .await
         .expect("the emulator");
     let clock = Arc::new(ManualClock::new(start()));
-    let journal = Journal::new(connection).with_clock(clock.clone());
+    let journal = Journal::new(connection).with_clock(match leap {
+        Some(leap) => Arc::new(Leaping {
+            base: clock.clone(),
+            leap,
+            reads: AtomicUsize::new(0),
+        }),
+        None => clock.clone(),
+    });
     let script = Arc::new(Script::default());
     let notes = IdempotencyLayer::new(
         journal.clone(),
