@@ -1,10 +1,11 @@
 //! A request read into its command: the verified caller, the key, the body read
 //! strictly within its limit, and the payload the journal fingerprints.
 //!
-//! The payload is `{"body": <the body's JSON value, or null when empty>, "method":
-//! <the method>, "target": <the path and query as the layer sees them (inside a
-//! nested router, the path below the nest)>}`, so the
-//! same key with another body, method or target is `command_conflict` (422). The
+//! The payload is `{"body": <the body's JSON value>, "method": <the method>, "target":
+//! <the path and query as the layer sees them (inside a nested router, the path below
+//! the nest)>}`, without `body` when the body is empty (so that no body and the JSON
+//! value `null` are two payloads), and the same key with another body, method or
+//! target is `command_conflict` (422). The
 //! journal validates it as every payload (integers within ±(2^53−1), at most 32 deep
 //! with the wrapper, at most 65,536 canonical bytes) and hashes its RFC 8785
 //! canonical form: member order and spacing of the body never matter, anything else
@@ -73,7 +74,12 @@ pub(crate) async fn prepare(
         .uri
         .path_and_query()
         .map_or("/", |target| target.as_str());
-    let payload = json!({"body": body, "method": parts.method.as_str(), "target": target});
+    let mut payload = json!({"method": parts.method.as_str(), "target": target});
+    if !bytes.is_empty()
+        && let Some(object) = payload.as_object_mut()
+    {
+        object.insert("body".to_owned(), body.clone());
+    }
     let command = CommandInput::new(CommandRequest {
         environment: settings.environment.as_str(),
         caller_scope_kind: caller.kind().as_str(),

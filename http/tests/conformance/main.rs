@@ -5,6 +5,7 @@
 
 mod draft;
 mod journal;
+mod payload;
 mod provider;
 mod replays;
 mod support;
