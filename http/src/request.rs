@@ -2,10 +2,12 @@
 //! strictly within its limit, and the payload the journal fingerprints.
 //!
 //! The payload is `{"body": <the body's JSON value>, "method": <the method>, "target":
-//! <the path and query as the layer sees them (inside a nested router, the path below
-//! the nest)>}`, without `body` when the body is empty (so that no body and the JSON
-//! value `null` are two payloads), and the same key with another body, method or
-//! target is `command_conflict` (422). The
+//! <the path and query the client sent (axum's `OriginalUri`: above any nest, so one
+//! layer nested under two prefixes sees two targets)>}`, without `body` when the body
+//! is empty (so that no body and the JSON value `null` are two payloads), and the same
+//! key with another body, method or target is `command_conflict` (422). The target is
+//! compared byte for byte: a reordered query or another percent-encoding of it is
+//! another target (422), never another request's answer. The
 //! journal validates it as every payload (integers within ±(2^53−1), at most 32 deep
 //! with the wrapper, at most 65,536 canonical bytes) and hashes its RFC 8785
 //! canonical form: member order and spacing of the body never matter, anything else
@@ -16,6 +18,7 @@ use crate::key::{IdempotencyKey, KeyError};
 use crate::problem::Problem;
 use crate::settings::Settings;
 use axum::body::Body;
+use axum::extract::OriginalUri;
 use bytes::Bytes;
 use command_journal::strict_json;
 use command_journal::{CommandInput, CommandRequest};
@@ -70,10 +73,13 @@ pub(crate) async fn prepare(
             .and_then(strict_json::parse)
             .ok_or_else(|| Problem::new("body_malformed"))?
     };
-    let target = parts
-        .uri
-        .path_and_query()
-        .map_or("/", |target| target.as_str());
+    // The URI the client sent, as axum's router recorded it before any nest took its
+    // prefix off; the request's own URI outside an axum router.
+    let uri = parts
+        .extensions
+        .get::<OriginalUri>()
+        .map_or(&parts.uri, |original| &original.0);
+    let target = uri.path_and_query().map_or("/", |target| target.as_str());
     let mut payload = json!({"method": parts.method.as_str(), "target": target});
     if !bytes.is_empty()
         && let Some(object) = payload.as_object_mut()

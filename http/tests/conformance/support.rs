@@ -186,7 +186,7 @@ async fn charge(
 }
 
 /// The authentication layer: the caller from [`CALLER`], none without it.
-async fn authenticate(mut request: Request, next: Next) -> Response {
+pub async fn authenticate(mut request: Request, next: Next) -> Response {
     let caller = request
         .headers()
         .get(CALLER)
