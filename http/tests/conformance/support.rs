@@ -364,6 +364,11 @@ impl Service {
         let request = request
             .body(Body::from(call.body.to_owned()))
             .expect("a request");
+        self.send_request(request).await
+    }
+
+    /// Sends `request` as it is and reads the whole answer.
+    pub async fn send_request(&self, request: http::Request<Body>) -> Answer {
         let response = self
             .router
             .clone()
