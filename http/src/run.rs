@@ -11,12 +11,12 @@
 //! | succeeded | the stored response, `Idempotent-Replayed: true` |
 //! | failed | 500 `no_stored_response` (this layer never fails a command) |
 //!
-//! After the handler: a response that is not stored (5xx, 408, 425, 429) is answered
-//! as the handler gave it, with `Retry-After` until the lease expires if it has none,
-//! and the request runs again after that, as after a crash; a handler still running at
-//! its deadline is cut, 503 `handler_timeout`; a response the journal cannot hold is
-//! 500 `response_unstorable`, nothing written; a lease lost meanwhile (another request
-//! took it over) is 409 `in_progress`, this response dropped.
+//! After the handler: a response that is not stored (5xx, 401, 407, 408, 425, 429) is
+//! answered as the handler gave it, with `Retry-After` until the lease expires if it
+//! has none, and the request runs again after that, as after a crash; a handler still
+//! running at its deadline is cut, 503 `handler_timeout`; a response the journal
+//! cannot hold is 500 `response_unstorable`, nothing written; a lease lost meanwhile
+//! (another request took it over) is 409 `in_progress`, this response dropped.
 
 use crate::command::IdempotentCommand;
 use crate::problem::Problem;

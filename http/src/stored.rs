@@ -43,11 +43,13 @@ pub const STORED_HEADERS: &[&str] = &[
 pub struct Unstorable;
 
 /// Whether a handler's answer with `status` is stored and replayed: every 2xx, 3xx
-/// and 4xx but 408, 425 and 429, which ask the client to try again. A 5xx is never
-/// stored: the handler's outcome is unknown, as after a crash, and the request runs
-/// again once its lease has expired.
+/// and 4xx but 408, 425 and 429, which ask the client to try again, and 401 and 407,
+/// whose challenge (`WWW-Authenticate`, `Proxy-Authenticate`, required by RFC 9110
+/// §15.5.2 and §15.5.8) is never stored and whose request runs again with other
+/// credentials. A 5xx is never stored: the handler's outcome is unknown, as after a
+/// crash, and the request runs again once its lease has expired.
 pub fn is_stored(status: StatusCode) -> bool {
-    (200..500).contains(&status.as_u16()) && !matches!(status.as_u16(), 408 | 425 | 429)
+    (200..500).contains(&status.as_u16()) && !matches!(status.as_u16(), 401 | 407 | 408 | 425 | 429)
 }
 
 /// A response as stored: the status, the allowed headers and the body's bytes.

@@ -8,4 +8,5 @@ mod journal;
 mod payload;
 mod provider;
 mod replays;
+mod stored;
 mod support;

@@ -47,6 +47,10 @@ pub enum Act {
     Crash,
     /// 200 with a body larger than any envelope holds.
     Huge,
+    /// 200 `application/octet-stream` with these bytes.
+    Bytes(Vec<u8>),
+    /// 401 with its challenge, `WWW-Authenticate`.
+    Challenge,
 }
 
 /// The handlers' shared state: the script, the count of runs and sends, the gate.
@@ -100,6 +104,10 @@ async fn note(script: Arc<Script>, body: Bytes) -> Response {
                 ("location", "/v1/notes/n_1"),
                 ("set-cookie", "session=CANARYcookie"),
                 ("x-request-id", "CANARYrequest"),
+                ("authorization", "Bearer CANARYauthorization"),
+                ("proxy-authorization", "Basic CANARYproxy"),
+                ("www-authenticate", "Bearer realm=\"CANARYrealm\""),
+                ("proxy-authenticate", "Basic realm=\"CANARYproxyrealm\""),
             ],
             json!({"id": "n_1", "note": note}).to_string(),
         )
@@ -125,6 +133,17 @@ async fn note(script: Arc<Script>, body: Bytes) -> Response {
             .into_response(),
         Act::Crash => panic!("the scripted handler crashed"),
         Act::Huge => (StatusCode::OK, "x".repeat(20_000)).into_response(),
+        Act::Bytes(bytes) => (
+            StatusCode::OK,
+            [("content-type", "application/octet-stream")],
+            bytes,
+        )
+            .into_response(),
+        Act::Challenge => (
+            StatusCode::UNAUTHORIZED,
+            [("www-authenticate", "Bearer error=\"invalid_token\"")],
+        )
+            .into_response(),
     }
 }
 
