@@ -130,3 +130,78 @@ async fn a_handler_past_its_deadline_is_cut_and_nothing_is_stored() {
     assert_eq!(answer.headers["retry-after"], "5");
     assert_eq!(service.counts().await, LEASED);
 }
+
+#[tokio::test]
+async fn a_stale_handler_finishing_after_a_takeover_never_overwrites_the_answer() {
+    // The first request's handler outlives its lease (the journal's clock moves on
+    // while it is held at its gate); a retry takes the command over and its answer is
+    // stored. The stale handler's answer then comes back: its completion is refused
+    // by the fence, it gets 409, and every replay is the taker's answer.
+    let service = std::sync::Arc::new(service(false).await);
+    service.script.acts([Act::Gated, Act::Status(202)]);
+    let stale = {
+        let service = service.clone();
+        tokio::spawn(async move { service.send(&note_call("alice", KEY, BODY)).await })
+    };
+    service.script.started.notified().await;
+    service.advance(61);
+    let taker = service.send(&note_call("alice", KEY, BODY)).await;
+    assert_eq!(taker.status, StatusCode::ACCEPTED);
+    assert!(!taker.replayed());
+    service.script.release.notify_one();
+    let stale = stale.await.expect("the stale request");
+    assert_eq!(stale.status, StatusCode::CONFLICT);
+    assert_eq!(stale.problem().as_deref(), Some("in_progress"));
+    let replay = service.send(&note_call("alice", KEY, BODY)).await;
+    assert!(replay.replayed());
+    assert_eq!(replay.unmarked(), taker.unmarked());
+    assert_eq!(service.script.runs(), 2);
+    // Registration, two leases, one success; one stored response.
+    assert_eq!(
+        service.counts().await,
+        Counts {
+            results: 1,
+            events: 4,
+            ..LEASED
+        }
+    );
+    service.assert_verified().await;
+}
+
+#[tokio::test]
+async fn a_client_gone_mid_handler_leaves_the_work_to_finish_and_store_its_answer() {
+    // The client's future is dropped while its handler runs: the work goes on in its
+    // own task, the answer is stored, and the retry gets it. Meanwhile a retry is 409.
+    let service = std::sync::Arc::new(service(false).await);
+    service.script.acts([Act::Gated]);
+    let gone = {
+        let service = service.clone();
+        tokio::spawn(async move { service.send(&note_call("alice", KEY, BODY)).await })
+    };
+    service.script.started.notified().await;
+    gone.abort();
+    assert!(gone.await.is_err_and(|error| error.is_cancelled()));
+    let busy = service.send(&note_call("alice", KEY, BODY)).await;
+    assert_eq!(busy.problem().as_deref(), Some("in_progress"));
+    service.script.release.notify_one();
+    // The stored answer appears once the detached work commits: watched, not slept on.
+    let mut reads = 0;
+    while service.counts().await.results == 0 {
+        reads += 1;
+        assert!(reads < 1_000, "the detached work never stored its answer");
+        tokio::task::yield_now().await;
+    }
+    let retry = service.send(&note_call("alice", KEY, BODY)).await;
+    assert_eq!(retry.status, StatusCode::CREATED);
+    assert!(retry.replayed());
+    assert_eq!(service.script.runs(), 1);
+    assert_eq!(
+        service.counts().await,
+        Counts {
+            results: 1,
+            events: 3,
+            ..LEASED
+        }
+    );
+    service.assert_verified().await;
+}
