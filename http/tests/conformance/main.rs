@@ -8,5 +8,6 @@ mod journal;
 mod payload;
 mod provider;
 mod replays;
+mod secrets;
 mod stored;
 mod support;
