@@ -45,6 +45,16 @@ fn every_other_field_value_is_malformed() {
         "\"a\\\\b\"",       // an escaped backslash
         "\"abc",            // unterminated
         "",
+        "(\"abc\")",       // an inner list
+        "\"abc\";a",       // a boolean parameter
+        "%\"abc\"",        // an RFC 9651 Display String
+        "@1700000000",     // an RFC 9651 Date
+        "\"a\\u0062\"",    // an escape RFC 8941 does not have
+        "\"a\tb\"",        // a tab inside
+        "\t\"abc\"",       // a tab outside (HTTP strips it before a field value)
+        "\"abc\" \"def\"", // two items
+        "\"abc\",",        // a trailing comma
+        "*abc",            // a token again
     ] {
         assert_eq!(key(field), Err(KeyError::Malformed), "{field}");
     }

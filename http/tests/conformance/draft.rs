@@ -315,3 +315,55 @@ async fn the_body_is_read_strictly_within_its_limit() {
     assert_eq!(service.script.runs(), 0);
     assert_eq!(service.counts().await, Counts::default());
 }
+
+#[tokio::test]
+async fn syntax_one_field_line_of_visible_ascii_only() {
+    // Two field lines (even equal ones), bytes outside ASCII, an empty field: 400, and
+    // nothing runs or is written.
+    let service = service(false).await;
+    let request = |lines: &[&[u8]]| {
+        let mut request = http::Request::post("/v1/notes")
+            .header(super::support::CALLER, "alice")
+            .header("content-type", "application/json");
+        for line in lines {
+            let value = http::HeaderValue::from_bytes(line).expect("a field value");
+            request = request.header("idempotency-key", value);
+        }
+        request
+            .body(axum::body::Body::from(BODY))
+            .expect("a request")
+    };
+    let cases: [&[&[u8]]; 5] = [
+        &[b"\"abc\"", b"\"abc\""],
+        &[b"\"abc\"", b"\"def\""],
+        &[b"\"caf\xc3\xa9\""],
+        &[b"\"caf\xe9\""],
+        &[b""],
+    ];
+    for lines in cases {
+        let answer = service.send_request(request(lines)).await;
+        assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{lines:?}");
+        assert_eq!(
+            answer.problem().as_deref(),
+            Some("idempotency_key_malformed"),
+            "{lines:?}"
+        );
+    }
+    assert_eq!(service.script.runs(), 0);
+    assert_eq!(service.counts().await, Counts::default());
+}
+
+#[tokio::test]
+async fn a_key_is_an_exact_string_case_included() {
+    // A UUID in capitals is another key than the same UUID in small letters: two
+    // commands, two first answers, never one the other's replay.
+    let service = service(false).await;
+    let upper = KEY.to_uppercase();
+    for key in [KEY, upper.as_str(), "\"Order-1\"", "\"order-1\""] {
+        let answer = service.send(&note_call("alice", key, BODY)).await;
+        assert_eq!(answer.status, StatusCode::CREATED, "{key}");
+        assert!(!answer.replayed(), "{key}");
+    }
+    assert_eq!(service.script.runs(), 4);
+    assert_eq!(service.counts().await.roots, 4);
+}
