@@ -14,7 +14,9 @@
 //! `commandId` is the same command under that key); any other key names the UUID v4
 //! built from the first 16 bytes of the framed SHA-256 of domain
 //! `command-journal-http.idempotency-key`, version `1`, the key. Two keys that differ
-//! in any character (case included) are two commands.
+//! in any character (case included) are two commands, but for one pair a caller can
+//! only make on purpose: a key, and the UUID it derives sent as a key, name one command
+//! (within that caller's scope, as every key).
 
 use command_journal::identity::CommandId;
 use http::HeaderMap;
