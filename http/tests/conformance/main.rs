@@ -8,6 +8,5 @@ mod journal;
 mod payload;
 mod provider;
 mod replays;
-mod secrets;
 mod stored;
 mod support;

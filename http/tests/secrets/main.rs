@@ -1,14 +1,24 @@
 //! No secret out: a key, a caller id, a body value or a stored response given as
 //! canary values never appears in a log line (every level, every target), a metric's
 //! name or label, a problem body or header, or the `Debug` of any type of the package.
+//!
+//! A test binary of its own, one test on one thread: `tracing` caches each call site's
+//! interest process-wide, and another test's thread that reaches a call site first,
+//! while this test's subscriber is being installed, could leave that site silent here
+//! (seen: the journal's spans missing from the capture when it ran in the suite).
 
-use super::support::{Act, Call, charged, note_call, service};
+// The conformance suite's service; this binary uses part of it.
+#[allow(dead_code)]
+#[path = "../conformance/support.rs"]
+mod support;
+
 use command_journal::ProviderAnswer;
 use command_journal::identity::CallerScopeKind;
 use command_journal_http::{IdempotencyKey, Problem, VerifiedCaller};
 use metrics_util::debugging::DebuggingRecorder;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
+use support::{Act, Call, charged, note_call, service};
 use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::fmt::format::FmtSpan;
 use tracing_subscriber::util::SubscriberInitExt as _;
