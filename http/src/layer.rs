@@ -5,7 +5,7 @@
 //! ```no_run
 //! use axum::Router;
 //! use axum::routing::post;
-//! use command_journal::Journal;
+//! use command_journal::{Journal, JournalError};
 //! use command_journal::identity::{CommandType, Environment};
 //! use command_journal_http::IdempotencyLayer;
 //!
@@ -24,9 +24,9 @@ use crate::run::run;
 use crate::settings::{BoxError, Handlers, Settings};
 use axum::body::Body;
 use bytes::Bytes;
-use command_journal::Journal;
 use command_journal::identity::{CommandType, EndpointSchemaVersion, Environment};
-use http::{Request, Response};
+use command_journal::{Journal, JournalError};
+use http::{HeaderValue, Request, Response};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -68,6 +68,7 @@ impl IdempotencyLayer {
                 schema_version: 1,
                 body_limit: DEFAULT_BODY_LIMIT,
                 handlers: Handlers::StoredResponse,
+                documentation: None,
             }),
         }
     }
@@ -90,6 +91,26 @@ impl IdempotencyLayer {
     /// [`MAX_BODY_LIMIT`]); a larger body is 413.
     pub fn body_limit(self, bytes: usize) -> Self {
         self.with(|settings| settings.body_limit = bytes.min(MAX_BODY_LIMIT))
+    }
+
+    /// The same layer whose own problems (the header's 400s, the 422, the 409 and every
+    /// other) carry `Link: <uri>; rel="describedby"`, the link to the documentation the
+    /// draft asks of them; a handler's answer is left as it is. `invalid_input` on
+    /// `documentation` unless `uri` is one absolute URI (a scheme and an authority) of
+    /// characters RFC 3986 allows.
+    pub fn documentation(self, uri: &str) -> Result<Self, JournalError> {
+        let refused = JournalError::invalid("documentation");
+        let allowed = |b: u8| b.is_ascii_graphic() && !b"\"<>\\^`{|}".contains(&b);
+        if !uri.bytes().all(allowed) {
+            return Err(refused);
+        }
+        let parsed = http::Uri::try_from(uri).map_err(|_| refused)?;
+        if parsed.scheme().is_none() || parsed.authority().is_none() {
+            return Err(refused);
+        }
+        let link =
+            HeaderValue::try_from(format!("<{uri}>; rel=\"describedby\"")).map_err(|_| refused)?;
+        Ok(self.with(|settings| settings.documentation = Some(link)))
     }
 
     /// The same layer for handlers that send to a provider ([`Handlers::Provider`]).

@@ -290,6 +290,7 @@ impl Problem {
             object.insert("field".to_owned(), json!(field));
         }
         let mut response = Response::new(Body::from(body.to_string()));
+        response.extensions_mut().insert(OwnProblem);
         *response.status_mut() =
             StatusCode::from_u16(self.kind.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let headers = response.headers_mut();
@@ -298,6 +299,21 @@ impl Problem {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
         response
+    }
+}
+
+/// Marks a response as one of this package's problems (never sent: an extension), so
+/// that the layer links it to the documentation; a handler's stored answer, rebuilt
+/// from the journal, never carries it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct OwnProblem;
+
+/// Adds `link` to `response` when it is one of this package's problems.
+pub(crate) fn link_documentation(response: &mut Response<Body>, link: Option<&HeaderValue>) {
+    if let Some(link) = link
+        && response.extensions().get::<OwnProblem>().is_some()
+    {
+        response.headers_mut().append(header::LINK, link.clone());
     }
 }
 

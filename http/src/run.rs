@@ -19,7 +19,7 @@
 //! (another request took it over) is 409 `in_progress`, this response dropped.
 
 use crate::command::IdempotentCommand;
-use crate::problem::Problem;
+use crate::problem::{Problem, link_documentation};
 use crate::replay::{count, is_replayed, mark_replayed};
 use crate::request::{Prepared, prepare};
 use crate::settings::{BoxError, Handlers, Settings};
@@ -50,9 +50,14 @@ where
     B: http_body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<BoxError>,
 {
+    let link = settings.documentation.clone();
     let prepared = match prepare(&settings, request).await {
         Ok(prepared) => prepared,
-        Err(problem) => return Ok(problem.into_response()),
+        Err(problem) => {
+            let mut response = problem.into_response();
+            link_documentation(&mut response, link.as_ref());
+            return Ok(response);
+        }
     };
     let work = tokio::spawn(async move {
         match settings.handlers {
@@ -60,11 +65,13 @@ where
             Handlers::StoredResponse => stored(&settings, inner, prepared).await,
         }
     });
-    match work.await {
-        Ok(answer) => answer,
+    let mut response = match work.await {
+        Ok(answer) => answer?,
         // The handler panicked: nothing more is known, and nothing was stored.
-        Err(_) => Ok(Problem::new("internal").into_response()),
-    }
+        Err(_) => Problem::new("internal").into_response(),
+    };
+    link_documentation(&mut response, link.as_ref());
+    Ok(response)
 }
 
 /// A provider handler: the command in the request's extensions, its answer as it is.

@@ -3,6 +3,7 @@
 
 use command_journal::Journal;
 use command_journal::identity::{CommandType, Environment};
+use http::HeaderValue;
 
 /// What the handlers under a layer do, and so what the layer guarantees them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,6 +29,8 @@ pub(crate) struct Settings {
     pub schema_version: i64,
     pub body_limit: usize,
     pub handlers: Handlers,
+    /// `<uri>; rel="describedby"`: the `Link` of the layer's own problems, if set.
+    pub documentation: Option<HeaderValue>,
 }
 
 /// Boxed errors of a handler's response body.

@@ -367,3 +367,77 @@ async fn a_key_is_an_exact_string_case_included() {
     assert_eq!(service.script.runs(), 4);
     assert_eq!(service.counts().await.roots, 4);
 }
+
+#[tokio::test]
+async fn error_handling_the_layers_errors_link_to_the_documentation() {
+    // "SHOULD reply with an HTTP 400 (422) status code with body containing a link
+    // pointing to relevant documentation", or the `Link` header the draft shows: a
+    // layer given its documentation's URI links every answer of its own to it, with
+    // `rel="describedby"`; a handler's answer and its replay are left as they are.
+    use axum::Router;
+    use axum::routing::post;
+    use command_journal::identity::{CommandType, Environment};
+    use command_journal_http::IdempotencyLayer;
+    let mut service = service(false).await;
+    let docs = "https://docs.example.com/api/idempotency";
+    let layer = IdempotencyLayer::new(
+        service.journal.clone(),
+        Environment::Emulator,
+        CommandType::parse("create_note").expect("a type"),
+    )
+    .documentation(docs)
+    .expect("a documentation URI");
+    service.router = Router::new()
+        .route(
+            "/v1/notes",
+            post(|body: String| async move {
+                match body.contains("unavailable") {
+                    true => (StatusCode::SERVICE_UNAVAILABLE, "try again"),
+                    false => (StatusCode::CREATED, "created"),
+                }
+            })
+            .layer(layer),
+        )
+        .layer(axum::middleware::from_fn(super::support::authenticate));
+    let link = format!("<{docs}>; rel=\"describedby\"");
+    let missing = Call {
+        key: None,
+        ..note_call("alice", KEY, BODY)
+    };
+    let first = service.send(&note_call("alice", KEY, BODY)).await;
+    let replay = service.send(&note_call("alice", KEY, BODY)).await;
+    // A 503 of the handler holds the command until its lease ends: the retry is 409.
+    let unavailable = note_call("alice", "\"busy-1\"", r#"{"unavailable": true}"#);
+    let handlers = service.send(&unavailable).await;
+    for answer in [&first, &replay, &handlers] {
+        assert!(answer.headers.get("link").is_none(), "{answer:?}");
+    }
+    for (call, status) in [
+        (missing, StatusCode::BAD_REQUEST),
+        (note_call("alice", "abc", BODY), StatusCode::BAD_REQUEST),
+        (
+            note_call("alice", KEY, r#"{"text": "other"}"#),
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
+        (unavailable, StatusCode::CONFLICT),
+    ] {
+        let answer = service.send(&call).await;
+        assert_eq!(answer.status, status);
+        assert_eq!(answer.headers["link"], link.as_str());
+        assert_eq!(answer.headers["content-type"], "application/problem+json");
+    }
+    // A documentation URI that is not one absolute URI fit for a `Link` is refused.
+    for refused in [
+        "",
+        "docs/idempotency",
+        "https://docs.example.com/a>b",
+        "https://a b",
+    ] {
+        let layer = IdempotencyLayer::new(
+            service.journal.clone(),
+            Environment::Emulator,
+            CommandType::parse("create_note").expect("a type"),
+        );
+        assert!(layer.documentation(refused).is_err(), "{refused}");
+    }
+}
