@@ -303,3 +303,51 @@ fn body_request(body: axum::body::Body, length: &str) -> http::Request<axum::bod
         .body(body)
         .expect("a request")
 }
+
+#[tokio::test]
+async fn two_payloads_racing_under_one_key_make_one_command() {
+    // Twelve requests at once, half with each of two bodies: exactly one runs; every
+    // request with its body is its answer or 409, every request with the other is 422.
+    let service = std::sync::Arc::new(service(false).await);
+    let bodies = [r#"{"text": "one"}"#, r#"{"text": "two"}"#];
+    let tasks: Vec<_> = (0..12)
+        .map(|i| {
+            let service = service.clone();
+            let body = bodies[i % 2];
+            tokio::spawn(async move { (body, service.send(&note_call("alice", KEY, body)).await) })
+        })
+        .collect();
+    let mut answers = Vec::new();
+    for task in tasks {
+        answers.push(task.await.expect("a request"));
+    }
+    let firsts: Vec<_> = answers
+        .iter()
+        .filter(|(_, a)| a.status == StatusCode::CREATED && !a.replayed())
+        .collect();
+    assert_eq!(firsts.len(), 1, "{answers:?}");
+    let winner = firsts[0].0;
+    for (body, answer) in &answers {
+        let code = answer.problem();
+        if *body == winner {
+            assert!(
+                answer.status == StatusCode::CREATED || code.as_deref() == Some("in_progress"),
+                "{answer:?}"
+            );
+        } else {
+            assert_eq!(code.as_deref(), Some("command_conflict"), "{answer:?}");
+        }
+    }
+    assert_eq!(service.script.runs(), 1);
+    assert_eq!(
+        service.counts().await,
+        super::support::Counts {
+            roots: 1,
+            lifecycles: 1,
+            results: 1,
+            sends: 0,
+            events: 3
+        }
+    );
+    service.assert_verified().await;
+}
