@@ -39,3 +39,17 @@ fn the_readme_lists_every_stored_header() {
         assert!(readme.contains(&format!("`{name}`")), "{name}");
     }
 }
+
+#[test]
+fn the_readme_publishes_the_key_format_and_its_expiry() {
+    // The draft: "Resources MUST publish a idempotency related specification ...
+    // including expiration related policy", and the key's format (Security
+    // Considerations): the README says both, with the limits the code enforces.
+    let readme = include_str!("../README.md").replace('\n', " ");
+    let limits = format!("Accepted: 1 to {} characters", crate::key::MAX_KEY_LENGTH);
+    assert!(readme.contains(&limits), "{limits}");
+    assert!(readme.contains("`%x21 / %x23-5B / %x5D-7E`"));
+    assert!(readme.contains("never expire"));
+    let body = format!("at most {} KiB by default", crate::DEFAULT_BODY_LIMIT / 1024);
+    assert!(readme.contains(&body), "{body}");
+}
