@@ -50,6 +50,9 @@ fn the_readme_publishes_the_key_format_and_its_expiry() {
     assert!(readme.contains(&limits), "{limits}");
     assert!(readme.contains("`%x21 / %x23-5B / %x5D-7E`"));
     assert!(readme.contains("never expire"));
-    let body = format!("at most {} KiB by default", crate::DEFAULT_BODY_LIMIT / 1024);
+    let body = format!(
+        "at most {} KiB by default",
+        crate::DEFAULT_BODY_LIMIT / 1024
+    );
     assert!(readme.contains(&body), "{body}");
 }

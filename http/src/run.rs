@@ -14,9 +14,10 @@
 //! After the handler: a response that is not stored (5xx, 401, 407, 408, 425, 429) is
 //! answered as the handler gave it, with `Retry-After` until the lease expires if it
 //! has none, and the request runs again after that, as after a crash; a handler still
-//! running at its deadline is cut, 503 `handler_timeout`; a response the journal
-//! cannot hold is 500 `response_unstorable`, nothing written; a lease lost meanwhile
-//! (another request took it over) is 409 `in_progress`, this response dropped.
+//! running at its deadline (or its response's body still streaming) is cut, 503
+//! `handler_timeout`; a response the journal cannot hold is 500 `response_unstorable`,
+//! nothing written; a lease lost meanwhile (another request took it over) is 409
+//! `in_progress`, this response dropped.
 
 use crate::command::IdempotentCommand;
 use crate::problem::{Problem, link_documentation};
@@ -32,6 +33,7 @@ use http::{HeaderValue, Request, Response, header};
 use http_body_util::{BodyExt as _, Limited};
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::time::Instant;
 use tower::ServiceExt as _;
 
 /// Lease time kept back after a handler's deadline, to store its response.
@@ -137,20 +139,18 @@ where
         ..
     } = prepared;
     let handler = inner.oneshot(Request::from_parts(parts, Body::from(bytes)));
-    let deadline = remaining.saturating_sub(HANDLER_MARGIN);
-    let response = match tokio::time::timeout(deadline, handler).await {
-        Ok(answer) => answer?,
-        Err(_) => {
-            let problem = Problem::new("handler_timeout").retry_after(remaining);
-            return Ok(problem.into_response());
-        }
-    };
+    let deadline = Instant::now() + remaining.saturating_sub(HANDLER_MARGIN);
     let held = Held {
         settings,
         command: &command,
         lease: &lease,
         fence,
         expires_at,
+        deadline,
+    };
+    let response = match tokio::time::timeout_at(deadline, handler).await {
+        Ok(answer) => answer?,
+        Err(_) => return Ok(held.cut()),
     };
     Ok(held.finish(response).await)
 }
@@ -162,6 +162,8 @@ struct Held<'a> {
     lease: &'a LeaseId,
     fence: FenceEpoch,
     expires_at: Timestamp,
+    /// When the handler is cut, its response's body included.
+    deadline: Instant,
 }
 
 impl Held<'_> {
@@ -178,12 +180,11 @@ impl Held<'_> {
             self.retry_after_lease(&mut response);
             return response;
         }
-        let bytes = match Limited::new(body, StoredResponse::body_limit())
-            .collect()
-            .await
-        {
-            Ok(collected) => collected.to_bytes(),
-            Err(_) => return Problem::new("response_unstorable").into_response(),
+        let collected = Limited::new(body, StoredResponse::body_limit()).collect();
+        let bytes = match tokio::time::timeout_at(self.deadline, collected).await {
+            Ok(Ok(collected)) => collected.to_bytes(),
+            Ok(Err(_)) => return Problem::new("response_unstorable").into_response(),
+            Err(_) => return self.cut(),
         };
         let stored = StoredResponse::new(head.status, &head.headers, bytes);
         let Ok(envelope) = stored.envelope() else {
@@ -201,6 +202,19 @@ impl Held<'_> {
             ) => Problem::new("in_progress").into_response(),
             Err(error) => Problem::journal(error).into_response(),
         }
+    }
+
+    /// The answer of a handler (or its response's body) still running at its deadline:
+    /// 503 `handler_timeout`, with `Retry-After` until the lease expires.
+    fn cut(&self) -> Response<Body> {
+        let left = self
+            .settings
+            .journal
+            .lease_remaining(self.expires_at)
+            .unwrap_or(HANDLER_MARGIN);
+        Problem::new("handler_timeout")
+            .retry_after(left)
+            .into_response()
     }
 
     /// `Retry-After` until this request's lease expires, unless the handler set one.

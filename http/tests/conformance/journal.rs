@@ -132,6 +132,23 @@ async fn a_handler_past_its_deadline_is_cut_and_nothing_is_stored() {
 }
 
 #[tokio::test]
+async fn a_response_body_still_streaming_at_the_deadline_is_cut_and_nothing_is_stored() {
+    // The handler answered its head at once, but its body stalls: the deadline covers
+    // the body too, or the request would wait for ever and keep its work running.
+    let service = leaping_service(55).await;
+    service.script.acts([Act::StalledBody]);
+    let call = note_call("alice", KEY, BODY);
+    // A guard against a hang, not a synchronisation: the cut comes at once.
+    let answer = tokio::time::timeout(std::time::Duration::from_secs(30), service.send(&call))
+        .await
+        .expect("the layer never waits past the handler's deadline");
+    assert_eq!(answer.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(answer.problem().as_deref(), Some("handler_timeout"));
+    assert_eq!(answer.headers["retry-after"], "5");
+    assert_eq!(service.counts().await, LEASED);
+}
+
+#[tokio::test]
 async fn a_stale_handler_finishing_after_a_takeover_never_overwrites_the_answer() {
     // The first request's handler outlives its lease (the journal's clock moves on
     // while it is held at its gate); a retry takes the command over and its answer is

@@ -51,6 +51,8 @@ pub enum Act {
     Bytes(Vec<u8>),
     /// 401 with its challenge, `WWW-Authenticate`.
     Challenge,
+    /// 200 at once, with a body that sends a first chunk and then never ends.
+    StalledBody,
 }
 
 /// The handlers' shared state: the script, the count of runs and sends, the gate.
@@ -139,11 +141,38 @@ async fn note(script: Arc<Script>, body: Bytes) -> Response {
             bytes,
         )
             .into_response(),
+        Act::StalledBody => {
+            let first = stalled_after(Bytes::from_static(b"{\"partial\":"));
+            (StatusCode::OK, Body::new(first)).into_response()
+        }
         Act::Challenge => (
             StatusCode::UNAUTHORIZED,
             [("www-authenticate", "Bearer error=\"invalid_token\"")],
         )
             .into_response(),
+    }
+}
+
+/// A body that sends `first`, then never ends.
+fn stalled_after(first: Bytes) -> Stalled {
+    Stalled(Some(first))
+}
+
+/// The body of [`Act::StalledBody`].
+struct Stalled(Option<Bytes>);
+
+impl http_body::Body for Stalled {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
+        match self.0.take() {
+            Some(first) => std::task::Poll::Ready(Some(Ok(http_body::Frame::data(first)))),
+            None => std::task::Poll::Pending,
+        }
     }
 }
 
