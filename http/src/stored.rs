@@ -26,7 +26,8 @@ pub const FORMAT: &str = "command-journal-http/response/1";
 
 /// The headers a stored response keeps: those that describe the answer itself, not
 /// the exchange (never `Set-Cookie`, `Authorization`, `WWW-Authenticate`, `Date` or a
-/// request id).
+/// request id). `Cache-Control` and `Expires` among them: an answer its handler marked
+/// `no-store` keeps the mark, never made cacheable by the layer.
 pub const STORED_HEADERS: &[&str] = &[
     "content-type",
     "content-encoding",
@@ -36,6 +37,8 @@ pub const STORED_HEADERS: &[&str] = &[
     "etag",
     "last-modified",
     "link",
+    "cache-control",
+    "expires",
 ];
 
 /// Why a response cannot be stored. Nothing was written.

@@ -29,6 +29,7 @@ async fn no_credential_cookie_or_challenge_of_the_handler_is_answered_or_replaye
             names.iter().all(|n| [
                 "content-type",
                 "location",
+                "cache-control",
                 "link",
                 "content-length",
                 "idempotent-replayed"
@@ -38,6 +39,22 @@ async fn no_credential_cookie_or_challenge_of_the_handler_is_answered_or_replaye
         );
     }
     assert_eq!(replay.unmarked(), first.unmarked());
+}
+
+#[tokio::test]
+async fn a_responses_cache_directives_are_kept_on_the_first_answer_and_every_replay() {
+    // A handler that marks its answer `no-store` (a secret in it) keeps the mark: the
+    // layer never makes an answer cacheable that its handler said must not be.
+    let service = service(false).await;
+    let first = service.send(&note_call("alice", KEY, "{}")).await;
+    let replay = service.send(&note_call("alice", KEY, "{}")).await;
+    for answer in [&first, &replay] {
+        assert_eq!(
+            answer.headers.get("cache-control").map(|v| v.as_bytes()),
+            Some(&b"no-store"[..]),
+            "{answer:?}"
+        );
+    }
 }
 
 #[tokio::test]

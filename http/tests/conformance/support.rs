@@ -104,6 +104,7 @@ async fn note(script: Arc<Script>, body: Bytes) -> Response {
             [
                 ("content-type", "application/json"),
                 ("location", "/v1/notes/n_1"),
+                ("cache-control", "no-store"),
                 ("set-cookie", "session=CANARYcookie"),
                 ("x-request-id", "CANARYrequest"),
                 ("authorization", "Bearer CANARYauthorization"),
