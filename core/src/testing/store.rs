@@ -32,6 +32,7 @@
 //! new update time of their own.
 
 use crate::attempt::{Action, Attempt as Machine, Found, GuardedWrite, Precondition, ReadKind};
+use crate::call::{ReadAnswer, TransactionId};
 use crate::document::fields::FieldMap;
 use crate::error::JournalError;
 use crate::known::Known;
@@ -357,6 +358,36 @@ impl Store {
     /// read. An attempt that does not mutate has nothing to commit (true).
     pub fn commit<O>(&mut self, attempt: &Decided<O>) -> bool {
         self.commit_guarded(&attempt.guarded()).is_some()
+    }
+
+    /// What a read of `paths` answers at the store as it stands: every document found,
+    /// with its update time as its version and its write times as its stamps, at read
+    /// time `0`, in `transaction` when the read opened one.
+    pub(crate) fn read(
+        &self,
+        paths: &[String],
+        transaction: Option<TransactionId>,
+    ) -> ReadAnswer<u64> {
+        let found = paths
+            .iter()
+            .filter_map(|path| {
+                let stored = self.docs.get(path)?;
+                let found = Found {
+                    fields: stored.fields.clone(),
+                    version: Some(stored.update_time),
+                    stamps: Some(CommitStamps {
+                        created: logical(stored.create_time),
+                        updated: logical(stored.update_time),
+                    }),
+                };
+                Some((path.clone(), found))
+            })
+            .collect();
+        ReadAnswer {
+            found,
+            read_time: Some(0),
+            transaction,
+        }
     }
 
     /// Commits `writes` atomically, each under its precondition checked against the
