@@ -50,6 +50,7 @@ pub(crate) use program::{Answered, Next, Run};
 pub use program::{Program, Single};
 pub(crate) use run::Answer;
 
+use crate::attempt::Twice;
 use crate::error::JournalError;
 use crate::known::{self, Known};
 use crate::time::Timestamp;
@@ -112,6 +113,8 @@ pub struct Call<P: Program, V> {
     queue: VecDeque<Io<P::Output, V>>,
     /// Whether the call's own span began (programs with a name).
     began: bool,
+    /// Strict mode's second `decide`, for every attempt of the call (the test store).
+    strict: Option<Twice<P::Op>>,
 }
 
 impl<P, V> Call<P, V>
@@ -130,7 +133,21 @@ where
             state: State::Ask(Answered::Nothing),
             queue: VecDeque::new(),
             began: false,
+            strict: None,
         }
+    }
+
+    /// The same call with every read-and-decide attempt in the attempt machine's
+    /// strict mode: `decide` asked twice on every snapshot, and a `decide` that breaks
+    /// a rule of the attempt panics with the rule's name (the test store and the fuzz
+    /// targets; never the library's driver).
+    #[cfg(any(test, feature = "testing"))]
+    pub(crate) fn strict(mut self) -> Self
+    where
+        <P::Op as Transition>::Output: std::fmt::Debug + PartialEq,
+    {
+        self.strict = Some(crate::attempt::strictly());
+        self
     }
 
     /// The program (for its send parameters).
@@ -293,7 +310,8 @@ where
             self.options.attempts,
             remembers && run.keep,
         )
-        .unlocked(unlocked);
+        .unlocked(unlocked)
+        .strict(self.strict);
         self.queue.push_back(Io::Began(name));
         let step = running.start();
         let current = Box::new(Current {

@@ -7,7 +7,7 @@ use super::io::{
     CommitKind, Concurrency, Consistency, Input, Io, ReadAnswer, RetryCause, RpcFailure,
     TransactionId,
 };
-use crate::attempt::{Action, Attempt, Precondition};
+use crate::attempt::{Action, Attempt, Precondition, Twice};
 use crate::error::{GrpcCode, JournalError};
 use crate::known::{Known, Planned};
 use crate::transaction::{CommitTime, Transition, Write};
@@ -100,6 +100,8 @@ pub(super) struct Running<T: Transition, V> {
     fast: Option<Fast<T::Output, V>>,
     /// Whether the first read-and-decide attempt takes no lock (transaction mode).
     unlocked: bool,
+    /// Strict mode's second `decide` for every attempt (the test store's calls).
+    strict: Option<Twice<T>>,
     attempts: u32,
     refused: u32,
     last_code: Option<GrpcCode>,
@@ -126,6 +128,7 @@ impl<T: Transition, V: Clone> Running<T, V> {
             remember,
             fast,
             unlocked: false,
+            strict: None,
             attempts: 0,
             refused: 0,
             last_code: None,
@@ -143,6 +146,13 @@ impl<T: Transition, V: Clone> Running<T, V> {
     /// appeared.
     pub(super) fn unlocked(mut self, unlocked: bool) -> Self {
         self.unlocked = unlocked;
+        self
+    }
+
+    /// The same run, every attempt in the attempt machine's strict mode when `strict`
+    /// is given.
+    pub(super) fn strict(mut self, strict: Option<Twice<T>>) -> Self {
+        self.strict = strict;
         self
     }
 
@@ -179,7 +189,7 @@ impl<T: Transition, V: Clone> Running<T, V> {
                 },
             });
         }
-        let mut attempt = Attempt::new(&self.op, self.paths.clone());
+        let mut attempt = Attempt::new(&self.op, self.paths.clone()).checked(self.strict);
         let unlocked = std::mem::take(&mut self.unlocked);
         let transactional = self.concurrency == Concurrency::Transaction && !unlocked;
         if transactional {

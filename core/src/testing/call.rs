@@ -4,10 +4,11 @@
 //! is repeatable), every commit under its preconditions, a transaction an id of its
 //! own, a rollback and a backoff's wait answered at once.
 //!
-//! [`Driven`] is one call driven a step at a time. [`Store::call`] runs one to its
-//! answer with a hook that sees each step first and may answer it instead (a fault,
-//! a lost answer, a write by someone else; the provider's calls are the hook's to
-//! answer).
+//! [`Driven`] is one call driven a step at a time; it is the only loop of the test
+//! support. [`Store::call`] runs one to its answer with a hook that sees each step
+//! first and may answer it instead (a fault, a lost answer, a write by someone else;
+//! the provider's calls are the hook's to answer), and the store's helpers
+//! (`core/src/testing/run.rs`) run each operation through one, or interleave several.
 
 use super::store::Store;
 use crate::answer::ProviderAnswer;
@@ -64,6 +65,16 @@ where
             trace: CallTrace::default(),
             transactions: 0,
         }
+    }
+
+    /// The same call, every attempt in the attempt machine's strict mode (`decide`
+    /// asked twice on every snapshot; a rule of the attempt broken panics).
+    pub(crate) fn strict(mut self) -> Self
+    where
+        <P::Op as Transition>::Output: std::fmt::Debug + PartialEq,
+    {
+        self.call = self.call.strict();
+        self
     }
 
     /// The call's next I/O step, or its answer ([`Io::Done`]), the journal's time read

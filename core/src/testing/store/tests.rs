@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::document::fields;
+use crate::transaction::{Decision, Transition};
 use std::cell::Cell;
 
 /// An operation whose `decide` is a closure over the snapshot.
