@@ -43,6 +43,7 @@ mod soak;
 mod spans;
 mod start;
 mod status_server;
+mod stranded;
 mod support;
 mod tampering;
 mod unlocked;
