@@ -6,6 +6,7 @@ use crate::answer::ProviderAnswer;
 use crate::attempt::{Found, GuardedWrite, ReadKind};
 use crate::error::{GrpcCode, JournalError};
 use crate::sends::AttemptNumber;
+use crate::time::Timestamp;
 use crate::transaction::{CommitTime, OperationName};
 use std::collections::HashMap;
 use std::time::Duration;
@@ -39,6 +40,33 @@ impl Concurrency {
             "preconditions" => Ok(Self::Preconditions),
             "transaction" => Ok(Self::Transaction),
             _ => Err(JournalError::invalid("concurrency")),
+        }
+    }
+}
+
+/// The time as the driver reads it at one poll: the trusted clock's timestamp and,
+/// read with it, how long the call has run on the driver's monotonic clock. Decisions
+/// compare the timestamp with stored times (a transition captures it); whatever must
+/// end within a real duration (a provider's deadline, a `Retry-After` derived from the
+/// lease, the call's own deadline) is measured on the monotonic clock too, which no
+/// step of the wall clock moves. Only differences of `elapsed` are used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Now {
+    /// The trusted time, truncated to whole microseconds.
+    pub at: Timestamp,
+    /// The time since the call's first poll, on the driver's monotonic clock.
+    pub elapsed: Duration,
+}
+
+#[cfg(test)]
+impl Now {
+    /// A reading of a clock that never steps: its monotonic time is its time since the
+    /// Unix epoch, so that only the timestamp's differences count, as before.
+    pub(crate) fn steady(at: Timestamp) -> Self {
+        let epoch = Timestamp::from_micros(0).unwrap_or(at);
+        Self {
+            at,
+            elapsed: epoch.until(at),
         }
     }
 }

@@ -8,7 +8,7 @@
 use super::store::Store;
 use crate::attempt::Found;
 use crate::call::{
-    Call, CallOptions, Input, Io, Labelled, Metric, Program, ReadAnswer, TransactionId,
+    Call, CallOptions, Input, Io, Labelled, Metric, Now, Program, ReadAnswer, TransactionId,
 };
 use crate::error::JournalError;
 use crate::time::Timestamp;
@@ -56,12 +56,41 @@ impl Store {
     }
 
     /// [`Store::call`] with the journal's time read from `clock` at every poll, as
-    /// the library's driver reads its clock.
+    /// the library's driver reads its clock; a clock that never steps back: the call's
+    /// monotonic time is the time since its first reading (none while it reads
+    /// earlier).
     pub fn call_with_clock<P>(
         &mut self,
         program: P,
         options: CallOptions,
         mut clock: impl FnMut() -> Timestamp,
+        hook: impl FnMut(&mut Store, &Io<P::Output, u64>) -> Option<Input<u64>>,
+    ) -> (Result<P::Output, JournalError>, CallTrace)
+    where
+        P: Program,
+        P::Output: Labelled,
+        <P::Op as Transition>::Output: Labelled,
+    {
+        let mut first = None;
+        let clocks = move || {
+            let at = clock();
+            let began = *first.get_or_insert(at);
+            Now {
+                at,
+                elapsed: began.until(at),
+            }
+        };
+        self.call_with_clocks(program, options, clocks, hook)
+    }
+
+    /// [`Store::call`] with both of the driver's readings from `clocks` at every poll:
+    /// the journal's time and, apart from it, the call's time on a monotonic clock (a
+    /// wall clock that steps, a call that takes time).
+    pub fn call_with_clocks<P>(
+        &mut self,
+        program: P,
+        options: CallOptions,
+        mut clocks: impl FnMut() -> Now,
         mut hook: impl FnMut(&mut Store, &Io<P::Output, u64>) -> Option<Input<u64>>,
     ) -> (Result<P::Output, JournalError>, CallTrace)
     where
@@ -73,7 +102,7 @@ impl Store {
         let mut trace = CallTrace::default();
         let mut transactions = 0u8;
         loop {
-            let io = call.poll(clock());
+            let io = call.poll(clocks());
             let step = match &io {
                 Io::Done(_) => None,
                 Io::Began(name) => {
