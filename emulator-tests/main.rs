@@ -20,6 +20,7 @@ mod cli_operator;
 mod databases;
 mod differential;
 mod downstream;
+mod dropped;
 mod errors;
 mod execute;
 mod faults;
