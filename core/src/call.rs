@@ -31,9 +31,10 @@
 //!
 //! ```text
 //! let mut call = Call::new(program, options);
-//! let began = monotonic.now();
+//! let began = Instant::now();
 //! loop {
-//!     match call.poll(Now { at: clock.now(), elapsed: began.elapsed() }) {
+//!     let (at, steady) = (clock.now(), clock.steady());
+//!     match call.poll(Now { at, steady, elapsed: began.elapsed() }) {
 //!         Io::Read { .. } => call.handle(Input::Read(read(..).await)),
 //!         Io::Commit { .. } => call.handle(Input::Committed(commit(..).await)),
 //!         Io::Done(answer) => return answer,

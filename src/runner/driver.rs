@@ -1,11 +1,11 @@
 //! The driver: it performs each step the core's call machine asks for (a read, a
 //! commit, a rollback, the backoff's wait, a provider call), one span per transition
-//! and per call, and records their metrics. It reads both clocks at every poll (the
-//! trusted time, and the call's time on the monotonic clock, from which the machine
-//! measures the call's deadline and the deadlines derived from a lease), cuts each
-//! RPC and backoff at the call's deadline, and holds the transaction a read opened
-//! ([`Open`]) until it is committed or rolled back: dropped with the call, the reaper
-//! ends it.
+//! and per call, and records their metrics. It reads the clocks together at every poll
+//! (the trusted time and its steady time, from which the machine measures the
+//! deadlines derived from a lease, and the call's time on the monotonic clock, from
+//! which it measures the call's deadline), cuts each RPC and backoff at the call's
+//! deadline, and holds the transaction a read opened ([`Open`]) until it is committed
+//! or rolled back: dropped with the call, the reaper ends it.
 
 use super::concurrency::{Concurrency, RunOptions};
 use super::counters::{Count, Counters, Tally};
@@ -103,9 +103,14 @@ impl<'a> Driver<'a> {
         // The transaction a read opened, until it is committed or rolled back.
         let mut open: Option<Open> = None;
         loop {
+            // Every reading together: the trusted time, its steady time (the system
+            // clock's is this monotonic clock's) and the call's own.
+            let (at, steady) = (self.now()?, self.clock.steady());
+            let elapsed = began.elapsed();
             let now = Now {
-                at: self.now()?,
-                elapsed: began.elapsed(),
+                at,
+                steady: steady.unwrap_or(elapsed),
+                elapsed,
             };
             let io = call.poll(now);
             let span = frames

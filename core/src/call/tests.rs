@@ -317,12 +317,12 @@ fn without_fast_paths_every_transition_reads_and_decides() {
 fn a_driver_that_polls_out_of_turn_gets_an_internal_error() {
     let mut call = Call::<_, u64>::new(status(), options(Concurrency::Preconditions, 1));
     assert!(matches!(
-        call.poll(Now::steady(now())),
+        call.poll(Now::unstepped(now())),
         Io::Began(OperationName::Status)
     ));
-    assert!(matches!(call.poll(Now::steady(now())), Io::Read { .. }));
+    assert!(matches!(call.poll(Now::unstepped(now())), Io::Read { .. }));
     assert!(matches!(
-        call.poll(Now::steady(now())),
+        call.poll(Now::unstepped(now())),
         Io::Done(Err(JournalError::Internal { .. }))
     ));
 }

@@ -38,12 +38,13 @@ impl Opening {
 
     /// The `begin_send` the protocol asks for after `started`, if any (asked of a copy:
     /// the call's own protocol hears the answers when they come). The copy hears the
-    /// lease at the time captured, so its monotonic reading is that of the hearing
-    /// itself: only the lease left then counts.
+    /// lease at the time captured, and is asked nothing later: only the lease left
+    /// then counts, whatever its steady reading.
     fn begin(&self, started: &StartOutput) -> Option<BeginSend> {
         let mut probe = self.protocol.clone();
         let now = Now {
             at: self.call.now(),
+            steady: std::time::Duration::ZERO,
             elapsed: std::time::Duration::ZERO,
         };
         match probe.step(Event::Started(started.lease), now) {

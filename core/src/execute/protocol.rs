@@ -3,11 +3,11 @@
 //! (its timestamp, and the call's time on its monotonic clock).
 //!
 //! Every duration derived from the lease (the provider's deadline, the lookup's, a
-//! `Retry-After`) is what is left of the lease on both clocks, the lesser: until its
-//! expiry on the trusted clock, and, on the monotonic clock, what was left when the
-//! lease was heard (never more than a whole lease) less the time since. A wall clock
-//! stepped back after the lease was heard lengthens none of them: a request leaves
-//! within the lease less [`SEND_MARGIN`] of the permit, in real time.
+//! `Retry-After`) is what is left of the lease on both of the trusted clock's
+//! readings, the lesser: until its expiry on its time, and, on its steady time, what
+//! was left when the lease was heard (never more than a whole lease) less the time
+//! since. A wall clock stepped back after the lease was heard lengthens none of them:
+//! a request leaves within the lease less [`SEND_MARGIN`] of the permit, in real time.
 //!
 //! | answer | next step |
 //! |---|---|
@@ -153,7 +153,7 @@ pub struct Protocol {
     /// The lease this call holds: fence and expiry.
     lease: Option<(FenceEpoch, Timestamp)>,
     /// When the lease held was heard: the reading its remaining time is measured from
-    /// on the monotonic clock.
+    /// on the steady time.
     heard: Option<Now>,
     /// The attempt sent or looked up (none before the first permit or status), and
     /// the result it would record.
@@ -212,9 +212,9 @@ impl Protocol {
             .ok_or(JournalError::internal("execute: no attempt known"))
     }
 
-    /// The lease's time left at `now`, the lesser on the two clocks: until its expiry
-    /// on the trusted clock; on the monotonic clock, what was left when it was heard
-    /// (at most a lease) less the time since.
+    /// The lease's time left at `now`, the lesser on the trusted clock's two readings:
+    /// until its expiry on its time; on its steady time, what was left when the lease
+    /// was heard (at most a lease) less the time since.
     fn remaining(&self, now: Now) -> Result<Duration, JournalError> {
         let (_, expires_at) = self.held()?;
         let trusted = now.at.until(expires_at);
@@ -222,7 +222,7 @@ impl Protocol {
             return Err(JournalError::internal("execute: a lease never heard"));
         };
         let then = heard.at.until(expires_at).min(LEASE);
-        let since = now.elapsed.saturating_sub(heard.elapsed);
+        let since = now.steady.saturating_sub(heard.steady);
         Ok(trusted.min(then.saturating_sub(since)))
     }
 

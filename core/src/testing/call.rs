@@ -56,9 +56,9 @@ impl Store {
     }
 
     /// [`Store::call`] with the journal's time read from `clock` at every poll, as
-    /// the library's driver reads its clock; a clock that never steps back: the call's
-    /// monotonic time is the time since its first reading (none while it reads
-    /// earlier).
+    /// the library's driver reads its clock; a clock that never steps back: its steady
+    /// time and the call's elapsed time are the time since its first reading (none
+    /// while it reads earlier).
     pub fn call_with_clock<P>(
         &mut self,
         program: P,
@@ -74,18 +74,19 @@ impl Store {
         let mut first = None;
         let clocks = move || {
             let at = clock();
-            let began = *first.get_or_insert(at);
+            let since = first.get_or_insert(at).until(at);
             Now {
                 at,
-                elapsed: began.until(at),
+                steady: since,
+                elapsed: since,
             }
         };
         self.call_with_clocks(program, options, clocks, hook)
     }
 
-    /// [`Store::call`] with both of the driver's readings from `clocks` at every poll:
-    /// the journal's time and, apart from it, the call's time on a monotonic clock (a
-    /// wall clock that steps, a call that takes time).
+    /// [`Store::call`] with every reading of the driver from `clocks` at every poll:
+    /// the journal's time and, apart from it, its steady time and the call's elapsed
+    /// time (a wall clock that steps, a call that takes time).
     pub fn call_with_clocks<P>(
         &mut self,
         program: P,

@@ -44,9 +44,12 @@ impl Driver {
         }
     }
 
+    /// The trusted clock, its steady time (the system clock's, the monotonic one) and
+    /// the call's elapsed time.
     fn clocks(&self) -> Now {
         Now {
             at: Timestamp::from_micros(self.wall.get()).unwrap(),
+            steady: self.elapsed.get(),
             elapsed: self.elapsed.get(),
         }
     }

@@ -56,7 +56,7 @@ fn run(events: Vec<(Event, Timestamp)>) -> Vec<Result<Step, JournalError>> {
     assert_eq!(first, Step::Start);
     events
         .into_iter()
-        .map(|(event, now)| protocol.step(event, Now::steady(now)))
+        .map(|(event, now)| protocol.step(event, Now::unstepped(now)))
         .collect()
 }
 
@@ -555,7 +555,7 @@ fn other_errors_end_the_call_with_the_error() {
 fn a_step_needing_the_lease_before_start_is_an_internal_error() {
     let (mut protocol, _) = Protocol::new();
     assert!(matches!(
-        protocol.step(Event::Sent(ProviderAnswer::Unknown), Now::steady(at(0))),
+        protocol.step(Event::Sent(ProviderAnswer::Unknown), Now::unstepped(at(0))),
         Err(JournalError::Internal { .. })
     ));
 }
@@ -563,9 +563,9 @@ fn a_step_needing_the_lease_before_start_is_an_internal_error() {
 #[test]
 fn the_step_bound_holds() {
     let (mut protocol, _) = Protocol::new();
-    let mut last = protocol.step(acquired(), Now::steady(at(0)));
+    let mut last = protocol.step(acquired(), Now::unstepped(at(0)));
     for _ in 0..MAX_STEPS {
-        last = protocol.step(Event::Fetched(None), Now::steady(at(0)));
+        last = protocol.step(Event::Fetched(None), Now::unstepped(at(0)));
     }
     assert!(matches!(last, Err(JournalError::Internal { .. })));
 }
@@ -796,13 +796,15 @@ fn a_replay_the_journal_refuses_to_record_is_looked_up_or_left_to_the_holder() {
     }
 }
 
-/// A reading `at` seconds on the trusted clock, `elapsed` seconds into the call on the
-/// monotonic one.
-fn clocks(at_s: f64, elapsed_s: f64) -> Now {
+/// A reading `at` seconds on the trusted clock, `steady_s` seconds into the call on its
+/// steady time.
+fn clocks(at_s: f64, steady_s: f64) -> Now {
     let micros = |s: f64| (s * 1e6).round() as i64;
+    let steady = Duration::from_micros(micros(steady_s).unsigned_abs());
     Now {
         at: Timestamp::from_micros(at(0).micros() + micros(at_s)).unwrap(),
-        elapsed: Duration::from_micros(micros(elapsed_s).unsigned_abs()),
+        steady,
+        elapsed: steady,
     }
 }
 
