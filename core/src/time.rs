@@ -109,7 +109,10 @@ pub trait Clock: Send + Sync {
     /// never back, whatever steps it takes. Durations derived from a lease (a
     /// provider's deadline) are measured on it, so that no step back of the trusted
     /// time lengthens them. `None`, the default: the driver's own monotonic clock
-    /// (`std::time::Instant`), the system clock's steady time.
+    /// (`std::time::Instant`), the system clock's steady time. A clock of a test's own
+    /// that stands still while real time passes should keep a steady time of its own,
+    /// as [`ManualClock`] does: against the real one it looks like a clock stepping
+    /// back, and the durations it bounds shrink with real time.
     fn steady(&self) -> Option<Duration> {
         None
     }
