@@ -141,10 +141,15 @@ impl Journal {
     }
 
     /// How long a lease expiring at `expires_at` (an acquisition's `lease_expires_at`)
-    /// has left on the journal's clock, zero once it has expired: the bound for work
-    /// done under the lease, such as a provider call.
+    /// has left on the journal's clock, zero once it has expired and never more than a
+    /// whole lease (more means the clock stepped back): the bound for work done under
+    /// the lease, such as a provider call. Read it once, right after the acquisition,
+    /// and count it down on a monotonic clock (`std::time::Instant`): a later reading
+    /// moves with any step of the wall clock. `execute` does so by itself.
     pub fn lease_remaining(&self, expires_at: Timestamp) -> Result<Duration, JournalError> {
-        Ok(self.now()?.until(expires_at))
+        let lease = command_journal_core::tools::document::lifecycle::LEASE_SECONDS;
+        let lease = Duration::from_secs(lease.unsigned_abs());
+        Ok(self.now()?.until(expires_at).min(lease))
     }
 
     /// Registers `command` exactly once: `registered_new` creates the root and its

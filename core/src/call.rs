@@ -17,14 +17,24 @@
 //! Every commit proves what its decision assumed ([`crate::proof`]). A refused fast
 //! path wrote nothing and spends no attempt; every other failed attempt is retried
 //! until the budget of attempts that could have written is spent. The driver is
-//! told what to do ([`Io`]) and answers what happened ([`Input`]); it owns the clock,
-//! the backoff's randomness, timeouts and deadlines, spans and metrics, and never
-//! decides.
+//! told what to do ([`Io`]) and answers what happened ([`Input`]); it owns the clocks
+//! (read at every poll, [`Now`]), the backoff's randomness, each RPC's timeout, spans
+//! and metrics, and never decides.
+//!
+//! The call's deadline ([`CallOptions::deadline`]) is the machine's, on the driver's
+//! monotonic clock from the call's first poll: once it has passed, no attempt begins
+//! (the transition ends `unavailable`, `deadline: true`, that attempt not counted), no
+//! follow-up read, commit or backoff of a running attempt is asked for (a transaction
+//! it holds is rolled back first), and no provider call starts (the call ends
+//! `unavailable`); a provider call that starts before it is given at most what is
+//! left of it. The driver cuts each RPC and each backoff at the same deadline.
 //!
 //! ```text
 //! let mut call = Call::new(program, options);
+//! let began = Instant::now();
 //! loop {
-//!     match call.poll(clock.now()) {
+//!     let (at, steady) = (clock.now(), clock.steady());
+//!     match call.poll(Now { at, steady, elapsed: began.elapsed() }) {
 //!         Io::Read { .. } => call.handle(Input::Read(read(..).await)),
 //!         Io::Commit { .. } => call.handle(Input::Committed(commit(..).await)),
 //!         Io::Done(answer) => return answer,
@@ -41,8 +51,8 @@ mod run;
 mod tests;
 
 pub use io::{
-    CommitKind, Concurrency, Consistency, Input, Io, LookupCall, Metric, ReadAnswer, RetryCause,
-    RpcFailure, SendCall, TransactionId,
+    CommitKind, Concurrency, Consistency, Input, Io, LookupCall, Metric, Now, ReadAnswer,
+    RetryCause, RpcFailure, SendCall, TransactionId,
 };
 pub use labels::Labelled;
 pub(crate) use program::transitions;
@@ -53,11 +63,11 @@ pub(crate) use run::Answer;
 use crate::attempt::Twice;
 use crate::error::JournalError;
 use crate::known::{self, Known};
-use crate::time::Timestamp;
 use crate::transaction::{OperationName, Transition, blind};
 use run::{Fast, Running, Step};
 use std::collections::VecDeque;
 use std::num::NonZeroU32;
+use std::time::Duration;
 
 /// How a call runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,6 +80,11 @@ pub struct CallOptions {
     /// from what the call knows, answers from it). Always, but for a test that holds
     /// them to the read-and-decide path.
     pub fast_paths: bool,
+    /// The longest the whole call may run, on the driver's monotonic clock from its
+    /// first poll (`None`: only the attempts bound it). Past it no attempt begins, no
+    /// running attempt asks for more than the rollback of its transaction, and no
+    /// provider call starts; a provider call is given at most what is left of it.
+    pub deadline: Option<Duration>,
 }
 
 impl Default for CallOptions {
@@ -78,6 +93,7 @@ impl Default for CallOptions {
             concurrency: Concurrency::Preconditions,
             attempts: NonZeroU32::new(10).unwrap_or(NonZeroU32::MIN),
             fast_paths: true,
+            deadline: None,
         }
     }
 }
@@ -161,14 +177,21 @@ where
         self.program.remembers() && self.options.fast_paths
     }
 
-    /// What to do next, at the journal's time `now` (used only when the program takes
-    /// its next step: a transition captures it, a protocol decides with it). After an
-    /// I/O step (read, commit, rollback, retry, send, lookup) the driver answers with
-    /// [`Call::handle`] before polling again; after a notification it polls again.
-    pub fn poll(&mut self, now: Timestamp) -> Io<P::Output, V> {
+    /// What to do next, at the journal's time `now`: its timestamp is used when the
+    /// program takes its next step (a transition captures it, a protocol decides with
+    /// it), its elapsed time against the call's deadline and the deadlines a program
+    /// derives from its lease. After an I/O step (read, commit, rollback, retry, send,
+    /// lookup) the driver answers with [`Call::handle`] before polling again; after a
+    /// notification it polls again.
+    pub fn poll(&mut self, now: Now) -> Io<P::Output, V> {
         loop {
             if let Some(io) = self.queue.pop_front() {
-                return io;
+                match self.expired(&io, now.elapsed) {
+                    // The deadline passed: the step is not asked for, its run ends.
+                    Some(passed) => self.handle(passed),
+                    None => return io,
+                }
+                continue;
             }
             if !self.began {
                 self.began = true;
@@ -180,14 +203,22 @@ where
                 State::Ask(answered) => match self.program.next(answered, now) {
                     Err(error) => self.done(Err(error)),
                     Ok(Next::Done(output)) => self.done(Ok(output)),
-                    Ok(Next::Send(send)) => {
-                        self.state = State::Provider;
-                        return Io::Send(send);
-                    }
-                    Ok(Next::Lookup(lookup)) => {
-                        self.state = State::Provider;
-                        return Io::Lookup(lookup);
-                    }
+                    Ok(Next::Send(mut send)) => match self.left(now.elapsed, send.deadline) {
+                        Some(deadline) => {
+                            send.deadline = deadline;
+                            self.state = State::Provider;
+                            return Io::Send(send);
+                        }
+                        None => self.done(Err(JournalError::unavailable(None, 0, true))),
+                    },
+                    Ok(Next::Lookup(mut lookup)) => match self.left(now.elapsed, lookup.deadline) {
+                        Some(deadline) => {
+                            lookup.deadline = deadline;
+                            self.state = State::Provider;
+                            return Io::Lookup(lookup);
+                        }
+                        None => self.done(Err(JournalError::unavailable(None, 0, true))),
+                    },
                     Ok(Next::Run(run)) => self.begin(run, now),
                 },
                 State::Running(current) => {
@@ -228,6 +259,51 @@ where
         }
     }
 
+    /// Whether the call's deadline has passed at `elapsed`.
+    fn past(&self, elapsed: Duration) -> bool {
+        self.options.deadline.is_some_and(|d| elapsed >= d)
+    }
+
+    /// A provider call's `deadline` cut to what is left of the call's at `elapsed`;
+    /// `None` once nothing is left.
+    fn left(&self, elapsed: Duration, deadline: Duration) -> Option<Duration> {
+        match self.options.deadline {
+            None => Some(deadline),
+            Some(d) => Some(
+                d.checked_sub(elapsed)
+                    .filter(|l| !l.is_zero())?
+                    .min(deadline),
+            ),
+        }
+    }
+
+    /// What a running transition hears instead of `io` when the call's deadline has
+    /// passed at `elapsed`: the first read or fast commit of an attempt is not sent
+    /// (not an attempt); a follow-up read, a decided commit or a backoff ends the run
+    /// (its transaction rolled back first). A rollback is always asked for.
+    fn expired(&self, io: &Io<P::Output, V>, elapsed: Duration) -> Option<Input<V>> {
+        if !self.past(elapsed) {
+            return None;
+        }
+        match io {
+            Io::Read {
+                kind: crate::attempt::ReadKind::First,
+                ..
+            }
+            | Io::Commit {
+                kind: CommitKind::Blind | CommitKind::Planned,
+                ..
+            } => Some(Input::DeadlinePassedBeforeAttempt),
+            Io::Read { .. } | Io::Commit { .. } | Io::Retry { .. } => Some(Input::DeadlinePassed),
+            Io::Began(_)
+            | Io::Ended { .. }
+            | Io::Rollback(_)
+            | Io::Send(_)
+            | Io::Lookup(_)
+            | Io::Done(_) => None,
+        }
+    }
+
     /// The call's answer, after its own end when it has a name.
     fn done(&mut self, result: Result<P::Output, JournalError>) {
         self.state = State::Finished;
@@ -247,7 +323,7 @@ where
 
     /// Starts a transition's run: its answer from what the call knows, its fast
     /// path, or its first read.
-    fn begin(&mut self, run: Run<P::Op>, now: Timestamp) {
+    fn begin(&mut self, run: Run<P::Op>, now: Now) {
         let remembers = self.remembers();
         if run.fresh {
             self.known = None;

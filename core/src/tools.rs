@@ -30,7 +30,7 @@ pub mod call {
     //! it takes.
 
     pub use crate::call::{
-        Call, CallOptions, CommitKind, Consistency, Input, Io, Labelled, LookupCall, Metric,
+        Call, CallOptions, CommitKind, Consistency, Input, Io, Labelled, LookupCall, Metric, Now,
         Program, ReadAnswer, RetryCause, RpcFailure, SendCall, Single, TransactionId,
     };
 }

@@ -6,6 +6,7 @@ use crate::answer::ProviderAnswer;
 use crate::attempt::{Found, GuardedWrite, ReadKind};
 use crate::error::{GrpcCode, JournalError};
 use crate::sends::AttemptNumber;
+use crate::time::Timestamp;
 use crate::transaction::{CommitTime, OperationName};
 use std::collections::HashMap;
 use std::time::Duration;
@@ -39,6 +40,39 @@ impl Concurrency {
             "preconditions" => Ok(Self::Preconditions),
             "transaction" => Ok(Self::Transaction),
             _ => Err(JournalError::invalid("concurrency")),
+        }
+    }
+}
+
+/// The time as the driver reads it at one poll, every reading taken together: the
+/// trusted clock's timestamp, that clock's steady time, and how long the call has run
+/// on the driver's monotonic clock. Decisions compare the timestamp with stored times
+/// (a transition captures it); a duration derived from a lease (a provider's deadline,
+/// a lookup's, a `Retry-After`) is measured on the steady time too, which no step of
+/// the trusted clock moves back; the call's own deadline on the elapsed time, which
+/// is real time whatever the trusted clock is. Only differences of the durations count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Now {
+    /// The trusted time, truncated to whole microseconds.
+    pub at: Timestamp,
+    /// The trusted clock's steady time (`Clock::steady`; for the system clock, its
+    /// monotonic clock's): it moves forward with the trusted time and never back.
+    pub steady: Duration,
+    /// The time since the call's first poll, on the driver's monotonic clock.
+    pub elapsed: Duration,
+}
+
+#[cfg(test)]
+impl Now {
+    /// A reading of a clock that never steps: its steady and elapsed times are its
+    /// time since the Unix epoch, so that only the timestamp's differences count.
+    pub(crate) fn unstepped(at: Timestamp) -> Self {
+        let epoch = Timestamp::from_micros(0).unwrap_or(at);
+        let since = epoch.until(at);
+        Self {
+            at,
+            steady: since,
+            elapsed: since,
         }
     }
 }

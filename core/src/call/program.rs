@@ -3,10 +3,9 @@
 //! program of one transition; `execute` and recovery have programs of their own
 //! (`crate::execute::program`, `crate::recovery::program`).
 
-use super::io::{LookupCall, SendCall};
+use super::io::{LookupCall, Now, SendCall};
 use crate::answer::ProviderAnswer;
 use crate::error::JournalError;
-use crate::time::Timestamp;
 use crate::transaction::{OperationName, Transition};
 
 /// What the step before answered.
@@ -92,7 +91,8 @@ pub enum Next<Op, O> {
     Done(O),
 }
 
-/// A call's steps: pure, fed every answer and the journal's time.
+/// A call's steps: pure, fed every answer and the journal's time (its timestamp, and
+/// the call's time on the driver's monotonic clock).
 pub trait Program {
     /// The transitions the call runs (an enum of them for a program of several).
     type Op: Transition;
@@ -115,7 +115,7 @@ pub trait Program {
     fn next(
         &mut self,
         last: Answered<Self::Op>,
-        now: Timestamp,
+        now: Now,
     ) -> Result<Next<Self::Op, Self::Output>, JournalError>;
 
     /// The transition the program runs right after `first` answers `output` at `now`
@@ -125,7 +125,7 @@ pub trait Program {
         &self,
         _first: &Self::Op,
         _output: &<Self::Op as Transition>::Output,
-        _now: Timestamp,
+        _now: Now,
     ) -> Option<Self::Op> {
         None
     }
@@ -164,11 +164,7 @@ impl<T: Transition> Program for Single<T> {
     type Op = T;
     type Output = T::Output;
 
-    fn next(
-        &mut self,
-        last: Answered<T>,
-        _now: Timestamp,
-    ) -> Result<Next<T, T::Output>, JournalError> {
+    fn next(&mut self, last: Answered<T>, _now: Now) -> Result<Next<T, T::Output>, JournalError> {
         match last {
             Answered::Nothing => match self.op.take() {
                 Some(op) => Ok(Next::Run(match self.records {

@@ -4,6 +4,7 @@
 //! transaction to its permit rather than two.
 
 use super::protocol::{Event, Protocol, Step};
+use crate::call::Now;
 use crate::lease::LeaseCall;
 use crate::sends::begin::BeginSend;
 use crate::sends::load::first_read;
@@ -36,10 +37,17 @@ impl Opening {
     }
 
     /// The `begin_send` the protocol asks for after `started`, if any (asked of a copy:
-    /// the call's own protocol hears the answers when they come).
+    /// the call's own protocol hears the answers when they come). The copy hears the
+    /// lease at the time captured, and is asked nothing later: only the lease left
+    /// then counts, whatever its steady reading.
     fn begin(&self, started: &StartOutput) -> Option<BeginSend> {
         let mut probe = self.protocol.clone();
-        match probe.step(Event::Started(started.lease), self.call.now()) {
+        let now = Now {
+            at: self.call.now(),
+            steady: std::time::Duration::ZERO,
+            elapsed: std::time::Duration::ZERO,
+        };
+        match probe.step(Event::Started(started.lease), now) {
             Ok(Step::BeginSend { fence }) => {
                 Some(BeginSend::new(self.call.clone(), fence, self.plan.clone()))
             }

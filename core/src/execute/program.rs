@@ -12,7 +12,7 @@ use super::opening::Opening;
 use super::protocol::{Event, Protocol, Step};
 use crate::answer::ProviderAnswer;
 use crate::call::{
-    Answered, Concurrency, Labelled, LookupCall, Metric, Next, Program, Run, SendCall,
+    Answered, Concurrency, Labelled, LookupCall, Metric, Next, Now, Program, Run, SendCall,
 };
 use crate::digest::Digest;
 use crate::envelope::ResultEnvelope;
@@ -128,7 +128,7 @@ pub struct ExecuteProgram {
     opened: bool,
     /// The time the call's first start captured: the protocol hears the lease a
     /// permit was committed with at that time, as the permit was decided.
-    opened_at: Option<Timestamp>,
+    opened_at: Option<Now>,
     /// Whether the start in flight is the call's first, which a permit may follow in
     /// one commit.
     chaining: bool,
@@ -260,14 +260,15 @@ impl Program for ExecuteProgram {
     fn next(
         &mut self,
         last: Answered<ExecuteOp>,
-        now: Timestamp,
+        clocks: Now,
     ) -> Result<Next<ExecuteOp, Execution>, JournalError> {
+        let now = clocks.at;
         let mut step = match self.event(last)? {
             None => self
                 .first
                 .take()
                 .ok_or(JournalError::internal("execute: began twice"))?,
-            Some(event) => self.protocol.step(event, now)?,
+            Some(event) => self.protocol.step(event, clocks)?,
         };
         loop {
             let prepared = |mode, fence, attempt, answer: &ProviderAnswer| {
@@ -284,7 +285,7 @@ impl Program for ExecuteProgram {
                 Step::Done(execution) => return Ok(Next::Done(execution)),
                 Step::Start if !self.opened => {
                     self.opened = true;
-                    self.opened_at = Some(now);
+                    self.opened_at = Some(clocks);
                     self.chaining = true;
                     let call = self.call(now);
                     let start = Start::new(self.identity.clone(), self.owner.clone(), now);
@@ -333,7 +334,7 @@ impl Program for ExecuteProgram {
                 } => match prepared(Mode::Outcome, fence, attempt, &outcome) {
                     Ok(op) => (Waiting::Record, Next::Run(Run::op(ExecuteOp::Record(op)))),
                     Err(error) => {
-                        step = self.protocol.step(Event::Recorded(Err(error)), now)?;
+                        step = self.protocol.step(Event::Recorded(Err(error)), clocks)?;
                         continue;
                     }
                 },
@@ -359,7 +360,7 @@ impl Program for ExecuteProgram {
                         Next::Run(Run::op(ExecuteOp::Record(op))),
                     ),
                     Err(error) => {
-                        step = self.protocol.step(Event::Reconciled(Err(error)), now)?;
+                        step = self.protocol.step(Event::Reconciled(Err(error)), clocks)?;
                         continue;
                     }
                 },
@@ -379,12 +380,7 @@ impl Program for ExecuteProgram {
 
     /// After the call's first start (preconditions mode), the permit the protocol
     /// asks for after that lease, decided at the start's time.
-    fn chained(
-        &self,
-        first: &ExecuteOp,
-        output: &ExecuteAnswer,
-        now: Timestamp,
-    ) -> Option<ExecuteOp> {
+    fn chained(&self, first: &ExecuteOp, output: &ExecuteAnswer, now: Now) -> Option<ExecuteOp> {
         let (ExecuteOp::Start(_), ExecuteAnswer::Started(started)) = (first, output) else {
             return None;
         };
@@ -394,7 +390,7 @@ impl Program for ExecuteProgram {
         let mut probe = self.protocol.clone();
         match probe.step(Event::Started(started.lease), now) {
             Ok(Step::BeginSend { fence }) => Some(ExecuteOp::BeginSend(BeginSend::new(
-                self.call(now),
+                self.call(now.at),
                 fence,
                 self.plan.clone(),
             ))),

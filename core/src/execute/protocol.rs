@@ -1,5 +1,13 @@
 //! The pure decisions of `execute`: given what the journal or the provider just
-//! answered, the next step. No I/O and no clock: the driver passes the journal's time.
+//! answered, the next step. No I/O and no clock: the driver passes the journal's time
+//! (its timestamp, and the call's time on its monotonic clock).
+//!
+//! Every duration derived from the lease (the provider's deadline, the lookup's, a
+//! `Retry-After`) is what is left of the lease on both of the trusted clock's
+//! readings, the lesser: until its expiry on its time, and, on its steady time, what
+//! was left when the lease was heard (never more than a whole lease) less the time
+//! since. A wall clock stepped back after the lease was heard lengthens none of them:
+//! a request leaves within the lease less [`SEND_MARGIN`] of the permit, in real time.
 //!
 //! | answer | next step |
 //! |---|---|
@@ -15,6 +23,7 @@
 //! | send: succeeded, declined, ambiguous | record it under the fence |
 //! | record: terminal | done: the envelope sent, or declined |
 //! | record: ambiguous | done: retry after the lease's remaining time |
+//! | record: the call's deadline passed | done: that error (the next call re-sends with the key) |
 //! | record of a success or decline refused | reconcile with that answer (it is evidence) |
 //! | that reconciliation refused, lease lost (once) | start again, then reconcile with it |
 //! | lookup: found, declined | reconcile with that evidence |
@@ -31,6 +40,8 @@
 
 use super::Execution;
 use crate::answer::ProviderAnswer;
+use crate::call::Now;
+use crate::document::lifecycle::LEASE_SECONDS;
 use crate::envelope::ResultEnvelope;
 use crate::error::JournalError;
 use crate::fence::FenceEpoch;
@@ -44,6 +55,8 @@ use std::time::Duration;
 pub(crate) const SEND_MARGIN: Duration = Duration::from_secs(10);
 /// The shortest provider call worth starting.
 pub(crate) const MIN_SEND_DEADLINE: Duration = Duration::from_secs(1);
+/// A whole lease: the most a lease heard can have left.
+const LEASE: Duration = Duration::from_secs(LEASE_SECONDS.unsigned_abs());
 /// More steps than any path takes (the longest, a reconciled absence then a new
 /// attempt, takes nine): a bound against a journal that keeps changing under us.
 const MAX_STEPS: u32 = 16;
@@ -139,6 +152,9 @@ enum Window {
 pub struct Protocol {
     /// The lease this call holds: fence and expiry.
     lease: Option<(FenceEpoch, Timestamp)>,
+    /// When the lease held was heard: the reading its remaining time is measured from
+    /// on the steady time.
+    heard: Option<Now>,
     /// The attempt sent or looked up (none before the first permit or status), and
     /// the result it would record.
     attempt: Option<AttemptNumber>,
@@ -196,11 +212,24 @@ impl Protocol {
             .ok_or(JournalError::internal("execute: no attempt known"))
     }
 
+    /// The lease's time left at `now`, the lesser on the trusted clock's two readings:
+    /// until its expiry on its time; on its steady time, what was left when the lease
+    /// was heard (at most a lease) less the time since.
+    fn remaining(&self, now: Now) -> Result<Duration, JournalError> {
+        let (_, expires_at) = self.held()?;
+        let trusted = now.at.until(expires_at);
+        let Some(heard) = self.heard else {
+            return Err(JournalError::internal("execute: a lease never heard"));
+        };
+        let then = heard.at.until(expires_at).min(LEASE);
+        let since = now.steady.saturating_sub(heard.steady);
+        Ok(trusted.min(then.saturating_sub(since)))
+    }
+
     /// The provider's deadline at `now`: a call can start, or too little lease is left
     /// and the answer is to retry after it.
-    fn deadline(&self, now: Timestamp) -> Result<Window, JournalError> {
-        let (_, expires_at) = self.held()?;
-        let remaining = now.until(expires_at);
+    fn deadline(&self, now: Now) -> Result<Window, JournalError> {
+        let remaining = self.remaining(now)?;
         let deadline = remaining.saturating_sub(SEND_MARGIN);
         Ok(if deadline < MIN_SEND_DEADLINE {
             Window::TooShort(Execution::RetryLater {
@@ -211,10 +240,9 @@ impl Protocol {
         })
     }
 
-    fn retry_after_lease(&self, now: Timestamp) -> Result<Step, JournalError> {
-        let (_, expires_at) = self.held()?;
+    fn retry_after_lease(&self, now: Now) -> Result<Step, JournalError> {
         done(Execution::RetryLater {
-            after: whole_seconds(now.until(expires_at)),
+            after: whole_seconds(self.remaining(now)?),
         })
     }
 
@@ -244,7 +272,7 @@ impl Protocol {
     }
 
     /// The step after `event`, at the journal's time `now`.
-    pub fn step(&mut self, event: Event, now: Timestamp) -> Result<Step, JournalError> {
+    pub fn step(&mut self, event: Event, now: Now) -> Result<Step, JournalError> {
         self.steps += 1;
         if self.steps > MAX_STEPS {
             return Err(JournalError::internal("execute: step bound exceeded"));
@@ -256,6 +284,7 @@ impl Protocol {
                     lease_expires_at,
                 } => {
                     self.lease = Some((fence_epoch, lease_expires_at));
+                    self.heard = Some(now);
                     if let Some(evidence) = self.answer.clone() {
                         // A second lease taken to record the answer this call holds.
                         return Ok(Step::Reconcile {
@@ -323,6 +352,10 @@ impl Protocol {
                 Ok(SendOutcomeOutput::Absent { .. }) => Err(JournalError::internal(
                     "execute: a send outcome recorded absence",
                 )),
+                // The call's deadline passed before the answer was recorded: it starts
+                // nothing more. The permit stands: the next call re-sends under the
+                // same key and records what the provider answers it.
+                Err(error @ JournalError::Unavailable { deadline: true, .. }) => Err(error),
                 // The answer is evidence whenever it arrives: where recording it as the
                 // sender's outcome is refused, offer it to reconciliation.
                 Err(_) if self.answer.is_some() && !self.answer_reconciled => {
@@ -340,9 +373,10 @@ impl Protocol {
                     self.attempt = Some(send.attempt);
                     // The lookup starts after this status read: its "not found" proves
                     // the absence only if the absence was provable already.
-                    self.lookup_proves_absence =
-                        send.absence_provable_from.is_some_and(|from| now >= from)
-                            || reverted(Rule::SenderSettled);
+                    self.lookup_proves_absence = send
+                        .absence_provable_from
+                        .is_some_and(|from| now.at >= from)
+                        || reverted(Rule::SenderSettled);
                     Ok(Step::Lookup {
                         attempt: send.attempt,
                         key: send.key,

@@ -7,7 +7,7 @@
 use super::Recovered;
 use super::protocol::{RecoveryEvent as Event, RecoveryProtocol, RecoveryStep as Step};
 use super::registered::{Registered, RegisteredIdentity};
-use crate::call::{Answered, Labelled, LookupCall, Next, Program, Run};
+use crate::call::{Answered, Labelled, LookupCall, Next, Now, Program, Run};
 use crate::digest::Digest;
 use crate::envelope::record::WithResult;
 use crate::error::JournalError;
@@ -115,8 +115,9 @@ impl Program for RecoveryProgram {
     fn next(
         &mut self,
         last: Answered<RecoveryOp>,
-        now: Timestamp,
+        now: Now,
     ) -> Result<Next<RecoveryOp, Recovered>, JournalError> {
+        let now = now.at;
         let out_of_turn = || JournalError::internal("recover: an answer out of turn");
         let event = match (self.waiting.take(), last) {
             (None, Answered::Nothing) => None,

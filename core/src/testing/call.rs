@@ -13,8 +13,8 @@
 use super::store::Store;
 use crate::answer::ProviderAnswer;
 use crate::call::{
-    Call, CallOptions, CommitKind, Consistency, Input, Io, Labelled, Metric, Program, RetryCause,
-    RpcFailure, TransactionId,
+    Call, CallOptions, CommitKind, Consistency, Input, Io, Labelled, Metric, Now, Program,
+    RetryCause, RpcFailure, TransactionId,
 };
 use crate::error::{GrpcCode, JournalError};
 use crate::time::Timestamp;
@@ -77,12 +77,12 @@ where
         self
     }
 
-    /// The call's next I/O step, or its answer ([`Io::Done`]), the journal's time read
-    /// from `clock` at every poll as the library's driver reads its clock. The
+    /// The call's next I/O step, or its answer ([`Io::Done`]), the driver's clocks read
+    /// from `clocks` at every poll as the library's driver reads them. The
     /// notifications in between ([`Io::Began`], [`Io::Ended`]) go to the trace.
-    pub(crate) fn poll(&mut self, clock: &mut impl FnMut() -> Timestamp) -> Io<P::Output, u64> {
+    pub(crate) fn poll(&mut self, clocks: &mut impl FnMut() -> Now) -> Io<P::Output, u64> {
         loop {
-            let io = self.call.poll(clock());
+            let io = self.call.poll(clocks());
             let step = match &io {
                 Io::Done(_) => return io,
                 Io::Began(name) => {
@@ -182,12 +182,42 @@ impl Store {
     }
 
     /// [`Store::call`] with the journal's time read from `clock` at every poll, as
-    /// the library's driver reads its clock.
+    /// the library's driver reads its clock; a clock that never steps back: its steady
+    /// time and the call's elapsed time are the time since its first reading (none
+    /// while it reads earlier).
     pub fn call_with_clock<P>(
         &mut self,
         program: P,
         options: CallOptions,
         mut clock: impl FnMut() -> Timestamp,
+        hook: impl FnMut(&mut Store, &Io<P::Output, u64>) -> Option<Input<u64>>,
+    ) -> (Result<P::Output, JournalError>, CallTrace)
+    where
+        P: Program,
+        P::Output: Labelled,
+        <P::Op as Transition>::Output: Labelled,
+    {
+        let mut first = None;
+        let clocks = move || {
+            let at = clock();
+            let since = first.get_or_insert(at).until(at);
+            Now {
+                at,
+                steady: since,
+                elapsed: since,
+            }
+        };
+        self.call_with_clocks(program, options, clocks, hook)
+    }
+
+    /// [`Store::call`] with every reading of the driver from `clocks` at every poll:
+    /// the journal's time and, apart from it, its steady time and the call's elapsed
+    /// time (a wall clock that steps, a call that takes time).
+    pub fn call_with_clocks<P>(
+        &mut self,
+        program: P,
+        options: CallOptions,
+        mut clocks: impl FnMut() -> Now,
         mut hook: impl FnMut(&mut Store, &Io<P::Output, u64>) -> Option<Input<u64>>,
     ) -> (Result<P::Output, JournalError>, CallTrace)
     where
@@ -197,7 +227,7 @@ impl Store {
     {
         let mut driven = Driven::new(program, options);
         loop {
-            let io = driven.poll(&mut clock);
+            let io = driven.poll(&mut clocks);
             if let Io::Done(result) = io {
                 return (result, driven.trace());
             }

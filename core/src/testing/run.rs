@@ -43,7 +43,7 @@ use super::call::Driven;
 use super::store::Store;
 use crate::attempt::{GuardedWrite, ReadKind};
 use crate::call::{
-    Answered, CallOptions, CommitKind, Input, Io, Labelled, Next, Program, Run, Single,
+    Answered, CallOptions, CommitKind, Input, Io, Labelled, Next, Now, Program, Run, Single,
 };
 use crate::error::JournalError;
 use crate::known::Known;
@@ -368,10 +368,15 @@ where
     }
 }
 
-/// The journal's time for a call of one prepared transition: its program never
-/// reads it (the transition captured its own), so any time does.
-fn any_time() -> Timestamp {
-    Timestamp::from_micros(0).unwrap_or_else(|| unreachable!("the epoch is in range"))
+/// The driver's clocks for a call of one prepared transition: its program never
+/// reads the time (the transition captured its own), so any time does, and a clock
+/// that stands still keeps every duration the call measures at zero.
+fn any_time() -> Now {
+    Now {
+        at: Timestamp::from_micros(0).unwrap_or_else(|| unreachable!("the epoch is in range")),
+        steady: std::time::Duration::ZERO,
+        elapsed: std::time::Duration::ZERO,
+    }
 }
 
 /// The caller's transition, lent to a call: every method of [`Transition`] delegated,
@@ -424,7 +429,7 @@ impl<Op: Transition> Program for Reading<Op> {
     fn next(
         &mut self,
         last: Answered<Op>,
-        _now: Timestamp,
+        _now: Now,
     ) -> Result<Next<Op, Op::Output>, JournalError> {
         match (last, self.0.take()) {
             (Answered::Nothing, Some(run)) => Ok(Next::Run(run)),

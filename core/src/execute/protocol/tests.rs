@@ -56,7 +56,7 @@ fn run(events: Vec<(Event, Timestamp)>) -> Vec<Result<Step, JournalError>> {
     assert_eq!(first, Step::Start);
     events
         .into_iter()
-        .map(|(event, now)| protocol.step(event, now))
+        .map(|(event, now)| protocol.step(event, Now::unstepped(now)))
         .collect()
 }
 
@@ -555,7 +555,7 @@ fn other_errors_end_the_call_with_the_error() {
 fn a_step_needing_the_lease_before_start_is_an_internal_error() {
     let (mut protocol, _) = Protocol::new();
     assert!(matches!(
-        protocol.step(Event::Sent(ProviderAnswer::Unknown), at(0)),
+        protocol.step(Event::Sent(ProviderAnswer::Unknown), Now::unstepped(at(0))),
         Err(JournalError::Internal { .. })
     ));
 }
@@ -563,9 +563,9 @@ fn a_step_needing_the_lease_before_start_is_an_internal_error() {
 #[test]
 fn the_step_bound_holds() {
     let (mut protocol, _) = Protocol::new();
-    let mut last = protocol.step(acquired(), at(0));
+    let mut last = protocol.step(acquired(), Now::unstepped(at(0)));
     for _ in 0..MAX_STEPS {
-        last = protocol.step(Event::Fetched(None), at(0));
+        last = protocol.step(Event::Fetched(None), Now::unstepped(at(0)));
     }
     assert!(matches!(last, Err(JournalError::Internal { .. })));
 }
@@ -794,4 +794,122 @@ fn a_replay_the_journal_refuses_to_record_is_looked_up_or_left_to_the_holder() {
         ]);
         assert_eq!(got[3], Step::Done(Execution::InProgress), "{lost:?}");
     }
+}
+
+/// A reading `at` seconds on the trusted clock, `steady_s` seconds into the call on its
+/// steady time.
+fn clocks(at_s: f64, steady_s: f64) -> Now {
+    let micros = |s: f64| (s * 1e6).round() as i64;
+    let steady = Duration::from_micros(micros(steady_s).unsigned_abs());
+    Now {
+        at: Timestamp::from_micros(at(0).micros() + micros(at_s)).unwrap(),
+        steady,
+        elapsed: steady,
+    }
+}
+
+#[test]
+fn a_wall_clock_step_never_lengthens_a_deadline_derived_from_the_lease() {
+    // The lease (expiring at 60 s) is heard at `heard`, the permit at `permit`: the
+    // provider's deadline, or too little left.
+    let cases: [(&str, Now, Now, Result<f64, u64>); 7] = [
+        ("steady", clocks(0.0, 0.0), clocks(29.5, 29.5), Ok(20.5)),
+        (
+            "back 120 s after the permit",
+            clocks(0.0, 0.0),
+            clocks(-119.5, 0.5),
+            Ok(49.5),
+        ),
+        (
+            "back 120 s before the lease was heard",
+            clocks(-120.0, 0.0),
+            clocks(-119.0, 1.0),
+            Ok(49.0),
+        ),
+        (
+            "back 100 s, 45 s into the call",
+            clocks(0.0, 0.0),
+            clocks(-100.0, 45.0),
+            Ok(5.0),
+        ),
+        (
+            "back 100 s, too little left",
+            clocks(0.0, 0.0),
+            clocks(-100.0, 49.5),
+            Err(11),
+        ),
+        (
+            "forward 30 s: the trusted clock binds",
+            clocks(0.0, 0.0),
+            clocks(30.5, 0.5),
+            Ok(19.5),
+        ),
+        (
+            "steady, too little left",
+            clocks(0.0, 0.0),
+            clocks(50.0, 50.0),
+            Err(10),
+        ),
+    ];
+    for (case, heard, permit_at, expected) in cases {
+        let (mut protocol, _) = Protocol::new();
+        assert_eq!(
+            protocol.step(acquired(), heard),
+            Ok(Step::BeginSend { fence: fence() }),
+            "{case}"
+        );
+        let step = protocol.step(permit(1, false), permit_at);
+        let expected = match expected {
+            Ok(seconds) => Step::Send {
+                attempt: nth(1),
+                resend: false,
+                key: "key-1".to_owned(),
+                deadline: Duration::from_secs_f64(seconds),
+            },
+            Err(after) => Step::Done(Execution::RetryLater {
+                after: Duration::from_secs(after),
+            }),
+        };
+        assert_eq!(step, Ok(expected), "{case}");
+    }
+}
+
+#[test]
+fn a_wall_clock_stepped_back_lengthens_neither_the_lookup_nor_the_retry_after() {
+    // The cutoff passed: the lookup's deadline, at 2 s into the call on a clock
+    // stepped back 100 s, is what is left of the lease on the monotonic clock.
+    let (mut protocol, _) = Protocol::new();
+    protocol.step(acquired(), clocks(0.0, 0.0)).unwrap();
+    let cutoff = Event::BeganSend(Err(JournalError::SendCutoffPassed));
+    assert_eq!(protocol.step(cutoff, clocks(0.5, 0.5)), Ok(Step::Status));
+    let looked_up = protocol.step(
+        status(1, AttemptState::Ambiguous, true),
+        clocks(-100.0, 2.0),
+    );
+    assert!(
+        matches!(looked_up, Ok(Step::Lookup { deadline, .. }) if deadline == Duration::from_secs(48)),
+        "{looked_up:?}"
+    );
+    // An ambiguous answer recorded 20 s into the call, the clock stepped back 100 s:
+    // retry once the lease has run out in real time, 40 s on, not 160 s.
+    let answers = [
+        (acquired(), clocks(0.0, 0.0)),
+        (permit(1, false), clocks(0.0, 0.0)),
+        (Event::Sent(ProviderAnswer::Unknown), clocks(-100.0, 19.0)),
+        (
+            Event::Recorded(Ok(SendOutcomeOutput::Ambiguous { attempt: nth(1) })),
+            clocks(-100.0, 20.0),
+        ),
+    ];
+    let (mut protocol, _) = Protocol::new();
+    let last = answers
+        .into_iter()
+        .map(|(event, now)| protocol.step(event, now))
+        .last();
+    assert_eq!(
+        last,
+        Some(Ok(Step::Done(Execution::RetryLater {
+            after: Duration::from_secs(40)
+        })))
+    );
 }

@@ -22,6 +22,7 @@ use super::memory::{Flight, Memory};
 use super::ops::{Caller, Op, Output, Visit, visit};
 use super::world::{micros, plan as provider_plan};
 use crate::attempt::GuardedWrite;
+use crate::call::Now;
 use crate::document::lifecycle::{self, Lifecycle};
 use crate::error::JournalError;
 use crate::execute::protocol::{Event, Protocol, Step};
@@ -236,7 +237,7 @@ fn open(caller: Caller) -> Opening {
     let planned = known::chain::<_, _, u64, _>(&start, &paths, |out: &StartOutput| {
         // The call's protocol is new at its first start.
         let (mut probe, _) = Protocol::new();
-        match probe.step(Event::Started(out.lease), now) {
+        match probe.step(Event::Started(out.lease), Now::unstepped(now)) {
             Ok(Step::BeginSend { fence }) => Some(BeginSend::new(call, fence, plan)),
             _ => None,
         }
@@ -365,9 +366,10 @@ impl Journal {
             return false;
         };
         let (mut probe, _) = Protocol::new();
-        let Ok(Step::BeginSend { fence }) =
-            probe.step(Event::Started(lease), at(micros(caller.now)))
-        else {
+        let Ok(Step::BeginSend { fence }) = probe.step(
+            Event::Started(lease),
+            Now::unstepped(at(micros(caller.now))),
+        ) else {
             return false;
         };
         let (began, _) = read.run(caller, Op::BeginSend { fence });

@@ -7,6 +7,7 @@ use super::super::at;
 use super::memory::{Flight, Memory};
 use super::world::{KeyId, PlanChoice, micros, seconds};
 use crate::answer::ProviderAnswer;
+use crate::call::Now;
 use crate::error::JournalError;
 use crate::execute::protocol::{Event, Protocol, Step};
 use crate::lease::LeaseOutput;
@@ -242,7 +243,7 @@ impl Call {
         let (mut protocol, mut step) = Protocol::new();
         for (answer, now) in &self.history {
             step = protocol
-                .step(answer.event(), at(micros(*now)))
+                .step(answer.event(), Now::unstepped(at(micros(*now))))
                 .expect("a replayed step answers as it did");
         }
         (protocol, step)
@@ -262,7 +263,7 @@ impl Call {
     /// call ends with an execution, or the error it ends with.
     pub(super) fn feed(&mut self, answer: Answer, now: i64) -> Result<Option<Step>, JournalError> {
         let (mut protocol, _) = self.replay();
-        match protocol.step(answer.event(), at(micros(now)))? {
+        match protocol.step(answer.event(), Now::unstepped(at(micros(now))))? {
             Step::Done(_) => Ok(None),
             step => {
                 self.history.push((answer, now));
