@@ -35,7 +35,7 @@ fn parse(map: &FieldMap) -> Result<ReservationDocument, JournalError> {
 
 fn assert_corrupt(result: Result<ReservationDocument, JournalError>, case: &str) {
     match result {
-        Err(JournalError::JournalCorrupt { reason }) => {
+        Err(JournalError::JournalCorrupt { reason, .. }) => {
             assert_eq!(reason, "malformed ledger reservation", "{case}");
         }
         other => panic!("{case}: expected journal_corrupt, got {other:?}"),
