@@ -372,7 +372,7 @@ async fn a_stored_version_four_reservation_replays_under_version_four() {
         .expect("accepted");
     let path = reservation_path(&canonical);
     let mut doc = get(journal.connection(), &path).await.expect("reservation");
-    assert_eq!(doc.fields["reservationSchemaVersion"], int(2));
+    assert_eq!(doc.fields["reservationSchemaVersion"], int(3));
     assert!(doc.fields.contains_key("integrityDigest"));
     let v4 = store(4, "12.50").fingerprint(4).expect("v4").digest;
     doc.fields.insert("fingerprintVersion".into(), int(4));

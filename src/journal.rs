@@ -454,13 +454,18 @@ impl Journal {
     /// Accepts a ledger command under its reservation identity `key`, in one
     /// transaction.
     ///
+    /// `plan`'s effects are the **booked** ones: each row keeps its amount, and the
+    /// fingerprint hashes them with the family's derived amounts null
+    /// ([`FingerprintInput::excluding_derived_amounts`], docs/ledger.md).
+    ///
     /// `accepted`: the reservation (fingerprint version 5, reservation schema version
-    /// 2 with its integrity digest) and every effect were created atomically — an
+    /// 3 with its integrity digest) and every effect were created atomically — an
     /// internal transfer as a debit and a credit, a reversal as effects linking
     /// existing original transactions. `replayed`: the reservation existed in `scope`,
-    /// `plan` declares its stored version, and `plan` re-serialized under that
-    /// **stored** version gives the stored fingerprint; its stored effects are returned
-    /// and nothing is written. Otherwise nothing is written and the answer is
+    /// `plan` declares its stored version, and `plan`'s items (under the rule the
+    /// reservation's schema version names) re-serialized under that **stored** version
+    /// give the stored fingerprint; its stored effects are returned and nothing is
+    /// written. Otherwise nothing is written and the answer is
     /// `scope_mismatch`, `unsupported_fingerprint_version` (stored versions 1–3),
     /// `replay_mismatch` (another family, declared version or fingerprint — never a
     /// generic duplicate), `journal_corrupt` (including an effect already occupying

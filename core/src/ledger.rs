@@ -9,6 +9,8 @@
 //! - `fingerprint`: the pure, versioned replay-fingerprint serializers;
 //! - `reservation` and `effect`: the strict codecs of `ledgerReservations/{id}`
 //!   and `ledgerTransactions/{id}`;
+//! - `booking`: how a booked effect row becomes the item a fingerprint hashes (the
+//!   families' derived amounts);
 //! - `integrity`: the integrity digest new reservations store and the fingerprint
 //!   rebuilt from stored rows, checked by every operation and by `verify`;
 //! - `accept`, `replay`, `migration`: prepared operations with pure `decide`s, run by
@@ -18,6 +20,7 @@
 //! - `outcome`: what those operations answer.
 
 pub(crate) mod accept;
+pub(crate) mod booking;
 pub(crate) mod effect;
 pub(crate) mod fingerprint;
 pub(crate) mod integrity;

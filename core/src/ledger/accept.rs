@@ -57,7 +57,7 @@ use super::fingerprint::{
 };
 use super::outcome::{LedgerOutcome, Outcome};
 use super::replay::reversal_is_replayable;
-use super::reservation::{LedgerScope, ReservationDocument};
+use super::reservation::{LedgerScope, ReservationDocument, ReservationSchema};
 use super::stored::{self, Stored};
 use crate::digest::Digest;
 use crate::error::JournalError;
@@ -76,7 +76,8 @@ pub struct Accept {
     reservation_id: Digest,
     scope: LedgerScope,
     plan: FingerprintInput,
-    /// The fingerprint of a new reservation (under the current version).
+    /// The fingerprint of a new reservation: the plan's items with the family's
+    /// derived amounts null, under the current version.
     fingerprint: Digest,
     /// The effects a new reservation creates, in order.
     items: Vec<(EffectPlanItem, Option<TransferLeg>)>,
@@ -127,7 +128,10 @@ impl Accept {
                 }
             }
         }
-        let fingerprint = plan.fingerprint(CURRENT_FINGERPRINT_VERSION)?.digest;
+        let fingerprint = plan
+            .excluding_derived_amounts()
+            .fingerprint(CURRENT_FINGERPRINT_VERSION)?
+            .digest;
         Ok(Self {
             key: key.clone(),
             reservation_id: key.reservation_id(),
@@ -158,7 +162,10 @@ impl Accept {
         {
             return Decision::Reject(JournalError::ReplayMismatch);
         }
-        match stored.fingerprint_matches(&self.plan) {
+        // The plan's effects are booked ones: the stored schema names the rule that
+        // made the stored fingerprint's items from them.
+        let items = self.plan.items_under(reservation.schema.item_rule());
+        match stored.fingerprint_matches(&items) {
             Ok(true) => {}
             Ok(false) => return Decision::Reject(JournalError::ReplayMismatch),
             Err(error) => return Decision::Reject(error),
@@ -200,6 +207,7 @@ impl Accept {
             effect_ids: Vec::new(),
             scope: self.scope.clone(),
             migration_id: None,
+            schema: ReservationSchema::CURRENT,
             integrity_digest: None,
         };
         match stored::build(reservation, self.items.clone()) {

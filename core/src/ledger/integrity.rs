@@ -5,19 +5,22 @@
 //! Pure: no I/O, no clock. `docs/ledger.md` ("Integrity of stored effects") is the
 //! reference; in short:
 //!
-//! - **Integrity digest** (`integrityDigest`, reservation schema version 2, written in
-//!   the same commit as the reservation and its effects by every new accept, every
-//!   family): [`frame_digest`] with domain [`INTEGRITY_DOMAIN`], version
-//!   [`INTEGRITY_VERSION`], then the parts reservation id, command family, fingerprint,
-//!   fingerprint version (decimal), acceptance time (decimal microseconds since the
-//!   Unix epoch), scoped seat, scoped actor, and then, in index order, one part per
+//! - **Integrity digest** (`integrityDigest`, reservation schema versions 2 and 3,
+//!   written in the same commit as the reservation and its effects by every new
+//!   accept, every family): [`frame_digest`] with domain [`INTEGRITY_DOMAIN`], version
+//!   [`INTEGRITY_VERSION`] (schema 2) or [`INTEGRITY_VERSION_SCHEMA`] (schema 3, whose
+//!   first part is the schema version), then the parts reservation id, command
+//!   family, fingerprint, fingerprint version (decimal), acceptance time (decimal
+//!   microseconds since the Unix epoch), scoped seat, scoped actor, and then, in
+//!   index order, one part per
 //!   effect row: the RFC 8785 canonical JSON of **every** stored field of the row
 //!   (`row_canonical`). Version-1 reservations (accepted before the digest, and
 //!   every reservation a migration links) have none and are not covered by it.
 //! - **Rebuilt fingerprint**: for a canonical reservation (`migrationId` null) of the
 //!   `effect_plan`, `reversal` or `internal_transfer` family under a version with a
 //!   serializer here (4 or 5), the command rebuilt from the stored rows (the effect
-//!   vector as stored, intent null; a transfer from its credit leg) must hash to the
+//!   vector as stored, intent null, under its schema's item rule, which excludes no
+//!   amount of these families; a transfer from its credit leg) must hash to the
 //!   stored fingerprint. A reversal's covered authority (actor, mechanism and, under
 //!   version 5, compensation subtype) is stored in every row, so it is covered. The
 //!   charge families bind a business tuple the rows do not store, so only the digest
@@ -31,13 +34,17 @@
 use super::effect::{LedgerEffect, TransferLeg};
 use super::fingerprint::{Amount, CommandFamily, check_version};
 use crate::digest::{Digest, frame_digest};
-use crate::ledger::reservation::ReservationDocument;
+use crate::ledger::reservation::{ReservationDocument, ReservationSchema};
 use serde_json::{Map, Value};
 
 /// The integrity digest's framing domain.
 pub(crate) const INTEGRITY_DOMAIN: &str = "command-journal.ledger-integrity";
-/// The integrity digest's framing version.
+/// The integrity digest's framing version of reservation schema version 2.
 pub(crate) const INTEGRITY_VERSION: u32 = 1;
+/// The framing version of reservation schema version 3: version 1's parts after one
+/// more, the reservation schema version (decimal), so that the rule the schema names
+/// for the fingerprint items is bound too.
+pub(crate) const INTEGRITY_VERSION_SCHEMA: u32 = 2;
 
 /// A way the stored rows contradict their reservation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -128,7 +135,12 @@ pub(crate) fn integrity_digest(
         .collect::<Option<Vec<String>>>()?;
     let version = reservation.fingerprint_version.to_string();
     let accepted = reservation.accepted_at.micros().to_string();
-    let mut parts: Vec<&[u8]> = vec![
+    let schema = reservation.schema.number().to_string();
+    let (framing, mut parts): (u32, Vec<&[u8]>) = match reservation.schema {
+        ReservationSchema::V1 | ReservationSchema::V2 => (INTEGRITY_VERSION, Vec::new()),
+        ReservationSchema::V3 => (INTEGRITY_VERSION_SCHEMA, vec![schema.as_bytes()]),
+    };
+    parts.extend([
         reservation.reservation_id.as_str().as_bytes(),
         reservation.family.as_str().as_bytes(),
         reservation.fingerprint.as_str().as_bytes(),
@@ -136,9 +148,9 @@ pub(crate) fn integrity_digest(
         accepted.as_bytes(),
         reservation.scope.seat_id().as_bytes(),
         reservation.scope.actor_seat_id().as_bytes(),
-    ];
+    ]);
     parts.extend(rows.iter().map(String::as_bytes));
-    Some(frame_digest(INTEGRITY_DOMAIN, INTEGRITY_VERSION, &parts))
+    Some(frame_digest(INTEGRITY_DOMAIN, framing, &parts))
 }
 
 /// True when the stored rows alone determine the reservation's fingerprint and this

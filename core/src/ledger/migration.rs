@@ -57,7 +57,7 @@
 use super::effect::{self, LedgerEffect, Lineage, TransferLeg, is_migration_id, item_is_valid};
 use super::fingerprint::{CURRENT_FINGERPRINT_VERSION, CommandFamily, EffectPlanItem, MAX_EFFECTS};
 use super::outcome::{LedgerOutcome, Outcome};
-use super::reservation::{self, LedgerScope, ReservationDocument};
+use super::reservation::{self, LedgerScope, ReservationDocument, ReservationSchema};
 use super::stored::{self, Stored};
 use crate::digest::Digest;
 use crate::error::JournalError;
@@ -151,6 +151,7 @@ impl Link {
             effect_ids: command.effect_ids.clone(),
             scope: scope.clone(),
             migration_id: Some(command.migration_id.clone()),
+            schema: ReservationSchema::V1,
             integrity_digest: None,
         };
         Ok(Self {

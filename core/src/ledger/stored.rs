@@ -10,7 +10,7 @@ use super::fingerprint::{
 };
 use super::integrity::{self, Contradiction};
 use super::outcome::{LedgerOutcome, Outcome};
-use super::reservation::{self, ReservationDocument};
+use super::reservation::{self, ReservationDocument, ReservationSchema};
 use crate::digest::Digest;
 use crate::error::JournalError;
 use crate::transaction::Snapshot;
@@ -244,7 +244,9 @@ fn transfer_plan(credit: &EffectPlanItem) -> Option<TransferPlan> {
 impl Stored {
     /// The command the stored effects establish, under the stored version, with the
     /// given business tuple (effect-plan families) and the effects' items passed
-    /// through `adjust` (a reversal's supplied authority; identity otherwise).
+    /// through `adjust` (a reversal's supplied authority; identity otherwise), each
+    /// taken to its fingerprint item by the rule the reservation's schema names
+    /// (`booking`).
     ///
     /// `unsupported_fingerprint_version` for a version with no serializer here;
     /// `journal_corrupt` if the stored effects cannot form a valid command.
@@ -262,7 +264,8 @@ impl Stored {
                     .and_then(|plan| FingerprintInput::internal_transfer(version, plan)),
                 _ => Err(JournalError::invalid("transfer")),
             },
-            family => FingerprintInput::effect_plan(family, version, items, intent),
+            family => FingerprintInput::effect_plan(family, version, items, intent)
+                .map(|command| command.items_under(self.reservation.schema.item_rule())),
         };
         built.map_err(|error| match error {
             JournalError::InvalidInput { .. } => {
@@ -317,8 +320,9 @@ impl Stored {
 
 /// Builds the documents of a new reservation (its `effect_ids` are derived here) and
 /// its effects, and checks them with the same [`verify`] a later read applies. A
-/// canonical reservation gets its integrity digest over exactly these rows (schema
-/// version 2); one with a migration id stays without (version 1).
+/// canonical reservation is written under the current schema version (3) with its
+/// integrity digest over exactly these rows; one with a migration id stays without
+/// (version 1).
 pub(crate) fn build(
     mut reservation: ReservationDocument,
     items: Vec<(EffectPlanItem, Option<TransferLeg>)>,
@@ -347,6 +351,10 @@ pub(crate) fn build(
         })
         .collect();
     verify(&reservation, &effects)?;
+    reservation.schema = match reservation.migration_id {
+        Some(_) => ReservationSchema::V1,
+        None => ReservationSchema::CURRENT,
+    };
     reservation.integrity_digest = match reservation.migration_id {
         Some(_) => None,
         None => Some(

@@ -103,7 +103,7 @@ fn stored_documents_are_exactly_what_was_decided() {
     assert_eq!(stored["fingerprintVersion"], fields::int(5));
     assert_eq!(stored["scopeSeatId"], fields::string("seat-A"));
     assert_eq!(stored["migrationId"], fields::null());
-    assert_eq!(stored["reservationSchemaVersion"], fields::int(2));
+    assert_eq!(stored["reservationSchemaVersion"], fields::int(3));
     assert_eq!(stored.len(), 14);
     let parsed = stored_of(&memory, 1);
     let digest = integrity::integrity_digest(&parsed.reservation, &parsed.effects).expect("d");

@@ -44,8 +44,9 @@ fn the_digest_is_the_documented_frame() {
     let fingerprint = stored.reservation.fingerprint.clone();
     let expected = frame_digest(
         "command-journal.ledger-integrity",
-        1,
+        2,
         &[
+            b"3",
             rid.as_str().as_bytes(),
             b"effect_plan",
             fingerprint.as_str().as_bytes(),
@@ -63,8 +64,28 @@ fn the_digest_is_the_documented_frame() {
     );
     assert_eq!(
         memory[&reservation_path()]["reservationSchemaVersion"],
-        fields::int(2)
+        fields::int(3)
     );
+    // Schema version 2 kept framing version 1, without the schema part.
+    let v2 = ReservationDocument {
+        schema: ReservationSchema::V2,
+        ..stored.reservation.clone()
+    };
+    let framed_v1 = frame_digest(
+        "command-journal.ledger-integrity",
+        1,
+        &[
+            rid.as_str().as_bytes(),
+            b"effect_plan",
+            fingerprint.as_str().as_bytes(),
+            b"5",
+            b"1800000000123456",
+            b"seat-A",
+            b"seat-A",
+            row.as_bytes(),
+        ],
+    );
+    assert_eq!(integrity_digest(&v2, &stored.effects), Some(framed_v1));
 }
 
 #[test]
@@ -96,6 +117,8 @@ fn contradictions_of_stored_rows() {
         ("charge fingerprint", charge, Box::new(|m| edit(m, &reservation_path(), "fingerprint", fields::string("cd".repeat(32)))), vec![D]),
         ("charge fingerprint version", charge, Box::new(|m| edit(m, &reservation_path(), "fingerprintVersion", fields::int(4))), vec![D]),
         ("charge scope", charge, Box::new(|m| edit(m, &reservation_path(), "scopeActorSeatId", fields::string("seat-B"))), vec![D]),
+        ("charge schema 3 -> 2", charge, Box::new(|m| edit(m, &reservation_path(), "reservationSchemaVersion", fields::int(2))), vec![D]),
+        ("plan schema 3 -> 2", plan, Box::new(|m| edit(m, &reservation_path(), "reservationSchemaVersion", fields::int(2))), vec![D]),
         ("charge amount, version-1 reservation (not covered)", charge, Box::new(|m| { strip_digest(m, 1); edit_amount(m, 1, 0, "1.00") }), vec![]),
         ("plan, version 3, version-1 reservation (not covered)", plan, Box::new(|m| { edit(m, &reservation_path(), "fingerprintVersion", fields::int(3)); strip_digest(m, 1); edit_amount(m, 1, 0, "-1.00") }), vec![]),
         ("historical link, row edited (not covered)", linked, Box::new(|m| edit(m, "ledgerTransactions/legacy-0", "amount", fields::string("-1.00"))), vec![]),

@@ -6,7 +6,7 @@ use crate::ledger::fixtures::{
     POLICY, historical, import_and_link, key, now, plan, reversal_json, rid, scope, store, transfer,
 };
 use crate::ledger::outcome::LedgerOutcome;
-use crate::ledger::reservation::{self, ReservationDocument};
+use crate::ledger::reservation::{self, ReservationDocument, ReservationSchema};
 use crate::ledger::stored;
 use crate::testing::Store;
 use crate::transaction::Write;
@@ -56,10 +56,12 @@ fn install(memory: &mut Store, n: u32, plan: &FingerprintInput, version: u32) ->
         effect_ids: Vec::new(),
         scope: scope(),
         migration_id: None,
+        schema: ReservationSchema::V1,
         integrity_digest: None,
     };
     let items = plan.effects().iter().map(|e| (e.clone(), None)).collect();
     let mut built = stored::build(reservation, items).expect("built");
+    built.reservation.schema = ReservationSchema::V1;
     built.reservation.integrity_digest = None;
     for write in built.creates() {
         if let Write::Create { path, fields } = write {
