@@ -1,5 +1,6 @@
 //! What a bookkeeper relies on, against the emulator (docs/ledger.md): rows that keep
-//! the amounts they booked while derived amounts stay out of the fingerprint.
+//! the amounts they booked while derived amounts stay out of the fingerprint, and the
+//! fields the seed fixes refused when broken.
 
 use super::ledger::string;
 use super::support::{self, get, list};
@@ -95,4 +96,37 @@ async fn a_derived_fee_books_its_amount_and_an_exact_retry_after_the_balance_mov
         Err(JournalError::ReplayMismatch)
     );
     assert_eq!(everything(&journal).await, before, "nothing written");
+}
+
+#[tokio::test]
+async fn an_effect_breaking_the_fixed_fields_is_refused_and_nothing_is_written() {
+    let journal = support::fresh_journal().await;
+    let charge = |effect: serde_json::Value| {
+        FingerprintInput::from_json(&json!({
+            "family": "store_purchase", "fingerprintVersion": 5, "effects": [effect],
+            "intent": {"policyUuid": "6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b", "quantity": 1},
+        }))
+        .expect("plan")
+    };
+    for (n, effect) in [
+        json!({"seat_id": "seat-A", "mechanism": "wallet", "amount": "-1.00"}),
+        json!({"seat_id": "seat-A", "mechanism": "WALLET", "amount": "-1.00",
+               "compensation_amount_cents": 100}),
+        json!({"seat_id": "seat-A", "mechanism": "WALLET", "amount": "-1.00",
+               "correction_intent_locator": "corrections/c-1"}),
+        json!({"seat_id": "seat-A", "mechanism": "WALLET", "amount": "-1.00",
+               "compensation_subtype": "GOODWILL"}),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let key = key("fixed", u32::try_from(n).expect("n"));
+        assert_eq!(
+            journal
+                .accept_ledger_command(&key, &charge(effect), &scope())
+                .await,
+            Err(JournalError::InvalidInput { field: "effects" })
+        );
+    }
+    assert!(everything(&journal).await.is_empty(), "nothing written");
 }

@@ -8,6 +8,6 @@
 pub use command_journal_core::ledger::{
     Amount, COMPENSATION_SUBTYPE_KEY, CURRENT_FINGERPRINT_VERSION, CommandFamily, EffectPlanItem,
     Fingerprint, FingerprintInput, HistoricalCommand, Intent, LedgerEffect, LedgerKey,
-    LedgerOutcome, LedgerReplay, LedgerScope, Lineage, MAX_EFFECTS, MAX_TEXT_BYTES, Outcome,
-    ReversalAuthority, TRANSFER_KEYS, TransferLeg, TransferPlan, V4_EFFECT_KEYS,
+    LedgerOutcome, LedgerReplay, LedgerScope, Lineage, MAX_EFFECTS, MAX_TEXT_BYTES, Mechanism,
+    Outcome, ReversalAuthority, TRANSFER_KEYS, TransferLeg, TransferPlan, V4_EFFECT_KEYS,
 };

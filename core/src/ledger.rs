@@ -34,6 +34,7 @@ pub(crate) mod stored;
 pub(crate) mod fixtures;
 
 pub use crate::identity::LedgerKey;
+pub use booking::Mechanism;
 pub use effect::{LedgerEffect, Lineage, TransferLeg};
 pub use fingerprint::{
     Amount, COMPENSATION_SUBTYPE_KEY, CURRENT_FINGERPRINT_VERSION, CommandFamily, EffectPlanItem,

@@ -47,10 +47,17 @@
 //!   (compensation cents above zero) the same `compensation_subtype`, and every
 //!   non-compensating effect a null subtype. Any other shape is `invalid_input` on
 //!   `effects`, so every accepted reversal can be replayed.
+//! - A new reservation's effects hold the fields seed 003 fixes (`booking`): the
+//!   mechanism null or one of the closed canonical values, and every non-recovery
+//!   effect (all but a reversal's compensating ones) zero compensation cents and null
+//!   locators and subtype; otherwise `invalid_input` on `effects`. Checked when the
+//!   reservation is absent only, so an exact retry of a command an earlier release
+//!   accepted still replays.
 //! - An exact replay also re-derives the fingerprint from the stored effects; if
 //!   they no longer produce the stored fingerprint the answer is `journal_corrupt`,
 //!   so a replay never returns effects that are not the accepted ones.
 
+use super::booking::fixed_fields_hold;
 use super::effect::{self, LedgerEffect, TransferLeg};
 use super::fingerprint::{
     CURRENT_FINGERPRINT_VERSION, CommandFamily, EffectPlanItem, FingerprintInput, check_version,
@@ -186,6 +193,14 @@ impl Accept {
     fn create(&self, snapshot: &Snapshot) -> Decision<LedgerOutcome> {
         if self.plan.version() != CURRENT_FINGERPRINT_VERSION {
             return Decision::Reject(JournalError::invalid("fingerprintVersion"));
+        }
+        let family = self.plan.family();
+        if !self
+            .items
+            .iter()
+            .all(|(item, _)| fixed_fields_hold(family, item))
+        {
+            return Decision::Reject(JournalError::invalid("effects"));
         }
         for id in &self.originals {
             match snapshot.get(&effect::path(id)) {

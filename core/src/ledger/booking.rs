@@ -26,9 +26,71 @@
 //! ([`ItemRule::AsBooked`]), and keep being compared so; schema version 3 applies the
 //! table above ([`ItemRule::DerivedAmountsNull`]).
 //!
+//! The fields the seed fixes ([`fixed_fields_hold`]) are what every new canonical
+//! effect may carry: the mechanism is null or one of the closed canonical values of
+//! [`Mechanism`], and every non-recovery effect (every effect but a reversal's
+//! compensating ones) has zero compensation cents and null locators and subtype.
+//!
 //! Pure: no I/O, no clock.
 
 use super::fingerprint::{CommandFamily, EffectPlanItem, Intent};
+
+/// The mechanism of an effect, as its canonical scalar value (seed 003: "Mechanism
+/// uses its canonical scalar value"): a closed set. An accepted effect's `mechanism`
+/// is null (a transfer leg has none) or exactly one of these texts; any other text,
+/// a lower-case spelling included, is refused, never normalized.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mechanism {
+    /// `WALLET`: the seat's own account balance funds or receives the effect (a
+    /// purchase, a rent payment, a premium).
+    Wallet,
+    /// `FEE`: a fee the ledger charges (an overdraft fee).
+    Fee,
+    /// `REVERSAL`: a correction returning an effect booked before.
+    Reversal,
+}
+
+impl Mechanism {
+    /// Every canonical value, in declaration order.
+    pub const ALL: [Self; 3] = [Self::Wallet, Self::Fee, Self::Reversal];
+
+    /// The canonical scalar value stored and fingerprinted.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Wallet => "WALLET",
+            Self::Fee => "FEE",
+            Self::Reversal => "REVERSAL",
+        }
+    }
+
+    /// The mechanism whose canonical value is exactly `text`.
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|m| m.as_str() == text)
+    }
+}
+
+/// True for a recovery effect: a compensating effect of a reversal (compensation cents
+/// above zero). Every other effect of every family is a non-recovery effect.
+pub(crate) fn is_recovery(family: CommandFamily, item: &EffectPlanItem) -> bool {
+    family == CommandFamily::Reversal && item.compensation_amount_cents > 0
+}
+
+/// Whether `item`, an effect of a `family` command, holds the fields the seed fixes:
+/// its mechanism null or canonical ([`Mechanism`]), and unless it is a recovery
+/// effect ([`is_recovery`]) zero compensation cents and a null compensation origin
+/// locator, correction intent locator and compensation subtype.
+pub(crate) fn fixed_fields_hold(family: CommandFamily, item: &EffectPlanItem) -> bool {
+    let mechanism_ok = item
+        .mechanism
+        .as_deref()
+        .is_none_or(|m| Mechanism::parse(m).is_some());
+    let recovery_ok = is_recovery(family, item)
+        || (item.compensation_amount_cents == 0
+            && item.compensation_origin_locator.is_none()
+            && item.correction_intent_locator.is_none()
+            && item.compensation_subtype.is_none());
+    mechanism_ok && recovery_ok
+}
 
 /// How a reservation's fingerprint items derive from its booked effects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

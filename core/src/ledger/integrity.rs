@@ -53,6 +53,9 @@ pub(crate) enum Contradiction {
     Digest,
     /// The command rebuilt from the rows does not produce the stored fingerprint.
     Fingerprint,
+    /// A row of a canonical schema-3 reservation breaks the fields the seed fixes
+    /// (`booking::fixed_fields_hold`), which its acceptance enforced.
+    FixedFields,
 }
 
 /// The canonical JSON of one effect row: an object with every stored field under its

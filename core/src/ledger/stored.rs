@@ -4,6 +4,7 @@
 //!
 //! Pure: no I/O, no clock.
 
+use super::booking::fixed_fields_hold;
 use super::effect::{self, LedgerEffect, Lineage, TransferLeg};
 use super::fingerprint::{
     Amount, CommandFamily, EffectPlanItem, FingerprintInput, Intent, TransferPlan,
@@ -115,12 +116,17 @@ pub(crate) fn load(
         Some(Contradiction::Fingerprint) => Err(Halt::Reject(JournalError::corrupt(
             "ledger effects disagree with their reservation's fingerprint",
         ))),
+        Some(Contradiction::FixedFields) => Err(Halt::Reject(JournalError::corrupt(
+            "ledger effects break the fields the ledger fixes",
+        ))),
     }
 }
 
 /// Every way `stored` (already structurally linked by
 /// [`verify`]) contradicts what its reservation
-/// recorded, in the order digest, fingerprint; empty when it is intact or not covered.
+/// recorded, in the order digest, fingerprint, fixed fields (a canonical reservation
+/// of schema version 3, accepted under that rule: `booking::fixed_fields_hold`);
+/// empty when it is intact or not covered.
 pub(crate) fn contradictions(stored: &Stored) -> Vec<Contradiction> {
     let reservation = &stored.reservation;
     let mut found = Vec::new();
@@ -136,6 +142,16 @@ pub(crate) fn contradictions(stored: &Stored) -> Vec<Contradiction> {
         if !matches!(rebuilt, Ok(true)) {
             found.push(Contradiction::Fingerprint);
         }
+    }
+    let fixed_rule =
+        reservation.schema == ReservationSchema::V3 && reservation.migration_id.is_none();
+    if fixed_rule
+        && !stored
+            .effects
+            .iter()
+            .all(|e| fixed_fields_hold(reservation.family, &e.item))
+    {
+        found.push(Contradiction::FixedFields);
     }
     found
 }

@@ -196,7 +196,10 @@ pub fn check_reservation(
 /// version 2) is not the digest of the stored reservation and rows,
 /// `effect_fingerprint_mismatch` when the fingerprint rebuilt from the rows (canonical
 /// `effect_plan`, `reversal` and `internal_transfer` reservations under versions 4
-/// and 5) is not the stored one. A tampered row of a covered family is both.
+/// and 5) is not the stored one, `fixed_field_violation` when a row of a canonical
+/// schema-3 reservation breaks the fields the seed fixes (a mechanism outside the
+/// closed set, or compensation on a non-recovery effect). A tampered row of a covered
+/// family is usually several.
 fn contradictions(
     reservation: ReservationDocument,
     effects: Vec<LedgerEffect>,
@@ -212,6 +215,7 @@ fn contradictions(
             let code = match found {
                 Contradiction::Digest => FindingCode::EffectIntegrityMismatch,
                 Contradiction::Fingerprint => FindingCode::EffectFingerprintMismatch,
+                Contradiction::FixedFields => FindingCode::FixedFieldViolation,
             };
             finding(code, path)
         })

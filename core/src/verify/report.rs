@@ -71,6 +71,10 @@ pub enum FindingCode {
     /// A reservation whose stored integrity digest differs from the one computed over
     /// its stored effect rows.
     EffectIntegrityMismatch,
+    /// A canonical reservation of schema version 3 with an effect row that breaks the
+    /// fields seed 003 fixes: a mechanism outside the closed canonical set, or
+    /// compensation cents, locators or a subtype on a non-recovery effect.
+    FixedFieldViolation,
     /// A document the journal creates once and never changes whose Firestore update
     /// time differs from its create time: it was written again outside the journal.
     RewrittenDocument,
@@ -156,6 +160,7 @@ impl FindingCode {
             Self::LifecycleHistoryMismatch => "lifecycle_history_mismatch",
             Self::EffectFingerprintMismatch => "effect_fingerprint_mismatch",
             Self::EffectIntegrityMismatch => "effect_integrity_mismatch",
+            Self::FixedFieldViolation => "fixed_field_violation",
             Self::RewrittenDocument => "rewritten_document",
             Self::CommitTimeMismatch => "commit_time_mismatch",
             Self::OrphanSendRecord => "orphan_send_record",

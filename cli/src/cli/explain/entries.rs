@@ -433,6 +433,15 @@ pub const ENTRIES: &[Entry] = &[
         "An effect row was edited: investigate before any replay relies on it.",
     ),
     finding(
+        "fixed_field_violation",
+        "A canonical reservation of schema version 3 has an effect row breaking the \
+         fields seed 003 fixes: a mechanism outside WALLET, FEE, REVERSAL or null, or \
+         compensation cents, locators or a subtype on an effect that is not a \
+         reversal's compensating one.",
+        "Its acceptance refused such rows, so a row was edited: every replay of the \
+         command answers journal_corrupt; investigate, never repair by hand.",
+    ),
+    finding(
         "rewritten_document",
         "A document the journal creates once and never changes has a Firestore update \
          time other than its create time: it was written again outside the journal.",

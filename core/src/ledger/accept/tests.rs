@@ -625,22 +625,28 @@ fn only_reversals_their_retry_can_state_exactly_are_accepted() {
     };
     let refused = [
         // Two actors.
-        vec![effect("o-1", "M", 0, None), effect("o-2", "M", 0, None)],
+        vec![
+            effect("o-1", "REVERSAL", 0, None),
+            effect("o-2", "REVERSAL", 0, None),
+        ],
         // Two mechanisms.
-        vec![effect("o-1", "M", 0, None), effect("o-1", "N", 0, None)],
+        vec![
+            effect("o-1", "REVERSAL", 0, None),
+            effect("o-1", "WALLET", 0, None),
+        ],
         // Two compensation reasons.
         vec![
-            effect("o-1", "M", 5, Some("A")),
-            effect("o-1", "M", 5, Some("B")),
+            effect("o-1", "REVERSAL", 5, Some("A")),
+            effect("o-1", "REVERSAL", 5, Some("B")),
         ],
         vec![
-            effect("o-1", "M", 5, Some("A")),
-            effect("o-1", "M", 5, None),
+            effect("o-1", "REVERSAL", 5, Some("A")),
+            effect("o-1", "REVERSAL", 5, None),
         ],
         // A reason on a non-compensating effect.
         vec![
-            effect("o-1", "M", 5, Some("A")),
-            effect("o-1", "M", 0, Some("A")),
+            effect("o-1", "REVERSAL", 5, Some("A")),
+            effect("o-1", "REVERSAL", 0, Some("A")),
         ],
     ];
     for effects in refused {
@@ -650,9 +656,9 @@ fn only_reversals_their_retry_can_state_exactly_are_accepted() {
         );
     }
     let mixed = reversal(vec![
-        effect("o-1", "M", 5, Some("A")),
-        effect("o-1", "M", 0, None),
-        effect("o-1", "M", 7, Some("A")),
+        effect("o-1", "REVERSAL", 5, Some("A")),
+        effect("o-1", "REVERSAL", 0, None),
+        effect("o-1", "REVERSAL", 7, Some("A")),
     ]);
     let outcome = memory.answer(&accept(2, &mixed)).expect("accepted");
     assert_eq!(outcome.effects.len(), 3);

@@ -120,10 +120,14 @@ mod accepted {
     use crate::ledger::effect::{self, LedgerEffect};
     use crate::ledger::fingerprint::{FingerprintInput, Intent};
     use crate::ledger::fixtures::{as_schema_2, fee, key, now, rent, rid, scope, stored_of};
+    use crate::ledger::integrity;
     use crate::ledger::outcome::{LedgerOutcome, LedgerReplay, Outcome};
     use crate::ledger::replay::Replay;
-    use crate::ledger::stored::contradictions;
+    use crate::ledger::reservation::{ReservationDocument, ReservationSchema};
+    use crate::ledger::stored::{self, contradictions};
     use crate::testing::Store;
+    use crate::transaction::Write;
+    use serde_json::json;
 
     fn accept(memory: &mut Store, plan: &FingerprintInput) -> Result<LedgerOutcome, JournalError> {
         memory.answer(&Accept::new(&key(1), plan, &scope(), now()).expect("op"))
@@ -212,6 +216,76 @@ mod accepted {
     }
 
     #[test]
+    fn a_new_effect_breaking_the_fixed_fields_is_refused_unwritten() {
+        let store = |effect: serde_json::Value| {
+            FingerprintInput::from_json(&json!({
+                "family": "store_purchase", "fingerprintVersion": 5,
+                "effects": [effect],
+                "intent": {"policyUuid": "6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b", "quantity": 1},
+            }))
+            .expect("plan")
+        };
+        let refused = [
+            json!({"seat_id": "seat-A", "mechanism": "wallet", "amount": "-1"}),
+            json!({"seat_id": "seat-A", "mechanism": "CARD", "amount": "-1"}),
+            json!({"seat_id": "seat-A", "amount": "-1", "compensation_amount_cents": 100}),
+            json!({"seat_id": "seat-A", "amount": "-1", "compensation_origin_locator": "o"}),
+            json!({"seat_id": "seat-A", "amount": "-1", "correction_intent_locator": "c"}),
+            json!({"seat_id": "seat-A", "amount": "-1", "compensation_subtype": "GOODWILL"}),
+        ];
+        let mut memory = Store::default();
+        for effect in refused {
+            assert_eq!(
+                accept(&mut memory, &store(effect.clone())),
+                Err(JournalError::invalid("effects")),
+                "{effect}"
+            );
+        }
+        assert!(memory.is_empty(), "nothing written");
+        let fine = json!({"seat_id": "seat-A", "mechanism": "WALLET", "amount": "-1"});
+        assert!(accept(&mut memory, &store(fine)).is_ok());
+    }
+
+    #[test]
+    fn a_command_an_earlier_release_accepted_with_free_text_still_replays() {
+        let plan = FingerprintInput::from_json(&json!({
+            "family": "effect_plan", "fingerprintVersion": 5,
+            "effects": [{"seat_id": "seat-A", "mechanism": "CARD", "amount": "-1",
+                         "compensation_subtype": "GOODWILL"}],
+        }))
+        .expect("plan");
+        let reservation = ReservationDocument {
+            key: key(1),
+            reservation_id: rid(1),
+            family: plan.family(),
+            fingerprint: plan.fingerprint(5).expect("fp").digest,
+            fingerprint_version: 5,
+            accepted_at: now(),
+            effect_ids: Vec::new(),
+            scope: scope(),
+            migration_id: None,
+            schema: ReservationSchema::V2,
+            integrity_digest: None,
+        };
+        let items = plan.effects().iter().map(|e| (e.clone(), None)).collect();
+        let mut built = stored::build(reservation, items).expect("built");
+        built.reservation.schema = ReservationSchema::V2;
+        built.reservation.integrity_digest =
+            integrity::integrity_digest(&built.reservation, &built.effects);
+        let mut memory = Store::default();
+        for write in built.creates() {
+            if let Write::Create { path, fields } = write {
+                memory.insert(path, fields);
+            }
+        }
+        assert!(contradictions(&stored_of(&memory, 1)).is_empty());
+        let before = memory.clone();
+        let replayed = accept(&mut memory, &plan).expect("replayed");
+        assert_eq!(replayed.outcome, Outcome::Replayed);
+        assert_eq!(memory, before);
+    }
+
+    #[test]
     fn a_schema_2_reservation_keeps_its_fingerprint_of_booked_amounts() {
         let mut memory = Store::default();
         let first = fee("-35", false);
@@ -237,5 +311,65 @@ mod accepted {
             Ok(LedgerReplay::Replayed(_))
         ));
         assert_eq!(memory, before);
+    }
+}
+
+#[test]
+fn the_mechanism_is_a_closed_set_of_canonical_values() {
+    for mechanism in Mechanism::ALL {
+        assert_eq!(Mechanism::parse(mechanism.as_str()), Some(mechanism));
+    }
+    for text in ["wallet", "Wallet", " WALLET", "WALLET ", "CARD", ""] {
+        assert_eq!(Mechanism::parse(text), None, "{text:?}");
+    }
+}
+
+#[test]
+fn only_a_reversals_compensating_effect_may_carry_compensation() {
+    let plain = EffectPlanItem {
+        mechanism: Some("WALLET".into()),
+        ..EffectPlanItem::default()
+    };
+    let with = |f: fn(&mut EffectPlanItem)| {
+        let mut item = plain.clone();
+        f(&mut item);
+        item
+    };
+    let cents = with(|i| i.compensation_amount_cents = 1);
+    let origin = with(|i| i.compensation_origin_locator = Some("o".into()));
+    let intent = with(|i| i.correction_intent_locator = Some("c".into()));
+    let subtype = with(|i| i.compensation_subtype = Some("GOODWILL".into()));
+    let odd = with(|i| i.mechanism = Some("wallet".into()));
+    let recovery = EffectPlanItem {
+        compensation_amount_cents: 1250,
+        compensation_origin_locator: Some("o".into()),
+        correction_intent_locator: Some("c".into()),
+        compensation_subtype: Some("GOODWILL".into()),
+        ..plain.clone()
+    };
+    for family in CommandFamily::ALL {
+        assert!(fixed_fields_hold(family, &plain), "{family:?}");
+        assert!(
+            fixed_fields_hold(family, &EffectPlanItem::default()),
+            "{family:?}: no mechanism"
+        );
+        for item in [&origin, &intent, &subtype, &odd] {
+            assert!(!fixed_fields_hold(family, item), "{family:?} {item:?}");
+        }
+        // Cents alone make a reversal's effect a compensating (recovery) one.
+        assert_eq!(
+            fixed_fields_hold(family, &cents),
+            family == CommandFamily::Reversal,
+            "{family:?}"
+        );
+        assert_eq!(
+            fixed_fields_hold(family, &recovery),
+            family == CommandFamily::Reversal,
+            "{family:?}"
+        );
+    }
+    // A reversal's non-compensating effect is a non-recovery effect too.
+    for item in [&origin, &intent, &subtype] {
+        assert!(!fixed_fields_hold(CommandFamily::Reversal, item));
     }
 }

@@ -9,7 +9,7 @@ use crate::ledger::fixtures::{
 use crate::ledger::reservation;
 use crate::ledger::stored::contradictions;
 use crate::testing::Store;
-use Contradiction::{Digest as D, Fingerprint as F};
+use Contradiction::{Digest as D, Fingerprint as F, FixedFields as X};
 use serde_json::json;
 
 fn reservation_path() -> String {
@@ -124,7 +124,12 @@ fn contradictions_of_stored_rows() {
         ("historical link, row edited (not covered)", linked, Box::new(|m| edit(m, "ledgerTransactions/legacy-0", "amount", fields::string("-1.00"))), vec![]),
         ("reversal actor", reversal, Box::new(|m| edit(m, &row(0), "actorSeatId", fields::string("officer-2"))), vec![D, F]),
         ("reversal actor, digest recomputed", reversal, Box::new(|m| { edit(m, &row(0), "actorSeatId", fields::string("officer-2")); reseal(m, 1) }), vec![F]),
-        ("reversal mechanism, digest recomputed", reversal, Box::new(|m| { edit(m, &row(0), "mechanism", fields::string("CARD")); reseal(m, 1) }), vec![F]),
+        ("reversal mechanism, digest recomputed", reversal, Box::new(|m| { edit(m, &row(0), "mechanism", fields::string("FEE")); reseal(m, 1) }), vec![F]),
+        ("reversal mechanism outside the set, digest recomputed", reversal, Box::new(|m| { edit(m, &row(0), "mechanism", fields::string("CARD")); reseal(m, 1) }), vec![F, X]),
+        ("charge mechanism outside the set, digest recomputed", charge, Box::new(|m| { edit(m, &row(0), "mechanism", fields::string("wallet")); reseal(m, 1) }), vec![X]),
+        ("charge with compensation cents, digest recomputed", charge, Box::new(|m| { edit(m, &row(0), "compensationAmountCents", fields::int(5)); reseal(m, 1) }), vec![X]),
+        ("charge with a subtype, digest recomputed", charge, Box::new(|m| { edit(m, &row(0), "compensationSubtype", fields::string("GOODWILL")); reseal(m, 1) }), vec![X]),
+        ("charge with a locator, version-1 reservation (not covered)", charge, Box::new(|m| { strip_digest(m, 1); edit(m, &row(0), "correctionIntentLocator", fields::string("c-1")) }), vec![]),
         ("reversal subtype, digest recomputed", reversal, Box::new(|m| { edit(m, &row(0), "compensationSubtype", fields::string("GOODWILL")); reseal(m, 1) }), vec![F]),
     ];
     for (case, setup, tamper, expected) in cases {
@@ -194,7 +199,10 @@ proptest::proptest! {
         let before = stored.effects[0].item.clone();
         set_item_field(&mut stored.effects[0].item, field, &text);
         proptest::prop_assume!(stored.effects[0].item != before);
-        proptest::prop_assert_eq!(contradictions(&stored), vec![D]);
+        // A lower-case mechanism, or compensation on a charge, also breaks the
+        // fields the seed fixes.
+        let fixed = if matches!(field, 3 | 9..=12) { vec![D, X] } else { vec![D] };
+        proptest::prop_assert_eq!(contradictions(&stored), fixed);
     }
 
     /// Likewise for every reservation field the digest covers.

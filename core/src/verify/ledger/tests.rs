@@ -92,7 +92,9 @@ fn rows_that_contradict_their_reservation_are_found_at_the_reservation() {
         Setup, Tamper, accepted_effect_plan, accepted_reversal, accepted_store, accepted_transfer,
         edit, edit_amount, reseal, rid, strip_digest,
     };
-    use FindingCode::{EffectFingerprintMismatch as F, EffectIntegrityMismatch as D};
+    use FindingCode::{
+        EffectFingerprintMismatch as F, EffectIntegrityMismatch as D, FixedFieldViolation as X,
+    };
     let at = reservation::path(&rid(1));
     let row = |i| effect::path(&effect::effect_id(&rid(1), i));
     #[rustfmt::skip]
@@ -114,6 +116,9 @@ fn rows_that_contradict_their_reservation_are_found_at_the_reservation() {
         ("charge amount, version-1 reservation (not covered)", accepted_store, Box::new(|m| { strip_digest(m, 1); edit_amount(m, 1, 0, "1.00") }), vec![]),
         ("reversal actor, digest recomputed", accepted_reversal, Box::new(move |m| { edit(m, &row(0), "actorSeatId", fields::string("officer-2")); reseal(m, 1) }), vec![F]),
         ("reversal subtype", accepted_reversal, Box::new(move |m| edit(m, &row(0), "compensationSubtype", fields::string("GOODWILL"))), vec![D, F]),
+        ("charge mechanism lower case, digest recomputed", accepted_store, Box::new(move |m| { edit(m, &row(0), "mechanism", fields::string("wallet")); reseal(m, 1) }), vec![X]),
+        ("charge with a correction locator", accepted_store, Box::new(move |m| edit(m, &row(0), "correctionIntentLocator", fields::string("c-1"))), vec![D, X]),
+        ("charge with a locator, version-1 reservation (not covered)", accepted_store, Box::new(move |m| { strip_digest(m, 1); edit(m, &row(0), "correctionIntentLocator", fields::string("c-1")) }), vec![]),
         // A structural break is reported as before, and not as well as an integrity one.
         ("one transfer leg", accepted_transfer, Box::new(|m| edit_amount(m, 1, 0, "-9999.00")), vec![FindingCode::ReservationMissingEffects]),
     ];
