@@ -1,12 +1,14 @@
 //! What a bookkeeper relies on, against the emulator (docs/ledger.md): rows that keep
-//! the amounts they booked while derived amounts stay out of the fingerprint, and the
-//! fields the seed fixes refused when broken.
+//! the amounts they booked while derived amounts stay out of the fingerprint, the
+//! fields the seed fixes refused when broken, and reversals that never return more
+//! than the original booked, racing or not.
 
 use super::ledger::string;
-use super::support::{self, get, list};
+use super::support::{self, delete, get, list, race};
 use command_journal::Journal;
 use command_journal::JournalError;
 use command_journal::ledger::{FingerprintInput, LedgerKey, LedgerScope, Outcome};
+use command_journal::verify::{FindingCode, verify};
 use gcloud_sdk::google::firestore::v1::Document;
 use serde_json::json;
 use std::collections::HashMap;
@@ -36,11 +38,23 @@ fn fee(amount: &str, forced: bool) -> FingerprintInput {
     .expect("plan")
 }
 
-/// Every document of both ledger collections, by name.
+/// Every document of both ledger collections and every correction bound, by name.
 async fn everything(journal: &Journal) -> HashMap<String, Document> {
     let connection = journal.connection();
     let mut all = list(connection, "", "ledgerReservations").await;
-    all.extend(list(connection, "", "ledgerTransactions").await);
+    let rows = list(connection, "", "ledgerTransactions").await;
+    for row in &rows {
+        let id = row.name.rsplit('/').next().unwrap_or_default();
+        all.extend(
+            list(
+                connection,
+                &format!("ledgerTransactions/{id}"),
+                "corrections",
+            )
+            .await,
+        );
+    }
+    all.extend(rows);
     all.into_iter().map(|d| (d.name.clone(), d)).collect()
 }
 
@@ -129,4 +143,197 @@ async fn an_effect_breaking_the_fixed_fields_is_refused_and_nothing_is_written()
         );
     }
     assert!(everything(&journal).await.is_empty(), "nothing written");
+}
+
+/// A store purchase of 12.50 under `key`; the id of its one effect.
+async fn charged(journal: &Journal, key: &LedgerKey) -> String {
+    let plan = FingerprintInput::from_json(&json!({
+        "family": "store_purchase", "fingerprintVersion": 5,
+        "effects": [{"seat_id": "seat-A", "actor_seat_id": "seat-A", "mechanism": "WALLET",
+                     "amount": "-12.50", "account_type": "checking", "type": "PURCHASE"}],
+        "intent": {"policyUuid": "6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b", "quantity": 1},
+    }))
+    .expect("plan");
+    let outcome = journal
+        .accept_ledger_command(key, &plan, &scope())
+        .await
+        .expect("charged");
+    outcome.effects[0].effect_id.clone()
+}
+
+/// A reversal of `amount` of effect `original`.
+fn reversal(original: &str, amount: &str) -> FingerprintInput {
+    FingerprintInput::from_json(&json!({
+        "family": "reversal", "fingerprintVersion": 5,
+        "effects": [{"seat_id": "seat-A", "actor_seat_id": "officer-1", "mechanism": "REVERSAL",
+                     "amount": amount, "account_type": "checking", "type": "REVERSAL",
+                     "original_transaction_id": original}],
+    }))
+    .expect("plan")
+}
+
+/// The correction bound of `original`: `(reversedAmount, reversalEffectCount)`.
+async fn bound(journal: &Journal, original: &str) -> Option<(String, i64)> {
+    let doc = get(
+        journal.connection(),
+        &format!("ledgerTransactions/{original}/corrections/current"),
+    )
+    .await?;
+    let text = match &doc.fields["reversedAmount"].value_type {
+        Some(gcloud_sdk::google::firestore::v1::value::ValueType::StringValue(t)) => t.clone(),
+        other => panic!("reversedAmount {other:?}"),
+    };
+    assert_eq!(doc.fields["originalEffectId"], string(original));
+    let count = match &doc.fields["reversalEffectCount"].value_type {
+        Some(gcloud_sdk::google::firestore::v1::value::ValueType::IntegerValue(n)) => *n,
+        other => panic!("reversalEffectCount {other:?}"),
+    };
+    Some((text, count))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_full_reversals_racing_under_different_keys_land_exactly_once() {
+    let journal = support::fresh_journal().await;
+    for round in 0..3 {
+        let original = charged(&journal, &key("charge", round)).await;
+        let results = race(2, |i| {
+            let journal = journal.clone();
+            let key = key(&format!("reversal-{round}"), u32::try_from(i).expect("i"));
+            let plan = reversal(&original, "12.50");
+            async move {
+                journal
+                    .accept_ledger_command(&key, &plan, &scope())
+                    .await
+                    .map(|o| (i, o))
+            }
+        })
+        .await;
+        let mut landed = Vec::new();
+        let mut refused = 0;
+        for result in results {
+            match result {
+                Ok((i, outcome)) => {
+                    assert_eq!(outcome.outcome, Outcome::Accepted, "round {round}");
+                    landed.push(i);
+                }
+                Err(JournalError::ReversalExceedsOriginal) => refused += 1,
+                Err(error) => panic!("round {round}: unexpected {}", error.code()),
+            }
+        }
+        assert_eq!((landed.len(), refused), (1, 1), "round {round}");
+        assert_eq!(
+            bound(&journal, &original).await,
+            Some(("12.50".to_owned(), 1)),
+            "round {round}"
+        );
+        // Exactly the winner's reservation and row exist; the loser wrote nothing.
+        let winner = key(
+            &format!("reversal-{round}"),
+            u32::try_from(landed[0]).expect("i"),
+        );
+        let loser = key(
+            &format!("reversal-{round}"),
+            u32::try_from(1 - landed[0]).expect("i"),
+        );
+        let all = everything(&journal).await;
+        let holds = |key: &LedgerKey| {
+            all.keys()
+                .filter(|name| name.contains(key.reservation_id().as_str()))
+                .count()
+        };
+        assert_eq!((holds(&winner), holds(&loser)), (2, 0), "round {round}");
+    }
+    let all = everything(&journal).await;
+    assert_eq!(
+        all.len(),
+        3 * (2 + 2 + 1),
+        "each round: a charge, one reversal and the charge's bound"
+    );
+}
+
+#[tokio::test]
+async fn a_partial_then_a_full_reversal_is_refused_the_rest_lands_and_each_replays() {
+    let journal = support::fresh_journal().await;
+    let original = charged(&journal, &key("charge", 0)).await;
+    let partial = reversal(&original, "5.00");
+    let first = journal
+        .accept_ledger_command(&key("partial", 0), &partial, &scope())
+        .await
+        .expect("partial");
+    assert_eq!(first.outcome, Outcome::Accepted);
+    assert_eq!(bound(&journal, &original).await, Some(("5.00".into(), 1)));
+    let before = everything(&journal).await;
+    let full = reversal(&original, "12.50");
+    assert_eq!(
+        journal
+            .accept_ledger_command(&key("full", 0), &full, &scope())
+            .await,
+        Err(JournalError::ReversalExceedsOriginal)
+    );
+    assert_eq!(everything(&journal).await, before, "nothing written");
+    let rest = reversal(&original, "7.50");
+    let second = journal
+        .accept_ledger_command(&key("rest", 0), &rest, &scope())
+        .await
+        .expect("rest");
+    assert_eq!(second.outcome, Outcome::Accepted);
+    assert_eq!(bound(&journal, &original).await, Some(("12.50".into(), 2)));
+    let before = everything(&journal).await;
+    // A replay of each, the original exhausted: the stored effects, nothing written.
+    for (key, plan, accepted) in [
+        (key("partial", 0), &partial, &first),
+        (key("rest", 0), &rest, &second),
+    ] {
+        let again = journal
+            .accept_ledger_command(&key, plan, &scope())
+            .await
+            .expect("replayed");
+        assert_eq!(again.outcome, Outcome::Replayed);
+        assert_eq!(again.effects, accepted.effects);
+    }
+    assert_eq!(
+        journal
+            .accept_ledger_command(&key("full", 0), &full, &scope())
+            .await,
+        Err(JournalError::ReversalExceedsOriginal),
+        "the refused reversal's retry is refused again"
+    );
+    assert_eq!(everything(&journal).await, before);
+    let report = verify(journal.connection(), &mut |_| {})
+        .await
+        .expect("verify");
+    assert!(report.clean, "{:?}", report.findings);
+}
+
+#[tokio::test]
+async fn verify_finds_an_over_reversal_planted_by_hand() {
+    let journal = support::fresh_journal().await;
+    let original = charged(&journal, &key("charge", 0)).await;
+    journal
+        .accept_ledger_command(&key("reversal", 0), &reversal(&original, "12.50"), &scope())
+        .await
+        .expect("reversed");
+    // By hand: the bound deleted, so the next full reversal is counted against nothing.
+    let bound_path = format!("ledgerTransactions/{original}/corrections/current");
+    delete(journal.connection(), &bound_path).await;
+    journal
+        .accept_ledger_command(&key("reversal", 1), &reversal(&original, "12.50"), &scope())
+        .await
+        .expect("counted against nothing");
+    let report = verify(journal.connection(), &mut |_| {})
+        .await
+        .expect("verify");
+    let found: Vec<(FindingCode, &str)> = report
+        .findings
+        .iter()
+        .map(|f| (f.code, f.path.as_str()))
+        .collect();
+    let row = format!("ledgerTransactions/{original}");
+    assert_eq!(
+        found,
+        [
+            (FindingCode::OverReversal, row.as_str()),
+            (FindingCode::CorrectionBoundMismatch, bound_path.as_str()),
+        ]
+    );
 }

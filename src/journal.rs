@@ -468,10 +468,12 @@ impl Journal {
     /// written. Otherwise nothing is written and the answer is
     /// `scope_mismatch`, `unsupported_fingerprint_version` (stored versions 1–3),
     /// `replay_mismatch` (another family, declared version or fingerprint — never a
-    /// generic duplicate), `journal_corrupt` (including an effect already occupying
-    /// one of the command's effect ids while its reservation is absent, and stored rows
-    /// that contradict their reservation's integrity digest or rebuilt fingerprint,
-    /// `docs/ledger.md`) or `invalid_input`.
+    /// generic duplicate), `reversal_exceeds_original` (a new reversal that, with the
+    /// reversals already accepted under any key, would return more than an original
+    /// booked: docs/ledger.md, "Corrections"), `journal_corrupt` (including an effect
+    /// already occupying one of the command's effect ids while its reservation is
+    /// absent, and stored rows that contradict their reservation's integrity digest or
+    /// rebuilt fingerprint, `docs/ledger.md`) or `invalid_input`.
     pub async fn accept_ledger_command(
         &self,
         key: &LedgerKey,

@@ -64,6 +64,12 @@ pub enum JournalError {
     /// The stored fingerprint version has no serializer in this crate.
     #[error("the stored fingerprint version is not supported")]
     UnsupportedFingerprintVersion,
+    /// A new reversal would return more than an original effect booked: with the
+    /// reversals of it already accepted (under any key), the magnitudes of their
+    /// amounts would exceed the magnitude of the original's amount. Nothing was
+    /// written; an exact retry of an accepted reversal still replays.
+    #[error("the reversal would return more than the original effect booked")]
+    ReversalExceedsOriginal,
     /// A version 1 or 2 historical command with more than one effect: its fingerprint
     /// covers principal material that version 3 removed; the migration refuses to link it.
     #[error("a version 1 or 2 multi-effect command cannot be linked")]
@@ -274,6 +280,7 @@ impl JournalError {
             Self::ReplayMismatch => "replay_mismatch",
             Self::ScopeMismatch => "scope_mismatch",
             Self::UnsupportedFingerprintVersion => "unsupported_fingerprint_version",
+            Self::ReversalExceedsOriginal => "reversal_exceeds_original",
             Self::ObsoleteMultiEffectFingerprint => "obsolete_multi_effect_fingerprint",
             Self::SendCutoffPassed => "send_cutoff_passed",
             Self::PlanConflict => "plan_conflict",

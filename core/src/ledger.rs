@@ -10,7 +10,9 @@
 //! - `reservation` and `effect`: the strict codecs of `ledgerReservations/{id}`
 //!   and `ledgerTransactions/{id}`;
 //! - `booking`: how a booked effect row becomes the item a fingerprint hashes (the
-//!   families' derived amounts);
+//!   families' derived amounts) and the fields the seed fixes;
+//! - `correction`: the bound on what the reversals of one effect return, the
+//!   document that effect owns (`ledgerTransactions/{id}/corrections/current`);
 //! - `integrity`: the integrity digest new reservations store and the fingerprint
 //!   rebuilt from stored rows, checked by every operation and by `verify`;
 //! - `accept`, `replay`, `migration`: prepared operations with pure `decide`s, run by
@@ -21,6 +23,7 @@
 
 pub(crate) mod accept;
 pub(crate) mod booking;
+pub(crate) mod correction;
 pub(crate) mod effect;
 pub(crate) mod fingerprint;
 pub(crate) mod integrity;

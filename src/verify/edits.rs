@@ -57,7 +57,7 @@ fn envelope() -> ResultEnvelope {
 
 /// A journal of every document kind: a command taken over and completed, one taken
 /// over and failed, one still leased, one completed with a result envelope, and a
-/// charge, a transfer and an effect plan.
+/// charge, a transfer, an effect plan and a reversal of the charge (with its bound).
 fn journal() -> Store {
     let mut store = Store::new();
     let lease = |n: char| LeaseId::parse(&format!("9b2d7c1e-3a4f-4e5b-8c6d-7e8f9a0b1c2{n}"));
@@ -117,6 +117,14 @@ fn journal() -> Store {
     fixtures::accept_into(&mut store, 1, &fixtures::store(5, "12.50"));
     fixtures::accept_into(&mut store, 2, &fixtures::transfer("10.00"));
     fixtures::accept_into(&mut store, 3, &fixtures::debit_plan());
+    // A reversal of key 1's charge, with the bound it writes below the charge's row.
+    let charge = format!("{}_0000", fixtures::rid(1));
+    let reversal = fixtures::plan(fixtures::reversal_json(
+        5,
+        &charge,
+        Some("DUPLICATE_CHARGE"),
+    ));
+    fixtures::accept_into(&mut store, 4, &reversal);
     store
 }
 
@@ -258,8 +266,9 @@ fn the_journal_is_clean_and_holds_every_document_kind() {
     assert_eq!(report.scanned.lifecycles, 4);
     assert_eq!(report.scanned.audit_events, 3 + 3 + 2 + 4 + 2);
     assert_eq!(store.count("checkoutRequests") - 4 - 4, 1, "one envelope");
-    assert_eq!(report.scanned.ledger_reservations, 3);
-    assert_eq!(report.scanned.ledger_transactions, 1 + 2 + 1);
+    assert_eq!(report.scanned.ledger_reservations, 4);
+    // The rows, and the reversal's bound below the charge's row.
+    assert_eq!(report.scanned.ledger_transactions, 1 + 2 + 1 + 1 + 1);
 }
 
 #[test]

@@ -7,6 +7,8 @@
 //!
 //! ```text
 //! reservation absent, no effect in its slots      -> create reservation + effects (accepted)
+//!   (a reversal: and count it in each original's correction bound, or
+//!    reversal_exceeds_original when it would return more than booked)
 //! reservation absent, an effect in its slots      -> journal_corrupt (nothing written)
 //! reservation present, malformed or incomplete    -> journal_corrupt
 //! reservation present, rows contradict it         -> journal_corrupt
@@ -42,6 +44,12 @@
 //!   effect row (1–256 bytes of `[A-Za-z0-9_-]`); a name of another shape, or of a row
 //!   that does not exist when the reversal is first accepted, is `invalid_input` on
 //!   `effects`. The original row and its reservation are only read, never written.
+//! - A new reversal is bounded by what it corrects (`correction`): its commit counts
+//!   the magnitudes of its effects' amounts against each original's correction bound
+//!   (`ledgerTransactions/{original}/corrections/current`, created or replaced in the
+//!   same commit), and a total above what the original booked is
+//!   `reversal_exceeds_original`, nothing written. An existing reservation replays
+//!   before the bound is looked at.
 //! - A reversal must be one its retry's authority can state exactly: every effect
 //!   has the same `actor_seat_id` and the same `mechanism`, every compensating effect
 //!   (compensation cents above zero) the same `compensation_subtype`, and every
@@ -58,7 +66,8 @@
 //!   so a replay never returns effects that are not the accepted ones.
 
 use super::booking::fixed_fields_hold;
-use super::effect::{self, LedgerEffect, TransferLeg};
+use super::correction;
+use super::effect::{self, TransferLeg};
 use super::fingerprint::{
     CURRENT_FINGERPRINT_VERSION, CommandFamily, EffectPlanItem, FingerprintInput, check_version,
 };
@@ -202,16 +211,11 @@ impl Accept {
         {
             return Decision::Reject(JournalError::invalid("effects"));
         }
-        for id in &self.originals {
-            match snapshot.get(&effect::path(id)) {
-                None => return Decision::Reject(JournalError::invalid("effects")),
-                Some(fields) => {
-                    if let Err(error) = LedgerEffect::parse(id, fields) {
-                        return Decision::Reject(error);
-                    }
-                }
-            }
-        }
+        let items: Vec<EffectPlanItem> = self.items.iter().map(|(i, _)| i.clone()).collect();
+        let bounds = match correction::count_reversal(snapshot, &self.originals, &items) {
+            Ok(writes) => writes,
+            Err(error) => return Decision::Reject(error),
+        };
         let reservation = ReservationDocument {
             key: self.key.clone(),
             reservation_id: self.reservation_id.clone(),
@@ -226,7 +230,11 @@ impl Accept {
             integrity_digest: None,
         };
         match stored::build(reservation, self.items.clone()) {
-            Ok(built) => Decision::Mutate(built.creates(), built.outcome(Outcome::Accepted)),
+            Ok(built) => {
+                let mut writes = built.creates();
+                writes.extend(bounds);
+                Decision::Mutate(writes, built.outcome(Outcome::Accepted))
+            }
             Err(error) => Decision::Reject(error),
         }
     }
@@ -256,9 +264,11 @@ impl Transition for Accept {
     fn paths(&self) -> Vec<String> {
         let mut paths = vec![super::reservation::path(&self.reservation_id)];
         paths.extend(self.slots());
-        for original in self.originals.iter().map(|id| effect::path(id)) {
-            if !paths.contains(&original) {
-                paths.push(original);
+        for id in &self.originals {
+            for path in [effect::path(id), correction::path(id)] {
+                if !paths.contains(&path) {
+                    paths.push(path);
+                }
             }
         }
         paths

@@ -384,7 +384,8 @@ fn two_effect_reversal(original: &str) -> FingerprintInput {
 #[test]
 fn a_mixed_two_effect_reversal_replays_exactly_and_mismatches_on_any_change() {
     let mut memory = Store::default();
-    let original = accept(&mut memory, 1, &store(5, "12.5"));
+    // An original large enough for both effects (reversals never return more).
+    let original = accept(&mut memory, 1, &store(5, "13.50"));
     let accepted = accept(
         &mut memory,
         2,
@@ -465,7 +466,8 @@ proptest! {
         let mechanism = MECHANISMS[mechanism];
         let subtype = subtype.map(|i| SUBTYPES[i]);
         let mut memory = Store::default();
-        let original = accept(&mut memory, 1, &store(5, "12.5"));
+        // Large enough for eight effects of up to 999.99 each.
+        let original = accept(&mut memory, 1, &store(5, "8000"));
         let original_id = original.effects[0].effect_id.clone();
         let items: Vec<serde_json::Value> = effects
             .iter()

@@ -1,5 +1,6 @@
 use super::*;
 use crate::document::fields;
+use crate::verify::cross_checks::CrossChecks;
 
 fn links(lineage: &str, reservation: bool, migration: bool, index: bool) -> FieldMap {
     let value = |present: bool, v| if present { v } else { fields::null() };
@@ -56,7 +57,7 @@ fn a_standalone_row_claiming_a_reservation_is_a_lineage_violation() {
         Default::default(),
     );
     assert_eq!(
-        check_standalone_effect(&doc, &mut HistoricalLinks::default()),
+        check_standalone_effect(&doc, &mut CrossChecks::default()),
         vec![finding(
             FindingCode::LineageViolation,
             "ledgerTransactions/legacy-1"
@@ -72,17 +73,18 @@ fn check_key_1(memory: &crate::testing::Store) -> Vec<Finding> {
     let reservation = reservation::path(&rid);
     let doc = |path: &str| StoredDoc::new(path, memory[path].clone(), Default::default());
     let prefix = effect::path(&format!("{rid}_"));
-    let effects: Vec<StoredDoc> = memory
+    let (bounds, effects): (Vec<StoredDoc>, Vec<StoredDoc>) = memory
         .keys()
         .filter(|path| path.starts_with(&prefix))
         .map(|path| doc(path))
-        .collect();
+        .partition(|d| d.path.contains("/corrections/"));
     let reservation = memory.get(&reservation).map(|_| doc(&reservation));
     check_reservation(
         &rid,
         reservation.as_ref(),
         &effects,
-        &mut HistoricalLinks::default(),
+        &bounds,
+        &mut CrossChecks::default(),
     )
 }
 
