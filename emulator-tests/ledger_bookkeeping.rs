@@ -1,17 +1,20 @@
 //! What a bookkeeper relies on, against the emulator (docs/ledger.md): rows that keep
 //! the amounts they booked while derived amounts stay out of the fingerprint, the
-//! fields the seed fixes refused when broken, and reversals that never return more
-//! than the original booked, racing or not.
+//! fields the seed fixes refused when broken, reversals that never return more than
+//! the original booked, racing or not, and a charge flow whose racing exact retries
+//! all get the original effects.
 
 use super::ledger::string;
 use super::support::{self, delete, get, list, race};
 use command_journal::Journal;
 use command_journal::JournalError;
-use command_journal::ledger::{FingerprintInput, LedgerKey, LedgerScope, Outcome};
+use command_journal::ledger::{FingerprintInput, Intent, LedgerKey, LedgerScope, Outcome};
 use command_journal::verify::{FindingCode, verify};
 use gcloud_sdk::google::firestore::v1::Document;
 use serde_json::json;
 use std::collections::HashMap;
+use std::sync::Arc;
+use tokio::sync::Barrier;
 
 fn key(tag: &str, n: u32) -> LedgerKey {
     LedgerKey::new("class-7", "FEAT-FEE", &format!("{tag}-{n}")).expect("key")
@@ -336,4 +339,107 @@ async fn verify_finds_an_over_reversal_planted_by_hand() {
             (FindingCode::CorrectionBoundMismatch, bound_path.as_str()),
         ]
     );
+}
+
+const POLICY: &str = "6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b";
+
+fn store_intent(quantity: u64) -> Intent {
+    Intent::StorePurchase {
+        policy_uuid: POLICY.into(),
+        quantity,
+    }
+}
+
+/// A store purchase of one at `price`, as a worker priced it.
+fn priced(price: &str) -> FingerprintInput {
+    FingerprintInput::from_json(&json!({
+        "family": "store_purchase", "fingerprintVersion": 5,
+        "effects": [{"seat_id": "seat-A", "actor_seat_id": "seat-A", "mechanism": "WALLET",
+                     "amount": format!("-{price}"), "account_type": "checking",
+                     "type": "PURCHASE"}],
+        "intent": {"policyUuid": POLICY, "quantity": 1},
+    }))
+    .expect("plan")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_workers_racing_one_charge_with_different_pricing_both_get_the_original_effects() {
+    let journal = support::fresh_journal().await;
+    let prices = ["12.50", "13.00"];
+    for round in 0..3 {
+        let key = key("flow", round);
+        // Both workers replay (nothing is reserved) and price before either accepts.
+        let priced_both = Arc::new(Barrier::new(2));
+        let results = race(2, |i| {
+            let (journal, key, barrier) = (journal.clone(), key.clone(), priced_both.clone());
+            let price = prices[usize::try_from(i).expect("i")];
+            async move {
+                journal
+                    .charge_ledger_command(&key, &scope(), &store_intent(1), || async move {
+                        barrier.wait().await;
+                        Ok::<_, JournalError>(priced(price))
+                    })
+                    .await
+                    .map(|outcome| (i, outcome))
+            }
+        })
+        .await;
+        let outcomes: Vec<(u64, _)> = results
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|e| panic!("round {round}: {}", e.code())))
+            .collect();
+        let accepted: Vec<u64> = outcomes
+            .iter()
+            .filter(|(_, o)| o.outcome == Outcome::Accepted)
+            .map(|(i, _)| *i)
+            .collect();
+        let replayed = outcomes
+            .iter()
+            .filter(|(_, o)| o.outcome == Outcome::Replayed)
+            .count();
+        assert_eq!((accepted.len(), replayed), (1, 1), "round {round}");
+        let winner = usize::try_from(accepted[0]).expect("i");
+        let effects = &outcomes[0].1.effects;
+        assert_eq!(
+            effects, &outcomes[1].1.effects,
+            "round {round}: the original effects"
+        );
+        let booked = format!("-{}", prices[winner]);
+        assert_eq!(
+            effects[0].item.amount.as_ref().map(|a| a.as_str()),
+            Some(booked.as_str())
+        );
+        let rid = key.reservation_id().to_string();
+        let all = everything(&journal).await;
+        assert_eq!(
+            all.keys().filter(|name| name.contains(&rid)).count(),
+            2,
+            "round {round}: one reservation, one row"
+        );
+        // A bare accept with the other pricing still fails closed (§6.3).
+        let loser = priced(prices[1 - winner]);
+        assert_eq!(
+            journal.accept_ledger_command(&key, &loser, &scope()).await,
+            Err(JournalError::ReplayMismatch),
+            "round {round}"
+        );
+        // A later retry replays before pricing; a changed tuple fails closed, unpriced.
+        for (quantity, expected) in [
+            (1, Ok(Outcome::Replayed)),
+            (2, Err(JournalError::ReplayMismatch)),
+        ] {
+            let answer = journal
+                .charge_ledger_command(&key, &scope(), &store_intent(quantity), || async {
+                    panic!("round {round}: priced although reserved")
+                })
+                .await
+                .map(|o| o.outcome);
+            assert_eq!(answer, expected, "round {round}: quantity {quantity}");
+        }
+        assert_eq!(
+            everything(&journal).await,
+            all,
+            "round {round}: nothing written"
+        );
+    }
 }

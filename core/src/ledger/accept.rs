@@ -28,6 +28,11 @@
 //! A uniqueness conflict at commit (another caller created the reservation or an
 //! effect first) is never reported: the runner re-reads and this table decides again.
 //!
+//! The charge flow's accept ([`Accept::charge`]) decides the same, except that an
+//! existing reservation is judged by the business tuple as a replay before pricing
+//! judges it (the stored effects with the supplied tuple, under the stored version):
+//! a worker that priced after another accepted the command gets the original effects.
+//!
 //! Decisions this module takes:
 //!
 //! - A new reservation is always made under
@@ -69,10 +74,11 @@ use super::booking::fixed_fields_hold;
 use super::correction;
 use super::effect::{self, TransferLeg};
 use super::fingerprint::{
-    CURRENT_FINGERPRINT_VERSION, CommandFamily, EffectPlanItem, FingerprintInput, check_version,
+    CURRENT_FINGERPRINT_VERSION, CommandFamily, EffectPlanItem, FingerprintInput, Intent,
+    check_version,
 };
 use super::outcome::{LedgerOutcome, Outcome};
-use super::replay::reversal_is_replayable;
+use super::replay::{Replay, reversal_is_replayable};
 use super::reservation::{LedgerScope, ReservationDocument, ReservationSchema};
 use super::stored::{self, Stored};
 use crate::digest::Digest;
@@ -100,6 +106,10 @@ pub struct Accept {
     /// For a reversal: the effect ids its effects link, deduplicated, in order.
     originals: Vec<String>,
     now: Timestamp,
+    /// How an existing reservation is judged: `None` by the plan's fingerprint (a bare
+    /// accept, seed 003 §6.3); in the charge flow, by the business tuple, as a replay
+    /// before pricing would (`Accept::charge`).
+    by_tuple: Option<Replay>,
 }
 
 fn is_original_id(text: &str) -> bool {
@@ -157,6 +167,32 @@ impl Accept {
             items,
             originals,
             now,
+            by_tuple: None,
+        })
+    }
+
+    /// The accept of the charge flow (docs/ledger.md, "The charge flow"): `plan`, priced
+    /// after a replay by `intent` found no reservation, is created as [`Accept::new`]
+    /// would; a reservation found instead (another worker accepted the command between
+    /// that replay and this commit, or wins the commit) is judged by the business tuple
+    /// under its stored version, as `replay_reserved_charge` judges it: the original
+    /// effects whatever this plan's pricing, `replay_mismatch` for another tuple or
+    /// family, `scope_mismatch` for another scope. `plan` must be of `intent`'s family
+    /// and carry exactly `intent` (`invalid_input` on `intent` otherwise).
+    pub fn charge(
+        key: &LedgerKey,
+        plan: &FingerprintInput,
+        scope: &LedgerScope,
+        intent: &Intent,
+        now: Timestamp,
+    ) -> Result<Self, JournalError> {
+        if plan.family() != intent.family() || plan.intent() != Some(intent) {
+            return Err(JournalError::invalid("intent"));
+        }
+        let by_tuple = Replay::charge(key, scope, intent)?;
+        Ok(Self {
+            by_tuple: Some(by_tuple),
+            ..Self::new(key, plan, scope, now)?
         })
     }
 
@@ -277,7 +313,13 @@ impl Transition for Accept {
     fn decide(&self, snapshot: &Snapshot) -> Decision<LedgerOutcome> {
         match stored::load(snapshot, &self.reservation_id, &self.slots()) {
             Err(step) => step.decision(),
-            Ok(Some(stored)) => self.replay(&stored),
+            Ok(Some(stored)) => match &self.by_tuple {
+                None => self.replay(&stored),
+                Some(replay) => match replay.compare(&stored) {
+                    Ok(outcome) => Decision::Observe(outcome),
+                    Err(error) => Decision::Reject(error),
+                },
+            },
             Ok(None) => self.create(snapshot),
         }
     }
