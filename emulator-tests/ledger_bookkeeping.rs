@@ -443,3 +443,81 @@ async fn two_workers_racing_one_charge_with_different_pricing_both_get_the_origi
         );
     }
 }
+
+#[tokio::test]
+async fn a_migrated_reservation_is_sealed_and_an_edit_of_its_rows_is_found() {
+    use command_journal::Timestamp;
+    use command_journal::ledger::HistoricalCommand;
+    use command_journal::verify::{ScanRanges, verify_in_ranges};
+    let journal = support::fresh_journal().await;
+    let legacy = priced("9.00").excluding_derived_amounts();
+    let command = HistoricalCommand {
+        family: legacy.family(),
+        fingerprint: legacy.fingerprint(5).expect("fp").digest,
+        fingerprint_version: 5,
+        accepted_at: Timestamp::from_micros(1_600_000_000_000_000).expect("time"),
+        migration_id: "mig-2026-10".into(),
+        effect_ids: vec!["legacy-sealed-0".into()],
+        effects: legacy.effects().to_vec(),
+    };
+    super::ledger::import(journal.connection(), &command).await;
+    let key = key("migrated", 0);
+    let linked = journal
+        .link_historical_effects(&key, &scope(), &command)
+        .await
+        .expect("linked");
+    assert_eq!(linked.outcome, Outcome::Linked);
+    let rid = key.reservation_id();
+    let reservation = get(journal.connection(), &format!("ledgerReservations/{rid}"))
+        .await
+        .expect("reservation");
+    assert_eq!(
+        reservation.fields["reservationSchemaVersion"],
+        super::ledger::int(3)
+    );
+    assert_eq!(reservation.fields["migrationId"], string("mig-2026-10"));
+    assert!(reservation.fields.contains_key("integrityDigest"));
+    let report = verify(journal.connection(), &mut |_| {})
+        .await
+        .expect("verify");
+    assert!(report.clean, "{:?}", report.findings);
+    // By hand: the linked row's amount changed, its link kept.
+    let row_path = "ledgerTransactions/legacy-sealed-0";
+    let mut row = get(journal.connection(), row_path).await.expect("row");
+    row.fields.insert("amount".into(), string("-1.00"));
+    super::support::put(journal.connection(), row_path, row.fields).await;
+    for ranges in [1, 16] {
+        let report = verify_in_ranges(
+            journal.connection(),
+            ScanRanges::new(ranges).expect("ranges"),
+            &mut |_| {},
+        )
+        .await
+        .expect("verify");
+        let found: Vec<(FindingCode, String)> = report
+            .findings
+            .iter()
+            .map(|f| (f.code, f.path.clone()))
+            .collect();
+        assert_eq!(
+            found,
+            [(
+                FindingCode::EffectIntegrityMismatch,
+                format!("ledgerReservations/{rid}")
+            )],
+            "{ranges} ranges"
+        );
+    }
+    assert!(matches!(
+        journal
+            .link_historical_effects(&key, &scope(), &command)
+            .await,
+        Err(JournalError::JournalCorrupt { .. })
+    ));
+    assert!(matches!(
+        journal
+            .replay_reserved_charge(&key, &scope(), &store_intent(1))
+            .await,
+        Err(JournalError::JournalCorrupt { .. })
+    ));
+}

@@ -541,7 +541,8 @@ impl Journal {
     /// The explicit migration call: links the existing `historical_unlinked` rows
     /// `command` names to a new `historical_linked` reservation once each holds exactly
     /// the proven monetary content, in one commit guarded by preconditions (the
-    /// fingerprint stored as given; no monetary field written, no row created).
+    /// fingerprint stored as given, the reservation sealed by its integrity digest
+    /// over the relabelled rows; no monetary field written, no row created).
     /// `linked`, or `already_linked` when exactly this link was made before (no
     /// write); otherwise nothing is written and the answer is docs/ledger.md's
     /// (`invalid_input` on `effectIds` or `effects`, `obsolete_multi_effect_fingerprint`,

@@ -7,15 +7,16 @@
 //!
 //! - **Integrity digest** (`integrityDigest`, reservation schema versions 2 and 3,
 //!   written in the same commit as the reservation and its effects by every new
-//!   accept, every family): [`frame_digest`] with domain [`INTEGRITY_DOMAIN`], version
-//!   [`INTEGRITY_VERSION`] (schema 2) or [`INTEGRITY_VERSION_SCHEMA`] (schema 3, whose
-//!   first part is the schema version), then the parts reservation id, command
-//!   family, fingerprint, fingerprint version (decimal), acceptance time (decimal
-//!   microseconds since the Unix epoch), scoped seat, scoped actor, and then, in
-//!   index order, one part per
-//!   effect row: the RFC 8785 canonical JSON of **every** stored field of the row
-//!   (`row_canonical`). Version-1 reservations (accepted before the digest, and
-//!   every reservation a migration links) have none and are not covered by it.
+//!   accept, every family, and since schema 3 by every link of historical rows):
+//!   [`frame_digest`] with domain [`INTEGRITY_DOMAIN`], version [`INTEGRITY_VERSION`]
+//!   (schema 2) or [`INTEGRITY_VERSION_SCHEMA`] (schema 3, whose first part is the
+//!   schema version), then the parts reservation id, command family, fingerprint,
+//!   fingerprint version (decimal), acceptance time (decimal microseconds since the
+//!   Unix epoch), scoped seat, scoped actor, (schema 3) the migration id or empty,
+//!   and then, in index order, one part per effect row: the RFC 8785 canonical JSON of
+//!   **every** stored field of the row (`row_canonical`; schema 3: its SHA-256, hex).
+//!   Version-1 reservations (accepted before the digest, and every reservation an
+//!   earlier release's migration linked) have none and are not covered by it.
 //! - **Rebuilt fingerprint**: for a canonical reservation (`migrationId` null) of the
 //!   `effect_plan`, `reversal` or `internal_transfer` family under a version with a
 //!   serializer here (4 or 5), the command rebuilt from the stored rows (the effect
@@ -36,14 +37,18 @@ use super::fingerprint::{Amount, CommandFamily, check_version};
 use crate::digest::{Digest, frame_digest};
 use crate::ledger::reservation::{ReservationDocument, ReservationSchema};
 use serde_json::{Map, Value};
+use sha2::{Digest as _, Sha256};
 
 /// The integrity digest's framing domain.
 pub(crate) const INTEGRITY_DOMAIN: &str = "command-journal.ledger-integrity";
 /// The integrity digest's framing version of reservation schema version 2.
 pub(crate) const INTEGRITY_VERSION: u32 = 1;
-/// The framing version of reservation schema version 3: version 1's parts after one
-/// more, the reservation schema version (decimal), so that the rule the schema names
-/// for the fingerprint items is bound too.
+/// The framing version of reservation schema version 3: the reservation schema version
+/// (decimal, so that the rule it names for the fingerprint items is bound), version
+/// 1's reservation parts, the migration id (empty for a canonical reservation), and
+/// one part per row: the lowercase hex SHA-256 of its canonical JSON ([`row_hash`]),
+/// so that a verifier that reads imported rows apart from their reservation keeps 32
+/// bytes per row, not the row.
 pub(crate) const INTEGRITY_VERSION_SCHEMA: u32 = 2;
 
 /// A way the stored rows contradict their reservation.
@@ -126,24 +131,41 @@ pub(crate) fn row_canonical(effect: &LedgerEffect) -> Option<String> {
     serde_json_canonicalizer::to_string(&Value::Object(map)).ok()
 }
 
+/// The lowercase hex SHA-256 of a row's canonical JSON ([`row_canonical`]): the part
+/// a row contributes to a schema-3 digest. `None` only if it cannot be canonicalized.
+pub(crate) fn row_hash(effect: &LedgerEffect) -> Option<String> {
+    row_canonical(effect).map(|row| hex::encode(Sha256::digest(row.as_bytes())))
+}
+
 /// The integrity digest of `reservation` (its own digest field is not an input) and
 /// its rows `effects`, in index order. `None` only if a row cannot be canonicalized.
 pub(crate) fn integrity_digest(
     reservation: &ReservationDocument,
     effects: &[LedgerEffect],
 ) -> Option<Digest> {
-    let rows = effects
-        .iter()
-        .map(row_canonical)
-        .collect::<Option<Vec<String>>>()?;
+    let rows = match reservation.schema {
+        ReservationSchema::V1 | ReservationSchema::V2 => effects
+            .iter()
+            .map(row_canonical)
+            .collect::<Option<Vec<String>>>()?,
+        ReservationSchema::V3 => effects
+            .iter()
+            .map(row_hash)
+            .collect::<Option<Vec<String>>>()?,
+    };
+    Some(sealed(reservation, &rows))
+}
+
+/// The integrity digest of `reservation` over its rows' parts `rows`, in index order:
+/// each row's canonical JSON (schema versions 1 and 2) or its [`row_hash`] (schema
+/// version 3). What `verify` computes for a reservation whose imported rows it read
+/// apart from it.
+pub(crate) fn sealed(reservation: &ReservationDocument, rows: &[String]) -> Digest {
     let version = reservation.fingerprint_version.to_string();
     let accepted = reservation.accepted_at.micros().to_string();
     let schema = reservation.schema.number().to_string();
-    let (framing, mut parts): (u32, Vec<&[u8]>) = match reservation.schema {
-        ReservationSchema::V1 | ReservationSchema::V2 => (INTEGRITY_VERSION, Vec::new()),
-        ReservationSchema::V3 => (INTEGRITY_VERSION_SCHEMA, vec![schema.as_bytes()]),
-    };
-    parts.extend([
+    let migration = reservation.migration_id.as_deref().unwrap_or_default();
+    let reservation_parts = [
         reservation.reservation_id.as_str().as_bytes(),
         reservation.family.as_str().as_bytes(),
         reservation.fingerprint.as_str().as_bytes(),
@@ -151,9 +173,22 @@ pub(crate) fn integrity_digest(
         accepted.as_bytes(),
         reservation.scope.seat_id().as_bytes(),
         reservation.scope.actor_seat_id().as_bytes(),
-    ]);
+    ];
+    let mut parts: Vec<&[u8]> = Vec::new();
+    let framing = match reservation.schema {
+        ReservationSchema::V1 | ReservationSchema::V2 => {
+            parts.extend(reservation_parts);
+            INTEGRITY_VERSION
+        }
+        ReservationSchema::V3 => {
+            parts.push(schema.as_bytes());
+            parts.extend(reservation_parts);
+            parts.push(migration.as_bytes());
+            INTEGRITY_VERSION_SCHEMA
+        }
+    };
     parts.extend(rows.iter().map(String::as_bytes));
-    Some(frame_digest(INTEGRITY_DOMAIN, framing, &parts))
+    frame_digest(INTEGRITY_DOMAIN, framing, &parts)
 }
 
 /// True when the stored rows alone determine the reservation's fingerprint and this

@@ -5,7 +5,7 @@
 //!
 //! | field | type |
 //! |---|---|
-//! | `reservationSchemaVersion` | integer 1 (written before the integrity digest, and still by `link_historical_effects`), 2 (written by `accept_ledger_command` before fingerprint items excluded derived amounts) or 3 (every reservation `accept_ledger_command` creates) |
+//! | `reservationSchemaVersion` | integer 1 (written before the integrity digest, by accepts and links), 2 (written by `accept_ledger_command` before fingerprint items excluded derived amounts) or 3 (every reservation `accept_ledger_command` and `link_historical_effects` create) |
 //! | `reservationId` | 64 lowercase hex, equal to the document id and to the digest of the three key parts |
 //! | `classId`, `featCode`, `idempotencyKey` | the reservation identity (1–1024 bytes, no control characters) |
 //! | `commandFamily` | a [`CommandFamily`] name |
@@ -15,7 +15,7 @@
 //! | `effectIds` | array of 1–256 strings, exactly `{reservationId}_{i:04}` for i = 0, 1, … (two for `internal_transfer`); for a historical reservation either that or the distinct ids of the imported rows it links, in accepted creation order |
 //! | `scopeSeatId`, `scopeActorSeatId` | the scoped seat and actor replay checks |
 //! | `migrationId` | null for a canonical reservation; the migration id for one created by `link_historical_effects` |
-//! | `integrityDigest` | versions 2 and 3: 64 lowercase hex, the [`integrity`](super::integrity) digest over the reservation's accepted command and its effect rows; a version-2 or version-3 reservation is canonical (`migrationId` null) |
+//! | `integrityDigest` | versions 2 and 3: 64 lowercase hex, the [`integrity`](super::integrity) digest over the reservation's accepted command and its effect rows; a version-2 reservation is canonical (`migrationId` null), a version-3 one canonical or linked by a migration |
 //!
 //! Each version has its exact field set: version 1 the first thirteen fields, versions 2
 //! and 3 those and `integrityDigest`. The version also says how the fingerprint was
@@ -85,7 +85,8 @@ pub(crate) enum ReservationSchema {
     /// as booked; canonical only.
     V2,
     /// Version 2's fields, the digest's framing version 2 (which binds this schema
-    /// version); rows fingerprinted with the family's derived amounts null.
+    /// version and the migration id); rows fingerprinted with the family's derived
+    /// amounts null; canonical or linked by a migration.
     V3,
 }
 
@@ -192,8 +193,8 @@ pub(crate) struct ReservationDocument {
     pub migration_id: Option<String>,
     /// The stored `reservationSchemaVersion`.
     pub schema: ReservationSchema,
-    /// The stored `integrityDigest`: `Some` exactly for schema versions 2 and 3
-    /// (always canonical); `None` for version 1.
+    /// The stored `integrityDigest`: `Some` exactly for schema versions 2 (always
+    /// canonical) and 3; `None` for version 1.
     pub integrity_digest: Option<Digest>,
 }
 
@@ -288,7 +289,8 @@ impl ReservationDocument {
         let scope = LedgerScope::new(f.string("scopeSeatId")?, f.string("scopeActorSeatId")?)
             .map_err(|_| f.corrupt("scope"))?;
         let integrity_digest = if schema.has_digest() {
-            if migration_id.is_some() {
+            // Version 2 was written by accepts only; version 3 by accepts and links.
+            if schema == ReservationSchema::V2 && migration_id.is_some() {
                 return Err(f.corrupt("integrityDigest"));
             }
             Some(f.digest("integrityDigest")?)

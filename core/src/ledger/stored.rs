@@ -335,10 +335,8 @@ impl Stored {
 }
 
 /// Builds the documents of a new reservation (its `effect_ids` are derived here) and
-/// its effects, and checks them with the same [`verify`] a later read applies. A
-/// canonical reservation is written under the current schema version (3) with its
-/// integrity digest over exactly these rows; one with a migration id stays without
-/// (version 1).
+/// its effects, checks them with the same [`verify`] a later read applies, and
+/// [`seal`]s them.
 pub(crate) fn build(
     mut reservation: ReservationDocument,
     items: Vec<(EffectPlanItem, Option<TransferLeg>)>,
@@ -367,19 +365,20 @@ pub(crate) fn build(
         })
         .collect();
     verify(&reservation, &effects)?;
-    reservation.schema = match reservation.migration_id {
-        Some(_) => ReservationSchema::V1,
-        None => ReservationSchema::CURRENT,
-    };
-    reservation.integrity_digest = match reservation.migration_id {
-        Some(_) => None,
-        None => Some(
-            integrity::integrity_digest(&reservation, &effects)
-                .ok_or(JournalError::invalid("effects"))?,
-        ),
-    };
-    Ok(Stored {
+    seal(Stored {
         reservation,
         effects,
     })
+}
+
+/// `stored` written under the current schema version (3), with its integrity digest
+/// over exactly its rows: what every new reservation, canonical or linked by a
+/// migration, is created as.
+pub(crate) fn seal(mut stored: Stored) -> Result<Stored, JournalError> {
+    stored.reservation.schema = ReservationSchema::CURRENT;
+    stored.reservation.integrity_digest = Some(
+        integrity::integrity_digest(&stored.reservation, &stored.effects)
+            .ok_or(JournalError::invalid("effects"))?,
+    );
+    Ok(stored)
 }

@@ -176,6 +176,7 @@ pub fn check_reservation(
             }
         };
     if reservation::links_imported_rows(reservation_id, &reservation.effect_ids) {
+        links.sealed(&reservation);
         for (index, id) in reservation.effect_ids.iter().enumerate() {
             links.listed(
                 reservation_id,

@@ -42,6 +42,8 @@ fn the_digest_is_the_documented_frame() {
         Some(row.as_str())
     );
     let fingerprint = stored.reservation.fingerprint.clone();
+    let row_hash = hex::encode(Sha256::digest(row.as_bytes()));
+    assert_eq!(row_hash, super::row_hash(&stored.effects[0]).expect("hash"));
     let expected = frame_digest(
         "command-journal.ledger-integrity",
         2,
@@ -54,7 +56,8 @@ fn the_digest_is_the_documented_frame() {
             b"1800000000123456",
             b"seat-A",
             b"seat-A",
-            row.as_bytes(),
+            b"",
+            row_hash.as_bytes(),
         ],
     );
     assert_eq!(stored.reservation.integrity_digest, Some(expected.clone()));
@@ -121,7 +124,9 @@ fn contradictions_of_stored_rows() {
         ("plan schema 3 -> 2", plan, Box::new(|m| edit(m, &reservation_path(), "reservationSchemaVersion", fields::int(2))), vec![D]),
         ("charge amount, version-1 reservation (not covered)", charge, Box::new(|m| { strip_digest(m, 1); edit_amount(m, 1, 0, "1.00") }), vec![]),
         ("plan, version 3, version-1 reservation (not covered)", plan, Box::new(|m| { edit(m, &reservation_path(), "fingerprintVersion", fields::int(3)); strip_digest(m, 1); edit_amount(m, 1, 0, "-1.00") }), vec![]),
-        ("historical link, row edited (not covered)", linked, Box::new(|m| edit(m, "ledgerTransactions/legacy-0", "amount", fields::string("-1.00"))), vec![]),
+        ("historical link, row edited", linked, Box::new(|m| edit(m, "ledgerTransactions/legacy-0", "amount", fields::string("-1.00"))), vec![D]),
+        ("historical link, migration id edited everywhere", linked, Box::new(|m| { edit(m, &reservation_path(), "migrationId", fields::string("mig-other")); edit(m, "ledgerTransactions/legacy-0", "migrationId", fields::string("mig-other")) }), vec![D]),
+        ("historical link by an earlier release, row edited (not covered)", linked, Box::new(|m| { strip_digest(m, 1); edit(m, "ledgerTransactions/legacy-0", "amount", fields::string("-1.00")) }), vec![]),
         ("reversal actor", reversal, Box::new(|m| edit(m, &row(0), "actorSeatId", fields::string("officer-2"))), vec![D, F]),
         ("reversal actor, digest recomputed", reversal, Box::new(|m| { edit(m, &row(0), "actorSeatId", fields::string("officer-2")); reseal(m, 1) }), vec![F]),
         ("reversal mechanism, digest recomputed", reversal, Box::new(|m| { edit(m, &row(0), "mechanism", fields::string("FEE")); reseal(m, 1) }), vec![F]),
