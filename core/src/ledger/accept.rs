@@ -2,8 +2,8 @@
 //! one atomic commit, or a comparison with the reservation that already holds the key.
 //!
 //! One read covers the reservation, every effect slot the command would create plus
-//! the next one, and (for a reversal) the original transactions its effects link.
-//! `decide` then:
+//! the next one, and (for a reversal) the original transactions its effects link and
+//! their correction bounds. `decide` then:
 //!
 //! ```text
 //! reservation absent, no effect in its slots      -> create reservation + effects (accepted)
@@ -12,13 +12,14 @@
 //! reservation absent, an effect in its slots      -> journal_corrupt (nothing written)
 //! reservation present, malformed or incomplete    -> journal_corrupt
 //! reservation present, rows contradict it         -> journal_corrupt
-//!   (integrity digest or rebuilt fingerprint)
+//!   (integrity digest, rebuilt fingerprint or fixed fields)
 //! reservation present, other scope                -> scope_mismatch
 //! reservation present, version without serializer -> unsupported_fingerprint_version
 //! reservation present, other family               -> replay_mismatch
 //! reservation present, other declared version     -> replay_mismatch
 //! reservation present, other fingerprint          -> replay_mismatch
 //! reservation present, same fingerprint           -> replayed, stored effects, no write
+//!   (the plan's items under the rule the stored schema names, `booking`)
 //! ```
 //!
 //! Every refusal writes nothing. The corruption rows come first: when the stored
