@@ -29,6 +29,7 @@ mod follow_ups;
 mod harness;
 mod lease;
 mod ledger;
+mod ledger_bookkeeping;
 mod local_recipe;
 mod pending;
 mod provider_model;

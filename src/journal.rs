@@ -457,21 +457,19 @@ impl Journal {
     }
 
     /// Accepts a ledger command under its reservation identity `key`, in one
-    /// transaction.
+    /// transaction; `plan`'s effects are the **booked** ones (each row keeps its amount,
+    /// the fingerprint nulls the family's derived amounts:
+    /// [`FingerprintInput::excluding_derived_amounts`]).
     ///
-    /// `accepted`: the reservation (fingerprint version 5, reservation schema version
-    /// 2 with its integrity digest) and every effect were created atomically — an
-    /// internal transfer as a debit and a credit, a reversal as effects linking
-    /// existing original transactions. `replayed`: the reservation existed in `scope`,
-    /// `plan` declares its stored version, and `plan` re-serialized under that
-    /// **stored** version gives the stored fingerprint; its stored effects are returned
-    /// and nothing is written. Otherwise nothing is written and the answer is
-    /// `scope_mismatch`, `unsupported_fingerprint_version` (stored versions 1–3),
-    /// `replay_mismatch` (another family, declared version or fingerprint — never a
-    /// generic duplicate), `journal_corrupt` (including an effect already occupying
-    /// one of the command's effect ids while its reservation is absent, and stored rows
-    /// that contradict their reservation's integrity digest or rebuilt fingerprint,
-    /// `docs/ledger.md`) or `invalid_input`.
+    /// `accepted`: the reservation (fingerprint version 5, schema version 3, integrity
+    /// digest) and every effect created atomically, a reversal counted in its
+    /// originals' correction bounds. `replayed`: the reservation held the same command
+    /// in `scope` under its stored version and schema; its stored effects are returned.
+    /// Otherwise nothing is written and the answer is docs/ledger.md's:
+    /// `scope_mismatch`, `unsupported_fingerprint_version`, `replay_mismatch` (never a
+    /// generic duplicate), `reversal_exceeds_original`, `journal_corrupt` or
+    /// `invalid_input`. A caller pricing a charge runs
+    /// [`charge_ledger_command`](Self::charge_ledger_command) instead.
     pub async fn accept_ledger_command(
         &self,
         key: &LedgerKey,
@@ -498,6 +496,36 @@ impl Journal {
         self.engine.run(Replay::charge(key, scope, intent)?).await
     }
 
+    /// The seed's charge flow for one caller (docs/ledger.md, "The charge flow"):
+    /// replays by the business tuple `intent` first, before any pricing; only without
+    /// a reservation calls `price` and accepts its plan, and if another worker accepted
+    /// the command meanwhile (its reservation is found, or wins the commit) replays by
+    /// the tuple again. An exact retry therefore answers the original effects whatever
+    /// its pricing, and another tuple or scope still fails closed (`replay_mismatch`,
+    /// `scope_mismatch`). `price`'s plan must carry `intent` (`invalid_input` on
+    /// `intent` otherwise); `price`'s own errors are returned as they are.
+    pub async fn charge_ledger_command<F, Fut, E>(
+        &self,
+        key: &LedgerKey,
+        scope: &LedgerScope,
+        intent: &Intent,
+        price: F,
+    ) -> Result<LedgerOutcome, E>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<FingerprintInput, E>>,
+        E: From<JournalError>,
+    {
+        if let LedgerReplay::Replayed(original) =
+            self.replay_reserved_charge(key, scope, intent).await?
+        {
+            return Ok(original);
+        }
+        let plan = price().await?;
+        let op = Accept::charge(key, &plan, scope, intent, self.engine.now()?)?;
+        Ok(self.engine.run(op).await?)
+    }
+
     /// Replays a reversal before pricing: as
     /// [`replay_reserved_charge`](Self::replay_reserved_charge), comparing the
     /// supplied authority effect by effect under the stored version — the actor and
@@ -516,21 +544,14 @@ impl Journal {
     }
 
     /// The explicit migration call: links the existing `historical_unlinked` rows
-    /// `command` names (by document id) to a new `historical_linked` reservation,
-    /// after checking that each row holds exactly the proven monetary content. One
-    /// commit creates the reservation (fingerprint and version stored as given, never
-    /// recomputed) and relabels each row's link fields, guarded by preconditions; no
-    /// monetary field is written and no row is created, so each effect stays exactly
-    /// one row.
-    ///
-    /// `linked` when done, `already_linked` when exactly this link was made before
-    /// (no write). Nothing is written and the answer is `invalid_input` on `effectIds`
-    /// for a named row that is missing, canonical or already linked, `invalid_input`
-    /// on `effects` for a row whose content differs, `obsolete_multi_effect_fingerprint`
-    /// for a version 1 or 2 command with more than one effect (other than an internal
-    /// transfer), `scope_mismatch` or `replay_mismatch` when the key holds anything
-    /// else, `journal_corrupt` for a malformed row or an orphan effect in the key's
-    /// first derived slot.
+    /// `command` names to a new `historical_linked` reservation once each holds exactly
+    /// the proven monetary content, in one commit guarded by preconditions (the
+    /// fingerprint stored as given, the reservation sealed by its integrity digest
+    /// over the relabelled rows; no monetary field written, no row created).
+    /// `linked`, or `already_linked` when exactly this link was made before (no
+    /// write); otherwise nothing is written and the answer is docs/ledger.md's
+    /// (`invalid_input` on `effectIds` or `effects`, `obsolete_multi_effect_fingerprint`,
+    /// `scope_mismatch`, `replay_mismatch`, `journal_corrupt`).
     pub async fn link_historical_effects(
         &self,
         key: &LedgerKey,

@@ -91,6 +91,13 @@ pub mod ledger {
         pub use crate::ledger::effect::{COLLECTION, FIELDS, path};
     }
 
+    pub mod correction {
+        //! `ledgerTransactions/{effectId}/corrections/current`, the bound on what the
+        //! reversals of one effect return: its collection, document, fields and path.
+
+        pub use crate::ledger::correction::{COLLECTION, DOCUMENT, FIELDS, path};
+    }
+
     #[cfg(any(test, feature = "testing"))]
     pub mod fixtures {
         //! Test fixtures shared by the ledger unit tests.
@@ -261,6 +268,19 @@ pub mod verify {
         //! cannot settle one reservation at a time.
 
         pub use crate::verify::historical_links::*;
+    }
+
+    pub mod corrections {
+        //! Cross-document checks of reversals against the effects they correct.
+
+        pub use crate::verify::corrections::*;
+    }
+
+    pub mod cross_checks {
+        //! The ledger's cross-document checks together, settled once every range was
+        //! read.
+
+        pub use crate::verify::cross_checks::*;
     }
 
     pub mod keys {

@@ -390,8 +390,8 @@ async fn read(
     }))
 }
 
-/// Closes `frame`: its span's fields, the warning of a failed transition, and the
-/// metrics it records.
+/// Closes `frame`: its span's fields, the warning of a failed transition (with a
+/// corrupt read's parse detail), and the metrics it records.
 fn end(
     frame: Frame<'_>,
     attempts: u32,
@@ -410,6 +410,13 @@ fn end(
             "elapsed_ms",
             u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
         );
+        if let Some(JournalError::JournalCorrupt { reason, detail }) = error {
+            // The core logs nothing: where a strict parse failed travels in the
+            // error (a field's name, never a value) and is logged here.
+            span.in_scope(|| {
+                tracing::warn!(reason, detail, "journal corrupt: nothing was written");
+            });
+        }
         if let Some(error) = error
             && !matches!(
                 error.class(),

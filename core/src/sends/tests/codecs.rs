@@ -290,7 +290,7 @@ fn a_stored_fence_or_attempt_out_of_range_fails_the_strict_parse() {
             changed.insert(field.to_owned(), fields::int(value));
             assert_eq!(
                 parse(&changed),
-                Err(JournalError::corrupt(kind)),
+                Err(JournalError::corrupt_at(kind, field)),
                 "{field} = {value} in {kind}"
             );
         }
