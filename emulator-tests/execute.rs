@@ -6,6 +6,7 @@ use super::send_randomized::assert_verified;
 use super::support::{self, command};
 use chrono::{DateTime, TimeDelta, Utc};
 use command_journal::sends::AttemptNumber;
+use command_journal::sends::LookupRequest;
 use command_journal::time::ManualClock;
 use command_journal::{
     CommandInput, Connection, Execution, Journal, Provider, ProviderAnswer, ProviderPlan,
@@ -96,9 +97,9 @@ impl Scripted {
 }
 
 impl Provider for Scripted {
-    async fn send(&self, request: SendRequest<'_>) -> ProviderAnswer {
+    async fn send(&self, request: SendRequest) -> ProviderAnswer {
         assert_eq!(
-            request.parameters,
+            &request.parameters,
             &json!({"amount": 1250, "currency": "eur"})
         );
         assert!(
@@ -121,7 +122,8 @@ impl Provider for Scripted {
         }
     }
 
-    async fn lookup(&self, key: &str) -> ProviderAnswer {
+    async fn lookup(&self, request: LookupRequest) -> ProviderAnswer {
+        let key = request.key.as_str();
         self.calls.lock().expect("calls").push(Call::Lookup {
             key: key.to_owned(),
         });

@@ -41,8 +41,8 @@ mod run;
 mod tests;
 
 pub use io::{
-    CommitKind, Concurrency, Consistency, Input, Io, LookupCall, Metric, ReadAnswer, RetryCause,
-    RpcFailure, SendCall, TransactionId,
+    CommitKind, Concurrency, Consistency, Input, Io, Metric, ReadAnswer, RetryCause, RpcFailure,
+    TransactionId,
 };
 pub use labels::Labelled;
 pub(crate) use program::transitions;
@@ -133,7 +133,7 @@ where
         }
     }
 
-    /// The program (for its send parameters).
+    /// The program.
     pub fn program(&self) -> &P {
         &self.program
     }

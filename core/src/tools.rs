@@ -30,8 +30,8 @@ pub mod call {
     //! it takes.
 
     pub use crate::call::{
-        Call, CallOptions, CommitKind, Consistency, Input, Io, Labelled, LookupCall, Metric,
-        Program, ReadAnswer, RetryCause, RpcFailure, SendCall, Single, TransactionId,
+        Call, CallOptions, CommitKind, Consistency, Input, Io, Labelled, Metric, Program,
+        ReadAnswer, RetryCause, RpcFailure, Single, TransactionId,
     };
 }
 

@@ -11,6 +11,7 @@ use crate::connection::Connection;
 use crate::metrics;
 use crate::time::{Clock, Timestamp};
 use command_journal_core::error::JournalError;
+use command_journal_core::sends::LookupRequest;
 use command_journal_core::tools::attempt::{Found, ReadKind};
 use command_journal_core::tools::call::{
     Call, CallOptions, CommitKind, Consistency, Input, Io, Labelled, Program, ReadAnswer,
@@ -47,11 +48,11 @@ struct Frame<'a> {
 pub(crate) struct NoProvider;
 
 impl Provider for NoProvider {
-    async fn send(&self, _request: SendRequest<'_>) -> ProviderAnswer {
+    async fn send(&self, _request: SendRequest) -> ProviderAnswer {
         ProviderAnswer::Unknown
     }
 
-    async fn lookup(&self, _key: &str) -> ProviderAnswer {
+    async fn lookup(&self, _request: LookupRequest) -> ProviderAnswer {
         ProviderAnswer::Unknown
     }
 }
@@ -126,23 +127,17 @@ impl<'a> Driver<'a> {
                     }
                     continue;
                 }
-                Io::Send(send) => {
-                    let parameters = call.program().parameters().cloned().unwrap_or_default();
-                    let request = SendRequest {
-                        key: &send.key,
-                        parameters: &parameters,
-                        deadline: send.deadline,
-                        attempt: send.attempt,
-                        resend: send.resend,
-                    };
-                    let sent = tokio::time::timeout(send.deadline, provider.send(request))
+                Io::Send(request) => {
+                    let deadline = request.deadline;
+                    let sent = tokio::time::timeout(deadline, provider.send(request))
                         .instrument(span)
                         .await;
                     Input::Sent(sent.unwrap_or(ProviderAnswer::Unknown))
                 }
-                Io::Lookup(lookup) => {
+                Io::Lookup(request) => {
                     // The key comes from the stored plan, after the plan check.
-                    let found = tokio::time::timeout(lookup.deadline, provider.lookup(&lookup.key))
+                    let deadline = request.deadline;
+                    let found = tokio::time::timeout(deadline, provider.lookup(request))
                         .instrument(span)
                         .await
                         .unwrap_or(ProviderAnswer::Unknown);

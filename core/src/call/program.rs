@@ -3,9 +3,8 @@
 //! program of one transition; `execute` and recovery have programs of their own
 //! (`crate::execute::program`, `crate::recovery::program`).
 
-use super::io::{LookupCall, SendCall};
-use crate::answer::ProviderAnswer;
 use crate::error::JournalError;
+use crate::sends::provider::{LookupRequest, ProviderAnswer, SendRequest};
 use crate::time::Timestamp;
 use crate::transaction::{OperationName, Transition};
 
@@ -85,9 +84,9 @@ pub enum Next<Op, O> {
     /// Run a transition.
     Run(Run<Op>),
     /// Call the provider's send.
-    Send(SendCall),
+    Send(SendRequest),
     /// Call the provider's lookup.
-    Lookup(LookupCall),
+    Lookup(LookupRequest),
     /// The call's answer.
     Done(O),
 }
@@ -127,11 +126,6 @@ pub trait Program {
         _output: &<Self::Op as Transition>::Output,
         _now: Timestamp,
     ) -> Option<Self::Op> {
-        None
-    }
-
-    /// The parameters every send of this call carries.
-    fn parameters(&self) -> Option<&serde_json::Value> {
         None
     }
 }

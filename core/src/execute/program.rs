@@ -10,10 +10,7 @@
 use super::Execution;
 use super::opening::Opening;
 use super::protocol::{Event, Protocol, Step};
-use crate::answer::ProviderAnswer;
-use crate::call::{
-    Answered, Concurrency, Labelled, LookupCall, Metric, Next, Program, Run, SendCall,
-};
+use crate::call::{Answered, Concurrency, Labelled, Metric, Next, Program, Run};
 use crate::digest::Digest;
 use crate::envelope::ResultEnvelope;
 use crate::envelope::read::ResultRead;
@@ -24,6 +21,7 @@ use crate::lease::{CommandCall, LeaseCall};
 use crate::sends::begin::BeginSend;
 use crate::sends::load::first_read;
 use crate::sends::plan::ProviderPlan;
+use crate::sends::provider::{LookupRequest, ProviderAnswer, SendRequest};
 use crate::sends::record::{Mode, RecordAnswer};
 use crate::sends::status::SendStatusRead;
 use crate::sends::{BeginSendOutput, CommandStatus, SendOutcomeOutput};
@@ -253,10 +251,6 @@ impl Program for ExecuteProgram {
         true
     }
 
-    fn parameters(&self) -> Option<&serde_json::Value> {
-        Some(&self.parameters)
-    }
-
     fn next(
         &mut self,
         last: Answered<ExecuteOp>,
@@ -319,8 +313,9 @@ impl Program for ExecuteProgram {
                     deadline,
                 } => (
                     Waiting::Send,
-                    Next::Send(SendCall {
+                    Next::Send(SendRequest {
                         key,
+                        parameters: self.parameters.clone(),
                         attempt,
                         resend,
                         deadline,
@@ -346,9 +341,10 @@ impl Program for ExecuteProgram {
                     run.keep = false;
                     (Waiting::Status, Next::Run(run))
                 }
-                Step::Lookup { key, deadline, .. } => {
-                    (Waiting::Lookup, Next::Lookup(LookupCall { key, deadline }))
-                }
+                Step::Lookup { key, deadline, .. } => (
+                    Waiting::Lookup,
+                    Next::Lookup(LookupRequest { key, deadline }),
+                ),
                 Step::Reconcile {
                     fence,
                     attempt,

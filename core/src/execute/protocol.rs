@@ -30,11 +30,11 @@
 //! Every other error ends the call with that error.
 
 use super::Execution;
-use crate::answer::ProviderAnswer;
 use crate::envelope::ResultEnvelope;
 use crate::error::JournalError;
 use crate::fence::FenceEpoch;
 use crate::lease::{LeaseOutput, TerminalOutput};
+use crate::sends::provider::ProviderAnswer;
 use crate::sends::reverted::{Rule, reverted};
 use crate::sends::{AttemptNumber, BeginSendOutput, SendOutcomeOutput, SendStatus};
 use crate::time::Timestamp;

@@ -5,7 +5,6 @@
 //! state the plan cannot prove is refused.
 
 use super::*;
-use crate::answer::ProviderAnswer;
 use crate::envelope::ResultEnvelope;
 use crate::envelope::record::WithResult;
 use crate::fence::FenceEpoch;
@@ -14,6 +13,7 @@ use crate::lease::LeaseCall;
 use crate::sends::AttemptNumber;
 use crate::sends::begin::BeginSend;
 use crate::sends::load::first_read;
+use crate::sends::provider::ProviderAnswer;
 use crate::sends::record::RecordAnswer;
 use crate::sends::{BeginSendOutput, ProviderPlan, ProviderPlanRequest};
 use crate::start::{Start, StartOutput};

@@ -5,7 +5,6 @@
 
 use super::read::PendingRead;
 use super::*;
-use crate::answer::ProviderAnswer;
 use crate::document::lifecycle;
 use crate::error::JournalError;
 use crate::fence::FenceEpoch;
@@ -13,6 +12,7 @@ use crate::identity::{CommandInput, CommandRequest, LeaseId};
 use crate::lease::{LeaseCall, LeaseOutput};
 use crate::sends::AttemptNumber;
 use crate::sends::begin::BeginSend;
+use crate::sends::provider::ProviderAnswer;
 use crate::sends::record::RecordAnswer;
 use crate::sends::{ProviderPlan, ProviderPlanRequest};
 use crate::start::Start;

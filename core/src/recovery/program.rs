@@ -7,7 +7,7 @@
 use super::Recovered;
 use super::protocol::{RecoveryEvent as Event, RecoveryProtocol, RecoveryStep as Step};
 use super::registered::{Registered, RegisteredIdentity};
-use crate::call::{Answered, Labelled, LookupCall, Next, Program, Run};
+use crate::call::{Answered, Labelled, Next, Program, Run};
 use crate::digest::Digest;
 use crate::envelope::record::WithResult;
 use crate::error::JournalError;
@@ -16,6 +16,7 @@ use crate::lease::{Acquire, LeaseCall, LeaseOutput};
 use crate::sends::ProviderAccount;
 use crate::sends::SendOutcomeOutput;
 use crate::sends::load::first_read;
+use crate::sends::provider::LookupRequest;
 use crate::sends::record::{Mode, RecordAnswer};
 use crate::time::Timestamp;
 use crate::transaction::OperationName;
@@ -156,9 +157,10 @@ impl Program for RecoveryProgram {
                     Next::Run(Run::op(RecoveryOp::Status(read)).tool()),
                 )
             }
-            Step::Lookup { key, deadline, .. } => {
-                (Waiting::Lookup, Next::Lookup(LookupCall { key, deadline }))
-            }
+            Step::Lookup { key, deadline, .. } => (
+                Waiting::Lookup,
+                Next::Lookup(LookupRequest { key, deadline }),
+            ),
             Step::Acquire => {
                 let call = self.call(now)?;
                 let paths = first_read(call.command());

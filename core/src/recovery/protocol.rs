@@ -2,10 +2,10 @@
 //! the provider's evidence to the lease and the reconciliation, as a state machine.
 
 use super::{LOOKUP_DEADLINE, Recovered, Registered};
-use crate::answer::ProviderAnswer;
 use crate::error::JournalError;
 use crate::fence::FenceEpoch;
 use crate::lease::{CommandState, LeaseOutput, TerminalOutput};
+use crate::sends::provider::ProviderAnswer;
 use crate::sends::{AttemptNumber, AttemptState, ProviderAccount, SendOutcomeOutput};
 use std::time::Duration;
 

@@ -12,8 +12,8 @@
 //! Commands that join the range meanwhile can each delay the others by at most one
 //! place per run.
 
-use crate::answer::ProviderAnswer;
 use crate::digest::Digest;
+use crate::sends::provider::ProviderAnswer;
 use serde::Serialize;
 
 /// `items` (in key-hash order) rotated to start after `after`: first those whose

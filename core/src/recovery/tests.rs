@@ -9,7 +9,6 @@ use super::owner::recovery_owner;
 use super::protocol::{RecoveryEvent, RecoveryProtocol, RecoveryStep};
 use super::registered::RegisteredIdentity;
 use super::*;
-use crate::answer::ProviderAnswer;
 use crate::digest::Digest;
 use crate::document::{audit, root};
 use crate::envelope::ResultEnvelope;
@@ -19,6 +18,7 @@ use crate::identity::{CommandIdentity, CommandInput, CommandRequest, LeaseId};
 use crate::lease::{Acquire, CommandCall, LeaseCall};
 use crate::lease::{CommandState, LeaseOutput, TerminalOutput};
 use crate::sends::begin::BeginSend;
+use crate::sends::provider::ProviderAnswer;
 use crate::sends::record::RecordAnswer;
 use crate::sends::status::SendStatusRead;
 use crate::sends::{AttemptNumber, AttemptState, ProviderAccount, SendOutcomeOutput};
@@ -346,7 +346,7 @@ fn client_heard_a_replay(store: &mut Store) -> String {
         panic!("no permit");
     };
     let call = LeaseCall::new(identity, owner, at(T0 + SEC));
-    let replayed = crate::answer::Closing::ReplayedUnknown;
+    let replayed = crate::sends::provider::Closing::ReplayedUnknown;
     store
         .answer(&RecordAnswer::outcome(
             call,

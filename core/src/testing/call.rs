@@ -11,6 +11,7 @@ use crate::call::{
     Call, CallOptions, Input, Io, Labelled, Metric, Program, ReadAnswer, TransactionId,
 };
 use crate::error::JournalError;
+use crate::sends::provider::ProviderAnswer;
 use crate::time::Timestamp;
 use crate::transaction::{CommitStamps, Transition};
 
@@ -137,8 +138,8 @@ impl Store {
                 },
                 (None, Io::Rollback(_)) => Input::RolledBack,
                 (None, Io::Retry { .. }) => Input::Waited,
-                (None, Io::Send(_)) => Input::Sent(crate::answer::ProviderAnswer::Unknown),
-                (None, Io::Lookup(_)) => Input::LookedUp(crate::answer::ProviderAnswer::Unknown),
+                (None, Io::Send(_)) => Input::Sent(ProviderAnswer::Unknown),
+                (None, Io::Lookup(_)) => Input::LookedUp(ProviderAnswer::Unknown),
             };
             call.handle(input);
         }

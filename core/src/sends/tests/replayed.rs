@@ -134,7 +134,7 @@ fn a_replayed_unknown_past_the_cutoff_is_refused_as_any_unknown() {
 
 #[test]
 fn a_replayed_unknown_is_nobodys_evidence_and_a_send_proves_no_absence() {
-    use crate::answer::ProviderAnswer;
+    use crate::sends::provider::ProviderAnswer;
     use crate::sends::record::{Mode, RecordAnswer};
     // (the answer, the mode, the field refused) checked before anything is read.
     let refused = [

@@ -5,7 +5,6 @@
 
 use super::super::{at, call, hash, identity, owner};
 use super::world::{KeyId, PlanChoice, micros, plan};
-use crate::answer::Closing;
 use crate::envelope::ResultEnvelope;
 use crate::envelope::read::ResultRead;
 use crate::envelope::record::WithResult;
@@ -16,6 +15,7 @@ use crate::lease::{CommandCall, LeaseCall, LeaseOutput};
 use crate::sends::AttemptNumber;
 use crate::sends::begin::BeginSend;
 use crate::sends::load::first_read;
+use crate::sends::provider::Closing;
 use crate::sends::record::RecordAnswer;
 use crate::sends::status::SendStatusRead;
 use crate::sends::{BeginSendOutput, SendOutcomeOutput, SendStatus};

@@ -9,12 +9,12 @@ use super::provider::Heard;
 use super::system::{Action, Bounds, Mode, State};
 use super::worker::{Answer, Call, Phase, Turn, deadlines};
 use super::world::{KeyId, PlanChoice, SEND_MARGIN, SETTLE, plan};
-use crate::answer::ProviderAnswer;
 use crate::error::JournalError;
 use crate::execute::protocol::Step;
 use crate::lease::TerminalOutput;
 use crate::sends::AttemptNumber;
 use crate::sends::plan::attempt_key;
+use crate::sends::provider::ProviderAnswer;
 use crate::sends::reverted::{Rule, reverted};
 use crate::sends::{BeginSendOutput, SendOutcomeOutput};
 

@@ -6,10 +6,10 @@
 use super::super::at;
 use super::memory::{Flight, Memory};
 use super::world::{KeyId, PlanChoice, micros, seconds};
-use crate::answer::ProviderAnswer;
 use crate::error::JournalError;
 use crate::execute::protocol::{Event, Protocol, Step};
 use crate::lease::LeaseOutput;
+use crate::sends::provider::ProviderAnswer;
 use crate::sends::{BeginSendOutput, SendOutcomeOutput, SendPermit, SendStatus};
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
