@@ -25,7 +25,7 @@ use command_journal_core::tools::ledger::{accept::Accept, migration::Link, repla
 use command_journal_core::tools::registration::Registration;
 use command_journal_core::tools::sends::begin::BeginSend;
 use command_journal_core::tools::sends::guard::Guarded;
-use command_journal_core::tools::sends::record::{Mode, RecordAnswer};
+use command_journal_core::tools::sends::record::{Mode, Record};
 use command_journal_core::tools::sends::status::SendStatusRead;
 use command_journal_core::tools::start::Start;
 use command_journal_core::tools::transaction::Transition;
@@ -369,7 +369,7 @@ impl Journal {
         let call = self.engine.lease_call(command, lease)?;
         let plan = Some(plan.clone());
         let fence = expected_fence_epoch;
-        let op = RecordAnswer::prepare(call, fence, attempt, outcome, plan, Mode::Outcome)?;
+        let op = Record::prepare(call, fence, attempt, outcome, plan, Mode::Outcome)?;
         self.engine.run(op).await
     }
 
@@ -394,7 +394,7 @@ impl Journal {
         let call = self.engine.lease_call(command, lease)?;
         let (plan, fence) = (Some(plan.clone()), expected_fence_epoch);
         let mode = Mode::Reconciliation;
-        let op = RecordAnswer::prepare(call, fence, attempt, evidence, plan, mode)?;
+        let op = Record::prepare(call, fence, attempt, evidence, plan, mode)?;
         self.engine.run(op).await
     }
 

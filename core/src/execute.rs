@@ -8,12 +8,12 @@
 //! the lookup and reconciliation past it, a new attempt (a new key) only once the
 //! provider has confirmed the old one absent, and the stored result on every replay.
 //!
-//! The decisions are pure ([`protocol`]); `Journal::execute` only performs the step
-//! each one names. `docs/providers.md` ("One call") gives the table.
+//! The decisions are pure: the call's own states ([`program`]) and, for whatever the
+//! provider answers, the settle program (`crate::settle`); `Journal::execute` only
+//! performs the step each one names. `docs/providers.md` ("One call") gives the table.
 
 pub(crate) mod opening;
 pub(crate) mod program;
-pub(crate) mod protocol;
 
 use crate::envelope::ResultEnvelope;
 use std::time::Duration;

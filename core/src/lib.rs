@@ -61,8 +61,8 @@ mod known;
 mod lease;
 mod proof;
 mod registration;
+mod settle;
 mod start;
-mod then;
 mod transaction;
 
 pub use call::Concurrency;

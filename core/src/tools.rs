@@ -221,7 +221,7 @@ pub mod sends {
     pub mod record {
         //! Recording what the provider answered an attempt.
 
-        pub use crate::sends::record::{Mode, RecordAnswer};
+        pub use crate::sends::record::{Mode, Record};
     }
 
     pub mod status {

@@ -24,6 +24,7 @@ pub enum Answered<Op: Transition> {
 }
 
 /// A transition to run, and how.
+#[derive(Debug, Clone)]
 pub struct Run<Op> {
     /// The prepared transition (its time captured).
     pub op: Op,
@@ -77,9 +78,23 @@ impl<Op> Run<Op> {
         self.keep = false;
         self
     }
+
+    /// The same run of `wrap(op)`: a program's transition run as one of the program
+    /// that holds it.
+    pub fn map<B>(self, wrap: impl FnOnce(Op) -> B) -> Run<B> {
+        Run {
+            op: wrap(self.op),
+            first_read: self.first_read,
+            fresh: self.fresh,
+            observe: self.observe,
+            record: self.record,
+            keep: self.keep,
+        }
+    }
 }
 
 /// The program's next step.
+#[derive(Debug, Clone)]
 pub enum Next<Op, O> {
     /// Run a transition.
     Run(Run<Op>),
