@@ -61,6 +61,8 @@ pub(crate) mod op;
 mod open;
 mod program;
 pub(crate) mod registered;
+#[cfg(test)]
+mod tests;
 
 pub(crate) use op::{SettleOp, SettleOutput};
 pub(crate) use program::Settle;
@@ -97,7 +99,7 @@ pub(crate) enum Source {
     /// An answer given to the program about the open attempt (a retrieve by id, an
     /// event, a backfill): evidence like a lookup's, never an absence. The entry those
     /// sources land on; until they do, only the tests give answers.
-    #[allow(dead_code)]
+    #[cfg_attr(not(test), allow(dead_code))]
     Given(ProviderAnswer),
 }
 

@@ -59,6 +59,7 @@
 //! journal operations, and a commit in flight lets every other action in before it
 //! lands, so this drops only orderings that change nothing.
 
+mod binding;
 mod canon;
 mod clocks;
 mod driver;
