@@ -10,7 +10,7 @@ use crate::ledger::{
     FingerprintInput, HistoricalCommand, Intent, LedgerOutcome, LedgerReplay, LedgerScope,
     ReversalAuthority,
 };
-use crate::runner::Engine;
+use crate::runner::{Borrowed, Calling, Engine, Unrecorded};
 use crate::runner::{Concurrency, RetryPolicy, Stats};
 use crate::sends::{
     AttemptNumber, BeginSendOutput, CommandStatus, ProviderPlan, SendOutcomeOutput,
@@ -448,7 +448,7 @@ impl Journal {
             !self.engine.options.reads_only,
         );
         let program = ExecuteProgram::new(identity, owner, plan.clone(), mode, fast)?;
-        self.engine.call(program, provider, &mut |_| {}).await
+        self.engine.run(Calling::with(program, provider)).await
     }
 
     /// Accepts a ledger command under its reservation identity `key`, in one
@@ -546,7 +546,7 @@ impl Journal {
     /// is the core's `tools`, not a service's API.
     #[doc(hidden)]
     pub async fn run_transition<T: Transition>(&self, op: &T) -> Result<T::Output, JournalError> {
-        self.engine.run_borrowed(op).await
+        self.engine.run(Unrecorded(Borrowed(op))).await
     }
 
     /// A terminal transition (success with `reference`'s commitment, or final failure)

@@ -37,7 +37,8 @@ pub enum Execution {
     /// send): retry the same request after `after`, when this call's lease has expired
     /// and the next call may re-send with the same key.
     RetryLater {
-        /// How long until a retry can take the lease over.
+        /// How long until a retry can take the lease over: whole seconds, rounded
+        /// up, at least one (what a `Retry-After` header carries as it is).
         after: Duration,
     },
     /// The cutoff has passed with the outcome unknown and the provider lookup was

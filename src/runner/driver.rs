@@ -10,15 +10,14 @@ use crate::ProviderAnswer;
 use crate::connection::Connection;
 use crate::metrics;
 use crate::time::{Clock, Timestamp};
+use command_journal_core::Provider;
 use command_journal_core::error::JournalError;
-use command_journal_core::sends::LookupRequest;
 use command_journal_core::tools::attempt::{Found, ReadKind};
 use command_journal_core::tools::call::{
     Call, CallOptions, CommitKind, Consistency, Input, Io, Labelled, Program, ReadAnswer,
     RpcFailure, TransactionId,
 };
 use command_journal_core::tools::transaction::{CommitStamps, OperationName};
-use command_journal_core::{Provider, SendRequest};
 use gcloud_sdk::google::firestore::v1::{
     TransactionOptions, batch_get_documents_request, transaction_options,
 };
@@ -44,19 +43,6 @@ struct Frame<'a> {
     session: Option<Session<'a>>,
 }
 
-/// A provider for calls that make no provider call: never asked.
-pub(crate) struct NoProvider;
-
-impl Provider for NoProvider {
-    async fn send(&self, _request: SendRequest) -> ProviderAnswer {
-        ProviderAnswer::Unknown
-    }
-
-    async fn lookup(&self, _request: LookupRequest) -> ProviderAnswer {
-        ProviderAnswer::Unknown
-    }
-}
-
 impl<'a> Driver<'a> {
     /// The trusted time now, truncated to whole microseconds.
     pub(crate) fn now(&self) -> Result<Timestamp, JournalError> {
@@ -64,13 +50,11 @@ impl<'a> Driver<'a> {
     }
 
     /// Runs `program` to its answer: every step the call machine asks for, the
-    /// provider's calls through `provider` (each lookup's answer shown to
-    /// `on_lookup`).
+    /// provider's calls through `provider` (a call that reaches none never asks one).
     pub(crate) async fn drive<P, Q>(
         &self,
         program: P,
-        provider: &Q,
-        on_lookup: &mut (dyn FnMut(&ProviderAnswer) + Send),
+        provider: Option<&Q>,
     ) -> Result<P::Output, JournalError>
     where
         P: Program,
@@ -128,6 +112,9 @@ impl<'a> Driver<'a> {
                     continue;
                 }
                 Io::Send(request) => {
+                    let Some(provider) = provider else {
+                        return Err(JournalError::internal("driver: no provider to call"));
+                    };
                     let deadline = request.deadline;
                     let sent = tokio::time::timeout(deadline, provider.send(request))
                         .instrument(span)
@@ -135,13 +122,15 @@ impl<'a> Driver<'a> {
                     Input::Sent(sent.unwrap_or(ProviderAnswer::Unknown))
                 }
                 Io::Lookup(request) => {
+                    let Some(provider) = provider else {
+                        return Err(JournalError::internal("driver: no provider to call"));
+                    };
                     // The key comes from the stored plan, after the plan check.
                     let deadline = request.deadline;
                     let found = tokio::time::timeout(deadline, provider.lookup(request))
                         .instrument(span)
                         .await
                         .unwrap_or(ProviderAnswer::Unknown);
-                    on_lookup(&found);
                     Input::LookedUp(found)
                 }
                 io => {

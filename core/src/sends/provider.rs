@@ -59,6 +59,17 @@ pub trait Provider: Send + Sync {
     fn lookup(&self, request: LookupRequest) -> impl Future<Output = ProviderAnswer> + Send;
 }
 
+/// A provider by reference is the same provider.
+impl<P: Provider + ?Sized> Provider for &P {
+    fn send(&self, request: SendRequest) -> impl Future<Output = ProviderAnswer> + Send {
+        (**self).send(request)
+    }
+
+    fn lookup(&self, request: LookupRequest) -> impl Future<Output = ProviderAnswer> + Send {
+        (**self).lookup(request)
+    }
+}
+
 /// One send the journal permits, with everything the provider's request needs: the
 /// attempt's key and the plan's parameters. `Debug` shows the attempt, the resend flag
 /// and the deadline only: never the key or a parameter value.
