@@ -48,7 +48,6 @@ pub use labels::Labelled;
 pub(crate) use program::transitions;
 pub(crate) use program::{Answered, Next, Run};
 pub use program::{Program, Single};
-pub(crate) use run::Answer;
 
 use crate::error::JournalError;
 use crate::known::{self, Known};
@@ -306,51 +305,48 @@ where
     }
 
     /// Hands out what the run asks for next, or ends it.
-    fn after(
-        &mut self,
-        current: Box<Current<P::Op, V>>,
-        step: Step<P::Output, <P::Op as Transition>::Output, V>,
-    ) {
+    fn after(&mut self, current: Box<Current<P::Op, V>>, step: Step<P::Output, P::Op, V>) {
         match step {
             Step::Io(io) => {
                 self.queue.push_back(io);
                 self.state = State::Running(current);
             }
             Step::Finished {
-                result,
+                answered,
                 known,
                 attempts,
             } => {
                 let name = current.running.op.name();
                 let mut recorded = Vec::new();
                 if current.record {
-                    match &result {
-                        Ok(Answer::One(output)) => output.record(name, &mut recorded),
-                        Ok(Answer::Chained(first, second)) => {
+                    match &answered {
+                        Answered::Ran(Ok(output)) => output.record(name, &mut recorded),
+                        Answered::Chained(first, second) => {
                             first.record(name, &mut recorded);
                             if let Some(chained) = current.chained {
                                 second.record(chained, &mut recorded);
                             }
                         }
-                        Err(error) => recorded.push(Metric {
+                        Answered::Ran(Err(error)) => recorded.push(Metric {
                             name,
                             outcome: error.code(),
                         }),
+                        Answered::Nothing | Answered::Sent(_) | Answered::LookedUp(_) => {}
                     }
                 }
+                let error = match &answered {
+                    Answered::Ran(Err(error)) => Some(*error),
+                    _ => None,
+                };
                 self.queue.push_back(Io::Ended {
                     attempts,
-                    error: result.as_ref().err().cloned(),
+                    error,
                     recorded,
                 });
                 if current.keep && self.remembers() {
                     self.known = known;
                 }
-                self.state = State::Ask(match result {
-                    Ok(Answer::One(output)) => Answered::Ran(Ok(output)),
-                    Ok(Answer::Chained(first, second)) => Answered::Chained(first, second),
-                    Err(error) => Answered::Ran(Err(error)),
-                });
+                self.state = State::Ask(answered);
             }
         }
     }

@@ -186,8 +186,8 @@ impl std::fmt::Debug for ExecuteProgram {
     }
 }
 
-/// The step after an answer: the next to run, or the call's answer.
-type Step = Result<Next<ExecuteOp, Execution>, JournalError>;
+/// What the call does then: its next step, or its answer.
+type Then = Result<Next<ExecuteOp, Execution>, JournalError>;
 
 fn out_of_turn() -> JournalError {
     JournalError::internal("execute: an answer out of turn")
@@ -227,19 +227,19 @@ impl ExecuteProgram {
         LeaseCall::new(self.identity.clone(), self.owner.clone(), now)
     }
 
-    fn go(&mut self, state: State, next: Next<ExecuteOp, Execution>) -> Step {
+    fn go(&mut self, state: State, next: Next<ExecuteOp, Execution>) -> Then {
         self.state = state;
         Ok(next)
     }
 
-    fn done(&mut self, execution: Execution) -> Step {
+    fn done(&mut self, execution: Execution) -> Then {
         self.go(State::Done, Next::Done(execution))
     }
 
     /// The call's first start, read on the set `begin_send` reads: in transaction
     /// mode the opening as one transaction; otherwise the start alone, its permit
     /// chained by the machine in preconditions mode ([`Program::chained`]).
-    fn open(&mut self, now: Timestamp) -> Step {
+    fn open(&mut self, now: Timestamp) -> Then {
         let start = Start::new(self.identity.clone(), self.owner.clone(), now);
         let opening = Opening::new(start, self.call(now), self.plan.clone());
         let paths = opening.paths();
@@ -254,7 +254,7 @@ impl ExecuteProgram {
     }
 
     /// What follows a start that answered `started`, at `now`.
-    fn started(&mut self, started: StartOutput, now: Timestamp) -> Step {
+    fn started(&mut self, started: StartOutput, now: Timestamp) -> Then {
         match after_start(started.lease, now) {
             AfterStart::Permit(lease) => self.permit(lease, Round::First, now),
             AfterStart::Fetch => self.fetch(now),
@@ -263,7 +263,7 @@ impl ExecuteProgram {
     }
 
     /// `begin_send` under `lease`.
-    fn permit(&mut self, lease: Held, round: Round, now: Timestamp) -> Step {
+    fn permit(&mut self, lease: Held, round: Round, now: Timestamp) -> Then {
         let op = BeginSend::new(self.call(now), lease.fence, self.plan.clone());
         self.go(
             State::Permitting { lease, round },
@@ -278,7 +278,7 @@ impl ExecuteProgram {
         round: Round,
         began: Result<BeginSendOutput, JournalError>,
         now: Timestamp,
-    ) -> Step {
+    ) -> Then {
         match began {
             Ok(BeginSendOutput::Permitted(permit)) => match lease.deadline(now) {
                 Some(deadline) => self.go(
@@ -312,7 +312,7 @@ impl ExecuteProgram {
     }
 
     /// The settle program from `source` under `lease`.
-    fn settle(&mut self, lease: Held, round: Round, source: Source, now: Timestamp) -> Step {
+    fn settle(&mut self, lease: Held, round: Round, source: Source, now: Timestamp) -> Then {
         let settle = Settle::under(
             self.identity.clone(),
             self.owner.clone(),
@@ -332,7 +332,7 @@ impl ExecuteProgram {
         mut settle: Box<Settle>,
         last: Answered<SettleOp>,
         now: Timestamp,
-    ) -> Step {
+    ) -> Then {
         let next = match settle.next(last, now)? {
             Next::Done(settled) => return self.settled(lease, round, settled, now),
             Next::Run(run) => Next::Run(run.map(ExecuteOp::Settle)),
@@ -350,7 +350,7 @@ impl ExecuteProgram {
     }
 
     /// What the settle program under `lease` settled.
-    fn settled(&mut self, lease: Held, round: Round, settled: Settled, now: Timestamp) -> Step {
+    fn settled(&mut self, lease: Held, round: Round, settled: Settled, now: Timestamp) -> Then {
         match settled {
             Settled::Succeeded(Some(envelope)) => self.done(Execution::Succeeded(envelope)),
             Settled::Succeeded(None) | Settled::Ended(CommandState::Succeeded) => self.fetch(now),
@@ -378,7 +378,7 @@ impl ExecuteProgram {
     }
 
     /// `result`, answered from what the call knows when its read holds it.
-    fn fetch(&mut self, now: Timestamp) -> Step {
+    fn fetch(&mut self, now: Timestamp) -> Then {
         let read = ResultRead::new(CommandCall::new(self.identity.clone(), now));
         let run = Run::op(ExecuteOp::Result(read)).observing();
         self.go(State::Fetching, Next::Run(run))
@@ -409,7 +409,7 @@ impl Program for ExecuteProgram {
         true
     }
 
-    fn next(&mut self, last: Answered<ExecuteOp>, now: Timestamp) -> Step {
+    fn next(&mut self, last: Answered<ExecuteOp>, now: Timestamp) -> Then {
         use ExecuteOutput as O;
         match (std::mem::replace(&mut self.state, State::Done), last) {
             (State::New, Answered::Nothing) => self.open(now),
@@ -478,7 +478,7 @@ impl ExecuteProgram {
         started: StartOutput,
         began: Result<BeginSendOutput, JournalError>,
         now: Timestamp,
-    ) -> Step {
+    ) -> Then {
         let lease = Held::of(started.lease)
             .ok_or(JournalError::internal("execute: a permit without a lease"))?;
         self.began(lease, Round::First, began, now)

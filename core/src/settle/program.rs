@@ -110,10 +110,10 @@ fn out_of_turn() -> JournalError {
     JournalError::internal("settle: an answer out of turn")
 }
 
-/// The step after `settled`: the program's answer.
-type Step = Result<Next<SettleOp, Settled>, JournalError>;
+/// What the program does then: its next step, or its answer.
+type Then = Result<Next<SettleOp, Settled>, JournalError>;
 
-fn done(settled: Settled) -> Step {
+fn done(settled: Settled) -> Then {
     Ok(Next::Done(settled))
 }
 
@@ -182,13 +182,13 @@ impl Settle {
     }
 
     /// Goes to `state` and asks for `next`.
-    fn go(&mut self, state: State, next: Next<SettleOp, Settled>) -> Step {
+    fn go(&mut self, state: State, next: Next<SettleOp, Settled>) -> Then {
         self.state = state;
         Ok(next)
     }
 
     /// The first step, from `source`.
-    fn begin(&mut self, source: Source, under: Option<Held>, now: Timestamp) -> Step {
+    fn begin(&mut self, source: Source, under: Option<Held>, now: Timestamp) -> Then {
         match (source, under) {
             (Source::Sent { attempt, answer }, Some(lease)) => {
                 // A send cannot prove an absence: its "not found" tells nothing.
@@ -213,7 +213,7 @@ impl Settle {
         attempt: AttemptNumber,
         answer: ProviderAnswer,
         now: Timestamp,
-    ) -> Step {
+    ) -> Then {
         let Holder::Caller { plan, .. } = &self.holder else {
             return Err(JournalError::internal("settle: a job records no send"));
         };
@@ -246,7 +246,7 @@ impl Settle {
         answer: ProviderAnswer,
         result: Result<SendOutcomeOutput, JournalError>,
         now: Timestamp,
-    ) -> Step {
+    ) -> Then {
         match result {
             Ok(SendOutcomeOutput::Terminal(TerminalOutput::Succeeded)) => {
                 done(Settled::Succeeded(answer.envelope().cloned()))
@@ -276,7 +276,7 @@ impl Settle {
 
     /// The status read, under `under` (or before any lease), to learn the open
     /// attempt; `given`: the answer given, asking the provider nothing.
-    fn read(&mut self, under: Option<Held>, given: Option<ProviderAnswer>, now: Timestamp) -> Step {
+    fn read(&mut self, under: Option<Held>, given: Option<ProviderAnswer>, now: Timestamp) -> Then {
         let run = match &self.holder {
             // A call of its own, as `send_status` is: what the call knows is neither
             // planned from nor replaced by it.
@@ -303,7 +303,7 @@ impl Settle {
         given: Option<ProviderAnswer>,
         output: SettleOutput,
         now: Timestamp,
-    ) -> Step {
+    ) -> Then {
         let asks = given.is_none();
         let open = match (&mut self.holder, output) {
             (Holder::Caller { .. }, SettleOutput::Status(status)) => caller_open(status, asks),
@@ -350,7 +350,7 @@ impl Settle {
         open: Open,
         proves_absence: bool,
         deadline: Duration,
-    ) -> Step {
+    ) -> Then {
         self.go(
             State::LookingUp {
                 under,
@@ -373,7 +373,7 @@ impl Settle {
         proves_absence: bool,
         answer: ProviderAnswer,
         now: Timestamp,
-    ) -> Step {
+    ) -> Then {
         let evidence = match answer {
             ProviderAnswer::NotFound if proves_absence => ProviderAnswer::NotFound,
             // Looked up before the absence was provable (the charge may not be
@@ -393,7 +393,7 @@ impl Settle {
 
     /// Takes the lease to record `evidence`: a job's takeover, or a caller's `start`
     /// once more (reading anew, keeping nothing it reads).
-    fn take(&mut self, attempt: AttemptNumber, evidence: ProviderAnswer, now: Timestamp) -> Step {
+    fn take(&mut self, attempt: AttemptNumber, evidence: ProviderAnswer, now: Timestamp) -> Then {
         let run = match &self.holder {
             Holder::Job { .. } => {
                 let call = self.call(now)?;
@@ -422,7 +422,7 @@ impl Settle {
         evidence: ProviderAnswer,
         lease: LeaseOutput,
         now: Timestamp,
-    ) -> Step {
+    ) -> Then {
         match lease {
             LeaseOutput::Busy => done(Settled::InProgress),
             LeaseOutput::Succeeded => done(Settled::Ended(CommandState::Succeeded)),
@@ -448,7 +448,7 @@ impl Settle {
         evidence: ProviderAnswer,
         on_lost: OnLost,
         now: Timestamp,
-    ) -> Step {
+    ) -> Then {
         let plan = match &self.holder {
             Holder::Caller { plan, .. } => Some(plan.clone()),
             // Under the plan the command bound.
@@ -483,7 +483,7 @@ impl Settle {
         on_lost: OnLost,
         result: Result<SendOutcomeOutput, JournalError>,
         now: Timestamp,
-    ) -> Step {
+    ) -> Then {
         let absence = evidence == ProviderAnswer::NotFound;
         match result {
             Ok(SendOutcomeOutput::Terminal(TerminalOutput::Succeeded)) => {
@@ -516,7 +516,7 @@ impl Program for Settle {
         true
     }
 
-    fn next(&mut self, last: Answered<SettleOp>, now: Timestamp) -> Step {
+    fn next(&mut self, last: Answered<SettleOp>, now: Timestamp) -> Then {
         let recorded = |ran: Result<SettleOutput, JournalError>| match ran? {
             SettleOutput::Recorded(output) => Ok(output),
             _ => Err(out_of_turn()),

@@ -151,39 +151,39 @@ fn asked(next: Next<ExecuteOp, Execution>) -> Asked {
     }
 }
 
-type Answer = Answered<ExecuteOp>;
+type Heard = Answered<ExecuteOp>;
 
-fn started_with(lease: LeaseOutput) -> Answer {
+fn started_with(lease: LeaseOutput) -> Heard {
     Answered::Ran(Ok(ExecuteOutput::Started(StartOutput {
         registration: RegistrationOutput::new(RegistrationOutcome::RegisteredExisting),
         lease,
     })))
 }
 
-fn acquired() -> Answer {
+fn acquired() -> Heard {
     started_with(LeaseOutput::Acquired {
         fence_epoch: fence(),
         lease_expires_at: at(60),
     })
 }
 
-fn began(result: Result<BeginSendOutput, JournalError>) -> Answer {
+fn began(result: Result<BeginSendOutput, JournalError>) -> Heard {
     Answered::Ran(result.map(ExecuteOutput::BeganSend))
 }
 
-fn settle(output: SettleOutput) -> Answer {
+fn settle(output: SettleOutput) -> Heard {
     Answered::Ran(Ok(ExecuteOutput::Settle(output)))
 }
 
-fn recorded(result: Result<SendOutcomeOutput, JournalError>) -> Answer {
+fn recorded(result: Result<SendOutcomeOutput, JournalError>) -> Heard {
     Answered::Ran(result.map(|output| ExecuteOutput::Settle(SettleOutput::Recorded(output))))
 }
 
-fn restarted(lease: LeaseOutput) -> Answer {
+fn restarted(lease: LeaseOutput) -> Heard {
     settle(SettleOutput::Leased(lease))
 }
 
-fn fetched(result: Option<ResultEnvelope>) -> Answer {
+fn fetched(result: Option<ResultEnvelope>) -> Heard {
     Answered::Ran(Ok(ExecuteOutput::Result(result)))
 }
 
@@ -192,7 +192,7 @@ fn nth(n: i64) -> AttemptNumber {
     AttemptNumber::new(n).unwrap()
 }
 
-fn permit(attempt: i64, resend: bool) -> Answer {
+fn permit(attempt: i64, resend: bool) -> Heard {
     began(Ok(BeginSendOutput::Permitted(SendPermit {
         attempt: nth(attempt),
         resend,
@@ -214,24 +214,24 @@ fn send_status(attempt: i64, state: AttemptState, needs_reconciliation: bool) ->
     }
 }
 
-fn status_of(send: Option<SendStatus>) -> Answer {
+fn status_of(send: Option<SendStatus>) -> Heard {
     settle(SettleOutput::Status(CommandStatus {
         command: StatusOutput::leased(2, fence(), true),
         send,
     }))
 }
 
-fn status(attempt: i64, state: AttemptState, needs_reconciliation: bool) -> Answer {
+fn status(attempt: i64, state: AttemptState, needs_reconciliation: bool) -> Heard {
     status_of(Some(send_status(attempt, state, needs_reconciliation)))
 }
 
-fn cutoff_passed() -> Answer {
+fn cutoff_passed() -> Heard {
     began(Err(JournalError::SendCutoffPassed))
 }
 
 /// Runs `answers` (each at its time) from a new call, returning what it asked for
 /// first and after each; an error ends the run.
-fn run(answers: Vec<(Answer, Timestamp)>) -> Vec<Result<Asked, JournalError>> {
+fn run(answers: Vec<(Heard, Timestamp)>) -> Vec<Result<Asked, JournalError>> {
     let mut program = program();
     let first = program.next(Answered::Nothing, at(0)).map(asked);
     assert_eq!(first, Ok(Asked::Start));
@@ -248,7 +248,7 @@ fn run(answers: Vec<(Answer, Timestamp)>) -> Vec<Result<Asked, JournalError>> {
 }
 
 /// What `answers` (all at time 0) asked for; the last must be `Done`.
-fn steps(answers: Vec<Answer>) -> Vec<Asked> {
+fn steps(answers: Vec<Heard>) -> Vec<Asked> {
     run(answers.into_iter().map(|a| (a, at(0))).collect())
         .into_iter()
         .map(|step| step.unwrap())
@@ -485,7 +485,7 @@ fn a_permit_decided_with_the_start_goes_on_from_the_permit() {
         send_cutoff_at: at(86_400),
         lease_expires_at: at(60),
     });
-    let cases: [(Answer, Timestamp, Result<Asked, JournalError>); 3] = [
+    let cases: [(Heard, Timestamp, Result<Asked, JournalError>); 3] = [
         (
             Answered::Chained(
                 ExecuteOutput::Started(started),
@@ -769,7 +769,7 @@ fn a_held_answer_takes_one_more_lease_when_its_lease_ran_out() {
         ]
     );
     // Busy under the second lease, or refused again under it: the call moves on.
-    let held = |after: Vec<Answer>| {
+    let held = |after: Vec<Heard>| {
         let mut answers = vec![
             acquired(),
             permit(1, false),
@@ -1031,7 +1031,7 @@ fn a_replayed_unknown_not_found_before_its_absence_is_provable_is_pending() {
 
 /// What a call that heard the key's stored unknown replayed on attempt 1 and recorded
 /// it asked for, up to its status read, then after `after`.
-fn replayed_then(after: Vec<Answer>) -> Vec<Asked> {
+fn replayed_then(after: Vec<Heard>) -> Vec<Asked> {
     let mut answers = vec![
         acquired(),
         permit(1, true),
