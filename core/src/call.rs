@@ -3,7 +3,7 @@
 //! the tests' in-memory store drive the same machine.
 //!
 //! A call is a [`Program`] (what to do, step by step: [`Single`] for one transition,
-//! `execute`'s and recovery's protocols for more) run by the machine, which owns how
+//! `execute`'s and recovery's programs for more) run by the machine, which owns how
 //! each transition reaches the documents:
 //!
 //! | the transition | the machine asks for |
@@ -144,7 +144,7 @@ where
     }
 
     /// What to do next, at the journal's time `now` (used only when the program takes
-    /// its next step: a transition captures it, a protocol decides with it). After an
+    /// its next step: a transition captures it, a program decides with it). After an
     /// I/O step (read, commit, rollback, retry, send, lookup) the driver answers with
     /// [`Call::handle`] before polling again; after a notification it polls again.
     pub fn poll(&mut self, now: Timestamp) -> Io<P::Output, V> {
