@@ -103,6 +103,12 @@ pub(crate) enum Source {
     Given(ProviderAnswer),
 }
 
+/// Whether `error` says the lease a write was made under is no longer held.
+pub(crate) fn lease_lost(error: &crate::error::JournalError) -> bool {
+    use crate::error::JournalError as E;
+    matches!(error, E::LeaseExpired | E::StaleFence | E::LeaseNotHeld)
+}
+
 /// A lease held: its fence and its expiry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Held {

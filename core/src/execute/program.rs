@@ -44,7 +44,7 @@ use crate::sends::begin::BeginSend;
 use crate::sends::plan::ProviderPlan;
 use crate::sends::provider::SendRequest;
 use crate::sends::{AttemptNumber, BeginSendOutput};
-use crate::settle::{Held, Settle, SettleOp, SettleOutput, Settled, Source};
+use crate::settle::{Held, Settle, SettleOp, SettleOutput, Settled, Source, lease_lost};
 use crate::start::{Start, StartOutput};
 use crate::time::Timestamp;
 use crate::transaction::OperationName;
@@ -191,13 +191,6 @@ type Then = Result<Next<ExecuteOp, Execution>, JournalError>;
 
 fn out_of_turn() -> JournalError {
     JournalError::internal("execute: an answer out of turn")
-}
-
-fn lease_lost(error: &JournalError) -> bool {
-    matches!(
-        error,
-        JournalError::LeaseExpired | JournalError::StaleFence | JournalError::LeaseNotHeld
-    )
 }
 
 impl ExecuteProgram {

@@ -5,7 +5,7 @@
 use super::op::{SettleOp, SettleOutput};
 use super::open::{Open, caller_open, job_open};
 use super::registered::RegisteredIdentity;
-use super::{Held, LOOKUP_DEADLINE, Settled, Source};
+use super::{Held, LOOKUP_DEADLINE, Settled, Source, lease_lost};
 use crate::call::{Answered, Next, Program, Run};
 use crate::digest::Digest;
 use crate::error::JournalError;
@@ -97,13 +97,6 @@ enum State {
 pub(crate) struct Settle {
     holder: Holder,
     state: State,
-}
-
-fn lease_lost(error: &JournalError) -> bool {
-    matches!(
-        error,
-        JournalError::LeaseExpired | JournalError::StaleFence | JournalError::LeaseNotHeld
-    )
 }
 
 fn out_of_turn() -> JournalError {
