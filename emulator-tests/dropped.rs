@@ -14,6 +14,7 @@
 
 use super::support::{self, command};
 use chrono::{TimeDelta, Utc};
+use command_journal::sends::LookupRequest;
 use command_journal::time::ManualClock;
 use command_journal::{
     CommandInput, Concurrency, Connection, Journal, JournalError, LeaseId, LeaseOutput, Provider,
@@ -116,13 +117,13 @@ fn plan() -> ProviderPlan {
 struct Charges;
 
 impl Provider for Charges {
-    async fn send(&self, _request: SendRequest<'_>) -> ProviderAnswer {
+    async fn send(&self, _request: SendRequest) -> ProviderAnswer {
         tokio::task::yield_now().await;
         let charge = json!({"id": "ch_dropped", "amount": 1250, "status": "succeeded"});
         ProviderAnswer::Succeeded(ResultEnvelope::new(&charge).expect("envelope"))
     }
 
-    async fn lookup(&self, _key: &str) -> ProviderAnswer {
+    async fn lookup(&self, _request: LookupRequest) -> ProviderAnswer {
         ProviderAnswer::Unknown
     }
 }

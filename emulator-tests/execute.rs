@@ -7,6 +7,7 @@ use super::send_randomized::assert_verified;
 use super::support::{self, command};
 use chrono::{DateTime, TimeDelta, Utc};
 use command_journal::sends::AttemptNumber;
+use command_journal::sends::LookupRequest;
 use command_journal::time::ManualClock;
 use command_journal::{
     CommandInput, Concurrency, Connection, Execution, Journal, Provider, ProviderAnswer,
@@ -97,9 +98,9 @@ impl Scripted {
 }
 
 impl Provider for Scripted {
-    async fn send(&self, request: SendRequest<'_>) -> ProviderAnswer {
+    async fn send(&self, request: SendRequest) -> ProviderAnswer {
         assert_eq!(
-            request.parameters,
+            &request.parameters,
             &json!({"amount": 1250, "currency": "eur"})
         );
         assert!(
@@ -122,7 +123,8 @@ impl Provider for Scripted {
         }
     }
 
-    async fn lookup(&self, key: &str) -> ProviderAnswer {
+    async fn lookup(&self, request: LookupRequest) -> ProviderAnswer {
+        let key = request.key.as_str();
         self.calls.lock().expect("calls").push(Call::Lookup {
             key: key.to_owned(),
         });

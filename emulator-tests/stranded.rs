@@ -14,6 +14,7 @@
 use super::dropped::drop_once_woken;
 use super::proxy::{Fault, Proxy, Rpc};
 use super::support::{self, command};
+use command_journal::sends::LookupRequest;
 use command_journal::{
     CommandInput, Concurrency, Connection, Execution, Journal, LeaseId, Provider, ProviderAnswer,
     ProviderPlan, ProviderPlanRequest, ResultEnvelope, SendRequest, Stats, Target,
@@ -194,14 +195,14 @@ struct Gated {
 }
 
 impl Provider for Gated {
-    async fn send(&self, _request: SendRequest<'_>) -> ProviderAnswer {
+    async fn send(&self, _request: SendRequest) -> ProviderAnswer {
         self.entered.notify_one();
         self.open.notified().await;
         let charge = json!({"id": "ch_stranded", "amount": 1250, "status": "succeeded"});
         ProviderAnswer::Succeeded(ResultEnvelope::new(&charge).expect("envelope"))
     }
 
-    async fn lookup(&self, _key: &str) -> ProviderAnswer {
+    async fn lookup(&self, _request: LookupRequest) -> ProviderAnswer {
         ProviderAnswer::Unknown
     }
 }

@@ -10,7 +10,7 @@ use crate::ledger::{
     FingerprintInput, HistoricalCommand, Intent, LedgerOutcome, LedgerReplay, LedgerScope,
     ReversalAuthority,
 };
-use crate::runner::Engine;
+use crate::runner::{Borrowed, Calling, Engine, Unrecorded};
 use crate::runner::{Concurrency, RetryPolicy, Stats};
 use crate::sends::{
     AttemptNumber, BeginSendOutput, CommandStatus, ProviderPlan, SendOutcomeOutput,
@@ -25,7 +25,7 @@ use command_journal_core::tools::ledger::{accept::Accept, migration::Link, repla
 use command_journal_core::tools::registration::Registration;
 use command_journal_core::tools::sends::begin::BeginSend;
 use command_journal_core::tools::sends::guard::Guarded;
-use command_journal_core::tools::sends::record::{Mode, RecordAnswer};
+use command_journal_core::tools::sends::record::{Mode, Record};
 use command_journal_core::tools::sends::status::SendStatusRead;
 use command_journal_core::tools::start::Start;
 use command_journal_core::tools::transaction::Transition;
@@ -374,7 +374,7 @@ impl Journal {
         let call = self.engine.lease_call(command, lease)?;
         let plan = Some(plan.clone());
         let fence = expected_fence_epoch;
-        let op = RecordAnswer::prepare(call, fence, attempt, outcome, plan, Mode::Outcome)?;
+        let op = Record::prepare(call, fence, attempt, outcome, plan, Mode::Outcome)?;
         self.engine.run(op).await
     }
 
@@ -399,7 +399,7 @@ impl Journal {
         let call = self.engine.lease_call(command, lease)?;
         let (plan, fence) = (Some(plan.clone()), expected_fence_epoch);
         let mode = Mode::Reconciliation;
-        let op = RecordAnswer::prepare(call, fence, attempt, evidence, plan, mode)?;
+        let op = Record::prepare(call, fence, attempt, evidence, plan, mode)?;
         self.engine.run(op).await
     }
 
@@ -453,7 +453,7 @@ impl Journal {
             !self.engine.options.reads_only,
         );
         let program = ExecuteProgram::new(identity, owner, plan.clone(), mode, fast)?;
-        self.engine.call(program, provider, &mut |_| {}).await
+        self.engine.run(Calling::with(program, provider)).await
     }
 
     /// Accepts a ledger command under its reservation identity `key`, in one
@@ -572,7 +572,7 @@ impl Journal {
     /// is the core's `tools`, not a service's API.
     #[doc(hidden)]
     pub async fn run_transition<T: Transition>(&self, op: &T) -> Result<T::Output, JournalError> {
-        self.engine.run_borrowed(op).await
+        self.engine.run(Unrecorded(Borrowed(op))).await
     }
 
     /// A terminal transition (success with `reference`'s commitment, or final failure)

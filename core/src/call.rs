@@ -3,7 +3,7 @@
 //! the tests' in-memory store drive the same machine.
 //!
 //! A call is a [`Program`] (what to do, step by step: [`Single`] for one transition,
-//! `execute`'s and recovery's protocols for more) run by the machine, which owns how
+//! `execute`'s and recovery's programs for more) run by the machine, which owns how
 //! each transition reaches the documents:
 //!
 //! | the transition | the machine asks for |
@@ -51,14 +51,13 @@ mod run;
 mod tests;
 
 pub use io::{
-    CommitKind, Concurrency, Consistency, Input, Io, LookupCall, Metric, Now, ReadAnswer,
-    RetryCause, RpcFailure, SendCall, TransactionId,
+    CommitKind, Concurrency, Consistency, Input, Io, Metric, Now, ReadAnswer, RetryCause,
+    RpcFailure, TransactionId,
 };
 pub use labels::Labelled;
 pub(crate) use program::transitions;
 pub(crate) use program::{Answered, Next, Run};
 pub use program::{Program, Single};
-pub(crate) use run::Answer;
 
 use crate::attempt::Twice;
 use crate::error::JournalError;
@@ -166,7 +165,7 @@ where
         self
     }
 
-    /// The program (for its send parameters).
+    /// The program.
     pub fn program(&self) -> &P {
         &self.program
     }
@@ -178,7 +177,7 @@ where
     }
 
     /// What to do next, at the journal's time `now`: its timestamp is used when the
-    /// program takes its next step (a transition captures it, a protocol decides with
+    /// program takes its next step (a transition captures it, a program decides with
     /// it), its elapsed time against the call's deadline and the deadlines a program
     /// derives from its lease. After an I/O step (read, commit, rollback, retry, send,
     /// lookup) the driver answers with [`Call::handle`] before polling again; after a
@@ -400,51 +399,48 @@ where
     }
 
     /// Hands out what the run asks for next, or ends it.
-    fn after(
-        &mut self,
-        current: Box<Current<P::Op, V>>,
-        step: Step<P::Output, <P::Op as Transition>::Output, V>,
-    ) {
+    fn after(&mut self, current: Box<Current<P::Op, V>>, step: Step<P::Output, P::Op, V>) {
         match step {
             Step::Io(io) => {
                 self.queue.push_back(io);
                 self.state = State::Running(current);
             }
             Step::Finished {
-                result,
+                answered,
                 known,
                 attempts,
             } => {
                 let name = current.running.op.name();
                 let mut recorded = Vec::new();
                 if current.record {
-                    match &result {
-                        Ok(Answer::One(output)) => output.record(name, &mut recorded),
-                        Ok(Answer::Chained(first, second)) => {
+                    match &answered {
+                        Answered::Ran(Ok(output)) => output.record(name, &mut recorded),
+                        Answered::Chained(first, second) => {
                             first.record(name, &mut recorded);
                             if let Some(chained) = current.chained {
                                 second.record(chained, &mut recorded);
                             }
                         }
-                        Err(error) => recorded.push(Metric {
+                        Answered::Ran(Err(error)) => recorded.push(Metric {
                             name,
                             outcome: error.code(),
                         }),
+                        Answered::Nothing | Answered::Sent(_) | Answered::LookedUp(_) => {}
                     }
                 }
+                let error = match &answered {
+                    Answered::Ran(Err(error)) => Some(*error),
+                    _ => None,
+                };
                 self.queue.push_back(Io::Ended {
                     attempts,
-                    error: result.as_ref().err().cloned(),
+                    error,
                     recorded,
                 });
                 if current.keep && self.remembers() {
                     self.known = known;
                 }
-                self.state = State::Ask(match result {
-                    Ok(Answer::One(output)) => Answered::Ran(Ok(output)),
-                    Ok(Answer::Chained(first, second)) => Answered::Chained(first, second),
-                    Err(error) => Answered::Ran(Err(error)),
-                });
+                self.state = State::Ask(answered);
             }
         }
     }

@@ -30,8 +30,8 @@ pub mod call {
     //! it takes.
 
     pub use crate::call::{
-        Call, CallOptions, CommitKind, Consistency, Input, Io, Labelled, LookupCall, Metric, Now,
-        Program, ReadAnswer, RetryCause, RpcFailure, SendCall, Single, TransactionId,
+        Call, CallOptions, CommitKind, Consistency, Input, Io, Labelled, Metric, Now, Program,
+        ReadAnswer, RetryCause, RpcFailure, Single, TransactionId,
     };
 }
 
@@ -228,7 +228,7 @@ pub mod sends {
     pub mod record {
         //! Recording what the provider answered an attempt.
 
-        pub use crate::sends::record::{Mode, RecordAnswer};
+        pub use crate::sends::record::{Mode, Record};
     }
 
     pub mod status {

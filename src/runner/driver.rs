@@ -16,6 +16,7 @@ use crate::ProviderAnswer;
 use crate::connection::Connection;
 use crate::metrics;
 use crate::time::{Clock, Timestamp};
+use command_journal_core::Provider;
 use command_journal_core::error::JournalError;
 use command_journal_core::tools::attempt::{Found, ReadKind};
 use command_journal_core::tools::call::{
@@ -23,7 +24,6 @@ use command_journal_core::tools::call::{
     RpcFailure, TransactionId,
 };
 use command_journal_core::tools::transaction::{CommitStamps, OperationName};
-use command_journal_core::{Provider, SendRequest};
 use gcloud_sdk::google::firestore::v1::{
     TransactionOptions, batch_get_documents_request, transaction_options,
 };
@@ -50,19 +50,6 @@ struct Frame<'a> {
     session: Option<Session<'a>>,
 }
 
-/// A provider for calls that make no provider call: never asked.
-pub(crate) struct NoProvider;
-
-impl Provider for NoProvider {
-    async fn send(&self, _request: SendRequest<'_>) -> ProviderAnswer {
-        ProviderAnswer::Unknown
-    }
-
-    async fn lookup(&self, _key: &str) -> ProviderAnswer {
-        ProviderAnswer::Unknown
-    }
-}
-
 impl<'a> Driver<'a> {
     /// The trusted time now, truncated to whole microseconds.
     pub(crate) fn now(&self) -> Result<Timestamp, JournalError> {
@@ -70,13 +57,11 @@ impl<'a> Driver<'a> {
     }
 
     /// Runs `program` to its answer: every step the call machine asks for, the
-    /// provider's calls through `provider` (each lookup's answer shown to
-    /// `on_lookup`).
+    /// provider's calls through `provider` (a call that reaches none never asks one).
     pub(crate) async fn drive<P, Q>(
         &self,
         program: P,
-        provider: &Q,
-        on_lookup: &mut (dyn FnMut(&ProviderAnswer) + Send),
+        provider: Option<&Q>,
     ) -> Result<P::Output, JournalError>
     where
         P: Program,
@@ -148,27 +133,26 @@ impl<'a> Driver<'a> {
                     continue;
                 }
                 // The machine cut the provider's deadline to what is left of the call's.
-                Io::Send(send) => {
-                    let parameters = call.program().parameters().cloned().unwrap_or_default();
-                    let request = SendRequest {
-                        key: &send.key,
-                        parameters: &parameters,
-                        deadline: send.deadline,
-                        attempt: send.attempt,
-                        resend: send.resend,
+                Io::Send(request) => {
+                    let Some(provider) = provider else {
+                        return Err(JournalError::internal("driver: no provider to call"));
                     };
-                    let sent = tokio::time::timeout(send.deadline, provider.send(request))
+                    let deadline = request.deadline;
+                    let sent = tokio::time::timeout(deadline, provider.send(request))
                         .instrument(span)
                         .await;
                     Input::Sent(sent.unwrap_or(ProviderAnswer::Unknown))
                 }
-                Io::Lookup(lookup) => {
+                Io::Lookup(request) => {
+                    let Some(provider) = provider else {
+                        return Err(JournalError::internal("driver: no provider to call"));
+                    };
                     // The key comes from the stored plan, after the plan check.
-                    let found = tokio::time::timeout(lookup.deadline, provider.lookup(&lookup.key))
+                    let deadline = request.deadline;
+                    let found = tokio::time::timeout(deadline, provider.lookup(request))
                         .instrument(span)
                         .await
                         .unwrap_or(ProviderAnswer::Unknown);
-                    on_lookup(&found);
                     Input::LookedUp(found)
                 }
                 io => {

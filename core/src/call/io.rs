@@ -2,10 +2,9 @@
 //! vocabulary between the pure [`Call`](super::Call) and whoever performs its I/O (the
 //! library's gRPC driver, the in-memory store of the tests).
 
-use crate::answer::ProviderAnswer;
 use crate::attempt::{Found, GuardedWrite, ReadKind};
 use crate::error::{GrpcCode, JournalError};
-use crate::sends::AttemptNumber;
+use crate::sends::provider::{LookupRequest, ProviderAnswer, SendRequest};
 use crate::time::Timestamp;
 use crate::transaction::{CommitTime, OperationName};
 use std::collections::HashMap;
@@ -156,47 +155,6 @@ pub struct ReadAnswer<V> {
     pub transaction: Option<TransactionId>,
 }
 
-/// One provider send the journal permits. `Debug` shows the attempt, the resend flag
-/// and the deadline, never the key.
-#[derive(Clone, PartialEq, Eq)]
-pub struct SendCall {
-    /// The attempt's idempotency key.
-    pub key: String,
-    /// The attempt number, from 1.
-    pub attempt: AttemptNumber,
-    /// Whether an earlier holder already sent this attempt with this key.
-    pub resend: bool,
-    /// How long the provider call may take before the lease runs out.
-    pub deadline: Duration,
-}
-
-impl std::fmt::Debug for SendCall {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SendCall")
-            .field("attempt", &self.attempt)
-            .field("resend", &self.resend)
-            .field("deadline", &self.deadline)
-            .finish_non_exhaustive()
-    }
-}
-
-/// One provider lookup of an attempt's key. `Debug` never shows the key.
-#[derive(Clone, PartialEq, Eq)]
-pub struct LookupCall {
-    /// The attempt's idempotency key, derived from the stored plan.
-    pub key: String,
-    /// How long the lookup may take.
-    pub deadline: Duration,
-}
-
-impl std::fmt::Debug for LookupCall {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LookupCall")
-            .field("deadline", &self.deadline)
-            .finish_non_exhaustive()
-    }
-}
-
 /// One metric a finished transition records: its operation and its outcome label
 /// (or its error's code). A transition that stands for two operations (a start and
 /// the permit committed with it) records both.
@@ -263,9 +221,9 @@ pub enum Io<O, V> {
         recorded: Vec<Metric>,
     },
     /// Call the provider's send; answer with [`Input::Sent`].
-    Send(SendCall),
+    Send(SendRequest),
     /// Call the provider's lookup; answer with [`Input::LookedUp`].
-    Lookup(LookupCall),
+    Lookup(LookupRequest),
     /// The call's answer. The machine is done.
     Done(Result<O, JournalError>),
 }

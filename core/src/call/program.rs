@@ -3,9 +3,9 @@
 //! program of one transition; `execute` and recovery have programs of their own
 //! (`crate::execute::program`, `crate::recovery::program`).
 
-use super::io::{LookupCall, Now, SendCall};
-use crate::answer::ProviderAnswer;
+use super::io::Now;
 use crate::error::JournalError;
+use crate::sends::provider::{LookupRequest, ProviderAnswer, SendRequest};
 use crate::transaction::{OperationName, Transition};
 
 /// What the step before answered.
@@ -24,6 +24,7 @@ pub enum Answered<Op: Transition> {
 }
 
 /// A transition to run, and how.
+#[derive(Debug, Clone)]
 pub struct Run<Op> {
     /// The prepared transition (its time captured).
     pub op: Op,
@@ -77,16 +78,30 @@ impl<Op> Run<Op> {
         self.keep = false;
         self
     }
+
+    /// The same run of `wrap(op)`: a program's transition run as one of the program
+    /// that holds it.
+    pub fn map<B>(self, wrap: impl FnOnce(Op) -> B) -> Run<B> {
+        Run {
+            op: wrap(self.op),
+            first_read: self.first_read,
+            fresh: self.fresh,
+            observe: self.observe,
+            record: self.record,
+            keep: self.keep,
+        }
+    }
 }
 
 /// The program's next step.
+#[derive(Debug, Clone)]
 pub enum Next<Op, O> {
     /// Run a transition.
     Run(Run<Op>),
     /// Call the provider's send.
-    Send(SendCall),
+    Send(SendRequest),
     /// Call the provider's lookup.
-    Lookup(LookupCall),
+    Lookup(LookupRequest),
     /// The call's answer.
     Done(O),
 }
@@ -127,11 +142,6 @@ pub trait Program {
         _output: &<Self::Op as Transition>::Output,
         _now: Now,
     ) -> Option<Self::Op> {
-        None
-    }
-
-    /// The parameters every send of this call carries.
-    fn parameters(&self) -> Option<&serde_json::Value> {
         None
     }
 }

@@ -3,7 +3,6 @@
 //! is refused, an RPC fails, a transaction is left open or a deadline passes.
 
 use super::*;
-use crate::answer::ProviderAnswer;
 use crate::digest::Digest;
 use crate::error::GrpcCode;
 use crate::execute::Execution;
@@ -12,6 +11,7 @@ use crate::identity::{CommandIdentity, CommandInput, CommandRequest, LeaseId};
 use crate::lease::{Acquire, CommandCall, LeaseCall, LeaseOutput, StatusRead};
 use crate::registration::{Registration, RegistrationOutcome};
 use crate::sends::plan::{ProviderPlan, ProviderPlanRequest};
+use crate::sends::provider::ProviderAnswer;
 use crate::testing::{CallTrace, Store};
 use crate::time::Timestamp;
 use serde_json::json;

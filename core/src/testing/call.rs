@@ -11,12 +11,12 @@
 //! (`core/src/testing/run.rs`) run each operation through one, or interleave several.
 
 use super::store::Store;
-use crate::answer::ProviderAnswer;
 use crate::call::{
     Call, CallOptions, CommitKind, Consistency, Input, Io, Labelled, Metric, Now, Program,
     RetryCause, RpcFailure, TransactionId,
 };
 use crate::error::{GrpcCode, JournalError};
+use crate::sends::provider::ProviderAnswer;
 use crate::time::Timestamp;
 use crate::transaction::Transition;
 
