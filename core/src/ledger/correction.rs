@@ -107,10 +107,12 @@ pub(crate) fn magnitude(item: &EffectPlanItem) -> u64 {
 /// The writes that count a new reversal's effects `items` against the originals they
 /// name (`originals`, deduplicated, in order), read in `snapshot` with their bounds.
 ///
-/// An original that does not exist is `invalid_input` on `effects`; a malformed one
-/// or a malformed bound `journal_corrupt`; a total that would exceed what an original
-/// booked [`ReversalExceedsOriginal`](JournalError::ReversalExceedsOriginal). The
-/// original rows are only read.
+/// An original that does not exist is `invalid_input` on `effects` (`journal_corrupt`
+/// when its bound exists: the row was reversed, then deleted); a malformed one, a
+/// malformed bound or a bound whose total exceeds what its original booked (no commit
+/// writes one) `journal_corrupt`; a total that would exceed what an original booked
+/// [`ReversalExceedsOriginal`](JournalError::ReversalExceedsOriginal). The original
+/// rows are only read.
 pub(crate) fn count_reversal(
     snapshot: &Snapshot,
     originals: &[String],
@@ -118,16 +120,21 @@ pub(crate) fn count_reversal(
 ) -> Result<Vec<Write>, JournalError> {
     let mut writes = Vec::with_capacity(originals.len());
     for id in originals {
-        let fields = snapshot
-            .get(&effect::path(id))
-            .ok_or(JournalError::invalid("effects"))?;
+        let bound_path = path(id);
+        let Some(fields) = snapshot.get(&effect::path(id)) else {
+            // A bound below a row that is gone: the row was reversed, then deleted.
+            return Err(match snapshot.get(&bound_path) {
+                Some(_) => JournalError::corrupt("ledger correction bound without its effect"),
+                None => JournalError::invalid("effects"),
+            });
+        };
         let original = LedgerEffect::parse(id, fields)?;
         let naming: Vec<&EffectPlanItem> = items
             .iter()
             .filter(|item| item.original_transaction_id.as_deref() == Some(id.as_str()))
             .collect();
         let requested: u64 = naming.iter().map(|item| magnitude(item)).sum();
-        let bound_path = path(id);
+        let booked = magnitude(&original.item);
         let current = snapshot
             .get(&bound_path)
             .map(|fields| CorrectionBound::parse(id, fields))
@@ -135,8 +142,14 @@ pub(crate) fn count_reversal(
         let (reversed, count) = current
             .as_ref()
             .map_or((0, 0), |b| (b.reversed_cents, b.reversal_effects));
+        if reversed > booked {
+            // No commit ever counts past what the original booked.
+            return Err(JournalError::corrupt(
+                "ledger correction bound exceeds its effect",
+            ));
+        }
         let total = reversed.saturating_add(requested);
-        if total > magnitude(&original.item) {
+        if total > booked {
             return Err(JournalError::ReversalExceedsOriginal);
         }
         let next = CorrectionBound {

@@ -196,3 +196,41 @@ fn a_malformed_bound_fails_closed() {
     ));
     assert_eq!(memory, before);
 }
+
+#[test]
+fn a_bound_that_contradicts_its_original_is_corrupt() {
+    // A total above what the original booked: never written so, so corrupt rather than
+    // an exhausted original.
+    let mut memory = Store::default();
+    let original = charged(&mut memory);
+    assert_eq!(
+        accept(&mut memory, 2, &reversal(&original, &["5.00"])),
+        Ok(Outcome::Accepted)
+    );
+    crate::ledger::fixtures::edit(
+        &mut memory,
+        &path(&original),
+        "reversedAmount",
+        fields::string("12.51"),
+    );
+    let before = memory.clone();
+    assert!(matches!(
+        accept(&mut memory, 3, &reversal(&original, &["0.00"])),
+        Err(JournalError::JournalCorrupt { .. })
+    ));
+    assert_eq!(memory, before, "nothing written");
+    // The original's row reversed, then deleted by hand: its bound remains.
+    let mut memory = Store::default();
+    let original = charged(&mut memory);
+    assert_eq!(
+        accept(&mut memory, 2, &reversal(&original, &["5.00"])),
+        Ok(Outcome::Accepted)
+    );
+    memory.remove(&effect::path(&original));
+    let before = memory.clone();
+    assert!(matches!(
+        accept(&mut memory, 3, &reversal(&original, &["5.00"])),
+        Err(JournalError::JournalCorrupt { .. })
+    ));
+    assert_eq!(memory, before, "nothing written");
+}
