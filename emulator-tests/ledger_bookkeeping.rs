@@ -341,6 +341,62 @@ async fn verify_finds_an_over_reversal_planted_by_hand() {
     );
 }
 
+#[tokio::test]
+async fn a_reversal_counts_against_what_the_original_accepted_never_an_edited_row() {
+    use command_journal::Timestamp;
+    use command_journal::ledger::HistoricalCommand;
+    let journal = support::fresh_journal().await;
+    let original = charged(&journal, &key("edited", 0)).await;
+    // By hand: the booked amount raised, the reservation's digest left as it was.
+    let row_path = format!("ledgerTransactions/{original}");
+    let mut row = get(journal.connection(), &row_path).await.expect("row");
+    row.fields.insert("amount".into(), string("-1000.00"));
+    super::support::put(journal.connection(), &row_path, row.fields).await;
+    let before = everything(&journal).await;
+    assert!(matches!(
+        journal
+            .accept_ledger_command(&key("edited", 1), &reversal(&original, "1000.00"), &scope())
+            .await,
+        Err(JournalError::JournalCorrupt { .. })
+    ));
+    assert_eq!(everything(&journal).await, before, "nothing written");
+    // A row a migration linked under its own id: its reservation and rows are read
+    // after the row, and the reversal lands within what it booked.
+    let legacy = FingerprintInput::from_json(&json!({
+        "family": "effect_plan", "fingerprintVersion": 5,
+        "effects": [{"seat_id": "seat-A", "actor_seat_id": "seat-A", "amount": "-8.00",
+                     "account_type": "checking", "type": "DEBIT"}],
+    }))
+    .expect("plan");
+    let command = HistoricalCommand {
+        family: legacy.family(),
+        fingerprint: legacy.fingerprint(5).expect("fp").digest,
+        fingerprint_version: 5,
+        accepted_at: Timestamp::from_micros(1_600_000_000_000_000).expect("time"),
+        migration_id: "mig-2026-10".into(),
+        effect_ids: vec!["legacy-reversed-0".into()],
+        effects: legacy.effects().to_vec(),
+    };
+    super::ledger::import(journal.connection(), &command).await;
+    journal
+        .link_historical_effects(&key("linked", 0), &scope(), &command)
+        .await
+        .expect("linked");
+    let reversed = journal
+        .accept_ledger_command(
+            &key("linked", 1),
+            &reversal("legacy-reversed-0", "8.00"),
+            &scope(),
+        )
+        .await
+        .expect("reversed");
+    assert_eq!(reversed.outcome, Outcome::Accepted);
+    assert_eq!(
+        bound(&journal, "legacy-reversed-0").await,
+        Some(("8.00".to_owned(), 1))
+    );
+}
+
 const POLICY: &str = "6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b";
 
 fn store_intent(quantity: u64) -> Intent {

@@ -25,10 +25,13 @@
 
 use super::effect::{self, LedgerEffect};
 use super::fingerprint::{Amount, EffectPlanItem};
+use super::reservation;
+use super::stored;
+use crate::digest::Digest;
 use crate::document::fields::{self, FieldMap, Strict};
 use crate::error::JournalError;
 use crate::identity::MAX_SAFE_INTEGER;
-use crate::transaction::{Snapshot, Write};
+use crate::transaction::{Halt, Snapshot, Write};
 
 /// The subcollection of an effect row holding its correction bound.
 pub const COLLECTION: &str = "corrections";
@@ -104,31 +107,90 @@ pub(crate) fn magnitude(item: &EffectPlanItem) -> u64 {
     item.amount.as_ref().map_or(0, Amount::magnitude_cents)
 }
 
+/// What a reversal reads of the original effect `id` with its own documents: the row
+/// and its bound, and for an id derived from a reservation (`{reservationId}_{index:04}`)
+/// that reservation and the slot after the row, so that the original's command is
+/// checked ([`count_reversal`]) without a follow-up read when the row is its last
+/// effect (any other row of it is read after).
+pub(crate) fn original_paths(id: &str) -> Vec<String> {
+    let mut paths = vec![effect::path(id), path(id)];
+    let derived = id.split_once('_').and_then(|(rid, index)| {
+        let rid = Digest::parse(rid)?;
+        let index: usize = index.parse().ok()?;
+        (effect::effect_id(&rid, index) == id).then_some((rid, index))
+    });
+    if let Some((rid, index)) = derived {
+        paths.push(reservation::path(&rid));
+        paths.push(effect::path(&effect::effect_id(&rid, index + 1)));
+    }
+    paths
+}
+
+/// Whether the original row `row` is the one its command accepted: a row linked to a
+/// reservation is read with that reservation and every row it lists, whose structural
+/// links, integrity digest and rebuilt fingerprint must hold (`stored::load`) and
+/// which must list the row, so that no reversal is counted against an amount edited
+/// after acceptance (`journal_corrupt`). A row no migration linked has no reservation
+/// to check it against: its recorded amount stands.
+fn check_original(snapshot: &Snapshot, row: &LedgerEffect) -> Result<(), Halt> {
+    let Some(rid) = &row.reservation_id else {
+        return Ok(());
+    };
+    let reservation_path = reservation::path(rid);
+    if !snapshot.was_read(&reservation_path) {
+        return Err(Halt::Read(vec![reservation_path]));
+    }
+    match stored::load(snapshot, rid, &[])? {
+        Some(command) if command.effects.contains(row) => Ok(()),
+        Some(_) => Err(Halt::Reject(JournalError::corrupt(
+            "ledger effects do not link to their reservation",
+        ))),
+        None => Err(Halt::Reject(JournalError::corrupt(
+            "ledger effect without its reservation",
+        ))),
+    }
+}
+
 /// The writes that count a new reversal's effects `items` against the originals they
 /// name (`originals`, deduplicated, in order), read in `snapshot` with their bounds.
 ///
 /// An original that does not exist is `invalid_input` on `effects` (`journal_corrupt`
-/// when its bound exists: the row was reversed, then deleted); a malformed one, a
-/// malformed bound or a bound whose total exceeds what its original booked (no commit
-/// writes one) `journal_corrupt`; a total that would exceed what an original booked
-/// [`ReversalExceedsOriginal`](JournalError::ReversalExceedsOriginal). The original
-/// rows are only read.
+/// when its bound exists: the row was reversed, then deleted); a malformed one, one
+/// that is not what its reservation accepted ([`check_original`], read as a follow-up
+/// when needed), a malformed bound or a bound whose total exceeds what its original
+/// booked (no commit writes one) `journal_corrupt`; a total that would exceed what an
+/// original booked [`ReversalExceedsOriginal`](JournalError::ReversalExceedsOriginal).
+/// The original rows and their reservations are only read.
 pub(crate) fn count_reversal(
     snapshot: &Snapshot,
     originals: &[String],
     items: &[EffectPlanItem],
-) -> Result<Vec<Write>, JournalError> {
-    let mut writes = Vec::with_capacity(originals.len());
+) -> Result<Vec<Write>, Halt> {
+    let mut rows = Vec::with_capacity(originals.len());
+    let mut more = Vec::new();
     for id in originals {
-        let bound_path = path(id);
         let Some(fields) = snapshot.get(&effect::path(id)) else {
             // A bound below a row that is gone: the row was reversed, then deleted.
-            return Err(match snapshot.get(&bound_path) {
+            return Err(Halt::Reject(match snapshot.get(&path(id)) {
                 Some(_) => JournalError::corrupt("ledger correction bound without its effect"),
                 None => JournalError::invalid("effects"),
-            });
+            }));
         };
         let original = LedgerEffect::parse(id, fields)?;
+        match check_original(snapshot, &original) {
+            Ok(()) => rows.push(original),
+            Err(Halt::Read(paths)) => more.extend(paths),
+            Err(reject) => return Err(reject),
+        }
+    }
+    if !more.is_empty() {
+        more.sort();
+        more.dedup();
+        return Err(Halt::Read(more));
+    }
+    let mut writes = Vec::with_capacity(originals.len());
+    for (id, original) in originals.iter().zip(rows) {
+        let bound_path = path(id);
         let naming: Vec<&EffectPlanItem> = items
             .iter()
             .filter(|item| item.original_transaction_id.as_deref() == Some(id.as_str()))
@@ -144,20 +206,22 @@ pub(crate) fn count_reversal(
             .map_or((0, 0), |b| (b.reversed_cents, b.reversal_effects));
         if reversed > booked {
             // No commit ever counts past what the original booked.
-            return Err(JournalError::corrupt(
+            return Err(Halt::Reject(JournalError::corrupt(
                 "ledger correction bound exceeds its effect",
-            ));
+            )));
         }
         let total = reversed.saturating_add(requested);
         if total > booked {
-            return Err(JournalError::ReversalExceedsOriginal);
+            return Err(Halt::Reject(JournalError::ReversalExceedsOriginal));
         }
         let next = CorrectionBound {
             original_effect_id: id.clone(),
             reversed_cents: total,
             reversal_effects: count.saturating_add(naming.len() as u64),
         };
-        let fields = next.encode().ok_or(JournalError::invalid("effects"))?;
+        let fields = next
+            .encode()
+            .ok_or(Halt::Reject(JournalError::invalid("effects")))?;
         writes.push(match current {
             None => Write::Create {
                 path: bound_path,

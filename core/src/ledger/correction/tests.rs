@@ -234,3 +234,60 @@ fn a_bound_that_contradicts_its_original_is_corrupt() {
     ));
     assert_eq!(memory, before, "nothing written");
 }
+
+#[test]
+fn an_original_edited_or_orphaned_by_hand_fails_closed_and_an_imported_one_is_trusted() {
+    use crate::ledger::fixtures::{edit_amount, historical, import, import_and_link};
+    use crate::ledger::reservation;
+    // The charge's booked amount raised by hand: its reservation's digest no longer
+    // holds, so no reversal is counted against the edited amount.
+    let mut memory = Store::default();
+    let original = charged(&mut memory);
+    edit_amount(&mut memory, 1, 0, "-1000.00");
+    let before = memory.clone();
+    assert!(matches!(
+        accept(&mut memory, 2, &reversal(&original, &["1000.00"])),
+        Err(JournalError::JournalCorrupt { .. })
+    ));
+    assert_eq!(memory, before, "nothing written");
+    // The original's reservation deleted: its row claims a reservation that is gone.
+    let mut memory = Store::default();
+    let original = charged(&mut memory);
+    memory.remove(&reservation::path(&rid(1)));
+    let before = memory.clone();
+    assert!(matches!(
+        accept(&mut memory, 2, &reversal(&original, &["12.50"])),
+        Err(JournalError::JournalCorrupt { .. })
+    ));
+    assert_eq!(memory, before, "nothing written");
+    // A linked historical original edited after its link: corrupt too.
+    let command = historical(&store(5, "-8.00"), 5);
+    let mut memory = Store::default();
+    import_and_link(&mut memory, 1, &command);
+    let mut edited = memory.clone();
+    crate::ledger::fixtures::edit(
+        &mut edited,
+        &effect::path("legacy-0"),
+        "amount",
+        fields::string("-80.00"),
+    );
+    let before = edited.clone();
+    assert!(matches!(
+        accept(&mut edited, 2, &reversal("legacy-0", &["80.00"])),
+        Err(JournalError::JournalCorrupt { .. })
+    ));
+    assert_eq!(edited, before, "nothing written");
+    // Intact, the linked original is reversed up to what it booked.
+    assert_eq!(
+        accept(&mut memory, 2, &reversal("legacy-0", &["8.00"])),
+        Ok(Outcome::Accepted)
+    );
+    // An imported row no migration linked has no reservation to check it against: its
+    // recorded amount bounds its reversals.
+    let mut memory = Store::default();
+    import(&mut memory, &historical(&store(5, "-3.00"), 5));
+    assert_eq!(
+        accept(&mut memory, 2, &reversal("legacy-0", &["3.00"])),
+        Ok(Outcome::Accepted)
+    );
+}
