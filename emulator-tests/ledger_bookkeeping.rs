@@ -397,6 +397,65 @@ async fn a_reversal_counts_against_what_the_original_accepted_never_an_edited_ro
     );
 }
 
+#[tokio::test]
+async fn verify_counts_a_reversal_a_migration_linked_against_its_original_across_ranges() {
+    use command_journal::Timestamp;
+    use command_journal::ledger::HistoricalCommand;
+    use command_journal::verify::{ScanRanges, verify_in_ranges};
+    let journal = support::fresh_journal().await;
+    let historical = |plan: &FingerprintInput, id: &str| HistoricalCommand {
+        family: plan.family(),
+        fingerprint: plan.fingerprint(5).expect("fp").digest,
+        fingerprint_version: 5,
+        accepted_at: Timestamp::from_micros(1_600_000_000_000_000).expect("time"),
+        migration_id: "mig-2026-10".into(),
+        effect_ids: vec![id.into()],
+        effects: plan.effects().to_vec(),
+    };
+    let charge = FingerprintInput::from_json(&json!({
+        "family": "effect_plan", "fingerprintVersion": 5,
+        "effects": [{"seat_id": "seat-A", "actor_seat_id": "seat-A", "amount": "-12.50",
+                     "account_type": "checking", "type": "DEBIT"}],
+    }))
+    .expect("plan");
+    let original = "legacy-charge-0";
+    super::ledger::import(journal.connection(), &historical(&charge, original)).await;
+    // Before the journal, all of it was refunded; a migration linked that refund.
+    let refund = historical(&reversal(original, "12.50"), "legacy-refund-0");
+    super::ledger::import(journal.connection(), &refund).await;
+    journal
+        .link_historical_effects(&key("refund", 0), &scope(), &refund)
+        .await
+        .expect("linked");
+    // The accept cannot see the linked refund: no bound counted it.
+    journal
+        .accept_ledger_command(&key("refund", 1), &reversal(original, "12.50"), &scope())
+        .await
+        .expect("counted against a new bound");
+    for ranges in [1, 16] {
+        let report = verify_in_ranges(
+            journal.connection(),
+            ScanRanges::new(ranges).expect("ranges"),
+            &mut |_| {},
+        )
+        .await
+        .expect("verify");
+        let found: Vec<(FindingCode, String)> = report
+            .findings
+            .iter()
+            .map(|f| (f.code, f.path.clone()))
+            .collect();
+        assert_eq!(
+            found,
+            [(
+                FindingCode::OverReversal,
+                format!("ledgerTransactions/{original}")
+            )],
+            "{ranges} ranges"
+        );
+    }
+}
+
 const POLICY: &str = "6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b";
 
 fn store_intent(quantity: u64) -> Intent {

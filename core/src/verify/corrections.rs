@@ -6,11 +6,13 @@
 //! Two invariants, per original effect:
 //!
 //! - **Never more than booked.** The magnitudes of the amounts of every reversal
-//!   effect naming it (under any key, whatever the reservation's schema) sum to at
-//!   most the magnitude of its own amount, and so does its bound's `reversedAmount`:
-//!   otherwise `over_reversal` at the original row's path. Where the original has no
-//!   bound (only reversals accepted before bounds existed name it), its amount is not
-//!   known to the scan and this is not checked.
+//!   effect naming it (under any key, whatever the reservation's schema, including
+//!   the imported rows of a reversal a migration linked, read apart from their
+//!   reservation) sum to at most the magnitude of its own amount, and so does its
+//!   bound's `reversedAmount`: otherwise `over_reversal` at the original row's path.
+//!   Where the original has no bound (only reversals accepted before bounds existed,
+//!   or linked by a migration, name it), its amount is not known to the scan and this
+//!   is not checked.
 //! - **The bound counts every guarded reversal.** Each reversal effect of a canonical
 //!   schema-3 reservation was counted in its original's bound in its own commit, so
 //!   the bound exists, its `reversedAmount` is the sum of those effects' magnitudes and
@@ -18,8 +20,8 @@
 //!   `correction_bound_mismatch` at the bound's path (a deleted bound, a reversal
 //!   written around it, an edited total).
 //!
-//! Memory grows with the number of reversal effects and bounds only; no other row is
-//! kept.
+//! Memory grows with the number of reversal effects and bounds, and of imported
+//! linked rows naming an original, only; no other row is kept.
 
 use super::report::{Finding, FindingCode};
 use crate::digest::Digest;
@@ -52,6 +54,19 @@ struct Claim {
     guarded: bool,
 }
 
+/// An imported row a migration linked that names an original: a reversal effect if
+/// the reservation it states is a reversal's that lists it so.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct LinkedRow {
+    /// The reservation, index and migration the row states.
+    reservation_id: Digest,
+    index: usize,
+    migration_id: Option<String>,
+    /// The effect it names and the magnitude it returns, in cents.
+    original: String,
+    cents: u64,
+}
+
 /// What the scan learnt about reversals and correction bounds so far.
 #[derive(Debug, Default)]
 pub struct Corrections {
@@ -59,6 +74,10 @@ pub struct Corrections {
     bounds: BTreeMap<String, Bound>,
     /// Original effect id → the reversal effects naming it.
     claims: BTreeMap<String, Vec<Claim>>,
+    /// Imported linked row id → the original it names (read apart from its reservation).
+    linked_rows: BTreeMap<String, LinkedRow>,
+    /// The reversal reservations a migration linked under the imported rows' own ids.
+    linked_reversals: Vec<ReservationDocument>,
     /// The last row checked on its own (an imported row), with the magnitude it
     /// booked: the parent of an imported row's bound, which sorts right after it.
     last_standalone: Option<(String, Option<u64>)>,
@@ -124,12 +143,68 @@ impl Corrections {
         }
     }
 
+    /// An imported row a migration linked (read on its own, apart from its
+    /// reservation): kept if it names an original.
+    pub(crate) fn linked_row(&mut self, row: &LedgerEffect) {
+        if let (Some(reservation_id), Some(index), Some(original)) = (
+            &row.reservation_id,
+            row.effect_index,
+            &row.item.original_transaction_id,
+        ) {
+            self.linked_rows.insert(
+                row.effect_id.clone(),
+                LinkedRow {
+                    reservation_id: reservation_id.clone(),
+                    index,
+                    migration_id: row.migration_id.clone(),
+                    original: original.clone(),
+                    cents: magnitude(&row.item),
+                },
+            );
+        }
+    }
+
+    /// A reservation a migration linked under the imported rows' own ids: a reversal's
+    /// rows are claims on the originals they name, once read ([`Self::linked_row`]).
+    pub(crate) fn linked_reservation(&mut self, reservation: &ReservationDocument) {
+        if reservation.family == CommandFamily::Reversal {
+            self.linked_reversals.push(reservation.clone());
+        }
+    }
+
+    /// Every claim: the reversal effects of reservations read with their rows, and
+    /// those of linked reversals whose imported rows state exactly the link their
+    /// reservation lists (a row that does not is `broken_historical_link`, and no claim).
+    fn all_claims(&self) -> BTreeMap<String, Vec<Claim>> {
+        let mut claims = self.claims.clone();
+        for reservation in &self.linked_reversals {
+            for (index, id) in reservation.effect_ids.iter().enumerate() {
+                let Some(row) = self.linked_rows.get(id) else {
+                    continue;
+                };
+                let listed = row.reservation_id == reservation.reservation_id
+                    && row.index == index
+                    && row.migration_id == reservation.migration_id;
+                if listed {
+                    claims.entry(row.original.clone()).or_default().push(Claim {
+                        reservation_id: reservation.reservation_id.clone(),
+                        rows: reservation.effect_ids.clone(),
+                        cents: row.cents,
+                        guarded: false,
+                    });
+                }
+            }
+        }
+        claims
+    }
+
     /// Every finding, once the whole collection was scanned, sorted.
     pub fn finish(&self) -> Vec<Finding> {
         let mut found = BTreeSet::new();
-        let originals: BTreeSet<&String> = self.bounds.keys().chain(self.claims.keys()).collect();
+        let all_claims = self.all_claims();
+        let originals: BTreeSet<&String> = self.bounds.keys().chain(all_claims.keys()).collect();
         for id in originals {
-            let claims = self.claims.get(id).map(Vec::as_slice).unwrap_or_default();
+            let claims = all_claims.get(id).map(Vec::as_slice).unwrap_or_default();
             let guarded: Vec<&Claim> = claims.iter().filter(|c| c.guarded).collect();
             let mismatch = (FindingCode::CorrectionBoundMismatch, correction::path(id));
             match self.bounds.get(id) {
@@ -169,13 +244,14 @@ impl Corrections {
     /// read time decides the finding again.
     pub fn involved(&self, findings: &[Finding]) -> BTreeSet<String> {
         let mut paths = BTreeSet::new();
-        for id in self.bounds.keys().chain(self.claims.keys()) {
+        let all_claims = self.all_claims();
+        for id in self.bounds.keys().chain(all_claims.keys()) {
             let at = [effect::path(id), correction::path(id)];
             if !findings.iter().any(|f| at.contains(&f.path)) {
                 continue;
             }
             paths.extend(at);
-            for claim in self.claims.get(id).into_iter().flatten() {
+            for claim in all_claims.get(id).into_iter().flatten() {
                 paths.insert(reservation::path(&claim.reservation_id));
                 paths.extend(claim.rows.iter().map(|row| effect::path(row)));
             }

@@ -92,6 +92,9 @@ pub fn check_standalone_effect(doc: &StoredDoc, cross: &mut CrossChecks) -> Vec<
         Ok(effect) => {
             cross.links.imported_row(&effect);
             cross.corrections.standalone_row(id, Some(&effect));
+            if effect.lineage == Lineage::HistoricalLinked {
+                cross.corrections.linked_row(&effect);
+            }
             Vec::new()
         }
     }
@@ -177,6 +180,7 @@ pub fn check_reservation(
         };
     if reservation::links_imported_rows(reservation_id, &reservation.effect_ids) {
         links.sealed(&reservation);
+        cross.corrections.linked_reservation(&reservation);
         for (index, id) in reservation.effect_ids.iter().enumerate() {
             links.listed(
                 reservation_id,

@@ -270,3 +270,39 @@ fn a_finding_involves_the_original_its_bound_and_every_reversal_naming_it() {
     .collect();
     assert_eq!(cross.involved(&found), expected);
 }
+
+#[test]
+fn a_reversal_a_migration_linked_counts_against_its_original() {
+    use crate::ledger::fixtures::{historical_tagged, import, import_and_link};
+    // A legacy charge, and a legacy reversal of all of it that a migration linked
+    // under its own row ids; then a canonical reversal lands against no bound.
+    let mut memory = Store::default();
+    let charge = historical_tagged(&store(5, "-12.5"), 5, "legacy-charge");
+    import(&mut memory, &charge);
+    let original = charge.effect_ids[0].clone();
+    let legacy_reversal = historical_tagged(&reversal(&original, "12.50"), 5, "legacy-refund");
+    import_and_link(&mut memory, 1, &legacy_reversal);
+    assert_eq!(
+        scan(&memory),
+        vec![],
+        "no bound yet: the original's amount is not known"
+    );
+    accept_into(&mut memory, 2, &reversal(&original, "12.50"));
+    let (found, cross) = scanned(&memory);
+    assert_eq!(
+        found,
+        vec![at(FindingCode::OverReversal, effect::path(&original))]
+    );
+    // The finding is decided again from the linked reversal's documents too.
+    let involved = cross.involved(&found);
+    assert!(involved.contains(&reservation::path(&rid(1))));
+    assert!(involved.contains(&effect::path(&legacy_reversal.effect_ids[0])));
+    // Within what the original booked, a linked partial reversal and a canonical one
+    // are clean.
+    let mut memory = Store::default();
+    import(&mut memory, &charge);
+    let partial = historical_tagged(&reversal(&original, "5.00"), 5, "legacy-refund");
+    import_and_link(&mut memory, 1, &partial);
+    accept_into(&mut memory, 2, &reversal(&original, "7.50"));
+    assert_eq!(scan(&memory), vec![]);
+}
