@@ -636,3 +636,81 @@ async fn a_migrated_reservation_is_sealed_and_an_edit_of_its_rows_is_found() {
         Err(JournalError::JournalCorrupt { .. })
     ));
 }
+
+#[tokio::test]
+async fn the_charge_flow_fails_closed_on_a_failed_pricing_and_on_a_key_holding_another_command() {
+    #[derive(Debug, PartialEq)]
+    enum Priced {
+        Journal(JournalError),
+        NoPrice,
+    }
+    impl From<JournalError> for Priced {
+        fn from(error: JournalError) -> Self {
+            Self::Journal(error)
+        }
+    }
+    let journal = support::fresh_journal().await;
+    // The pricing fails: its error, nothing written; the retry prices again.
+    let key = key("priced", 0);
+    assert_eq!(
+        journal
+            .charge_ledger_command(&key, &scope(), &store_intent(1), || async {
+                Err::<FingerprintInput, _>(Priced::NoPrice)
+            })
+            .await,
+        Err(Priced::NoPrice)
+    );
+    assert!(everything(&journal).await.is_empty(), "nothing written");
+    let accepted = journal
+        .charge_ledger_command(&key, &scope(), &store_intent(1), || async {
+            Ok::<_, Priced>(priced("12.50"))
+        })
+        .await
+        .expect("accepted");
+    assert_eq!(accepted.outcome, Outcome::Accepted);
+    // The key holds a fee, a reversal, or the charge under another scope: the flow
+    // fails closed before pricing and never answers those effects.
+    let fee_key = self::key("priced", 1);
+    journal
+        .accept_ledger_command(&fee_key, &fee("35.00", false), &scope())
+        .await
+        .expect("fee");
+    let refund_key = self::key("priced", 2);
+    journal
+        .accept_ledger_command(
+            &refund_key,
+            &reversal(&accepted.effects[0].effect_id, "12.50"),
+            &scope(),
+        )
+        .await
+        .expect("reversal");
+    let before = everything(&journal).await;
+    let other_scope = LedgerScope::new("seat-B", "seat-B").expect("scope");
+    for (case, key, scope, expected) in [
+        ("a fee", &fee_key, scope(), JournalError::ReplayMismatch),
+        (
+            "a reversal",
+            &refund_key,
+            scope(),
+            JournalError::ReplayMismatch,
+        ),
+        (
+            "another scope",
+            &key,
+            other_scope,
+            JournalError::ScopeMismatch,
+        ),
+    ] {
+        let answer = journal
+            .charge_ledger_command(key, &scope, &store_intent(1), || async {
+                panic!("{case}: priced although the key is reserved")
+            })
+            .await;
+        assert_eq!(
+            answer.map(|o| o.outcome),
+            Err(Priced::Journal(expected)),
+            "{case}"
+        );
+    }
+    assert_eq!(everything(&journal).await, before, "nothing written");
+}
