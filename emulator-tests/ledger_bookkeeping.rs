@@ -249,9 +249,63 @@ async fn two_full_reversals_racing_under_different_keys_land_exactly_once() {
     let all = everything(&journal).await;
     assert_eq!(
         all.len(),
-        3 * (2 + 2 + 1),
-        "each round: a charge, one reversal and the charge's bound"
+        3 * (2 + 2 + 1 + 1),
+        "each round: a charge, one reversal, the charge's bound and one log entry"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn four_partial_reversals_racing_under_four_keys_return_at_most_what_was_booked() {
+    const RACERS: u64 = 4;
+    let journal = support::fresh_journal().await;
+    for round in 0..2 {
+        let original = charged(&journal, &key("partial-charge", round)).await;
+        // 5.00 each of 12.50: two fit, a third would return 15.00.
+        let results = race(RACERS, |i| {
+            let journal = journal.clone();
+            let key = key(&format!("partial-{round}"), u32::try_from(i).expect("i"));
+            let plan = reversal(&original, "5.00");
+            async move { journal.accept_ledger_command(&key, &plan, &scope()).await }
+        })
+        .await;
+        let mut landed = Vec::new();
+        for result in results {
+            match result {
+                Ok(outcome) => {
+                    assert_eq!(outcome.outcome, Outcome::Accepted, "round {round}");
+                    landed.push(outcome.effects[0].effect_id.clone());
+                }
+                Err(JournalError::ReversalExceedsOriginal) => {}
+                Err(error) => panic!("round {round}: unexpected {}", error.code()),
+            }
+        }
+        assert_eq!(landed.len(), 2, "round {round}");
+        assert_eq!(
+            bound(&journal, &original).await,
+            Some(("10.00".to_owned(), 2)),
+            "round {round}"
+        );
+        // The log: one entry per landed effect, positions 1 and 2, and no third.
+        let mut logged = Vec::new();
+        for position in 1..=3 {
+            let path = format!("ledgerTransactions/{original}/corrections/{position}");
+            if let Some(entry) = get(journal.connection(), &path).await {
+                match &entry.fields["reversalEffectId"].value_type {
+                    Some(gcloud_sdk::google::firestore::v1::value::ValueType::StringValue(id)) => {
+                        logged.push(id.clone())
+                    }
+                    other => panic!("reversalEffectId {other:?}"),
+                }
+            }
+        }
+        landed.sort();
+        logged.sort();
+        assert_eq!(logged, landed, "round {round}");
+    }
+    let report = verify(journal.connection(), &mut |_| {})
+        .await
+        .expect("verify");
+    assert!(report.clean, "{:?}", report.findings);
 }
 
 #[tokio::test]
@@ -316,9 +370,21 @@ async fn verify_finds_an_over_reversal_planted_by_hand() {
         .accept_ledger_command(&key("reversal", 0), &reversal(&original, "12.50"), &scope())
         .await
         .expect("reversed");
-    // By hand: the bound deleted, so the next full reversal is counted against nothing.
+    // By hand: the bound deleted. Its log remains, so the next reversal is refused.
     let bound_path = format!("ledgerTransactions/{original}/corrections/current");
     delete(journal.connection(), &bound_path).await;
+    let before = everything(&journal).await;
+    assert!(matches!(
+        journal
+            .accept_ledger_command(&key("reversal", 1), &reversal(&original, "12.50"), &scope())
+            .await,
+        Err(JournalError::JournalCorrupt { .. })
+    ));
+    assert_eq!(everything(&journal).await, before, "nothing written");
+    // The log deleted too: every record of the first reversal's count is gone, so the
+    // next full reversal is counted against nothing.
+    let entry_path = format!("ledgerTransactions/{original}/corrections/1");
+    delete(journal.connection(), &entry_path).await;
     journal
         .accept_ledger_command(&key("reversal", 1), &reversal(&original, "12.50"), &scope())
         .await

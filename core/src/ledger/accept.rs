@@ -55,7 +55,9 @@
 //! - A new reversal is bounded by what it corrects (`correction`): its commit counts
 //!   the magnitudes of its effects' amounts against each original's correction bound
 //!   (`ledgerTransactions/{original}/corrections/current`, created or replaced in the
-//!   same commit), and a total above what the original booked is
+//!   same commit, with one new entry of the original's correction log per effect
+//!   counted; a bound its log does not end at is `journal_corrupt`), and a total
+//!   above what the original booked is
 //!   `reversal_exceeds_original`, nothing written. The amount counted against is the
 //!   one the original's command accepted: a row linked to a reservation must pass
 //!   the integrity checks with it (`journal_corrupt` otherwise). An existing
@@ -253,7 +255,12 @@ impl Accept {
             return Decision::Reject(JournalError::invalid("effects"));
         }
         let items: Vec<EffectPlanItem> = self.items.iter().map(|(i, _)| i.clone()).collect();
-        let bounds = match correction::count_reversal(snapshot, &self.originals, &items) {
+        let bounds = match correction::count_reversal(
+            snapshot,
+            &self.reservation_id,
+            &self.originals,
+            &items,
+        ) {
             Ok(writes) => writes,
             Err(step) => return step.decision(),
         };
@@ -306,7 +313,7 @@ impl Transition for Accept {
         let mut paths = vec![super::reservation::path(&self.reservation_id)];
         paths.extend(self.slots());
         for id in &self.originals {
-            for path in correction::original_paths(id) {
+            for path in correction::original_paths(id, self.plan.effects()) {
                 if !paths.contains(&path) {
                     paths.push(path);
                 }

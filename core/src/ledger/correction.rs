@@ -22,6 +22,11 @@
 //! refused [`ReversalExceedsOriginal`](JournalError::ReversalExceedsOriginal) once the
 //! first took what remained. A replay of an accepted reversal answers from its
 //! reservation before this document is consulted, so it never counts twice.
+//!
+//! The same commit appends one immutable entry per effect counted to the original's
+//! correction log ([`entry`]), which a later reversal reads to prove that the bound
+//! it counts from is the one the log ends at (never deleted, lowered or rolled back
+//! by hand).
 
 use super::effect::{self, LedgerEffect};
 use super::fingerprint::{Amount, EffectPlanItem};
@@ -32,6 +37,8 @@ use crate::document::fields::{self, FieldMap, Strict};
 use crate::error::JournalError;
 use crate::identity::MAX_SAFE_INTEGER;
 use crate::transaction::{Halt, Snapshot, Write};
+
+pub(crate) mod entry;
 
 /// The subcollection of an effect row holding its correction bound.
 pub const COLLECTION: &str = "corrections";
@@ -107,13 +114,24 @@ pub(crate) fn magnitude(item: &EffectPlanItem) -> u64 {
     item.amount.as_ref().map_or(0, Amount::magnitude_cents)
 }
 
-/// What a reversal reads of the original effect `id` with its own documents: the row
-/// and its bound, and for an id derived from a reservation (`{reservationId}_{index:04}`)
-/// that reservation and the slot after the row, so that the original's command is
-/// checked ([`count_reversal`]) without a follow-up read when the row is its last
-/// effect (any other row of it is read after).
-pub(crate) fn original_paths(id: &str) -> Vec<String> {
+/// How many of the effects `items` name original `id`.
+pub(crate) fn naming_count(items: &[EffectPlanItem], id: &str) -> usize {
+    items
+        .iter()
+        .filter(|item| item.original_transaction_id.as_deref() == Some(id))
+        .count()
+}
+
+/// What a reversal whose effects `items` name the original effect `id` reads of it
+/// with its own documents: the row, its bound and the log entries its first two
+/// reversals read (`log_paths` of a bound counting none or one), and for an id derived
+/// from a reservation (`{reservationId}_{index:04}`) that reservation and the slot
+/// after the row, so that the original's command and its first reversals are checked
+/// ([`count_reversal`]) without a follow-up read when the row is its command's last
+/// effect (anything else is read after).
+pub(crate) fn original_paths(id: &str, items: &[EffectPlanItem]) -> Vec<String> {
     let mut paths = vec![effect::path(id), path(id)];
+    paths.extend(log_paths(id, 1, naming_count(items, id)));
     let derived = id.split_once('_').and_then(|(rid, index)| {
         let rid = Digest::parse(rid)?;
         let index: usize = index.parse().ok()?;
@@ -151,34 +169,108 @@ fn check_original(snapshot: &Snapshot, row: &LedgerEffect) -> Result<(), Halt> {
     }
 }
 
-/// The writes that count a new reversal's effects `items` against the originals they
-/// name (`originals`, deduplicated, in order), read in `snapshot` with their bounds.
+/// An original effect as a new reversal read it: the row (checked against its
+/// reservation), its bound and what its log says of the bound.
+struct Read {
+    row: LedgerEffect,
+    bound: Option<CorrectionBound>,
+}
+
+/// The entries a new reversal counting `adding` effects reads of the log of `id`
+/// whose bound counts `count` effects: the entry at that count (none when zero) and
+/// the `adding` positions after it, which it creates (the first must not exist).
+fn log_paths(id: &str, count: u64, adding: usize) -> Vec<String> {
+    let first = count.max(1);
+    let last = count.saturating_add(adding.max(1) as u64);
+    (first..=last)
+        .map(|position| entry::path(id, position))
+        .collect()
+}
+
+/// Whether the bound `bound` of `id` (none: nothing counted) is the one its log
+/// ends at: the entry at its count holds its totals and no entry follows. A bound
+/// deleted, lowered or rolled back by hand under entries that remain is not.
+fn log_agrees(snapshot: &Snapshot, id: &str, bound: Option<&CorrectionBound>) -> Result<(), Halt> {
+    let (reversed, count) = bound.map_or((0, 0), |b| (b.reversed_cents, b.reversal_effects));
+    let disagrees = || {
+        Halt::Reject(JournalError::corrupt(
+            "ledger correction bound disagrees with its log",
+        ))
+    };
+    if snapshot
+        .get(&entry::path(id, count.saturating_add(1)))
+        .is_some()
+    {
+        return Err(disagrees());
+    }
+    if count > 0 {
+        let fields = snapshot
+            .get(&entry::path(id, count))
+            .ok_or_else(disagrees)?;
+        let last = entry::CorrectionEntry::parse(id, &count.to_string(), fields)?;
+        if (last.reversed_cents, last.reversal_effects) != (reversed, count) {
+            return Err(disagrees());
+        }
+    }
+    Ok(())
+}
+
+/// Reads original `id`, named by `adding` effects of the new reversal, from
+/// `snapshot`; `Halt::Read` for what is still to read.
+fn read_original(snapshot: &Snapshot, id: &str, adding: usize) -> Result<Read, Halt> {
+    let Some(fields) = snapshot.get(&effect::path(id)) else {
+        // A bound below a row that is gone: the row was reversed, then deleted.
+        return Err(Halt::Reject(match snapshot.get(&path(id)) {
+            Some(_) => JournalError::corrupt("ledger correction bound without its effect"),
+            None => JournalError::invalid("effects"),
+        }));
+    };
+    let row = LedgerEffect::parse(id, fields)?;
+    let bound = snapshot
+        .get(&path(id))
+        .map(|fields| CorrectionBound::parse(id, fields))
+        .transpose()?;
+    let count = bound.as_ref().map_or(0, |b| b.reversal_effects);
+    let mut more: Vec<String> = log_paths(id, count, adding)
+        .into_iter()
+        .filter(|p| !snapshot.was_read(p))
+        .collect();
+    match check_original(snapshot, &row) {
+        Ok(()) => {}
+        Err(Halt::Read(paths)) => more.extend(paths),
+        Err(reject) => return Err(reject),
+    }
+    if more.is_empty() {
+        Ok(Read { row, bound })
+    } else {
+        Err(Halt::Read(more))
+    }
+}
+
+/// The writes that count the effects `items` of a new reversal (reservation
+/// `reversal`) against the originals they name (`originals`, deduplicated, in
+/// order), read in `snapshot` with their bounds and logs: each bound created or
+/// replaced with the new totals, and one log entry created per effect counted.
 ///
 /// An original that does not exist is `invalid_input` on `effects` (`journal_corrupt`
 /// when its bound exists: the row was reversed, then deleted); a malformed one, one
 /// that is not what its reservation accepted ([`check_original`], read as a follow-up
-/// when needed), a malformed bound or a bound whose total exceeds what its original
-/// booked (no commit writes one) `journal_corrupt`; a total that would exceed what an
-/// original booked [`ReversalExceedsOriginal`](JournalError::ReversalExceedsOriginal).
-/// The original rows and their reservations are only read.
+/// when needed), a malformed bound or entry, a bound whose total exceeds what its
+/// original booked (no commit writes one) or a bound its log does not end at
+/// (`log_agrees`) `journal_corrupt`; a total that would exceed what an original
+/// booked [`ReversalExceedsOriginal`](JournalError::ReversalExceedsOriginal). The
+/// original rows and their reservations are only read.
 pub(crate) fn count_reversal(
     snapshot: &Snapshot,
+    reversal: &Digest,
     originals: &[String],
     items: &[EffectPlanItem],
 ) -> Result<Vec<Write>, Halt> {
-    let mut rows = Vec::with_capacity(originals.len());
+    let mut read = Vec::with_capacity(originals.len());
     let mut more = Vec::new();
     for id in originals {
-        let Some(fields) = snapshot.get(&effect::path(id)) else {
-            // A bound below a row that is gone: the row was reversed, then deleted.
-            return Err(Halt::Reject(match snapshot.get(&path(id)) {
-                Some(_) => JournalError::corrupt("ledger correction bound without its effect"),
-                None => JournalError::invalid("effects"),
-            }));
-        };
-        let original = LedgerEffect::parse(id, fields)?;
-        match check_original(snapshot, &original) {
-            Ok(()) => rows.push(original),
+        match read_original(snapshot, id, naming_count(items, id)) {
+            Ok(original) => read.push(original),
             Err(Halt::Read(paths)) => more.extend(paths),
             Err(reject) => return Err(reject),
         }
@@ -188,20 +280,17 @@ pub(crate) fn count_reversal(
         more.dedup();
         return Err(Halt::Read(more));
     }
-    let mut writes = Vec::with_capacity(originals.len());
-    for (id, original) in originals.iter().zip(rows) {
-        let bound_path = path(id);
-        let naming: Vec<&EffectPlanItem> = items
+    let cannot_store = || Halt::Reject(JournalError::invalid("effects"));
+    let mut writes = Vec::with_capacity(originals.len() * 2);
+    for (id, Read { row, bound }) in originals.iter().zip(read) {
+        let naming: Vec<(usize, &EffectPlanItem)> = items
             .iter()
-            .filter(|item| item.original_transaction_id.as_deref() == Some(id.as_str()))
+            .enumerate()
+            .filter(|(_, item)| item.original_transaction_id.as_deref() == Some(id.as_str()))
             .collect();
-        let requested: u64 = naming.iter().map(|item| magnitude(item)).sum();
-        let booked = magnitude(&original.item);
-        let current = snapshot
-            .get(&bound_path)
-            .map(|fields| CorrectionBound::parse(id, fields))
-            .transpose()?;
-        let (reversed, count) = current
+        let requested: u64 = naming.iter().map(|(_, item)| magnitude(item)).sum();
+        let booked = magnitude(&row.item);
+        let (reversed, count) = bound
             .as_ref()
             .map_or((0, 0), |b| (b.reversed_cents, b.reversal_effects));
         if reversed > booked {
@@ -210,6 +299,7 @@ pub(crate) fn count_reversal(
                 "ledger correction bound exceeds its effect",
             )));
         }
+        log_agrees(snapshot, id, bound.as_ref())?;
         let total = reversed.saturating_add(requested);
         if total > booked {
             return Err(Halt::Reject(JournalError::ReversalExceedsOriginal));
@@ -219,10 +309,9 @@ pub(crate) fn count_reversal(
             reversed_cents: total,
             reversal_effects: count.saturating_add(naming.len() as u64),
         };
-        let fields = next
-            .encode()
-            .ok_or(Halt::Reject(JournalError::invalid("effects")))?;
-        writes.push(match current {
+        let fields = next.encode().ok_or_else(cannot_store)?;
+        let bound_path = path(id);
+        writes.push(match bound {
             None => Write::Create {
                 path: bound_path,
                 fields,
@@ -232,6 +321,19 @@ pub(crate) fn count_reversal(
                 fields,
             },
         });
+        for (position, (index, _)) in (count.saturating_add(1)..).zip(&naming) {
+            let logged = entry::CorrectionEntry {
+                original_effect_id: id.clone(),
+                position,
+                reversal_effect_id: effect::effect_id(reversal, *index),
+                reversed_cents: next.reversed_cents,
+                reversal_effects: next.reversal_effects,
+            };
+            writes.push(Write::Create {
+                path: entry::path(id, position),
+                fields: logged.encode().ok_or_else(cannot_store)?,
+            });
+        }
     }
     Ok(writes)
 }

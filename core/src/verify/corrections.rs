@@ -25,6 +25,7 @@
 
 use super::report::{Finding, FindingCode};
 use crate::digest::Digest;
+use crate::ledger::correction::entry::{self, CorrectionEntry};
 use crate::ledger::correction::{self, CorrectionBound, magnitude};
 use crate::ledger::effect::{self, LedgerEffect};
 use crate::ledger::fingerprint::CommandFamily;
@@ -48,11 +49,26 @@ struct Claim {
     /// The reversal's reservation and the ids of its rows.
     reservation_id: Digest,
     rows: Vec<String>,
+    /// The effect's own row id.
+    row: String,
     /// The magnitude the effect returns, in cents.
     cents: u64,
     /// Whether its commit counted it in the bound (a canonical schema-3 reservation).
     guarded: bool,
 }
+
+/// A log entry as the scan read it: the reversal effect it counts and the bound's
+/// totals after its commit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Logged {
+    row: String,
+    reversed: u64,
+    count: u64,
+}
+
+/// A correction log by position; `None` for an entry that failed its codec (already
+/// reported as malformed).
+type Log = BTreeMap<u64, Option<Logged>>;
 
 /// An imported row a migration linked that names an original: a reversal effect if
 /// the reservation it states is a reversal's that lists it so.
@@ -74,6 +90,10 @@ pub struct Corrections {
     bounds: BTreeMap<String, Bound>,
     /// Original effect id → the reversal effects naming it.
     claims: BTreeMap<String, Vec<Claim>>,
+    /// Original effect id → its log entries by position: the reversal effect counted
+    /// and the bound's totals after its commit, or `None` when the entry failed its
+    /// codec (already reported as malformed).
+    entries: BTreeMap<String, Log>,
     /// Imported linked row id → the original it names (read apart from its reservation).
     linked_rows: BTreeMap<String, LinkedRow>,
     /// The reversal reservations a migration linked under the imported rows' own ids.
@@ -136,11 +156,77 @@ impl Corrections {
                     .push(Claim {
                         reservation_id: reservation.reservation_id.clone(),
                         rows: reservation.effect_ids.clone(),
+                        row: effect.effect_id.clone(),
                         cents: magnitude(&effect.item),
                         guarded,
                     });
             }
         }
+    }
+
+    /// Entry `position` of the log of `original_id`; `entry` is `None` when it failed
+    /// its codec.
+    pub(crate) fn entry(
+        &mut self,
+        original_id: &str,
+        position: u64,
+        entry: Option<&CorrectionEntry>,
+    ) {
+        self.entries
+            .entry(original_id.to_owned())
+            .or_default()
+            .insert(
+                position,
+                entry.map(|e| Logged {
+                    row: e.reversal_effect_id.clone(),
+                    reversed: e.reversed_cents,
+                    count: e.reversal_effects,
+                }),
+            );
+    }
+
+    /// Whether the log of `id` is the one its bound's commits wrote: with a parsed
+    /// bound counting `n` effects, exactly the entries 1 to `n`, naming each of the
+    /// guarded reversal effects `guarded` once, every entry holding the totals after
+    /// its commit (the entries of one reversal, a run of its rows, hold the total of
+    /// the effects counted up to the run's end and the run's last position), the last
+    /// therefore the bound's; with no bound, no entry. A malformed entry or bound
+    /// (already reported) is not judged.
+    fn log_holds(&self, id: &str, counted: Option<Option<(u64, u64)>>, guarded: &[&Claim]) -> bool {
+        let empty = BTreeMap::new();
+        let entries = self.entries.get(id).unwrap_or(&empty);
+        if entries.values().any(Option::is_none) {
+            return true;
+        }
+        let (reversed, n) = match counted {
+            None => return entries.is_empty(),
+            Some(None) => return true,
+            Some(Some(counted)) => counted,
+        };
+        let mut cents: BTreeMap<&str, u64> =
+            guarded.iter().map(|c| (c.row.as_str(), c.cents)).collect();
+        if cents.len() != guarded.len() || !entries.keys().copied().eq(1..=n) {
+            return false;
+        }
+        let logged: Vec<(u64, &Logged)> = entries
+            .iter()
+            .filter_map(|(p, e)| e.as_ref().map(|e| (*p, e)))
+            .collect();
+        let reservation_of = |row: &str| row.rsplit_once('_').map(|(rid, _)| rid.to_owned());
+        let mut total = 0u64;
+        let mut runs = logged.chunk_by(|a, b| reservation_of(&a.1.row) == reservation_of(&b.1.row));
+        let held = runs.all(|run| {
+            for (_, e) in run {
+                match cents.remove(e.row.as_str()) {
+                    Some(c) => total = total.saturating_add(c),
+                    None => return false,
+                }
+            }
+            let end = run.last().map_or(0, |(p, _)| *p);
+            run.iter()
+                .all(|(_, e)| (e.reversed, e.count) == (total, end))
+        });
+        held && cents.is_empty() && (total, n) == (reversed, n)
     }
 
     /// An imported row a migration linked (read on its own, apart from its
@@ -189,6 +275,7 @@ impl Corrections {
                     claims.entry(row.original.clone()).or_default().push(Claim {
                         reservation_id: reservation.reservation_id.clone(),
                         rows: reservation.effect_ids.clone(),
+                        row: id.clone(),
                         cents: row.cents,
                         guarded: false,
                     });
@@ -202,12 +289,21 @@ impl Corrections {
     pub fn finish(&self) -> Vec<Finding> {
         let mut found = BTreeSet::new();
         let all_claims = self.all_claims();
-        let originals: BTreeSet<&String> = self.bounds.keys().chain(all_claims.keys()).collect();
+        let originals: BTreeSet<&String> = self
+            .bounds
+            .keys()
+            .chain(all_claims.keys())
+            .chain(self.entries.keys())
+            .collect();
         for id in originals {
             let claims = all_claims.get(id).map(Vec::as_slice).unwrap_or_default();
             let guarded: Vec<&Claim> = claims.iter().filter(|c| c.guarded).collect();
             let mismatch = (FindingCode::CorrectionBoundMismatch, correction::path(id));
-            match self.bounds.get(id) {
+            let bound = self.bounds.get(id);
+            if !self.log_holds(id, bound.map(|b| b.counted), &guarded) {
+                found.insert(mismatch.clone());
+            }
+            match bound {
                 None => {
                     if !guarded.is_empty() {
                         found.insert(mismatch);
@@ -239,18 +335,43 @@ impl Corrections {
     }
 
     /// Every document a finding of [`finish`](Self::finish) was decided from (paths
-    /// relative to the documents root): the original row, its bound, and the
+    /// relative to the documents root): the original row, its bound and log, and the
     /// reservation and rows of every reversal naming it. Reading these again at one
     /// read time decides the finding again.
     pub fn involved(&self, findings: &[Finding]) -> BTreeSet<String> {
         let mut paths = BTreeSet::new();
         let all_claims = self.all_claims();
-        for id in self.bounds.keys().chain(all_claims.keys()) {
+        for id in self
+            .bounds
+            .keys()
+            .chain(all_claims.keys())
+            .chain(self.entries.keys())
+        {
             let at = [effect::path(id), correction::path(id)];
             if !findings.iter().any(|f| at.contains(&f.path)) {
                 continue;
             }
             paths.extend(at);
+            // The log as the bound counts it, as the guarded claims would have it and
+            // as read: decided again from all three.
+            let claimed = all_claims.get(id).map_or(0, |claims| {
+                claims.iter().filter(|c| c.guarded).count() as u64
+            });
+            let counted = match self.bounds.get(id) {
+                Some(Bound {
+                    counted: Some((_, n)),
+                    ..
+                }) => *n,
+                _ => 0,
+            };
+            let seen = self
+                .entries
+                .get(id)
+                .and_then(|entries| entries.keys().next_back().copied())
+                .unwrap_or(0);
+            for position in 1..=counted.max(seen).max(claimed) {
+                paths.insert(entry::path(id, position));
+            }
             for claim in all_claims.get(id).into_iter().flatten() {
                 paths.insert(reservation::path(&claim.reservation_id));
                 paths.extend(claim.rows.iter().map(|row| effect::path(row)));

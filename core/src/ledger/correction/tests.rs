@@ -291,3 +291,112 @@ fn an_original_edited_or_orphaned_by_hand_fails_closed_and_an_imported_one_is_tr
         Ok(Outcome::Accepted)
     );
 }
+
+/// The correction log entries of `original`, by position, as stored.
+fn entries(memory: &Store, original: &str) -> Vec<(u64, String, u64, u64)> {
+    (1..)
+        .map_while(|position| {
+            memory.get(&entry::path(original, position)).map(|fields| {
+                let e = entry::CorrectionEntry::parse(original, &position.to_string(), fields)
+                    .expect("entry");
+                (
+                    e.position,
+                    e.reversal_effect_id,
+                    e.reversed_cents,
+                    e.reversal_effects,
+                )
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn each_counted_reversal_effect_leaves_one_immutable_entry_in_the_originals_log() {
+    let mut memory = Store::default();
+    let original = charged(&mut memory);
+    let first = reversal(&original, &["5.00"]);
+    assert_eq!(accept(&mut memory, 2, &first), Ok(Outcome::Accepted));
+    let two = reversal(&original, &["1.00", "2.00"]);
+    assert_eq!(accept(&mut memory, 3, &two), Ok(Outcome::Accepted));
+    let id = |n: u32, i: usize| effect::effect_id(&rid(n), i);
+    assert_eq!(
+        entries(&memory, &original),
+        vec![
+            (1, id(2, 0), 500, 1),
+            (2, id(3, 0), 800, 3),
+            (3, id(3, 1), 800, 3)
+        ]
+    );
+    assert_eq!(
+        entry::path(&original, 2),
+        format!("ledgerTransactions/{original}/corrections/2")
+    );
+    // Exact retries replay and write nothing; the entries are never replaced.
+    let before = memory.clone();
+    assert_eq!(accept(&mut memory, 2, &first), Ok(Outcome::Replayed));
+    assert_eq!(accept(&mut memory, 3, &two), Ok(Outcome::Replayed));
+    assert_eq!(memory, before);
+}
+
+#[test]
+fn a_bound_deleted_or_rolled_back_by_hand_under_its_log_fails_closed() {
+    type Tamper = Box<dyn Fn(&mut Store, &str)>;
+    let cases: Vec<(&str, Tamper)> = vec![
+        (
+            "bound deleted",
+            Box::new(|m, o| {
+                m.remove(&path(o));
+            }),
+        ),
+        (
+            "total lowered",
+            Box::new(|m, o| {
+                crate::ledger::fixtures::edit(m, &path(o), "reversedAmount", fields::string("5.00"))
+            }),
+        ),
+        (
+            "rolled back to the first entry",
+            Box::new(|m, o| {
+                let first = CorrectionBound {
+                    original_effect_id: o.to_owned(),
+                    reversed_cents: 500,
+                    reversal_effects: 1,
+                };
+                m.insert(path(o), first.encode().expect("bound"));
+            }),
+        ),
+    ];
+    for (case, tamper) in cases {
+        let mut memory = Store::default();
+        let original = charged(&mut memory);
+        for (n, amount) in [(2, "5.00"), (3, "7.50")] {
+            assert_eq!(
+                accept(&mut memory, n, &reversal(&original, &[amount])),
+                Ok(Outcome::Accepted)
+            );
+        }
+        tamper(&mut memory, &original);
+        let before = memory.clone();
+        assert!(
+            matches!(
+                accept(&mut memory, 4, &reversal(&original, &["7.50"])),
+                Err(JournalError::JournalCorrupt { .. })
+            ),
+            "{case}"
+        );
+        assert_eq!(memory, before, "{case}: nothing written");
+    }
+    // An entry past the bound's count (a bound planted below a longer log) too.
+    let mut memory = Store::default();
+    let original = charged(&mut memory);
+    assert_eq!(
+        accept(&mut memory, 2, &reversal(&original, &["5.00"])),
+        Ok(Outcome::Accepted)
+    );
+    let entry_one = memory[&entry::path(&original, 1)].clone();
+    memory.insert(entry::path(&original, 2), entry_one);
+    assert!(matches!(
+        accept(&mut memory, 3, &reversal(&original, &["1.00"])),
+        Err(JournalError::JournalCorrupt { .. })
+    ));
+}
