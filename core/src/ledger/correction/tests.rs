@@ -400,3 +400,61 @@ fn a_bound_deleted_or_rolled_back_by_hand_under_its_log_fails_closed() {
         Err(JournalError::JournalCorrupt { .. })
     ));
 }
+
+#[test]
+fn a_reversal_of_a_reversal_is_bounded_by_it_and_never_reopens_the_original() {
+    let mut memory = Store::default();
+    let original = charged(&mut memory);
+    assert_eq!(
+        accept(&mut memory, 2, &reversal(&original, &["12.50"])),
+        Ok(Outcome::Accepted)
+    );
+    // Reversing the reversal counts against the reversal's own amount, whatever the
+    // sign; the original stays exhausted.
+    let refund = effect::effect_id(&rid(2), 0);
+    assert_eq!(
+        accept(&mut memory, 3, &reversal(&refund, &["-12.50"])),
+        Ok(Outcome::Accepted)
+    );
+    assert_eq!(
+        bound(&memory, &refund).map(|b| b.reversed_cents),
+        Some(1250)
+    );
+    assert_eq!(
+        bound(&memory, &original).map(|b| b.reversed_cents),
+        Some(1250)
+    );
+    for (n, target) in [(4, &refund), (5, &original)] {
+        assert_eq!(
+            accept(&mut memory, n, &reversal(target, &["0.01"])),
+            Err(JournalError::ReversalExceedsOriginal)
+        );
+    }
+    // A zero amount returns nothing and is counted as such.
+    assert_eq!(
+        accept(&mut memory, 6, &reversal(&original, &["0.00"])),
+        Ok(Outcome::Accepted)
+    );
+    assert_eq!(
+        bound(&memory, &original).map(|b| (b.reversed_cents, b.reversal_effects)),
+        Some((1250, 2))
+    );
+}
+
+#[test]
+fn an_original_accepted_before_bounds_existed_is_bounded_from_its_first_reversal_now() {
+    use crate::ledger::fixtures::as_schema_2;
+    let mut memory = Store::default();
+    let charge = store(5, "-12.5");
+    accept_into(&mut memory, 1, &charge);
+    as_schema_2(&mut memory, 1, &charge);
+    let original = effect::effect_id(&rid(1), 0);
+    assert_eq!(
+        accept(&mut memory, 2, &reversal(&original, &["12.50"])),
+        Ok(Outcome::Accepted)
+    );
+    assert_eq!(
+        accept(&mut memory, 3, &reversal(&original, &["0.01"])),
+        Err(JournalError::ReversalExceedsOriginal)
+    );
+}
