@@ -6,67 +6,11 @@ use crate::ledger::fixtures::{
     accept_into, edit, key, now, plan, rid, scope, store, strip_digest, unlinked,
 };
 use crate::testing::Store;
-use crate::verify::cross_checks::CrossChecks;
-use crate::verify::keys::{Keyed, Part, classify_effect, classify_reservation};
-use crate::verify::ledger::{check_reservation, check_standalone_effect};
-use crate::verify::stored::StoredDoc;
+use crate::verify::ledger_scan::{scan, scanned};
 use serde_json::json;
-
-/// One reservation's documents as the scan hands them over: the reservation, its rows
-/// and their correction bounds.
-type Group = (Option<StoredDoc>, Vec<StoredDoc>, Vec<StoredDoc>);
 
 /// An edit of a store of [`reversed`] whose original effect is the second argument.
 type Tamper = Box<dyn Fn(&mut Store, &str)>;
-
-/// The ledger checks over every ledger document of `memory`, grouped as the scan
-/// merges them, and the cross-document findings once all were read.
-fn scan(memory: &Store) -> Vec<Finding> {
-    scanned(memory).0
-}
-
-/// [`scan`]'s findings and what its cross-document checks learnt.
-fn scanned(memory: &Store) -> (Vec<Finding>, CrossChecks) {
-    let mut paths: Vec<&String> = memory.keys().collect();
-    paths.sort_by(|a, b| a.split('/').cmp(b.split('/')));
-    let mut cross = CrossChecks::default();
-    let mut groups: BTreeMap<Digest, Group> = BTreeMap::new();
-    let mut found = Vec::new();
-    for path in paths {
-        let doc = StoredDoc::new(
-            path.as_str(),
-            memory[path.as_str()].clone(),
-            Default::default(),
-        );
-        let keyed = if path.starts_with(reservation::COLLECTION) {
-            classify_reservation(doc)
-        } else {
-            classify_effect(doc)
-        };
-        match keyed {
-            Keyed::Command(rid, Part::Reservation, doc) => {
-                groups.entry(rid).or_default().0 = Some(doc)
-            }
-            Keyed::Command(rid, Part::Correction, doc) => {
-                groups.entry(rid).or_default().2.push(doc)
-            }
-            Keyed::Command(rid, _, doc) => groups.entry(rid).or_default().1.push(doc),
-            Keyed::Standalone(doc) => found.extend(check_standalone_effect(&doc, &mut cross)),
-            Keyed::Unexpected(path) => panic!("unexpected {path}"),
-        }
-    }
-    for (rid, (reservation, effects, bounds)) in &groups {
-        found.extend(check_reservation(
-            rid,
-            reservation.as_ref(),
-            effects,
-            bounds,
-            &mut cross,
-        ));
-    }
-    found.extend(cross.finish());
-    (found, cross)
-}
 
 fn reversal(original: &str, amount: &str) -> FingerprintInput {
     plan(
