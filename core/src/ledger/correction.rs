@@ -170,7 +170,7 @@ fn check_original(snapshot: &Snapshot, row: &LedgerEffect) -> Result<(), Halt> {
 }
 
 /// An original effect as a new reversal read it: the row (checked against its
-/// reservation), its bound and what its log says of the bound.
+/// reservation) and its bound.
 struct Read {
     row: LedgerEffect,
     bound: Option<CorrectionBound>,
@@ -188,19 +188,24 @@ fn log_paths(id: &str, count: u64, adding: usize) -> Vec<String> {
 }
 
 /// Whether the bound `bound` of `id` (none: nothing counted) is the one its log
-/// ends at: the entry at its count holds its totals and no entry follows. A bound
-/// deleted, lowered or rolled back by hand under entries that remain is not.
-fn log_agrees(snapshot: &Snapshot, id: &str, bound: Option<&CorrectionBound>) -> Result<(), Halt> {
+/// ends at: the entry at its count holds its totals and none of the `adding` entries
+/// after it, which the new reversal creates, exists. A bound deleted, lowered or
+/// rolled back by hand under entries that remain is not.
+fn log_agrees(
+    snapshot: &Snapshot,
+    id: &str,
+    bound: Option<&CorrectionBound>,
+    adding: usize,
+) -> Result<(), Halt> {
     let (reversed, count) = bound.map_or((0, 0), |b| (b.reversed_cents, b.reversal_effects));
     let disagrees = || {
         Halt::Reject(JournalError::corrupt(
             "ledger correction bound disagrees with its log",
         ))
     };
-    if snapshot
-        .get(&entry::path(id, count.saturating_add(1)))
-        .is_some()
-    {
+    let next = count.saturating_add(1);
+    let beyond = count.saturating_add(adding.max(1) as u64);
+    if (next..=beyond).any(|position| snapshot.get(&entry::path(id, position)).is_some()) {
         return Err(disagrees());
     }
     if count > 0 {
@@ -299,7 +304,7 @@ pub(crate) fn count_reversal(
                 "ledger correction bound exceeds its effect",
             )));
         }
-        log_agrees(snapshot, id, bound.as_ref())?;
+        log_agrees(snapshot, id, bound.as_ref(), naming.len())?;
         let total = reversed.saturating_add(requested);
         if total > booked {
             return Err(Halt::Reject(JournalError::ReversalExceedsOriginal));

@@ -394,11 +394,20 @@ fn a_bound_deleted_or_rolled_back_by_hand_under_its_log_fails_closed() {
         Ok(Outcome::Accepted)
     );
     let entry_one = memory[&entry::path(&original, 1)].clone();
-    memory.insert(entry::path(&original, 2), entry_one);
+    memory.insert(entry::path(&original, 2), entry_one.clone());
     assert!(matches!(
         accept(&mut memory, 3, &reversal(&original, &["1.00"])),
         Err(JournalError::JournalCorrupt { .. })
     ));
+    // Or further along, where a reversal of two effects would create its second.
+    memory.remove(&entry::path(&original, 2));
+    memory.insert(entry::path(&original, 3), entry_one);
+    let before = memory.clone();
+    assert!(matches!(
+        accept(&mut memory, 3, &reversal(&original, &["1.00", "1.00"])),
+        Err(JournalError::JournalCorrupt { .. })
+    ));
+    assert_eq!(memory, before, "nothing written");
 }
 
 #[test]
