@@ -10,6 +10,7 @@
 
 pub use command_journal_core::Executed;
 pub use command_journal_core::sends::{
-    AttemptNumber, AttemptState, BeginSendOutput, CommandStatus, ProviderAccount, ProviderLookup,
-    ProviderMode, ProviderPlan, ProviderPlanRequest, SendOutcomeOutput, SendPermit, SendStatus,
+    AttemptNumber, AttemptState, BeginSendOutput, CommandStatus, LookupRequest, ProviderAccount,
+    ProviderLookup, ProviderMode, ProviderPlan, ProviderPlanRequest, SendOutcomeOutput, SendPermit,
+    SendStatus,
 };

@@ -7,9 +7,13 @@
 
 pub(crate) mod checkpoints;
 pub(crate) mod commerce;
+pub(crate) mod corrections;
+pub(crate) mod cross_checks;
 pub(crate) mod historical_links;
 pub(crate) mod keys;
 pub(crate) mod ledger;
+#[cfg(test)]
+pub(crate) mod ledger_scan;
 pub(crate) mod pending_index;
 pub(crate) mod ranges;
 pub(crate) mod report;

@@ -106,6 +106,11 @@ pub const JOURNAL_PROBLEMS: &[ProblemType] = &[
         "The stored reservation's version is not supported",
     ),
     row(
+        "reversal_exceeds_original",
+        422,
+        "The reversal would return more than the original booked",
+    ),
+    row(
         "obsolete_multi_effect_fingerprint",
         422,
         "The historical command cannot be linked",

@@ -13,6 +13,7 @@ use axum::routing::post;
 use bytes::Bytes;
 use chrono::{DateTime, TimeDelta, Utc};
 use command_journal::identity::{CallerScopeKind, CommandType, Environment};
+use command_journal::sends::LookupRequest;
 use command_journal::time::ManualClock;
 use command_journal::{
     Clock, Connection, Journal, Provider, ProviderAnswer, ProviderPlan, ProviderPlanRequest,
@@ -185,7 +186,7 @@ struct Scripted {
 }
 
 impl Provider for Scripted {
-    async fn send(&self, _: SendRequest<'_>) -> ProviderAnswer {
+    async fn send(&self, _: SendRequest) -> ProviderAnswer {
         self.script.sends.fetch_add(1, Ordering::SeqCst);
         if self.gated {
             self.script.started.notify_one();
@@ -195,7 +196,7 @@ impl Provider for Scripted {
         next.unwrap_or(ProviderAnswer::Unknown)
     }
 
-    async fn lookup(&self, _: &str) -> ProviderAnswer {
+    async fn lookup(&self, _: LookupRequest) -> ProviderAnswer {
         ProviderAnswer::Unknown
     }
 }
