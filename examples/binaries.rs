@@ -43,6 +43,14 @@ fn the_payout_worker_refuses_a_list_it_cannot_drain() {
 }
 
 #[test]
+fn the_idempotent_notes_service_refuses_an_unknown_argument() {
+    let output = run(env!("CARGO_BIN_EXE_idempotent-notes"), &["serve"]);
+    assert_refused(&output, "usage: idempotent-notes [--port N]");
+    let output = run(env!("CARGO_BIN_EXE_idempotent-notes"), &["--port", "http"]);
+    assert_refused(&output, "idempotent-notes: --port: a port number");
+}
+
+#[test]
 fn the_readme_handler_links_and_exits_at_once() {
     let output = run(env!("CARGO_BIN_EXE_readme-handler"), &[]);
     assert!(output.status.success(), "{output:?}");

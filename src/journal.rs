@@ -29,8 +29,8 @@ use command_journal_core::tools::sends::status::SendStatusRead;
 use command_journal_core::tools::start::Start;
 use command_journal_core::tools::transaction::Transition;
 use command_journal_core::{
-    Execution, FenceEpoch, LeaseOutput, Provider, RegistrationOutput, ResultEnvelope, StartOutput,
-    StatusOutput, TerminalOutput,
+    Executed, Execution, FenceEpoch, LeaseOutput, Provider, RegistrationOutput, ResultEnvelope,
+    StartOutput, StatusOutput, TerminalOutput,
 };
 
 /// A command journal over one project: cheap to clone, safe to share across tasks.
@@ -345,6 +345,22 @@ impl Journal {
         plan: &ProviderPlan,
         provider: &P,
     ) -> Result<Execution, JournalError> {
+        let executed = self.execute_marked(command, plan, provider).await?;
+        Ok(executed.execution)
+    }
+
+    /// [`execute`](Self::execute), the same call, whose answer also says whether it
+    /// is a replay ([`Executed::replayed`](crate::sends::Executed)): a terminal outcome
+    /// the journal had stored before this call, answered without a send. The
+    /// execution is the one `execute` answers, a stored result byte for byte; the
+    /// marker is what lets an HTTP edge set `Idempotent-Replayed: true` or count
+    /// replays without a second read.
+    pub async fn execute_marked<P: Provider>(
+        &self,
+        command: &CommandInput,
+        plan: &ProviderPlan,
+        provider: &P,
+    ) -> Result<Executed, JournalError> {
         let lease = self.engine.new_lease();
         let identity = command.identity();
         let owner = command.lease_owner(&identity, &lease)?;

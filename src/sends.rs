@@ -5,8 +5,10 @@
 //! The types are the core's (`command_journal_core::sends`); [`Journal`](crate::Journal)'s
 //! `bind_provider_plan`, `begin_send`, `record_send_outcome`, `reconcile_send` and
 //! `send_status` run its decisions, and [`Journal::execute`](crate::Journal::execute)
-//! drives them around one provider call.
+//! drives them around one provider call ([`Journal::execute_marked`](crate::Journal::execute_marked)
+//! also answers whether its outcome is a replay, [`Executed`]).
 
+pub use command_journal_core::Executed;
 pub use command_journal_core::sends::{
     AttemptNumber, AttemptState, BeginSendOutput, CommandStatus, LookupRequest, ProviderAccount,
     ProviderLookup, ProviderMode, ProviderPlan, ProviderPlanRequest, SendOutcomeOutput, SendPermit,

@@ -45,3 +45,21 @@ pub enum Execution {
     /// unavailable: nothing was written; retry later, and the lookup is asked again.
     PendingReconciliation,
 }
+
+/// The answer of `Journal::execute_marked`: the [`Execution`] `Journal::execute`
+/// answers, and whether it is a replay.
+///
+/// `replayed` is true exactly when the answer is the command's terminal outcome
+/// ([`Succeeded`](Execution::Succeeded), [`SucceededWithoutResult`](Execution::SucceededWithoutResult)
+/// or [`Declined`](Execution::Declined)) and this call did not record it: the journal
+/// answered what an earlier call, another worker or a recovery job had stored. An
+/// outcome this call recorded (its send's answer, or evidence its lookup found) is a
+/// first answer, and an answer that is not terminal is never a replay. The execution
+/// is the same either way, a stored result byte for byte.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Executed {
+    /// What `Journal::execute` answers.
+    pub execution: Execution,
+    /// Whether the execution is a terminal outcome stored before this call.
+    pub replayed: bool,
+}

@@ -67,7 +67,7 @@ mod transaction;
 
 pub use call::Concurrency;
 pub use envelope::ResultEnvelope;
-pub use execute::Execution;
+pub use execute::{Executed, Execution};
 pub use fence::FenceEpoch;
 pub use lease::{CommandState, LeaseOutput, StatusOutput, TerminalOutput};
 pub use registration::{RegistrationOutcome, RegistrationOutput};

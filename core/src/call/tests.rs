@@ -5,8 +5,8 @@
 use super::*;
 use crate::digest::Digest;
 use crate::error::GrpcCode;
-use crate::execute::Execution;
 use crate::execute::program::ExecuteProgram;
+use crate::execute::{Executed, Execution};
 use crate::identity::{CommandIdentity, CommandInput, CommandRequest, LeaseId};
 use crate::lease::{Acquire, CommandCall, LeaseCall, LeaseOutput, StatusRead};
 use crate::registration::{Registration, RegistrationOutcome};
@@ -236,8 +236,24 @@ fn a_deadline_passing_with_a_transaction_open_rolls_it_back_first() {
     assert!(store.is_empty(), "nothing committed");
 }
 
+/// `execution` as the call that recorded it answers it.
+fn first(execution: Execution) -> Executed {
+    Executed {
+        execution,
+        replayed: false,
+    }
+}
+
+/// `execution` as a later call answers it, stored before.
+fn replayed(execution: Execution) -> Executed {
+    Executed {
+        execution,
+        replayed: true,
+    }
+}
+
 /// Runs one `execute` of the plan by holder `holder` now, the provider declining.
-fn execute(store: &mut Store, holder: usize, options: CallOptions) -> (Execution, CallTrace) {
+fn execute(store: &mut Store, holder: usize, options: CallOptions) -> (Executed, CallTrace) {
     let declined = ProviderAnswer::Declined;
     let (answer, trace) = execute_at(store, holder, options, now(), declined.clone(), declined);
     (answer.unwrap(), trace)
@@ -248,7 +264,7 @@ fn execute_takes_two_rpcs_new_and_two_replayed_in_preconditions_mode() {
     let mut store = Store::new();
     let options = options(Concurrency::Preconditions, 10);
     let (answer, trace) = execute(&mut store, 1, options);
-    assert_eq!(answer, Execution::Declined);
+    assert_eq!(answer, first(Execution::Declined));
     assert_eq!(trace.steps, ["blind", "send", "planned"]);
     assert_eq!(trace.rpcs(), 2);
     assert_eq!(
@@ -271,7 +287,7 @@ fn execute_takes_two_rpcs_new_and_two_replayed_in_preconditions_mode() {
     // A replay: the chained commit is refused, the start reads, and the answer comes
     // from what that read left known.
     let (answer, trace) = execute(&mut store, 2, options);
-    assert_eq!(answer, Execution::Declined);
+    assert_eq!(answer, replayed(Execution::Declined));
     assert_eq!(trace.steps, ["blind", "wait_now", "read"]);
     assert_eq!(trace.rpcs(), 2);
 }
@@ -281,7 +297,7 @@ fn execute_takes_four_rpcs_new_and_two_replayed_in_transaction_mode() {
     let mut store = Store::new();
     let options = options(Concurrency::Transaction, 10);
     let (answer, trace) = execute(&mut store, 1, options);
-    assert_eq!(answer, Execution::Declined);
+    assert_eq!(answer, first(Execution::Declined));
     assert_eq!(trace.steps, ["begin", "commit", "send", "begin", "commit"]);
     assert_eq!(
         trace.metrics,
@@ -293,7 +309,7 @@ fn execute_takes_four_rpcs_new_and_two_replayed_in_transaction_mode() {
         ]
     );
     let (answer, trace) = execute(&mut store, 2, options);
-    assert_eq!(answer, Execution::Declined);
+    assert_eq!(answer, replayed(Execution::Declined));
     assert_eq!(trace.steps, ["begin", "rollback"]);
     assert_eq!(trace.rpcs(), 2);
 }
@@ -306,7 +322,7 @@ fn without_fast_paths_every_transition_reads_and_decides() {
         ..options(Concurrency::Preconditions, 10)
     };
     let (answer, trace) = execute(&mut store, 1, options);
-    assert_eq!(answer, Execution::Declined);
+    assert_eq!(answer, first(Execution::Declined));
     assert_eq!(
         trace.steps,
         ["read", "commit", "read", "commit", "send", "read", "commit"]
@@ -336,7 +352,7 @@ fn execute_at(
     at: Timestamp,
     sent: ProviderAnswer,
     looked_up: ProviderAnswer,
-) -> (Result<Execution, JournalError>, CallTrace) {
+) -> (Result<Executed, JournalError>, CallTrace) {
     let program = ExecuteProgram::new(
         identity(),
         owner(holder),
@@ -370,7 +386,7 @@ fn execute_status_read_neither_plans_from_nor_replaces_what_the_call_knows() {
         ProviderAnswer::ReplayedUnknown,
         ProviderAnswer::Unknown,
     );
-    assert_eq!(first, Ok(Execution::PendingReconciliation));
+    assert_eq!(first, Ok(self::first(Execution::PendingReconciliation)));
     // After the lease ran out, a second holder takes over: its permit is refused
     // (the key cannot tell), so nothing is known after it; the status read is a call
     // of its own, as `send_status` is, and keeps nothing: the reconciliation after the
@@ -384,7 +400,8 @@ fn execute_status_read_neither_plans_from_nor_replaces_what_the_call_knows() {
         ProviderAnswer::Unknown,
         ProviderAnswer::Succeeded(envelope()),
     );
-    assert_eq!(second, Ok(Execution::Succeeded(envelope())));
+    // Recorded by this call from its lookup's evidence: a first answer.
+    assert_eq!(second, Ok(self::first(Execution::Succeeded(envelope()))));
     assert_eq!(
         trace.steps,
         [
@@ -399,7 +416,7 @@ fn execute_status_read_neither_plans_from_nor_replaces_what_the_call_knows() {
 
 /// Runs one `execute` of a new command whose journal clock moves `by` seconds while
 /// the first commit is in flight, the provider declining.
-fn execute_while_the_clock_moves(options: CallOptions, by: i64) -> (Execution, CallTrace) {
+fn execute_while_the_clock_moves(options: CallOptions, by: i64) -> (Executed, CallTrace) {
     let mut store = Store::new();
     let program = ExecuteProgram::new(
         identity(),
@@ -438,9 +455,9 @@ fn a_permit_committed_with_the_start_follows_the_lease_at_the_starts_time() {
         let (answer, trace) = execute_while_the_clock_moves(options(mode, 10), 50);
         assert_eq!(
             answer,
-            Execution::RetryLater {
+            first(Execution::RetryLater {
                 after: std::time::Duration::from_secs(10)
-            },
+            }),
             "{mode:?}"
         );
         assert_eq!(
@@ -575,7 +592,7 @@ fn a_second_start_keeps_nothing_and_the_reconciliation_after_it_reads() {
             _ => None,
         },
     );
-    assert_eq!(answer, Ok(Execution::Succeeded(envelope())));
+    assert_eq!(answer, Ok(first(Execution::Succeeded(envelope()))));
     assert_eq!(
         trace.steps,
         [

@@ -40,15 +40,15 @@
 //! answered from the read its start made; in transaction mode the start and its permit
 //! are one transaction over one read ([`super::opening`]).
 
-use super::Execution;
 use super::opening::{AfterStart, Opening, Second, after_start};
+use super::{Executed, Execution};
 use crate::call::{Answered, Concurrency, Labelled, Metric, Next, Now, Program, Run};
 use crate::digest::Digest;
 use crate::envelope::ResultEnvelope;
 use crate::envelope::read::ResultRead;
 use crate::error::JournalError;
 use crate::identity::CommandIdentity;
-use crate::lease::{CommandCall, CommandState, LeaseCall, TerminalOutput};
+use crate::lease::{CommandCall, CommandState, LeaseCall, LeaseOutput, TerminalOutput};
 use crate::sends::begin::BeginSend;
 use crate::sends::plan::ProviderPlan;
 use crate::sends::provider::SendRequest;
@@ -124,6 +124,13 @@ impl Labelled for ExecuteOutput {
     }
 }
 
+/// A replay is labelled as its execution: the metric's outcomes do not change.
+impl Labelled for Executed {
+    fn label(&self) -> &'static str {
+        self.execution.label()
+    }
+}
+
 impl Labelled for Execution {
     fn label(&self) -> &'static str {
         match self {
@@ -185,6 +192,9 @@ pub struct ExecuteProgram {
     concurrency: Concurrency,
     fast_paths: bool,
     state: State,
+    /// A start, a permit or a settling found the command ended by someone else: the
+    /// call's terminal answer is one the journal had stored before it (a replay).
+    stored_before: bool,
 }
 
 impl std::fmt::Debug for ExecuteProgram {
@@ -196,7 +206,7 @@ impl std::fmt::Debug for ExecuteProgram {
 }
 
 /// What the call does then: its next step, or its answer.
-type Then = Result<Next<ExecuteOp, Execution>, JournalError>;
+type Then = Result<Next<ExecuteOp, Executed>, JournalError>;
 
 fn out_of_turn() -> JournalError {
     JournalError::internal("execute: an answer out of turn")
@@ -222,6 +232,7 @@ impl ExecuteProgram {
             concurrency,
             fast_paths,
             state: State::New,
+            stored_before: false,
         })
     }
 
@@ -229,13 +240,26 @@ impl ExecuteProgram {
         LeaseCall::new(self.identity.clone(), self.owner.clone(), now)
     }
 
-    fn go(&mut self, state: State, next: Next<ExecuteOp, Execution>) -> Then {
+    fn go(&mut self, state: State, next: Next<ExecuteOp, Executed>) -> Then {
         self.state = state;
         Ok(next)
     }
 
+    /// The call's answer: a replay exactly when it is a terminal outcome the call
+    /// found stored rather than recorded.
     fn done(&mut self, execution: Execution) -> Then {
-        self.go(State::Done, Next::Done(execution))
+        let replayed = self.stored_before
+            && matches!(
+                execution,
+                Execution::Succeeded(_) | Execution::SucceededWithoutResult | Execution::Declined
+            );
+        self.go(
+            State::Done,
+            Next::Done(Executed {
+                execution,
+                replayed,
+            }),
+        )
     }
 
     /// The call's first start, read on the set `begin_send` reads: in transaction
@@ -260,6 +284,10 @@ impl ExecuteProgram {
 
     /// What follows a start that answered `started`, at `now`.
     fn started(&mut self, started: StartOutput, now: Now) -> Then {
+        self.stored_before |= matches!(
+            started.lease,
+            LeaseOutput::Succeeded | LeaseOutput::FailedFinal
+        );
         match after_start(started.lease, now) {
             AfterStart::Permit(lease) => self.permit(lease, Round::First, now),
             AfterStart::Fetch => self.fetch(now),
@@ -305,8 +333,12 @@ impl ExecuteProgram {
                     after: lease.retry_after(now),
                 }),
             },
-            Ok(BeginSendOutput::Terminal(TerminalOutput::Succeeded)) => self.fetch(now),
+            Ok(BeginSendOutput::Terminal(TerminalOutput::Succeeded)) => {
+                self.stored_before = true;
+                self.fetch(now)
+            }
             Ok(BeginSendOutput::Terminal(TerminalOutput::FailedFinal)) => {
+                self.stored_before = true;
                 self.done(Execution::Declined)
             }
             // Nothing may be sent any more: the provider is asked instead.
@@ -356,6 +388,10 @@ impl ExecuteProgram {
 
     /// What the settle program under `lease` settled.
     fn settled(&mut self, lease: Held, round: Round, settled: Settled, now: Now) -> Then {
+        self.stored_before |= matches!(
+            settled,
+            Settled::Ended(CommandState::Succeeded | CommandState::FailedFinal)
+        );
         match settled {
             Settled::Succeeded(Some(envelope)) => self.done(Execution::Succeeded(envelope)),
             Settled::Succeeded(None) | Settled::Ended(CommandState::Succeeded) => self.fetch(now),
@@ -404,7 +440,7 @@ fn to_settle(last: Answered<ExecuteOp>) -> Result<Answered<SettleOp>, JournalErr
 
 impl Program for ExecuteProgram {
     type Op = ExecuteOp;
-    type Output = Execution;
+    type Output = Executed;
 
     fn name(&self) -> Option<OperationName> {
         Some(OperationName::Execute)

@@ -130,7 +130,7 @@ fn execute(
         || driver.clocks(),
         |_, io| driver.take(io),
     );
-    answer
+    answer.map(|executed| executed.execution)
 }
 
 fn bounded(concurrency: Concurrency, deadline: Duration) -> CallOptions {

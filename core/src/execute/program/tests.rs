@@ -4,7 +4,7 @@
 //! under the held lease; its runs over the store are in `crate::settle`'s tests.
 
 use super::*;
-use crate::lease::{LeaseOutput, StatusOutput};
+use crate::lease::StatusOutput;
 use crate::registration::{RegistrationOutcome, RegistrationOutput};
 use crate::sends::provider::{Closing, ProviderAnswer};
 use crate::sends::record::Mode;
@@ -95,7 +95,10 @@ enum Asked {
         evidence: ProviderAnswer,
     },
     FetchResult,
+    /// The call's answer, this call's own.
     Done(Execution),
+    /// The call's answer, a terminal outcome the journal had stored before it.
+    Replayed(Execution),
 }
 
 /// The provider's answer a record of `finding` (with `envelope`) stands for.
@@ -110,9 +113,16 @@ fn answer_of(finding: &Closing, envelope: Option<&ResultEnvelope>) -> ProviderAn
     }
 }
 
-fn asked(next: Next<ExecuteOp, Execution>) -> Asked {
+fn asked(next: Next<ExecuteOp, Executed>) -> Asked {
     match next {
-        Next::Done(execution) => Asked::Done(execution),
+        Next::Done(Executed {
+            execution,
+            replayed: false,
+        }) => Asked::Done(execution),
+        Next::Done(Executed {
+            execution,
+            replayed: true,
+        }) => Asked::Replayed(execution),
         Next::Send(request) => Asked::Send {
             attempt: request.attempt,
             resend: request.resend,
@@ -248,7 +258,7 @@ fn run_on(begun: Now, answers: Vec<(Heard, Now)>) -> Vec<Result<Asked, JournalEr
     let mut steps = Vec::new();
     for (answer, now) in answers {
         let step = program.next(answer, now).map(asked);
-        let ended = step.is_err() || matches!(step, Ok(Asked::Done(_)));
+        let ended = step.is_err() || matches!(step, Ok(Asked::Done(_) | Asked::Replayed(_)));
         steps.push(step);
         if ended {
             break;
@@ -442,7 +452,7 @@ fn busy_and_terminal_starts() {
     );
     assert_eq!(
         steps(vec![started_with(LeaseOutput::FailedFinal)]),
-        vec![Asked::Done(Execution::Declined)]
+        vec![Asked::Replayed(Execution::Declined)]
     );
     let stored = envelope("ch_9");
     assert_eq!(
@@ -452,14 +462,14 @@ fn busy_and_terminal_starts() {
         ]),
         vec![
             Asked::FetchResult,
-            Asked::Done(Execution::Succeeded(stored))
+            Asked::Replayed(Execution::Succeeded(stored))
         ]
     );
     assert_eq!(
         steps(vec![started_with(LeaseOutput::Succeeded), fetched(None)]),
         vec![
             Asked::FetchResult,
-            Asked::Done(Execution::SucceededWithoutResult)
+            Asked::Replayed(Execution::SucceededWithoutResult)
         ]
     );
 }
@@ -478,7 +488,7 @@ fn begin_send_on_a_terminal_command() {
             acquired(),
             began(Ok(BeginSendOutput::Terminal(TerminalOutput::FailedFinal))),
         ])[1],
-        Asked::Done(Execution::Declined)
+        Asked::Replayed(Execution::Declined)
     );
 }
 
@@ -828,7 +838,7 @@ fn a_held_answer_takes_one_more_lease_when_its_lease_ran_out() {
     );
     assert_eq!(
         held(vec![restarted(LeaseOutput::FailedFinal)]),
-        Some(Asked::Done(Execution::Declined))
+        Some(Asked::Replayed(Execution::Declined))
     );
 }
 
@@ -1168,3 +1178,69 @@ fn a_replay_the_journal_refuses_to_record_is_looked_up_or_left_to_the_holder() {
 }
 
 mod clocks;
+
+#[test]
+fn a_terminal_outcome_this_call_did_not_record_is_a_replay() {
+    let stored = envelope("ch_7");
+    let terminal = |outcome| began(Ok(BeginSendOutput::Terminal(outcome)));
+    let cases: Vec<(&str, Vec<Heard>, Asked)> = vec![
+        (
+            "a start that finds the success",
+            vec![
+                started_with(LeaseOutput::Succeeded),
+                fetched(Some(stored.clone())),
+            ],
+            Asked::Replayed(Execution::Succeeded(stored.clone())),
+        ),
+        (
+            "a permit that finds the success",
+            vec![
+                acquired(),
+                terminal(TerminalOutput::Succeeded),
+                fetched(Some(stored.clone())),
+            ],
+            Asked::Replayed(Execution::Succeeded(stored.clone())),
+        ),
+        (
+            "a second lease that finds the success another recorded",
+            vec![
+                acquired(),
+                permit(1, false),
+                Answered::Sent(ProviderAnswer::Succeeded(stored.clone())),
+                recorded(Err(JournalError::LeaseExpired)),
+                recorded(Err(JournalError::LeaseExpired)),
+                restarted(LeaseOutput::Succeeded),
+                fetched(Some(stored.clone())),
+            ],
+            Asked::Replayed(Execution::Succeeded(stored.clone())),
+        ),
+        (
+            "this call's send, its success recorded",
+            vec![
+                acquired(),
+                permit(1, false),
+                Answered::Sent(ProviderAnswer::Succeeded(stored.clone())),
+                recorded(Ok(SendOutcomeOutput::Terminal(TerminalOutput::Succeeded))),
+            ],
+            Asked::Done(Execution::Succeeded(stored.clone())),
+        ),
+        (
+            "this call's send, its decline recorded",
+            vec![
+                acquired(),
+                permit(1, false),
+                Answered::Sent(ProviderAnswer::Declined),
+                recorded(Ok(SendOutcomeOutput::Terminal(TerminalOutput::FailedFinal))),
+            ],
+            Asked::Done(Execution::Declined),
+        ),
+        (
+            "another holder's lease",
+            vec![started_with(LeaseOutput::Busy)],
+            Asked::Done(Execution::InProgress),
+        ),
+    ];
+    for (name, answers, answered) in cases {
+        assert_eq!(steps(answers).pop(), Some(answered), "{name}");
+    }
+}

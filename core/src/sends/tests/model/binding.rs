@@ -13,8 +13,8 @@ use super::worker::op_of;
 use super::world::{KeyId, PlanChoice, micros, plan};
 use crate::call::{Answered, CallOptions, Concurrency, Input, Io, Next, Now, Program};
 use crate::error::JournalError;
-use crate::execute::Execution;
 use crate::execute::program::{ExecuteOp, ExecuteOutput, ExecuteProgram};
+use crate::execute::{Executed, Execution};
 use crate::sends::AttemptNumber;
 use crate::sends::provider::ProviderAnswer;
 use crate::settle::SettleOp;
@@ -87,7 +87,7 @@ fn machine(op: &ExecuteOp, first_read: Option<Vec<String>>) -> Built {
 
 impl Program for Bound<'_> {
     type Op = ExecuteOp;
-    type Output = Execution;
+    type Output = Executed;
 
     fn name(&self) -> Option<OperationName> {
         self.program.name()
@@ -101,7 +101,7 @@ impl Program for Bound<'_> {
         &mut self,
         last: Answered<ExecuteOp>,
         now: Now,
-    ) -> Result<Next<ExecuteOp, Execution>, JournalError> {
+    ) -> Result<Next<ExecuteOp, Executed>, JournalError> {
         let next = self.program.next(last, now)?;
         if let Next::Run(run) = &next {
             let op = op_of(&run.op, self.checked.is_empty());
@@ -177,7 +177,11 @@ fn bound(
         late.set(true);
         Some(answer)
     });
-    (result, checked, trace.steps)
+    (
+        result.map(|executed| executed.execution),
+        checked,
+        trace.steps,
+    )
 }
 
 fn charge(attempt: i64) -> ProviderAnswer {
