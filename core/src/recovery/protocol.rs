@@ -6,6 +6,7 @@ use crate::answer::ProviderAnswer;
 use crate::error::JournalError;
 use crate::fence::FenceEpoch;
 use crate::lease::{CommandState, LeaseOutput, TerminalOutput};
+use crate::sends::reverted::{Rule, reverted};
 use crate::sends::{AttemptNumber, AttemptState, ProviderAccount, SendOutcomeOutput};
 use std::time::Duration;
 
@@ -199,6 +200,9 @@ impl RecoveryProtocol {
             return done(Recovered::NothingToLookUp);
         };
         match send.state {
+            AttemptState::Ambiguous if reverted(Rule::RecoveryLooksUpAmbiguous) => {
+                return done(Recovered::NothingToLookUp);
+            }
             AttemptState::Sending | AttemptState::Ambiguous | AttemptState::ReplayedUnknown => {}
             AttemptState::Absent => return done(Recovered::NothingToLookUp),
             AttemptState::Succeeded | AttemptState::Declined => {
