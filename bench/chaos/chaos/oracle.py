@@ -1,28 +1,47 @@
-"""The oracle: the provider's ledger against the journal and every client's answers.
+"""The oracle: the provider's ledger against the journal, every client's answers,
+the recovery job's own report and the logs; and the coverage it requires.
 
-After the run and a final recovery, for every checkout:
+Each check is one count of the JSON line (`FINDINGS`, in order), which must be 0:
 
-- at most one succeeded charge in the ledger (`doubleCharges` counts the checkouts
-  charged more than once);
-- every succeeded charge belongs to a checkout (its request's reference and its key,
-  one of the checkout's attempt keys) that the journal has `succeeded` with that
-  charge's envelope (`results/current`, read through the emulator's REST API), or
-  that `command-journal pending` still lists with that charge's attempt `sending` or
-  `ambiguous` (a listing that has the attempt absent, or a later attempt open, has
-  disowned the charge); any other charge counts in `chargesWithoutSettlement`;
-- `disagreeingAnswers` counts the checkouts where two answers disagree (two 200
-  bodies that are not byte for byte the same, a 200 and a 402), where a 200's charge
-  is not the one the ledger holds, a 402 where the ledger holds a charge or no
-  decline, or where
-  the journal's stored envelope names no charge of the ledger;
-- no command listed `sending` once its absence is provable (`stillSending`);
-- `command-journal verify` clean;
-- beyond the JSON line's keys, the journal's own record: no audit event written under
-  a fence older than one an earlier event of the command was written under, in
-  Firestore's commit order (`stale_fence_writes`: a write under a superseded fence);
-- no raw value (a caller id, command id, any UUID v4 such as a lease id, a payload
-  value, a charge id, a provider key, the provider account, a token) in any line any
-  process of the system wrote (`rawValuesInLogs`).
+- `doubleCharges`: checkouts with more than one succeeded charge in the ledger;
+- `chargesWithoutSettlement`: succeeded charges not settled in the journal with that
+  charge (the command `succeeded`, its stored envelope the charge's) under one of the
+  checkout's attempt keys, and charges of no checkout; after the final recovery a
+  charge the journal still waits on is unsettled;
+- `ledgerMismatches`: ledger entries that differ from their checkout's payload (the
+  amount, the currency), a decline the payload does not ask for or a charge where it
+  asks for one (`standin.declines`), and entries of no checkout;
+- `disagreeingAnswers`: checkouts whose answers disagree (two 200 bodies not byte for
+  byte the same, a 200 and a 402), a 200 that is not the journal's stored result, a
+  402 beside a charge or without a decline in the ledger, a `failed_final` command
+  without a decline or beside a charge, a stored envelope that names no charge;
+- `unsettledAttempts`: attempts `command-journal pending` still lists `sending`,
+  `ambiguous` or `replayed_unknown` after the final recovery although the provider
+  holds a charge or decline for their key, or their absence was provable when it
+  ran (and 1 when `pending` itself refused the journal: nothing unsettled could be
+  ruled out);
+- `absencesBeforeSettled`: attempts the journal recorded absent before the last
+  permitting lease plus the settle window had passed (`provider_send_reconciled_absent`
+  against the attempt's last `opened` or `resent` event, recomputed here from the
+  contract, not from the journal's code);
+- `staleFenceWrites`: audit events written under a fence older than one an earlier
+  event of the command was written under, in Firestore's commit order;
+- `finalRecovery`: the final recovery run's problems: an exit code other than 0, a
+  run that never reported, lookups the provider left unanswered, errors;
+- `rawValuesInLogs`: log lines of any process holding a raw value (a caller id,
+  command id, any UUID v4, a payload value, a charge id, a provider key, the account,
+  a token);
+- `verifyFindings`: 1 when `command-journal verify` found anything.
+
+`COVERAGE` lists the dangerous situations each safety rule exists for, which the run
+must show happening (each above zero, counted from their effects): a holder whose
+lease was taken over trying to record its provider answer and refused
+(`staleHolderRefused`, the service's `lease_lost` answers), a lookup before the
+absence was provable not taken for one (`lookupsInSettleWindow`, recovery runs of
+the faulted phase answering `not_found`), a re-send reaching the provider after the
+window the `post_key_window_60s` plant gives a key (`resendsAfterKeyWindow`), and
+recovery settling commands during the faulted phase (`recoverySettledInFaultedPhase`).
+A new check is one more function and one more key in `FINDINGS` (or `COVERAGE`).
 """
 
 import datetime
@@ -31,6 +50,17 @@ import json
 import os
 import re
 import urllib.request
+
+from .standin import declines
+from .tally import Tally
+
+FINDINGS = ("doubleCharges", "chargesWithoutSettlement", "ledgerMismatches",
+            "disagreeingAnswers", "unsettledAttempts", "absencesBeforeSettled",
+            "staleFenceWrites", "finalRecovery", "rawValuesInLogs", "verifyFindings")
+COVERAGE = ("staleHolderRefused", "lookupsInSettleWindow", "resendsAfterKeyWindow",
+            "recoverySettledInFaultedPhase")
+UNKNOWN_STATES = ("sending", "ambiguous", "replayed_unknown")
+LEASE_SECONDS = 60
 
 UUID4 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", re.I)
 PROVIDER_KEY = re.compile(r"cj1-[0-9a-f]{64}")
@@ -79,15 +109,17 @@ def journal_state(emulator_port, project, checkouts):
 
 
 def audit_events(emulator_port, project):
-    """Every audit event's command, fence and type with its create time, by one
+    """Every audit event's command, fence, type, attempt, send revision and time of
+    occurrence with its create time, by one
     `runQuery` over `auditEvents` (one scan; the REST list pages one scan each):
     `(fields, createTime)`."""
     url = (f"http://127.0.0.1:{emulator_port}/v1/projects/{project}/databases/(default)/"
            "documents:runQuery")
+    fields = ("commandKeyHash", "fenceEpoch", "eventType", "attempt", "sendRevision",
+              "occurredAt")
     query = {"structuredQuery": {
         "from": [{"collectionId": "auditEvents"}],
-        "select": {"fields": [{"fieldPath": f}
-                              for f in ("commandKeyHash", "fenceEpoch", "eventType")]},
+        "select": {"fields": [{"fieldPath": f} for f in fields]},
     }}
     request = urllib.request.Request(url, data=json.dumps(query).encode(), method="POST",
                                      headers={"Authorization": "Bearer owner",
@@ -139,29 +171,99 @@ def _seconds(ts):
     return ts["seconds"] + ts["nanoseconds"] / 1e9
 
 
-def still_sending(pending, at_seconds):
-    """Listed `sending` at or past the time its absence became provable."""
-    n = 0
+def absences_before_settled(events, settle_seconds):
+    """Attempts recorded absent (`provider_send_reconciled_absent`) before their last
+    permit (`opened` or `resent`, by send revision) plus the lease plus
+    `settle_seconds`: `(count, findings)`. Both times are the journal's own, in the
+    clock of the process that wrote each, as the contract decides by."""
+    by_command = {}
+    for fields, _ in events:
+        revision = fields.get("sendRevision", {}).get("integerValue")
+        if revision is None:
+            continue
+        by_command.setdefault(fields["commandKeyHash"]["stringValue"], []).append(
+            (int(revision), fields["eventType"]["stringValue"],
+             int(fields["attempt"]["integerValue"]),
+             _instant(fields["occurredAt"]["timestampValue"])))
+    count, findings = 0, []
+    for command, chain in by_command.items():
+        last_sent = {}
+        for _, kind, attempt, at in sorted(chain):
+            if kind in ("provider_send_opened", "provider_send_resent"):
+                last_sent[attempt] = at
+            elif kind == "provider_send_reconciled_absent":
+                sent = last_sent.get(attempt)
+                if sent is None:
+                    early = None
+                else:
+                    early = (at[0] - sent[0]) + (at[1] - sent[1]) / 1e9
+                if early is None or early < LEASE_SECONDS + settle_seconds:
+                    count += 1
+                    findings.append(f"{command}: attempt {attempt} recorded absent "
+                                    f"{'with no permit' if early is None else f'{early:.1f} s'} "
+                                    f"after its last permit (provable from "
+                                    f"{LEASE_SECONDS + settle_seconds} s)")
+    return count, findings
+
+
+def unsettled_attempts(pending, checkouts, ledger, at_seconds):
+    """Attempts listed `sending`, `ambiguous` or `replayed_unknown` after the final
+    recovery although the provider holds an entry (a charge or a decline) for their
+    key, or their absence was provable at `at_seconds` (the final recovery's time):
+    `(count, findings)`. A listed command of no checkout is one too."""
+    keys = {x["key"] for x in ledger}
+    by_hash = {c.hash: c for c in checkouts}
+    count, findings = 0, []
     for entry in pending:
         send = entry.get("send") or {}
+        state = send.get("state")
+        if state not in UNKNOWN_STATES:
+            continue
+        c = by_hash.get(entry.get("commandKeyHash"))
+        attempt = send.get("attempt")
+        if c is None or not isinstance(attempt, int) or not 1 <= attempt <= len(c.keys):
+            count += 1
+            findings.append(f"{entry.get('commandKeyHash')}: listed {state}, of no checkout")
+            continue
         provable = send.get("absenceProvableFrom")
-        if send.get("state") == "sending" and provable and _seconds(provable) <= at_seconds:
-            n += 1
-    return n
+        if c.keys[attempt - 1] in keys:
+            why = "the provider holds an entry for its key"
+        elif provable and _seconds(provable) <= at_seconds:
+            why = "its absence was provable"
+        else:
+            continue
+        count += 1
+        findings.append(f"checkout {c.index} ({c.hash}): attempt {attempt} left {state}: {why}")
+    return count, findings
 
 
-def unknown(entry, attempt):
-    """Whether a pending listing `entry` holds attempt `attempt`'s outcome as
-    unknown (`sending` or `ambiguous`): a charge under that attempt's key is then
-    still to be found. Listed any other way (no send, the attempt recorded absent,
-    a later attempt opened) the journal has disowned a charge the ledger holds."""
-    send = (entry or {}).get("send") or {}
-    return send.get("attempt") == attempt and send.get("state") in ("sending", "ambiguous")
+def ledger_mismatches(checkouts, ledger):
+    """Ledger entries that differ from their checkout's payload: `(count, findings)`."""
+    by_ref = {c.payload["ref"]: c for c in checkouts}
+    count, findings = 0, []
+    for x in ledger:
+        c = by_ref.get(x["ref"])
+        if c is None:
+            count += 1
+            findings.append(f"a {x['status']} ledger entry of no checkout")
+            continue
+        amount, currency = c.payload["amount"], str(c.payload["currency"]).lower()
+        wrong = []
+        if x["amount"] != amount:
+            wrong.append(f"amount {x['amount']} for {amount}")
+        if x["currency"] != currency:
+            wrong.append(f"currency {x['currency']} for {currency}")
+        if (x["status"] == "failed") != declines(amount):
+            wrong.append(f"{x['status']} where the payload asks for "
+                         f"{'a decline' if declines(amount) else 'a charge'}")
+        if wrong:
+            count += 1
+            findings.append(f"checkout {c.index} ({c.hash}): ledger entry with " + ", ".join(wrong))
+    return count, findings
 
 
-def check(checkouts, ledger, journal, pending):
+def check(checkouts, ledger, journal):
     """The ledger, journal and answer checks: `(counts, findings)`."""
-    listed = {e["commandKeyHash"]: e for e in pending}
     by_ref = {}
     for charge in ledger:
         by_ref.setdefault(charge["ref"], []).append(charge)
@@ -182,12 +284,10 @@ def check(checkouts, ledger, journal, pending):
         for x in charged:
             ours = x["key"] in c.keys
             settled = state == "succeeded" and stored == envelope_of(x)
-            waiting = ours and unknown(listed.get(c.hash), c.keys.index(x["key"]) + 1)
-            if not ours or not (settled or waiting):
+            if not ours or not settled:
                 counts["chargesWithoutSettlement"] += 1
                 findings.append(f"checkout {c.index} ({c.hash}): charge without settlement "
-                                f"(journal {state}, key ours {ours}, "
-                                f"listed {json.dumps(listed.get(c.hash, {}).get('send'))})")
+                                f"(journal {state}, key ours {ours})")
         disagree = []
         oks = [a.text for a in c.answers if a.status == 200]
         if len(set(oks)) > 1:
@@ -206,6 +306,8 @@ def check(checkouts, ledger, journal, pending):
                 got = None
             if len(charged) != 1 or got != envelope_of(charged[0]):
                 disagree.append("a 200 whose charge is not the ledger's")
+            if stored is None or text != '{"status":"succeeded","charge":' + stored + "}":
+                disagree.append("a 200 that is not the journal's stored result")
         if state == "succeeded" and stored is None:
             disagree.append("succeeded without a stored envelope")
         # A final decline in the journal is the provider's: a declined charge in the
@@ -225,6 +327,65 @@ def check(checkouts, ledger, journal, pending):
             counts["chargesWithoutSettlement"] += 1
             findings.append("a charge of no checkout")
     return counts, findings
+
+
+def final_recovery(job):
+    """The final recovery run's problems (`job`: its exit code and summary, `None`
+    when it never ran): `(count, findings)`. It must exit 0 and report, with every
+    lookup answered and no error."""
+    if job is None:
+        return 1, ["the final recovery never ran"]
+    findings = []
+    if job["exit"] != 0:
+        findings.append(f"the final recovery exited {job['exit']}")
+    summary = job.get("summary")
+    if summary is None:
+        findings.append("the final recovery reported nothing")
+    else:
+        unanswered = (summary.get("lookups") or {}).get("unavailable", 0)
+        if unanswered:
+            findings.append(f"the final recovery's provider left {unanswered} lookups unanswered")
+        if summary.get("errors"):
+            findings.append(f"the final recovery had {summary['errors']} errors")
+    return len(findings), findings
+
+
+def coverage(logdir, jobs, standin_counts):
+    """The dangerous situations the run made happen, by their effects: `COVERAGE`'s
+    counts. `jobs` are the recovery runs (each with `final` and `outcomes`, the
+    per-command outcomes its lines reported)."""
+    refused = 0
+    for path in sorted(glob.glob(os.path.join(logdir, "instance-*.stdout"))):
+        with open(path, "rb") as f:
+            for raw in f:
+                if b'"lease_lost"' not in raw:
+                    continue
+                try:
+                    line = json.loads(raw)
+                except ValueError:
+                    continue
+                if line.get("message") == "checkout" and line.get("outcome") == "lease_lost":
+                    refused += 1
+    faulted = Tally()
+    for job in jobs:
+        if not job["final"]:
+            for outcome, n in job["outcomes"].items():
+                faulted.add(outcome, n)
+    return {
+        "staleHolderRefused": refused,
+        "lookupsInSettleWindow": faulted.get("not_found", 0),
+        "resendsAfterKeyWindow": standin_counts.get("resend_after_key_window", 0),
+        "recoverySettledInFaultedPhase": faulted.get("succeeded", 0) + faulted.get("declined", 0),
+    }
+
+
+def failures(result, require_coverage=True):
+    """The keys that fail the run: every finding above zero, then `coverage.<key>`
+    for every situation that never happened (when required)."""
+    failed = [k for k in FINDINGS if result.get(k)]
+    if require_coverage:
+        failed += [f"coverage.{k}" for k in COVERAGE if not result["coverage"].get(k)]
+    return failed
 
 
 def canaries(checkouts, ledger, tokens, account):
