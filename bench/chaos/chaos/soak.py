@@ -196,12 +196,14 @@ class Soak:
 
     async def start_twin(self, name, offset_ms):
         """One of the targeted injections' instances, outside the balancer, with its
-        own fault-free Firestore path and provider front. Twin-base waits for the
-        provider as long as its lease allows (the injections hold its POSTs)."""
+        own fault-free Firestore path and provider front. Both wait for Firestore as
+        long as a lease allows, twin-base for the provider too (the injections hold
+        its POSTs)."""
         proxy = await TcpFaultProxy(f"fs-twin-{name}", self.emulator.port, self.faults).start()
         front = await ProviderFront(f"provider-twin-{name}", self.standin, self.rngs[2],
                                     FrontFaults(), self.faults).start()
-        env = dict(self.base_env(), PROVIDER_TIMEOUT_MS="30000" if name == "base" else "5000")
+        env = dict(self.base_env(), FIRESTORE_DEADLINE_MS="60000",
+                   PROVIDER_TIMEOUT_MS="30000" if name == "base" else "5000")
         twin = Instance(f"twin-{name}", self.service, env, proxy, front, self.logs)
         self.twins[name] = twin
         await twin.start(offset_ms)
@@ -225,6 +227,8 @@ class Soak:
             "FIRESTORE_EMULATOR_HOST": self.emulator.host if direct
             else f"127.0.0.1:{self.job_proxy.port}",
             "PROVIDER_URL": f"http://127.0.0.1:{(self.clean_front if direct else self.job_front).port}",
+            # Straight to the emulator, a run waits for it as long as a lease allows.
+            **({"FIRESTORE_DEADLINE_MS": "60000"} if direct else {}),
             "RECOVERY_CONCURRENCY": "4",
             "RECOVERY_PER_SECOND": "200",
             "CLOUD_RUN_TASK_INDEX": str(index),
