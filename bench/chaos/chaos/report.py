@@ -19,8 +19,8 @@ def compare_statements(statements, plant, faults):
     """Each service process's stated clock offset and plant (`statements`: what it
     drew, `drawnMs`, of which `faultMs` is the fault's part, and what it stated)
     against the draw: the harness errors of processes that did not apply what they
-    were given. A recovery run killed before it wrote a line (`silent`) did nothing
-    and states nothing. Draws every nonzero offset in `faults` and fires those
+    were given. A recovery run killed before its statement (`silent`), which comes
+    before its first journal call, did nothing and states nothing. Draws every nonzero offset in `faults` and fires those
     stated as drawn; a fault kind drawn again and again that never fired is an error
     too."""
     errors = []

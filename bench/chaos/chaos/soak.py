@@ -256,7 +256,9 @@ class Soak:
         self.statements.append({"process": name, "drawnMs": drawn, "faultMs": offset_ms,
                                 "statedMs": (stated or {}).get("clockOffsetMs"),
                                 "plant": (stated or {}).get("plant"),
-                                "silent": code is None and not out.strip()})
+                                # Killed before its statement, it had done nothing
+                                # yet: it states it before its first journal call.
+                                "silent": code is None and stated is None})
         job = {"run": run, "task": index, "tasks": tasks, "final": final, "exit": code,
                "summary": summary, "outcomes": outcomes}
         self.jobs.append(job)
