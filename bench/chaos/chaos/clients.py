@@ -56,9 +56,15 @@ class Checkout:
 
 
 class Answer:
-    __slots__ = ("client", "sent", "answered", "status", "text", "retry_after", "phase")
+    """One answer a client got: its monotonic send and answer times, and `heard`, the
+    system clock's time when it was heard (made as it is heard), which the oracle
+    holds against the journal's commit times."""
 
-    def __init__(self, client, sent, answered, status, text, retry_after, phase):
+    __slots__ = ("client", "sent", "answered", "status", "text", "retry_after", "phase",
+                 "heard")
+
+    def __init__(self, client, sent, answered, status, text, retry_after, phase, heard=None):
+        self.heard = time.time() if heard is None else heard
         self.client = client
         self.sent = sent
         self.answered = answered

@@ -12,7 +12,8 @@ Each check is one count of the JSON line (`FINDINGS`, in order), which must be 0
   amount, the currency), a decline the payload does not ask for or a charge where it
   asks for one (`standin.declines`), and entries of no checkout;
 - `disagreeingAnswers`: checkouts whose answers disagree (two 200 bodies not byte for
-  byte the same, a 200 and a 402), a 200 that is not the journal's stored result, a
+  byte the same, a 200 and a 402), a 200 that is not the journal's stored result or
+  that a client heard before Firestore committed that result, a
   402 beside a charge or without a decline in the ledger, a `failed_final` command
   without a decline or beside a charge, a stored envelope that names no charge;
 - `unsettledAttempts`: attempts `command-journal pending` still lists `sending`,
@@ -24,6 +25,12 @@ Each check is one count of the JSON line (`FINDINGS`, in order), which must be 0
   permitting lease plus the settle window had passed (`provider_send_reconciled_absent`
   against the attempt's last `opened` or `resent` event, recomputed here from the
   contract, not from the journal's code);
+- `absencesWithoutLease`: attempts recorded absent under the fence of their last
+  permit or an older one: whoever records an absence holds a lease taken after the
+  permit's ended, under a higher fence;
+- `resendsAfterCutoff`: POSTs the provider received under a key the send cutoff or
+  more after the key's first (in its own clock; `standin`'s
+  `resend_after_cutoff`): past the cutoff an attempt is looked up, never re-sent;
 - `staleFenceWrites`: audit events written under a fence older than one an earlier
   event of the command was written under, in Firestore's commit order;
 - `finalRecovery`: the final recovery run's problems: an exit code other than 0, a
@@ -56,10 +63,13 @@ from .tally import Tally
 
 FINDINGS = ("doubleCharges", "chargesWithoutSettlement", "ledgerMismatches",
             "disagreeingAnswers", "unsettledAttempts", "absencesBeforeSettled",
-            "staleFenceWrites", "finalRecovery", "rawValuesInLogs", "verifyFindings")
+            "absencesWithoutLease", "resendsAfterCutoff", "staleFenceWrites",
+            "finalRecovery", "rawValuesInLogs", "verifyFindings")
 COVERAGE = ("staleHolderRefused", "lookupsInSettleWindow", "resendsAfterKeyWindow",
             "recoverySettledInFaultedPhase")
 UNKNOWN_STATES = ("sending", "ambiguous", "replayed_unknown")
+PERMITS = ("provider_send_opened", "provider_send_resent")
+ABSENT = "provider_send_reconciled_absent"
 LEASE_SECONDS = 60
 
 UUID4 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", re.I)
@@ -75,7 +85,8 @@ def envelope_of(charge):
 
 
 def read_documents(emulator_port, project, names):
-    """`{name: fields}` of the documents that exist, by the REST API's batchGet."""
+    """`{name: document}` of the documents that exist, by the REST API's batchGet
+    (each with its `fields` and Firestore's `createTime`)."""
     found = {}
     base = f"http://127.0.0.1:{emulator_port}/v1/projects/{project}/databases/(default)/documents"
     prefix = f"projects/{project}/databases/(default)/documents/"
@@ -86,12 +97,14 @@ def read_documents(emulator_port, project, names):
         with urllib.request.urlopen(request, timeout=120) as response:
             for item in json.load(response):
                 if "found" in item:
-                    found[item["found"]["name"][len(prefix):]] = item["found"].get("fields", {})
+                    found[item["found"]["name"][len(prefix):]] = item["found"]
     return found
 
 
 def journal_state(emulator_port, project, checkouts):
-    """`{hash: (lifecycle state or None, stored envelope text or None)}`."""
+    """`{hash: (lifecycle state or None, stored envelope text or None, the time the
+    result was stored or None)}`: the time is Firestore's commit time of the result
+    document (its `createTime`, on this machine's clock), in seconds."""
     names = []
     for c in checkouts:
         names += [f"checkoutRequests/{c.hash}/lifecycle/current",
@@ -102,8 +115,9 @@ def journal_state(emulator_port, project, checkouts):
         life = docs.get(f"checkoutRequests/{c.hash}/lifecycle/current")
         result = docs.get(f"checkoutRequests/{c.hash}/results/current")
         state[c.hash] = (
-            life["state"]["stringValue"] if life else None,
-            result["envelope"]["stringValue"] if result else None,
+            life["fields"]["state"]["stringValue"] if life else None,
+            result["fields"]["envelope"]["stringValue"] if result else None,
+            _seconds_of(result["createTime"]) if result else None,
         )
     return state
 
@@ -128,6 +142,12 @@ def audit_events(emulator_port, project):
         rows = json.load(response)
     return [(r["document"].get("fields", {}), r["document"]["createTime"])
             for r in rows if "document" in r]
+
+
+def _seconds_of(text):
+    """An RFC 3339 UTC time in seconds since the epoch."""
+    seconds, nanos = _instant(text)
+    return seconds + nanos / 1e9
 
 
 def _instant(text):
@@ -171,27 +191,35 @@ def _seconds(ts):
     return ts["seconds"] + ts["nanoseconds"] / 1e9
 
 
-def absences_before_settled(events, settle_seconds):
-    """Attempts recorded absent (`provider_send_reconciled_absent`) before their last
-    permit (`opened` or `resent`, by send revision) plus the lease plus
-    `settle_seconds`: `(count, findings)`. Both times are the journal's own, in the
-    clock of the process that wrote each, as the contract decides by."""
+def _send_chains(events):
+    """`{command: [(send revision, event type, attempt, occurredAt, fence or None)]}`
+    of the send events (those with a send revision), each chain in revision order."""
     by_command = {}
     for fields, _ in events:
         revision = fields.get("sendRevision", {}).get("integerValue")
         if revision is None:
             continue
+        fence = fields.get("fenceEpoch", {}).get("integerValue")
         by_command.setdefault(fields["commandKeyHash"]["stringValue"], []).append(
             (int(revision), fields["eventType"]["stringValue"],
              int(fields["attempt"]["integerValue"]),
-             _instant(fields["occurredAt"]["timestampValue"])))
+             _instant(fields["occurredAt"]["timestampValue"]),
+             None if fence is None else int(fence)))
+    return {command: sorted(chain) for command, chain in by_command.items()}
+
+
+def absences_before_settled(events, settle_seconds):
+    """Attempts recorded absent (`provider_send_reconciled_absent`) before their last
+    permit (`opened` or `resent`, by send revision) plus the lease plus
+    `settle_seconds`: `(count, findings)`. Both times are the journal's own, in the
+    clock of the process that wrote each, as the contract decides by."""
     count, findings = 0, []
-    for command, chain in by_command.items():
+    for command, chain in _send_chains(events).items():
         last_sent = {}
-        for _, kind, attempt, at in sorted(chain):
-            if kind in ("provider_send_opened", "provider_send_resent"):
+        for _, kind, attempt, at, _ in chain:
+            if kind in PERMITS:
                 last_sent[attempt] = at
-            elif kind == "provider_send_reconciled_absent":
+            elif kind == ABSENT:
                 sent = last_sent.get(attempt)
                 if sent is None:
                     early = None
@@ -203,6 +231,27 @@ def absences_before_settled(events, settle_seconds):
                                     f"{'with no permit' if early is None else f'{early:.1f} s'} "
                                     f"after its last permit (provable from "
                                     f"{LEASE_SECONDS + settle_seconds} s)")
+    return count, findings
+
+
+def absences_without_lease(events):
+    """Attempts recorded absent under the fence of their last permit or an older one:
+    `(count, findings)`. The permit's lease must have ended before the absence is
+    provable, so whoever records it holds a lease taken since, under a higher fence;
+    an absence written under the permit's own fence was written without a lease of
+    its own (an absence of no permit is `absences_before_settled`'s)."""
+    count, findings = 0, []
+    for command, chain in _send_chains(events).items():
+        permit_fence = {}
+        for _, kind, attempt, _, fence in chain:
+            if kind in PERMITS:
+                permit_fence[attempt] = fence
+            elif kind == ABSENT and attempt in permit_fence:
+                permitted = permit_fence[attempt]
+                if fence is None or permitted is None or fence <= permitted:
+                    count += 1
+                    findings.append(f"{command}: attempt {attempt} recorded absent under "
+                                    f"fence {fence}, its last permit's {permitted}")
     return count, findings
 
 
@@ -280,7 +329,7 @@ def check(checkouts, ledger, journal):
         if len(charged) > 1:
             counts["doubleCharges"] += 1
             findings.append(f"checkout {c.index} ({c.hash}): {len(charged)} charges")
-        state, stored = journal.get(c.hash, (None, None))
+        state, stored, stored_at = journal.get(c.hash, (None, None, None))
         for x in charged:
             ours = x["key"] in c.keys
             settled = state == "succeeded" and stored == envelope_of(x)
@@ -308,6 +357,11 @@ def check(checkouts, ledger, journal):
                 disagree.append("a 200 whose charge is not the ledger's")
             if stored is None or text != '{"status":"succeeded","charge":' + stored + "}":
                 disagree.append("a 200 that is not the journal's stored result")
+        # A 200 is the journal's stored result: heard only after Firestore committed it
+        # (both times on this machine's clock), never ahead of the record.
+        if stored_at is not None and any(a.status == 200 and a.heard < stored_at
+                                         for a in c.answers):
+            disagree.append("a 200 heard before the journal stored its result")
         if state == "succeeded" and stored is None:
             disagree.append("succeeded without a stored envelope")
         # A final decline in the journal is the provider's: a declined charge in the
@@ -350,11 +404,10 @@ def final_recovery(job):
     return len(findings), findings
 
 
-def coverage(logdir, jobs, standin_counts):
-    """The dangerous situations the run made happen, by their effects: `COVERAGE`'s
-    counts. `jobs` are the recovery runs (each with `final` and `outcomes`, the
-    per-command outcomes its lines reported)."""
-    refused = 0
+def _refused_lines(logdir):
+    """The commands of the service's `checkout` lines answered `lease_lost`, one per
+    line."""
+    refused = []
     for path in sorted(glob.glob(os.path.join(logdir, "instance-*.stdout"))):
         with open(path, "rb") as f:
             for raw in f:
@@ -365,17 +418,57 @@ def coverage(logdir, jobs, standin_counts):
                 except ValueError:
                     continue
                 if line.get("message") == "checkout" and line.get("outcome") == "lease_lost":
-                    refused += 1
-    faulted = Tally()
+                    refused.append(line.get("commandKeyHash"))
+    return refused
+
+
+def coverage(logdir, jobs, standin_counts, empty_lookups, checkouts, events, faulted_until):
+    """The dangerous situations the run made happen: `COVERAGE`'s counts, each a
+    process's own line (the service's answer, a recovery run's outcome for a command)
+    counted only where the journal's or the provider's records show it happened.
+
+    - `staleHolderRefused`: `checkout` lines answered `lease_lost` (the holder called
+      the provider and its record was refused) of a command the audit events show
+      taken over (an event under a fence above 1): a lease that merely ran out is not
+      a stale holder;
+    - `lookupsInSettleWindow`: `not_found` outcomes of the faulted phase's recovery
+      runs for a command under one of whose keys the provider answered a lookup with
+      nothing during that phase (`empty_lookups`, the stand-in's keys by the phase's
+      end);
+    - `resendsAfterKeyWindow`: the stand-in's own count;
+    - `recoverySettledInFaultedPhase`: `succeeded` and `declined` outcomes of the
+      faulted phase's runs for a command whose reconciliation
+      (`provider_send_reconciled_succeeded` or `_declined`) Firestore committed before
+      the phase ended (`faulted_until`, seconds on this machine's clock).
+
+    `jobs` are the recovery runs, each with `final` and `commands`, the `(command,
+    outcome)` of each of its `recovered` lines."""
+    taken_over, reconciled_at = set(), {}
+    for fields, created in events:
+        command = fields.get("commandKeyHash", {}).get("stringValue")
+        fence = fields.get("fenceEpoch", {}).get("integerValue")
+        if fence is not None and int(fence) >= 2:
+            taken_over.add(command)
+        kind = fields.get("eventType", {}).get("stringValue")
+        if kind in ("provider_send_reconciled_succeeded", "provider_send_reconciled_declined"):
+            at = _seconds_of(created)
+            reconciled_at[command] = min(at, reconciled_at.get(command, at))
+    keys = {c.hash: set(c.keys) for c in checkouts}
+    looked_up, settled = 0, 0
     for job in jobs:
-        if not job["final"]:
-            for outcome, n in job["outcomes"].items():
-                faulted.add(outcome, n)
+        if job["final"]:
+            continue
+        for command, outcome in job["commands"]:
+            if outcome == "not_found" and keys.get(command, set()) & empty_lookups:
+                looked_up += 1
+            elif (outcome in ("succeeded", "declined")
+                  and reconciled_at.get(command, faulted_until) < faulted_until):
+                settled += 1
     return {
-        "staleHolderRefused": refused,
-        "lookupsInSettleWindow": faulted.get("not_found", 0),
+        "staleHolderRefused": sum(1 for c in _refused_lines(logdir) if c in taken_over),
+        "lookupsInSettleWindow": looked_up,
         "resendsAfterKeyWindow": standin_counts.get("resend_after_key_window", 0),
-        "recoverySettledInFaultedPhase": faulted.get("succeeded", 0) + faulted.get("declined", 0),
+        "recoverySettledInFaultedPhase": settled,
     }
 
 

@@ -84,6 +84,7 @@ def build(soak, population):
     events = oracle.audit_events(soak.emulator.port, PROJECT)
     stale, stale_examples, taken_over = oracle.stale_fence_writes(events)
     early, early_findings = oracle.absences_before_settled(events, SETTLE)
+    leaseless, leaseless_findings = oracle.absences_without_lease(events)
     mismatches, mismatch_findings = oracle.ledger_mismatches(checkouts, ledger)
     unsettled, unsettled_findings = oracle.unsettled_attempts(
         soak.pending, checkouts, ledger, soak.final_job_at)
@@ -122,11 +123,15 @@ def build(soak, population):
         "disagreeingAnswers": counts["disagreeingAnswers"],
         "unsettledAttempts": unsettled,
         "absencesBeforeSettled": early,
+        "absencesWithoutLease": leaseless,
+        "resendsAfterCutoff": soak.standin.counts.get("resend_after_cutoff", 0),
         "staleFenceWrites": stale,
         "finalRecovery": final,
         "rawValuesInLogs": raw,
         "verifyFindings": 0 if soak.verify_clean else 1,
-        "coverage": oracle.coverage(soak.logs, soak.jobs, soak.standin.counts),
+        "coverage": oracle.coverage(soak.logs, soak.jobs, soak.standin.counts,
+                                    soak.faulted_empty_lookups, checkouts, events,
+                                    soak.faulted_until),
         "faults": faults.sorted(),
         "answers": answers.sorted(),
         "recovered": sum(recovered.values()),
@@ -139,7 +144,8 @@ def build(soak, population):
     result["plantCaught"] = (caught(soak.args.plant, result["failures"])
                              if soak.args.plant else None)
     findings += ([f"a write under a superseded fence: {e}" for e in stale_examples]
-                 + early_findings + mismatch_findings + unsettled_findings + final_findings)
+                 + early_findings + leaseless_findings + mismatch_findings + unsettled_findings
+                 + final_findings)
     extra = {"stats": stats(soak, population), "findings": findings, "logExamples": examples,
              "auditEvents": len(events), "commandsTakenOver": taken_over,
              "harnessErrors": errors, "injected": getattr(soak, "injected", []),

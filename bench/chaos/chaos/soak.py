@@ -240,7 +240,7 @@ class Soak:
         code, out = await run_process([self.service, "recover"], env,
                                       os.path.join(self.logs, name), timeout=300,
                                       kill_after=kill_after)
-        summary, stated, outcomes = None, None, Tally()
+        summary, stated, outcomes, commands = None, None, Tally(), []
         for line in out.splitlines():
             try:
                 parsed = json.loads(line)
@@ -253,6 +253,7 @@ class Soak:
                 stated = parsed
             elif message == "recovered":
                 outcomes.add(parsed.get("outcome", "?"))
+                commands.append((parsed.get("commandKeyHash"), parsed.get("outcome")))
         self.statements.append({"process": name, "drawnMs": drawn, "faultMs": offset_ms,
                                 "statedMs": (stated or {}).get("clockOffsetMs"),
                                 "plant": (stated or {}).get("plant"),
@@ -260,7 +261,7 @@ class Soak:
                                 # yet: it states it before its first journal call.
                                 "silent": code is None and stated is None})
         job = {"run": run, "task": index, "tasks": tasks, "final": final, "exit": code,
-               "summary": summary, "outcomes": outcomes}
+               "summary": summary, "outcomes": outcomes, "commands": commands}
         self.jobs.append(job)
         if final:
             self.final_job = job
@@ -292,6 +293,10 @@ class Soak:
         recovery.running = False
         await chaos.stop()
         await asyncio.gather(*background)
+        # The faulted phase ends with its last recovery run: what coverage counts of
+        # it, the provider's and the journal's records must show by now.
+        self.faulted_until = time.time()
+        self.faulted_empty_lookups = set(self.standin.empty_lookups)
         self.errors += chaos.errors
         if injections is not None:
             self.errors += injections.errors

@@ -22,9 +22,17 @@ independent record of what happened. A declined charge (the checkout's amount
 ≡ 13 mod 50, deterministically) is recorded as `failed`.
 
 It counts what it did by effect (`counts`): among them `replayed`, `key_in_use`,
-`stored_5xx_replayed`, and `resend_after_key_window`, a POST under a key whose first
+`stored_5xx_replayed`, `resend_after_key_window`, a POST under a key whose first
 request came `POST_KEY_WINDOW` seconds or more before (in its own clock): the re-send
-a provider that keeps its keys for less than it promised would charge again.
+a provider that keeps its keys for less than it promised would charge again; and
+`resend_after_cutoff`, one the plan's send cutoff (`deployment.CUTOFF`) plus the
+widest skew between two processes' clocks (`CUTOFF_SKEW`) or more after it, which the
+journal must never make (past its cutoff an attempt is looked up; the cutoff is
+stored in the first sender's clock and read in the re-sender's, hence the skew). No
+legitimate re-send comes near that bound: the soak's clocks jump from minutes after a
+key's first use to past the cutoff plus 5 minutes (the late phase). It keeps the keys
+whose lookup it answered with nothing (`empty_lookups`): the coverage of lookups
+inside the settle window counts only those.
 
 Keys under a targeted injection (`exempt`) draw none of the random faults: the
 injection decides what happens to them (`proxies.ProviderFront.target`).
@@ -41,9 +49,13 @@ import json
 import time
 import urllib.parse
 
+from .deployment import CUTOFF, OFFSETS_MS
+
 DECLINE_MODULUS = 50
 DECLINE_REMAINDER = 13
 FORGET_EARLY_SECONDS = 3.0
+# The widest skew between two processes' clocks, in seconds.
+CUTOFF_SKEW = (max(OFFSETS_MS) - min(OFFSETS_MS)) / 1000
 POST_KEY_WINDOW = 60.0
 PLANTS = ("forget_early", "post_key_window_60s")
 
@@ -87,6 +99,7 @@ class StandIn:
         self.exempt = set()
         self.first_use = {}
         self.resent_after_window = set()
+        self.empty_lookups = set()
 
     def now(self):
         """The provider's clock: monotonic seconds, plus the simulated time jump of
@@ -155,6 +168,8 @@ class StandIn:
         if now - first >= POST_KEY_WINDOW:
             self.count("resend_after_key_window")
             self.resent_after_window.add(key)
+        if now - first >= CUTOFF + CUTOFF_SKEW:
+            self.count("resend_after_cutoff")
         entry = self.keys.get(key)
         if entry is not None and not self._retained(entry):
             del self.keys[key]
@@ -208,10 +223,12 @@ class StandIn:
             self.count("lookup_503")
             return 503, {}, {"error": {"type": "api_error"}}
         entry = self.keys.get(key)
-        if entry is None or not self._retained(entry):
-            return 200, {}, {"object": "list", "data": []}
-        now = self.now()
-        seen = [c["charge"] for c in self.by_key.get(key, []) if c["visible_at"] <= now]
+        seen = []
+        if entry is not None and self._retained(entry):
+            now = self.now()
+            seen = [c["charge"] for c in self.by_key.get(key, []) if c["visible_at"] <= now]
+        if not seen:
+            self.empty_lookups.add(key)
         return 200, {}, {"object": "list", "data": seen}
 
     def ledger(self):

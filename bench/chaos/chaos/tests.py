@@ -13,12 +13,13 @@ import unittest
 
 from . import oracle
 from .clients import Answer, Checkout
+from .deployment import CUTOFF
 from .httpio import read_message
 from .identity import attempt_key, command_key_hash
 from .plants import PLANTS, caught, in_service
 from .proxies import FrontFaults, ProviderFront, TcpFaultProxy
 from .report import compare_statements
-from .standin import POST_KEY_WINDOW, Faults, StandIn
+from .standin import CUTOFF_SKEW, POST_KEY_WINDOW, Faults, StandIn
 from .tally import FaultLog
 
 COMMAND_ID = "c0ffee00-ca4a-4e11-8a5e-0000deadbe01"
@@ -113,6 +114,19 @@ class StandInSemantics(unittest.TestCase):
             # The lookup still answers from the key store, both charges and all.
             looked = run(s.handle("GET", "/v1/charges?idempotency_key=k7", {}, b""))
             self.assertEqual(len(looked[2]["data"]), charges)
+
+    def test_a_resend_past_the_send_cutoff_is_counted(self):
+        s = self.standin()
+        body = b'{"amount":1250,"currency":"eur","ref":"pvc"}'
+        self.post(s, "kc", body)
+        # Within the cutoff plus the widest skew of two senders' clocks: not counted.
+        s.advance(CUTOFF + CUTOFF_SKEW - 1)
+        self.post(s, "kc", body)
+        self.assertEqual(s.counts.get("resend_after_cutoff", 0), 0)
+        s.advance(1)
+        self.assertEqual(self.post(s, "kc", body)[1], {"Idempotent-Replayed": "true"})
+        self.assertEqual(s.counts["resend_after_cutoff"], 1)
+        self.assertEqual(len(s.ledger()), 1, "replayed within the retention: no charge")
 
     def test_a_key_under_a_targeted_injection_draws_no_random_fault(self):
         s = self.standin(stored_5xx=1.0, rate_limited=1.0, lookup_503=1.0, lookup_lag=1.0,
@@ -223,7 +237,6 @@ class FaultsByEffect(unittest.TestCase):
         self.assertEqual(log.fired, {"injected_lose_answer": 1, "injected_drop": 1,
                                      "injected_hold": 1})
 
-
 class Statements(unittest.TestCase):
     """A process states the clock offset and plant it applied; the draw must match."""
 
@@ -272,7 +285,7 @@ class Oracle(unittest.TestCase):
         c = checkout()
         x = charge(c)
         c.answers = [Answer(1, 0, 1, 200, stored_answer(x), None, "main")] * 2
-        counts, _ = oracle.check([c], [x], {c.hash: ("succeeded", oracle.envelope_of(x))})
+        counts, _ = oracle.check([c], [x], {c.hash: ("succeeded", oracle.envelope_of(x), 0.0)})
         self.assertEqual(counts, {"charges": 1, "doubleCharges": 0,
                                   "chargesWithoutSettlement": 0, "disagreeingAnswers": 0})
         self.assertEqual(oracle.ledger_mismatches([c], [x]), (0, []))
@@ -283,46 +296,58 @@ class Oracle(unittest.TestCase):
         env = oracle.envelope_of(x)
         cases = [
             # two charges
-            ([x, y], {c.hash: ("succeeded", env)}, [], "doubleCharges"),
+            ([x, y], {c.hash: ("succeeded", env, 0.0)}, [], "doubleCharges"),
             # charged, journal leased: not settled, whatever a listing says
-            ([x], {c.hash: ("leased", None)}, [], "chargesWithoutSettlement"),
+            ([x], {c.hash: ("leased", None, 0.0)}, [], "chargesWithoutSettlement"),
             # charged, settled with another envelope
-            ([x], {c.hash: ("succeeded", oracle.envelope_of(y))}, [],
+            ([x], {c.hash: ("succeeded", oracle.envelope_of(y), 0.0)}, [],
              "chargesWithoutSettlement"),
             # a 200 whose charge the ledger does not hold
-            ([], {c.hash: ("leased", None)}, [(200, ok_body(x))], "disagreeingAnswers"),
+            ([], {c.hash: ("leased", None, 0.0)}, [(200, ok_body(x))], "disagreeingAnswers"),
             # a 200 with the ledger's charge that is not the stored result's bytes
-            ([x], {c.hash: ("succeeded", env)}, [(200, ok_body(x).replace(":", ": ", 1))],
+            ([x], {c.hash: ("succeeded", env, 0.0)}, [(200, ok_body(x).replace(":", ": ", 1))],
              "disagreeingAnswers"),
             # a 200 while the journal stores nothing
-            ([x], {c.hash: ("leased", None)}, [(200, stored_answer(x))], "disagreeingAnswers"),
+            ([x], {c.hash: ("leased", None, 0.0)}, [(200, stored_answer(x))], "disagreeingAnswers"),
             # a 402 beside a charge
-            ([x], {c.hash: ("succeeded", env)}, [(402, '{"status":"failed"}')],
+            ([x], {c.hash: ("succeeded", env, 0.0)}, [(402, '{"status":"failed"}')],
              "disagreeingAnswers"),
             # a 402 the provider never answered
-            ([], {c.hash: ("failed_final", None)}, [(402, '{"status":"failed"}')],
+            ([], {c.hash: ("failed_final", None, 0.0)}, [(402, '{"status":"failed"}')],
              "disagreeingAnswers"),
             # two 200 bodies that differ in bytes
-            ([x], {c.hash: ("succeeded", env)},
+            ([x], {c.hash: ("succeeded", env, 0.0)},
              [(200, stored_answer(x)), (200, stored_answer(x) + " ")], "disagreeingAnswers"),
             # a stored envelope of no ledger charge
-            ([], {c.hash: ("succeeded", env)}, [], "disagreeingAnswers"),
+            ([], {c.hash: ("succeeded", env, 0.0)}, [], "disagreeingAnswers"),
             # a final decline in the journal the provider never made (no client heard it)
-            ([], {c.hash: ("failed_final", None)}, [], "disagreeingAnswers"),
+            ([], {c.hash: ("failed_final", None, 0.0)}, [], "disagreeingAnswers"),
             # a final decline in the journal beside a charge
-            ([x], {c.hash: ("failed_final", None)}, [], "disagreeingAnswers"),
+            ([x], {c.hash: ("failed_final", None, 0.0)}, [], "disagreeingAnswers"),
         ]
         for ledger, journal, answers, kind in cases:
             c.answers = [Answer(1, 0, 1, s, t, None, "main") for s, t in answers]
             counts, findings = oracle.check([c], ledger, journal)
             self.assertGreaterEqual(counts[kind], 1, (kind, findings))
 
+    def test_a_200_heard_before_the_journal_stored_it(self):
+        # The service answered from the provider's answer before its record (or
+        # without one: recovery stored the same envelope later): the bytes agree,
+        # the order does not.
+        c = checkout()
+        x = charge(c)
+        c.answers = [Answer(1, 0, 1, 200, stored_answer(x), None, "main", heard=100.0)]
+        for stored_at, n in ((99.999, 0), (100.001, 1)):
+            journal = {c.hash: ("succeeded", oracle.envelope_of(x), stored_at)}
+            counts, findings = oracle.check([c], [x], journal)
+            self.assertEqual(counts["disagreeingAnswers"], n, findings)
+
     def test_a_decline_the_ledger_holds_holds(self):
         c = checkout()
         c.payload["amount"] = 113
         declined = dict(charge(c), status="failed", amount=113)
         c.answers = [Answer(1, 0, 1, 402, '{"status":"failed"}', None, "main")]
-        counts, findings = oracle.check([c], [declined], {c.hash: ("failed_final", None)})
+        counts, findings = oracle.check([c], [declined], {c.hash: ("failed_final", None, 0.0)})
         self.assertEqual(counts["disagreeingAnswers"], 0, findings)
         self.assertEqual(oracle.ledger_mismatches([c], [declined]), (0, []))
 
@@ -395,6 +420,29 @@ class Oracle(unittest.TestCase):
                   "fenceEpoch": {"integerValue": "1"}}, "2026-01-01T00:00:00Z")
         self.assertEqual(oracle.absences_before_settled([lease], 240), (0, []))
 
+    def test_an_absence_recorded_under_its_permits_fence(self):
+        def event(revision, kind, fence, attempt=1):
+            return ({"commandKeyHash": {"stringValue": "h"}, "eventType": {"stringValue": kind},
+                     "attempt": {"integerValue": str(attempt)},
+                     "sendRevision": {"integerValue": str(revision)},
+                     "fenceEpoch": {"integerValue": str(fence)},
+                     "occurredAt": {"timestampValue": "2026-01-01T00:00:00Z"}},
+                    "2026-01-01T00:00:00Z")
+        opened = event(1, "provider_send_opened", 1)
+        resent = event(2, "provider_send_resent", 3)
+        # Recorded under a lease taken after the permit's: a higher fence.
+        self.assertEqual(oracle.absences_without_lease(
+            [opened, event(2, "provider_send_reconciled_absent", 2)]), (0, []))
+        # Under the permit's own fence, or an older one than the last permit's.
+        for chain in ([opened, event(2, "provider_send_reconciled_absent", 1)],
+                      [opened, resent, event(3, "provider_send_reconciled_absent", 2)]):
+            self.assertEqual(oracle.absences_without_lease(chain)[0], 1, chain)
+        # The next attempt's permit is its own.
+        chain = [opened, event(2, "provider_send_reconciled_absent", 2),
+                 event(3, "provider_send_opened", 2, attempt=2),
+                 event(4, "provider_send_reconciled_absent", 2, attempt=2)]
+        self.assertEqual(oracle.absences_without_lease(chain)[0], 1)
+
     def test_the_final_recovery_is_part_of_the_oracle(self):
         clean = {"exit": 0, "summary": {"lookups": {"answered": 3, "unavailable": 0},
                                         "errors": 0}}
@@ -407,16 +455,42 @@ class Oracle(unittest.TestCase):
             self.assertGreaterEqual(oracle.final_recovery(job)[0], 1, job)
 
     def test_coverage_counts_effects_and_each_situation_is_required(self):
+        # Each process's line counts only where the journal's or the provider's
+        # records show the situation: "lease_lost" of a command taken over (h1, not
+        # h2: its lease merely ran out), "not_found" where the provider answered a
+        # lookup with nothing, a settlement Firestore committed in the faulted phase.
+        c1, c2 = checkout("pv1"), checkout("pv2")
+        c2.hash = "h2"
+        c2.keys = ["k2"]
+        c1.hash = "h1"
+
+        def event(command, kind, fence, created="2026-01-01T00:00:00Z"):
+            return ({"commandKeyHash": {"stringValue": command},
+                     "eventType": {"stringValue": kind},
+                     "fenceEpoch": {"integerValue": str(fence)}}, created)
+        events = [event("h1", "command_lease_taken_over", 2),
+                  event("h2", "command_lease_acquired", 1),
+                  event("h1", "provider_send_reconciled_succeeded", 2, "2026-01-01T00:00:10Z"),
+                  event("h2", "provider_send_reconciled_declined", 1, "2026-01-01T00:00:30Z")]
+        until = oracle._seconds_of("2026-01-01T00:00:20Z")
         with tempfile.TemporaryDirectory() as d:
             with open(os.path.join(d, "instance-0-1.stdout"), "w") as f:
-                f.write('{"message":"checkout","outcome":"lease_lost"}\n')
-                f.write('{"message":"checkout","outcome":"lease_busy"}\n')
+                for command in ("h1", "h2"):
+                    f.write('{"message":"checkout","outcome":"lease_lost",'
+                            '"commandKeyHash":"%s"}\n' % command)
+                f.write('{"message":"checkout","outcome":"lease_busy","commandKeyHash":"h1"}\n')
                 f.write('{"message":"listening","note":"lease_lost"}\n')
-            jobs = [{"final": False, "outcomes": {"not_found": 2, "succeeded": 1}},
-                    {"final": True, "outcomes": {"not_found": 5, "declined": 4}}]
-            got = oracle.coverage(d, jobs, {"resend_after_key_window": 1})
-        self.assertEqual(got, {"staleHolderRefused": 1, "lookupsInSettleWindow": 2,
-                               "resendsAfterKeyWindow": 1, "recoverySettledInFaultedPhase": 1})
+            jobs = [{"final": False, "commands": [("h1", "not_found"), ("h2", "not_found"),
+                                                  ("h1", "succeeded"), ("h2", "declined")]},
+                    {"final": True, "commands": [("h1", "not_found"), ("h1", "declined")]}]
+            got = oracle.coverage(d, jobs, {"resend_after_key_window": 1}, {c1.keys[0]},
+                                  [c1, c2], events, until)
+            self.assertEqual(got, {"staleHolderRefused": 1, "lookupsInSettleWindow": 1,
+                                   "resendsAfterKeyWindow": 1,
+                                   "recoverySettledInFaultedPhase": 1})
+            # Claims alone count nothing.
+            self.assertEqual(oracle.coverage(d, jobs, {}, set(), [c1, c2], [], until),
+                             {k: 0 for k in oracle.COVERAGE})
         result = {k: 0 for k in oracle.FINDINGS}
         result["coverage"] = got
         self.assertEqual(oracle.failures(result), [])
