@@ -17,8 +17,12 @@
   provider, and then its instance is SIGKILLed mid-request.
 - Every fault is counted from its effect (`tally.FaultLog`): a stall or partition
   fires when it holds bytes or a connection, a reset when it cuts a connection, a
-  lost answer when a request is forwarded and its answers swallowed. A fault with
-  nothing to act on is drawn and never fires.
+  lost answer when the first answer bytes are swallowed. A fault with nothing to act
+  on is drawn and never fires. A provider front also keeps books
+  (`ProviderFront.accounting`): each request it reads has exactly one fate (dropped,
+  cut by a partition, an injection's, its answer lost, unheard or answered), and the
+  requests it forwarded are those the stand-in says it received from it; a front
+  whose books disagree counted a fault that did not do what it says.
 - A provider front can also take a targeted injection for one idempotency key
   (`ProviderFront.target`): lose the answer after the provider acted, drop the
   request, or hold it until released and then cut it; the stand-in draws no random
@@ -33,6 +37,7 @@ import asyncio
 import time
 
 from .httpio import abort, read_message, response_bytes
+from .tally import Tally
 
 
 class _Conn:
@@ -40,6 +45,7 @@ class _Conn:
         self.client = client
         self.upstream = upstream
         self.blackhole = False
+        self.swallowed = False
 
     def abort(self):
         abort(self.client)
@@ -59,6 +65,9 @@ class _Hold:
 
 class TcpFaultProxy:
     """A TCP proxy to 127.0.0.1:`upstream_port` with connection-level faults."""
+
+    # Seconds from the request whose answers are swallowed to its connection's cut.
+    LOST_ANSWER_CUT = 1.0
 
     def __init__(self, name, upstream_port, counts):
         self.name = name
@@ -122,10 +131,13 @@ class TcpFaultProxy:
                 await self._hold()
                 if to_server and self.drop_next:
                     self.drop_next = False
-                    self.counts.fire("firestore_lost_answer")
                     conn.blackhole = True
-                    asyncio.get_running_loop().call_later(1.0, conn.abort)
+                    asyncio.get_running_loop().call_later(self.LOST_ANSWER_CUT, conn.abort)
                 elif not to_server and conn.blackhole:
+                    # Fired by its effect: the first answer bytes swallowed.
+                    if not conn.swallowed:
+                        conn.swallowed = True
+                        self.counts.fire("firestore_lost_answer")
                     continue
                 sink.write(data)
                 await sink.drain()
@@ -151,8 +163,9 @@ class TcpFaultProxy:
 
     def drop_answer(self):
         """The next request reaches the emulator; its connection's answers never
-        come back, and the connection is cut a second later (fired when that
-        request is forwarded; a second draw before it replaces the first)."""
+        come back, and the connection is cut a second later (fired when the first
+        answer bytes are swallowed; a second draw before the request replaces the
+        first)."""
         self.counts.draw("firestore_lost_answer")
         self.drop_next = True
 
@@ -208,6 +221,8 @@ class ProviderFront:
 
     HOLD = 2.0
     TARGET_HOLD_LIMIT = 120.0
+    # The fates of requests handed to the provider.
+    FORWARDING = ("answered", "unheard", "lost_answer", "injected_lose_answer")
 
     def __init__(self, name, standin, rng, faults, counts):
         self.name = name
@@ -222,6 +237,12 @@ class ProviderFront:
         self.writers = set()
         self.tasks = set()
         self.targets = {}
+        # The books: requests read, those handed to the provider, and each request's
+        # one fate (`_settle`).
+        self.read = 0
+        self.forwarded = 0
+        self.fates = Tally()
+        self.misaccounted = []
 
     def target(self, key, action):
         """Arms `action` for the next POST under `key`; the stand-in draws no random
@@ -271,11 +292,31 @@ class ProviderFront:
         request = await read_message(reader)
         if request is None:
             return False
+        self.read += 1
+        fates = []
+        try:
+            return await self._serve(request, writer, fates)
+        finally:
+            self._settle(fates)
+
+    def _settle(self, fates):
+        """Books one request's fates: exactly one, else the front did two things (or
+        none) with it and says so in `misaccounted`."""
+        if len(fates) == 1:
+            self.fates.add(fates[0])
+        else:
+            self.fates.add("misaccounted")
+            self.misaccounted.append(f"{self.name}: a request ended "
+                                     + (" and ".join(fates) or "with no fate"))
+
+    async def _serve(self, request, writer, fates):
+        """One request's fate, appended to `fates` where it happens: whether to read
+        the next request on the connection."""
         method, target = request.first[0], request.first[1]
         if method == "POST":
             targeted = self.targets.pop(request.headers.get("idempotency-key"), None)
             if targeted is not None:
-                return await self._targeted(targeted, request)
+                return await self._targeted(targeted, request, fates)
         f, rng = self.faults, self.rng
         hold = self.partition_hold
         if hold is not None and hold.until > time.monotonic():
@@ -285,9 +326,11 @@ class ProviderFront:
             await asyncio.sleep(min(hold.until - time.monotonic(), self.HOLD))
             if self.partitioned_until > time.monotonic():
                 self.counts.fire("provider_partition_requests_cut")
+                fates.append("partition_cut")
                 return False
         if rng.random() < f.drop_request:
             self.counts.both("provider_dropped_request")
+            fates.append("dropped")
             return False
         if rng.random() < f.request_delay:
             self.counts.both("provider_request_delay")
@@ -299,26 +342,33 @@ class ProviderFront:
         status, headers, body = await asyncio.shield(work)
         if rng.random() < f.lose_answer:
             self.counts.both("provider_lost_answer")
+            fates.append("lost_answer")
             await asyncio.sleep(rng.uniform(0, 3.0))
             return False
         if rng.random() < f.slow_answer:
             self.counts.both("provider_slow_answer")
             await asyncio.sleep(rng.uniform(1.0, f.slow_answer_max))
-        writer.write(response_bytes(status, body, headers))
-        await writer.drain()
+        try:
+            writer.write(response_bytes(status, body, headers))
+            await writer.drain()
+        except (ConnectionError, OSError):
+            fates.append("unheard")
+            raise
+        fates.append("answered")
         return True
 
     def _forward(self, request):
         """Hands `request` to the stand-in, which runs it to its end whatever
         becomes of the connection: its task."""
         method, target = request.first[0], request.first[1]
+        self.forwarded += 1
         work = asyncio.ensure_future(
-            self.standin.handle(method, target, request.headers, request.body))
+            self.standin.handle(method, target, request.headers, request.body, via=self.name))
         self.tasks.add(work)
         work.add_done_callback(self.tasks.discard)
         return work
 
-    async def _targeted(self, targeted, request):
+    async def _targeted(self, targeted, request, fates):
         """Does what `targeted` asks with its POST; the connection is then cut."""
         targeted.arrived.set()
         if targeted.action == "hold":
@@ -330,7 +380,34 @@ class ProviderFront:
             await asyncio.shield(self._forward(request))
         targeted.fired = True
         self.counts.fire("injected_" + targeted.action)
+        fates.append("injected_" + targeted.action)
         return False
+
+    def accounting(self):
+        """The front's books against the provider's (`standin.received`, what the
+        stand-in itself took in from this front): a request that had no fate or two
+        (dropped and forwarded, an answer lost and written), a count of requests
+        forwarded that differs from what the stand-in received or from the fates
+        that forward, requests read that no fate accounts for. Empty when every fault
+        the front counts did what it says; checked once no request is in flight."""
+        errors = list(self.misaccounted)
+        received = self.standin.received.get(self.name, 0)
+        if received != self.forwarded:
+            errors.append(f"{self.name}: forwarded {self.forwarded} requests, the provider "
+                          f"received {received}")
+        forwarding = sum(self.fates.get(k, 0) for k in self.FORWARDING)
+        if forwarding != self.forwarded and not self.misaccounted:
+            errors.append(f"{self.name}: forwarded {self.forwarded} requests, its fates "
+                          f"say {forwarding}")
+        if sum(self.fates.values()) != self.read:
+            errors.append(f"{self.name}: read {self.read} requests, {sum(self.fates.values())} "
+                          "have a fate")
+        return errors
+
+    @property
+    def in_flight(self):
+        """Requests read that have no fate yet."""
+        return self.read - sum(self.fates.values())
 
 
 class Balancer:

@@ -384,6 +384,21 @@ class Soak:
                                     os.path.join(self.logs, "cli-verify"), timeout=1800)
         self.verify_clean = code == 0
 
+    def fronts(self):
+        """Every provider front of the run."""
+        return ([i.front for i in self.instances + list(self.twins.values())]
+                + [self.job_front, self.clean_front])
+
+    async def check_fronts(self):
+        """Every provider front's books against the stand-in's (`accounting`), once
+        no request is in flight (at most 15 s more): a front whose faults did not do
+        what they say is a harness error."""
+        deadline = time.monotonic() + 15
+        while any(f.in_flight for f in self.fronts()) and time.monotonic() < deadline:
+            await asyncio.sleep(0.25)
+        for front in self.fronts():
+            self.errors += front.accounting()
+
     async def check_identities(self, population):
         """`command-journal identity` agrees with identity.py on a sample."""
         sample = population.checkouts[:: max(1, len(population.checkouts) // 10)]
@@ -446,7 +461,8 @@ async def soak(args):
         await s.final_phase()
         log("final recovery, pending and verify done")
         await s.check_identities(population)
-        log("identities checked against the CLI")
+        await s.check_fronts()
+        log("identities checked against the CLI; the provider fronts' books against the provider's")
         result, extra = report.build(s, population)
     finally:
         await s.stop()

@@ -100,6 +100,7 @@ class StandIn:
         self.first_use = {}
         self.resent_after_window = set()
         self.empty_lookups = set()
+        self.received = {}
 
     def now(self):
         """The provider's clock: monotonic seconds, plus the simulated time jump of
@@ -142,8 +143,10 @@ class StandIn:
         self.by_key.setdefault(key, []).append(self.charges[-1])
         return charge
 
-    async def handle(self, method, target, headers, body):
-        """One request: `(status, extra headers, JSON body)`."""
+    async def handle(self, method, target, headers, body, via=None):
+        """One request, through the front named `via` (counted in `received`):
+        `(status, extra headers, JSON body)`."""
+        self.received[via] = self.received.get(via, 0) + 1
         self.in_flight += 1
         try:
             path, _, query = target.partition("?")

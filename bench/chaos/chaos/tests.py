@@ -230,12 +230,47 @@ class FaultsByEffect(unittest.TestCase):
             # Once only: the next POST of the key goes through (the stored answer).
             self.assertEqual(await post("kl"), 200)
             front.close()
-            return s, log, (lost.fired, dropped.fired, held.fired)
-        s, log, fired = run(scenario())
+            return s, log, (lost.fired, dropped.fired, held.fired), (front.accounting(),
+                                                                     dict(front.fates))
+        s, log, fired, front_books = run(scenario())
         self.assertEqual(fired, (True, True, True))
         self.assertEqual([x["key"] for x in s.ledger()], ["kl"], "only the lost answer charged")
         self.assertEqual(log.fired, {"injected_lose_answer": 1, "injected_drop": 1,
                                      "injected_hold": 1})
+        self.assertEqual(front_books[0], [])
+        self.assertEqual(front_books[1], {"injected_lose_answer": 1, "injected_drop": 1,
+                                          "injected_hold": 1, "answered": 1})
+
+    def test_a_front_books_one_fate_per_request_against_the_provider(self):
+        async def scenario():
+            s = StandIn(random.Random(1), Faults(), 86_400)
+            front = await ProviderFront("f", s, random.Random(2), FrontFaults(drop_request=1.0),
+                                        FaultLog()).start()
+
+            async def get():
+                reader, writer = await asyncio.open_connection("127.0.0.1", front.port)
+                writer.write(b"GET /v1/charges?idempotency_key=k HTTP/1.1\r\n"
+                             b"Content-Length: 0\r\n\r\n")
+                await writer.drain()
+                try:
+                    answer = await read_message(reader)
+                except (ConnectionError, asyncio.IncompleteReadError):
+                    answer = None
+                writer.close()
+                return answer and answer.status
+            self.assertIsNone(await get())
+            front.faults = FrontFaults()
+            self.assertEqual(await get(), 200)
+            honest = (front.accounting(), dict(front.fates), dict(s.received))
+            # A request the provider took from the front that its books do not hold
+            # (a drop that forwarded anyway): the books disagree.
+            await s.handle("GET", "/v1/charges?idempotency_key=k", {}, b"", via="f")
+            front.close()
+            return honest, front.accounting()
+        honest, lying = run(scenario())
+        self.assertEqual(honest, ([], {"dropped": 1, "answered": 1}, {"f": 1}))
+        self.assertEqual(lying, ["f: forwarded 1 requests, the provider received 2"])
+
 
 class Statements(unittest.TestCase):
     """A process states the clock offset and plant it applied; the draw must match."""
