@@ -15,8 +15,9 @@ use std::time::Duration;
 
 /// How long the proxy holds a response back: longer than the caller waits, shorter
 /// than the emulator's 2 s lock timeout, so that a transaction the dropped read
-/// opened is released (by the runner's read task, once the answer arrives) before a
-/// later caller waiting on its lock gives up.
+/// opened is released (the read task, once the answer arrives, finds no caller and
+/// drops it to the reaper, which rolls it back) before a later caller waiting on its
+/// lock gives up.
 const HOLD: Duration = Duration::from_millis(1500);
 /// How long the caller waits before dropping the operation.
 const CANCEL_AFTER: Duration = Duration::from_millis(300);

@@ -418,9 +418,11 @@ async fn ledger_multi_effect_reversal_replay_and_link_through_the_cli() {
     let ledger =
         |action: &str, input: &Value| cli(&[&base[..], &["ledger", action]].concat(), input);
     let scope = json!({"seatId": "seat-A", "actorSeatId": "seat-A"});
+    // Large enough for both reversals below (25.00 and 37.50): the reversals of one
+    // effect never return more than it booked.
     let charge = json!({
         "family": "effect_plan", "fingerprintVersion": 5,
-        "effects": [{"seat_id": "seat-A", "amount": "-12.50", "type": "DEBIT"}],
+        "effects": [{"seat_id": "seat-A", "amount": "-62.50", "type": "DEBIT"}],
     });
     let (code, original, _) = ledger(
         "accept",

@@ -37,6 +37,7 @@ use crate::support;
 use chrono::{DateTime, TimeDelta, Utc};
 use command_journal::identity::OperationSlug;
 use command_journal::recovery::{RecoverOptions, Recovery};
+use command_journal::sends::LookupRequest;
 use command_journal::time::ManualClock;
 use command_journal::{
     CommandInput, CommandRequest, Connection, Execution, Journal, JournalError, LeaseId,
@@ -675,7 +676,7 @@ impl<'a> StepProvider<'a> {
 }
 
 impl Provider for StepProvider<'_> {
-    async fn send(&self, request: SendRequest<'_>) -> ProviderAnswer {
+    async fn send(&self, request: SendRequest) -> ProviderAnswer {
         self.run.note(format!(
             "provider send: attempt {}, resend {}, key {}",
             request.attempt, request.resend, request.key
@@ -684,7 +685,7 @@ impl Provider for StepProvider<'_> {
             let mut keys = self.run.keys.lock().expect("keys");
             keys.insert(request.key.to_owned(), command);
         }
-        self.interlude(request.key).await;
+        self.interlude(&request.key).await;
         let n = self.sends.fetch_add(1, Ordering::SeqCst);
         self.step
             .sends
@@ -693,7 +694,8 @@ impl Provider for StepProvider<'_> {
             .unwrap_or(ProviderAnswer::Unknown)
     }
 
-    async fn lookup(&self, key: &str) -> ProviderAnswer {
+    async fn lookup(&self, request: LookupRequest) -> ProviderAnswer {
+        let key = request.key.as_str();
         self.run.note(format!("provider lookup: key {key}"));
         self.interlude(key).await;
         let n = self.lookups.fetch_add(1, Ordering::SeqCst);

@@ -2,14 +2,16 @@
 //! protocol, with the provider's sends and lookups counted exactly, the stored result
 //! replayed byte for byte, and a send dropped mid-flight re-sent with its key.
 
+use super::proxy::{Proxy, Rpc};
 use super::send_randomized::assert_verified;
 use super::support::{self, command};
 use chrono::{DateTime, TimeDelta, Utc};
 use command_journal::sends::AttemptNumber;
+use command_journal::sends::LookupRequest;
 use command_journal::time::ManualClock;
 use command_journal::{
-    CommandInput, Connection, Execution, Journal, Provider, ProviderAnswer, ProviderPlan,
-    ProviderPlanRequest, ResultEnvelope, SendRequest,
+    CommandInput, Concurrency, Connection, Execution, Journal, Provider, ProviderAnswer,
+    ProviderPlan, ProviderPlanRequest, ResultEnvelope, SendRequest, Target,
 };
 use serde_json::json;
 use std::collections::VecDeque;
@@ -96,9 +98,9 @@ impl Scripted {
 }
 
 impl Provider for Scripted {
-    async fn send(&self, request: SendRequest<'_>) -> ProviderAnswer {
+    async fn send(&self, request: SendRequest) -> ProviderAnswer {
         assert_eq!(
-            request.parameters,
+            &request.parameters,
             &json!({"amount": 1250, "currency": "eur"})
         );
         assert!(
@@ -121,7 +123,8 @@ impl Provider for Scripted {
         }
     }
 
-    async fn lookup(&self, key: &str) -> ProviderAnswer {
+    async fn lookup(&self, request: LookupRequest) -> ProviderAnswer {
+        let key = request.key.as_str();
         self.calls.lock().expect("calls").push(Call::Lookup {
             key: key.to_owned(),
         });
@@ -433,4 +436,72 @@ async fn execute_payout_worker_example_crashes_restarts_and_pays_each_payout_onc
     );
     assert!(report.all_once());
     assert!(report.to_string().ends_with("verify: clean\n"), "{report}");
+}
+
+/// A wall clock at `at` until the proxy has seen a commit answered (the one that
+/// holds the permit: `execute`'s first), then 120 s earlier.
+struct SteppedBackAfterTheFirstCommit {
+    at: DateTime<Utc>,
+    proxy: Arc<Proxy>,
+}
+
+impl command_journal::Clock for SteppedBackAfterTheFirstCommit {
+    fn now(&self) -> DateTime<Utc> {
+        let exchanges = self.proxy.exchanges();
+        let committed = exchanges
+            .iter()
+            .any(|e| e.rpc == Some(Rpc::Commit) && e.answered);
+        match committed {
+            true => self.at - TimeDelta::seconds(120),
+            false => self.at,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn execute_a_clock_stepped_back_after_the_permit_gives_the_provider_no_more_than_the_lease_less_its_margin()
+ {
+    for (n, mode) in [Concurrency::Preconditions, Concurrency::Transaction]
+        .into_iter()
+        .enumerate()
+    {
+        let f = fixture(20 + n as u64).await;
+        let proxy = Arc::new(Proxy::start(support::emulator().host()).await);
+        let project = f.connection.project();
+        let through = Connection::connect(project, Target::Emulator(proxy.host()))
+            .await
+            .expect("connect through the proxy");
+        let stepped = SteppedBackAfterTheFirstCommit {
+            at: start(),
+            proxy: proxy.clone(),
+        };
+        let journal = Journal::new(through)
+            .with_clock(Arc::new(stepped))
+            .with_concurrency(mode);
+        let provider = Scripted::new(
+            vec![
+                OnSend::Answer(ProviderAnswer::Succeeded(charge("ch_20"))),
+                OnSend::Answer(ProviderAnswer::Succeeded(charge("ch_20"))),
+            ],
+            vec![],
+        );
+        // The provider's deadline is at most the lease less its 10 s margin (the
+        // stub asserts it: without the monotonic clock it would be 170 s). Recording
+        // the answer at a time before the permit is refused, nothing written...
+        let answer = journal.execute(&f.command, &plan(), &provider).await;
+        assert_eq!(answer, Err(command_journal::JournalError::ClockRegression));
+        assert_eq!(provider.calls(), vec![send(&f.key(), 1, false)], "{mode:?}");
+        // ... and the next call, once the lease has run out, re-sends under the same
+        // key and records the charge: nothing lost.
+        f.clock.advance(LEASE);
+        let again = f.journal.clone().with_concurrency(mode);
+        let answer = again.execute(&f.command, &plan(), &provider).await;
+        assert_eq!(succeeded(&answer.expect("execute")), &charge("ch_20"));
+        let key = f.key();
+        assert_eq!(
+            provider.calls(),
+            vec![send(&key, 1, false), send(&key, 1, true)]
+        );
+        assert_verified(&f.connection).await;
+    }
 }

@@ -597,3 +597,62 @@ async fn an_emulator_that_accepts_but_never_answers_is_unavailable_within_the_de
     );
     drop(silent);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_cut_at_any_frame_reports_the_transport_s_code_in_both_modes() {
+    // A status read cut after each frame of its response (headers, then its messages
+    // in one or more frames as the emulator flushes them, then trailers), with one
+    // attempt: cut before its last message, the error carries the code the transport
+    // reported for the cut (UNKNOWN: a connection lost mid-RPC), in both modes, and
+    // in transaction mode whether or not the read had opened its transaction (its
+    // first message carries it; the reaper then releases it); never an INTERNAL of
+    // the journal's own. Cut after the last message, the answer stands.
+    let cut = JournalError::Unavailable {
+        last_code: Some(GrpcCode::Unknown),
+        attempts: 1,
+        deadline: false,
+    };
+    let mut opened_then_cut = 0;
+    for mode in [
+        command_journal::Concurrency::Preconditions,
+        command_journal::Concurrency::Transaction,
+    ] {
+        for after_frames in 0..6 {
+            let rig = rig().await;
+            let journal = rig
+                .journal
+                .clone()
+                .with_concurrency(mode)
+                .with_retry_policy(RetryPolicy {
+                    attempts: std::num::NonZeroU32::MIN,
+                    ..RetryPolicy::default()
+                });
+            let cmd = command(700 + after_frames as u64, json!({}));
+            journal.register_command(&cmd).await.expect("register");
+            journal
+                .acquire_lease(&cmd, &lease(1))
+                .await
+                .expect("acquire");
+            rig.proxy
+                .arm(Rpc::BatchGet, Fault::CutResponse { after_frames });
+            let before = journal.stats();
+            let answer = journal.status(&cmd).await.map(|status| status.state);
+            let reaped = journal.stats().since(&before).reaped;
+            println!("cut mode={mode:?} after_frames={after_frames} reaped={reaped} {answer:?}");
+            match answer {
+                Ok(state) => {
+                    assert!(after_frames >= 2, "{mode:?}: answered with no message");
+                    assert_eq!(state, command_journal::CommandState::Leased);
+                    assert_eq!(reaped, 0, "{mode:?}: its transaction was rolled back");
+                }
+                Err(error) => {
+                    assert_eq!(error, cut, "{mode:?} cut after {after_frames} frames");
+                    opened_then_cut += reaped;
+                }
+            }
+        }
+    }
+    // The emulator sends the first message (which carries the transaction) in a frame
+    // of its own: some cut came after it and before the read's end.
+    assert!(opened_then_cut >= 1, "no cut after the transaction opened");
+}

@@ -372,7 +372,7 @@ async fn a_stored_version_four_reservation_replays_under_version_four() {
         .expect("accepted");
     let path = reservation_path(&canonical);
     let mut doc = get(journal.connection(), &path).await.expect("reservation");
-    assert_eq!(doc.fields["reservationSchemaVersion"], int(2));
+    assert_eq!(doc.fields["reservationSchemaVersion"], int(3));
     assert!(doc.fields.contains_key("integrityDigest"));
     let v4 = store(4, "12.50").fingerprint(4).expect("v4").digest;
     doc.fields.insert("fingerprintVersion".into(), int(4));
@@ -806,16 +806,22 @@ fn officer_9(subtype: Option<&str>) -> ReversalAuthority {
 #[tokio::test]
 async fn two_and_three_effect_reversals_replay_exactly_and_mismatch_on_any_change() {
     let journal = support::fresh_journal().await;
-    let original = journal
-        .accept_ledger_command(&key("charged", 0), &store(5, "12.50"), &scope())
-        .await
-        .expect("charge");
-    let original_id = original.effects[0].effect_id.clone();
     let shapes: [&[(u64, &str)]; 2] = [
         &[(1250, "12.50"), (0, "0.25")],
         &[(0, "0.25"), (1250, "12.50"), (300, "3.00")],
     ];
     for (n, shape) in shapes.into_iter().enumerate() {
+        // Each shape corrects a charge of its own, large enough for all its effects
+        // (the reversals of one effect never return more than it booked).
+        let original = journal
+            .accept_ledger_command(
+                &key("charged", u32::try_from(n).expect("n")),
+                &store(5, "20.00"),
+                &scope(),
+            )
+            .await
+            .expect("charge");
+        let original_id = original.effects[0].effect_id.clone();
         let key = key("mixed-reversal", u32::try_from(n).expect("n"));
         let accepted = journal
             .accept_ledger_command(&key, &mixed_reversal(&original_id, shape), &scope())

@@ -99,6 +99,7 @@ mod world;
 use super::support;
 use chrono::{DateTime, TimeDelta};
 use command_journal::sends::AttemptNumber;
+use command_journal::sends::LookupRequest;
 use command_journal::time::ManualClock;
 use command_journal::{Execution, Provider, ProviderAnswer, SendRequest};
 use driver::{MOODS, Run, Tally};
@@ -360,7 +361,7 @@ async fn provider_model_a_lookup_asked_before_the_absence_is_provable_proves_not
         charges: Mutex<u32>,
     }
     impl Provider for Slow {
-        async fn send(&self, request: SendRequest<'_>) -> ProviderAnswer {
+        async fn send(&self, request: SendRequest) -> ProviderAnswer {
             let mut sends = self.sends.lock().expect("sends");
             sends.push((request.attempt, request.resend));
             // The first request is lost; every later one is processed (attempt 1's
@@ -370,7 +371,7 @@ async fn provider_model_a_lookup_asked_before_the_absence_is_provable_proves_not
             }
             ProviderAnswer::Unknown
         }
-        async fn lookup(&self, _key: &str) -> ProviderAnswer {
+        async fn lookup(&self, _request: LookupRequest) -> ProviderAnswer {
             // Evaluated on arrival, before the re-send's charge is visible; the
             // response takes 21 s (the lookup's deadline is 50 s).
             self.clock.advance(TimeDelta::seconds(21));

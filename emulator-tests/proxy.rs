@@ -7,9 +7,11 @@
 //! answer it. The RPC is recognised from the first bytes of the request message: the
 //! journal's `CommitRequest` and `BatchGetDocumentsRequest` both start with field 1
 //! (the database); field 2 is a `Write` message in a commit and a document name
-//! (`projects/…`) in a batch get.
+//! (`projects/…`) in a batch get; a `RollbackRequest` has field 2 too, the transaction
+//! id, which names no document.
 //!
-//! A fault is armed for the next request of one RPC and fires once:
+//! A fault is armed for the next request of one RPC and fires once (or for the next
+//! `n` requests of it, [`Proxy::arm_times`]):
 //!
 //! - [`Fault::LoseRequest`]: the request's headers reach the emulator but its message
 //!   does not; the connection is cut before it is forwarded. Nothing is applied.
@@ -56,6 +58,8 @@ pub enum Rpc {
     BatchGet,
     /// `Commit`.
     Commit,
+    /// `Rollback`.
+    Rollback,
     /// Anything else (the tests' own owner reads go elsewhere).
     Other,
 }
@@ -106,7 +110,8 @@ pub struct Exchange {
 
 #[derive(Default)]
 struct Shared {
-    armed: Option<(Rpc, Fault)>,
+    /// The armed fault, its RPC and how many more requests of it it applies to.
+    armed: Option<(Rpc, Fault, usize)>,
     exchanges: Vec<Exchange>,
     connections: Vec<watch::Sender<bool>>,
     fired: usize,
@@ -183,9 +188,15 @@ impl Proxy {
 
     /// Applies `fault` to the next request of `rpc`, once.
     pub fn arm(&self, rpc: Rpc, fault: Fault) {
+        self.arm_times(rpc, fault, 1);
+    }
+
+    /// Applies `fault` to each of the next `times` requests of `rpc`.
+    pub fn arm_times(&self, rpc: Rpc, fault: Fault, times: usize) {
         let mut shared = lock(&self.shared);
         assert!(shared.armed.is_none(), "a fault is already armed");
-        shared.armed = Some((rpc, fault));
+        assert!(times > 0, "a fault armed for no request");
+        shared.armed = Some((rpc, fault, times));
     }
 
     /// Arms `fault` for the next request of `rpc` unless a fault is still armed;
@@ -195,7 +206,7 @@ impl Proxy {
         if shared.armed.is_some() {
             return false;
         }
-        shared.armed = Some((rpc, fault));
+        shared.armed = Some((rpc, fault, 1));
         true
     }
 
@@ -204,7 +215,7 @@ impl Proxy {
         lock(&self.shared).armed = None;
     }
 
-    /// How many armed faults have fired.
+    /// How many requests an armed fault was applied to.
     pub fn fired(&self) -> usize {
         lock(&self.shared).fired
     }
@@ -381,13 +392,13 @@ impl Connection {
         }
         let rpc = recognise(frame.data_payload());
         shared.exchanges[index].rpc = Some(rpc);
-        let Some((armed_rpc, fault)) = shared.armed else {
+        let Some((armed_rpc, fault, times)) = shared.armed else {
             return true;
         };
         if armed_rpc != rpc {
             return true;
         }
-        shared.armed = None;
+        shared.armed = (times > 1).then_some((armed_rpc, fault, times - 1));
         shared.fired += 1;
         shared.exchanges[index].fault = Some(fault);
         if fault == Fault::LoseRequest {
@@ -514,8 +525,9 @@ fn take_frame(buffer: &mut Vec<u8>) -> Option<Frame> {
 }
 
 /// Recognises the RPC from the start of a gRPC request message (5-byte prefix, then
-/// protobuf): field 1 (tag 0x0a) is the database in both journal RPCs; field 2 (tag
-/// 0x12) is a document name in a batch get and a `Write` message in a commit.
+/// protobuf): field 1 (tag 0x0a) is the database in the journal's three RPCs; field 2
+/// (tag 0x12) is a document name in a batch get, a `Write` message (which names its
+/// document) in a commit, and the transaction id, naming no document, in a rollback.
 fn recognise(data: &[u8]) -> Rpc {
     let Some(message) = data.get(5..) else {
         return Rpc::Other;
@@ -526,10 +538,13 @@ fn recognise(data: &[u8]) -> Rpc {
     if rest.first() != Some(&0x12) {
         return Rpc::Other;
     }
-    if value_of(rest).starts_with(b"projects/") {
+    let value = value_of(rest);
+    if value.starts_with(b"projects/") {
         Rpc::BatchGet
-    } else {
+    } else if value.windows(9).any(|w| w == b"projects/") {
         Rpc::Commit
+    } else {
+        Rpc::Rollback
     }
 }
 

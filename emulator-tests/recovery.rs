@@ -11,6 +11,7 @@
 use super::support::{self, command};
 use chrono::{DateTime, TimeDelta, Utc};
 use command_journal::recovery::{RecoverOptions, Recovered, Recovery};
+use command_journal::sends::LookupRequest;
 use command_journal::sends::{AttemptNumber, AttemptState};
 use command_journal::time::ManualClock;
 use command_journal::{
@@ -90,7 +91,7 @@ impl Charges {
 }
 
 impl Provider for Charges {
-    async fn send(&self, request: SendRequest<'_>) -> ProviderAnswer {
+    async fn send(&self, request: SendRequest) -> ProviderAnswer {
         self.sends.fetch_add(1, Ordering::SeqCst);
         if self.lose_next.swap(false, Ordering::SeqCst) {
             self.charged.notify_one();
@@ -112,7 +113,8 @@ impl Provider for Charges {
         ProviderAnswer::Succeeded(Self::envelope(&charge))
     }
 
-    async fn lookup(&self, key: &str) -> ProviderAnswer {
+    async fn lookup(&self, request: LookupRequest) -> ProviderAnswer {
+        let key = request.key.as_str();
         self.lookups.fetch_add(1, Ordering::SeqCst);
         self.looked_up.notify_one();
         if self.failing.load(Ordering::SeqCst) {

@@ -18,6 +18,7 @@ pub const MODE: command_journal::Concurrency = command_journal::Concurrency::Tra
 mod billing;
 mod lease;
 mod ledger;
+mod ledger_bookkeeping;
 mod locks;
 mod pending;
 mod provider_model;

@@ -827,6 +827,13 @@ mod ledger {
                 values: vec![crate::ledger::string(&created_id)],
             }),
         );
+        // As that release wrote it: schema version 1, without an integrity digest.
+        set(
+            &mut reservation,
+            "reservationSchemaVersion",
+            ValueType::IntegerValue(1),
+        );
+        reservation.fields.remove("integrityDigest");
         let accepted_at = reservation.fields["acceptedAt"].clone();
         put(
             connection,

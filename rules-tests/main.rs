@@ -345,6 +345,7 @@ fn the_journal_blocks_are_marked_for_pasting_and_guard_every_protected_collectio
         "match /{path=**}/current/{",
         "match /{path=**}/providerSends/{",
         "match /{path=**}/results/{",
+        "match /{path=**}/corrections/{",
         "match /auditEvents/{",
         "match /ledgerReservations/{",
         "match /ledgerTransactions/{",

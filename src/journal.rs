@@ -10,7 +10,7 @@ use crate::ledger::{
     FingerprintInput, HistoricalCommand, Intent, LedgerOutcome, LedgerReplay, LedgerScope,
     ReversalAuthority,
 };
-use crate::runner::Engine;
+use crate::runner::{Borrowed, Calling, Engine, Unrecorded};
 use crate::runner::{Concurrency, RetryPolicy, Stats};
 use crate::sends::{
     AttemptNumber, BeginSendOutput, CommandStatus, ProviderPlan, SendOutcomeOutput,
@@ -25,7 +25,7 @@ use command_journal_core::tools::ledger::{accept::Accept, migration::Link, repla
 use command_journal_core::tools::registration::Registration;
 use command_journal_core::tools::sends::begin::BeginSend;
 use command_journal_core::tools::sends::guard::Guarded;
-use command_journal_core::tools::sends::record::{Mode, RecordAnswer};
+use command_journal_core::tools::sends::record::{Mode, Record};
 use command_journal_core::tools::sends::status::SendStatusRead;
 use command_journal_core::tools::start::Start;
 use command_journal_core::tools::transaction::Transition;
@@ -141,10 +141,15 @@ impl Journal {
     }
 
     /// How long a lease expiring at `expires_at` (an acquisition's `lease_expires_at`)
-    /// has left on the journal's clock, zero once it has expired: the bound for work
-    /// done under the lease, such as a provider call.
+    /// has left on the journal's clock, zero once it has expired and never more than a
+    /// whole lease (more means the clock stepped back): the bound for work done under
+    /// the lease, such as a provider call. Read it once, right after the acquisition,
+    /// and count it down on a monotonic clock (`std::time::Instant`): a later reading
+    /// moves with any step of the wall clock. `execute` does so by itself.
     pub fn lease_remaining(&self, expires_at: Timestamp) -> Result<Duration, JournalError> {
-        Ok(self.now()?.until(expires_at))
+        let lease = command_journal_core::tools::document::lifecycle::LEASE_SECONDS;
+        let lease = Duration::from_secs(lease.unsigned_abs());
+        Ok(self.now()?.until(expires_at).min(lease))
     }
 
     /// Registers `command` exactly once: `registered_new` creates the root and its
@@ -369,7 +374,7 @@ impl Journal {
         let call = self.engine.lease_call(command, lease)?;
         let plan = Some(plan.clone());
         let fence = expected_fence_epoch;
-        let op = RecordAnswer::prepare(call, fence, attempt, outcome, plan, Mode::Outcome)?;
+        let op = Record::prepare(call, fence, attempt, outcome, plan, Mode::Outcome)?;
         self.engine.run(op).await
     }
 
@@ -394,7 +399,7 @@ impl Journal {
         let call = self.engine.lease_call(command, lease)?;
         let (plan, fence) = (Some(plan.clone()), expected_fence_epoch);
         let mode = Mode::Reconciliation;
-        let op = RecordAnswer::prepare(call, fence, attempt, evidence, plan, mode)?;
+        let op = Record::prepare(call, fence, attempt, evidence, plan, mode)?;
         self.engine.run(op).await
     }
 
@@ -448,25 +453,23 @@ impl Journal {
             !self.engine.options.reads_only,
         );
         let program = ExecuteProgram::new(identity, owner, plan.clone(), mode, fast)?;
-        self.engine.call(program, provider, &mut |_| {}).await
+        self.engine.run(Calling::with(program, provider)).await
     }
 
     /// Accepts a ledger command under its reservation identity `key`, in one
-    /// transaction.
+    /// transaction; `plan`'s effects are the **booked** ones (each row keeps its amount,
+    /// the fingerprint nulls the family's derived amounts:
+    /// [`FingerprintInput::excluding_derived_amounts`]).
     ///
-    /// `accepted`: the reservation (fingerprint version 5, reservation schema version
-    /// 2 with its integrity digest) and every effect were created atomically — an
-    /// internal transfer as a debit and a credit, a reversal as effects linking
-    /// existing original transactions. `replayed`: the reservation existed in `scope`,
-    /// `plan` declares its stored version, and `plan` re-serialized under that
-    /// **stored** version gives the stored fingerprint; its stored effects are returned
-    /// and nothing is written. Otherwise nothing is written and the answer is
-    /// `scope_mismatch`, `unsupported_fingerprint_version` (stored versions 1–3),
-    /// `replay_mismatch` (another family, declared version or fingerprint — never a
-    /// generic duplicate), `journal_corrupt` (including an effect already occupying
-    /// one of the command's effect ids while its reservation is absent, and stored rows
-    /// that contradict their reservation's integrity digest or rebuilt fingerprint,
-    /// `docs/ledger.md`) or `invalid_input`.
+    /// `accepted`: the reservation (fingerprint version 5, schema version 3, integrity
+    /// digest) and every effect created atomically, a reversal counted in its
+    /// originals' correction bounds. `replayed`: the reservation held the same command
+    /// in `scope` under its stored version and schema; its stored effects are returned.
+    /// Otherwise nothing is written and the answer is docs/ledger.md's:
+    /// `scope_mismatch`, `unsupported_fingerprint_version`, `replay_mismatch` (never a
+    /// generic duplicate), `reversal_exceeds_original`, `journal_corrupt` or
+    /// `invalid_input`. A caller pricing a charge runs
+    /// [`charge_ledger_command`](Self::charge_ledger_command) instead.
     pub async fn accept_ledger_command(
         &self,
         key: &LedgerKey,
@@ -493,6 +496,36 @@ impl Journal {
         self.engine.run(Replay::charge(key, scope, intent)?).await
     }
 
+    /// The seed's charge flow for one caller (docs/ledger.md, "The charge flow"):
+    /// replays by the business tuple `intent` first, before any pricing; only without
+    /// a reservation calls `price` and accepts its plan, and if another worker accepted
+    /// the command meanwhile (its reservation is found, or wins the commit) replays by
+    /// the tuple again. An exact retry therefore answers the original effects whatever
+    /// its pricing, and another tuple or scope still fails closed (`replay_mismatch`,
+    /// `scope_mismatch`). `price`'s plan must carry `intent` (`invalid_input` on
+    /// `intent` otherwise); `price`'s own errors are returned as they are.
+    pub async fn charge_ledger_command<F, Fut, E>(
+        &self,
+        key: &LedgerKey,
+        scope: &LedgerScope,
+        intent: &Intent,
+        price: F,
+    ) -> Result<LedgerOutcome, E>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<FingerprintInput, E>>,
+        E: From<JournalError>,
+    {
+        if let LedgerReplay::Replayed(original) =
+            self.replay_reserved_charge(key, scope, intent).await?
+        {
+            return Ok(original);
+        }
+        let plan = price().await?;
+        let op = Accept::charge(key, &plan, scope, intent, self.engine.now()?)?;
+        Ok(self.engine.run(op).await?)
+    }
+
     /// Replays a reversal before pricing: as
     /// [`replay_reserved_charge`](Self::replay_reserved_charge), comparing the
     /// supplied authority effect by effect under the stored version — the actor and
@@ -511,21 +544,14 @@ impl Journal {
     }
 
     /// The explicit migration call: links the existing `historical_unlinked` rows
-    /// `command` names (by document id) to a new `historical_linked` reservation,
-    /// after checking that each row holds exactly the proven monetary content. One
-    /// commit creates the reservation (fingerprint and version stored as given, never
-    /// recomputed) and relabels each row's link fields, guarded by preconditions; no
-    /// monetary field is written and no row is created, so each effect stays exactly
-    /// one row.
-    ///
-    /// `linked` when done, `already_linked` when exactly this link was made before
-    /// (no write). Nothing is written and the answer is `invalid_input` on `effectIds`
-    /// for a named row that is missing, canonical or already linked, `invalid_input`
-    /// on `effects` for a row whose content differs, `obsolete_multi_effect_fingerprint`
-    /// for a version 1 or 2 command with more than one effect (other than an internal
-    /// transfer), `scope_mismatch` or `replay_mismatch` when the key holds anything
-    /// else, `journal_corrupt` for a malformed row or an orphan effect in the key's
-    /// first derived slot.
+    /// `command` names to a new `historical_linked` reservation once each holds exactly
+    /// the proven monetary content, in one commit guarded by preconditions (the
+    /// fingerprint stored as given, the reservation sealed by its integrity digest
+    /// over the relabelled rows; no monetary field written, no row created).
+    /// `linked`, or `already_linked` when exactly this link was made before (no
+    /// write); otherwise nothing is written and the answer is docs/ledger.md's
+    /// (`invalid_input` on `effectIds` or `effects`, `obsolete_multi_effect_fingerprint`,
+    /// `scope_mismatch`, `replay_mismatch`, `journal_corrupt`).
     pub async fn link_historical_effects(
         &self,
         key: &LedgerKey,
@@ -546,7 +572,7 @@ impl Journal {
     /// is the core's `tools`, not a service's API.
     #[doc(hidden)]
     pub async fn run_transition<T: Transition>(&self, op: &T) -> Result<T::Output, JournalError> {
-        self.engine.run_borrowed(op).await
+        self.engine.run(Unrecorded(Borrowed(op))).await
     }
 
     /// A terminal transition (success with `reference`'s commitment, or final failure)

@@ -29,6 +29,17 @@ pub(crate) const PENDING_COMMANDS: &str = "command_journal_pending_commands";
 /// code).
 pub(crate) const RECOVERIES_TOTAL: &str = "command_journal_recoveries_total";
 
+/// Counter: read-write transactions the background reaper finished with, by
+/// `outcome`: [`STRANDED_RELEASED`], [`STRANDED_GONE`] or [`STRANDED_ABANDONED`].
+pub(crate) const STRANDED_TRANSACTIONS_TOTAL: &str = "command_journal_stranded_transactions_total";
+/// The reaper's rollback released the transaction.
+pub(crate) const STRANDED_RELEASED: &str = "released";
+/// The server no longer knew the transaction (expired, or committed): nothing held.
+pub(crate) const STRANDED_GONE: &str = "gone";
+/// The reaper spent its attempts (or had no runtime): the server releases the
+/// transaction when it expires.
+pub(crate) const STRANDED_ABANDONED: &str = "abandoned";
+
 /// The `rpc` label of a `BatchGetDocuments`.
 pub(crate) const RPC_BATCH_GET: &str = "batch_get_documents";
 /// The `rpc` label of a `Commit`.
@@ -65,6 +76,10 @@ pub fn describe_metrics() {
         RPC_RETRIES_TOTAL,
         "Journal attempts retried, by the gRPC status code that caused the retry."
     );
+    ::metrics::describe_counter!(
+        STRANDED_TRANSACTIONS_TOTAL,
+        "Transactions a call could not end, as the background reaper finished with them, by outcome."
+    );
 }
 
 /// Records one finished operation: `command_journal_operations_total{operation,
@@ -86,6 +101,11 @@ pub(crate) fn operation_label(name: OperationName) -> &'static str {
 /// One RPC answered (or timed out, counted as `DEADLINE_EXCEEDED`).
 pub(crate) fn rpc(rpc: &'static str, code: GrpcCode) {
     ::metrics::counter!(RPCS_TOTAL, "rpc" => rpc, "code" => code.as_str()).increment(1);
+}
+
+/// The reaper finished with one transaction, with `outcome`.
+pub(crate) fn stranded(outcome: &'static str) {
+    ::metrics::counter!(STRANDED_TRANSACTIONS_TOTAL, "outcome" => outcome).increment(1);
 }
 
 /// One attempt retried after `code`.

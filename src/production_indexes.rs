@@ -9,7 +9,7 @@
 //! left indexed; a new codec adds its collection and field set to `CODECS`.
 
 use command_journal_core::tools::document::{audit, lifecycle, root};
-use command_journal_core::tools::ledger::{effect, reservation};
+use command_journal_core::tools::ledger::{correction, effect, reservation};
 use serde_json::Value;
 use std::collections::{BTreeSet, HashSet};
 
@@ -17,7 +17,7 @@ use std::collections::{BTreeSet, HashSet};
 const FILE: &str = include_str!("../firestore.indexes.json");
 
 /// Every codec: the collection id (a collection group) and each of its field sets.
-const CODECS: [(&str, &[&[&str]]); 8] = [
+const CODECS: [(&str, &[&[&str]]); 9] = [
     (root::COLLECTION, &[&root::FIELDS]),
     (lifecycle::COLLECTION, &[&lifecycle::FIELDS]),
     (audit::COLLECTION, &[&audit::FIELDS_V1, &audit::FIELDS_V2]),
@@ -26,6 +26,8 @@ const CODECS: [(&str, &[&[&str]]); 8] = [
         &[&reservation::FIELDS_V1, &reservation::FIELDS_V2],
     ),
     (effect::COLLECTION, &[&effect::FIELDS]),
+    // The bound on what the reversals of one effect return, below its row.
+    (correction::COLLECTION, &[&correction::FIELDS]),
     // The send layer: `providerSends/plan` and `providerSends/current`, and the send
     // events beside the commerce events.
     (

@@ -20,8 +20,11 @@
 //!   (`new_transaction`; on a retry `retry_transaction` names the previous one, so
 //!   production Firestore keeps its priority), follow-up reads run inside it, the
 //!   `Commit` carries its id (writes keep their preconditions), and `Rollback` is sent
-//!   whenever the attempt ends without a commit, including when the caller drops the
-//!   future. No `BeginTransaction`: 2 RPCs per committed mutation, 2 per observation.
+//!   whenever the attempt ends without a commit (retried within a bound). The
+//!   transaction is owned from the moment its id arrives, so that one its call cannot
+//!   end (the caller dropped the future, the rollback was not delivered) is rolled back
+//!   by a background reaper. No `BeginTransaction`: 2 RPCs per committed mutation, 2
+//!   per observation.
 //!   A creation needs no read lock, so two fast paths before it take none, in this
 //!   order: an opting-in operation's blind creation (`core/src/transaction/blind.rs`),
 //!   as in preconditions mode; then, for an operation that opts in with
@@ -48,18 +51,22 @@
 //! PERMISSION_DENIED, UNAUTHENTICATED, NOT_FOUND or FAILED_PRECONDITION on a read,
 //! INVALID_ARGUMENT) end the operation after one attempt with their own error. The
 //! trusted time is captured by the caller once and lives in the prepared operation, so
-//! every attempt reuses it. An optional deadline bounds the whole operation. Every
-//! RPC's answer and every retry is counted in the operator metrics ([`crate::metrics`]).
+//! every attempt reuses it. An optional deadline bounds the whole call, on the
+//! monotonic clock, the provider's calls of an `execute` included. Every RPC's answer
+//! and every retry is counted in the operator metrics ([`crate::metrics`]).
 //!
 //! Layout, one concern per file, no file importing one that imports it back:
 //!
-//! - `firestore.rs`: the Firestore calls (`BatchGetDocuments`, `Commit`, `Rollback`),
-//!   the raw writes and the transaction handle; the verifier reads through it too;
+//! - `firestore.rs`: the Firestore calls (`BatchGetDocuments`, `Commit`) and the raw
+//!   writes; the verifier reads through it too;
+//! - `reaper.rs`: the transaction a read opened, owned from its id's arrival, the
+//!   call's bounded `Rollback`, and the background reaper of the ones a call cannot
+//!   end;
 //! - `retry.rs`: which failure is retried, the backoff, the tuning constants;
 //! - `counters.rs`: [`Counters`] and [`Stats`]; `concurrency.rs`: [`Concurrency`];
 //! - `engine.rs`: what a journal and its clones share (connection, clock, counters,
 //!   options), the captured time and the calls prepared from a caller's input;
-//! - `driver.rs`: the driver's loop, its spans, deadlines and metrics.
+//! - `driver.rs`: the driver's loop, its clocks, spans and metrics.
 
 mod concurrency;
 mod counters;
@@ -67,11 +74,12 @@ mod driver;
 mod engine;
 pub(crate) mod firestore;
 mod policy;
+mod reaper;
 pub(crate) mod retry;
 
 pub use concurrency::Concurrency;
 
 pub use counters::Stats;
 
-pub(crate) use engine::Engine;
+pub(crate) use engine::{Borrowed, Calling, Engine, Unrecorded};
 pub use policy::RetryPolicy;

@@ -8,6 +8,7 @@
 //! drives them around one provider call.
 
 pub use command_journal_core::sends::{
-    AttemptNumber, AttemptState, BeginSendOutput, CommandStatus, ProviderAccount, ProviderLookup,
-    ProviderMode, ProviderPlan, ProviderPlanRequest, SendOutcomeOutput, SendPermit, SendStatus,
+    AttemptNumber, AttemptState, BeginSendOutput, CommandStatus, LookupRequest, ProviderAccount,
+    ProviderLookup, ProviderMode, ProviderPlan, ProviderPlanRequest, SendOutcomeOutput, SendPermit,
+    SendStatus,
 };

@@ -25,7 +25,7 @@ mod scan;
 // The checks are the core's (`command_journal_core::tools::verify`); this module
 // streams a project's documents into them.
 use command_journal_core::tools::verify::{
-    commerce, historical_links, keys, ledger, pending_index, ranges, stored, write_times,
+    commerce, cross_checks, keys, ledger, pending_index, ranges, stored, write_times,
 };
 pub use command_journal_core::verify::{
     Finding, FindingCode, MAX_FINDINGS, ScanRanges, Scanned, VerifyReport,

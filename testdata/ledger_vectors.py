@@ -21,6 +21,12 @@ core/src/ledger/fingerprint.rs:
 
 Each case records the exact input JSON, and either the expected canonical text and
 fingerprint, or the expected error code (and field, for invalid_input).
+
+The "accepted" cases are booked plans, as `accept` receives them: their expected
+fingerprint is the one `accept` stores (reservation schema version 3), whose items
+are the booked effects with the family's derived amounts null (docs/ledger.md,
+"Booked rows and fingerprint items"): every effect's amount of an overdraft fee, and
+of a rent payment without a requested amount; every other family's amounts as booked.
 """
 
 import hashlib
@@ -224,8 +230,18 @@ def parse_transfer(raw):
             for k in TRANSFER_KEYS}
 
 
-def canonical_text(inp):
-    """The canonical text hashed for `inp` under its declared version."""
+def amounts_derived(family, raw_intent):
+    """Whether the family's business tuple leaves its effect amounts derived."""
+    if family == "overdraft_fee":
+        return True
+    if family == "rent_payment":
+        return (raw_intent or {}).get("requestedPaymentAmount") is None
+    return False
+
+
+def canonical_text(inp, accepted=False):
+    """The canonical text hashed for `inp` under its declared version; with
+    `accepted`, for `inp` as booked effects (derived amounts null)."""
     if not isinstance(inp, dict) or any(k not in TOP_KEYS for k in inp):
         raise Invalid("input")
     family = inp.get("family")
@@ -244,6 +260,9 @@ def canonical_text(inp):
     if not isinstance(raw_effects, list) or not 1 <= len(raw_effects) <= MAX_EFFECTS:
         raise Invalid("effects")
     effects = [parse_effect(e) for e in raw_effects]
+    if accepted and amounts_derived(family, inp.get("intent")):
+        for e in effects:
+            e["amount"] = None
     if version == 4:
         for e in effects:
             del e[SUBTYPE]
@@ -251,9 +270,9 @@ def canonical_text(inp):
     return jcs({"effects": effects, "intent": intent})
 
 
-def expected(inp):
+def expected(inp, accepted=False):
     try:
-        canonical = canonical_text(inp)
+        canonical = canonical_text(inp, accepted)
     except Invalid as e:
         return {"error": "invalid_input", "field": e.field}
     except Unsupported:
@@ -392,6 +411,45 @@ CASES = [
 ]
 
 
+def fee_effects(amount):
+    return [charge_effect(amount="-" + amount, mechanism="FEE", type="FEE"),
+            charge_effect(seat_id="class-7", amount=amount, mechanism="FEE", type="FEE",
+                          account_type="fees")]
+
+
+# Booked plans of every family under versions 4 and 5, as accept receives them.
+ACCEPTED = []
+for v in (4, 5):
+    ACCEPTED += [
+        ("store_purchase_v%d_amounts_booked" % v, store(v)),
+        ("rent_payment_v%d_requested_amount_booked" % v,
+         plan("rent_payment", v, [charge_effect(amount="-12.50")],
+              {"obligationCorrelation": "rent-2026-10", "requestedPaymentAmount": "12.50"})),
+        ("rent_payment_v%d_full_balance_derived" % v,
+         plan("rent_payment", v, [charge_effect(amount="-800")],
+              {"obligationCorrelation": "rent-2026-10"})),
+        ("rent_payment_v%d_full_balance_derived_other_amount" % v,
+         plan("rent_payment", v, [charge_effect(amount="-0.01")],
+              {"obligationCorrelation": "rent-2026-10", "requestedPaymentAmount": None})),
+        ("insurance_premium_v%d_amounts_booked" % v,
+         plan("insurance_premium", v, [charge_effect(amount="-45.00")],
+              {"entitlementId": "ent-3", "selectedObligationCorrelation": "obl-9"})),
+        ("overdraft_fee_v%d_derived" % v,
+         plan("overdraft_fee", v, fee_effects("35"), {"forceAuthority": False})),
+        ("overdraft_fee_v%d_derived_other_balance" % v,
+         plan("overdraft_fee", v, fee_effects("12.40"), {"forceAuthority": False})),
+        ("overdraft_fee_v%d_forced_derived" % v,
+         plan("overdraft_fee", v, fee_effects("35"), {"forceAuthority": True})),
+        ("reversal_v%d_amounts_booked" % v, plan("reversal", v, [reversal_effect()], None)),
+        ("effect_plan_v%d_amounts_booked" % v, plan("effect_plan", v, [
+            charge_effect(amount="-25", type="DEBIT"),
+            charge_effect(seat_id="seat-B", target_seat_id="seat-B", amount="25", type="CREDIT"),
+        ])),
+        ("internal_transfer_v%d_amount_booked" % v,
+         {"family": "internal_transfer", "fingerprintVersion": v, "transfer": TRANSFER}),
+    ]
+
+
 def bad_effect_amount(a):
     return store(5, effects=[charge_effect(amount=a)])
 
@@ -484,7 +542,8 @@ REJECTIONS = [
 
 
 def main():
-    out = {"generator": "testdata/ledger_vectors.py", "cases": [], "rejections": []}
+    out = {"generator": "testdata/ledger_vectors.py", "cases": [], "rejections": [],
+           "accepted": []}
     for name, inp in CASES:
         exp = expected(inp)
         assert "error" not in exp, (name, exp)
@@ -493,6 +552,27 @@ def main():
         exp = expected(inp)
         assert "error" in exp, (name, exp)
         out["rejections"].append({"name": name, "input": inp, "expected": exp})
+
+    for name, inp in ACCEPTED:
+        exp = expected(inp, accepted=True)
+        assert "error" not in exp, (name, exp)
+        out["accepted"].append({"name": name, "input": inp, "expected": exp})
+
+    accepted = {c["name"]: c["expected"] for c in out["accepted"]}
+    for v in (4, 5):
+        # A derived amount is out of the fingerprint; a booked one is in it.
+        assert accepted["overdraft_fee_v%d_derived" % v]["fingerprint"] == \
+            accepted["overdraft_fee_v%d_derived_other_balance" % v]["fingerprint"]
+        assert accepted["overdraft_fee_v%d_derived" % v]["fingerprint"] != \
+            accepted["overdraft_fee_v%d_forced_derived" % v]["fingerprint"]
+        assert accepted["rent_payment_v%d_full_balance_derived" % v]["fingerprint"] == \
+            accepted["rent_payment_v%d_full_balance_derived_other_amount" % v]["fingerprint"]
+        assert '"amount":null' in accepted["overdraft_fee_v%d_derived" % v]["canonical"]
+        assert '"amount":"-12.50"' in accepted["rent_payment_v%d_requested_amount_booked" % v]["canonical"]
+    # The families that fingerprint their amounts hash exactly what the serializer does.
+    for name, inp in ACCEPTED:
+        if not amounts_derived(inp["family"], inp.get("intent")) or inp["family"] == "internal_transfer":
+            assert accepted[name] == expected(inp), name
 
     by_name = {c["name"]: c["expected"] for c in out["cases"]}
     # Sanity checks on the generated set itself.

@@ -6,6 +6,7 @@
 use super::{Res, err};
 use command_journal::pending::KeyRange;
 use command_journal::recovery::{RecoverOptions, Recovered};
+use command_journal::sends::LookupRequest;
 use command_journal::time::ManualClock;
 use command_journal::{
     Connection, Journal, Provider, ProviderAnswer, ResultEnvelope, SendRequest, Target,
@@ -19,11 +20,11 @@ use std::time::Instant;
 struct Charged;
 
 impl Provider for Charged {
-    async fn send(&self, _request: SendRequest<'_>) -> ProviderAnswer {
+    async fn send(&self, _request: SendRequest) -> ProviderAnswer {
         ProviderAnswer::Unknown
     }
 
-    async fn lookup(&self, _key: &str) -> ProviderAnswer {
+    async fn lookup(&self, _request: LookupRequest) -> ProviderAnswer {
         match ResultEnvelope::new(&json!({"id": "ch_bench", "status": "succeeded"})) {
             Ok(envelope) => ProviderAnswer::Succeeded(envelope),
             Err(_) => ProviderAnswer::Unknown,

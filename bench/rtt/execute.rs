@@ -8,6 +8,7 @@ use crate::proxy::CountingProxy;
 use crate::stats::percentile;
 use crate::{Res, err};
 use command_journal::sends::BeginSendOutput;
+use command_journal::sends::LookupRequest;
 use command_journal::{
     Execution, Journal, LeaseId, LeaseOutput, Provider, ProviderAnswer, ProviderPlan,
     ProviderPlanRequest, ResultEnvelope, SendRequest,
@@ -37,10 +38,10 @@ fn charge() -> Res<ResultEnvelope> {
 struct AtOnce(ResultEnvelope);
 
 impl Provider for AtOnce {
-    async fn send(&self, _request: SendRequest<'_>) -> ProviderAnswer {
+    async fn send(&self, _request: SendRequest) -> ProviderAnswer {
         ProviderAnswer::Succeeded(self.0.clone())
     }
-    async fn lookup(&self, _key: &str) -> ProviderAnswer {
+    async fn lookup(&self, _request: LookupRequest) -> ProviderAnswer {
         ProviderAnswer::Unknown
     }
 }
@@ -80,8 +81,8 @@ async fn steps_once(journal: &Journal, provider: &AtOnce, tag: u16, n: u64) -> R
     };
     let sent = provider
         .send(SendRequest {
-            key: &permit.provider_idempotency_key,
-            parameters: &json!({}),
+            key: permit.provider_idempotency_key.clone(),
+            parameters: json!({}),
             deadline: std::time::Duration::from_secs(30),
             attempt: permit.attempt,
             resend: permit.resend,

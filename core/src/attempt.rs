@@ -1,11 +1,12 @@
 //! The attempt machine: one read-and-decide attempt of a [`Transition`], without I/O.
 //!
-//! Whoever does the reading and committing drives it: the gRPC runner
-//! (the call machine, `core/src/call/run.rs`, driven by `src/runner/driver.rs`) and the in-memory test store (`core/src/testing/store.rs`)
-//! alike. [`Attempt::start`] answers the first [`Action`]; every batch of documents read
-//! goes back in through [`Attempt::read`], which answers the next one: read these
-//! paths, commit these writes under these preconditions, done with this output, or
-//! fail with this error. The machine holds the attempt's rules:
+//! The call machine (`core/src/call/run.rs`) drives it, whoever drives the call: the
+//! library's gRPC driver (`src/runner/driver.rs`) and the in-memory test store
+//! (`core/src/testing/`) alike. [`Attempt::start`] answers the first [`Action`];
+//! every batch of documents read goes back in through [`Attempt::read`], which
+//! answers the next one: read these paths, commit these writes under these
+//! preconditions, done with this output, or fail with this error. The machine holds
+//! the attempt's rules:
 //!
 //! | decision of `decide` | step |
 //! |---|---|
@@ -19,11 +20,12 @@
 //!
 //! A BatchGet of the emulator is not always a snapshot: a read torn across two commits
 //! looks corrupt, so a `journal_corrupt` decision stands only once a re-read at the
-//! first read's time (or inside the transaction) confirms it. In strict mode
-//! ([`Attempt::strict`], the test store and fuzz targets) `decide` is asked twice on
-//! every snapshot and must answer the same, and every rule a `decide` can break
-//! (follow-ups, creating only what was read absent, replacing only what was read
-//! present, writing a path once) panics with its name instead.
+//! first read's time (or inside the transaction) confirms it. In strict mode (the
+//! attempt of a call made strict, as the test store's and the fuzz targets' calls
+//! are: `Attempt::checked`) `decide` is asked twice on every snapshot and must
+//! answer the same, and every rule a `decide` can break (follow-ups, creating only
+//! what was read absent, replacing only what was read present, writing a path once)
+//! panics with its name instead.
 
 use crate::document::fields::FieldMap;
 use crate::error::JournalError;
@@ -99,7 +101,7 @@ pub(crate) enum Action<O, V> {
 }
 
 /// Asks `decide` a second time on the same snapshot and compares (strict mode).
-type Twice<T> = fn(&T, &Snapshot, &Decision<<T as Transition>::Output>);
+pub(crate) type Twice<T> = fn(&T, &Snapshot, &Decision<<T as Transition>::Output>);
 
 /// One attempt of an operation, from its first read to its last step.
 pub(crate) struct Attempt<T: Transition, V> {
@@ -166,6 +168,13 @@ impl<T: Transition, V: Clone> Attempt<T, V> {
     pub(crate) fn proving_absences(mut self) -> Self {
         self.transactional = false;
         self.guards_absences = true;
+        self
+    }
+
+    /// The same attempt, in strict mode when `twice` is given (`strictly`'s check):
+    /// what a call made strict passes on to each of its attempts.
+    pub(crate) fn checked(mut self, twice: Option<Twice<T>>) -> Self {
+        self.twice = twice;
         self
     }
 
@@ -299,7 +308,7 @@ impl<T: Transition, V: Clone> Attempt<T, V> {
     }
 }
 
-#[cfg(any(test, feature = "testing"))]
+#[cfg(test)]
 impl<T, V: Clone> Attempt<T, V>
 where
     T: Transition,
@@ -308,16 +317,23 @@ where
     /// An attempt in strict mode: `decide` is asked twice on every snapshot, and a
     /// `decide` that breaks a rule of the attempt panics with the rule's name.
     pub(crate) fn strict(op: &T, paths: Vec<String>) -> Self {
-        Self {
-            twice: Some(|op, snapshot, decision| {
-                assert_eq!(
-                    &op.decide(snapshot),
-                    decision,
-                    "decide must answer the same twice on one snapshot"
-                );
-            }),
-            ..Self::new(op, paths)
-        }
+        Self::new(op, paths).checked(Some(strictly()))
+    }
+}
+
+/// Strict mode's second `decide`: it must answer the same on the same snapshot.
+#[cfg(any(test, feature = "testing"))]
+pub(crate) fn strictly<T>() -> Twice<T>
+where
+    T: Transition,
+    T::Output: std::fmt::Debug + PartialEq,
+{
+    |op, snapshot, decision| {
+        assert_eq!(
+            &op.decide(snapshot),
+            decision,
+            "decide must answer the same twice on one snapshot"
+        );
     }
 }
 

@@ -3,7 +3,7 @@
 //! the tests' in-memory store drive the same machine.
 //!
 //! A call is a [`Program`] (what to do, step by step: [`Single`] for one transition,
-//! `execute`'s and recovery's protocols for more) run by the machine, which owns how
+//! `execute`'s and recovery's programs for more) run by the machine, which owns how
 //! each transition reaches the documents:
 //!
 //! | the transition | the machine asks for |
@@ -17,14 +17,24 @@
 //! Every commit proves what its decision assumed ([`crate::proof`]). A refused fast
 //! path wrote nothing and spends no attempt; every other failed attempt is retried
 //! until the budget of attempts that could have written is spent. The driver is
-//! told what to do ([`Io`]) and answers what happened ([`Input`]); it owns the clock,
-//! the backoff's randomness, timeouts and deadlines, spans and metrics, and never
-//! decides.
+//! told what to do ([`Io`]) and answers what happened ([`Input`]); it owns the clocks
+//! (read at every poll, [`Now`]), the backoff's randomness, each RPC's timeout, spans
+//! and metrics, and never decides.
+//!
+//! The call's deadline ([`CallOptions::deadline`]) is the machine's, on the driver's
+//! monotonic clock from the call's first poll: once it has passed, no attempt begins
+//! (the transition ends `unavailable`, `deadline: true`, that attempt not counted), no
+//! follow-up read, commit or backoff of a running attempt is asked for (a transaction
+//! it holds is rolled back first), and no provider call starts (the call ends
+//! `unavailable`); a provider call that starts before it is given at most what is
+//! left of it. The driver cuts each RPC and each backoff at the same deadline.
 //!
 //! ```text
 //! let mut call = Call::new(program, options);
+//! let began = Instant::now();
 //! loop {
-//!     match call.poll(clock.now()) {
+//!     let (at, steady) = (clock.now(), clock.steady());
+//!     match call.poll(Now { at, steady, elapsed: began.elapsed() }) {
 //!         Io::Read { .. } => call.handle(Input::Read(read(..).await)),
 //!         Io::Commit { .. } => call.handle(Input::Committed(commit(..).await)),
 //!         Io::Done(answer) => return answer,
@@ -41,22 +51,22 @@ mod run;
 mod tests;
 
 pub use io::{
-    CommitKind, Concurrency, Consistency, Input, Io, LookupCall, Metric, ReadAnswer, RetryCause,
-    RpcFailure, SendCall, TransactionId,
+    CommitKind, Concurrency, Consistency, Input, Io, Metric, Now, ReadAnswer, RetryCause,
+    RpcFailure, TransactionId,
 };
 pub use labels::Labelled;
 pub(crate) use program::transitions;
 pub(crate) use program::{Answered, Next, Run};
 pub use program::{Program, Single};
-pub(crate) use run::Answer;
 
+use crate::attempt::Twice;
 use crate::error::JournalError;
 use crate::known::{self, Known};
-use crate::time::Timestamp;
 use crate::transaction::{OperationName, Transition, blind};
 use run::{Fast, Running, Step};
 use std::collections::VecDeque;
 use std::num::NonZeroU32;
+use std::time::Duration;
 
 /// How a call runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,6 +79,11 @@ pub struct CallOptions {
     /// from what the call knows, answers from it). Always, but for a test that holds
     /// them to the read-and-decide path.
     pub fast_paths: bool,
+    /// The longest the whole call may run, on the driver's monotonic clock from its
+    /// first poll (`None`: only the attempts bound it). Past it no attempt begins, no
+    /// running attempt asks for more than the rollback of its transaction, and no
+    /// provider call starts; a provider call is given at most what is left of it.
+    pub deadline: Option<Duration>,
 }
 
 impl Default for CallOptions {
@@ -77,6 +92,7 @@ impl Default for CallOptions {
             concurrency: Concurrency::Preconditions,
             attempts: NonZeroU32::new(10).unwrap_or(NonZeroU32::MIN),
             fast_paths: true,
+            deadline: None,
         }
     }
 }
@@ -112,6 +128,8 @@ pub struct Call<P: Program, V> {
     queue: VecDeque<Io<P::Output, V>>,
     /// Whether the call's own span began (programs with a name).
     began: bool,
+    /// Strict mode's second `decide`, for every attempt of the call (the test store).
+    strict: Option<Twice<P::Op>>,
 }
 
 impl<P, V> Call<P, V>
@@ -130,10 +148,24 @@ where
             state: State::Ask(Answered::Nothing),
             queue: VecDeque::new(),
             began: false,
+            strict: None,
         }
     }
 
-    /// The program (for its send parameters).
+    /// The same call with every read-and-decide attempt in the attempt machine's
+    /// strict mode: `decide` asked twice on every snapshot, and a `decide` that breaks
+    /// a rule of the attempt panics with the rule's name (the test store and the fuzz
+    /// targets; never the library's driver).
+    #[cfg(any(test, feature = "testing"))]
+    pub(crate) fn strict(mut self) -> Self
+    where
+        <P::Op as Transition>::Output: std::fmt::Debug + PartialEq,
+    {
+        self.strict = Some(crate::attempt::strictly());
+        self
+    }
+
+    /// The program.
     pub fn program(&self) -> &P {
         &self.program
     }
@@ -144,14 +176,21 @@ where
         self.program.remembers() && self.options.fast_paths
     }
 
-    /// What to do next, at the journal's time `now` (used only when the program takes
-    /// its next step: a transition captures it, a protocol decides with it). After an
-    /// I/O step (read, commit, rollback, retry, send, lookup) the driver answers with
-    /// [`Call::handle`] before polling again; after a notification it polls again.
-    pub fn poll(&mut self, now: Timestamp) -> Io<P::Output, V> {
+    /// What to do next, at the journal's time `now`: its timestamp is used when the
+    /// program takes its next step (a transition captures it, a program decides with
+    /// it), its elapsed time against the call's deadline and the deadlines a program
+    /// derives from its lease. After an I/O step (read, commit, rollback, retry, send,
+    /// lookup) the driver answers with [`Call::handle`] before polling again; after a
+    /// notification it polls again.
+    pub fn poll(&mut self, now: Now) -> Io<P::Output, V> {
         loop {
             if let Some(io) = self.queue.pop_front() {
-                return io;
+                match self.expired(&io, now.elapsed) {
+                    // The deadline passed: the step is not asked for, its run ends.
+                    Some(passed) => self.handle(passed),
+                    None => return io,
+                }
+                continue;
             }
             if !self.began {
                 self.began = true;
@@ -163,14 +202,22 @@ where
                 State::Ask(answered) => match self.program.next(answered, now) {
                     Err(error) => self.done(Err(error)),
                     Ok(Next::Done(output)) => self.done(Ok(output)),
-                    Ok(Next::Send(send)) => {
-                        self.state = State::Provider;
-                        return Io::Send(send);
-                    }
-                    Ok(Next::Lookup(lookup)) => {
-                        self.state = State::Provider;
-                        return Io::Lookup(lookup);
-                    }
+                    Ok(Next::Send(mut send)) => match self.left(now.elapsed, send.deadline) {
+                        Some(deadline) => {
+                            send.deadline = deadline;
+                            self.state = State::Provider;
+                            return Io::Send(send);
+                        }
+                        None => self.done(Err(JournalError::unavailable(None, 0, true))),
+                    },
+                    Ok(Next::Lookup(mut lookup)) => match self.left(now.elapsed, lookup.deadline) {
+                        Some(deadline) => {
+                            lookup.deadline = deadline;
+                            self.state = State::Provider;
+                            return Io::Lookup(lookup);
+                        }
+                        None => self.done(Err(JournalError::unavailable(None, 0, true))),
+                    },
                     Ok(Next::Run(run)) => self.begin(run, now),
                 },
                 State::Running(current) => {
@@ -211,6 +258,51 @@ where
         }
     }
 
+    /// Whether the call's deadline has passed at `elapsed`.
+    fn past(&self, elapsed: Duration) -> bool {
+        self.options.deadline.is_some_and(|d| elapsed >= d)
+    }
+
+    /// A provider call's `deadline` cut to what is left of the call's at `elapsed`;
+    /// `None` once nothing is left.
+    fn left(&self, elapsed: Duration, deadline: Duration) -> Option<Duration> {
+        match self.options.deadline {
+            None => Some(deadline),
+            Some(d) => Some(
+                d.checked_sub(elapsed)
+                    .filter(|l| !l.is_zero())?
+                    .min(deadline),
+            ),
+        }
+    }
+
+    /// What a running transition hears instead of `io` when the call's deadline has
+    /// passed at `elapsed`: the first read or fast commit of an attempt is not sent
+    /// (not an attempt); a follow-up read, a decided commit or a backoff ends the run
+    /// (its transaction rolled back first). A rollback is always asked for.
+    fn expired(&self, io: &Io<P::Output, V>, elapsed: Duration) -> Option<Input<V>> {
+        if !self.past(elapsed) {
+            return None;
+        }
+        match io {
+            Io::Read {
+                kind: crate::attempt::ReadKind::First,
+                ..
+            }
+            | Io::Commit {
+                kind: CommitKind::Blind | CommitKind::Planned,
+                ..
+            } => Some(Input::DeadlinePassedBeforeAttempt),
+            Io::Read { .. } | Io::Commit { .. } | Io::Retry { .. } => Some(Input::DeadlinePassed),
+            Io::Began(_)
+            | Io::Ended { .. }
+            | Io::Rollback(_)
+            | Io::Send(_)
+            | Io::Lookup(_)
+            | Io::Done(_) => None,
+        }
+    }
+
     /// The call's answer, after its own end when it has a name.
     fn done(&mut self, result: Result<P::Output, JournalError>) {
         self.state = State::Finished;
@@ -230,7 +322,7 @@ where
 
     /// Starts a transition's run: its answer from what the call knows, its fast
     /// path, or its first read.
-    fn begin(&mut self, run: Run<P::Op>, now: Timestamp) {
+    fn begin(&mut self, run: Run<P::Op>, now: Now) {
         let remembers = self.remembers();
         if run.fresh {
             self.known = None;
@@ -293,7 +385,8 @@ where
             self.options.attempts,
             remembers && run.keep,
         )
-        .unlocked(unlocked);
+        .unlocked(unlocked)
+        .strict(self.strict);
         self.queue.push_back(Io::Began(name));
         let step = running.start();
         let current = Box::new(Current {
@@ -306,51 +399,48 @@ where
     }
 
     /// Hands out what the run asks for next, or ends it.
-    fn after(
-        &mut self,
-        current: Box<Current<P::Op, V>>,
-        step: Step<P::Output, <P::Op as Transition>::Output, V>,
-    ) {
+    fn after(&mut self, current: Box<Current<P::Op, V>>, step: Step<P::Output, P::Op, V>) {
         match step {
             Step::Io(io) => {
                 self.queue.push_back(io);
                 self.state = State::Running(current);
             }
             Step::Finished {
-                result,
+                answered,
                 known,
                 attempts,
             } => {
                 let name = current.running.op.name();
                 let mut recorded = Vec::new();
                 if current.record {
-                    match &result {
-                        Ok(Answer::One(output)) => output.record(name, &mut recorded),
-                        Ok(Answer::Chained(first, second)) => {
+                    match &answered {
+                        Answered::Ran(Ok(output)) => output.record(name, &mut recorded),
+                        Answered::Chained(first, second) => {
                             first.record(name, &mut recorded);
                             if let Some(chained) = current.chained {
                                 second.record(chained, &mut recorded);
                             }
                         }
-                        Err(error) => recorded.push(Metric {
+                        Answered::Ran(Err(error)) => recorded.push(Metric {
                             name,
                             outcome: error.code(),
                         }),
+                        Answered::Nothing | Answered::Sent(_) | Answered::LookedUp(_) => {}
                     }
                 }
+                let error = match &answered {
+                    Answered::Ran(Err(error)) => Some(*error),
+                    _ => None,
+                };
                 self.queue.push_back(Io::Ended {
                     attempts,
-                    error: result.as_ref().err().cloned(),
+                    error,
                     recorded,
                 });
                 if current.keep && self.remembers() {
                     self.known = known;
                 }
-                self.state = State::Ask(match result {
-                    Ok(Answer::One(output)) => Answered::Ran(Ok(output)),
-                    Ok(Answer::Chained(first, second)) => Answered::Chained(first, second),
-                    Err(error) => Answered::Ran(Err(error)),
-                });
+                self.state = State::Ask(answered);
             }
         }
     }

@@ -46,10 +46,14 @@ pub enum JournalError {
     #[error("the revision or fence would exceed its maximum")]
     RevisionOverflow,
     /// A stored document broke an invariant; nothing was written.
-    #[error("journal corrupt: {reason}")]
+    #[error("journal corrupt: {reason}{}", detail_text(*detail))]
     JournalCorrupt {
         /// Fixed description of the invariant that failed.
         reason: &'static str,
+        /// Where a strict parse failed, when one did: the stored field's name (never
+        /// its value), `field set` or `field relations`. The core logs nothing; the
+        /// shell logs this.
+        detail: Option<&'static str>,
     },
     /// A ledger retry does not match the reservation it replays.
     #[error("the replay does not match the accepted reservation")]
@@ -60,6 +64,12 @@ pub enum JournalError {
     /// The stored fingerprint version has no serializer in this crate.
     #[error("the stored fingerprint version is not supported")]
     UnsupportedFingerprintVersion,
+    /// A new reversal would return more than an original effect booked: with the
+    /// reversals of it already accepted (under any key), the magnitudes of their
+    /// amounts would exceed the magnitude of the original's amount. Nothing was
+    /// written; an exact retry of an accepted reversal still replays.
+    #[error("the reversal would return more than the original effect booked")]
+    ReversalExceedsOriginal,
     /// A version 1 or 2 historical command with more than one effect: its fingerprint
     /// covers principal material that version 3 removed; the migration refuses to link it.
     #[error("a version 1 or 2 multi-effect command cannot be linked")]
@@ -206,6 +216,10 @@ fn provable_text(from: Option<crate::time::Timestamp>) -> &'static str {
     }
 }
 
+fn detail_text(detail: Option<&'static str>) -> String {
+    detail.map(|d| format!(" ({d})")).unwrap_or_default()
+}
+
 fn grpc_text(code: Option<GrpcCode>) -> String {
     code.map(|c| format!(" (gRPC {})", c.as_str()))
         .unwrap_or_default()
@@ -266,6 +280,7 @@ impl JournalError {
             Self::ReplayMismatch => "replay_mismatch",
             Self::ScopeMismatch => "scope_mismatch",
             Self::UnsupportedFingerprintVersion => "unsupported_fingerprint_version",
+            Self::ReversalExceedsOriginal => "reversal_exceeds_original",
             Self::ObsoleteMultiEffectFingerprint => "obsolete_multi_effect_fingerprint",
             Self::SendCutoffPassed => "send_cutoff_passed",
             Self::PlanConflict => "plan_conflict",
@@ -324,7 +339,19 @@ impl JournalError {
 
     /// Shorthand for a [`JournalCorrupt`](Self::JournalCorrupt) with a fixed reason.
     pub fn corrupt(reason: &'static str) -> Self {
-        Self::JournalCorrupt { reason }
+        Self::JournalCorrupt {
+            reason,
+            detail: None,
+        }
+    }
+
+    /// A [`JournalCorrupt`](Self::JournalCorrupt) with a fixed reason and the detail of
+    /// where the strict parse failed (a field name, never a value).
+    pub fn corrupt_at(reason: &'static str, detail: &'static str) -> Self {
+        Self::JournalCorrupt {
+            reason,
+            detail: Some(detail),
+        }
     }
 
     /// `unavailable` after `attempts` attempts, the last answering `last_code` (if an RPC

@@ -88,7 +88,9 @@ const EXPECTED: &[(&str, &str)] = &[
         "effects",
         "an array of 1 to 256 effect objects with the documented snake_case keys: texts \
          of 1 to 1024 bytes or null, amount a decimal string with at most 2 decimals, \
-         compensation_amount_cents an integer from 0 to 2^53-1; null for internal_transfer",
+         compensation_amount_cents an integer from 0 to 2^53-1; null for internal_transfer; \
+         a new command's mechanism null, WALLET, FEE or REVERSAL, and compensation cents, \
+         locators and subtype only on a reversal's compensating effects",
     ),
     (
         "intent",

@@ -9,6 +9,10 @@
 //! - `fingerprint`: the pure, versioned replay-fingerprint serializers;
 //! - `reservation` and `effect`: the strict codecs of `ledgerReservations/{id}`
 //!   and `ledgerTransactions/{id}`;
+//! - `booking`: how a booked effect row becomes the item a fingerprint hashes (the
+//!   families' derived amounts) and the fields the seed fixes;
+//! - `correction`: the bound on what the reversals of one effect return, the
+//!   document that effect owns (`ledgerTransactions/{id}/corrections/current`);
 //! - `integrity`: the integrity digest new reservations store and the fingerprint
 //!   rebuilt from stored rows, checked by every operation and by `verify`;
 //! - `accept`, `replay`, `migration`: prepared operations with pure `decide`s, run by
@@ -18,6 +22,8 @@
 //! - `outcome`: what those operations answer.
 
 pub(crate) mod accept;
+pub(crate) mod booking;
+pub(crate) mod correction;
 pub(crate) mod effect;
 pub(crate) mod fingerprint;
 pub(crate) mod integrity;
@@ -31,6 +37,7 @@ pub(crate) mod stored;
 pub(crate) mod fixtures;
 
 pub use crate::identity::LedgerKey;
+pub use booking::Mechanism;
 pub use effect::{LedgerEffect, Lineage, TransferLeg};
 pub use fingerprint::{
     Amount, COMPENSATION_SUBTYPE_KEY, CURRENT_FINGERPRINT_VERSION, CommandFamily, EffectPlanItem,

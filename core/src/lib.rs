@@ -51,7 +51,6 @@ pub mod plants;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
-mod answer;
 mod attempt;
 mod call;
 mod digest;
@@ -64,15 +63,15 @@ mod known;
 mod lease;
 mod proof;
 mod registration;
+mod settle;
 mod start;
-mod then;
 mod transaction;
 
-pub use answer::ProviderAnswer;
 pub use call::Concurrency;
 pub use envelope::ResultEnvelope;
-pub use execute::{Execution, Provider, SendRequest};
+pub use execute::Execution;
 pub use fence::FenceEpoch;
 pub use lease::{CommandState, LeaseOutput, StatusOutput, TerminalOutput};
 pub use registration::{RegistrationOutcome, RegistrationOutput};
+pub use sends::provider::{Provider, ProviderAnswer, SendRequest};
 pub use start::StartOutput;

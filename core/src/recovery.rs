@@ -51,45 +51,35 @@
 //! command's request carries it, and an account that never received the key holds no
 //! object for it.
 //!
-//! | answer | next step |
+//! The job runs the settle program (`crate::settle`) from a lookup, under a lease it
+//! takes itself: its table is the settle program's, a job's rows (the status read by
+//! key hash, the lookup before the lease, the takeover, the confirming read and
+//! lookup under it). What it settles is told as a [`Recovered`]:
+//!
+//! | settled | recovered |
 //! |---|---|
-//! | status: the command is terminal | done: already settled |
-//! | status: no plan bound, or the attempt proven absent | done: nothing to look up |
-//! | status: the plan's account is not the declared one | done: other account |
-//! | status: the attempt's outcome is unknown | look up its key (from the stored plan) |
-//! | lookup: found, declined | take the lease, then reconcile with that evidence |
-//! | lookup: not found, proving the absence (account proven, the job's lookups as durable as the plan's, started at or after `absenceProvableFrom`) | take the lease, then confirm under it |
-//! | lookup: not found, anything else | done: not found (left listed) |
-//! | lookup: unavailable | done: lookup unavailable (left listed) |
-//! | acquire: busy | done: in progress (someone holds it) |
-//! | acquire: succeeded, failed | done: already settled |
-//! | acquire: acquired, holding a charge or a decline | reconcile with it |
-//! | acquire: acquired, holding a not found | read the status again (under the lease) |
-//! | status again: the attempt's outcome is unknown | look up its key again |
-//! | lookup under the lease: found, declined, not found proving the absence | reconcile with it |
-//! | lookup under the lease: not found, anything else | done: not found (left listed) |
-//! | reconcile: terminal | done: succeeded, declined |
-//! | reconcile: absent | done: absent (the client's next call opens the next attempt) |
-//! | reconcile: `absence_not_provable` | done: not found (left listed) |
-//! | reconcile: lease lost | done: in progress |
+//! | succeeded, declined, absent | `Succeeded`, `Declined`, `Absent` |
+//! | not found (proving nothing, or refused at the commit) | `NotFound` (left listed) |
+//! | unavailable | `LookupUnavailable` (left listed) |
+//! | in progress (busy, or the lease lost) | `InProgress` |
+//! | ended (not leased, or terminal when the lease is taken) | `AlreadySettled` |
+//! | nothing open | `NothingToLookUp` |
+//! | other account | `OtherAccount` |
 //!
 //! Every other error ends the command's recovery with that error.
 
 pub(crate) mod checkpoint;
 pub(crate) mod owner;
 pub(crate) mod program;
-pub(crate) mod protocol;
-pub(crate) mod registered;
 pub(crate) mod schedule;
 #[cfg(test)]
 mod tests;
 
+pub use crate::settle::LOOKUP_DEADLINE;
 pub use checkpoint::{Checkpoint, Recorded};
-pub(crate) use registered::Registered;
 pub use schedule::{Lookups, Stop, Verdict};
 
 use serde::Serialize;
-use std::time::Duration;
 
 /// How the recovery of one command ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -163,6 +153,3 @@ impl Recovered {
         )
     }
 }
-
-/// How long a lookup may take (it is made before any lease is taken).
-pub const LOOKUP_DEADLINE: Duration = Duration::from_secs(30);

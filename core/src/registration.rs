@@ -32,7 +32,7 @@ pub struct RegistrationOutput {
 }
 
 impl RegistrationOutput {
-    fn new(outcome: RegistrationOutcome) -> Self {
+    pub(crate) fn new(outcome: RegistrationOutcome) -> Self {
         Self {
             journal_schema_version: 1,
             outcome,

@@ -24,6 +24,7 @@ pub(crate) mod lookup;
 pub(crate) mod mutation;
 pub(crate) mod output;
 pub(crate) mod plan;
+pub(crate) mod provider;
 pub(crate) mod record;
 pub(crate) mod reverted;
 pub(crate) mod status;
@@ -33,6 +34,7 @@ pub use attempt::AttemptState;
 pub use attempt_number::AttemptNumber;
 pub use output::{BeginSendOutput, SendOutcomeOutput, SendPermit};
 pub use plan::{ProviderLookup, ProviderMode, ProviderPlan, ProviderPlanRequest};
+pub use provider::LookupRequest;
 pub use status::{CommandStatus, SendStatus};
 
 #[cfg(test)]

@@ -103,38 +103,59 @@ impl serde::Serialize for SecondsNanos {
 pub trait Clock: Send + Sync {
     /// The current time.
     fn now(&self) -> DateTime<Utc>;
+
+    /// This clock's steady time, read with [`Clock::now`]: a monotonic reading (the
+    /// time since an origin of the clock's choosing) that moves forward with it and
+    /// never back, whatever steps it takes. Durations derived from a lease (a
+    /// provider's deadline) are measured on it, so that no step back of the trusted
+    /// time lengthens them. `None`, the default: the driver's own monotonic clock
+    /// (`std::time::Instant`), the system clock's steady time. A clock of a test's own
+    /// that stands still while real time passes should keep a steady time of its own,
+    /// as [`ManualClock`] does: against the real one it looks like a clock stepping
+    /// back, and the durations it bounds shrink with real time.
+    fn steady(&self) -> Option<Duration> {
+        None
+    }
 }
 
 /// A clock that reads whatever it was last set to: for tests, the demo and the CLI's
-/// `--at`. Only ever used against the emulator by the CLI.
+/// `--at`. Only ever used against the emulator by the CLI. Its steady time moves by
+/// what it is moved forward, never back: a test that sets it back steps the trusted
+/// time as a wall clock stepped back would.
 #[derive(Debug)]
 pub struct ManualClock {
-    now: Mutex<DateTime<Utc>>,
+    now: Mutex<(DateTime<Utc>, Duration)>,
 }
 
 impl ManualClock {
     /// A clock standing at `now`.
     pub fn new(now: DateTime<Utc>) -> Self {
         Self {
-            now: Mutex::new(now),
+            now: Mutex::new((now, Duration::ZERO)),
         }
     }
 
-    /// Moves the clock to `now` (also backwards, to test regressions).
+    /// Moves the clock to `now` (also backwards, to test regressions and steps).
     pub fn set(&self, now: DateTime<Utc>) {
-        *self.now.lock().unwrap_or_else(|e| e.into_inner()) = now;
+        let mut clock = self.now.lock().unwrap_or_else(|e| e.into_inner());
+        let forward = (now - clock.0).to_std().unwrap_or_default();
+        *clock = (now, clock.1.saturating_add(forward));
     }
 
-    /// Moves the clock forward by `delta`.
+    /// Moves the clock by `delta` (forward, or back when negative).
     pub fn advance(&self, delta: TimeDelta) {
-        let mut now = self.now.lock().unwrap_or_else(|e| e.into_inner());
-        *now = now.checked_add_signed(delta).unwrap_or(*now);
+        let now = self.now.lock().unwrap_or_else(|e| e.into_inner()).0;
+        self.set(now.checked_add_signed(delta).unwrap_or(now));
     }
 }
 
 impl Clock for ManualClock {
     fn now(&self) -> DateTime<Utc> {
-        *self.now.lock().unwrap_or_else(|e| e.into_inner())
+        self.now.lock().unwrap_or_else(|e| e.into_inner()).0
+    }
+
+    fn steady(&self) -> Option<Duration> {
+        Some(self.now.lock().unwrap_or_else(|e| e.into_inner()).1)
     }
 }
 
@@ -183,6 +204,21 @@ mod tests {
         assert_eq!(ts.plus_seconds(60).map(Timestamp::micros), Some(60_000_000));
         let max = Timestamp::from_micros(MAX_MICROS).expect("max");
         assert_eq!(max.plus_seconds(1), None);
+    }
+
+    #[test]
+    fn a_manual_clock_s_steady_time_moves_forward_with_it_and_never_back() {
+        let at = |s: i64| DateTime::from_timestamp(1_700_000_000 + s, 0).expect("time");
+        let clock = ManualClock::new(at(0));
+        assert_eq!(clock.steady(), Some(Duration::ZERO));
+        clock.advance(TimeDelta::seconds(61));
+        clock.set(at(-59));
+        clock.advance(TimeDelta::seconds(-1));
+        clock.set(at(0));
+        assert_eq!(
+            (clock.now(), clock.steady()),
+            (at(0), Some(Duration::from_secs(121)))
+        );
     }
 
     #[test]

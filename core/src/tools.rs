@@ -30,8 +30,8 @@ pub mod call {
     //! it takes.
 
     pub use crate::call::{
-        Call, CallOptions, CommitKind, Consistency, Input, Io, Labelled, LookupCall, Metric,
-        Program, ReadAnswer, RetryCause, RpcFailure, SendCall, Single, TransactionId,
+        Call, CallOptions, CommitKind, Consistency, Input, Io, Labelled, Metric, Now, Program,
+        ReadAnswer, RetryCause, RpcFailure, Single, TransactionId,
     };
 }
 
@@ -89,6 +89,13 @@ pub mod ledger {
         //! `ledgerTransactions/{effectId}`: its collection, field names and path.
 
         pub use crate::ledger::effect::{COLLECTION, FIELDS, path};
+    }
+
+    pub mod correction {
+        //! `ledgerTransactions/{effectId}/corrections/current`, the bound on what the
+        //! reversals of one effect return: its collection, document, fields and path.
+
+        pub use crate::ledger::correction::{COLLECTION, DOCUMENT, FIELDS, path};
     }
 
     #[cfg(any(test, feature = "testing"))]
@@ -221,7 +228,7 @@ pub mod sends {
     pub mod record {
         //! Recording what the provider answered an attempt.
 
-        pub use crate::sends::record::{Mode, RecordAnswer};
+        pub use crate::sends::record::{Mode, Record};
     }
 
     pub mod status {
@@ -261,6 +268,19 @@ pub mod verify {
         //! cannot settle one reservation at a time.
 
         pub use crate::verify::historical_links::*;
+    }
+
+    pub mod corrections {
+        //! Cross-document checks of reversals against the effects they correct.
+
+        pub use crate::verify::corrections::*;
+    }
+
+    pub mod cross_checks {
+        //! The ledger's cross-document checks together, settled once every range was
+        //! read.
+
+        pub use crate::verify::cross_checks::*;
     }
 
     pub mod keys {

@@ -7,6 +7,8 @@
 
 pub(crate) mod checkpoints;
 pub(crate) mod commerce;
+pub(crate) mod corrections;
+pub(crate) mod cross_checks;
 pub(crate) mod historical_links;
 pub(crate) mod keys;
 pub(crate) mod ledger;

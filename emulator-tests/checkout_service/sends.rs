@@ -635,15 +635,24 @@ async fn checkout_request_provider_finds_only_the_requests_charge() {
     let provider = RequestProvider::new(&charges, &priced());
     for charge in other_charges() {
         assert_eq!(
-            provider.lookup(KEY).await,
+            provider.lookup(lookup_of(KEY)).await,
             ProviderAnswer::Unknown,
             "{charge}"
         );
     }
-    assert_eq!(provider.lookup(KEY).await, ProviderAnswer::Unknown);
-    assert_eq!(provider.lookup(KEY).await, ProviderAnswer::Declined);
-    assert_eq!(provider.lookup(KEY).await, ProviderAnswer::NotFound);
-    match provider.lookup(KEY).await {
+    assert_eq!(
+        provider.lookup(lookup_of(KEY)).await,
+        ProviderAnswer::Unknown
+    );
+    assert_eq!(
+        provider.lookup(lookup_of(KEY)).await,
+        ProviderAnswer::Declined
+    );
+    assert_eq!(
+        provider.lookup(lookup_of(KEY)).await,
+        ProviderAnswer::NotFound
+    );
+    match provider.lookup(lookup_of(KEY)).await {
         ProviderAnswer::Succeeded(envelope) => assert_eq!(
             envelope.canonical(),
             r#"{"amount":1250,"currency":"eur","id":"ch_1","status":"succeeded"}"#
@@ -771,4 +780,12 @@ async fn checkout_stub_provider_is_scripted_and_read_over_http() {
     assert_eq!(calls["lookups"], json!(["a", "a"]));
     assert_eq!(calls["charges"][0]["idempotencyKey"], "a");
     assert_eq!(stub.charges().len(), 1, "the 503 made nothing");
+}
+
+/// A lookup of `key`, as the journal asks one.
+fn lookup_of(key: &str) -> command_journal::sends::LookupRequest {
+    command_journal::sends::LookupRequest {
+        key: key.to_owned(),
+        deadline: std::time::Duration::from_secs(30),
+    }
 }

@@ -8,6 +8,7 @@ use super::floor::documents;
 use super::{Scripted, charge, plan, start};
 use crate::support::{self, command};
 use command_journal::identity::generate_lease_id;
+use command_journal::sends::LookupRequest;
 use command_journal::time::ManualClock;
 use command_journal::{
     CommandInput, Concurrency, Connection, Execution, Journal, LeaseOutput, Provider,
@@ -38,7 +39,7 @@ struct TakenOverMidSend {
 }
 
 impl Provider for TakenOverMidSend {
-    async fn send(&self, _request: SendRequest<'_>) -> ProviderAnswer {
+    async fn send(&self, _request: SendRequest) -> ProviderAnswer {
         *self.sends.lock().expect("sends") += 1;
         let taken = self
             .taker
@@ -53,7 +54,7 @@ impl Provider for TakenOverMidSend {
         ProviderAnswer::Unknown
     }
 
-    async fn lookup(&self, _key: &str) -> ProviderAnswer {
+    async fn lookup(&self, _request: LookupRequest) -> ProviderAnswer {
         ProviderAnswer::Unknown
     }
 }

@@ -10,6 +10,7 @@ use super::{OnSend, Scripted, charge, plan, start, succeeded};
 use crate::proxy::{Fault, Proxy, Rpc};
 use crate::support::{self, command};
 use command_journal::sends::AttemptNumber;
+use command_journal::sends::LookupRequest;
 use command_journal::time::ManualClock;
 use command_journal::{
     CommandInput, Concurrency, Connection, Execution, Journal, Provider, ProviderAnswer,
@@ -204,13 +205,13 @@ struct LosesTheOutcome<'a> {
 }
 
 impl Provider for LosesTheOutcome<'_> {
-    async fn send(&self, _request: SendRequest<'_>) -> ProviderAnswer {
+    async fn send(&self, _request: SendRequest) -> ProviderAnswer {
         *self.sends.lock().expect("sends") += 1;
         self.proxy.arm(Rpc::Commit, Fault::LoseResponse);
         ProviderAnswer::Succeeded(charge("ch_lost"))
     }
 
-    async fn lookup(&self, _key: &str) -> command_journal::ProviderAnswer {
+    async fn lookup(&self, _request: LookupRequest) -> command_journal::ProviderAnswer {
         command_journal::ProviderAnswer::Unknown
     }
 }
@@ -341,7 +342,7 @@ struct Overtaken {
 }
 
 impl Provider for Overtaken {
-    async fn send(&self, request: SendRequest<'_>) -> ProviderAnswer {
+    async fn send(&self, request: SendRequest) -> ProviderAnswer {
         self.sends.lock().expect("sends").push((
             request.key.to_owned(),
             request.attempt,
@@ -357,7 +358,7 @@ impl Provider for Overtaken {
         ProviderAnswer::Succeeded(charge("ch_taken"))
     }
 
-    async fn lookup(&self, _key: &str) -> command_journal::ProviderAnswer {
+    async fn lookup(&self, _request: LookupRequest) -> command_journal::ProviderAnswer {
         command_journal::ProviderAnswer::Unknown
     }
 }

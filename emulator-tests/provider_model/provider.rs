@@ -6,6 +6,7 @@ use super::plans::Variant;
 use super::world::World;
 use super::{LEASE, MARGIN, SECOND, lock, micros};
 use command_journal::recovery::{LOOKUP_DEADLINE, Recovery};
+use command_journal::sends::LookupRequest;
 use command_journal::{Execution, JournalError, Provider, ProviderAnswer, SendRequest};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -67,7 +68,7 @@ pub(super) struct SimProvider {
 }
 
 impl Provider for SimProvider {
-    async fn send(&self, request: SendRequest<'_>) -> ProviderAnswer {
+    async fn send(&self, request: SendRequest) -> ProviderAnswer {
         if self.keys.is_some() {
             lock(&self.world).violation(self.command, "a recovery job sent");
         }
@@ -95,7 +96,8 @@ impl Provider for SimProvider {
         answer.await.unwrap_or(ProviderAnswer::Unknown)
     }
 
-    async fn lookup(&self, key: &str) -> ProviderAnswer {
+    async fn lookup(&self, request: LookupRequest) -> ProviderAnswer {
+        let key = request.key.as_str();
         let account = self.variant.account();
         let command = match &self.keys {
             None => self.command,

@@ -214,13 +214,13 @@ impl World {
     }
 
     /// A request arrives (`send` was called): checked, then queued, unprocessed.
-    pub(super) fn receive(&mut self, p: &SimProvider, request: &SendRequest<'_>) -> usize {
+    pub(super) fn receive(&mut self, p: &SimProvider, request: &SendRequest) -> usize {
         let now = self.now();
         let command = p.command;
         let deadline = micros(request.deadline);
         let operation = p.variant.operation();
         let key = request.key.to_owned();
-        if request.parameters != &p.parameters {
+        if request.parameters != p.parameters {
             self.violation(command, "a send with other parameters than the plan's");
         }
         if !(SECOND..=(LEASE - MARGIN) * SECOND).contains(&deadline) {

@@ -1,6 +1,7 @@
 //! The worker itself, shared by the example and its emulator test.
 
 use chrono::{TimeDelta, Utc};
+use command_journal::sends::LookupRequest;
 use command_journal::time::ManualClock;
 use command_journal::{
     CommandInput, CommandRequest, Connection, Execution, Journal, JournalError, Provider,
@@ -49,7 +50,7 @@ impl FakeProvider {
 }
 
 impl Provider for FakeProvider {
-    async fn send(&self, request: SendRequest<'_>) -> ProviderAnswer {
+    async fn send(&self, request: SendRequest) -> ProviderAnswer {
         if let Ok(mut sends) = self.sends.lock() {
             *sends += 1;
         }
@@ -80,7 +81,8 @@ impl Provider for FakeProvider {
         ResultEnvelope::new(&payout).map_or(ProviderAnswer::Unknown, ProviderAnswer::Succeeded)
     }
 
-    async fn lookup(&self, key: &str) -> ProviderAnswer {
+    async fn lookup(&self, request: LookupRequest) -> ProviderAnswer {
+        let key = request.key.as_str();
         let found = self.payouts.lock().ok().and_then(|p| p.get(key).cloned());
         match found.map(|payout| ResultEnvelope::new(&payout)) {
             Some(Ok(envelope)) => ProviderAnswer::Succeeded(envelope),

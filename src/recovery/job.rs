@@ -9,16 +9,17 @@
 use crate::ProviderAnswer;
 use crate::pending::listing::listing;
 use crate::recovery::{Lookups, Progress, RecoverOptions, RecoveredCommand, Recovery, Stop};
-use crate::runner::Engine;
+use crate::runner::{Calling, Engine, Unrecorded};
 use crate::sends::ProviderAccount;
-use command_journal_core::Provider;
 use command_journal_core::error::JournalError;
 use command_journal_core::identity::Digest;
 use command_journal_core::recovery::Recovered;
+use command_journal_core::sends::LookupRequest;
 use command_journal_core::tools::recovery::checkpoint::{CheckpointRead, CheckpointRecord};
 use command_journal_core::tools::recovery::program::RecoveryProgram;
 use command_journal_core::tools::recovery::recovery_owner;
 use command_journal_core::tools::recovery::schedule::circular;
+use command_journal_core::{Provider, SendRequest};
 use futures::StreamExt as _;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
@@ -42,7 +43,7 @@ pub(crate) async fn recover<P: Provider>(
     let range = options.range;
     let read = match options.checkpoint {
         true => engine
-            .run_unrecorded(CheckpointRead::new(range))
+            .run(Unrecorded(CheckpointRead::new(range)))
             .await?
             .map(|checkpoint| checkpoint.after),
         false => None,
@@ -148,7 +149,7 @@ pub(crate) async fn recover<P: Provider>(
                 .now()
                 .map(|now| CheckpointRecord::new(range, read, from.clone(), stopped.clone(), now));
             Some(match record {
-                Ok(record) => engine.run_unrecorded(record).await,
+                Ok(record) => engine.run(Unrecorded(record)).await,
                 Err(error) => Err(error),
             })
         }
@@ -183,11 +184,55 @@ impl Tally {
         counter.fetch_add(1, Ordering::SeqCst);
     }
 
+    /// A lookup under way: counted unavailable unless its answer comes (one the
+    /// driver stops waiting for, past its deadline, is dropped unanswered).
+    fn asking(&self) -> Asking<'_> {
+        Asking(Some(self))
+    }
+
     fn total(&self) -> Lookups {
         Lookups {
             answered: self.answered.load(Ordering::SeqCst),
             unavailable: self.unavailable.load(Ordering::SeqCst),
         }
+    }
+}
+
+/// A lookup under way, counted once: its answer, or unavailable if it is dropped.
+struct Asking<'a>(Option<&'a Tally>);
+
+impl Asking<'_> {
+    fn answered(mut self, answer: &ProviderAnswer) {
+        if let Some(tally) = self.0.take() {
+            tally.count(answer);
+        }
+    }
+}
+
+impl Drop for Asking<'_> {
+    fn drop(&mut self) {
+        if let Some(tally) = self.0.take() {
+            tally.count(&ProviderAnswer::Unknown);
+        }
+    }
+}
+
+/// The job's provider: its lookups counted in the run's tally as they answer.
+struct Counted<'a, P> {
+    provider: &'a P,
+    tally: &'a Tally,
+}
+
+impl<P: Provider> Provider for Counted<'_, P> {
+    async fn send(&self, request: SendRequest) -> ProviderAnswer {
+        self.provider.send(request).await
+    }
+
+    async fn lookup(&self, request: LookupRequest) -> ProviderAnswer {
+        let asking = self.tally.asking();
+        let found = self.provider.lookup(request).await;
+        asking.answered(&found);
+        found
     }
 }
 
@@ -203,9 +248,11 @@ async fn recover_one<P: Provider>(
     let lease = engine.new_lease();
     let owner = recovery_owner(hash, &lease);
     let program = RecoveryProgram::new(hash.clone(), owner, account.cloned());
-    let result = engine
-        .call(program, provider, &mut |found| lookups.count(found))
-        .await;
+    let counted = Counted {
+        provider,
+        tally: lookups,
+    };
+    let result = engine.run(Calling::with(program, &counted)).await;
     crate::metrics::recovery(match &result {
         Ok(recovered) => recovered.as_str(),
         Err(error) => error.code(),

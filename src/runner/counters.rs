@@ -18,11 +18,12 @@ pub struct Counters {
     documents_missing: AtomicU64,
     documents_written: AtomicU64,
     absence_guards: AtomicU64,
+    reaped: AtomicU64,
 }
 
 /// A journal's counters as read at one moment. Every RPC the runner sends is a BatchGet, a
-/// Commit or a Rollback, so `rpcs()` is their sum: no other RPC exists in the crate's
-/// transaction path.
+/// Commit or a Rollback (the reaper's included), so `rpcs()` is their sum: no other RPC
+/// exists in the crate's transaction path.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Stats {
     /// Operations run.
@@ -33,7 +34,7 @@ pub struct Stats {
     pub batch_gets: u64,
     /// `Commit` RPCs.
     pub commits: u64,
-    /// `Rollback` RPCs (transaction mode only).
+    /// `Rollback` RPCs (transaction mode only), the background reaper's included.
     pub rollbacks: u64,
     /// Commits refused because another writer changed a document first (a lost
     /// precondition) or held its lock (ABORTED), blind creations refused because a
@@ -59,6 +60,10 @@ pub struct Stats {
     /// Absence guards (deletes with `exists: false`, deleting nothing) in commits
     /// Firestore acknowledged (billed as one document delete each).
     pub absence_guards: u64,
+    /// Read-write transactions handed to the background reaper, which rolls them back
+    /// there: their call was dropped with them open, their read failed after opening
+    /// them, or their rollback was not delivered within the call's bound.
+    pub reaped: u64,
 }
 
 impl Stats {
@@ -91,6 +96,7 @@ impl Stats {
                 .documents_written
                 .saturating_sub(earlier.documents_written),
             absence_guards: self.absence_guards.saturating_sub(earlier.absence_guards),
+            reaped: self.reaped.saturating_sub(earlier.reaped),
         }
     }
 }
@@ -99,6 +105,29 @@ impl Counters {
     /// Counts one operation run.
     pub(super) fn count_call(&self) {
         self.calls.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Adds one to `count`, outside any operation (the reaper's).
+    pub(super) fn bump(&self, count: Count) {
+        self.counter(count).fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The counter `count` bumps.
+    fn counter(&self, count: Count) -> &AtomicU64 {
+        match count {
+            Count::Attempt => &self.attempts,
+            Count::BatchGet => &self.batch_gets,
+            Count::Commit => &self.commits,
+            Count::Rollback => &self.rollbacks,
+            Count::Conflict => &self.conflicts,
+            Count::BlindCommit => &self.blind_commits,
+            Count::PlannedCommit => &self.planned_commits,
+            Count::Found => &self.documents_found,
+            Count::Missing => &self.documents_missing,
+            Count::Written => &self.documents_written,
+            Count::Guard => &self.absence_guards,
+            Count::Reaped => &self.reaped,
+        }
     }
 
     /// The current values.
@@ -117,6 +146,7 @@ impl Counters {
             documents_missing: get(&self.documents_missing),
             documents_written: get(&self.documents_written),
             absence_guards: get(&self.absence_guards),
+            reaped: get(&self.reaped),
         }
     }
 }
@@ -135,6 +165,7 @@ pub(super) enum Count {
     Missing,
     Written,
     Guard,
+    Reaped,
 }
 
 /// The journal's cumulative counters and this operation's own, bumped together.
@@ -168,20 +199,7 @@ impl<'a> Tally<'a> {
             return;
         }
         for counters in [self.global, &self.local] {
-            let counter = match count {
-                Count::Attempt => &counters.attempts,
-                Count::BatchGet => &counters.batch_gets,
-                Count::Commit => &counters.commits,
-                Count::Rollback => &counters.rollbacks,
-                Count::Conflict => &counters.conflicts,
-                Count::BlindCommit => &counters.blind_commits,
-                Count::PlannedCommit => &counters.planned_commits,
-                Count::Found => &counters.documents_found,
-                Count::Missing => &counters.documents_missing,
-                Count::Written => &counters.documents_written,
-                Count::Guard => &counters.absence_guards,
-            };
-            counter.fetch_add(n, Ordering::Relaxed);
+            counters.counter(count).fetch_add(n, Ordering::Relaxed);
         }
     }
 }

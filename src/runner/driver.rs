@@ -1,28 +1,35 @@
 //! The driver: it performs each step the core's call machine asks for (a read, a
 //! commit, a rollback, the backoff's wait, a provider call), one span per transition
-//! and per call, and records their metrics.
+//! and per call, and records their metrics. It reads the clocks together at every poll
+//! (the trusted time and its steady time, from which the machine measures the
+//! deadlines derived from a lease, and the call's time on the monotonic clock, from
+//! which it measures the call's deadline), cuts each RPC and backoff at the call's
+//! deadline, and holds the transaction a read opened ([`Open`]) until it is committed
+//! or rolled back: dropped with the call, the reaper ends it.
 
 use super::concurrency::{Concurrency, RunOptions};
 use super::counters::{Count, Counters, Tally};
-use super::firestore::{OpenTransaction, Session};
+use super::firestore::Session;
+use super::reaper::{self, Open, Reaper};
 use super::retry::{self, Failure, Rpc, backoff, classify};
 use crate::ProviderAnswer;
 use crate::connection::Connection;
 use crate::metrics;
 use crate::time::{Clock, Timestamp};
+use command_journal_core::Provider;
 use command_journal_core::error::JournalError;
 use command_journal_core::tools::attempt::{Found, ReadKind};
 use command_journal_core::tools::call::{
-    Call, CallOptions, CommitKind, Consistency, Input, Io, Labelled, Program, ReadAnswer,
+    Call, CallOptions, CommitKind, Consistency, Input, Io, Labelled, Now, Program, ReadAnswer,
     RpcFailure, TransactionId,
 };
 use command_journal_core::tools::transaction::{CommitStamps, OperationName};
-use command_journal_core::{Provider, SendRequest};
 use gcloud_sdk::google::firestore::v1::{
     TransactionOptions, batch_get_documents_request, transaction_options,
 };
 use gcloud_sdk::prost_types;
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tracing::Instrument;
 
@@ -30,7 +37,7 @@ use tracing::Instrument;
 #[derive(Clone, Copy)]
 pub(crate) struct Driver<'a> {
     pub(crate) connection: &'a Connection,
-    pub(crate) counters: &'a Counters,
+    pub(crate) counters: &'a Arc<Counters>,
     pub(crate) options: RunOptions,
     pub(crate) clock: &'a dyn Clock,
 }
@@ -43,19 +50,6 @@ struct Frame<'a> {
     session: Option<Session<'a>>,
 }
 
-/// A provider for calls that make no provider call: never asked.
-pub(crate) struct NoProvider;
-
-impl Provider for NoProvider {
-    async fn send(&self, _request: SendRequest<'_>) -> ProviderAnswer {
-        ProviderAnswer::Unknown
-    }
-
-    async fn lookup(&self, _key: &str) -> ProviderAnswer {
-        ProviderAnswer::Unknown
-    }
-}
-
 impl<'a> Driver<'a> {
     /// The trusted time now, truncated to whole microseconds.
     pub(crate) fn now(&self) -> Result<Timestamp, JournalError> {
@@ -63,13 +57,11 @@ impl<'a> Driver<'a> {
     }
 
     /// Runs `program` to its answer: every step the call machine asks for, the
-    /// provider's calls through `provider` (each lookup's answer shown to
-    /// `on_lookup`).
+    /// provider's calls through `provider` (a call that reaches none never asks one).
     pub(crate) async fn drive<P, Q>(
         &self,
         program: P,
-        provider: &Q,
-        on_lookup: &mut (dyn FnMut(&ProviderAnswer) + Send),
+        provider: Option<&Q>,
     ) -> Result<P::Output, JournalError>
     where
         P: Program,
@@ -77,21 +69,35 @@ impl<'a> Driver<'a> {
         <P::Op as command_journal_core::tools::transaction::Transition>::Output: Labelled,
         Q: Provider,
     {
+        let began = Instant::now();
         let options = CallOptions {
             concurrency: self.options.concurrency,
             attempts: self.options.policy.attempts,
             fast_paths: !self.options.reads_only,
+            deadline: self.options.policy.deadline,
         };
+        let deadline = options.deadline.map(|d| began + d);
         let mut call = Call::<P, prost_types::Timestamp>::new(program, options);
         let own = call.program().name();
         let mut frames: Vec<Frame<'a>> = Vec::new();
-        let mut open = OpenTransaction {
-            raw: self.connection.raw(),
-            database: self.connection.database_path(),
-            id: None,
-        };
+        let reaper = Reaper::new(
+            self.connection.raw(),
+            self.connection.database_path(),
+            Arc::clone(self.counters),
+        );
+        // The transaction a read opened, until it is committed or rolled back.
+        let mut open: Option<Open> = None;
         loop {
-            let io = call.poll(self.now()?);
+            // Every reading together: the trusted time, its steady time (the system
+            // clock's is this monotonic clock's) and the call's own.
+            let (at, steady) = (self.now()?, self.clock.steady());
+            let elapsed = began.elapsed();
+            let now = Now {
+                at,
+                steady: steady.unwrap_or(elapsed),
+                elapsed,
+            };
+            let io = call.poll(now);
             let span = frames
                 .last()
                 .map_or_else(tracing::Span::none, |f| f.span.clone());
@@ -107,7 +113,7 @@ impl<'a> Driver<'a> {
                     };
                     let session = (!(frames.is_empty() && own == Some(name))).then(|| {
                         self.counters.count_call();
-                        self.session()
+                        self.session(deadline, &reaper)
                     });
                     frames.push(Frame {
                         span,
@@ -126,27 +132,27 @@ impl<'a> Driver<'a> {
                     }
                     continue;
                 }
-                Io::Send(send) => {
-                    let parameters = call.program().parameters().cloned().unwrap_or_default();
-                    let request = SendRequest {
-                        key: &send.key,
-                        parameters: &parameters,
-                        deadline: send.deadline,
-                        attempt: send.attempt,
-                        resend: send.resend,
+                // The machine cut the provider's deadline to what is left of the call's.
+                Io::Send(request) => {
+                    let Some(provider) = provider else {
+                        return Err(JournalError::internal("driver: no provider to call"));
                     };
-                    let sent = tokio::time::timeout(send.deadline, provider.send(request))
+                    let deadline = request.deadline;
+                    let sent = tokio::time::timeout(deadline, provider.send(request))
                         .instrument(span)
                         .await;
                     Input::Sent(sent.unwrap_or(ProviderAnswer::Unknown))
                 }
-                Io::Lookup(lookup) => {
+                Io::Lookup(request) => {
+                    let Some(provider) = provider else {
+                        return Err(JournalError::internal("driver: no provider to call"));
+                    };
                     // The key comes from the stored plan, after the plan check.
-                    let found = tokio::time::timeout(lookup.deadline, provider.lookup(&lookup.key))
+                    let deadline = request.deadline;
+                    let found = tokio::time::timeout(deadline, provider.lookup(request))
                         .instrument(span)
                         .await
                         .unwrap_or(ProviderAnswer::Unknown);
-                    on_lookup(&found);
                     Input::LookedUp(found)
                 }
                 io => {
@@ -160,26 +166,28 @@ impl<'a> Driver<'a> {
         }
     }
 
-    /// One transition's session: its RPCs, its deadline, its counters.
-    fn session(&self) -> Session<'a> {
+    /// One transition's session: its RPCs, the call's `deadline`, its counters.
+    fn session(&self, deadline: Option<Instant>, reaper: &Reaper) -> Session<'a> {
         Session {
             options: self.options,
-            deadline: self.options.policy.deadline.map(|d| Instant::now() + d),
+            deadline,
             raw: self.connection.raw(),
             tally: Tally::new(self.counters),
             database: self.connection.database_path(),
             root: self.connection.documents_path(),
+            reaper: reaper.clone(),
         }
     }
 }
 
 /// Performs one store step of a transition: a read, a commit, a rollback or the
-/// backoff's wait. The transaction a read opens is held in `open` until it is
-/// committed or rolled back, so that a call dropped mid-way releases it.
+/// backoff's wait (the machine asks for none past the call's deadline but a
+/// rollback). The transaction a read opens is held in `open` until it is committed
+/// or rolled back, so that a call dropped mid-way hands it to the reaper.
 async fn store<O>(
     session: &Session<'_>,
     io: Io<O, prost_types::Timestamp>,
-    open: &mut OpenTransaction,
+    open: &mut Option<Open>,
 ) -> Input<prost_types::Timestamp> {
     match io {
         Io::Read {
@@ -188,9 +196,6 @@ async fn store<O>(
             consistency,
         } => {
             if kind == ReadKind::First {
-                if session.past_deadline() {
-                    return Input::DeadlinePassedBeforeAttempt;
-                }
                 session.tally.bump(Count::Attempt);
             }
             if kind == ReadKind::Confirm {
@@ -203,9 +208,6 @@ async fn store<O>(
             transaction,
             kind,
         } => {
-            if kind != CommitKind::Decided && session.past_deadline() {
-                return Input::DeadlinePassedBeforeAttempt;
-            }
             match kind {
                 CommitKind::Blind => {
                     session.tally.bump(Count::Attempt);
@@ -226,11 +228,19 @@ async fn store<O>(
                 },
             }
         }
-        Io::Rollback(id) => {
-            // Disarmed once the rollback answered: a call dropped while it is in
-            // flight still releases the transaction in the background.
-            session.rollback(id.0).await;
-            open.disarm();
+        Io::Rollback(TransactionId(id)) => {
+            // The transaction held, or (never expected) another the machine names:
+            // owned from here on either way.
+            let held = match open.take() {
+                Some(held) if held.id() == id.as_slice() => held,
+                other => {
+                    drop(other);
+                    session.reaper.own(id)
+                }
+            };
+            // Retried within its bound, then handed to the reaper; a call dropped
+            // while it is in flight hands it over too.
+            reaper::roll_back(held, &session.tally, &session.options.policy).await;
             Input::RolledBack
         }
         Io::Retry {
@@ -271,7 +281,7 @@ async fn read(
     session: &Session<'_>,
     paths: &[String],
     consistency: Consistency<prost_types::Timestamp>,
-    open: &mut OpenTransaction,
+    open: &mut Option<Open>,
 ) -> Input<prost_types::Timestamp> {
     use batch_get_documents_request::ConsistencySelector as Selector;
     let selector = match consistency {
@@ -327,9 +337,11 @@ async fn read(
             };
         }
     };
-    if let Some(id) = &transaction {
-        open.id = Some(id.clone());
-    }
+    let transaction = transaction.map(|held| {
+        let id = TransactionId(held.id().to_vec());
+        *open = Some(held);
+        id
+    });
     let found: HashMap<String, Found<prost_types::Timestamp>> = batch
         .found
         .into_iter()
@@ -358,12 +370,12 @@ async fn read(
     Input::Read(Ok(ReadAnswer {
         found,
         read_time: batch.read_time,
-        transaction: transaction.map(TransactionId),
+        transaction,
     }))
 }
 
-/// Closes `frame`: its span's fields, the warning of a failed transition, and the
-/// metrics it records.
+/// Closes `frame`: its span's fields, the warning of a failed transition (with a
+/// corrupt read's parse detail), and the metrics it records.
 fn end(
     frame: Frame<'_>,
     attempts: u32,
@@ -382,6 +394,13 @@ fn end(
             "elapsed_ms",
             u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
         );
+        if let Some(JournalError::JournalCorrupt { reason, detail }) = error {
+            // The core logs nothing: where a strict parse failed travels in the
+            // error (a field's name, never a value) and is logged here.
+            span.in_scope(|| {
+                tracing::warn!(reason, detail, "journal corrupt: nothing was written");
+            });
+        }
         if let Some(error) = error
             && !matches!(
                 error.class(),

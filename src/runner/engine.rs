@@ -4,14 +4,16 @@
 
 use super::concurrency::RunOptions;
 use super::counters::Counters;
-use super::driver::{Driver, NoProvider};
+use super::driver::Driver;
 use crate::connection::Connection;
 use crate::identity::{CommandInput, LeaseId};
 use crate::time::{Clock, SystemClock, Timestamp};
 use command_journal_core::error::JournalError;
+use command_journal_core::sends::LookupRequest;
 use command_journal_core::tools::call::{Labelled, Program, Single};
 use command_journal_core::tools::lease::{CommandCall, LeaseCall};
-use command_journal_core::tools::transaction::Transition;
+use command_journal_core::tools::transaction::{Decision, OperationName, Snapshot, Transition};
+use command_journal_core::{Provider, ProviderAnswer, SendRequest};
 use std::sync::Arc;
 
 /// The shared state of a journal and its clones.
@@ -71,49 +73,129 @@ impl Engine {
         }
     }
 
-    /// Runs `op` as one call and records it in the operator metrics
-    /// (`crate::metrics`): its outcome or error code, and its duration.
-    pub(crate) async fn run<T: Transition>(&self, op: T) -> Result<T::Output, JournalError>
+    /// Runs `call` to its answer through the one driver: a transition of the journal
+    /// (its operation metric recorded: its outcome or error code, and its duration,
+    /// `crate::metrics`), a tool's transition ([`Unrecorded`]: its span and RPCs
+    /// counted, no operation metric), or a program with the provider it reaches
+    /// ([`Calling`]).
+    pub(crate) async fn run<C: IntoCall>(&self, call: C) -> Result<C::Output, JournalError>
     where
-        T::Output: Labelled,
+        <C::Program as Program>::Output: Labelled,
+        <<C::Program as Program>::Op as Transition>::Output: Labelled,
     {
-        let driver = self.driver();
-        driver
-            .drive(Single::new(op), &NoProvider, &mut |_| {})
+        let Calling { program, provider } = call.into_call();
+        self.driver()
+            .drive(program, provider.as_ref())
             .await
-    }
-
-    /// Runs `op` without an operation metric (its span and RPCs are still counted).
-    pub(crate) async fn run_unrecorded<T: Transition>(
-        &self,
-        op: T,
-    ) -> Result<T::Output, JournalError> {
-        self.run_borrowed(&op).await
-    }
-
-    /// Runs `program` with `provider`, each lookup's answer shown to `on_lookup`.
-    pub(crate) async fn call<P, Q>(
-        &self,
-        program: P,
-        provider: &Q,
-        on_lookup: &mut (dyn FnMut(&crate::ProviderAnswer) + Send),
-    ) -> Result<P::Output, JournalError>
-    where
-        P: Program,
-        P::Output: Labelled,
-        <P::Op as Transition>::Output: Labelled,
-        Q: command_journal_core::Provider,
-    {
-        self.driver().drive(program, provider, on_lookup).await
+            .map(C::answer)
     }
 }
 
-/// A transition of the caller's own, run as borrowed: its answer carries no metric
-/// label, since a tool's transition records none.
-struct Borrowed<'a, T>(&'a T);
+/// One call: a program, and the provider its sends and lookups reach (`None`: it
+/// reaches none, and asks none).
+pub(crate) struct Calling<P, Q> {
+    program: P,
+    provider: Option<Q>,
+}
 
-/// The answer of a [`Borrowed`] transition.
-struct Untold<O>(O);
+impl<P: Program, Q: Provider> Calling<P, Q> {
+    /// `program`, its sends and lookups made through `provider`.
+    pub(crate) fn with(program: P, provider: Q) -> Self {
+        Self {
+            program,
+            provider: Some(provider),
+        }
+    }
+}
+
+/// What the one driver runs ([`Engine::run`]).
+pub(crate) trait IntoCall {
+    /// The program.
+    type Program: Program;
+    /// The provider it reaches.
+    type Provider: Provider;
+    /// What the caller is answered.
+    type Output;
+
+    /// The call.
+    fn into_call(self) -> Calling<Self::Program, Self::Provider>;
+
+    /// The caller's answer, from the program's.
+    fn answer(output: <Self::Program as Program>::Output) -> Self::Output;
+}
+
+/// A transition of the journal: its own call, recorded under its name.
+impl<T: Transition> IntoCall for T {
+    type Program = Single<T>;
+    type Provider = Nowhere;
+    type Output = T::Output;
+
+    fn into_call(self) -> Calling<Single<T>, Nowhere> {
+        Calling {
+            program: Single::new(self),
+            provider: None,
+        }
+    }
+
+    fn answer(output: T::Output) -> T::Output {
+        output
+    }
+}
+
+/// A tool's transition (a checkpoint's read or record, a caller's own): its own call,
+/// recorded under no operation, its answer labelled none.
+pub(crate) struct Unrecorded<T>(pub(crate) T);
+
+impl<T: Transition> IntoCall for Unrecorded<T> {
+    type Program = Single<Quiet<T>>;
+    type Provider = Nowhere;
+    type Output = T::Output;
+
+    fn into_call(self) -> Calling<Single<Quiet<T>>, Nowhere> {
+        Calling {
+            program: Single::unrecorded(Quiet(self.0)),
+            provider: None,
+        }
+    }
+
+    fn answer(Untold(output): Untold<T::Output>) -> T::Output {
+        output
+    }
+}
+
+impl<P: Program, Q: Provider> IntoCall for Calling<P, Q> {
+    type Program = P;
+    type Provider = Q;
+    type Output = P::Output;
+
+    fn into_call(self) -> Self {
+        self
+    }
+
+    fn answer(output: P::Output) -> P::Output {
+        output
+    }
+}
+
+/// The provider of a call that reaches none: no value of it exists.
+pub(crate) enum Nowhere {}
+
+impl Provider for Nowhere {
+    async fn send(&self, _request: SendRequest) -> ProviderAnswer {
+        match *self {}
+    }
+
+    async fn lookup(&self, _request: LookupRequest) -> ProviderAnswer {
+        match *self {}
+    }
+}
+
+/// A tool's transition as the call machine runs it: its answer carries no metric
+/// label, since it records none.
+pub(crate) struct Quiet<T>(T);
+
+/// The answer of a [`Quiet`] transition.
+pub(crate) struct Untold<O>(O);
 
 impl<O> Labelled for Untold<O> {
     fn label(&self) -> &'static str {
@@ -121,21 +203,18 @@ impl<O> Labelled for Untold<O> {
     }
 }
 
-impl<T: Transition> Transition for Borrowed<'_, T> {
+impl<T: Transition> Transition for Quiet<T> {
     type Output = Untold<T::Output>;
 
     fn paths(&self) -> Vec<String> {
         self.0.paths()
     }
 
-    fn decide(
-        &self,
-        snapshot: &command_journal_core::tools::transaction::Snapshot,
-    ) -> command_journal_core::tools::transaction::Decision<Self::Output> {
+    fn decide(&self, snapshot: &Snapshot) -> Decision<Self::Output> {
         self.0.decide(snapshot).map(Untold)
     }
 
-    fn name(&self) -> command_journal_core::tools::transaction::OperationName {
+    fn name(&self) -> OperationName {
         self.0.name()
     }
 
@@ -148,15 +227,29 @@ impl<T: Transition> Transition for Borrowed<'_, T> {
     }
 }
 
-impl Engine {
-    /// Runs `op`, borrowed, without an operation metric.
-    pub(crate) async fn run_borrowed<T: Transition>(
-        &self,
-        op: &T,
-    ) -> Result<T::Output, JournalError> {
-        let driver = self.driver();
-        let program = Single::unrecorded(Borrowed(op));
-        let ran = driver.drive(program, &NoProvider, &mut |_| {}).await;
-        ran.map(|Untold(output)| output)
+/// A transition of the caller's own, run as borrowed.
+pub(crate) struct Borrowed<'a, T>(pub(crate) &'a T);
+
+impl<T: Transition> Transition for Borrowed<'_, T> {
+    type Output = T::Output;
+
+    fn paths(&self) -> Vec<String> {
+        self.0.paths()
+    }
+
+    fn decide(&self, snapshot: &Snapshot) -> Decision<T::Output> {
+        self.0.decide(snapshot)
+    }
+
+    fn name(&self) -> OperationName {
+        self.0.name()
+    }
+
+    fn blind_create(&self) -> bool {
+        self.0.blind_create()
+    }
+
+    fn first_read_unlocked(&self) -> bool {
+        self.0.first_read_unlocked()
     }
 }

@@ -1,11 +1,12 @@
-//! The Firestore calls of the transaction shell: one operation's [`Session`] (the
-//! raw client, the deadline and the counters), its `BatchGetDocuments`, `Commit` and
-//! `Rollback`, the raw writes with their preconditions, and the [`OpenTransaction`]
-//! handle that rolls back whatever an attempt leaves open. [`batch_get`] is also the
-//! verifier's point read.
+//! The Firestore calls of the transaction shell: one transition's [`Session`] (the
+//! raw client, the call's deadline and the counters), its `BatchGetDocuments` and
+//! `Commit`, and the raw writes with their preconditions; a transaction a read opens
+//! is owned from the moment its id arrives ([`Open`]: ended by a commit or a
+//! rollback, or by the reaper). [`batch_get`] is also the verifier's point read.
 
 use super::concurrency::RunOptions;
 use super::counters::{Count, Tally};
+use super::reaper::{Open, Reaper};
 use super::retry::{Failure, Rpc, classify};
 use crate::connection::RawClient;
 use crate::metrics;
@@ -14,8 +15,8 @@ use command_journal_core::tools::attempt::{GuardedWrite, Precondition};
 use command_journal_core::tools::transaction::Write;
 use gcloud_sdk::google::firestore::v1::{
     BatchGetDocumentsRequest, CommitRequest, Document, Precondition as RawPrecondition,
-    RollbackRequest, Write as RawWrite, batch_get_documents_request, batch_get_documents_response,
-    precondition, write,
+    Write as RawWrite, batch_get_documents_request, batch_get_documents_response, precondition,
+    write,
 };
 use gcloud_sdk::prost_types;
 use gcloud_sdk::tonic::{Code, Status};
@@ -28,14 +29,17 @@ pub(crate) type WriteTime = (
     command_journal_core::tools::transaction::CommitTime,
 );
 
-/// One operation's connection to Firestore: every RPC of its attempts goes through it.
+/// One transition's connection to Firestore: every RPC of its attempts goes through it.
 pub(super) struct Session<'a> {
     pub(super) options: RunOptions,
+    /// The call's deadline, if its policy has one.
     pub(super) deadline: Option<Instant>,
     pub(super) raw: RawClient,
     pub(super) tally: Tally<'a>,
     pub(super) database: String,
     pub(super) root: String,
+    /// What ends the transactions its reads open.
+    pub(super) reaper: Reaper,
 }
 
 /// What one `BatchGetDocuments` returned.
@@ -93,46 +97,6 @@ pub(crate) async fn batch_get(
     (result, transaction)
 }
 
-/// Longest wait for a rollback sent in the background (an abandoned transaction's).
-const BACKGROUND_ROLLBACK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// Rolls back a transaction when an attempt ends without committing it, including
-/// when the caller drops the operation's future mid-attempt.
-pub(super) struct OpenTransaction {
-    pub(super) raw: RawClient,
-    pub(super) database: String,
-    pub(super) id: Option<Vec<u8>>,
-}
-
-impl OpenTransaction {
-    /// The transaction is finished (committed, or rolled back): no rollback.
-    pub(super) fn disarm(&mut self) {
-        self.id = None;
-    }
-}
-
-impl Drop for OpenTransaction {
-    fn drop(&mut self) {
-        let Some(id) = self.id.take() else {
-            return;
-        };
-        // Dropped without an explicit rollback: the caller cancelled mid-attempt.
-        // Release the server's locks in the background; best effort.
-        if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            let mut raw = self.raw.clone();
-            let request = RollbackRequest {
-                database: self.database.clone(),
-                transaction: id,
-                request_options: None,
-            };
-            handle.spawn(async move {
-                let _ =
-                    tokio::time::timeout(BACKGROUND_ROLLBACK_TIMEOUT, raw.rollback(request)).await;
-            });
-        }
-    }
-}
-
 impl Session<'_> {
     /// Whether the transition's deadline has passed.
     pub(super) fn past_deadline(&self) -> bool {
@@ -164,16 +128,19 @@ impl Session<'_> {
     }
 
     /// One consistent read of every path; missing documents are absent from the map.
-    /// A read that opens a transaction answers its id beside the documents.
+    /// A read that opens a transaction answers it beside the documents.
     ///
-    /// A read that opens a transaction runs as its own task, so that a caller who
-    /// drops the operation mid-read cannot orphan the transaction: the task finishes
-    /// the read and rolls back a transaction nobody will use.
+    /// A read that opens a transaction runs as its own task, which owns the
+    /// transaction from the moment its id arrives ([`Open`]) and hands it over with
+    /// the answer: a transaction nobody receives (the caller dropped the operation
+    /// before or after the answer arrived, or the read failed after opening it) is
+    /// dropped unended, and the reaper ends it. A read that fails answers its own
+    /// status, in both modes.
     pub(super) async fn read(
         &self,
         paths: &[String],
         selector: Option<batch_get_documents_request::ConsistencySelector>,
-    ) -> Result<(Batch, Option<Vec<u8>>), Status> {
+    ) -> Result<(Batch, Option<Open>), Status> {
         self.tally.bump(Count::BatchGet);
         let opens = matches!(
             selector,
@@ -188,49 +155,29 @@ impl Session<'_> {
         }
         let (sender, receiver) = tokio::sync::oneshot::channel();
         let raw = self.raw.clone();
-        let database = self.database.clone();
+        let reaper = self.reaper.clone();
         tokio::spawn(async move {
-            let (result, transaction) = batch_get(raw.clone(), request, prefix).await;
-            let orphan = match (&result, transaction) {
-                // The read failed after the transaction was announced: release it here.
-                (Err(_), Some(id)) => Some(id),
-                (Ok(_), Some(id)) => match sender.send(result.map(|batch| (batch, id))) {
-                    Ok(()) => None,
-                    // The caller is gone: nobody will commit or roll back this one.
-                    Err(Ok((_, id))) => Some(id),
-                    Err(Err(_)) => None,
-                },
-                (Err(_), None) | (Ok(_), None) => {
-                    let _ = sender.send(result.map(|batch| (batch, Vec::new())));
-                    None
-                }
-            };
-            if let Some(id) = orphan {
-                let mut raw = raw;
-                let request = RollbackRequest {
-                    database,
-                    transaction: id,
-                    request_options: None,
-                };
-                let _ =
-                    tokio::time::timeout(BACKGROUND_ROLLBACK_TIMEOUT, raw.rollback(request)).await;
-            }
+            let (result, transaction) = batch_get(raw, request, prefix).await;
+            let open = transaction.map(|id| reaper.own(id));
+            // A failed read drops its transaction here; an answer nobody receives
+            // drops it with the channel.
+            let _ = sender.send(result.map(|batch| (batch, open)));
         });
         match receiver.await {
-            Ok(Ok((batch, id))) => Ok((batch, (!id.is_empty()).then_some(id))),
-            Ok(Err(status)) => Err(status),
-            Err(_) => Err(Status::internal("the read task ended without an answer")),
+            Ok(answer) => answer,
+            // The task ended without answering (it panicked): the outcome is unknown.
+            Err(_) => Err(Status::unknown("the read task ended without an answer")),
         }
     }
 
-    /// Sends one `Commit` of `writes` (in `transaction`, if any; `open` no longer
-    /// rolls it back once the commit answered success); the update time Firestore
-    /// answered for each write, in order (none for a delete).
+    /// Sends one `Commit` of `writes` (in `transaction`, if any; `open`, the
+    /// transaction, is ended once the commit answered success); the update time
+    /// Firestore answered for each write, in order (none for a delete).
     pub(super) async fn commit(
         &self,
         writes: Vec<GuardedWrite<prost_types::Timestamp>>,
         transaction: Option<Vec<u8>>,
-        open: &mut OpenTransaction,
+        open: &mut Option<Open>,
     ) -> Result<Vec<Option<WriteTime>>, Failure> {
         let budget = self.budget()?;
         self.tally.bump(Count::Commit);
@@ -255,7 +202,9 @@ impl Session<'_> {
         metrics::rpc(metrics::RPC_COMMIT, code);
         match answered {
             Ok(Ok(response)) => {
-                open.disarm();
+                if let Some(open) = open.take() {
+                    open.ended();
+                }
                 self.tally.add(Count::Written, written as u64);
                 self.tally.add(Count::Guard, guards as u64);
                 Ok(response
@@ -282,26 +231,6 @@ impl Session<'_> {
                 Err(classify(Rpc::Commit, self.options.concurrency, &status))
             }
             Err(_) => Err(self.timed_out()),
-        }
-    }
-
-    /// Releases a transaction's locks; the answer does not change the attempt's.
-    pub(super) async fn rollback(&self, id: Vec<u8>) {
-        self.tally.bump(Count::Rollback);
-        let request = RollbackRequest {
-            database: self.database.clone(),
-            transaction: id,
-            request_options: None,
-        };
-        let budget = self.options.policy.rpc_timeout;
-        match tokio::time::timeout(budget, self.raw.clone().rollback(request)).await {
-            Ok(Ok(_)) => metrics::rpc(metrics::RPC_ROLLBACK, GrpcCode::Ok),
-            Ok(Err(status)) => {
-                let code = crate::grpc::grpc_code(status.code());
-                metrics::rpc(metrics::RPC_ROLLBACK, code);
-                tracing::debug!(code = code.as_str(), "rollback failed");
-            }
-            Err(_) => metrics::rpc(metrics::RPC_ROLLBACK, GrpcCode::DeadlineExceeded),
         }
     }
 

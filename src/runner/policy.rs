@@ -13,7 +13,7 @@ use std::time::Duration;
 /// |---|---|---|
 /// | `attempts` | 10 | attempts per operation that could have written (a first read each); a refused blind or planned commit wrote nothing and is not counted: a read and decide always follows it |
 /// | `rpc_timeout` | 10 s | longest wait for one RPC; longer counts as DEADLINE_EXCEEDED and is retried |
-/// | `deadline` | none | bound on the whole operation, retries included |
+/// | `deadline` | none | bound on the whole call, on the monotonic clock: every transition, retry and backoff of it, and the provider's calls of an `execute` (given at most what is left of it) |
 /// | `backoff_base`, `backoff_cap` | 4 ms, 250 ms | full-jitter ceiling, doubled per failed attempt up to the cap; RESOURCE_EXHAUSTED waits 1 to 4 caps |
 /// | `contention_backoff_base`, `contention_backoff_cap` | 1 s, 10 s | after ABORTED in transaction mode: ½ to 1½ times a base growing 1.5× per attempt up to the cap |
 ///
@@ -38,11 +38,17 @@ pub struct RetryPolicy {
     pub attempts: NonZeroU32,
     /// Longest wait for one RPC.
     pub rpc_timeout: Duration,
-    /// Longest time for the whole operation, retries included (`None`: only the
-    /// attempt limit applies). An operation still running when it passes ends with
-    /// `unavailable` (`deadline: true`) and starts no further RPC; a commit already in
-    /// flight may or may not have been applied, and calling again converges on the
-    /// stored state, as after any unknown outcome.
+    /// Longest time for the whole call, measured on the monotonic clock from its
+    /// start: every transition of it (an `execute` or a recovery runs several), their
+    /// retries and backoffs, and the provider's send or lookup, which is given at most
+    /// what is left of it (`None`: only the attempt limit applies). A call still
+    /// running when it passes ends with `unavailable` (`deadline: true`) and starts no
+    /// further RPC but the rollback of a transaction it holds (within a second); a
+    /// commit already in flight may or may not have been applied, and calling again
+    /// converges on the stored state, as after any unknown outcome. An `execute` whose
+    /// provider answered and whose deadline passed before the answer was recorded
+    /// leaves its permit standing: the next call, once the lease has run out, re-sends
+    /// under the same key and records what the provider answers it.
     pub deadline: Option<Duration>,
     /// First full-jitter backoff ceiling.
     pub backoff_base: Duration,

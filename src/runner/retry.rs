@@ -75,6 +75,10 @@ impl Failure {
 pub(super) enum Rpc {
     Read,
     Commit,
+    /// A rollback's refusals are the read's: NOT_FOUND or FAILED_PRECONDITION are
+    /// final, and so (classified in preconditions mode) is an expired or unknown
+    /// transaction: it holds nothing any more.
+    Rollback,
 }
 
 /// Whether `status` was caused by credentials that could not produce a token, and

@@ -57,7 +57,8 @@ fn envelope() -> ResultEnvelope {
 
 /// A journal of every document kind: a command taken over and completed, one taken
 /// over and failed, one still leased, one completed with a result envelope, and a
-/// charge, a transfer and an effect plan.
+/// charge, a transfer, an effect plan, a reversal of the charge (with its bound) and an
+/// imported row a migration linked.
 fn journal() -> Store {
     let mut store = Store::new();
     let lease = |n: char| LeaseId::parse(&format!("9b2d7c1e-3a4f-4e5b-8c6d-7e8f9a0b1c2{n}"));
@@ -117,6 +118,17 @@ fn journal() -> Store {
     fixtures::accept_into(&mut store, 1, &fixtures::store(5, "12.50"));
     fixtures::accept_into(&mut store, 2, &fixtures::transfer("10.00"));
     fixtures::accept_into(&mut store, 3, &fixtures::debit_plan());
+    // A reversal of key 1's charge, with the bound it writes below the charge's row.
+    let charge = format!("{}_0000", fixtures::rid(1));
+    let reversal = fixtures::plan(fixtures::reversal_json(
+        5,
+        &charge,
+        Some("DUPLICATE_CHARGE"),
+    ));
+    fixtures::accept_into(&mut store, 4, &reversal);
+    // An imported row a migration linked (and sealed): its edits are found too.
+    let command = fixtures::historical(&fixtures::store(5, "7.00"), 5);
+    fixtures::import_and_link(&mut store, 5, &command);
     store
 }
 
@@ -258,8 +270,9 @@ fn the_journal_is_clean_and_holds_every_document_kind() {
     assert_eq!(report.scanned.lifecycles, 4);
     assert_eq!(report.scanned.audit_events, 3 + 3 + 2 + 4 + 2);
     assert_eq!(store.count("checkoutRequests") - 4 - 4, 1, "one envelope");
-    assert_eq!(report.scanned.ledger_reservations, 3);
-    assert_eq!(report.scanned.ledger_transactions, 1 + 2 + 1);
+    assert_eq!(report.scanned.ledger_reservations, 5);
+    // The rows, the reversal's bound below the charge's row, and the linked row.
+    assert_eq!(report.scanned.ledger_transactions, 1 + 2 + 1 + 1 + 1 + 1);
 }
 
 #[test]
@@ -304,6 +317,26 @@ fn a_free_field_is_found_by_its_write_time_alone() {
             "{path} {field}: {codes:?}"
         );
     }
+}
+
+#[test]
+fn a_forged_edit_of_a_linked_imported_row_is_found_at_its_sealed_reservation() {
+    let mut store = journal();
+    let row = "ledgerTransactions/legacy-0";
+    store
+        .forge(row)
+        .expect("the linked row")
+        .insert("amount".into(), fields::string("-1.00"));
+    let found = report(&store);
+    let reservation = format!("ledgerReservations/{}", fixtures::rid(5));
+    assert_eq!(
+        found
+            .findings
+            .iter()
+            .map(|f| (f.code, f.path.as_str()))
+            .collect::<Vec<_>>(),
+        [(FindingCode::EffectIntegrityMismatch, reservation.as_str())]
+    );
 }
 
 proptest! {

@@ -3,7 +3,7 @@
 //! scans by reservation id, every group checked on its own documents.
 
 use super::commerce::check_command;
-use super::historical_links::HistoricalLinks;
+use super::cross_checks::CrossChecks;
 use super::keys::{Classify, Keyed, Part, classify_effect, classify_reservation};
 use super::ledger::{check_reservation, check_standalone_effect};
 use super::pending_index;
@@ -27,8 +27,9 @@ pub(super) struct Head<'a> {
     pub(super) read: u64,
     /// Of `read`, the documents of a `lifecycle` collection.
     lifecycles: u64,
-    /// Historical rows seen on their own, checked when the scan is complete.
-    links: HistoricalLinks,
+    /// Imported rows (and their bounds) seen on their own, checked when the scan is
+    /// complete.
+    cross: CrossChecks,
 }
 
 impl<'a> Head<'a> {
@@ -46,7 +47,7 @@ impl<'a> Head<'a> {
             next: None,
             read: 0,
             lifecycles: 0,
-            links: HistoricalLinks::default(),
+            cross: CrossChecks::default(),
         }
     }
 
@@ -83,7 +84,7 @@ impl<'a> Head<'a> {
             match (self.classify)(doc) {
                 Keyed::Command(hash, part, doc) => self.next = Some((hash, part, doc)),
                 Keyed::Standalone(doc) => {
-                    report.record(check_standalone_effect(&doc, &mut self.links));
+                    report.record(check_standalone_effect(&doc, &mut self.cross));
                 }
                 Keyed::Unexpected(path) => report.record(vec![Finding {
                     code: FindingCode::UnexpectedDocument,
@@ -142,13 +143,14 @@ impl<'p> Tally<'p> {
     }
 }
 
-/// The historical links of `documents` alone (ledger documents read again, in any
-/// order, relative to nothing else): the same merge and checks as a scan, in memory.
+/// The cross-document checks of `documents` alone (ledger documents read again, in
+/// any order, relative to nothing else): the same merge and checks as a scan, in
+/// memory, the documents in Firestore's order (segment by segment).
 pub(super) async fn relink(
     documents_path: &str,
     mut documents: Vec<Document>,
-) -> Result<HistoricalLinks, JournalError> {
-    documents.sort_by(|a, b| a.name.cmp(&b.name));
+) -> Result<CrossChecks, JournalError> {
+    documents.sort_by(|a, b| a.name.split('/').cmp(b.name.split('/')));
     let reservations_under = format!("{documents_path}/{}/", reservation::COLLECTION);
     let (reservations, effects): (Vec<_>, Vec<_>) = documents
         .into_iter()
@@ -165,11 +167,11 @@ pub(super) async fn relink(
         from(reservations, classify_reservation),
         from(effects, classify_effect),
     ];
-    let mut links = HistoricalLinks::default();
+    let mut cross = CrossChecks::default();
     let mut ignore = |_| {};
     let mut tally = Tally::new(&mut ignore);
-    ledger(heads, &mut links, &mut VerifyReport::default(), &mut tally).await?;
-    Ok(links)
+    ledger(heads, &mut cross, &mut VerifyReport::default(), &mut tally).await?;
+    Ok(cross)
 }
 
 /// The command tree (roots and lifecycles) and audit events of one range, merged by
@@ -211,7 +213,7 @@ pub(super) async fn commands(
                 Part::Send => docs.sends.push(doc),
                 Part::Result => docs.result = Some(doc),
                 Part::SendEvent(revision) => docs.send_events.push((revision, doc)),
-                Part::Reservation | Part::Effect => {}
+                Part::Reservation | Part::Effect | Part::Correction => {}
             }
         }
         leased.extend(
@@ -242,17 +244,18 @@ pub(super) async fn strays(
     Ok(())
 }
 
-/// Reservations and the effects whose ids derive from them, merged by reservation id
-/// (an effect id is `{reservationId}_{index:04}`); imported rows go to `links`, whose
-/// findings wait until every range was read.
+/// Reservations and the effects whose ids derive from them (with those effects'
+/// correction bounds), merged by reservation id (an effect id is
+/// `{reservationId}_{index:04}`); imported rows, reversals and bounds go to `cross`,
+/// whose findings wait until every range was read.
 pub(super) async fn ledger(
     heads: [Head<'_>; 2],
-    links: &mut HistoricalLinks,
+    cross: &mut CrossChecks,
     report: &mut VerifyReport,
     tally: &mut Tally<'_>,
 ) -> Result<(), JournalError> {
     let [mut reservations, mut effects] = heads;
-    effects.links = std::mem::take(links);
+    effects.cross = std::mem::take(cross);
     let before = report.scanned.total();
     loop {
         reservations.fill(report).await?;
@@ -271,17 +274,19 @@ pub(super) async fn ledger(
             .into_iter()
             .next()
             .map(|(_, d)| d);
-        let effect_docs: Vec<StoredDoc> = effects
+        let (effect_docs, bound_docs): (Vec<_>, Vec<_>) = effects
             .take(&rid, report)
             .await?
             .into_iter()
-            .map(|(_, d)| d)
-            .collect();
+            .partition(|(part, _)| *part == Part::Effect);
+        let effect_docs: Vec<StoredDoc> = effect_docs.into_iter().map(|(_, d)| d).collect();
+        let bound_docs: Vec<StoredDoc> = bound_docs.into_iter().map(|(_, d)| d).collect();
         report.record(check_reservation(
             &rid,
             reservation_doc.as_ref(),
             &effect_docs,
-            &mut effects.links,
+            &bound_docs,
+            &mut effects.cross,
         ));
         report.record(write_times::check_reservation(
             reservation_doc.as_ref(),
@@ -289,7 +294,7 @@ pub(super) async fn ledger(
         ));
         tally.update(before + reservations.read + effects.read);
     }
-    *links = std::mem::take(&mut effects.links);
+    *cross = std::mem::take(&mut effects.cross);
     report.scanned.ledger_reservations += reservations.read;
     report.scanned.ledger_transactions += effects.read;
     Ok(())

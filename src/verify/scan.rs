@@ -5,7 +5,7 @@
 use super::ScanRanges;
 use super::VerifyReport;
 use super::confirm;
-use super::historical_links::HistoricalLinks;
+use super::cross_checks::CrossChecks;
 use super::keys::{
     Classify, classify_audit, classify_command_tree, classify_effect, classify_reservation,
     classify_send_audit, classify_stray,
@@ -390,7 +390,7 @@ pub(crate) async fn check_in_memory(
         )
     };
     let mut report = VerifyReport::default();
-    let mut links = HistoricalLinks::default();
+    let mut cross = CrossChecks::default();
     let mut ignore = |_| {};
     let mut tally = Tally::new(&mut ignore);
     strays(from(stray_docs, classify_stray), &mut report, &mut tally).await?;
@@ -404,8 +404,8 @@ pub(crate) async fn check_in_memory(
         from(reservation_docs, RESERVATIONS.classify),
         from(effect_docs, EFFECTS.classify),
     ];
-    ledger(heads, &mut links, &mut report, &mut tally).await?;
-    report.record(links.finish());
+    ledger(heads, &mut cross, &mut report, &mut tally).await?;
+    report.record(cross.finish());
     Ok(report.finish())
 }
 
@@ -418,7 +418,7 @@ pub(super) async fn run(
 ) -> Result<VerifyReport, JournalError> {
     let documents = connection.documents_path();
     let mut report = VerifyReport::default();
-    let mut links = HistoricalLinks::default();
+    let mut cross = CrossChecks::default();
     let mut tally = Tally::new(progress);
     for bounds in bounds(ranges) {
         let read_time = as_jiff(&reads::server_read_time(connection).await?)?;
@@ -447,11 +447,11 @@ pub(super) async fn run(
             head(&db, &documents, Some(&RESERVATIONS), &bounds).await?,
             head(&db, &documents, Some(&EFFECTS), &bounds).await?,
         ];
-        ledger(heads, &mut links, &mut report, &mut tally).await?;
+        ledger(heads, &mut cross, &mut report, &mut tally).await?;
     }
-    let found = links.finish();
+    let found = cross.finish();
     let found = if ranges.count() > 1 && !found.is_empty() {
-        confirm::again(connection, &links, found).await?
+        confirm::again(connection, &cross, found).await?
     } else {
         found
     };

@@ -6,6 +6,7 @@ use crate::answer::{self, SendAnswer};
 use crate::charge::{Charge, InvalidParameters};
 use crate::client::Stripe;
 use crate::intent::Expected;
+use command_journal::sends::LookupRequest;
 use command_journal::{Provider, ProviderAnswer, SendRequest};
 use serde_json::Value;
 use std::sync::Mutex;
@@ -89,7 +90,7 @@ impl<'a> Payment<'a> {
 }
 
 impl Provider for Payment<'_> {
-    async fn send(&self, request: SendRequest<'_>) -> ProviderAnswer {
+    async fn send(&self, request: SendRequest) -> ProviderAnswer {
         let Role::Request(charge, _) = &self.role else {
             // `Journal::recover` never sends: an ambiguous answer can never be taken
             // for a success.
@@ -114,7 +115,7 @@ impl Provider for Payment<'_> {
         self.note(Some("provider_timeout"));
         let sent = self
             .stripe
-            .create_and_confirm(request.key, charge, request.deadline)
+            .create_and_confirm(&request.key, charge, request.deadline)
             .await;
         self.note(match &sent {
             SendAnswer::Succeeded(_) => None,
@@ -123,7 +124,8 @@ impl Provider for Payment<'_> {
         answer::send_result(sent)
     }
 
-    async fn lookup(&self, key: &str) -> ProviderAnswer {
+    async fn lookup(&self, request: LookupRequest) -> ProviderAnswer {
+        let key = request.key.as_str();
         let expected = match &self.role {
             Role::Request(Ok(_), expected) => expected,
             // Parameters this version cannot send may have been sent by another (a

@@ -4,6 +4,7 @@
 
 mod stand_in;
 
+use command_journal::sends::LookupRequest;
 use command_journal::sends::{AttemptNumber, ProviderLookup};
 use command_journal::{Provider, ProviderAnswer, SendRequest};
 use command_journal_stripe::{
@@ -54,13 +55,21 @@ async fn send(stripe: &Stripe, key: &str, payment_method: &str) -> SendAnswer {
         .await
 }
 
-fn request<'a>(key: &'a str, parameters: &'a Value) -> SendRequest<'a> {
+fn request(key: &str, parameters: &Value) -> SendRequest {
     SendRequest {
-        key,
-        parameters,
+        key: key.to_owned(),
+        parameters: parameters.clone(),
         deadline: Duration::from_secs(10),
         attempt: AttemptNumber::FIRST,
         resend: false,
+    }
+}
+
+/// A lookup of `key`, as the journal asks one.
+fn lookup(key: &str) -> LookupRequest {
+    LookupRequest {
+        key: key.to_owned(),
+        deadline: Duration::from_secs(10),
     }
 }
 
@@ -266,7 +275,7 @@ async fn a_stored_500_is_replayed_and_only_a_lookup_can_tell() {
             assert_eq!(provider.code(), Some("provider_replayed_5xx"));
         }
         stand_in.advance(60);
-        let found = provider.lookup(&key).await;
+        let found = provider.lookup(lookup(&key)).await;
         match create_intent {
             true => assert!(matches!(found, ProviderAnswer::Succeeded(_)), "{found:?}"),
             false => assert_eq!(found, ProviderAnswer::NotFound),
@@ -454,7 +463,7 @@ async fn search_finds_the_intent_only_after_its_lag_and_maps_each_state() {
         LookupAnswer::Unavailable("lookup_mismatch")
     );
     assert!(matches!(
-        stripe.recovery().lookup(&key(0)).await,
+        stripe.recovery().lookup(lookup(&key(0))).await,
         ProviderAnswer::Succeeded(_)
     ));
     assert_eq!(

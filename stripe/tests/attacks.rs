@@ -5,6 +5,7 @@
 mod stand_in;
 
 use command_journal::sends::AttemptNumber;
+use command_journal::sends::LookupRequest;
 use command_journal::{Provider, ProviderAnswer, SendRequest};
 use command_journal_stripe::answer::{LookupAnswer, SendAnswer, classify_search, classify_send};
 use command_journal_stripe::{
@@ -39,13 +40,21 @@ fn payload(payment_method: &str) -> Value {
     json!({"amount": 1250, "currency": "eur", "paymentMethod": payment_method})
 }
 
-fn request<'a>(key: &'a str, parameters: &'a Value, resend: bool) -> SendRequest<'a> {
+fn request(key: &str, parameters: &Value, resend: bool) -> SendRequest {
     SendRequest {
-        key,
-        parameters,
+        key: key.to_owned(),
+        parameters: parameters.clone(),
         deadline: Duration::from_secs(10),
         attempt: AttemptNumber::FIRST,
         resend,
+    }
+}
+
+/// A lookup of `key`, as the journal asks one.
+fn lookup(key: &str) -> LookupRequest {
+    LookupRequest {
+        key: key.to_owned(),
+        deadline: Duration::from_secs(10),
     }
 }
 
@@ -318,7 +327,7 @@ async fn held_no_output_carries_an_id_amount_account_or_key() {
     outputs.push(format!("{sent:?}"));
     outputs.push(format!("{provider:?}"));
     stand_in.advance(61);
-    let found = provider.lookup(&key).await;
+    let found = provider.lookup(lookup(&key)).await;
     assert!(matches!(found, ProviderAnswer::Succeeded(_)), "{found:?}");
     outputs.push(format!("{found:?}"));
     let answer = stripe
@@ -377,14 +386,14 @@ async fn a_stored_500_in_an_incident_is_found_by_the_listing_behind_the_search()
     // lastSentAt = 61; absenceProvableFrom = 61 + 60 + 300 = 421. A lookup started then,
     // inside the search's lag, finds the charge.
     stand_in.advance(360);
-    let looked = stripe.payment(&parameters).lookup(&key(1)).await;
+    let looked = stripe.payment(&parameters).lookup(lookup(&key(1))).await;
     assert!(
         matches!(looked, ProviderAnswer::Succeeded(_)),
         "the lookup answered {looked:?} for a charged key"
     );
     // And a key never sent is not found by either: the absence stays provable.
     assert_eq!(
-        stripe.payment(&parameters).lookup(&key(2)).await,
+        stripe.payment(&parameters).lookup(lookup(&key(2))).await,
         ProviderAnswer::NotFound
     );
     let charged = stand_in
@@ -410,7 +419,7 @@ async fn an_intent_in_hand_is_never_reported_not_found() {
     );
     assert_eq!(provider.code(), Some("processing"));
     stand_in.advance(360); // lastSentAt + 60 s + 300 s
-    let looked = stripe.payment(&parameters).lookup(&key(3)).await;
+    let looked = stripe.payment(&parameters).lookup(lookup(&key(3))).await;
     assert_eq!(looked, ProviderAnswer::Unknown, "pending, never absent");
 }
 

@@ -4,6 +4,7 @@
 mod stand_in;
 
 use command_journal::sends::AttemptNumber;
+use command_journal::sends::LookupRequest;
 use command_journal::{Provider, ProviderAnswer, SendRequest};
 use command_journal_stripe::client::MAX_LIST_PAGES;
 use command_journal_stripe::{
@@ -46,13 +47,21 @@ fn payload(pm: &str) -> Value {
     json!({"amount": 1250, "currency": "eur", "paymentMethod": pm})
 }
 
-fn request<'a>(key: &'a str, parameters: &'a Value, resend: bool) -> SendRequest<'a> {
+fn request(key: &str, parameters: &Value, resend: bool) -> SendRequest {
     SendRequest {
-        key,
-        parameters,
+        key: key.to_owned(),
+        parameters: parameters.clone(),
         deadline: Duration::from_secs(10),
         attempt: AttemptNumber::FIRST,
         resend,
+    }
+}
+
+/// A lookup of `key`, as the journal asks one.
+fn lookup(key: &str) -> LookupRequest {
+    LookupRequest {
+        key: key.to_owned(),
+        deadline: Duration::from_secs(10),
     }
 }
 
@@ -228,7 +237,7 @@ async fn a_refused_payloads_own_lookup_finds_its_charge_by_the_key() {
         provider.send(request(&key(5), &refused, true)).await,
         ProviderAnswer::Unknown
     );
-    let looked = provider.lookup(&key(5)).await;
+    let looked = provider.lookup(lookup(&key(5))).await;
     assert!(
         matches!(looked, ProviderAnswer::Succeeded(_)),
         "the charged key answered {looked:?} to the request's own lookup"

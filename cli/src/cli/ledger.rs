@@ -28,7 +28,8 @@
 //!
 //! `accept`, `replay` and `link` validate the whole object before connecting.
 //! Their refusals are the library's (exit 3): for `accept`, a plan declaring another
-//! `fingerprintVersion` than the stored reservation's is `replay_mismatch`; for
+//! `fingerprintVersion` than the stored reservation's is `replay_mismatch`, and a new
+//! reversal returning more than its original booked `reversal_exceeds_original`; for
 //! `accept` and `replay`, stored rows that contradict their reservation (integrity
 //! digest or rebuilt fingerprint, `docs/ledger.md`) are `journal_corrupt`.
 

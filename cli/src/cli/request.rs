@@ -19,8 +19,8 @@ use std::process::ExitCode;
 pub enum Operation {
     /// `register`, `acquire`, `start`, `complete`, `fail`, `status`.
     Command(commands::JournalCall),
-    /// `send begin | outcome | reconcile`.
-    Send(sends::SendCall),
+    /// `send begin | outcome | reconcile` (boxed: the largest input by far).
+    Send(Box<sends::SendCall>),
     /// `ledger accept | replay | link`.
     Ledger(ledger::LedgerCall),
 }
@@ -162,7 +162,7 @@ fn journal_request(
 fn send_request(action: SendAction, args: &JournalArgs, stdin: &str) -> Result<Request, Failure> {
     let request = sends::SendCall::parse(action, stdin)?;
     Ok(Request::Journal(
-        Box::new(Operation::Send(request)),
+        Box::new(Operation::Send(Box::new(request))),
         Global::from_journal(args),
     ))
 }

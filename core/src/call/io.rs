@@ -2,10 +2,10 @@
 //! vocabulary between the pure [`Call`](super::Call) and whoever performs its I/O (the
 //! library's gRPC driver, the in-memory store of the tests).
 
-use crate::answer::ProviderAnswer;
 use crate::attempt::{Found, GuardedWrite, ReadKind};
 use crate::error::{GrpcCode, JournalError};
-use crate::sends::AttemptNumber;
+use crate::sends::provider::{LookupRequest, ProviderAnswer, SendRequest};
+use crate::time::Timestamp;
 use crate::transaction::{CommitTime, OperationName};
 use std::collections::HashMap;
 use std::time::Duration;
@@ -39,6 +39,39 @@ impl Concurrency {
             "preconditions" => Ok(Self::Preconditions),
             "transaction" => Ok(Self::Transaction),
             _ => Err(JournalError::invalid("concurrency")),
+        }
+    }
+}
+
+/// The time as the driver reads it at one poll, every reading taken together: the
+/// trusted clock's timestamp, that clock's steady time, and how long the call has run
+/// on the driver's monotonic clock. Decisions compare the timestamp with stored times
+/// (a transition captures it); a duration derived from a lease (a provider's deadline,
+/// a lookup's, a `Retry-After`) is measured on the steady time too, which no step of
+/// the trusted clock moves back; the call's own deadline on the elapsed time, which
+/// is real time whatever the trusted clock is. Only differences of the durations count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Now {
+    /// The trusted time, truncated to whole microseconds.
+    pub at: Timestamp,
+    /// The trusted clock's steady time (`Clock::steady`; for the system clock, its
+    /// monotonic clock's): it moves forward with the trusted time and never back.
+    pub steady: Duration,
+    /// The time since the call's first poll, on the driver's monotonic clock.
+    pub elapsed: Duration,
+}
+
+#[cfg(test)]
+impl Now {
+    /// A reading of a clock that never steps: its steady and elapsed times are its
+    /// time since the Unix epoch, so that only the timestamp's differences count.
+    pub(crate) fn unstepped(at: Timestamp) -> Self {
+        let epoch = Timestamp::from_micros(0).unwrap_or(at);
+        let since = epoch.until(at);
+        Self {
+            at,
+            steady: since,
+            elapsed: since,
         }
     }
 }
@@ -122,47 +155,6 @@ pub struct ReadAnswer<V> {
     pub transaction: Option<TransactionId>,
 }
 
-/// One provider send the journal permits. `Debug` shows the attempt, the resend flag
-/// and the deadline, never the key.
-#[derive(Clone, PartialEq, Eq)]
-pub struct SendCall {
-    /// The attempt's idempotency key.
-    pub key: String,
-    /// The attempt number, from 1.
-    pub attempt: AttemptNumber,
-    /// Whether an earlier holder already sent this attempt with this key.
-    pub resend: bool,
-    /// How long the provider call may take before the lease runs out.
-    pub deadline: Duration,
-}
-
-impl std::fmt::Debug for SendCall {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SendCall")
-            .field("attempt", &self.attempt)
-            .field("resend", &self.resend)
-            .field("deadline", &self.deadline)
-            .finish_non_exhaustive()
-    }
-}
-
-/// One provider lookup of an attempt's key. `Debug` never shows the key.
-#[derive(Clone, PartialEq, Eq)]
-pub struct LookupCall {
-    /// The attempt's idempotency key, derived from the stored plan.
-    pub key: String,
-    /// How long the lookup may take.
-    pub deadline: Duration,
-}
-
-impl std::fmt::Debug for LookupCall {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LookupCall")
-            .field("deadline", &self.deadline)
-            .finish_non_exhaustive()
-    }
-}
-
 /// One metric a finished transition records: its operation and its outcome label
 /// (or its error's code). A transition that stands for two operations (a start and
 /// the permit committed with it) records both.
@@ -229,9 +221,9 @@ pub enum Io<O, V> {
         recorded: Vec<Metric>,
     },
     /// Call the provider's send; answer with [`Input::Sent`].
-    Send(SendCall),
+    Send(SendRequest),
     /// Call the provider's lookup; answer with [`Input::LookedUp`].
-    Lookup(LookupCall),
+    Lookup(LookupRequest),
     /// The call's answer. The machine is done.
     Done(Result<O, JournalError>),
 }

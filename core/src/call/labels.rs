@@ -3,11 +3,9 @@
 
 use super::io::Metric;
 use crate::envelope::ResultEnvelope;
-use crate::execute::Execution;
 use crate::lease::{LeaseOutput, StatusOutput, TerminalOutput};
 use crate::ledger::{LedgerOutcome, LedgerReplay};
 use crate::pending::PendingCommand;
-use crate::recovery::Recovered;
 use crate::registration::{RegistrationOutcome, RegistrationOutput};
 use crate::sends::{BeginSendOutput, CommandStatus, SendOutcomeOutput};
 use crate::start::StartOutput;
@@ -109,25 +107,6 @@ impl Labelled for Option<PendingCommand> {
         match self.as_ref().map(|p| p.unblocked_by) {
             None => "not_pending",
             Some(reason) => reason.as_str(),
-        }
-    }
-}
-
-impl Labelled for Recovered {
-    fn label(&self) -> &'static str {
-        self.as_str()
-    }
-}
-
-impl Labelled for Execution {
-    fn label(&self) -> &'static str {
-        match self {
-            Self::Succeeded(_) => "succeeded",
-            Self::SucceededWithoutResult => "succeeded_without_result",
-            Self::Declined => "declined",
-            Self::InProgress => "in_progress",
-            Self::RetryLater { .. } => "retry_later",
-            Self::PendingReconciliation => "pending_reconciliation",
         }
     }
 }

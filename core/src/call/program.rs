@@ -3,10 +3,9 @@
 //! program of one transition; `execute` and recovery have programs of their own
 //! (`crate::execute::program`, `crate::recovery::program`).
 
-use super::io::{LookupCall, SendCall};
-use crate::answer::ProviderAnswer;
+use super::io::Now;
 use crate::error::JournalError;
-use crate::time::Timestamp;
+use crate::sends::provider::{LookupRequest, ProviderAnswer, SendRequest};
 use crate::transaction::{OperationName, Transition};
 
 /// What the step before answered.
@@ -25,6 +24,7 @@ pub enum Answered<Op: Transition> {
 }
 
 /// A transition to run, and how.
+#[derive(Debug, Clone)]
 pub struct Run<Op> {
     /// The prepared transition (its time captured).
     pub op: Op,
@@ -78,21 +78,36 @@ impl<Op> Run<Op> {
         self.keep = false;
         self
     }
+
+    /// The same run of `wrap(op)`: a program's transition run as one of the program
+    /// that holds it.
+    pub fn map<B>(self, wrap: impl FnOnce(Op) -> B) -> Run<B> {
+        Run {
+            op: wrap(self.op),
+            first_read: self.first_read,
+            fresh: self.fresh,
+            observe: self.observe,
+            record: self.record,
+            keep: self.keep,
+        }
+    }
 }
 
 /// The program's next step.
+#[derive(Debug, Clone)]
 pub enum Next<Op, O> {
     /// Run a transition.
     Run(Run<Op>),
     /// Call the provider's send.
-    Send(SendCall),
+    Send(SendRequest),
     /// Call the provider's lookup.
-    Lookup(LookupCall),
+    Lookup(LookupRequest),
     /// The call's answer.
     Done(O),
 }
 
-/// A call's steps: pure, fed every answer and the journal's time.
+/// A call's steps: pure, fed every answer and the journal's time (its timestamp, and
+/// the call's time on the driver's monotonic clock).
 pub trait Program {
     /// The transitions the call runs (an enum of them for a program of several).
     type Op: Transition;
@@ -115,7 +130,7 @@ pub trait Program {
     fn next(
         &mut self,
         last: Answered<Self::Op>,
-        now: Timestamp,
+        now: Now,
     ) -> Result<Next<Self::Op, Self::Output>, JournalError>;
 
     /// The transition the program runs right after `first` answers `output` at `now`
@@ -125,13 +140,8 @@ pub trait Program {
         &self,
         _first: &Self::Op,
         _output: &<Self::Op as Transition>::Output,
-        _now: Timestamp,
+        _now: Now,
     ) -> Option<Self::Op> {
-        None
-    }
-
-    /// The parameters every send of this call carries.
-    fn parameters(&self) -> Option<&serde_json::Value> {
         None
     }
 }
@@ -164,11 +174,7 @@ impl<T: Transition> Program for Single<T> {
     type Op = T;
     type Output = T::Output;
 
-    fn next(
-        &mut self,
-        last: Answered<T>,
-        _now: Timestamp,
-    ) -> Result<Next<T, T::Output>, JournalError> {
+    fn next(&mut self, last: Answered<T>, _now: Now) -> Result<Next<T, T::Output>, JournalError> {
         match last {
             Answered::Nothing => match self.op.take() {
                 Some(op) => Ok(Next::Run(match self.records {

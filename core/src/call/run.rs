@@ -7,21 +7,12 @@ use super::io::{
     CommitKind, Concurrency, Consistency, Input, Io, ReadAnswer, RetryCause, RpcFailure,
     TransactionId,
 };
-use crate::attempt::{Action, Attempt, Precondition};
+use super::program::Answered;
+use crate::attempt::{Action, Attempt, Precondition, Twice};
 use crate::error::{GrpcCode, JournalError};
 use crate::known::{Known, Planned};
 use crate::transaction::{CommitTime, Transition, Write};
 use std::num::NonZeroU32;
-
-/// How a run answered: the transition's answer, or the answers of the transition and
-/// the one chained after it, committed together.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Answer<O> {
-    /// The transition's own answer.
-    One(O),
-    /// The transition's answer and the chained transition's.
-    Chained(O, O),
-}
 
 /// The commit a run tries first, before any read of its own.
 pub(super) enum Fast<O, V> {
@@ -34,13 +25,14 @@ pub(super) enum Fast<O, V> {
 }
 
 /// What the run does next.
-pub(super) enum Step<X, O, V> {
+pub(super) enum Step<X, T: Transition, V> {
     /// Hand this to the driver; its answer comes back through [`Running::handle`].
     Io(Io<X, V>),
-    /// The run is over: its answer, what it left known (when the call keeps it), and
-    /// its attempts.
+    /// The run is over: what it answered (the transition's answer or refusal, or the
+    /// answers of the transition and the one chained after it, committed together),
+    /// what it left known (when the call keeps it), and its attempts.
     Finished {
-        result: Result<Answer<O>, JournalError>,
+        answered: Answered<T>,
         known: Option<Known<V>>,
         attempts: u32,
     },
@@ -49,12 +41,13 @@ pub(super) enum Step<X, O, V> {
 /// A commit that landed: its writes and the update times they left.
 type Landed<'a, V> = (&'a [Write], &'a [Option<(V, CommitTime)>]);
 
-/// A run's end: its answer and what it left known.
-type Ending<O, V> = Result<(Answer<O>, Option<Known<V>>), JournalError>;
+/// A run's end: what it answered (never a refusal: that is the `Err`) and what it left
+/// known.
+type Ending<T, V> = Result<(Answered<T>, Option<Known<V>>), JournalError>;
 
 /// After a rollback: the run's end, or its next attempt.
-enum After<O, V> {
-    Finish(Ending<O, V>),
+enum After<T: Transition, V> {
+    Finish(Ending<T, V>),
     Retry(GrpcCode, RetryCause, bool),
 }
 
@@ -65,7 +58,7 @@ enum Phase<T: Transition, V> {
     Fast {
         written: Vec<Write>,
         base: Known<V>,
-        answer: Answer<T::Output>,
+        answer: Answered<T>,
     },
     /// A read of a read-and-decide attempt is in flight (`unlocked`: transaction
     /// mode's first attempt, read without a transaction).
@@ -85,7 +78,7 @@ enum Phase<T: Transition, V> {
         unlocked: bool,
     },
     /// A rollback is in flight.
-    RollingBack(After<T::Output, V>),
+    RollingBack(After<T, V>),
     /// The backoff before the next attempt.
     Waiting,
 }
@@ -100,6 +93,8 @@ pub(super) struct Running<T: Transition, V> {
     fast: Option<Fast<T::Output, V>>,
     /// Whether the first read-and-decide attempt takes no lock (transaction mode).
     unlocked: bool,
+    /// Strict mode's second `decide` for every attempt (the test store's calls).
+    strict: Option<Twice<T>>,
     attempts: u32,
     refused: u32,
     last_code: Option<GrpcCode>,
@@ -126,6 +121,7 @@ impl<T: Transition, V: Clone> Running<T, V> {
             remember,
             fast,
             unlocked: false,
+            strict: None,
             attempts: 0,
             refused: 0,
             last_code: None,
@@ -146,21 +142,33 @@ impl<T: Transition, V: Clone> Running<T, V> {
         self
     }
 
+    /// The same run, every attempt in the attempt machine's strict mode when `strict`
+    /// is given.
+    pub(super) fn strict(mut self, strict: Option<Twice<T>>) -> Self {
+        self.strict = strict;
+        self
+    }
+
     /// The first step: the fast commit, or the first read.
-    pub(super) fn start<X>(&mut self) -> Step<X, T::Output, V> {
+    pub(super) fn start<X>(&mut self) -> Step<X, T, V> {
         self.attempt()
     }
 
     /// The next attempt: the fast commit if one is left, a read otherwise.
-    fn attempt<X>(&mut self) -> Step<X, T::Output, V> {
+    fn attempt<X>(&mut self) -> Step<X, T, V> {
         self.attempts += 1;
         if let Some(fast) = self.fast.take() {
             let (plan_writes, base, answer, blind) = match fast {
-                Fast::Planned(plan) => (plan.writes, plan.base, Answer::One(plan.output), false),
-                Fast::Blind(plan) => (plan.writes, plan.base, Answer::One(plan.output), true),
+                Fast::Planned(plan) => (
+                    plan.writes,
+                    plan.base,
+                    Answered::Ran(Ok(plan.output)),
+                    false,
+                ),
+                Fast::Blind(plan) => (plan.writes, plan.base, Answered::Ran(Ok(plan.output)), true),
                 Fast::Chained(plan) => {
                     let (a, b) = plan.output;
-                    (plan.writes, plan.base, Answer::Chained(a, b), true)
+                    (plan.writes, plan.base, Answered::Chained(a, b), true)
                 }
             };
             let written = plan_writes.iter().map(|w| w.write.clone()).collect();
@@ -179,7 +187,7 @@ impl<T: Transition, V: Clone> Running<T, V> {
                 },
             });
         }
-        let mut attempt = Attempt::new(&self.op, self.paths.clone());
+        let mut attempt = Attempt::new(&self.op, self.paths.clone()).checked(self.strict);
         let unlocked = std::mem::take(&mut self.unlocked);
         let transactional = self.concurrency == Concurrency::Transaction && !unlocked;
         if transactional {
@@ -212,7 +220,7 @@ impl<T: Transition, V: Clone> Running<T, V> {
     }
 
     /// What the driver answered to the last step.
-    pub(super) fn handle<X>(&mut self, input: Input<V>) -> Step<X, T::Output, V> {
+    pub(super) fn handle<X>(&mut self, input: Input<V>) -> Step<X, T, V> {
         match (std::mem::replace(&mut self.phase, Phase::Idle), input) {
             (phase, Input::DeadlinePassed) => {
                 let error = Err(JournalError::unavailable(
@@ -278,7 +286,7 @@ impl<T: Transition, V: Clone> Running<T, V> {
                 Input::Committed(Ok(results)),
             ) => {
                 let known = self.known(&attempt, Some((&written, &results)));
-                self.end(Ok((Answer::One(output), known)))
+                self.end(Ok((Answered::Ran(Ok(output)), known)))
             }
             (
                 Phase::Committing {
@@ -312,7 +320,7 @@ impl<T: Transition, V: Clone> Running<T, V> {
         (mut transaction, read_time): (Option<TransactionId>, Option<V>),
         (first, unlocked): (bool, bool),
         read: Result<ReadAnswer<V>, RpcFailure>,
-    ) -> Step<X, T::Output, V> {
+    ) -> Step<X, T, V> {
         let transactional = self.concurrency == Concurrency::Transaction && !unlocked;
         let answer = match read {
             Ok(answer) => answer,
@@ -353,7 +361,7 @@ impl<T: Transition, V: Clone> Running<T, V> {
             }
             Action::Done(output) => {
                 let known = self.known(&attempt, None);
-                let result = Ok((Answer::One(output), known));
+                let result = Ok((Answered::Ran(Ok(output)), known));
                 match transaction {
                     Some(id) => self.roll_back(id, After::Finish(result)),
                     None => self.end(result),
@@ -401,7 +409,7 @@ impl<T: Transition, V: Clone> Running<T, V> {
         failure: RpcFailure,
         transaction: Option<TransactionId>,
         fast: bool,
-    ) -> Step<X, T::Output, V> {
+    ) -> Step<X, T, V> {
         let after = match failure {
             RpcFailure::Final(error) => After::Finish(Err(error)),
             RpcFailure::Retry { code, cause } => After::Retry(code, cause, fast),
@@ -420,18 +428,14 @@ impl<T: Transition, V: Clone> Running<T, V> {
     }
 
     /// Releases `id`, then goes on with `after`.
-    fn roll_back<X>(
-        &mut self,
-        id: TransactionId,
-        after: After<T::Output, V>,
-    ) -> Step<X, T::Output, V> {
+    fn roll_back<X>(&mut self, id: TransactionId, after: After<T, V>) -> Step<X, T, V> {
         self.phase = Phase::RollingBack(after);
         Step::Io(Io::Rollback(id))
     }
 
     /// Another attempt after a failure with `code`, unless the budget is spent. A
     /// refused fast path wrote nothing and spends none of it: read at once.
-    fn retry<X>(&mut self, code: GrpcCode, cause: RetryCause, fast: bool) -> Step<X, T::Output, V> {
+    fn retry<X>(&mut self, code: GrpcCode, cause: RetryCause, fast: bool) -> Step<X, T, V> {
         self.last_code = Some(code);
         let refused = fast && cause == RetryCause::PreconditionLost;
         if refused {
@@ -469,10 +473,10 @@ impl<T: Transition, V: Clone> Running<T, V> {
         })
     }
 
-    fn end<X>(&mut self, result: Ending<T::Output, V>) -> Step<X, T::Output, V> {
+    fn end<X>(&mut self, result: Ending<T, V>) -> Step<X, T, V> {
         match result {
-            Ok((answer, known)) => Step::Finished {
-                result: Ok(answer),
+            Ok((answered, known)) => Step::Finished {
+                answered,
                 known,
                 attempts: self.attempts,
             },
@@ -480,13 +484,11 @@ impl<T: Transition, V: Clone> Running<T, V> {
         }
     }
 
-    fn finish<X>(
-        &mut self,
-        result: Result<Answer<T::Output>, JournalError>,
-    ) -> Step<X, T::Output, V> {
+    /// The run's end with `result`, leaving nothing known.
+    fn finish<X>(&mut self, result: Result<Answered<T>, JournalError>) -> Step<X, T, V> {
         self.phase = Phase::Idle;
         Step::Finished {
-            result,
+            answered: result.unwrap_or_else(|error| Answered::Ran(Err(error))),
             known: None,
             attempts: self.attempts,
         }

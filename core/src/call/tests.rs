@@ -3,7 +3,6 @@
 //! is refused, an RPC fails, a transaction is left open or a deadline passes.
 
 use super::*;
-use crate::answer::ProviderAnswer;
 use crate::digest::Digest;
 use crate::error::GrpcCode;
 use crate::execute::Execution;
@@ -12,7 +11,9 @@ use crate::identity::{CommandIdentity, CommandInput, CommandRequest, LeaseId};
 use crate::lease::{Acquire, CommandCall, LeaseCall, LeaseOutput, StatusRead};
 use crate::registration::{Registration, RegistrationOutcome};
 use crate::sends::plan::{ProviderPlan, ProviderPlanRequest};
+use crate::sends::provider::ProviderAnswer;
 use crate::testing::{CallTrace, Store};
+use crate::time::Timestamp;
 use serde_json::json;
 
 const NOW: i64 = 1_800_000_000_123_456;
@@ -62,6 +63,7 @@ fn options(concurrency: Concurrency, attempts: u32) -> CallOptions {
         concurrency,
         attempts: NonZeroU32::new(attempts).unwrap(),
         fast_paths: true,
+        deadline: None,
     }
 }
 
@@ -314,10 +316,13 @@ fn without_fast_paths_every_transition_reads_and_decides() {
 #[test]
 fn a_driver_that_polls_out_of_turn_gets_an_internal_error() {
     let mut call = Call::<_, u64>::new(status(), options(Concurrency::Preconditions, 1));
-    assert!(matches!(call.poll(now()), Io::Began(OperationName::Status)));
-    assert!(matches!(call.poll(now()), Io::Read { .. }));
     assert!(matches!(
-        call.poll(now()),
+        call.poll(Now::unstepped(now())),
+        Io::Began(OperationName::Status)
+    ));
+    assert!(matches!(call.poll(Now::unstepped(now())), Io::Read { .. }));
+    assert!(matches!(
+        call.poll(Now::unstepped(now())),
         Io::Done(Err(JournalError::Internal { .. }))
     ));
 }
@@ -593,3 +598,5 @@ fn a_second_start_keeps_nothing_and_the_reconciliation_after_it_reads() {
         ]
     );
 }
+
+mod deadlines;

@@ -12,8 +12,8 @@ use std::collections::HashMap;
 pub type FieldMap = HashMap<String, Value>;
 
 /// Reads a field map whose exact field set was checked on construction. Every
-/// failure is `journal_corrupt` with the document kind as its reason; the field name
-/// (never a value) goes to the debug log.
+/// failure is `journal_corrupt` with the document kind as its reason and the field's
+/// name (never its value) as its detail, which the shell logs; nothing here logs.
 pub struct Strict<'a> {
     fields: &'a FieldMap,
     kind: &'static str,
@@ -29,18 +29,16 @@ impl<'a> Strict<'a> {
         let exact =
             fields.len() == expected.len() && expected.iter().all(|n| fields.contains_key(*n));
         if !exact {
-            tracing::debug!(kind, "unexpected field set");
-            return Err(JournalError::corrupt(kind));
+            return Err(JournalError::corrupt_at(kind, "field set"));
         }
         Ok(Self { fields, kind })
     }
 
-    fn fail(&self, name: &str) -> JournalError {
-        tracing::debug!(kind = self.kind, field = name, "malformed field");
-        JournalError::corrupt(self.kind)
+    fn fail(&self, name: &'static str) -> JournalError {
+        JournalError::corrupt_at(self.kind, name)
     }
 
-    fn get(&self, name: &str) -> Result<&'a ValueType, JournalError> {
+    fn get(&self, name: &'static str) -> Result<&'a ValueType, JournalError> {
         self.fields
             .get(name)
             .and_then(|v| v.value_type.as_ref())
@@ -48,7 +46,7 @@ impl<'a> Strict<'a> {
     }
 
     /// A boolean value.
-    pub fn boolean(&self, name: &str) -> Result<bool, JournalError> {
+    pub fn boolean(&self, name: &'static str) -> Result<bool, JournalError> {
         match self.get(name)? {
             ValueType::BooleanValue(v) => Ok(*v),
             _ => Err(self.fail(name)),
@@ -56,7 +54,7 @@ impl<'a> Strict<'a> {
     }
 
     /// An integer value (not a double).
-    pub fn int(&self, name: &str) -> Result<i64, JournalError> {
+    pub fn int(&self, name: &'static str) -> Result<i64, JournalError> {
         match self.get(name)? {
             ValueType::IntegerValue(v) => Ok(*v),
             _ => Err(self.fail(name)),
@@ -66,7 +64,7 @@ impl<'a> Strict<'a> {
     /// An integer within `range`.
     pub fn int_in(
         &self,
-        name: &str,
+        name: &'static str,
         range: std::ops::RangeInclusive<i64>,
     ) -> Result<i64, JournalError> {
         let v = self.int(name)?;
@@ -78,12 +76,12 @@ impl<'a> Strict<'a> {
     }
 
     /// A fence epoch: an integer from 1 to 9,999,999,999.
-    pub fn fence(&self, name: &str) -> Result<FenceEpoch, JournalError> {
+    pub fn fence(&self, name: &'static str) -> Result<FenceEpoch, JournalError> {
         FenceEpoch::new(self.int(name)?).map_err(|_| self.fail(name))
     }
 
     /// A null, or a fence epoch.
-    pub fn nullable_fence(&self, name: &str) -> Result<Option<FenceEpoch>, JournalError> {
+    pub fn nullable_fence(&self, name: &'static str) -> Result<Option<FenceEpoch>, JournalError> {
         match self.get(name)? {
             ValueType::NullValue(_) => Ok(None),
             ValueType::IntegerValue(v) => {
@@ -94,12 +92,12 @@ impl<'a> Strict<'a> {
     }
 
     /// An attempt number: an integer from 1 to 9,999.
-    pub fn attempt(&self, name: &str) -> Result<AttemptNumber, JournalError> {
+    pub fn attempt(&self, name: &'static str) -> Result<AttemptNumber, JournalError> {
         AttemptNumber::new(self.int(name)?).map_err(|_| self.fail(name))
     }
 
     /// A string value.
-    pub fn string(&self, name: &str) -> Result<&'a str, JournalError> {
+    pub fn string(&self, name: &'static str) -> Result<&'a str, JournalError> {
         match self.get(name)? {
             ValueType::StringValue(v) => Ok(v),
             _ => Err(self.fail(name)),
@@ -107,7 +105,7 @@ impl<'a> Strict<'a> {
     }
 
     /// A string equal to `expected`.
-    pub fn string_eq(&self, name: &str, expected: &str) -> Result<(), JournalError> {
+    pub fn string_eq(&self, name: &'static str, expected: &str) -> Result<(), JournalError> {
         if self.string(name)? == expected {
             Ok(())
         } else {
@@ -118,19 +116,19 @@ impl<'a> Strict<'a> {
     /// A string parsed by `parse` (an enum or validated newtype).
     pub fn parsed<T, E>(
         &self,
-        name: &str,
+        name: &'static str,
         parse: impl FnOnce(&str) -> Result<T, E>,
     ) -> Result<T, JournalError> {
         parse(self.string(name)?).map_err(|_| self.fail(name))
     }
 
     /// A lowercase hex SHA-256 string.
-    pub fn digest(&self, name: &str) -> Result<Digest, JournalError> {
+    pub fn digest(&self, name: &'static str) -> Result<Digest, JournalError> {
         Digest::parse(self.string(name)?).ok_or_else(|| self.fail(name))
     }
 
     /// A null value (not absent, not an empty string).
-    pub fn null(&self, name: &str) -> Result<(), JournalError> {
+    pub fn null(&self, name: &'static str) -> Result<(), JournalError> {
         match self.get(name)? {
             ValueType::NullValue(_) => Ok(()),
             _ => Err(self.fail(name)),
@@ -138,7 +136,7 @@ impl<'a> Strict<'a> {
     }
 
     /// A timestamp value in whole microseconds within Firestore's range.
-    pub fn timestamp(&self, name: &str) -> Result<Timestamp, JournalError> {
+    pub fn timestamp(&self, name: &'static str) -> Result<Timestamp, JournalError> {
         match self.get(name)? {
             ValueType::TimestampValue(ts) => {
                 Timestamp::from_value_time(ts).ok_or_else(|| self.fail(name))
@@ -150,7 +148,7 @@ impl<'a> Strict<'a> {
     /// A null, or a string parsed by `parse`.
     pub fn nullable<T, E>(
         &self,
-        name: &str,
+        name: &'static str,
         parse: impl FnOnce(&str) -> Result<T, E>,
     ) -> Result<Option<T>, JournalError> {
         match self.get(name)? {
@@ -161,7 +159,10 @@ impl<'a> Strict<'a> {
     }
 
     /// A null, or a timestamp value.
-    pub fn nullable_timestamp(&self, name: &str) -> Result<Option<Timestamp>, JournalError> {
+    pub fn nullable_timestamp(
+        &self,
+        name: &'static str,
+    ) -> Result<Option<Timestamp>, JournalError> {
         match self.get(name)? {
             ValueType::NullValue(_) => Ok(None),
             ValueType::TimestampValue(ts) => Timestamp::from_value_time(ts)
@@ -172,7 +173,7 @@ impl<'a> Strict<'a> {
     }
 
     /// The `journal_corrupt` error of this document kind, for relation checks.
-    pub fn corrupt(&self, relation: &str) -> JournalError {
+    pub fn corrupt(&self, relation: &'static str) -> JournalError {
         self.fail(relation)
     }
 }

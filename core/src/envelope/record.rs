@@ -97,6 +97,12 @@ impl<T: MarksResult> WithResult<T> {
 }
 
 impl<T> WithResult<T> {
+    #[cfg(test)]
+    /// The wrapped transition, and the envelope its success stores.
+    pub(crate) fn parts(&self) -> (&T, Option<&ResultEnvelope>) {
+        (&self.inner, self.result.as_ref().map(|r| &r.envelope))
+    }
+
     fn corrupt<O>(reason: &'static str) -> Decision<O> {
         Decision::Reject(JournalError::corrupt(reason))
     }

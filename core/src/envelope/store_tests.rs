@@ -6,7 +6,6 @@ use super::ResultEnvelope;
 use super::read::ResultRead;
 use super::record::WithResult;
 use super::stored::{self, StoredResult};
-use crate::answer::Closing;
 use crate::digest::Digest;
 use crate::document::fields::{self, FieldMap};
 use crate::document::lifecycle;
@@ -21,7 +20,8 @@ use crate::sends::AttemptNumber;
 use crate::sends::SendOutcomeOutput;
 use crate::sends::begin::BeginSend;
 use crate::sends::guard::Guarded;
-use crate::sends::record::RecordAnswer;
+use crate::sends::provider::Closing;
+use crate::sends::record::Record;
 use crate::sends::tests::{CUTOFF, SEC, T0, at, plan};
 use crate::testing::Store;
 use crate::transaction::Write;
@@ -412,8 +412,8 @@ fn refusals_of_the_terminal_transition_pass_through_unwritten() {
     );
 }
 
-fn record(envelope: &ResultEnvelope, now: i64) -> WithResult<RecordAnswer> {
-    let op = RecordAnswer::outcome(
+fn record(envelope: &ResultEnvelope, now: i64) -> WithResult<Record> {
+    let op = Record::outcome(
         call(0, now),
         FenceEpoch::stored(1),
         AttemptNumber::FIRST,
@@ -423,8 +423,8 @@ fn record(envelope: &ResultEnvelope, now: i64) -> WithResult<RecordAnswer> {
     WithResult::new(op, &hash(), at(now), envelope)
 }
 
-fn reconcile(envelope: &ResultEnvelope, now: i64) -> WithResult<RecordAnswer> {
-    let op = RecordAnswer::reconciliation(
+fn reconcile(envelope: &ResultEnvelope, now: i64) -> WithResult<Record> {
+    let op = Record::reconciliation(
         call(0, now),
         FenceEpoch::stored(1),
         AttemptNumber::FIRST,
@@ -475,7 +475,7 @@ fn a_reconciled_success_after_the_cutoff_stores_its_envelope() {
     store
         .answer(&BeginSend::new(call(0, T1), FenceEpoch::stored(1), plan(0)))
         .expect("permit");
-    let ambiguous = RecordAnswer::outcome(
+    let ambiguous = Record::outcome(
         call(0, T1 + SEC),
         FenceEpoch::stored(1),
         AttemptNumber::FIRST,
@@ -492,7 +492,7 @@ fn a_reconciled_success_after_the_cutoff_stores_its_envelope() {
         refused(
             &mut store,
             &WithResult::new(
-                RecordAnswer::outcome(
+                Record::outcome(
                     call(0, late + SEC),
                     FenceEpoch::stored(2),
                     AttemptNumber::FIRST,
@@ -506,7 +506,7 @@ fn a_reconciled_success_after_the_cutoff_stores_its_envelope() {
         ),
         "attempt_mismatch"
     );
-    let op = RecordAnswer::reconciliation(
+    let op = Record::reconciliation(
         call(0, late + SEC),
         FenceEpoch::stored(2),
         AttemptNumber::FIRST,
@@ -542,7 +542,7 @@ fn a_declined_attempt_conflicts_with_an_envelope() {
         .answer(&BeginSend::new(call(0, T1), FenceEpoch::stored(1), plan(0)))
         .expect("permit");
     store
-        .answer(&RecordAnswer::outcome(
+        .answer(&Record::outcome(
             call(0, T1 + SEC),
             FenceEpoch::stored(1),
             AttemptNumber::FIRST,

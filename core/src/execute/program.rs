@@ -1,87 +1,107 @@
-//! `execute` as a [`Program`] of the call machine: the protocol's steps
-//! ([`super::protocol`]) turned into the transitions and provider calls the machine
-//! runs. What each transition leaves known goes to the next (but the status read's and
-//! a second start's: those keep nothing): in preconditions mode a new command's lease
-//! and permit are one blind commit (the permit chained after the start), its outcome
-//! one commit planned from the state that commit left, and a replay's result is
-//! answered from the read its start made; in transaction mode the start and its
-//! permit are one transaction over one read ([`super::opening`]).
+//! `execute` as a [`Program`] of the call machine, its states an enum carrying their
+//! data: the opening (a start, with the permit decided with it), the permit, the
+//! send, then the settle program (`crate::settle`) with whatever the provider
+//! answered, or with a lookup once the cutoff has passed, and the stored result.
+//!
+//! | state | answer | next |
+//! |---|---|---|
+//! | opening | acquired, enough lease left (the permit decided with it, when it was) | `begin_send` |
+//! | | acquired, less than 1 s left after the 10 s margin | `RetryLater` (the lease's remaining time) |
+//! | | busy | `InProgress` |
+//! | | succeeded, failed | the stored result, `Declined` |
+//! | permitting | permitted, enough lease left | send with the permit's key and the plan's parameters |
+//! | | permitted, too little left | `RetryLater` (the permit stands: the next holder re-sends it) |
+//! | | succeeded, failed | the stored result, `Declined` |
+//! | | `send_cutoff_passed` | settle from a lookup, under the lease |
+//! | | the lease lost | `InProgress` |
+//! | sending | the provider's answer (or `Unknown` past the deadline) | settle from it, under the lease |
+//! | settling | succeeded | the envelope settled, or the stored result |
+//! | | declined | `Declined` |
+//! | | absent, the first in this call | `begin_send` (the next attempt, its new key) |
+//! | | open, or too little lease left | `RetryLater` (the lease's remaining time) |
+//! | | not found, unavailable | `PendingReconciliation` |
+//! | | in progress | `InProgress` |
+//! | | ended | as a start that answered it |
+//! | fetching | the stored result, or none | `Succeeded` with it, `SucceededWithoutResult` |
+//!
+//! The lease's remaining time (what the provider's deadline, the lookup's and every
+//! `RetryLater` are derived from) is the lesser on the trusted clock's two readings
+//! (`crate::settle::Held`): a wall clock stepped back after the lease was heard
+//! lengthens none of them. A lease is heard at the reading of the poll after its start
+//! answered, or, when the permit was decided with it, at the start's own. A recording
+//! of the provider's answer that fails because the call's deadline passed ends the
+//! call with that error (`unavailable`), nothing written: the permit stands, and the
+//! next call re-sends under the same key and records what the provider answers it.
+//!
+//! Every other error ends the call with that error. What each transition leaves known
+//! goes to the next (but a status read's and a second start's, which keep nothing): in
+//! preconditions mode a new command's lease and permit are one blind commit, its
+//! outcome one commit planned from the state that commit left, and a replay's result is
+//! answered from the read its start made; in transaction mode the start and its permit
+//! are one transaction over one read ([`super::opening`]).
 
 use super::Execution;
-use super::opening::Opening;
-use super::protocol::{Event, Protocol, Step};
-use crate::answer::ProviderAnswer;
-use crate::call::{
-    Answered, Concurrency, Labelled, LookupCall, Metric, Next, Program, Run, SendCall,
-};
+use super::opening::{AfterStart, Opening, Second, after_start};
+use crate::call::{Answered, Concurrency, Labelled, Metric, Next, Now, Program, Run};
 use crate::digest::Digest;
 use crate::envelope::ResultEnvelope;
 use crate::envelope::read::ResultRead;
-use crate::envelope::record::WithResult;
 use crate::error::JournalError;
 use crate::identity::CommandIdentity;
-use crate::lease::{CommandCall, LeaseCall};
+use crate::lease::{CommandCall, CommandState, LeaseCall, TerminalOutput};
 use crate::sends::begin::BeginSend;
-use crate::sends::load::first_read;
 use crate::sends::plan::ProviderPlan;
-use crate::sends::record::{Mode, RecordAnswer};
-use crate::sends::status::SendStatusRead;
-use crate::sends::{BeginSendOutput, CommandStatus, SendOutcomeOutput};
+use crate::sends::provider::SendRequest;
+use crate::sends::{AttemptNumber, BeginSendOutput};
+use crate::settle::{Held, Settle, SettleOp, SettleOutput, Settled, Source, lease_lost};
 use crate::start::{Start, StartOutput};
-use crate::then::Second;
 use crate::time::Timestamp;
 use crate::transaction::OperationName;
 
 /// The transitions of an `execute` call.
+#[derive(Debug, Clone)]
 pub enum ExecuteOp {
-    /// The call's start.
+    /// The call's first start (alone: its permit, if any, chained by the machine).
     Start(Start),
     /// Its first start and the permit after it, as one transaction.
     Opening(Box<Opening>),
     /// `begin_send`.
     BeginSend(BeginSend),
-    /// `record_send_outcome` or `reconcile_send`.
-    Record(WithResult<RecordAnswer>),
-    /// `send_status`.
-    Status(SendStatusRead),
+    /// A transition of the settle program.
+    Settle(SettleOp),
     /// `result`.
     Result(ResultRead),
 }
 
 /// What a transition of an `execute` call answered.
-#[derive(Debug)]
-pub enum ExecuteAnswer {
+#[derive(Debug, Clone, PartialEq)]
+pub enum ExecuteOutput {
     /// The start's lease.
     Started(StartOutput),
-    /// The opening's lease, and the permit decided with it, if the protocol asked for
-    /// one.
+    /// The opening's lease, and the permit decided with it, if its lease let it send.
     Opened(StartOutput, Second<BeginSend>),
     /// The permit.
     BeganSend(BeginSendOutput),
-    /// The recorded answer.
-    Recorded(SendOutcomeOutput),
-    /// The send status.
-    Status(CommandStatus),
+    /// What the settle program's transition answered.
+    Settle(SettleOutput),
     /// The stored result.
     Result(Option<ResultEnvelope>),
 }
 
-crate::call::transitions!(ExecuteOp => ExecuteAnswer {
-    Start => ExecuteAnswer::Started,
-    Opening => |(started, began)| ExecuteAnswer::Opened(started, began),
-    BeginSend => ExecuteAnswer::BeganSend,
-    Record => ExecuteAnswer::Recorded,
-    Status => ExecuteAnswer::Status,
-    Result => ExecuteAnswer::Result,
+crate::call::transitions!(ExecuteOp => ExecuteOutput {
+    Start => ExecuteOutput::Started,
+    Opening => |(started, began)| ExecuteOutput::Opened(started, began),
+    BeginSend => ExecuteOutput::BeganSend,
+    Settle => ExecuteOutput::Settle,
+    Result => ExecuteOutput::Result,
 });
 
-impl Labelled for ExecuteAnswer {
+impl Labelled for ExecuteOutput {
     fn label(&self) -> &'static str {
         match self {
             Self::Started(output) | Self::Opened(output, _) => output.label(),
             Self::BeganSend(output) => output.label(),
-            Self::Recorded(output) => output.label(),
-            Self::Status(output) => output.label(),
+            Self::Settle(output) => output.label(),
             Self::Result(output) => output.label(),
         }
     }
@@ -104,37 +124,82 @@ impl Labelled for ExecuteAnswer {
     }
 }
 
-/// Which step's answer the program waits for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Waiting {
-    Start,
-    BeginSend,
-    Send,
-    Record,
-    Status,
-    Lookup,
-    Reconcile,
-    Result,
+impl Labelled for Execution {
+    fn label(&self) -> &'static str {
+        match self {
+            Self::Succeeded(_) => "succeeded",
+            Self::SucceededWithoutResult => "succeeded_without_result",
+            Self::Declined => "declined",
+            Self::InProgress => "in_progress",
+            Self::RetryLater { .. } => "retry_later",
+            Self::PendingReconciliation => "pending_reconciliation",
+        }
+    }
 }
 
-/// One `execute` call: the holder, the plan, the protocol.
+/// Which of the call's attempts: a recorded absence opens one more, once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Round {
+    /// The attempt the call found or opened first.
+    First,
+    /// The attempt opened after this call recorded the one before absent.
+    AfterAbsence,
+}
+
+/// Where the call stands between steps.
+#[derive(Debug, Clone)]
+enum State {
+    /// Not begun.
+    New,
+    /// The call's first start is in flight, with the permit decided with it when its
+    /// lease lets it send, both decided at the reading `at`.
+    Opening { opening: Box<Opening>, at: Now },
+    /// `begin_send` under `lease` is in flight.
+    Permitting { lease: Held, round: Round },
+    /// The provider's send of `attempt` is in flight.
+    Sending {
+        lease: Held,
+        round: Round,
+        attempt: AttemptNumber,
+    },
+    /// The settle program runs under `lease`.
+    Settling {
+        lease: Held,
+        round: Round,
+        settle: Box<Settle>,
+    },
+    /// The stored result's read is in flight.
+    Fetching,
+    /// The call answered.
+    Done,
+}
+
+/// One `execute` call: the holder, the plan, and where the call stands. `Debug`
+/// shows where it stands, never the plan's parameters.
+#[derive(Clone)]
 pub struct ExecuteProgram {
     identity: CommandIdentity,
     owner: Digest,
     plan: ProviderPlan,
     parameters: serde_json::Value,
-    protocol: Protocol,
-    first: Option<Step>,
-    opened: bool,
-    /// The time the call's first start captured: the protocol hears the lease a
-    /// permit was committed with at that time, as the permit was decided.
-    opened_at: Option<Timestamp>,
-    /// Whether the start in flight is the call's first, which a permit may follow in
-    /// one commit.
-    chaining: bool,
-    waiting: Option<Waiting>,
     concurrency: Concurrency,
     fast_paths: bool,
+    state: State,
+}
+
+impl std::fmt::Debug for ExecuteProgram {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExecuteProgram")
+            .field("state", &self.state)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the call does then: its next step, or its answer.
+type Then = Result<Next<ExecuteOp, Execution>, JournalError>;
+
+fn out_of_turn() -> JournalError {
+    JournalError::internal("execute: an answer out of turn")
 }
 
 impl ExecuteProgram {
@@ -149,20 +214,14 @@ impl ExecuteProgram {
     ) -> Result<Self, JournalError> {
         let parameters = serde_json::from_str(plan.canonical_parameters())
             .map_err(|_| JournalError::internal("execute: plan parameters"))?;
-        let (protocol, first) = Protocol::new();
         Ok(Self {
             identity,
             owner,
             plan,
             parameters,
-            protocol,
-            first: Some(first),
-            opened: false,
-            opened_at: None,
-            chaining: false,
-            waiting: None,
             concurrency,
             fast_paths,
+            state: State::New,
         })
     }
 
@@ -170,75 +229,177 @@ impl ExecuteProgram {
         LeaseCall::new(self.identity.clone(), self.owner.clone(), now)
     }
 
-    /// The protocol's event for what the step it waited for answered; `None` at the
-    /// call's beginning.
-    fn event(&mut self, last: Answered<ExecuteOp>) -> Result<Option<Event>, JournalError> {
-        use ExecuteAnswer as A;
-        let out_of_turn = || JournalError::internal("execute: an answer out of turn");
-        let event = match (self.waiting.take(), last) {
-            (None, Answered::Nothing) => return Ok(None),
-            (Some(Waiting::Start), Answered::Ran(Ok(A::Started(started)))) => {
-                Event::Started(started.lease)
-            }
-            (Some(Waiting::Start), Answered::Ran(Ok(A::Opened(started, None)))) => {
-                Event::Started(started.lease)
-            }
-            (Some(Waiting::Start), Answered::Ran(Ok(A::Opened(started, Some(began))))) => {
-                self.permitted(started, began)?
-            }
-            (Some(Waiting::Start), Answered::Chained(A::Started(started), A::BeganSend(began))) => {
-                self.permitted(started, Ok(began))?
-            }
-            (Some(Waiting::BeginSend), Answered::Ran(ran)) => {
-                Event::BeganSend(ran.and_then(|answer| match answer {
-                    A::BeganSend(began) => Ok(began),
-                    _ => Err(out_of_turn()),
-                }))
-            }
-            (Some(Waiting::Record), Answered::Ran(ran)) => Event::Recorded(recorded(ran)),
-            (Some(Waiting::Reconcile), Answered::Ran(ran)) => Event::Reconciled(recorded(ran)),
-            (Some(Waiting::Status), Answered::Ran(ran)) => match ran? {
-                A::Status(status) => Event::Status(status.send),
-                _ => return Err(out_of_turn()),
-            },
-            (Some(Waiting::Result), Answered::Ran(ran)) => match ran? {
-                A::Result(result) => Event::Fetched(result),
-                _ => return Err(out_of_turn()),
-            },
-            (Some(Waiting::Start), Answered::Ran(Err(error))) => return Err(error),
-            (Some(Waiting::Send), Answered::Sent(answer)) => Event::Sent(answer),
-            (Some(Waiting::Lookup), Answered::LookedUp(answer)) => Event::LookedUp(answer),
-            _ => return Err(out_of_turn()),
-        };
-        Ok(Some(event))
+    fn go(&mut self, state: State, next: Next<ExecuteOp, Execution>) -> Then {
+        self.state = state;
+        Ok(next)
     }
 
-    /// The permit committed with the lease: the protocol hears the lease at the
-    /// time both were decided (and must then ask for that permit), and the permit is
-    /// the event that follows.
-    fn permitted(
+    fn done(&mut self, execution: Execution) -> Then {
+        self.go(State::Done, Next::Done(execution))
+    }
+
+    /// The call's first start, read on the set `begin_send` reads: in transaction
+    /// mode the opening as one transaction; otherwise the start alone, its permit
+    /// chained by the machine in preconditions mode ([`Program::chained`]).
+    fn open(&mut self, now: Now) -> Then {
+        let start = Start::new(self.identity.clone(), self.owner.clone(), now.at);
+        let opening = Opening::new(start, self.call(now.at), self.plan.clone());
+        let paths = opening.paths();
+        let op = match (self.concurrency, self.fast_paths) {
+            (Concurrency::Transaction, true) => ExecuteOp::Opening(Box::new(opening.clone())),
+            _ => ExecuteOp::Start(opening.start()),
+        };
+        self.go(
+            State::Opening {
+                opening: Box::new(opening),
+                at: now,
+            },
+            Next::Run(Run::op(op).reading(paths)),
+        )
+    }
+
+    /// What follows a start that answered `started`, at `now`.
+    fn started(&mut self, started: StartOutput, now: Now) -> Then {
+        match after_start(started.lease, now) {
+            AfterStart::Permit(lease) => self.permit(lease, Round::First, now),
+            AfterStart::Fetch => self.fetch(now),
+            AfterStart::Answer(execution) => self.done(execution),
+        }
+    }
+
+    /// `begin_send` under `lease`.
+    fn permit(&mut self, lease: Held, round: Round, now: Now) -> Then {
+        let op = BeginSend::new(self.call(now.at), lease.fence, self.plan.clone());
+        self.go(
+            State::Permitting { lease, round },
+            Next::Run(Run::op(ExecuteOp::BeginSend(op))),
+        )
+    }
+
+    /// What `begin_send` under `lease` answered.
+    fn began(
         &mut self,
-        started: StartOutput,
+        lease: Held,
+        round: Round,
         began: Result<BeginSendOutput, JournalError>,
-    ) -> Result<Event, JournalError> {
-        let at = self
-            .opened_at
-            .ok_or(JournalError::internal("execute: a permit before the start"))?;
-        match self.protocol.step(Event::Started(started.lease), at)? {
-            Step::BeginSend { .. } => Ok(Event::BeganSend(began)),
-            _ => Err(JournalError::internal(
-                "execute: a permit the protocol did not ask for",
+        now: Now,
+    ) -> Then {
+        match began {
+            Ok(BeginSendOutput::Permitted(permit)) => match lease.deadline(now) {
+                Some(deadline) => self.go(
+                    State::Sending {
+                        lease,
+                        round,
+                        attempt: permit.attempt,
+                    },
+                    Next::Send(SendRequest {
+                        key: permit.provider_idempotency_key,
+                        parameters: self.parameters.clone(),
+                        deadline,
+                        attempt: permit.attempt,
+                        resend: permit.resend,
+                    }),
+                ),
+                // The permit stands: the next holder re-sends it with the same key.
+                None => self.done(Execution::RetryLater {
+                    after: lease.retry_after(now),
+                }),
+            },
+            Ok(BeginSendOutput::Terminal(TerminalOutput::Succeeded)) => self.fetch(now),
+            Ok(BeginSendOutput::Terminal(TerminalOutput::FailedFinal)) => {
+                self.done(Execution::Declined)
+            }
+            // Nothing may be sent any more: the provider is asked instead.
+            Err(JournalError::SendCutoffPassed) => self.settle(lease, round, Source::Lookup, now),
+            Err(error) if lease_lost(&error) => self.done(Execution::InProgress),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// The settle program from `source` under `lease`.
+    fn settle(&mut self, lease: Held, round: Round, source: Source, now: Now) -> Then {
+        let settle = Settle::under(
+            self.identity.clone(),
+            self.owner.clone(),
+            self.plan.clone(),
+            lease,
+            source,
+        );
+        self.settling(lease, round, Box::new(settle), Answered::Nothing, now)
+    }
+
+    /// The settle program's next step after `last`, or, once it has settled, the
+    /// call's.
+    fn settling(
+        &mut self,
+        lease: Held,
+        round: Round,
+        mut settle: Box<Settle>,
+        last: Answered<SettleOp>,
+        now: Now,
+    ) -> Then {
+        let next = match settle.next(last, now)? {
+            Next::Done(settled) => return self.settled(lease, round, settled, now),
+            Next::Run(run) => Next::Run(run.map(ExecuteOp::Settle)),
+            Next::Lookup(request) => Next::Lookup(request),
+            Next::Send(_) => return Err(JournalError::internal("execute: settling sent")),
+        };
+        self.go(
+            State::Settling {
+                lease,
+                round,
+                settle,
+            },
+            next,
+        )
+    }
+
+    /// What the settle program under `lease` settled.
+    fn settled(&mut self, lease: Held, round: Round, settled: Settled, now: Now) -> Then {
+        match settled {
+            Settled::Succeeded(Some(envelope)) => self.done(Execution::Succeeded(envelope)),
+            Settled::Succeeded(None) | Settled::Ended(CommandState::Succeeded) => self.fetch(now),
+            Settled::Declined | Settled::Ended(CommandState::FailedFinal) => {
+                self.done(Execution::Declined)
+            }
+            Settled::Absent => match round {
+                // The next attempt, under its new key.
+                Round::First => self.permit(lease, Round::AfterAbsence, now),
+                Round::AfterAbsence => Err(JournalError::internal(
+                    "execute: a second absence in one call",
+                )),
+            },
+            Settled::Open | Settled::LeaseEnding => self.done(Execution::RetryLater {
+                after: lease.retry_after(now),
+            }),
+            Settled::NotFound | Settled::Unavailable => self.done(Execution::PendingReconciliation),
+            Settled::InProgress => self.done(Execution::InProgress),
+            Settled::Ended(CommandState::Registered | CommandState::Leased)
+            | Settled::NothingOpen
+            | Settled::OtherAccount => Err(JournalError::internal(
+                "execute: a job's answer under a held lease",
             )),
         }
     }
+
+    /// `result`, answered from what the call knows when its read holds it.
+    fn fetch(&mut self, now: Now) -> Then {
+        let read = ResultRead::new(CommandCall::new(self.identity.clone(), now.at));
+        let run = Run::op(ExecuteOp::Result(read)).observing();
+        self.go(State::Fetching, Next::Run(run))
+    }
 }
 
-/// A recording's answer as the protocol hears it.
-fn recorded(ran: Result<ExecuteAnswer, JournalError>) -> Result<SendOutcomeOutput, JournalError> {
-    match ran? {
-        ExecuteAnswer::Recorded(output) => Ok(output),
-        _ => Err(JournalError::internal("execute: an answer out of turn")),
-    }
+/// A settle program's answer, from an `execute` call's.
+fn to_settle(last: Answered<ExecuteOp>) -> Result<Answered<SettleOp>, JournalError> {
+    Ok(match last {
+        Answered::Ran(Ok(ExecuteOutput::Settle(output))) => Answered::Ran(Ok(output)),
+        Answered::Ran(Err(error)) => Answered::Ran(Err(error)),
+        Answered::LookedUp(answer) => Answered::LookedUp(answer),
+        Answered::Nothing | Answered::Ran(Ok(_)) | Answered::Chained(..) | Answered::Sent(_) => {
+            return Err(out_of_turn());
+        }
+    })
 }
 
 impl Program for ExecuteProgram {
@@ -253,152 +414,82 @@ impl Program for ExecuteProgram {
         true
     }
 
-    fn parameters(&self) -> Option<&serde_json::Value> {
-        Some(&self.parameters)
-    }
-
-    fn next(
-        &mut self,
-        last: Answered<ExecuteOp>,
-        now: Timestamp,
-    ) -> Result<Next<ExecuteOp, Execution>, JournalError> {
-        let mut step = match self.event(last)? {
-            None => self
-                .first
-                .take()
-                .ok_or(JournalError::internal("execute: began twice"))?,
-            Some(event) => self.protocol.step(event, now)?,
-        };
-        loop {
-            let prepared = |mode, fence, attempt, answer: &ProviderAnswer| {
-                RecordAnswer::prepare(
-                    self.call(now),
-                    fence,
-                    attempt,
-                    answer,
-                    Some(self.plan.clone()),
-                    mode,
-                )
-            };
-            let (waiting, next) = match step {
-                Step::Done(execution) => return Ok(Next::Done(execution)),
-                Step::Start if !self.opened => {
-                    self.opened = true;
-                    self.opened_at = Some(now);
-                    self.chaining = true;
-                    let call = self.call(now);
-                    let start = Start::new(self.identity.clone(), self.owner.clone(), now);
-                    let paths = first_read(call.command());
-                    let op = match (self.concurrency, self.fast_paths) {
-                        (Concurrency::Transaction, true) => ExecuteOp::Opening(Box::new(
-                            Opening::new(start, call, self.plan.clone(), &self.protocol),
-                        )),
-                        _ => ExecuteOp::Start(start),
-                    };
-                    (Waiting::Start, Next::Run(Run::op(op).reading(paths)))
-                }
-                // A second lease, taken to record the answer this call holds: read
-                // anew, and what it reads is not kept.
-                Step::Start => {
-                    let start = Start::new(self.identity.clone(), self.owner.clone(), now);
-                    let mut run = Run::op(ExecuteOp::Start(start)).fresh();
-                    run.keep = false;
-                    (Waiting::Start, Next::Run(run))
-                }
-                Step::BeginSend { fence } => {
-                    let op = BeginSend::new(self.call(now), fence, self.plan.clone());
-                    (
-                        Waiting::BeginSend,
-                        Next::Run(Run::op(ExecuteOp::BeginSend(op))),
-                    )
-                }
-                Step::Send {
-                    attempt,
-                    resend,
-                    key,
-                    deadline,
-                } => (
-                    Waiting::Send,
-                    Next::Send(SendCall {
-                        key,
-                        attempt,
-                        resend,
-                        deadline,
-                    }),
-                ),
-                Step::Record {
-                    fence,
-                    attempt,
-                    outcome,
-                } => match prepared(Mode::Outcome, fence, attempt, &outcome) {
-                    Ok(op) => (Waiting::Record, Next::Run(Run::op(ExecuteOp::Record(op)))),
-                    Err(error) => {
-                        step = self.protocol.step(Event::Recorded(Err(error)), now)?;
-                        continue;
-                    }
-                },
-                // A call of its own, as `send_status` is: what the call knows is neither
-                // planned from nor replaced by it.
-                Step::Status => {
-                    let read = SendStatusRead::new(CommandCall::new(self.identity.clone(), now))
-                        .for_plan(&self.plan);
-                    let mut run = Run::op(ExecuteOp::Status(read));
-                    run.keep = false;
-                    (Waiting::Status, Next::Run(run))
-                }
-                Step::Lookup { key, deadline, .. } => {
-                    (Waiting::Lookup, Next::Lookup(LookupCall { key, deadline }))
-                }
-                Step::Reconcile {
-                    fence,
-                    attempt,
-                    evidence,
-                } => match prepared(Mode::Reconciliation, fence, attempt, &evidence) {
-                    Ok(op) => (
-                        Waiting::Reconcile,
-                        Next::Run(Run::op(ExecuteOp::Record(op))),
-                    ),
-                    Err(error) => {
-                        step = self.protocol.step(Event::Reconciled(Err(error)), now)?;
-                        continue;
-                    }
-                },
-                Step::FetchResult => {
-                    let read = ResultRead::new(CommandCall::new(self.identity.clone(), now));
-                    let run = Run::op(ExecuteOp::Result(read)).observing();
-                    (Waiting::Result, Next::Run(run))
-                }
-            };
-            if waiting != Waiting::Start || !matches!(next, Next::Run(Run { fresh: false, .. })) {
-                self.chaining = false;
+    fn next(&mut self, last: Answered<ExecuteOp>, now: Now) -> Then {
+        use ExecuteOutput as O;
+        match (std::mem::replace(&mut self.state, State::Done), last) {
+            (State::New, Answered::Nothing) => self.open(now),
+            (State::Opening { at, .. }, Answered::Ran(ran)) => match ran? {
+                O::Started(started) | O::Opened(started, None) => self.started(started, now),
+                // The permit decided with the lease: the call goes on from it.
+                O::Opened(started, Some(began)) => self.opened(started, at, began, now),
+                _ => Err(out_of_turn()),
+            },
+            (
+                State::Opening { at, .. },
+                Answered::Chained(O::Started(started), O::BeganSend(began)),
+            ) => self.opened(started, at, Ok(began), now),
+            (State::Permitting { lease, round }, Answered::Ran(ran)) => {
+                let began = ran.and_then(|output| match output {
+                    O::BeganSend(began) => Ok(began),
+                    _ => Err(out_of_turn()),
+                });
+                self.began(lease, round, began, now)
             }
-            self.waiting = Some(waiting);
-            return Ok(next);
+            (
+                State::Sending {
+                    lease,
+                    round,
+                    attempt,
+                },
+                Answered::Sent(answer),
+            ) => self.settle(lease, round, Source::Sent { attempt, answer }, now),
+            (
+                State::Settling {
+                    lease,
+                    round,
+                    settle,
+                },
+                last,
+            ) => self.settling(lease, round, settle, to_settle(last)?, now),
+            (State::Fetching, Answered::Ran(ran)) => match ran? {
+                O::Result(Some(envelope)) => self.done(Execution::Succeeded(envelope)),
+                O::Result(None) => self.done(Execution::SucceededWithoutResult),
+                _ => Err(out_of_turn()),
+            },
+            _ => Err(out_of_turn()),
         }
     }
 
-    /// After the call's first start (preconditions mode), the permit the protocol
-    /// asks for after that lease, decided at the start's time.
-    fn chained(
-        &self,
-        first: &ExecuteOp,
-        output: &ExecuteAnswer,
-        now: Timestamp,
-    ) -> Option<ExecuteOp> {
-        let (ExecuteOp::Start(_), ExecuteAnswer::Started(started)) = (first, output) else {
-            return None;
-        };
-        if self.waiting != Some(Waiting::Start) || !self.chaining {
-            return None;
-        }
-        let mut probe = self.protocol.clone();
-        match probe.step(Event::Started(started.lease), now) {
-            Ok(Step::BeginSend { fence }) => Some(ExecuteOp::BeginSend(BeginSend::new(
-                self.call(now),
-                fence,
-                self.plan.clone(),
-            ))),
+    /// After the call's first start (preconditions mode), the permit its lease lets it
+    /// take, decided at the start's time by the opening's one rule.
+    fn chained(&self, first: &ExecuteOp, output: &ExecuteOutput, _now: Now) -> Option<ExecuteOp> {
+        match (&self.state, first, output) {
+            (
+                State::Opening { opening, .. },
+                ExecuteOp::Start(_),
+                ExecuteOutput::Started(started),
+            ) => opening.permit(started).map(ExecuteOp::BeginSend),
             _ => None,
         }
     }
 }
+
+impl ExecuteProgram {
+    /// The opening, decided at the reading `at`, answered `started` with the permit
+    /// `began` decided with it: the lease is heard at the time both were decided, and
+    /// the permit's deadline measured from then.
+    fn opened(
+        &mut self,
+        started: StartOutput,
+        at: Now,
+        began: Result<BeginSendOutput, JournalError>,
+        now: Now,
+    ) -> Then {
+        let lease = Held::of(started.lease, at)
+            .ok_or(JournalError::internal("execute: a permit without a lease"))?;
+        self.began(lease, Round::First, began, now)
+    }
+}
+
+#[cfg(test)]
+mod tests;

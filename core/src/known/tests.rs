@@ -5,7 +5,6 @@
 //! state the plan cannot prove is refused.
 
 use super::*;
-use crate::answer::ProviderAnswer;
 use crate::envelope::ResultEnvelope;
 use crate::envelope::record::WithResult;
 use crate::fence::FenceEpoch;
@@ -14,7 +13,8 @@ use crate::lease::LeaseCall;
 use crate::sends::AttemptNumber;
 use crate::sends::begin::BeginSend;
 use crate::sends::load::first_read;
-use crate::sends::record::RecordAnswer;
+use crate::sends::provider::ProviderAnswer;
+use crate::sends::record::Record;
 use crate::sends::{BeginSendOutput, ProviderPlan, ProviderPlanRequest};
 use crate::start::{Start, StartOutput};
 use crate::testing::{Store, fresh_lease};
@@ -95,9 +95,9 @@ fn fields(store: &Store) -> Vec<(String, crate::document::fields::FieldMap)> {
 }
 
 /// The outcome `answer` of attempt 1, recorded by `holder` under `fence`.
-fn first_outcome(holder: LeaseCall, fence: FenceEpoch, answer: ProviderAnswer) -> RecordAnswer {
+fn first_outcome(holder: LeaseCall, fence: FenceEpoch, answer: ProviderAnswer) -> Record {
     let (finding, _) = answer.closing(holder.identity());
-    RecordAnswer::outcome(
+    Record::outcome(
         holder,
         fence,
         AttemptNumber::FIRST,
@@ -184,7 +184,7 @@ fn an_outcome_planned_from_the_chained_state_writes_and_answers_what_reading_doe
         let holder = call(&lease, later);
         let (finding, result) = outcome.closing(holder.identity());
         let hash = holder.hash().clone();
-        let record = RecordAnswer::outcome(
+        let record = Record::outcome(
             holder,
             fence,
             AttemptNumber::FIRST,
@@ -240,7 +240,7 @@ fn nothing_is_planned_from_a_state_not_known_or_not_a_mutation() {
     let fence = fence(&plan_.output.0).expect("acquired");
     let mut store = Store::new();
     let known = commit_chained(&mut store, &plan_);
-    let outcome = RecordAnswer::outcome(
+    let outcome = Record::outcome(
         call(&lease, at(T0 + 1)),
         fence,
         AttemptNumber::FIRST,
@@ -273,7 +273,7 @@ fn nothing_is_planned_from_a_state_not_known_or_not_a_mutation() {
     );
 
     // A stale holder's fence decides a refusal: nothing planned.
-    let stale = RecordAnswer::outcome(
+    let stale = Record::outcome(
         call(&fresh_lease(), at(T0 + 1)),
         fence,
         AttemptNumber::FIRST,
@@ -518,7 +518,7 @@ fn a_superseded_holder_gets_no_permit_for_the_next_attempt_from_what_it_knows() 
     let fence_c = fence(&started).expect("a takeover");
     let holder = call(&c, at(provable));
     let (finding, _) = ProviderAnswer::NotFound.closing(holder.identity());
-    let absent = RecordAnswer::reconciliation(
+    let absent = Record::reconciliation(
         holder,
         fence_c,
         AttemptNumber::FIRST,
@@ -622,7 +622,7 @@ fn after_a_replay_recorded_the_lookups_evidence_is_planned_from_what_its_commit_
     let (finding, _) = found.closing(holder.identity());
     let hash = holder.hash().clone();
     let reconcile = WithResult::new(
-        RecordAnswer::reconciliation(
+        Record::reconciliation(
             holder,
             fence,
             AttemptNumber::FIRST,

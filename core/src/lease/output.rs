@@ -153,3 +153,17 @@ pub struct StatusOutput {
     /// Whether a lease is active at the captured time (false unless leased).
     pub lease_active: bool,
 }
+
+#[cfg(test)]
+impl StatusOutput {
+    /// A status of a leased command at `revision` under `fence`.
+    pub(crate) fn leased(revision: i64, fence: crate::fence::FenceEpoch, active: bool) -> Self {
+        Self {
+            journal_schema_version: 1,
+            state: CommandState::Leased,
+            command_revision: revision,
+            fence_epoch: Some(fence),
+            lease_active: active,
+        }
+    }
+}

@@ -2,21 +2,24 @@
 //! one atomic commit, or a comparison with the reservation that already holds the key.
 //!
 //! One read covers the reservation, every effect slot the command would create plus
-//! the next one, and (for a reversal) the original transactions its effects link.
-//! `decide` then:
+//! the next one, and (for a reversal) the original transactions its effects link and
+//! their correction bounds. `decide` then:
 //!
 //! ```text
 //! reservation absent, no effect in its slots      -> create reservation + effects (accepted)
+//!   (a reversal: and count it in each original's correction bound, or
+//!    reversal_exceeds_original when it would return more than booked)
 //! reservation absent, an effect in its slots      -> journal_corrupt (nothing written)
 //! reservation present, malformed or incomplete    -> journal_corrupt
 //! reservation present, rows contradict it         -> journal_corrupt
-//!   (integrity digest or rebuilt fingerprint)
+//!   (integrity digest, rebuilt fingerprint or fixed fields)
 //! reservation present, other scope                -> scope_mismatch
 //! reservation present, version without serializer -> unsupported_fingerprint_version
 //! reservation present, other family               -> replay_mismatch
 //! reservation present, other declared version     -> replay_mismatch
 //! reservation present, other fingerprint          -> replay_mismatch
 //! reservation present, same fingerprint           -> replayed, stored effects, no write
+//!   (the plan's items under the rule the stored schema names, `booking`)
 //! ```
 //!
 //! Every refusal writes nothing. The corruption rows come first: when the stored
@@ -25,6 +28,11 @@
 //!
 //! A uniqueness conflict at commit (another caller created the reservation or an
 //! effect first) is never reported: the runner re-reads and this table decides again.
+//!
+//! The charge flow's accept ([`Accept::charge`]) decides the same, except that an
+//! existing reservation is judged by the business tuple as a replay before pricing
+//! judges it (the stored effects with the supplied tuple, under the stored version):
+//! a worker that priced after another accepted the command gets the original effects.
 //!
 //! Decisions this module takes:
 //!
@@ -42,22 +50,37 @@
 //!   effect row (1–256 bytes of `[A-Za-z0-9_-]`); a name of another shape, or of a row
 //!   that does not exist when the reversal is first accepted, is `invalid_input` on
 //!   `effects`. The original row and its reservation are only read, never written.
+//! - A new reversal is bounded by what it corrects (`correction`): its commit counts
+//!   the magnitudes of its effects' amounts against each original's correction bound
+//!   (`ledgerTransactions/{original}/corrections/current`, created or replaced in the
+//!   same commit), and a total above what the original booked is
+//!   `reversal_exceeds_original`, nothing written. An existing reservation replays
+//!   before the bound is looked at.
 //! - A reversal must be one its retry's authority can state exactly: every effect
 //!   has the same `actor_seat_id` and the same `mechanism`, every compensating effect
 //!   (compensation cents above zero) the same `compensation_subtype`, and every
 //!   non-compensating effect a null subtype. Any other shape is `invalid_input` on
 //!   `effects`, so every accepted reversal can be replayed.
+//! - A new reservation's effects hold the fields seed 003 fixes (`booking`): the
+//!   mechanism null or one of the closed canonical values, and every non-recovery
+//!   effect (all but a reversal's compensating ones) zero compensation cents and null
+//!   locators and subtype; otherwise `invalid_input` on `effects`. Checked when the
+//!   reservation is absent only, so an exact retry of a command an earlier release
+//!   accepted still replays.
 //! - An exact replay also re-derives the fingerprint from the stored effects; if
 //!   they no longer produce the stored fingerprint the answer is `journal_corrupt`,
 //!   so a replay never returns effects that are not the accepted ones.
 
-use super::effect::{self, LedgerEffect, TransferLeg};
+use super::booking::fixed_fields_hold;
+use super::correction;
+use super::effect::{self, TransferLeg};
 use super::fingerprint::{
-    CURRENT_FINGERPRINT_VERSION, CommandFamily, EffectPlanItem, FingerprintInput, check_version,
+    CURRENT_FINGERPRINT_VERSION, CommandFamily, EffectPlanItem, FingerprintInput, Intent,
+    check_version,
 };
 use super::outcome::{LedgerOutcome, Outcome};
-use super::replay::reversal_is_replayable;
-use super::reservation::{LedgerScope, ReservationDocument};
+use super::replay::{Replay, reversal_is_replayable};
+use super::reservation::{LedgerScope, ReservationDocument, ReservationSchema};
 use super::stored::{self, Stored};
 use crate::digest::Digest;
 use crate::error::JournalError;
@@ -76,13 +99,18 @@ pub struct Accept {
     reservation_id: Digest,
     scope: LedgerScope,
     plan: FingerprintInput,
-    /// The fingerprint of a new reservation (under the current version).
+    /// The fingerprint of a new reservation: the plan's items with the family's
+    /// derived amounts null, under the current version.
     fingerprint: Digest,
     /// The effects a new reservation creates, in order.
     items: Vec<(EffectPlanItem, Option<TransferLeg>)>,
     /// For a reversal: the effect ids its effects link, deduplicated, in order.
     originals: Vec<String>,
     now: Timestamp,
+    /// How an existing reservation is judged: `None` by the plan's fingerprint (a bare
+    /// accept, seed 003 §6.3); in the charge flow, by the business tuple, as a replay
+    /// before pricing would (`Accept::charge`).
+    by_tuple: Option<Replay>,
 }
 
 fn is_original_id(text: &str) -> bool {
@@ -127,7 +155,10 @@ impl Accept {
                 }
             }
         }
-        let fingerprint = plan.fingerprint(CURRENT_FINGERPRINT_VERSION)?.digest;
+        let fingerprint = plan
+            .excluding_derived_amounts()
+            .fingerprint(CURRENT_FINGERPRINT_VERSION)?
+            .digest;
         Ok(Self {
             key: key.clone(),
             reservation_id: key.reservation_id(),
@@ -137,6 +168,32 @@ impl Accept {
             items,
             originals,
             now,
+            by_tuple: None,
+        })
+    }
+
+    /// The accept of the charge flow (docs/ledger.md, "The charge flow"): `plan`, priced
+    /// after a replay by `intent` found no reservation, is created as [`Accept::new`]
+    /// would; a reservation found instead (another worker accepted the command between
+    /// that replay and this commit, or wins the commit) is judged by the business tuple
+    /// under its stored version, as `replay_reserved_charge` judges it: the original
+    /// effects whatever this plan's pricing, `replay_mismatch` for another tuple or
+    /// family, `scope_mismatch` for another scope. `plan` must be of `intent`'s family
+    /// and carry exactly `intent` (`invalid_input` on `intent` otherwise).
+    pub fn charge(
+        key: &LedgerKey,
+        plan: &FingerprintInput,
+        scope: &LedgerScope,
+        intent: &Intent,
+        now: Timestamp,
+    ) -> Result<Self, JournalError> {
+        if plan.family() != intent.family() || plan.intent() != Some(intent) {
+            return Err(JournalError::invalid("intent"));
+        }
+        let by_tuple = Replay::charge(key, scope, intent)?;
+        Ok(Self {
+            by_tuple: Some(by_tuple),
+            ..Self::new(key, plan, scope, now)?
         })
     }
 
@@ -158,7 +215,10 @@ impl Accept {
         {
             return Decision::Reject(JournalError::ReplayMismatch);
         }
-        match stored.fingerprint_matches(&self.plan) {
+        // The plan's effects are booked ones: the stored schema names the rule that
+        // made the stored fingerprint's items from them.
+        let items = self.plan.items_under(reservation.schema.item_rule());
+        match stored.fingerprint_matches(&items) {
             Ok(true) => {}
             Ok(false) => return Decision::Reject(JournalError::ReplayMismatch),
             Err(error) => return Decision::Reject(error),
@@ -180,16 +240,19 @@ impl Accept {
         if self.plan.version() != CURRENT_FINGERPRINT_VERSION {
             return Decision::Reject(JournalError::invalid("fingerprintVersion"));
         }
-        for id in &self.originals {
-            match snapshot.get(&effect::path(id)) {
-                None => return Decision::Reject(JournalError::invalid("effects")),
-                Some(fields) => {
-                    if let Err(error) = LedgerEffect::parse(id, fields) {
-                        return Decision::Reject(error);
-                    }
-                }
-            }
+        let family = self.plan.family();
+        if !self
+            .items
+            .iter()
+            .all(|(item, _)| fixed_fields_hold(family, item))
+        {
+            return Decision::Reject(JournalError::invalid("effects"));
         }
+        let items: Vec<EffectPlanItem> = self.items.iter().map(|(i, _)| i.clone()).collect();
+        let bounds = match correction::count_reversal(snapshot, &self.originals, &items) {
+            Ok(writes) => writes,
+            Err(error) => return Decision::Reject(error),
+        };
         let reservation = ReservationDocument {
             key: self.key.clone(),
             reservation_id: self.reservation_id.clone(),
@@ -200,10 +263,15 @@ impl Accept {
             effect_ids: Vec::new(),
             scope: self.scope.clone(),
             migration_id: None,
+            schema: ReservationSchema::CURRENT,
             integrity_digest: None,
         };
         match stored::build(reservation, self.items.clone()) {
-            Ok(built) => Decision::Mutate(built.creates(), built.outcome(Outcome::Accepted)),
+            Ok(built) => {
+                let mut writes = built.creates();
+                writes.extend(bounds);
+                Decision::Mutate(writes, built.outcome(Outcome::Accepted))
+            }
             Err(error) => Decision::Reject(error),
         }
     }
@@ -233,9 +301,11 @@ impl Transition for Accept {
     fn paths(&self) -> Vec<String> {
         let mut paths = vec![super::reservation::path(&self.reservation_id)];
         paths.extend(self.slots());
-        for original in self.originals.iter().map(|id| effect::path(id)) {
-            if !paths.contains(&original) {
-                paths.push(original);
+        for id in &self.originals {
+            for path in [effect::path(id), correction::path(id)] {
+                if !paths.contains(&path) {
+                    paths.push(path);
+                }
             }
         }
         paths
@@ -244,7 +314,13 @@ impl Transition for Accept {
     fn decide(&self, snapshot: &Snapshot) -> Decision<LedgerOutcome> {
         match stored::load(snapshot, &self.reservation_id, &self.slots()) {
             Err(step) => step.decision(),
-            Ok(Some(stored)) => self.replay(&stored),
+            Ok(Some(stored)) => match &self.by_tuple {
+                None => self.replay(&stored),
+                Some(replay) => match replay.compare(&stored) {
+                    Ok(outcome) => Decision::Observe(outcome),
+                    Err(error) => Decision::Reject(error),
+                },
+            },
             Ok(None) => self.create(snapshot),
         }
     }

@@ -225,7 +225,7 @@ fn corrupt() -> JournalError {
     JournalError::corrupt(KIND)
 }
 
-fn text(f: &Strict<'_>, name: &str) -> Result<Option<String>, JournalError> {
+fn text(f: &Strict<'_>, name: &'static str) -> Result<Option<String>, JournalError> {
     f.nullable(name, |s| {
         if is_effect_text(s) {
             Ok(s.to_owned())
@@ -236,7 +236,7 @@ fn text(f: &Strict<'_>, name: &str) -> Result<Option<String>, JournalError> {
 }
 
 /// A null or an integer in `0..MAX_EFFECTS`.
-fn nullable_index(map: &FieldMap, name: &str) -> Result<Option<usize>, JournalError> {
+fn nullable_index(map: &FieldMap, name: &'static str) -> Result<Option<usize>, JournalError> {
     match map.get(name).and_then(|v| v.value_type.as_ref()) {
         Some(ValueType::NullValue(_)) => Ok(None),
         Some(ValueType::IntegerValue(v)) => usize::try_from(*v)
@@ -299,8 +299,7 @@ impl LedgerEffect {
         if effect.relations_hold() {
             Ok(effect)
         } else {
-            tracing::debug!(kind = KIND, "field relations broken");
-            Err(corrupt())
+            Err(JournalError::corrupt_at(KIND, "field relations"))
         }
     }
 

@@ -44,6 +44,7 @@
 //! never the value or an unknown key's text. A version with no serializer here (1–3,
 //! or any integer other than 4 and 5) is [`JournalError::UnsupportedFingerprintVersion`].
 
+use super::booking::{ItemRule, fingerprint_item};
 use crate::digest::Digest;
 use crate::error::JournalError;
 use canonical::{effect_value, intent_value, transfer_value};
@@ -198,6 +199,34 @@ impl FingerprintInput {
         match &self.body {
             Body::EffectPlan { .. } => None,
             Body::Transfer(transfer) => Some(transfer),
+        }
+    }
+
+    /// This command as the library's `Journal::accept_ledger_command` fingerprints it
+    /// from its booked effects: each effect's amount null where the family's business
+    /// tuple leaves it derived (an overdraft fee, a rent payment without a requested
+    /// amount; `docs/ledger.md`, "Booked rows and fingerprint items"), every other
+    /// field, and a transfer, unchanged. The effect rows keep the amounts booked.
+    pub fn excluding_derived_amounts(&self) -> Self {
+        self.items_under(ItemRule::DerivedAmountsNull)
+    }
+
+    /// This command's fingerprint items under `rule`, its effects taken as booked.
+    pub(crate) fn items_under(&self, rule: ItemRule) -> Self {
+        let body = match &self.body {
+            Body::EffectPlan { effects, intent } => Body::EffectPlan {
+                effects: effects
+                    .iter()
+                    .map(|e| fingerprint_item(rule, self.family, intent.as_ref(), e))
+                    .collect(),
+                intent: intent.clone(),
+            },
+            Body::Transfer(transfer) => Body::Transfer(transfer.clone()),
+        };
+        Self {
+            family: self.family,
+            version: self.version,
+            body,
         }
     }
 

@@ -7,7 +7,7 @@ use super::fingerprint::{EffectPlanItem, FingerprintInput};
 use super::integrity;
 use super::migration::{HistoricalCommand, Link};
 use super::outcome::LedgerOutcome;
-use super::reservation::{self, LedgerScope, ReservationDocument};
+use super::reservation::{self, LedgerScope, ReservationDocument, ReservationSchema};
 use super::stored::{self, Stored};
 use crate::digest::Digest;
 use crate::document::fields::{self, FieldMap};
@@ -57,6 +57,36 @@ pub fn store_json(version: u32, amount: &str, quantity: u64) -> Value {
         }],
         "intent": {"policyUuid": POLICY, "quantity": quantity},
     })
+}
+
+/// An overdraft fee of `amount` (a debit of the seat and the credit of the class's fee
+/// account), with force authority `forced`: its amounts are derived.
+pub fn fee(amount: &str, forced: bool) -> FingerprintInput {
+    let credit = amount.strip_prefix('-').unwrap_or(amount);
+    plan(json!({
+        "family": "overdraft_fee",
+        "fingerprintVersion": 5,
+        "effects": [
+            {"seat_id": "seat-A", "target_seat_id": "seat-A", "actor_seat_id": "seat-A",
+             "mechanism": "FEE", "amount": amount, "account_type": "checking", "type": "FEE"},
+            {"seat_id": "class-7", "target_seat_id": "seat-A", "actor_seat_id": "seat-A",
+             "mechanism": "FEE", "amount": credit, "account_type": "fees", "type": "FEE"},
+        ],
+        "intent": {"forceAuthority": forced},
+    }))
+}
+
+/// A rent payment of `amount` for obligation `rent-2026-10`, requesting `requested`
+/// (`None`: the outstanding balance, a derived amount).
+pub fn rent(amount: &str, requested: Option<&str>) -> FingerprintInput {
+    plan(json!({
+        "family": "rent_payment",
+        "fingerprintVersion": 5,
+        "effects": [{"seat_id": "seat-A", "target_seat_id": "seat-A", "actor_seat_id": "seat-A",
+                     "mechanism": "WALLET", "amount": amount, "account_type": "checking",
+                     "type": "RENT"}],
+        "intent": {"obligationCorrelation": "rent-2026-10", "requestedPaymentAmount": requested},
+    }))
 }
 
 /// A store purchase of 2 at `amount` under serializer `version`.
@@ -201,7 +231,23 @@ pub fn reseal(memory: &mut Store, n: u32) {
 /// as a release before the digest stored it.
 pub fn strip_digest(memory: &mut Store, n: u32) {
     let mut stored = stored_of(memory, n);
+    stored.reservation.schema = ReservationSchema::V1;
     stored.reservation.integrity_digest = None;
+    memory.insert(reservation::path(&rid(n)), stored.reservation.encode());
+}
+
+/// Rewrites key `n`'s reservation, which accepted `plan`, as a release before derived
+/// amounts were excluded stored it: schema version 2, the fingerprint of `plan`'s
+/// effects as booked, and the digest of that framing.
+pub fn as_schema_2(memory: &mut Store, n: u32, plan: &FingerprintInput) {
+    let mut stored = stored_of(memory, n);
+    stored.reservation.schema = ReservationSchema::V2;
+    stored.reservation.fingerprint = plan
+        .fingerprint(stored.reservation.fingerprint_version)
+        .expect("fingerprint")
+        .digest;
+    stored.reservation.integrity_digest =
+        Some(integrity::integrity_digest(&stored.reservation, &stored.effects).expect("digest"));
     memory.insert(reservation::path(&rid(n)), stored.reservation.encode());
 }
 

@@ -5,19 +5,23 @@
 //! Pure: no I/O, no clock. `docs/ledger.md` ("Integrity of stored effects") is the
 //! reference; in short:
 //!
-//! - **Integrity digest** (`integrityDigest`, reservation schema version 2, written in
-//!   the same commit as the reservation and its effects by every new accept, every
-//!   family): [`frame_digest`] with domain [`INTEGRITY_DOMAIN`], version
-//!   [`INTEGRITY_VERSION`], then the parts reservation id, command family, fingerprint,
+//! - **Integrity digest** (`integrityDigest`, reservation schema versions 2 and 3,
+//!   written in the same commit as the reservation and its effects by every new
+//!   accept, every family, and since schema 3 by every link of historical rows):
+//!   [`frame_digest`] with domain [`INTEGRITY_DOMAIN`], version [`INTEGRITY_VERSION`]
+//!   (schema 2) or [`INTEGRITY_VERSION_SCHEMA`] (schema 3, whose first part is the
+//!   schema version), then the parts reservation id, command family, fingerprint,
 //!   fingerprint version (decimal), acceptance time (decimal microseconds since the
-//!   Unix epoch), scoped seat, scoped actor, and then, in index order, one part per
-//!   effect row: the RFC 8785 canonical JSON of **every** stored field of the row
-//!   (`row_canonical`). Version-1 reservations (accepted before the digest, and
-//!   every reservation a migration links) have none and are not covered by it.
+//!   Unix epoch), scoped seat, scoped actor, (schema 3) the migration id or empty,
+//!   and then, in index order, one part per effect row: the RFC 8785 canonical JSON of
+//!   **every** stored field of the row (`row_canonical`; schema 3: its SHA-256, hex).
+//!   Version-1 reservations (accepted before the digest, and every reservation an
+//!   earlier release's migration linked) have none and are not covered by it.
 //! - **Rebuilt fingerprint**: for a canonical reservation (`migrationId` null) of the
 //!   `effect_plan`, `reversal` or `internal_transfer` family under a version with a
 //!   serializer here (4 or 5), the command rebuilt from the stored rows (the effect
-//!   vector as stored, intent null; a transfer from its credit leg) must hash to the
+//!   vector as stored, intent null, under its schema's item rule, which excludes no
+//!   amount of these families; a transfer from its credit leg) must hash to the
 //!   stored fingerprint. A reversal's covered authority (actor, mechanism and, under
 //!   version 5, compensation subtype) is stored in every row, so it is covered. The
 //!   charge families bind a business tuple the rows do not store, so only the digest
@@ -31,13 +35,21 @@
 use super::effect::{LedgerEffect, TransferLeg};
 use super::fingerprint::{Amount, CommandFamily, check_version};
 use crate::digest::{Digest, frame_digest};
-use crate::ledger::reservation::ReservationDocument;
+use crate::ledger::reservation::{ReservationDocument, ReservationSchema};
 use serde_json::{Map, Value};
+use sha2::{Digest as _, Sha256};
 
 /// The integrity digest's framing domain.
 pub(crate) const INTEGRITY_DOMAIN: &str = "command-journal.ledger-integrity";
-/// The integrity digest's framing version.
+/// The integrity digest's framing version of reservation schema version 2.
 pub(crate) const INTEGRITY_VERSION: u32 = 1;
+/// The framing version of reservation schema version 3: the reservation schema version
+/// (decimal, so that the rule it names for the fingerprint items is bound), version
+/// 1's reservation parts, the migration id (empty for a canonical reservation), and
+/// one part per row: the lowercase hex SHA-256 of its canonical JSON ([`row_hash`]),
+/// so that a verifier that reads imported rows apart from their reservation keeps 32
+/// bytes per row, not the row.
+pub(crate) const INTEGRITY_VERSION_SCHEMA: u32 = 2;
 
 /// A way the stored rows contradict their reservation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -46,6 +58,9 @@ pub(crate) enum Contradiction {
     Digest,
     /// The command rebuilt from the rows does not produce the stored fingerprint.
     Fingerprint,
+    /// A row of a canonical schema-3 reservation breaks the fields the seed fixes
+    /// (`booking::fixed_fields_hold`), which its acceptance enforced.
+    FixedFields,
 }
 
 /// The canonical JSON of one effect row: an object with every stored field under its
@@ -116,19 +131,41 @@ pub(crate) fn row_canonical(effect: &LedgerEffect) -> Option<String> {
     serde_json_canonicalizer::to_string(&Value::Object(map)).ok()
 }
 
+/// The lowercase hex SHA-256 of a row's canonical JSON ([`row_canonical`]): the part
+/// a row contributes to a schema-3 digest. `None` only if it cannot be canonicalized.
+pub(crate) fn row_hash(effect: &LedgerEffect) -> Option<String> {
+    row_canonical(effect).map(|row| hex::encode(Sha256::digest(row.as_bytes())))
+}
+
 /// The integrity digest of `reservation` (its own digest field is not an input) and
 /// its rows `effects`, in index order. `None` only if a row cannot be canonicalized.
 pub(crate) fn integrity_digest(
     reservation: &ReservationDocument,
     effects: &[LedgerEffect],
 ) -> Option<Digest> {
-    let rows = effects
-        .iter()
-        .map(row_canonical)
-        .collect::<Option<Vec<String>>>()?;
+    let rows = match reservation.schema {
+        ReservationSchema::V1 | ReservationSchema::V2 => effects
+            .iter()
+            .map(row_canonical)
+            .collect::<Option<Vec<String>>>()?,
+        ReservationSchema::V3 => effects
+            .iter()
+            .map(row_hash)
+            .collect::<Option<Vec<String>>>()?,
+    };
+    Some(sealed(reservation, &rows))
+}
+
+/// The integrity digest of `reservation` over its rows' parts `rows`, in index order:
+/// each row's canonical JSON (schema versions 1 and 2) or its [`row_hash`] (schema
+/// version 3). What `verify` computes for a reservation whose imported rows it read
+/// apart from it.
+pub(crate) fn sealed(reservation: &ReservationDocument, rows: &[String]) -> Digest {
     let version = reservation.fingerprint_version.to_string();
     let accepted = reservation.accepted_at.micros().to_string();
-    let mut parts: Vec<&[u8]> = vec![
+    let schema = reservation.schema.number().to_string();
+    let migration = reservation.migration_id.as_deref().unwrap_or_default();
+    let reservation_parts = [
         reservation.reservation_id.as_str().as_bytes(),
         reservation.family.as_str().as_bytes(),
         reservation.fingerprint.as_str().as_bytes(),
@@ -137,8 +174,21 @@ pub(crate) fn integrity_digest(
         reservation.scope.seat_id().as_bytes(),
         reservation.scope.actor_seat_id().as_bytes(),
     ];
+    let mut parts: Vec<&[u8]> = Vec::new();
+    let framing = match reservation.schema {
+        ReservationSchema::V1 | ReservationSchema::V2 => {
+            parts.extend(reservation_parts);
+            INTEGRITY_VERSION
+        }
+        ReservationSchema::V3 => {
+            parts.push(schema.as_bytes());
+            parts.extend(reservation_parts);
+            parts.push(migration.as_bytes());
+            INTEGRITY_VERSION_SCHEMA
+        }
+    };
     parts.extend(rows.iter().map(String::as_bytes));
-    Some(frame_digest(INTEGRITY_DOMAIN, INTEGRITY_VERSION, &parts))
+    frame_digest(INTEGRITY_DOMAIN, framing, &parts)
 }
 
 /// True when the stored rows alone determine the reservation's fingerprint and this

@@ -11,7 +11,9 @@
 //! link then
 //!
 //! - creates the reservation (precondition: it does not exist), carrying the
-//!   `migrationId` and listing the rows' own ids as its `effectIds`, and
+//!   `migrationId` and listing the rows' own ids as its `effectIds`, under schema
+//!   version 3 with the integrity digest over the rows as relabelled (so an edit of a
+//!   linked row is found like an edit of a canonical one), and
 //! - relabels each named row (precondition: its update time as read) from
 //!   `historical_unlinked` to `historical_linked`, setting only `reservationId`,
 //!   `effectIndex`, `migrationId` and, for an internal transfer, `transferLeg`; every
@@ -57,7 +59,7 @@
 use super::effect::{self, LedgerEffect, Lineage, TransferLeg, is_migration_id, item_is_valid};
 use super::fingerprint::{CURRENT_FINGERPRINT_VERSION, CommandFamily, EffectPlanItem, MAX_EFFECTS};
 use super::outcome::{LedgerOutcome, Outcome};
-use super::reservation::{self, LedgerScope, ReservationDocument};
+use super::reservation::{self, LedgerScope, ReservationDocument, ReservationSchema};
 use super::stored::{self, Stored};
 use crate::digest::Digest;
 use crate::error::JournalError;
@@ -151,6 +153,8 @@ impl Link {
             effect_ids: command.effect_ids.clone(),
             scope: scope.clone(),
             migration_id: Some(command.migration_id.clone()),
+            // Sealed with its rows when the link commits (`stored::seal`).
+            schema: ReservationSchema::CURRENT,
             integrity_digest: None,
         };
         Ok(Self {
@@ -211,13 +215,16 @@ impl Link {
             Ok(rows) => rows,
             Err(error) => return Decision::Reject(error),
         };
-        let linked = Stored {
+        let linked = match stored::seal(Stored {
             reservation: self.reservation.clone(),
             effects,
+        }) {
+            Ok(sealed) => sealed,
+            Err(error) => return Decision::Reject(error),
         };
         let writes = std::iter::once(Write::Create {
             path: reservation::path(self.reservation_id()),
-            fields: self.reservation.encode(),
+            fields: linked.reservation.encode(),
         })
         .chain(linked.effects.iter().map(|row| Write::Replace {
             path: effect::path(&row.effect_id),
@@ -227,8 +234,15 @@ impl Link {
         Decision::Mutate(writes, linked.outcome(Outcome::Linked))
     }
 
+    /// Whether `existing` (already checked against its own digest, if it has one) is
+    /// exactly this link, whichever schema version the release that made it wrote.
     fn is_this_link(&self, existing: &Stored) -> bool {
-        existing.reservation == self.reservation
+        let as_written = ReservationDocument {
+            schema: existing.reservation.schema,
+            integrity_digest: existing.reservation.integrity_digest.clone(),
+            ..self.reservation.clone()
+        };
+        existing.reservation == as_written
             && existing.effects.len() == self.items.len()
             && existing
                 .effects

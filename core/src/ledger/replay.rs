@@ -45,7 +45,7 @@ use super::fingerprint::{
     CURRENT_FINGERPRINT_VERSION, CommandFamily, EffectPlanItem, FingerprintInput, Intent,
     check_version,
 };
-use super::outcome::{LedgerReplay, Outcome};
+use super::outcome::{LedgerOutcome, LedgerReplay, Outcome};
 use super::reservation::{self, LedgerScope};
 use super::stored::{self, Stored};
 use crate::digest::Digest;
@@ -196,7 +196,10 @@ impl Replay {
         stored::effect_slots(&self.reservation_id, SPECULATIVE_SLOTS)
     }
 
-    fn compare(&self, stored: &Stored) -> Result<LedgerReplay, JournalError> {
+    /// The stored effects of the existing reservation `stored` (outcome `replayed`),
+    /// when the supplied business input rebuilds its fingerprint under the stored
+    /// version and scope; otherwise why not.
+    pub(crate) fn compare(&self, stored: &Stored) -> Result<LedgerOutcome, JournalError> {
         let reservation = &stored.reservation;
         if reservation.scope != self.scope {
             return Err(JournalError::ScopeMismatch);
@@ -221,7 +224,7 @@ impl Replay {
             }
         };
         if stored.fingerprint_matches(&command?)? {
-            Ok(LedgerReplay::Replayed(stored.outcome(Outcome::Replayed)))
+            Ok(stored.outcome(Outcome::Replayed))
         } else {
             Err(JournalError::ReplayMismatch)
         }
@@ -251,7 +254,7 @@ impl Transition for Replay {
                 reservation_id: self.reservation_id.clone(),
             }),
             Ok(Some(stored)) => match self.compare(&stored) {
-                Ok(output) => Decision::Observe(output),
+                Ok(outcome) => Decision::Observe(LedgerReplay::Replayed(outcome)),
                 Err(error) => Decision::Reject(error),
             },
         }

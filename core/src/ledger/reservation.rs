@@ -5,7 +5,7 @@
 //!
 //! | field | type |
 //! |---|---|
-//! | `reservationSchemaVersion` | integer 1 (written before the integrity digest, and still by `link_historical_effects`) or 2 (every reservation `accept_ledger_command` creates) |
+//! | `reservationSchemaVersion` | integer 1 (written before the integrity digest, by accepts and links), 2 (written by `accept_ledger_command` before fingerprint items excluded derived amounts) or 3 (every reservation `accept_ledger_command` and `link_historical_effects` create) |
 //! | `reservationId` | 64 lowercase hex, equal to the document id and to the digest of the three key parts |
 //! | `classId`, `featCode`, `idempotencyKey` | the reservation identity (1–1024 bytes, no control characters) |
 //! | `commandFamily` | a [`CommandFamily`] name |
@@ -15,15 +15,20 @@
 //! | `effectIds` | array of 1–256 strings, exactly `{reservationId}_{i:04}` for i = 0, 1, … (two for `internal_transfer`); for a historical reservation either that or the distinct ids of the imported rows it links, in accepted creation order |
 //! | `scopeSeatId`, `scopeActorSeatId` | the scoped seat and actor replay checks |
 //! | `migrationId` | null for a canonical reservation; the migration id for one created by `link_historical_effects` |
-//! | `integrityDigest` | version 2 only: 64 lowercase hex, the [`integrity`](super::integrity) digest over the reservation's accepted command and its effect rows; a version-2 reservation is always canonical (`migrationId` null) |
+//! | `integrityDigest` | versions 2 and 3: 64 lowercase hex, the [`integrity`](super::integrity) digest over the reservation's accepted command and its effect rows; a version-2 reservation is canonical (`migrationId` null), a version-3 one canonical or linked by a migration |
 //!
-//! Each version has its exact field set: version 1 the first thirteen fields, version 2
-//! those and `integrityDigest`. Whether the digest still matches the rows is not the
-//! codec's concern (it reads one document); [`stored::load`](super::stored::load) and
-//! `verify` check it.
+//! Each version has its exact field set: version 1 the first thirteen fields, versions 2
+//! and 3 those and `integrityDigest`. The version also says how the fingerprint was
+//! made from the effect rows ([`ReservationSchema::item_rule`], the
+//! [`booking`](super::booking) rules): versions 1 and 2 fingerprinted each row as
+//! booked, version 3 with the family's derived amounts null; and which framing its
+//! integrity digest uses. Whether the digest still matches the rows is not the codec's
+//! concern (it reads one document); [`stored::load`](super::stored::load) and `verify`
+//! check it.
 //!
 //! The document is never replaced or deleted by this crate.
 
+use super::booking::ItemRule;
 use super::effect::{self, is_migration_id};
 use crate::digest::Digest;
 use crate::document::fields::{self, FieldMap, Strict};
@@ -53,7 +58,7 @@ pub const FIELDS_V1: [&str; 13] = [
     "scopeActorSeatId",
     "migrationId",
 ];
-/// Version 2: version 1's fields and the integrity digest.
+/// Versions 2 and 3: version 1's fields and the integrity digest.
 pub const FIELDS_V2: [&str; 14] = [
     "reservationSchemaVersion",
     "reservationId",
@@ -70,8 +75,53 @@ pub const FIELDS_V2: [&str; 14] = [
     "migrationId",
     "integrityDigest",
 ];
-/// The schema version of a reservation carrying `integrityDigest`.
-const SCHEMA_WITH_DIGEST: i64 = 2;
+/// The schema version of a stored reservation: its exact field set, how its
+/// fingerprint items derive from its effect rows, and its integrity digest's framing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum ReservationSchema {
+    /// Thirteen fields, no integrity digest; rows fingerprinted as booked.
+    V1,
+    /// Version 1's fields and `integrityDigest` (framing version 1); rows fingerprinted
+    /// as booked; canonical only.
+    V2,
+    /// Version 2's fields, the digest's framing version 2 (which binds this schema
+    /// version and the migration id); rows fingerprinted with the family's derived
+    /// amounts null; canonical or linked by a migration.
+    V3,
+}
+
+impl ReservationSchema {
+    /// The version every new canonical reservation is written under.
+    pub(crate) const CURRENT: Self = Self::V3;
+
+    /// The stored `reservationSchemaVersion`.
+    pub(crate) fn number(self) -> i64 {
+        match self {
+            Self::V1 => 1,
+            Self::V2 => 2,
+            Self::V3 => 3,
+        }
+    }
+
+    fn parse(number: i64) -> Option<Self> {
+        [Self::V1, Self::V2, Self::V3]
+            .into_iter()
+            .find(|schema| schema.number() == number)
+    }
+
+    /// Whether the version stores `integrityDigest`.
+    pub(crate) fn has_digest(self) -> bool {
+        self != Self::V1
+    }
+
+    /// How this version's fingerprint items derive from the booked effect rows.
+    pub(crate) fn item_rule(self) -> ItemRule {
+        match self {
+            Self::V1 | Self::V2 => ItemRule::AsBooked,
+            Self::V3 => ItemRule::DerivedAmountsNull,
+        }
+    }
+}
 /// Largest stored fingerprint version the codec accepts as well formed.
 const MAX_STORED_VERSION: i64 = 9999;
 
@@ -141,8 +191,10 @@ pub(crate) struct ReservationDocument {
     pub scope: LedgerScope,
     /// `Some` exactly for a reservation created by the historical migration.
     pub migration_id: Option<String>,
-    /// The stored `integrityDigest`: `Some` exactly for schema version 2 (always
-    /// canonical); `None` for version 1.
+    /// The stored `reservationSchemaVersion`.
+    pub schema: ReservationSchema,
+    /// The stored `integrityDigest`: `Some` exactly for schema versions 2 (always
+    /// canonical) and 3; `None` for version 1.
     pub integrity_digest: Option<Digest>,
 }
 
@@ -198,17 +250,18 @@ pub(crate) fn links_imported_rows(reservation_id: &Digest, ids: &[String]) -> bo
 impl ReservationDocument {
     /// Parses strictly; `document_id` is the id the document was read under.
     pub(crate) fn parse(document_id: &str, map: &FieldMap) -> Result<Self, JournalError> {
-        let with_digest = matches!(
-            map.get("reservationSchemaVersion")
-                .and_then(|v| v.value_type.as_ref()),
-            Some(ValueType::IntegerValue(SCHEMA_WITH_DIGEST))
-        );
-        let f = if with_digest {
+        let schema = match map
+            .get("reservationSchemaVersion")
+            .and_then(|v| v.value_type.as_ref())
+        {
+            Some(ValueType::IntegerValue(number)) => ReservationSchema::parse(*number),
+            _ => None,
+        }
+        .ok_or_else(|| JournalError::corrupt_at(KIND, "reservationSchemaVersion"))?;
+        let f = if schema.has_digest() {
             Strict::new(map, &FIELDS_V2, KIND)?
         } else {
-            let f = Strict::new(map, &FIELDS_V1, KIND)?;
-            f.int_in("reservationSchemaVersion", 1..=1)?;
-            f
+            Strict::new(map, &FIELDS_V1, KIND)?
         };
         let key = LedgerKey::new(
             f.string("classId")?,
@@ -235,8 +288,9 @@ impl ReservationDocument {
         }
         let scope = LedgerScope::new(f.string("scopeSeatId")?, f.string("scopeActorSeatId")?)
             .map_err(|_| f.corrupt("scope"))?;
-        let integrity_digest = if with_digest {
-            if migration_id.is_some() {
+        let integrity_digest = if schema.has_digest() {
+            // Version 2 was written by accepts only; version 3 by accepts and links.
+            if schema == ReservationSchema::V2 && migration_id.is_some() {
                 return Err(f.corrupt("integrityDigest"));
             }
             Some(f.digest("integrityDigest")?)
@@ -253,25 +307,24 @@ impl ReservationDocument {
             effect_ids,
             scope,
             migration_id,
+            schema,
             integrity_digest,
         })
     }
 
-    /// The exact stored field map: schema version 2 with `integrityDigest` when the
-    /// reservation carries one, version 1 otherwise.
+    /// The exact stored field map of its schema version (`integrityDigest` stored
+    /// when the reservation carries one, as its schema version requires).
     pub(crate) fn encode(&self) -> FieldMap {
         let ids = self
             .effect_ids
             .iter()
             .map(|id| fields::string(id.as_str()))
             .collect();
-        let schema = if self.integrity_digest.is_some() {
-            SCHEMA_WITH_DIGEST
-        } else {
-            1
-        };
         let mut map = fields::map([
-            ("reservationSchemaVersion", fields::int(schema)),
+            (
+                "reservationSchemaVersion",
+                fields::int(self.schema.number()),
+            ),
             (
                 "reservationId",
                 fields::string(self.reservation_id.as_str()),

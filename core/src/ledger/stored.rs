@@ -4,13 +4,14 @@
 //!
 //! Pure: no I/O, no clock.
 
+use super::booking::fixed_fields_hold;
 use super::effect::{self, LedgerEffect, Lineage, TransferLeg};
 use super::fingerprint::{
     Amount, CommandFamily, EffectPlanItem, FingerprintInput, Intent, TransferPlan,
 };
 use super::integrity::{self, Contradiction};
 use super::outcome::{LedgerOutcome, Outcome};
-use super::reservation::{self, ReservationDocument};
+use super::reservation::{self, ReservationDocument, ReservationSchema};
 use crate::digest::Digest;
 use crate::error::JournalError;
 use crate::transaction::Snapshot;
@@ -115,12 +116,17 @@ pub(crate) fn load(
         Some(Contradiction::Fingerprint) => Err(Halt::Reject(JournalError::corrupt(
             "ledger effects disagree with their reservation's fingerprint",
         ))),
+        Some(Contradiction::FixedFields) => Err(Halt::Reject(JournalError::corrupt(
+            "ledger effects break the fields the ledger fixes",
+        ))),
     }
 }
 
 /// Every way `stored` (already structurally linked by
 /// [`verify`]) contradicts what its reservation
-/// recorded, in the order digest, fingerprint; empty when it is intact or not covered.
+/// recorded, in the order digest, fingerprint, fixed fields (a canonical reservation
+/// of schema version 3, accepted under that rule: `booking::fixed_fields_hold`);
+/// empty when it is intact or not covered.
 pub(crate) fn contradictions(stored: &Stored) -> Vec<Contradiction> {
     let reservation = &stored.reservation;
     let mut found = Vec::new();
@@ -136,6 +142,16 @@ pub(crate) fn contradictions(stored: &Stored) -> Vec<Contradiction> {
         if !matches!(rebuilt, Ok(true)) {
             found.push(Contradiction::Fingerprint);
         }
+    }
+    let fixed_rule =
+        reservation.schema == ReservationSchema::V3 && reservation.migration_id.is_none();
+    if fixed_rule
+        && !stored
+            .effects
+            .iter()
+            .all(|e| fixed_fields_hold(reservation.family, &e.item))
+    {
+        found.push(Contradiction::FixedFields);
     }
     found
 }
@@ -244,7 +260,9 @@ fn transfer_plan(credit: &EffectPlanItem) -> Option<TransferPlan> {
 impl Stored {
     /// The command the stored effects establish, under the stored version, with the
     /// given business tuple (effect-plan families) and the effects' items passed
-    /// through `adjust` (a reversal's supplied authority; identity otherwise).
+    /// through `adjust` (a reversal's supplied authority; identity otherwise), each
+    /// taken to its fingerprint item by the rule the reservation's schema names
+    /// (`booking`).
     ///
     /// `unsupported_fingerprint_version` for a version with no serializer here;
     /// `journal_corrupt` if the stored effects cannot form a valid command.
@@ -262,7 +280,8 @@ impl Stored {
                     .and_then(|plan| FingerprintInput::internal_transfer(version, plan)),
                 _ => Err(JournalError::invalid("transfer")),
             },
-            family => FingerprintInput::effect_plan(family, version, items, intent),
+            family => FingerprintInput::effect_plan(family, version, items, intent)
+                .map(|command| command.items_under(self.reservation.schema.item_rule())),
         };
         built.map_err(|error| match error {
             JournalError::InvalidInput { .. } => {
@@ -316,9 +335,8 @@ impl Stored {
 }
 
 /// Builds the documents of a new reservation (its `effect_ids` are derived here) and
-/// its effects, and checks them with the same [`verify`] a later read applies. A
-/// canonical reservation gets its integrity digest over exactly these rows (schema
-/// version 2); one with a migration id stays without (version 1).
+/// its effects, checks them with the same [`verify`] a later read applies, and
+/// [`seal`]s them.
 pub(crate) fn build(
     mut reservation: ReservationDocument,
     items: Vec<(EffectPlanItem, Option<TransferLeg>)>,
@@ -347,15 +365,20 @@ pub(crate) fn build(
         })
         .collect();
     verify(&reservation, &effects)?;
-    reservation.integrity_digest = match reservation.migration_id {
-        Some(_) => None,
-        None => Some(
-            integrity::integrity_digest(&reservation, &effects)
-                .ok_or(JournalError::invalid("effects"))?,
-        ),
-    };
-    Ok(Stored {
+    seal(Stored {
         reservation,
         effects,
     })
+}
+
+/// `stored` written under the current schema version (3), with its integrity digest
+/// over exactly its rows: what every new reservation, canonical or linked by a
+/// migration, is created as.
+pub(crate) fn seal(mut stored: Stored) -> Result<Stored, JournalError> {
+    stored.reservation.schema = ReservationSchema::CURRENT;
+    stored.reservation.integrity_digest = Some(
+        integrity::integrity_digest(&stored.reservation, &stored.effects)
+            .ok_or(JournalError::invalid("effects"))?,
+    );
+    Ok(stored)
 }

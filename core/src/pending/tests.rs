@@ -5,7 +5,6 @@
 
 use super::read::PendingRead;
 use super::*;
-use crate::answer::ProviderAnswer;
 use crate::document::lifecycle;
 use crate::error::JournalError;
 use crate::fence::FenceEpoch;
@@ -13,7 +12,8 @@ use crate::identity::{CommandInput, CommandRequest, LeaseId};
 use crate::lease::{LeaseCall, LeaseOutput};
 use crate::sends::AttemptNumber;
 use crate::sends::begin::BeginSend;
-use crate::sends::record::RecordAnswer;
+use crate::sends::provider::ProviderAnswer;
+use crate::sends::record::Record;
 use crate::sends::{ProviderPlan, ProviderPlanRequest};
 use crate::start::Start;
 use crate::testing::{Store, fresh_lease};
@@ -124,7 +124,7 @@ fn an_open_attempt_waits_for_a_resend_or_evidence_then_for_evidence_past_its_cut
     let identity = input().identity();
     let (closing, _) = ProviderAnswer::Unknown.closing(&identity);
     store
-        .answer(&RecordAnswer::outcome(
+        .answer(&Record::outcome(
             call(&lease, at(T0 + SEC)),
             fence,
             AttemptNumber::FIRST,
@@ -141,7 +141,7 @@ fn an_open_attempt_waits_for_a_resend_or_evidence_then_for_evidence_past_its_cut
         crate::identity::TerminalReferenceFingerprint::parse(&"ab".repeat(32)).expect("ref");
     let (closing, _) = ProviderAnswer::SucceededWithReference(reference).closing(&identity);
     store
-        .answer(&RecordAnswer::reconciliation(
+        .answer(&Record::reconciliation(
             call(&lease, at(T0 + 2 * SEC)),
             fence,
             AttemptNumber::FIRST,
@@ -195,7 +195,7 @@ fn a_replayed_unknown_waits_for_evidence_from_the_start_never_for_a_resend() {
         .expect("begin_send");
     let (closing, _) = ProviderAnswer::ReplayedUnknown.closing(&input().identity());
     store
-        .answer(&RecordAnswer::outcome(
+        .answer(&Record::outcome(
             call(&lease, at(T0 + SEC)),
             fence,
             AttemptNumber::FIRST,

@@ -12,8 +12,8 @@
 //! Commands that join the range meanwhile can each delay the others by at most one
 //! place per run.
 
-use crate::answer::ProviderAnswer;
 use crate::digest::Digest;
+use crate::sends::provider::ProviderAnswer;
 use serde::Serialize;
 
 /// `items` (in key-hash order) rotated to start after `after`: first those whose
@@ -68,8 +68,8 @@ pub struct Lookups {
 impl Lookups {
     /// Whether `answer`, heard from a lookup, is the provider's answer: a charge, a
     /// decline or a "not found". An unknown answer is not, nor a replayed unknown one:
-    /// a lookup that replays a stored unknown tells nothing, and the protocol ends
-    /// both as `lookup_unavailable`.
+    /// a lookup that replays a stored unknown tells nothing, and the settle program
+    /// ends both as `lookup_unavailable`.
     pub fn is_answer(answer: &ProviderAnswer) -> bool {
         !matches!(
             answer,

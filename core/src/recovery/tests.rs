@@ -1,32 +1,36 @@
-//! The recovery protocol driven over the in-memory store, as the library drives it
-//! against Firestore: a crash after the send settles from the provider's evidence
-//! with nothing of the raw command; nothing is written without evidence; a running
-//! lease, a settled command and a broken registration are answered as such; a "not
-//! found" is recorded only at the plan's own account, from the instant the absence is
-//! provable, and a job for another account asks nothing.
+//! The recovery program driven through the call machine over the in-memory store, as
+//! the library's driver drives it against Firestore: a crash after the send settles
+//! from the provider's evidence with nothing of the raw command; nothing is written
+//! without evidence; a running lease, a settled command and a broken registration are
+//! answered as such; a "not found" is recorded only at the plan's own account, from
+//! the instant the absence is provable, and a job for another account asks nothing.
 
 use super::owner::recovery_owner;
-use super::protocol::{RecoveryEvent, RecoveryProtocol, RecoveryStep};
-use super::registered::RegisteredIdentity;
+use super::program::RecoveryProgram;
 use super::*;
-use crate::answer::ProviderAnswer;
+use crate::call::{CallOptions, Concurrency, Input, Io};
 use crate::digest::Digest;
 use crate::document::{audit, root};
 use crate::envelope::ResultEnvelope;
 use crate::error::JournalError;
 use crate::fence::FenceEpoch;
 use crate::identity::{CommandIdentity, CommandInput, CommandRequest, LeaseId};
-use crate::lease::{Acquire, CommandCall, LeaseCall};
-use crate::lease::{CommandState, LeaseOutput, TerminalOutput};
+use crate::lease::{CommandCall, LeaseCall};
+use crate::lease::{CommandState, LeaseOutput};
 use crate::sends::begin::BeginSend;
-use crate::sends::record::RecordAnswer;
+use crate::sends::provider::ProviderAnswer;
+use crate::sends::record::Record;
 use crate::sends::status::SendStatusRead;
-use crate::sends::{AttemptNumber, AttemptState, ProviderAccount, SendOutcomeOutput};
+use crate::sends::{AttemptNumber, AttemptState, ProviderAccount};
 use crate::sends::{BeginSendOutput, CommandStatus, ProviderPlan, ProviderPlanRequest};
+use crate::settle::registered::RegisteredIdentity;
 use crate::start::Start;
+use crate::testing::CallTrace;
 use crate::testing::{Store, fresh_lease};
 use crate::time::Timestamp;
 use serde_json::json;
+use std::cell::Cell;
+use std::num::NonZeroU32;
 
 const T0: i64 = 1_800_000_000_123_456;
 const SEC: i64 = 1_000_000;
@@ -126,8 +130,8 @@ fn account() -> ProviderAccount {
     ProviderAccount::new("stub", "acct_recovery", "test").expect("valid account")
 }
 
-/// The library's driver, over the store, for a job that declares the plan's own
-/// account: every step at `now`.
+/// The recovery of the command by a job that declares the plan's own account, every
+/// step at `now`.
 fn recover(
     store: &mut Store,
     provider: &mut Provider,
@@ -136,8 +140,9 @@ fn recover(
     drive(store, provider, Some(account()), now, now)
 }
 
-/// The library's driver, over the store, for a job declaring `account`: the first
-/// read at `read_at`, every later step (the confirming read included) at `write_at`.
+/// The recovery of the command by a job declaring `account`: the first read at
+/// `read_at`, every step after the first lookup (the confirming read included) at
+/// `write_at`.
 fn drive(
     store: &mut Store,
     provider: &mut Provider,
@@ -145,60 +150,44 @@ fn drive(
     read_at: i64,
     write_at: i64,
 ) -> Result<Recovered, JournalError> {
-    let now = at(write_at);
-    let mut identity = None;
-    let lease = fresh_lease();
-    let owner = recovery_owner(&hash(), &lease);
-    let (mut recovery, mut step) = RecoveryProtocol::new(account);
-    let mut reads = 0;
-    loop {
-        let event = match step {
-            RecoveryStep::Done(recovered) => return Ok(recovered),
-            RecoveryStep::Status => {
-                reads += 1;
-                let read_at = if reads == 1 { read_at } else { write_at };
-                let registered = store.answer(&RegisteredIdentity::new(hash(), at(read_at)))?;
-                identity = Some(registered.identity.clone());
-                RecoveryEvent::Status(Box::new(registered))
-            }
-            RecoveryStep::Lookup { key, .. } => {
-                provider.asked.push(key);
-                RecoveryEvent::LookedUp(if provider.answers.is_empty() {
-                    ProviderAnswer::Unknown
-                } else {
-                    provider.answers.remove(0)
-                })
-            }
-            RecoveryStep::Acquire => {
-                let identity = identity.clone().expect("read first");
-                RecoveryEvent::Acquired(store.answer(&Acquire::new(LeaseCall::new(
-                    identity,
-                    owner.clone(),
-                    now,
-                )))?)
-            }
-            RecoveryStep::Reconcile {
-                fence,
-                attempt,
-                evidence,
-            } => {
-                let identity = identity.clone().expect("read first");
-                let call = LeaseCall::new(identity, owner.clone(), now);
-                let (finding, envelope) = evidence.closing(call.identity());
-                let op = RecordAnswer::on_bound_plan(call, fence, attempt, finding);
-                RecoveryEvent::Reconciled(match envelope {
-                    None => store.answer(&op),
-                    Some(envelope) => store.answer(&crate::envelope::record::WithResult::new(
-                        op,
-                        &hash(),
-                        now,
-                        envelope,
-                    )),
-                })
-            }
+    traced(store, provider, account, &[read_at, write_at], |_, _| None).0
+}
+
+/// [`drive`], the clock at `times[n]` once `n` lookups were answered (the last time
+/// thereafter), `hook` seeing every step first (with the store) as the machine's
+/// in-memory driver lets it.
+fn traced(
+    store: &mut Store,
+    provider: &mut Provider,
+    account: Option<ProviderAccount>,
+    times: &[i64],
+    mut hook: impl FnMut(&mut Store, &Io<Recovered, u64>) -> Option<Input<u64>>,
+) -> (Result<Recovered, JournalError>, CallTrace) {
+    let owner = recovery_owner(&hash(), &fresh_lease());
+    let program = RecoveryProgram::new(hash(), owner, account);
+    let options = CallOptions {
+        concurrency: Concurrency::Preconditions,
+        attempts: NonZeroU32::new(10).expect("ten"),
+        fast_paths: true,
+        deadline: None,
+    };
+    let looked_up = Cell::new(0);
+    let clock = || at(times[looked_up.get().min(times.len() - 1)]);
+    store.call_with_clock(program, options, clock, |store, io| {
+        if let Some(input) = hook(store, io) {
+            return Some(input);
+        }
+        let Io::Lookup(request) = io else {
+            return None;
         };
-        step = recovery.step(event)?;
-    }
+        looked_up.set(looked_up.get() + 1);
+        provider.asked.push(request.key.clone());
+        Some(Input::LookedUp(if provider.answers.is_empty() {
+            ProviderAnswer::Unknown
+        } else {
+            provider.answers.remove(0)
+        }))
+    })
 }
 
 fn state(store: &mut Store, now: i64) -> CommandStatus {
@@ -328,12 +317,12 @@ fn nothing_is_written_without_evidence() {
 /// A client that started at `T0`, was permitted attempt 1 and heard the provider
 /// replay the key's stored unknown answer, which it recorded: the key's.
 fn client_heard_a_replay(store: &mut Store) -> String {
-    client_heard(store, crate::answer::Closing::ReplayedUnknown)
+    client_heard(store, crate::sends::provider::Closing::ReplayedUnknown)
 }
 
 /// A client that started at `T0`, was permitted attempt 1 and recorded `heard`, an
 /// unknown outcome: the key's.
-fn client_heard(store: &mut Store, heard: crate::answer::Closing) -> String {
+fn client_heard(store: &mut Store, heard: crate::sends::provider::Closing) -> String {
     let input = input();
     let identity = input.identity();
     let lease = fresh_lease();
@@ -353,7 +342,7 @@ fn client_heard(store: &mut Store, heard: crate::answer::Closing) -> String {
     };
     let call = LeaseCall::new(identity, owner, at(T0 + SEC));
     store
-        .answer(&RecordAnswer::outcome(
+        .answer(&Record::outcome(
             call,
             fence_epoch,
             AttemptNumber::FIRST,
@@ -428,7 +417,7 @@ fn a_replayed_unknown_is_looked_up_and_a_replay_from_the_lookup_proves_nothing()
 fn an_ambiguous_attempt_is_looked_up_and_left_alone_only_with_the_rule_reverted() {
     use crate::sends::reverted::{Rule, with_reverted};
     let mut store = Store::new();
-    let key = client_heard(&mut store, crate::answer::Closing::Ambiguous);
+    let key = client_heard(&mut store, crate::sends::provider::Closing::Ambiguous);
     let before = store.documents();
     // Reverted (the soak's planted defect), the job asks nothing and writes nothing.
     let mut skipped = Provider::answering(vec![ProviderAnswer::Succeeded(envelope())]);
@@ -772,74 +761,39 @@ fn a_not_found_is_confirmed_under_the_lease_so_a_resend_since_the_first_read_is_
     let plan = prompt_plan();
     let mut store = Store::new();
     let key = client_sends(&mut store, &plan, T0);
-    let (mut job, step) = RecoveryProtocol::new(Some(account()));
-    assert_eq!(step, RecoveryStep::Status);
-    // The job's first read, after that lease: the absence is provable.
-    let registered = store
-        .answer(&RegisteredIdentity::new(hash(), at(T0 + 61 * SEC)))
-        .expect("read");
-    assert!(matches!(
-        job.step(RecoveryEvent::Status(Box::new(registered))),
-        Ok(RecoveryStep::Lookup { .. })
-    ));
-    // Meanwhile the client comes back and re-sends the same key; its request has not
-    // reached the provider when the job's lookup arrives.
-    assert_eq!(client_sends(&mut store, &plan, T0 + 62 * SEC), key);
-    assert_eq!(
-        job.step(RecoveryEvent::LookedUp(ProviderAnswer::NotFound)),
-        Ok(RecoveryStep::Acquire)
+    // The job's first read, after that lease: the absence is provable. Meanwhile the
+    // client comes back and re-sends the same key; its request has not reached the
+    // provider when the job's first lookup arrives ("not found"). The job takes the
+    // lease once the client's has run out (at T0 + 122 s), does not record its "not
+    // found", reads and looks up again under it: the client's re-send was processed
+    // before its lease ended, and the charge is found.
+    let mut provider = Provider::answering(vec![
+        ProviderAnswer::NotFound,
+        ProviderAnswer::Succeeded(envelope()),
+    ]);
+    let mut resent = None;
+    let (recovered, trace) = traced(
+        &mut store,
+        &mut provider,
+        Some(account()),
+        &[T0 + 61 * SEC, T0 + 123 * SEC],
+        |store, io| {
+            if matches!(io, Io::Lookup(_)) && resent.is_none() {
+                resent = Some(client_sends(store, &plan, T0 + 62 * SEC));
+            }
+            None
+        },
     );
-    // The job takes the lease once the client's has run out (at T0 + 122 s) ...
-    let owner = recovery_owner(&hash(), &fresh_lease());
-    let now = at(T0 + 123 * SEC);
-    let acquired = store
-        .answer(&Acquire::new(LeaseCall::new(
-            input().identity(),
-            owner.clone(),
-            now,
-        )))
-        .expect("acquire");
-    let LeaseOutput::Acquired { fence_epoch, .. } = acquired else {
-        panic!("{acquired:?}");
-    };
-    // ... and does not record its "not found": it reads and looks up again under it.
+    assert_eq!(recovered, Ok(Recovered::Succeeded));
+    assert_eq!(resent, Some(key.clone()), "the same key re-sent");
+    assert_eq!(provider.asked, [key.clone(), key]);
+    // The status read and the lookup under the lease; the re-send moved the send
+    // record on, so each read follows it up to its latest event.
     assert_eq!(
-        job.step(RecoveryEvent::Acquired(acquired)),
-        Ok(RecoveryStep::Status)
-    );
-    let registered = store
-        .answer(&RegisteredIdentity::new(hash(), now))
-        .expect("read");
-    assert!(matches!(
-        job.step(RecoveryEvent::Status(Box::new(registered))),
-        Ok(RecoveryStep::Lookup { .. })
-    ));
-    // The client's re-send was processed before its lease ended: the charge.
-    let step = job
-        .step(RecoveryEvent::LookedUp(ProviderAnswer::Succeeded(
-            envelope(),
-        )))
-        .expect("step");
-    let RecoveryStep::Reconcile {
-        fence,
-        attempt,
-        evidence,
-    } = step
-    else {
-        panic!("{step:?}");
-    };
-    assert_eq!((fence, attempt), (fence_epoch, AttemptNumber::FIRST));
-    let call = LeaseCall::new(input().identity(), owner, now);
-    let (finding, result) = evidence.closing(call.identity());
-    let op = crate::envelope::record::WithResult::new(
-        RecordAnswer::on_bound_plan(call, fence, attempt, finding),
-        &hash(),
-        now,
-        result.expect("an envelope"),
-    );
-    assert_eq!(
-        job.step(RecoveryEvent::Reconciled(store.answer(&op))),
-        Ok(RecoveryStep::Done(Recovered::Succeeded))
+        trace.steps,
+        [
+            "read", "lookup", "read", "commit", "read", "read", "lookup", "read", "read", "commit"
+        ]
     );
     assert_eq!(
         state(&mut store, T0 + 124 * SEC).command.state,
@@ -849,79 +803,67 @@ fn a_not_found_is_confirmed_under_the_lease_so_a_resend_since_the_first_read_is_
 
 #[test]
 fn an_absence_refused_at_the_commit_is_a_not_found() {
+    // Provable at the first read and at the confirming read under the lease, not any
+    // more at the commit (the key store's retention ran out meanwhile): nothing but
+    // the takeover is written.
     let mut store = Store::new();
     crashed_mid_send(&mut store);
-    let (mut job, _) = RecoveryProtocol::new(Some(account()));
-    let registered = store
-        .answer(&RegisteredIdentity::new(hash(), at(T0 + 400 * SEC)))
-        .expect("read");
-    job.step(RecoveryEvent::Status(Box::new(registered.clone())))
-        .expect("lookup");
-    job.step(RecoveryEvent::LookedUp(ProviderAnswer::NotFound))
-        .expect("acquire");
-    let acquired = LeaseOutput::Acquired {
-        fence_epoch: FenceEpoch::new(3).expect("fence"),
-        lease_expires_at: at(T0 + 460 * SEC),
-    };
-    assert_eq!(
-        job.step(RecoveryEvent::Acquired(acquired)),
-        Ok(RecoveryStep::Status)
+    let retention = 24 * 3600 * SEC;
+    let mut provider =
+        Provider::answering(vec![ProviderAnswer::NotFound, ProviderAnswer::NotFound]);
+    let times = [
+        T0 + retention - 2 * SEC,
+        T0 + retention - SEC,
+        T0 + retention,
+    ];
+    let (recovered, trace) = traced(
+        &mut store,
+        &mut provider,
+        Some(account()),
+        &times,
+        |_, _| None,
     );
-    job.step(RecoveryEvent::Status(Box::new(registered)))
-        .expect("lookup");
-    assert!(matches!(
-        job.step(RecoveryEvent::LookedUp(ProviderAnswer::NotFound)),
-        Ok(RecoveryStep::Reconcile {
-            evidence: ProviderAnswer::NotFound,
-            ..
-        })
-    ));
+    assert_eq!(recovered, Ok(Recovered::NotFound));
+    assert_eq!(provider.asked.len(), 2);
     assert_eq!(
-        job.step(RecoveryEvent::Reconciled(Err(
-            JournalError::AbsenceNotProvable {
-                provable_from: None
-            }
-        ))),
-        Ok(RecoveryStep::Done(Recovered::NotFound))
+        trace.began,
+        [
+            "journal.recover",
+            "journal.recover",
+            "journal.acquire",
+            "journal.recover",
+            "journal.reconcile_send"
+        ]
     );
+    let send = state(&mut store, T0 + retention).send.expect("send");
+    assert_eq!(send.state, AttemptState::Sending);
+    assert!(store.contains_key(&audit::path(&hash(), 3)));
+    assert!(!store.contains_key(&audit::path(&hash(), 4)));
 }
 
 #[test]
 fn a_second_recovery_holding_stale_evidence_loses_to_the_fence() {
     // Two jobs look up before either takes the lease; the first records; the
-    // second's acquire sees the command settled.
+    // second's acquisition sees the command settled.
     let mut store = Store::new();
     crashed_mid_send(&mut store);
-    let identity = input().identity();
-    let now = at(T0 + 61 * SEC);
-    let (mut late, step) = RecoveryProtocol::new(Some(account()));
-    assert_eq!(step, RecoveryStep::Status);
-    let registered = store
-        .answer(&RegisteredIdentity::new(hash(), now))
-        .expect("status");
-    assert!(matches!(
-        late.step(RecoveryEvent::Status(Box::new(registered))),
-        Ok(RecoveryStep::Lookup { .. })
-    ));
-    assert_eq!(
-        late.step(RecoveryEvent::LookedUp(ProviderAnswer::Succeeded(
-            envelope()
-        ))),
-        Ok(RecoveryStep::Acquire)
+    let mut late = Provider::answering(vec![ProviderAnswer::Succeeded(envelope())]);
+    let mut first_recovered = None;
+    let (recovered, _) = traced(
+        &mut store,
+        &mut late,
+        Some(account()),
+        &[T0 + 61 * SEC],
+        |store, io| {
+            if matches!(io, Io::Lookup(_)) && first_recovered.is_none() {
+                let mut first = Provider::answering(vec![ProviderAnswer::Succeeded(envelope())]);
+                first_recovered = Some(recover(store, &mut first, T0 + 61 * SEC));
+            }
+            None
+        },
     );
-    let mut first = Provider::answering(vec![ProviderAnswer::Succeeded(envelope())]);
-    assert_eq!(
-        recover(&mut store, &mut first, T0 + 61 * SEC),
-        Ok(Recovered::Succeeded)
-    );
-    let owner = recovery_owner(&hash(), &fresh_lease());
-    let acquired = store
-        .answer(&Acquire::new(LeaseCall::new(identity, owner, now)))
-        .expect("acquire");
-    assert_eq!(
-        late.step(RecoveryEvent::Acquired(acquired)),
-        Ok(RecoveryStep::Done(Recovered::AlreadySettled))
-    );
+    assert_eq!(first_recovered, Some(Ok(Recovered::Succeeded)));
+    assert_eq!(recovered, Ok(Recovered::AlreadySettled));
 }
 
 #[test]
@@ -938,14 +880,11 @@ fn outcomes_serialize_as_their_labels() {
 #[test]
 fn a_recovery_jobs_planned_reconciliation_is_refused_when_a_stale_holder_wrote_before_its_takeover()
 {
-    use crate::attempt::Precondition;
-    use crate::transaction::{Decision, Write};
     // The client starts at T0 and is permitted attempt 1; its clock runs 61 s behind.
     let mut store = Store::new();
     let input = input();
     let identity = input.identity();
-    let lease = fresh_lease();
-    let client = input.lease_owner(&identity, &lease).expect("owner");
+    let client = input.lease_owner(&identity, &fresh_lease()).expect("owner");
     store
         .answer(&Start::new(identity.clone(), client.clone(), at(T0)))
         .expect("start");
@@ -954,51 +893,46 @@ fn a_recovery_jobs_planned_reconciliation_is_refused_when_a_stale_holder_wrote_b
     store
         .answer(&BeginSend::new(call, fence, plan()))
         .expect("begin_send");
-    // The job found a charge and takes the lease over at T0 + 61 s, reading everything
-    // the send layer reads (as the library's driver does) ...
-    let owner = recovery_owner(&hash(), &fresh_lease());
-    let now = at(T0 + 61 * SEC);
-    let job = LeaseCall::new(identity.clone(), owner.clone(), now);
-    let paths = crate::sends::load::first_read(job.command());
-    let taking = store.attempt_reading(&Acquire::new(job.clone()), paths);
-    let Decision::Mutate(_, LeaseOutput::Acquired { fence_epoch, .. }) = taking.decision else {
-        panic!("{:?}", taking.decision);
-    };
-    // ... while the client, to whom its lease still runs, records an ambiguous answer.
-    let late = LeaseCall::new(identity.clone(), client, at(T0 + 30 * SEC));
-    let (unknown, _) = ProviderAnswer::Unknown.closing(late.identity());
-    store
-        .answer(&RecordAnswer::outcome(
-            late,
-            fence,
-            AttemptNumber::FIRST,
-            unknown,
-            plan(),
-        ))
-        .expect("the client's lease runs by its clock");
-    // The takeover lands after it; the job plans its reconciliation from what it knows.
-    let guarded = taking.guarded();
-    let results = store.commit_guarded(&guarded).expect("the takeover lands");
-    let written: Vec<Write> = guarded.iter().map(|w| w.write.clone()).collect();
-    let known = taking.known().clone().committed(&written, &results);
-    let charge = ProviderAnswer::Succeeded(envelope());
-    let (found, result) = charge.closing(job.identity());
-    let op = crate::envelope::record::WithResult::new(
-        RecordAnswer::on_bound_plan(job, fence_epoch, AttemptNumber::FIRST, found),
-        &hash(),
-        now,
-        result.expect("an envelope"),
+    // The job found a charge and takes the lease over at T0 + 61 s; while its
+    // takeover is in flight, the client, to whom its lease still runs, records an
+    // ambiguous answer. The takeover lands after it; the job's reconciliation, planned
+    // from what the takeover left known, is refused (the send record moved on), and
+    // the job reads and records the charge over the client's ambiguous answer.
+    let mut provider = Provider::answering(vec![ProviderAnswer::Succeeded(envelope())]);
+    let mut wrote = false;
+    let (recovered, trace) = traced(
+        &mut store,
+        &mut provider,
+        Some(account()),
+        &[T0 + 61 * SEC],
+        |store, io| {
+            if matches!(io, Io::Commit { .. }) && !wrote {
+                wrote = true;
+                let late = LeaseCall::new(identity.clone(), client.clone(), at(T0 + 30 * SEC));
+                let (unknown, _) = ProviderAnswer::Unknown.closing(late.identity());
+                store
+                    .answer(&Record::outcome(
+                        late,
+                        fence,
+                        AttemptNumber::FIRST,
+                        unknown,
+                        plan(),
+                    ))
+                    .expect("the client's lease runs by its clock");
+            }
+            None
+        },
     );
-    let planned = crate::known::plan(&op, &known).expect("planned from what the job knows");
-    let holds = planned.writes.iter().all(|w| match &w.precondition {
-        Precondition::Absent => !store.contains_key(w.write.path()),
-        Precondition::UpdatedAt(t) => store.update_time(w.write.path()) == Some(*t),
-    });
-    assert!(!holds, "the send record moved on: refused");
-    // Reading instead, the evidence is recorded over the client's ambiguous answer.
+    assert_eq!(recovered, Ok(Recovered::Succeeded));
     assert_eq!(
-        store.answer(&op),
-        Ok(SendOutcomeOutput::Terminal(TerminalOutput::Succeeded))
+        trace.steps,
+        [
+            "read", "lookup", "read", "commit", "planned", "wait_now", "read", "commit"
+        ]
+    );
+    assert_eq!(
+        state(&mut store, T0 + 62 * SEC).send.map(|s| s.state),
+        Some(AttemptState::Succeeded)
     );
 }
 

@@ -47,6 +47,12 @@ impl BeginSend {
         Self { call, fence, plan }
     }
 
+    #[cfg(test)]
+    /// The fence it is asked under.
+    pub(crate) fn fence(&self) -> FenceEpoch {
+        self.fence
+    }
+
     fn permit(&self, attempt: &SendAttempt, lifecycle: &Lifecycle) -> SendPermit {
         SendPermit {
             lease_expires_at: lifecycle.lease_expires_at,

@@ -8,7 +8,7 @@ use super::event::SendEventType;
 use super::load::SendState;
 use super::mutation::{end_command, next_revision, record};
 use super::output::SendOutcomeOutput;
-use crate::answer::Closing;
+use super::provider::Closing;
 use crate::document::lifecycle::Lifecycle;
 use crate::error::JournalError;
 use crate::fence::FenceEpoch;

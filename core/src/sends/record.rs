@@ -37,8 +37,8 @@ use super::load::{self, Context, bound_state};
 use super::mutation::{active, held};
 use super::output::SendOutcomeOutput;
 use super::plan::ProviderPlan;
+use super::provider::{Closing, ProviderAnswer};
 use super::reverted::{Rule, reverted};
-use crate::answer::{Closing, ProviderAnswer};
 use crate::envelope::record::{MarksResult, WithResult};
 use crate::error::JournalError;
 use crate::fence::FenceEpoch;
@@ -57,7 +57,7 @@ pub enum Mode {
 
 /// A prepared record of a provider's answer.
 #[derive(Debug, Clone)]
-pub struct RecordAnswer {
+pub struct Record {
     call: LeaseCall,
     fence: FenceEpoch,
     attempt: AttemptNumber,
@@ -72,9 +72,9 @@ pub struct RecordAnswer {
 
 /// A record of an answer, with the result envelope of a success stored in its
 /// commit.
-pub(crate) type Recording = WithResult<RecordAnswer>;
+pub(crate) type Recording = WithResult<Record>;
 
-impl RecordAnswer {
+impl Record {
     /// Prepares the record of `answer` on `attempt` of the command bound to `plan`
     /// (the bound plan whatever it is, when `None`), under the fence `fence`.
     /// `invalid_input` for a "not found" offered as the sender's outcome (`outcome`)
@@ -103,7 +103,7 @@ impl RecordAnswer {
     }
 
     /// The record of `finding` in `mode` on `attempt` of the command bound to `plan`,
-    /// unchecked and storing no envelope: [`RecordAnswer::prepare`] for a provider's
+    /// unchecked and storing no envelope: [`Record::prepare`] for a provider's
     /// answer.
     pub(crate) fn new(
         call: LeaseCall,
@@ -156,15 +156,10 @@ impl RecordAnswer {
     }
 
     #[cfg(test)]
-    /// A reconciliation of `finding` under the plan the command bound (unchecked, no
-    /// envelope).
-    pub(crate) fn on_bound_plan(
-        call: LeaseCall,
-        fence: FenceEpoch,
-        attempt: AttemptNumber,
-        finding: Closing,
-    ) -> Self {
-        Self::new(call, fence, attempt, finding, None, Mode::Reconciliation)
+    /// The fence, attempt, finding and mode it records (for the tables of the programs
+    /// that prepare it).
+    pub(crate) fn parts(&self) -> (FenceEpoch, AttemptNumber, &Closing, Mode) {
+        (self.fence, self.attempt, &self.finding, self.mode)
     }
 
     fn decide_inner(&self, snapshot: &Snapshot) -> Result<Decision<SendOutcomeOutput>, Halt> {
@@ -235,14 +230,14 @@ impl RecordAnswer {
 }
 
 /// Wrapped in `WithResult`: the send document marks the stored envelope.
-impl MarksResult for RecordAnswer {
+impl MarksResult for Record {
     fn storing_result(mut self) -> Self {
         self.with_result = true;
         self
     }
 }
 
-impl Transition for RecordAnswer {
+impl Transition for Record {
     type Output = SendOutcomeOutput;
 
     fn name(&self) -> OperationName {

@@ -1,18 +1,24 @@
 //! The call machine driven over the in-memory store, as the library's gRPC driver
-//! drives it over Firestore: every read at the store as it stands (one state, so
-//! every read is repeatable), every commit under its preconditions, a transaction an
-//! id of its own. A hook sees each step first and may answer it instead (a fault, a
-//! lost answer, a write by someone else); the provider's calls are the hook's to
-//! answer.
+//! (`src/runner/driver.rs`) drives it over Firestore: the same [`Call::poll`] and
+//! [`Call::handle`], every read at the store as it stands (one state, so every read
+//! is repeatable), every commit under its preconditions, a transaction an id of its
+//! own, a rollback and a backoff's wait answered at once.
+//!
+//! [`Driven`] is one call driven a step at a time; it is the only loop of the test
+//! support. [`Store::call`] runs one to its answer with a hook that sees each step
+//! first and may answer it instead (a fault, a lost answer, a write by someone else;
+//! the provider's calls are the hook's to answer), and the store's helpers
+//! (`core/src/testing/run.rs`) run each operation through one, or interleave several.
 
 use super::store::Store;
-use crate::attempt::Found;
 use crate::call::{
-    Call, CallOptions, Input, Io, Labelled, Metric, Program, ReadAnswer, TransactionId,
+    Call, CallOptions, CommitKind, Consistency, Input, Io, Labelled, Metric, Now, Program,
+    RetryCause, RpcFailure, TransactionId,
 };
-use crate::error::JournalError;
+use crate::error::{GrpcCode, JournalError};
+use crate::sends::provider::ProviderAnswer;
 use crate::time::Timestamp;
-use crate::transaction::{CommitStamps, Transition};
+use crate::transaction::Transition;
 
 /// What one call did, step by step.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -36,6 +42,126 @@ impl CallTrace {
     }
 }
 
+/// One call of `P` driven over the store a step at a time: [`Driven::poll`] for its
+/// next I/O step, [`Driven::perform`] for what the store answers to it, and
+/// [`Driven::handle`] to hand the answer back.
+pub(crate) struct Driven<P: Program> {
+    call: Call<P, u64>,
+    trace: CallTrace,
+    /// Transactions opened so far: the next one's id.
+    transactions: u8,
+}
+
+impl<P> Driven<P>
+where
+    P: Program,
+    P::Output: Labelled,
+    <P::Op as Transition>::Output: Labelled,
+{
+    /// A call of `program`, not yet polled.
+    pub(crate) fn new(program: P, options: CallOptions) -> Self {
+        Self {
+            call: Call::new(program, options),
+            trace: CallTrace::default(),
+            transactions: 0,
+        }
+    }
+
+    /// The same call, every attempt in the attempt machine's strict mode (`decide`
+    /// asked twice on every snapshot; a rule of the attempt broken panics).
+    pub(crate) fn strict(mut self) -> Self
+    where
+        <P::Op as Transition>::Output: std::fmt::Debug + PartialEq,
+    {
+        self.call = self.call.strict();
+        self
+    }
+
+    /// The call's next I/O step, or its answer ([`Io::Done`]), the driver's clocks read
+    /// from `clocks` at every poll as the library's driver reads them. The
+    /// notifications in between ([`Io::Began`], [`Io::Ended`]) go to the trace.
+    pub(crate) fn poll(&mut self, clocks: &mut impl FnMut() -> Now) -> Io<P::Output, u64> {
+        loop {
+            let io = self.call.poll(clocks());
+            let step = match &io {
+                Io::Done(_) => return io,
+                Io::Began(name) => {
+                    self.trace.began.push(name.as_str());
+                    continue;
+                }
+                Io::Ended { recorded, .. } => {
+                    self.trace.metrics.extend(recorded.iter().copied());
+                    continue;
+                }
+                Io::Read { consistency, .. } => match consistency {
+                    Consistency::Begin { .. } => "begin",
+                    Consistency::In(_) => "read_in",
+                    Consistency::Latest | Consistency::At(_) => "read",
+                },
+                Io::Commit { kind, .. } => match kind {
+                    CommitKind::Decided => "commit",
+                    CommitKind::Blind => "blind",
+                    CommitKind::Planned => "planned",
+                },
+                Io::Rollback(_) => "rollback",
+                Io::Retry {
+                    immediate: true, ..
+                } => "wait_now",
+                Io::Retry { .. } => "retry",
+                Io::Send(_) => "send",
+                Io::Lookup(_) => "lookup",
+            };
+            self.trace.steps.push(step);
+            return io;
+        }
+    }
+
+    /// What `store` answers to the I/O step `io`: a read of the store as it stands
+    /// (opening a transaction when asked to), a commit under its preconditions (a lost
+    /// one refused as Firestore refuses it, nothing written), a rollback sent, a wait
+    /// waited, a provider that answers nothing in time (`Unknown`).
+    pub(crate) fn perform(&mut self, store: &mut Store, io: &Io<P::Output, u64>) -> Input<u64> {
+        match io {
+            Io::Read {
+                paths, consistency, ..
+            } => {
+                let transaction = match consistency {
+                    Consistency::Begin { .. } => {
+                        self.transactions = self.transactions.wrapping_add(1);
+                        Some(TransactionId(vec![self.transactions]))
+                    }
+                    _ => None,
+                };
+                Input::Read(Ok(store.read(paths, transaction)))
+            }
+            Io::Commit { writes, .. } => match store.commit_guarded(writes) {
+                Some(results) => Input::Committed(Ok(results)),
+                None => Input::Committed(Err(RpcFailure::Retry {
+                    code: GrpcCode::FailedPrecondition,
+                    cause: RetryCause::PreconditionLost,
+                })),
+            },
+            Io::Rollback(_) => Input::RolledBack,
+            Io::Retry { .. } => Input::Waited,
+            Io::Send(_) => Input::Sent(ProviderAnswer::Unknown),
+            Io::Lookup(_) => Input::LookedUp(ProviderAnswer::Unknown),
+            Io::Began(_) | Io::Ended { .. } | Io::Done(_) => {
+                unreachable!("a notification or an answer is not an I/O step")
+            }
+        }
+    }
+
+    /// Hands the answer to the last I/O step back to the call.
+    pub(crate) fn handle(&mut self, input: Input<u64>) {
+        self.call.handle(input);
+    }
+
+    /// What the call did so far.
+    pub(crate) fn trace(self) -> CallTrace {
+        self.trace
+    }
+}
+
 impl Store {
     /// Runs `program` to its answer through the call machine at the journal's time
     /// `now`. `hook` sees every I/O step first, with the store, and may answer it
@@ -56,12 +182,42 @@ impl Store {
     }
 
     /// [`Store::call`] with the journal's time read from `clock` at every poll, as
-    /// the library's driver reads its clock.
+    /// the library's driver reads its clock; a clock that never steps back: its steady
+    /// time and the call's elapsed time are the time since its first reading (none
+    /// while it reads earlier).
     pub fn call_with_clock<P>(
         &mut self,
         program: P,
         options: CallOptions,
         mut clock: impl FnMut() -> Timestamp,
+        hook: impl FnMut(&mut Store, &Io<P::Output, u64>) -> Option<Input<u64>>,
+    ) -> (Result<P::Output, JournalError>, CallTrace)
+    where
+        P: Program,
+        P::Output: Labelled,
+        <P::Op as Transition>::Output: Labelled,
+    {
+        let mut first = None;
+        let clocks = move || {
+            let at = clock();
+            let since = first.get_or_insert(at).until(at);
+            Now {
+                at,
+                steady: since,
+                elapsed: since,
+            }
+        };
+        self.call_with_clocks(program, options, clocks, hook)
+    }
+
+    /// [`Store::call`] with every reading of the driver from `clocks` at every poll:
+    /// the journal's time and, apart from it, its steady time and the call's elapsed
+    /// time (a wall clock that steps, a call that takes time).
+    pub fn call_with_clocks<P>(
+        &mut self,
+        program: P,
+        options: CallOptions,
+        mut clocks: impl FnMut() -> Now,
         mut hook: impl FnMut(&mut Store, &Io<P::Output, u64>) -> Option<Input<u64>>,
     ) -> (Result<P::Output, JournalError>, CallTrace)
     where
@@ -69,106 +225,17 @@ impl Store {
         P::Output: Labelled,
         <P::Op as Transition>::Output: Labelled,
     {
-        let mut call = Call::<P, u64>::new(program, options);
-        let mut trace = CallTrace::default();
-        let mut transactions = 0u8;
+        let mut driven = Driven::new(program, options);
         loop {
-            let io = call.poll(clock());
-            let step = match &io {
-                Io::Done(_) => None,
-                Io::Began(name) => {
-                    trace.began.push(name.as_str());
-                    None
-                }
-                Io::Ended { recorded, .. } => {
-                    trace.metrics.extend(recorded.iter().copied());
-                    None
-                }
-                Io::Read { consistency, .. } => Some(match consistency {
-                    crate::call::Consistency::Begin { .. } => "begin",
-                    crate::call::Consistency::In(_) => "read_in",
-                    _ => "read",
-                }),
-                Io::Commit { kind, .. } => Some(match kind {
-                    crate::call::CommitKind::Decided => "commit",
-                    crate::call::CommitKind::Blind => "blind",
-                    crate::call::CommitKind::Planned => "planned",
-                }),
-                Io::Rollback(_) => Some("rollback"),
-                Io::Retry {
-                    immediate: true, ..
-                } => Some("wait_now"),
-                Io::Retry { .. } => Some("retry"),
-                Io::Send(_) => Some("send"),
-                Io::Lookup(_) => Some("lookup"),
-            };
-            if let Some(step) = step {
-                trace.steps.push(step);
+            let io = driven.poll(&mut clocks);
+            if let Io::Done(result) = io {
+                return (result, driven.trace());
             }
-            let hooked = match &io {
-                Io::Done(_) | Io::Began(_) | Io::Ended { .. } => None,
-                io => hook(self, io),
+            let input = match hook(self, &io) {
+                Some(input) => input,
+                None => driven.perform(self, &io),
             };
-            let input = match (hooked, io) {
-                (_, Io::Done(result)) => return (result, trace),
-                (_, Io::Began(_) | Io::Ended { .. }) => continue,
-                (Some(input), _) => input,
-                (
-                    None,
-                    Io::Read {
-                        paths, consistency, ..
-                    },
-                ) => {
-                    let transaction = match consistency {
-                        crate::call::Consistency::Begin { .. } => {
-                            transactions = transactions.wrapping_add(1);
-                            Some(TransactionId(vec![transactions]))
-                        }
-                        _ => None,
-                    };
-                    Input::Read(Ok(self.read_answer(&paths, transaction)))
-                }
-                (None, Io::Commit { writes, .. }) => match self.commit_guarded(&writes) {
-                    Some(results) => Input::Committed(Ok(results)),
-                    None => Input::Committed(Err(crate::call::RpcFailure::Retry {
-                        code: crate::error::GrpcCode::FailedPrecondition,
-                        cause: crate::call::RetryCause::PreconditionLost,
-                    })),
-                },
-                (None, Io::Rollback(_)) => Input::RolledBack,
-                (None, Io::Retry { .. }) => Input::Waited,
-                (None, Io::Send(_)) => Input::Sent(crate::answer::ProviderAnswer::Unknown),
-                (None, Io::Lookup(_)) => Input::LookedUp(crate::answer::ProviderAnswer::Unknown),
-            };
-            call.handle(input);
-        }
-    }
-
-    /// What a read of `paths` answers at the store as it stands.
-    fn read_answer(&self, paths: &[String], transaction: Option<TransactionId>) -> ReadAnswer<u64> {
-        let found = paths
-            .iter()
-            .filter_map(|path| {
-                let fields = self.get(path)?.clone();
-                let (created, updated) = self.written(path)?;
-                let time = |t: u64| (i64::try_from(t).unwrap_or(i64::MAX), 0);
-                Some((
-                    path.clone(),
-                    Found {
-                        fields,
-                        version: Some(updated),
-                        stamps: Some(CommitStamps {
-                            created: time(created),
-                            updated: time(updated),
-                        }),
-                    },
-                ))
-            })
-            .collect();
-        ReadAnswer {
-            found,
-            read_time: Some(0),
-            transaction,
+            driven.handle(input);
         }
     }
 }

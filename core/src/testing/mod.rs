@@ -1,16 +1,19 @@
 //! Test support shared by the unit tests and the fuzz targets; compiled only for
 //! tests and the `fuzzing` feature, and not a supported API.
 //!
-//! `Store` is the one in-memory stand-in for Firestore: it runs a prepared
-//! operation by the runner's rules, without I/O, and refuses (panics) wherever a
-//! `decide` breaks them.
+//! `Store` is the one in-memory stand-in for Firestore (`store.rs`). Every operation
+//! a test runs on it runs through the call machine, driven by one driver
+//! (`call.rs`) that performs the steps the library's driver performs; the store's
+//! helpers (`run.rs`) run a prepared operation that way, strictly, and refuse
+//! (panic) wherever a `decide` breaks the machine's rules.
 
 mod call;
+mod run;
 mod store;
 
 pub use call::CallTrace;
-
-pub use store::{Decided, Ran, Store, StoredDocument, WriteResults};
+pub use run::{Decided, Ran};
+pub use store::{Store, StoredDocument, WriteResults};
 
 use crate::identity::LeaseId;
 use std::sync::atomic::{AtomicU64, Ordering};

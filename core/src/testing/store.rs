@@ -1,43 +1,29 @@
-//! An in-memory documents root that runs a [`Transition`] the way the runner does:
-//! through the runner's own attempt machine (`core/src/attempt.rs`), in its strict
-//! mode, so every test of a `decide` here exercises the read, follow-up, confirmation
-//! and precondition logic production runs.
+//! An in-memory documents root, the stand-in for Firestore that the call machine is
+//! driven over in the tests (`core/src/testing/call.rs`).
 //!
-//! The rules it enforces are the machine's, the call machine's (`core/src/call/run.rs`) and the
-//! transition contract's (`core/src/transaction.rs`):
+//! It answers what the machine asks as Firestore would, with logical write times:
 //!
-//! - An attempt reads the operation's paths, then at most
-//!   [`MAX_FOLLOW_UP_READS`](crate::transaction::MAX_FOLLOW_UP_READS) follow-up reads,
-//!   each asking only for paths not read yet. Every read of an attempt is at one read
-//!   time: the store as it stood when the attempt began (so a corrupt-looking read is
-//!   confirmed by an identical re-read, as the runner confirms one).
-//! - `decide` is asked twice on every snapshot and must answer the same.
-//! - A mutation writes only paths the attempt read, each at most once: `Create`
-//!   where the document was read absent, `Replace` where it was read present.
-//! - A commit is atomic and carries the machine's preconditions, checked against the
-//!   store as it stands at commit time: a created document must still not exist
-//!   (`exists: false`), a replaced one must still have the update time that was read.
-//!   A commit that loses a precondition writes nothing. Every write of a commit gets
-//!   the one commit time.
-//! - An operation that makes a blind plan (`core/src/transaction/blind.rs`) first commits
-//!   it without reading: its creations and absence guards hold only where every path
-//!   it reads is absent, and then it writes exactly what the read-and-decide attempt
-//!   would (checked). Otherwise nothing is written and it reads and decides.
+//! - A read ([`Store::read`]) answers the documents as they stand, each with its
+//!   create and update times, at one read time for every read (`0`): a follow-up or
+//!   confirming read of an attempt is answered from the store as it stands, which is
+//!   the same state while nothing else writes in between.
+//! - A commit ([`Store::commit_guarded`]) is atomic and checks every precondition
+//!   against the store as it stands at commit time: a created document must still
+//!   not exist (`exists: false`), a replaced one must still have the update time that
+//!   was read. A commit that loses a precondition writes nothing. Every write of a
+//!   commit gets the one commit time; a write that changes nothing keeps the update
+//!   time, as Firestore does.
 //!
-//! Where the runner fails closed (an unguarded replacement, follow-up reads that do
-//! not end) or would retry until it gives up (a create of a document read present),
-//! the strict machine panics with the rule's name: in a test or a fuzz target it is a
-//! bug in `decide`. Documents put in place with [`Store::insert`], [`Store::get_mut`]
-//! or [`Store::remove`] stand for another writer (seeded state, corruption) and get a
-//! new update time of their own.
+//! Documents put in place with [`Store::insert`], [`Store::get_mut`] or
+//! [`Store::remove`] stand for another writer (seeded state, corruption) and get a new
+//! update time of their own; [`Store::forge`] edits one keeping its write times.
 
-use crate::attempt::{Action, Attempt as Machine, Found, GuardedWrite, Precondition, ReadKind};
+use crate::attempt::{Found, GuardedWrite, Precondition};
+use crate::call::{ReadAnswer, TransactionId};
 use crate::document::fields::FieldMap;
-use crate::error::JournalError;
-use crate::known::Known;
-use crate::transaction::blind::{self, BlindPlan};
-use crate::transaction::{CommitStamps, CommitTime, Decision, Snapshot, Transition, Write};
+use crate::transaction::{CommitStamps, CommitTime, Snapshot, Write};
 use std::collections::BTreeMap;
+use std::ops::Index;
 
 /// One document of the store, as [`Store::documents`] answers it.
 #[derive(Debug, Clone, PartialEq)]
@@ -51,8 +37,6 @@ pub struct StoredDocument {
     /// Its logical update time (seconds).
     pub update_time: u64,
 }
-use std::fmt::Debug;
-use std::ops::Index;
 
 /// A stored document, the logical time of the write that created it and of the write
 /// that left it there.
@@ -71,51 +55,6 @@ pub struct Store {
     clock: u64,
 }
 
-/// One attempt's reads and its final decision (never `Read`), not yet committed.
-#[derive(Debug)]
-pub struct Decided<O> {
-    /// What `decide` concluded once every follow-up read was served.
-    pub decision: Decision<O>,
-    /// The follow-up reads `decide` asked for, in order.
-    pub follow_ups: Vec<Vec<String>>,
-    /// The precondition of each write of a mutation, on the update time read.
-    preconditions: Vec<(String, Precondition<u64>)>,
-    /// Every document the attempt read, as the runner keeps it known.
-    read: Known<u64>,
-}
-
-impl<O> Decided<O> {
-    /// Reads of the attempt: the first and its follow-ups.
-    pub fn reads(&self) -> usize {
-        1 + self.follow_ups.len()
-    }
-
-    /// The mutation's writes, each under the precondition the attempt machine gave it
-    /// (none unless the decision is a mutation).
-    pub fn guarded(&self) -> Vec<GuardedWrite<u64>> {
-        let Decision::Mutate(writes, _) = &self.decision else {
-            return Vec::new();
-        };
-        let preconditions = self.preconditions.iter().map(|(_, p)| p.clone());
-        let guard = |(write, precondition)| GuardedWrite {
-            write,
-            precondition,
-        };
-        writes
-            .iter()
-            .cloned()
-            .zip(preconditions)
-            .map(guard)
-            .collect()
-    }
-
-    /// What the attempt read, as the runner knows it once the attempt is over (before
-    /// its commit; [`Known::committed`] with [`Store::commit_guarded`]'s results after).
-    pub fn known(&self) -> &Known<u64> {
-        &self.read
-    }
-}
-
 /// The update time each write of a commit left (with its comparable form), as
 /// Firestore's write results give it: `None` for an absence guard.
 pub type WriteResults = Vec<Option<(u64, CommitTime)>>;
@@ -123,30 +62,6 @@ pub type WriteResults = Vec<Option<(u64, CommitTime)>>;
 /// A logical time in comparable form.
 fn logical(t: u64) -> CommitTime {
     (i64::try_from(t).unwrap_or(i64::MAX), 0)
-}
-
-/// What running an operation to completion did.
-#[derive(Debug)]
-pub struct Ran<O> {
-    /// The operation's answer.
-    pub result: Result<O, JournalError>,
-    /// The writes committed (empty unless the decision was a mutation).
-    pub writes: Vec<Write>,
-    /// The follow-up reads `decide` asked for, in order.
-    pub follow_ups: Vec<Vec<String>>,
-    /// Whether the operation committed a blind creation, reading nothing.
-    pub blind: bool,
-}
-
-impl<O> Ran<O> {
-    /// Reads of the run: none for a blind creation, else the first and its follow-ups.
-    pub fn reads(&self) -> usize {
-        if self.blind {
-            0
-        } else {
-            1 + self.follow_ups.len()
-        }
-    }
 }
 
 impl Store {
@@ -282,81 +197,34 @@ impl Store {
         Snapshot::new(paths.iter().map(|p| (p.clone(), self.get(p).cloned())))
     }
 
-    /// One attempt at the store's current state: drives the runner's attempt machine
-    /// (`core/src/attempt.rs`, strict: `decide` asked twice on every snapshot) over
-    /// the store's documents, every read at the store as it stands. Nothing is
-    /// written; see [`Store::commit`].
-    pub fn attempt<T>(&self, op: &T) -> Decided<T::Output>
-    where
-        T: Transition,
-        T::Output: Debug + PartialEq,
-    {
-        self.attempt_reading(op, op.paths())
-    }
-
-    /// [`Store::attempt`] whose first read is `paths` (the operation's own and any
-    /// more its caller decides from), as the call machine reads for a run with a wider first read.
-    pub fn attempt_reading<T>(&self, op: &T, paths: Vec<String>) -> Decided<T::Output>
-    where
-        T: Transition,
-        T::Output: Debug + PartialEq,
-    {
-        let mut machine = Machine::strict(op, paths);
-        let mut step = machine.start();
-        let mut follow_ups = Vec::new();
-        loop {
-            let (decision, preconditions) = match step {
-                Action::Read { paths, kind } => {
-                    if kind == ReadKind::FollowUp {
-                        follow_ups.push(paths.clone());
-                    }
-                    let found = paths
-                        .into_iter()
-                        .filter_map(|path| {
-                            let stored = self.docs.get(&path)?;
-                            let found = Found {
-                                fields: stored.fields.clone(),
-                                version: Some(stored.update_time),
-                                stamps: Some(CommitStamps {
-                                    created: logical(stored.create_time),
-                                    updated: logical(stored.update_time),
-                                }),
-                            };
-                            Some((path, found))
-                        })
-                        .collect();
-                    // One state for the whole attempt: every read is repeatable.
-                    step = machine.read(op, found, true);
-                    continue;
-                }
-                Action::Done(output) => (Decision::Observe(output), Vec::new()),
-                Action::Fail(error) => (Decision::Reject(error), Vec::new()),
-                Action::Commit { writes, output } => {
-                    let (writes, preconditions) = writes
-                        .into_iter()
-                        .map(|guarded| {
-                            let path = guarded.write.path().to_owned();
-                            (guarded.write, (path, guarded.precondition))
-                        })
-                        .unzip();
-                    (Decision::Mutate(writes, output), preconditions)
-                }
-            };
-            let (snapshot, versions) = machine.read_state();
-            return Decided {
-                decision,
-                follow_ups,
-                preconditions,
-                read: Known::read(snapshot.clone(), versions),
-            };
+    /// What a read of `paths` answers at the store as it stands: every document found,
+    /// with its update time as its version and its write times as its stamps, at read
+    /// time `0`, in `transaction` when the read opened one.
+    pub(crate) fn read(
+        &self,
+        paths: &[String],
+        transaction: Option<TransactionId>,
+    ) -> ReadAnswer<u64> {
+        let found = paths
+            .iter()
+            .filter_map(|path| {
+                let stored = self.docs.get(path)?;
+                let found = Found {
+                    fields: stored.fields.clone(),
+                    version: Some(stored.update_time),
+                    stamps: Some(CommitStamps {
+                        created: logical(stored.create_time),
+                        updated: logical(stored.update_time),
+                    }),
+                };
+                Some((path.clone(), found))
+            })
+            .collect();
+        ReadAnswer {
+            found,
+            read_time: Some(0),
+            transaction,
         }
-    }
-
-    /// Commits `attempt`'s mutation atomically under the runner's preconditions;
-    /// false, with nothing written, when another writer broke one since the attempt
-    /// read. An attempt that does not mutate has nothing to commit (true).
-    pub fn commit<O>(&mut self, attempt: &Decided<O>) -> bool {
-        self.commit_guarded(&attempt.guarded()).is_some()
     }
 
     /// Commits `writes` atomically, each under its precondition checked against the
@@ -423,139 +291,6 @@ impl Store {
             .collect();
         let clock = docs.values().map(|s| s.update_time).max().unwrap_or(0);
         Self { docs, clock }
-    }
-
-    /// Commits a blind creation when every path it creates or guards is absent (one
-    /// commit time for all its creations); false, with nothing written, otherwise.
-    fn commit_blind<O>(&mut self, plan: &BlindPlan<O>) -> bool {
-        let created = plan.creates.iter().map(Write::path);
-        if created
-            .chain(plan.guards.iter().map(String::as_str))
-            .any(|path| self.docs.contains_key(path))
-        {
-            return false;
-        }
-        self.clock += 1;
-        for write in &plan.creates {
-            let Some(fields) = write.fields() else {
-                continue;
-            };
-            let stored = Stored {
-                fields: fields.clone(),
-                create_time: self.clock,
-                update_time: self.clock,
-            };
-            self.docs.insert(write.path().to_owned(), stored);
-        }
-        true
-    }
-
-    /// Tries `op`'s blind creation, as the runner does before any read; the answer
-    /// when it committed. A committed plan must be exactly the decision the
-    /// read-and-decide attempt takes on the same state.
-    fn run_blind<T>(&mut self, op: &T) -> Option<Ran<T::Output>>
-    where
-        T: Transition,
-        T::Output: Debug + PartialEq,
-    {
-        let plan = blind::plan(op, &op.paths())?;
-        let reading = self.attempt(op);
-        if !self.commit_blind(&plan) {
-            return None;
-        }
-        let decision = Decision::Mutate(plan.creates, plan.output);
-        assert_eq!(
-            reading.decision, decision,
-            "a blind creation must commit what reading and deciding would"
-        );
-        let Decision::Mutate(writes, output) = decision else {
-            unreachable!("built as a mutation just above")
-        };
-        Some(Ran {
-            result: Ok(output),
-            writes,
-            follow_ups: Vec::new(),
-            blind: true,
-        })
-    }
-
-    /// Runs `op` to completion against this store, uncontended: its blind creation
-    /// when it makes one and every path it reads is absent, otherwise one attempt and
-    /// its commit, which cannot lose a precondition.
-    pub fn run<T>(&mut self, op: &T) -> Ran<T::Output>
-    where
-        T: Transition,
-        T::Output: Debug + PartialEq,
-    {
-        if let Some(ran) = self.run_blind(op) {
-            return ran;
-        }
-        self.run_reading(op)
-    }
-
-    /// [`Store::run`] without the blind creation: read, decide, commit.
-    fn run_reading<T>(&mut self, op: &T) -> Ran<T::Output>
-    where
-        T: Transition,
-        T::Output: Debug + PartialEq,
-    {
-        let attempt = self.attempt(op);
-        assert!(self.commit(&attempt), "an uncontended commit failed");
-        let follow_ups = attempt.follow_ups;
-        let (result, writes) = match attempt.decision {
-            Decision::Observe(output) => (Ok(output), Vec::new()),
-            Decision::Reject(error) => (Err(error), Vec::new()),
-            Decision::Mutate(writes, output) => (Ok(output), writes),
-            Decision::Read(_) => unreachable!("an attempt serves its follow-up reads"),
-        };
-        Ran {
-            result,
-            writes,
-            follow_ups,
-            blind: false,
-        }
-    }
-
-    /// The answer of [`Store::run`].
-    pub fn answer<T>(&mut self, op: &T) -> Result<T::Output, JournalError>
-    where
-        T: Transition,
-        T::Output: Debug + PartialEq,
-    {
-        self.run(op).result
-    }
-
-    /// A race: every op decides on the same state (or plans its blind creation),
-    /// then the commits land in order and each op whose commit lost a precondition
-    /// reads and decides again, as the runner retries it. The final answers, in the
-    /// order of `ops`.
-    pub fn race<T>(&mut self, ops: &[T]) -> Vec<Result<T::Output, JournalError>>
-    where
-        T: Transition,
-        T::Output: Debug + PartialEq,
-    {
-        let attempts: Vec<Decided<T::Output>> = ops.iter().map(|op| self.attempt(op)).collect();
-        let plans: Vec<_> = ops.iter().map(|op| blind::plan(op, &op.paths())).collect();
-        let mut results = Vec::new();
-        for ((op, attempt), plan) in ops.iter().zip(attempts).zip(plans) {
-            let result = if let Some(plan) = plan {
-                if self.commit_blind(&plan) {
-                    Ok(plan.output)
-                } else {
-                    self.run_reading(op).result
-                }
-            } else if self.commit(&attempt) {
-                match attempt.decision {
-                    Decision::Observe(output) | Decision::Mutate(_, output) => Ok(output),
-                    Decision::Reject(error) => Err(error),
-                    Decision::Read(_) => unreachable!("an attempt serves its follow-up reads"),
-                }
-            } else {
-                self.run_reading(op).result
-            };
-            results.push(result);
-        }
-        results
     }
 }
 

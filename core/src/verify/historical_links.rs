@@ -16,15 +16,21 @@
 //!   wrote) whose monetary content (the thirteen effect fields) equals an imported row's
 //!   represents that effect a second time: `duplicate_monetary_effect` at the created
 //!   row's path.
+//! - **Linked rows as sealed.** A reservation a link wrote under schema version 3
+//!   carries the integrity digest over the imported rows as it relabelled them; the
+//!   digest computed from the rows read must be the stored one:
+//!   `effect_integrity_mismatch` at the reservation's path.
 //!
-//! Memory grows with the number of historical rows only (an id, a small claim and a
-//! 32-byte content digest each); canonical rows are never kept.
+//! Memory grows with the number of historical rows only (an id, a small claim, a
+//! 32-byte content digest and, for a linked row, its row hash each) and with the
+//! sealed historical reservations; canonical rows are never kept.
 
 use super::report::{Finding, FindingCode};
 use crate::digest::Digest;
 use crate::ledger::effect::{self, LedgerEffect, Lineage};
 use crate::ledger::fingerprint::{CommandFamily, FingerprintInput};
-use crate::ledger::reservation;
+use crate::ledger::integrity;
+use crate::ledger::reservation::{self, ReservationDocument};
 use sha2::{Digest as _, Sha256};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
@@ -49,6 +55,10 @@ pub struct HistoricalLinks {
     imported: HashMap<[u8; 32], Vec<String>>,
     /// Content digest → the paths of migration-created rows holding it.
     created: HashMap<[u8; 32], Vec<String>>,
+    /// Imported linked row id → its row hash (`integrity::row_hash`).
+    row_hashes: BTreeMap<String, String>,
+    /// The schema-3 reservations that link imported rows, by id.
+    sealed: BTreeMap<Digest, ReservationDocument>,
 }
 
 /// The digest of an effect's monetary content: its thirteen fields, canonically.
@@ -75,6 +85,11 @@ impl HistoricalLinks {
             }),
             _ => None,
         };
+        if claim.is_some()
+            && let Some(hash) = integrity::row_hash(effect)
+        {
+            self.row_hashes.insert(effect.effect_id.clone(), hash);
+        }
         self.rows.insert(effect.effect_id.clone(), claim);
         if let Some(digest) = content(effect) {
             self.imported
@@ -116,9 +131,32 @@ impl HistoricalLinks {
         });
     }
 
+    /// A reservation linking imported rows that carries an integrity digest: checked
+    /// against the rows' hashes once every row was read.
+    pub(crate) fn sealed(&mut self, reservation: &ReservationDocument) {
+        if reservation.integrity_digest.is_some() {
+            self.sealed
+                .insert(reservation.reservation_id.clone(), reservation.clone());
+        }
+    }
+
     /// Every finding, once the whole collection was scanned.
     pub fn finish(&self) -> Vec<Finding> {
         let mut found = BTreeSet::new();
+        for (rid, reservation) in &self.sealed {
+            // A listed row missing or malformed is reported as such, not here.
+            let hashes: Option<Vec<String>> = reservation
+                .effect_ids
+                .iter()
+                .map(|id| self.row_hashes.get(id).cloned())
+                .collect();
+            if let Some(hashes) = hashes
+                && reservation.integrity_digest.as_ref()
+                    != Some(&integrity::sealed(reservation, &hashes))
+            {
+                found.insert((FindingCode::EffectIntegrityMismatch, reservation::path(rid)));
+            }
+        }
         let at = |id: &str| effect::path(id);
         for (id, claims) in &self.listed {
             match self.rows.get(id) {
@@ -162,6 +200,12 @@ impl HistoricalLinks {
         let reservation = |claim: &Claim| reservation::path(&claim.reservation_id);
         let at: HashSet<&str> = findings.iter().map(|f| f.path.as_str()).collect();
         let mut paths = BTreeSet::new();
+        for (rid, sealed) in &self.sealed {
+            if at.contains(reservation::path(rid).as_str()) {
+                paths.insert(reservation::path(rid));
+                paths.extend(sealed.effect_ids.iter().map(|id| effect::path(id)));
+            }
+        }
         for finding in findings {
             paths.insert(finding.path.clone());
             let Some(id) = finding

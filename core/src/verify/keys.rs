@@ -4,7 +4,7 @@
 use super::stored::StoredDoc;
 use crate::digest::Digest;
 use crate::document::{audit, root};
-use crate::ledger::{effect, reservation};
+use crate::ledger::{correction, effect, reservation};
 
 /// Which journal document of its command (or reservation) a scanned document is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,6 +25,8 @@ pub enum Part {
     Reservation,
     /// `ledgerTransactions/{id}_{index}`.
     Effect,
+    /// `ledgerTransactions/{id}_{index}/corrections/current`.
+    Correction,
 }
 
 /// How a scanned document sorts into the merge.
@@ -124,11 +126,24 @@ pub fn classify_reservation(doc: StoredDoc) -> Keyed {
     keyed_by_digest_id(reservation::COLLECTION, Part::Reservation, doc)
 }
 
-/// An effect at `{reservationId}_{index:04}` belongs to that reservation; any other id
-/// is an imported row, checked on its own.
+/// An effect at `{reservationId}_{index:04}`, and its correction bound
+/// (`…/corrections/current`), belong to that reservation; any other id is an imported
+/// row, checked on its own, as is its bound; anything else below an effect is
+/// unexpected.
 pub fn classify_effect(doc: StoredDoc) -> Keyed {
-    let Some([effect::COLLECTION, id]) = segments(&doc.path) else {
-        return Keyed::Unexpected(doc.path);
+    let (id, part) = match segments::<2>(&doc.path) {
+        Some([effect::COLLECTION, id]) => (id, Part::Effect),
+        _ => match segments::<4>(&doc.path) {
+            Some(
+                [
+                    effect::COLLECTION,
+                    id,
+                    correction::COLLECTION,
+                    correction::DOCUMENT,
+                ],
+            ) => (id, Part::Correction),
+            _ => return Keyed::Unexpected(doc.path),
+        },
     };
     let derived = match id.split_once('_') {
         Some((rid, index)) if index.len() == 4 && index.bytes().all(|b| b.is_ascii_digit()) => {
@@ -137,7 +152,7 @@ pub fn classify_effect(doc: StoredDoc) -> Keyed {
         _ => None,
     };
     match derived {
-        Some(rid) => Keyed::Command(rid, Part::Effect, doc),
+        Some(rid) => Keyed::Command(rid, part, doc),
         None => Keyed::Standalone(doc),
     }
 }

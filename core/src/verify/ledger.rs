@@ -1,15 +1,19 @@
 //! Pure invariant checks over ledger reservations and their effects: lineage, the
-//! strict codecs, the structural links between a reservation and its rows, and
-//! whether the rows still match what the reservation recorded (its integrity digest
-//! and, where the rows determine it, its fingerprint; see `crate::ledger::integrity`).
+//! strict codecs, the structural links between a reservation and its rows, whether the
+//! rows still match what the reservation recorded (its integrity digest and, where the
+//! rows determine it, its fingerprint; see `crate::ledger::integrity`), and, handed
+//! to the cross-document checks, the correction bounds below the rows and the
+//! reversals' claims on them.
 
-use super::historical_links::HistoricalLinks;
+use super::cross_checks::CrossChecks;
+use super::keys::segments;
 use super::report::{Finding, FindingCode};
 use super::stored::StoredDoc;
 use crate::digest::Digest;
 use crate::document::fields::FieldMap;
 use crate::document::value::ValueType;
 use crate::ledger::Lineage;
+use crate::ledger::correction::{CorrectionBound, magnitude};
 use crate::ledger::effect::{self, LedgerEffect};
 use crate::ledger::integrity::Contradiction;
 use crate::ledger::reservation::{self, ReservationDocument};
@@ -62,44 +66,92 @@ fn check_effect(doc: &StoredDoc) -> Result<LedgerEffect, Finding> {
         .map_err(|_| finding(FindingCode::MalformedDocument, &doc.path))
 }
 
-/// An effect whose id is not derived from a reservation: a `historical_unlinked` row,
-/// or an imported row a migration linked (whose link `links` checks once the scan is
-/// complete); never a canonical row.
-pub fn check_standalone_effect(doc: &StoredDoc, links: &mut HistoricalLinks) -> Vec<Finding> {
+/// A document below an id not derived from a reservation: a `historical_unlinked` row,
+/// or an imported row a migration linked (whose link `cross.links` checks once the scan
+/// is complete), never a canonical row; or the correction bound of such a row, which
+/// sorts right after it (`cross.corrections` checks it once the scan is complete).
+pub fn check_standalone_effect(doc: &StoredDoc, cross: &mut CrossChecks) -> Vec<Finding> {
+    if let Some([_, original, _, _]) = segments::<4>(&doc.path) {
+        let bound = check_bound(doc, original);
+        cross
+            .corrections
+            .standalone_bound(original, bound.as_ref().ok());
+        return bound.err().into_iter().collect();
+    }
+    let id = id_of(&doc.path);
     match check_effect(doc) {
         Err(found) => {
-            links.malformed_row(id_of(&doc.path));
+            cross.links.malformed_row(id);
+            cross.corrections.standalone_row(id, None);
             vec![found]
         }
         Ok(effect) if effect.lineage == Lineage::CanonicalLinked => {
+            cross.corrections.standalone_row(id, None);
             vec![finding(FindingCode::LineageViolation, &doc.path)]
         }
         Ok(effect) => {
-            links.imported_row(&effect);
+            cross.links.imported_row(&effect);
+            cross.corrections.standalone_row(id, Some(&effect));
             Vec::new()
         }
     }
 }
 
-/// A reservation (if stored) and every effect whose id derives from its id; the
-/// imported rows a historical reservation lists are handed to `links`.
+/// The correction bound `doc` of effect `original`, parsed strictly.
+fn check_bound(doc: &StoredDoc, original: &str) -> Result<CorrectionBound, Finding> {
+    CorrectionBound::parse(original, &doc.fields)
+        .map_err(|_| finding(FindingCode::MalformedDocument, &doc.path))
+}
+
+/// The correction bounds `bounds` of rows of one reservation (whose parsed rows are
+/// `effects`), handed to `cross.corrections` with what each parent row booked.
+fn check_bounds(
+    bounds: &[StoredDoc],
+    effects: &[(&StoredDoc, LedgerEffect)],
+    cross: &mut CrossChecks,
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for doc in bounds {
+        let Some([_, original, _, _]) = segments::<4>(&doc.path) else {
+            continue;
+        };
+        let bound = check_bound(doc, original);
+        let booked = effects
+            .iter()
+            .find(|(_, e)| e.effect_id == original)
+            .map(|(_, e)| magnitude(&e.item));
+        cross
+            .corrections
+            .bound(original, bound.as_ref().ok(), booked);
+        out.extend(bound.err());
+    }
+    out
+}
+
+/// A reservation (if stored), every effect whose id derives from its id and those
+/// effects' correction bounds (`bound_docs`); the imported rows a historical
+/// reservation lists go to `cross.links`, a reversal's effects and the bounds to
+/// `cross.corrections`.
 pub fn check_reservation(
     reservation_id: &Digest,
     reservation_doc: Option<&StoredDoc>,
     effect_docs: &[StoredDoc],
-    links: &mut HistoricalLinks,
+    bound_docs: &[StoredDoc],
+    cross: &mut CrossChecks,
 ) -> Vec<Finding> {
     let mut out = Vec::new();
     let mut effects = Vec::new();
     for doc in effect_docs {
         match check_effect(doc) {
             Ok(effect) => {
-                links.derived_row(&doc.path, &effect);
+                cross.links.derived_row(&doc.path, &effect);
                 effects.push((doc, effect));
             }
             Err(found) => out.push(found),
         }
     }
+    out.extend(check_bounds(bound_docs, &effects, cross));
+    let links = &mut cross.links;
     let Some(reservation_doc) = reservation_doc else {
         for (doc, effect) in &effects {
             let code = match effect.lineage {
@@ -124,6 +176,7 @@ pub fn check_reservation(
             }
         };
     if reservation::links_imported_rows(reservation_id, &reservation.effect_ids) {
+        links.sealed(&reservation);
         for (index, id) in reservation.effect_ids.iter().enumerate() {
             links.listed(
                 reservation_id,
@@ -187,6 +240,7 @@ pub fn check_reservation(
         ));
         return out;
     }
+    cross.corrections.reservation(&reservation, &listed);
     out.extend(contradictions(reservation, listed, &reservation_doc.path));
     out
 }
@@ -196,7 +250,10 @@ pub fn check_reservation(
 /// version 2) is not the digest of the stored reservation and rows,
 /// `effect_fingerprint_mismatch` when the fingerprint rebuilt from the rows (canonical
 /// `effect_plan`, `reversal` and `internal_transfer` reservations under versions 4
-/// and 5) is not the stored one. A tampered row of a covered family is both.
+/// and 5) is not the stored one, `fixed_field_violation` when a row of a canonical
+/// schema-3 reservation breaks the fields the seed fixes (a mechanism outside the
+/// closed set, or compensation on a non-recovery effect). A tampered row of a covered
+/// family is usually several.
 fn contradictions(
     reservation: ReservationDocument,
     effects: Vec<LedgerEffect>,
@@ -212,6 +269,7 @@ fn contradictions(
             let code = match found {
                 Contradiction::Digest => FindingCode::EffectIntegrityMismatch,
                 Contradiction::Fingerprint => FindingCode::EffectFingerprintMismatch,
+                Contradiction::FixedFields => FindingCode::FixedFieldViolation,
             };
             finding(code, path)
         })

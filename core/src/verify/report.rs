@@ -71,6 +71,18 @@ pub enum FindingCode {
     /// A reservation whose stored integrity digest differs from the one computed over
     /// its stored effect rows.
     EffectIntegrityMismatch,
+    /// The reversals of one effect return more than it booked: the magnitudes of the
+    /// amounts of every reversal effect naming it, or its correction bound's total,
+    /// exceed the magnitude of its amount.
+    OverReversal,
+    /// An effect's correction bound disagrees with the reversals its commits counted:
+    /// it is missing while a guarded reversal names the effect, its total or count is
+    /// not theirs, or its parent row does not exist.
+    CorrectionBoundMismatch,
+    /// A canonical reservation of schema version 3 with an effect row that breaks the
+    /// fields seed 003 fixes: a mechanism outside the closed canonical set, or
+    /// compensation cents, locators or a subtype on a non-recovery effect.
+    FixedFieldViolation,
     /// A document the journal creates once and never changes whose Firestore update
     /// time differs from its create time: it was written again outside the journal.
     RewrittenDocument,
@@ -156,6 +168,9 @@ impl FindingCode {
             Self::LifecycleHistoryMismatch => "lifecycle_history_mismatch",
             Self::EffectFingerprintMismatch => "effect_fingerprint_mismatch",
             Self::EffectIntegrityMismatch => "effect_integrity_mismatch",
+            Self::FixedFieldViolation => "fixed_field_violation",
+            Self::OverReversal => "over_reversal",
+            Self::CorrectionBoundMismatch => "correction_bound_mismatch",
             Self::RewrittenDocument => "rewritten_document",
             Self::CommitTimeMismatch => "commit_time_mismatch",
             Self::OrphanSendRecord => "orphan_send_record",

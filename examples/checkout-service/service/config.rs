@@ -18,10 +18,11 @@ use std::time::Duration;
 /// The port Cloud Run sets; 8080 when unset.
 pub const DEFAULT_PORT: u16 = 8080;
 /// `PROVIDER_TIMEOUT_MS` when unset: the upper bound of one provider call (a POST or
-/// a lookup); the lease's remaining time may shorten a POST's.
+/// a lookup); the lease's remaining time may shorten a POST's, and what is left of
+/// the journal's deadline either.
 pub const PROVIDER_TIMEOUT: Duration = Duration::from_secs(30);
-/// `FIRESTORE_DEADLINE_MS` when unset: the bound on each journal operation, retries
-/// included. The journal's own default has no such bound (10 attempts of up to 10 s
+/// `FIRESTORE_DEADLINE_MS` when unset: the bound on each journal call, retries and
+/// the provider's calls included. The journal's own default has no such bound (10 attempts of up to 10 s
 /// each), which would keep a client about 100 s for a 503 while Firestore does not
 /// answer.
 pub const FIRESTORE_DEADLINE: Duration = Duration::from_secs(15);
@@ -182,8 +183,8 @@ pub struct Config {
     pub auth_emulator: bool,
     /// `PROVIDER_TIMEOUT_MS`: the upper bound of one provider call.
     pub provider_timeout: Duration,
-    /// `FIRESTORE_DEADLINE_MS`: the bound on each journal operation, its retries
-    /// included; past it the checkout answers 503 `retry`.
+    /// `FIRESTORE_DEADLINE_MS`: the bound on each journal call, its retries and
+    /// provider calls included; past it the checkout answers 503 `retry`.
     pub firestore_deadline: Duration,
     /// Timeouts and caps of the HTTP server.
     pub http: HttpLimits,

@@ -425,9 +425,9 @@ fn answer(
         // this call's answer could be recorded under it: the write was refused.
         Ok(Execution::InProgress) if called => Answer::in_progress("lease_lost"),
         Ok(Execution::InProgress) => Answer::in_progress("lease_busy"),
+        // Whole seconds already, rounded up by the journal.
         Ok(Execution::RetryLater { after }) => {
-            let seconds = after.as_secs() + u64::from(after.subsec_nanos() > 0);
-            Answer::retry(ambiguity.unwrap_or("lease_too_short"), seconds)
+            Answer::retry(ambiguity.unwrap_or("lease_too_short"), after.as_secs())
         }
         Ok(Execution::PendingReconciliation) => Answer::pending_reconciliation(),
         Err(error) => Answer::journal_error(error),

@@ -22,6 +22,7 @@
 //! Nothing here logs; the answers carry fixed codes only. [`RequestProvider`] is the
 //! library's [`Provider`] over these calls, for one request.
 
+use command_journal::sends::LookupRequest;
 use command_journal::strict_json;
 use command_journal::{Provider, ProviderAnswer, ResultEnvelope, SendRequest};
 use serde_json::{Map, Value};
@@ -335,13 +336,13 @@ impl<'a> RequestProvider<'a> {
 }
 
 impl Provider for RequestProvider<'_> {
-    async fn send(&self, request: SendRequest<'_>) -> ProviderAnswer {
+    async fn send(&self, request: SendRequest) -> ProviderAnswer {
         self.called.store(true, Ordering::Relaxed);
         // Marked before the POST: a send the journal stops waiting for is ambiguous.
         *self.ambiguity.lock().unwrap_or_else(|e| e.into_inner()) = Some("provider_timeout");
         let sent = self
             .charges
-            .post(request.key, request.parameters, request.deadline)
+            .post(&request.key, &request.parameters, request.deadline)
             .await;
         match sent {
             Sent::Charged(fields) => match ResultEnvelope::new(&Value::Object(fields)) {
@@ -353,7 +354,8 @@ impl Provider for RequestProvider<'_> {
         }
     }
 
-    async fn lookup(&self, key: &str) -> ProviderAnswer {
+    async fn lookup(&self, request: LookupRequest) -> ProviderAnswer {
+        let key = request.key.as_str();
         self.called.store(true, Ordering::Relaxed);
         match self.charges.lookup(key, &self.expected).await {
             Looked::Found(fields) => ResultEnvelope::new(&Value::Object(fields))

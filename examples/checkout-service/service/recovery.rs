@@ -32,6 +32,7 @@ use command_journal::identity::Digest;
 use command_journal::pending::KeyRange;
 use command_journal::pending::Unblock;
 use command_journal::recovery::{RecoverOptions, Recovered, Recovery, Verdict};
+use command_journal::sends::LookupRequest;
 use command_journal::{Journal, Provider, ProviderAnswer, ResultEnvelope, SendRequest};
 use serde_json::{Map, Value, json};
 
@@ -146,11 +147,12 @@ impl<'a> RecoveryProvider<'a> {
 }
 
 impl Provider for RecoveryProvider<'_> {
-    async fn send(&self, _request: SendRequest<'_>) -> ProviderAnswer {
+    async fn send(&self, _request: SendRequest) -> ProviderAnswer {
         ProviderAnswer::Unknown
     }
 
-    async fn lookup(&self, key: &str) -> ProviderAnswer {
+    async fn lookup(&self, request: LookupRequest) -> ProviderAnswer {
+        let key = request.key.as_str();
         match self.charges.lookup(key, &Expected::key_only()).await {
             Looked::Found(fields) => ResultEnvelope::new(&Value::Object(fields))
                 .map_or(ProviderAnswer::Unknown, ProviderAnswer::Succeeded),

@@ -38,7 +38,7 @@ impl Target {
 
 /// Every journal path the matrix covers (the send layer's, then the result
 /// envelope's, then the recovery checkpoints', last).
-pub const TARGETS: [Target; 11] = [
+pub const TARGETS: [Target; 12] = [
     Target {
         template: "checkoutRequests/{k}",
         groups: &["checkoutRequests"],
@@ -82,6 +82,10 @@ pub const TARGETS: [Target; 11] = [
     Target {
         template: "recoveryCheckpoints/{k}",
         groups: &["recoveryCheckpoints"],
+    },
+    Target {
+        template: "ledgerTransactions/{k}/corrections/current",
+        groups: &["corrections", "current"],
     },
 ];
 

@@ -40,8 +40,8 @@ fn imported_and_linked() -> (Store, Store) {
     (before, after)
 }
 
-/// The historical links a scan of `documents` learns.
-async fn links_of(documents: Vec<Document>) -> HistoricalLinks {
+/// The cross-document checks (historical links, corrections) a scan of `documents` learns.
+async fn links_of(documents: Vec<Document>) -> crate::verify::cross_checks::CrossChecks {
     merge::relink(DOCUMENTS, documents).await.expect("relink")
 }
 
@@ -151,5 +151,56 @@ fn only_findings_made_again_are_kept() {
         still_holding(found, &fresh),
         vec![at(FindingCode::BrokenHistoricalLink, "b")],
         "another code at the same path, or a new finding, confirms nothing"
+    );
+}
+
+#[tokio::test]
+async fn a_reversal_made_between_two_ranges_is_not_reported_and_an_over_reversal_is() {
+    use command_journal_core::tools::ledger::correction;
+    use command_journal_core::tools::ledger::fixtures::{accept_into, plan, reversal_json};
+    let mut before = Store::default();
+    accept_into(&mut before, 1, &store(5, "12.5"));
+    let charge = format!("{}_0000", rid(1));
+    let mut after = before.clone();
+    accept_into(&mut after, 2, &plan(reversal_json(5, &charge, None)));
+    // The charge's range was read before the reversal, the reversal's after it.
+    let mut documents = read(&before, None);
+    documents.extend(
+        read(&after, None)
+            .into_iter()
+            .filter(|d| d.name.contains(rid(2).as_str())),
+    );
+    let cross = links_of(documents).await;
+    let found = cross.finish();
+    assert_eq!(
+        found,
+        vec![Finding {
+            code: FindingCode::CorrectionBoundMismatch,
+            path: correction::path(&charge),
+        }],
+        "read at two times, the reversal looks counted by no bound"
+    );
+    let involved = cross.involved(&found);
+    assert!(involved.contains(&correction::path(&charge)));
+    assert!(involved.contains(&reservation::path(&rid(2))));
+    assert_eq!(
+        still_holding(found, &again_from(&after, &involved).await),
+        Vec::new()
+    );
+    // An over-reversal holds at any read time.
+    let mut over = after.clone();
+    over.remove(&correction::path(&charge));
+    accept_into(&mut over, 3, &plan(reversal_json(5, &charge, None)));
+    let cross = links_of(read(&over, None)).await;
+    let found = cross.finish();
+    let involved = cross.involved(&found);
+    assert_eq!(
+        still_holding(found.clone(), &again_from(&over, &involved).await),
+        found
+    );
+    assert!(
+        found
+            .iter()
+            .any(|f| f.code == FindingCode::OverReversal && f.path == effect::path(&charge))
     );
 }

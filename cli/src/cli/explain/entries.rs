@@ -167,6 +167,17 @@ pub const ENTRIES: &[Entry] = &[
         "The reservation cannot be replayed here; migrate it (docs/ledger.md).",
     ),
     error(
+        "reversal_exceeds_original",
+        "refused",
+        Exit::Refused,
+        "A new reversal would return more than an original effect booked: with the \
+         reversals of it already accepted, under any key, the magnitudes of their amounts \
+         would exceed the magnitude of the original's amount. Nothing was written.",
+        "Reverse at most what remains (the original's correction bound, \
+         ledgerTransactions/{id}/corrections/current, holds what was reversed); an \
+         accepted reversal's exact retry still replays.",
+    ),
+    error(
         "obsolete_multi_effect_fingerprint",
         "refused",
         Exit::Refused,
@@ -431,6 +442,33 @@ pub const ENTRIES: &[Entry] = &[
         "A reservation whose stored integrity digest differs from the one computed over \
          its stored effect rows.",
         "An effect row was edited: investigate before any replay relies on it.",
+    ),
+    finding(
+        "over_reversal",
+        "The reversals of one effect return more than it booked: the magnitudes of the \
+         amounts of every reversal effect naming it, or its correction bound's total, \
+         exceed the magnitude of its amount (reported at the original row).",
+        "Money was returned twice: a correction bound was deleted or edited, or a \
+         reversal written around the journal; investigate and settle it with the \
+         bookkeeper, never by editing the rows.",
+    ),
+    finding(
+        "correction_bound_mismatch",
+        "An effect's correction bound (ledgerTransactions/{id}/corrections/current) \
+         disagrees with the reversals whose commits counted it: it is missing while such a \
+         reversal names the effect, its total or count is not theirs, or its parent row \
+         does not exist.",
+        "The bound was deleted or edited outside the journal, so the next reversal of the \
+         effect may be bounded wrongly: investigate before accepting reversals of it.",
+    ),
+    finding(
+        "fixed_field_violation",
+        "A canonical reservation of schema version 3 has an effect row breaking the \
+         fields seed 003 fixes: a mechanism outside WALLET, FEE, REVERSAL or null, or \
+         compensation cents, locators or a subtype on an effect that is not a \
+         reversal's compensating one.",
+        "Its acceptance refused such rows, so a row was edited: every replay of the \
+         command answers journal_corrupt; investigate, never repair by hand.",
     ),
     finding(
         "rewritten_document",

@@ -154,7 +154,7 @@ fn held(fence: i64, expires: i64) -> LeaseOutput {
 }
 
 fn corrupt(reason: &'static str) -> JournalError {
-    JournalError::JournalCorrupt { reason }
+    JournalError::corrupt(reason)
 }
 
 const MALFORMED_LIFECYCLE: &str = "malformed lifecycle document";
@@ -391,9 +391,18 @@ fn observed<O: Debug + PartialEq>(ran: Ran<O>, output: O) {
 }
 
 #[track_caller]
+/// `error` without the parse detail a corrupt error carries: the matrices name the
+/// document kind and the broken rule, not the field (the codecs' tests do).
+fn without_detail(error: JournalError) -> JournalError {
+    match error {
+        JournalError::JournalCorrupt { reason, .. } => JournalError::corrupt(reason),
+        other => other,
+    }
+}
+
 fn rejected<O: Debug>(ran: Ran<O>, error: JournalError, case: &str) {
     match ran.result {
-        Err(got) => assert_eq!(got, error, "{case}"),
+        Err(got) => assert_eq!(without_detail(got), error, "{case}"),
         Ok(output) => panic!("{case}: expected {error:?}, got {output:?}"),
     }
     assert!(

@@ -103,7 +103,7 @@ fn stored_documents_are_exactly_what_was_decided() {
     assert_eq!(stored["fingerprintVersion"], fields::int(5));
     assert_eq!(stored["scopeSeatId"], fields::string("seat-A"));
     assert_eq!(stored["migrationId"], fields::null());
-    assert_eq!(stored["reservationSchemaVersion"], fields::int(2));
+    assert_eq!(stored["reservationSchemaVersion"], fields::int(3));
     assert_eq!(stored.len(), 14);
     let parsed = stored_of(&memory, 1);
     let digest = integrity::integrity_digest(&parsed.reservation, &parsed.effects).expect("d");
@@ -625,22 +625,28 @@ fn only_reversals_their_retry_can_state_exactly_are_accepted() {
     };
     let refused = [
         // Two actors.
-        vec![effect("o-1", "M", 0, None), effect("o-2", "M", 0, None)],
+        vec![
+            effect("o-1", "REVERSAL", 0, None),
+            effect("o-2", "REVERSAL", 0, None),
+        ],
         // Two mechanisms.
-        vec![effect("o-1", "M", 0, None), effect("o-1", "N", 0, None)],
+        vec![
+            effect("o-1", "REVERSAL", 0, None),
+            effect("o-1", "WALLET", 0, None),
+        ],
         // Two compensation reasons.
         vec![
-            effect("o-1", "M", 5, Some("A")),
-            effect("o-1", "M", 5, Some("B")),
+            effect("o-1", "REVERSAL", 5, Some("A")),
+            effect("o-1", "REVERSAL", 5, Some("B")),
         ],
         vec![
-            effect("o-1", "M", 5, Some("A")),
-            effect("o-1", "M", 5, None),
+            effect("o-1", "REVERSAL", 5, Some("A")),
+            effect("o-1", "REVERSAL", 5, None),
         ],
         // A reason on a non-compensating effect.
         vec![
-            effect("o-1", "M", 5, Some("A")),
-            effect("o-1", "M", 0, Some("A")),
+            effect("o-1", "REVERSAL", 5, Some("A")),
+            effect("o-1", "REVERSAL", 0, Some("A")),
         ],
     ];
     for effects in refused {
@@ -650,9 +656,9 @@ fn only_reversals_their_retry_can_state_exactly_are_accepted() {
         );
     }
     let mixed = reversal(vec![
-        effect("o-1", "M", 5, Some("A")),
-        effect("o-1", "M", 0, None),
-        effect("o-1", "M", 7, Some("A")),
+        effect("o-1", "REVERSAL", 5, Some("A")),
+        effect("o-1", "REVERSAL", 0, None),
+        effect("o-1", "REVERSAL", 7, Some("A")),
     ]);
     let outcome = memory.answer(&accept(2, &mixed)).expect("accepted");
     assert_eq!(outcome.effects.len(), 3);
@@ -707,4 +713,100 @@ fn a_new_reservation_is_one_blind_commit_and_a_reversal_always_reads() {
     assert!(!reversal.blind_create());
     let ran = memory.run(&reversal);
     assert!(!ran.blind && ran.reads() == 1);
+}
+
+mod charge_flow {
+    use super::*;
+    use crate::ledger::fingerprint::Intent;
+    use crate::ledger::fixtures::{POLICY, fee};
+
+    fn store_intent(quantity: u64) -> Intent {
+        Intent::StorePurchase {
+            policy_uuid: POLICY.into(),
+            quantity,
+        }
+    }
+
+    fn charge(n: u32, plan: &FingerprintInput, intent: &Intent) -> Accept {
+        Accept::charge(&key(n), plan, &scope(), intent, now()).expect("valid charge")
+    }
+
+    #[test]
+    fn a_worker_pricing_after_another_accepted_gets_the_original_effects() {
+        let mut memory = Store::default();
+        let first = memory
+            .answer(&charge(1, &store(5, "12.5"), &store_intent(2)))
+            .expect("accepted");
+        assert_eq!(first.outcome, Outcome::Accepted);
+        let before = memory.clone();
+        // The second worker priced 13.00 before the first committed.
+        let second = memory
+            .answer(&charge(1, &store(5, "13.00"), &store_intent(2)))
+            .expect("replayed by the tuple");
+        assert_eq!(second.outcome, Outcome::Replayed);
+        assert_eq!(second.effects, first.effects);
+        // A bare accept of that pricing still fails closed (seed 003 §6.3).
+        assert_eq!(
+            memory.answer(&accept(1, &store(5, "13.00"))),
+            Err(JournalError::ReplayMismatch)
+        );
+        // Another tuple, or another scope, fails closed in the flow too.
+        let three = plan(store_json(5, "13.00", 3));
+        assert_eq!(
+            memory.answer(&charge(1, &three, &store_intent(3))),
+            Err(JournalError::ReplayMismatch)
+        );
+        let other = crate::ledger::reservation::LedgerScope::new("seat-B", "seat-B").expect("s");
+        let op = Accept::charge(&key(1), &store(5, "12.5"), &other, &store_intent(2), now())
+            .expect("op");
+        assert_eq!(memory.answer(&op), Err(JournalError::ScopeMismatch));
+        assert_eq!(memory, before, "nothing written");
+    }
+
+    #[test]
+    fn the_flow_creates_exactly_what_accept_creates() {
+        let mut flow = Store::default();
+        let mut bare = Store::default();
+        let by_flow = flow
+            .answer(&charge(
+                1,
+                &fee("-35", false),
+                &Intent::OverdraftFee {
+                    force_authority: false,
+                },
+            ))
+            .expect("accepted");
+        let by_accept = bare
+            .answer(&accept(1, &fee("-35", false)))
+            .expect("accepted");
+        assert_eq!(by_flow, by_accept);
+        assert_eq!(flow, bare);
+    }
+
+    #[test]
+    fn an_existing_version_4_reservation_replays_by_the_tuple_under_version_4() {
+        let mut memory = Store::default();
+        import_and_link(&mut memory, 1, &historical(&store(4, "12.5"), 4));
+        let before = memory.clone();
+        let replayed = memory
+            .answer(&charge(1, &store(5, "13.00"), &store_intent(2)))
+            .expect("replayed");
+        assert_eq!(replayed.outcome, Outcome::Replayed);
+        assert_eq!(replayed.fingerprint_version, 4);
+        assert_eq!(memory, before);
+    }
+
+    #[test]
+    fn the_plan_must_carry_the_tuple_replayed() {
+        for (plan, intent) in [
+            (store(5, "12.5"), store_intent(3)),
+            (fee("-1", true), store_intent(2)),
+            (crate::ledger::fixtures::debit_plan(), store_intent(2)),
+        ] {
+            assert_eq!(
+                Accept::charge(&key(1), &plan, &scope(), &intent, now()).map(|_| ()),
+                Err(JournalError::invalid("intent"))
+            );
+        }
+    }
 }

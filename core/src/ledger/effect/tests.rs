@@ -64,7 +64,7 @@ fn parse(effect: &LedgerEffect, map: &FieldMap) -> Result<LedgerEffect, JournalE
 
 fn assert_corrupt(result: Result<LedgerEffect, JournalError>, case: &str) {
     match result {
-        Err(JournalError::JournalCorrupt { reason }) => {
+        Err(JournalError::JournalCorrupt { reason, .. }) => {
             assert_eq!(reason, "malformed ledger effect", "{case}");
         }
         other => panic!("{case}: expected journal_corrupt, got {other:?}"),

@@ -154,6 +154,18 @@ impl Amount {
     pub(crate) fn is_negative(&self) -> bool {
         self.0.starts_with('-')
     }
+
+    /// The amount's magnitude in cents (`"-12.50"` → 1250): at most 13 integer
+    /// digits, so always below 10^15.
+    pub(crate) fn magnitude_cents(&self) -> u64 {
+        let digits = self.0.trim_start_matches('-').replace('.', "");
+        digits.parse().unwrap_or(u64::MAX)
+    }
+
+    /// The non-negative amount of `cents` cents, when it has at most 13 integer digits.
+    pub(crate) fn from_cents(cents: u64) -> Option<Self> {
+        Self::parse(&format!("{}.{:02}", cents / 100, cents % 100))
+    }
 }
 
 /// One effect of an effect plan, normalized; field names are its JSON keys.

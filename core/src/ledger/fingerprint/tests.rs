@@ -60,6 +60,40 @@ fn golden_vectors_match_the_independent_python_implementation() {
 }
 
 #[test]
+fn booked_plan_vectors_match_the_independent_derived_amount_rule() {
+    let vectors = vectors();
+    let accepted = vectors["accepted"].as_array().expect("accepted array");
+    // Every family under versions 4 and 5.
+    for family in CommandFamily::ALL {
+        for version in [4, 5] {
+            assert!(
+                accepted
+                    .iter()
+                    .any(|c| c["input"]["family"] == family.as_str()
+                        && c["input"]["fingerprintVersion"] == version),
+                "{family:?} v{version}"
+            );
+        }
+    }
+    for case in accepted {
+        let name = case["name"].as_str().unwrap_or("?");
+        let expected = &case["expected"];
+        let booked =
+            FingerprintInput::from_json(&case["input"]).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let fingerprint = booked
+            .excluding_derived_amounts()
+            .fingerprint(booked.version())
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(fingerprint.canonical, expected["canonical"], "{name}");
+        assert_eq!(
+            fingerprint.digest.as_str(),
+            expected["fingerprint"],
+            "{name}"
+        );
+    }
+}
+
+#[test]
 fn rejection_vectors_match_the_independent_python_implementation() {
     let vectors = vectors();
     let rejections = vectors["rejections"].as_array().expect("rejections array");

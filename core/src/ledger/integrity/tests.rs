@@ -9,7 +9,7 @@ use crate::ledger::fixtures::{
 use crate::ledger::reservation;
 use crate::ledger::stored::contradictions;
 use crate::testing::Store;
-use Contradiction::{Digest as D, Fingerprint as F};
+use Contradiction::{Digest as D, Fingerprint as F, FixedFields as X};
 use serde_json::json;
 
 fn reservation_path() -> String {
@@ -42,7 +42,39 @@ fn the_digest_is_the_documented_frame() {
         Some(row.as_str())
     );
     let fingerprint = stored.reservation.fingerprint.clone();
+    let row_hash = hex::encode(Sha256::digest(row.as_bytes()));
+    assert_eq!(row_hash, super::row_hash(&stored.effects[0]).expect("hash"));
     let expected = frame_digest(
+        "command-journal.ledger-integrity",
+        2,
+        &[
+            b"3",
+            rid.as_str().as_bytes(),
+            b"effect_plan",
+            fingerprint.as_str().as_bytes(),
+            b"5",
+            b"1800000000123456",
+            b"seat-A",
+            b"seat-A",
+            b"",
+            row_hash.as_bytes(),
+        ],
+    );
+    assert_eq!(stored.reservation.integrity_digest, Some(expected.clone()));
+    assert_eq!(
+        memory[&reservation_path()]["integrityDigest"],
+        fields::string(expected.as_str())
+    );
+    assert_eq!(
+        memory[&reservation_path()]["reservationSchemaVersion"],
+        fields::int(3)
+    );
+    // Schema version 2 kept framing version 1, without the schema part.
+    let v2 = ReservationDocument {
+        schema: ReservationSchema::V2,
+        ..stored.reservation.clone()
+    };
+    let framed_v1 = frame_digest(
         "command-journal.ledger-integrity",
         1,
         &[
@@ -56,15 +88,7 @@ fn the_digest_is_the_documented_frame() {
             row.as_bytes(),
         ],
     );
-    assert_eq!(stored.reservation.integrity_digest, Some(expected.clone()));
-    assert_eq!(
-        memory[&reservation_path()]["integrityDigest"],
-        fields::string(expected.as_str())
-    );
-    assert_eq!(
-        memory[&reservation_path()]["reservationSchemaVersion"],
-        fields::int(2)
-    );
+    assert_eq!(integrity_digest(&v2, &stored.effects), Some(framed_v1));
 }
 
 #[test]
@@ -96,12 +120,21 @@ fn contradictions_of_stored_rows() {
         ("charge fingerprint", charge, Box::new(|m| edit(m, &reservation_path(), "fingerprint", fields::string("cd".repeat(32)))), vec![D]),
         ("charge fingerprint version", charge, Box::new(|m| edit(m, &reservation_path(), "fingerprintVersion", fields::int(4))), vec![D]),
         ("charge scope", charge, Box::new(|m| edit(m, &reservation_path(), "scopeActorSeatId", fields::string("seat-B"))), vec![D]),
+        ("charge schema 3 -> 2", charge, Box::new(|m| edit(m, &reservation_path(), "reservationSchemaVersion", fields::int(2))), vec![D]),
+        ("plan schema 3 -> 2", plan, Box::new(|m| edit(m, &reservation_path(), "reservationSchemaVersion", fields::int(2))), vec![D]),
         ("charge amount, version-1 reservation (not covered)", charge, Box::new(|m| { strip_digest(m, 1); edit_amount(m, 1, 0, "1.00") }), vec![]),
         ("plan, version 3, version-1 reservation (not covered)", plan, Box::new(|m| { edit(m, &reservation_path(), "fingerprintVersion", fields::int(3)); strip_digest(m, 1); edit_amount(m, 1, 0, "-1.00") }), vec![]),
-        ("historical link, row edited (not covered)", linked, Box::new(|m| edit(m, "ledgerTransactions/legacy-0", "amount", fields::string("-1.00"))), vec![]),
+        ("historical link, row edited", linked, Box::new(|m| edit(m, "ledgerTransactions/legacy-0", "amount", fields::string("-1.00"))), vec![D]),
+        ("historical link, migration id edited everywhere", linked, Box::new(|m| { edit(m, &reservation_path(), "migrationId", fields::string("mig-other")); edit(m, "ledgerTransactions/legacy-0", "migrationId", fields::string("mig-other")) }), vec![D]),
+        ("historical link by an earlier release, row edited (not covered)", linked, Box::new(|m| { strip_digest(m, 1); edit(m, "ledgerTransactions/legacy-0", "amount", fields::string("-1.00")) }), vec![]),
         ("reversal actor", reversal, Box::new(|m| edit(m, &row(0), "actorSeatId", fields::string("officer-2"))), vec![D, F]),
         ("reversal actor, digest recomputed", reversal, Box::new(|m| { edit(m, &row(0), "actorSeatId", fields::string("officer-2")); reseal(m, 1) }), vec![F]),
-        ("reversal mechanism, digest recomputed", reversal, Box::new(|m| { edit(m, &row(0), "mechanism", fields::string("CARD")); reseal(m, 1) }), vec![F]),
+        ("reversal mechanism, digest recomputed", reversal, Box::new(|m| { edit(m, &row(0), "mechanism", fields::string("FEE")); reseal(m, 1) }), vec![F]),
+        ("reversal mechanism outside the set, digest recomputed", reversal, Box::new(|m| { edit(m, &row(0), "mechanism", fields::string("CARD")); reseal(m, 1) }), vec![F, X]),
+        ("charge mechanism outside the set, digest recomputed", charge, Box::new(|m| { edit(m, &row(0), "mechanism", fields::string("wallet")); reseal(m, 1) }), vec![X]),
+        ("charge with compensation cents, digest recomputed", charge, Box::new(|m| { edit(m, &row(0), "compensationAmountCents", fields::int(5)); reseal(m, 1) }), vec![X]),
+        ("charge with a subtype, digest recomputed", charge, Box::new(|m| { edit(m, &row(0), "compensationSubtype", fields::string("GOODWILL")); reseal(m, 1) }), vec![X]),
+        ("charge with a locator, version-1 reservation (not covered)", charge, Box::new(|m| { strip_digest(m, 1); edit(m, &row(0), "correctionIntentLocator", fields::string("c-1")) }), vec![]),
         ("reversal subtype, digest recomputed", reversal, Box::new(|m| { edit(m, &row(0), "compensationSubtype", fields::string("GOODWILL")); reseal(m, 1) }), vec![F]),
     ];
     for (case, setup, tamper, expected) in cases {
@@ -171,7 +204,10 @@ proptest::proptest! {
         let before = stored.effects[0].item.clone();
         set_item_field(&mut stored.effects[0].item, field, &text);
         proptest::prop_assume!(stored.effects[0].item != before);
-        proptest::prop_assert_eq!(contradictions(&stored), vec![D]);
+        // A lower-case mechanism, or compensation on a charge, also breaks the
+        // fields the seed fixes.
+        let fixed = if matches!(field, 3 | 9..=12) { vec![D, X] } else { vec![D] };
+        proptest::prop_assert_eq!(contradictions(&stored), fixed);
     }
 
     /// Likewise for every reservation field the digest covers.

@@ -426,3 +426,53 @@ fn input_rules() {
         assert!(link(1, &command).is_ok(), "version {version}");
     }
 }
+
+#[test]
+fn a_link_seals_the_rows_it_relabels_and_an_earlier_releases_link_still_replays_as_linked() {
+    use crate::ledger::fixtures::{edit, stored_of, strip_digest};
+    use crate::ledger::integrity;
+    use crate::ledger::stored::contradictions;
+    let command = historical(&store(5, "12.5"), 5);
+    let mut memory = Store::default();
+    let linked = import_and_link(&mut memory, 1, &command);
+    assert_eq!(linked.outcome, Outcome::Linked);
+    let path = reservation::path(&rid(1));
+    assert_eq!(memory[&path]["reservationSchemaVersion"], fields::int(3));
+    let stored = stored_of(&memory, 1);
+    assert_eq!(
+        stored.reservation.migration_id.as_deref(),
+        Some("mig-2026-10")
+    );
+    assert_eq!(
+        stored.reservation.integrity_digest,
+        integrity::integrity_digest(&stored.reservation, &stored.effects),
+        "the digest is over the rows as relabelled"
+    );
+    assert!(contradictions(&stored).is_empty());
+    // The exact retry, now and after an earlier release made the link (schema 1).
+    let before = memory.clone();
+    let again = memory.answer(&link(1, &command).expect("op"));
+    assert_eq!(again.map(|o| o.outcome), Ok(Outcome::AlreadyLinked));
+    strip_digest(&mut memory, 1);
+    let earlier = memory.clone();
+    let again = memory.answer(&link(1, &command).expect("op"));
+    assert_eq!(again.map(|o| o.outcome), Ok(Outcome::AlreadyLinked));
+    assert_eq!(memory, earlier, "nothing written");
+    // An edit of a linked row after the link is corrupt for every operation now.
+    let mut edited = before.clone();
+    edit(
+        &mut edited,
+        &effect::path("legacy-0"),
+        "amount",
+        fields::string("1.00"),
+    );
+    assert!(matches!(
+        edited.answer(&link(1, &command).expect("op")),
+        Err(JournalError::JournalCorrupt { .. })
+    ));
+    let accept = Accept::new(&key(1), &store(5, "12.5"), &scope(), now()).expect("op");
+    assert!(matches!(
+        edited.answer(&accept),
+        Err(JournalError::JournalCorrupt { .. })
+    ));
+}

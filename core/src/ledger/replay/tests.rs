@@ -6,7 +6,7 @@ use crate::ledger::fixtures::{
     POLICY, historical, import_and_link, key, now, plan, reversal_json, rid, scope, store, transfer,
 };
 use crate::ledger::outcome::LedgerOutcome;
-use crate::ledger::reservation::{self, ReservationDocument};
+use crate::ledger::reservation::{self, ReservationDocument, ReservationSchema};
 use crate::ledger::stored;
 use crate::testing::Store;
 use crate::transaction::Write;
@@ -56,10 +56,12 @@ fn install(memory: &mut Store, n: u32, plan: &FingerprintInput, version: u32) ->
         effect_ids: Vec::new(),
         scope: scope(),
         migration_id: None,
+        schema: ReservationSchema::V1,
         integrity_digest: None,
     };
     let items = plan.effects().iter().map(|e| (e.clone(), None)).collect();
     let mut built = stored::build(reservation, items).expect("built");
+    built.reservation.schema = ReservationSchema::V1;
     built.reservation.integrity_digest = None;
     for write in built.creates() {
         if let Write::Create { path, fields } = write {
@@ -382,7 +384,8 @@ fn two_effect_reversal(original: &str) -> FingerprintInput {
 #[test]
 fn a_mixed_two_effect_reversal_replays_exactly_and_mismatches_on_any_change() {
     let mut memory = Store::default();
-    let original = accept(&mut memory, 1, &store(5, "12.5"));
+    // An original large enough for both effects (reversals never return more).
+    let original = accept(&mut memory, 1, &store(5, "13.50"));
     let accepted = accept(
         &mut memory,
         2,
@@ -463,7 +466,8 @@ proptest! {
         let mechanism = MECHANISMS[mechanism];
         let subtype = subtype.map(|i| SUBTYPES[i]);
         let mut memory = Store::default();
-        let original = accept(&mut memory, 1, &store(5, "12.5"));
+        // Large enough for eight effects of up to 999.99 each.
+        let original = accept(&mut memory, 1, &store(5, "8000"));
         let original_id = original.effects[0].effect_id.clone();
         let items: Vec<serde_json::Value> = effects
             .iter()

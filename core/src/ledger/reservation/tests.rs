@@ -13,6 +13,7 @@ fn document(family: CommandFamily, count: usize) -> ReservationDocument {
         effect_ids: (0..count).map(|i| effect::effect_id(&rid, i)).collect(),
         scope: scope(),
         migration_id: None,
+        schema: ReservationSchema::V1,
         integrity_digest: None,
     }
 }
@@ -21,11 +22,21 @@ fn base() -> ReservationDocument {
     document(CommandFamily::StorePurchase, 3)
 }
 
-/// `base` as accept stores it: schema version 2 with an integrity digest.
+/// `base` as accept stored it before derived amounts were excluded: schema version 2
+/// with an integrity digest.
 fn sealed() -> ReservationDocument {
     ReservationDocument {
+        schema: ReservationSchema::V2,
         integrity_digest: Some(Digest::parse(&"cd".repeat(32)).expect("digest")),
         ..base()
+    }
+}
+
+/// `base` as accept stores it: schema version 3 with an integrity digest.
+fn current() -> ReservationDocument {
+    ReservationDocument {
+        schema: ReservationSchema::V3,
+        ..sealed()
     }
 }
 
@@ -35,7 +46,7 @@ fn parse(map: &FieldMap) -> Result<ReservationDocument, JournalError> {
 
 fn assert_corrupt(result: Result<ReservationDocument, JournalError>, case: &str) {
     match result {
-        Err(JournalError::JournalCorrupt { reason }) => {
+        Err(JournalError::JournalCorrupt { reason, .. }) => {
             assert_eq!(reason, "malformed ledger reservation", "{case}");
         }
         other => panic!("{case}: expected journal_corrupt, got {other:?}"),
@@ -66,11 +77,28 @@ fn round_trips_canonical_historical_and_transfer() {
         assert_eq!(map["reservationSchemaVersion"], fields::int(1));
         assert_eq!(parse(&map), Ok(doc));
     }
-    let map = sealed().encode();
-    assert_eq!(map.len(), 14);
-    assert_eq!(map["reservationSchemaVersion"], fields::int(2));
-    assert_eq!(map["integrityDigest"], fields::string("cd".repeat(32)));
-    assert_eq!(parse(&map), Ok(sealed()));
+    let linked = ReservationDocument {
+        migration_id: Some("mig-2026-10".into()),
+        ..current()
+    };
+    for (doc, schema) in [(sealed(), 2), (current(), 3), (linked, 3)] {
+        let map = doc.encode();
+        assert_eq!(map.len(), 14);
+        assert_eq!(map["reservationSchemaVersion"], fields::int(schema));
+        assert_eq!(map["integrityDigest"], fields::string("cd".repeat(32)));
+        assert_eq!(parse(&map), Ok(doc));
+    }
+}
+
+#[test]
+fn the_schema_version_names_the_rule_of_the_fingerprint_items() {
+    assert_eq!(ReservationSchema::V1.item_rule(), ItemRule::AsBooked);
+    assert_eq!(ReservationSchema::V2.item_rule(), ItemRule::AsBooked);
+    assert_eq!(
+        ReservationSchema::V3.item_rule(),
+        ItemRule::DerivedAmountsNull
+    );
+    assert_eq!(ReservationSchema::CURRENT, ReservationSchema::V3);
 }
 
 #[test]
@@ -80,15 +108,22 @@ fn each_schema_version_has_its_exact_field_set() {
     v1_with_digest.insert("integrityDigest".into(), digest());
     let mut v2_without = sealed().encode();
     v2_without.remove("integrityDigest");
-    let mut v3 = sealed().encode();
-    v3.insert("reservationSchemaVersion".into(), fields::int(3));
+    let mut v3_without = current().encode();
+    v3_without.remove("integrityDigest");
+    let mut v4 = sealed().encode();
+    v4.insert("reservationSchemaVersion".into(), fields::int(4));
+    let mut v0 = base().encode();
+    v0.insert("reservationSchemaVersion".into(), fields::int(0));
     let mut historical_v2 = sealed().encode();
     historical_v2.insert("migrationId".into(), fields::string("mig-1"));
+
     #[rustfmt::skip]
     let cases: Vec<(&str, FieldMap)> = vec![
         ("version 1 with a digest", v1_with_digest),
         ("version 2 without its digest", v2_without),
-        ("version 3", v3),
+        ("version 3 without its digest", v3_without),
+        ("version 4", v4),
+        ("version 0", v0),
         ("version 2 linked by a migration", historical_v2),
         ("digest upper case", { let mut m = sealed().encode(); m.insert("integrityDigest".into(), fields::string("CD".repeat(32))); m }),
         ("digest short", { let mut m = sealed().encode(); m.insert("integrityDigest".into(), fields::string("cd")); m }),

@@ -132,9 +132,9 @@ fn attempt_states_serialize_as_their_stored_names() {
 
 #[test]
 fn a_provider_answer_is_one_outcome_and_its_evidence() {
-    use crate::answer::Closing;
-    use crate::answer::ProviderAnswer;
     use crate::envelope::ResultEnvelope;
+    use crate::sends::provider::Closing;
+    use crate::sends::provider::ProviderAnswer;
     let identity = super::identity();
     let envelope = ResultEnvelope::new(&serde_json::json!({"id": "ch_1"})).expect("envelope");
     let outcome = ProviderAnswer::Succeeded(envelope.clone());
@@ -290,7 +290,7 @@ fn a_stored_fence_or_attempt_out_of_range_fails_the_strict_parse() {
             changed.insert(field.to_owned(), fields::int(value));
             assert_eq!(
                 parse(&changed),
-                Err(JournalError::corrupt(kind)),
+                Err(JournalError::corrupt_at(kind, field)),
                 "{field} = {value} in {kind}"
             );
         }

@@ -10,6 +10,7 @@ mod codecs;
 mod model;
 mod opening;
 mod proven;
+mod provider;
 mod races;
 mod replayed;
 mod retries;
@@ -18,10 +19,9 @@ mod tables;
 use super::begin::BeginSend;
 use super::guard::Guarded;
 use super::plan::{ProviderPlan, ProviderPlanRequest, attempt_key};
-use super::record::RecordAnswer;
+use super::record::Record;
 use super::status::SendStatusRead;
 use super::{AttemptNumber, BeginSendOutput, SendOutcomeOutput};
-use crate::answer::Closing;
 use crate::digest::Digest;
 use crate::error::JournalError;
 use crate::fence::FenceEpoch;
@@ -31,6 +31,7 @@ use crate::identity::{
 };
 use crate::lease::{Acquire, LeaseCall, LeaseOutput, Terminal, TerminalOutput, TerminalRequest};
 use crate::registration::Registration;
+use crate::sends::provider::Closing;
 use crate::testing::Store;
 use crate::time::Timestamp;
 use crate::transaction::Transition;
@@ -229,34 +230,22 @@ pub(crate) fn apply(store: &mut Store, op: &Op) -> (String, usize) {
         ),
         Op::Outcome(h, f, n, finding, t) => ran(
             store,
-            &RecordAnswer::outcome(call(h, t), FenceEpoch::stored(f), nth(n), finding, plan(0)),
+            &Record::outcome(call(h, t), FenceEpoch::stored(f), nth(n), finding, plan(0)),
             outcome_summary,
         ),
         Op::Reconcile(h, f, n, finding, t) => ran(
             store,
-            &RecordAnswer::reconciliation(
-                call(h, t),
-                FenceEpoch::stored(f),
-                nth(n),
-                finding,
-                plan(0),
-            ),
+            &Record::reconciliation(call(h, t), FenceEpoch::stored(f), nth(n), finding, plan(0)),
             outcome_summary,
         ),
         Op::OutcomeOther(h, f, n, finding, t) => ran(
             store,
-            &RecordAnswer::outcome(call(h, t), FenceEpoch::stored(f), nth(n), finding, plan(1)),
+            &Record::outcome(call(h, t), FenceEpoch::stored(f), nth(n), finding, plan(1)),
             outcome_summary,
         ),
         Op::ReconcileOther(h, f, n, finding, t) => ran(
             store,
-            &RecordAnswer::reconciliation(
-                call(h, t),
-                FenceEpoch::stored(f),
-                nth(n),
-                finding,
-                plan(1),
-            ),
+            &Record::reconciliation(call(h, t), FenceEpoch::stored(f), nth(n), finding, plan(1)),
             outcome_summary,
         ),
         Op::Complete(h, f, t) => {

@@ -5,9 +5,11 @@
 //! rule reverted, what a driver without that rule did differently). The journal is
 //! the in-memory [`Store`](crate::testing::Store) running the real operations
 //! (`start`, `begin_send`, `record_send_outcome`, `reconcile_send`, `status`,
-//! `result`); each worker is the real [`Protocol`](crate::execute::protocol::Protocol)
-//! of `Journal::execute`, replayed from the answers it was given (it is neither
-//! `Clone` nor `Hash`, so a call keeps its answers; `worker`). Around them the
+//! `result`); each worker's call is the real
+//! [`ExecuteProgram`](crate::execute::program::ExecuteProgram) of `Journal::execute`
+//! (with the settle program it runs), fed every answer as the call machine feeds it
+//! and asked for its next step the same way (`worker`): the model performs what the
+//! program asks for, and `binding` holds the model's steps to the machine's. Around them the
 //! model adds what no test of one call can: a global clock that jumps between a few
 //! instants that matter (a lease's end, the cutoff, the settle window, the key
 //! retention), each worker's own clock ahead of it by a fixed skew, workers that crash
@@ -41,7 +43,7 @@
 //! | action | what happens |
 //! |---|---|
 //! | `Call(w, plan)` | worker `w` starts an `execute` call (a fresh lease id) with that plan, and performs its `start` (in preconditions mode: plans the opening chain) |
-//! | `Step(w)` | worker `w` performs its protocol's next step at its clock's time: a journal operation (in preconditions mode: its commit planned from what the call knows, or read and decided, is put in flight; an answer without a commit is given at once), or a lookup; a permitted send is put on the wire at once |
+//! | `Step(w)` | worker `w` performs the step its program asked for at its clock's time: a journal operation (in preconditions mode: its commit planned from what the call knows, or read and decided, is put in flight; an answer without a commit is given at once), or a lookup; a permitted send is put on the wire at once |
 //! | `Commit(w)` | worker `w`'s commit in flight reaches the journal: it lands if its preconditions hold now (checked: its fence, and a read now), or is refused and the operation reads, decides and commits at once |
 //! | `Answer(w)` | the provider's success reaches worker `w`, before its send deadline |
 //! | `Timeout(w)` | worker `w`'s send ends without an answer (timeout, lost response) |
@@ -57,6 +59,7 @@
 //! journal operations, and a commit in flight lets every other action in before it
 //! lands, so this drops only orderings that change nothing.
 
+mod binding;
 mod canon;
 mod clocks;
 mod driver;

@@ -1,17 +1,16 @@
-//! Transaction mode's opening of an `execute` call (`execute::opening`, over
-//! `then::decide_then`): `start` and the `begin_send` the protocol asks for after its
-//! lease, decided over one read and committed as one, store exactly what the two
-//! store one after the other, and answer what each answers.
+//! Transaction mode's opening of an `execute` call (`execute::opening`): `start` and
+//! the `begin_send` its lease lets it take, decided over one read and committed as
+//! one, store exactly what the two store one after the other, and answer what each
+//! answers.
 
 use super::*;
 use crate::execute::opening::Opening;
-use crate::execute::protocol::Protocol;
 use crate::start::Start;
 
 fn opening(holder: usize, now: i64, which: u8) -> Opening {
     let call = call(holder, now);
     let start = Start::new(identity(), owner(holder), at(now));
-    Opening::new(start, call, plan(which), &Protocol::new().0)
+    Opening::new(start, call, plan(which))
 }
 
 /// The same calls one after the other: `start`, then `begin_send` under the fence it

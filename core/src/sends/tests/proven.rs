@@ -12,7 +12,7 @@ use crate::sends::attempt;
 use crate::sends::bound_plan;
 use crate::sends::event;
 use crate::sends::plan::ProviderLookup;
-use crate::sends::record::RecordAnswer;
+use crate::sends::record::Record;
 use Op::{
     Acquire as Acq, Begin, BeginOther, Complete, Outcome, OutcomeOther, Reconcile as Rec,
     ReconcileOther, Status,
@@ -57,7 +57,7 @@ fn an_absence_is_refused_while_the_senders_request_may_be_in_flight() {
     // The refusal says from when: the lease's end plus the settle window.
     let mut store = leased();
     apply(&mut store, &Begin(0, 1, T0));
-    let refused = store.answer(&RecordAnswer::reconciliation(
+    let refused = store.answer(&Record::reconciliation(
         call(0, T0 + SEC),
         FenceEpoch::stored(1),
         AttemptNumber::FIRST,
@@ -129,7 +129,7 @@ fn a_key_store_absence_is_refused_once_the_key_may_be_forgotten() {
     let mut store = leased();
     apply(&mut store, &Begin(0, 1, T0));
     apply(&mut store, &Acq(1, FORGOTTEN - 2 * SEC));
-    let last = RecordAnswer::reconciliation(
+    let last = Record::reconciliation(
         call(1, FORGOTTEN - 1),
         FenceEpoch::stored(2),
         AttemptNumber::FIRST,
@@ -155,7 +155,7 @@ fn a_key_store_absence_is_refused_once_the_key_may_be_forgotten() {
     store
         .answer(&Acquire::new(call(1, late)))
         .expect("acquired");
-    let reconcile = RecordAnswer::reconciliation(
+    let reconcile = Record::reconciliation(
         call(1, late + SEC),
         FenceEpoch::stored(2),
         AttemptNumber::FIRST,
@@ -177,7 +177,7 @@ fn a_key_store_absence_is_refused_once_the_key_may_be_forgotten() {
             durable(),
         ))
         .expect("permit");
-    let early = RecordAnswer::reconciliation(
+    let early = Record::reconciliation(
         call(0, T0 + 59 * SEC),
         FenceEpoch::stored(1),
         AttemptNumber::FIRST,
@@ -351,7 +351,7 @@ fn a_missing_stored_result_fails_closed() {
     apply(&mut store, &Begin(0, 1, T0));
     let envelope = ResultEnvelope::new(&json!({"id": "ch_1", "amount": 1250})).expect("envelope");
     let commitment = identity().terminal_commitment(&envelope.reference());
-    let op = RecordAnswer::outcome(
+    let op = Record::outcome(
         call(0, t1()),
         FenceEpoch::stored(1),
         AttemptNumber::FIRST,

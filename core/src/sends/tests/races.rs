@@ -4,7 +4,7 @@
 use super::*;
 use crate::fence::FenceEpoch;
 use crate::sends::AttemptNumber;
-use crate::sends::record::RecordAnswer;
+use crate::sends::record::Record;
 
 const TK: i64 = T0 + 61 * SEC;
 
@@ -84,14 +84,14 @@ fn outcome_races_end_with_exactly_one_mutation() {
         let mut store = leased();
         apply(&mut store, &Op::Begin(0, 1, T0));
         let ops = [
-            RecordAnswer::outcome(
+            Record::outcome(
                 call(0, T0 + 1),
                 FenceEpoch::stored(1),
                 AttemptNumber::FIRST,
                 succeeded(0),
                 plan(0),
             ),
-            RecordAnswer::outcome(
+            Record::outcome(
                 call(0, T0 + 1),
                 FenceEpoch::stored(1),
                 AttemptNumber::FIRST,
@@ -124,14 +124,14 @@ fn reconcile_versus_a_late_outcome() {
     apply(&mut store, &Op::Acquire(1, PROVABLE - SEC));
     // The reconciler (holder 1) records a provable absence; the first holder's late
     // success is refused: its lease is gone.
-    let reconcile = RecordAnswer::reconciliation(
+    let reconcile = Record::reconciliation(
         call(1, PROVABLE),
         FenceEpoch::stored(2),
         AttemptNumber::FIRST,
         Absent,
         plan(0),
     );
-    let late = RecordAnswer::outcome(
+    let late = Record::outcome(
         call(0, PROVABLE),
         FenceEpoch::stored(1),
         AttemptNumber::FIRST,

@@ -134,8 +134,8 @@ fn a_replayed_unknown_past_the_cutoff_is_refused_as_any_unknown() {
 
 #[test]
 fn a_replayed_unknown_is_nobodys_evidence_and_a_send_proves_no_absence() {
-    use crate::answer::ProviderAnswer;
-    use crate::sends::record::{Mode, RecordAnswer};
+    use crate::sends::provider::ProviderAnswer;
+    use crate::sends::record::{Mode, Record};
     // (the answer, the mode, the field refused) checked before anything is read.
     let refused = [
         (
@@ -147,7 +147,7 @@ fn a_replayed_unknown_is_nobodys_evidence_and_a_send_proves_no_absence() {
         (ProviderAnswer::NotFound, Mode::Outcome, "outcome"),
     ];
     for (answer, mode, field) in refused {
-        let prepared = RecordAnswer::prepare(
+        let prepared = Record::prepare(
             call(0, T0 + SEC),
             FenceEpoch::stored(1),
             AttemptNumber::FIRST,
@@ -164,7 +164,7 @@ fn a_replayed_unknown_is_nobodys_evidence_and_a_send_proves_no_absence() {
     // The sender records it; a reconciliation refuses it whether or not it names
     // the plan (a recovery job names none).
     assert!(
-        RecordAnswer::prepare(
+        Record::prepare(
             call(0, T0 + SEC),
             FenceEpoch::stored(1),
             AttemptNumber::FIRST,
@@ -175,7 +175,7 @@ fn a_replayed_unknown_is_nobodys_evidence_and_a_send_proves_no_absence() {
         .is_ok()
     );
     assert!(
-        RecordAnswer::prepare(
+        Record::prepare(
             call(0, T0 + SEC),
             FenceEpoch::stored(1),
             AttemptNumber::FIRST,

@@ -2,6 +2,8 @@
 
 use super::*;
 use crate::document::fields;
+use crate::error::JournalError;
+use crate::transaction::{Decision, Transition};
 use std::cell::Cell;
 
 /// An operation whose `decide` is a closure over the snapshot.
@@ -335,4 +337,52 @@ fn a_race_of_blind_creations_commits_the_first_and_the_losers_read() {
     assert_eq!(results.iter().filter(|r| **r == Ok(1)).count(), 1);
     assert_eq!(results.iter().filter(|r| **r == Ok(0)).count(), 23);
     assert_eq!((store.len(), store["b/1"].clone()), (1, doc(1)));
+}
+
+#[test]
+fn an_attempt_held_back_commits_what_the_call_run_at_once_commits() {
+    let mut store = Store::new();
+    store.insert("a/1", doc(1));
+    let both = op(&["a/1", "a/2"], |_| {
+        Decision::Mutate(vec![replace("a/1", 10), create("a/2", 20)], 7)
+    });
+    let decided = store.attempt(&both);
+    assert_eq!(store["a/1"], doc(1), "an attempt writes nothing");
+    assert_eq!(store.len(), 1);
+    let mut at_once = store.clone();
+    let ran = at_once.run(&both);
+    let Ok(output) = ran.result else {
+        panic!("{:?}", ran.result)
+    };
+    assert_eq!(decided.decision, Decision::Mutate(ran.writes, output));
+    assert!(store.commit(&decided));
+    assert_eq!(store, at_once);
+}
+
+#[test]
+fn an_attempt_knows_every_document_it_read_after_a_confirming_read() {
+    // a/1 then a/2 (a follow-up), then `journal_corrupt`: the call machine confirms it
+    // by reading both again, and the attempt knows each as the store answered it.
+    let mut store = Store::new();
+    store.insert("a/1", doc(1));
+    let corrupt = op(&["a/1"], |snapshot| {
+        if snapshot.was_read("a/2") {
+            Decision::Reject(JournalError::corrupt("test"))
+        } else {
+            Decision::Read(vec!["a/2".into()])
+        }
+    });
+    let decided = store.attempt(&corrupt);
+    assert!(matches!(
+        decided.decision,
+        Decision::Reject(JournalError::JournalCorrupt { .. })
+    ));
+    assert_eq!(decided.follow_ups, vec![vec!["a/2".to_owned()]]);
+    assert!(decided.guarded().is_empty());
+    let known = decided.known().snapshot();
+    assert_eq!(known.get("a/1"), Some(&doc(1)));
+    assert!(known.was_read("a/2") && known.get("a/2").is_none());
+    let (_, updated) = store.written("a/1").expect("a/1");
+    let updated = i64::try_from(updated).expect("small");
+    assert_eq!(known.stamps("a/1").map(|s| s.updated), Some((updated, 0)));
 }

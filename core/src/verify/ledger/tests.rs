@@ -1,5 +1,6 @@
 use super::*;
 use crate::document::fields;
+use crate::verify::cross_checks::CrossChecks;
 
 fn links(lineage: &str, reservation: bool, migration: bool, index: bool) -> FieldMap {
     let value = |present: bool, v| if present { v } else { fields::null() };
@@ -56,7 +57,7 @@ fn a_standalone_row_claiming_a_reservation_is_a_lineage_violation() {
         Default::default(),
     );
     assert_eq!(
-        check_standalone_effect(&doc, &mut HistoricalLinks::default()),
+        check_standalone_effect(&doc, &mut CrossChecks::default()),
         vec![finding(
             FindingCode::LineageViolation,
             "ledgerTransactions/legacy-1"
@@ -72,17 +73,18 @@ fn check_key_1(memory: &crate::testing::Store) -> Vec<Finding> {
     let reservation = reservation::path(&rid);
     let doc = |path: &str| StoredDoc::new(path, memory[path].clone(), Default::default());
     let prefix = effect::path(&format!("{rid}_"));
-    let effects: Vec<StoredDoc> = memory
+    let (bounds, effects): (Vec<StoredDoc>, Vec<StoredDoc>) = memory
         .keys()
         .filter(|path| path.starts_with(&prefix))
         .map(|path| doc(path))
-        .collect();
+        .partition(|d| d.path.contains("/corrections/"));
     let reservation = memory.get(&reservation).map(|_| doc(&reservation));
     check_reservation(
         &rid,
         reservation.as_ref(),
         &effects,
-        &mut HistoricalLinks::default(),
+        &bounds,
+        &mut CrossChecks::default(),
     )
 }
 
@@ -92,7 +94,9 @@ fn rows_that_contradict_their_reservation_are_found_at_the_reservation() {
         Setup, Tamper, accepted_effect_plan, accepted_reversal, accepted_store, accepted_transfer,
         edit, edit_amount, reseal, rid, strip_digest,
     };
-    use FindingCode::{EffectFingerprintMismatch as F, EffectIntegrityMismatch as D};
+    use FindingCode::{
+        EffectFingerprintMismatch as F, EffectIntegrityMismatch as D, FixedFieldViolation as X,
+    };
     let at = reservation::path(&rid(1));
     let row = |i| effect::path(&effect::effect_id(&rid(1), i));
     #[rustfmt::skip]
@@ -114,6 +118,9 @@ fn rows_that_contradict_their_reservation_are_found_at_the_reservation() {
         ("charge amount, version-1 reservation (not covered)", accepted_store, Box::new(|m| { strip_digest(m, 1); edit_amount(m, 1, 0, "1.00") }), vec![]),
         ("reversal actor, digest recomputed", accepted_reversal, Box::new(move |m| { edit(m, &row(0), "actorSeatId", fields::string("officer-2")); reseal(m, 1) }), vec![F]),
         ("reversal subtype", accepted_reversal, Box::new(move |m| edit(m, &row(0), "compensationSubtype", fields::string("GOODWILL"))), vec![D, F]),
+        ("charge mechanism lower case, digest recomputed", accepted_store, Box::new(move |m| { edit(m, &row(0), "mechanism", fields::string("wallet")); reseal(m, 1) }), vec![X]),
+        ("charge with a correction locator", accepted_store, Box::new(move |m| edit(m, &row(0), "correctionIntentLocator", fields::string("c-1"))), vec![D, X]),
+        ("charge with a locator, version-1 reservation (not covered)", accepted_store, Box::new(move |m| { strip_digest(m, 1); edit(m, &row(0), "correctionIntentLocator", fields::string("c-1")) }), vec![]),
         // A structural break is reported as before, and not as well as an integrity one.
         ("one transfer leg", accepted_transfer, Box::new(|m| edit_amount(m, 1, 0, "-9999.00")), vec![FindingCode::ReservationMissingEffects]),
     ];

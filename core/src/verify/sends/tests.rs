@@ -450,7 +450,7 @@ mod property {
     }
 
     /// What a step records: the sender's answers include a replayed unknown.
-    fn finding(pick: u8, reconcile: bool) -> crate::answer::Closing {
+    fn finding(pick: u8, reconcile: bool) -> crate::sends::provider::Closing {
         match (pick, reconcile) {
             (0, _) => succeeded(0),
             (1, _) => succeeded(1),

@@ -17,7 +17,7 @@ impl State {
         let caller = self.caller(w, bounds);
         let Mode::Preconditions { plans, split_reads } = bounds.mode else {
             let (output, _) = self.run(w, caller, op);
-            return self.answered(w, caller, op, output, bounds);
+            return self.answered(w, op, output, bounds);
         };
         // The driver takes what the call knows: the operation's answer replaces it.
         let known = self.call_mut(w).memory.take();
@@ -61,14 +61,14 @@ impl State {
                 Decided::Answer(output) => {
                     let keep = remember && output.is_ok();
                     self.call_mut(w).memory = keep.then_some(read);
-                    return self.answered(w, caller, op, output, bounds);
+                    return self.answered(w, op, output, bounds);
                 }
             }
         }
         let (output, known) = self.run(w, caller, op);
         let keep = remember && output.is_ok();
         self.call_mut(w).memory = keep.then_some(known);
-        self.answered(w, caller, op, output, bounds)
+        self.answered(w, op, output, bounds)
     }
 
     /// Reads, decides and commits `op` at once for worker `w`.
@@ -122,7 +122,7 @@ impl State {
         };
         let keep = flight.remember && landing.output.is_ok();
         self.call_mut(w).memory = keep.then_some(landing.memory);
-        self.answered(w, flight.caller, flight.op, landing.output, bounds);
+        self.answered(w, flight.op, landing.output, bounds);
         self.workers[w].did = format!("{did}{}", self.workers[w].did);
     }
 }

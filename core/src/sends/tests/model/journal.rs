@@ -24,10 +24,9 @@ use super::world::{micros, plan as provider_plan};
 use crate::attempt::GuardedWrite;
 use crate::document::lifecycle::{self, Lifecycle};
 use crate::error::JournalError;
-use crate::execute::protocol::{Event, Protocol, Step};
+use crate::execute::opening::Opening;
 use crate::fence::FenceEpoch;
 use crate::known::{self, Known};
-use crate::sends::begin::BeginSend;
 use crate::sends::load::first_read;
 use crate::sends::reverted::reverted_bits;
 use crate::start::{Start, StartOutput};
@@ -118,7 +117,7 @@ pub(super) struct Landed {
 type MemoKey = (u64, u8, Caller, Op);
 /// A landing's memo key: the journal's fingerprint, the rules reverted, the flight's.
 type LandingKey = (u64, u8, u64);
-type Opening = Option<(Writes, Output, Memory)>;
+type Chain = Option<(Writes, Output, Memory)>;
 
 thread_local! {
     static ATTEMPTS: RefCell<HashMap<MemoKey, Attempted>> = RefCell::new(HashMap::new());
@@ -126,7 +125,7 @@ thread_local! {
         RefCell::new(HashMap::new());
     static PLANS: RefCell<HashMap<MemoKey, Option<(Writes, Output)>>> =
         RefCell::new(HashMap::new());
-    static CHAINS: RefCell<HashMap<(u8, Caller), Opening>> = RefCell::new(HashMap::new());
+    static CHAINS: RefCell<HashMap<(u8, Caller), Chain>> = RefCell::new(HashMap::new());
     static LANDINGS: RefCell<HashMap<LandingKey, (Journal, Landing)>> =
         RefCell::new(HashMap::new());
 }
@@ -165,7 +164,7 @@ impl Visit for AttemptOn<'_> {
         wrap: fn(Result<T::Output, JournalError>) -> Output,
     ) -> Attempted
     where
-        T: Transition,
+        T: Transition + fmt::Debug,
         T::Output: fmt::Debug + PartialEq,
     {
         let attempt = self.0.attempt_reading(op, paths);
@@ -194,7 +193,7 @@ impl Visit for PlanFrom<'_> {
         wrap: fn(Result<T::Output, JournalError>) -> Output,
     ) -> Self::Out
     where
-        T: Transition,
+        T: Transition + fmt::Debug,
         T::Output: fmt::Debug + PartialEq,
     {
         let planned = known::plan(op, self.0)?;
@@ -215,9 +214,9 @@ pub(super) fn plan(caller: Caller, op: Op, memory: &Memory) -> Option<(Writes, O
 }
 
 /// A new command's opening for `caller`, as `execute`'s `open` plans it: the start
-/// and the `begin_send` the protocol asks for after that lease, one blind commit
+/// and the `begin_send` its lease lets it take (the opening's rule), one blind commit
 /// (`known::chain`); its writes, answer and the state it assumed.
-pub(super) fn chain(caller: Caller) -> Opening {
+pub(super) fn chain(caller: Caller) -> Chain {
     let key = (reverted_bits(), caller);
     if let Some(opening) = CHAINS.with(|memo| memo.borrow().get(&key).cloned()) {
         return opening;
@@ -227,22 +226,18 @@ pub(super) fn chain(caller: Caller) -> Opening {
     opening
 }
 
-fn open(caller: Caller) -> Opening {
+fn open(caller: Caller) -> Chain {
     let now = at(micros(caller.now));
     let call = caller.call();
     let start = Start::new(identity(), owner(caller.owner), now);
     let paths = first_read(call.command());
     let plan = provider_plan(caller.plan).clone();
-    let planned = known::chain::<_, _, u64, _>(&start, &paths, |out: &StartOutput| {
-        // The call's protocol is new at its first start.
-        let (mut probe, _) = Protocol::new();
-        match probe.step(Event::Started(out.lease), now) {
-            Ok(Step::BeginSend { fence }) => Some(BeginSend::new(call, fence, plan)),
-            _ => None,
-        }
-    })?;
+    // The opening's one rule: the permit its lease lets it take.
+    let opening = Opening::new(start.clone(), call, plan);
+    let planned =
+        known::chain::<_, _, u64, _>(&start, &paths, |out: &StartOutput| opening.permit(out))?;
     let (started, began) = planned.output;
-    let output = Output::Opened(started.lease, began);
+    let output = Output::Opened(started, began);
     Some((Arc::new(planned.writes), output, Memory::new(planned.base)))
 }
 
@@ -361,22 +356,27 @@ impl Journal {
 
     fn opens_alike(&self, caller: Caller, writes: &[GuardedWrite<u64>], output: &Output) -> bool {
         let mut read = self.clone();
-        let (Output::Started(Ok(lease)), _) = read.run(caller, Op::Open) else {
+        let (Output::Started(Ok(started)), _) = read.run(caller, Op::Open) else {
             return false;
         };
-        let (mut probe, _) = Protocol::new();
-        let Ok(Step::BeginSend { fence }) =
-            probe.step(Event::Started(lease), at(micros(caller.now)))
-        else {
+        let call = caller.call();
+        let start = Start::new(identity(), owner(caller.owner), at(micros(caller.now)));
+        let plan = provider_plan(caller.plan).clone();
+        let Some(permit) = Opening::new(start, call, plan).permit(&started) else {
             return false;
         };
-        let (began, _) = read.run(caller, Op::BeginSend { fence });
+        let (began, _) = read.run(
+            caller,
+            Op::BeginSend {
+                fence: permit.fence(),
+            },
+        );
         let Output::BeganSend(Ok(began)) = began else {
             return false;
         };
         let mut planned = self.clone();
         planned.commit(writes).is_some()
-            && Output::Opened(lease, began) == *output
+            && Output::Opened(started, began) == *output
             && documents(&planned.store) == documents(&read.store)
     }
 

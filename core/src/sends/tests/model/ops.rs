@@ -5,21 +5,21 @@
 
 use super::super::{at, call, hash, identity, owner};
 use super::world::{KeyId, PlanChoice, micros, plan};
-use crate::answer::Closing;
 use crate::envelope::ResultEnvelope;
 use crate::envelope::read::ResultRead;
 use crate::envelope::record::WithResult;
 use crate::error::JournalError;
 use crate::fence::FenceEpoch;
 use crate::identity::CommandIdentity;
-use crate::lease::{CommandCall, LeaseCall, LeaseOutput};
+use crate::lease::{CommandCall, LeaseCall};
 use crate::sends::AttemptNumber;
 use crate::sends::begin::BeginSend;
 use crate::sends::load::first_read;
-use crate::sends::record::RecordAnswer;
+use crate::sends::provider::Closing;
+use crate::sends::record::Record;
 use crate::sends::status::SendStatusRead;
-use crate::sends::{BeginSendOutput, SendOutcomeOutput, SendStatus};
-use crate::start::Start;
+use crate::sends::{BeginSendOutput, CommandStatus, SendOutcomeOutput};
+use crate::start::{Start, StartOutput};
 use crate::transaction::Transition;
 use std::fmt::Debug;
 
@@ -116,12 +116,12 @@ impl Op {
 /// What an operation answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Output {
-    Started(Result<LeaseOutput, JournalError>),
-    /// A new command's opening chain: its lease and the permit after it.
-    Opened(LeaseOutput, BeginSendOutput),
+    Started(Result<StartOutput, JournalError>),
+    /// A new command's opening chain: its start and the permit after it.
+    Opened(StartOutput, BeginSendOutput),
     BeganSend(Result<BeginSendOutput, JournalError>),
     Outcome(Result<SendOutcomeOutput, JournalError>),
-    Status(Result<Option<SendStatus>, JournalError>),
+    Status(Result<CommandStatus, JournalError>),
     Result(Result<Option<ResultEnvelope>, JournalError>),
 }
 
@@ -150,7 +150,7 @@ pub(super) trait Visit {
         wrap: fn(Result<T::Output, JournalError>) -> Output,
     ) -> Self::Out
     where
-        T: Transition,
+        T: Transition + Debug,
         T::Output: Debug + PartialEq;
 }
 
@@ -166,7 +166,7 @@ pub(super) fn visit<V: Visit>(caller: Caller, op: Op, visitor: V) -> V::Out {
                 Op::Open => first_read(caller.call().command()),
                 _ => start.paths(),
             };
-            visitor.visit(&start, paths, |r| Output::Started(r.map(|s| s.lease)))
+            visitor.visit(&start, paths, Output::Started)
         }
         Op::BeginSend { fence } => {
             let op = BeginSend::new(caller.call(), fence, plan);
@@ -179,7 +179,7 @@ pub(super) fn visit<V: Visit>(caller: Caller, op: Op, visitor: V) -> V::Out {
             carried,
         } => {
             let (finding, envelope) = finding(&identity(), carried);
-            let op = RecordAnswer::outcome(caller.call(), fence, attempt, finding, plan);
+            let op = Record::outcome(caller.call(), fence, attempt, finding, plan);
             match envelope {
                 None => visitor.visit(&op, op.paths(), outcome),
                 Some(envelope) => {
@@ -194,7 +194,7 @@ pub(super) fn visit<V: Visit>(caller: Caller, op: Op, visitor: V) -> V::Out {
             carried,
         } => {
             let (finding, envelope) = finding(&identity(), carried);
-            let op = RecordAnswer::reconciliation(caller.call(), fence, attempt, finding, plan);
+            let op = Record::reconciliation(caller.call(), fence, attempt, finding, plan);
             match envelope {
                 None => visitor.visit(&op, op.paths(), outcome),
                 Some(envelope) => {
@@ -205,7 +205,7 @@ pub(super) fn visit<V: Visit>(caller: Caller, op: Op, visitor: V) -> V::Out {
         }
         Op::Status => {
             let op = SendStatusRead::new(caller.reader()).for_plan(&plan);
-            visitor.visit(&op, op.paths(), |r| Output::Status(r.map(|s| s.send)))
+            visitor.visit(&op, op.paths(), Output::Status)
         }
         Op::Result => {
             let op = ResultRead::new(caller.reader());

@@ -1,22 +1,23 @@
 //! The transitions of the model's state: each action of the table in the module's
 //! doc, and the driver's steps that are no journal operation (lookups, sends, the
-//! protocol's answers); the journal operations themselves are in `driver`.
+//! program's answers); the journal operations themselves are in `driver`.
 
 use super::super::identity;
 use super::canon::Ranks;
 use super::ops::{Caller, Carried, Op, Output};
 use super::provider::Heard;
 use super::system::{Action, Bounds, Mode, State};
-use super::worker::{Answer, Call, Phase, Turn, deadlines};
+use super::worker::{Asked, Call, Fed, Phase, Turn, deadlines};
 use super::world::{KeyId, PlanChoice, SEND_MARGIN, SETTLE, plan};
-use crate::answer::ProviderAnswer;
+use crate::call::Answered;
 use crate::error::JournalError;
-use crate::execute::protocol::Step;
-use crate::lease::TerminalOutput;
-use crate::sends::AttemptNumber;
+use crate::execute::program::{ExecuteOp, ExecuteOutput};
+use crate::lease::{LeaseOutput, TerminalOutput};
 use crate::sends::plan::attempt_key;
+use crate::sends::provider::ProviderAnswer;
 use crate::sends::reverted::{Rule, reverted};
 use crate::sends::{BeginSendOutput, SendOutcomeOutput};
+use crate::settle::SettleOutput;
 
 impl State {
     pub(super) fn call(&self, w: usize) -> &Call {
@@ -37,16 +38,20 @@ impl State {
                 let Phase::Sending { key, replayed, .. } = self.call(w).phase else {
                     panic!("an answer to a worker that is not sending");
                 };
-                if replayed {
+                let (answer, did) = if replayed {
                     self.seen.replayed_unknown = true;
-                    self.feed(w, Answer::SentReplayed, bounds);
+                    let did = "the provider's answer: a stored 5xx, replayed".to_owned();
+                    (ProviderAnswer::ReplayedUnknown, did)
                 } else {
-                    self.feed(w, Answer::Sent(Some(key)), bounds);
-                }
+                    let did = format!("the provider's answer: success ({key:?})");
+                    (ProviderAnswer::Succeeded(key.envelope()), did)
+                };
+                self.feed(w, Answered::Sent(answer), did, bounds);
             }
             Action::Timeout(w) => {
                 self.provider.orphan(w);
-                self.feed(w, Answer::Sent(None), bounds);
+                let unknown = Answered::Sent(ProviderAnswer::Unknown);
+                self.feed(w, unknown, "no answer (timeout)".into(), bounds);
             }
             Action::Crash(w) => self.end(w, "crashed"),
             Action::Commit(w) => self.land(w, bounds),
@@ -141,7 +146,9 @@ impl State {
         let worker = &mut self.workers[w];
         worker.calls += 1;
         let owner = 2 * w + usize::from(worker.calls % 2);
-        worker.call = Some(Call::new(choice, owner));
+        let now = bounds.now(self.clock, w);
+        let open = matches!(bounds.mode, Mode::Preconditions { plans: true, .. });
+        worker.call = Some(Call::new(choice, owner, now, open));
         self.step(w, bounds);
     }
 
@@ -166,122 +173,67 @@ impl State {
         }
     }
 
-    /// Performs worker `w`'s next step, as `Journal::execute`'s driver does.
+    /// Performs worker `w`'s next step, the one its program asked for, as
+    /// `Journal::execute`'s driver does.
     fn step(&mut self, w: usize, bounds: &Bounds) {
         let call = self.call(w);
         let choice = call.plan;
-        match call.step().clone() {
-            Step::Start => {
-                // The first start opens the call (its read is kept known); a second
-                // lease is taken by a plain start, which keeps nothing.
-                let first = call.is_new();
-                let open = first && matches!(bounds.mode, Mode::Preconditions { plans: true, .. });
-                let op = if open { Op::Open } else { Op::Start };
-                self.operate(w, bounds, op, first);
-            }
-            Step::BeginSend { fence } => {
-                let op = Op::BeginSend { fence };
-                self.operate(w, bounds, op, true);
-            }
-            Step::Record {
-                fence,
-                attempt,
-                outcome,
-            } => {
-                let carried = match outcome {
-                    ProviderAnswer::Succeeded(envelope) => {
-                        Carried::Succeeded(KeyId::of_envelope(&envelope))
-                    }
-                    ProviderAnswer::Declined => Carried::Declined,
-                    ProviderAnswer::Unknown => Carried::Ambiguous,
-                    ProviderAnswer::ReplayedUnknown => Carried::ReplayedUnknown,
-                    ProviderAnswer::SucceededWithReference(_) | ProviderAnswer::NotFound => {
-                        panic!("the protocol records a success's envelope, a decline or an unknown")
-                    }
-                };
-                let op = Op::Record {
-                    fence,
-                    attempt,
-                    carried,
-                };
-                self.operate(w, bounds, op, true);
-            }
-            Step::Reconcile {
-                fence,
-                attempt,
-                evidence,
-            } => {
-                let carried = match evidence {
-                    ProviderAnswer::Succeeded(envelope) => {
-                        Carried::Succeeded(KeyId::of_envelope(&envelope))
-                    }
-                    ProviderAnswer::Declined => Carried::Declined,
-                    ProviderAnswer::NotFound => Carried::Absent,
-                    ProviderAnswer::SucceededWithReference(_)
-                    | ProviderAnswer::Unknown
-                    | ProviderAnswer::ReplayedUnknown => {
-                        panic!(
-                            "the protocol reconciles a success's envelope, a decline or an absence"
-                        )
-                    }
-                };
-                let op = Op::Reconcile {
-                    fence,
-                    attempt,
-                    carried,
-                };
-                self.operate(w, bounds, op, true);
-            }
+        match call.asked().clone() {
             // Reads of their own: nothing to plan, and nothing kept known.
-            Step::Status => {
+            Asked::Op(op @ (Op::Status | Op::Result), _) => {
                 let caller = self.caller(w, bounds);
-                let (output, _) = self.journal.run(caller, Op::Status);
-                self.answered(w, caller, Op::Status, output, bounds);
+                let (output, _) = self.journal.run(caller, op);
+                self.answered(w, op, output, bounds);
             }
-            Step::FetchResult => {
-                let caller = self.caller(w, bounds);
-                let (output, _) = self.journal.run(caller, Op::Result);
-                self.answered(w, caller, Op::Result, output, bounds);
-            }
-            Step::Lookup { attempt, key, .. } => {
+            Asked::Op(op, remember) => self.operate(w, bounds, op, remember),
+            Asked::Lookup(key) => {
                 let global = bounds.instants[self.clock];
-                let answer = self.lookup(choice, attempt, &key, global);
-                self.feed(w, answer, bounds);
-            }
-            step @ (Step::Send { .. } | Step::Done(_)) => {
-                panic!("the driver sends at once and ends a done call: {step:?}")
+                let (answer, did) = self.lookup(choice, &key, global);
+                self.feed(w, Answered::LookedUp(answer), did, bounds);
             }
         }
     }
 
-    /// Gives worker `w`'s protocol `output`, the answer of `op` for `caller`, as the
-    /// driver does; a record's answer is checked first (a success or decline refused
-    /// while its sender's lease runs on every clock).
-    pub(super) fn answered(
-        &mut self,
-        w: usize,
-        caller: Caller,
-        op: Op,
-        output: Output,
-        bounds: &Bounds,
-    ) {
-        let answer = match output {
-            Output::Opened(lease, began) => {
-                // The permit was committed with the lease: the protocol asks for it
-                // after that lease, at the opening's captured time.
-                self.feed_at(w, Answer::Started(lease), caller.now, bounds);
-                let asks = self.workers[w]
-                    .call
-                    .as_ref()
-                    .is_some_and(|call| matches!(call.step(), Step::BeginSend { .. }));
-                assert!(asks, "a permit the protocol did not ask for");
-                Answer::BeganSend(Ok(began))
+    /// Gives worker `w`'s program `output`, the answer of `op`, as the
+    /// call machine does; a record's answer is checked first (a success or decline
+    /// refused while its sender's lease runs on every clock).
+    pub(super) fn answered(&mut self, w: usize, op: Op, output: Output, bounds: &Bounds) {
+        let first = self.call(w).is_new();
+        let (answer, did) = match output {
+            // The permit was committed with the lease: the program goes on from it.
+            Output::Opened(started, began) => {
+                let did = format!(
+                    "{}; {}",
+                    lease_summary(&started.lease),
+                    begin_summary(&Ok(began.clone()))
+                );
+                let answer = Answered::Chained(
+                    ExecuteOutput::Started(started),
+                    ExecuteOutput::BeganSend(began),
+                );
+                (answer, did)
             }
-            Output::Started(Ok(lease)) => Answer::Started(lease),
-            Output::BeganSend(answer) => Answer::BeganSend(answer),
+            Output::Started(Ok(started)) => {
+                let did = lease_summary(&started.lease);
+                let answer = match first {
+                    true => ExecuteOutput::Started(started),
+                    // A second lease, taken by the settle program.
+                    false => ExecuteOutput::Settle(SettleOutput::Leased(started.lease)),
+                };
+                (Answered::Ran(Ok(answer)), did)
+            }
+            Output::BeganSend(began) => {
+                if let Ok(BeginSendOutput::Permitted(permit)) = &began
+                    && permit.attempt == 2
+                {
+                    self.seen.second_attempt = true;
+                }
+                let did = begin_summary(&began);
+                (Answered::Ran(began.map(ExecuteOutput::BeganSend)), did)
+            }
             Output::Outcome(answer) => {
                 self.note_success(&answer);
-                match op {
+                let did = match op {
                     Op::Record { carried, .. } => {
                         // Presented now: the answer comes as the commit reaches the
                         // journal.
@@ -292,12 +244,27 @@ impl State {
                         if evidence && active && answer.is_err() {
                             self.seen.refused_answer = true;
                         }
-                        Answer::Recorded(answer)
+                        format!("record: {}", outcome_summary(&answer))
                     }
-                    _ => Answer::Reconciled(answer),
-                }
+                    _ => format!("reconcile: {}", outcome_summary(&answer)),
+                };
+                let recorded =
+                    answer.map(|output| ExecuteOutput::Settle(SettleOutput::Recorded(output)));
+                (Answered::Ran(recorded), did)
             }
-            Output::Status(Ok(send)) => Answer::Status(send),
+            Output::Status(Ok(status)) => {
+                let did = match &status.send {
+                    Some(send) => format!(
+                        "status: attempt {} {} needsReconciliation {}",
+                        send.attempt,
+                        send.state.as_str(),
+                        send.needs_reconciliation
+                    ),
+                    None => "status: no send".to_owned(),
+                };
+                let answer = ExecuteOutput::Settle(SettleOutput::Status(status));
+                (Answered::Ran(Ok(answer)), did)
+            }
             Output::Result(read) => {
                 // The call ends with the stored result: nothing after it to model.
                 self.note_error(read.as_ref().err());
@@ -309,7 +276,14 @@ impl State {
                 return self.end(w, error.code());
             }
         };
-        self.feed(w, answer, bounds);
+        let refused = matches!(
+            (op, &answer),
+            (
+                Op::Record { .. },
+                Answered::Ran(Err(JournalError::SendCutoffPassed))
+            )
+        );
+        self.feed_refusable(w, answer, did, refused, bounds);
     }
 
     /// Notes an error that no run of the real protocol answers.
@@ -332,48 +306,58 @@ impl State {
         }
     }
 
-    /// The provider's lookup. The key is the one the status derived from the stored
-    /// plan; with `PlanFirst` reverted, the old driver's: derived from the call's own
-    /// plan, whichever plan is stored.
-    fn lookup(&self, choice: PlanChoice, attempt: AttemptNumber, key: &str, now: i64) -> Answer {
+    /// The provider's lookup, and what it did. The key is the one the status derived
+    /// from the stored plan; with `PlanFirst` reverted, the old driver's: derived from
+    /// the call's own plan, whichever plan is stored.
+    fn lookup(&self, choice: PlanChoice, key: &str, now: i64) -> (ProviderAnswer, String) {
+        let asked = KeyId::of(key);
         let key = if reverted(Rule::PlanFirst) {
-            KeyId::of(&attempt_key(&identity(), plan(choice).operation(), attempt))
+            KeyId::of(&attempt_key(
+                &identity(),
+                plan(choice).operation(),
+                asked.attempt,
+            ))
         } else {
-            KeyId::of(key)
+            asked
         };
-        Answer::LookedUp(self.provider.lookup(key, now).then_some(key))
+        if self.provider.lookup(key, now) {
+            let did = format!("lookup: found ({key:?})");
+            (ProviderAnswer::Succeeded(key.envelope()), did)
+        } else {
+            (ProviderAnswer::NotFound, "lookup: not found".to_owned())
+        }
     }
 
-    /// Gives worker `w`'s protocol `answer` at its time now.
-    fn feed(&mut self, w: usize, answer: Answer, bounds: &Bounds) {
+    /// Gives worker `w`'s program `answer` at its time now; `did`: what it was.
+    fn feed(&mut self, w: usize, answer: Answered<ExecuteOp>, did: String, bounds: &Bounds) {
+        self.feed_refusable(w, answer, did, false, bounds);
+    }
+
+    /// Gives worker `w`'s program `answer` at its time now, and performs a permitted
+    /// send at once; `refused`: the answer is the refusal of a record past the cutoff.
+    fn feed_refusable(
+        &mut self,
+        w: usize,
+        answer: Answered<ExecuteOp>,
+        did: String,
+        refused: bool,
+        bounds: &Bounds,
+    ) {
         let now = bounds.now(self.clock, w);
-        self.feed_at(w, answer, now, bounds);
-    }
-
-    /// Gives worker `w`'s protocol `answer` at `now` (its clock), and performs a
-    /// permitted send at once.
-    fn feed_at(&mut self, w: usize, answer: Answer, now: i64, bounds: &Bounds) {
-        let old_driver = reverted(Rule::EvidenceAfterCutoff)
-            && self.call(w).holds_success()
-            && answer == Answer::Recorded(Err(JournalError::SendCutoffPassed));
-        if old_driver {
+        if refused && reverted(Rule::EvidenceAfterCutoff) && self.call(w).holds_success() {
             self.call_mut(w).drop_answer(now);
             self.workers[w].did =
                 "record: send_cutoff_passed; the old driver drops the answer".into();
             return;
         }
-        let did = answer.summary();
-        self.note_error(answer.error());
-        if let Answer::BeganSend(Ok(BeginSendOutput::Permitted(permit))) = &answer
-            && permit.attempt == 2
-        {
-            self.seen.second_attempt = true;
+        if let Answered::Ran(Err(error)) = &answer {
+            self.note_error(Some(error));
         }
         self.workers[w].did = did.clone();
         match self.call_mut(w).feed(answer, now) {
-            Ok(None) => self.end(w, &did),
-            Ok(Some(Step::Send { key, .. })) => self.put_on_wire(w, &key, bounds),
-            Ok(Some(_)) => {}
+            Ok(Fed::Done) => self.end(w, &did),
+            Ok(Fed::Sent(key)) => self.put_on_wire(w, &key, bounds),
+            Ok(Fed::Asked) => {}
             Err(error) => {
                 self.note_error(Some(&error));
                 self.end(w, &format!("{did}; {}", error.code()));
@@ -395,5 +379,39 @@ impl State {
             answered: false,
             replayed: false,
         };
+    }
+}
+
+/// A lease's answer, for a counterexample's trace.
+fn lease_summary(lease: &LeaseOutput) -> String {
+    match lease {
+        LeaseOutput::Acquired { fence_epoch, .. } => {
+            format!("start: acquired fence {}", fence_epoch.get())
+        }
+        lease => format!("start: {}", lease.outcome()),
+    }
+}
+
+/// A permit's answer, for a counterexample's trace.
+fn begin_summary(began: &Result<BeginSendOutput, JournalError>) -> String {
+    match began {
+        Ok(BeginSendOutput::Permitted(p)) => {
+            format!(
+                "begin_send: permit attempt {} resend {}",
+                p.attempt, p.resend
+            )
+        }
+        Ok(BeginSendOutput::Terminal(t)) => format!("begin_send: {t:?}").to_lowercase(),
+        Err(error) => format!("begin_send: {}", error.code()),
+    }
+}
+
+/// A record's or a reconciliation's answer, for a counterexample's trace.
+fn outcome_summary(answer: &Result<SendOutcomeOutput, JournalError>) -> String {
+    match answer {
+        Ok(SendOutcomeOutput::Terminal(t)) => format!("{t:?}").to_lowercase(),
+        Ok(SendOutcomeOutput::Ambiguous { attempt }) => format!("ambiguous {attempt}"),
+        Ok(SendOutcomeOutput::Absent { attempt }) => format!("absent {attempt}"),
+        Err(error) => error.code().to_owned(),
     }
 }

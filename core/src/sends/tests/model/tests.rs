@@ -260,7 +260,7 @@ fn with_key_retained_reverted_a_forgotten_key_is_charged_twice() {
 /// reconciliation. At these instants (a re-send 2 s before the cutoff; a call at
 /// `provable - 48 s` that looks up, and reconciles at `provable`) the checker found a
 /// second charge, until `execute` recorded a "not found" only from a lookup that
-/// started at or after `absenceProvableFrom` (`core/src/execute/protocol.rs`): see
+/// started at or after `absenceProvableFrom` (`core/src/settle.rs`): see
 /// `emulator-tests/RELIABILITY.md`.
 #[test]
 fn a_lookup_taken_before_the_absence_is_provable_is_never_reconciled_absent() {

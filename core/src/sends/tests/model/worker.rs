@@ -1,111 +1,37 @@
-//! A worker: a sequence of `execute` calls, each driving the real
-//! [`Protocol`]. The protocol is neither `Clone` nor `Hash`, so a call keeps the answers
-//! it was given (with the journal's time of each) and replays them into a new
-//! protocol whenever it needs the next step: the protocol is a pure function of them.
+//! A worker: a sequence of `execute` calls, each the real [`ExecuteProgram`] the call
+//! machine runs, fed every answer as the machine feeds it ([`Program::next`]): the
+//! program says what the call does next, and the model performs it (`steps`, `driver`).
+//! The program is cloned with the state; a call is hashed by a fingerprint of where
+//! the program stands and what it asked for.
 
-use super::super::at;
+use super::super::{at, identity, owner};
 use super::memory::{Flight, Memory};
-use super::world::{KeyId, PlanChoice, micros, seconds};
-use crate::answer::ProviderAnswer;
+use super::ops::{Carried, Op};
+use super::world::{KeyId, PlanChoice, micros, plan, seconds};
+use crate::call::{Answered, Concurrency, Next, Now, Program};
 use crate::error::JournalError;
-use crate::execute::protocol::{Event, Protocol, Step};
+use crate::execute::program::{ExecuteOp, ExecuteProgram};
 use crate::lease::LeaseOutput;
-use crate::sends::{BeginSendOutput, SendOutcomeOutput, SendPermit, SendStatus};
+use crate::sends::provider::{Closing, ProviderAnswer};
+use crate::sends::record::Mode;
+use crate::sends::{BeginSendOutput, SendPermit};
+use crate::settle::SettleOp;
+use crate::start::StartOutput;
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 
-/// What one step of a call was answered: the protocol's event, in a form that can be
-/// cloned and printed (a provider's success names its key; its envelope is the key's).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Answer {
-    Started(LeaseOutput),
-    BeganSend(Result<BeginSendOutput, JournalError>),
-    /// The provider's answer to a send: a success under the key, or nothing known.
-    Sent(Option<KeyId>),
-    /// The provider's answer to a send: the key's stored 5xx, replayed.
-    SentReplayed,
-    Recorded(Result<SendOutcomeOutput, JournalError>),
-    Status(Option<SendStatus>),
-    /// The lookup's answer: a success under the key, or not found.
-    LookedUp(Option<KeyId>),
-    Reconciled(Result<SendOutcomeOutput, JournalError>),
-}
-
-impl Answer {
-    /// The protocol's event for this answer.
-    fn event(&self) -> Event {
-        match self.clone() {
-            Self::Started(lease) => Event::Started(lease),
-            Self::BeganSend(answer) => Event::BeganSend(answer),
-            Self::Sent(Some(key)) => Event::Sent(ProviderAnswer::Succeeded(key.envelope())),
-            Self::Sent(None) => Event::Sent(ProviderAnswer::Unknown),
-            Self::SentReplayed => Event::Sent(ProviderAnswer::ReplayedUnknown),
-            Self::Recorded(answer) => Event::Recorded(answer),
-            Self::Status(send) => Event::Status(send),
-            Self::LookedUp(Some(key)) => Event::LookedUp(ProviderAnswer::Succeeded(key.envelope())),
-            Self::LookedUp(None) => Event::LookedUp(ProviderAnswer::NotFound),
-            Self::Reconciled(answer) => Event::Reconciled(answer),
-        }
-    }
-}
-
-impl Answer {
-    /// The journal's refusal this answer carries, if any.
-    pub(super) fn error(&self) -> Option<&JournalError> {
-        match self {
-            Self::BeganSend(Err(error))
-            | Self::Recorded(Err(error))
-            | Self::Reconciled(Err(error)) => Some(error),
-            _ => None,
-        }
-    }
-
-    /// A one-line summary, for a counterexample's trace.
-    pub(super) fn summary(&self) -> String {
-        let code = |error: &JournalError| error.code().to_owned();
-        let outcome = |answer: &Result<SendOutcomeOutput, JournalError>| match answer {
-            Ok(SendOutcomeOutput::Terminal(t)) => format!("{t:?}").to_lowercase(),
-            Ok(SendOutcomeOutput::Ambiguous { attempt }) => format!("ambiguous {attempt}"),
-            Ok(SendOutcomeOutput::Absent { attempt }) => format!("absent {attempt}"),
-            Err(error) => code(error),
-        };
-        match self {
-            Self::Started(LeaseOutput::Acquired { fence_epoch, .. }) => {
-                format!("start: acquired fence {}", fence_epoch.get())
-            }
-            Self::Started(lease) => format!("start: {}", lease.outcome()),
-            Self::BeganSend(Ok(BeginSendOutput::Permitted(p))) => {
-                format!(
-                    "begin_send: permit attempt {} resend {}",
-                    p.attempt, p.resend
-                )
-            }
-            Self::BeganSend(Ok(BeginSendOutput::Terminal(t))) => {
-                format!("begin_send: {t:?}").to_lowercase()
-            }
-            Self::BeganSend(Err(error)) => format!("begin_send: {}", code(error)),
-            Self::Sent(Some(key)) => format!("the provider's answer: success ({key:?})"),
-            Self::Sent(None) => "no answer (timeout)".to_owned(),
-            Self::SentReplayed => "the provider's answer: a stored 5xx, replayed".to_owned(),
-            Self::Recorded(answer) => format!("record: {}", outcome(answer)),
-            Self::Status(Some(send)) => format!(
-                "status: attempt {} {} needsReconciliation {}",
-                send.attempt,
-                send.state.as_str(),
-                send.needs_reconciliation
-            ),
-            Self::Status(None) => "status: no send".to_owned(),
-            Self::LookedUp(Some(key)) => format!("lookup: found ({key:?})"),
-            Self::LookedUp(None) => "lookup: not found".to_owned(),
-            Self::Reconciled(answer) => format!("reconcile: {}", outcome(answer)),
-        }
-    }
+/// What the program asked for next, as the model performs it: a journal operation
+/// (and whether the call keeps what it leaves known), or a lookup of a key.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) enum Asked {
+    Op(Op, bool),
+    Lookup(String),
 }
 
 /// Where a call stands between actions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(super) enum Phase {
-    /// The protocol's next step is due.
+    /// The program's next step is due.
     Ready,
     /// The request with `key` is on the wire; the driver waits for the answer until
     /// `deadline` (seconds); `answered` once the provider has processed it into a
@@ -121,12 +47,11 @@ pub(super) enum Phase {
     Committing,
 }
 
-/// One `execute` call: its plan, its lease owner, the answers it was given (with the
-/// journal's time of each, in seconds) and the protocol's next step; in preconditions
-/// mode also what its last operation left known and the commit it has in flight.
-/// Hashed and compared by a fingerprint of the protocol's state (its `Debug`) and next
-/// step, and of the key whose result it holds (an envelope's `Debug` is redacted): two
-/// calls that got there by different answers behave the same from there on.
+/// One `execute` call: its plan, its lease owner, the program and what it asked for
+/// next; what the model needs of its past (its first start and when it was heard,
+/// the last permit, the lease's end, the key whose success it heard last); in
+/// preconditions mode also what its last operation left known and the commit it has
+/// in flight.
 #[derive(Debug, Clone)]
 pub(super) struct Call {
     pub plan: PlanChoice,
@@ -138,8 +63,20 @@ pub(super) struct Call {
     pub flight: Option<Flight>,
     /// Whether a commit of this call landed.
     pub wrote: bool,
-    history: Vec<(Answer, i64)>,
-    next: Step,
+    program: ExecuteProgram,
+    asked: Asked,
+    /// The call's first start as answered, and the time it was heard at (seconds).
+    started: Option<(StartOutput, i64)>,
+    /// The permit the last answer gave, if it gave one.
+    permit: Option<SendPermit>,
+    /// The end of the lease the call holds (seconds), if it took one.
+    lease_end: Option<i64>,
+    /// Whether the program took an answer and went on (it is past its first start).
+    answered: bool,
+    /// The key of the last success the call heard, from a send or a lookup.
+    held: Option<KeyId>,
+    /// Whether the last answer was the provider's success to the call's send.
+    holding: bool,
     fingerprint: u64,
 }
 
@@ -205,125 +142,227 @@ impl PartialEq for Worker {
 
 impl Eq for Worker {}
 
+/// The model's operation for the transition the program asked to run: its first start
+/// is `open` (the opening chain, in preconditions mode with plans) or a start.
+pub(super) fn op_of(op: &ExecuteOp, open: bool) -> Op {
+    match op {
+        ExecuteOp::Start(_) if open => Op::Open,
+        ExecuteOp::Start(_) | ExecuteOp::Settle(SettleOp::Start(_)) => Op::Start,
+        ExecuteOp::BeginSend(begin) => Op::BeginSend {
+            fence: begin.fence(),
+        },
+        ExecuteOp::Settle(SettleOp::Status(_)) => Op::Status,
+        ExecuteOp::Result(_) => Op::Result,
+        ExecuteOp::Settle(SettleOp::Record(record)) => {
+            let (inner, envelope) = record.parts();
+            let (fence, attempt, finding, mode) = inner.parts();
+            let carried = match (finding, envelope) {
+                (Closing::Succeeded(_), Some(envelope)) => {
+                    Carried::Succeeded(KeyId::of_envelope(envelope))
+                }
+                (Closing::Declined, _) => Carried::Declined,
+                (Closing::Ambiguous, _) => Carried::Ambiguous,
+                (Closing::ReplayedUnknown, _) => Carried::ReplayedUnknown,
+                (Closing::Absent, _) => Carried::Absent,
+                (Closing::Succeeded(_), None) => panic!("a success without its result"),
+            };
+            match mode {
+                Mode::Outcome => Op::Record {
+                    fence,
+                    attempt,
+                    carried,
+                },
+                Mode::Reconciliation => Op::Reconcile {
+                    fence,
+                    attempt,
+                    carried,
+                },
+            }
+        }
+        other => panic!("the model runs execute in preconditions mode, not {other:?}"),
+    }
+}
+
+/// What the program did after an answer: asked for a step, sent, or ended.
+pub(super) enum Fed {
+    /// Asked for a journal operation or a lookup (now `Call::asked`).
+    Asked,
+    /// Sent `key` under the permit just given.
+    Sent(String),
+    /// Ended with its execution.
+    Done,
+}
+
 impl Call {
-    /// A new call: its first step is `start`.
-    pub(super) fn new(plan: PlanChoice, owner: usize) -> Self {
-        Self {
-            plan,
-            owner,
+    /// A new call of `plan` by lease owner `owner`, begun at `now` (seconds): its
+    /// first step is its start (`open`: the opening chain of preconditions mode).
+    pub(super) fn new(choice: PlanChoice, holder: usize, now: i64, open: bool) -> Self {
+        let mode = Concurrency::Preconditions;
+        let mut program =
+            ExecuteProgram::new(identity(), owner(holder), plan(choice).clone(), mode, open)
+                .expect("a model plan");
+        let first = match program.next(Answered::Nothing, Now::unstepped(at(micros(now)))) {
+            Ok(Next::Run(run)) => Asked::Op(op_of(&run.op, open), run.keep),
+            other => panic!("a call begins with its start: {other:?}"),
+        };
+        let mut call = Self {
+            plan: choice,
+            owner: holder,
             phase: Phase::Ready,
             memory: None,
             flight: None,
             wrote: false,
-            history: Vec::new(),
-            next: Protocol::new().1,
+            program,
+            asked: first,
+            started: None,
+            answered: false,
+            permit: None,
+            lease_end: None,
+            held: None,
+            holding: false,
             fingerprint: 0,
-        }
+        };
+        call.fingerprint = call.fingerprint();
+        call
     }
 
-    /// The fingerprint of `protocol`'s state and next step, and of the key whose
-    /// result the call holds.
-    fn fingerprint(&self, protocol: &Protocol) -> u64 {
-        let held = self
-            .history
-            .iter()
-            .rev()
-            .find_map(|(answer, _)| match answer {
-                Answer::Sent(Some(key)) | Answer::LookedUp(Some(key)) => Some(*key),
-                _ => None,
-            });
+    /// The fingerprint of where the program stands and what it asked for, and of the
+    /// key whose result the call holds.
+    fn fingerprint(&self) -> u64 {
         let mut hasher = DefaultHasher::new();
-        (format!("{protocol:?} {:?}", self.next), held).hash(&mut hasher);
+        (format!("{:?} {:?}", self.program, self.asked), self.held).hash(&mut hasher);
         hasher.finish()
     }
 
-    /// The protocol rebuilt from the answers, and its next step.
-    fn replay(&self) -> (Protocol, Step) {
-        let (mut protocol, mut step) = Protocol::new();
-        for (answer, now) in &self.history {
-            step = protocol
-                .step(answer.event(), at(micros(*now)))
-                .expect("a replayed step answers as it did");
-        }
-        (protocol, step)
+    /// What the program asked for next.
+    pub(super) fn asked(&self) -> &Asked {
+        &self.asked
     }
 
-    /// The protocol's next step.
-    pub(super) fn step(&self) -> &Step {
-        &self.next
-    }
-
-    /// Whether the call has had no answer yet (its next step is its first start).
+    /// Whether the call has had no answer it went on from yet (its next step is its
+    /// first start).
     pub(super) fn is_new(&self) -> bool {
-        self.history.is_empty()
+        !self.answered
     }
 
-    /// Gives the protocol `answer` at `now` (seconds): its next step, `None` when the
-    /// call ends with an execution, or the error it ends with.
-    pub(super) fn feed(&mut self, answer: Answer, now: i64) -> Result<Option<Step>, JournalError> {
-        let (mut protocol, _) = self.replay();
-        match protocol.step(answer.event(), at(micros(now)))? {
-            Step::Done(_) => Ok(None),
-            step => {
-                self.history.push((answer, now));
-                self.next = step.clone();
-                self.fingerprint = self.fingerprint(&protocol);
-                self.phase = Phase::Ready;
-                Ok(Some(step))
+    /// Gives the program `answer` at `now` (seconds), as the call machine does: what
+    /// it did, or the error it ended with.
+    pub(super) fn feed(
+        &mut self,
+        answer: Answered<ExecuteOp>,
+        now: i64,
+    ) -> Result<Fed, JournalError> {
+        self.note(&answer, now);
+        let fed = match self.program.next(answer, Now::unstepped(at(micros(now))))? {
+            Next::Done(_) => return Ok(Fed::Done),
+            Next::Run(run) => {
+                self.asked = Asked::Op(op_of(&run.op, false), run.keep);
+                Fed::Asked
             }
-        }
+            Next::Lookup(request) => {
+                self.asked = Asked::Lookup(request.key);
+                Fed::Asked
+            }
+            Next::Send(request) => Fed::Sent(request.key),
+        };
+        self.answered = true;
+        self.fingerprint = self.fingerprint();
+        self.phase = Phase::Ready;
+        Ok(fed)
     }
 
-    /// The permit the last step was answered, if it was one.
-    pub(super) fn permit(&self) -> Option<&SendPermit> {
-        match self.history.last() {
-            Some((Answer::BeganSend(Ok(BeginSendOutput::Permitted(permit))), _)) => Some(permit),
+    /// What the model keeps of `answer`, heard at `now`.
+    fn note(&mut self, answer: &Answered<ExecuteOp>, now: i64) {
+        use crate::execute::program::ExecuteOutput as O;
+        use crate::settle::SettleOutput as S;
+        let lease_end = |lease: &LeaseOutput| match lease {
+            LeaseOutput::Acquired {
+                lease_expires_at, ..
+            } => Some(seconds(*lease_expires_at)),
             _ => None,
+        };
+        self.permit = None;
+        self.holding = false;
+        match answer {
+            Answered::Ran(Ok(O::Started(started)))
+            | Answered::Ran(Ok(O::Opened(started, _)))
+            | Answered::Chained(O::Started(started), _) => {
+                self.started = Some((*started, now));
+                self.lease_end = lease_end(&started.lease).or(self.lease_end);
+            }
+            Answered::Ran(Ok(O::Settle(S::Leased(lease)))) => {
+                self.lease_end = lease_end(lease).or(self.lease_end);
+            }
+            Answered::Sent(ProviderAnswer::Succeeded(envelope)) => {
+                self.held = Some(KeyId::of_envelope(envelope));
+                self.holding = true;
+            }
+            Answered::LookedUp(ProviderAnswer::Succeeded(envelope)) => {
+                self.held = Some(KeyId::of_envelope(envelope));
+            }
+            _ => {}
         }
+        self.permit = match answer {
+            Answered::Ran(Ok(O::BeganSend(BeginSendOutput::Permitted(permit))))
+            | Answered::Chained(_, O::BeganSend(BeginSendOutput::Permitted(permit))) => {
+                Some(permit.clone())
+            }
+            _ => None,
+        };
+    }
+
+    /// The permit the last answer gave, if it gave one.
+    pub(super) fn permit(&self) -> Option<&SendPermit> {
+        self.permit.as_ref()
     }
 
     /// The end of the lease the call holds (seconds), if it took one.
     pub(super) fn lease_end(&self) -> Option<i64> {
-        self.history
-            .iter()
-            .rev()
-            .find_map(|(answer, _)| match answer {
-                Answer::Started(LeaseOutput::Acquired {
-                    lease_expires_at, ..
-                }) => Some(seconds(*lease_expires_at)),
-                _ => None,
-            })
+        self.lease_end
     }
 
     /// Whether the call's next step records a provider's answer or a lookup's
     /// evidence.
     pub(super) fn holds_evidence(&self) -> bool {
-        matches!(self.step(), Step::Record { .. } | Step::Reconcile { .. })
+        matches!(
+            self.asked,
+            Asked::Op(Op::Record { .. } | Op::Reconcile { .. }, _)
+        )
     }
 
     /// Whether the call holds a provider's success it has not had recorded.
     pub(super) fn holds_success(&self) -> bool {
-        matches!(self.history.last(), Some((Answer::Sent(Some(_)), _)))
+        self.holding
     }
 
     /// `execute` without the rule `EvidenceAfterCutoff`, where recording a success was
     /// refused past the cutoff: it dropped the answer and read the send status under
-    /// the same lease. The protocol is rebuilt as if `begin_send` had answered
+    /// the same lease. The program is rebuilt as if `begin_send` had answered
     /// `send_cutoff_passed` under that lease: the same lease, no answer held, the
     /// status read next.
     pub(super) fn drop_answer(&mut self, now: i64) {
-        let started = self
-            .history
-            .iter()
-            .rfind(|(answer, _)| matches!(answer, Answer::Started(_)))
-            .cloned()
-            .expect("a call that sent was started");
-        let refused = Answer::BeganSend(Err(JournalError::SendCutoffPassed));
-        self.history = vec![started, (refused, now)];
+        let (started, heard) = self.started.expect("a call that sent was started");
+        let mut program = ExecuteProgram::new(
+            identity(),
+            owner(self.owner),
+            plan(self.plan).clone(),
+            Concurrency::Preconditions,
+            true,
+        )
+        .expect("a model plan");
+        let heard_at = Now::unstepped(at(micros(heard)));
+        program.next(Answered::Nothing, heard_at).expect("begins");
+        let started = Answered::Ran(Ok(crate::execute::program::ExecuteOutput::Started(started)));
+        program.next(started, heard_at).expect("a permit asked");
+        let refused = Answered::Ran(Err(JournalError::SendCutoffPassed));
+        match program.next(refused, Now::unstepped(at(micros(now)))) {
+            Ok(Next::Run(run)) => self.asked = Asked::Op(op_of(&run.op, false), run.keep),
+            other => panic!("the status read follows: {other:?}"),
+        }
+        self.program = program;
         self.memory = None;
-        let (protocol, next) = self.replay();
-        self.next = next;
-        self.fingerprint = self.fingerprint(&protocol);
+        self.holding = false;
+        self.fingerprint = self.fingerprint();
         self.phase = Phase::Ready;
     }
 }

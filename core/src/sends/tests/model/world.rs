@@ -17,7 +17,7 @@ pub(super) const RETENTION: i64 = 3_600;
 pub(super) const SETTLE: i64 = 300;
 /// The cutoff of an attempt first sent at `T0`, in seconds after `T0`.
 pub(super) const CUTOFF: i64 = RETENTION - RETENTION / 4;
-/// What the driver keeps back from a lease for recording (`execute::protocol`).
+/// What the driver keeps back from a lease for recording (`settle::SEND_MARGIN`).
 pub(super) const SEND_MARGIN: i64 = 10;
 
 /// The instants of the default check, in seconds after `T0`: the first send; two

@@ -1,5 +1,8 @@
-//! What a provider answered about one attempt's idempotency key: the one type from
-//! the adapter's `send` and `lookup` to the event the journal stores.
+//! The provider boundary: what the journal asks a payment provider ([`SendRequest`],
+//! [`LookupRequest`], through a [`Provider`] adapter) and what the provider answered
+//! ([`ProviderAnswer`]), the one type from the adapter's call to the event the journal
+//! stores. Every answer, whatever call or source it comes from, enters the journal
+//! through the one settle program (`crate::settle`).
 //!
 //! | answer | from a send | from a lookup | recorded by `record_send_outcome` | recorded by `reconcile_send` |
 //! |---|---|---|---|---|
@@ -10,9 +13,109 @@
 //! | `Unknown` | timeout, 5xx, lost connection | failed or inconclusive | the attempt kept open (`ambiguous`) | — (`invalid_input`) |
 //! | `ReplayedUnknown` | the key's stored unknown answer, replayed (Stripe's stored 5xx, `Idempotent-Replayed: true`) | — (as `Unknown`) | the attempt kept open, never re-sent (`replayed_unknown`): looked up at once | — (`invalid_input`) |
 
+use super::attempt_number::AttemptNumber;
 use crate::digest::Digest;
 use crate::envelope::ResultEnvelope;
 use crate::identity::{CommandIdentity, TerminalReferenceFingerprint};
+use serde_json::Value;
+use std::future::Future;
+use std::time::Duration;
+
+/// A payment provider as the journal drives it: the send and the lookup by key, each
+/// answering a [`ProviderAnswer`] (the table in this module's doc says what each
+/// answer means from each call).
+///
+/// Implement it with `async fn`s. Neither call may retry on its own with another key;
+/// the journal never calls `send` for an attempt past its stored cutoff. A send that
+/// answers `NotFound` is taken as `Unknown`.
+///
+/// ```
+/// use command_journal_core::ResultEnvelope;
+/// use command_journal_core::sends::LookupRequest;
+/// use command_journal_core::{Provider, ProviderAnswer, SendRequest};
+///
+/// struct AlwaysCharges;
+///
+/// impl Provider for AlwaysCharges {
+///     async fn send(&self, request: SendRequest) -> ProviderAnswer {
+///         let charge = serde_json::json!({"id": "ch_1", "status": "succeeded"});
+///         match ResultEnvelope::new(&charge) {
+///             Ok(envelope) => ProviderAnswer::Succeeded(envelope),
+///             Err(_) => ProviderAnswer::Unknown,
+///         }
+///     }
+///     async fn lookup(&self, _request: LookupRequest) -> ProviderAnswer {
+///         ProviderAnswer::Unknown
+///     }
+/// }
+/// ```
+pub trait Provider: Send + Sync {
+    /// Sends `request.parameters` with `request.key`, answering within
+    /// `request.deadline`.
+    fn send(&self, request: SendRequest) -> impl Future<Output = ProviderAnswer> + Send;
+
+    /// Asks the provider what it holds for `request.key`, answering within
+    /// `request.deadline`.
+    fn lookup(&self, request: LookupRequest) -> impl Future<Output = ProviderAnswer> + Send;
+}
+
+/// A provider by reference is the same provider.
+impl<P: Provider + ?Sized> Provider for &P {
+    fn send(&self, request: SendRequest) -> impl Future<Output = ProviderAnswer> + Send {
+        (**self).send(request)
+    }
+
+    fn lookup(&self, request: LookupRequest) -> impl Future<Output = ProviderAnswer> + Send {
+        (**self).lookup(request)
+    }
+}
+
+/// One send the journal permits, with everything the provider's request needs: the
+/// attempt's key and the plan's parameters. `Debug` shows the attempt, the resend flag
+/// and the deadline only: never the key or a parameter value.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SendRequest {
+    /// The attempt's provider idempotency key (`cj1-…` for attempt 1): send it in the
+    /// provider's idempotency header, so that a re-send is deduplicated.
+    pub key: String,
+    /// The plan's parameters, in canonical key order.
+    pub parameters: Value,
+    /// Answer within this time: it ends at least 10 s before the lease expires. The
+    /// journal stops waiting after it and records the outcome as ambiguous.
+    pub deadline: Duration,
+    /// The attempt number.
+    pub attempt: AttemptNumber,
+    /// Whether an earlier holder already sent this attempt with this key.
+    pub resend: bool,
+}
+
+impl std::fmt::Debug for SendRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SendRequest")
+            .field("attempt", &self.attempt.get())
+            .field("resend", &self.resend)
+            .field("deadline", &self.deadline)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One lookup of an attempt's key, derived from the stored plan once the plan is
+/// checked. `Debug` shows the deadline only, never the key.
+#[derive(Clone, PartialEq, Eq)]
+pub struct LookupRequest {
+    /// The attempt's provider idempotency key.
+    pub key: String,
+    /// Answer within this time; a lookup not answered by then is `Unknown`.
+    pub deadline: Duration,
+}
+
+impl std::fmt::Debug for LookupRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LookupRequest")
+            .field("deadline", &self.deadline)
+            .finish_non_exhaustive()
+    }
+}
 
 /// What a provider answered about one attempt's key (the table in the module doc).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,4 +1,4 @@
-//! The first read of a recovery, of a command known by its key hash alone: the root
+//! A job's first read of a command known by its key hash alone: the root
 //! and its revision-1 audit event, strictly parsed and checked against each other,
 //! give the command's stored identity (every field of it is on the root); the same
 //! snapshot, with the lifecycle and the send documents, answers its send status as
@@ -45,8 +45,6 @@ pub struct Registered {
     pub status: CommandStatus,
     /// The plan the command bound, strictly parsed; `None` while none is bound.
     pub plan: Option<BoundPlan>,
-    /// The captured time the status was decided at.
-    pub read_at: Timestamp,
 }
 
 /// A prepared read of the command `hash`'s registration and send status.
@@ -112,7 +110,6 @@ impl Transition for RegisteredIdentity {
                         identity,
                         status,
                         plan,
-                        read_at: self.now,
                     }),
                     Err(error) => Decision::Reject(error),
                 }

@@ -1,0 +1,228 @@
+//! What evidence does to a command, decided in one place: the settle program.
+//!
+//! Every answer a provider gives about an attempt (to the holder's own send, to a
+//! lookup by the attempt's key, or given from elsewhere) enters the journal here, as
+//! one [`ProviderAnswer`], and this program alone decides what it does to the command:
+//!
+//! | evidence | what it does |
+//! |---|---|
+//! | a charge (`Succeeded`) | recorded as the command's success with its envelope: [`Settled::Succeeded`] |
+//! | a final refusal (`Declined`) | recorded as its final failure: [`Settled::Declined`] |
+//! | a provable absence (`NotFound` from a lookup made under the lease, once the status said it is provable) | the attempt recorded absent, so the next `begin_send` opens the next attempt under a new key: [`Settled::Absent`] |
+//! | a `NotFound` that proves nothing, or any answer given as a `NotFound` | nothing written: [`Settled::NotFound`] |
+//! | nothing (`Unknown`, `ReplayedUnknown` from a lookup) | nothing written: [`Settled::Unavailable`] |
+//! | the sender's own unknown answer | recorded as still open: [`Settled::Open`] (a replayed one is looked up at once instead) |
+//!
+//! It takes its evidence from a [`Source`]: the holder's own send ([`Source::Sent`]),
+//! the provider's lookup by the attempt's key ([`Source::Lookup`]), or an answer given
+//! to it ([`Source::Given`]). It runs under a lease its caller holds
+//! ([`Settle::under`]: `execute` past the cutoff, or after a replayed unknown, or
+//! with its send's answer) or under a lease it takes itself ([`Settle::taking`]: the
+//! recovery of a command known by its key hash). `execute` and recovery both run it;
+//! what comes next adds a source or an answer here, never another path: reading the
+//! provider's object by id is a `Retrieve` source beside `Lookup`; an event or a
+//! backfill is `Given` under a lease the program takes, with the same fence and
+//! commit proofs as recovery's; an answer "the customer must act" is a variant of
+//! [`ProviderAnswer`] that keeps the attempt waiting; a window only the provider's
+//! evidence ends is a rule of the status the program reads.
+//!
+//! | step | answer | next |
+//! |---|---|---|
+//! | `record_send_outcome` (sent) | terminal | [`Settled::Succeeded`] with the envelope sent, or [`Settled::Declined`] |
+//! | | ambiguous, the answer a replayed unknown | read the status, then look the key up (below) |
+//! | | ambiguous | [`Settled::Open`] |
+//! | | `unavailable`, the call's deadline passed | that error: nothing written, the permit stands (the next call re-sends with the key) |
+//! | | refused, the answer a success or decline | `reconcile_send` with it (it is evidence whenever it arrives) |
+//! | | `send_cutoff_passed` | read the status, then look the key up |
+//! | status (a caller's, its plan checked first) | the attempt needs reconciliation, enough lease left | look its key up (the stored plan's) |
+//! | | too little lease left | [`Settled::LeaseEnding`] |
+//! | | anything else | [`Settled::InProgress`] |
+//! | status (a job's, by key hash) | not leased | [`Settled::Ended`] |
+//! | | no attempt, or the attempt proven absent | [`Settled::NothingOpen`] |
+//! | | the plan's account not the job's | [`Settled::OtherAccount`] |
+//! | | the attempt's outcome unknown | look its key up |
+//! | lookup (or the answer given) | a charge or a refusal | under a lease: `reconcile_send`; before any: take the lease |
+//! | | `NotFound`, started at or after `absenceProvableFrom` (a job: at the plan's own account, its lookups as durable as the plan's) | under the lease: `reconcile_send`; before any: take the lease, then read the status and look up again under it |
+//! | | `NotFound` otherwise | [`Settled::NotFound`] |
+//! | | unknown | [`Settled::Unavailable`] |
+//! | taking the lease | acquired | as above, under it |
+//! | | busy | [`Settled::InProgress`] |
+//! | | terminal | [`Settled::Ended`] |
+//! | `reconcile_send` | terminal | [`Settled::Succeeded`] with the evidence's envelope, or [`Settled::Declined`] |
+//! | | absent (the evidence a `NotFound`) | [`Settled::Absent`] |
+//! | | `absence_not_provable` (the evidence a `NotFound`) | [`Settled::NotFound`] |
+//! | | the lease lost, the evidence the sender's own answer (once) | take the lease again (`start`), then `reconcile_send` |
+//! | | the lease lost | [`Settled::InProgress`] |
+//!
+//! Every other error ends the program with that error. No state is entered twice but
+//! the status read, once before a taken lease and once under it, so every run ends
+//! within its table.
+
+pub(crate) mod op;
+mod open;
+mod program;
+pub(crate) mod registered;
+#[cfg(test)]
+mod tests;
+
+pub(crate) use op::{SettleOp, SettleOutput};
+pub(crate) use program::Settle;
+
+use crate::call::{Labelled, Now};
+use crate::document::lifecycle::LEASE_SECONDS;
+use crate::envelope::ResultEnvelope;
+use crate::fence::FenceEpoch;
+use crate::lease::{CommandState, LeaseOutput};
+use crate::sends::provider::ProviderAnswer;
+use crate::time::Timestamp;
+use std::time::Duration;
+
+/// Lease time kept back after a provider call's deadline, to record its answer.
+pub(crate) const SEND_MARGIN: Duration = Duration::from_secs(10);
+/// The shortest provider call worth starting under a held lease.
+pub(crate) const MIN_SEND_DEADLINE: Duration = Duration::from_secs(1);
+/// How long a job's lookup may take (it is made before any lease is taken).
+pub const LOOKUP_DEADLINE: Duration = Duration::from_secs(30);
+/// A whole lease: the most a lease heard can have left.
+const LEASE: Duration = Duration::from_secs(LEASE_SECONDS.unsigned_abs());
+
+/// Where the settle program's evidence comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Source {
+    /// The provider's answer to the holder's own send of `attempt` (a held lease
+    /// only): recorded as the sender's outcome first, and, refused, offered as
+    /// evidence.
+    Sent {
+        /// The attempt sent.
+        attempt: crate::sends::AttemptNumber,
+        /// What the provider answered (a `NotFound` is taken as `Unknown`).
+        answer: ProviderAnswer,
+    },
+    /// The provider's lookup of the open attempt's key, derived from the stored plan.
+    Lookup,
+    /// An answer given to the program about the open attempt (a retrieve by id, an
+    /// event, a backfill): evidence like a lookup's, never an absence. The entry those
+    /// sources land on; until they do, only the tests give answers.
+    #[cfg_attr(not(test), allow(dead_code))]
+    Given(ProviderAnswer),
+}
+
+/// Whether `error` says the lease a write was made under is no longer held.
+pub(crate) fn lease_lost(error: &crate::error::JournalError) -> bool {
+    use crate::error::JournalError as E;
+    matches!(error, E::LeaseExpired | E::StaleFence | E::LeaseNotHeld)
+}
+
+/// A lease held: its fence, its expiry, and the reading it was heard at.
+///
+/// Every duration derived from it (a provider's deadline, a lookup's, a
+/// `Retry-After`) is what is left of it on both of the trusted clock's readings, the
+/// lesser ([`Held::remaining`]): until its expiry on the trusted time, and, on the
+/// steady time, what was left when it was heard (never more than a whole lease) less
+/// the time since. A wall clock stepped back after the lease was heard lengthens none
+/// of them: a request leaves within the lease less [`SEND_MARGIN`] of the permit, in
+/// real time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Held {
+    /// The fence every write under it presents.
+    pub(crate) fence: FenceEpoch,
+    /// When it expires (exclusive).
+    pub(crate) expires_at: Timestamp,
+    /// When it was heard: the reading its remaining time is measured from on the
+    /// steady time.
+    pub(crate) heard: Now,
+}
+
+impl Held {
+    /// The lease `lease` answers, when it is one, heard at `heard`.
+    pub(crate) fn of(lease: LeaseOutput, heard: Now) -> Option<Self> {
+        match lease {
+            LeaseOutput::Acquired {
+                fence_epoch,
+                lease_expires_at,
+            } => Some(Self {
+                fence: fence_epoch,
+                expires_at: lease_expires_at,
+                heard,
+            }),
+            LeaseOutput::Busy | LeaseOutput::Succeeded | LeaseOutput::FailedFinal => None,
+        }
+    }
+
+    /// The lease's time left at `now`, the lesser on the trusted clock's two readings:
+    /// until its expiry on its time; on its steady time, what was left when the lease
+    /// was heard (at most a lease) less the time since.
+    pub(crate) fn remaining(self, now: Now) -> Duration {
+        let trusted = now.at.until(self.expires_at);
+        let then = self.heard.at.until(self.expires_at).min(LEASE);
+        let since = now.steady.saturating_sub(self.heard.steady);
+        trusted.min(then.saturating_sub(since))
+    }
+
+    /// How long a provider call started at `now` may take: the lease's remaining
+    /// time less [`SEND_MARGIN`]; `None` when that is less than [`MIN_SEND_DEADLINE`].
+    pub(crate) fn deadline(self, now: Now) -> Option<Duration> {
+        let deadline = self.remaining(now).saturating_sub(SEND_MARGIN);
+        (deadline >= MIN_SEND_DEADLINE).then_some(deadline)
+    }
+
+    /// The lease's remaining time at `now` in whole seconds, rounded up, at least one:
+    /// when the next holder may take it over (what a `Retry-After` carries). The one
+    /// place a wait is rounded.
+    pub(crate) fn retry_after(self, now: Now) -> Duration {
+        let remaining = self.remaining(now);
+        let seconds = remaining.as_secs() + u64::from(remaining.subsec_nanos() > 0);
+        Duration::from_secs(seconds.max(1))
+    }
+}
+
+/// What the settle program did with its evidence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Settled {
+    /// The command's success is recorded (or was, with this same evidence): the
+    /// envelope the evidence carried, if any.
+    Succeeded(Option<ResultEnvelope>),
+    /// The command's final failure is recorded.
+    Declined,
+    /// The attempt is recorded absent: the next `begin_send` opens the next attempt.
+    Absent,
+    /// The sender's unknown answer is recorded: the attempt stays open, to be re-sent
+    /// with the same key before its cutoff.
+    Open,
+    /// Nothing written: the provider holds nothing for the key, and that proves no
+    /// absence (yet, at this account, or from this source).
+    NotFound,
+    /// Nothing written: the provider could not tell.
+    Unavailable,
+    /// Nothing written: another holder's lease runs, or this one was lost.
+    InProgress,
+    /// Nothing written: the command is not leased (it ended, or was never leased).
+    Ended(CommandState),
+    /// Nothing written: no attempt is open (none was sent, or the last one was proven
+    /// absent).
+    NothingOpen,
+    /// Nothing asked or written: the plan sends to another provider account than the
+    /// one the job declared.
+    OtherAccount,
+    /// Nothing asked or written: too little of the held lease is left for a provider
+    /// call.
+    LeaseEnding,
+}
+
+impl Labelled for Settled {
+    fn label(&self) -> &'static str {
+        match self {
+            Self::Succeeded(_) => "succeeded",
+            Self::Declined => "declined",
+            Self::Absent => "absent",
+            Self::Open => "open",
+            Self::NotFound => "not_found",
+            Self::Unavailable => "unavailable",
+            Self::InProgress => "in_progress",
+            Self::Ended(_) => "ended",
+            Self::NothingOpen => "nothing_open",
+            Self::OtherAccount => "other_account",
+            Self::LeaseEnding => "lease_ending",
+        }
+    }
+}
