@@ -87,6 +87,14 @@ pub mod strict_json {
     pub use command_journal_core::strict_json::*;
 }
 
+/// Planted defects of the journal, for the soak's plant suite (the core's,
+/// `command_journal_core::plants`): only in a build with the test-only feature
+/// `plants`, which no deployed build enables.
+#[cfg(feature = "plants")]
+pub mod plants {
+    pub use command_journal_core::plants::*;
+}
+
 pub use command_journal_core::{
     CommandState, Execution, FenceEpoch, LeaseOutput, Provider, ProviderAnswer,
     RegistrationOutcome, RegistrationOutput, ResultEnvelope, SendRequest, StartOutput,

@@ -46,6 +46,8 @@ pub mod verify;
 
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
+#[cfg(all(feature = "plants", not(test)))]
+pub mod plants;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 

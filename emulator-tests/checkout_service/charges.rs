@@ -1,6 +1,7 @@
 //! The checkout service's one charge per command: 24 concurrent identical requests
-//! make one POST, a 503 is re-sent with the same key once the lease expired, a decline
-//! is final, and a changed payload is refused without a write.
+//! make one POST, a 503 is re-sent with the same key once the lease expired, a holder
+//! whose lease was taken over during its POST records nothing and answers
+//! `lease_lost`, a decline is final, and a changed payload is refused without a write.
 
 use super::stub_provider::Action;
 use super::{
@@ -8,7 +9,8 @@ use super::{
     start_service, succeeded,
 };
 use chrono::TimeDelta;
-use command_journal::Journal;
+use command_journal::time::ManualClock;
+use command_journal::{Clock as _, Journal, LeaseId, LeaseOutput};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
@@ -180,6 +182,82 @@ async fn checkout_provider_503_then_takeover_after_expiry_reuses_the_key() {
     expected.push("checkoutRequests/H/results/current".to_owned());
     expected.sort();
     assert_eq!(service.document_kinds().await, expected);
+    service.assert_verifies_clean(1).await;
+    service.assert_no_leak(&[]).await;
+}
+
+#[tokio::test]
+async fn checkout_holder_whose_lease_was_taken_over_during_its_post_records_nothing() {
+    // The stub holds the POST; meanwhile another holder, on a clock 61 s ahead (past
+    // the held request's lease), takes the lease over; then the charge is answered.
+    let service = Arc::new(
+        start_service(Options {
+            gated: true,
+            ..Options::default()
+        })
+        .await,
+    );
+    let id = command_id(5);
+    let arrived = service.stub.arrived.notified();
+    let held = {
+        let service = Arc::clone(&service);
+        let id = id.clone();
+        tokio::spawn(async move { service.checkout(&id, &payload()).await })
+    };
+    tokio::time::timeout(Duration::from_secs(60), arrived)
+        .await
+        .expect("the checkout reaches the provider");
+    let ahead = ManualClock::new(service.clock.now() + TimeDelta::seconds(61));
+    let other = Journal::new(service.connection.clone()).with_clock(Arc::new(ahead));
+    let lease = LeaseId::parse(&crate::support::uuid(0x51, 5)).expect("lease id");
+    let command = service.command(&id, &payload());
+    let taken = other
+        .acquire_lease(&command, &lease)
+        .await
+        .expect("takeover");
+    assert!(
+        matches!(taken, LeaseOutput::Acquired { fence_epoch, .. } if fence_epoch == crate::support::fence_at(2)),
+        "{taken:?}"
+    );
+    let before = service.documents().await;
+    service.stub.release(1);
+    let answer = held.await.expect("the held checkout");
+    assert_eq!(
+        (answer.status, answer.body),
+        (409, json!({"status": "in_progress"}))
+    );
+    assert_eq!(service.stub.charges().len(), 1, "the provider charged once");
+    // Nothing is recorded under the superseded fence: the journal is as the takeover
+    // left it, the lease the other holder's.
+    assert_eq!(service.documents().await, before);
+    let status = other.status(&command).await.expect("status");
+    assert_eq!(
+        (status.state.as_str(), status.fence_epoch),
+        ("leased", Some(crate::support::fence_at(2)))
+    );
+    // Its log line and metrics say why: the lease was lost after the provider was
+    // called.
+    let line = service
+        .lines()
+        .into_iter()
+        .filter_map(|line| serde_json::from_str::<Value>(&line).ok())
+        .find(|line| line["message"] == "checkout")
+        .expect("the checkout's line");
+    assert_eq!(
+        (&line["outcome"], &line["providerCalled"]),
+        (&json!("lease_lost"), &json!(true))
+    );
+    let served = [
+        ("route", "/v1/checkouts"),
+        ("status", "409"),
+        ("outcome", "lease_lost"),
+    ];
+    assert_eq!(
+        service
+            .sample("checkout_service_requests_total", &served)
+            .await,
+        1
+    );
     service.assert_verifies_clean(1).await;
     service.assert_no_leak(&[]).await;
 }

@@ -235,3 +235,37 @@ async fn checkout_binary_refuses_bad_configuration_with_one_line_and_exit_1() {
         assert!(output.stdout.is_empty());
     }
 }
+
+/// A plants build (feature `plants`, the soak's) refuses `CHAOS_PLANT` outside
+/// emulator mode and for a name that is no plant, and with none planted every hook
+/// hands back its input. No test here plants one: a plant is for the whole process.
+#[cfg(feature = "plants")]
+#[test]
+fn checkout_plant_is_refused_outside_emulator_mode_and_unknown_names() {
+    use super::service::plant;
+    use super::service::provider::Looked;
+    use command_journal::identity::Environment;
+    let given =
+        |value: &'static str| move |name: &str| (name == "CHAOS_PLANT").then(|| value.to_owned());
+    for environment in [
+        Environment::Test,
+        Environment::Staging,
+        Environment::Production,
+    ] {
+        let refused = plant::install_from(given("overcharge"), environment).expect_err("refused");
+        assert_eq!(refused.variable, "CHAOS_PLANT");
+    }
+    let unknown = plant::install_from(given("no_such_plant"), Environment::Emulator);
+    assert_eq!(unknown.expect_err("unknown").variable, "CHAOS_PLANT");
+    assert_eq!(
+        plant::install_from(|_| None, Environment::Emulator),
+        Ok(None)
+    );
+    assert_eq!(
+        plant::install_from(given(" "), Environment::Emulator),
+        Ok(None)
+    );
+    let payload = json!({"amount": 1250, "currency": "eur"});
+    assert_eq!(*plant::charged(&payload), payload);
+    assert_eq!(plant::looked(Looked::NotFound), Looked::NotFound);
+}

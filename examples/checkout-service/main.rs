@@ -15,7 +15,8 @@ mod service;
 
 use command_journal::Connection;
 use command_journal::Journal;
-use serde_json::{Map, json};
+use command_journal::identity::Environment;
+use serde_json::{Map, Value, json};
 use service::auth::GoogleKeys;
 use service::backend::Backend;
 use service::config::Config;
@@ -59,6 +60,14 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    // A test build's planted defect (`service::plant`); never in a deployed build.
+    let plant = match service::plant::install(config.environment) {
+        Ok(plant) => plant,
+        Err(error) => {
+            eprintln!("{error}");
+            return ExitCode::from(1);
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -70,13 +79,30 @@ fn main() -> ExitCode {
         }
     };
     match mode {
-        Mode::Serve => runtime.block_on(run(config)),
-        Mode::Recover(settings) => runtime.block_on(recover(config, settings)),
+        Mode::Serve => runtime.block_on(run(config, plant)),
+        Mode::Recover(settings) => runtime.block_on(recover(config, settings, plant)),
     }
 }
 
+/// What a process states of its start in emulator mode (`None` otherwise), for the
+/// soak to compare with what it drew: the offset of the journal's clock from the
+/// system's, measured on the journal itself, and the planted defect, if any.
+fn stated(config: &Config, journal: &Journal, plant: Option<&str>) -> Option<Map<String, Value>> {
+    if config.environment != Environment::Emulator {
+        return None;
+    }
+    let mut fields = Map::new();
+    if let Some(offset) = service::clock::applied_offset_ms(journal) {
+        fields.insert("clockOffsetMs".into(), json!(offset));
+    }
+    if let Some(plant) = plant {
+        fields.insert("plant".into(), json!(plant));
+    }
+    Some(fields)
+}
+
 /// The recovery job: one run over every pending checkout, then exit.
-async fn recover(config: Config, settings: JobSettings) -> ExitCode {
+async fn recover(config: Config, settings: JobSettings, plant: Option<&str>) -> ExitCode {
     let logger = Logger::stdout(&config.project);
     let _ = tracing_subscriber::registry()
         .with(TracingLayer(logger.clone()))
@@ -99,6 +125,9 @@ async fn recover(config: Config, settings: JobSettings) -> ExitCode {
         ..journal.retry_policy()
     };
     let journal = journal.with_retry_policy(policy);
+    if let Some(fields) = stated(&config, &journal, plant) {
+        logger.log(Severity::Info, "recovery starting", None, fields);
+    }
     // The lookups ask the service's own account: declared, a "not found" proves an
     // absence where a command's plan was bound to it.
     let mut settings = settings;
@@ -118,7 +147,7 @@ async fn recover(config: Config, settings: JobSettings) -> ExitCode {
     ExitCode::from(service::recovery::exit_status(report.as_ref()))
 }
 
-async fn run(config: Config) -> ExitCode {
+async fn run(config: Config, plant: Option<&str>) -> ExitCode {
     let logger = Logger::stdout(&config.project);
     let _ = tracing_subscriber::registry()
         .with(TracingLayer(logger.clone()))
@@ -138,6 +167,7 @@ async fn run(config: Config) -> ExitCode {
     let Some(metrics) = service::metrics::install(service::metrics::recorder()) else {
         return fail("start-up error: the metrics recorder could not be installed");
     };
+    let stated_fields = stated(&config, &journal, plant).unwrap_or_default();
     let app = match App::new(&config, journal, keys, logger.clone(), metrics) {
         Ok(app) => Arc::new(app),
         Err(_) => return fail("start-up error: the HTTP client could not be built"),
@@ -159,9 +189,7 @@ async fn run(config: Config) -> ExitCode {
     fields.insert("environment".into(), json!(config.environment.as_str()));
     fields.insert("unsignedTokensAccepted".into(), json!(config.auth_emulator));
     fields.insert("concurrency".into(), json!(config.concurrency.as_str()));
-    if let Some(offset) = config.clock_offset {
-        fields.insert("clockOffsetMs".into(), json!(offset.num_milliseconds()));
-    }
+    fields.extend(stated_fields);
     logger.log(Severity::Info, "listening", None, fields);
 
     match server::serve(

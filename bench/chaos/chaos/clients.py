@@ -48,15 +48,23 @@ class Checkout:
         self.keys = [attempt_key(self.hash, n) for n in range(1, 6)]
         self.answers = []
         self.finals = []
+        # A targeted injection's checkout, whose client never comes back on its own.
+        self.gone = False
 
     def body(self):
         return {"commandId": self.command_id, "payload": self.payload}
 
 
 class Answer:
-    __slots__ = ("client", "sent", "answered", "status", "text", "retry_after", "phase")
+    """One answer a client got: its monotonic send and answer times, and `heard`, the
+    system clock's time when it was heard (made as it is heard), which the oracle
+    holds against the journal's commit times."""
 
-    def __init__(self, client, sent, answered, status, text, retry_after, phase):
+    __slots__ = ("client", "sent", "answered", "status", "text", "retry_after", "phase",
+                 "heard")
+
+    def __init__(self, client, sent, answered, status, text, retry_after, phase, heard=None):
+        self.heard = time.time() if heard is None else heard
         self.client = client
         self.sent = sent
         self.answered = answered
@@ -89,8 +97,10 @@ class Population:
             self.tokens[uid] = (made, token)
         return token
 
-    def new_checkout(self):
-        rng = self.rng
+    def new_checkout(self, rng=None, amount=None):
+        """A new checkout, drawn from `rng` (the population's own by default), of
+        `amount` when given."""
+        rng = rng or self.rng
         uid = rng.choice(self.users)
         bits = rng.getrandbits(128)
         bits = (bits & ~(0xF << 76)) | (0x4 << 76)
@@ -98,7 +108,7 @@ class Population:
         h = f"{bits:032x}"
         command_id = f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
         payload = {
-            "amount": rng.randrange(100, 100_000),
+            "amount": amount if amount is not None else rng.randrange(100, 100_000),
             "currency": rng.choice(["eur", "usd", "EUR"]),
             "ref": "pv" + "".join(rng.choice("0123456789abcdef") for _ in range(20)),
         }
@@ -106,12 +116,21 @@ class Population:
         self.checkouts.append(checkout)
         return checkout
 
-    async def _send(self, checkout, abandon):
-        """One POST through the balancer: `(status, text, retry_after)`; status 0
-        for a connection lost without an answer."""
+    async def send_once(self, checkout, port, client="targeted"):
+        """One POST straight to the instance at `port` (a targeted injection's
+        request), recorded among the checkout's answers: its status."""
+        sent = time.monotonic()
+        status, text, retry_after = await self._send(checkout, False, port)
+        checkout.answers.append(Answer(client, sent, time.monotonic(), status, text,
+                                       retry_after, self.phase))
+        return status
+
+    async def _send(self, checkout, abandon, port=None):
+        """One POST through the balancer (or to `port`): `(status, text,
+        retry_after)`; status 0 for a connection lost without an answer."""
         try:
             reader, writer = await asyncio.wait_for(
-                asyncio.open_connection("127.0.0.1", self.lb_port), 10)
+                asyncio.open_connection("127.0.0.1", port or self.lb_port), 10)
         except (OSError, asyncio.TimeoutError):
             return 0, "", None
         try:

@@ -9,7 +9,13 @@
   of them mid-POST (armed on the instance's provider front: killed 0 to 200 ms after
   its next POST reached the provider; at once if none comes within 5 s). A killed
   instance restarts 0.3 to 2 s later, with a clock offset drawn afresh.
-- Clocks: each incarnation's offset is drawn from `offsets` (milliseconds).
+- Clocks: each incarnation's offset is drawn from `offsets` (milliseconds); the
+  incarnation states the offset it applied, which the soak compares with the draw.
+
+Every fault is drawn in `counts` (a `tally.FaultLog`) when scheduled and fired only
+from its effect: a kill when the process died of the SIGKILL, a mid-POST kill when a
+POST reached the provider first (else it falls back to a plain kill, counted as such),
+a recovery run's kill when it ended the run.
 """
 
 import asyncio
@@ -72,32 +78,34 @@ class Chaos:
         self.next_kill += self.kill_every
         up = [i for i in self.instances if i.up]
         if len(up) < 2:
-            self.counts.add("kill_skipped_last_instance")
+            self.counts.fire("kill_skipped_last_instance")
             return
         victim = self.rng.choice(up)
         if self.rng.random() < 0.5:
-            self.counts.add("instance_kill")
-            self._kill(victim)
+            self.counts.draw("instance_kill")
+            self._kill(victim, "instance_kill")
         else:
-            self.counts.add("instance_kill_mid_post")
-            victim.front.kill_armed = lambda v=victim: self._kill(v)
+            self.counts.draw("instance_kill_mid_post")
+            victim.front.kill_armed = lambda v=victim: self._kill(v, "instance_kill_mid_post")
 
             def fallback(v=victim):
                 if v.front.kill_armed is not None:
                     v.front.kill_armed = None
-                    self._kill(v)
+                    self._kill(v, "instance_kill_mid_post_fallback")
             asyncio.get_running_loop().call_later(5.0, fallback)
 
-    def _kill(self, instance):
+    def _kill(self, instance, kind):
         if not instance.up:
             return
         instance.kill()
-        task = asyncio.ensure_future(self._restart(instance))
+        task = asyncio.ensure_future(self._restart(instance, kind))
         self.restarts.add(task)
         task.add_done_callback(self.restarts.discard)
 
-    async def _restart(self, instance):
+    async def _restart(self, instance, kind):
         await instance.wait_dead()
+        if instance.killed():
+            self.counts.fire(kind)
         await asyncio.sleep(self.rng.uniform(0.3, 2.0))
         if not self.running:
             return
@@ -105,7 +113,7 @@ class Chaos:
         for _ in range(5):
             try:
                 await instance.start(offset)
-                self.counts.add("instance_restart")
+                self.counts.fire("instance_restart")
                 return
             except RuntimeError as e:
                 await instance.wait_dead()
@@ -148,12 +156,14 @@ class RecoverySchedule:
             tasks = 2 if self.rng.random() < 0.5 else 1
             offset = self.rng.choice(self.offsets)
             kill_after = self.rng.uniform(0.2, 3.0) if self.rng.random() < self.kills else None
-            self.counts.add("recovery_run")
+            self.counts.fire("recovery_run")
             if tasks == 2:
-                self.counts.add("recovery_run_two_tasks")
+                self.counts.fire("recovery_run_two_tasks")
             if kill_after is not None:
-                self.counts.add("recovery_killed")
+                self.counts.draw("recovery_killed")
             self.runs += 1
-            await asyncio.gather(*(
+            ran = await asyncio.gather(*(
                 self.run_job(self.runs, index, tasks, offset, kill_after, final=False)
                 for index in range(tasks)))
+            if kill_after is not None and any(code is None for code, _ in ran):
+                self.counts.fire("recovery_killed")

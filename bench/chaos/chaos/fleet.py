@@ -111,7 +111,10 @@ async def _copy_lines(stream, path, on_line=None):
 
 class Instance:
     """One service instance slot: a fixed port, its own Firestore proxy and provider
-    front; each (re)start is an incarnation with its own clock offset."""
+    front; each (re)start is an incarnation with its own clock offset, which it states
+    on its first line (`listening`: `clockOffsetMs`, measured on its journal, and the
+    `plant` it planted, if any): `stated` holds what each incarnation drew and
+    stated."""
 
     def __init__(self, slot, binary, env, fs_proxy, front, logdir):
         self.slot = slot
@@ -126,23 +129,35 @@ class Instance:
         self.incarnation = 0
         self.offset_ms = 0
         self.readers = []
+        self.stated = []
 
-    async def start(self, offset_ms):
+    async def start(self, offset_ms, jump_ms=0):
+        """A new incarnation on a clock `offset_ms` (the fault) plus `jump_ms` (a
+        phase's simulated time) ahead of the system's."""
         self.incarnation += 1
         self.offset_ms = offset_ms
+        drawn = offset_ms + jump_ms
         env = dict(self.env)
         env.update({
             "PORT": str(self.port),
             "FIRESTORE_EMULATOR_HOST": f"127.0.0.1:{self.fs_proxy.port}",
             "PROVIDER_URL": f"http://127.0.0.1:{self.front.port}",
         })
-        if offset_ms:
-            env["JOURNAL_CLOCK_OFFSET_MS"] = str(offset_ms)
+        if drawn:
+            env["JOURNAL_CLOCK_OFFSET_MS"] = str(drawn)
         base = os.path.join(self.logdir, f"instance-{self.slot}-{self.incarnation}")
         ready = asyncio.get_running_loop().create_future()
 
         def on_line(line):
             if not ready.done() and b'"message":"listening"' in line:
+                try:
+                    fields = json.loads(line)
+                except ValueError:
+                    fields = {}
+                self.stated.append({"process": f"instance-{self.slot}-{self.incarnation}",
+                                    "drawnMs": drawn, "faultMs": offset_ms,
+                                    "statedMs": fields.get("clockOffsetMs"),
+                                    "plant": fields.get("plant"), "silent": False})
                 ready.set_result(True)
 
         self.proc = _track(await asyncio.create_subprocess_exec(
@@ -160,6 +175,10 @@ class Instance:
             raise RuntimeError(f"instance {self.slot} did not start (see {base}.stderr)")
         exited.cancel()
         self.up = True
+
+    def killed(self):
+        """Whether the last incarnation died of a SIGKILL (once it is dead)."""
+        return self.proc is not None and self.proc.returncode == -signal.SIGKILL
 
     def kill(self):
         """SIGKILL, whatever it is doing."""

@@ -15,6 +15,18 @@
   them. The stand-in runs each request it received to its end whatever becomes of
   the connection. A kill can be armed: the next POST on the port is handed to the
   provider, and then its instance is SIGKILLed mid-request.
+- Every fault is counted from its effect (`tally.FaultLog`): a stall or partition
+  fires when it holds bytes or a connection, a reset when it cuts a connection, a
+  lost answer when the first answer bytes are swallowed. A fault with nothing to act
+  on is drawn and never fires. A provider front also keeps books
+  (`ProviderFront.accounting`): each request it reads has exactly one fate (dropped,
+  cut by a partition, an injection's, its answer lost, unheard or answered), and the
+  requests it forwarded are those the stand-in says it received from it; a front
+  whose books disagree counted a fault that did not do what it says.
+- A provider front can also take a targeted injection for one idempotency key
+  (`ProviderFront.target`): lose the answer after the provider acted, drop the
+  request, or hold it until released and then cut it; the stand-in draws no random
+  fault for such a key.
 - `Balancer`: the round-robin load balancer in front of the instances. One request
   per client connection, sent to the next instance that is up; a connection refused
   moves on to the next; an instance that dies mid-request answers the client 502, as
@@ -25,6 +37,7 @@ import asyncio
 import time
 
 from .httpio import abort, read_message, response_bytes
+from .tally import Tally
 
 
 class _Conn:
@@ -32,21 +45,36 @@ class _Conn:
         self.client = client
         self.upstream = upstream
         self.blackhole = False
+        self.swallowed = False
 
     def abort(self):
         abort(self.client)
         abort(self.upstream)
 
 
+class _Hold:
+    """One stall or partition: until when it holds, and whether it held anything."""
+
+    __slots__ = ("until", "kind", "fired")
+
+    def __init__(self, until, kind):
+        self.until = until
+        self.kind = kind
+        self.fired = False
+
+
 class TcpFaultProxy:
     """A TCP proxy to 127.0.0.1:`upstream_port` with connection-level faults."""
+
+    # Seconds from the request whose answers are swallowed to its connection's cut.
+    LOST_ANSWER_CUT = 1.0
 
     def __init__(self, name, upstream_port, counts):
         self.name = name
         self.upstream_port = upstream_port
         self.counts = counts
         self.conns = set()
-        self.held_until = 0.0
+        self.holds = []
         self.drop_next = False
         self.port = None
         self.server = None
@@ -62,12 +90,21 @@ class TcpFaultProxy:
         for conn in list(self.conns):
             conn.abort()
 
+    def release(self):
+        """Ends every stall and partition now."""
+        self.holds = []
+
     async def _hold(self):
         while True:
-            wait = self.held_until - time.monotonic()
-            if wait <= 0:
+            now = time.monotonic()
+            self.holds = [h for h in self.holds if h.until > now]
+            if not self.holds:
                 return
-            await asyncio.sleep(wait)
+            for hold in self.holds:
+                if not hold.fired:
+                    hold.fired = True
+                    self.counts.fire(hold.kind)
+            await asyncio.sleep(max(h.until for h in self.holds) - now)
 
     async def _accept(self, reader, writer):
         await self._hold()
@@ -95,8 +132,12 @@ class TcpFaultProxy:
                 if to_server and self.drop_next:
                     self.drop_next = False
                     conn.blackhole = True
-                    asyncio.get_running_loop().call_later(1.0, conn.abort)
+                    asyncio.get_running_loop().call_later(self.LOST_ANSWER_CUT, conn.abort)
                 elif not to_server and conn.blackhole:
+                    # Fired by its effect: the first answer bytes swallowed.
+                    if not conn.swallowed:
+                        conn.swallowed = True
+                        self.counts.fire("firestore_lost_answer")
                     continue
                 sink.write(data)
                 await sink.drain()
@@ -106,28 +147,45 @@ class TcpFaultProxy:
             conn.abort()
 
     def stall(self, seconds):
-        """Holds every byte, both ways, for `seconds`."""
-        self.counts.add("firestore_stall")
-        self.held_until = max(self.held_until, time.monotonic() + seconds)
+        """Holds every byte, both ways, for `seconds` (fired once it holds some)."""
+        self.counts.draw("firestore_stall")
+        self.holds.append(_Hold(time.monotonic() + seconds, "firestore_stall"))
 
     def reset(self):
-        """Aborts every open connection with RST."""
-        self.counts.add("firestore_reset")
-        for conn in list(self.conns):
+        """Aborts every open connection with RST (fired when it cut one)."""
+        self.counts.draw("firestore_reset")
+        conns = list(self.conns)
+        if conns:
+            self.counts.fire("firestore_reset")
+            self.counts.fire("firestore_connections_reset", len(conns))
+        for conn in conns:
             conn.abort()
 
     def drop_answer(self):
         """The next request reaches the emulator; its connection's answers never
-        come back, and the connection is cut a second later."""
-        self.counts.add("firestore_lost_answer")
+        come back, and the connection is cut a second later (fired when the first
+        answer bytes are swallowed; a second draw before the request replaces the
+        first)."""
+        self.counts.draw("firestore_lost_answer")
         self.drop_next = True
 
     def partition(self, seconds):
-        """Nothing passes for `seconds`; then every connection is reset."""
-        self.counts.add("firestore_partition")
-        self.held_until = max(self.held_until, time.monotonic() + seconds)
-        for conn in list(self.conns):
-            asyncio.get_running_loop().call_later(seconds, conn.abort)
+        """Nothing passes for `seconds`; then every connection is reset (fired when
+        it held bytes or cut a connection)."""
+        self.counts.draw("firestore_partition")
+        hold = _Hold(time.monotonic() + seconds, "firestore_partition")
+        self.holds.append(hold)
+
+        def cut(conns=list(self.conns)):
+            alive = [c for c in conns if c in self.conns]
+            if alive:
+                self.counts.fire("firestore_partition_connections_cut", len(alive))
+                if not hold.fired:
+                    hold.fired = True
+                    self.counts.fire("firestore_partition")
+            for conn in alive:
+                conn.abort()
+        asyncio.get_running_loop().call_later(seconds, cut)
 
 
 class FrontFaults:
@@ -142,10 +200,29 @@ class FrontFaults:
         self.slow_answer_max = slow_answer_max
 
 
+class Target:
+    """A targeted injection on one idempotency key's next POST: `lose_answer` (the
+    provider acts, the answer is cut), `drop` (cut before the provider sees it) or
+    `hold` (kept until `release` is set, then cut unseen). `arrived` is set when the
+    POST comes, `fired` once the action is done."""
+
+    ACTIONS = ("lose_answer", "drop", "hold")
+
+    def __init__(self, action):
+        assert action in self.ACTIONS, action
+        self.action = action
+        self.arrived = asyncio.Event()
+        self.release = asyncio.Event()
+        self.fired = False
+
+
 class ProviderFront:
     """The stand-in's HTTP front for one instance, with the network's faults."""
 
     HOLD = 2.0
+    TARGET_HOLD_LIMIT = 120.0
+    # The fates of requests handed to the provider.
+    FORWARDING = ("answered", "unheard", "lost_answer", "injected_lose_answer")
 
     def __init__(self, name, standin, rng, faults, counts):
         self.name = name
@@ -153,12 +230,31 @@ class ProviderFront:
         self.rng = rng
         self.faults = faults
         self.counts = counts
-        self.partitioned_until = 0.0
+        self.partition_hold = None
         self.kill_armed = None
         self.port = None
         self.server = None
         self.writers = set()
         self.tasks = set()
+        self.targets = {}
+        # The books: requests read, those handed to the provider, and each request's
+        # one fate (`_settle`).
+        self.read = 0
+        self.forwarded = 0
+        self.fates = Tally()
+        self.misaccounted = []
+
+    def target(self, key, action):
+        """Arms `action` for the next POST under `key`; the stand-in draws no random
+        fault for the key from now on. The `Target`."""
+        self.standin.exempt.add(key)
+        target = self.targets[key] = Target(action)
+        return target
+
+    @property
+    def partitioned_until(self):
+        hold = self.partition_hold
+        return hold.until if hold is not None else 0.0
 
     async def start(self):
         self.server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
@@ -172,8 +268,14 @@ class ProviderFront:
             abort(writer)
 
     def partition(self, seconds):
-        self.counts.add("provider_partition")
-        self.partitioned_until = max(self.partitioned_until, time.monotonic() + seconds)
+        """Holds every request for `seconds` (fired once it holds one)."""
+        self.counts.draw("provider_partition")
+        until = max(self.partitioned_until, time.monotonic() + seconds)
+        self.partition_hold = _Hold(until, "provider_partition")
+
+    def release(self):
+        """Ends a partition now."""
+        self.partition_hold = None
 
     async def _accept(self, reader, writer):
         self.writers.add(writer)
@@ -190,37 +292,122 @@ class ProviderFront:
         request = await read_message(reader)
         if request is None:
             return False
+        self.read += 1
+        fates = []
+        try:
+            return await self._serve(request, writer, fates)
+        finally:
+            self._settle(fates)
+
+    def _settle(self, fates):
+        """Books one request's fates: exactly one, else the front did two things (or
+        none) with it and says so in `misaccounted`."""
+        if len(fates) == 1:
+            self.fates.add(fates[0])
+        else:
+            self.fates.add("misaccounted")
+            self.misaccounted.append(f"{self.name}: a request ended "
+                                     + (" and ".join(fates) or "with no fate"))
+
+    async def _serve(self, request, writer, fates):
+        """One request's fate, appended to `fates` where it happens: whether to read
+        the next request on the connection."""
+        method, target = request.first[0], request.first[1]
+        if method == "POST":
+            targeted = self.targets.pop(request.headers.get("idempotency-key"), None)
+            if targeted is not None:
+                return await self._targeted(targeted, request, fates)
         f, rng = self.faults, self.rng
-        wait = self.partitioned_until - time.monotonic()
-        if wait > 0:
-            await asyncio.sleep(min(wait, self.HOLD))
+        hold = self.partition_hold
+        if hold is not None and hold.until > time.monotonic():
+            if not hold.fired:
+                hold.fired = True
+                self.counts.fire("provider_partition")
+            await asyncio.sleep(min(hold.until - time.monotonic(), self.HOLD))
             if self.partitioned_until > time.monotonic():
+                self.counts.fire("provider_partition_requests_cut")
+                fates.append("partition_cut")
                 return False
         if rng.random() < f.drop_request:
-            self.counts.add("provider_dropped_request")
+            self.counts.both("provider_dropped_request")
+            fates.append("dropped")
             return False
         if rng.random() < f.request_delay:
-            self.counts.add("provider_request_delay")
+            self.counts.both("provider_request_delay")
             await asyncio.sleep(rng.uniform(0, 1.0))
-        method, target = request.first[0], request.first[1]
-        work = asyncio.ensure_future(
-            self.standin.handle(method, target, request.headers, request.body))
-        self.tasks.add(work)
-        work.add_done_callback(self.tasks.discard)
+        work = self._forward(request)
         if method == "POST" and self.kill_armed is not None:
             kill, self.kill_armed = self.kill_armed, None
             asyncio.get_running_loop().call_later(rng.uniform(0, 0.2), kill)
         status, headers, body = await asyncio.shield(work)
         if rng.random() < f.lose_answer:
-            self.counts.add("provider_lost_answer")
+            self.counts.both("provider_lost_answer")
+            fates.append("lost_answer")
             await asyncio.sleep(rng.uniform(0, 3.0))
             return False
         if rng.random() < f.slow_answer:
-            self.counts.add("provider_slow_answer")
+            self.counts.both("provider_slow_answer")
             await asyncio.sleep(rng.uniform(1.0, f.slow_answer_max))
-        writer.write(response_bytes(status, body, headers))
-        await writer.drain()
+        try:
+            writer.write(response_bytes(status, body, headers))
+            await writer.drain()
+        except (ConnectionError, OSError):
+            fates.append("unheard")
+            raise
+        fates.append("answered")
         return True
+
+    def _forward(self, request):
+        """Hands `request` to the stand-in, which runs it to its end whatever
+        becomes of the connection: its task."""
+        method, target = request.first[0], request.first[1]
+        self.forwarded += 1
+        work = asyncio.ensure_future(
+            self.standin.handle(method, target, request.headers, request.body, via=self.name))
+        self.tasks.add(work)
+        work.add_done_callback(self.tasks.discard)
+        return work
+
+    async def _targeted(self, targeted, request, fates):
+        """Does what `targeted` asks with its POST; the connection is then cut."""
+        targeted.arrived.set()
+        if targeted.action == "hold":
+            try:
+                await asyncio.wait_for(targeted.release.wait(), self.TARGET_HOLD_LIMIT)
+            except asyncio.TimeoutError:
+                pass
+        elif targeted.action == "lose_answer":
+            await asyncio.shield(self._forward(request))
+        targeted.fired = True
+        self.counts.fire("injected_" + targeted.action)
+        fates.append("injected_" + targeted.action)
+        return False
+
+    def accounting(self):
+        """The front's books against the provider's (`standin.received`, what the
+        stand-in itself took in from this front): a request that had no fate or two
+        (dropped and forwarded, an answer lost and written), a count of requests
+        forwarded that differs from what the stand-in received or from the fates
+        that forward, requests read that no fate accounts for. Empty when every fault
+        the front counts did what it says; checked once no request is in flight."""
+        errors = list(self.misaccounted)
+        received = self.standin.received.get(self.name, 0)
+        if received != self.forwarded:
+            errors.append(f"{self.name}: forwarded {self.forwarded} requests, the provider "
+                          f"received {received}")
+        forwarding = sum(self.fates.get(k, 0) for k in self.FORWARDING)
+        if forwarding != self.forwarded and not self.misaccounted:
+            errors.append(f"{self.name}: forwarded {self.forwarded} requests, its fates "
+                          f"say {forwarding}")
+        if sum(self.fates.values()) != self.read:
+            errors.append(f"{self.name}: read {self.read} requests, {sum(self.fates.values())} "
+                          "have a fate")
+        return errors
+
+    @property
+    def in_flight(self):
+        """Requests read that have no fate yet."""
+        return self.read - sum(self.fates.values())
 
 
 class Balancer:
@@ -274,9 +461,9 @@ class Balancer:
                     raise ConnectionError("closed")
                 return answer.raw
             except (ConnectionError, OSError, asyncio.IncompleteReadError, asyncio.TimeoutError):
-                self.counts.add("balancer_502")
+                self.counts.fire("balancer_502")
                 return response_bytes(502, {"error": "bad_gateway"}, close=True)
             finally:
                 up_writer.close()
-        self.counts.add("balancer_503")
+        self.counts.fire("balancer_503")
         return response_bytes(503, {"error": "no_instance"}, close=True)

@@ -12,6 +12,13 @@ Phases (bench/chaos/README.md has the whole story):
    no final answer (with probability `--late-return`) and a few that had their 200.
 3. final: a recovery run later still (past every lease and settle window), then the
    oracle (`oracle.py`).
+
+Beside the clients, the main phase runs the targeted injections (`targets.py`), so
+that every situation the oracle's coverage requires happens in every run. Every fault
+is counted by its effect (`tally.FaultLog`); every service process states the clock
+offset it applied (and the plant it planted), compared with the draw. The exit code:
+0 the oracle holds, 1 it fails, 3 a harness error (a fault or injection that did not
+fire as drawn, an answer the clients never send for, ...), whatever the oracle said.
 """
 
 import argparse
@@ -25,38 +32,42 @@ import sys
 import tempfile
 import time
 
-from . import oracle
+from . import report
+from .deployment import FINAL_EXTRA, LATE_JUMP, LEASE, OFFSETS_MS, PROJECT, RETENTION, SETTLE
 from .clients import Behaviour, Population
 from .faults import Chaos, Rates, RecoverySchedule
 from .fleet import Emulator, Instance, kill_children, run_process
 from .identity import identity_input
+from .plants import PLANTS, in_service
 from .proxies import Balancer, FrontFaults, ProviderFront, TcpFaultProxy
 from .standin import Faults, StandIn
-from .tally import Tally
+from .tally import FaultLog, Tally
+from .targets import TWIN_AHEAD_MS, Injections
 
-PROJECT = "demo-chaos"
-RETENTION = 86_400
-SETTLE = 240
-LEASE = 60
-CUTOFF = RETENTION - RETENTION // 4
-OFFSETS_MS = [0, 0, 0, 0, 2_000, -2_000, 90_000, -90_000]
-LATE_JUMP = CUTOFF + 300
-FINAL_EXTRA = LEASE + SETTLE + 90 + 120
+EXIT_HOLDS, EXIT_FAILS, EXIT_HARNESS = 0, 1, 3
 
 
-# The defaults, and the short form's (`--short`, .ci/run's: about 2 minutes on 2 cores
-# with the debug binaries); an option given on the command line wins over both.
+# The defaults, the short form's (`--short`, .ci/run's unplanted run: about 90 s on 2
+# cores with the debug binaries) and the quick form's (`--quick`, .ci/run's plant
+# suite: the targeted injections and a handful of checkouts, about 35 s); an option
+# given on the command line wins over all of them.
 DEFAULTS = {"seed": 1, "checkouts": 400, "concurrency": 48, "drain": 75.0, "recover_every": 30.0,
-            "late_seconds": 30.0}
+            "late_seconds": 30.0, "kills": None}
 SHORT = {"seed": 7, "checkouts": 200, "concurrency": 64, "drain": 50.0,
-         "recover_every": 15.0, "late_seconds": 12.0}
+         "recover_every": 15.0, "late_seconds": 12.0, "kills": None}
+QUICK = {"seed": 7, "checkouts": 24, "concurrency": 24, "drain": 10.0,
+         "recover_every": 15.0, "late_seconds": 5.0, "kills": 2}
 
 
 def parse(argv):
     p = argparse.ArgumentParser(prog="bench/chaos/run.sh", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--short", action="store_true",
-                   help="the short form: " + ", ".join(f"{k} {v}" for k, v in SHORT.items()))
+    form = p.add_mutually_exclusive_group()
+    form.add_argument("--short", action="store_true",
+                      help="the short form: " + ", ".join(f"{k} {v}" for k, v in SHORT.items()))
+    form.add_argument("--quick", action="store_true",
+                      help="the quick form (the plant suite's): "
+                      + ", ".join(f"{k} {v}" for k, v in QUICK.items()))
     p.add_argument("--seed", type=int)
     p.add_argument("--checkouts", type=int)
     p.add_argument("--instances", type=int, default=3)
@@ -71,13 +82,15 @@ def parse(argv):
     p.add_argument("--late-seconds", type=float)
     p.add_argument("--no-faults", action="store_true",
                    help="the same workload with no fault at all (the throughput baseline)")
-    p.add_argument("--plant", choices=["forget_early"], default=None,
-                   help="a planted defect the oracle must catch")
+    p.add_argument("--plant", choices=sorted(PLANTS), default=None,
+                   help="a planted defect the oracle must catch with its own reason "
+                   "(chaos/plants.py); the service's and the journal's need the debug "
+                   "binaries of `cargo test --all-features` (feature `plants`)")
     p.add_argument("--bin", default="target/release",
                    help="the directory of the command-journal and checkout-service binaries")
     p.add_argument("--run-dir", default=None)
     args = p.parse_args(argv)
-    for name, value in (SHORT if args.short else DEFAULTS).items():
+    for name, value in (SHORT if args.short else QUICK if args.quick else DEFAULTS).items():
         if getattr(args, name) is None:
             setattr(args, name, value)
     if args.kills is None:
@@ -94,29 +107,27 @@ def rfc3339(offset_s):
     return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ"), t.timestamp()
 
 
-def percentile(values, q):
-    if not values:
-        return None
-    values = sorted(values)
-    return values[min(len(values) - 1, int(q * len(values)))]
-
-
 class Soak:
     def __init__(self, args):
         self.args = args
         self.rng = random.Random(args.seed)
-        seeds = [self.rng.getrandbits(64) for _ in range(8)]
+        # Eight streams as before the injections (a seed draws the same workload),
+        # then the injections' own.
+        seeds = [self.rng.getrandbits(64) for _ in range(9)]
         self.rngs = [random.Random(s) for s in seeds]
         self.run_dir = args.run_dir or tempfile.mkdtemp(prefix="chaos-")
         self.logs = os.path.join(self.run_dir, "logs")
         os.makedirs(self.logs, exist_ok=True)
         self.cli = os.path.join(args.bin, "command-journal")
         self.service = os.path.join(args.bin, "checkout-service")
-        self.faults = Tally()
+        self.faults = FaultLog()
         self.jobs = []
+        self.twins = {}
+        self.final_job = None
         self.account = "acct_chaos" + "".join(self.rngs[0].choice("0123456789abcdef")
                                               for _ in range(16))
         self.errors = []
+        self.statements = []
         self.instances = []
         self.emulator = None
         self.t0 = time.monotonic()
@@ -138,7 +149,15 @@ class Soak:
             "PROVIDER_LOOKUP_SETTLE_SECONDS": str(SETTLE),
             "PROVIDER_TIMEOUT_MS": "5000",
             "FIRESTORE_DEADLINE_MS": "8000",
+            **({"CHAOS_PLANT": self.args.plant} if in_service(self.args.plant) else {}),
         }
+
+    async def cli_run(self, args, stdin):
+        """`command-journal ARGS --project P --emulator-host H` with `stdin`, straight
+        to the emulator, its output kept by no log: `(exit code, stdout)`."""
+        flags = ["--project", PROJECT, "--emulator-host", self.emulator.host]
+        return await run_process([self.cli, *args, *flags], {"PATH": os.environ.get("PATH", "")},
+                                 None, stdin=stdin, timeout=60)
 
     def fault_mix(self):
         if self.args.no_faults:
@@ -170,43 +189,82 @@ class Soak:
         self.clean_front = await ProviderFront("provider-final", self.standin, self.rngs[2],
                                                FrontFaults(), self.faults).start()
         self.balancer = await Balancer(self.instances, self.faults).start()
-        await asyncio.gather(*(i.start(self.draw_offset()) for i in self.instances))
+        starts = [i.start(self.draw_offset()) for i in self.instances]
+        if not self.args.no_faults:
+            starts += [self.start_twin("base", 0), self.start_twin("ahead", TWIN_AHEAD_MS)]
+        await asyncio.gather(*starts)
+
+    async def start_twin(self, name, offset_ms):
+        """One of the targeted injections' instances, outside the balancer, with its
+        own fault-free Firestore path and provider front. Both wait for Firestore as
+        long as a lease allows, twin-base for the provider too (the injections hold
+        its POSTs)."""
+        proxy = await TcpFaultProxy(f"fs-twin-{name}", self.emulator.port, self.faults).start()
+        front = await ProviderFront(f"provider-twin-{name}", self.standin, self.rngs[2],
+                                    FrontFaults(), self.faults).start()
+        env = dict(self.base_env(), FIRESTORE_DEADLINE_MS="60000",
+                   PROVIDER_TIMEOUT_MS="30000" if name == "base" else "5000")
+        twin = Instance(f"twin-{name}", self.service, env, proxy, front, self.logs)
+        self.twins[name] = twin
+        await twin.start(offset_ms)
 
     def draw_offset(self):
-        offset = self.rngs[3].choice(self.offsets)
-        if offset:
-            self.faults.add("clock_offset_start")
-        return offset
+        return self.rngs[3].choice(self.offsets)
 
     # -- the recovery job -------------------------------------------------------
 
-    async def run_job(self, run, index, tasks, offset_ms, kill_after, final):
+    async def run_job(self, run, index, tasks, offset_ms, kill_after, final, clean=False,
+                      jump_ms=0):
+        """One recovery task on a clock `offset_ms` (plus a phase's `jump_ms`) ahead,
+        through the job's fault proxy and front, or straight to the emulator and a
+        clean front when `final` or `clean`: `(exit code or None when killed, its
+        summary or None)`. Its lines are kept in `jobs`: the offset it stated, the
+        outcome of each command it handled, its summary."""
+        direct = final or clean
+        drawn = offset_ms + jump_ms
         env = self.base_env()
         env.update({
-            "FIRESTORE_EMULATOR_HOST": self.emulator.host if final
+            "FIRESTORE_EMULATOR_HOST": self.emulator.host if direct
             else f"127.0.0.1:{self.job_proxy.port}",
-            "PROVIDER_URL": f"http://127.0.0.1:{(self.clean_front if final else self.job_front).port}",
+            "PROVIDER_URL": f"http://127.0.0.1:{(self.clean_front if direct else self.job_front).port}",
+            # Straight to the emulator, a run waits for it as long as a lease allows.
+            **({"FIRESTORE_DEADLINE_MS": "60000"} if direct else {}),
             "RECOVERY_CONCURRENCY": "4",
             "RECOVERY_PER_SECOND": "200",
             "CLOUD_RUN_TASK_INDEX": str(index),
             "CLOUD_RUN_TASK_COUNT": str(tasks),
         })
-        if offset_ms:
-            env["JOURNAL_CLOCK_OFFSET_MS"] = str(int(offset_ms))
+        if drawn:
+            env["JOURNAL_CLOCK_OFFSET_MS"] = str(int(drawn))
         name = f"job-{'final' if final else 'run'}-{run}-{index}"
         code, out = await run_process([self.service, "recover"], env,
                                       os.path.join(self.logs, name), timeout=300,
                                       kill_after=kill_after)
-        summary = None
+        summary, stated, outcomes, commands = None, None, Tally(), []
         for line in out.splitlines():
             try:
                 parsed = json.loads(line)
             except ValueError:
                 continue
-            if parsed.get("message") == "recovery finished":
+            message = parsed.get("message")
+            if message == "recovery finished":
                 summary = parsed
-        self.jobs.append({"run": run, "task": index, "tasks": tasks, "final": final,
-                          "exit": code, "summary": summary})
+            elif message == "recovery starting":
+                stated = parsed
+            elif message == "recovered":
+                outcomes.add(parsed.get("outcome", "?"))
+                commands.append((parsed.get("commandKeyHash"), parsed.get("outcome")))
+        self.statements.append({"process": name, "drawnMs": drawn, "faultMs": offset_ms,
+                                "statedMs": (stated or {}).get("clockOffsetMs"),
+                                "plant": (stated or {}).get("plant"),
+                                # Killed before its statement, it had done nothing
+                                # yet: it states it before its first journal call.
+                                "silent": code is None and stated is None})
+        job = {"run": run, "task": index, "tasks": tasks, "final": final, "exit": code,
+               "summary": summary, "outcomes": outcomes, "commands": commands}
+        self.jobs.append(job)
+        if final:
+            self.final_job = job
         return code, summary
 
     # -- phases -----------------------------------------------------------------
@@ -224,14 +282,26 @@ class Soak:
                       asyncio.ensure_future(recovery.loop()),
                       asyncio.ensure_future(self.progress(population, chaos))]
         started = time.monotonic()
-        await population.run(a.checkouts, a.concurrency, a.drain, chaos.started)
+        work = [population.run(a.checkouts, a.concurrency, a.drain, chaos.started)]
+        injections = None
+        if not a.no_faults:
+            injections = Injections(self, population, self.rngs[8])
+            work.append(injections.run())
+        await asyncio.gather(*work)
         self.main_seconds = time.monotonic() - started
         chaos.running = False
         recovery.running = False
         await chaos.stop()
         await asyncio.gather(*background)
+        # The faulted phase ends with its last recovery run: what coverage counts of
+        # it, the provider's and the journal's records must show by now.
+        self.faulted_until = time.time()
+        self.faulted_empty_lookups = set(self.standin.empty_lookups)
         self.errors += chaos.errors
-        await asyncio.gather(*(i.stop() for i in self.instances))
+        if injections is not None:
+            self.errors += injections.errors
+            self.injected = injections.fired
+        await asyncio.gather(*(i.stop() for i in self.instances + list(self.twins.values())))
 
     async def progress(self, population, chaos):
         """A line on stderr every minute while the main phase runs."""
@@ -241,7 +311,7 @@ class Soak:
                     return
                 await asyncio.sleep(0.5)
             done = sum(1 for c in population.checkouts if c.finals)
-            kills = self.faults.get("instance_kill", 0) + self.faults.get("instance_kill_mid_post", 0)
+            kills = sum(n for k, n in self.faults.fired.items() if k.startswith("instance_kill"))
             self.log(f"{len(population.checkouts)} checkouts started, {done} done, "
                      f"{len(self.standin.charges)} charges, {kills} kills, "
                      f"{sum(i.up for i in self.instances)} instances up")
@@ -252,7 +322,8 @@ class Soak:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             busy = self.standin.in_flight or any(
-                i.front.tasks for i in self.instances) or self.job_front.tasks
+                i.front.tasks for i in self.instances + list(self.twins.values())
+            ) or self.job_front.tasks
             if not busy and time.monotonic() >= self.standin.last_visible:
                 return
             await asyncio.sleep(0.25)
@@ -260,17 +331,19 @@ class Soak:
 
     async def late_phase(self, population):
         """The fleet `LATE_JUMP` s later; some clients come back."""
-        self.standin.sim_offset = LATE_JUMP
+        self.standin.advance(LATE_JUMP)
         for proxy in [i.fs_proxy for i in self.instances]:
-            proxy.held_until = 0.0
+            proxy.release()
         for front in [i.front for i in self.instances]:
-            front.partitioned_until = 0.0
+            front.release()
         population.phase = "late"
-        await asyncio.gather(*(i.start(LATE_JUMP * 1000 + self.draw_offset())
+        await asyncio.gather(*(i.start(self.draw_offset(), jump_ms=LATE_JUMP * 1000)
                                for i in self.instances))
         rng = self.rngs[6]
         returning = []
         for c in population.checkouts:
+            if c.gone:
+                continue
             final = {f[1] for f in c.finals}
             if 200 in final:
                 if rng.random() < 0.05:
@@ -292,10 +365,9 @@ class Soak:
         self.standin.faults = Faults(lookup_lag=self.standin.faults.lookup_lag,
                                      lookup_lag_max=self.standin.faults.lookup_lag_max)
         offset = (LATE_JUMP + FINAL_EXTRA) * 1000
-        for attempt in range(3):
-            code, summary = await self.run_job(attempt + 1, 0, 1, offset, None, final=True)
-            if code == 0 and summary is not None:
-                break
+        # Its clock when it starts: every absence provable by then, it must record.
+        self.final_job_at = time.time() + offset / 1000
+        await self.run_job(1, 0, 1, 0, None, final=True, jump_ms=offset)
         # Past the leases the final run took itself (a command it recorded absent stays
         # leased by it for a minute): then everything unsettled is listed.
         at_text, self.final_at = rfc3339(offset / 1000 + LEASE + 5)
@@ -303,12 +375,29 @@ class Soak:
         env = {"PATH": os.environ.get("PATH", "")}
         code, out = await run_process([self.cli, "pending", *flags, "--at", at_text], env,
                                       os.path.join(self.logs, "cli-pending"), timeout=300)
-        if code != 0:
-            self.errors.append(f"command-journal pending exited {code}")
-        self.pending = [json.loads(line) for line in out.splitlines() if line.strip()]
+        # A listing the journal's own tool refuses (`journal_corrupt`: an absence
+        # recorded outside its window, say) is the oracle's finding, not the harness's.
+        self.pending_exit = code
+        self.pending = [] if code != 0 else [
+            json.loads(line) for line in out.splitlines() if line.strip()]
         code, _ = await run_process([self.cli, "verify", *flags], env,
                                     os.path.join(self.logs, "cli-verify"), timeout=1800)
         self.verify_clean = code == 0
+
+    def fronts(self):
+        """Every provider front of the run."""
+        return ([i.front for i in self.instances + list(self.twins.values())]
+                + [self.job_front, self.clean_front])
+
+    async def check_fronts(self):
+        """Every provider front's books against the stand-in's (`accounting`), once
+        no request is in flight (at most 15 s more): a front whose faults did not do
+        what they say is a harness error."""
+        deadline = time.monotonic() + 15
+        while any(f.in_flight for f in self.fronts()) and time.monotonic() < deadline:
+            await asyncio.sleep(0.25)
+        for front in self.fronts():
+            self.errors += front.accounting()
 
     async def check_identities(self, population):
         """`command-journal identity` agrees with identity.py on a sample."""
@@ -323,9 +412,10 @@ class Soak:
                 self.errors.append(f"identity of checkout {c.index} disagrees with the CLI")
 
     async def stop(self):
-        for i in self.instances:
+        everyone = self.instances + list(self.twins.values())
+        for i in everyone:
             i.kill()
-        for i in self.instances:
+        for i in everyone:
             await i.wait_dead()
         if self.emulator is not None:
             await self.emulator.stop()
@@ -333,89 +423,14 @@ class Soak:
 
     # -- the report -------------------------------------------------------------
 
-    def stats(self, population):
-        main = [a for c in population.checkouts for a in c.answers if a.phase == "main"]
-        finals = [f[3] - f[2] for c in population.checkouts for f in c.finals
-                  if f[4] == "main" and f[1] in (200, 402)]
-        each = [a.answered - a.sent for a in main]
-        seconds = self.main_seconds
-        return {
-            "mainSeconds": round(seconds, 1),
-            "requests": len(main),
-            "requestsPerSecond": round(len(main) / seconds, 1) if seconds else None,
-            "finalAnswers": len(finals),
-            "finalAnswersPerSecond": round(len(finals) / seconds, 2) if seconds else None,
-            "finalAnswerP50Ms": round(1000 * percentile(finals, 0.5)) if finals else None,
-            "finalAnswerP99Ms": round(1000 * percentile(finals, 0.99)) if finals else None,
-            "requestP50Ms": round(1000 * percentile(each, 0.5)) if each else None,
-            "requestP99Ms": round(1000 * percentile(each, 0.99)) if each else None,
-        }
-
-    def report(self, population):
-        ledger = self.standin.ledger()
-        journal = oracle.journal_state(self.emulator.port, PROJECT, population.checkouts)
-        counts, findings = oracle.check(population.checkouts, ledger, journal, self.pending)
-        values = oracle.canaries(population.checkouts, ledger, population.tokens, self.account)
-        self.log(f"journal read: {len(journal)} commands")
-        raw, examples = oracle.scan_logs(self.logs, values)
-        self.log("logs scanned")
-        events = oracle.audit_events(self.emulator.port, PROJECT)
-        stale, stale_examples, taken_over = oracle.stale_fence_writes(events)
-        answers = Tally()
-        for c in population.checkouts:
-            for a in c.answers:
-                key = "lost" if a.status == 0 else str(a.status)
-                if a.status == 500:
-                    try:
-                        key += ":" + json.loads(a.text).get("error", "?")
-                    except (ValueError, AttributeError):
-                        key += ":?"
-                answers.add(key)
-        recovered = 0
-        for job in self.jobs:
-            outcomes = (job["summary"] or {}).get("outcomes", {})
-            recovered += sum(outcomes.get(k, 0) for k in ("succeeded", "declined", "absent"))
-        by_reason = Tally()
-        for entry in self.pending:
-            by_reason.add(entry.get("unblockedBy", "?"))
-        faults = Tally(self.faults)
-        for kind, n in self.standin.counts.items():
-            faults.add(kind, n)
-        result = {
-            "checkouts": len(population.checkouts),
-            "charges": counts["charges"],
-            "doubleCharges": counts["doubleCharges"],
-            "chargesWithoutSettlement": counts["chargesWithoutSettlement"],
-            "disagreeingAnswers": counts["disagreeingAnswers"],
-            "stillSending": oracle.still_sending(self.pending, self.final_at),
-            "verifyClean": self.verify_clean,
-            "rawValuesInLogs": raw,
-            "faults": faults.sorted(),
-            "answers": answers.sorted(),
-            "recovered": recovered,
-            "pending": by_reason.sorted(),
-        }
-        holds = (result["doubleCharges"] == 0 and result["chargesWithoutSettlement"] == 0
-                 and result["disagreeingAnswers"] == 0 and result["stillSending"] == 0
-                 and result["verifyClean"] and raw == 0 and stale == 0)
-        findings += [f"a write under a superseded fence: {e}" for e in stale_examples]
-        extra = {"stats": self.stats(population), "findings": findings, "logExamples": examples,
-                 "staleFenceWrites": stale, "auditEvents": len(events),
-                 "commandsTakenOver": taken_over,
-                 "harnessErrors": self.errors + population.harness_errors,
-                 "lateClients": getattr(self, "late_clients", 0),
-                 "jobs": [{k: j[k] for k in ("run", "task", "tasks", "final", "exit")}
-                          for j in self.jobs],
-                 "ledger": ledger, "seed": self.args.seed,
-                 "checkouts": [{"index": c.index, "hash": c.hash,
-                                "answers": [[round(a.sent - self.t0, 2), round(a.answered - self.t0, 2),
-                                             a.status, a.phase] for a in c.answers],
-                                "finals": [[f[0], f[1], f[4]] for f in c.finals]}
-                               for c in population.checkouts]}
-        with open(os.path.join(self.run_dir, "report.json"), "w") as f:
-            json.dump({"result": result, **extra}, f, indent=1)
-        return result, holds, extra
-
+    def check_statements(self):
+        """Every service process's statement against its draw (`compare_statements`);
+        its harness errors join the run's. The number of statements."""
+        statements = self.statements + [s for i in self.instances + list(self.twins.values())
+                                         for s in i.stated]
+        plant = self.args.plant if in_service(self.args.plant) else None
+        self.errors += report.compare_statements(statements, plant, self.faults)
+        return len(statements)
 
 async def soak(args):
     s = Soak(args)
@@ -446,19 +461,32 @@ async def soak(args):
         await s.final_phase()
         log("final recovery, pending and verify done")
         await s.check_identities(population)
-        log("identities checked against the CLI")
-        result, holds, extra = s.report(population)
+        await s.check_fronts()
+        log("identities checked against the CLI; the provider fronts' books against the provider's")
+        result, extra = report.build(s, population)
     finally:
         await s.stop()
     for line in extra["findings"][:20] + extra["logExamples"] + extra["harnessErrors"][:20]:
         log(line)
     log("stats " + json.dumps(extra["stats"]))
     log(f"journal: {extra['auditEvents']} audit events, {extra['commandsTakenOver']} commands "
-        f"taken over at least once, {extra['staleFenceWrites']} writes under a superseded fence")
-    ok = holds and not extra["harnessErrors"]
-    log("the oracle holds" if ok else "THE ORACLE FAILS")
+        f"taken over at least once, {result['staleFenceWrites']} writes under a superseded fence")
+    log("coverage " + json.dumps(result["coverage"]) + "; injected "
+        + ", ".join(extra["injected"]) + f"; {extra['statements']} stated clock offsets")
+    if extra["harnessErrors"]:
+        code = EXIT_HARNESS
+        log("HARNESS ERROR: the run did not do what it drew; the oracle's verdict stands for nothing")
+    elif result["failures"]:
+        code = EXIT_FAILS
+        log("THE ORACLE FAILS: " + ", ".join(result["failures"]))
+    else:
+        code = EXIT_HOLDS
+        log("the oracle holds")
+    if args.plant:
+        log(f"plant {args.plant}: " + ("caught by " + PLANTS[args.plant][1] if result["plantCaught"]
+                                       else "NOT caught by " + PLANTS[args.plant][1]))
     print(json.dumps(result, separators=(",", ":")))
-    return 0 if ok else 1
+    return code
 
 
 def main(argv=None):

@@ -21,9 +21,27 @@ reference its request carried, and is never forgotten: it is the oracle's
 independent record of what happened. A declined charge (the checkout's amount
 ≡ 13 mod 50, deterministically) is recorded as `failed`.
 
-A planted defect (`plant="forget_early"`) forgets each key a few seconds after its
-first request: a re-send under the same key then charges again. The short form's
-planted run shows the oracle failing on it.
+It counts what it did by effect (`counts`): among them `replayed`, `key_in_use`,
+`stored_5xx_replayed`, `resend_after_key_window`, a POST under a key whose first
+request came `POST_KEY_WINDOW` seconds or more before (in its own clock): the re-send
+a provider that keeps its keys for less than it promised would charge again; and
+`resend_after_cutoff`, one the plan's send cutoff (`deployment.CUTOFF`) plus the
+widest skew between two processes' clocks (`CUTOFF_SKEW`) or more after it, which the
+journal must never make (past its cutoff an attempt is looked up; the cutoff is
+stored in the first sender's clock and read in the re-sender's, hence the skew). No
+legitimate re-send comes near that bound: the soak's clocks jump from minutes after a
+key's first use to past the cutoff plus 5 minutes (the late phase). It keeps the keys
+whose lookup it answered with nothing (`empty_lookups`): the coverage of lookups
+inside the settle window counts only those.
+
+Keys under a targeted injection (`exempt`) draw none of the random faults: the
+injection decides what happens to them (`proxies.ProviderFront.target`).
+
+Planted defects (the soak's `--plant`): `forget_early` forgets each key
+`FORGET_EARLY_SECONDS` after its first request, lookups included;
+`post_key_window_60s` honours a key for POSTs only `POST_KEY_WINDOW` seconds (a later
+POST charges anew; lookups still answer from the key store). Either way a re-send
+under the same key then charges again.
 """
 
 import asyncio
@@ -31,9 +49,15 @@ import json
 import time
 import urllib.parse
 
+from .deployment import CUTOFF, OFFSETS_MS
+
 DECLINE_MODULUS = 50
 DECLINE_REMAINDER = 13
 FORGET_EARLY_SECONDS = 3.0
+# The widest skew between two processes' clocks, in seconds.
+CUTOFF_SKEW = (max(OFFSETS_MS) - min(OFFSETS_MS)) / 1000
+POST_KEY_WINDOW = 60.0
+PLANTS = ("forget_early", "post_key_window_60s")
 
 
 def declines(amount):
@@ -72,6 +96,11 @@ class StandIn:
         self.sim_offset = 0.0
         self.in_flight = 0
         self.last_visible = 0.0
+        self.exempt = set()
+        self.first_use = {}
+        self.resent_after_window = set()
+        self.empty_lookups = set()
+        self.received = {}
 
     def now(self):
         """The provider's clock: monotonic seconds, plus the simulated time jump of
@@ -80,6 +109,15 @@ class StandIn:
 
     def count(self, kind):
         self.counts[kind] = self.counts.get(kind, 0) + 1
+
+    def advance(self, seconds):
+        """Moves the provider's clock `seconds` ahead (a targeted injection: the time
+        between a key's first request and a re-send, without waiting for it)."""
+        self.sim_offset += seconds
+
+    def _chance(self, key, p):
+        """A random fault's draw, never for a key under a targeted injection."""
+        return key not in self.exempt and self.rng.random() < p
 
     def _retained(self, entry):
         held = FORGET_EARLY_SECONDS if self.plant == "forget_early" else self.retention
@@ -95,7 +133,7 @@ class StandIn:
             "metadata": {"journal_key": key},
         }
         lag = 0.0
-        if self.rng.random() < self.faults.lookup_lag:
+        if self._chance(key, self.faults.lookup_lag):
             lag = self.rng.uniform(0, self.faults.lookup_lag_max)
             self.count("lookup_lag")
         visible = self.now() + lag
@@ -105,8 +143,10 @@ class StandIn:
         self.by_key.setdefault(key, []).append(self.charges[-1])
         return charge
 
-    async def handle(self, method, target, headers, body):
-        """One request: `(status, extra headers, JSON body)`."""
+    async def handle(self, method, target, headers, body, via=None):
+        """One request, through the front named `via` (counted in `received`):
+        `(status, extra headers, JSON body)`."""
+        self.received[via] = self.received.get(via, 0) + 1
         self.in_flight += 1
         try:
             path, _, query = target.partition("?")
@@ -126,9 +166,19 @@ class StandIn:
             params = None
         if not key or not isinstance(params, dict):
             return 400, {}, {"error": {"type": "invalid_request_error"}}
+        now = self.now()
+        first = self.first_use.setdefault(key, now)
+        if now - first >= POST_KEY_WINDOW:
+            self.count("resend_after_key_window")
+            self.resent_after_window.add(key)
+        if now - first >= CUTOFF + CUTOFF_SKEW:
+            self.count("resend_after_cutoff")
         entry = self.keys.get(key)
         if entry is not None and not self._retained(entry):
             del self.keys[key]
+            entry = None
+        if (entry is not None and self.plant == "post_key_window_60s"
+                and now >= entry["stored_at"] + POST_KEY_WINDOW):
             entry = None
         if entry is not None:
             if entry["body"] != body:
@@ -144,10 +194,10 @@ class StandIn:
         entry = {"body": body, "answer": None, "stored_at": self.now()}
         self.keys[key] = entry
         f = self.faults
-        if self.rng.random() < f.latency:
+        if self._chance(key, f.latency):
             self.count("provider_latency")
             await asyncio.sleep(self.rng.uniform(0, f.latency_max))
-        if self.rng.random() < f.rate_limited:
+        if self._chance(key, f.rate_limited):
             self.count("rate_limited")
             del self.keys[key]
             return 429, {}, {"error": {"type": "rate_limit_error"}}
@@ -156,7 +206,7 @@ class StandIn:
             charge = self._charge(key, params, "failed")
             answer = (402, {"error": {"type": "card_error", "code": "card_declined",
                                       "charge": charge["id"]}})
-        elif self.rng.random() < f.stored_5xx:
+        elif self._chance(key, f.stored_5xx):
             charged = self.rng.random() < f.stored_5xx_charged
             self.count("stored_5xx_charged" if charged else "stored_5xx")
             if charged:
@@ -172,14 +222,16 @@ class StandIn:
     async def _lookup(self, key):
         if key is None:
             return 400, {}, {"error": {"type": "invalid_request_error"}}
-        if self.rng.random() < self.faults.lookup_503:
+        if self._chance(key, self.faults.lookup_503):
             self.count("lookup_503")
             return 503, {}, {"error": {"type": "api_error"}}
         entry = self.keys.get(key)
-        if entry is None or not self._retained(entry):
-            return 200, {}, {"object": "list", "data": []}
-        now = self.now()
-        seen = [c["charge"] for c in self.by_key.get(key, []) if c["visible_at"] <= now]
+        seen = []
+        if entry is not None and self._retained(entry):
+            now = self.now()
+            seen = [c["charge"] for c in self.by_key.get(key, []) if c["visible_at"] <= now]
+        if not seen:
+            self.empty_lookups.add(key)
         return 200, {}, {"object": "list", "data": seen}
 
     def ledger(self):

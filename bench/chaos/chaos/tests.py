@@ -1,6 +1,8 @@
 """The harness's own checks (`python3 -m unittest bench.chaos.chaos.tests`): the
-derivations against the crate's vectors, the stand-in's Stripe-like semantics, and
-that the oracle fails on each kind of violation it exists to catch."""
+derivations against the crate's vectors, the stand-in's Stripe-like semantics and
+its plants, that the oracle fails on each kind of violation it exists to catch and
+holds on what must pass, that faults count only from their effects, and that a
+process whose stated offset or plant differs from the draw is a harness error."""
 
 import asyncio
 import json
@@ -11,8 +13,14 @@ import unittest
 
 from . import oracle
 from .clients import Answer, Checkout
+from .deployment import CUTOFF
+from .httpio import read_message
 from .identity import attempt_key, command_key_hash
-from .standin import Faults, StandIn
+from .plants import PLANTS, caught, in_service
+from .proxies import FrontFaults, ProviderFront, TcpFaultProxy
+from .report import compare_statements
+from .standin import CUTOFF_SKEW, POST_KEY_WINDOW, Faults, StandIn
+from .tally import FaultLog
 
 COMMAND_ID = "c0ffee00-ca4a-4e11-8a5e-0000deadbe01"
 
@@ -90,6 +98,203 @@ class StandInSemantics(unittest.TestCase):
         self.assertEqual(self.post(s, "k6", body)[0], 200)
         self.assertEqual(len(s.ledger()), 2)
 
+    def test_a_resend_after_the_key_window_is_counted_and_charges_only_when_planted(self):
+        body = b'{"amount":1250,"currency":"eur","ref":"pvw"}'
+        for plant, charges in ((None, 1), ("post_key_window_60s", 2)):
+            s = self.standin(plant=plant)
+            self.post(s, "k7", body)
+            s.advance(POST_KEY_WINDOW - 1)
+            self.assertEqual(self.post(s, "k7", body)[1], {"Idempotent-Replayed": "true"})
+            self.assertEqual(s.counts.get("resend_after_key_window", 0), 0)
+            s.advance(1)
+            self.post(s, "k7", body)
+            self.assertEqual(s.counts["resend_after_key_window"], 1)
+            self.assertEqual(s.resent_after_window, {"k7"})
+            self.assertEqual(len(s.ledger()), charges, plant)
+            # The lookup still answers from the key store, both charges and all.
+            looked = run(s.handle("GET", "/v1/charges?idempotency_key=k7", {}, b""))
+            self.assertEqual(len(looked[2]["data"]), charges)
+
+    def test_a_resend_past_the_send_cutoff_is_counted(self):
+        s = self.standin()
+        body = b'{"amount":1250,"currency":"eur","ref":"pvc"}'
+        self.post(s, "kc", body)
+        # Within the cutoff plus the widest skew of two senders' clocks: not counted.
+        s.advance(CUTOFF + CUTOFF_SKEW - 1)
+        self.post(s, "kc", body)
+        self.assertEqual(s.counts.get("resend_after_cutoff", 0), 0)
+        s.advance(1)
+        self.assertEqual(self.post(s, "kc", body)[1], {"Idempotent-Replayed": "true"})
+        self.assertEqual(s.counts["resend_after_cutoff"], 1)
+        self.assertEqual(len(s.ledger()), 1, "replayed within the retention: no charge")
+
+    def test_a_key_under_a_targeted_injection_draws_no_random_fault(self):
+        s = self.standin(stored_5xx=1.0, rate_limited=1.0, lookup_503=1.0, lookup_lag=1.0,
+                         lookup_lag_max=30.0)
+        s.exempt.add("k8")
+        body = b'{"amount":1250,"currency":"eur","ref":"pve"}'
+        self.assertEqual(self.post(s, "k8", body)[0], 200)
+        looked = run(s.handle("GET", "/v1/charges?idempotency_key=k8", {}, b""))
+        self.assertEqual((looked[0], len(looked[2]["data"])), (200, 1))
+        self.assertEqual(self.post(s, "k9", body)[0], 429, "other keys still draw")
+
+
+async def read_or_cut(reader, n=-1):
+    """What `reader` gives, `b""` when the peer cut the connection (RST)."""
+    try:
+        return await reader.read(n)
+    except ConnectionResetError:
+        return b""
+
+
+class FaultsByEffect(unittest.TestCase):
+    """A fault counts as fired only from what it did."""
+
+    def test_the_log_keeps_draws_and_effects_apart(self):
+        log = FaultLog()
+        for _ in range(3):
+            log.draw("firestore_reset")
+        log.draw("firestore_stall")
+        log.fire("firestore_stall")
+        log.fire("firestore_connections_reset", 4)
+        self.assertEqual(log.idle(), {"firestore_reset": 3})
+        self.assertEqual(log.never_fired(), ["firestore_reset"])
+        log.fire("firestore_reset")
+        self.assertEqual(log.never_fired(), [])
+
+    def test_a_proxy_counts_what_it_held_and_cut(self):
+        async def scenario():
+            async def echo(reader, writer):
+                while data := await reader.read(1024):
+                    writer.write(data)
+                    await writer.drain()
+                writer.close()
+            upstream = await asyncio.start_server(echo, "127.0.0.1", 0)
+            log = FaultLog()
+            proxy = await TcpFaultProxy("t", upstream.sockets[0].getsockname()[1], log).start()
+            # Nothing open: a reset and a stall have nothing to act on.
+            proxy.reset()
+            proxy.stall(0.05)
+            await asyncio.sleep(0.1)
+            idle = dict(log.fired)
+            reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+            writer.write(b"a")
+            await writer.drain()
+            self.assertEqual(await reader.read(1), b"a")
+            # Open and talking: the stall holds the next byte, the reset cuts.
+            proxy.stall(0.2)
+            writer.write(b"b")
+            await writer.drain()
+            self.assertEqual(await reader.read(1), b"b")
+            proxy.reset()
+            self.assertEqual(await read_or_cut(reader, 1), b"")
+            writer.close()
+            proxy.close()
+            upstream.close()
+            return idle, log
+        idle, log = run(scenario())
+        self.assertEqual(idle, {})
+        self.assertEqual(log.drawn, {"firestore_reset": 2, "firestore_stall": 2})
+        self.assertEqual(log.fired, {"firestore_stall": 1, "firestore_reset": 1,
+                                     "firestore_connections_reset": 1})
+
+    def test_a_front_does_what_a_target_asks_once(self):
+        async def scenario():
+            s = StandIn(random.Random(1), Faults(), 86_400)
+            log = FaultLog()
+            front = await ProviderFront("f", s, random.Random(2), FrontFaults(), log).start()
+            body = b'{"amount":1250,"currency":"eur","ref":"pvt"}'
+
+            async def post(key):
+                reader, writer = await asyncio.open_connection("127.0.0.1", front.port)
+                head = (f"POST /v1/charges HTTP/1.1\r\nIdempotency-Key: {key}\r\n"
+                        f"Content-Length: {len(body)}\r\n\r\n").encode()
+                writer.write(head + body)
+                await writer.drain()
+                try:
+                    answer = await read_message(reader)
+                except (ConnectionError, asyncio.IncompleteReadError):
+                    answer = None
+                writer.close()
+                return answer and answer.status
+            lost = front.target("kl", "lose_answer")
+            dropped = front.target("kd", "drop")
+            held = front.target("kh", "hold")
+            self.assertIsNone(await post("kl"))
+            self.assertIsNone(await post("kd"))
+            waiting = asyncio.ensure_future(post("kh"))
+            await held.arrived.wait()
+            self.assertFalse(held.fired)
+            held.release.set()
+            self.assertIsNone(await waiting)
+            # Once only: the next POST of the key goes through (the stored answer).
+            self.assertEqual(await post("kl"), 200)
+            front.close()
+            return s, log, (lost.fired, dropped.fired, held.fired), (front.accounting(),
+                                                                     dict(front.fates))
+        s, log, fired, front_books = run(scenario())
+        self.assertEqual(fired, (True, True, True))
+        self.assertEqual([x["key"] for x in s.ledger()], ["kl"], "only the lost answer charged")
+        self.assertEqual(log.fired, {"injected_lose_answer": 1, "injected_drop": 1,
+                                     "injected_hold": 1})
+        self.assertEqual(front_books[0], [])
+        self.assertEqual(front_books[1], {"injected_lose_answer": 1, "injected_drop": 1,
+                                          "injected_hold": 1, "answered": 1})
+
+    def test_a_front_books_one_fate_per_request_against_the_provider(self):
+        async def scenario():
+            s = StandIn(random.Random(1), Faults(), 86_400)
+            front = await ProviderFront("f", s, random.Random(2), FrontFaults(drop_request=1.0),
+                                        FaultLog()).start()
+
+            async def get():
+                reader, writer = await asyncio.open_connection("127.0.0.1", front.port)
+                writer.write(b"GET /v1/charges?idempotency_key=k HTTP/1.1\r\n"
+                             b"Content-Length: 0\r\n\r\n")
+                await writer.drain()
+                try:
+                    answer = await read_message(reader)
+                except (ConnectionError, asyncio.IncompleteReadError):
+                    answer = None
+                writer.close()
+                return answer and answer.status
+            self.assertIsNone(await get())
+            front.faults = FrontFaults()
+            self.assertEqual(await get(), 200)
+            honest = (front.accounting(), dict(front.fates), dict(s.received))
+            # A request the provider took from the front that its books do not hold
+            # (a drop that forwarded anyway): the books disagree.
+            await s.handle("GET", "/v1/charges?idempotency_key=k", {}, b"", via="f")
+            front.close()
+            return honest, front.accounting()
+        honest, lying = run(scenario())
+        self.assertEqual(honest, ([], {"dropped": 1, "answered": 1}, {"f": 1}))
+        self.assertEqual(lying, ["f: forwarded 1 requests, the provider received 2"])
+
+
+class Statements(unittest.TestCase):
+    """A process states the clock offset and plant it applied; the draw must match."""
+
+    def statement(self, **kw):
+        st = {"process": "instance-0-1", "drawnMs": 90_000, "faultMs": 90_000,
+              "statedMs": 90_000, "plant": None, "silent": False}
+        st.update(kw)
+        return st
+
+    def test_only_an_offset_stated_as_drawn_fires(self):
+        log = FaultLog()
+        ok = [self.statement(), self.statement(statedMs=90_212),
+              self.statement(drawnMs=0, faultMs=0, statedMs=0),
+              self.statement(statedMs=None, silent=True)]
+        self.assertEqual(compare_statements(ok, None, log), [])
+        self.assertEqual((log.drawn["clock_offset"], log.fired["clock_offset"]), (3, 2))
+        for wrong in (self.statement(statedMs=0), self.statement(statedMs=None),
+                      self.statement(plant="overcharge")):
+            self.assertEqual(len(compare_statements([wrong], None, FaultLog())), 1, wrong)
+        # A plant asked for and not stated (a build without the feature).
+        self.assertEqual(len(compare_statements([self.statement()], "overcharge",
+                                                FaultLog())), 1)
+
 
 def checkout(ref="pv1"):
     return Checkout(0, "u1", COMMAND_ID, {"amount": 1250, "currency": "eur", "ref": ref})
@@ -105,14 +310,20 @@ def ok_body(x):
                       separators=(",", ":"))
 
 
+def stored_answer(x):
+    """The 200 the service answers for the stored envelope of `x`."""
+    return '{"status":"succeeded","charge":' + oracle.envelope_of(x) + "}"
+
+
 class Oracle(unittest.TestCase):
     def test_a_settled_charge_holds(self):
         c = checkout()
         x = charge(c)
-        c.answers = [Answer(1, 0, 1, 200, ok_body(x), None, "main")] * 2
-        counts, _ = oracle.check([c], [x], {c.hash: ("succeeded", oracle.envelope_of(x))}, [])
+        c.answers = [Answer(1, 0, 1, 200, stored_answer(x), None, "main")] * 2
+        counts, _ = oracle.check([c], [x], {c.hash: ("succeeded", oracle.envelope_of(x), 0.0)})
         self.assertEqual(counts, {"charges": 1, "doubleCharges": 0,
                                   "chargesWithoutSettlement": 0, "disagreeingAnswers": 0})
+        self.assertEqual(oracle.ledger_mismatches([c], [x]), (0, []))
 
     def test_each_violation_is_counted(self):
         c = checkout()
@@ -120,53 +331,221 @@ class Oracle(unittest.TestCase):
         env = oracle.envelope_of(x)
         cases = [
             # two charges
-            ([x, y], {c.hash: ("succeeded", env)}, [], [], "doubleCharges"),
-            # charged, journal leased, not listed
-            ([x], {c.hash: ("leased", None)}, [], [], "chargesWithoutSettlement"),
-            # charged, listed with the charged attempt recorded absent
-            ([x], {c.hash: ("leased", None)},
-             [{"commandKeyHash": c.hash, "send": {"attempt": 1, "state": "absent"}}], [],
-             "chargesWithoutSettlement"),
-            # charged, a later attempt opened
-            ([x], {c.hash: ("leased", None)},
-             [{"commandKeyHash": c.hash, "send": {"attempt": 2, "state": "sending"}}], [],
+            ([x, y], {c.hash: ("succeeded", env, 0.0)}, [], "doubleCharges"),
+            # charged, journal leased: not settled, whatever a listing says
+            ([x], {c.hash: ("leased", None, 0.0)}, [], "chargesWithoutSettlement"),
+            # charged, settled with another envelope
+            ([x], {c.hash: ("succeeded", oracle.envelope_of(y), 0.0)}, [],
              "chargesWithoutSettlement"),
             # a 200 whose charge the ledger does not hold
-            ([], {c.hash: ("leased", None)}, [], [(200, ok_body(x))], "disagreeingAnswers"),
+            ([], {c.hash: ("leased", None, 0.0)}, [(200, ok_body(x))], "disagreeingAnswers"),
+            # a 200 with the ledger's charge that is not the stored result's bytes
+            ([x], {c.hash: ("succeeded", env, 0.0)}, [(200, ok_body(x).replace(":", ": ", 1))],
+             "disagreeingAnswers"),
+            # a 200 while the journal stores nothing
+            ([x], {c.hash: ("leased", None, 0.0)}, [(200, stored_answer(x))], "disagreeingAnswers"),
             # a 402 beside a charge
-            ([x], {c.hash: ("succeeded", env)}, [], [(402, '{"status":"failed"}')],
+            ([x], {c.hash: ("succeeded", env, 0.0)}, [(402, '{"status":"failed"}')],
              "disagreeingAnswers"),
             # a 402 the provider never answered
-            ([], {c.hash: ("failed_final", None)}, [], [(402, '{"status":"failed"}')],
+            ([], {c.hash: ("failed_final", None, 0.0)}, [(402, '{"status":"failed"}')],
              "disagreeingAnswers"),
             # two 200 bodies that differ in bytes
-            ([x], {c.hash: ("succeeded", env)}, [],
-             [(200, ok_body(x)), (200, ok_body(x) + " ")], "disagreeingAnswers"),
+            ([x], {c.hash: ("succeeded", env, 0.0)},
+             [(200, stored_answer(x)), (200, stored_answer(x) + " ")], "disagreeingAnswers"),
             # a stored envelope of no ledger charge
-            ([], {c.hash: ("succeeded", env)}, [], [], "disagreeingAnswers"),
+            ([], {c.hash: ("succeeded", env, 0.0)}, [], "disagreeingAnswers"),
             # a final decline in the journal the provider never made (no client heard it)
-            ([], {c.hash: ("failed_final", None)}, [], [], "disagreeingAnswers"),
+            ([], {c.hash: ("failed_final", None, 0.0)}, [], "disagreeingAnswers"),
             # a final decline in the journal beside a charge
-            ([x], {c.hash: ("failed_final", None)}, [], [], "disagreeingAnswers"),
+            ([x], {c.hash: ("failed_final", None, 0.0)}, [], "disagreeingAnswers"),
         ]
-        for ledger, journal, pending, answers, kind in cases:
+        for ledger, journal, answers, kind in cases:
             c.answers = [Answer(1, 0, 1, s, t, None, "main") for s, t in answers]
-            counts, findings = oracle.check([c], ledger, journal, pending)
+            counts, findings = oracle.check([c], ledger, journal)
             self.assertGreaterEqual(counts[kind], 1, (kind, findings))
+
+    def test_a_200_heard_before_the_journal_stored_it(self):
+        # The service answered from the provider's answer before its record (or
+        # without one: recovery stored the same envelope later): the bytes agree,
+        # the order does not.
+        c = checkout()
+        x = charge(c)
+        c.answers = [Answer(1, 0, 1, 200, stored_answer(x), None, "main", heard=100.0)]
+        for stored_at, n in ((99.999, 0), (100.001, 1)):
+            journal = {c.hash: ("succeeded", oracle.envelope_of(x), stored_at)}
+            counts, findings = oracle.check([c], [x], journal)
+            self.assertEqual(counts["disagreeingAnswers"], n, findings)
 
     def test_a_decline_the_ledger_holds_holds(self):
         c = checkout()
-        declined = dict(charge(c), status="failed")
+        c.payload["amount"] = 113
+        declined = dict(charge(c), status="failed", amount=113)
         c.answers = [Answer(1, 0, 1, 402, '{"status":"failed"}', None, "main")]
-        counts, findings = oracle.check([c], [declined], {c.hash: ("failed_final", None)}, [])
+        counts, findings = oracle.check([c], [declined], {c.hash: ("failed_final", None, 0.0)})
         self.assertEqual(counts["disagreeingAnswers"], 0, findings)
+        self.assertEqual(oracle.ledger_mismatches([c], [declined]), (0, []))
 
-    def test_an_unknown_outcome_listed_holds(self):
+    def test_every_ledger_entry_matches_its_payload(self):
         c = checkout()
         x = charge(c)
-        pending = [{"commandKeyHash": c.hash, "send": {"attempt": 1, "state": "ambiguous"}}]
-        counts, _ = oracle.check([c], [x], {c.hash: ("leased", None)}, pending)
-        self.assertEqual(counts["chargesWithoutSettlement"], 0)
+        wrong = [dict(x, amount=1251), dict(x, currency="usd"), dict(x, status="failed"),
+                 dict(x, ref="pv-nobody")]
+        for entry in wrong:
+            n, findings = oracle.ledger_mismatches([c], [entry])
+            self.assertEqual(n, 1, (entry, findings))
+        # The payload asks for a decline (13 modulo 50): a charge is a mismatch.
+        c.payload["amount"] = 1263
+        self.assertEqual(oracle.ledger_mismatches([c], [dict(x, amount=1263)])[0], 1)
+        self.assertEqual(
+            oracle.ledger_mismatches([c], [dict(x, amount=1263, status="failed")])[0], 0)
+        # A payload currency in capitals is the stand-in's lower case.
+        c.payload.update(amount=1250, currency="EUR")
+        self.assertEqual(oracle.ledger_mismatches([c], [x])[0], 0)
+
+    def test_an_attempt_left_unknown_is_unsettled_where_the_provider_holds_a_charge(self):
+        c = checkout()
+        x = charge(c)
+        for state in ("sending", "ambiguous", "replayed_unknown"):
+            pending = [{"commandKeyHash": c.hash,
+                        "send": {"attempt": 1, "state": state,
+                                 "absenceProvableFrom": {"seconds": 500, "nanoseconds": 0}}}]
+            self.assertEqual(oracle.unsettled_attempts(pending, [c], [x], 100.0)[0], 1, state)
+            # Nothing at the provider: unsettled once its absence was provable.
+            self.assertEqual(oracle.unsettled_attempts(pending, [c], [], 100.0)[0], 0, state)
+            self.assertEqual(oracle.unsettled_attempts(pending, [c], [], 500.0)[0], 1, state)
+        # A decline held for the key counts as well; attempt 2's key is not attempt 1's.
+        pending = [{"commandKeyHash": c.hash, "send": {"attempt": 2, "state": "ambiguous"}}]
+        self.assertEqual(oracle.unsettled_attempts(pending, [c], [x], 100.0)[0], 0)
+        declined = dict(charge(c, 2, "ch_2"), status="failed")
+        self.assertEqual(oracle.unsettled_attempts(pending, [c], [declined], 100.0)[0], 1)
+        # Absent, or listed for a retry only: not an unknown outcome.
+        for send in ({"attempt": 1, "state": "absent"}, None):
+            listed = [{"commandKeyHash": c.hash, "send": send}]
+            self.assertEqual(oracle.unsettled_attempts(listed, [c], [x], 1e12)[0], 0)
+        # A listed command of no checkout.
+        stray = [{"commandKeyHash": "f" * 64, "send": {"attempt": 1, "state": "sending"}}]
+        self.assertEqual(oracle.unsettled_attempts(stray, [c], [], 0.0)[0], 1)
+
+    def test_an_absence_recorded_before_the_settle_window_passed(self):
+        def event(revision, kind, at, attempt=1):
+            return ({"commandKeyHash": {"stringValue": "h"}, "eventType": {"stringValue": kind},
+                     "attempt": {"integerValue": str(attempt)},
+                     "sendRevision": {"integerValue": str(revision)},
+                     "occurredAt": {"timestampValue": at}}, at)
+        opened = event(1, "provider_send_opened", "2026-01-01T00:00:00Z")
+        resent = event(3, "provider_send_resent", "2026-01-01T00:01:30Z")
+        ambiguous = event(2, "provider_send_ambiguous", "2026-01-01T00:00:05Z")
+        # The lease (60 s) plus the settle window (240 s) after the last permit.
+        on_time = event(4, "provider_send_reconciled_absent", "2026-01-01T00:06:30Z")
+        early = event(4, "provider_send_reconciled_absent", "2026-01-01T00:06:29.999999Z")
+        self.assertEqual(oracle.absences_before_settled(
+            [opened, ambiguous, resent, on_time], 240)[0], 0)
+        self.assertEqual(oracle.absences_before_settled(
+            [opened, ambiguous, resent, early], 240)[0], 1)
+        # Counted from the last permit, not the first.
+        self.assertEqual(oracle.absences_before_settled(
+            [opened, ambiguous, on_time], 240)[0], 0)
+        # An absence of an attempt never permitted.
+        lone = event(1, "provider_send_reconciled_absent", "2026-01-01T00:06:30Z", attempt=2)
+        self.assertEqual(oracle.absences_before_settled([opened, lone], 240)[0], 1)
+        # Lease events carry no send revision: never read as send events.
+        lease = ({"commandKeyHash": {"stringValue": "h"},
+                  "eventType": {"stringValue": "lease_acquired"},
+                  "fenceEpoch": {"integerValue": "1"}}, "2026-01-01T00:00:00Z")
+        self.assertEqual(oracle.absences_before_settled([lease], 240), (0, []))
+
+    def test_an_absence_recorded_under_its_permits_fence(self):
+        def event(revision, kind, fence, attempt=1):
+            return ({"commandKeyHash": {"stringValue": "h"}, "eventType": {"stringValue": kind},
+                     "attempt": {"integerValue": str(attempt)},
+                     "sendRevision": {"integerValue": str(revision)},
+                     "fenceEpoch": {"integerValue": str(fence)},
+                     "occurredAt": {"timestampValue": "2026-01-01T00:00:00Z"}},
+                    "2026-01-01T00:00:00Z")
+        opened = event(1, "provider_send_opened", 1)
+        resent = event(2, "provider_send_resent", 3)
+        # Recorded under a lease taken after the permit's: a higher fence.
+        self.assertEqual(oracle.absences_without_lease(
+            [opened, event(2, "provider_send_reconciled_absent", 2)]), (0, []))
+        # Under the permit's own fence, or an older one than the last permit's.
+        for chain in ([opened, event(2, "provider_send_reconciled_absent", 1)],
+                      [opened, resent, event(3, "provider_send_reconciled_absent", 2)]):
+            self.assertEqual(oracle.absences_without_lease(chain)[0], 1, chain)
+        # The next attempt's permit is its own.
+        chain = [opened, event(2, "provider_send_reconciled_absent", 2),
+                 event(3, "provider_send_opened", 2, attempt=2),
+                 event(4, "provider_send_reconciled_absent", 2, attempt=2)]
+        self.assertEqual(oracle.absences_without_lease(chain)[0], 1)
+
+    def test_the_final_recovery_is_part_of_the_oracle(self):
+        clean = {"exit": 0, "summary": {"lookups": {"answered": 3, "unavailable": 0},
+                                        "errors": 0}}
+        self.assertEqual(oracle.final_recovery(clean), (0, []))
+        for job in (None, dict(clean, exit=3), dict(clean, exit=None),
+                    dict(clean, summary=None),
+                    dict(clean, summary={"lookups": {"answered": 2, "unavailable": 1},
+                                         "errors": 0}),
+                    dict(clean, summary={"lookups": {}, "errors": 2})):
+            self.assertGreaterEqual(oracle.final_recovery(job)[0], 1, job)
+
+    def test_coverage_counts_effects_and_each_situation_is_required(self):
+        # Each process's line counts only where the journal's or the provider's
+        # records show the situation: "lease_lost" of a command taken over (h1, not
+        # h2: its lease merely ran out), "not_found" where the provider answered a
+        # lookup with nothing, a settlement Firestore committed in the faulted phase.
+        c1, c2 = checkout("pv1"), checkout("pv2")
+        c2.hash = "h2"
+        c2.keys = ["k2"]
+        c1.hash = "h1"
+
+        def event(command, kind, fence, created="2026-01-01T00:00:00Z"):
+            return ({"commandKeyHash": {"stringValue": command},
+                     "eventType": {"stringValue": kind},
+                     "fenceEpoch": {"integerValue": str(fence)}}, created)
+        events = [event("h1", "command_lease_taken_over", 2),
+                  event("h2", "command_lease_acquired", 1),
+                  event("h1", "provider_send_reconciled_succeeded", 2, "2026-01-01T00:00:10Z"),
+                  event("h2", "provider_send_reconciled_declined", 1, "2026-01-01T00:00:30Z")]
+        until = oracle._seconds_of("2026-01-01T00:00:20Z")
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "instance-0-1.stdout"), "w") as f:
+                for command in ("h1", "h2"):
+                    f.write('{"message":"checkout","outcome":"lease_lost",'
+                            '"commandKeyHash":"%s"}\n' % command)
+                f.write('{"message":"checkout","outcome":"lease_busy","commandKeyHash":"h1"}\n')
+                f.write('{"message":"listening","note":"lease_lost"}\n')
+            jobs = [{"final": False, "commands": [("h1", "not_found"), ("h2", "not_found"),
+                                                  ("h1", "succeeded"), ("h2", "declined")]},
+                    {"final": True, "commands": [("h1", "not_found"), ("h1", "declined")]}]
+            got = oracle.coverage(d, jobs, {"resend_after_key_window": 1}, {c1.keys[0]},
+                                  [c1, c2], events, until)
+            self.assertEqual(got, {"staleHolderRefused": 1, "lookupsInSettleWindow": 1,
+                                   "resendsAfterKeyWindow": 1,
+                                   "recoverySettledInFaultedPhase": 1})
+            # Claims alone count nothing.
+            self.assertEqual(oracle.coverage(d, jobs, {}, set(), [c1, c2], [], until),
+                             {k: 0 for k in oracle.COVERAGE})
+        result = {k: 0 for k in oracle.FINDINGS}
+        result["coverage"] = got
+        self.assertEqual(oracle.failures(result), [])
+        for k in oracle.COVERAGE:
+            result["coverage"] = dict(got, **{k: 0})
+            self.assertEqual(oracle.failures(result), [f"coverage.{k}"])
+            self.assertEqual(oracle.failures(result, require_coverage=False), [])
+        result["coverage"] = got
+        for k in oracle.FINDINGS:
+            self.assertEqual(oracle.failures(dict(result, **{k: 1})), [k])
+
+    def test_every_plant_names_a_finding_of_its_own_place(self):
+        self.assertEqual(len(PLANTS), 7)
+        for name, (where, reason, _) in PLANTS.items():
+            self.assertIn(reason, oracle.FINDINGS, name)
+            self.assertIn(where, ("provider", "service", "journal"), name)
+            self.assertEqual(in_service(name), where != "provider")
+            self.assertTrue(caught(name, [reason, "coverage.staleHolderRefused"]))
+            self.assertFalse(caught(name, [k for k in oracle.FINDINGS if k != reason]))
+        self.assertFalse(in_service(None))
 
     def test_a_write_under_a_superseded_fence(self):
         def event(kind, fence, created):
@@ -179,12 +558,6 @@ class Oracle(unittest.TestCase):
         self.assertEqual(oracle.stale_fence_writes(clean)[:3:2], (0, 1))
         stale = clean + [event("send_ambiguous", 1, "2026-01-01T00:00:01.5Z")]
         self.assertEqual(oracle.stale_fence_writes(stale)[0], 1)
-
-    def test_still_sending(self):
-        entry = {"send": {"state": "sending",
-                          "absenceProvableFrom": {"seconds": 100, "nanoseconds": 0}}}
-        self.assertEqual(oracle.still_sending([entry], 99.0), 0)
-        self.assertEqual(oracle.still_sending([entry], 100.0), 1)
 
     def test_the_log_scan_finds_each_kind(self):
         c = checkout()

@@ -317,6 +317,12 @@ fn nothing_is_written_without_evidence() {
 /// A client that started at `T0`, was permitted attempt 1 and heard the provider
 /// replay the key's stored unknown answer, which it recorded: the key's.
 fn client_heard_a_replay(store: &mut Store) -> String {
+    client_heard(store, crate::sends::provider::Closing::ReplayedUnknown)
+}
+
+/// A client that started at `T0`, was permitted attempt 1 and recorded `heard`, an
+/// unknown outcome: the key's.
+fn client_heard(store: &mut Store, heard: crate::sends::provider::Closing) -> String {
     let input = input();
     let identity = input.identity();
     let lease = fresh_lease();
@@ -335,13 +341,12 @@ fn client_heard_a_replay(store: &mut Store) -> String {
         panic!("no permit");
     };
     let call = LeaseCall::new(identity, owner, at(T0 + SEC));
-    let replayed = crate::sends::provider::Closing::ReplayedUnknown;
     store
         .answer(&Record::outcome(
             call,
             fence_epoch,
             AttemptNumber::FIRST,
-            replayed,
+            heard,
             plan(),
         ))
         .expect("recorded");
@@ -406,6 +411,49 @@ fn a_replayed_unknown_is_looked_up_and_a_replay_from_the_lookup_proves_nothing()
             assert_eq!(store.documents(), before, "{answers:?} wrote");
         }
     }
+}
+
+#[test]
+fn an_ambiguous_attempt_is_looked_up_and_left_alone_only_with_the_rule_reverted() {
+    use crate::sends::reverted::{Rule, with_reverted};
+    let mut store = Store::new();
+    let key = client_heard(&mut store, crate::sends::provider::Closing::Ambiguous);
+    let before = store.documents();
+    // Reverted (the soak's planted defect), the job asks nothing and writes nothing.
+    let mut skipped = Provider::answering(vec![ProviderAnswer::Succeeded(envelope())]);
+    let recovered = with_reverted(&[Rule::RecoveryLooksUpAmbiguous], || {
+        recover(&mut store, &mut skipped, T0 + 61 * SEC)
+    });
+    assert_eq!(recovered, Ok(Recovered::NothingToLookUp));
+    assert!(skipped.asked.is_empty());
+    assert_eq!(store.documents(), before);
+    // The rule on, the charge is found and settles the command.
+    let mut provider = Provider::answering(vec![ProviderAnswer::Succeeded(envelope())]);
+    assert_eq!(
+        recover(&mut store, &mut provider, T0 + 61 * SEC),
+        Ok(Recovered::Succeeded)
+    );
+    assert_eq!(provider.asked, [key]);
+}
+
+#[test]
+fn without_the_settle_window_an_absence_is_recorded_at_the_leases_end() {
+    use crate::sends::reverted::{Rule, with_reverted};
+    // 61 s after the send: the lease has ended, the settle window (300 s) has not.
+    let mut store = Store::new();
+    crashed_mid_send(&mut store);
+    let mut provider =
+        Provider::answering(vec![ProviderAnswer::NotFound, ProviderAnswer::NotFound]);
+    assert_eq!(
+        recover(&mut store, &mut provider, T0 + 61 * SEC),
+        Ok(Recovered::NotFound)
+    );
+    let mut provider =
+        Provider::answering(vec![ProviderAnswer::NotFound, ProviderAnswer::NotFound]);
+    let recovered = with_reverted(&[Rule::SettleWindow], || {
+        recover(&mut store, &mut provider, T0 + 61 * SEC)
+    });
+    assert_eq!(recovered, Ok(Recovered::Absent));
 }
 
 #[test]

@@ -49,10 +49,15 @@ pub(crate) fn window(
     sent: impl Into<Sent>,
 ) -> Option<(Timestamp, Option<Timestamp>)> {
     let sent = sent.into();
+    let settle = if reverted(Rule::SettleWindow) {
+        0
+    } else {
+        plan.lookup_settle_seconds
+    };
     let from = sent
         .last_sent_at
         .plus_seconds(LEASE_SECONDS)?
-        .plus_seconds(plan.lookup_settle_seconds)?;
+        .plus_seconds(settle)?;
     let until = match plan.lookup {
         ProviderLookup::Durable => None,
         ProviderLookup::KeyStore => Some(

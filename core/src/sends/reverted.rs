@@ -1,6 +1,11 @@
-//! Switches that revert one proven-safety rule each, for the model checker's tests
-//! only: with a rule reverted, the checker must find the counterexample the rule
-//! prevents. Outside `cfg(test)` every rule is always on and [`reverted`] is `false`.
+//! Switches that revert one proven-safety rule each, for the model checker's tests:
+//! with a rule reverted, the checker must find the counterexample the rule prevents.
+//!
+//! Outside `cfg(test)` every rule is always on and [`reverted`] is `false`, except in
+//! a build with the test-only feature `plants`, where a process can revert rules for
+//! good ([`revert_in_process`], through `crate::plants`): the soak's planted defects
+//! (`bench/chaos/README.md`), which its oracle must catch. No deployed build enables
+//! the feature (`.ci/run` checks the release build's features).
 
 /// One proven-safety rule of the send layer (`docs/providers.md`, "Proven absence").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,6 +29,14 @@ pub(crate) enum Rule {
     /// replay kept as a plain unknown), the checker reaches no settlement of such an
     /// attempt before its cutoff.
     ReplayedLookedUp = 32,
+    /// An absence becomes provable the plan's settle window after the last
+    /// permitting lease ends; reverted, at the lease's end, as though the provider's
+    /// lookup saw every charge the moment it was made.
+    SettleWindow = 64,
+    /// The recovery job looks up every attempt whose outcome is unknown, `ambiguous`
+    /// ones included; reverted, it leaves `ambiguous` attempts alone. A rule of
+    /// progress: reverted, a charge made under such an attempt is never recorded.
+    RecoveryLooksUpAmbiguous = 128,
 }
 
 #[cfg(test)]
@@ -45,10 +58,28 @@ pub fn reverted_bits() -> u8 {
 }
 
 /// Whether `rule` is reverted: never outside tests.
-#[cfg(not(test))]
+#[cfg(all(not(test), not(feature = "plants")))]
 #[inline(always)]
 pub(crate) fn reverted(_rule: Rule) -> bool {
     false
+}
+
+/// The rules this process reverted, as the bits of their values (feature `plants`).
+#[cfg(all(not(test), feature = "plants"))]
+static IN_PROCESS: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+/// Whether `rule` is reverted in this process (feature `plants`: only where
+/// [`revert_in_process`] reverted it).
+#[cfg(all(not(test), feature = "plants"))]
+pub(crate) fn reverted(rule: Rule) -> bool {
+    IN_PROCESS.load(std::sync::atomic::Ordering::SeqCst) & rule as u8 != 0
+}
+
+/// Reverts `rules` in this whole process, for good (feature `plants`).
+#[cfg(all(not(test), feature = "plants"))]
+pub(crate) fn revert_in_process(rules: &[Rule]) {
+    let bits = rules.iter().fold(0u8, |acc, r| acc | *r as u8);
+    IN_PROCESS.fetch_or(bits, std::sync::atomic::Ordering::SeqCst);
 }
 
 /// Runs `f` with `rules` reverted on this thread, restoring them afterwards.

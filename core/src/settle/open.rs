@@ -6,6 +6,7 @@ use super::Settled;
 use super::registered::Registered;
 use crate::error::JournalError;
 use crate::lease::CommandState;
+use crate::sends::reverted::{Rule, reverted};
 use crate::sends::{AttemptNumber, AttemptState, CommandStatus, ProviderAccount};
 use crate::time::Timestamp;
 
@@ -49,6 +50,9 @@ pub(super) fn job_open(
         return Ok(Err(Settled::NothingOpen));
     };
     match send.state {
+        AttemptState::Ambiguous if reverted(Rule::RecoveryLooksUpAmbiguous) => {
+            return Ok(Err(Settled::NothingOpen));
+        }
         AttemptState::Sending | AttemptState::Ambiguous | AttemptState::ReplayedUnknown => {}
         AttemptState::Absent => return Ok(Err(Settled::NothingOpen)),
         AttemptState::Succeeded | AttemptState::Declined => {

@@ -28,6 +28,19 @@ impl Clock for OffsetClock {
     }
 }
 
+/// The offset of `journal`'s clock from the system clock, in whole milliseconds, as
+/// measured on the journal itself (its trusted time against the system clock read on
+/// either side of it): what a process states it applied. `None` when the journal's
+/// clock cannot be read.
+pub fn applied_offset_ms(journal: &Journal) -> Option<i64> {
+    let before = Utc::now();
+    let trusted = journal.now().ok()?.to_datetime();
+    let after = Utc::now();
+    let system = before + (after - before) / 2;
+    let micros = (trusted - system).num_microseconds()?;
+    Some((micros + 500).div_euclid(1000))
+}
+
 /// `journal` on the clock `offset` names: unchanged (the system clock) when `None`.
 pub fn with_offset(journal: Journal, offset: Option<TimeDelta>) -> Journal {
     match offset {

@@ -383,6 +383,8 @@ fn parse_body(body: &[u8]) -> Result<(String, Value), &'static str> {
 /// Everything else (the lease, the permit before the POST, the fence, the cutoff, the
 /// lookup, a second attempt, the stored result on a replay) is the journal's.
 async fn run_command(app: &App, command: &CommandInput, payload: &Value) -> Answer {
+    let charged = super::plant::charged(payload);
+    let payload = charged.as_ref();
     let plan = match app.plan.plan(payload) {
         Ok(plan) => plan,
         Err(error) => return Answer::journal_error(error),
@@ -419,6 +421,9 @@ fn answer(
         ),
         Ok(Execution::SucceededWithoutResult) => Answer::succeeded("replayed"),
         Ok(Execution::Declined) => Answer::failed(if called { "declined" } else { "replayed" }),
+        // After the provider was called, another holder took the lease over before
+        // this call's answer could be recorded under it: the write was refused.
+        Ok(Execution::InProgress) if called => Answer::in_progress("lease_lost"),
         Ok(Execution::InProgress) => Answer::in_progress("lease_busy"),
         // Whole seconds already, rounded up by the journal.
         Ok(Execution::RetryLater { after }) => {

@@ -1,6 +1,7 @@
 //! The checkout service: configuration, caller authentication, the provider call,
 //! the journal's clock, the HTTP handler, Cloud Logging lines, Prometheus metrics,
-//! graceful shutdown and the recovery job.
+//! graceful shutdown, the recovery job, and the soak's planted defects (test builds
+//! only).
 
 pub mod answer;
 pub mod auth;
@@ -12,6 +13,7 @@ pub mod handler;
 pub mod key_cache;
 pub mod logging;
 pub mod metrics;
+pub mod plant;
 pub mod provider;
 pub mod recovery;
 pub mod request_log;

@@ -233,7 +233,7 @@ impl Charges {
             Err(_) => return Looked::Unavailable("lookup_unreachable"),
         };
         match response.text().await {
-            Ok(body) => classify_lookup(&body, key, expected),
+            Ok(body) => super::plant::looked(classify_lookup(&body, key, expected)),
             Err(_) => Looked::Unavailable("lookup_unreachable"),
         }
     }
