@@ -41,25 +41,33 @@ pub enum Unblock {
     /// any more (the provider may have forgotten the key): a success or a decline
     /// found at the provider settles it, otherwise a person.
     EvidenceOrPerson,
+    /// The provider answered the attempt as indeterminate (`replayed_unknown`,
+    /// `indeterminate`: Stripe's stored 500) and may still complete it: only its final
+    /// state (a charge or a refusal for the key) settles it, whatever the cutoff, and
+    /// no "not found" ever does, so no new key is issued (`docs/providers.md`,
+    /// "Indeterminate answers"). A person if it never comes.
+    FinalEvidence,
 }
 
 impl Unblock {
     /// Every reason, in declaration order.
-    pub const ALL: [Self; 4] = [
+    pub const ALL: [Self; 5] = [
         Self::Retry,
         Self::ResendOrEvidence,
         Self::Evidence,
         Self::EvidenceOrPerson,
+        Self::FinalEvidence,
     ];
 
-    /// The serialized name: `retry`, `resend_or_evidence`, `evidence` or
-    /// `evidence_or_person` (also the metrics' `reason` label).
+    /// The serialized name: `retry`, `resend_or_evidence`, `evidence`,
+    /// `evidence_or_person` or `final_evidence` (also the metrics' `reason` label).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Retry => "retry",
             Self::ResendOrEvidence => "resend_or_evidence",
             Self::Evidence => "evidence",
             Self::EvidenceOrPerson => "evidence_or_person",
+            Self::FinalEvidence => "final_evidence",
         }
     }
 }
@@ -70,7 +78,7 @@ impl Unblock {
 pub struct PendingSend {
     /// The current attempt.
     pub attempt: AttemptNumber,
-    /// `sending`, `ambiguous`, `replayed_unknown` or `absent`.
+    /// `sending`, `ambiguous`, `replayed_unknown`, `indeterminate` or `absent`.
     pub state: AttemptState,
     /// The attempt's stored cutoff, `{"seconds": S, "nanoseconds": N}`.
     #[serde(serialize_with = "seconds_nanos")]

@@ -250,6 +250,12 @@ pub mod verify {
     //! The verifier's checks, pure, with where a scanned document belongs, the scan's
     //! range bounds and the documents the checks read.
 
+    pub mod attention {
+        //! What verify lists for a person beside the broken invariants.
+
+        pub use crate::verify::attention::*;
+    }
+
     pub mod commerce {
         //! Pure invariant checks over one command's documents.
 

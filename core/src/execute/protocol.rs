@@ -154,8 +154,9 @@ pub struct Protocol {
     lookup_proves_absence: bool,
     /// Whether this call already recorded an absence (it opens at most one attempt).
     absent_recorded: bool,
-    /// The send heard a replay of the key's stored unknown answer: once recorded, the
-    /// key is looked up at once instead of waiting for a re-send or the cutoff.
+    /// The send heard a replay of the key's stored unknown answer, or an answer the
+    /// provider documents as indeterminate: once recorded, the key is looked up at
+    /// once instead of waiting for a re-send or the cutoff.
     replayed_unknown: bool,
     steps: u32,
 }
@@ -305,8 +306,11 @@ impl Protocol {
                 self.pending = answer.envelope().cloned();
                 // A success or decline is evidence whenever it arrives.
                 self.answer = answer.evidence();
-                self.replayed_unknown =
-                    answer == ProviderAnswer::ReplayedUnknown && !reverted(Rule::ReplayedLookedUp);
+                // A replayed or indeterminate answer: its key cannot tell, so it is
+                // looked up at once (not re-sent).
+                self.replayed_unknown = (answer == ProviderAnswer::Indeterminate)
+                    || (answer == ProviderAnswer::ReplayedUnknown
+                        && !reverted(Rule::ReplayedLookedUp));
                 Ok(Step::Record {
                     fence,
                     attempt: self.attempt()?,
@@ -362,7 +366,8 @@ impl Protocol {
                     // visible yet), or never provable: nothing is written.
                     ProviderAnswer::NotFound
                     | ProviderAnswer::Unknown
-                    | ProviderAnswer::ReplayedUnknown => {
+                    | ProviderAnswer::ReplayedUnknown
+                    | ProviderAnswer::Indeterminate => {
                         return done(Execution::PendingReconciliation);
                     }
                     found => {

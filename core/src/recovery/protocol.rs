@@ -113,7 +113,9 @@ impl RecoveryProtocol {
                         ProviderAnswer::NotFound
                     }
                     ProviderAnswer::NotFound => return done(Recovered::NotFound),
-                    ProviderAnswer::Unknown | ProviderAnswer::ReplayedUnknown => {
+                    ProviderAnswer::Unknown
+                    | ProviderAnswer::ReplayedUnknown
+                    | ProviderAnswer::Indeterminate => {
                         return done(Recovered::LookupUnavailable);
                     }
                     found => found,
@@ -199,7 +201,10 @@ impl RecoveryProtocol {
             return done(Recovered::NothingToLookUp);
         };
         match send.state {
-            AttemptState::Sending | AttemptState::Ambiguous | AttemptState::ReplayedUnknown => {}
+            AttemptState::Sending
+            | AttemptState::Ambiguous
+            | AttemptState::ReplayedUnknown
+            | AttemptState::Indeterminate => {}
             AttemptState::Absent => return done(Recovered::NothingToLookUp),
             AttemptState::Succeeded | AttemptState::Declined => {
                 return Err(JournalError::internal(

@@ -179,6 +179,36 @@ impl FindingCode {
     }
 }
 
+/// The stable code of something `verify` lists for a person that is no broken
+/// invariant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttentionCode {
+    /// An attempt the provider answered as indeterminate (`replayed_unknown`,
+    /// `indeterminate`: Stripe's 500) and may still complete: only its final state
+    /// settles the command, and no new key is issued for it; a person if that never
+    /// comes.
+    IndeterminateSend,
+}
+
+impl AttentionCode {
+    /// The stable snake_case code.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::IndeterminateSend => "indeterminate_send",
+        }
+    }
+}
+
+/// Something listed for a person: the code and the document it concerns.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct Attention {
+    /// What waits.
+    pub code: AttentionCode,
+    /// The document it concerns, relative to the documents root.
+    pub path: String,
+}
+
 /// One broken invariant.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub struct Finding {
@@ -242,6 +272,11 @@ pub struct VerifyReport {
     /// True when the caller accepted an empty journal as clean (`verify
     /// --allow-empty`).
     pub empty_allowed: bool,
+    /// What waits for a person although no invariant is broken (a command only the
+    /// provider's final state can settle), the first [`MAX_FINDINGS`] in path order;
+    /// left out of the JSON when there is none. It never makes a report unclean.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub attention: Vec<Attention>,
 }
 
 /// The order of the findings list: by path, then by code.
@@ -261,6 +296,15 @@ impl VerifyReport {
         }
     }
 
+    /// Adds `items` to the report's attention list, keeping at most [`MAX_FINDINGS`].
+    pub fn note(&mut self, items: Vec<Attention>) {
+        self.attention.extend(items);
+        if self.attention.len() >= 2 * MAX_FINDINGS {
+            self.attention.sort_unstable();
+            self.attention.truncate(MAX_FINDINGS);
+        }
+    }
+
     /// Keeps the first [`MAX_FINDINGS`] findings in path order.
     fn keep_first(&mut self) {
         self.findings.sort_unstable_by(by_path);
@@ -274,6 +318,9 @@ impl VerifyReport {
     /// an empty scan).
     pub fn finish(mut self) -> Self {
         self.keep_first();
+        self.attention
+            .sort_unstable_by(|a, b| (&a.path, a.code).cmp(&(&b.path, b.code)));
+        self.attention.truncate(MAX_FINDINGS);
         self.empty = self.scanned.total() == 0;
         self.clean = self.finding_counts.is_empty() && !self.empty;
         self

@@ -151,7 +151,7 @@ pub(crate) enum Op {
     Status(i64),
 }
 
-pub(crate) use Closing::{Absent, Ambiguous, Declined, ReplayedUnknown};
+pub(crate) use Closing::{Absent, Ambiguous, Declined, Indeterminate, ReplayedUnknown};
 
 /// Success with reference `r`.
 pub(crate) fn succeeded(r: usize) -> Closing {

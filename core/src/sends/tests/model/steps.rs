@@ -64,6 +64,10 @@ impl State {
             }
             Action::StoreError(i, charged) => self.provider.store_error(i, global, charged),
             Action::Drop(i) => self.provider.lose(i),
+            Action::RollForward(key) => {
+                self.seen.rolled_forward = true;
+                self.provider.roll_forward(key, global, SETTLE);
+            }
             Action::CatchUp(key) => self.provider.catch_up(key),
             Action::Yield(w) => {
                 self.workers[w].turn = Turn::Yielded;
@@ -115,7 +119,10 @@ impl State {
     /// counterexample's trace.
     pub(super) fn note(&self, action: &Action) -> String {
         match action {
-            Action::Process(_) | Action::StoreError(..) | Action::Drop(_) => {
+            Action::Process(_)
+            | Action::StoreError(..)
+            | Action::Drop(_)
+            | Action::RollForward(_) => {
                 format!("charges {}", self.provider.charges())
             }
             _ => action
@@ -195,7 +202,10 @@ impl State {
                     ProviderAnswer::Declined => Carried::Declined,
                     ProviderAnswer::Unknown => Carried::Ambiguous,
                     ProviderAnswer::ReplayedUnknown => Carried::ReplayedUnknown,
-                    ProviderAnswer::SucceededWithReference(_) | ProviderAnswer::NotFound => {
+                    // The model's provider answers a stored 5xx's sender with a timeout.
+                    ProviderAnswer::SucceededWithReference(_)
+                    | ProviderAnswer::NotFound
+                    | ProviderAnswer::Indeterminate => {
                         panic!("the protocol records a success's envelope, a decline or an unknown")
                     }
                 };
@@ -219,7 +229,8 @@ impl State {
                     ProviderAnswer::NotFound => Carried::Absent,
                     ProviderAnswer::SucceededWithReference(_)
                     | ProviderAnswer::Unknown
-                    | ProviderAnswer::ReplayedUnknown => {
+                    | ProviderAnswer::ReplayedUnknown
+                    | ProviderAnswer::Indeterminate => {
                         panic!(
                             "the protocol reconciles a success's envelope, a decline or an absence"
                         )

@@ -173,6 +173,8 @@ pub(super) struct Seen {
     pub planned_refused: bool,
     /// A sender heard the provider replay a stored 5xx.
     pub replayed_unknown: bool,
+    /// The provider rolled a stored 5xx that charged nothing forward.
+    pub rolled_forward: bool,
 }
 
 impl Seen {
@@ -225,6 +227,8 @@ pub(super) enum Action {
     /// `true`.
     StoreError(usize, bool),
     Drop(usize),
+    /// The provider rolls a stored 5xx that charged nothing forward: the charge now.
+    RollForward(KeyId),
     CatchUp(KeyId),
     Yield(usize),
     /// Worker `w`'s commit in flight lands, or is refused.
@@ -246,6 +250,7 @@ impl Action {
             Self::Process(_)
             | Self::StoreError(..)
             | Self::Drop(_)
+            | Self::RollForward(_)
             | Self::CatchUp(_)
             | Self::Tick => None,
         }
@@ -290,6 +295,9 @@ impl Model for SendModel {
                 actions.push(Action::StoreError(i, false));
             }
             actions.push(Action::Drop(i));
+        }
+        if self.bounds.stored_errors {
+            actions.extend(state.provider.unrolled().map(Action::RollForward));
         }
         actions.extend(state.provider.lagging().map(Action::CatchUp));
         let next = self.bounds.instants.get(state.clock + 1);
@@ -346,6 +354,10 @@ impl Model for SendModel {
                         .stored_error(KeyId::new(PlanChoice::Right, AttemptNumber::FIRST))
                         == Some(true)
             }),
+            Property::sometimes(
+                "a charge rolled forward after a stored 5xx settles",
+                |_, s: &State| s.seen.succeeded && s.seen.rolled_forward,
+            ),
             Property::sometimes(
                 "attempt 2 charged after a stored 5xx without a charge",
                 |_, s: &State| {
