@@ -34,7 +34,6 @@ async fn service_on(stand_in: &StandIn) -> Service {
             ("PROVIDER_NAME", "stripe".to_owned()),
             ("STRIPE_SECRET_KEY", SECRET.to_owned()),
             ("STRIPE_API_BASE", stand_in.url().to_owned()),
-            ("PROVIDER_LOOKUP", "durable".to_owned()),
             ("PROVIDER_TIMEOUT_MS", "2000".to_owned()),
         ],
         now: Some(now),
@@ -320,6 +319,7 @@ async fn checkout_on_stripe_search_lag_never_proves_an_absence() {
 #[test]
 fn checkout_on_stripe_configuration_names_the_variable() {
     use super::service::config::Config;
+    use command_journal::sends::ProviderLookup;
     use std::collections::HashMap;
     let base: HashMap<&str, &str> = HashMap::from([
         ("GOOGLE_CLOUD_PROJECT", "demo-project"),
@@ -342,7 +342,27 @@ fn checkout_on_stripe_configuration_names_the_variable() {
     };
     let ok = config(&[]).expect("valid");
     assert_eq!(ok.provider_url.as_str(), "https://api.stripe.com/");
-    assert_eq!(ok.plan.endpoint(), "POST /v1/payment_intents");
+    // The plan is the Stripe client's own (`Stripe::plan`), its lookup the client's
+    // (search: durable) with no PROVIDER_LOOKUP set.
+    let backend = super::service::backend::Backend::new(&ok).expect("a client");
+    let payload = json!({"amount": 1250, "currency": "eur", "paymentMethod": "pm_card_visa"});
+    let plan = backend.plan(&payload).expect("plan");
+    let stripe_client = match &backend {
+        super::service::backend::Backend::Stripe(stripe) => stripe.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(plan, stripe_client.plan(&payload).expect("Stripe's plan"));
+    assert_eq!(
+        (plan.lookup(), plan.lookup_settle_seconds()),
+        (ProviderLookup::Durable, 300)
+    );
+    let account = backend.account().expect("account");
+    assert_eq!(account.lookup(), Some(ProviderLookup::Durable));
+    assert!(account.lookup_covers(plan.lookup()));
+    assert_eq!(
+        backend.plan(&json!({"amount": 5})),
+        Err(command_journal::JournalError::invalid("parameters"))
+    );
     let stripe = ok.stripe.expect("a Stripe client's settings");
     assert_eq!(stripe.api_version, "2026-01-28.clover");
     assert!(!format!("{stripe:?}").contains("CANARY"), "{stripe:?}");
@@ -365,14 +385,14 @@ fn checkout_on_stripe_configuration_names_the_variable() {
             ],
             "STRIPE_API_BASE",
         ),
-        // Promises Stripe does not keep: a key kept past its 24 hours (the cutoff
-        // would fall after Stripe forgot it), a settle window inside its search's lag.
+        // The client's own terms, which no variable overrides: a retention, a lookup
+        // or a settle window other than the client binds.
         (
             vec![("PROVIDER_KEY_RETENTION_SECONDS", Some("86401"))],
             "PROVIDER_KEY_RETENTION_SECONDS",
         ),
         (
-            vec![("PROVIDER_KEY_RETENTION_SECONDS", Some("2592000"))],
+            vec![("PROVIDER_KEY_RETENTION_SECONDS", Some("3600"))],
             "PROVIDER_KEY_RETENTION_SECONDS",
         ),
         (
@@ -380,11 +400,12 @@ fn checkout_on_stripe_configuration_names_the_variable() {
             "PROVIDER_LOOKUP_SETTLE_SECONDS",
         ),
         (
-            vec![
-                ("PROVIDER_LOOKUP", Some("durable")),
-                ("PROVIDER_LOOKUP_SETTLE_SECONDS", Some("0")),
-            ],
+            vec![("PROVIDER_LOOKUP_SETTLE_SECONDS", Some("600"))],
             "PROVIDER_LOOKUP_SETTLE_SECONDS",
+        ),
+        (
+            vec![("PROVIDER_LOOKUP", Some("key_store"))],
+            "PROVIDER_LOOKUP",
         ),
     ];
     for (changes, variable) in refused {
@@ -396,25 +417,20 @@ fn checkout_on_stripe_configuration_names_the_variable() {
     let local =
         config(&[("STRIPE_API_BASE", Some("https://stripe.internal/base"))]).expect("valid");
     assert_eq!(local.provider_url.as_str(), "https://stripe.internal/base");
-    // What Stripe keeps still passes: a shorter retention (an earlier cutoff), a
-    // longer settle window, a durable lookup.
+    // The client's own figures, set as a deployment of the earlier documentation
+    // did, still pass.
     let careful = config(&[
         ("PROVIDER_KEY_RETENTION_SECONDS", Some("86400")),
         ("PROVIDER_LOOKUP", Some("durable")),
         ("PROVIDER_LOOKUP_SETTLE_SECONDS", Some("300")),
     ])
-    .expect("Stripe's own figures");
+    .expect("the client's own figures");
     assert_eq!(
         (
             careful.plan.key_retention_seconds,
+            careful.plan.lookup,
             careful.plan.lookup_settle_seconds
         ),
-        (86_400, 300)
+        (86_400, ProviderLookup::Durable, 300)
     );
-    let shorter = config(&[
-        ("PROVIDER_KEY_RETENTION_SECONDS", Some("3600")),
-        ("PROVIDER_LOOKUP_SETTLE_SECONDS", Some("600")),
-    ])
-    .expect("an earlier cutoff, a longer window");
-    assert_eq!(shorter.plan.lookup_settle_seconds, 600);
 }

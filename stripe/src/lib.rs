@@ -46,7 +46,7 @@ pub mod webhook;
 
 pub use answer::{LookupAnswer, SendAnswer};
 pub use charge::{Charge, InvalidParameters};
-pub use client::Stripe;
+pub use client::{PlanTerms, Stripe};
 pub use config::{Account, LookupMethod, StripeConfig};
 pub use error::ConfigError;
 pub use intent::Expected;
