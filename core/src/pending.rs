@@ -12,6 +12,7 @@
 //! a prepared read, which decides from its lifecycle and send documents, strictly
 //! parsed, whether it is pending at the captured time and why.
 
+pub(crate) mod late;
 pub(crate) mod read;
 
 pub use crate::document::lifecycle::LifecycleState;
@@ -20,7 +21,7 @@ pub use crate::key_range::{KeyRange, MAX_KEY_RANGES};
 use crate::digest::Digest;
 use crate::fence::FenceEpoch;
 use crate::sends::status::{digest_text, nullable_seconds_nanos, seconds_nanos};
-use crate::sends::{AttemptNumber, AttemptState};
+use crate::sends::{AttemptNumber, AttemptState, LateReason};
 use crate::time::Timestamp;
 use serde::Serialize;
 
@@ -110,6 +111,38 @@ pub struct PendingCommand {
     pub send: Option<PendingSend>,
     /// What would move it on.
     pub unblocked_by: Unblock,
+}
+
+/// A charge its command ended without (`checkoutRequests/{hash}/lateCharges/{attempt}`:
+/// its attempt was recorded absent or declined), as `pending` lists it after the
+/// waiting commands: money moved that no settled command accounts for, for a person to
+/// refund. Redacted as `status` is: the key hash, never a key or a charge id (a person
+/// finds the charge at the provider under the attempt's key, which `command-journal
+/// identity` derives).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LateChargeListed {
+    /// The command's key hash (64 lowercase hex).
+    #[serde(serialize_with = "digest_text")]
+    pub command_key_hash: Digest,
+    /// The charge: its attempt, why the command did not take it, when it was
+    /// recorded.
+    pub late_charge: LateChargeDetail,
+    /// Always `refund`: a person settles it.
+    pub unblocked_by: &'static str,
+}
+
+/// What a listed late charge says.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LateChargeDetail {
+    /// The attempt whose key charged.
+    pub attempt: AttemptNumber,
+    /// `attempt_absent` or `attempt_declined`.
+    pub reason: LateReason,
+    /// When the journal recorded it, `{"seconds": S, "nanoseconds": N}`.
+    #[serde(serialize_with = "seconds_nanos")]
+    pub recorded_at: Timestamp,
 }
 
 #[cfg(test)]

@@ -123,6 +123,10 @@ pub enum Recovered {
     /// declared: nothing asked, nothing written, left listed (a job configured for
     /// another account).
     OtherAccount,
+    /// The provider held a successful charge for the key, but the command had ended,
+    /// or its attempt moved on, without it: recorded as a late charge
+    /// (`lateCharges`), listed for a person (a refund).
+    LateCharge,
 }
 
 impl Recovered {
@@ -138,11 +142,12 @@ impl Recovered {
             Self::LookupUnavailable => "lookup_unavailable",
             Self::Absent => "absent",
             Self::OtherAccount => "other_account",
+            Self::LateCharge => "late_charge",
         }
     }
 
     /// Every outcome, in declaration order.
-    pub const ALL: [Self; 9] = [
+    pub const ALL: [Self; 10] = [
         Self::Succeeded,
         Self::Declined,
         Self::AlreadySettled,
@@ -152,6 +157,7 @@ impl Recovered {
         Self::LookupUnavailable,
         Self::Absent,
         Self::OtherAccount,
+        Self::LateCharge,
     ];
 
     /// Whether the command left the pending list by this recovery (or before it):

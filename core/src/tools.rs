@@ -205,6 +205,14 @@ pub mod sends {
         pub use crate::sends::guard::Guarded;
     }
 
+    pub mod late {
+        //! `checkoutRequests/{commandKeyHash}/lateCharges/{attempt:04}`: a charge its
+        //! command ended without, as `pending` lists it, and its record.
+
+        pub use crate::pending::late::listed;
+        pub use crate::sends::late::{COLLECTION, RecordLateCharge, parse_id};
+    }
+
     pub mod load {
         //! The first read of every send operation.
 

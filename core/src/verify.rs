@@ -10,6 +10,7 @@ pub(crate) mod checkpoints;
 pub(crate) mod commerce;
 pub(crate) mod historical_links;
 pub(crate) mod keys;
+pub(crate) mod late;
 pub(crate) mod ledger;
 pub(crate) mod pending_index;
 pub(crate) mod ranges;

@@ -212,6 +212,7 @@ pub(super) async fn commands(
                 Part::Send => docs.sends.push(doc),
                 Part::Result => docs.result = Some(doc),
                 Part::SendEvent(revision) => docs.send_events.push((revision, doc)),
+                Part::LateCharge(attempt) => docs.late_charges.push((attempt, doc)),
                 Part::Reservation | Part::Effect => {}
             }
         }

@@ -10,6 +10,7 @@
 use super::Execution;
 use super::opening::Opening;
 use super::protocol::{Event, Protocol, Step};
+use crate::answer::Closing;
 use crate::answer::ProviderAnswer;
 use crate::call::{
     Answered, Concurrency, Labelled, LookupCall, Metric, Next, Program, Run, SendCall,
@@ -22,6 +23,7 @@ use crate::error::JournalError;
 use crate::identity::CommandIdentity;
 use crate::lease::{CommandCall, LeaseCall};
 use crate::sends::begin::BeginSend;
+use crate::sends::late::{LateChargeOutput, RecordLateCharge};
 use crate::sends::load::first_read;
 use crate::sends::plan::ProviderPlan;
 use crate::sends::record::{Mode, RecordAnswer};
@@ -46,6 +48,8 @@ pub enum ExecuteOp {
     Status(SendStatusRead),
     /// `result`.
     Result(ResultRead),
+    /// `record_late_charge`.
+    LateCharge(RecordLateCharge),
 }
 
 /// What a transition of an `execute` call answered.
@@ -64,6 +68,8 @@ pub enum ExecuteAnswer {
     Status(CommandStatus),
     /// The stored result.
     Result(Option<ResultEnvelope>),
+    /// The late charge recorded.
+    LateCharge(LateChargeOutput),
 }
 
 crate::call::transitions!(ExecuteOp => ExecuteAnswer {
@@ -73,6 +79,7 @@ crate::call::transitions!(ExecuteOp => ExecuteAnswer {
     Record => ExecuteAnswer::Recorded,
     Status => ExecuteAnswer::Status,
     Result => ExecuteAnswer::Result,
+    LateCharge => ExecuteAnswer::LateCharge,
 });
 
 impl Labelled for ExecuteAnswer {
@@ -83,6 +90,7 @@ impl Labelled for ExecuteAnswer {
             Self::Recorded(output) => output.label(),
             Self::Status(output) => output.label(),
             Self::Result(output) => output.label(),
+            Self::LateCharge(output) => output.label(),
         }
     }
 
@@ -115,6 +123,7 @@ enum Waiting {
     Lookup,
     Reconcile,
     Result,
+    LateCharge,
 }
 
 /// One `execute` call: the holder, the plan, the protocol.
@@ -205,6 +214,12 @@ impl ExecuteProgram {
                 A::Result(result) => Event::Fetched(result),
                 _ => return Err(out_of_turn()),
             },
+            (Some(Waiting::LateCharge), Answered::Ran(ran)) => {
+                Event::LateCharge(ran.and_then(|answer| match answer {
+                    A::LateCharge(output) => Ok(output),
+                    _ => Err(out_of_turn()),
+                }))
+            }
             (Some(Waiting::Start), Answered::Ran(Err(error))) => return Err(error),
             (Some(Waiting::Send), Answered::Sent(answer)) => Event::Sent(answer),
             (Some(Waiting::Lookup), Answered::LookedUp(answer)) => Event::LookedUp(answer),
@@ -367,6 +382,21 @@ impl Program for ExecuteProgram {
                     let read = ResultRead::new(CommandCall::new(self.identity.clone(), now));
                     let run = Run::op(ExecuteOp::Result(read)).observing();
                     (Waiting::Result, Next::Run(run))
+                }
+                // A call of its own: no lease, and nothing it reads is kept.
+                Step::RecordLateCharge { attempt, evidence } => {
+                    let (Closing::Succeeded(commitment), _) = evidence.closing(&self.identity)
+                    else {
+                        return Err(JournalError::internal("execute: a late charge without one"));
+                    };
+                    let op = RecordLateCharge::new(
+                        CommandCall::new(self.identity.clone(), now),
+                        attempt,
+                        commitment,
+                    );
+                    let mut run = Run::op(ExecuteOp::LateCharge(op)).fresh();
+                    run.keep = false;
+                    (Waiting::LateCharge, Next::Run(run))
                 }
             };
             if waiting != Waiting::Start || !matches!(next, Next::Run(Run { fresh: false, .. })) {

@@ -24,6 +24,7 @@
 //! | reconcile: terminal | done: the envelope found, or declined |
 //! | reconcile: absent (first time) | `begin_send` (opens the next attempt) |
 //! | reconcile: `absence_not_provable` | done: pending reconciliation |
+//! | a success held (sent or found) meets a command that ended, or an attempt that moved on, without it (start: terminal; reconcile: `terminal_conflict`, `attempt_mismatch`) | `record_late_charge`, then the command's own answer (in progress after a reconcile) |
 //! | any lease lost (`lease_expired`, `stale_fence`, `lease_not_held`) | done: in progress |
 //! | result read: stored / none | done: succeeded with it / without a result |
 //!
@@ -36,7 +37,9 @@ use crate::error::JournalError;
 use crate::fence::FenceEpoch;
 use crate::lease::{LeaseOutput, TerminalOutput};
 use crate::sends::reverted::{Rule, reverted};
-use crate::sends::{AttemptNumber, BeginSendOutput, SendOutcomeOutput, SendStatus};
+use crate::sends::{
+    AttemptNumber, BeginSendOutput, LateChargeOutput, SendOutcomeOutput, SendStatus,
+};
 use crate::time::Timestamp;
 use std::time::Duration;
 
@@ -100,6 +103,14 @@ pub enum Step {
     },
     /// `Journal::result`.
     FetchResult,
+    /// `record_late_charge`: the success `evidence` for `attempt`'s key, which the
+    /// command ended (or moved on) without.
+    RecordLateCharge {
+        /// The attempt whose key charged.
+        attempt: AttemptNumber,
+        /// The provider's success.
+        evidence: ProviderAnswer,
+    },
     /// The answer.
     Done(Execution),
 }
@@ -123,6 +134,8 @@ pub enum Event {
     Reconciled(Result<SendOutcomeOutput, JournalError>),
     /// `result` answered the stored envelope, if any.
     Fetched(Option<ResultEnvelope>),
+    /// `record_late_charge` answered.
+    LateCharge(Result<LateChargeOutput, JournalError>),
 }
 
 /// How long a provider call may take at the journal's time.
@@ -158,6 +171,11 @@ pub struct Protocol {
     /// provider documents as indeterminate: once recorded, the key is looked up at
     /// once instead of waiting for a re-send or the cutoff.
     replayed_unknown: bool,
+    /// The evidence the reconciliation in flight offers: a success it refuses because
+    /// the command ended or moved on without it is a late charge.
+    reconciling: Option<ProviderAnswer>,
+    /// What the call does once the late charge it holds is recorded.
+    after_late: Option<Box<Step>>,
     steps: u32,
 }
 
@@ -176,6 +194,14 @@ fn lease_lost(error: &JournalError) -> bool {
 
 fn done(execution: Execution) -> Result<Step, JournalError> {
     Ok(Step::Done(execution))
+}
+
+/// Whether `answer` is a provider's success: a charge made.
+fn is_success(answer: Option<&ProviderAnswer>) -> bool {
+    matches!(
+        answer,
+        Some(ProviderAnswer::Succeeded(_) | ProviderAnswer::SucceededWithReference(_))
+    )
 }
 
 impl Protocol {
@@ -237,11 +263,43 @@ impl Protocol {
             .answer
             .clone()
             .ok_or(JournalError::internal("execute: no answer held"))?;
+        self.reconcile(fence, evidence)
+    }
+
+    /// `reconcile_send` of `evidence` for the attempt this call sent or looked up.
+    fn reconcile(
+        &mut self,
+        fence: FenceEpoch,
+        evidence: ProviderAnswer,
+    ) -> Result<Step, JournalError> {
+        self.reconciling = Some(evidence.clone());
         Ok(Step::Reconcile {
             fence,
             attempt: self.attempt()?,
             evidence,
         })
+    }
+
+    /// Records `evidence`, if it is a success, as a charge its command ended without,
+    /// then goes on with `then`; `then` at once for anything else (a decline moved no
+    /// money).
+    fn late_charge(
+        &mut self,
+        evidence: Option<ProviderAnswer>,
+        then: Step,
+    ) -> Result<Step, JournalError> {
+        match evidence {
+            Some(evidence) if is_success(Some(&evidence)) => {
+                self.answer = None;
+                self.pending = None;
+                self.after_late = Some(Box::new(then));
+                Ok(Step::RecordLateCharge {
+                    attempt: self.attempt()?,
+                    evidence,
+                })
+            }
+            _ => Ok(then),
+        }
     }
 
     /// The step after `event`, at the journal's time `now`.
@@ -259,11 +317,7 @@ impl Protocol {
                     self.lease = Some((fence_epoch, lease_expires_at));
                     if let Some(evidence) = self.answer.clone() {
                         // A second lease taken to record the answer this call holds.
-                        return Ok(Step::Reconcile {
-                            fence: fence_epoch,
-                            attempt: self.attempt()?,
-                            evidence,
-                        });
+                        return self.reconcile(fence_epoch, evidence);
                     }
                     match self.deadline(now)? {
                         Window::Call(_) => Ok(Step::BeginSend { fence: fence_epoch }),
@@ -271,8 +325,16 @@ impl Protocol {
                     }
                 }
                 LeaseOutput::Busy => done(Execution::InProgress),
-                LeaseOutput::Succeeded => Ok(Step::FetchResult),
-                LeaseOutput::FailedFinal => done(Execution::Declined),
+                // A success this call holds, for a command that ended meanwhile: a
+                // charge it may have ended without (its own, if it is the one).
+                LeaseOutput::Succeeded => {
+                    let held = self.answer.clone();
+                    self.late_charge(held, Step::FetchResult)
+                }
+                LeaseOutput::FailedFinal => {
+                    let held = self.answer.clone();
+                    self.late_charge(held, Step::Done(Execution::Declined))
+                }
             },
             Event::BeganSend(answer) => match answer {
                 Ok(BeginSendOutput::Permitted(permit)) => match self.deadline(now)? {
@@ -375,11 +437,7 @@ impl Protocol {
                         found
                     }
                 };
-                Ok(Step::Reconcile {
-                    fence,
-                    attempt: self.attempt()?,
-                    evidence,
-                })
+                self.reconcile(fence, evidence)
             }
             Event::Reconciled(answer) => match answer {
                 Ok(SendOutcomeOutput::Terminal(outcome)) => self.terminal(outcome),
@@ -404,12 +462,31 @@ impl Protocol {
                     done(Execution::PendingReconciliation)
                 }
                 Err(error) if lease_lost(&error) => done(Execution::InProgress),
+                // The command ended, or its attempt moved on, without the success
+                // offered: record it as a late charge, never drop it.
+                Err(JournalError::TerminalConflict | JournalError::AttemptMismatch)
+                    if self.after_late.is_none() && is_success(self.reconciling.as_ref()) =>
+                {
+                    let offered = self.reconciling.take();
+                    self.late_charge(offered, Step::Done(Execution::InProgress))
+                }
                 Err(error) => Err(error),
             },
             Event::Fetched(result) => done(match result {
                 Some(envelope) => Execution::Succeeded(envelope),
                 None => Execution::SucceededWithoutResult,
             }),
+            Event::LateCharge(answer) => {
+                let then = self
+                    .after_late
+                    .take()
+                    .ok_or(JournalError::internal("execute: a late charge unasked"))?;
+                match answer? {
+                    // The command's own charge after all: its stored answer.
+                    LateChargeOutput::OwnCharge => Ok(Step::FetchResult),
+                    LateChargeOutput::Recorded { .. } => Ok(*then),
+                }
+            }
         }
     }
 }

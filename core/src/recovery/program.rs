@@ -7,14 +7,17 @@
 use super::Recovered;
 use super::protocol::{RecoveryEvent as Event, RecoveryProtocol, RecoveryStep as Step};
 use super::registered::{Registered, RegisteredIdentity};
+use crate::answer::Closing;
 use crate::call::{Answered, Labelled, LookupCall, Next, Program, Run};
 use crate::digest::Digest;
 use crate::envelope::record::WithResult;
 use crate::error::JournalError;
 use crate::identity::CommandIdentity;
+use crate::lease::CommandCall;
 use crate::lease::{Acquire, LeaseCall, LeaseOutput};
 use crate::sends::ProviderAccount;
 use crate::sends::SendOutcomeOutput;
+use crate::sends::late::{LateChargeOutput, RecordLateCharge};
 use crate::sends::load::first_read;
 use crate::sends::record::{Mode, RecordAnswer};
 use crate::time::Timestamp;
@@ -28,6 +31,8 @@ pub enum RecoveryOp {
     Acquire(Acquire),
     /// The reconciliation under it.
     Reconcile(Box<WithResult<RecordAnswer>>),
+    /// A late charge's record.
+    LateCharge(RecordLateCharge),
 }
 
 /// What a transition of a recovery answered.
@@ -39,12 +44,15 @@ pub enum RecoveryAnswer {
     Acquired(LeaseOutput),
     /// The recorded evidence.
     Reconciled(SendOutcomeOutput),
+    /// The late charge recorded.
+    LateCharge(LateChargeOutput),
 }
 
 crate::call::transitions!(RecoveryOp => RecoveryAnswer {
     Status => |registered| RecoveryAnswer::Status(Box::new(registered)),
     Acquire => RecoveryAnswer::Acquired,
     Reconcile => RecoveryAnswer::Reconciled,
+    LateCharge => RecoveryAnswer::LateCharge,
 });
 
 impl Labelled for RecoveryAnswer {
@@ -54,6 +62,7 @@ impl Labelled for RecoveryAnswer {
             Self::Status(_) => "read",
             Self::Acquired(lease) => lease.label(),
             Self::Reconciled(output) => output.label(),
+            Self::LateCharge(output) => output.label(),
         }
     }
 }
@@ -65,6 +74,7 @@ enum Waiting {
     Lookup,
     Acquire,
     Reconcile,
+    LateCharge,
 }
 
 /// The recovery of the command `hash` under the job's lease `owner`.
@@ -138,6 +148,12 @@ impl Program for RecoveryProgram {
                     _ => Err(out_of_turn()),
                 })))
             }
+            (Some(Waiting::LateCharge), Answered::Ran(ran)) => {
+                Some(Event::LateCharge(ran.and_then(|answer| match answer {
+                    RecoveryAnswer::LateCharge(output) => Ok(output),
+                    _ => Err(out_of_turn()),
+                })))
+            }
             _ => return Err(out_of_turn()),
         };
         let step = match event {
@@ -186,6 +202,17 @@ impl Program for RecoveryProgram {
                     Waiting::Reconcile,
                     Next::Run(Run::op(RecoveryOp::Reconcile(Box::new(op)))),
                 )
+            }
+            Step::RecordLateCharge { attempt, evidence } => {
+                let identity = self.call(now)?.identity().clone();
+                let (Closing::Succeeded(commitment), _) = evidence.closing(&identity) else {
+                    return Err(JournalError::internal("recover: a late charge without one"));
+                };
+                let op =
+                    RecordLateCharge::new(CommandCall::new(identity, now), attempt, commitment);
+                let mut run = Run::op(RecoveryOp::LateCharge(op)).fresh();
+                run.keep = false;
+                (Waiting::LateCharge, Next::Run(run))
             }
         };
         self.waiting = Some(waiting);

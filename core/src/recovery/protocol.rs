@@ -1,12 +1,16 @@
 //! The recovery protocol: the steps one command's recovery takes, from its status and
-//! the provider's evidence to the lease and the reconciliation, as a state machine.
+//! the provider's evidence to the lease and the reconciliation, as a state machine. A
+//! success found for a command that ended, or whose attempt moved on, before it could
+//! be recorded is recorded as a late charge (`record_late_charge`), never dropped.
 
 use super::{LOOKUP_DEADLINE, Recovered, Registered};
 use crate::answer::ProviderAnswer;
 use crate::error::JournalError;
 use crate::fence::FenceEpoch;
 use crate::lease::{CommandState, LeaseOutput, TerminalOutput};
-use crate::sends::{AttemptNumber, AttemptState, ProviderAccount, SendOutcomeOutput};
+use crate::sends::{
+    AttemptNumber, AttemptState, LateChargeOutput, ProviderAccount, SendOutcomeOutput,
+};
 use std::time::Duration;
 
 /// The next thing the recovery driver does.
@@ -35,6 +39,13 @@ pub(crate) enum RecoveryStep {
         /// What the provider showed.
         evidence: ProviderAnswer,
     },
+    /// `record_late_charge` of the success `evidence` for `attempt`'s key.
+    RecordLateCharge {
+        /// The attempt whose key charged.
+        attempt: AttemptNumber,
+        /// What the provider showed: a success.
+        evidence: ProviderAnswer,
+    },
     /// The answer.
     Done(Recovered),
 }
@@ -50,6 +61,8 @@ pub(crate) enum RecoveryEvent {
     Acquired(LeaseOutput),
     /// `reconcile_send` answered.
     Reconciled(Result<SendOutcomeOutput, JournalError>),
+    /// `record_late_charge` answered.
+    LateCharge(Result<LateChargeOutput, JournalError>),
 }
 
 /// The recovery's state between steps.
@@ -69,6 +82,8 @@ pub(crate) struct RecoveryProtocol {
     confirming: Option<FenceEpoch>,
     /// Whether the reconciliation in flight records an absence.
     recording_absence: bool,
+    /// The evidence the reconciliation in flight offers.
+    offered: Option<ProviderAnswer>,
     steps: u32,
 }
 
@@ -78,6 +93,14 @@ const MAX_STEPS: u32 = 8;
 
 fn done(recovered: Recovered) -> Result<RecoveryStep, JournalError> {
     Ok(RecoveryStep::Done(recovered))
+}
+
+/// Whether `answer` is a provider's success: a charge made.
+fn is_success(answer: Option<&ProviderAnswer>) -> bool {
+    matches!(
+        answer,
+        Some(ProviderAnswer::Succeeded(_) | ProviderAnswer::SucceededWithReference(_))
+    )
 }
 
 fn lease_lost(error: &JournalError) -> bool {
@@ -143,8 +166,11 @@ impl RecoveryProtocol {
                     self.reconcile(fence_epoch, evidence)
                 }
                 LeaseOutput::Busy => done(Recovered::InProgress),
+                // Settled meanwhile: a charge found for it is its own, or one it ended
+                // without (a late charge).
                 LeaseOutput::Succeeded | LeaseOutput::FailedFinal => {
-                    done(Recovered::AlreadySettled)
+                    let evidence = self.evidence.take();
+                    self.late_charge(evidence, Recovered::AlreadySettled)
                 }
             },
             RecoveryEvent::Reconciled(answer) => match answer {
@@ -166,8 +192,34 @@ impl RecoveryProtocol {
                     done(Recovered::NotFound)
                 }
                 Err(error) if lease_lost(&error) => done(Recovered::InProgress),
+                // The command ended, or its attempt moved on, without the charge found.
+                Err(JournalError::TerminalConflict | JournalError::AttemptMismatch)
+                    if is_success(self.offered.as_ref()) =>
+                {
+                    let offered = self.offered.take();
+                    self.late_charge(offered, Recovered::LateCharge)
+                }
                 Err(error) => Err(error),
             },
+            RecoveryEvent::LateCharge(answer) => match answer? {
+                LateChargeOutput::OwnCharge => done(Recovered::AlreadySettled),
+                LateChargeOutput::Recorded { .. } => done(Recovered::LateCharge),
+            },
+        }
+    }
+
+    /// Records `evidence`, if it is a success, as a late charge; `otherwise` for
+    /// anything else (a decline moved no money).
+    fn late_charge(
+        &mut self,
+        evidence: Option<ProviderAnswer>,
+        otherwise: Recovered,
+    ) -> Result<RecoveryStep, JournalError> {
+        match (evidence, self.attempt) {
+            (Some(evidence), Some(attempt)) if is_success(Some(&evidence)) => {
+                Ok(RecoveryStep::RecordLateCharge { attempt, evidence })
+            }
+            _ => done(otherwise),
         }
     }
 
@@ -180,6 +232,7 @@ impl RecoveryProtocol {
             "recover: evidence before the first read",
         ))?;
         self.recording_absence = evidence == ProviderAnswer::NotFound;
+        self.offered = Some(evidence.clone());
         Ok(RecoveryStep::Reconcile {
             fence,
             attempt,

@@ -107,9 +107,14 @@ fn prompt_plan() -> ProviderPlan {
 }
 
 /// What the provider answers each lookup, and the keys it was asked.
+/// What happens to the journal while a lookup is out (another client).
+type Meanwhile = Box<dyn FnOnce(&mut Store)>;
+
 struct Provider {
     answers: Vec<ProviderAnswer>,
     asked: Vec<String>,
+    /// What happens to the journal while the first lookup is out.
+    meanwhile: Option<Meanwhile>,
 }
 
 impl Provider {
@@ -117,6 +122,7 @@ impl Provider {
         Self {
             answers,
             asked: Vec::new(),
+            meanwhile: None,
         }
     }
 }
@@ -163,6 +169,9 @@ fn drive(
             }
             RecoveryStep::Lookup { key, .. } => {
                 provider.asked.push(key);
+                if let Some(meanwhile) = provider.meanwhile.take() {
+                    meanwhile(store);
+                }
                 RecoveryEvent::LookedUp(if provider.answers.is_empty() {
                     ProviderAnswer::Unknown
                 } else {
@@ -195,6 +204,17 @@ fn drive(
                         envelope,
                     )),
                 })
+            }
+            RecoveryStep::RecordLateCharge { attempt, evidence } => {
+                let identity = identity.clone().expect("read first");
+                let (crate::answer::Closing::Succeeded(commitment), _) =
+                    evidence.closing(&identity)
+                else {
+                    panic!("a late charge of a success only")
+                };
+                let call = crate::lease::CommandCall::new(identity, now);
+                let op = crate::sends::late::RecordLateCharge::new(call, attempt, commitment);
+                RecoveryEvent::LateCharge(store.answer(&op))
             }
         };
         step = recovery.step(event)?;
@@ -867,10 +887,25 @@ fn a_second_recovery_holding_stale_evidence_loses_to_the_fence() {
     );
     let owner = recovery_owner(&hash(), &fresh_lease());
     let acquired = store
-        .answer(&Acquire::new(LeaseCall::new(identity, owner, now)))
+        .answer(&Acquire::new(LeaseCall::new(identity.clone(), owner, now)))
         .expect("acquire");
+    // The charge it holds is checked against the settled command: its own.
     assert_eq!(
         late.step(RecoveryEvent::Acquired(acquired)),
+        Ok(RecoveryStep::RecordLateCharge {
+            attempt: AttemptNumber::FIRST,
+            evidence: ProviderAnswer::Succeeded(envelope()),
+        })
+    );
+    let commitment = identity.terminal_commitment(&envelope().reference());
+    let checked = store.answer(&crate::sends::late::RecordLateCharge::new(
+        CommandCall::new(identity, now),
+        AttemptNumber::FIRST,
+        commitment,
+    ));
+    assert_eq!(checked, Ok(crate::sends::LateChargeOutput::OwnCharge));
+    assert_eq!(
+        late.step(RecoveryEvent::LateCharge(checked)),
         Ok(RecoveryStep::Done(Recovered::AlreadySettled))
     );
 }
@@ -884,6 +919,80 @@ fn outcomes_serialize_as_their_labels() {
         );
     }
     assert!(Recovered::ALL.iter().filter(|o| o.settled()).count() == 3);
+}
+
+/// A charge found while another client ended the command without it (here: a decline
+/// recorded for the same attempt meanwhile) is recorded as a late charge, never
+/// dropped; found while the client settled it with that same charge, it is the
+/// command's own.
+#[test]
+fn a_charge_found_for_a_command_that_ended_without_it_is_a_late_charge() {
+    use crate::sends::late::{LateCharge, path};
+    let ends = |answer: ProviderAnswer| -> Meanwhile {
+        Box::new(move |store: &mut Store| {
+            let input = input();
+            let identity = input.identity();
+            let lease = fresh_lease();
+            let owner = input.lease_owner(&identity, &lease).expect("owner");
+            let now = at(T0 + 61 * SEC);
+            let started = store
+                .answer(&Start::new(identity.clone(), owner.clone(), now))
+                .expect("start");
+            let LeaseOutput::Acquired { fence_epoch, .. } = started.lease else {
+                panic!("{started:?}");
+            };
+            let call = LeaseCall::new(identity.clone(), owner, now);
+            store
+                .answer(&BeginSend::new(call.clone(), fence_epoch, plan()))
+                .expect("a re-send");
+            let (finding, envelope) = answer.closing(&identity);
+            let op =
+                RecordAnswer::outcome(call, fence_epoch, AttemptNumber::FIRST, finding, plan());
+            match envelope {
+                None => store.answer(&op).expect("recorded"),
+                Some(envelope) => store
+                    .answer(&crate::envelope::record::WithResult::new(
+                        op,
+                        &hash(),
+                        now,
+                        envelope,
+                    ))
+                    .expect("recorded"),
+            };
+        })
+    };
+    // Declined meanwhile: the charge found is late.
+    let mut store = Store::new();
+    crashed_mid_send(&mut store);
+    let mut provider = Provider::answering(vec![ProviderAnswer::Succeeded(envelope())]);
+    provider.meanwhile = Some(ends(ProviderAnswer::Declined));
+    assert_eq!(
+        recover(&mut store, &mut provider, T0 + 62 * SEC),
+        Ok(Recovered::LateCharge)
+    );
+    let doc = store
+        .get(&path(&hash(), AttemptNumber::FIRST))
+        .expect("the late charge");
+    let late = LateCharge::parse(&hash(), AttemptNumber::FIRST, doc).expect("parses");
+    assert_eq!(late.reason, crate::sends::LateReason::AttemptDeclined);
+    let commitment = input()
+        .identity()
+        .terminal_commitment(&envelope().reference());
+    assert_eq!(late.commitment, commitment);
+    assert_eq!(
+        state(&mut store, T0 + 63 * SEC).command.state,
+        CommandState::FailedFinal
+    );
+    // Settled meanwhile with that same charge: the command's own, nothing late.
+    let mut store = Store::new();
+    crashed_mid_send(&mut store);
+    let mut provider = Provider::answering(vec![ProviderAnswer::Succeeded(envelope())]);
+    provider.meanwhile = Some(ends(ProviderAnswer::Succeeded(envelope())));
+    assert_eq!(
+        recover(&mut store, &mut provider, T0 + 62 * SEC),
+        Ok(Recovered::AlreadySettled)
+    );
+    assert!(store.get(&path(&hash(), AttemptNumber::FIRST)).is_none());
 }
 
 #[test]

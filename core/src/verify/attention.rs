@@ -16,7 +16,7 @@ pub fn attention(hash: &Digest, docs: &CommandDocs) -> Vec<Attention> {
         .iter()
         .find(|doc| doc.path == path)
         .and_then(|doc| SendAttempt::parse(hash, &doc.fields).ok());
-    match current {
+    let mut out = match current {
         // The provider answered the attempt as indeterminate and may still complete
         // it: only its final state settles it, never a new key (`sends::absence`).
         Some(attempt) if attempt.state.indeterminate() => vec![Attention {
@@ -24,5 +24,11 @@ pub fn attention(hash: &Digest, docs: &CommandDocs) -> Vec<Attention> {
             path,
         }],
         _ => Vec::new(),
-    }
+    };
+    // Every late charge is money a person refunds.
+    out.extend(docs.late_charges.iter().map(|(_, doc)| Attention {
+        code: AttentionCode::LateCharge,
+        path: doc.path.clone(),
+    }));
+    out
 }

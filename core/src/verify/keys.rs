@@ -25,6 +25,8 @@ pub enum Part {
     Reservation,
     /// `ledgerTransactions/{id}_{index}`.
     Effect,
+    /// `checkoutRequests/{hash}/lateCharges/{attempt:04}`: this attempt's late charge.
+    LateCharge(crate::sends::AttemptNumber),
 }
 
 /// How a scanned document sorts into the merge.
@@ -87,6 +89,19 @@ pub fn classify_command_tree(doc: StoredDoc) -> Keyed {
                     "current",
                 ],
             ) => Digest::parse(id).map(|hash| (hash, Part::Result)),
+            Some(
+                [
+                    root::COLLECTION,
+                    id,
+                    crate::sends::late::COLLECTION,
+                    attempt,
+                ],
+            ) => {
+                let attempt = crate::sends::late::parse_id(attempt);
+                Digest::parse(id)
+                    .zip(attempt)
+                    .map(|(hash, n)| (hash, Part::LateCharge(n)))
+            }
             _ => None,
         },
     };

@@ -125,6 +125,11 @@ pub enum FindingCode {
     /// id, or its position lies outside the range (every recovery run of the range
     /// would fail on it).
     MalformedRecoveryCheckpoint,
+    /// A late charge (`lateCharges/{attempt}`) that fails its strict codec, was
+    /// rewritten, has no root or no send record, names an attempt after the current
+    /// one, or gives a reason its attempt's recorded state contradicts (an attempt
+    /// still open, or succeeded).
+    LateChargeMismatch,
 }
 
 impl FindingCode {
@@ -175,6 +180,7 @@ impl FindingCode {
             Self::ResultCommitmentMismatch => "result_commitment_mismatch",
             Self::PendingIndexMismatch => "pending_index_mismatch",
             Self::MalformedRecoveryCheckpoint => "malformed_recovery_checkpoint",
+            Self::LateChargeMismatch => "late_charge_mismatch",
         }
     }
 }
@@ -189,6 +195,10 @@ pub enum AttentionCode {
     /// settles the command, and no new key is issued for it; a person if that never
     /// comes.
     IndeterminateSend,
+    /// A charge its command ended without (`lateCharges/{attempt}`: the attempt was
+    /// recorded absent or declined): money moved for no settled command; a person
+    /// refunds it.
+    LateCharge,
 }
 
 impl AttentionCode {
@@ -196,6 +206,7 @@ impl AttentionCode {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::IndeterminateSend => "indeterminate_send",
+            Self::LateCharge => "late_charge",
         }
     }
 }

@@ -795,3 +795,95 @@ fn a_replay_the_journal_refuses_to_record_is_looked_up_or_left_to_the_holder() {
         assert_eq!(got[3], Step::Done(Execution::InProgress), "{lost:?}");
     }
 }
+
+/// A success this call holds (sent, or found by its lookup) for a command that ended,
+/// or whose attempt moved on, without it is recorded as a late charge, then the call
+/// answers what the journal holds; a decline held is no charge and nothing is late.
+#[test]
+fn a_success_the_command_ended_without_is_recorded_as_a_late_charge() {
+    let charge = envelope("ch_1");
+    let success = ProviderAnswer::Succeeded(charge.clone());
+    let late = Step::RecordLateCharge {
+        attempt: nth(1),
+        evidence: success.clone(),
+    };
+    let recorded = || {
+        Event::LateCharge(Ok(LateChargeOutput::Recorded {
+            attempt: nth(1),
+            reason: crate::sends::LateReason::AttemptAbsent,
+            new: true,
+        }))
+    };
+    // Held through a lost lease; the command ended by the time a lease was asked again.
+    let held = || {
+        vec![
+            acquired(),
+            permit(1, false),
+            Event::Sent(success.clone()),
+            Event::Recorded(Err(JournalError::LeaseExpired)),
+            Event::Reconciled(Err(JournalError::LeaseExpired)),
+        ]
+    };
+    for (ended, then) in [
+        (LeaseOutput::Succeeded, Step::FetchResult),
+        (LeaseOutput::FailedFinal, Step::Done(Execution::Declined)),
+    ] {
+        let mut events = held();
+        events.push(Event::Started(ended));
+        events.push(recorded());
+        let got = steps(events);
+        assert_eq!(got[5..], [late.clone(), then], "{ended:?}");
+    }
+    // The command's own charge after all: its stored answer.
+    let mut events = held();
+    events.push(Event::Started(LeaseOutput::Succeeded));
+    events.push(Event::LateCharge(Ok(LateChargeOutput::OwnCharge)));
+    assert_eq!(steps(events)[6], Step::FetchResult);
+    // Refused by the reconciliation: the command ended (terminal_conflict) or its
+    // attempt moved on (attempt_mismatch) without the charge the lookup found.
+    for refusal in [
+        JournalError::TerminalConflict,
+        JournalError::AttemptMismatch,
+    ] {
+        let got = steps(vec![
+            acquired(),
+            Event::BeganSend(Err(JournalError::SendCutoffPassed)),
+            status(1, AttemptState::Ambiguous, true),
+            Event::LookedUp(success.clone()),
+            Event::Reconciled(Err(refusal)),
+            recorded(),
+        ]);
+        assert_eq!(
+            got[4..],
+            [late.clone(), Step::Done(Execution::InProgress)],
+            "{refusal:?}"
+        );
+    }
+    // A decline held is no charge: the refusal stands, and a terminal start answers
+    // as before.
+    let got = run(vec![
+        (acquired(), at(0)),
+        (Event::BeganSend(Err(JournalError::SendCutoffPassed)), at(0)),
+        (status(1, AttemptState::Ambiguous, true), at(0)),
+        (Event::LookedUp(ProviderAnswer::Declined), at(0)),
+        (
+            Event::Reconciled(Err(JournalError::TerminalConflict)),
+            at(0),
+        ),
+    ]);
+    assert_eq!(got[4], Err(JournalError::TerminalConflict));
+    let got = steps(vec![
+        acquired(),
+        permit(1, false),
+        Event::Sent(ProviderAnswer::Declined),
+        Event::Recorded(Err(JournalError::LeaseExpired)),
+        Event::Reconciled(Err(JournalError::LeaseExpired)),
+        Event::Started(LeaseOutput::Succeeded),
+    ]);
+    assert_eq!(got[5], Step::FetchResult);
+    // A replay (nothing held): a terminal start answers at once, nothing late.
+    assert_eq!(
+        steps(vec![Event::Started(LeaseOutput::FailedFinal)]),
+        [Step::Done(Execution::Declined)]
+    );
+}

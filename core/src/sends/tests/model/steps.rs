@@ -16,7 +16,7 @@ use crate::lease::TerminalOutput;
 use crate::sends::AttemptNumber;
 use crate::sends::plan::attempt_key;
 use crate::sends::reverted::{Rule, reverted};
-use crate::sends::{BeginSendOutput, SendOutcomeOutput};
+use crate::sends::{BeginSendOutput, LateChargeOutput, SendOutcomeOutput};
 
 impl State {
     pub(super) fn call(&self, w: usize) -> &Call {
@@ -254,6 +254,18 @@ impl State {
                 let (output, _) = self.journal.run(caller, Op::Result);
                 self.answered(w, caller, Op::Result, output, bounds);
             }
+            Step::RecordLateCharge { attempt, evidence } => {
+                let ProviderAnswer::Succeeded(envelope) = evidence else {
+                    panic!("the protocol records a late charge of a success's envelope")
+                };
+                let op = Op::LateCharge {
+                    attempt,
+                    key: KeyId::of_envelope(&envelope),
+                };
+                let caller = self.caller(w, bounds);
+                let (output, _) = self.journal.run(caller, op);
+                self.answered(w, caller, op, output, bounds);
+            }
             Step::Lookup { attempt, key, .. } => {
                 let global = bounds.instants[self.clock];
                 let answer = self.lookup(choice, attempt, &key, global);
@@ -309,6 +321,12 @@ impl State {
                 }
             }
             Output::Status(Ok(send)) => Answer::Status(send),
+            Output::LateCharge(answer) => {
+                if matches!(answer, Ok(LateChargeOutput::Recorded { .. })) {
+                    self.seen.late_charge = true;
+                }
+                Answer::LateCharge(answer)
+            }
             Output::Result(read) => {
                 // The call ends with the stored result: nothing after it to model.
                 self.note_error(read.as_ref().err());

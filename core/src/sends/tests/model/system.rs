@@ -175,16 +175,19 @@ pub(super) struct Seen {
     pub replayed_unknown: bool,
     /// The provider rolled a stored 5xx that charged nothing forward.
     pub rolled_forward: bool,
+    /// A late charge was recorded (a charge its command ended without).
+    pub late_charge: bool,
 }
 
 impl Seen {
     /// What an `always` property refutes.
-    fn refuted(&self) -> [bool; 4] {
+    fn refuted(&self) -> [bool; 5] {
         [
             self.refused_answer,
             self.broken,
             self.stale_write,
             self.unlike_read,
+            self.late_charge,
         ]
     }
 }
@@ -324,6 +327,9 @@ impl Model for SendModel {
                 !(s.seen.refused_answer && s.provider.charges() > 1)
             }),
             Property::always("nothing fails closed", |_, s: &State| !s.seen.broken),
+            Property::always("no charge is recorded late", |_, s: &State| {
+                !s.seen.late_charge
+            }),
             Property::always("no write under a superseded fence", |_, s: &State| {
                 !s.seen.stale_write
             }),

@@ -10,7 +10,7 @@ use crate::answer::ProviderAnswer;
 use crate::error::JournalError;
 use crate::execute::protocol::{Event, Protocol, Step};
 use crate::lease::LeaseOutput;
-use crate::sends::{BeginSendOutput, SendOutcomeOutput, SendPermit, SendStatus};
+use crate::sends::{BeginSendOutput, LateChargeOutput, SendOutcomeOutput, SendPermit, SendStatus};
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 
@@ -29,6 +29,7 @@ pub(super) enum Answer {
     /// The lookup's answer: a success under the key, or not found.
     LookedUp(Option<KeyId>),
     Reconciled(Result<SendOutcomeOutput, JournalError>),
+    LateCharge(Result<LateChargeOutput, JournalError>),
 }
 
 impl Answer {
@@ -45,6 +46,7 @@ impl Answer {
             Self::LookedUp(Some(key)) => Event::LookedUp(ProviderAnswer::Succeeded(key.envelope())),
             Self::LookedUp(None) => Event::LookedUp(ProviderAnswer::NotFound),
             Self::Reconciled(answer) => Event::Reconciled(answer),
+            Self::LateCharge(answer) => Event::LateCharge(answer),
         }
     }
 }
@@ -55,7 +57,8 @@ impl Answer {
         match self {
             Self::BeganSend(Err(error))
             | Self::Recorded(Err(error))
-            | Self::Reconciled(Err(error)) => Some(error),
+            | Self::Reconciled(Err(error))
+            | Self::LateCharge(Err(error)) => Some(error),
             _ => None,
         }
     }
@@ -98,6 +101,8 @@ impl Answer {
             Self::LookedUp(Some(key)) => format!("lookup: found ({key:?})"),
             Self::LookedUp(None) => "lookup: not found".to_owned(),
             Self::Reconciled(answer) => format!("reconcile: {}", outcome(answer)),
+            Self::LateCharge(Ok(output)) => format!("late charge: {}", output.label()),
+            Self::LateCharge(Err(error)) => format!("late charge: {}", code(error)),
         }
     }
 }
