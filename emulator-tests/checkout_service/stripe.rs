@@ -209,9 +209,8 @@ async fn checkout_on_stripe_a_stored_500_without_the_intent_never_issues_a_secon
         .await;
 }
 
-/// The issue's acceptance: a stored 500 whose payment Stripe completes 30 minutes
-/// later. One key, one charge; the customer is told pending until then, and 200
-/// (the intent Stripe made) after.
+/// A stored 500 whose payment Stripe completes 30 minutes later: one key, one charge;
+/// the customer is told pending until then, and 200 (the intent Stripe made) after.
 #[tokio::test]
 async fn checkout_on_stripe_a_stored_500_completed_30_minutes_later_charges_once_under_one_key() {
     let stand_in = StandIn::start().await;
