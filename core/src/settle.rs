@@ -72,7 +72,7 @@ use crate::call::{Labelled, Now};
 use crate::document::lifecycle::LEASE_SECONDS;
 use crate::envelope::ResultEnvelope;
 use crate::fence::FenceEpoch;
-use crate::lease::{CommandState, LeaseOutput};
+use crate::lease::{CommandState, LeaseOutput, TerminalOutput};
 use crate::sends::provider::ProviderAnswer;
 use crate::time::Timestamp;
 use std::time::Duration;
@@ -207,6 +207,11 @@ pub(crate) enum Settled {
     /// Nothing asked or written: too little of the held lease is left for a provider
     /// call.
     LeaseEnding,
+    /// The success the evidence carried is recorded as a late charge (a charge its
+    /// command ended, or its attempt moved on, without): `Some`, the command had ended
+    /// so, as the lease taken to record it answered; `None`, the reconciliation
+    /// refused it (`terminal_conflict`, `attempt_mismatch`).
+    LateCharge(Option<TerminalOutput>),
 }
 
 impl Labelled for Settled {
@@ -223,6 +228,7 @@ impl Labelled for Settled {
             Self::NothingOpen => "nothing_open",
             Self::OtherAccount => "other_account",
             Self::LeaseEnding => "lease_ending",
+            Self::LateCharge(_) => "late_charge",
         }
     }
 }

@@ -102,12 +102,12 @@ async fn recover(config: Config, settings: JobSettings) -> ExitCode {
     // The lookups ask the service's own account: declared, a "not found" proves an
     // absence where a command's plan was bound to it.
     let mut settings = settings;
-    settings.options.account = match config.plan.account() {
+    settings.options.account = match backend.account() {
         Ok(account) => Some(account),
         Err(_) => return fail("start-up error: the provider account is invalid"),
     };
     let report = match &backend {
-        Backend::Charges(charges) => {
+        Backend::Charges(charges, _) => {
             service::recovery::run(&journal, charges, &settings, &logger).await
         }
         Backend::Stripe(stripe) => {

@@ -459,6 +459,7 @@ pub(crate) fn operation_span(name: OperationName, mode: Concurrency) -> tracing:
         O::Execute => span!("journal.execute"),
         O::Pending => span!("journal.pending"),
         O::Recover => span!("journal.recover"),
+        O::RecordLateCharge => span!("journal.record_late_charge"),
     }
 }
 

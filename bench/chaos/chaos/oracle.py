@@ -7,9 +7,10 @@ After the run and a final recovery, for every checkout:
 - every succeeded charge belongs to a checkout (its request's reference and its key,
   one of the checkout's attempt keys) that the journal has `succeeded` with that
   charge's envelope (`results/current`, read through the emulator's REST API), or
-  that `command-journal pending` still lists with that charge's attempt `sending` or
-  `ambiguous` (a listing that has the attempt absent, or a later attempt open, has
-  disowned the charge); any other charge counts in `chargesWithoutSettlement`;
+  that `command-journal pending` still lists with that charge's attempt's outcome
+  unknown (`sending`, `ambiguous`, `replayed_unknown` or `indeterminate`: a listing
+  that has the attempt absent, or a later attempt open, has disowned the charge); any
+  other charge counts in `chargesWithoutSettlement`;
 - `disagreeingAnswers` counts the checkouts where two answers disagree (two 200
   bodies that are not byte for byte the same, a 200 and a 402), where a 200's charge
   is not the one the ledger holds, a 402 where the ledger holds a charge or no
@@ -152,11 +153,14 @@ def still_sending(pending, at_seconds):
 
 def unknown(entry, attempt):
     """Whether a pending listing `entry` holds attempt `attempt`'s outcome as
-    unknown (`sending` or `ambiguous`): a charge under that attempt's key is then
-    still to be found. Listed any other way (no send, the attempt recorded absent,
-    a later attempt opened) the journal has disowned a charge the ledger holds."""
+    unknown (`sending`, `ambiguous`, or a stored 5xx's `replayed_unknown` or
+    `indeterminate`, which wait for the provider's final state): a charge under that
+    attempt's key is then still to be found. Listed any other way (no send, the
+    attempt recorded absent, a later attempt opened) the journal has disowned a charge
+    the ledger holds."""
     send = (entry or {}).get("send") or {}
-    return send.get("attempt") == attempt and send.get("state") in ("sending", "ambiguous")
+    open_states = ("sending", "ambiguous", "replayed_unknown", "indeterminate")
+    return send.get("attempt") == attempt and send.get("state") in open_states
 
 
 def check(checkouts, ledger, journal, pending):

@@ -22,6 +22,7 @@
 //! | | not found, unavailable | `PendingReconciliation` |
 //! | | in progress | `InProgress` |
 //! | | ended | as a start that answered it |
+//! | | a late charge recorded (a success this call held, which the command ended, or its attempt moved on, without) | as a start that answered how it ended; `InProgress` after a refused reconciliation |
 //! | fetching | the stored result, or none | `Succeeded` with it, `SucceededWithoutResult` |
 //!
 //! The lease's remaining time (what the provider's deadline, the lookup's and every
@@ -374,6 +375,14 @@ impl ExecuteProgram {
             }),
             Settled::NotFound | Settled::Unavailable => self.done(Execution::PendingReconciliation),
             Settled::InProgress => self.done(Execution::InProgress),
+            // A charge this call held, recorded late: the command's own answer, as a
+            // start would have answered it, or, refused by the reconciliation, in
+            // progress.
+            Settled::LateCharge(Some(TerminalOutput::Succeeded)) => self.fetch(now),
+            Settled::LateCharge(Some(TerminalOutput::FailedFinal)) => {
+                self.done(Execution::Declined)
+            }
+            Settled::LateCharge(None) => self.done(Execution::InProgress),
             Settled::Ended(CommandState::Registered | CommandState::Leased)
             | Settled::NothingOpen
             | Settled::OtherAccount => Err(JournalError::internal(

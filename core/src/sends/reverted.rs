@@ -24,6 +24,11 @@ pub(crate) enum Rule {
     /// replay kept as a plain unknown), the checker reaches no settlement of such an
     /// attempt before its cutoff.
     ReplayedLookedUp = 32,
+    /// No absence of an indeterminate attempt (a stored 5xx, fresh or replayed) is
+    /// ever proven: the provider may still complete it. Reverted (the usual window
+    /// applied), the checker finds attempt 2 charged beside a charge the provider
+    /// rolled forward under attempt 1's key.
+    IndeterminateNeverAbsent = 64,
 }
 
 #[cfg(test)]

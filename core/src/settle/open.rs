@@ -49,7 +49,10 @@ pub(super) fn job_open(
         return Ok(Err(Settled::NothingOpen));
     };
     match send.state {
-        AttemptState::Sending | AttemptState::Ambiguous | AttemptState::ReplayedUnknown => {}
+        AttemptState::Sending
+        | AttemptState::Ambiguous
+        | AttemptState::ReplayedUnknown
+        | AttemptState::Indeterminate => {}
         AttemptState::Absent => return Ok(Err(Settled::NothingOpen)),
         AttemptState::Succeeded | AttemptState::Declined => {
             return Err(JournalError::internal(

@@ -10,7 +10,7 @@ use crate::call::{Answered, Next, Now, Program, Run};
 use crate::digest::Digest;
 use crate::error::JournalError;
 use crate::identity::CommandIdentity;
-use crate::lease::{Acquire, CommandCall, CommandState, LeaseCall, LeaseOutput, TerminalOutput};
+use crate::lease::{Acquire, CommandCall, LeaseCall, LeaseOutput, TerminalOutput};
 use crate::sends::load::first_read;
 use crate::sends::provider::{LookupRequest, ProviderAnswer};
 use crate::sends::record::{Mode, Record};
@@ -20,6 +20,8 @@ use crate::sends::{AttemptNumber, ProviderAccount, ProviderPlan, SendOutcomeOutp
 use crate::start::Start;
 use crate::time::Timestamp;
 use std::time::Duration;
+
+mod late;
 
 /// Who settles, and what it knows of the command.
 #[derive(Debug, Clone)]
@@ -88,6 +90,9 @@ enum State {
         evidence: ProviderAnswer,
         on_lost: OnLost,
     },
+    /// `record_late_charge` of a success is in flight: the command ended (`Some`, as
+    /// the lease taken answered) or the reconciliation refused it (`None`).
+    LateCharging { ended: Option<TerminalOutput> },
     /// The program answered.
     Done,
 }
@@ -108,6 +113,14 @@ type Then = Result<Next<SettleOp, Settled>, JournalError>;
 
 fn done(settled: Settled) -> Then {
     Ok(Next::Done(settled))
+}
+
+/// Whether `evidence` is a charge made: a success.
+fn charged(evidence: &ProviderAnswer) -> bool {
+    matches!(
+        evidence,
+        ProviderAnswer::Succeeded(_) | ProviderAnswer::SucceededWithReference(_)
+    )
 }
 
 impl Settle {
@@ -245,10 +258,13 @@ impl Settle {
                 done(Settled::Succeeded(answer.envelope().cloned()))
             }
             Ok(SendOutcomeOutput::Terminal(TerminalOutput::FailedFinal)) => done(Settled::Declined),
-            // The key can no longer tell: look it up now, under the same lease.
+            // The key can no longer tell (a replay of its stored unknown answer, or an
+            // answer the provider documents as indeterminate): look it up now, under
+            // the same lease, instead of waiting for a re-send or the cutoff.
             Ok(SendOutcomeOutput::Ambiguous { .. })
-                if answer == ProviderAnswer::ReplayedUnknown
-                    && !reverted(Rule::ReplayedLookedUp) =>
+                if answer == ProviderAnswer::Indeterminate
+                    || (answer == ProviderAnswer::ReplayedUnknown
+                        && !reverted(Rule::ReplayedLookedUp)) =>
             {
                 self.read(Some(lease), None, now)
             }
@@ -376,7 +392,9 @@ impl Settle {
             // Looked up before the absence was provable (the charge may not be
             // visible yet), or never provable: nothing is written.
             ProviderAnswer::NotFound => return done(Settled::NotFound),
-            ProviderAnswer::Unknown | ProviderAnswer::ReplayedUnknown => {
+            ProviderAnswer::Unknown
+            | ProviderAnswer::ReplayedUnknown
+            | ProviderAnswer::Indeterminate => {
                 return done(Settled::Unavailable);
             }
             found => found,
@@ -422,8 +440,10 @@ impl Settle {
     ) -> Then {
         match lease {
             LeaseOutput::Busy => done(Settled::InProgress),
-            LeaseOutput::Succeeded => done(Settled::Ended(CommandState::Succeeded)),
-            LeaseOutput::FailedFinal => done(Settled::Ended(CommandState::FailedFinal)),
+            LeaseOutput::Succeeded => self.ended(attempt, evidence, TerminalOutput::Succeeded, now),
+            LeaseOutput::FailedFinal => {
+                self.ended(attempt, evidence, TerminalOutput::FailedFinal, now)
+            }
             LeaseOutput::Acquired { .. } => {
                 let lease = Held::of(lease, now).ok_or(out_of_turn())?;
                 match evidence {
@@ -500,6 +520,13 @@ impl Settle {
             // permit, or the provider's retention ran out meanwhile): nothing written.
             Err(JournalError::AbsenceNotProvable { .. }) if absence => done(Settled::NotFound),
             Err(error) if lease_lost(&error) => done(Settled::InProgress),
+            // The command ended, or its attempt moved on, without the charge offered:
+            // recorded as a late charge, never dropped.
+            Err(JournalError::TerminalConflict | JournalError::AttemptMismatch)
+                if charged(&evidence) =>
+            {
+                self.late(attempt, &evidence, None, now)
+            }
             Err(error) => Err(error),
         }
     }
@@ -551,6 +578,7 @@ impl Program for Settle {
                 },
                 Answered::Ran(ran),
             ) => self.reconciled(attempt, evidence, on_lost, recorded(ran), now),
+            (State::LateCharging { ended }, Answered::Ran(ran)) => self.charged_late(ended, ran),
             _ => Err(out_of_turn()),
         }
     }

@@ -588,4 +588,12 @@ pub const ENTRIES: &[Entry] = &[
          settles nothing: find who wrote it; deleting it makes the next run start at the \
          range's start, which only costs lookups.",
     ),
+    finding(
+        "late_charge_mismatch",
+        "A late charge (`lateCharges/{attempt}`: a charge its command ended without) that \
+         fails its strict codec, was rewritten, has no root or send record, names an \
+         attempt after the current one, or gives a reason the attempt's recorded state \
+         contradicts.",
+        INVESTIGATE,
+    ),
 ];

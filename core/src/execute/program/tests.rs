@@ -95,6 +95,11 @@ enum Asked {
         evidence: ProviderAnswer,
     },
     FetchResult,
+    /// `record_late_charge` of a success held, under the key of `attempt`.
+    LateCharge {
+        attempt: AttemptNumber,
+        commitment: crate::digest::Digest,
+    },
     Done(Execution),
 }
 
@@ -106,6 +111,7 @@ fn answer_of(finding: &Closing, envelope: Option<&ResultEnvelope>) -> ProviderAn
         (Closing::Declined, _) => ProviderAnswer::Declined,
         (Closing::Ambiguous, _) => ProviderAnswer::Unknown,
         (Closing::ReplayedUnknown, _) => ProviderAnswer::ReplayedUnknown,
+        (Closing::Indeterminate, _) => ProviderAnswer::Indeterminate,
         (Closing::Absent, _) => ProviderAnswer::NotFound,
     }
 }
@@ -129,6 +135,13 @@ fn asked(next: Next<ExecuteOp, Execution>) -> Asked {
             ExecuteOp::Result(_) => Asked::FetchResult,
             ExecuteOp::Settle(SettleOp::Start(_)) => Asked::StartAgain,
             ExecuteOp::Settle(SettleOp::Status(_)) => Asked::Status,
+            ExecuteOp::Settle(SettleOp::LateCharge(op)) => {
+                let (attempt, commitment) = op.parts();
+                Asked::LateCharge {
+                    attempt,
+                    commitment: commitment.clone(),
+                }
+            }
             ExecuteOp::Settle(SettleOp::Record(op)) => {
                 let (record, envelope) = op.parts();
                 let (fence, attempt, finding, mode) = record.parts();
@@ -1168,3 +1181,4 @@ fn a_replay_the_journal_refuses_to_record_is_looked_up_or_left_to_the_holder() {
 }
 
 mod clocks;
+mod late;
