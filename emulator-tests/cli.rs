@@ -405,6 +405,107 @@ async fn ledger_accept_and_replay_through_the_cli() {
     assert_eq!(list(&connection, "", "ledgerTransactions").await.len(), 1);
 }
 #[tokio::test]
+async fn ledger_fixed_fields_and_a_canary_in_a_malformed_field_through_the_cli() {
+    const CANARY: &str = "CANARYledgerK9";
+    let connection = support::fresh_connection().await;
+    let host = support::emulator().host().to_owned();
+    let project = connection.project().to_owned();
+    let base = [
+        "--project",
+        project.as_str(),
+        "--emulator-host",
+        host.as_str(),
+    ];
+    let ledger = |action: &str, input: &Value| {
+        let (code, stdout, stderr) = cli_raw(&[&base[..], &["ledger", action]].concat(), input);
+        assert!(
+            !stdout.contains(CANARY) && !stderr.contains(CANARY),
+            "{stdout} {stderr}"
+        );
+        let line: Value = serde_json::from_str(stdout.trim()).expect("JSON line");
+        (code, line)
+    };
+    let accept = |key: &str, plan: Value| {
+        json!({"classId": "class-1", "featCode": "FEAT", "idempotencyKey": key,
+               "scope": {"seatId": "seat-A", "actorSeatId": "seat-A"}, "plan": plan})
+    };
+    let store = |effect: Value| {
+        json!({"family": "store_purchase", "fingerprintVersion": 5, "effects": [effect],
+               "intent": {"policyUuid": "6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b", "quantity": 1}})
+    };
+    let effect = |extra: Value| {
+        let mut e = json!({"seat_id": "seat-A", "actor_seat_id": "seat-A",
+                           "mechanism": "WALLET", "amount": "-12.50", "type": "PURCHASE"});
+        for (k, v) in extra.as_object().expect("object") {
+            e[k] = v.clone();
+        }
+        e
+    };
+    // The fields seed 003 fixes, broken on effects of several families: exit 2 on
+    // `effects`, nothing written.
+    let broken = [
+        store(effect(json!({"mechanism": "wallet"}))),
+        store(effect(json!({"mechanism": " WALLET"}))),
+        store(effect(json!({"mechanism": "Wallet"}))),
+        store(effect(json!({"mechanism": "CARD"}))),
+        store(effect(json!({"compensation_amount_cents": 1}))),
+        store(effect(json!({"compensation_origin_locator": "orders/o-1"}))),
+        json!({"family": "overdraft_fee", "fingerprintVersion": 5,
+               "effects": [effect(json!({"mechanism": "FEE", "compensation_subtype": "GOODWILL"}))],
+               "intent": {"forceAuthority": false}}),
+        json!({"family": "effect_plan", "fingerprintVersion": 5,
+               "effects": [effect(json!({"correction_intent_locator": "corrections/c-1"}))]}),
+        json!({"family": "reversal", "fingerprintVersion": 5,
+               "effects": [effect(json!({"original_transaction_id": "legacy-1",
+                                         "compensation_origin_locator": "orders/o-1"}))]}),
+    ];
+    for (n, plan) in broken.into_iter().enumerate() {
+        let (code, out) = ledger("accept", &accept(&format!("fixed-{n}"), plan));
+        assert_eq!((code, &out["field"]), (2, &json!("effects")), "{n}: {out}");
+    }
+    assert!(list(&connection, "", "ledgerReservations").await.is_empty());
+    assert!(list(&connection, "", "ledgerTransactions").await.is_empty());
+    // A canary in a malformed stored field: journal_corrupt naming the field, never
+    // the value, in the output, the message and the logs.
+    let (code, out) = ledger("accept", &accept("charge", store(effect(json!({})))));
+    assert_eq!((code, &out["outcome"]), (0, &json!("accepted")), "{out}");
+    let row = format!(
+        "ledgerTransactions/{}",
+        out["effectIds"][0].as_str().expect("id")
+    );
+    let original = support::get(&connection, &row).await.expect("row");
+    let reversal = json!({"family": "reversal", "fingerprintVersion": 5, "effects": [
+        {"seat_id": "seat-A", "actor_seat_id": "officer-1", "mechanism": "REVERSAL",
+         "amount": "5.00", "type": "REVERSAL", "original_transaction_id": row.rsplit('/').next()}]});
+    let (code, out) = ledger("accept", &accept("refund-1", reversal.clone()));
+    assert_eq!((code, &out["outcome"]), (0, &json!("accepted")), "{out}");
+    let canary = || gcloud_sdk::google::firestore::v1::Value {
+        value_type: Some(
+            gcloud_sdk::google::firestore::v1::value::ValueType::StringValue(format!("-1{CANARY}")),
+        ),
+    };
+    let bound = format!("{row}/corrections/current");
+    let mut doc = support::get(&connection, &bound).await.expect("bound");
+    doc.fields.insert("reversedAmount".into(), canary());
+    support::put(&connection, &bound, doc.fields).await;
+    let (code, out) = ledger("accept", &accept("refund-2", reversal));
+    assert_corrupt(code, &out);
+    assert_eq!(
+        out["message"],
+        "journal corrupt: malformed ledger correction bound (reversedAmount)"
+    );
+    let mut doc = original.clone();
+    doc.fields.insert("amount".into(), canary());
+    support::put(&connection, &row, doc.fields).await;
+    let (code, out) = ledger("accept", &accept("charge", store(effect(json!({})))));
+    assert_corrupt(code, &out);
+    assert_eq!(
+        out["message"],
+        "journal corrupt: malformed ledger effect (amount)"
+    );
+}
+
+#[tokio::test]
 async fn ledger_multi_effect_reversal_replay_and_link_through_the_cli() {
     let connection = support::fresh_connection().await;
     let host = support::emulator().host().to_owned();

@@ -249,9 +249,63 @@ async fn two_full_reversals_racing_under_different_keys_land_exactly_once() {
     let all = everything(&journal).await;
     assert_eq!(
         all.len(),
-        3 * (2 + 2 + 1),
-        "each round: a charge, one reversal and the charge's bound"
+        3 * (2 + 2 + 1 + 1),
+        "each round: a charge, one reversal, the charge's bound and one log entry"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn four_partial_reversals_racing_under_four_keys_return_at_most_what_was_booked() {
+    const RACERS: u64 = 4;
+    let journal = support::fresh_journal().await;
+    for round in 0..2 {
+        let original = charged(&journal, &key("partial-charge", round)).await;
+        // 5.00 each of 12.50: two fit, a third would return 15.00.
+        let results = race(RACERS, |i| {
+            let journal = journal.clone();
+            let key = key(&format!("partial-{round}"), u32::try_from(i).expect("i"));
+            let plan = reversal(&original, "5.00");
+            async move { journal.accept_ledger_command(&key, &plan, &scope()).await }
+        })
+        .await;
+        let mut landed = Vec::new();
+        for result in results {
+            match result {
+                Ok(outcome) => {
+                    assert_eq!(outcome.outcome, Outcome::Accepted, "round {round}");
+                    landed.push(outcome.effects[0].effect_id.clone());
+                }
+                Err(JournalError::ReversalExceedsOriginal) => {}
+                Err(error) => panic!("round {round}: unexpected {}", error.code()),
+            }
+        }
+        assert_eq!(landed.len(), 2, "round {round}");
+        assert_eq!(
+            bound(&journal, &original).await,
+            Some(("10.00".to_owned(), 2)),
+            "round {round}"
+        );
+        // The log: one entry per landed effect, positions 1 and 2, and no third.
+        let mut logged = Vec::new();
+        for position in 1..=3 {
+            let path = format!("ledgerTransactions/{original}/corrections/{position}");
+            if let Some(entry) = get(journal.connection(), &path).await {
+                match &entry.fields["reversalEffectId"].value_type {
+                    Some(gcloud_sdk::google::firestore::v1::value::ValueType::StringValue(id)) => {
+                        logged.push(id.clone())
+                    }
+                    other => panic!("reversalEffectId {other:?}"),
+                }
+            }
+        }
+        landed.sort();
+        logged.sort();
+        assert_eq!(logged, landed, "round {round}");
+    }
+    let report = verify(journal.connection(), &mut |_| {})
+        .await
+        .expect("verify");
+    assert!(report.clean, "{:?}", report.findings);
 }
 
 #[tokio::test]
@@ -316,9 +370,21 @@ async fn verify_finds_an_over_reversal_planted_by_hand() {
         .accept_ledger_command(&key("reversal", 0), &reversal(&original, "12.50"), &scope())
         .await
         .expect("reversed");
-    // By hand: the bound deleted, so the next full reversal is counted against nothing.
+    // By hand: the bound deleted. Its log remains, so the next reversal is refused.
     let bound_path = format!("ledgerTransactions/{original}/corrections/current");
     delete(journal.connection(), &bound_path).await;
+    let before = everything(&journal).await;
+    assert!(matches!(
+        journal
+            .accept_ledger_command(&key("reversal", 1), &reversal(&original, "12.50"), &scope())
+            .await,
+        Err(JournalError::JournalCorrupt { .. })
+    ));
+    assert_eq!(everything(&journal).await, before, "nothing written");
+    // The log deleted too: every record of the first reversal's count is gone, so the
+    // next full reversal is counted against nothing.
+    let entry_path = format!("ledgerTransactions/{original}/corrections/1");
+    delete(journal.connection(), &entry_path).await;
     journal
         .accept_ledger_command(&key("reversal", 1), &reversal(&original, "12.50"), &scope())
         .await
@@ -339,6 +405,121 @@ async fn verify_finds_an_over_reversal_planted_by_hand() {
             (FindingCode::CorrectionBoundMismatch, bound_path.as_str()),
         ]
     );
+}
+
+#[tokio::test]
+async fn a_reversal_counts_against_what_the_original_accepted_never_an_edited_row() {
+    use command_journal::Timestamp;
+    use command_journal::ledger::HistoricalCommand;
+    let journal = support::fresh_journal().await;
+    let original = charged(&journal, &key("edited", 0)).await;
+    // By hand: the booked amount raised, the reservation's digest left as it was.
+    let row_path = format!("ledgerTransactions/{original}");
+    let mut row = get(journal.connection(), &row_path).await.expect("row");
+    row.fields.insert("amount".into(), string("-1000.00"));
+    super::support::put(journal.connection(), &row_path, row.fields).await;
+    let before = everything(&journal).await;
+    assert!(matches!(
+        journal
+            .accept_ledger_command(&key("edited", 1), &reversal(&original, "1000.00"), &scope())
+            .await,
+        Err(JournalError::JournalCorrupt { .. })
+    ));
+    assert_eq!(everything(&journal).await, before, "nothing written");
+    // A row a migration linked under its own id: its reservation and rows are read
+    // after the row, and the reversal lands within what it booked.
+    let legacy = FingerprintInput::from_json(&json!({
+        "family": "effect_plan", "fingerprintVersion": 5,
+        "effects": [{"seat_id": "seat-A", "actor_seat_id": "seat-A", "amount": "-8.00",
+                     "account_type": "checking", "type": "DEBIT"}],
+    }))
+    .expect("plan");
+    let command = HistoricalCommand {
+        family: legacy.family(),
+        fingerprint: legacy.fingerprint(5).expect("fp").digest,
+        fingerprint_version: 5,
+        accepted_at: Timestamp::from_micros(1_600_000_000_000_000).expect("time"),
+        migration_id: "mig-2026-10".into(),
+        effect_ids: vec!["legacy-reversed-0".into()],
+        effects: legacy.effects().to_vec(),
+    };
+    super::ledger::import(journal.connection(), &command).await;
+    journal
+        .link_historical_effects(&key("linked", 0), &scope(), &command)
+        .await
+        .expect("linked");
+    let reversed = journal
+        .accept_ledger_command(
+            &key("linked", 1),
+            &reversal("legacy-reversed-0", "8.00"),
+            &scope(),
+        )
+        .await
+        .expect("reversed");
+    assert_eq!(reversed.outcome, Outcome::Accepted);
+    assert_eq!(
+        bound(&journal, "legacy-reversed-0").await,
+        Some(("8.00".to_owned(), 1))
+    );
+}
+
+#[tokio::test]
+async fn verify_counts_a_reversal_a_migration_linked_against_its_original_across_ranges() {
+    use command_journal::Timestamp;
+    use command_journal::ledger::HistoricalCommand;
+    use command_journal::verify::{ScanRanges, verify_in_ranges};
+    let journal = support::fresh_journal().await;
+    let historical = |plan: &FingerprintInput, id: &str| HistoricalCommand {
+        family: plan.family(),
+        fingerprint: plan.fingerprint(5).expect("fp").digest,
+        fingerprint_version: 5,
+        accepted_at: Timestamp::from_micros(1_600_000_000_000_000).expect("time"),
+        migration_id: "mig-2026-10".into(),
+        effect_ids: vec![id.into()],
+        effects: plan.effects().to_vec(),
+    };
+    let charge = FingerprintInput::from_json(&json!({
+        "family": "effect_plan", "fingerprintVersion": 5,
+        "effects": [{"seat_id": "seat-A", "actor_seat_id": "seat-A", "amount": "-12.50",
+                     "account_type": "checking", "type": "DEBIT"}],
+    }))
+    .expect("plan");
+    let original = "legacy-charge-0";
+    super::ledger::import(journal.connection(), &historical(&charge, original)).await;
+    // Before the journal, all of it was refunded; a migration linked that refund.
+    let refund = historical(&reversal(original, "12.50"), "legacy-refund-0");
+    super::ledger::import(journal.connection(), &refund).await;
+    journal
+        .link_historical_effects(&key("refund", 0), &scope(), &refund)
+        .await
+        .expect("linked");
+    // The accept cannot see the linked refund: no bound counted it.
+    journal
+        .accept_ledger_command(&key("refund", 1), &reversal(original, "12.50"), &scope())
+        .await
+        .expect("counted against a new bound");
+    for ranges in [1, 16] {
+        let report = verify_in_ranges(
+            journal.connection(),
+            ScanRanges::new(ranges).expect("ranges"),
+            &mut |_| {},
+        )
+        .await
+        .expect("verify");
+        let found: Vec<(FindingCode, String)> = report
+            .findings
+            .iter()
+            .map(|f| (f.code, f.path.clone()))
+            .collect();
+        assert_eq!(
+            found,
+            [(
+                FindingCode::OverReversal,
+                format!("ledgerTransactions/{original}")
+            )],
+            "{ranges} ranges"
+        );
+    }
 }
 
 const POLICY: &str = "6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b";
@@ -520,4 +701,82 @@ async fn a_migrated_reservation_is_sealed_and_an_edit_of_its_rows_is_found() {
             .await,
         Err(JournalError::JournalCorrupt { .. })
     ));
+}
+
+#[tokio::test]
+async fn the_charge_flow_fails_closed_on_a_failed_pricing_and_on_a_key_holding_another_command() {
+    #[derive(Debug, PartialEq)]
+    enum Priced {
+        Journal(JournalError),
+        NoPrice,
+    }
+    impl From<JournalError> for Priced {
+        fn from(error: JournalError) -> Self {
+            Self::Journal(error)
+        }
+    }
+    let journal = support::fresh_journal().await;
+    // The pricing fails: its error, nothing written; the retry prices again.
+    let key = key("priced", 0);
+    assert_eq!(
+        journal
+            .charge_ledger_command(&key, &scope(), &store_intent(1), || async {
+                Err::<FingerprintInput, _>(Priced::NoPrice)
+            })
+            .await,
+        Err(Priced::NoPrice)
+    );
+    assert!(everything(&journal).await.is_empty(), "nothing written");
+    let accepted = journal
+        .charge_ledger_command(&key, &scope(), &store_intent(1), || async {
+            Ok::<_, Priced>(priced("12.50"))
+        })
+        .await
+        .expect("accepted");
+    assert_eq!(accepted.outcome, Outcome::Accepted);
+    // The key holds a fee, a reversal, or the charge under another scope: the flow
+    // fails closed before pricing and never answers those effects.
+    let fee_key = self::key("priced", 1);
+    journal
+        .accept_ledger_command(&fee_key, &fee("35.00", false), &scope())
+        .await
+        .expect("fee");
+    let refund_key = self::key("priced", 2);
+    journal
+        .accept_ledger_command(
+            &refund_key,
+            &reversal(&accepted.effects[0].effect_id, "12.50"),
+            &scope(),
+        )
+        .await
+        .expect("reversal");
+    let before = everything(&journal).await;
+    let other_scope = LedgerScope::new("seat-B", "seat-B").expect("scope");
+    for (case, key, scope, expected) in [
+        ("a fee", &fee_key, scope(), JournalError::ReplayMismatch),
+        (
+            "a reversal",
+            &refund_key,
+            scope(),
+            JournalError::ReplayMismatch,
+        ),
+        (
+            "another scope",
+            &key,
+            other_scope,
+            JournalError::ScopeMismatch,
+        ),
+    ] {
+        let answer = journal
+            .charge_ledger_command(key, &scope, &store_intent(1), || async {
+                panic!("{case}: priced although the key is reserved")
+            })
+            .await;
+        assert_eq!(
+            answer.map(|o| o.outcome),
+            Err(Priced::Journal(expected)),
+            "{case}"
+        );
+    }
+    assert_eq!(everything(&journal).await, before, "nothing written");
 }

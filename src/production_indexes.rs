@@ -26,8 +26,12 @@ const CODECS: [(&str, &[&[&str]]); 9] = [
         &[&reservation::FIELDS_V1, &reservation::FIELDS_V2],
     ),
     (effect::COLLECTION, &[&effect::FIELDS]),
-    // The bound on what the reversals of one effect return, below its row.
-    (correction::COLLECTION, &[&correction::FIELDS]),
+    // The bound on what the reversals of one effect return, below its row, and the
+    // log entries beside it.
+    (
+        correction::COLLECTION,
+        &[&correction::FIELDS, &correction::entry::FIELDS],
+    ),
     // The send layer: `providerSends/plan` and `providerSends/current`, and the send
     // events beside the commerce events.
     (

@@ -93,9 +93,18 @@ pub mod ledger {
 
     pub mod correction {
         //! `ledgerTransactions/{effectId}/corrections/current`, the bound on what the
-        //! reversals of one effect return: its collection, document, fields and path.
+        //! reversals of one effect return: its collection, document, fields and path;
+        //! and the log entries beside it (`entry`).
 
         pub use crate::ledger::correction::{COLLECTION, DOCUMENT, FIELDS, path};
+
+        pub mod entry {
+            //! `ledgerTransactions/{effectId}/corrections/{position}`, one entry of the
+            //! log of the reversal effects counted against the effect: its fields and
+            //! path.
+
+            pub use crate::ledger::correction::entry::{FIELDS, path};
+        }
     }
 
     #[cfg(any(test, feature = "testing"))]

@@ -14,6 +14,8 @@ pub(crate) mod historical_links;
 pub(crate) mod keys;
 pub(crate) mod late;
 pub(crate) mod ledger;
+#[cfg(test)]
+pub(crate) mod ledger_scan;
 pub(crate) mod pending_index;
 pub(crate) mod ranges;
 pub(crate) mod report;

@@ -57,8 +57,8 @@ fn envelope() -> ResultEnvelope {
 
 /// A journal of every document kind: a command taken over and completed, one taken
 /// over and failed, one still leased, one completed with a result envelope, and a
-/// charge, a transfer, an effect plan, a reversal of the charge (with its bound) and an
-/// imported row a migration linked.
+/// charge, a transfer, an effect plan, a reversal of the charge (with its bound and
+/// log entry) and an imported row a migration linked.
 fn journal() -> Store {
     let mut store = Store::new();
     let lease = |n: char| LeaseId::parse(&format!("9b2d7c1e-3a4f-4e5b-8c6d-7e8f9a0b1c2{n}"));
@@ -271,8 +271,12 @@ fn the_journal_is_clean_and_holds_every_document_kind() {
     assert_eq!(report.scanned.audit_events, 3 + 3 + 2 + 4 + 2);
     assert_eq!(store.count("checkoutRequests") - 4 - 4, 1, "one envelope");
     assert_eq!(report.scanned.ledger_reservations, 5);
-    // The rows, the reversal's bound below the charge's row, and the linked row.
-    assert_eq!(report.scanned.ledger_transactions, 1 + 2 + 1 + 1 + 1 + 1);
+    // The rows, the reversal's bound and log entry below the charge's row, and the
+    // linked row.
+    assert_eq!(
+        report.scanned.ledger_transactions,
+        1 + 2 + 1 + 1 + 1 + 1 + 1
+    );
 }
 
 #[test]

@@ -2,8 +2,10 @@
 //! one atomic commit, or a comparison with the reservation that already holds the key.
 //!
 //! One read covers the reservation, every effect slot the command would create plus
-//! the next one, and (for a reversal) the original transactions its effects link and
-//! their correction bounds. `decide` then:
+//! the next one, and (for a reversal) the original transactions its effects link,
+//! their correction bounds and what proves each original is the row its own
+//! reservation accepted (`correction::original_paths`, the rest read after). `decide`
+//! then:
 //!
 //! ```text
 //! reservation absent, no effect in its slots      -> create reservation + effects (accepted)
@@ -53,9 +55,13 @@
 //! - A new reversal is bounded by what it corrects (`correction`): its commit counts
 //!   the magnitudes of its effects' amounts against each original's correction bound
 //!   (`ledgerTransactions/{original}/corrections/current`, created or replaced in the
-//!   same commit), and a total above what the original booked is
-//!   `reversal_exceeds_original`, nothing written. An existing reservation replays
-//!   before the bound is looked at.
+//!   same commit, with one new entry of the original's correction log per effect
+//!   counted; a bound its log does not end at is `journal_corrupt`), and a total
+//!   above what the original booked is
+//!   `reversal_exceeds_original`, nothing written. The amount counted against is the
+//!   one the original's command accepted: a row linked to a reservation must pass
+//!   the integrity checks with it (`journal_corrupt` otherwise). An existing
+//!   reservation replays before the bound is looked at.
 //! - A reversal must be one its retry's authority can state exactly: every effect
 //!   has the same `actor_seat_id` and the same `mechanism`, every compensating effect
 //!   (compensation cents above zero) the same `compensation_subtype`, and every
@@ -73,7 +79,7 @@
 
 use super::booking::fixed_fields_hold;
 use super::correction;
-use super::effect::{self, TransferLeg};
+use super::effect::TransferLeg;
 use super::fingerprint::{
     CURRENT_FINGERPRINT_VERSION, CommandFamily, EffectPlanItem, FingerprintInput, Intent,
     check_version,
@@ -249,9 +255,14 @@ impl Accept {
             return Decision::Reject(JournalError::invalid("effects"));
         }
         let items: Vec<EffectPlanItem> = self.items.iter().map(|(i, _)| i.clone()).collect();
-        let bounds = match correction::count_reversal(snapshot, &self.originals, &items) {
+        let bounds = match correction::count_reversal(
+            snapshot,
+            &self.reservation_id,
+            &self.originals,
+            &items,
+        ) {
             Ok(writes) => writes,
-            Err(error) => return Decision::Reject(error),
+            Err(step) => return step.decision(),
         };
         let reservation = ReservationDocument {
             key: self.key.clone(),
@@ -302,7 +313,7 @@ impl Transition for Accept {
         let mut paths = vec![super::reservation::path(&self.reservation_id)];
         paths.extend(self.slots());
         for id in &self.originals {
-            for path in [effect::path(id), correction::path(id)] {
+            for path in correction::original_paths(id, self.plan.effects()) {
                 if !paths.contains(&path) {
                     paths.push(path);
                 }

@@ -141,22 +141,20 @@ pub fn classify_reservation(doc: StoredDoc) -> Keyed {
     keyed_by_digest_id(reservation::COLLECTION, Part::Reservation, doc)
 }
 
-/// An effect at `{reservationId}_{index:04}`, and its correction bound
-/// (`…/corrections/current`), belong to that reservation; any other id is an imported
-/// row, checked on its own, as is its bound; anything else below an effect is
-/// unexpected.
+/// An effect at `{reservationId}_{index:04}`, and its correction bound and log
+/// (`…/corrections/current`, `…/corrections/{position}`), belong to that reservation;
+/// any other id is an imported row, checked on its own, as are its bound and log;
+/// anything else below an effect is unexpected.
 pub fn classify_effect(doc: StoredDoc) -> Keyed {
     let (id, part) = match segments::<2>(&doc.path) {
         Some([effect::COLLECTION, id]) => (id, Part::Effect),
         _ => match segments::<4>(&doc.path) {
-            Some(
-                [
-                    effect::COLLECTION,
-                    id,
-                    correction::COLLECTION,
-                    correction::DOCUMENT,
-                ],
-            ) => (id, Part::Correction),
+            Some([effect::COLLECTION, id, correction::COLLECTION, document])
+                if document == correction::DOCUMENT
+                    || correction::entry::position_of(document).is_some() =>
+            {
+                (id, Part::Correction)
+            }
             _ => return Keyed::Unexpected(doc.path),
         },
     };

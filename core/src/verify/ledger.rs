@@ -13,6 +13,7 @@ use crate::digest::Digest;
 use crate::document::fields::FieldMap;
 use crate::document::value::ValueType;
 use crate::ledger::Lineage;
+use crate::ledger::correction::entry::{self, CorrectionEntry};
 use crate::ledger::correction::{CorrectionBound, magnitude};
 use crate::ledger::effect::{self, LedgerEffect};
 use crate::ledger::integrity::Contradiction;
@@ -69,9 +70,13 @@ fn check_effect(doc: &StoredDoc) -> Result<LedgerEffect, Finding> {
 /// A document below an id not derived from a reservation: a `historical_unlinked` row,
 /// or an imported row a migration linked (whose link `cross.links` checks once the scan
 /// is complete), never a canonical row; or the correction bound of such a row, which
-/// sorts right after it (`cross.corrections` checks it once the scan is complete).
+/// sorts right after it and its log entries (`cross.corrections` checks both once the
+/// scan is complete).
 pub fn check_standalone_effect(doc: &StoredDoc, cross: &mut CrossChecks) -> Vec<Finding> {
-    if let Some([_, original, _, _]) = segments::<4>(&doc.path) {
+    if let Some([_, original, _, document]) = segments::<4>(&doc.path) {
+        if let Some(position) = entry::position_of(document) {
+            return check_entry(doc, original, position, cross);
+        }
         let bound = check_bound(doc, original);
         cross
             .corrections
@@ -92,6 +97,9 @@ pub fn check_standalone_effect(doc: &StoredDoc, cross: &mut CrossChecks) -> Vec<
         Ok(effect) => {
             cross.links.imported_row(&effect);
             cross.corrections.standalone_row(id, Some(&effect));
+            if effect.lineage == Lineage::HistoricalLinked {
+                cross.corrections.linked_row(&effect);
+            }
             Vec::new()
         }
     }
@@ -103,8 +111,27 @@ fn check_bound(doc: &StoredDoc, original: &str) -> Result<CorrectionBound, Findi
         .map_err(|_| finding(FindingCode::MalformedDocument, &doc.path))
 }
 
-/// The correction bounds `bounds` of rows of one reservation (whose parsed rows are
-/// `effects`), handed to `cross.corrections` with what each parent row booked.
+/// The entry `doc` at `position` of the correction log of effect `original`, parsed
+/// strictly and handed to `cross.corrections` (`None` when malformed).
+fn check_entry(
+    doc: &StoredDoc,
+    original: &str,
+    position: u64,
+    cross: &mut CrossChecks,
+) -> Vec<Finding> {
+    let parsed = CorrectionEntry::parse(original, &position.to_string(), &doc.fields);
+    cross
+        .corrections
+        .entry(original, position, parsed.as_ref().ok());
+    match parsed {
+        Ok(_) => Vec::new(),
+        Err(_) => vec![finding(FindingCode::MalformedDocument, &doc.path)],
+    }
+}
+
+/// The correction bounds and log entries `bounds` of rows of one reservation (whose
+/// parsed rows are `effects`), handed to `cross.corrections`, each bound with what its
+/// parent row booked.
 fn check_bounds(
     bounds: &[StoredDoc],
     effects: &[(&StoredDoc, LedgerEffect)],
@@ -112,9 +139,13 @@ fn check_bounds(
 ) -> Vec<Finding> {
     let mut out = Vec::new();
     for doc in bounds {
-        let Some([_, original, _, _]) = segments::<4>(&doc.path) else {
+        let Some([_, original, _, document]) = segments::<4>(&doc.path) else {
             continue;
         };
+        if let Some(position) = entry::position_of(document) {
+            out.extend(check_entry(doc, original, position, cross));
+            continue;
+        }
         let bound = check_bound(doc, original);
         let booked = effects
             .iter()
@@ -177,6 +208,7 @@ pub fn check_reservation(
         };
     if reservation::links_imported_rows(reservation_id, &reservation.effect_ids) {
         links.sealed(&reservation);
+        cross.corrections.linked_reservation(&reservation);
         for (index, id) in reservation.effect_ids.iter().enumerate() {
             links.listed(
                 reservation_id,

@@ -190,6 +190,7 @@ async fn a_reversal_made_between_two_ranges_is_not_reported_and_an_over_reversal
     // An over-reversal holds at any read time.
     let mut over = after.clone();
     over.remove(&correction::path(&charge));
+    over.remove(&correction::entry::path(&charge, 1));
     accept_into(&mut over, 3, &plan(reversal_json(5, &charge, None)));
     let cross = links_of(read(&over, None)).await;
     let found = cross.finish();

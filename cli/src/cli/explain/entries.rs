@@ -454,12 +454,16 @@ pub const ENTRIES: &[Entry] = &[
     ),
     finding(
         "correction_bound_mismatch",
-        "An effect's correction bound (ledgerTransactions/{id}/corrections/current) \
-         disagrees with the reversals whose commits counted it: it is missing while such a \
-         reversal names the effect, its total or count is not theirs, or its parent row \
-         does not exist.",
-        "The bound was deleted or edited outside the journal, so the next reversal of the \
-         effect may be bounded wrongly: investigate before accepting reversals of it.",
+        "An effect's correction bound (ledgerTransactions/{id}/corrections/current) or \
+         its log (corrections/{position}) disagrees with the reversals whose commits \
+         counted it: the bound is missing while such a reversal names the effect or \
+         entries remain, its total or count is not theirs, the log is not one entry per \
+         such reversal effect ending at the bound's totals, or its parent row does not \
+         exist.",
+        "The bound or its log was deleted or edited outside the journal: the next \
+         reversal of the effect is refused (journal_corrupt) while the log contradicts \
+         the bound, or bounded wrongly if both were removed; investigate before \
+         accepting reversals of it.",
     ),
     finding(
         "fixed_field_violation",

@@ -390,7 +390,6 @@ fn observed<O: Debug + PartialEq>(ran: Ran<O>, output: O) {
     assert!(ran.writes.is_empty(), "observation wrote {:?}", ran.writes);
 }
 
-#[track_caller]
 /// `error` without the parse detail a corrupt error carries: the matrices name the
 /// document kind and the broken rule, not the field (the codecs' tests do).
 fn without_detail(error: JournalError) -> JournalError {
@@ -400,6 +399,7 @@ fn without_detail(error: JournalError) -> JournalError {
     }
 }
 
+#[track_caller]
 fn rejected<O: Debug>(ran: Ran<O>, error: JournalError, case: &str) {
     match ran.result {
         Err(got) => assert_eq!(without_detail(got), error, "{case}"),

@@ -1,6 +1,6 @@
 use super::*;
 use crate::document::fields;
-use crate::ledger::effect::Lineage;
+use crate::ledger::effect::{self, Lineage};
 use crate::ledger::fixtures::{
     Setup, Tamper, accepted_effect_plan, accepted_reversal, accepted_store, accepted_transfer,
     edit, edit_amount, historical, import_and_link, key, now, plan, reseal, reversal_json, rid,

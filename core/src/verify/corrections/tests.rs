@@ -6,67 +6,11 @@ use crate::ledger::fixtures::{
     accept_into, edit, key, now, plan, rid, scope, store, strip_digest, unlinked,
 };
 use crate::testing::Store;
-use crate::verify::cross_checks::CrossChecks;
-use crate::verify::keys::{Keyed, Part, classify_effect, classify_reservation};
-use crate::verify::ledger::{check_reservation, check_standalone_effect};
-use crate::verify::stored::StoredDoc;
+use crate::verify::ledger_scan::{scan, scanned};
 use serde_json::json;
-
-/// One reservation's documents as the scan hands them over: the reservation, its rows
-/// and their correction bounds.
-type Group = (Option<StoredDoc>, Vec<StoredDoc>, Vec<StoredDoc>);
 
 /// An edit of a store of [`reversed`] whose original effect is the second argument.
 type Tamper = Box<dyn Fn(&mut Store, &str)>;
-
-/// The ledger checks over every ledger document of `memory`, grouped as the scan
-/// merges them, and the cross-document findings once all were read.
-fn scan(memory: &Store) -> Vec<Finding> {
-    scanned(memory).0
-}
-
-/// [`scan`]'s findings and what its cross-document checks learnt.
-fn scanned(memory: &Store) -> (Vec<Finding>, CrossChecks) {
-    let mut paths: Vec<&String> = memory.keys().collect();
-    paths.sort_by(|a, b| a.split('/').cmp(b.split('/')));
-    let mut cross = CrossChecks::default();
-    let mut groups: BTreeMap<Digest, Group> = BTreeMap::new();
-    let mut found = Vec::new();
-    for path in paths {
-        let doc = StoredDoc::new(
-            path.as_str(),
-            memory[path.as_str()].clone(),
-            Default::default(),
-        );
-        let keyed = if path.starts_with(reservation::COLLECTION) {
-            classify_reservation(doc)
-        } else {
-            classify_effect(doc)
-        };
-        match keyed {
-            Keyed::Command(rid, Part::Reservation, doc) => {
-                groups.entry(rid).or_default().0 = Some(doc)
-            }
-            Keyed::Command(rid, Part::Correction, doc) => {
-                groups.entry(rid).or_default().2.push(doc)
-            }
-            Keyed::Command(rid, _, doc) => groups.entry(rid).or_default().1.push(doc),
-            Keyed::Standalone(doc) => found.extend(check_standalone_effect(&doc, &mut cross)),
-            Keyed::Unexpected(path) => panic!("unexpected {path}"),
-        }
-    }
-    for (rid, (reservation, effects, bounds)) in &groups {
-        found.extend(check_reservation(
-            rid,
-            reservation.as_ref(),
-            effects,
-            bounds,
-            &mut cross,
-        ));
-    }
-    found.extend(cross.finish());
-    (found, cross)
-}
 
 fn reversal(original: &str, amount: &str) -> FingerprintInput {
     plan(
@@ -98,10 +42,14 @@ fn reversals_within_their_bound_are_clean() {
 
 #[test]
 fn an_over_reversal_planted_by_hand_is_found() {
-    // The bound was deleted, then another full reversal landed: it counted only
-    // itself, but the three reversals return 25.00 of 12.50.
+    // The bound and its whole log were deleted (a bound deleted alone is refused by
+    // the next reversal), then another full reversal landed: it counted only itself,
+    // but the three reversals return 25.00 of 12.50.
     let (mut memory, original) = reversed();
     memory.remove(&correction::path(&original));
+    for position in [1, 2] {
+        memory.remove(&correction::entry::path(&original, position));
+    }
     accept_into(&mut memory, 4, &reversal(&original, "12.50"));
     assert_eq!(
         scan(&memory),
@@ -171,6 +119,76 @@ fn a_bound_that_disagrees_with_its_reversals_is_found() {
             }),
             vec![FindingCode::CorrectionBoundMismatch],
         ),
+        (
+            "bound and its log deleted",
+            Box::new(|m, o| {
+                m.remove(&correction::path(o));
+                m.remove(&correction::entry::path(o, 1));
+                m.remove(&correction::entry::path(o, 2));
+            }),
+            vec![FindingCode::CorrectionBoundMismatch],
+        ),
+        (
+            "an entry deleted",
+            Box::new(|m, o| {
+                m.remove(&correction::entry::path(o, 1));
+            }),
+            vec![FindingCode::CorrectionBoundMismatch],
+        ),
+        (
+            "an entry past the bound",
+            Box::new(|m, o| {
+                let last = m[&correction::entry::path(o, 2)].clone();
+                m.insert(correction::entry::path(o, 3), last);
+                let path = correction::entry::path(o, 3);
+                edit(m, &path, "position", fields::int(3));
+                edit(m, &path, "reversalEffectCount", fields::int(3));
+            }),
+            vec![FindingCode::CorrectionBoundMismatch],
+        ),
+        (
+            "an entry naming another reversal effect",
+            Box::new(|m, o| {
+                let other = effect::effect_id(&rid(9), 0);
+                edit(
+                    m,
+                    &correction::entry::path(o, 1),
+                    "reversalEffectId",
+                    fields::string(other.as_str()),
+                )
+            }),
+            vec![FindingCode::CorrectionBoundMismatch],
+        ),
+        (
+            "an earlier entry's total edited",
+            Box::new(|m, o| {
+                edit(
+                    m,
+                    &correction::entry::path(o, 1),
+                    "reversedAmount",
+                    fields::string("6.00"),
+                )
+            }),
+            vec![FindingCode::CorrectionBoundMismatch],
+        ),
+        (
+            "the bound and its last entry lowered alike",
+            Box::new(|m, o| {
+                edit(
+                    m,
+                    &correction::path(o),
+                    "reversedAmount",
+                    fields::string("5.00"),
+                );
+                edit(
+                    m,
+                    &correction::entry::path(o, 2),
+                    "reversedAmount",
+                    fields::string("5.00"),
+                )
+            }),
+            vec![FindingCode::CorrectionBoundMismatch],
+        ),
     ];
     for (case, tamper, expected) in cases {
         let (mut memory, original) = reversed();
@@ -199,6 +217,7 @@ fn reversals_accepted_before_bounds_count_where_the_original_has_one() {
     accept_into(&mut memory, 2, &reversal(&original, "12.50"));
     strip_digest(&mut memory, 2);
     memory.remove(&correction::path(&original));
+    memory.remove(&correction::entry::path(&original, 1));
     assert_eq!(scan(&memory), vec![], "unguarded, and no bound: not known");
     accept_into(&mut memory, 3, &reversal(&original, "12.50"));
     assert_eq!(
@@ -261,6 +280,8 @@ fn a_finding_involves_the_original_its_bound_and_every_reversal_naming_it() {
     let expected: BTreeSet<String> = [
         effect::path(&original),
         correction::path(&original),
+        correction::entry::path(&original, 1),
+        correction::entry::path(&original, 2),
         reservation::path(&rid(2)),
         effect::path(&effect::effect_id(&rid(2), 0)),
         reservation::path(&rid(3)),
@@ -269,4 +290,78 @@ fn a_finding_involves_the_original_its_bound_and_every_reversal_naming_it() {
     .into_iter()
     .collect();
     assert_eq!(cross.involved(&found), expected);
+}
+
+#[test]
+fn a_reversal_a_migration_linked_counts_against_its_original() {
+    use crate::ledger::fixtures::{historical_tagged, import, import_and_link};
+    // A legacy charge, and a legacy reversal of all of it that a migration linked
+    // under its own row ids; then a canonical reversal lands against no bound.
+    let mut memory = Store::default();
+    let charge = historical_tagged(&store(5, "-12.5"), 5, "legacy-charge");
+    import(&mut memory, &charge);
+    let original = charge.effect_ids[0].clone();
+    let legacy_reversal = historical_tagged(&reversal(&original, "12.50"), 5, "legacy-refund");
+    import_and_link(&mut memory, 1, &legacy_reversal);
+    assert_eq!(
+        scan(&memory),
+        vec![],
+        "no bound yet: the original's amount is not known"
+    );
+    accept_into(&mut memory, 2, &reversal(&original, "12.50"));
+    let (found, cross) = scanned(&memory);
+    assert_eq!(
+        found,
+        vec![at(FindingCode::OverReversal, effect::path(&original))]
+    );
+    // The finding is decided again from the linked reversal's documents too.
+    let involved = cross.involved(&found);
+    assert!(involved.contains(&reservation::path(&rid(1))));
+    assert!(involved.contains(&effect::path(&legacy_reversal.effect_ids[0])));
+    // Within what the original booked, a linked partial reversal and a canonical one
+    // are clean.
+    let mut memory = Store::default();
+    import(&mut memory, &charge);
+    let partial = historical_tagged(&reversal(&original, "5.00"), 5, "legacy-refund");
+    import_and_link(&mut memory, 1, &partial);
+    accept_into(&mut memory, 2, &reversal(&original, "7.50"));
+    assert_eq!(scan(&memory), vec![]);
+}
+
+#[test]
+fn a_reversal_of_several_effects_logs_one_run_of_entries_with_its_commits_totals() {
+    let mut memory = Store::default();
+    accept_into(&mut memory, 1, &store(5, "-12.5"));
+    let original = effect::effect_id(&rid(1), 0);
+    let two = plan(
+        json!({"family": "reversal", "fingerprintVersion": 5, "effects": [
+            {"actor_seat_id": "officer-1", "mechanism": "REVERSAL", "amount": "2.00",
+             "original_transaction_id": original},
+            {"actor_seat_id": "officer-1", "mechanism": "REVERSAL", "amount": "3.00",
+             "original_transaction_id": original},
+        ]}),
+    );
+    accept_into(&mut memory, 2, &two);
+    accept_into(&mut memory, 3, &reversal(&original, "1.00"));
+    assert_eq!(scan(&memory), vec![]);
+    // The run's first entry holding totals of its own, as if counted alone.
+    edit(
+        &mut memory,
+        &correction::entry::path(&original, 1),
+        "reversalEffectCount",
+        fields::int(1),
+    );
+    edit(
+        &mut memory,
+        &correction::entry::path(&original, 1),
+        "reversedAmount",
+        fields::string("2.00"),
+    );
+    assert_eq!(
+        scan(&memory),
+        vec![at(
+            FindingCode::CorrectionBoundMismatch,
+            correction::path(&original)
+        )]
+    );
 }

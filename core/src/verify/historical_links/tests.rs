@@ -156,3 +156,63 @@ fn a_duplicate_involves_the_imported_rows_of_the_same_content_only() {
         BTreeSet::from([created, effect::path("same-0"), effect::path("same-1")])
     );
 }
+
+/// Every field of a sealed linked reservation and of its imported row, edited to a
+/// well-formed other value: `verify` reports it and the link's exact retry (the one
+/// operation reading it) is `journal_corrupt`, nothing written.
+#[test]
+fn any_edit_of_a_sealed_link_is_found_and_fails_closed() {
+    use crate::document::fields;
+    use crate::document::value::Value;
+    use crate::error::JournalError;
+    use crate::ledger::fixtures::{edit, historical, import_and_link, key, now, scope, store};
+    use crate::ledger::migration::Link;
+    use crate::testing::Store;
+    use crate::verify::ledger_scan::scan;
+    let command = historical(&store(5, "12.5"), 5);
+    let mut linked = Store::default();
+    import_and_link(&mut linked, 1, &command);
+    assert_eq!(scan(&linked), vec![]);
+    let reservation_path = reservation::path(&crate::ledger::fixtures::rid(1));
+    let row_path = effect::path("legacy-0");
+    let other = |name: &str| -> Option<Value> {
+        Some(match name {
+            "reservationSchemaVersion" | "effectSchemaVersion" => fields::int(2),
+            "fingerprintVersion" => fields::int(4),
+            "effectIndex" => fields::int(1),
+            "compensationAmountCents" => fields::int(5),
+            "acceptedAt" => fields::timestamp(now()),
+            "integrityDigest" | "fingerprint" => fields::string("ab".repeat(32)),
+            "reservationId" => fields::string(rid(7).as_str()),
+            "effectIds" => return None,
+            "migrationId" => fields::string("mig-other"),
+            "commandFamily" => fields::string("effect_plan"),
+            "lineage" => fields::string("historical_unlinked"),
+            "transferLeg" => fields::string("credit"),
+            "effectId" => fields::string("legacy-9"),
+            "amount" => fields::string("-1.00"),
+            _ => fields::string("edited"),
+        })
+    };
+    let mut edits = 0;
+    for path in [&reservation_path, &row_path] {
+        for name in linked[path.as_str()].keys() {
+            let Some(value) = other(name) else { continue };
+            let mut memory = linked.clone();
+            edit(&mut memory, path, name, value);
+            assert_ne!(scan(&memory), vec![], "{path} {name}");
+            let before = memory.clone();
+            let retry = Link::new(&key(1), &scope(), &command, now()).expect("link");
+            assert!(
+                matches!(
+                    memory.answer(&retry),
+                    Err(JournalError::JournalCorrupt { .. })
+                ),
+                "{path} {name}"
+            );
+            assert_eq!(memory, before, "{path} {name}: nothing written");
+            edits += 1;
+        }
+    }
+    assert_eq!(edits, 13 + 21, "every field but effectIds");
+}
