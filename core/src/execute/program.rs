@@ -126,8 +126,10 @@ pub struct ExecuteProgram {
     protocol: Protocol,
     first: Option<Step>,
     opened: bool,
-    /// The time the call's first start captured: the protocol hears the lease a
-    /// permit was committed with at that time, as the permit was decided.
+    /// The clocks read when the start in flight (or last) captured its time: the
+    /// protocol hears its lease at that reading, as the lease was decided and its
+    /// expiry set, never later (a step back of the trusted clock while the lease is
+    /// taken would lengthen what is left of it).
     opened_at: Option<Now>,
     /// Whether the start in flight is the call's first, which a permit may follow in
     /// one commit.
@@ -268,6 +270,10 @@ impl Program for ExecuteProgram {
                 .first
                 .take()
                 .ok_or(JournalError::internal("execute: began twice"))?,
+            Some(Event::Started(lease)) => {
+                let at = self.opened_at.unwrap_or(clocks);
+                self.protocol.step(Event::Started(lease), at)?
+            }
             Some(event) => self.protocol.step(event, clocks)?,
         };
         loop {
@@ -301,6 +307,7 @@ impl Program for ExecuteProgram {
                 // A second lease, taken to record the answer this call holds: read
                 // anew, and what it reads is not kept.
                 Step::Start => {
+                    self.opened_at = Some(clocks);
                     let start = Start::new(self.identity.clone(), self.owner.clone(), now);
                     let mut run = Run::op(ExecuteOp::Start(start)).fresh();
                     run.keep = false;
