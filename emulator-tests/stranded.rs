@@ -16,7 +16,7 @@ use super::proxy::{Fault, Proxy, Rpc};
 use super::support::{self, command};
 use command_journal::{
     CommandInput, Concurrency, Connection, Execution, Journal, LeaseId, Provider, ProviderAnswer,
-    ProviderPlan, ProviderPlanRequest, ResultEnvelope, SendRequest, Stats, Target,
+    ProviderPlan, ProviderPlanRequest, ResultEnvelope, RetryPolicy, SendRequest, Stats, Target,
     TerminalReferenceFingerprint,
 };
 use serde_json::json;
@@ -240,4 +240,40 @@ async fn a_duplicate_execute_whose_rollback_is_lost_never_keeps_the_holder_from_
         "{:?}",
         cost.used
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_stalled_once_it_opened_its_transaction_hands_it_to_the_reaper_at_its_timeout() {
+    // The duplicate's status read delivers its first message (the one that carries
+    // the transaction id) and then stalls: no more frames, no end. At the read's
+    // timeout the transaction is the reaper's, whose rollback reaches the emulator
+    // (its answer stalls with everything else on that connection), and the holder
+    // commits at once, not after the stalled stream or the server's expiry.
+    let rig = rig().await;
+    let cmd = holding(&rig, 5).await;
+    let duplicate = rig.duplicate.clone().with_retry_policy(RetryPolicy {
+        attempts: std::num::NonZeroU32::MIN,
+        rpc_timeout: Duration::from_millis(500),
+        ..RetryPolicy::default()
+    });
+    rig.proxy
+        .arm(Rpc::BatchGet, Fault::StallResponse { after_frames: 2 });
+    let before = duplicate.stats();
+    let answer = duplicate.status(&cmd).await;
+    assert!(
+        matches!(
+            answer,
+            Err(command_journal::JournalError::Unavailable { .. })
+        ),
+        "{answer:?}"
+    );
+    assert_eq!(
+        duplicate.stats().since(&before).reaped,
+        1,
+        "the stalled read's transaction went to the reaper"
+    );
+    let cost = complete(&rig, &cmd).await;
+    report("status_read_stalled_after_its_transaction", &cost);
+    rig.proxy.release();
+    landed_at_once(&cost);
 }
