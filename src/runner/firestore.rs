@@ -179,7 +179,9 @@ impl Session<'_> {
             Ok(Ok(answer)) => Some(answer),
             Ok(Err(_elapsed)) => None,
             // The task ended without answering (it panicked): the outcome is unknown.
-            Err(_) => Some(Err(Status::unknown("the read task ended without an answer"))),
+            Err(_) => Some(Err(Status::unknown(
+                "the read task ended without an answer",
+            ))),
         }
     }
 

@@ -2,12 +2,14 @@
 //! answered, the next step. No I/O and no clock: the driver passes the journal's time
 //! (its timestamp, and the call's time on its monotonic clock).
 //!
-//! Every duration derived from the lease (the provider's deadline, the lookup's, a
-//! `Retry-After`) is what is left of the lease on both of the trusted clock's
-//! readings, the lesser: until its expiry on its time, and, on its steady time, what
-//! was left when the lease was heard (never more than a whole lease) less the time
-//! since. A wall clock stepped back after the lease was heard lengthens none of them:
-//! a request leaves within the lease less [`SEND_MARGIN`] of the permit, in real time.
+//! What is left of the lease is read on both of the trusted clock's readings: until
+//! its expiry on its time, and, on its steady time, what was left when the lease was
+//! heard (never more than a whole lease) less the time since. A duration that bounds
+//! work under the lease (the provider's deadline, the lookup's) is the lesser: a wall
+//! clock stepped back after the lease was heard lengthens none of them, and a request
+//! leaves within the lease less [`SEND_MARGIN`] of the permit, in real time. A
+//! `Retry-After` is the greater: it promises no takeover before the lease has run out
+//! on either reading, whichever the next caller's clock agrees with.
 //!
 //! | answer | next step |
 //! |---|---|
@@ -212,10 +214,10 @@ impl Protocol {
             .ok_or(JournalError::internal("execute: no attempt known"))
     }
 
-    /// The lease's time left at `now`, the lesser on the trusted clock's two readings:
-    /// until its expiry on its time; on its steady time, what was left when the lease
-    /// was heard (at most a lease) less the time since.
-    fn remaining(&self, now: Now) -> Result<Duration, JournalError> {
+    /// The lease's time left at `now` on the trusted clock's two readings: until its
+    /// expiry on its time; on its steady time, what was left when the lease was heard
+    /// (at most a lease) less the time since.
+    fn left(&self, now: Now) -> Result<(Duration, Duration), JournalError> {
         let (_, expires_at) = self.held()?;
         let trusted = now.at.until(expires_at);
         let Some(heard) = self.heard else {
@@ -223,7 +225,20 @@ impl Protocol {
         };
         let then = heard.at.until(expires_at).min(LEASE);
         let since = now.steady.saturating_sub(heard.steady);
-        Ok(trusted.min(then.saturating_sub(since)))
+        Ok((trusted, then.saturating_sub(since)))
+    }
+
+    /// The time work under the lease may take at `now`: the lesser of its readings.
+    fn remaining(&self, now: Now) -> Result<Duration, JournalError> {
+        let (trusted, steady) = self.left(now)?;
+        Ok(trusted.min(steady))
+    }
+
+    /// A `Retry-After` at `now`: the greater of its readings, so that the lease has
+    /// run out on both once it has passed.
+    fn retry_after(&self, now: Now) -> Result<Duration, JournalError> {
+        let (trusted, steady) = self.left(now)?;
+        Ok(whole_seconds(trusted.max(steady)))
     }
 
     /// The provider's deadline at `now`: a call can start, or too little lease is left
@@ -233,7 +248,7 @@ impl Protocol {
         let deadline = remaining.saturating_sub(SEND_MARGIN);
         Ok(if deadline < MIN_SEND_DEADLINE {
             Window::TooShort(Execution::RetryLater {
-                after: whole_seconds(remaining),
+                after: self.retry_after(now)?,
             })
         } else {
             Window::Call(deadline)
@@ -242,7 +257,7 @@ impl Protocol {
 
     fn retry_after_lease(&self, now: Now) -> Result<Step, JournalError> {
         done(Execution::RetryLater {
-            after: whole_seconds(self.remaining(now)?),
+            after: self.retry_after(now)?,
         })
     }
 

@@ -833,10 +833,10 @@ fn a_wall_clock_step_never_lengthens_a_deadline_derived_from_the_lease() {
             Ok(5.0),
         ),
         (
-            "back 100 s, too little left",
+            "back 100 s, too little left: retry once it ran out on the stepped clock too",
             clocks(0.0, 0.0),
             clocks(-100.0, 49.5),
-            Err(11),
+            Err(160),
         ),
         (
             "forward 30 s: the trusted clock binds",
@@ -875,7 +875,7 @@ fn a_wall_clock_step_never_lengthens_a_deadline_derived_from_the_lease() {
 }
 
 #[test]
-fn a_wall_clock_stepped_back_lengthens_neither_the_lookup_nor_the_retry_after() {
+fn a_wall_clock_stepped_back_lengthens_no_lookup_and_no_retry_after_comes_early() {
     // The cutoff passed: the lookup's deadline, at 2 s into the call on a clock
     // stepped back 100 s, is what is left of the lease on the monotonic clock.
     let (mut protocol, _) = Protocol::new();
@@ -891,7 +891,8 @@ fn a_wall_clock_stepped_back_lengthens_neither_the_lookup_nor_the_retry_after() 
         "{looked_up:?}"
     );
     // An ambiguous answer recorded 20 s into the call, the clock stepped back 100 s:
-    // retry once the lease has run out in real time, 40 s on, not 160 s.
+    // retry once the lease has run out on the stepped clock too, 160 s on (40 s in
+    // real time): a caller sooner would find it held wherever clocks agree with it.
     let answers = [
         (acquired(), clocks(0.0, 0.0)),
         (permit(1, false), clocks(0.0, 0.0)),
@@ -909,7 +910,53 @@ fn a_wall_clock_stepped_back_lengthens_neither_the_lookup_nor_the_retry_after() 
     assert_eq!(
         last,
         Some(Ok(Step::Done(Execution::RetryLater {
-            after: Duration::from_secs(40)
+            after: Duration::from_secs(160)
         })))
+    );
+}
+
+#[test]
+fn a_retry_after_promises_no_takeover_before_the_lease_expires_on_either_reading() {
+    // An ambiguous answer recorded 20 s after the lease was heard (expiring at 60 s):
+    // whichever of the trusted clock's readings the next caller's clock agrees with,
+    // its lease has not run out before the `Retry-After` passed. Stepped forward 30 s,
+    // the lease has 40 s left in real time (10 s on the stepped clock); stepped back
+    // 100 s, 140 s on the stepped clock (40 s in real time): the greater each time.
+    for (case, recorded_at, after) in [
+        ("steady", clocks(20.0, 20.0), 40),
+        ("forward 30 s", clocks(50.0, 20.0), 40),
+        ("back 100 s", clocks(-80.0, 20.0), 140),
+    ] {
+        let answers = [
+            (acquired(), clocks(0.0, 0.0)),
+            (permit(1, false), clocks(0.0, 0.0)),
+            (Event::Sent(ProviderAnswer::Unknown), recorded_at),
+            (
+                Event::Recorded(Ok(SendOutcomeOutput::Ambiguous { attempt: nth(1) })),
+                recorded_at,
+            ),
+        ];
+        let (mut protocol, _) = Protocol::new();
+        let last = answers
+            .into_iter()
+            .map(|(event, now)| protocol.step(event, now))
+            .last();
+        assert_eq!(
+            last,
+            Some(Ok(Step::Done(Execution::RetryLater {
+                after: Duration::from_secs(after)
+            }))),
+            "{case}"
+        );
+    }
+    // Too little lease left for a send, 49.5 s in, the clock stepped forward 5 s: the
+    // lease lasts 10.5 s in real time, not the 5.5 s the stepped clock shows.
+    let (mut protocol, _) = Protocol::new();
+    protocol.step(acquired(), clocks(0.0, 0.0)).unwrap();
+    assert_eq!(
+        protocol.step(permit(1, false), clocks(54.5, 49.5)),
+        Ok(Step::Done(Execution::RetryLater {
+            after: Duration::from_secs(11)
+        }))
     );
 }
