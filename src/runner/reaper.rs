@@ -214,8 +214,9 @@ impl Reaper {
     }
 }
 
-/// A transaction abandoned to the server's expiry without a try: logged (warning),
-/// counted in `Stats::abandoned` and the metric.
+/// A transaction abandoned to the server's expiry before any rollback released it
+/// (`why` says how): logged (warning, no id), counted in `Stats::abandoned` and the
+/// metric.
 fn abandoned(counters: &Counters, cause: Cause, why: &'static str) {
     tracing::warn!(cause = cause.as_str(), "{why}");
     counters.bump(Count::Abandoned);
