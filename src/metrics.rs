@@ -39,8 +39,8 @@ pub(crate) const STRANDED_TRANSACTIONS_TOTAL: &str = "command_journal_stranded_t
 pub(crate) const STRANDED_RELEASED: &str = "released";
 /// The server no longer knew the transaction (expired, or committed): nothing held.
 pub(crate) const STRANDED_GONE: &str = "gone";
-/// The reaper spent its attempts (or had no runtime): the server releases the
-/// transaction when it expires.
+/// The reaper spent its attempts, had no runtime, was stopped with its runtime or
+/// was full: the server releases the transaction when it expires.
 pub(crate) const STRANDED_ABANDONED: &str = "abandoned";
 
 /// The `rpc` label of a `BatchGetDocuments`.

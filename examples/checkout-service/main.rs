@@ -115,6 +115,8 @@ async fn recover(config: Config, settings: JobSettings) -> ExitCode {
             service::recovery::run_with(&journal, &provider, &settings, &logger).await
         }
     };
+    // A rollback the job could not deliver is the reaper's: let it finish first.
+    let _ = tokio::time::timeout(shutdown::REAPING, journal.reaped()).await;
     ExitCode::from(service::recovery::exit_status(report.as_ref()))
 }
 
@@ -138,6 +140,7 @@ async fn run(config: Config) -> ExitCode {
     let Some(metrics) = service::metrics::install(service::metrics::recorder()) else {
         return fail("start-up error: the metrics recorder could not be installed");
     };
+    let reaper = journal.clone();
     let app = match App::new(&config, journal, keys, logger.clone(), metrics) {
         Ok(app) => Arc::new(app),
         Err(_) => return fail("start-up error: the HTTP client could not be built"),
@@ -164,7 +167,7 @@ async fn run(config: Config) -> ExitCode {
     }
     logger.log(Severity::Info, "listening", None, fields);
 
-    match server::serve(
+    let served = server::serve(
         listener,
         app.router(),
         config.http,
@@ -172,8 +175,17 @@ async fn run(config: Config) -> ExitCode {
         shutdown::signal(),
         shutdown::DRAIN,
     )
-    .await
+    .await;
+    // The transactions dropped requests left open are rolled back before the
+    // runtime stops (the reaper's tasks stop with it).
+    if tokio::time::timeout(shutdown::REAPING, reaper.reaped())
+        .await
+        .is_err()
     {
+        let message = "shutdown: transactions still being rolled back were abandoned";
+        logger.log(Severity::Warning, message, None, Map::new());
+    }
+    match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(_) => fail("the server stopped on an I/O error"),
     }

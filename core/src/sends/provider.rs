@@ -209,6 +209,12 @@ impl ProviderAnswer {
         matches!(self, Self::ReplayedUnknown | Self::Indeterminate)
     }
 
+    /// Whether the answer is a charge made: a success (recorded late when its command
+    /// can no longer take it).
+    pub(crate) fn charged(&self) -> bool {
+        matches!(self, Self::Succeeded(_) | Self::SucceededWithReference(_))
+    }
+
     /// What recording this answer for the command of `identity` closes the attempt
     /// with, and the envelope a success stores.
     pub(crate) fn closing(&self, identity: &CommandIdentity) -> (Closing, Option<&ResultEnvelope>) {

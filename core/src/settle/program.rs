@@ -79,10 +79,12 @@ enum State {
         attempt: AttemptNumber,
         proves_absence: bool,
     },
-    /// The lease is being taken to record `evidence`.
+    /// The lease is being taken to record `evidence`, its start (or acquisition) made
+    /// at the reading `at`.
     Taking {
         attempt: AttemptNumber,
         evidence: ProviderAnswer,
+        at: Now,
     },
     /// `reconcile_send` of `evidence` is in flight.
     Reconciling {
@@ -113,14 +115,6 @@ type Then = Result<Next<SettleOp, Settled>, JournalError>;
 
 fn done(settled: Settled) -> Then {
     Ok(Next::Done(settled))
-}
-
-/// Whether `evidence` is a charge made: a success.
-fn charged(evidence: &ProviderAnswer) -> bool {
-    matches!(
-        evidence,
-        ProviderAnswer::Succeeded(_) | ProviderAnswer::SucceededWithReference(_)
-    )
 }
 
 impl Settle {
@@ -427,15 +421,24 @@ impl Settle {
                 run
             }
         };
-        self.go(State::Taking { attempt, evidence }, Next::Run(run))
+        self.go(
+            State::Taking {
+                attempt,
+                evidence,
+                at: now,
+            },
+            Next::Run(run),
+        )
     }
 
-    /// The lease taken to record `evidence` answered `lease`.
+    /// The lease taken at the reading `at` to record `evidence` answered `lease`: it
+    /// is heard at `at`, as its expiry was set.
     fn taken(
         &mut self,
         attempt: AttemptNumber,
         evidence: ProviderAnswer,
         lease: LeaseOutput,
+        at: Now,
         now: Now,
     ) -> Then {
         match lease {
@@ -445,7 +448,7 @@ impl Settle {
                 self.ended(attempt, evidence, TerminalOutput::FailedFinal, now)
             }
             LeaseOutput::Acquired { .. } => {
-                let lease = Held::of(lease, now).ok_or(out_of_turn())?;
+                let lease = Held::of(lease, at).ok_or(out_of_turn())?;
                 match evidence {
                     // Looked up before the lease, a "not found" may have missed a
                     // re-send made since: confirm it under the lease, where no permit
@@ -523,7 +526,7 @@ impl Settle {
             // The command ended, or its attempt moved on, without the charge offered:
             // recorded as a late charge, never dropped.
             Err(JournalError::TerminalConflict | JournalError::AttemptMismatch)
-                if charged(&evidence) =>
+                if evidence.charged() =>
             {
                 self.late(attempt, &evidence, None, now)
             }
@@ -566,8 +569,15 @@ impl Program for Settle {
                 },
                 Answered::LookedUp(answer),
             ) => self.weigh(under, attempt, proves_absence, answer, now),
-            (State::Taking { attempt, evidence }, Answered::Ran(ran)) => match ran? {
-                SettleOutput::Leased(lease) => self.taken(attempt, evidence, lease, now),
+            (
+                State::Taking {
+                    attempt,
+                    evidence,
+                    at,
+                },
+                Answered::Ran(ran),
+            ) => match ran? {
+                SettleOutput::Leased(lease) => self.taken(attempt, evidence, lease, at, now),
                 _ => Err(out_of_turn()),
             },
             (

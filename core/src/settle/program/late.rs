@@ -2,7 +2,7 @@
 //! the evidence carries, met by a command that ended (or whose attempt moved on)
 //! without it, is recorded as a late charge (`record_late_charge`), never dropped.
 
-use super::{Settle, State, Then, charged, done, out_of_turn};
+use super::{Settle, State, Then, done, out_of_turn};
 use crate::call::{Next, Now, Run};
 use crate::error::JournalError;
 use crate::lease::{CommandState, TerminalOutput};
@@ -23,7 +23,7 @@ impl Settle {
         ended: TerminalOutput,
         now: Now,
     ) -> Then {
-        if charged(&evidence) {
+        if evidence.charged() {
             return self.late(attempt, &evidence, Some(ended), now);
         }
         done(Settled::Ended(match ended {
