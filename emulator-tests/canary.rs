@@ -190,6 +190,15 @@ async fn no_raw_secret_reaches_documents_outputs_errors_or_traces() {
         record(error.to_string());
     }
 
+    // In transaction mode, a status dropped once its transactional read answered:
+    // the reaper's hand-off and rollback are logged too.
+    let locked = journal
+        .clone()
+        .with_concurrency(command_journal::Concurrency::Transaction);
+    let dropped = super::dropped::drop_once_woken(locked.status(&cmd), 1).await;
+    assert!(dropped.is_none(), "dropped");
+    locked.reaped().await;
+
     let connection = journal.connection();
     let mut stored = String::new();
     for collection in ["checkoutRequests", "auditEvents"] {
@@ -216,6 +225,12 @@ async fn no_raw_secret_reaches_documents_outputs_errors_or_traces() {
         !traces.is_empty(),
         "the trace capture must have seen the workload"
     );
+    for reaped in [
+        "transaction handed to the reaper",
+        "the reaper released a transaction",
+    ] {
+        assert!(traces.contains(reaped), "the traces must show: {reaped}");
+    }
 
     for (what, text) in [
         ("stored documents", &stored),

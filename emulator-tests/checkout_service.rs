@@ -455,6 +455,18 @@ impl Service {
         sample(&self.scrape().await, name, labels)
     }
 
+    /// `Journal::pending` at the service's clock: every command that waits, as its
+    /// JSON (what `command-journal pending` prints).
+    async fn pending(&self) -> Vec<Value> {
+        let journal = Journal::new(self.connection.clone()).with_clock(self.clock.clone());
+        let listing = journal.pending().await.expect("pending");
+        listing
+            .pending
+            .iter()
+            .map(|p| serde_json::to_value(p).expect("json"))
+            .collect()
+    }
+
     /// The charge the stub made first, as its envelope.
     fn first_charge(&self) -> Value {
         charge_envelope(&self.stub.charges().first().expect("a charge").object)

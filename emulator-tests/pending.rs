@@ -212,3 +212,106 @@ async fn pending_fails_closed_on_a_broken_listed_lifecycle() {
         "{answer:?}"
     );
 }
+
+/// A charge its command ended without (attempt 1 proven absent, attempt 2 charged, and
+/// then attempt 1's charge found) is recorded once (`record_late_charge`, the
+/// transition `execute` and recovery run), listed by `pending` after the waiting
+/// commands, named by `verify` for a person while the journal stays clean, and counted.
+#[tokio::test]
+async fn a_late_charge_is_recorded_once_listed_and_named_by_verify() {
+    use command_journal::ResultEnvelope;
+    use command_journal_core::tools::lease::CommandCall;
+    use command_journal_core::tools::sends::late::RecordLateCharge;
+    let connection = support::fresh_connection().await;
+    let clock = Arc::new(ManualClock::new(start_time()));
+    let journal = support::clocked_journal(connection.clone(), clock.clone());
+    let cmd = command(960, json!({"order": 960}));
+    let fence = started(&journal, &cmd, 60).await;
+    journal
+        .begin_send(&cmd, &lease(60), fence, &plan())
+        .await
+        .expect("begin_send");
+    journal
+        .record_send_outcome(
+            &cmd,
+            &lease(60),
+            fence,
+            &plan(),
+            AttemptNumber::FIRST,
+            &ProviderAnswer::Unknown,
+        )
+        .await
+        .expect("ambiguous");
+    // Proven absent once the lease and the settle window have passed; attempt 2
+    // charged under its own key.
+    clock.advance(TimeDelta::seconds(361));
+    let fence = started(&journal, &cmd, 61).await;
+    journal
+        .reconcile_send(
+            &cmd,
+            &lease(61),
+            fence,
+            &plan(),
+            AttemptNumber::FIRST,
+            &ProviderAnswer::NotFound,
+        )
+        .await
+        .expect("absent");
+    journal
+        .begin_send(&cmd, &lease(61), fence, &plan())
+        .await
+        .expect("attempt 2");
+    let second = ResultEnvelope::new(&json!({"id": "ch_CANARY2", "amount": 1250})).expect("env");
+    journal
+        .record_send_outcome(
+            &cmd,
+            &lease(61),
+            fence,
+            &plan(),
+            AttemptNumber::new(2).expect("2"),
+            &ProviderAnswer::Succeeded(second),
+        )
+        .await
+        .expect("succeeded");
+    // Attempt 1's charge arrives after all.
+    let first = ResultEnvelope::new(&json!({"id": "ch_CANARY1", "amount": 1250})).expect("env");
+    let identity = cmd.identity();
+    let commitment = identity.terminal_commitment(&first.reference());
+    let now = command_journal::Timestamp::from_datetime(start_time() + TimeDelta::seconds(400))
+        .expect("time");
+    let record = RecordLateCharge::new(
+        CommandCall::new(identity, now),
+        AttemptNumber::FIRST,
+        commitment,
+    );
+    let recorded = journal.run_transition(&record).await.expect("late");
+    assert_eq!(recorded.label(), "recorded");
+    let again = journal.run_transition(&record).await.expect("again");
+    assert_eq!(again.label(), "already_recorded");
+
+    let listing = journal.pending().await.expect("pending");
+    assert!(listing.pending.is_empty(), "the command itself is settled");
+    assert_eq!(listing.late_charges.len(), 1);
+    let line = serde_json::to_value(&listing.late_charges[0]).expect("json");
+    assert_eq!(line["commandKeyHash"], json!(hash(&cmd)));
+    assert_eq!(line["unblockedBy"], "refund");
+    assert_eq!(line["lateCharge"]["attempt"], 1);
+    assert_eq!(line["lateCharge"]["reason"], "attempt_absent");
+    assert!(!line.to_string().contains("CANARY"), "{line}");
+    // Listed by its own key range only.
+    let digest = cmd.identity().command_key_hash().clone();
+    for index in 0..2 {
+        let range = command_journal::pending::KeyRange::new(index, 2).expect("range");
+        let listed = journal.pending_in(range).await.expect("pending");
+        let expected = usize::from(range.contains(&digest));
+        assert_eq!(listed.late_charges.len(), expected, "range {index} of 2");
+    }
+
+    let report = command_journal::verify(&connection, &mut |_| {})
+        .await
+        .expect("verify");
+    assert!(report.clean, "{:?}", report.finding_counts);
+    let named: Vec<_> = report.attention.iter().map(|a| a.code.as_str()).collect();
+    assert_eq!(named, ["late_charge"]);
+    assert!(report.attention[0].path.ends_with("/lateCharges/0001"));
+}

@@ -29,6 +29,9 @@
 //!   (the emulator has answered the request), until [`Proxy::release`];
 //!   [`Proxy::until_held`] resolves once it holds, so a test can act on the emulator
 //!   between an answered request and the client hearing the answer.
+//! - [`Fault::StallResponse`]: the first `after_frames` frames of the response reach
+//!   the client, then the same hold until [`Proxy::release`]: a stream stalled in the
+//!   middle (a read whose first message, and with it its transaction, has arrived).
 //!
 //! [`Proxy::close`] cuts every connection and closes the listening port, so every
 //! later connection attempt is refused.
@@ -82,6 +85,12 @@ pub enum Fault {
     /// Hold the server-to-client direction back from the response's first message
     /// on, until [`Proxy::release`].
     HoldResponse,
+    /// Forward this many frames of the response, then hold the server-to-client
+    /// direction back until [`Proxy::release`].
+    StallResponse {
+        /// Response frames (headers, messages) the client receives before the stall.
+        after_frames: usize,
+    },
 }
 
 /// The hold of [`Fault::HoldResponse`]: whether a response is held, whether the test
@@ -460,6 +469,16 @@ impl Connection {
                         let _ = released.wait_for(|released| *released).await;
                     }
                     Some(Fault::HoldResponse) => {}
+                    Some(Fault::StallResponse { after_frames }) => {
+                        if forwarded_of_faulted >= after_frames {
+                            self.streams().pending.remove(&frame.stream);
+                            let mut released = self.hold.released.subscribe();
+                            self.hold.held.send_replace(true);
+                            let _ = released.wait_for(|released| *released).await;
+                        } else {
+                            forwarded_of_faulted += 1;
+                        }
+                    }
                     Some(Fault::LoseRequest) | None => {}
                 }
                 if swallowing {

@@ -17,7 +17,7 @@ use super::support::{self, command};
 use command_journal::sends::LookupRequest;
 use command_journal::{
     CommandInput, Concurrency, Connection, Execution, Journal, LeaseId, Provider, ProviderAnswer,
-    ProviderPlan, ProviderPlanRequest, ResultEnvelope, SendRequest, Stats, Target,
+    ProviderPlan, ProviderPlanRequest, ResultEnvelope, RetryPolicy, SendRequest, Stats, Target,
     TerminalReferenceFingerprint,
 };
 use serde_json::json;
@@ -241,4 +241,107 @@ async fn a_duplicate_execute_whose_rollback_is_lost_never_keeps_the_holder_from_
         "{:?}",
         cost.used
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_stalled_once_it_opened_its_transaction_hands_it_to_the_reaper_at_its_timeout() {
+    // The duplicate's status read delivers its first message (the one that carries
+    // the transaction id) and then stalls: no more frames, no end. At the read's
+    // timeout the transaction is the reaper's, whose rollback reaches the emulator
+    // (its answer stalls with everything else on that connection), and the holder
+    // commits at once, not after the stalled stream or the server's expiry.
+    let rig = rig().await;
+    let cmd = holding(&rig, 5).await;
+    let duplicate = rig.duplicate.clone().with_retry_policy(RetryPolicy {
+        attempts: std::num::NonZeroU32::MIN,
+        rpc_timeout: Duration::from_millis(500),
+        ..RetryPolicy::default()
+    });
+    rig.proxy
+        .arm(Rpc::BatchGet, Fault::StallResponse { after_frames: 2 });
+    let before = duplicate.stats();
+    let answer = duplicate.status(&cmd).await;
+    assert!(
+        matches!(
+            answer,
+            Err(command_journal::JournalError::Unavailable { .. })
+        ),
+        "{answer:?}"
+    );
+    assert_eq!(
+        duplicate.stats().since(&before).reaped,
+        1,
+        "the stalled read's transaction went to the reaper"
+    );
+    let cost = complete(&rig, &cmd).await;
+    report("status_read_stalled_after_its_transaction", &cost);
+    rig.proxy.release();
+    landed_at_once(&cost);
+}
+
+/// Runs `calls` on a runtime of its own, as a service's process does, and stops that
+/// runtime once they are done: the runtime stops the reaper's tasks with it.
+fn on_a_runtime_that_stops<T: Send + 'static>(
+    calls: impl Future<Output = T> + Send + 'static,
+) -> T {
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let answer = runtime.block_on(calls);
+        drop(runtime);
+        answer
+    })
+    .join()
+    .expect("the runtime's thread")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runtime_that_waits_for_the_reaper_before_stopping_leaves_nothing_locked() {
+    // A status dropped once its read answered, its transaction's first two rollbacks
+    // lost: the reaper is still at it when the call is gone. Awaiting `reaped` before
+    // the runtime stops (a service's shutdown) lets it finish: released, nothing
+    // abandoned, the holder commits at once.
+    let rig = rig().await;
+    let cmd = holding(&rig, 6).await;
+    rig.proxy.arm_times(Rpc::Rollback, Fault::LoseRequest, 2);
+    let (duplicate, dropped) = (rig.duplicate.clone(), cmd.clone());
+    let used = on_a_runtime_that_stops(async move {
+        let before = duplicate.stats();
+        let status = duplicate.status(&dropped);
+        assert!(drop_once_woken(status, 1).await.is_none(), "dropped");
+        duplicate.reaped().await;
+        duplicate.stats().since(&before)
+    });
+    assert_eq!((used.reaped, used.abandoned), (1, 0), "{used:?}");
+    assert_eq!(
+        rig.proxy.fired(),
+        2,
+        "the reaper's first two rollbacks were lost"
+    );
+    let cost = complete(&rig, &cmd).await;
+    report("reaper_awaited_before_the_runtime_stopped", &cost);
+    landed_at_once(&cost);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runtime_that_stops_while_the_reaper_is_at_it_counts_the_transaction_abandoned() {
+    // The same, but the runtime stops at once: the reaper's task is dropped with it,
+    // and the transaction is counted abandoned (the server releases it when it
+    // expires), never silently lost. The holder is not asked: it would wait that
+    // minute.
+    let rig = rig().await;
+    let cmd = holding(&rig, 7).await;
+    rig.proxy.arm_times(Rpc::Rollback, Fault::LoseRequest, 2);
+    let duplicate = rig.duplicate.clone();
+    let used = on_a_runtime_that_stops(async move {
+        let before = duplicate.stats();
+        let status = duplicate.status(&cmd);
+        assert!(drop_once_woken(status, 1).await.is_none(), "dropped");
+        (duplicate, before)
+    });
+    let (duplicate, before) = used;
+    let used = duplicate.stats().since(&before);
+    assert_eq!((used.reaped, used.abandoned), (1, 1), "{used:?}");
 }

@@ -28,6 +28,9 @@ pub(crate) const PENDING_COMMANDS: &str = "command_journal_pending_commands";
 /// Counter: commands a recovery job handled, by `outcome` (how it ended, or an error
 /// code).
 pub(crate) const RECOVERIES_TOTAL: &str = "command_journal_recoveries_total";
+/// Gauge: the late charges at the last listing (charges their commands ended
+/// without, for a person to refund).
+pub(crate) const LATE_CHARGES: &str = "command_journal_late_charges";
 
 /// Counter: read-write transactions the background reaper finished with, by
 /// `outcome`: [`STRANDED_RELEASED`], [`STRANDED_GONE`] or [`STRANDED_ABANDONED`].
@@ -36,8 +39,8 @@ pub(crate) const STRANDED_TRANSACTIONS_TOTAL: &str = "command_journal_stranded_t
 pub(crate) const STRANDED_RELEASED: &str = "released";
 /// The server no longer knew the transaction (expired, or committed): nothing held.
 pub(crate) const STRANDED_GONE: &str = "gone";
-/// The reaper spent its attempts (or had no runtime): the server releases the
-/// transaction when it expires.
+/// The reaper spent its attempts, had no runtime, was stopped with its runtime or
+/// was full: the server releases the transaction when it expires.
 pub(crate) const STRANDED_ABANDONED: &str = "abandoned";
 
 /// The `rpc` label of a `BatchGetDocuments`.
@@ -71,6 +74,10 @@ pub fn describe_metrics() {
     ::metrics::describe_counter!(
         RECOVERIES_TOTAL,
         "Commands a recovery job handled, by outcome (or error code)."
+    );
+    ::metrics::describe_gauge!(
+        LATE_CHARGES,
+        "Charges their commands ended without at the last listing, for a person to refund."
     );
     ::metrics::describe_counter!(
         RPC_RETRIES_TOTAL,
@@ -121,6 +128,12 @@ pub(crate) fn pending(listing: &[command_journal_core::pending::PendingCommand])
         #[allow(clippy::cast_precision_loss)]
         ::metrics::gauge!(PENDING_COMMANDS, "reason" => reason.as_str()).set(count as f64);
     }
+}
+
+/// The listing's count of late charges.
+pub(crate) fn late_charges(count: usize) {
+    #[allow(clippy::cast_precision_loss)]
+    ::metrics::gauge!(LATE_CHARGES).set(count as f64);
 }
 
 /// One command's recovery ended with `outcome` (a [`Recovered`] label or an error

@@ -145,6 +145,57 @@ fn the_readme_handler_is_the_compiled_example() {
     }
 }
 
+/// The README's handler and the checkout service answer with one HTTP table, the one
+/// in the service's README: each row's body and `Retry-After` is in all three.
+#[test]
+fn the_readme_handler_and_the_service_answer_with_one_table() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let read = |p: &str| std::fs::read_to_string(root.join(p)).unwrap_or_default();
+    let handler = read("examples/readme-handler/main.rs");
+    let service = read("examples/checkout-service/service/answer.rs");
+    let table = read("examples/checkout-service/README.md");
+    // (the handler's row, the service's constructor or constant, the table's row)
+    let rows = [
+        (
+            r#"(402, None, r#"{"status":"failed"}"#,
+            r#"json!({"status": "failed"})"#,
+            r#"| 402 | `{"status":"failed"}` | — |"#,
+        ),
+        (
+            r#"(409, Some(2), r#"{"status":"in_progress"}"#,
+            "BUSY_RETRY_AFTER: u64 = 2",
+            r#"| 409 | `{"status":"in_progress"}` | `2` |"#,
+        ),
+        (
+            r#"(503, Some(after.as_secs()), r#"{"status":"retry"}"#,
+            r#"json!({"status": "retry"})"#,
+            r#"| 503 | `{"status":"retry"}` |"#,
+        ),
+        (
+            r#"(202, Some(60), r#"{"status":"pending_reconciliation"}"#,
+            "PENDING_RETRY_AFTER: u64 = 60",
+            r#"| 202 | `{"status":"pending_reconciliation"}` | `60` |"#,
+        ),
+        (
+            r#"{{"status":"succeeded","charge":{}}}"#,
+            r#"{{"status":"succeeded","charge":{canonical}}}"#,
+            r#"| 200 | `{"status":"succeeded","charge":{…}}`"#,
+        ),
+    ];
+    for (in_handler, in_service, in_table) in rows {
+        assert!(
+            handler.contains(in_handler),
+            "the handler lacks {in_handler}"
+        );
+        assert!(
+            service.contains(in_service),
+            "the service lacks {in_service}"
+        );
+        assert!(table.contains(in_table), "the table lacks {in_table}");
+    }
+    assert!(!handler.contains("retryAfter"), "Retry-After is a header");
+}
+
 #[test]
 fn no_two_public_types_of_a_package_share_a_name() {
     // Within each package a reader sees its types together: one name, one type.

@@ -25,10 +25,10 @@ mod scan;
 // The checks are the core's (`command_journal_core::tools::verify`); this module
 // streams a project's documents into them.
 use command_journal_core::tools::verify::{
-    commerce, cross_checks, keys, ledger, pending_index, ranges, stored, write_times,
+    attention, commerce, cross_checks, keys, ledger, pending_index, ranges, stored, write_times,
 };
 pub use command_journal_core::verify::{
-    Finding, FindingCode, MAX_FINDINGS, ScanRanges, Scanned, VerifyReport,
+    Attention, AttentionCode, Finding, FindingCode, MAX_FINDINGS, ScanRanges, Scanned, VerifyReport,
 };
 
 use crate::connection::Connection;

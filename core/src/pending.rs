@@ -12,6 +12,7 @@
 //! a prepared read, which decides from its lifecycle and send documents, strictly
 //! parsed, whether it is pending at the captured time and why.
 
+pub(crate) mod late;
 pub(crate) mod read;
 
 pub use crate::document::lifecycle::LifecycleState;
@@ -20,7 +21,7 @@ pub use crate::key_range::{KeyRange, MAX_KEY_RANGES};
 use crate::digest::Digest;
 use crate::fence::FenceEpoch;
 use crate::sends::status::{digest_text, nullable_seconds_nanos, seconds_nanos};
-use crate::sends::{AttemptNumber, AttemptState};
+use crate::sends::{AttemptNumber, AttemptState, LateReason};
 use crate::time::Timestamp;
 use serde::Serialize;
 
@@ -41,25 +42,33 @@ pub enum Unblock {
     /// any more (the provider may have forgotten the key): a success or a decline
     /// found at the provider settles it, otherwise a person.
     EvidenceOrPerson,
+    /// The provider answered the attempt as indeterminate (`replayed_unknown`,
+    /// `indeterminate`: Stripe's stored 500) and may still complete it: only its final
+    /// state (a charge or a refusal for the key) settles it, whatever the cutoff, and
+    /// no "not found" ever does, so no new key is issued (`docs/providers.md`,
+    /// "Indeterminate answers"). A person if it never comes.
+    FinalEvidence,
 }
 
 impl Unblock {
     /// Every reason, in declaration order.
-    pub const ALL: [Self; 4] = [
+    pub const ALL: [Self; 5] = [
         Self::Retry,
         Self::ResendOrEvidence,
         Self::Evidence,
         Self::EvidenceOrPerson,
+        Self::FinalEvidence,
     ];
 
-    /// The serialized name: `retry`, `resend_or_evidence`, `evidence` or
-    /// `evidence_or_person` (also the metrics' `reason` label).
+    /// The serialized name: `retry`, `resend_or_evidence`, `evidence`,
+    /// `evidence_or_person` or `final_evidence` (also the metrics' `reason` label).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Retry => "retry",
             Self::ResendOrEvidence => "resend_or_evidence",
             Self::Evidence => "evidence",
             Self::EvidenceOrPerson => "evidence_or_person",
+            Self::FinalEvidence => "final_evidence",
         }
     }
 }
@@ -70,7 +79,7 @@ impl Unblock {
 pub struct PendingSend {
     /// The current attempt.
     pub attempt: AttemptNumber,
-    /// `sending`, `ambiguous`, `replayed_unknown` or `absent`.
+    /// `sending`, `ambiguous`, `replayed_unknown`, `indeterminate` or `absent`.
     pub state: AttemptState,
     /// The attempt's stored cutoff, `{"seconds": S, "nanoseconds": N}`.
     #[serde(serialize_with = "seconds_nanos")]
@@ -102,6 +111,38 @@ pub struct PendingCommand {
     pub send: Option<PendingSend>,
     /// What would move it on.
     pub unblocked_by: Unblock,
+}
+
+/// A charge its command ended without (`checkoutRequests/{hash}/lateCharges/{attempt}`:
+/// its attempt was recorded absent or declined), as `pending` lists it after the
+/// waiting commands: money moved that no settled command accounts for, for a person to
+/// refund. Redacted as `status` is: the key hash, never a key or a charge id (a person
+/// finds the charge at the provider under the attempt's key, which `command-journal
+/// identity` derives).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LateChargeListed {
+    /// The command's key hash (64 lowercase hex).
+    #[serde(serialize_with = "digest_text")]
+    pub command_key_hash: Digest,
+    /// The charge: its attempt, why the command did not take it, when it was
+    /// recorded.
+    pub late_charge: LateChargeDetail,
+    /// Always `refund`: a person settles it.
+    pub unblocked_by: &'static str,
+}
+
+/// What a listed late charge says.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LateChargeDetail {
+    /// The attempt whose key charged.
+    pub attempt: AttemptNumber,
+    /// `attempt_absent` or `attempt_declined`.
+    pub reason: LateReason,
+    /// When the journal recorded it, `{"seconds": S, "nanoseconds": N}`.
+    #[serde(serialize_with = "seconds_nanos")]
+    pub recorded_at: Timestamp,
 }
 
 #[cfg(test)]

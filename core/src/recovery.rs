@@ -65,6 +65,7 @@
 //! | ended (not leased, or terminal when the lease is taken) | `AlreadySettled` |
 //! | nothing open | `NothingToLookUp` |
 //! | other account | `OtherAccount` |
+//! | late charge (a charge found for a command that ended, or whose attempt moved on, without it) | `LateCharge` (never dropped: listed for a person, a refund) |
 //!
 //! Every other error ends the command's recovery with that error.
 
@@ -113,6 +114,10 @@ pub enum Recovered {
     /// declared: nothing asked, nothing written, left listed (a job configured for
     /// another account).
     OtherAccount,
+    /// The provider held a successful charge for the key, but the command had ended,
+    /// or its attempt moved on, without it: recorded as a late charge
+    /// (`lateCharges`), listed for a person (a refund).
+    LateCharge,
 }
 
 impl Recovered {
@@ -128,11 +133,12 @@ impl Recovered {
             Self::LookupUnavailable => "lookup_unavailable",
             Self::Absent => "absent",
             Self::OtherAccount => "other_account",
+            Self::LateCharge => "late_charge",
         }
     }
 
     /// Every outcome, in declaration order.
-    pub const ALL: [Self; 9] = [
+    pub const ALL: [Self; 10] = [
         Self::Succeeded,
         Self::Declined,
         Self::AlreadySettled,
@@ -142,6 +148,7 @@ impl Recovered {
         Self::LookupUnavailable,
         Self::Absent,
         Self::OtherAccount,
+        Self::LateCharge,
     ];
 
     /// Whether the command left the pending list by this recovery (or before it):

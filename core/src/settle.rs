@@ -72,7 +72,7 @@ use crate::call::{Labelled, Now};
 use crate::document::lifecycle::LEASE_SECONDS;
 use crate::envelope::ResultEnvelope;
 use crate::fence::FenceEpoch;
-use crate::lease::{CommandState, LeaseOutput};
+use crate::lease::{CommandState, LeaseOutput, TerminalOutput};
 use crate::sends::provider::ProviderAnswer;
 use crate::time::Timestamp;
 use std::time::Duration;
@@ -115,13 +115,17 @@ pub(crate) fn lease_lost(error: &crate::error::JournalError) -> bool {
 
 /// A lease held: its fence, its expiry, and the reading it was heard at.
 ///
-/// Every duration derived from it (a provider's deadline, a lookup's, a
-/// `Retry-After`) is what is left of it on both of the trusted clock's readings, the
-/// lesser ([`Held::remaining`]): until its expiry on the trusted time, and, on the
-/// steady time, what was left when it was heard (never more than a whole lease) less
-/// the time since. A wall clock stepped back after the lease was heard lengthens none
-/// of them: a request leaves within the lease less [`SEND_MARGIN`] of the permit, in
-/// real time.
+/// What is left of it is read on both of the trusted clock's readings: until its
+/// expiry on the trusted time, and, on the steady time, what was left when it was
+/// heard (never more than a whole lease) less the time since. A duration that bounds
+/// work under it (a provider's deadline, a lookup's) is the lesser
+/// ([`Held::remaining`]): a wall clock stepped back after the lease was heard
+/// lengthens none of them, and a request leaves within the lease less
+/// [`SEND_MARGIN`] of the permit, in real time. A `Retry-After` is the greater
+/// ([`Held::retry_after`]): it promises no takeover before the lease has run out on
+/// either reading, whichever the next caller's clock agrees with. A lease is heard at
+/// the reading its start (or acquisition) captured, as its expiry was set, never
+/// later: a step back of the trusted clock while it is taken lengthens nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Held {
     /// The fence every write under it presents.
@@ -149,14 +153,20 @@ impl Held {
         }
     }
 
-    /// The lease's time left at `now`, the lesser on the trusted clock's two readings:
-    /// until its expiry on its time; on its steady time, what was left when the lease
-    /// was heard (at most a lease) less the time since.
-    pub(crate) fn remaining(self, now: Now) -> Duration {
+    /// The lease's time left at `now` on the trusted clock's two readings: until its
+    /// expiry on its time; on its steady time, what was left when the lease was heard
+    /// (at most a lease) less the time since.
+    fn left(self, now: Now) -> (Duration, Duration) {
         let trusted = now.at.until(self.expires_at);
         let then = self.heard.at.until(self.expires_at).min(LEASE);
         let since = now.steady.saturating_sub(self.heard.steady);
-        trusted.min(then.saturating_sub(since))
+        (trusted, then.saturating_sub(since))
+    }
+
+    /// The time work under the lease may take at `now`: the lesser of its readings.
+    pub(crate) fn remaining(self, now: Now) -> Duration {
+        let (trusted, steady) = self.left(now);
+        trusted.min(steady)
     }
 
     /// How long a provider call started at `now` may take: the lease's remaining
@@ -166,11 +176,13 @@ impl Held {
         (deadline >= MIN_SEND_DEADLINE).then_some(deadline)
     }
 
-    /// The lease's remaining time at `now` in whole seconds, rounded up, at least one:
-    /// when the next holder may take it over (what a `Retry-After` carries). The one
-    /// place a wait is rounded.
+    /// When the next holder may take the lease over (what a `Retry-After` carries):
+    /// the greater of its readings at `now`, so that it has run out on both once it
+    /// has passed, in whole seconds, rounded up, at least one. The one place a wait is
+    /// rounded.
     pub(crate) fn retry_after(self, now: Now) -> Duration {
-        let remaining = self.remaining(now);
+        let (trusted, steady) = self.left(now);
+        let remaining = trusted.max(steady);
         let seconds = remaining.as_secs() + u64::from(remaining.subsec_nanos() > 0);
         Duration::from_secs(seconds.max(1))
     }
@@ -207,6 +219,11 @@ pub(crate) enum Settled {
     /// Nothing asked or written: too little of the held lease is left for a provider
     /// call.
     LeaseEnding,
+    /// The success the evidence carried is recorded as a late charge (a charge its
+    /// command ended, or its attempt moved on, without): `Some`, the command had ended
+    /// so, as the lease taken to record it answered; `None`, the reconciliation
+    /// refused it (`terminal_conflict`, `attempt_mismatch`).
+    LateCharge(Option<TerminalOutput>),
 }
 
 impl Labelled for Settled {
@@ -223,6 +240,7 @@ impl Labelled for Settled {
             Self::NothingOpen => "nothing_open",
             Self::OtherAccount => "other_account",
             Self::LeaseEnding => "lease_ending",
+            Self::LateCharge(_) => "late_charge",
         }
     }
 }

@@ -221,6 +221,14 @@ pub mod sends {
         pub use crate::sends::guard::Guarded;
     }
 
+    pub mod late {
+        //! `checkoutRequests/{commandKeyHash}/lateCharges/{attempt:04}`: a charge its
+        //! command ended without, as `pending` lists it, and its record.
+
+        pub use crate::pending::late::listed;
+        pub use crate::sends::late::{COLLECTION, RecordLateCharge, parse_id};
+    }
+
     pub mod load {
         //! The first read of every send operation.
 
@@ -265,6 +273,12 @@ pub mod transaction {
 pub mod verify {
     //! The verifier's checks, pure, with where a scanned document belongs, the scan's
     //! range bounds and the documents the checks read.
+
+    pub mod attention {
+        //! What verify lists for a person beside the broken invariants.
+
+        pub use crate::verify::attention::*;
+    }
 
     pub mod commerce {
         //! Pure invariant checks over one command's documents.

@@ -59,6 +59,9 @@ pub enum OperationName {
     /// `journal.recover`: the recovery job on one command (its registration read,
     /// and its transitions traced under their own names inside it).
     Recover,
+    /// `journal.record_late_charge`: a charge its command ended without, recorded for
+    /// a person (`execute` and recovery, when evidence arrives too late).
+    RecordLateCharge,
 }
 
 impl OperationName {
@@ -81,12 +84,13 @@ impl OperationName {
             Self::Execute => "journal.execute",
             Self::Pending => "journal.pending",
             Self::Recover => "journal.recover",
+            Self::RecordLateCharge => "journal.record_late_charge",
         }
     }
 
     /// Every operation, in the order above: span names, metric labels and the CLI's
     /// subcommand words are derived by walking it.
-    pub const ALL: [Self; 16] = [
+    pub const ALL: [Self; 17] = [
         Self::Register,
         Self::Acquire,
         Self::Start,
@@ -103,12 +107,15 @@ impl OperationName {
         Self::Execute,
         Self::Pending,
         Self::Recover,
+        Self::RecordLateCharge,
     ];
 
     /// The words of the `command-journal` subcommand that runs this operation on one
     /// command read from stdin (`register`, `send begin`, `ledger accept`, …); `None`
     /// for `result` and `execute`, which the CLI does not offer (`execute` needs a
-    /// provider), and for `pending`, whose subcommand lists commands and reads none.
+    /// provider), for `pending`, whose subcommand lists commands and reads none, and
+    /// for `record_late_charge`, which only `execute` and recovery record (from a
+    /// provider's evidence, never an operator's word).
     pub fn command_words(&self) -> Option<&'static str> {
         Some(match self {
             Self::Register => "register",
@@ -123,7 +130,11 @@ impl OperationName {
             Self::LedgerAccept => "ledger accept",
             Self::LedgerReplay => "ledger replay",
             Self::LedgerLink => "ledger link",
-            Self::Result | Self::Execute | Self::Pending | Self::Recover => return None,
+            Self::Result
+            | Self::Execute
+            | Self::Pending
+            | Self::Recover
+            | Self::RecordLateCharge => return None,
         })
     }
 
@@ -358,6 +369,7 @@ mod operation_tests {
                 OperationName::Execute => 13,
                 OperationName::Pending => 14,
                 OperationName::Recover => 15,
+                OperationName::RecordLateCharge => 16,
             };
             assert_eq!(OperationName::ALL[index], op);
         }

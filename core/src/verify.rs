@@ -5,12 +5,14 @@
 //! the core, and the library's `verify`, which streams a project's documents into
 //! them, reaches them through [`tools::verify`](crate::tools::verify).
 
+pub(crate) mod attention;
 pub(crate) mod checkpoints;
 pub(crate) mod commerce;
 pub(crate) mod corrections;
 pub(crate) mod cross_checks;
 pub(crate) mod historical_links;
 pub(crate) mod keys;
+pub(crate) mod late;
 pub(crate) mod ledger;
 #[cfg(test)]
 pub(crate) mod ledger_scan;
@@ -23,4 +25,6 @@ pub(crate) mod stored;
 pub(crate) mod write_times;
 
 pub use ranges::ScanRanges;
-pub use report::{Finding, FindingCode, MAX_FINDINGS, Scanned, VerifyReport};
+pub use report::{
+    Attention, AttentionCode, Finding, FindingCode, MAX_FINDINGS, Scanned, VerifyReport,
+};

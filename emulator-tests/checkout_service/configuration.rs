@@ -146,7 +146,7 @@ fn checkout_configuration_is_strict_and_names_the_variable() {
     // The plan: the environment's settings, the request's payload as parameters,
     // a one-day key retention unless told otherwise; live only in production.
     assert_eq!(ok.plan.key_retention_seconds, 86_400);
-    let plan = ok.plan.plan(&json!({"amount": 1250})).expect("plan");
+    let plan = service::provider::plan(&ok.plan, &json!({"amount": 1250})).expect("plan");
     assert_eq!(plan.provider(), "stub");
     // The lookup: key_store and a 300 s settle window unless told otherwise.
     assert_eq!(
@@ -169,7 +169,7 @@ fn checkout_configuration_is_strict_and_names_the_variable() {
         ("PROVIDER_LOOKUP_SETTLE_SECONDS", Some("86400")),
     ])
     .expect("a durable lookup is not bound by the retention");
-    let plan = durable.plan.plan(&json!({"amount": 1250})).expect("plan");
+    let plan = service::provider::plan(&durable.plan, &json!({"amount": 1250})).expect("plan");
     assert_eq!(
         (plan.lookup(), plan.lookup_settle_seconds()),
         (ProviderLookup::Durable, 86_400)

@@ -32,10 +32,10 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt as _, BufReader};
 
 /// The account the service's configuration declares for its recovery job
-/// (`PlanSettings::account`, as `checkout-service recover` sets it).
+/// (`Backend::account`, as `checkout-service recover` sets it).
 fn service_account(project: &str) -> ProviderAccount {
-    service_config(project)
-        .plan
+    service::backend::Backend::new(&service_config(project))
+        .expect("the provider's client")
         .account()
         .expect("the service's account")
 }
@@ -489,7 +489,7 @@ async fn checkout_binary_recover_exits_3_when_the_provider_answers_no_lookup() {
         .expect("connect");
     let clock = Arc::new(ManualClock::new(Utc::now() - TimeDelta::minutes(10)));
     let journal = Journal::new(connection.clone()).with_clock(clock);
-    let plan = service_config(&project).plan.plan(&priced()).expect("plan");
+    let plan = service::provider::plan(&service_config(&project).plan, &priced()).expect("plan");
     for n in 0..2 {
         let cmd = support::command(1390 + n, json!({"order": n}));
         let lease = command_journal::LeaseId::parse(&support::uuid(0x53, n)).expect("lease");

@@ -1,7 +1,7 @@
 //! The checkout service on Stripe (`PROVIDER_NAME=stripe`) against the Stripe
 //! stand-in: a payment that succeeds and replays, a declined card, Stripe's stored
-//! 500 (with and without the intent behind it), a search that lags inside the settle
-//! window, every body the stand-in saw and answered held to Stripe's schemas, the
+//! 500 (with the intent behind it, without it, and completed half an hour later: one
+//! key either way), a search that lags inside the settle window, every body the stand-in saw and answered held to Stripe's schemas, the
 //! secret key in no body, log or metrics line.
 
 #[path = "../../stripe/tests/stand_in/mod.rs"]
@@ -34,7 +34,6 @@ async fn service_on(stand_in: &StandIn) -> Service {
             ("PROVIDER_NAME", "stripe".to_owned()),
             ("STRIPE_SECRET_KEY", SECRET.to_owned()),
             ("STRIPE_API_BASE", stand_in.url().to_owned()),
-            ("PROVIDER_LOOKUP", "durable".to_owned()),
             ("PROVIDER_TIMEOUT_MS", "2000".to_owned()),
         ],
         now: Some(now),
@@ -137,32 +136,21 @@ async fn checkout_on_stripe_a_stored_500_with_the_intent_settles_with_that_inten
         create_intent: true,
     });
     let id = command_id(720);
-    let first = service.checkout(&id, &payment("pm_card_visa")).await;
-    assert_eq!(
-        (first.status, &first.body),
-        (503, &json!({"status": "retry"}))
-    );
-    assert_eq!(stand_in.creates()[0].status, 500, "Stripe answered 500");
-    assert_eq!(stand_in.intents().len(), 1, "after making the intent");
-    // The client retries once the lease is over (the search caught up long since):
-    // the re-send hears the stored 500 replayed, and the same call looks the key up
-    // at once and answers the intent. No retry waits for the cutoff.
-    advance(&service, &stand_in, TimeDelta::seconds(61));
-    let retry = service.checkout(&id, &payment("pm_card_visa")).await;
-    assert_eq!(retry.status, 200, "{}", retry.text);
-    assert_eq!(retry.body, succeeded(&envelope(&stand_in, 0)));
+    // Stripe answers 500 after making the intent: indeterminate, so the same call
+    // looks the key up at once (never re-sends it); the search has not caught up yet,
+    // the listing (read after write) shows the intent, and the checkout is paid.
+    let paid = service.checkout(&id, &payment("pm_card_visa")).await;
+    assert_eq!(paid.status, 200, "{}", paid.text);
+    assert_eq!(paid.body, succeeded(&envelope(&stand_in, 0)));
     let creates = stand_in.creates();
-    assert_eq!(
-        creates.len(),
-        2,
-        "the first POST and the re-send that heard the replay"
-    );
-    assert!(creates[1].replayed);
+    assert_eq!(creates.len(), 1, "one POST, never re-sent");
+    assert_eq!(creates[0].status, 500, "Stripe answered 500");
     assert_eq!(stand_in.intents().len(), 1, "exactly one intent");
     // Every later retry replays the stored answer without asking Stripe.
     let seen = stand_in.seen().len();
+    advance(&service, &stand_in, TimeDelta::seconds(61));
     let replay = service.checkout(&id, &payment("pm_card_visa")).await;
-    assert_eq!(replay.text, retry.text);
+    assert_eq!(replay.text, paid.text);
     assert_eq!(stand_in.seen().len(), seen);
     stand_in.assert_schemas_held();
     service
@@ -170,52 +158,97 @@ async fn checkout_on_stripe_a_stored_500_with_the_intent_settles_with_that_inten
         .await;
 }
 
+/// A stored 500 behind which Stripe made nothing (yet): Stripe documents the result of
+/// a 500 as indeterminate and may complete it during the incident's remediation, so no
+/// "not found" proves an absence and no second key is ever issued. The customer is
+/// told the payment is pending, the key is never sent again, and `pending` lists the
+/// command as waiting for Stripe's final state.
 #[tokio::test]
-async fn checkout_on_stripe_a_stored_500_without_the_intent_charges_once_under_attempt_2() {
+async fn checkout_on_stripe_a_stored_500_without_the_intent_never_issues_a_second_key() {
     let stand_in = StandIn::start().await;
     let service = service_on(&stand_in).await;
     stand_in.fault(Fault::StoredServerError {
         create_intent: false,
     });
     let id = command_id(730);
+    let pending = json!({"status": "pending_reconciliation"});
     let first = service.checkout(&id, &payment("pm_card_visa")).await;
+    assert_eq!((first.status, &first.body), (202, &pending));
+    // Past the lease and the settle window (427 s, when attempt 2 used to go out), past
+    // the key's 18 h cutoff, a day later: still pending, still one key, one POST.
+    for by in [61, 366, 18 * 3_600, 86_400] {
+        advance(&service, &stand_in, TimeDelta::seconds(by));
+        let again = service.checkout(&id, &payment("pm_card_visa")).await;
+        assert_eq!((again.status, &again.body), (202, &pending), "after {by} s");
+    }
+    let creates = stand_in.creates();
     assert_eq!(
-        (first.status, &first.body),
-        (503, &json!({"status": "retry"}))
+        creates.len(),
+        1,
+        "the key is never sent again, no attempt 2"
     );
     assert!(stand_in.intents().is_empty());
-    // The retry's re-send hears the replay; the search finds nothing, but no absence
-    // is provable yet (the re-send's lease and the settle window): 202.
+    // Once the last call's lease has run out, the command is listed as waiting.
     advance(&service, &stand_in, TimeDelta::seconds(61));
-    let pending = service.checkout(&id, &payment("pm_card_visa")).await;
-    assert_eq!(
-        (pending.status, &pending.body),
-        (202, &json!({"status": "pending_reconciliation"}))
-    );
-    assert_eq!(stand_in.creates().len(), 2);
-    assert!(stand_in.creates()[1].replayed);
-    // The key is never sent again: a retry inside the window only looks it up.
-    advance(&service, &stand_in, TimeDelta::seconds(120));
-    let still = service.checkout(&id, &payment("pm_card_visa")).await;
-    assert_eq!(still.status, 202, "{}", still.text);
-    assert_eq!(stand_in.creates().len(), 2, "no re-send of a replayed 500");
-    // Once the last send's lease and the settle window have passed (minutes, not the
-    // 18 h cutoff), the absence is proven and attempt 2 charges under its own key.
-    advance(&service, &stand_in, TimeDelta::seconds(240));
+    let listed = service.pending().await;
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0]["unblockedBy"], "final_evidence");
+    assert_eq!(listed[0]["send"]["state"], "indeterminate");
+    assert_eq!(listed[0]["send"]["absenceProvableFrom"], Value::Null);
+    // `verify` finds nothing broken, and lists the attempt for a person.
+    let report = command_journal::verify(&service.connection, &mut |_| {})
+        .await
+        .expect("verify");
+    assert!(report.clean, "{:?}", report.finding_counts);
+    let attention: Vec<_> = report.attention.iter().map(|a| a.code.as_str()).collect();
+    assert_eq!(attention, ["indeterminate_send"]);
+    assert!(report.attention[0].path.ends_with("/providerSends/current"));
+    stand_in.assert_schemas_held();
+    service
+        .assert_no_leak(&[SECRET, "CANARYclientSecret"])
+        .await;
+}
+
+/// A stored 500 whose payment Stripe completes 30 minutes later: one key, one charge;
+/// the customer is told pending until then, and 200 (the intent Stripe made) after.
+#[tokio::test]
+async fn checkout_on_stripe_a_stored_500_completed_30_minutes_later_charges_once_under_one_key() {
+    let stand_in = StandIn::start().await;
+    let service = service_on(&stand_in).await;
+    stand_in.fault(Fault::StoredServerErrorRolledForward { after: 1_800 });
+    let id = command_id(735);
+    let pending = json!({"status": "pending_reconciliation"});
+    let first = service.checkout(&id, &payment("pm_card_visa")).await;
+    assert_eq!((first.status, &first.body), (202, &pending));
+    // 61 s, 427 s (when attempt 2 used to go out under a new key), 29 minutes.
+    for by in [61, 366, 1_313] {
+        advance(&service, &stand_in, TimeDelta::seconds(by));
+        let again = service.checkout(&id, &payment("pm_card_visa")).await;
+        assert_eq!((again.status, &again.body), (202, &pending), "after {by} s");
+    }
+    assert!(stand_in.intents().is_empty(), "not completed yet");
+    // Stripe completes it at 30 minutes; the search lags a minute behind, the listing
+    // does not: the next retry is answered with the intent.
+    advance(&service, &stand_in, TimeDelta::seconds(61));
     let paid = service.checkout(&id, &payment("pm_card_visa")).await;
     assert_eq!(paid.status, 200, "{}", paid.text);
     assert_eq!(paid.body, succeeded(&envelope(&stand_in, 0)));
-    assert_eq!(stand_in.intents().len(), 1, "one intent in the end");
-    let keys: Vec<_> = stand_in
-        .creates()
-        .into_iter()
-        .map(|s| s.idempotency_key)
-        .collect();
-    assert_eq!(keys.len(), 3);
-    assert_eq!(keys[0], keys[1], "the re-send under attempt 1's key");
-    assert_ne!(keys[1], keys[2], "attempt 2 under its own key");
+    let intents = stand_in.intents();
+    assert_eq!(intents.len(), 1, "one charge");
+    assert_eq!(intents[0]["status"], "succeeded");
+    let key = service.expected_key(&id, &payment("pm_card_visa"));
+    let creates = stand_in.creates();
+    assert_eq!(creates.len(), 1, "one POST");
+    assert_eq!(creates[0].idempotency_key.as_deref(), Some(key.as_str()));
+    assert_eq!(intents[0]["metadata"]["journal_key"], json!(key), "one key");
     let replay = service.checkout(&id, &payment("pm_card_visa")).await;
     assert_eq!(replay.text, paid.text);
+    assert!(service.pending().await.is_empty());
+    service.assert_verifies_clean(1).await;
+    let report = command_journal::verify(&service.connection, &mut |_| {})
+        .await
+        .expect("verify");
+    assert!(report.attention.is_empty(), "{:?}", report.attention);
     stand_in.assert_schemas_held();
     service
         .assert_no_leak(&[SECRET, "CANARYclientSecret"])
@@ -285,6 +318,7 @@ async fn checkout_on_stripe_search_lag_never_proves_an_absence() {
 #[test]
 fn checkout_on_stripe_configuration_names_the_variable() {
     use super::service::config::Config;
+    use command_journal::sends::ProviderLookup;
     use std::collections::HashMap;
     let base: HashMap<&str, &str> = HashMap::from([
         ("GOOGLE_CLOUD_PROJECT", "demo-project"),
@@ -307,7 +341,27 @@ fn checkout_on_stripe_configuration_names_the_variable() {
     };
     let ok = config(&[]).expect("valid");
     assert_eq!(ok.provider_url.as_str(), "https://api.stripe.com/");
-    assert_eq!(ok.plan.endpoint(), "POST /v1/payment_intents");
+    // The plan is the Stripe client's own (`Stripe::plan`), its lookup the client's
+    // (search: durable) with no PROVIDER_LOOKUP set.
+    let backend = super::service::backend::Backend::new(&ok).expect("a client");
+    let payload = json!({"amount": 1250, "currency": "eur", "paymentMethod": "pm_card_visa"});
+    let plan = backend.plan(&payload).expect("plan");
+    let stripe_client = match &backend {
+        super::service::backend::Backend::Stripe(stripe) => stripe.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(plan, stripe_client.plan(&payload).expect("Stripe's plan"));
+    assert_eq!(
+        (plan.lookup(), plan.lookup_settle_seconds()),
+        (ProviderLookup::Durable, 300)
+    );
+    let account = backend.account().expect("account");
+    assert_eq!(account.lookup(), Some(ProviderLookup::Durable));
+    assert!(account.lookup_covers(plan.lookup()));
+    assert_eq!(
+        backend.plan(&json!({"amount": 5})),
+        Err(command_journal::JournalError::invalid("parameters"))
+    );
     let stripe = ok.stripe.expect("a Stripe client's settings");
     assert_eq!(stripe.api_version, "2026-01-28.clover");
     assert!(!format!("{stripe:?}").contains("CANARY"), "{stripe:?}");
@@ -330,14 +384,14 @@ fn checkout_on_stripe_configuration_names_the_variable() {
             ],
             "STRIPE_API_BASE",
         ),
-        // Promises Stripe does not keep: a key kept past its 24 hours (the cutoff
-        // would fall after Stripe forgot it), a settle window inside its search's lag.
+        // The client's own terms, which no variable overrides: a retention, a lookup
+        // or a settle window other than the client binds.
         (
             vec![("PROVIDER_KEY_RETENTION_SECONDS", Some("86401"))],
             "PROVIDER_KEY_RETENTION_SECONDS",
         ),
         (
-            vec![("PROVIDER_KEY_RETENTION_SECONDS", Some("2592000"))],
+            vec![("PROVIDER_KEY_RETENTION_SECONDS", Some("3600"))],
             "PROVIDER_KEY_RETENTION_SECONDS",
         ),
         (
@@ -345,11 +399,12 @@ fn checkout_on_stripe_configuration_names_the_variable() {
             "PROVIDER_LOOKUP_SETTLE_SECONDS",
         ),
         (
-            vec![
-                ("PROVIDER_LOOKUP", Some("durable")),
-                ("PROVIDER_LOOKUP_SETTLE_SECONDS", Some("0")),
-            ],
+            vec![("PROVIDER_LOOKUP_SETTLE_SECONDS", Some("600"))],
             "PROVIDER_LOOKUP_SETTLE_SECONDS",
+        ),
+        (
+            vec![("PROVIDER_LOOKUP", Some("key_store"))],
+            "PROVIDER_LOOKUP",
         ),
     ];
     for (changes, variable) in refused {
@@ -361,25 +416,20 @@ fn checkout_on_stripe_configuration_names_the_variable() {
     let local =
         config(&[("STRIPE_API_BASE", Some("https://stripe.internal/base"))]).expect("valid");
     assert_eq!(local.provider_url.as_str(), "https://stripe.internal/base");
-    // What Stripe keeps still passes: a shorter retention (an earlier cutoff), a
-    // longer settle window, a durable lookup.
+    // The client's own figures, set as a deployment of the earlier documentation
+    // did, still pass.
     let careful = config(&[
         ("PROVIDER_KEY_RETENTION_SECONDS", Some("86400")),
         ("PROVIDER_LOOKUP", Some("durable")),
         ("PROVIDER_LOOKUP_SETTLE_SECONDS", Some("300")),
     ])
-    .expect("Stripe's own figures");
+    .expect("the client's own figures");
     assert_eq!(
         (
             careful.plan.key_retention_seconds,
+            careful.plan.lookup,
             careful.plan.lookup_settle_seconds
         ),
-        (86_400, 300)
+        (86_400, ProviderLookup::Durable, 300)
     );
-    let shorter = config(&[
-        ("PROVIDER_KEY_RETENTION_SECONDS", Some("3600")),
-        ("PROVIDER_LOOKUP_SETTLE_SECONDS", Some("600")),
-    ])
-    .expect("an earlier cutoff, a longer window");
-    assert_eq!(shorter.plan.lookup_settle_seconds, 600);
 }

@@ -361,6 +361,7 @@ fn send_text(result: &ProviderAnswer) -> String {
         ProviderAnswer::Declined => "declined".to_owned(),
         ProviderAnswer::Unknown => "ambiguous".to_owned(),
         ProviderAnswer::ReplayedUnknown => "replayed unknown".to_owned(),
+        ProviderAnswer::Indeterminate => "indeterminate".to_owned(),
         ProviderAnswer::SucceededWithReference(_) => "succeeded by reference".to_owned(),
         ProviderAnswer::NotFound => "not found".to_owned(),
     }
@@ -371,7 +372,9 @@ fn lookup_text(result: &ProviderAnswer) -> String {
         ProviderAnswer::Succeeded(envelope) => format!("found {}", envelope.canonical()),
         ProviderAnswer::Declined => "declined".to_owned(),
         ProviderAnswer::NotFound => "not found".to_owned(),
-        ProviderAnswer::Unknown | ProviderAnswer::ReplayedUnknown => "unavailable".to_owned(),
+        ProviderAnswer::Unknown
+        | ProviderAnswer::ReplayedUnknown
+        | ProviderAnswer::Indeterminate => "unavailable".to_owned(),
         ProviderAnswer::SucceededWithReference(_) => "found by reference".to_owned(),
     }
 }

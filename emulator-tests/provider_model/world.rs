@@ -649,7 +649,9 @@ pub(super) fn lookup_text(answer: &ProviderAnswer) -> &'static str {
         ProviderAnswer::Succeeded(_) => "Found",
         ProviderAnswer::Declined => "Declined",
         ProviderAnswer::NotFound => "NotFound",
-        ProviderAnswer::Unknown | ProviderAnswer::ReplayedUnknown => "Unavailable",
+        ProviderAnswer::Unknown
+        | ProviderAnswer::ReplayedUnknown
+        | ProviderAnswer::Indeterminate => "Unavailable",
         ProviderAnswer::SucceededWithReference(_) => "FoundWithReference",
     }
 }
@@ -660,6 +662,7 @@ pub(super) fn send_text(answer: &ProviderAnswer) -> &'static str {
         ProviderAnswer::Declined => "Declined",
         ProviderAnswer::Unknown => "Ambiguous",
         ProviderAnswer::ReplayedUnknown => "ReplayedUnknown",
+        ProviderAnswer::Indeterminate => "Indeterminate",
         ProviderAnswer::NotFound => "NotFound",
         ProviderAnswer::SucceededWithReference(_) => "SucceededWithReference",
     }

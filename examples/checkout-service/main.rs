@@ -131,12 +131,12 @@ async fn recover(config: Config, settings: JobSettings, plant: Option<&str>) -> 
     // The lookups ask the service's own account: declared, a "not found" proves an
     // absence where a command's plan was bound to it.
     let mut settings = settings;
-    settings.options.account = match config.plan.account() {
+    settings.options.account = match backend.account() {
         Ok(account) => Some(account),
         Err(_) => return fail("start-up error: the provider account is invalid"),
     };
     let report = match &backend {
-        Backend::Charges(charges) => {
+        Backend::Charges(charges, _) => {
             service::recovery::run(&journal, charges, &settings, &logger).await
         }
         Backend::Stripe(stripe) => {
@@ -144,6 +144,8 @@ async fn recover(config: Config, settings: JobSettings, plant: Option<&str>) -> 
             service::recovery::run_with(&journal, &provider, &settings, &logger).await
         }
     };
+    // A rollback the job could not deliver is the reaper's: let it finish first.
+    let _ = tokio::time::timeout(shutdown::REAPING, journal.reaped()).await;
     ExitCode::from(service::recovery::exit_status(report.as_ref()))
 }
 
@@ -168,6 +170,7 @@ async fn run(config: Config, plant: Option<&str>) -> ExitCode {
         return fail("start-up error: the metrics recorder could not be installed");
     };
     let stated_fields = stated(&config, &journal, plant).unwrap_or_default();
+    let reaper = journal.clone();
     let app = match App::new(&config, journal, keys, logger.clone(), metrics) {
         Ok(app) => Arc::new(app),
         Err(_) => return fail("start-up error: the HTTP client could not be built"),
@@ -192,7 +195,7 @@ async fn run(config: Config, plant: Option<&str>) -> ExitCode {
     fields.extend(stated_fields);
     logger.log(Severity::Info, "listening", None, fields);
 
-    match server::serve(
+    let served = server::serve(
         listener,
         app.router(),
         config.http,
@@ -200,8 +203,17 @@ async fn run(config: Config, plant: Option<&str>) -> ExitCode {
         shutdown::signal(),
         shutdown::DRAIN,
     )
-    .await
+    .await;
+    // The transactions dropped requests left open are rolled back before the
+    // runtime stops (the reaper's tasks stop with it).
+    if tokio::time::timeout(shutdown::REAPING, reaper.reaped())
+        .await
+        .is_err()
     {
+        let message = "shutdown: transactions still being rolled back were abandoned";
+        logger.log(Severity::Warning, message, None, Map::new());
+    }
+    match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(_) => fail("the server stopped on an I/O error"),
     }

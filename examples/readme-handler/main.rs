@@ -11,13 +11,15 @@ use command_journal_stripe::{Account, SecretKey, Stripe, StripeConfig};
 use serde_json::Value;
 
 /// One checkout: at most one PaymentIntent per caller and command id, whatever retries.
+/// Answers the HTTP status, the `Retry-After` seconds (if any) and the JSON body of the
+/// checkout service's table (examples/checkout-service/README.md, "Answers").
 async fn checkout(
     journal: &Journal,
     stripe: &Stripe,
     uid: &str,        // the verified caller
     command_id: &str, // the client's idempotency key, a UUID v4
     payload: &Value,  // {"amount": 1250, "currency": "eur", "paymentMethod": "pm_…", …}
-) -> Result<(u16, String), JournalError> {
+) -> Result<(u16, Option<u64>, String), JournalError> {
     let command = CommandInput::new(CommandRequest {
         environment: "production",
         caller_scope_kind: "member",
@@ -30,16 +32,24 @@ async fn checkout(
     // Binds Stripe, the account, the key's mode, the API version and the payload.
     let plan = stripe.plan(payload)?;
     let provider = stripe.payment(payload); // Stripe PaymentIntents under the journal's key
-    Ok(match journal.execute(&command, &plan, &provider).await? {
-        Execution::Succeeded(intent) => (200, intent.canonical().to_owned()),
-        Execution::SucceededWithoutResult => (200, r#"{"status":"succeeded"}"#.to_owned()),
-        Execution::Declined => (402, r#"{"status":"declined"}"#.to_owned()),
-        Execution::InProgress => (409, r#"{"status":"in_progress"}"#.to_owned()),
-        Execution::RetryLater { after } => {
-            (503, format!(r#"{{"retryAfter":{}}}"#, after.as_secs()))
+    let (status, retry_after, body) = match journal.execute(&command, &plan, &provider).await? {
+        Execution::Succeeded(intent) => {
+            let body = format!(
+                r#"{{"status":"succeeded","charge":{}}}"#,
+                intent.canonical()
+            );
+            return Ok((200, None, body));
         }
-        Execution::PendingReconciliation => (202, r#"{"status":"pending"}"#.to_owned()),
-    })
+        Execution::SucceededWithoutResult => (200, None, r#"{"status":"succeeded"}"#),
+        Execution::Declined => (402, None, r#"{"status":"failed"}"#),
+        Execution::InProgress => (409, Some(2), r#"{"status":"in_progress"}"#),
+        // Whole seconds, at least 1: until the lease this call holds expires.
+        Execution::RetryLater { after } => (503, Some(after.as_secs()), r#"{"status":"retry"}"#),
+        Execution::PendingReconciliation => {
+            (202, Some(60), r#"{"status":"pending_reconciliation"}"#)
+        }
+    };
+    Ok((status, retry_after, body.to_owned()))
 }
 
 /// The Stripe client: the secret key (never logged), the account the intents are

@@ -90,6 +90,17 @@ impl Journal {
         self.engine.counters.stats()
     }
 
+    /// Resolves once no transaction this journal (and its clones) handed to the
+    /// background reaper is still being rolled back: each released, found gone, or
+    /// given up (about a minute at most). A service awaits it on shutdown, once its
+    /// requests have drained and within what is left of its grace period: a
+    /// transaction a dropped request left open is then released before the runtime
+    /// stops, where otherwise it would be abandoned (`Stats::abandoned`) and keep its
+    /// locks until the server expires it, about a minute.
+    pub async fn reaped(&self) {
+        self.engine.counters.reaped().await
+    }
+
     /// The journal's trusted time now, truncated to whole microseconds: the instant
     /// every operation captures, and the one to compare a lease's expiry with (for
     /// instance to bound a provider call by the lease's remaining time).

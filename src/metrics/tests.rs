@@ -315,6 +315,7 @@ fn a_listing_sets_every_reason_and_a_recovery_counts_its_outcome() {
             waiting(1, Unblock::Evidence),
             waiting(2, Unblock::Evidence),
             waiting(3, Unblock::Retry),
+            waiting(4, Unblock::FinalEvidence),
         ]);
         recovery("succeeded");
         recovery("succeeded");
@@ -331,6 +332,7 @@ fn a_listing_sets_every_reason_and_a_recovery_counts_its_outcome() {
             key(PENDING_COMMANDS, &[("reason", "evidence_or_person")]),
             0,
         ),
+        (key(PENDING_COMMANDS, &[("reason", "final_evidence")]), 1),
         (key(RECOVERIES_TOTAL, &[("outcome", "succeeded")]), 2),
         (key(RECOVERIES_TOTAL, &[("outcome", "journal_corrupt")]), 1),
     ]

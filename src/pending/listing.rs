@@ -5,15 +5,18 @@
 //! no `lifecycle` document of another collection is ever read; each whose lease has
 //! expired at the captured time is read once more with its send documents (16 such
 //! reads in flight) and decided by the core (`command_journal_core::tools::pending`).
+//! A second collection-group query, over `lateCharges` by name within the same range,
+//! lists every late charge (a charge its command ended without), strictly parsed.
 
 use crate::runner::Engine;
 use command_journal_core::error::JournalError;
 use command_journal_core::identity::Digest;
 use command_journal_core::pending::KeyRange;
-use command_journal_core::pending::PendingCommand;
+use command_journal_core::pending::{LateChargeListed, PendingCommand};
 use command_journal_core::tools::document::lifecycle::{self, Lifecycle, LifecycleState};
 use command_journal_core::tools::document::root;
 use command_journal_core::tools::pending::PendingRead;
+use command_journal_core::tools::sends::late;
 use firestore::{FirestoreDb, FirestoreQueryCursor, FirestoreResult, FirestoreValue};
 use futures::stream::BoxStream;
 use futures::{StreamExt as _, TryStreamExt as _};
@@ -27,6 +30,9 @@ pub struct Listing {
     pub pending: Vec<PendingCommand>,
     /// Lifecycles in state `leased` the query returned (in flight or waiting).
     pub listed: u64,
+    /// Every late charge of the range (a charge its command ended without, for a
+    /// person to refund), in key-hash then attempt order.
+    pub late_charges: Vec<LateChargeListed>,
 }
 
 /// Every command of `range` pending at the journal's time; the gauge of pending
@@ -34,15 +40,67 @@ pub struct Listing {
 /// (`journal_corrupt`).
 pub(crate) async fn pending(engine: &Engine, range: KeyRange) -> Result<Listing, JournalError> {
     let (listed, found) = listing(engine, range).await?;
+    let late_charges = late_charges(engine, range).await?;
     let mut listing = Listing {
         pending: Vec::with_capacity(found.len()),
         listed,
+        late_charges,
     };
     for (_, waiting) in found {
         listing.pending.push(waiting?);
     }
     crate::metrics::pending(&listing.pending);
+    crate::metrics::late_charges(listing.late_charges.len());
     Ok(listing)
+}
+
+/// Every late charge of `range`: the `lateCharges` collection group by name, from the
+/// range's first command to before the next range's, each parsed strictly (a
+/// document there that is not a command's late charge fails the listing).
+pub(crate) async fn late_charges(
+    engine: &Engine,
+    range: KeyRange,
+) -> Result<Vec<LateChargeListed>, JournalError> {
+    let documents = engine.connection.documents_path();
+    let prefix = format!("{documents}/{}/", root::COLLECTION);
+    let (start, end) = range_names(range);
+    let name = |path: &str| {
+        FirestoreValue::from(Value {
+            value_type: Some(ValueType::ReferenceValue(format!("{documents}/{path}"))),
+        })
+    };
+    let stream = engine
+        .connection
+        .db()
+        .fluent()
+        .select()
+        .from(late::COLLECTION)
+        .all_descendants()
+        .order(|o| o.fields([o.field("__name__").asc()]))
+        .start_at(FirestoreQueryCursor::BeforeValue(vec![name(&start)]))
+        .end_at(FirestoreQueryCursor::BeforeValue(vec![name(&end)]))
+        .stream_query_with_errors()
+        .await
+        .map_err(|error| crate::runner::retry::firestore_error(&error))?;
+    let mut stream = std::pin::pin!(stream);
+    let mut found = Vec::new();
+    while let Some(document) = stream
+        .try_next()
+        .await
+        .map_err(|error| crate::runner::retry::firestore_error(&error))?
+    {
+        let key = document.name.strip_prefix(&prefix).and_then(|rest| {
+            let (hash, rest) = rest.split_once('/')?;
+            let attempt = rest.strip_prefix(&format!("{}/", late::COLLECTION))?;
+            Some((Digest::parse(hash)?, late::parse_id(attempt)?))
+        });
+        let (hash, attempt) = key
+            .filter(|(hash, _)| range.contains(hash))
+            .ok_or(JournalError::corrupt("a late charge outside a command"))?;
+        let fields = crate::wire::fields_from_wire(document.fields);
+        found.push(late::listed(&hash, attempt, &fields)?);
+    }
+    Ok(found)
 }
 
 /// What the listing found of one command: its key hash, and the command waiting or

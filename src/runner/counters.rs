@@ -2,6 +2,7 @@
 //! journal, cumulative ([`Counters`], read as [`Stats`]) and per operation ([`Tally`]).
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use tokio::sync::Notify;
 
 /// Cumulative counters of one [`Journal`](crate::Journal), for tests and metrics.
 #[derive(Debug, Default)]
@@ -19,6 +20,11 @@ pub struct Counters {
     documents_written: AtomicU64,
     absence_guards: AtomicU64,
     reaped: AtomicU64,
+    abandoned: AtomicU64,
+    /// Transactions the background reaper is still ending.
+    reaping: AtomicU64,
+    /// Woken whenever `reaping` falls to zero.
+    reaper_idle: Notify,
 }
 
 /// A journal's counters as read at one moment. Every RPC the runner sends is a BatchGet, a
@@ -64,6 +70,11 @@ pub struct Stats {
     /// there: their call was dropped with them open, their read failed after opening
     /// them, or their rollback was not delivered within the call's bound.
     pub reaped: u64,
+    /// Of those, the ones no rollback released (the server releases them when they
+    /// expire, about a minute idle): the reaper spent its attempts, had more
+    /// transactions in hand than it takes, or its runtime shut down first (see
+    /// `Journal::reaped`).
+    pub abandoned: u64,
 }
 
 impl Stats {
@@ -97,6 +108,7 @@ impl Stats {
                 .saturating_sub(earlier.documents_written),
             absence_guards: self.absence_guards.saturating_sub(earlier.absence_guards),
             reaped: self.reaped.saturating_sub(earlier.reaped),
+            abandoned: self.abandoned.saturating_sub(earlier.abandoned),
         }
     }
 }
@@ -127,6 +139,7 @@ impl Counters {
             Count::Written => &self.documents_written,
             Count::Guard => &self.absence_guards,
             Count::Reaped => &self.reaped,
+            Count::Abandoned => &self.abandoned,
         }
     }
 
@@ -147,6 +160,37 @@ impl Counters {
             documents_written: get(&self.documents_written),
             absence_guards: get(&self.absence_guards),
             reaped: get(&self.reaped),
+            abandoned: get(&self.abandoned),
+        }
+    }
+
+    /// Counts one more transaction in the reaper's hands, unless it already holds
+    /// `capacity`: whether it was admitted.
+    pub(super) fn admit_reap(&self, capacity: u64) -> bool {
+        let admit = |running: u64| (running < capacity).then_some(running + 1);
+        self.reaping
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, admit)
+            .is_ok()
+    }
+
+    /// One transaction admitted by [`Counters::admit_reap`] is out of the reaper's
+    /// hands.
+    pub(super) fn reap_ended(&self) {
+        if self.reaping.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.reaper_idle.notify_waiters();
+        }
+    }
+
+    /// Resolves once the reaper holds no transaction.
+    pub(crate) async fn reaped(&self) {
+        loop {
+            let idle = self.reaper_idle.notified();
+            let mut idle = std::pin::pin!(idle);
+            idle.as_mut().enable();
+            if self.reaping.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            idle.await;
         }
     }
 }
@@ -166,6 +210,7 @@ pub(super) enum Count {
     Written,
     Guard,
     Reaped,
+    Abandoned,
 }
 
 /// The journal's cumulative counters and this operation's own, bumped together.
@@ -201,5 +246,40 @@ impl<'a> Tally<'a> {
         for counters in [self.global, &self.local] {
             counters.counter(count).fetch_add(n, Ordering::Relaxed);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reaper_admits_up_to_its_capacity_and_again_once_one_ended() {
+        let counters = Counters::default();
+        assert!(counters.admit_reap(2));
+        assert!(counters.admit_reap(2));
+        assert!(!counters.admit_reap(2), "a third in hand");
+        counters.reap_ended();
+        assert!(counters.admit_reap(2), "room again");
+    }
+
+    #[tokio::test]
+    async fn reaped_resolves_once_the_reaper_holds_nothing() {
+        let counters = std::sync::Arc::new(Counters::default());
+        counters.reaped().await;
+        assert!(counters.admit_reap(8));
+        assert!(counters.admit_reap(8));
+        let waiting = tokio::spawn({
+            let counters = counters.clone();
+            async move { counters.reaped().await }
+        });
+        counters.reap_ended();
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished(), "one still in hand");
+        counters.reap_ended();
+        tokio::time::timeout(std::time::Duration::from_secs(10), waiting)
+            .await
+            .expect("resolved")
+            .expect("joined");
     }
 }

@@ -303,16 +303,16 @@ async fn read(
         Ok(budget) => budget,
         Err(_) => return Input::DeadlinePassed,
     };
-    let answered = tokio::time::timeout(budget, session.read(paths, selector)).await;
+    let answered = session.read(paths, selector, budget).await;
     let (batch, transaction) = match answered {
-        Ok(Ok(read)) => {
+        Some(Ok(read)) => {
             metrics::rpc(
                 metrics::RPC_BATCH_GET,
                 command_journal_core::error::GrpcCode::Ok,
             );
             read
         }
-        Ok(Err(status)) => {
+        Some(Err(status)) => {
             metrics::rpc(
                 metrics::RPC_BATCH_GET,
                 crate::grpc::grpc_code(status.code()),
@@ -323,7 +323,7 @@ async fn read(
                 None => Input::DeadlinePassed,
             };
         }
-        Err(_) => {
+        None => {
             metrics::rpc(
                 metrics::RPC_BATCH_GET,
                 command_journal_core::error::GrpcCode::DeadlineExceeded,
@@ -459,6 +459,7 @@ pub(crate) fn operation_span(name: OperationName, mode: Concurrency) -> tracing:
         O::Execute => span!("journal.execute"),
         O::Pending => span!("journal.pending"),
         O::Recover => span!("journal.recover"),
+        O::RecordLateCharge => span!("journal.record_late_charge"),
     }
 }
 

@@ -67,34 +67,42 @@ pub(crate) fn batch_get_request<'p>(
     }
 }
 
-/// Streams one `BatchGetDocuments`: the documents found under `prefix`, the read time
-/// and the transaction the read opened, if any (returned even when the stream fails
-/// after announcing it, so that the caller can release it).
+/// Streams one `BatchGetDocuments`: the documents found under `prefix` and the read
+/// time.
 pub(crate) async fn batch_get(
+    raw: RawClient,
+    request: BatchGetDocumentsRequest,
+    prefix: String,
+) -> Result<Batch, Status> {
+    stream(raw, request, prefix, |_| {}).await
+}
+
+/// Streams one `BatchGetDocuments`, handing the id of the transaction it opens, if
+/// any, to `opened` as soon as the message that carries it arrives (so that a stream
+/// that fails or stalls after it leaves the transaction owned).
+async fn stream(
     mut raw: RawClient,
     request: BatchGetDocumentsRequest,
     prefix: String,
-) -> (Result<Batch, Status>, Option<Vec<u8>>) {
-    let mut transaction = None;
-    let result = async {
-        let mut stream = raw.batch_get_documents(request).await?.into_inner();
-        let mut found = Vec::new();
-        let mut read_time = None;
-        while let Some(message) = stream.message().await? {
-            read_time = read_time.or(message.read_time);
-            if !message.transaction.is_empty() && transaction.is_none() {
-                transaction = Some(message.transaction);
-            }
-            if let Some(batch_get_documents_response::Result::Found(doc)) = message.result
-                && let Some(path) = doc.name.strip_prefix(&prefix)
-            {
-                found.push((path.to_owned(), doc));
-            }
+    mut opened: impl FnMut(Vec<u8>),
+) -> Result<Batch, Status> {
+    let mut stream = raw.batch_get_documents(request).await?.into_inner();
+    let mut found = Vec::new();
+    let mut read_time = None;
+    let mut announced = false;
+    while let Some(message) = stream.message().await? {
+        read_time = read_time.or(message.read_time);
+        if !message.transaction.is_empty() && !announced {
+            announced = true;
+            opened(message.transaction);
         }
-        Ok(Batch { found, read_time })
+        if let Some(batch_get_documents_response::Result::Found(doc)) = message.result
+            && let Some(path) = doc.name.strip_prefix(&prefix)
+        {
+            found.push((path.to_owned(), doc));
+        }
     }
-    .await;
-    (result, transaction)
+    Ok(Batch { found, read_time })
 }
 
 impl Session<'_> {
@@ -127,20 +135,22 @@ impl Session<'_> {
         }
     }
 
-    /// One consistent read of every path; missing documents are absent from the map.
-    /// A read that opens a transaction answers it beside the documents.
+    /// One consistent read of every path, within `budget`; missing documents are
+    /// absent from the map. A read that opens a transaction answers it beside the
+    /// documents. `None`: not answered within `budget`.
     ///
-    /// A read that opens a transaction runs as its own task, which owns the
-    /// transaction from the moment its id arrives ([`Open`]) and hands it over with
-    /// the answer: a transaction nobody receives (the caller dropped the operation
-    /// before or after the answer arrived, or the read failed after opening it) is
-    /// dropped unended, and the reaper ends it. A read that fails answers its own
-    /// status, in both modes.
+    /// A read that opens a transaction runs as its own task, bounded by `budget` too,
+    /// which owns the transaction from the moment the message carrying its id arrives
+    /// ([`Open`]) and hands it over with the answer: a transaction nobody receives
+    /// (the caller dropped the operation before or after the answer arrived, the read
+    /// failed or stalled after opening it) is dropped unended, and the reaper ends it.
+    /// A read that fails answers its own status, in both modes.
     pub(super) async fn read(
         &self,
         paths: &[String],
         selector: Option<batch_get_documents_request::ConsistencySelector>,
-    ) -> Result<(Batch, Option<Open>), Status> {
+        budget: Duration,
+    ) -> Option<Result<(Batch, Option<Open>), Status>> {
         self.tally.bump(Count::BatchGet);
         let opens = matches!(
             selector,
@@ -150,23 +160,28 @@ impl Session<'_> {
         let request = batch_get_request(self.database.clone(), &self.root, paths, selector);
         let prefix = format!("{}/", self.root);
         if !opens {
-            let (result, _) = batch_get(self.raw.clone(), request, prefix).await;
-            return result.map(|batch| (batch, None));
+            let read = batch_get(self.raw.clone(), request, prefix);
+            let answered = tokio::time::timeout(budget, read).await.ok()?;
+            return Some(answered.map(|batch| (batch, None)));
         }
         let (sender, receiver) = tokio::sync::oneshot::channel();
         let raw = self.raw.clone();
         let reaper = self.reaper.clone();
         tokio::spawn(async move {
-            let (result, transaction) = batch_get(raw, request, prefix).await;
-            let open = transaction.map(|id| reaper.own(id));
-            // A failed read drops its transaction here; an answer nobody receives
-            // drops it with the channel.
-            let _ = sender.send(result.map(|batch| (batch, open)));
+            let mut open = None;
+            let read = stream(raw, request, prefix, |id| open = Some(reaper.own(id)));
+            let answered = tokio::time::timeout(budget, read).await;
+            // A failed or stalled read drops its transaction here; an answer nobody
+            // receives drops it with the channel.
+            let _ = sender.send(answered.map(|read| read.map(|batch| (batch, open))));
         });
         match receiver.await {
-            Ok(answer) => answer,
+            Ok(Ok(answer)) => Some(answer),
+            Ok(Err(_elapsed)) => None,
             // The task ended without answering (it panicked): the outcome is unknown.
-            Err(_) => Err(Status::unknown("the read task ended without an answer")),
+            Err(_) => Some(Err(Status::unknown(
+                "the read task ended without an answer",
+            ))),
         }
     }
 

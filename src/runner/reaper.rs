@@ -5,7 +5,10 @@
 //! that is dropped unended (its caller gone, its read failed after announcing it, or
 //! its rollback undelivered within the bound) goes to the background reaper, which
 //! keeps trying for about a minute ([`REAPER_ATTEMPTS`]), logs what became of it and
-//! counts it (`command_journal_stranded_transactions_total`).
+//! counts it (`command_journal_stranded_transactions_total`). The reaper holds at
+//! most [`REAPER_CAPACITY`] transactions at once and its tasks stop with the runtime:
+//! what it cannot take or finish is abandoned to the server's expiry, logged and
+//! counted, and `Journal::reaped` waits for it to be done.
 //!
 //! The emulator, like Firestore, keeps an abandoned transaction's locks until it
 //! expires (about a minute without activity), and every writer of the documents it
@@ -36,6 +39,11 @@ const REAPER_FIRST_BACKOFF: Duration = Duration::from_millis(100);
 const REAPER_BACKOFF_CAP: Duration = Duration::from_secs(10);
 /// The longest one of the reaper's rollbacks may take.
 const REAPER_RPC_TIMEOUT: Duration = Duration::from_secs(10);
+/// The most transactions the reaper of one journal (and its clones) holds at once: a
+/// flood of them (rollbacks failing for a minute while reads still open
+/// transactions) stays bounded in tasks, memory and rollbacks sent; past it a
+/// transaction is abandoned to the server's expiry, logged and counted.
+const REAPER_CAPACITY: u64 = 1024;
 
 /// What ends the transactions of one journal: its client, its database, its counters.
 #[derive(Clone)]
@@ -129,19 +137,37 @@ impl Reaper {
     }
 
     /// Hands `id` to the background: rolled back there, at once and then with
-    /// backoff, until released, refused or [`REAPER_ATTEMPTS`] are spent.
+    /// backoff, until released, refused or [`REAPER_ATTEMPTS`] are spent. Abandoned to
+    /// the server's expiry when there is no runtime to run it on or the reaper holds
+    /// [`REAPER_CAPACITY`] already; if the runtime shuts down before the reaper is
+    /// done with it, likewise (its task dropped, [`Reaping`] counts it).
     fn hand_off(&self, id: Vec<u8>, cause: Cause) {
         self.counters.bump(Count::Reaped);
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            // No runtime left to run it on (the process is ending): the server
-            // releases it when it expires.
-            tracing::warn!(cause = cause.as_str(), "transaction abandoned: no runtime");
-            metrics::stranded(metrics::STRANDED_ABANDONED);
+            // No runtime left to run it on (the process is ending).
+            abandoned(&self.counters, cause, "transaction abandoned: no runtime");
             return;
         };
+        if !self.counters.admit_reap(REAPER_CAPACITY) {
+            abandoned(
+                &self.counters,
+                cause,
+                "transaction abandoned: the reaper is full",
+            );
+            return;
+        }
         tracing::info!(cause = cause.as_str(), "transaction handed to the reaper");
+        let reaping = Reaping {
+            counters: Arc::clone(&self.counters),
+            cause,
+            done: false,
+        };
         let reaper = self.clone();
-        runtime.spawn(async move { reaper.reap(id).await });
+        runtime.spawn(async move {
+            let mut reaping = reaping;
+            reaper.reap(id).await;
+            reaping.done = true;
+        });
     }
 
     /// The reaper's tries for one transaction.
@@ -183,7 +209,36 @@ impl Reaper {
             attempts = REAPER_ATTEMPTS,
             "the reaper gave up a transaction: the server releases it when it expires"
         );
+        self.counters.bump(Count::Abandoned);
         metrics::stranded(metrics::STRANDED_ABANDONED);
+    }
+}
+
+/// A transaction abandoned to the server's expiry before any rollback released it
+/// (`why` says how): logged (warning, no id), counted in `Stats::abandoned` and the
+/// metric.
+fn abandoned(counters: &Counters, cause: Cause, why: &'static str) {
+    tracing::warn!(cause = cause.as_str(), "{why}");
+    counters.bump(Count::Abandoned);
+    metrics::stranded(metrics::STRANDED_ABANDONED);
+}
+
+/// One transaction in the reaper's hands, for as long as its task runs: dropped, it
+/// leaves them (`Journal::reaped` waits for none left); dropped before the reaper was
+/// done with it (the runtime shut down and dropped its task), it is abandoned.
+struct Reaping {
+    counters: Arc<Counters>,
+    cause: Cause,
+    done: bool,
+}
+
+impl Drop for Reaping {
+    fn drop(&mut self) {
+        if !self.done {
+            let why = "transaction abandoned: the runtime shut down before the reaper was done";
+            abandoned(&self.counters, self.cause, why);
+        }
+        self.counters.reap_ended();
     }
 }
 

@@ -2,6 +2,7 @@
 //! lookahead ([`Head`]), the command scans merged by command key hash and the ledger
 //! scans by reservation id, every group checked on its own documents.
 
+use super::attention::attention;
 use super::commerce::check_command;
 use super::cross_checks::CrossChecks;
 use super::keys::{Classify, Keyed, Part, classify_effect, classify_reservation};
@@ -213,6 +214,7 @@ pub(super) async fn commands(
                 Part::Send => docs.sends.push(doc),
                 Part::Result => docs.result = Some(doc),
                 Part::SendEvent(revision) => docs.send_events.push((revision, doc)),
+                Part::LateCharge(attempt) => docs.late_charges.push((attempt, doc)),
                 Part::Reservation | Part::Effect | Part::Correction => {}
             }
         }
@@ -223,6 +225,7 @@ pub(super) async fn commands(
                 .map(|doc| doc.path.clone()),
         );
         report.record(check_command(&hash, &docs));
+        report.note(attention(&hash, &docs));
         tally.update(before + tree.read + audits.read + send_audits.read);
     }
     report.scanned.checkout_requests += tree.read - tree.lifecycles;

@@ -30,7 +30,7 @@ async fn batch_read(
         paths.iter().copied(),
         read_time.map(ConsistencySelector::ReadTime),
     );
-    let (answer, _) = batch_get(connection.raw(), request, format!("{documents_path}/")).await;
+    let answer = batch_get(connection.raw(), request, format!("{documents_path}/")).await;
     let batch = answer.map_err(|status| status_error(&status))?;
     let found = batch.found.into_iter().map(|(_, doc)| doc).collect();
     Ok((found, batch.read_time))

@@ -21,9 +21,14 @@ pub enum SendAnswer {
     /// `canceled` or back in `requires_payment_method` with its `last_payment_error`.
     Declined(&'static str),
     /// Nothing final is known yet: re-send the same key later (a timeout, a lost
-    /// connection, a 409 for a request with the key still executing, a 429, a 5xx
-    /// answered fresh, an intent still `processing` or `requires_action`, …).
+    /// connection, a 409 for a request with the key still executing, a 429, a 502 to
+    /// 599 answered fresh, an intent still `processing` or `requires_action`, …).
     Unknown(&'static str),
+    /// A 500 answered fresh: Stripe documents its result as indeterminate (it may
+    /// complete the request later, during an incident's remediation) and stores it
+    /// under the key, so a re-send only hears it again. Only the intent's final state,
+    /// looked up, can tell; no absence of it is ever proven.
+    Indeterminate,
     /// A 5xx replayed under the key (`Idempotent-Replayed: true`): Stripe stored the
     /// first request's 500 and answers it for as long as it keeps the key, so no
     /// re-send of this key will ever tell more. Only a lookup can.
@@ -43,6 +48,7 @@ impl SendAnswer {
         match self {
             Self::Succeeded(_) => "succeeded",
             Self::ReplayedUnknown => "provider_replayed_5xx",
+            Self::Indeterminate => "provider_500",
             Self::Declined(code)
             | Self::Unknown(code)
             | Self::Configuration(code)
@@ -60,6 +66,7 @@ impl fmt::Debug for SendAnswer {
             Self::Declined(code) => f.debug_tuple("Declined").field(code).finish(),
             Self::Unknown(code) => f.debug_tuple("Unknown").field(code).finish(),
             Self::ReplayedUnknown => f.write_str("ReplayedUnknown"),
+            Self::Indeterminate => f.write_str("Indeterminate"),
             Self::Configuration(code) => f.debug_tuple("Configuration").field(code).finish(),
             Self::Defect(code) => f.debug_tuple("Defect").field(code).finish(),
         }
@@ -100,8 +107,10 @@ pub fn send_result(answer: SendAnswer) -> ProviderAnswer {
         SendAnswer::Unknown(_) | SendAnswer::Configuration(_) | SendAnswer::Defect(_) => {
             ProviderAnswer::Unknown
         }
-        // The key can no longer tell: the journal looks it up at once, never re-sends.
+        // The key can no longer tell: the journal looks it up at once, never re-sends,
+        // and never takes a "not found" for an absence (Stripe may still complete it).
         SendAnswer::ReplayedUnknown => ProviderAnswer::ReplayedUnknown,
+        SendAnswer::Indeterminate => ProviderAnswer::Indeterminate,
     }
 }
 
@@ -148,7 +157,12 @@ pub fn classify_send(
         409 => SendAnswer::Unknown("provider_key_in_use"),
         429 => SendAnswer::Unknown("provider_rate_limited"),
         500..=599 if replayed => SendAnswer::ReplayedUnknown,
-        500..=599 => SendAnswer::Unknown("provider_5xx"),
+        // Stripe's idempotency layer stores a 500 (and only a 500) under the key, and
+        // its result is indeterminate (`https://docs.stripe.com/error-low-level`,
+        // server errors). A fresh 502 to 599 is not stored: a re-send under the same
+        // key learns what happened, as after a network error.
+        500 => SendAnswer::Indeterminate,
+        501..=599 => SendAnswer::Unknown("provider_5xx"),
         _ => SendAnswer::Unknown("provider_unexpected_status"),
     }
 }

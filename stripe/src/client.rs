@@ -6,6 +6,7 @@ use crate::charge::Charge;
 use crate::config::{Account, LookupMethod, StripeConfig};
 use crate::error::ConfigError;
 use crate::intent::Expected;
+use command_journal::sends::ProviderLookup;
 use command_journal::time::SystemClock;
 use command_journal::{Clock, JournalError, ProviderAccount, ProviderPlan, ProviderPlanRequest};
 use reqwest::header::{AUTHORIZATION, HeaderValue};
@@ -38,6 +39,21 @@ pub const SEARCH_CONFIRM_WINDOW_SECONDS: i64 = 3 * 3_600;
 /// The pages of 100 intents one listing reads at most; past them it answers
 /// unavailable (never "not found").
 pub const MAX_LIST_PAGES: usize = 50;
+
+/// What every plan of a [`Stripe`] client binds besides the payment itself: Stripe's
+/// key retention, the client's lookup and the settle window its lookups need. A
+/// service reads them from the client rather than restating them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlanTerms {
+    /// How long Stripe keeps an idempotency key ([`KEY_RETENTION_SECONDS`]).
+    pub key_retention_seconds: i64,
+    /// What the client's lookup reads ([`LookupMethod::plan_lookup`]): `durable` for
+    /// search, `key_store` for the listing.
+    pub lookup: ProviderLookup,
+    /// How long a new intent may take to show in a lookup
+    /// ([`LOOKUP_SETTLE_SECONDS`]).
+    pub lookup_settle_seconds: i64,
+}
 
 /// A Stripe client for one account: the plan it binds and the provider it drives.
 /// `Debug` shows the configuration without the key or the account.
@@ -92,15 +108,25 @@ impl Stripe {
         &self.config
     }
 
+    /// The terms every plan of this client binds ([`PlanTerms`]).
+    pub fn terms(&self) -> PlanTerms {
+        PlanTerms {
+            key_retention_seconds: KEY_RETENTION_SECONDS,
+            lookup: self.config.lookup.plan_lookup(),
+            lookup_settle_seconds: LOOKUP_SETTLE_SECONDS,
+        }
+    }
+
     /// The plan of a payment of `parameters`: provider `stripe`, this account, mode
-    /// and API version, operation `charge`, endpoint `POST /v1/payment_intents`, a 24 h
-    /// key retention, and the lookup of this client's method with a 300 s settle
-    /// window.
+    /// and API version, operation `charge`, endpoint `POST /v1/payment_intents`, and
+    /// this client's [`terms`](Self::terms): a 24 h key retention, the lookup of its
+    /// method with a 300 s settle window.
     ///
     /// Parameters no intent can be made from ([`Charge::from_parameters`]) are
     /// `invalid_input` on `parameters`, before anything is bound.
     pub fn plan(&self, parameters: &Value) -> Result<ProviderPlan, JournalError> {
         Charge::from_parameters(parameters).map_err(|_| JournalError::invalid("parameters"))?;
+        let terms = self.terms();
         ProviderPlan::new(ProviderPlanRequest {
             provider: PROVIDER,
             account: self.config.account.id(),
@@ -109,9 +135,9 @@ impl Stripe {
             operation: OPERATION,
             endpoint: ENDPOINT,
             parameters,
-            key_retention_seconds: KEY_RETENTION_SECONDS,
+            key_retention_seconds: terms.key_retention_seconds,
         })?
-        .with_lookup(self.config.lookup.plan_lookup(), LOOKUP_SETTLE_SECONDS)
+        .with_lookup(terms.lookup, terms.lookup_settle_seconds)
     }
 
     /// Where this client's requests go and what its lookups answer from, as a

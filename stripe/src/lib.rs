@@ -27,6 +27,10 @@
 //!
 //! The secret key is never logged, shown by `Debug`, or put in an error
 //! ([`SecretKey`]); no answer carries more than a fixed code.
+//!
+//! [`webhook`] verifies Stripe's webhook signatures (the `Stripe-Signature` header over
+//! the raw body, a tolerance on the journal's clock, several endpoint secrets during a
+//! roll) and reads the event's envelope strictly.
 
 #![deny(missing_docs)]
 
@@ -38,10 +42,11 @@ pub mod error;
 pub mod intent;
 pub mod provider;
 pub mod secret;
+pub mod webhook;
 
 pub use answer::{LookupAnswer, SendAnswer};
 pub use charge::{Charge, InvalidParameters};
-pub use client::Stripe;
+pub use client::{PlanTerms, Stripe};
 pub use config::{Account, LookupMethod, StripeConfig};
 pub use error::ConfigError;
 pub use intent::Expected;

@@ -84,6 +84,7 @@ fn code(answer: &SendAnswer) -> (&'static str, &'static str) {
         SendAnswer::Declined(_) => "declined",
         SendAnswer::Unknown(_) => "unknown",
         SendAnswer::ReplayedUnknown => "replayed_unknown",
+        SendAnswer::Indeterminate => "indeterminate",
         SendAnswer::Configuration(_) => "configuration",
         SendAnswer::Defect(_) => "defect",
     };
@@ -260,9 +261,10 @@ async fn a_stored_500_is_replayed_and_only_a_lookup_can_tell() {
     for (n, create_intent) in [(1, true), (2, false)] {
         stand_in.fault(Fault::StoredServerError { create_intent });
         let key = key(n);
+        // A fresh 500: indeterminate (Stripe may still complete it).
         assert_eq!(
             code(&send(&stripe, &key, "pm_card_visa").await),
-            ("unknown", "provider_5xx")
+            ("indeterminate", "provider_500")
         );
         let parameters = payload("pm_card_visa");
         let provider = stripe.payment(&parameters);
@@ -290,6 +292,46 @@ async fn a_stored_500_is_replayed_and_only_a_lookup_can_tell() {
         "succeeded"
     );
     assert_eq!(stand_in.intents().len(), 2);
+    stand_in.assert_schemas_held();
+}
+
+/// Stripe's remediation completes a stored 500 half an hour later: until then the key
+/// replays the 500 and the lookup finds nothing; from then on it finds the intent,
+/// made under the same key, the only one.
+#[tokio::test]
+async fn a_stored_500_rolled_forward_later_is_found_under_the_same_key() {
+    let stand_in = StandIn::start().await;
+    let stripe = stripe(&stand_in);
+    stand_in.fault(Fault::StoredServerErrorRolledForward { after: 1_800 });
+    let parameters = payload("pm_card_visa");
+    let provider = stripe.payment(&parameters);
+    assert_eq!(
+        provider.send(request(&key(1), &parameters)).await,
+        ProviderAnswer::Indeterminate
+    );
+    assert_eq!(provider.code(), Some("provider_500"));
+    for _ in 0..2 {
+        stand_in.advance(600);
+        assert_eq!(
+            provider.lookup(lookup(&key(1))).await,
+            ProviderAnswer::NotFound
+        );
+        assert_eq!(
+            provider.send(request(&key(1), &parameters)).await,
+            ProviderAnswer::ReplayedUnknown
+        );
+    }
+    assert!(stand_in.intents().is_empty());
+    stand_in.advance(600);
+    let found = provider.lookup(lookup(&key(1))).await;
+    let ProviderAnswer::Succeeded(envelope) = found else {
+        panic!("{found:?}");
+    };
+    let intents = stand_in.intents();
+    assert_eq!(intents.len(), 1);
+    assert_eq!(intents[0]["created"], json!(stand_in::START + 1_800));
+    assert_eq!(intents[0]["metadata"]["journal_key"], json!(key(1)));
+    assert!(envelope.canonical().contains("\"status\":\"succeeded\""));
     stand_in.assert_schemas_held();
 }
 

@@ -192,7 +192,8 @@ fn held_forged_send_bodies_are_never_final_evidence() {
 }
 
 /// A replay marker only ever makes a 5xx a replayed unknown (never a 2xx/4xx anything
-/// but what it is), in any case; a fresh 5xx stays a plain unknown.
+/// but what it is), in any case; a fresh 500 is indeterminate, a fresh 503 a plain
+/// unknown.
 #[test]
 fn held_replay_marker_is_read_only_on_a_5xx() {
     for value in ["true", "TRUE", "True"] {
@@ -229,6 +230,16 @@ fn held_replay_marker_is_read_only_on_a_5xx() {
         assert_eq!(
             classify_send(
                 StatusCode::INTERNAL_SERVER_ERROR,
+                &headers,
+                "",
+                KEY,
+                &expected()
+            ),
+            SendAnswer::Indeterminate
+        );
+        assert_eq!(
+            classify_send(
+                StatusCode::SERVICE_UNAVAILABLE,
                 &headers,
                 "",
                 KEY,
@@ -357,10 +368,9 @@ async fn held_no_output_carries_an_id_amount_account_or_key() {
 }
 
 /// A stored 500 during an incident, whose search lags by far more than its usual
-/// minute: the replayed 500 makes the journal look the key up at once and take a "not
-/// found" as proof from `lastSentAt + 60 s + 300 s`. The search's "not found" is
-/// confirmed by the listing (read after write), which finds the charged intent: no
-/// attempt 2, one charge.
+/// minute: the 500 (fresh, then replayed) makes the journal look the key up at once.
+/// The search's "not found" is confirmed by the listing (read after write), which
+/// finds the charged intent: one charge.
 #[tokio::test]
 async fn a_stored_500_in_an_incident_is_found_by_the_listing_behind_the_search() {
     let stand_in = StandIn::start().await;
@@ -374,8 +384,9 @@ async fn a_stored_500_in_an_incident_is_found_by_the_listing_behind_the_search()
     let provider = stripe.payment(&parameters);
     assert_eq!(
         provider.send(request(&key(1), &parameters, false)).await,
-        ProviderAnswer::Unknown
+        ProviderAnswer::Indeterminate
     );
+    assert_eq!(provider.code(), Some("provider_500"));
     // Fence 2 takes over after fence 1's lease (60 s) and re-sends: the replayed 500.
     stand_in.advance(61);
     let provider = stripe.payment(&parameters);
@@ -383,15 +394,15 @@ async fn a_stored_500_in_an_incident_is_found_by_the_listing_behind_the_search()
         provider.send(request(&key(1), &parameters, true)).await,
         ProviderAnswer::ReplayedUnknown
     );
-    // lastSentAt = 61; absenceProvableFrom = 61 + 60 + 300 = 421. A lookup started then,
-    // inside the search's lag, finds the charge.
+    // 421 s after the first send (an ordinary attempt's absence would be provable by
+    // then), inside the search's lag: the lookup finds the charge.
     stand_in.advance(360);
     let looked = stripe.payment(&parameters).lookup(lookup(&key(1))).await;
     assert!(
         matches!(looked, ProviderAnswer::Succeeded(_)),
         "the lookup answered {looked:?} for a charged key"
     );
-    // And a key never sent is not found by either: the absence stays provable.
+    // And a key never sent is not found by either.
     assert_eq!(
         stripe.payment(&parameters).lookup(lookup(&key(2))).await,
         ProviderAnswer::NotFound

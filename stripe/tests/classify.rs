@@ -129,6 +129,12 @@ fn what_no_stand_in_answers_is_classified_closed() {
             500,
             &plain,
             json!({"error": {"type": "api_error"}}).to_string(),
+            SendAnswer::Indeterminate,
+        ),
+        (
+            503,
+            &plain,
+            json!({"error": {"type": "api_error"}}).to_string(),
             SendAnswer::Unknown("provider_5xx"),
         ),
         (502, &replayed, String::new(), SendAnswer::ReplayedUnknown),

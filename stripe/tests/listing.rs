@@ -96,11 +96,12 @@ async fn busy(stripe: &Stripe, count: u64, from: u64) {
 
 /// A stored 500 that made no intent (never re-sent: the key can no longer tell) on an
 /// account that made more intents earlier in the day than a listing reads: the
-/// confirmation lists only the last three hours, so the absence stays provable and
-/// costs one page. Inside those hours the same traffic makes the lookup unavailable,
-/// never "not found".
+/// confirmation lists only the last three hours, so the lookup answers "not found" at
+/// the cost of one page (the journal proves no absence from it: Stripe may still
+/// complete the 500, and the lookup is asked again). Inside those hours the same
+/// traffic makes the lookup unavailable, never "not found".
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_busy_day_behind_the_confirmation_window_leaves_the_absence_provable() {
+async fn a_busy_day_behind_the_confirmation_window_costs_the_lookup_one_page() {
     let stand_in = StandIn::start().await;
     let stripe = own(&stand_in, LookupMethod::Search);
     let many = (MAX_LIST_PAGES * 100 + 1) as u64;
@@ -115,7 +116,7 @@ async fn a_busy_day_behind_the_confirmation_window_leaves_the_absence_provable()
     let provider = stripe.payment(&parameters);
     assert_eq!(
         provider.send(request(&key(1), &parameters, false)).await,
-        ProviderAnswer::Unknown
+        ProviderAnswer::Indeterminate
     );
     stand_in.advance(61);
     assert_eq!(

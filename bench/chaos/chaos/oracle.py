@@ -17,9 +17,9 @@ Each check is one count of the JSON line (`FINDINGS`, in order), which must be 0
   402 beside a charge or without a decline in the ledger, a `failed_final` command
   without a decline or beside a charge, a stored envelope that names no charge;
 - `unsettledAttempts`: attempts `command-journal pending` still lists `sending`,
-  `ambiguous` or `replayed_unknown` after the final recovery although the provider
-  holds a charge or decline for their key, or their absence was provable when it
-  ran (and 1 when `pending` itself refused the journal: nothing unsettled could be
+  `ambiguous`, `replayed_unknown` or `indeterminate` after the final recovery
+  although the provider holds a charge or decline for their key, or their absence
+  was provable when it ran (and 1 when `pending` itself refused the journal: nothing unsettled could be
   ruled out);
 - `absencesBeforeSettled`: attempts the journal recorded absent before the last
   permitting lease plus the settle window had passed (`provider_send_reconciled_absent`
@@ -67,7 +67,7 @@ FINDINGS = ("doubleCharges", "chargesWithoutSettlement", "ledgerMismatches",
             "finalRecovery", "rawValuesInLogs", "verifyFindings")
 COVERAGE = ("staleHolderRefused", "lookupsInSettleWindow", "resendsAfterKeyWindow",
             "recoverySettledInFaultedPhase")
-UNKNOWN_STATES = ("sending", "ambiguous", "replayed_unknown")
+UNKNOWN_STATES = ("sending", "ambiguous", "replayed_unknown", "indeterminate")
 PERMITS = ("provider_send_opened", "provider_send_resent")
 ABSENT = "provider_send_reconciled_absent"
 LEASE_SECONDS = 60

@@ -4,8 +4,10 @@
 //! that every code the library can answer has its entry.
 
 mod entries;
+mod entry;
 
-pub use entries::{ENTRIES, Entry, Kind};
+pub use entries::ENTRIES;
+pub use entry::{Entry, Kind};
 
 use super::exit::Exit;
 use super::input::{InvalidInput, Problem};

@@ -1,5 +1,7 @@
 //! `command-journal pending`: every command waiting for someone, one JSON line each
-//! (`Journal::pending`), in key-hash order, on stdout; nothing when none waits. The
+//! (`Journal::pending`), in key-hash order, then every late charge (a charge its
+//! command ended without: `lateCharge`, `unblockedBy: refund`), on stdout; nothing
+//! when none waits. The
 //! usual Firestore options choose the journal, `--at` its time (emulator only),
 //! `--key-range INDEX/COUNT` one range of the key-hash space.
 
@@ -21,9 +23,15 @@ pub async fn run(options: &Global, key_range: Option<&str>) -> ExitCode {
     };
     match journal.pending_in(range).await {
         Ok(listing) => {
-            for waiting in &listing.pending {
-                // Through a `serde_json` map, so that the keys print sorted.
-                match super::output::to_json(waiting) {
+            // Through a `serde_json` map, so that the keys print sorted: the waiting
+            // commands, then the late charges.
+            let lines = listing
+                .pending
+                .iter()
+                .map(super::output::to_json)
+                .chain(listing.late_charges.iter().map(super::output::to_json));
+            for line in lines {
+                match line {
                     Ok(line) => println!("{line}"),
                     Err(_) => {
                         return exit::report(Err(crate::JournalError::internal("pending: output")));

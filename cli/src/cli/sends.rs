@@ -178,6 +178,7 @@ impl SendCall {
                     "declined" => ProviderAnswer::Declined,
                     "ambiguous" => ProviderAnswer::Unknown,
                     "replayed_unknown" => ProviderAnswer::ReplayedUnknown,
+                    "indeterminate" => ProviderAnswer::Indeterminate,
                     _ => return Err(JournalError::invalid("outcome").into()),
                 };
                 if !matches!(

@@ -38,9 +38,10 @@ pub(crate) enum AfterStart {
     Answer(Execution),
 }
 
-/// What follows a start that answered `lease`, heard at `now`: a permit under the
-/// lease while a send can still start under it, the answer otherwise.
-pub(crate) fn after_start(lease: LeaseOutput, now: Now) -> AfterStart {
+/// What follows a start that answered `lease`, heard at `heard` (the reading the
+/// start captured, as the lease's expiry was set), at `now`: a permit under the lease
+/// while a send can still start under it, the answer otherwise.
+pub(crate) fn after_start(lease: LeaseOutput, heard: Now, now: Now) -> AfterStart {
     match lease {
         LeaseOutput::Acquired {
             fence_epoch,
@@ -49,7 +50,7 @@ pub(crate) fn after_start(lease: LeaseOutput, now: Now) -> AfterStart {
             let held = Held {
                 fence: fence_epoch,
                 expires_at: lease_expires_at,
-                heard: now,
+                heard,
             };
             match held.deadline(now) {
                 Some(_) => AfterStart::Permit(held),
@@ -90,7 +91,7 @@ impl Opening {
             steady: Duration::ZERO,
             elapsed: Duration::ZERO,
         };
-        match after_start(started.lease, captured) {
+        match after_start(started.lease, captured, captured) {
             AfterStart::Permit(lease) => Some(BeginSend::new(
                 self.call.clone(),
                 lease.fence,

@@ -22,13 +22,16 @@
 //! | | not found, unavailable | `PendingReconciliation` |
 //! | | in progress | `InProgress` |
 //! | | ended | as a start that answered it |
+//! | | a late charge recorded (a success this call held, which the command ended, or its attempt moved on, without) | as a start that answered how it ended; `InProgress` after a refused reconciliation |
 //! | fetching | the stored result, or none | `Succeeded` with it, `SucceededWithoutResult` |
 //!
-//! The lease's remaining time (what the provider's deadline, the lookup's and every
-//! `RetryLater` are derived from) is the lesser on the trusted clock's two readings
-//! (`crate::settle::Held`): a wall clock stepped back after the lease was heard
-//! lengthens none of them. A lease is heard at the reading of the poll after its start
-//! answered, or, when the permit was decided with it, at the start's own. A recording
+//! The lease's remaining time is read on the trusted clock's two readings
+//! (`crate::settle::Held`): the provider's deadline and the lookup's are the lesser,
+//! so a wall clock stepped back after the lease was heard lengthens neither; every
+//! `RetryLater` is the greater, so no caller is told to come back before the lease has
+//! run out on either. A lease is heard at the reading its start captured, as its
+//! expiry was set (never at a later poll: a step back of the trusted clock while it
+//! was taken would lengthen what is left of it). A recording
 //! of the provider's answer that fails because the call's deadline passed ends the
 //! call with that error (`unavailable`), nothing written: the permit stands, and the
 //! next call re-sends under the same key and records what the provider answers it.
@@ -282,13 +285,14 @@ impl ExecuteProgram {
         )
     }
 
-    /// What follows a start that answered `started`, at `now`.
-    fn started(&mut self, started: StartOutput, now: Now) -> Then {
+    /// What follows a start, made at the reading `at`, that answered `started`, at
+    /// `now`: its lease is heard at `at`, as its expiry was set.
+    fn started(&mut self, started: StartOutput, at: Now, now: Now) -> Then {
         self.stored_before |= matches!(
             started.lease,
             LeaseOutput::Succeeded | LeaseOutput::FailedFinal
         );
-        match after_start(started.lease, now) {
+        match after_start(started.lease, at, now) {
             AfterStart::Permit(lease) => self.permit(lease, Round::First, now),
             AfterStart::Fetch => self.fetch(now),
             AfterStart::Answer(execution) => self.done(execution),
@@ -391,6 +395,7 @@ impl ExecuteProgram {
         self.stored_before |= matches!(
             settled,
             Settled::Ended(CommandState::Succeeded | CommandState::FailedFinal)
+                | Settled::LateCharge(Some(_))
         );
         match settled {
             Settled::Succeeded(Some(envelope)) => self.done(Execution::Succeeded(envelope)),
@@ -410,6 +415,14 @@ impl ExecuteProgram {
             }),
             Settled::NotFound | Settled::Unavailable => self.done(Execution::PendingReconciliation),
             Settled::InProgress => self.done(Execution::InProgress),
+            // A charge this call held, recorded late: the command's own answer, as a
+            // start would have answered it, or, refused by the reconciliation, in
+            // progress.
+            Settled::LateCharge(Some(TerminalOutput::Succeeded)) => self.fetch(now),
+            Settled::LateCharge(Some(TerminalOutput::FailedFinal)) => {
+                self.done(Execution::Declined)
+            }
+            Settled::LateCharge(None) => self.done(Execution::InProgress),
             Settled::Ended(CommandState::Registered | CommandState::Leased)
             | Settled::NothingOpen
             | Settled::OtherAccount => Err(JournalError::internal(
@@ -455,7 +468,7 @@ impl Program for ExecuteProgram {
         match (std::mem::replace(&mut self.state, State::Done), last) {
             (State::New, Answered::Nothing) => self.open(now),
             (State::Opening { at, .. }, Answered::Ran(ran)) => match ran? {
-                O::Started(started) | O::Opened(started, None) => self.started(started, now),
+                O::Started(started) | O::Opened(started, None) => self.started(started, at, now),
                 // The permit decided with the lease: the call goes on from it.
                 O::Opened(started, Some(began)) => self.opened(started, at, began, now),
                 _ => Err(out_of_turn()),

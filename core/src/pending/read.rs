@@ -52,6 +52,8 @@ impl PendingRead {
                 let provable = absence::provable_from(&state.plan, a, self.now);
                 let unblocked_by = match a.state {
                     AttemptState::Absent => Unblock::Retry,
+                    // The provider may still complete it: its final state alone.
+                    state if state.indeterminate() => Unblock::FinalEvidence,
                     AttemptState::Sending | AttemptState::Ambiguous
                         if self.now < a.send_cutoff_at =>
                     {
@@ -59,7 +61,8 @@ impl PendingRead {
                     }
                     AttemptState::Sending
                     | AttemptState::Ambiguous
-                    | AttemptState::ReplayedUnknown => match provable {
+                    | AttemptState::ReplayedUnknown
+                    | AttemptState::Indeterminate => match provable {
                         Some(_) => Unblock::Evidence,
                         None => Unblock::EvidenceOrPerson,
                     },

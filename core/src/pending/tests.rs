@@ -186,39 +186,48 @@ fn its_json_names_the_hash_and_never_a_raw_value() {
 }
 
 #[test]
-fn a_replayed_unknown_waits_for_evidence_from_the_start_never_for_a_resend() {
-    let mut store = Store::new();
-    let lease = fresh_lease();
-    let fence = started(&mut store, &lease);
-    store
-        .answer(&BeginSend::new(call(&lease, at(T0)), fence, plan()))
-        .expect("begin_send");
-    let (closing, _) = ProviderAnswer::ReplayedUnknown.closing(&input().identity());
-    store
-        .answer(&Record::outcome(
-            call(&lease, at(T0 + SEC)),
-            fence,
-            AttemptNumber::FIRST,
-            closing,
-            plan(),
-        ))
-        .expect("replayed");
-    // Its lease still runs: nobody waits yet.
-    assert_eq!(pending_at(&mut store, T0 + 59 * SEC), None);
-    // Long before its cutoff, only evidence moves it (a re-send would replay the
-    // stored answer), from the instant its absence is provable.
-    let waiting = pending_at(&mut store, T0 + 61 * SEC).expect("pending");
-    let send = waiting.send.expect("a send");
-    assert_eq!(
-        (send.attempt, send.state),
-        (AttemptNumber::FIRST, AttemptState::ReplayedUnknown)
-    );
-    assert_eq!(waiting.unblocked_by, Unblock::Evidence);
-    assert_eq!(send.absence_provable_from, Some(at(T0 + 360 * SEC)));
-    // Once the key store may have forgotten the key, evidence or a person.
-    let forgotten = pending_at(&mut store, T0 + 86_400 * SEC).expect("pending");
-    assert_eq!(forgotten.unblocked_by, Unblock::EvidenceOrPerson);
-    assert_eq!(forgotten.send.and_then(|s| s.absence_provable_from), None);
+fn an_indeterminate_attempt_waits_for_its_final_state_never_for_a_resend_or_an_absence() {
+    for (answer, state) in [
+        (
+            ProviderAnswer::ReplayedUnknown,
+            AttemptState::ReplayedUnknown,
+        ),
+        (ProviderAnswer::Indeterminate, AttemptState::Indeterminate),
+    ] {
+        let mut store = Store::new();
+        let lease = fresh_lease();
+        let fence = started(&mut store, &lease);
+        store
+            .answer(&BeginSend::new(call(&lease, at(T0)), fence, plan()))
+            .expect("begin_send");
+        let (closing, _) = answer.closing(&input().identity());
+        store
+            .answer(&Record::outcome(
+                call(&lease, at(T0 + SEC)),
+                fence,
+                AttemptNumber::FIRST,
+                closing,
+                plan(),
+            ))
+            .expect("recorded");
+        // Its lease still runs: nobody waits yet.
+        assert_eq!(pending_at(&mut store, T0 + 59 * SEC), None);
+        // Before its cutoff, past the usual window, past the key's retention: only its
+        // final state moves it (a re-send replays the stored answer; no "not found"
+        // proves an absence), and the listing says so with its own reason.
+        for now in [T0 + 61 * SEC, T0 + 3_600 * SEC, T0 + 86_400 * SEC] {
+            let waiting = pending_at(&mut store, now).expect("pending");
+            let send = waiting.send.clone().expect("a send");
+            assert_eq!((send.attempt, send.state), (AttemptNumber::FIRST, state));
+            assert_eq!(waiting.unblocked_by, Unblock::FinalEvidence);
+            assert_eq!(send.absence_provable_from, None);
+            let text = serde_json::to_string(&waiting).expect("json");
+            assert!(
+                text.contains("\"unblockedBy\":\"final_evidence\""),
+                "{text}"
+            );
+        }
+    }
 }
 
 /// A listed command's lifecycle that is broken in any way (a field added, one of

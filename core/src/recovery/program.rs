@@ -40,6 +40,7 @@ fn recovered(settled: Settled) -> Result<Recovered, JournalError> {
         Settled::Ended(_) => Recovered::AlreadySettled,
         Settled::NothingOpen => Recovered::NothingToLookUp,
         Settled::OtherAccount => Recovered::OtherAccount,
+        Settled::LateCharge(_) => Recovered::LateCharge,
         Settled::Open | Settled::LeaseEnding => {
             return Err(JournalError::internal(
                 "recover: a sender's answer without a send",

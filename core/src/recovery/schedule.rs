@@ -73,7 +73,9 @@ impl Lookups {
     pub fn is_answer(answer: &ProviderAnswer) -> bool {
         !matches!(
             answer,
-            ProviderAnswer::Unknown | ProviderAnswer::ReplayedUnknown
+            ProviderAnswer::Unknown
+                | ProviderAnswer::ReplayedUnknown
+                | ProviderAnswer::Indeterminate
         )
     }
 

@@ -110,10 +110,15 @@ fn prompt_plan() -> ProviderPlan {
         .expect("fits")
 }
 
+/// What happens to the journal while a lookup is out (another client).
+type Meanwhile = Box<dyn FnOnce(&mut Store)>;
+
 /// What the provider answers each lookup, and the keys it was asked.
 struct Provider {
     answers: Vec<ProviderAnswer>,
     asked: Vec<String>,
+    /// What happens to the journal while the first lookup is out.
+    meanwhile: Option<Meanwhile>,
 }
 
 impl Provider {
@@ -121,6 +126,7 @@ impl Provider {
         Self {
             answers,
             asked: Vec::new(),
+            meanwhile: None,
         }
     }
 }
@@ -182,6 +188,9 @@ fn traced(
         };
         looked_up.set(looked_up.get() + 1);
         provider.asked.push(request.key.clone());
+        if let Some(meanwhile) = provider.meanwhile.take() {
+            meanwhile(store);
+        }
         Some(Input::LookedUp(if provider.answers.is_empty() {
             ProviderAnswer::Unknown
         } else {
@@ -357,26 +366,25 @@ fn client_heard(store: &mut Store, heard: crate::sends::provider::Closing) -> St
 fn a_replayed_unknown_is_looked_up_and_a_replay_from_the_lookup_proves_nothing() {
     use ProviderAnswer::{NotFound, ReplayedUnknown};
     // (when, the lookups' answers, the outcome, lookups asked, the state after)
-    let provable = T0 + 361 * SEC;
+    let usual = T0 + 361 * SEC;
     let cases = [
-        // Before its absence is provable (the sender's lease, then the settle window),
-        // a "not found" proves nothing, and a replay from the lookup is no evidence.
+        // A replay from the lookup is no evidence.
         (
             T0 + 61 * SEC,
             vec![ReplayedUnknown],
             Recovered::LookupUnavailable,
             1,
         ),
+        // Stripe may still complete a stored 500: a "not found" proves nothing, before
+        // the usual window, after it, or days later; nothing is written.
         (T0 + 61 * SEC, vec![NotFound], Recovered::NotFound, 1),
-        // Once provable, only a confirmed "not found" records the absence; a replay
-        // under the lease leaves the attempt as it was.
+        (usual, vec![NotFound], Recovered::NotFound, 1),
         (
-            provable,
-            vec![NotFound, ReplayedUnknown],
-            Recovered::LookupUnavailable,
-            2,
+            T0 + 3 * 86_400 * SEC,
+            vec![NotFound],
+            Recovered::NotFound,
+            1,
         ),
-        (provable, vec![NotFound, NotFound], Recovered::Absent, 2),
         // A charge found settles it at once.
         (
             T0 + 61 * SEC,
@@ -849,7 +857,7 @@ fn a_second_recovery_holding_stale_evidence_loses_to_the_fence() {
     crashed_mid_send(&mut store);
     let mut late = Provider::answering(vec![ProviderAnswer::Succeeded(envelope())]);
     let mut first_recovered = None;
-    let (recovered, _) = traced(
+    let (recovered, trace) = traced(
         &mut store,
         &mut late,
         Some(account()),
@@ -864,6 +872,25 @@ fn a_second_recovery_holding_stale_evidence_loses_to_the_fence() {
     );
     assert_eq!(first_recovered, Some(Ok(Recovered::Succeeded)));
     assert_eq!(recovered, Ok(Recovered::AlreadySettled));
+    // The charge it holds is checked against the settled command: its own, so
+    // nothing is late.
+    assert_eq!(
+        trace.began,
+        [
+            "journal.recover",
+            "journal.recover",
+            "journal.acquire",
+            "journal.record_late_charge"
+        ]
+    );
+    assert!(trace.metrics.iter().any(|metric| {
+        metric.name == crate::transaction::OperationName::RecordLateCharge
+            && metric.outcome == "own_charge"
+    }));
+    assert!(
+        !store.contains_key(&crate::sends::late::path(&hash(), AttemptNumber::FIRST)),
+        "no late charge"
+    );
 }
 
 #[test]
@@ -875,6 +902,79 @@ fn outcomes_serialize_as_their_labels() {
         );
     }
     assert!(Recovered::ALL.iter().filter(|o| o.settled()).count() == 3);
+}
+
+/// A charge found while another client ended the command without it (here: a decline
+/// recorded for the same attempt meanwhile) is recorded as a late charge, never
+/// dropped; found while the client settled it with that same charge, it is the
+/// command's own.
+#[test]
+fn a_charge_found_for_a_command_that_ended_without_it_is_a_late_charge() {
+    use crate::sends::late::{LateCharge, path};
+    let ends = |answer: ProviderAnswer| -> Meanwhile {
+        Box::new(move |store: &mut Store| {
+            let input = input();
+            let identity = input.identity();
+            let lease = fresh_lease();
+            let owner = input.lease_owner(&identity, &lease).expect("owner");
+            let now = at(T0 + 61 * SEC);
+            let started = store
+                .answer(&Start::new(identity.clone(), owner.clone(), now))
+                .expect("start");
+            let LeaseOutput::Acquired { fence_epoch, .. } = started.lease else {
+                panic!("{started:?}");
+            };
+            let call = LeaseCall::new(identity.clone(), owner, now);
+            store
+                .answer(&BeginSend::new(call.clone(), fence_epoch, plan()))
+                .expect("a re-send");
+            let (finding, envelope) = answer.closing(&identity);
+            let op = Record::outcome(call, fence_epoch, AttemptNumber::FIRST, finding, plan());
+            match envelope {
+                None => store.answer(&op).expect("recorded"),
+                Some(envelope) => store
+                    .answer(&crate::envelope::record::WithResult::new(
+                        op,
+                        &hash(),
+                        now,
+                        envelope,
+                    ))
+                    .expect("recorded"),
+            };
+        })
+    };
+    // Declined meanwhile: the charge found is late.
+    let mut store = Store::new();
+    crashed_mid_send(&mut store);
+    let mut provider = Provider::answering(vec![ProviderAnswer::Succeeded(envelope())]);
+    provider.meanwhile = Some(ends(ProviderAnswer::Declined));
+    assert_eq!(
+        recover(&mut store, &mut provider, T0 + 62 * SEC),
+        Ok(Recovered::LateCharge)
+    );
+    let doc = store
+        .get(&path(&hash(), AttemptNumber::FIRST))
+        .expect("the late charge");
+    let late = LateCharge::parse(&hash(), AttemptNumber::FIRST, doc).expect("parses");
+    assert_eq!(late.reason, crate::sends::LateReason::AttemptDeclined);
+    let commitment = input()
+        .identity()
+        .terminal_commitment(&envelope().reference());
+    assert_eq!(late.commitment, commitment);
+    assert_eq!(
+        state(&mut store, T0 + 63 * SEC).command.state,
+        CommandState::FailedFinal
+    );
+    // Settled meanwhile with that same charge: the command's own, nothing late.
+    let mut store = Store::new();
+    crashed_mid_send(&mut store);
+    let mut provider = Provider::answering(vec![ProviderAnswer::Succeeded(envelope())]);
+    provider.meanwhile = Some(ends(ProviderAnswer::Succeeded(envelope())));
+    assert_eq!(
+        recover(&mut store, &mut provider, T0 + 62 * SEC),
+        Ok(Recovered::AlreadySettled)
+    );
+    assert!(store.get(&path(&hash(), AttemptNumber::FIRST)).is_none());
 }
 
 #[test]

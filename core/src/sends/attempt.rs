@@ -2,9 +2,12 @@
 //! provider attempt, replaced by every send mutation. Earlier attempts live on only
 //! in the audit chain (`auditEvents/provider_send_…`).
 //!
-//! Two versions are read: `sendSchemaVersion` 1 (13 fields) and 2, which adds
+//! Three versions are read: `sendSchemaVersion` 1 (13 fields); 2, which adds
 //! `resultStored` (true exactly when the attempt succeeded with a result envelope,
-//! stored in `results/current` by the same commit). Every write is version 2.
+//! stored in `results/current` by the same commit); and 3, version 2's fields for an
+//! attempt in the state `indeterminate`, which versions 1 and 2 do not know. Every
+//! write is version 3 for that state and version 2 for every other ([`version_of`]),
+//! so every document an earlier library could write stays byte for byte what it was.
 
 use super::attempt_number::AttemptNumber;
 use super::reverted::{Rule, reverted};
@@ -17,9 +20,23 @@ use crate::time::Timestamp;
 
 /// The `journal_corrupt` reason of a malformed send document.
 pub(crate) const KIND: &str = "malformed provider send document";
-/// The send document version every write uses.
+/// The send document version every write uses but that of an `indeterminate`
+/// attempt ([`version_of`]).
 pub(crate) const VERSION: i64 = 2;
-/// The fields of a version-2 send document: version 1's and `resultStored`.
+/// The version of a document holding an `indeterminate` attempt.
+pub(crate) const VERSION_INDETERMINATE: i64 = 3;
+
+/// The version a write of an attempt in `state` uses: 3 exactly for `indeterminate`.
+pub(crate) fn version_of(state: AttemptState) -> i64 {
+    if state == AttemptState::Indeterminate {
+        VERSION_INDETERMINATE
+    } else {
+        VERSION
+    }
+}
+
+/// The fields of a version-2 (and version-3) send document: version 1's and
+/// `resultStored`.
 pub const FIELDS: [&str; 14] = [
     "sendSchemaVersion",
     "commandKeyHash",
@@ -60,8 +77,14 @@ pub enum AttemptState {
     Ambiguous,
     /// The sender heard the provider replay an unknown answer it stored for the key:
     /// still unknown, and never re-sent (the key can no longer tell); only a lookup
-    /// settles it, at once rather than after the cutoff.
+    /// settles it, at once rather than after the cutoff. Indeterminate: no absence of
+    /// it is ever proven.
     ReplayedUnknown,
+    /// The sender heard an answer the provider documents as indeterminate (Stripe's
+    /// 500): the provider may still complete the request. Never re-sent, looked up at
+    /// once, and no absence of it is ever proven: only the provider's final state (a
+    /// success or a decline for the key) settles it. Stored in version 3 only.
+    Indeterminate,
     /// Reconciliation proved the provider has no object for the attempt's key.
     Absent,
     /// The provider succeeded; the command succeeded in the same commit.
@@ -77,6 +100,7 @@ impl AttemptState {
             Self::Sending => "sending",
             Self::Ambiguous => "ambiguous",
             Self::ReplayedUnknown => "replayed_unknown",
+            Self::Indeterminate => "indeterminate",
             Self::Absent => "absent",
             Self::Succeeded => "succeeded",
             Self::Declined => "declined",
@@ -89,6 +113,7 @@ impl AttemptState {
             "sending" => Some(Self::Sending),
             "ambiguous" => Some(Self::Ambiguous),
             "replayed_unknown" => Some(Self::ReplayedUnknown),
+            "indeterminate" => Some(Self::Indeterminate),
             "absent" => Some(Self::Absent),
             "succeeded" => Some(Self::Succeeded),
             "declined" => Some(Self::Declined),
@@ -97,12 +122,18 @@ impl AttemptState {
     }
 
     /// Whether the provider outcome of the attempt is unknown (`sending`,
-    /// `ambiguous`, `replayed_unknown`).
+    /// `ambiguous`, `replayed_unknown`, `indeterminate`).
     pub fn outcome_unknown(self) -> bool {
         matches!(
             self,
-            Self::Sending | Self::Ambiguous | Self::ReplayedUnknown
+            Self::Sending | Self::Ambiguous | Self::ReplayedUnknown | Self::Indeterminate
         )
+    }
+
+    /// Whether the provider may still complete the attempt after any lookup's "not
+    /// found" (`replayed_unknown`, `indeterminate`): no absence of it is provable.
+    pub fn indeterminate(self) -> bool {
+        matches!(self, Self::ReplayedUnknown | Self::Indeterminate)
     }
 
     /// Whether a later holder may re-send the attempt's key before its cutoff
@@ -113,9 +144,10 @@ impl AttemptState {
     }
 
     /// Whether only a lookup can settle the attempt now, whatever the cutoff: its
-    /// key replays a stored unknown.
+    /// key replays a stored unknown, or the provider stored an indeterminate answer.
     pub(crate) fn key_cannot_tell(self) -> bool {
-        self == Self::ReplayedUnknown && !reverted(Rule::ReplayedLookedUp)
+        self == Self::Indeterminate
+            || (self == Self::ReplayedUnknown && !reverted(Rule::ReplayedLookedUp))
     }
 }
 
@@ -161,7 +193,7 @@ pub(crate) struct RecordedOutcome {
 /// plan's retention is checked where both are known).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SendAttempt {
-    /// `sendSchemaVersion`: 1 or 2; every write is [`VERSION`].
+    /// `sendSchemaVersion`: 1, 2 or 3; every write is [`version_of`] its state.
     pub version: i64,
     /// The command's key hash (the parent document's id).
     pub command_key_hash: Digest,
@@ -191,10 +223,14 @@ pub(crate) struct SendAttempt {
 impl SendAttempt {
     /// Parses strictly; `hash` is the command the document was read under.
     pub(crate) fn parse(hash: &Digest, map: &FieldMap) -> Result<Self, JournalError> {
-        let version = if map.len() == FIELDS.len() { 2 } else { 1 };
-        let expected: &[&str] = if version == 2 { &FIELDS } else { FIELDS_V1 };
+        let current = map.len() == FIELDS.len();
+        let expected: &[&str] = if current { &FIELDS } else { FIELDS_V1 };
         let f = Strict::new(map, expected, KIND)?;
-        f.int_in("sendSchemaVersion", version..=version)?;
+        let version = if current {
+            f.int_in("sendSchemaVersion", VERSION..=VERSION_INDETERMINATE)?
+        } else {
+            f.int_in("sendSchemaVersion", 1..=1)?
+        };
         let command_key_hash = f.digest("commandKeyHash")?;
         if &command_key_hash != hash {
             return Err(f.corrupt("commandKeyHash"));
@@ -211,7 +247,7 @@ impl SendAttempt {
             }),
             _ => return Err(f.corrupt("outcome")),
         };
-        let result_stored = if version == 2 {
+        let result_stored = if version >= 2 {
             f.boolean("resultStored")?
         } else {
             false
@@ -232,6 +268,11 @@ impl SendAttempt {
         };
         if !attempt.relations_hold() {
             return Err(f.corrupt("relations"));
+        }
+        // Version 3 holds exactly an indeterminate attempt, which no earlier version
+        // may hold.
+        if (version == VERSION_INDETERMINATE) != (attempt.state == AttemptState::Indeterminate) {
+            return Err(f.corrupt("sendSchemaVersion"));
         }
         Ok(attempt)
     }
@@ -269,9 +310,9 @@ impl SendAttempt {
             (AttemptState::Sending, Some(_)) | (_, None) => false,
             (state, Some(o)) => {
                 let source_fits = match state {
-                    AttemptState::Ambiguous | AttemptState::ReplayedUnknown => {
-                        o.source == OutcomeSource::ProviderAnswer
-                    }
+                    AttemptState::Ambiguous
+                    | AttemptState::ReplayedUnknown
+                    | AttemptState::Indeterminate => o.source == OutcomeSource::ProviderAnswer,
                     AttemptState::Absent => o.source == OutcomeSource::Reconciliation,
                     _ => true,
                 };

@@ -3,7 +3,8 @@
 //! ```text
 //! another plan bound (before any cutoff or state rule) -> plan_conflict
 //! outcome unknown, now ≥ sendCutoffAt, or send record unreadable -> send_cutoff_passed (anyone)
-//! replayed_unknown (the key can no longer tell)   -> send_cutoff_passed (anyone): look it up
+//! replayed_unknown or indeterminate (the key can no longer tell)
+//!                                                 -> send_cutoff_passed (anyone): look it up
 //! not the holder / not the fence                  -> lease_not_held / stale_fence
 //! command terminal                                -> the terminal outcome (read-only)
 //! lease not active                                -> clock_regression / lease_expired
@@ -207,9 +208,10 @@ impl BeginSend {
             }
             // A closed attempt under a leased lifecycle was refused by the loader.
             // A key that cannot tell was refused with the cutoff above.
-            AttemptState::Sending | AttemptState::Ambiguous | AttemptState::ReplayedUnknown => {
-                Err(Halt::Reject(JournalError::SendCutoffPassed))
-            }
+            AttemptState::Sending
+            | AttemptState::Ambiguous
+            | AttemptState::ReplayedUnknown
+            | AttemptState::Indeterminate => Err(Halt::Reject(JournalError::SendCutoffPassed)),
             AttemptState::Succeeded | AttemptState::Declined => Err(Halt::Reject(
                 JournalError::corrupt("provider send record disagrees with the lifecycle"),
             )),

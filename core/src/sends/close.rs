@@ -22,6 +22,7 @@ impl Closing {
             Self::Declined => AttemptState::Declined,
             Self::Ambiguous => AttemptState::Ambiguous,
             Self::ReplayedUnknown => AttemptState::ReplayedUnknown,
+            Self::Indeterminate => AttemptState::Indeterminate,
             Self::Absent => AttemptState::Absent,
         }
     }
@@ -36,6 +37,7 @@ impl Closing {
             (Self::Declined, OutcomeSource::Reconciliation) => SendEventType::ReconciledDeclined,
             (Self::Ambiguous, _) => SendEventType::Ambiguous,
             (Self::ReplayedUnknown, _) => SendEventType::ReplayedUnknown,
+            (Self::Indeterminate, _) => SendEventType::Indeterminate,
             (Self::Absent, _) => SendEventType::ReconciledAbsent,
         }
     }
@@ -45,7 +47,9 @@ impl Closing {
         match self {
             Self::Succeeded(_) => SendOutcomeOutput::Terminal(TerminalOutput::Succeeded),
             Self::Declined => SendOutcomeOutput::Terminal(TerminalOutput::FailedFinal),
-            Self::Ambiguous | Self::ReplayedUnknown => SendOutcomeOutput::Ambiguous { attempt },
+            Self::Ambiguous | Self::ReplayedUnknown | Self::Indeterminate => {
+                SendOutcomeOutput::Ambiguous { attempt }
+            }
             Self::Absent => SendOutcomeOutput::Absent { attempt },
         }
     }
@@ -87,7 +91,7 @@ pub(crate) fn record_finding(
 ) -> Result<Decision<SendOutcomeOutput>, Halt> {
     let before = &state.attempt;
     let after = SendAttempt {
-        version: attempt::VERSION,
+        version: attempt::version_of(finding.state()),
         send_revision: next_revision(Some(before))?,
         state: finding.state(),
         outcome: Some(RecordedOutcome {
@@ -110,7 +114,10 @@ pub(crate) fn record_finding(
             .0
         }
         Closing::Declined => end_command(call, fence, TerminalRequest::Fail, snapshot)?.0,
-        Closing::Ambiguous | Closing::ReplayedUnknown | Closing::Absent => Vec::new(),
+        Closing::Ambiguous
+        | Closing::ReplayedUnknown
+        | Closing::Indeterminate
+        | Closing::Absent => Vec::new(),
     };
     writes.extend(record(
         hash,

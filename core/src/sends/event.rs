@@ -1,5 +1,7 @@
 //! `auditEvents/provider_send_{commandKeyHash}_{sendRevision:010}`: one deterministic
-//! event per send mutation, audit schema version 3, aggregate `provider_send`. B2B's
+//! event per send mutation, audit schema version 3, aggregate `provider_send`; version
+//! 4, the same fields, exactly for an event that names the state `indeterminate` (as
+//! its `fromState` or `toState`), which version 3 does not know. B2B's
 //! `commerce_command` events (versions 1 and 2) are untouched; a send that ends the
 //! command also writes B2B's own terminal event in the same commit.
 
@@ -65,6 +67,8 @@ pub(crate) enum SendEventType {
     Ambiguous,
     /// The sender heard the provider replay a stored unknown answer for the key.
     ReplayedUnknown,
+    /// The sender heard an answer the provider documents as indeterminate.
+    Indeterminate,
     /// The sender recorded success (with B2B's `command_succeeded`).
     Succeeded,
     /// The sender recorded a final refusal (with B2B's `command_failed_final`).
@@ -85,6 +89,7 @@ impl SendEventType {
             Self::Resent => "provider_send_resent",
             Self::Ambiguous => "provider_send_ambiguous",
             Self::ReplayedUnknown => "provider_send_replayed_unknown",
+            Self::Indeterminate => "provider_send_indeterminate",
             Self::Succeeded => "provider_send_succeeded",
             Self::Declined => "provider_send_declined",
             Self::ReconciledSucceeded => "provider_send_reconciled_succeeded",
@@ -99,6 +104,7 @@ impl SendEventType {
             Self::Resent,
             Self::Ambiguous,
             Self::ReplayedUnknown,
+            Self::Indeterminate,
             Self::Succeeded,
             Self::Declined,
             Self::ReconciledSucceeded,
@@ -116,6 +122,7 @@ impl SendEventType {
             Self::Opened | Self::Resent => AttemptState::Sending,
             Self::Ambiguous => AttemptState::Ambiguous,
             Self::ReplayedUnknown => AttemptState::ReplayedUnknown,
+            Self::Indeterminate => AttemptState::Indeterminate,
             Self::Succeeded | Self::ReconciledSucceeded => AttemptState::Succeeded,
             Self::Declined | Self::ReconciledDeclined => AttemptState::Declined,
             Self::ReconciledAbsent => AttemptState::Absent,
@@ -128,7 +135,9 @@ impl SendEventType {
             Self::Opened if attempt == AttemptNumber::FIRST => from.is_none(),
             Self::Opened => from == Some(AttemptState::Absent),
             Self::Ambiguous => from == Some(AttemptState::Sending),
-            Self::ReplayedUnknown => from.is_some_and(AttemptState::resendable),
+            Self::ReplayedUnknown | Self::Indeterminate => {
+                from.is_some_and(AttemptState::resendable)
+            }
             Self::Resent => from.is_some_and(AttemptState::resendable),
             _ => from.is_some_and(AttemptState::outcome_unknown),
         }
@@ -156,11 +165,22 @@ pub(crate) struct SendEvent {
     pub occurred_at: Timestamp,
 }
 
+/// The audit schema version of a send event from `from` to `to`: 4 exactly when
+/// either is `indeterminate`, else 3.
+fn version_of(from: Option<AttemptState>, to: AttemptState) -> i64 {
+    let names = |state: AttemptState| state == AttemptState::Indeterminate;
+    if from.is_some_and(names) || names(to) {
+        4
+    } else {
+        3
+    }
+}
+
 impl SendEvent {
     /// Parses strictly; `document_id` is the id the event was read under.
     pub(crate) fn parse(document_id: &str, map: &FieldMap) -> Result<Self, JournalError> {
         let f = Strict::new(map, &FIELDS, KIND)?;
-        f.int_in("auditSchemaVersion", 3..=3)?;
+        let version = f.int_in("auditSchemaVersion", 3..=4)?;
         f.string_eq("aggregateType", "provider_send")?;
         let command_key_hash = f.digest("commandKeyHash")?;
         let send_revision = f.int_in("sendRevision", 1..=MAX_REVISION)?;
@@ -174,6 +194,9 @@ impl SendEvent {
             return Err(f.corrupt("fromState"));
         }
         f.string_eq("toState", event_type.to_state().as_str())?;
+        if version != version_of(from_state, event_type.to_state()) {
+            return Err(f.corrupt("auditSchemaVersion"));
+        }
         let first = send_revision == 1;
         if first != (event_type == SendEventType::Opened && attempt == AttemptNumber::FIRST) {
             return Err(f.corrupt("sendRevision"));
@@ -193,7 +216,10 @@ impl SendEvent {
     /// The exact stored field map.
     pub(crate) fn encode(&self) -> FieldMap {
         fields::map([
-            ("auditSchemaVersion", fields::int(3)),
+            (
+                "auditSchemaVersion",
+                fields::int(version_of(self.from_state, self.event_type.to_state())),
+            ),
             ("aggregateType", fields::string("provider_send")),
             (
                 "commandKeyHash",

@@ -231,8 +231,11 @@ pub(crate) fn load_sends(hash: &Digest, snapshot: &Snapshot) -> Result<Sends, Ha
             "stored result disagrees with the provider send record",
         ));
     }
+    // An absence is built on only if it was provable when recorded: in its window,
+    // and recorded from a state whose absence is provable at all (its event says which).
+    let sent = absence::Sent::in_state(&attempt, event.from_state);
     if attempt.state == AttemptState::Absent
-        && !absence::recorded_in_window(&plan, &attempt, attempt.updated_at())
+        && !absence::recorded_in_window(&plan, sent, attempt.updated_at())
     {
         return Err(corrupt("recorded absence outside its provable window"));
     }
@@ -260,6 +263,7 @@ pub(crate) fn partners(attempt: &SendAttempt, event: &SendEvent) -> bool {
         SendEventType::Resent => source.is_none() && attempt.resent(),
         SendEventType::Ambiguous
         | SendEventType::ReplayedUnknown
+        | SendEventType::Indeterminate
         | SendEventType::Succeeded
         | SendEventType::Declined => source == Some(OutcomeSource::ProviderAnswer),
         SendEventType::ReconciledSucceeded

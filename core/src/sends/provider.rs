@@ -11,7 +11,13 @@
 //! | `Declined` | a final refusal | a final refusal for the key | final failure | final failure |
 //! | `NotFound` | — (`invalid_input`) | nothing for the key | — (`invalid_input`) | the attempt's absence, where provable |
 //! | `Unknown` | timeout, 5xx, lost connection | failed or inconclusive | the attempt kept open (`ambiguous`) | — (`invalid_input`) |
-//! | `ReplayedUnknown` | the key's stored unknown answer, replayed (Stripe's stored 5xx, `Idempotent-Replayed: true`) | — (as `Unknown`) | the attempt kept open, never re-sent (`replayed_unknown`): looked up at once | — (`invalid_input`) |
+//! | `ReplayedUnknown` | the key's stored unknown answer, replayed (Stripe's stored 5xx, `Idempotent-Replayed: true`) | — (as `Unknown`) | the attempt kept open, never re-sent (`replayed_unknown`): looked up at once; indeterminate | — (`invalid_input`) |
+//! | `Indeterminate` | an answer the provider documents as indeterminate (Stripe's 500) | — (as `Unknown`) | the attempt kept open, never re-sent (`indeterminate`): looked up at once; indeterminate | — (`invalid_input`) |
+//!
+//! An attempt whose provider answered `ReplayedUnknown` or `Indeterminate` is
+//! *indeterminate*: the provider may still complete it later, so no "not found"
+//! proves its absence and no new key is issued for its command
+//! (`crate::sends::absence`); only its final state settles it.
 
 use super::attempt_number::AttemptNumber;
 use crate::digest::Digest;
@@ -140,10 +146,20 @@ pub enum ProviderAnswer {
     /// 500 once the endpoint began executing and replays it, marked
     /// `Idempotent-Replayed: true`, for the key's lifetime): this key can no longer
     /// tell. The attempt is kept open but never re-sent; `execute` looks the key up at
-    /// once, and a proven absence opens the next attempt under the usual rules,
-    /// without waiting for the cutoff. Only a send answers it; from a lookup it is
-    /// read as [`ProviderAnswer::Unknown`].
+    /// once. It is indeterminate (a stored 5xx is one the provider may still
+    /// complete): no absence of it is ever proven, so no next attempt opens; only a
+    /// success or a decline found for the key settles it. Only a send answers it;
+    /// from a lookup it is read as [`ProviderAnswer::Unknown`].
     ReplayedUnknown,
+    /// The provider answered the send with an error it documents as indeterminate:
+    /// the request may have had effects it can still complete later (Stripe's 500:
+    /// "You should treat the result of a 500 request as indeterminate", and it may
+    /// roll the payment forward during an incident's remediation). Kept open as
+    /// `indeterminate`, never re-sent (the provider stores the answer: a re-send hears
+    /// it again) and looked up at once, like [`ProviderAnswer::ReplayedUnknown`]; no
+    /// absence of it is ever proven. Only a send answers it; from a lookup it is read
+    /// as [`ProviderAnswer::Unknown`].
+    Indeterminate,
 }
 
 /// What recording an answer closes the attempt with: the answer bound to the command
@@ -159,6 +175,9 @@ pub(crate) enum Closing {
     /// Still unknown, and the key can no longer tell: a re-send only replays the
     /// stored answer (`record_send_outcome` only).
     ReplayedUnknown,
+    /// Still unknown, answered as indeterminate by the provider
+    /// (`record_send_outcome` only).
+    Indeterminate,
     /// The provider has no object for the key (`reconcile_send` only).
     Absent,
 }
@@ -171,7 +190,7 @@ impl ProviderAnswer {
             Self::Succeeded(_) | Self::SucceededWithReference(_) | Self::Declined => {
                 Some(self.clone())
             }
-            Self::NotFound | Self::Unknown | Self::ReplayedUnknown => None,
+            Self::NotFound | Self::Unknown | Self::ReplayedUnknown | Self::Indeterminate => None,
         }
     }
 
@@ -181,6 +200,19 @@ impl ProviderAnswer {
             Self::Succeeded(envelope) => Some(envelope),
             _ => None,
         }
+    }
+
+    /// Whether the answer is indeterminate: the provider may still complete the
+    /// request (`ReplayedUnknown`, `Indeterminate`), so its key is looked up at once and
+    /// never re-sent.
+    pub fn indeterminate(&self) -> bool {
+        matches!(self, Self::ReplayedUnknown | Self::Indeterminate)
+    }
+
+    /// Whether the answer is a charge made: a success (recorded late when its command
+    /// can no longer take it).
+    pub(crate) fn charged(&self) -> bool {
+        matches!(self, Self::Succeeded(_) | Self::SucceededWithReference(_))
     }
 
     /// What recording this answer for the command of `identity` closes the attempt
@@ -197,6 +229,7 @@ impl ProviderAnswer {
             Self::NotFound => Closing::Absent,
             Self::Unknown => Closing::Ambiguous,
             Self::ReplayedUnknown => Closing::ReplayedUnknown,
+            Self::Indeterminate => Closing::Indeterminate,
         };
         (closing, self.envelope())
     }

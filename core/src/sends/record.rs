@@ -15,14 +15,17 @@
 //! attempt absent                                 -> attempt_mismatch
 //! open, the caller's fence did not send it last  -> attempt_mismatch
 //! ambiguous, unknown again                       -> ambiguous (read-only)
-//! replayed_unknown, either unknown again         -> ambiguous (read-only)
-//! open + either unknown, now ≥ sendCutoffAt      -> send_cutoff_passed
+//! replayed_unknown or indeterminate, any unknown -> ambiguous (read-only)
+//! open + any unknown, now ≥ sendCutoffAt         -> send_cutoff_passed
 //! sending + unknown                              -> ambiguous
 //! sending or ambiguous + replayed unknown        -> replayed_unknown (never re-sent)
+//! sending or ambiguous + indeterminate           -> indeterminate (never re-sent)
 //! a reconciliation:
 //! attempt absent, not found again                -> absent (read-only)
 //! attempt absent, succeeded / declined           -> attempt_mismatch
-//! open + not found, absence not provable         -> absence_not_provable (from when)
+//! open + not found, absence not provable         -> absence_not_provable (from when;
+//!                                                   never for replayed_unknown or
+//!                                                   indeterminate: `absence`)
 //! open + not found, provable                     -> absent: the next begin_send opens n + 1
 //! ```
 //!
@@ -91,7 +94,12 @@ impl Record {
             (Mode::Outcome, ProviderAnswer::NotFound) => {
                 return Err(JournalError::invalid("outcome"));
             }
-            (Mode::Reconciliation, ProviderAnswer::Unknown | ProviderAnswer::ReplayedUnknown) => {
+            (
+                Mode::Reconciliation,
+                ProviderAnswer::Unknown
+                | ProviderAnswer::ReplayedUnknown
+                | ProviderAnswer::Indeterminate,
+            ) => {
                 return Err(JournalError::invalid("evidence"));
             }
             _ => {}
@@ -182,19 +190,26 @@ impl Record {
                 return Ok(Decision::Observe(self.finding.output(attempt.attempt)));
             }
             AttemptState::Absent => return Err(Halt::Reject(JournalError::AttemptMismatch)),
-            AttemptState::Sending | AttemptState::Ambiguous | AttemptState::ReplayedUnknown => {}
+            AttemptState::Sending
+            | AttemptState::Ambiguous
+            | AttemptState::ReplayedUnknown
+            | AttemptState::Indeterminate => {}
         }
         let now = call.now();
         if sender {
             if attempt.last_sent_fence_epoch != self.fence {
                 return Err(Halt::Reject(JournalError::AttemptMismatch));
             }
-            // An unknown again changes nothing; a replayed unknown is never undone by
-            // a plain one (the key still cannot tell).
-            let unknown = matches!(self.finding, Closing::Ambiguous | Closing::ReplayedUnknown);
+            // An unknown again changes nothing; an indeterminate attempt is never
+            // undone by another unknown (the key still cannot tell, and the provider
+            // may still complete it).
+            let unknown = matches!(
+                self.finding,
+                Closing::Ambiguous | Closing::ReplayedUnknown | Closing::Indeterminate
+            );
             let kept = match attempt.state {
                 AttemptState::Ambiguous => self.finding == Closing::Ambiguous,
-                AttemptState::ReplayedUnknown => unknown,
+                AttemptState::ReplayedUnknown | AttemptState::Indeterminate => unknown,
                 _ => false,
             };
             if kept {

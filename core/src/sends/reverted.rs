@@ -10,6 +10,7 @@
 /// One proven-safety rule of the send layer (`docs/providers.md`, "Proven absence").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(not(test), allow(dead_code))]
+#[repr(u16)]
 pub(crate) enum Rule {
     /// An absence waits for every lease that permitted the attempt, plus the settle
     /// window (in the journal, and in `execute`, which records a "not found" only from
@@ -37,23 +38,28 @@ pub(crate) enum Rule {
     /// ones included; reverted, it leaves `ambiguous` attempts alone. A rule of
     /// progress: reverted, a charge made under such an attempt is never recorded.
     RecoveryLooksUpAmbiguous = 128,
+    /// No absence of an indeterminate attempt (a stored 5xx, fresh or replayed) is
+    /// ever proven: the provider may still complete it. Reverted (the usual window
+    /// applied), the checker finds attempt 2 charged beside a charge the provider
+    /// rolled forward under attempt 1's key.
+    IndeterminateNeverAbsent = 256,
 }
 
 #[cfg(test)]
 thread_local! {
-    static REVERTED: std::cell::Cell<u8> = const { std::cell::Cell::new(0) };
+    static REVERTED: std::cell::Cell<u16> = const { std::cell::Cell::new(0) };
 }
 
 /// Whether `rule` is reverted on this thread (tests only).
 #[cfg(test)]
 pub fn reverted(rule: Rule) -> bool {
-    REVERTED.with(|r| r.get() & rule as u8 != 0)
+    REVERTED.with(|r| r.get() & rule as u16 != 0)
 }
 
 /// The rules reverted on this thread, as the bits of their values (tests only): what
 /// a memo of an operation's answer must be keyed by.
 #[cfg(test)]
-pub fn reverted_bits() -> u8 {
+pub fn reverted_bits() -> u16 {
     REVERTED.with(|r| r.get())
 }
 
@@ -66,26 +72,26 @@ pub(crate) fn reverted(_rule: Rule) -> bool {
 
 /// The rules this process reverted, as the bits of their values (feature `plants`).
 #[cfg(all(not(test), feature = "plants"))]
-static IN_PROCESS: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+static IN_PROCESS: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(0);
 
 /// Whether `rule` is reverted in this process (feature `plants`: only where
 /// [`revert_in_process`] reverted it).
 #[cfg(all(not(test), feature = "plants"))]
 pub(crate) fn reverted(rule: Rule) -> bool {
-    IN_PROCESS.load(std::sync::atomic::Ordering::SeqCst) & rule as u8 != 0
+    IN_PROCESS.load(std::sync::atomic::Ordering::SeqCst) & rule as u16 != 0
 }
 
 /// Reverts `rules` in this whole process, for good (feature `plants`).
 #[cfg(all(not(test), feature = "plants"))]
 pub(crate) fn revert_in_process(rules: &[Rule]) {
-    let bits = rules.iter().fold(0u8, |acc, r| acc | *r as u8);
+    let bits = rules.iter().fold(0u16, |acc, r| acc | *r as u16);
     IN_PROCESS.fetch_or(bits, std::sync::atomic::Ordering::SeqCst);
 }
 
 /// Runs `f` with `rules` reverted on this thread, restoring them afterwards.
 #[cfg(test)]
 pub fn with_reverted<R>(rules: &[Rule], f: impl FnOnce() -> R) -> R {
-    let bits = rules.iter().fold(0u8, |acc, r| acc | *r as u8);
+    let bits = rules.iter().fold(0u16, |acc, r| acc | *r as u16);
     let before = REVERTED.with(|r| r.replace(bits));
     let out = f();
     REVERTED.with(|r| r.set(before));

@@ -4,6 +4,7 @@ use super::registered::{Registered, RegisteredIdentity};
 use crate::call::Labelled;
 use crate::envelope::record::WithResult;
 use crate::lease::{Acquire, LeaseOutput};
+use crate::sends::late::{LateChargeOutput, RecordLateCharge};
 use crate::sends::record::Record;
 use crate::sends::status::SendStatusRead;
 use crate::sends::{CommandStatus, SendOutcomeOutput};
@@ -23,6 +24,9 @@ pub enum SettleOp {
     Acquire(Acquire),
     /// `record_send_outcome` or `reconcile_send`, with the envelope of a success.
     Record(Box<WithResult<Record>>),
+    /// `record_late_charge`: a success the command ended, or its attempt moved on,
+    /// without.
+    LateCharge(RecordLateCharge),
 }
 
 /// What a transition of the settle program answered.
@@ -36,6 +40,8 @@ pub enum SettleOutput {
     Leased(LeaseOutput),
     /// The answer recorded.
     Recorded(SendOutcomeOutput),
+    /// The late charge recorded (or the command's own charge after all).
+    LateCharge(LateChargeOutput),
 }
 
 crate::call::transitions!(SettleOp => SettleOutput {
@@ -44,6 +50,7 @@ crate::call::transitions!(SettleOp => SettleOutput {
     Start => |started: crate::start::StartOutput| SettleOutput::Leased(started.lease),
     Acquire => SettleOutput::Leased,
     Record => SettleOutput::Recorded,
+    LateCharge => SettleOutput::LateCharge,
 });
 
 impl Labelled for SettleOutput {
@@ -54,6 +61,7 @@ impl Labelled for SettleOutput {
             Self::Registered(_) => "read",
             Self::Leased(lease) => lease.label(),
             Self::Recorded(output) => output.label(),
+            Self::LateCharge(output) => output.label(),
         }
     }
 }

@@ -53,7 +53,10 @@ pub(super) fn job_open(
         AttemptState::Ambiguous if reverted(Rule::RecoveryLooksUpAmbiguous) => {
             return Ok(Err(Settled::NothingOpen));
         }
-        AttemptState::Sending | AttemptState::Ambiguous | AttemptState::ReplayedUnknown => {}
+        AttemptState::Sending
+        | AttemptState::Ambiguous
+        | AttemptState::ReplayedUnknown
+        | AttemptState::Indeterminate => {}
         AttemptState::Absent => return Ok(Err(Settled::NothingOpen)),
         AttemptState::Succeeded | AttemptState::Declined => {
             return Err(JournalError::internal(

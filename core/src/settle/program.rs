@@ -10,7 +10,7 @@ use crate::call::{Answered, Next, Now, Program, Run};
 use crate::digest::Digest;
 use crate::error::JournalError;
 use crate::identity::CommandIdentity;
-use crate::lease::{Acquire, CommandCall, CommandState, LeaseCall, LeaseOutput, TerminalOutput};
+use crate::lease::{Acquire, CommandCall, LeaseCall, LeaseOutput, TerminalOutput};
 use crate::sends::load::first_read;
 use crate::sends::provider::{LookupRequest, ProviderAnswer};
 use crate::sends::record::{Mode, Record};
@@ -20,6 +20,8 @@ use crate::sends::{AttemptNumber, ProviderAccount, ProviderPlan, SendOutcomeOutp
 use crate::start::Start;
 use crate::time::Timestamp;
 use std::time::Duration;
+
+mod late;
 
 /// Who settles, and what it knows of the command.
 #[derive(Debug, Clone)]
@@ -77,10 +79,12 @@ enum State {
         attempt: AttemptNumber,
         proves_absence: bool,
     },
-    /// The lease is being taken to record `evidence`.
+    /// The lease is being taken to record `evidence`, its start (or acquisition) made
+    /// at the reading `at`.
     Taking {
         attempt: AttemptNumber,
         evidence: ProviderAnswer,
+        at: Now,
     },
     /// `reconcile_send` of `evidence` is in flight.
     Reconciling {
@@ -88,6 +92,9 @@ enum State {
         evidence: ProviderAnswer,
         on_lost: OnLost,
     },
+    /// `record_late_charge` of a success is in flight: the command ended (`Some`, as
+    /// the lease taken answered) or the reconciliation refused it (`None`).
+    LateCharging { ended: Option<TerminalOutput> },
     /// The program answered.
     Done,
 }
@@ -245,10 +252,13 @@ impl Settle {
                 done(Settled::Succeeded(answer.envelope().cloned()))
             }
             Ok(SendOutcomeOutput::Terminal(TerminalOutput::FailedFinal)) => done(Settled::Declined),
-            // The key can no longer tell: look it up now, under the same lease.
+            // The key can no longer tell (a replay of its stored unknown answer, or an
+            // answer the provider documents as indeterminate): look it up now, under
+            // the same lease, instead of waiting for a re-send or the cutoff.
             Ok(SendOutcomeOutput::Ambiguous { .. })
-                if answer == ProviderAnswer::ReplayedUnknown
-                    && !reverted(Rule::ReplayedLookedUp) =>
+                if answer == ProviderAnswer::Indeterminate
+                    || (answer == ProviderAnswer::ReplayedUnknown
+                        && !reverted(Rule::ReplayedLookedUp)) =>
             {
                 self.read(Some(lease), None, now)
             }
@@ -376,7 +386,9 @@ impl Settle {
             // Looked up before the absence was provable (the charge may not be
             // visible yet), or never provable: nothing is written.
             ProviderAnswer::NotFound => return done(Settled::NotFound),
-            ProviderAnswer::Unknown | ProviderAnswer::ReplayedUnknown => {
+            ProviderAnswer::Unknown
+            | ProviderAnswer::ReplayedUnknown
+            | ProviderAnswer::Indeterminate => {
                 return done(Settled::Unavailable);
             }
             found => found,
@@ -409,23 +421,34 @@ impl Settle {
                 run
             }
         };
-        self.go(State::Taking { attempt, evidence }, Next::Run(run))
+        self.go(
+            State::Taking {
+                attempt,
+                evidence,
+                at: now,
+            },
+            Next::Run(run),
+        )
     }
 
-    /// The lease taken to record `evidence` answered `lease`.
+    /// The lease taken at the reading `at` to record `evidence` answered `lease`: it
+    /// is heard at `at`, as its expiry was set.
     fn taken(
         &mut self,
         attempt: AttemptNumber,
         evidence: ProviderAnswer,
         lease: LeaseOutput,
+        at: Now,
         now: Now,
     ) -> Then {
         match lease {
             LeaseOutput::Busy => done(Settled::InProgress),
-            LeaseOutput::Succeeded => done(Settled::Ended(CommandState::Succeeded)),
-            LeaseOutput::FailedFinal => done(Settled::Ended(CommandState::FailedFinal)),
+            LeaseOutput::Succeeded => self.ended(attempt, evidence, TerminalOutput::Succeeded, now),
+            LeaseOutput::FailedFinal => {
+                self.ended(attempt, evidence, TerminalOutput::FailedFinal, now)
+            }
             LeaseOutput::Acquired { .. } => {
-                let lease = Held::of(lease, now).ok_or(out_of_turn())?;
+                let lease = Held::of(lease, at).ok_or(out_of_turn())?;
                 match evidence {
                     // Looked up before the lease, a "not found" may have missed a
                     // re-send made since: confirm it under the lease, where no permit
@@ -500,6 +523,13 @@ impl Settle {
             // permit, or the provider's retention ran out meanwhile): nothing written.
             Err(JournalError::AbsenceNotProvable { .. }) if absence => done(Settled::NotFound),
             Err(error) if lease_lost(&error) => done(Settled::InProgress),
+            // The command ended, or its attempt moved on, without the charge offered:
+            // recorded as a late charge, never dropped.
+            Err(JournalError::TerminalConflict | JournalError::AttemptMismatch)
+                if evidence.charged() =>
+            {
+                self.late(attempt, &evidence, None, now)
+            }
             Err(error) => Err(error),
         }
     }
@@ -539,8 +569,15 @@ impl Program for Settle {
                 },
                 Answered::LookedUp(answer),
             ) => self.weigh(under, attempt, proves_absence, answer, now),
-            (State::Taking { attempt, evidence }, Answered::Ran(ran)) => match ran? {
-                SettleOutput::Leased(lease) => self.taken(attempt, evidence, lease, now),
+            (
+                State::Taking {
+                    attempt,
+                    evidence,
+                    at,
+                },
+                Answered::Ran(ran),
+            ) => match ran? {
+                SettleOutput::Leased(lease) => self.taken(attempt, evidence, lease, at, now),
                 _ => Err(out_of_turn()),
             },
             (
@@ -551,6 +588,7 @@ impl Program for Settle {
                 },
                 Answered::Ran(ran),
             ) => self.reconciled(attempt, evidence, on_lost, recorded(ran), now),
+            (State::LateCharging { ended }, Answered::Ran(ran)) => self.charged_late(ended, ran),
             _ => Err(out_of_turn()),
         }
     }

@@ -47,6 +47,7 @@ pub fn check_command(hash: &Digest, docs: &CommandDocs) -> Vec<Finding> {
         if let Some(doc) = &docs.result {
             out.push(finding(FindingCode::OrphanResult, &doc.path));
         }
+        out.extend(super::late::check_late_charges(hash, docs));
         return out;
     }
     let lifecycle = lifecycle_doc.and_then(|doc| {
@@ -146,6 +147,7 @@ pub fn check_command(hash: &Digest, docs: &CommandDocs) -> Vec<Finding> {
     let current = lifecycle_doc.zip(lifecycle.as_ref());
     out.extend(super::write_times::check_command(docs, current));
     out.extend(check_send_layer(hash, docs, current));
+    out.extend(super::late::check_late_charges(hash, docs));
     if let Some(doc) = &docs.result {
         out.extend(super::results::check_result(
             hash,

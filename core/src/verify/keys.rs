@@ -27,6 +27,8 @@ pub enum Part {
     Effect,
     /// `ledgerTransactions/{id}_{index}/corrections/current`.
     Correction,
+    /// `checkoutRequests/{hash}/lateCharges/{attempt:04}`: this attempt's late charge.
+    LateCharge(crate::sends::AttemptNumber),
 }
 
 /// How a scanned document sorts into the merge.
@@ -89,6 +91,19 @@ pub fn classify_command_tree(doc: StoredDoc) -> Keyed {
                     "current",
                 ],
             ) => Digest::parse(id).map(|hash| (hash, Part::Result)),
+            Some(
+                [
+                    root::COLLECTION,
+                    id,
+                    crate::sends::late::COLLECTION,
+                    attempt,
+                ],
+            ) => {
+                let attempt = crate::sends::late::parse_id(attempt);
+                Digest::parse(id)
+                    .zip(attempt)
+                    .map(|(hash, n)| (hash, Part::LateCharge(n)))
+            }
             _ => None,
         },
     };

@@ -137,6 +137,11 @@ pub enum FindingCode {
     /// id, or its position lies outside the range (every recovery run of the range
     /// would fail on it).
     MalformedRecoveryCheckpoint,
+    /// A late charge (`lateCharges/{attempt}`) that fails its strict codec, was
+    /// rewritten, has no root or no send record, names an attempt after the current
+    /// one, or gives a reason its attempt's recorded state contradicts (an attempt
+    /// still open, or succeeded).
+    LateChargeMismatch,
 }
 
 impl FindingCode {
@@ -190,8 +195,44 @@ impl FindingCode {
             Self::ResultCommitmentMismatch => "result_commitment_mismatch",
             Self::PendingIndexMismatch => "pending_index_mismatch",
             Self::MalformedRecoveryCheckpoint => "malformed_recovery_checkpoint",
+            Self::LateChargeMismatch => "late_charge_mismatch",
         }
     }
+}
+
+/// The stable code of something `verify` lists for a person that is no broken
+/// invariant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttentionCode {
+    /// An attempt the provider answered as indeterminate (`replayed_unknown`,
+    /// `indeterminate`: Stripe's 500) and may still complete: only its final state
+    /// settles the command, and no new key is issued for it; a person if that never
+    /// comes.
+    IndeterminateSend,
+    /// A charge its command ended without (`lateCharges/{attempt}`: the attempt was
+    /// recorded absent or declined): money moved for no settled command; a person
+    /// refunds it.
+    LateCharge,
+}
+
+impl AttentionCode {
+    /// The stable snake_case code.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::IndeterminateSend => "indeterminate_send",
+            Self::LateCharge => "late_charge",
+        }
+    }
+}
+
+/// Something listed for a person: the code and the document it concerns.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct Attention {
+    /// What waits.
+    pub code: AttentionCode,
+    /// The document it concerns, relative to the documents root.
+    pub path: String,
 }
 
 /// One broken invariant.
@@ -257,6 +298,11 @@ pub struct VerifyReport {
     /// True when the caller accepted an empty journal as clean (`verify
     /// --allow-empty`).
     pub empty_allowed: bool,
+    /// What waits for a person although no invariant is broken (a command only the
+    /// provider's final state can settle), the first [`MAX_FINDINGS`] in path order;
+    /// left out of the JSON when there is none. It never makes a report unclean.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub attention: Vec<Attention>,
 }
 
 /// The order of the findings list: by path, then by code.
@@ -276,6 +322,15 @@ impl VerifyReport {
         }
     }
 
+    /// Adds `items` to the report's attention list, keeping at most [`MAX_FINDINGS`].
+    pub fn note(&mut self, items: Vec<Attention>) {
+        self.attention.extend(items);
+        if self.attention.len() >= 2 * MAX_FINDINGS {
+            self.attention.sort_unstable();
+            self.attention.truncate(MAX_FINDINGS);
+        }
+    }
+
     /// Keeps the first [`MAX_FINDINGS`] findings in path order.
     fn keep_first(&mut self) {
         self.findings.sort_unstable_by(by_path);
@@ -289,6 +344,9 @@ impl VerifyReport {
     /// an empty scan).
     pub fn finish(mut self) -> Self {
         self.keep_first();
+        self.attention
+            .sort_unstable_by(|a, b| (&a.path, a.code).cmp(&(&b.path, b.code)));
+        self.attention.truncate(MAX_FINDINGS);
         self.empty = self.scanned.total() == 0;
         self.clean = self.finding_counts.is_empty() && !self.empty;
         self

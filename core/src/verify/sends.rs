@@ -17,7 +17,9 @@
 //!   permit or sender's `ambiguous` is recorded at or after it (a sender's success or
 //!   decline is evidence whenever it arrives);
 //! - proven absence: every `provider_send_reconciled_absent` lies in the window in
-//!   which the journal can prove an absence (`crate::sends::absence`);
+//!   which the journal can prove an absence (`crate::sends::absence`), and follows no
+//!   indeterminate state (`replayed_unknown`, `indeterminate`), whose absence is never
+//!   provable;
 //! - the stored result: a version-2 send record says `resultStored` exactly when
 //!   `results/current` exists;
 //! - agreement with the lifecycle: a plan implies a lifecycle; the attempt is closed
@@ -233,19 +235,21 @@ fn replay(
                 let source = match kind {
                     SendEventType::Ambiguous
                     | SendEventType::ReplayedUnknown
+                    | SendEventType::Indeterminate
                     | SendEventType::Succeeded
                     | SendEventType::Declined => Some(OutcomeSource::ProviderAnswer),
                     SendEventType::Resent | SendEventType::Opened => None,
                     _ => Some(OutcomeSource::Reconciliation),
                 };
-                // Permits and a sender's `ambiguous` or `replayed_unknown` come before
-                // the cutoff; a sender's success or decline, and reconciliation, may
-                // follow it.
+                // Permits and a sender's `ambiguous`, `replayed_unknown` or
+                // `indeterminate` come before the cutoff; a sender's success or
+                // decline, and reconciliation, may follow it.
                 let before_cutoff = matches!(
                     kind,
                     SendEventType::Resent
                         | SendEventType::Ambiguous
                         | SendEventType::ReplayedUnknown
+                        | SendEventType::Indeterminate
                 );
                 if before_cutoff && event.occurred_at >= previous.send_cutoff_at {
                     out.push(at(C::SendCutoffMismatch, path));
@@ -253,6 +257,7 @@ fn replay(
                 let sent = absence::Sent {
                     first_sent_at: previous.first_sent_at,
                     last_sent_at: previous.last_sent_at,
+                    indeterminate: previous.state.indeterminate(),
                 };
                 if kind == SendEventType::ReconciledAbsent
                     && !absence::recorded_in_window(plan, sent, event.occurred_at)

@@ -60,4 +60,6 @@ pub struct CommandDocs {
     pub send_events: Vec<(i64, StoredDoc)>,
     /// `results/current`, if any.
     pub result: Option<StoredDoc>,
+    /// `lateCharges/{attempt:04}`, with their attempts, in attempt order.
+    pub late_charges: Vec<(crate::sends::AttemptNumber, StoredDoc)>,
 }

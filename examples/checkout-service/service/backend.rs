@@ -1,16 +1,21 @@
 //! The provider a checkout is charged through: a provider of the service's charge
 //! contract (`service::provider`, the stub's), or Stripe PaymentIntents through
-//! `command-journal-stripe` (`PROVIDER_NAME=stripe`).
+//! `command-journal-stripe` (`PROVIDER_NAME=stripe`). Each binds its own plans (the
+//! contract's [`plan`](super::provider::plan), [`Stripe::plan`]) and declares its own
+//! account, lookup included, to a recovery job.
 
-use super::config::Config;
-use super::provider::Charges;
+use super::config::{Config, PlanSettings};
+use super::provider::{self, Charges};
+use command_journal::{JournalError, ProviderAccount, ProviderPlan};
 use command_journal_stripe::Stripe;
+use serde_json::Value;
 
 /// The HTTP client of the configured provider.
 #[derive(Debug, Clone)]
 pub enum Backend {
-    /// The charge contract at `PROVIDER_URL`.
-    Charges(Charges),
+    /// The charge contract at `PROVIDER_URL`, and the plan settings its operator
+    /// declares (the contract cannot know the provider's retention or lookup).
+    Charges(Charges, PlanSettings),
     /// Stripe at `STRIPE_API_BASE`.
     Stripe(Stripe),
 }
@@ -22,7 +27,25 @@ impl Backend {
             Some(stripe) => Stripe::new(stripe.clone()).ok().map(Self::Stripe),
             None => Charges::new(config.charges_url(), config.provider_timeout)
                 .ok()
-                .map(Self::Charges),
+                .map(|charges| Self::Charges(charges, config.plan.clone())),
+        }
+    }
+
+    /// The plan of a checkout of `parameters` (the payload), as the provider's own
+    /// client binds it: `invalid_input` on `parameters` for a payload Stripe can make
+    /// no PaymentIntent of.
+    pub fn plan(&self, parameters: &Value) -> Result<ProviderPlan, JournalError> {
+        match self {
+            Self::Charges(_, settings) => provider::plan(settings, parameters),
+            Self::Stripe(stripe) => stripe.plan(parameters),
+        }
+    }
+
+    /// The account (and lookup) a recovery job over this provider declares.
+    pub fn account(&self) -> Result<ProviderAccount, JournalError> {
+        match self {
+            Self::Charges(_, settings) => settings.account(),
+            Self::Stripe(stripe) => stripe.account(),
         }
     }
 }

@@ -7,9 +7,7 @@
 use chrono::TimeDelta;
 use command_journal::identity::Environment;
 use command_journal::sends::ProviderLookup;
-use command_journal::{
-    Concurrency, JournalError, ProviderAccount, ProviderPlan, ProviderPlanRequest, Target,
-};
+use command_journal::{Concurrency, JournalError, ProviderAccount, Target};
 use command_journal_stripe::{Account, SecretKey, Stripe, StripeConfig};
 use serde_json::Value;
 use std::net::{IpAddr, Ipv4Addr};
@@ -38,23 +36,23 @@ pub const MAX_CONNECTIONS: usize = 1000;
 pub const MAX_REQUESTS: usize = 250;
 /// `PROVIDER_KEY_RETENTION_SECONDS` when unset: one day.
 pub const DEFAULT_KEY_RETENTION_SECONDS: i64 = 86_400;
-/// `PROVIDER_LOOKUP` when unset: the provider answers lookups from its idempotency-key
-/// store, which forgets a key after the retention (the plan's default).
+/// `PROVIDER_LOOKUP` when unset, for a provider of the charge contract: it answers
+/// lookups from its idempotency-key store, which forgets a key after the retention
+/// (the plan's default). A Stripe client's lookup is its own ([`stripe_config`]).
 pub const DEFAULT_LOOKUP: ProviderLookup = ProviderLookup::KeyStore;
 /// `PROVIDER_LOOKUP_SETTLE_SECONDS` when unset: five minutes (the plan's default).
 pub const DEFAULT_LOOKUP_SETTLE_SECONDS: i64 = 300;
 /// The largest `JOURNAL_CLOCK_OFFSET_MS` either way: seven days.
 pub const MAX_CLOCK_OFFSET_MS: i64 = 7 * 86_400_000;
-/// The plan's operation: its provider idempotency key is attempt 1's.
-pub const OPERATION: &str = "charge";
-/// The plan's endpoint.
-pub const ENDPOINT: &str = "POST /v1/charges";
 /// `PROVIDER_NAME` of Stripe PaymentIntents (`STRIPE_SECRET_KEY`, `STRIPE_API_BASE`).
 pub const STRIPE: &str = command_journal_stripe::client::PROVIDER;
 
-/// The provider plan's parts that come from the environment; the request's payload
-/// completes it ([`PlanSettings::plan`]). Validated at start-up through
-/// [`ProviderPlan::new`]. Prints the provider only: the account stays out of logs.
+/// The provider plan's parts that come from the environment. A provider of the charge
+/// contract binds all of them with the payload (`service::provider::plan`); a Stripe
+/// client binds its own plan (`Stripe::plan`: the account, mode and API version come
+/// from here through its configuration, the key retention, lookup and settle window
+/// from the client, and these fields must then agree with them, [`stripe_config`]).
+/// Validated at start-up. Prints the provider only: the account stays out of logs.
 #[derive(Clone, PartialEq, Eq)]
 pub struct PlanSettings {
     /// `PROVIDER_NAME`: the provider slug: `stripe` for Stripe PaymentIntents, any
@@ -70,8 +68,9 @@ pub struct PlanSettings {
     /// key (default one day); the send cutoff is derived from it.
     pub key_retention_seconds: i64,
     /// `PROVIDER_LOOKUP`: what the provider's lookup answers from, `key_store` (the
-    /// default: its idempotency keys, forgotten after the retention) or `durable`
-    /// (its own records, never forgotten: the stub provider, a Stripe metadata search).
+    /// default of the charge contract: its idempotency keys, forgotten after the
+    /// retention) or `durable` (its own records, never forgotten: the stub provider);
+    /// with Stripe, the client's (`durable` for its search).
     pub lookup: ProviderLookup,
     /// `PROVIDER_LOOKUP_SETTLE_SECONDS`: how long the provider's lookup may take to
     /// see a charge (default 300).
@@ -88,39 +87,16 @@ impl std::fmt::Debug for PlanSettings {
 }
 
 impl PlanSettings {
-    /// Where the plans' charges and lookups go: the provider, account and mode, as
-    /// the recovery job declares them (`RecoverOptions::account`), so that its "not
-    /// found" can prove an absence at the account each plan was bound to.
+    /// Where a charge-contract provider's charges and lookups go: the provider,
+    /// account and mode, and its lookup, as the recovery job declares them
+    /// (`RecoverOptions::account`), so that its "not found" can prove an absence at
+    /// the account each plan was bound to. A Stripe client declares its own
+    /// (`Stripe::account`).
     pub fn account(&self) -> Result<ProviderAccount, JournalError> {
-        ProviderAccount::new(&self.provider, &self.account, &self.mode)
-    }
-
-    /// The plan's endpoint: Stripe's `POST /v1/payment_intents`, or the charge
-    /// contract's `POST /v1/charges`.
-    pub fn endpoint(&self) -> &'static str {
-        if self.provider == STRIPE {
-            command_journal_stripe::client::ENDPOINT
-        } else {
-            ENDPOINT
-        }
-    }
-
-    /// The plan of one checkout: these settings, operation `charge`, the provider's
-    /// endpoint ([`PlanSettings::endpoint`]) and `parameters` (the request's payload).
-    /// Only the parameters can make it fail once [`Config::from_lookup`] accepted the
-    /// rest.
-    pub fn plan(&self, parameters: &Value) -> Result<ProviderPlan, JournalError> {
-        ProviderPlan::new(ProviderPlanRequest {
-            provider: &self.provider,
-            account: &self.account,
-            mode: &self.mode,
-            api_version: &self.api_version,
-            operation: OPERATION,
-            endpoint: self.endpoint(),
-            parameters,
-            key_retention_seconds: self.key_retention_seconds,
-        })?
-        .with_lookup(self.lookup, self.lookup_settle_seconds)
+        Ok(
+            ProviderAccount::new(&self.provider, &self.account, &self.mode)?
+                .with_lookup(self.lookup),
+        )
     }
 }
 
@@ -341,9 +317,14 @@ impl Config {
                 "must name a loopback host (127.0.0.1, ::1 or localhost) in emulator mode",
             ));
         }
-        let plan = plan_settings(&get, environment)?;
+        let mut plan = plan_settings(&get, environment)?;
         let stripe = if stripe_provider {
-            Some(stripe_config(&get, &plan, &provider_url, provider_timeout)?)
+            Some(stripe_config(
+                &get,
+                &mut plan,
+                &provider_url,
+                provider_timeout,
+            )?)
         } else {
             None
         };
@@ -458,7 +439,7 @@ fn plan_settings(
         lookup,
         lookup_settle_seconds,
     };
-    match settings.plan(&Value::Object(serde_json::Map::new())) {
+    match super::provider::plan(&settings, &Value::Object(serde_json::Map::new())) {
         Ok(_) => Ok(settings),
         Err(JournalError::InvalidInput { field }) => Err(match field {
             "provider" => refuse(
@@ -492,29 +473,18 @@ fn plan_settings(
 
 /// The Stripe client of `PROVIDER_NAME=stripe`: `STRIPE_SECRET_KEY` (required, its mode
 /// `PROVIDER_MODE`), the plan's account (`PROVIDER_ACCOUNT`, an `acct_` id: the key's
-/// own account) and API version (`Stripe-Version`), the base URL and the timeout.
+/// own account) and API version (`Stripe-Version`), the base URL and the timeout. The
+/// client binds its plans itself (`Stripe::plan`), with its own key retention, lookup
+/// and settle window ([`command_journal_stripe::PlanTerms`]): `plan` takes them, and
+/// each of `PROVIDER_KEY_RETENTION_SECONDS`, `PROVIDER_LOOKUP` and
+/// `PROVIDER_LOOKUP_SETTLE_SECONDS` that is set must be the client's, so that no
+/// deployment believes it binds another.
 fn stripe_config(
     get: &impl Fn(&str) -> Option<String>,
-    plan: &PlanSettings,
+    plan: &mut PlanSettings,
     base: &reqwest::Url,
     timeout: Duration,
 ) -> Result<StripeConfig, ConfigError> {
-    // The plan's promises must be Stripe's: a retention longer than Stripe keeps a
-    // key puts the send cutoff after Stripe forgot it (a re-send would charge again),
-    // and a settle window shorter than its search's lag takes a charge not yet
-    // visible for an absence (attempt 2 would charge again).
-    if plan.key_retention_seconds > command_journal_stripe::client::KEY_RETENTION_SECONDS {
-        return Err(refuse(
-            "PROVIDER_KEY_RETENTION_SECONDS",
-            "must be at most 86400 with PROVIDER_NAME=stripe (Stripe keeps a key 24 hours)",
-        ));
-    }
-    if plan.lookup_settle_seconds < command_journal_stripe::client::LOOKUP_SETTLE_SECONDS {
-        return Err(refuse(
-            "PROVIDER_LOOKUP_SETTLE_SECONDS",
-            "must be at least 300 with PROVIDER_NAME=stripe (Stripe's search lags a new intent)",
-        ));
-    }
     let key = get("STRIPE_SECRET_KEY").ok_or(refuse("STRIPE_SECRET_KEY", "is missing"))?;
     let key = SecretKey::new(key.trim()).map_err(|_| {
         refuse(
@@ -531,18 +501,47 @@ fn stripe_config(
     let mut config = StripeConfig::new(key, &plan.api_version, Account::Own(plan.account.clone()));
     config.api_base = base.as_str().to_owned();
     config.timeout = timeout;
-    match Stripe::new(config.clone()) {
-        Ok(_) => Ok(config),
-        Err(command_journal_stripe::ConfigError::Account) => Err(refuse(
-            "PROVIDER_ACCOUNT",
-            "must be a Stripe account id (acct_...) with PROVIDER_NAME=stripe",
-        )),
-        Err(command_journal_stripe::ConfigError::ApiVersion) => Err(refuse(
-            "PROVIDER_API_VERSION",
-            "must be 1 to 64 printable ASCII characters without spaces",
-        )),
-        Err(_) => Err(refuse("STRIPE_API_BASE", "does not make a Stripe client")),
+    let terms = match Stripe::new(config.clone()) {
+        Ok(client) => client.terms(),
+        Err(command_journal_stripe::ConfigError::Account) => {
+            return Err(refuse(
+                "PROVIDER_ACCOUNT",
+                "must be a Stripe account id (acct_...) with PROVIDER_NAME=stripe",
+            ));
+        }
+        Err(command_journal_stripe::ConfigError::ApiVersion) => {
+            return Err(refuse(
+                "PROVIDER_API_VERSION",
+                "must be 1 to 64 printable ASCII characters without spaces",
+            ));
+        }
+        Err(_) => return Err(refuse("STRIPE_API_BASE", "does not make a Stripe client")),
+    };
+    let set = |variable: &str| get(variable).is_some();
+    let differs = [
+        (
+            "PROVIDER_KEY_RETENTION_SECONDS",
+            plan.key_retention_seconds != terms.key_retention_seconds,
+        ),
+        ("PROVIDER_LOOKUP", plan.lookup != terms.lookup),
+        (
+            "PROVIDER_LOOKUP_SETTLE_SECONDS",
+            plan.lookup_settle_seconds != terms.lookup_settle_seconds,
+        ),
+    ];
+    if let Some((variable, _)) = differs
+        .into_iter()
+        .find(|(variable, differs)| set(variable) && *differs)
+    {
+        return Err(refuse(
+            variable,
+            "is the Stripe client's own with PROVIDER_NAME=stripe (Stripe::plan binds it): unset it",
+        ));
     }
+    plan.key_retention_seconds = terms.key_retention_seconds;
+    plan.lookup = terms.lookup;
+    plan.lookup_settle_seconds = terms.lookup_settle_seconds;
+    Ok(config)
 }
 
 /// Why `PROVIDER_LOOKUP` was refused.

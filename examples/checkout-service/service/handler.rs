@@ -17,7 +17,6 @@ use super::answer::Answer;
 use super::auth::{AuthError, KeySource, Verifier};
 use super::backend::Backend;
 use super::config::Config;
-use super::config::PlanSettings;
 use super::logging::{Logger, Severity};
 use super::provider::RequestProvider;
 use super::request_log::{
@@ -34,7 +33,6 @@ use command_journal::strict_json::{self, ObjectError};
 use command_journal::{
     CommandInput, CommandRequest, Execution, Journal, JournalError, RetryPolicy,
 };
-use command_journal_stripe::Charge;
 use http_body_util::{BodyExt as _, LengthLimitError, Limited};
 use metrics_exporter_prometheus::PrometheusHandle;
 use serde_json::{Value, json};
@@ -53,7 +51,6 @@ pub struct App {
     journal: Journal,
     verifier: Verifier,
     provider: Backend,
-    plan: PlanSettings,
     metrics: PrometheusHandle,
     logger: Logger,
     environment: Environment,
@@ -91,7 +88,6 @@ impl App {
             journal: journal.with_retry_policy(policy),
             verifier: Verifier::new(&config.project, config.auth_emulator, keys),
             provider: Backend::new(config).ok_or("the HTTP client could not be built")?,
-            plan: config.plan.clone(),
             metrics,
             logger,
             environment: config.environment,
@@ -375,30 +371,32 @@ fn parse_body(body: &[u8]) -> Result<(String, Value), &'static str> {
     Ok((command_id, payload))
 }
 
-/// The checkout's core: the plan from the environment and the payload, then one
-/// `Journal::execute` through this request's provider adapter (which takes a charge
-/// as evidence only when it is the payload's amount and currency, under the attempt's
-/// key), mapped to its answer. With Stripe, a payload that makes no PaymentIntent
-/// (its `amount`, `currency` or `paymentMethod`) is refused before the journal sees it.
-/// Everything else (the lease, the permit before the POST, the fence, the cutoff, the
-/// lookup, a second attempt, the stored result on a replay) is the journal's.
+/// The checkout's core: the plan the provider's own client binds for the payload
+/// (`Stripe::plan`, or the charge contract's), then one `Journal::execute` through
+/// this request's provider adapter (which takes a charge as evidence only when it is
+/// the payload's amount and currency, under the attempt's key), mapped to its answer.
+/// With Stripe, a payload that makes no PaymentIntent (its `amount`, `currency` or
+/// `paymentMethod`) is refused before the journal sees it. Everything else (the lease,
+/// the permit before the POST, the fence, the cutoff, the lookup, a second attempt,
+/// the stored result on a replay) is the journal's.
 async fn run_command(app: &App, command: &CommandInput, payload: &Value) -> Answer {
     let charged = super::plant::charged(payload);
     let payload = charged.as_ref();
-    let plan = match app.plan.plan(payload) {
+    let plan = match app.provider.plan(payload) {
         Ok(plan) => plan,
+        // The plan's parameters are the request's payload.
+        Err(JournalError::InvalidInput {
+            field: "parameters",
+        }) => return Answer::invalid("payload"),
         Err(error) => return Answer::journal_error(error),
     };
     match &app.provider {
-        Backend::Charges(charges) => {
+        Backend::Charges(charges, _) => {
             let provider = RequestProvider::new(charges, payload);
             let execution = app.journal.execute(command, &plan, &provider).await;
             answer(execution, provider.called(), provider.ambiguity())
         }
         Backend::Stripe(stripe) => {
-            if Charge::from_parameters(payload).is_err() {
-                return Answer::invalid("payload");
-            }
             let provider = stripe.payment(payload);
             let execution = app.journal.execute(command, &plan, &provider).await;
             answer(execution, provider.called(), provider.code())

@@ -20,11 +20,16 @@
 //!
 //! Redirects are never followed: a payment POST is never replayed somewhere else.
 //! Nothing here logs; the answers carry fixed codes only. [`RequestProvider`] is the
-//! library's [`Provider`] over these calls, for one request.
+//! library's [`Provider`] over these calls, for one request; [`plan`] is the plan a
+//! provider of the contract (the stub) binds, as `Stripe::plan` is Stripe's.
 
+use super::config::PlanSettings;
 use command_journal::sends::LookupRequest;
 use command_journal::strict_json;
-use command_journal::{Provider, ProviderAnswer, ResultEnvelope, SendRequest};
+use command_journal::{
+    JournalError, Provider, ProviderAnswer, ProviderPlan, ProviderPlanRequest, ResultEnvelope,
+    SendRequest,
+};
 use serde_json::{Map, Value};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -54,6 +59,30 @@ pub enum Looked {
     NotFound,
     /// Nothing could be concluded; the fixed code says why.
     Unavailable(&'static str),
+}
+
+/// The plan's operation: its provider idempotency key is attempt 1's.
+pub const OPERATION: &str = "charge";
+/// The plan's endpoint.
+pub const ENDPOINT: &str = "POST /v1/charges";
+
+/// The plan of one checkout charged through the contract: `settings` (the provider,
+/// account, mode, API version, key retention, lookup and settle window its operator
+/// declares: the contract cannot know them), operation `charge`, endpoint `POST
+/// /v1/charges` and `parameters` (the request's payload). Only the parameters can make
+/// it fail once the configuration accepted the settings.
+pub fn plan(settings: &PlanSettings, parameters: &Value) -> Result<ProviderPlan, JournalError> {
+    ProviderPlan::new(ProviderPlanRequest {
+        provider: &settings.provider,
+        account: &settings.account,
+        mode: &settings.mode,
+        api_version: &settings.api_version,
+        operation: OPERATION,
+        endpoint: ENDPOINT,
+        parameters,
+        key_retention_seconds: settings.key_retention_seconds,
+    })?
+    .with_lookup(settings.lookup, settings.lookup_settle_seconds)
 }
 
 /// The provider's HTTP client: charges and lookups at one base URL.

@@ -8,6 +8,12 @@ use std::time::Duration;
 /// How long in-flight requests may run after the signal.
 pub const DRAIN: Duration = Duration::from_secs(9);
 
+/// How long the shutdown then waits for the journal's reaper to roll back the
+/// transactions dropped requests left open (`Journal::reaped`), so that they do not
+/// keep their locks for a minute after the process is gone: with [`DRAIN`], within
+/// the ten seconds before SIGKILL.
+pub const REAPING: Duration = Duration::from_millis(500);
+
 /// Resolves on SIGTERM (Cloud Run) or SIGINT (Ctrl-C locally) with the signal's
 /// name. If a handler cannot be installed, only the other one is awaited.
 pub async fn signal() -> &'static str {

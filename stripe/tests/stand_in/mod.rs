@@ -193,9 +193,13 @@ impl StandIn {
         self.inner.release.add_permits(1);
     }
 
-    /// Every intent made, oldest first, as Stripe would answer it now.
+    /// Every intent made, oldest first, as Stripe would answer it now (stored 500s
+    /// rolled forward by now included).
     pub fn intents(&self) -> Vec<Value> {
-        self.state().intents.iter().map(Intent::json).collect()
+        let now = self.now();
+        let mut state = self.state();
+        state.catch_up(now);
+        state.intents.iter().map(Intent::json).collect()
     }
 
     /// Every request received, in order.
@@ -400,7 +404,8 @@ async fn list(Shared(inner): Shared<Arc<Inner>>, headers: HeaderMap, uri: Uri) -
     let since = query["created"]["gte"].as_i64().unwrap_or(i64::MIN);
     let limit = query["limit"].as_u64().unwrap_or(10).clamp(1, 100) as usize;
     let after = query["starting_after"].as_str();
-    let state = inner.state.lock().unwrap_or_else(|e| e.into_inner());
+    let mut state = inner.state.lock().unwrap_or_else(|e| e.into_inner());
+    state.catch_up((inner.clock)());
     let mut intents: Vec<&Intent> = state
         .newest_first(account.as_deref())
         .into_iter()
@@ -437,7 +442,8 @@ async fn search(Shared(inner): Shared<Arc<Inner>>, headers: HeaderMap, uri: Uri)
         Err(refused) => return answer(&inner, record, Body::Searched(refused.status), refused),
     };
     let now = (inner.clock)();
-    let state = inner.state.lock().unwrap_or_else(|e| e.into_inner());
+    let mut state = inner.state.lock().unwrap_or_else(|e| e.into_inner());
+    state.catch_up(now);
     let wanted = query["query"]
         .as_str()
         .and_then(|q| q.strip_prefix("metadata['journal_key']:'"))

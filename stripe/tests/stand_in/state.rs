@@ -74,6 +74,16 @@ pub enum Fault {
     /// Answered with this status before execution began: nothing made, nothing stored
     /// (a 429 rate limit, a 503 at the edge).
     Unstored(u16),
+    /// A 500 stored under the key before the intent was made, which Stripe's incident
+    /// remediation completes `after` seconds later (on the stand-in's clock): "if
+    /// creating a charge returns a 500 error but we detect that the information has
+    /// gone out a payment network, we'll try to roll it forward"
+    /// (`https://docs.stripe.com/error-low-level`). The intent is made then, as the
+    /// request asked (its `created` is that time); the key still replays the 500.
+    StoredServerErrorRolledForward {
+        /// Seconds from the stored 500 to the intent.
+        after: i64,
+    },
 }
 
 /// One PaymentIntent.
@@ -204,6 +214,8 @@ pub struct State {
     next_id: u64,
     /// The pending fault of each key admitted with one.
     pending: HashMap<(Option<String>, String), Fault>,
+    /// Stored 500s to roll forward: when, on which account, with which parameters.
+    roll_forward: Vec<(i64, Option<String>, Value)>,
 }
 
 impl State {
@@ -215,6 +227,17 @@ impl State {
         }
     }
 
+    /// Makes the intents of every stored 500 whose roll-forward is due at `now`.
+    pub fn catch_up(&mut self, now: i64) {
+        let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.roll_forward)
+            .into_iter()
+            .partition(|(at, _, _)| *at <= now);
+        self.roll_forward = later;
+        for (at, account, parameters) in due {
+            let _ = self.create(at, account.as_deref(), &parameters);
+        }
+    }
+
     /// The idempotency layer in front of a create under `key` with `parameters`.
     pub fn admit(
         &mut self,
@@ -223,6 +246,7 @@ impl State {
         key: Option<&str>,
         parameters: &Value,
     ) -> Admission {
+        self.catch_up(now);
         let Some(key) = key else {
             return Admission::Execute;
         };
@@ -291,22 +315,34 @@ impl State {
     ) -> Answer {
         let slot = key.map(|key| (account.map(str::to_owned), key.to_owned()));
         let fault = slot.as_ref().and_then(|slot| self.pending.remove(slot));
-        let answer = match fault {
-            Some(Fault::StoredServerError { create_intent }) => {
-                if create_intent {
-                    let _ = self.create(now, account, parameters);
+        let answer =
+            match fault {
+                Some(
+                    fault @ (Fault::StoredServerError { .. }
+                    | Fault::StoredServerErrorRolledForward { .. }),
+                ) => {
+                    match fault {
+                        Fault::StoredServerError {
+                            create_intent: true,
+                        } => {
+                            let _ = self.create(now, account, parameters);
+                        }
+                        Fault::StoredServerErrorRolledForward { after } => self
+                            .roll_forward
+                            .push((now + after, account.map(str::to_owned), parameters.clone())),
+                        _ => {}
+                    }
+                    Answer::new(
+                        500,
+                        error(
+                            "api_error",
+                            None,
+                            "An unknown error occurred while processing your request.",
+                        ),
+                    )
                 }
-                Answer::new(
-                    500,
-                    error(
-                        "api_error",
-                        None,
-                        "An unknown error occurred while processing your request.",
-                    ),
-                )
-            }
-            _ => self.create(now, account, parameters),
-        };
+                _ => self.create(now, account, parameters),
+            };
         if let Some(slot) = slot
             && let Some(Entry::Executing {
                 parameters,

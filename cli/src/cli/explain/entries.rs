@@ -1,57 +1,8 @@
 //! The table `explain` prints: every error code and verify finding code, what it means
 //! and what to do about it.
 
+use super::entry::{Entry, error, finding};
 use crate::cli::exit::Exit;
-
-/// What a code is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// An error answer, in its class.
-    Error(&'static str),
-    /// A finding of `verify`.
-    Finding,
-}
-
-/// One code: what it means and what to do.
-#[derive(Debug, Clone, Copy)]
-pub struct Entry {
-    /// The stable snake_case code.
-    pub code: &'static str,
-    /// Error (with its class) or finding.
-    pub kind: Kind,
-    /// The CLI's exit code.
-    pub exit: Exit,
-    /// What happened.
-    pub meaning: &'static str,
-    /// What to do about it.
-    pub action: &'static str,
-}
-
-const fn error(
-    code: &'static str,
-    class: &'static str,
-    exit: Exit,
-    meaning: &'static str,
-    action: &'static str,
-) -> Entry {
-    Entry {
-        code,
-        kind: Kind::Error(class),
-        exit,
-        meaning,
-        action,
-    }
-}
-
-const fn finding(code: &'static str, meaning: &'static str, action: &'static str) -> Entry {
-    Entry {
-        code,
-        kind: Kind::Finding,
-        exit: Exit::Broken,
-        meaning,
-        action,
-    }
-}
 
 /// What to do about a finding that only an edit outside the journal explains.
 const INVESTIGATE: &str = "Find who wrote the document outside the journal (an edit, a \
@@ -591,5 +542,13 @@ pub const ENTRIES: &[Entry] = &[
         "Every recovery run of that key range fails on it (`journal_corrupt`, exit 1) and \
          settles nothing: find who wrote it; deleting it makes the next run start at the \
          range's start, which only costs lookups.",
+    ),
+    finding(
+        "late_charge_mismatch",
+        "A late charge (`lateCharges/{attempt}`: a charge its command ended without) that \
+         fails its strict codec, was rewritten, has no root or send record, names an \
+         attempt after the current one, or gives a reason the attempt's recorded state \
+         contradicts.",
+        INVESTIGATE,
     ),
 ];

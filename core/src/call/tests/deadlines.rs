@@ -29,6 +29,9 @@ struct Driver {
     /// Seconds the trusted clock steps back once the first commit (the one that
     /// holds the permit) has landed.
     step_back_after_permit: Cell<Option<i64>>,
+    /// Seconds the trusted clock steps back once this many reads and commits have
+    /// been answered.
+    step_back_after_rpcs: Cell<Option<(usize, i64)>>,
 }
 
 impl Driver {
@@ -41,6 +44,7 @@ impl Driver {
             steps: RefCell::default(),
             sends: RefCell::default(),
             step_back_after_permit: Cell::new(None),
+            step_back_after_rpcs: Cell::new(None),
         }
     }
 
@@ -96,6 +100,17 @@ impl Driver {
             && let Some(back) = self.step_back_after_permit.take()
         {
             self.wall.set(self.wall.get() - back * 1_000_000);
+        }
+        if matches!(io, Io::Read { .. } | Io::Commit { .. })
+            && let Some((rpcs, back)) = self.step_back_after_rpcs.get()
+        {
+            match rpcs {
+                1 => {
+                    self.step_back_after_rpcs.set(None);
+                    self.wall.set(self.wall.get() - back * 1_000_000);
+                }
+                _ => self.step_back_after_rpcs.set(Some((rpcs - 1, back))),
+            }
         }
         None
     }
@@ -201,10 +216,11 @@ fn a_fifteen_second_policy_bounds_a_whole_execute_provider_included() {
 #[test]
 fn every_step_of_a_bounded_execute_starts_before_its_deadline() {
     // Deadlines that fall in each step of a new command's execute, the provider
-    // answering in 3 s: nothing but a rollback starts at or after the deadline, and
-    // the call ends at it at the latest.
+    // answering in 3 s (and a zero deadline, under which nothing starts): nothing but
+    // a rollback starts at or after the deadline, and the call ends at it at the
+    // latest.
     for concurrency in [Concurrency::Preconditions, Concurrency::Transaction] {
-        for tenths in 1..80 {
+        for tenths in 0..80 {
             let deadline = Duration::from_millis(tenths * 100);
             let mut store = Store::new();
             let driver = Driver::new(Some(deadline), (3 * SECOND, succeeded()));
@@ -325,5 +341,40 @@ fn a_clock_stepped_back_after_the_permit_lengthens_no_provider_deadline() {
             Duration::from_secs(50) - opening * SECOND,
             "{concurrency:?}"
         );
+    }
+}
+
+#[test]
+fn a_clock_stepped_back_while_the_lease_is_taken_lengthens_no_provider_deadline() {
+    // A registered command: its lease is taken by a read and a commit (after a refused
+    // blind commit in preconditions mode), the permit by the same commit or the next.
+    // The trusted clock steps back 2 s after each RPC before the provider's call in
+    // turn (no further than the time the call has run, or the permit's time would be
+    // before the lease's and refused): the provider's call still ends within the lease
+    // less its 10 s margin of the time the lease was taken, on the monotonic clock
+    // (the call's first poll, when its start captured the time).
+    for concurrency in [Concurrency::Preconditions, Concurrency::Transaction] {
+        for rpcs in 1..=4 {
+            let mut store = Store::new();
+            store
+                .call(registration(), options(concurrency, 10), now(), store_does)
+                .0
+                .unwrap();
+            let driver = Driver::new(None, (Duration::from_secs(120), succeeded()));
+            driver.step_back_after_rpcs.set(Some((rpcs, 2)));
+            let _ = execute(&mut store, 1, options(concurrency, 10), &driver);
+            let sends = driver.sends.borrow().clone();
+            let steps = driver.steps.borrow().clone();
+            let sent_at = steps.iter().find(|(name, _)| *name == "send");
+            let case = format!("{concurrency:?}, stepped back after {rpcs} RPCs");
+            let (Some((_, _, deadline)), Some((_, at))) = (sends.first(), sent_at) else {
+                panic!("{case}: no send: {steps:?}");
+            };
+            assert!(
+                *at + *deadline <= Duration::from_secs(50),
+                "{case}: the provider's call may run until {:?}",
+                *at + *deadline
+            );
+        }
     }
 }

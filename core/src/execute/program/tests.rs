@@ -95,6 +95,11 @@ enum Asked {
         evidence: ProviderAnswer,
     },
     FetchResult,
+    /// `record_late_charge` of a success held, under the key of `attempt`.
+    LateCharge {
+        attempt: AttemptNumber,
+        commitment: crate::digest::Digest,
+    },
     /// The call's answer, this call's own.
     Done(Execution),
     /// The call's answer, a terminal outcome the journal had stored before it.
@@ -109,6 +114,7 @@ fn answer_of(finding: &Closing, envelope: Option<&ResultEnvelope>) -> ProviderAn
         (Closing::Declined, _) => ProviderAnswer::Declined,
         (Closing::Ambiguous, _) => ProviderAnswer::Unknown,
         (Closing::ReplayedUnknown, _) => ProviderAnswer::ReplayedUnknown,
+        (Closing::Indeterminate, _) => ProviderAnswer::Indeterminate,
         (Closing::Absent, _) => ProviderAnswer::NotFound,
     }
 }
@@ -139,6 +145,13 @@ fn asked(next: Next<ExecuteOp, Executed>) -> Asked {
             ExecuteOp::Result(_) => Asked::FetchResult,
             ExecuteOp::Settle(SettleOp::Start(_)) => Asked::StartAgain,
             ExecuteOp::Settle(SettleOp::Status(_)) => Asked::Status,
+            ExecuteOp::Settle(SettleOp::LateCharge(op)) => {
+                let (attempt, commitment) = op.parts();
+                Asked::LateCharge {
+                    attempt,
+                    commitment: commitment.clone(),
+                }
+            }
             ExecuteOp::Settle(SettleOp::Record(op)) => {
                 let (record, envelope) = op.parts();
                 let (fence, attempt, finding, mode) = record.parts();
@@ -1178,6 +1191,7 @@ fn a_replay_the_journal_refuses_to_record_is_looked_up_or_left_to_the_holder() {
 }
 
 mod clocks;
+mod late;
 
 #[test]
 fn a_terminal_outcome_this_call_did_not_record_is_a_replay() {

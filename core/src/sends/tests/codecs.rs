@@ -111,6 +111,61 @@ fn documents_round_trip_and_every_malformation_fails_closed() {
     assert!(SendEvent::parse(&event::id(&h, 5), event_doc).is_err());
 }
 
+/// The state `indeterminate` lives in a version-3 send document and version-4 events
+/// only: both round-trip, every malformation fails closed, and a version that
+/// disagrees with the state either way is `journal_corrupt`, so no document an
+/// earlier library wrote or reads changes meaning.
+#[test]
+fn an_indeterminate_attempt_is_version_3_and_its_events_version_4_exactly() {
+    let store = case(
+        "indeterminate codecs",
+        &[
+            (Op::Begin(0, 1, T0), "permit 1 false", 4),
+            (
+                Op::Outcome(0, 1, 1, Indeterminate, T0 + SEC),
+                "send_ambiguous 1",
+                2,
+            ),
+        ],
+    );
+    let h = hash();
+    let current_doc = &store[&attempt::path(&h)];
+    let current = SendAttempt::parse(&h, current_doc).expect("record parses");
+    assert_eq!((current.version, &current.encode()), (3, current_doc));
+    let event_id = event::id(&h, 2);
+    let event_doc = &store[&event::path(&h, 2)];
+    let parsed = SendEvent::parse(&event_id, event_doc).expect("event parses");
+    assert_eq!(&parsed.encode(), event_doc);
+    for (what, doc) in malformations(current_doc) {
+        assert!(SendAttempt::parse(&h, &doc).is_err(), "record: {what}");
+    }
+    for (what, doc) in malformations(event_doc) {
+        assert!(SendEvent::parse(&event_id, &doc).is_err(), "event: {what}");
+    }
+    let with = |doc: &FieldMap, name: &str, value| {
+        let mut changed = doc.clone();
+        changed.insert(name.to_owned(), value);
+        changed
+    };
+    // Version 2 holding `indeterminate`, version 3 holding another state.
+    let v2 = with(current_doc, "sendSchemaVersion", fields::int(2));
+    assert!(SendAttempt::parse(&h, &v2).is_err());
+    let other = with(current_doc, "state", fields::string("ambiguous"));
+    assert!(SendAttempt::parse(&h, &other).is_err());
+    let both = with(&other, "sendSchemaVersion", fields::int(2));
+    assert!(
+        SendAttempt::parse(&h, &both).is_ok(),
+        "the same fields, as version 2"
+    );
+    // Version 3 naming `indeterminate`; version 4 naming none of it.
+    let v3 = with(event_doc, "auditSchemaVersion", fields::int(3));
+    assert!(SendEvent::parse(&event_id, &v3).is_err());
+    let opened = &store[&event::path(&h, 1)];
+    let v4 = with(opened, "auditSchemaVersion", fields::int(4));
+    assert!(SendEvent::parse(&event::id(&h, 1), opened).is_ok());
+    assert!(SendEvent::parse(&event::id(&h, 1), &v4).is_err());
+}
+
 #[test]
 fn attempt_states_serialize_as_their_stored_names() {
     use crate::sends::AttemptState;
@@ -118,6 +173,7 @@ fn attempt_states_serialize_as_their_stored_names() {
         AttemptState::Sending,
         AttemptState::Ambiguous,
         AttemptState::ReplayedUnknown,
+        AttemptState::Indeterminate,
         AttemptState::Absent,
         AttemptState::Succeeded,
         AttemptState::Declined,

@@ -7,6 +7,7 @@
 //! documents the step writes.
 
 mod codecs;
+mod late;
 mod model;
 mod opening;
 mod proven;
@@ -150,9 +151,11 @@ pub(crate) enum Op {
     Fail(usize, i64, i64),
     /// Status with the send layer at t.
     Status(i64),
+    /// `record_late_charge` of attempt n's charge with reference r, at t.
+    LateCharge(i64, usize, i64),
 }
 
-pub(crate) use Closing::{Absent, Ambiguous, Declined, ReplayedUnknown};
+pub(crate) use Closing::{Absent, Ambiguous, Declined, Indeterminate, ReplayedUnknown};
 
 /// Success with reference `r`.
 pub(crate) fn succeeded(r: usize) -> Closing {
@@ -264,6 +267,24 @@ pub(crate) fn apply(store: &mut Store, op: &Op) -> (String, usize) {
             store,
             &SendStatusRead::new(call(0, t).command().clone()),
             |o| serde_json::to_string(o).expect("status serializes"),
+        ),
+        Op::LateCharge(n, r, t) => ran(
+            store,
+            &super::late::RecordLateCharge::new(
+                call(0, t).command().clone(),
+                nth(n),
+                commitment(r),
+            ),
+            |o| match o {
+                super::late::LateChargeOutput::Recorded { reason, new, .. } => {
+                    format!(
+                        "{} {}",
+                        if *new { "late" } else { "late again" },
+                        reason.as_str()
+                    )
+                }
+                super::late::LateChargeOutput::OwnCharge => "own_charge".to_owned(),
+            },
         ),
     }
 }

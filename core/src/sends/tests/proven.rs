@@ -526,9 +526,25 @@ fn the_status_shows_the_instant_the_check_decides_by() {
     let sent = Sent {
         first_sent_at: at(T0),
         last_sent_at: at(T0 + 600 * SEC),
+        indeterminate: false,
+    };
+    let indeterminate = Sent {
+        indeterminate: true,
+        ..sent
     };
     for plan in [plan(0), durable()] {
         let bound = BoundPlan::bind(&plan, &identity(), at(T0), FenceEpoch::FIRST);
+        for step in 0..2_000 {
+            // An indeterminate attempt's absence is never provable, and never shown.
+            let now = at(T0 + step * 60 * SEC);
+            assert_eq!(absence::provable_from(&bound, indeterminate, now), None);
+            assert_eq!(
+                absence::check(&bound, indeterminate, now),
+                Err(JournalError::AbsenceNotProvable {
+                    provable_from: None
+                })
+            );
+        }
         for step in 0..2_000 {
             let now = at(T0 + step * 60 * SEC);
             let shown = absence::provable_from(&bound, sent, now);

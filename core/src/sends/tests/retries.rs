@@ -17,7 +17,8 @@ fn finding(pick: u8, reconcile: bool) -> Closing {
         (0, _) => succeeded(0),
         (1, _) => Declined,
         (2, false) => Ambiguous,
-        (_, false) => ReplayedUnknown,
+        (3, false) => ReplayedUnknown,
+        (_, false) => Indeterminate,
         (_, true) => Absent,
     }
 }
@@ -38,22 +39,42 @@ fn landed_then_retried(store: &mut Store, op: &Op) -> Result<bool, TestCaseError
 
 #[test]
 fn each_kind_of_send_mutation_retried_answers_the_same() {
-    let provable = T0 + 61 * SEC + 360 * SEC;
-    let mut store = leased();
-    for op in [
-        Op::Begin(0, 1, T0),
-        Op::Outcome(0, 1, 1, Ambiguous, T0 + SEC),
-        Op::Acquire(1, T0 + 61 * SEC),
-        Op::Begin(1, 2, T0 + 61 * SEC),
-        Op::Outcome(1, 2, 1, ReplayedUnknown, T0 + 62 * SEC),
-        Op::Acquire(2, provable),
-        Op::Reconcile(2, 3, 1, Absent, provable),
-        Op::Begin(2, 3, provable + 1),
-        Op::Outcome(2, 3, 2, succeeded(0), provable + 2),
-    ] {
-        match landed_then_retried(&mut store, &op) {
-            Ok(wrote) => assert!(wrote, "{op:?} wrote nothing"),
-            Err(failed) => panic!("{failed}"),
+    let later = T0 + 61 * SEC + 360 * SEC;
+    let runs = [
+        // Opened, ambiguous, re-sent, replayed, reconciled succeeded.
+        vec![
+            Op::Begin(0, 1, T0),
+            Op::Outcome(0, 1, 1, Ambiguous, T0 + SEC),
+            Op::Acquire(1, T0 + 61 * SEC),
+            Op::Begin(1, 2, T0 + 61 * SEC),
+            Op::Outcome(1, 2, 1, ReplayedUnknown, T0 + 62 * SEC),
+            Op::Acquire(2, later),
+            Op::Reconcile(2, 3, 1, succeeded(0), later),
+        ],
+        // Ambiguous, proven absent, attempt 2 opened and succeeded.
+        vec![
+            Op::Begin(0, 1, T0),
+            Op::Outcome(0, 1, 1, Ambiguous, T0 + SEC),
+            Op::Acquire(1, PROVABLE),
+            Op::Reconcile(1, 2, 1, Absent, PROVABLE),
+            Op::Begin(1, 2, PROVABLE + 1),
+            Op::Outcome(1, 2, 2, succeeded(0), PROVABLE + 2),
+        ],
+        // Indeterminate, reconciled declined.
+        vec![
+            Op::Begin(0, 1, T0),
+            Op::Outcome(0, 1, 1, Indeterminate, T0 + SEC),
+            Op::Acquire(1, later),
+            Op::Reconcile(1, 2, 1, Declined, later),
+        ],
+    ];
+    for run in runs {
+        let mut store = leased();
+        for op in run {
+            match landed_then_retried(&mut store, &op) {
+                Ok(wrote) => assert!(wrote, "{op:?} wrote nothing"),
+                Err(failed) => panic!("{failed}"),
+            }
         }
     }
 }

@@ -5,7 +5,8 @@
 use super::*;
 use crate::document::fields::{self, FieldMap};
 use crate::sends::tests::{
-    self as send_tests, Absent, Ambiguous, Declined, Op, ReplayedUnknown, SEC, T0, succeeded,
+    self as send_tests, Absent, Ambiguous, Declined, Indeterminate, Op, ReplayedUnknown, SEC, T0,
+    succeeded,
 };
 use crate::testing::Store;
 use std::collections::BTreeMap;
@@ -140,16 +141,22 @@ fn histories() -> Vec<(&'static str, Vec<Op>)> {
             ],
         ),
         (
-            "ambiguous, re-sent, a replayed unknown, proven absent, attempt 2",
+            "ambiguous, re-sent, a replayed unknown, found declined a day later",
             vec![
                 Op::Begin(0, 1, T0),
                 Op::Outcome(0, 1, 1, Ambiguous, T0 + 1),
                 Op::Acquire(1, TK),
                 Op::Begin(1, 2, TK),
                 Op::Outcome(1, 2, 1, ReplayedUnknown, TK + 1),
-                Op::Acquire(1, TK + 360 * SEC),
-                Op::Reconcile(1, 3, 1, Absent, TK + 360 * SEC),
-                Op::Begin(1, 3, TK + 360 * SEC + 1),
+                Op::Acquire(1, TK + 86_400 * SEC),
+                Op::Reconcile(1, 3, 1, Declined, TK + 86_400 * SEC),
+            ],
+        ),
+        (
+            "an indeterminate answer, still open",
+            vec![
+                Op::Begin(0, 1, T0),
+                Op::Outcome(0, 1, 1, Indeterminate, T0 + 1),
             ],
         ),
         (
@@ -186,6 +193,46 @@ fn an_absence_dated_inside_the_senders_lease_is_not_proven() {
         format!("provider_send_{h}_0000000002"),
     );
     assert!(timed.findings().contains(&wanted), "{:?}", timed.findings());
+}
+
+/// A journal written before the indeterminate rule: a stored 500 "proven" absent
+/// under the usual window, attempt 2 opened. `verify` reports that absence as not
+/// proven (Stripe may have completed attempt 1 since: look for a second charge), and
+/// nothing is built on an absence still current (`begin_send` fails closed).
+#[test]
+fn an_absence_recorded_after_a_stored_500_under_the_old_rule_is_not_proven() {
+    use crate::sends::reverted::{Rule, with_reverted};
+    let h = send_tests::hash();
+    let provable = TK + 360 * SEC;
+    let timed = with_reverted(&[Rule::IndeterminateNeverAbsent], || {
+        Timed::run(&[
+            Op::Begin(0, 1, T0),
+            Op::Outcome(0, 1, 1, Ambiguous, T0 + 1),
+            Op::Acquire(1, TK),
+            Op::Begin(1, 2, TK),
+            Op::Outcome(1, 2, 1, ReplayedUnknown, TK + 1),
+            Op::Acquire(1, provable),
+            Op::Reconcile(1, 3, 1, Absent, provable),
+        ])
+    });
+    let wanted = (
+        FindingCode::AbsenceNotProven,
+        format!("provider_send_{h}_0000000005"),
+    );
+    assert!(timed.findings().contains(&wanted), "{:?}", timed.findings());
+    let mut store = timed.store.clone();
+    let (answer, wrote) = send_tests::apply(&mut store, &Op::Begin(1, 3, provable + 1));
+    assert_eq!((answer.as_str(), wrote), ("journal_corrupt", 0));
+    // The same history, attempt 2 opened before this library: still reported.
+    let mut opened = timed;
+    with_reverted(&[Rule::IndeterminateNeverAbsent], || {
+        opened.step(&Op::Begin(1, 3, provable + 1));
+    });
+    assert!(
+        opened.findings().contains(&wanted),
+        "{:?}",
+        opened.findings()
+    );
 }
 
 #[test]

@@ -42,10 +42,10 @@ fn a_wall_clock_step_never_lengthens_a_deadline_derived_from_the_lease() {
             Ok(5.0),
         ),
         (
-            "back 100 s, too little left",
+            "back 100 s, too little left: retry once it ran out on the stepped clock too",
             clocks(0.0, 0.0),
             clocks(-100.0, 49.5),
-            Err(11),
+            Err(160),
         ),
         (
             "forward 30 s: the trusted clock binds",
@@ -115,7 +115,7 @@ fn a_permit_decided_with_the_start_is_measured_from_the_start_s_reading() {
 }
 
 #[test]
-fn a_wall_clock_stepped_back_lengthens_neither_the_lookup_nor_the_retry_after() {
+fn a_wall_clock_stepped_back_lengthens_no_lookup_and_no_retry_after_comes_early() {
     // The cutoff passed: the lookup's deadline, at 2 s into the call on a clock
     // stepped back 100 s, is what is left of the lease on the monotonic clock.
     let looked_up = run_on(
@@ -137,7 +137,8 @@ fn a_wall_clock_stepped_back_lengthens_neither_the_lookup_nor_the_retry_after() 
         })
     );
     // An ambiguous answer recorded 20 s into the call, the clock stepped back 100 s:
-    // retry once the lease has run out in real time, 40 s on, not 160 s.
+    // retry once the lease has run out on the stepped clock too, 160 s on (40 s in
+    // real time): a caller sooner would find it held wherever clocks agree with it.
     let retried = run_on(
         clocks(0.0, 0.0),
         vec![
@@ -156,8 +157,81 @@ fn a_wall_clock_stepped_back_lengthens_neither_the_lookup_nor_the_retry_after() 
     assert_eq!(
         retried.last(),
         Some(&Ok(Asked::Done(Execution::RetryLater {
-            after: Duration::from_secs(40)
+            after: Duration::from_secs(160)
         })))
+    );
+}
+
+#[test]
+fn a_retry_after_promises_no_takeover_before_the_lease_expires_on_either_reading() {
+    // An ambiguous answer recorded 20 s after the lease was heard (expiring at 60 s):
+    // whichever of the trusted clock's readings the next caller's clock agrees with,
+    // its lease has not run out before the `Retry-After` passed. Stepped forward 30 s,
+    // the lease has 40 s left in real time (10 s on the stepped clock); stepped back
+    // 100 s, 140 s on the stepped clock (40 s in real time): the greater each time.
+    for (case, recorded_at, after) in [
+        ("steady", clocks(20.0, 20.0), 40),
+        ("forward 30 s", clocks(50.0, 20.0), 40),
+        ("back 100 s", clocks(-80.0, 20.0), 140),
+    ] {
+        let got = run_on(
+            clocks(0.0, 0.0),
+            vec![
+                (acquired(), clocks(0.0, 0.0)),
+                (permit(1, false), clocks(0.0, 0.0)),
+                (Answered::Sent(ProviderAnswer::Unknown), recorded_at),
+                (
+                    recorded(Ok(SendOutcomeOutput::Ambiguous { attempt: nth(1) })),
+                    recorded_at,
+                ),
+            ],
+        );
+        assert_eq!(
+            got.last(),
+            Some(&Ok(Asked::Done(Execution::RetryLater {
+                after: Duration::from_secs(after)
+            }))),
+            "{case}"
+        );
+    }
+    // Too little lease left for a send, 49.5 s in, the clock stepped forward 5 s: the
+    // lease lasts 10.5 s in real time, not the 5.5 s the stepped clock shows.
+    let got = run_on(
+        clocks(0.0, 0.0),
+        vec![
+            (acquired(), clocks(0.0, 0.0)),
+            (permit(1, false), clocks(54.5, 49.5)),
+        ],
+    );
+    assert_eq!(
+        got[1],
+        Ok(Asked::Done(Execution::RetryLater {
+            after: Duration::from_secs(11)
+        }))
+    );
+}
+
+#[test]
+fn a_lease_is_heard_at_the_reading_its_start_captured() {
+    // The start captured 0 s (its lease expiring at 60 s); the trusted clock stepped
+    // back 2 s while the lease was taken, and the start answered 3 s on the steady
+    // time: the permit 5 s in on the steady time leaves the provider 60 - 5 - 10 s,
+    // not the 2 s more a lease heard at the answer's reading would give.
+    let got = run_on(
+        clocks(0.0, 0.0),
+        vec![
+            (acquired(), clocks(1.0, 3.0)),
+            (permit(1, false), clocks(3.0, 5.0)),
+        ],
+    );
+    assert_eq!(
+        got[1],
+        Ok(Asked::Send {
+            attempt: nth(1),
+            resend: false,
+            key: "key-1".to_owned(),
+            deadline: Duration::from_secs(45),
+        })
     );
 }
 

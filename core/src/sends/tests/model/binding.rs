@@ -77,6 +77,7 @@ fn machine(op: &ExecuteOp, first_read: Option<Vec<String>>) -> Built {
         },
         ExecuteOp::Settle(SettleOp::Status(status)) => (format!("{status:?}"), status.paths()),
         ExecuteOp::Result(result) => (format!("{result:?}"), result.paths()),
+        ExecuteOp::Settle(SettleOp::LateCharge(late)) => (format!("{late:?}"), late.paths()),
         other => panic!("the model runs no {other:?}"),
     };
     Built {
@@ -199,6 +200,7 @@ fn names(ops: &[Op]) -> Vec<&'static str> {
             Op::Reconcile { .. } => "reconcile",
             Op::Status => "status",
             Op::Result => "result",
+            Op::LateCharge { .. } => "record_late_charge",
         })
         .collect()
 }

@@ -14,6 +14,7 @@ use crate::identity::CommandIdentity;
 use crate::lease::{CommandCall, LeaseCall};
 use crate::sends::AttemptNumber;
 use crate::sends::begin::BeginSend;
+use crate::sends::late::{LateChargeOutput, RecordLateCharge};
 use crate::sends::load::first_read;
 use crate::sends::provider::Closing;
 use crate::sends::record::Record;
@@ -81,6 +82,8 @@ pub(super) enum Op {
     Status,
     /// `Journal::result`.
     Result,
+    /// `record_late_charge` of the charge under `key` for `attempt`.
+    LateCharge { attempt: AttemptNumber, key: KeyId },
 }
 
 impl Op {
@@ -90,7 +93,9 @@ impl Op {
             Self::BeginSend { fence }
             | Self::Record { fence, .. }
             | Self::Reconcile { fence, .. } => Some(*fence),
-            Self::Start | Self::Open | Self::Status | Self::Result => None,
+            Self::Start | Self::Open | Self::Status | Self::Result | Self::LateCharge { .. } => {
+                None
+            }
         }
     }
 
@@ -103,7 +108,7 @@ impl Op {
                 ..caller
             },
             Self::Status => Caller { owner: 0, ..caller },
-            Self::Result => Caller {
+            Self::Result | Self::LateCharge { .. } => Caller {
                 owner: 0,
                 plan: PlanChoice::Right,
                 ..caller
@@ -123,6 +128,7 @@ pub(super) enum Output {
     Outcome(Result<SendOutcomeOutput, JournalError>),
     Status(Result<CommandStatus, JournalError>),
     Result(Result<Option<ResultEnvelope>, JournalError>),
+    LateCharge(Result<LateChargeOutput, JournalError>),
 }
 
 impl Output {
@@ -135,6 +141,7 @@ impl Output {
             Self::Outcome(r) => r.is_ok(),
             Self::Status(r) => r.is_ok(),
             Self::Result(r) => r.is_ok(),
+            Self::LateCharge(r) => r.is_ok(),
         }
     }
 }
@@ -210,6 +217,11 @@ pub(super) fn visit<V: Visit>(caller: Caller, op: Op, visitor: V) -> V::Out {
         Op::Result => {
             let op = ResultRead::new(caller.reader());
             visitor.visit(&op, op.paths(), Output::Result)
+        }
+        Op::LateCharge { attempt, key } => {
+            let commitment = identity().terminal_commitment(&key.envelope().reference());
+            let op = RecordLateCharge::new(caller.reader(), attempt, commitment);
+            visitor.visit(&op, op.paths(), Output::LateCharge)
         }
     }
 }

@@ -14,7 +14,10 @@
 //!   charge or before; its sender hears nothing final (a timeout, to the model), and
 //!   every later request with the key while it is retained hears that stored answer
 //!   replayed (`Heard::ReplayedUnknown`), charging nothing. The lookup shows the
-//!   charge, if one was made, once the index catches up.
+//!   charge, if one was made, once the index catches up. A stored 5xx that charged
+//!   nothing may be rolled forward later, at any time (Stripe's incident remediation
+//!   documents no horizon): the charge is made then, under the key, and indexed within
+//!   the settle window.
 //!
 //! The clock may not pass a settle deadline that is still open: the contract is an
 //! assumption of the model, and every reachable state obeys it.
@@ -135,6 +138,26 @@ impl Provider {
             settle_by: request.settle_by,
         };
         self.keys.insert(request.key, held);
+    }
+
+    /// Keys whose stored 5xx charged nothing yet: the provider may still roll each
+    /// forward.
+    pub(super) fn unrolled(&self) -> impl Iterator<Item = KeyId> + '_ {
+        self.keys
+            .iter()
+            .filter(|(_, held)| held.stored_error && !held.charged)
+            .map(|(key, _)| *key)
+    }
+
+    /// The provider completes `key`'s stored 5xx at `now`: the charge is made, and the
+    /// index shows it within `settle` seconds.
+    pub(super) fn roll_forward(&mut self, key: KeyId, now: i64, settle: i64) {
+        if let Some(held) = self.keys.get_mut(&key) {
+            held.charged = true;
+            held.indexed = false;
+            held.settle_by = now + settle;
+            *self.charges.entry(key).or_default() += 1;
+        }
     }
 
     /// Request `i` never reaches the provider.

@@ -1,8 +1,9 @@
 //! Stripe's stored 5xx: a provider that stores an unknown answer for a key and replays
-//! it to every later request with that key. The journal keeps such an attempt open
-//! but never re-sends it (`replayed_unknown`), and `execute` looks the key up at once:
-//! the charge, if one was made, settles the command; an absence, once provable under
-//! the usual rule, opens attempt 2; all long before the cutoff (2,700 s).
+//! it to every later request with that key, and may roll a stored 5xx that charged
+//! nothing forward later (its incident remediation). The journal keeps such an
+//! attempt open but never re-sends it (`replayed_unknown`), `execute` looks the key up
+//! at once, and the charge, once made and found, settles the command; no "not found"
+//! proves its absence, so no second key is ever issued for it.
 
 use super::system::{Bounds, Mode};
 use super::tests::{
@@ -13,12 +14,15 @@ use crate::sends::reverted::Rule;
 
 const SETTLED: [&str; 2] = [
     "a charge behind a stored 5xx settles",
-    "attempt 2 charged after a stored 5xx without a charge",
+    "a charge rolled forward after a stored 5xx settles",
 ];
+/// What the rule forbids: a second key beside a stored 5xx that charged nothing yet.
+const SECOND_KEY: &str = "attempt 2 charged after a stored 5xx without a charge";
 
 /// Attempt 1 first sent at 0 s (the provider may store a 500, having charged or not);
 /// a retry at 61 s, past the lease, re-sends the key and hears the replay; at 421 s
-/// (`lastSentAt` 61 + 60 + the 300 s settle window) its absence is provable.
+/// (`lastSentAt` 61 + 60 + the 300 s settle window) an ordinary attempt's absence
+/// would be provable.
 fn stored_errors(mode: Mode) -> Bounds {
     Bounds {
         instants: vec![0, 61, 421],
@@ -41,13 +45,14 @@ fn holds(run: &Run) {
 fn holds_and_settles_before_the_cutoff(mode: Mode) {
     let run = check_at(stored_errors(mode), &[], None);
     holds(&run);
-    // Not vacuous, and the point of the rule: with every instant before the cutoff,
-    // a replayed unknown is recorded, a charge made before the stored 500 settles the
-    // command (found by the lookup), and with no charge behind it attempt 2 is charged
-    // (proven absent).
+    // Not vacuous: with every instant before the cutoff, a replayed unknown is
+    // recorded, a charge made before the stored 500 settles the command (found by the
+    // lookup), and so does one the provider rolls forward later; and never a second
+    // key beside a stored 500 that has not charged.
     for example in ["a replayed unknown recorded"].into_iter().chain(SETTLED) {
         assert!(run.found.contains_key(example), "never: {example}");
     }
+    assert!(!run.found.contains_key(SECOND_KEY), "reached: {SECOND_KEY}");
 }
 
 #[test]
@@ -70,6 +75,28 @@ fn with_replayed_looked_up_reverted_nothing_behind_a_stored_5xx_settles_before_t
     for example in SETTLED {
         assert!(!run.found.contains_key(example), "reached: {example}");
     }
+}
+
+/// With the absence of an indeterminate attempt proven under the usual window (the
+/// rule reverted), the checker finds the double charge of Stripe's remediation: a
+/// stored 500 that charged nothing, its "not found" at 421 s taken for an absence,
+/// attempt 2 charged under a new key, and the first request rolled forward.
+#[test]
+fn with_indeterminate_never_absent_reverted_a_rolled_forward_500_charges_twice() {
+    let run = check_at(
+        stored_errors(Mode::Atomic),
+        &[Rule::IndeterminateNeverAbsent],
+        Some(ONE_CHARGE),
+    );
+    let path = run.path(ONE_CHARGE);
+    let absent = path
+        .iter()
+        .position(|t| t.note.contains("reconcile: absent 1"));
+    let rolled = path
+        .iter()
+        .position(|t| matches!(t.action, super::system::Action::RollForward(_)));
+    assert!(absent.is_some(), "attempt 1 recorded absent");
+    assert!(rolled.is_some(), "the stored 500 rolled forward");
 }
 
 /// The same provider with the two workers' clocks 61 s apart, in the production mode:

@@ -16,7 +16,7 @@ use crate::lease::{LeaseOutput, TerminalOutput};
 use crate::sends::plan::attempt_key;
 use crate::sends::provider::ProviderAnswer;
 use crate::sends::reverted::{Rule, reverted};
-use crate::sends::{BeginSendOutput, SendOutcomeOutput};
+use crate::sends::{BeginSendOutput, LateChargeOutput, SendOutcomeOutput};
 use crate::settle::SettleOutput;
 
 impl State {
@@ -69,6 +69,10 @@ impl State {
             }
             Action::StoreError(i, charged) => self.provider.store_error(i, global, charged),
             Action::Drop(i) => self.provider.lose(i),
+            Action::RollForward(key) => {
+                self.seen.rolled_forward = true;
+                self.provider.roll_forward(key, global, SETTLE);
+            }
             Action::CatchUp(key) => self.provider.catch_up(key),
             Action::Yield(w) => {
                 self.workers[w].turn = Turn::Yielded;
@@ -120,7 +124,10 @@ impl State {
     /// counterexample's trace.
     pub(super) fn note(&self, action: &Action) -> String {
         match action {
-            Action::Process(_) | Action::StoreError(..) | Action::Drop(_) => {
+            Action::Process(_)
+            | Action::StoreError(..)
+            | Action::Drop(_)
+            | Action::RollForward(_) => {
                 format!("charges {}", self.provider.charges())
             }
             _ => action
@@ -179,8 +186,9 @@ impl State {
         let call = self.call(w);
         let choice = call.plan;
         match call.asked().clone() {
-            // Reads of their own: nothing to plan, and nothing kept known.
-            Asked::Op(op @ (Op::Status | Op::Result), _) => {
+            // Reads (and a late charge) of their own: nothing to plan, and nothing kept
+            // known.
+            Asked::Op(op @ (Op::Status | Op::Result | Op::LateCharge { .. }), _) => {
                 let caller = self.caller(w, bounds);
                 let (output, _) = self.journal.run(caller, op);
                 self.answered(w, op, output, bounds);
@@ -264,6 +272,18 @@ impl State {
                 };
                 let answer = ExecuteOutput::Settle(SettleOutput::Status(status));
                 (Answered::Ran(Ok(answer)), did)
+            }
+            Output::LateCharge(answer) => {
+                if matches!(answer, Ok(LateChargeOutput::Recorded { .. })) {
+                    self.seen.late_charge = true;
+                }
+                let did = match &answer {
+                    Ok(output) => format!("late charge: {}", output.label()),
+                    Err(error) => format!("late charge: {}", error.code()),
+                };
+                let charged =
+                    answer.map(|output| ExecuteOutput::Settle(SettleOutput::LateCharge(output)));
+                (Answered::Ran(charged), did)
             }
             Output::Result(read) => {
                 // The call ends with the stored result: nothing after it to model.

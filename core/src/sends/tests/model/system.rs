@@ -173,16 +173,21 @@ pub(super) struct Seen {
     pub planned_refused: bool,
     /// A sender heard the provider replay a stored 5xx.
     pub replayed_unknown: bool,
+    /// The provider rolled a stored 5xx that charged nothing forward.
+    pub rolled_forward: bool,
+    /// A late charge was recorded (a charge its command ended without).
+    pub late_charge: bool,
 }
 
 impl Seen {
     /// What an `always` property refutes.
-    fn refuted(&self) -> [bool; 4] {
+    fn refuted(&self) -> [bool; 5] {
         [
             self.refused_answer,
             self.broken,
             self.stale_write,
             self.unlike_read,
+            self.late_charge,
         ]
     }
 }
@@ -225,6 +230,8 @@ pub(super) enum Action {
     /// `true`.
     StoreError(usize, bool),
     Drop(usize),
+    /// The provider rolls a stored 5xx that charged nothing forward: the charge now.
+    RollForward(KeyId),
     CatchUp(KeyId),
     Yield(usize),
     /// Worker `w`'s commit in flight lands, or is refused.
@@ -246,6 +253,7 @@ impl Action {
             Self::Process(_)
             | Self::StoreError(..)
             | Self::Drop(_)
+            | Self::RollForward(_)
             | Self::CatchUp(_)
             | Self::Tick => None,
         }
@@ -291,6 +299,9 @@ impl Model for SendModel {
             }
             actions.push(Action::Drop(i));
         }
+        if self.bounds.stored_errors {
+            actions.extend(state.provider.unrolled().map(Action::RollForward));
+        }
         actions.extend(state.provider.lagging().map(Action::CatchUp));
         let next = self.bounds.instants.get(state.clock + 1);
         if next.is_some_and(|t| state.provider.settled_before(*t)) {
@@ -316,6 +327,9 @@ impl Model for SendModel {
                 !(s.seen.refused_answer && s.provider.charges() > 1)
             }),
             Property::always("nothing fails closed", |_, s: &State| !s.seen.broken),
+            Property::always("no charge is recorded late", |_, s: &State| {
+                !s.seen.late_charge
+            }),
             Property::always("no write under a superseded fence", |_, s: &State| {
                 !s.seen.stale_write
             }),
@@ -346,6 +360,10 @@ impl Model for SendModel {
                         .stored_error(KeyId::new(PlanChoice::Right, AttemptNumber::FIRST))
                         == Some(true)
             }),
+            Property::sometimes(
+                "a charge rolled forward after a stored 5xx settles",
+                |_, s: &State| s.seen.succeeded && s.seen.rolled_forward,
+            ),
             Property::sometimes(
                 "attempt 2 charged after a stored 5xx without a charge",
                 |_, s: &State| {

@@ -165,6 +165,8 @@ pub(super) fn op_of(op: &ExecuteOp, open: bool) -> Op {
                 (Closing::ReplayedUnknown, _) => Carried::ReplayedUnknown,
                 (Closing::Absent, _) => Carried::Absent,
                 (Closing::Succeeded(_), None) => panic!("a success without its result"),
+                // The model's provider answers a stored 5xx's sender with a timeout.
+                (Closing::Indeterminate, _) => panic!("the model hears no fresh 500"),
             };
             match mode {
                 Mode::Outcome => Op::Record {
@@ -177,6 +179,13 @@ pub(super) fn op_of(op: &ExecuteOp, open: bool) -> Op {
                     attempt,
                     carried,
                 },
+            }
+        }
+        ExecuteOp::Settle(SettleOp::LateCharge(late)) => {
+            let (attempt, commitment) = late.parts();
+            Op::LateCharge {
+                attempt,
+                key: KeyId::of_commitment(commitment),
             }
         }
         other => panic!("the model runs execute in preconditions mode, not {other:?}"),

@@ -131,6 +131,17 @@ impl KeyId {
             .expect("the result of a model key's charge")
     }
 
+    /// The key whose charge a late charge's `commitment` (the command-bound commitment
+    /// of its reference) names.
+    pub(super) fn of_commitment(commitment: &crate::digest::Digest) -> Self {
+        KEYS.iter()
+            .find(|(_, _, result)| {
+                identity().terminal_commitment(&result.reference()) == *commitment
+            })
+            .map(|(id, _, _)| *id)
+            .expect("the commitment of a model key's charge")
+    }
+
     /// The result a charge under this key answers (on its first processing and on
     /// every replay).
     pub(super) fn envelope(self) -> ResultEnvelope {
