@@ -5,14 +5,11 @@
 //! [`settings`].
 
 use crate::ProviderAnswer;
-use crate::connection::Connection;
 use crate::identity::{CommandInput, LeaseId, TerminalReferenceFingerprint};
 use crate::runner::{Borrowed, Calling, Engine, Unrecorded};
-use crate::runner::{Concurrency, RetryPolicy, Stats};
 use crate::sends::{
     AttemptNumber, BeginSendOutput, CommandStatus, ProviderPlan, SendOutcomeOutput,
 };
-use crate::time::{Clock, Timestamp};
 use command_journal_core::error::JournalError;
 use command_journal_core::tools::envelope::read::ResultRead;
 use command_journal_core::tools::envelope::record::WithResult;
@@ -26,11 +23,9 @@ use command_journal_core::tools::sends::status::SendStatusRead;
 use command_journal_core::tools::start::Start;
 use command_journal_core::tools::transaction::Transition;
 use command_journal_core::{
-    Execution, FenceEpoch, LeaseOutput, Provider, RegistrationOutput, ResultEnvelope, StartOutput,
-    StatusOutput, TerminalOutput,
+    Executed, Execution, FenceEpoch, LeaseOutput, Provider, RegistrationOutput, ResultEnvelope,
+    StartOutput, StatusOutput, TerminalOutput,
 };
-use std::sync::Arc;
-use std::time::Duration;
 
 mod ledger;
 mod settings;
@@ -347,6 +342,22 @@ impl Journal {
         plan: &ProviderPlan,
         provider: &P,
     ) -> Result<Execution, JournalError> {
+        let executed = self.execute_marked(command, plan, provider).await?;
+        Ok(executed.execution)
+    }
+
+    /// [`execute`](Self::execute), the same call, whose answer also says whether it
+    /// is a replay ([`Executed::replayed`](crate::sends::Executed)): a terminal outcome
+    /// the journal had stored before this call, answered without a send. The
+    /// execution is the one `execute` answers, a stored result byte for byte; the
+    /// marker is what lets an HTTP edge set `Idempotent-Replayed: true` or count
+    /// replays without a second read.
+    pub async fn execute_marked<P: Provider>(
+        &self,
+        command: &CommandInput,
+        plan: &ProviderPlan,
+        provider: &P,
+    ) -> Result<Executed, JournalError> {
         let lease = self.engine.new_lease();
         let identity = command.identity();
         let owner = command.lease_owner(&identity, &lease)?;

@@ -1216,17 +1216,16 @@ fn a_terminal_outcome_this_call_did_not_record_is_a_replay() {
             Asked::Replayed(Execution::Succeeded(stored.clone())),
         ),
         (
-            "a second lease that finds the success another recorded",
+            "a second lease that finds the decline another recorded",
             vec![
                 acquired(),
                 permit(1, false),
-                Answered::Sent(ProviderAnswer::Succeeded(stored.clone())),
+                Answered::Sent(ProviderAnswer::Declined),
                 recorded(Err(JournalError::LeaseExpired)),
                 recorded(Err(JournalError::LeaseExpired)),
-                restarted(LeaseOutput::Succeeded),
-                fetched(Some(stored.clone())),
+                restarted(LeaseOutput::FailedFinal),
             ],
-            Asked::Replayed(Execution::Succeeded(stored.clone())),
+            Asked::Replayed(Execution::Declined),
         ),
         (
             "this call's send, its success recorded",

@@ -46,7 +46,10 @@ fn a_success_the_command_ended_without_is_recorded_as_a_late_charge() {
     };
     for (ended, then) in [
         (LeaseOutput::Succeeded, Asked::FetchResult),
-        (LeaseOutput::FailedFinal, Asked::Done(Execution::Declined)),
+        (
+            LeaseOutput::FailedFinal,
+            Asked::Replayed(Execution::Declined),
+        ),
     ] {
         let mut answers = held();
         answers.push(restarted(ended));
@@ -107,7 +110,7 @@ fn a_success_the_command_ended_without_is_recorded_as_a_late_charge() {
     // A replay (nothing held): a terminal start answers at once, nothing late.
     assert_eq!(
         steps(vec![started_with(LeaseOutput::FailedFinal)]),
-        [Asked::Done(Execution::Declined)]
+        [Asked::Replayed(Execution::Declined)]
     );
 }
 

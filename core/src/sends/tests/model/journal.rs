@@ -114,9 +114,9 @@ pub(super) struct Landed {
     pub unlike: bool,
 }
 
-type MemoKey = (u64, u8, Caller, Op);
+type MemoKey = (u64, u16, Caller, Op);
 /// A landing's memo key: the journal's fingerprint, the rules reverted, the flight's.
-type LandingKey = (u64, u8, u64);
+type LandingKey = (u64, u16, u64);
 type Chain = Option<(Writes, Output, Memory)>;
 
 thread_local! {
@@ -125,7 +125,7 @@ thread_local! {
         RefCell::new(HashMap::new());
     static PLANS: RefCell<HashMap<MemoKey, Option<(Writes, Output)>>> =
         RefCell::new(HashMap::new());
-    static CHAINS: RefCell<HashMap<(u8, Caller), Chain>> = RefCell::new(HashMap::new());
+    static CHAINS: RefCell<HashMap<(u16, Caller), Chain>> = RefCell::new(HashMap::new());
     static LANDINGS: RefCell<HashMap<LandingKey, (Journal, Landing)>> =
         RefCell::new(HashMap::new());
 }
