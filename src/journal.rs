@@ -4,12 +4,12 @@
 //! the one driver (`crate::runner`). How a journal is built and set up is in
 //! [`settings`].
 
-use crate::ProviderAnswer;
 use crate::identity::{CommandInput, LeaseId, TerminalReferenceFingerprint};
 use crate::runner::{Borrowed, Calling, Engine, Unrecorded};
 use crate::sends::{
     AttemptNumber, BeginSendOutput, CommandStatus, ProviderPlan, SendOutcomeOutput,
 };
+use command_journal_core::ProviderAnswer;
 use command_journal_core::error::JournalError;
 use command_journal_core::tools::envelope::read::ResultRead;
 use command_journal_core::tools::envelope::record::WithResult;

@@ -6,11 +6,11 @@
 //! the command known by its key hash, a provider lookup bounded by its deadline, the
 //! checkpoint's read and record. It never calls `Provider::send`.
 
-use crate::ProviderAnswer;
 use crate::pending::listing::listing;
 use crate::recovery::{Lookups, Progress, RecoverOptions, RecoveredCommand, Recovery, Stop};
 use crate::runner::{Calling, Engine, Unrecorded};
 use crate::sends::ProviderAccount;
+use command_journal_core::ProviderAnswer;
 use command_journal_core::error::JournalError;
 use command_journal_core::identity::Digest;
 use command_journal_core::recovery::Recovered;

@@ -12,11 +12,11 @@ use super::counters::{Count, Counters, Tally};
 use super::firestore::Session;
 use super::reaper::{self, Open, Reaper};
 use super::retry::{self, Failure, Rpc, backoff, classify};
-use crate::ProviderAnswer;
 use crate::connection::Connection;
 use crate::metrics;
 use crate::time::{Clock, Timestamp};
 use command_journal_core::Provider;
+use command_journal_core::ProviderAnswer;
 use command_journal_core::error::JournalError;
 use command_journal_core::tools::attempt::{Found, ReadKind};
 use command_journal_core::tools::call::{

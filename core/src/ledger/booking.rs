@@ -33,7 +33,7 @@
 //!
 //! Pure: no I/O, no clock.
 
-use super::fingerprint::{CommandFamily, EffectPlanItem, Intent};
+use super::fingerprint::plan::{CommandFamily, EffectPlanItem, Intent};
 
 /// The mechanism of an effect, as its canonical scalar value (seed 003: "Mechanism
 /// uses its canonical scalar value"): a closed set. An accepted effect's `mechanism`

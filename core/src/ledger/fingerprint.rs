@@ -55,7 +55,7 @@ use sha2::{Digest as _, Sha256};
 
 mod canonical;
 pub(crate) mod json;
-mod plan;
+pub(crate) mod plan;
 
 pub(crate) use plan::check_version;
 pub use plan::{
