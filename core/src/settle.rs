@@ -46,6 +46,7 @@
 //! | | `NotFound` otherwise | [`Settled::NotFound`] |
 //! | | unknown | [`Settled::Unavailable`] |
 //! | taking the lease | acquired | as above, under it |
+//! | | busy, the evidence the sender's own charge | `record_late_charge` when its attempt moved on ([`Settled::LateCharge`]); [`Settled::InProgress`] for the attempt the running holder settles |
 //! | | busy | [`Settled::InProgress`] |
 //! | | terminal | [`Settled::Ended`] |
 //! | `reconcile_send` | terminal | [`Settled::Succeeded`] with the evidence's envelope, or [`Settled::Declined`] |

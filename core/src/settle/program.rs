@@ -23,6 +23,8 @@ use std::time::Duration;
 
 mod late;
 
+use late::Late;
+
 /// Who settles, and what it knows of the command.
 #[derive(Debug, Clone)]
 enum Holder {
@@ -92,9 +94,8 @@ enum State {
         evidence: ProviderAnswer,
         on_lost: OnLost,
     },
-    /// `record_late_charge` of a success is in flight: the command ended (`Some`, as
-    /// the lease taken answered) or the reconciliation refused it (`None`).
-    LateCharging { ended: Option<TerminalOutput> },
+    /// `record_late_charge` of a success is in flight, for the reason `late`.
+    LateCharging { late: Late },
     /// The program answered.
     Done,
 }
@@ -442,6 +443,15 @@ impl Settle {
         now: Now,
     ) -> Then {
         match lease {
+            // The sender's own charge, its lease lost to a running holder: no one else
+            // holds it, and the running holder never looks an earlier attempt up again,
+            // so a charge for an attempt that moved on is recorded late; one for the
+            // attempt that holder settles is left to it.
+            LeaseOutput::Busy
+                if evidence.charged() && matches!(self.holder, Holder::Caller { .. }) =>
+            {
+                self.late(attempt, &evidence, Late::WhileRunning, now)
+            }
             LeaseOutput::Busy => done(Settled::InProgress),
             LeaseOutput::Succeeded => self.ended(attempt, evidence, TerminalOutput::Succeeded, now),
             LeaseOutput::FailedFinal => {
@@ -528,7 +538,7 @@ impl Settle {
             Err(JournalError::TerminalConflict | JournalError::AttemptMismatch)
                 if evidence.charged() =>
             {
-                self.late(attempt, &evidence, None, now)
+                self.late(attempt, &evidence, Late::Refused, now)
             }
             Err(error) => Err(error),
         }
@@ -588,7 +598,7 @@ impl Program for Settle {
                 },
                 Answered::Ran(ran),
             ) => self.reconciled(attempt, evidence, on_lost, recorded(ran), now),
-            (State::LateCharging { ended }, Answered::Ran(ran)) => self.charged_late(ended, ran),
+            (State::LateCharging { late }, Answered::Ran(ran)) => self.charged_late(late, ran),
             _ => Err(out_of_turn()),
         }
     }

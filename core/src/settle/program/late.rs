@@ -12,6 +12,18 @@ use crate::sends::provider::{Closing, ProviderAnswer};
 use crate::settle::Settled;
 use crate::settle::op::{SettleOp, SettleOutput};
 
+/// Why a success is offered as a late charge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Late {
+    /// The command ended so, as the lease taken to record it answered.
+    Ended(TerminalOutput),
+    /// The reconciliation refused it (`terminal_conflict`, `attempt_mismatch`).
+    Refused,
+    /// Another holder's lease runs: late only if its attempt moved on; a charge for
+    /// the attempt that holder settles is its own (`attempt_mismatch`: in progress).
+    WhileRunning,
+}
+
 impl Settle {
     /// The command ended (`ended`, as the lease taken to record `evidence` answered)
     /// before the evidence was recorded: a charge is recorded late (unless it is the
@@ -24,7 +36,7 @@ impl Settle {
         now: Now,
     ) -> Then {
         if evidence.charged() {
-            return self.late(attempt, &evidence, Some(ended), now);
+            return self.late(attempt, &evidence, Late::Ended(ended), now);
         }
         done(Settled::Ended(match ended {
             TerminalOutput::Succeeded => CommandState::Succeeded,
@@ -39,7 +51,7 @@ impl Settle {
         &mut self,
         attempt: AttemptNumber,
         evidence: &ProviderAnswer,
-        ended: Option<TerminalOutput>,
+        late: Late,
         now: Now,
     ) -> Then {
         let call = self.call(now.at)?;
@@ -49,16 +61,27 @@ impl Settle {
         let op = RecordLateCharge::new(call.command().clone(), attempt, commitment);
         let mut run = Run::op(SettleOp::LateCharge(op)).fresh();
         run.keep = false;
-        self.go(State::LateCharging { ended }, Next::Run(run))
+        self.go(State::LateCharging { late }, Next::Run(run))
     }
 
     /// What recording a late charge answered.
     pub(super) fn charged_late(
         &mut self,
-        ended: Option<TerminalOutput>,
+        late: Late,
         result: Result<SettleOutput, JournalError>,
     ) -> Then {
-        match result? {
+        let ended = match late {
+            Late::Ended(ended) => Some(ended),
+            Late::Refused | Late::WhileRunning => None,
+        };
+        let output = match result {
+            // The attempt the running holder settles: its charge to record.
+            Err(JournalError::AttemptMismatch) if late == Late::WhileRunning => {
+                return done(Settled::InProgress);
+            }
+            result => result?,
+        };
+        match output {
             // The command's own charge after all: it ended with it.
             SettleOutput::LateCharge(LateChargeOutput::OwnCharge) => {
                 done(Settled::Ended(CommandState::Succeeded))
