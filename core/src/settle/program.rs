@@ -443,16 +443,7 @@ impl Settle {
         now: Now,
     ) -> Then {
         match lease {
-            // The sender's own charge, its lease lost to a running holder: no one else
-            // holds it, and the running holder never looks an earlier attempt up again,
-            // so a charge for an attempt that moved on is recorded late; one for the
-            // attempt that holder settles is left to it.
-            LeaseOutput::Busy
-                if evidence.charged() && matches!(self.holder, Holder::Caller { .. }) =>
-            {
-                self.late(attempt, &evidence, Late::WhileRunning, now)
-            }
-            LeaseOutput::Busy => done(Settled::InProgress),
+            LeaseOutput::Busy => self.busy(attempt, evidence, now),
             LeaseOutput::Succeeded => self.ended(attempt, evidence, TerminalOutput::Succeeded, now),
             LeaseOutput::FailedFinal => {
                 self.ended(attempt, evidence, TerminalOutput::FailedFinal, now)

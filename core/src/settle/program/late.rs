@@ -2,7 +2,7 @@
 //! the evidence carries, met by a command that ended (or whose attempt moved on)
 //! without it, is recorded as a late charge (`record_late_charge`), never dropped.
 
-use super::{Settle, State, Then, done, out_of_turn};
+use super::{Holder, Settle, State, Then, done, out_of_turn};
 use crate::call::{Next, Now, Run};
 use crate::error::JournalError;
 use crate::lease::{CommandState, TerminalOutput};
@@ -42,6 +42,23 @@ impl Settle {
             TerminalOutput::Succeeded => CommandState::Succeeded,
             TerminalOutput::FailedFinal => CommandState::FailedFinal,
         }))
+    }
+
+    /// Another holder's lease runs, `evidence` not recorded. The sender's own charge
+    /// (a caller's: only the sender takes a lease again) is held by no one else, and
+    /// the running holder never looks an earlier attempt up again: a charge for an
+    /// attempt that moved on is recorded late; one for the attempt that holder settles
+    /// is left to it.
+    pub(super) fn busy(
+        &mut self,
+        attempt: AttemptNumber,
+        evidence: ProviderAnswer,
+        now: Now,
+    ) -> Then {
+        if evidence.charged() && matches!(self.holder, Holder::Caller { .. }) {
+            return self.late(attempt, &evidence, Late::WhileRunning, now);
+        }
+        done(Settled::InProgress)
     }
 
     /// `record_late_charge` of the success `evidence` under `attempt`'s key: a call of
