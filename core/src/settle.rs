@@ -189,6 +189,18 @@ impl Held {
     }
 }
 
+/// Why the settle program offers a success as a late charge (`record_late_charge`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Late {
+    /// The command ended so, as the lease taken to record it answered.
+    Ended(TerminalOutput),
+    /// The reconciliation refused it (`terminal_conflict`, `attempt_mismatch`).
+    Refused,
+    /// Another holder's lease runs: late only if its attempt moved on; a charge for
+    /// the attempt that holder settles is its own (`attempt_mismatch`: in progress).
+    WhileRunning,
+}
+
 /// What the settle program did with its evidence.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Settled {

@@ -5,7 +5,7 @@
 use super::op::{SettleOp, SettleOutput};
 use super::open::{Open, caller_open, job_open};
 use super::registered::RegisteredIdentity;
-use super::{Held, LOOKUP_DEADLINE, Settled, Source, lease_lost};
+use super::{Held, LOOKUP_DEADLINE, Late, Settled, Source, lease_lost};
 use crate::call::{Answered, Next, Now, Program, Run};
 use crate::digest::Digest;
 use crate::error::JournalError;
@@ -22,8 +22,6 @@ use crate::time::Timestamp;
 use std::time::Duration;
 
 mod late;
-
-use late::Late;
 
 /// Who settles, and what it knows of the command.
 #[derive(Debug, Clone)]

@@ -9,20 +9,8 @@ use crate::lease::{CommandState, TerminalOutput};
 use crate::sends::AttemptNumber;
 use crate::sends::late::{LateChargeOutput, RecordLateCharge};
 use crate::sends::provider::{Closing, ProviderAnswer};
-use crate::settle::Settled;
 use crate::settle::op::{SettleOp, SettleOutput};
-
-/// Why a success is offered as a late charge.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Late {
-    /// The command ended so, as the lease taken to record it answered.
-    Ended(TerminalOutput),
-    /// The reconciliation refused it (`terminal_conflict`, `attempt_mismatch`).
-    Refused,
-    /// Another holder's lease runs: late only if its attempt moved on; a charge for
-    /// the attempt that holder settles is its own (`attempt_mismatch`: in progress).
-    WhileRunning,
-}
+use crate::settle::{Late, Settled};
 
 impl Settle {
     /// The command ended (`ended`, as the lease taken to record `evidence` answered)
