@@ -25,7 +25,10 @@ async fn checkout_keyed_charges_once_and_marks_its_replays() {
     assert_eq!(first.body, succeeded(&service.first_charge()));
     let again = service.keyed(COMMAND_ID, &payload()).await;
     assert_eq!((again.status, again.replayed), (200, true));
-    assert_eq!(again.text, first.text, "the replay is the first answer's bytes");
+    assert_eq!(
+        again.text, first.text,
+        "the replay is the first answer's bytes"
+    );
 
     // One POST, under the provider key of the layer's command: the key's command id,
     // the verified caller, the payload {"body", "method", "target"}.
@@ -35,7 +38,12 @@ async fn checkout_keyed_charges_once_and_marks_its_replays() {
     assert_eq!(posts.len(), 1);
     assert_eq!(
         posts[0].key.as_deref(),
-        Some(command.identity().provider_idempotency_key(&charge).as_str())
+        Some(
+            command
+                .identity()
+                .provider_idempotency_key(&charge)
+                .as_str()
+        )
     );
     // The key is the command id itself: the command key hash is the body form's
     // for the same id; only the payload's fingerprint differs.
