@@ -17,6 +17,7 @@ mod charges;
 mod concurrency;
 mod configuration;
 mod hardening;
+mod keyed;
 mod recovery;
 mod requests;
 mod sends;
@@ -299,13 +300,16 @@ async fn start_service(options: Options) -> Service {
     }
 }
 
-/// A response: status, `Retry-After`, JSON body and its exact text.
+/// A response: status, `Retry-After`, JSON body and its exact text, its media type
+/// and whether it said `Idempotent-Replayed: true`.
 #[derive(Debug, Clone)]
 struct Answer {
     status: u16,
     retry_after: Option<u64>,
     body: Value,
     text: String,
+    content_type: String,
+    replayed: bool,
 }
 
 impl Service {
@@ -321,6 +325,20 @@ impl Service {
             .get("retry-after")
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse().ok());
+        let header = |name: &str| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let content_type = header("content-type");
+        let replayed = match header("idempotent-replayed").as_str() {
+            "" => false,
+            "true" => true,
+            other => panic!("Idempotent-Replayed: {other}"),
+        };
         let text = response.text().await.expect("body");
         self.bodies
             .lock()
@@ -332,6 +350,8 @@ impl Service {
             retry_after,
             body,
             text,
+            content_type,
+            replayed,
         }
     }
 
@@ -350,6 +370,21 @@ impl Service {
         let token = self.token(UID);
         self.send(self.post(Some(&token), &json!({"commandId": id, "payload": payload})))
             .await
+    }
+
+    /// The header form: `Idempotency-Key: "<key>"`, the payload as the body.
+    async fn keyed(&self, key: &str, payload: &Value) -> Answer {
+        let token = self.token(UID);
+        let request = self
+            .post(Some(&token), payload)
+            .header("idempotency-key", format!("\"{key}\""));
+        self.send(request).await
+    }
+
+    /// The header form's command for a UUID v4 key `id`: its payload is the layer's.
+    fn keyed_command(&self, id: &str, payload: &Value) -> CommandInput {
+        let wrapped = json!({"body": payload, "method": "POST", "target": "/v1/checkouts"});
+        self.command(id, &wrapped)
     }
 
     fn command(&self, id: &str, payload: &Value) -> CommandInput {

@@ -9,7 +9,7 @@
 //!
 //! `cargo test -p command-journal-cli --test emulator stranded -- --nocapture` prints
 //! one `stranded` line per case: how long the holder's next operation took, its
-//! attempts and its answer (docs/concurrency.md, "Stranded transactions").
+//! attempts and its answer (docs/flows/stranded-transaction.md).
 
 use super::dropped::drop_once_woken;
 use super::proxy::{Fault, Proxy, Rpc};

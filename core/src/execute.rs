@@ -10,7 +10,7 @@
 //!
 //! The decisions are pure: the call's own states ([`program`]) and, for whatever the
 //! provider answers, the settle program (`crate::settle`); `Journal::execute` only
-//! performs the step each one names. `docs/providers.md` ("One call") gives the table.
+//! performs the step each one names. `docs/flows/checkout.md` gives the table.
 
 pub(crate) mod opening;
 pub(crate) mod program;

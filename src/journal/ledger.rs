@@ -52,7 +52,7 @@ impl Journal {
         self.engine.run(Replay::charge(key, scope, intent)?).await
     }
 
-    /// The seed's charge flow for one caller (docs/ledger.md, "The charge flow"):
+    /// The seed's charge flow for one caller (docs/flows/ledger-charge.md):
     /// replays by the business tuple `intent` first, before any pricing; only without
     /// a reservation calls `price` and accepts its plan, and if another worker accepted
     /// the command meanwhile (its reservation is found, or wins the commit) replays by

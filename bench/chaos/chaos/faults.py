@@ -1,7 +1,9 @@
 """The fault schedule: seeded, drawn every tick while the main phase runs.
 
 - Firestore, per instance proxy (rates per second): stalls of 0.2 to 5 s, resets,
-  lost answers, partitions of 5 to 15 s.
+  lost answers, partitions of 5 to 15 s; in transaction mode, lost rollbacks (the
+  next Rollback request cut before it reaches the emulator, and every other in the
+  `LOST_ROLLBACK_WINDOWS` seconds after it).
 - The provider's network, per instance: partitions of 3 to 10 s (its per-request
   faults are `proxies.FrontFaults`, the provider's own `standin.Faults`).
 - Instances: `kills` SIGKILLs spread over the checkouts (one every `count / kills`
@@ -21,18 +23,23 @@ a recovery run's kill when it ended the run.
 import asyncio
 
 TICK = 0.25
+# After a lost rollback, the seconds during which every other Rollback through the
+# proxy is lost too: none (the driver's retry gets through), or longer than the
+# driver's 1 s of retries (the transaction goes to the reaper).
+LOST_ROLLBACK_WINDOWS = (0.0, 1.5)
 
 
 class Rates:
     """Per-second rates of the scheduled faults, for one proxy."""
 
     def __init__(self, fs_stall=0.0, fs_reset=0.0, fs_lost_answer=0.0, fs_partition=0.0,
-                 provider_partition=0.0):
+                 provider_partition=0.0, fs_lost_rollback=0.0):
         self.fs_stall = fs_stall
         self.fs_reset = fs_reset
         self.fs_lost_answer = fs_lost_answer
         self.fs_partition = fs_partition
         self.provider_partition = provider_partition
+        self.fs_lost_rollback = fs_lost_rollback
 
 
 class Chaos:
@@ -67,6 +74,10 @@ class Chaos:
                     proxy.drop_answer()
                 if rng.random() < r.fs_partition * TICK:
                     proxy.partition(rng.uniform(5.0, 15.0))
+                # Drawn only where it can fire (transaction mode), so that the other
+                # draws of a seed stay as they were.
+                if r.fs_lost_rollback and rng.random() < r.fs_lost_rollback * TICK:
+                    proxy.lose_rollbacks(rng.choice(LOST_ROLLBACK_WINDOWS))
             for front in fronts:
                 if rng.random() < r.provider_partition * TICK:
                     front.partition(rng.uniform(3.0, 10.0))

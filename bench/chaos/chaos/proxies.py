@@ -36,8 +36,9 @@
 import asyncio
 import time
 
+from . import h2wire
 from .httpio import abort, read_message, response_bytes
-from .tally import Tally
+from .tally import RpcTimes, Tally
 
 
 class _Conn:
@@ -46,6 +47,12 @@ class _Conn:
         self.upstream = upstream
         self.blackhole = False
         self.swallowed = False
+        # The gRPC wire, each way (`h2wire`).
+        self.requests = h2wire.Half(client=True)
+        self.answers = h2wire.Half(client=False)
+        # Stream -> (method, when its headers reached the emulator or None once its
+        # answer began, stalls and partitions begun by then, whether one held).
+        self.timing = {}
 
     def abort(self):
         abort(self.client)
@@ -76,6 +83,14 @@ class TcpFaultProxy:
         self.conns = set()
         self.holds = []
         self.drop_next = False
+        # A lost rollback armed (`lose_rollbacks`): the window after the next one.
+        self.rollback_window = None
+        self.rollbacks_cut_until = 0.0
+        # Stalls and partitions begun so far: an RPC timed across one is not the
+        # emulator's time alone.
+        self.holds_begun = 0
+        self.rpcs = RpcTimes()
+        self.wire_errors = []
         self.port = None
         self.server = None
 
@@ -93,6 +108,68 @@ class TcpFaultProxy:
     def release(self):
         """Ends every stall and partition now."""
         self.holds = []
+
+    def _units(self, conn, half, data):
+        """`data` as wire units (`h2wire.Half.feed`). Once they could not be read,
+        every byte not yet handed out, and all that follow, go through as they are,
+        unread (the error is kept: a harness error, since the proxy then neither
+        times nor cuts anything on the connection)."""
+        wire = getattr(conn, half)
+        if wire is None:
+            return [(data, 0, None)]
+        try:
+            return wire.feed(data)
+        except h2wire.WireError as e:
+            self.wire_errors.append(f"{self.name}: {half}: {e}")
+            setattr(conn, half, None)
+            return [(bytes(wire.pending), 0, None)]
+
+    def _cuts_rollback(self):
+        """Whether a Rollback request arriving now is lost (fired, counted)."""
+        now = time.monotonic()
+        if self.rollback_window is not None:
+            self.counts.fire("firestore_lost_rollback")
+            self.rollbacks_cut_until = now + self.rollback_window
+            self.rollback_window = None
+        elif now >= self.rollbacks_cut_until:
+            return False
+        self.counts.fire("firestore_rollbacks_cut")
+        return True
+
+    async def _forward_requests(self, conn, sink, data):
+        """Forwards the client's `data` unit by unit: False when a lost rollback cut
+        the connection (everything before the Rollback's headers forwarded, nothing
+        of them)."""
+        for raw, stream, headers in self._units(conn, "requests", data):
+            called = h2wire.method(headers)
+            if called == "Rollback" and self._cuts_rollback():
+                await sink.drain()
+                conn.abort()
+                return False
+            sink.write(raw)
+            if called is not None:
+                await sink.drain()
+                conn.timing[stream] = (called, time.monotonic(), self.holds_begun,
+                                       bool(self.holds))
+        return True
+
+    def _answer_began(self, conn, data):
+        """Times each RPC from its request's headers reaching the emulator to the
+        emulator's first header block for it (read as it arrives, before any hold),
+        and books the gRPC status its answer ends with."""
+        now = time.monotonic()
+        for _, stream, headers in self._units(conn, "answers", data):
+            timed = conn.timing.get(stream) if headers is not None else None
+            if timed is None:
+                continue
+            called, since, holds, held = timed
+            if since is not None:
+                self.rpcs.answered(called, now - since, not held and holds == self.holds_begun)
+                conn.timing[stream] = (called, None, 0, False)
+            status = headers.get(b"grpc-status")
+            if status is not None:
+                del conn.timing[stream]
+                self.rpcs.status(called, status.decode("ascii", "replace"))
 
     async def _hold(self):
         while True:
@@ -128,6 +205,8 @@ class TcpFaultProxy:
                 data = await source.read(65536)
                 if not data:
                     break
+                if not to_server:
+                    self._answer_began(conn, data)
                 await self._hold()
                 if to_server and self.drop_next:
                     self.drop_next = False
@@ -139,7 +218,10 @@ class TcpFaultProxy:
                         conn.swallowed = True
                         self.counts.fire("firestore_lost_answer")
                     continue
-                sink.write(data)
+                if not to_server:
+                    sink.write(data)
+                elif not await self._forward_requests(conn, sink, data):
+                    return
                 await sink.drain()
             if sink.can_write_eof():
                 sink.write_eof()
@@ -149,6 +231,7 @@ class TcpFaultProxy:
     def stall(self, seconds):
         """Holds every byte, both ways, for `seconds` (fired once it holds some)."""
         self.counts.draw("firestore_stall")
+        self.holds_begun += 1
         self.holds.append(_Hold(time.monotonic() + seconds, "firestore_stall"))
 
     def reset(self):
@@ -169,11 +252,20 @@ class TcpFaultProxy:
         self.counts.draw("firestore_lost_answer")
         self.drop_next = True
 
+    def lose_rollbacks(self, window):
+        """The next Rollback request, and every one in the `window` seconds after it,
+        never reaches the emulator: the connection is cut before its first byte is
+        forwarded (fired when the first is cut; a second draw before it replaces the
+        first)."""
+        self.counts.draw("firestore_lost_rollback")
+        self.rollback_window = window
+
     def partition(self, seconds):
         """Nothing passes for `seconds`; then every connection is reset (fired when
         it held bytes or cut a connection)."""
         self.counts.draw("firestore_partition")
         hold = _Hold(time.monotonic() + seconds, "firestore_partition")
+        self.holds_begun += 1
         self.holds.append(hold)
 
         def cut(conns=list(self.conns)):
@@ -410,6 +502,10 @@ class ProviderFront:
         return self.read - sum(self.fates.values())
 
 
+class ClientGone(Exception):
+    """The balancer's client left before its answer."""
+
+
 class Balancer:
     """Round robin over `instances` (objects with `port` and `up`)."""
 
@@ -434,14 +530,36 @@ class Balancer:
             request = await read_message(reader)
             if request is None:
                 return
-            writer.write(await self._forward(request))
-            await writer.drain()
+            answer = await self._forward(request, reader)
+            if answer is not None:
+                writer.write(answer)
+                await writer.drain()
         except (ConnectionError, OSError, asyncio.IncompleteReadError):
             pass
         finally:
             writer.close()
 
-    async def _forward(self, request):
+    async def _answer(self, up_reader, client):
+        """The instance's answer (None: it closed without one); `ClientGone` when the
+        client left first (its connection ended before the answer came): the
+        instance's connection is then cut, as a front end cuts a request whose client
+        is gone, and the instance's handler is dropped mid-call (`client_disconnect`,
+        fired here, where it happens)."""
+        answer = asyncio.ensure_future(asyncio.wait_for(read_message(up_reader), 120.0))
+        gone = asyncio.ensure_future(client.read(1))
+        try:
+            await asyncio.wait({answer, gone}, return_when=asyncio.FIRST_COMPLETED)
+            if not answer.done():
+                self.counts.fire("client_disconnect")
+                raise ClientGone()
+            return answer.result()
+        finally:
+            for task in (answer, gone):
+                task.cancel()
+            await asyncio.gather(answer, gone, return_exceptions=True)
+
+    async def _forward(self, request, client):
+        """The answer for `request` to hand the client, or None when it left."""
         n = len(self.instances)
         for i in range(n):
             instance = self.instances[(self.next + i) % n]
@@ -456,7 +574,11 @@ class Balancer:
             try:
                 up_writer.write(request.raw)
                 await up_writer.drain()
-                answer = await asyncio.wait_for(read_message(up_reader), 120.0)
+                try:
+                    answer = await self._answer(up_reader, client)
+                except ClientGone:
+                    abort(up_writer)
+                    return None
                 if answer is None:
                     raise ConnectionError("closed")
                 return answer.raw

@@ -8,7 +8,7 @@ import os
 from . import oracle
 from .deployment import PROJECT, SETTLE
 from .plants import caught
-from .tally import Tally
+from .tally import RpcTimes, Tally
 
 # How far a process's stated clock offset may lie from the one drawn: the measure's
 # own jitter (two system-clock reads around the journal's, on a loaded machine), far
@@ -72,6 +72,28 @@ def stats(soak, population):
 
 
 
+def lock_wait(proxies):
+    """The Firestore RPCs every proxy timed (`proxies.TcpFaultProxy.rpcs`), merged,
+    and the figure of the JSON line, `lockWait`: the longest time the emulator took
+    to answer a `Commit` (from its headers reaching the emulator to the first header
+    block of its answer, never across a stall or partition of the proxy: the time a
+    holder's commit waited on another transaction's lock, the emulator answering
+    ABORTED after its 2 s lock timeout), how many were timed and how many the
+    emulator aborted (gRPC status 10: each a commit that waited out the lock timeout,
+    or met a conflict, and was retried by its call). `(lockWait, every method's)`."""
+    rpcs = RpcTimes()
+    for proxy in proxies:
+        rpcs.merge(proxy.rpcs)
+    figure = {"longestCommitMs": round(1000 * rpcs.longest.get("Commit", 0.0)),
+              "commitsTimed": rpcs.timed.get("Commit", 0),
+              "commitsAborted": rpcs.statuses.get("Commit 10", 0),
+              "rpcsTimedUnderHold": sum(rpcs.under_hold.values())}
+    every = {"longestMs": {k: round(1000 * v) for k, v in sorted(rpcs.longest.items())},
+             "timed": rpcs.timed.sorted(), "underHold": rpcs.under_hold.sorted(),
+             "statuses": rpcs.statuses.sorted()}
+    return figure, every
+
+
 def build(soak, population):
     ledger = soak.standin.ledger()
     checkouts = population.checkouts
@@ -114,7 +136,9 @@ def build(soak, population):
     faults = Tally(soak.faults.fired)
     for kind, n in soak.standin.counts.items():
         faults.add(kind, n)
+    lock, rpcs = lock_wait(soak.fs_proxies())
     result = {
+        "journalConcurrency": soak.args.journal_concurrency,
         "checkouts": len(checkouts),
         "charges": counts["charges"],
         "doubleCharges": counts["doubleCharges"],
@@ -136,6 +160,7 @@ def build(soak, population):
         "answers": answers.sorted(),
         "recovered": sum(recovered.values()),
         "pending": by_reason.sorted(),
+        "lockWait": lock,
     }
     result["failures"] = oracle.failures(result, require_coverage=not soak.args.no_faults)
     errors = soak.errors + population.harness_errors
@@ -154,7 +179,7 @@ def build(soak, population):
              "lateClients": getattr(soak, "late_clients", 0),
              "jobs": [{k: j[k] for k in ("run", "task", "tasks", "final", "exit", "outcomes")}
                       for j in soak.jobs],
-             "ledger": ledger, "seed": soak.args.seed,
+             "rpcs": rpcs, "ledger": ledger, "seed": soak.args.seed,
              "checkouts": [{"index": c.index, "hash": c.hash, "targeted": c.gone,
                             "answers": [[round(a.sent - soak.t0, 2), round(a.answered - soak.t0, 2),
                                          a.status, a.phase] for a in c.answers],

@@ -45,6 +45,8 @@ from .tally import FaultLog, Tally
 from .targets import TWIN_AHEAD_MS, Injections
 
 EXIT_HOLDS, EXIT_FAILS, EXIT_HARNESS = 0, 1, 3
+# Lost rollbacks per second per Firestore proxy, in transaction mode.
+LOST_ROLLBACKS = 0.05
 
 
 # The defaults, the short form's (`--short`, .ci/run's unplanted run: about 90 s on 2
@@ -80,6 +82,10 @@ def parse(argv):
     p.add_argument("--recover-every", type=float, help="seconds between recovery runs")
     p.add_argument("--late-return", type=float, default=0.5)
     p.add_argument("--late-seconds", type=float)
+    p.add_argument("--journal-concurrency", choices=("preconditions", "transaction"),
+                   default="preconditions",
+                   help="the journal's concurrency mode, given to every service process "
+                   "as JOURNAL_CONCURRENCY; transaction adds lost rollbacks to the mix")
     p.add_argument("--no-faults", action="store_true",
                    help="the same workload with no fault at all (the throughput baseline)")
     p.add_argument("--plant", choices=sorted(PLANTS), default=None,
@@ -130,6 +136,7 @@ class Soak:
         self.statements = []
         self.instances = []
         self.emulator = None
+        self.transactions = args.journal_concurrency == "transaction"
         self.t0 = time.monotonic()
 
     # -- set-up ----------------------------------------------------------------
@@ -149,6 +156,7 @@ class Soak:
             "PROVIDER_LOOKUP_SETTLE_SECONDS": str(SETTLE),
             "PROVIDER_TIMEOUT_MS": "5000",
             "FIRESTORE_DEADLINE_MS": "8000",
+            "JOURNAL_CONCURRENCY": self.args.journal_concurrency,
             **({"CHAOS_PLANT": self.args.plant} if in_service(self.args.plant) else {}),
         }
 
@@ -169,7 +177,8 @@ class Soak:
             FrontFaults(drop_request=0.01, request_delay=0.05, lose_answer=0.02,
                         slow_answer=0.03, slow_answer_max=8.0),
             Rates(fs_stall=0.03, fs_reset=0.01, fs_lost_answer=0.015, fs_partition=0.003,
-                  provider_partition=0.003),
+                  provider_partition=0.003,
+                  fs_lost_rollback=LOST_ROLLBACKS if self.transactions else 0.0),
             OFFSETS_MS,
         )
 
@@ -384,6 +393,22 @@ class Soak:
                                     os.path.join(self.logs, "cli-verify"), timeout=1800)
         self.verify_clean = code == 0
 
+    def fs_proxies(self):
+        """Every Firestore fault proxy of the run."""
+        return ([i.fs_proxy for i in self.instances + list(self.twins.values())]
+                + [self.job_proxy])
+
+    def check_wire(self):
+        """The proxies' reading of the gRPC wire: a connection they could not read is
+        a harness error (nothing on it was timed or cut), and so, in transaction mode
+        with faults, is a run in which no rollback was lost."""
+        for proxy in self.fs_proxies():
+            self.errors += proxy.wire_errors
+        if (self.transactions and not self.args.no_faults
+                and not self.faults.fired.get("firestore_lost_rollback")):
+            self.errors.append("transaction mode: no rollback was lost (drawn "
+                               f"{self.faults.drawn.get('firestore_lost_rollback', 0)} times)")
+
     def fronts(self):
         """Every provider front of the run."""
         return ([i.front for i in self.instances + list(self.twins.values())]
@@ -462,6 +487,7 @@ async def soak(args):
         log("final recovery, pending and verify done")
         await s.check_identities(population)
         await s.check_fronts()
+        s.check_wire()
         log("identities checked against the CLI; the provider fronts' books against the provider's")
         result, extra = report.build(s, population)
     finally:

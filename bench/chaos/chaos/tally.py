@@ -56,3 +56,36 @@ class FaultLog:
         """Kinds drawn at least `limit` times that never fired: harness errors."""
         return sorted(k for k, n in self.drawn.items()
                       if n >= limit and self.fired.get(k, 0) == 0)
+
+
+class RpcTimes:
+    """Firestore RPCs by method, as a fault proxy saw them: how long the emulator
+    took to begin each answer (`answered`; `clean` when no stall or partition of the
+    proxy began or held while it was timed, the only ones whose time is the
+    emulator's alone) and the gRPC status each answer ended with (`status`)."""
+
+    def __init__(self):
+        self.timed = Tally()
+        self.longest = {}
+        self.under_hold = Tally()
+        self.statuses = Tally()
+
+    def answered(self, method, seconds, clean):
+        if not clean:
+            self.under_hold.add(method)
+            return
+        self.timed.add(method)
+        self.longest[method] = max(self.longest.get(method, 0.0), seconds)
+
+    def status(self, method, code):
+        self.statuses.add(f"{method} {code}")
+
+    def merge(self, other):
+        """Adds `other`'s books to these."""
+        for mine, theirs in ((self.timed, other.timed), (self.under_hold, other.under_hold),
+                             (self.statuses, other.statuses)):
+            for k, n in theirs.items():
+                mine.add(k, n)
+        for k, v in other.longest.items():
+            self.longest[k] = max(self.longest.get(k, 0.0), v)
+        return self

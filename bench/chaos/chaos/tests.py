@@ -1,8 +1,11 @@
 """The harness's own checks (`python3 -m unittest bench.chaos.chaos.tests`): the
 derivations against the crate's vectors, the stand-in's Stripe-like semantics and
 its plants, that the oracle fails on each kind of violation it exists to catch and
-holds on what must pass, that faults count only from their effects, and that a
-process whose stated offset or plant differs from the draw is a harness error."""
+holds on what must pass, that faults count only from their effects (a lost rollback
+cut before its first byte reaches the emulator, a client's disconnect cutting its
+instance's request), that the gRPC wire is read right (HPACK against RFC 7541's
+examples, RPCs timed from their headers to their answer's), and that a process whose
+stated offset or plant differs from the draw is a harness error."""
 
 import asyncio
 import json
@@ -17,7 +20,9 @@ from .deployment import CUTOFF
 from .httpio import read_message
 from .identity import attempt_key, command_key_hash
 from .plants import PLANTS, caught, in_service
-from .proxies import FrontFaults, ProviderFront, TcpFaultProxy
+from .h2wire import PREFACE, Decoder, Half, WireError, huffman_decode, method
+from .proxies import Balancer, FrontFaults, ProviderFront, TcpFaultProxy
+from .report import lock_wait
 from .report import compare_statements
 from .standin import CUTOFF_SKEW, POST_KEY_WINDOW, Faults, StandIn
 from .tally import FaultLog
@@ -576,3 +581,135 @@ class Oracle(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def frame(kind, flags, stream, payload):
+    return len(payload).to_bytes(3, "big") + bytes([kind, flags]) + stream.to_bytes(4, "big") + payload
+
+
+def literal(name, value):
+    """A header as a literal without indexing, its name and value not Huffman-coded."""
+    return b"\x00" + bytes([len(name)]) + name + bytes([len(value)]) + value
+
+
+def request_headers(path, stream, split=False):
+    """A gRPC request's HEADERS for `path` (in two frames, HEADERS and CONTINUATION,
+    when `split`)."""
+    block = b"\x83" + literal(b":path", path) + literal(b"content-type", b"application/grpc")
+    if not split:
+        return frame(0x1, 0x4, stream, block)
+    return frame(0x1, 0x0, stream, block[:7]) + frame(0x9, 0x4, stream, block[7:])
+
+
+SETTINGS = frame(0x4, 0x0, 0, b"")
+ROLLBACK = b"/google.firestore.v1.Firestore/Rollback"
+COMMIT = b"/google.firestore.v1.Firestore/Commit"
+
+
+class Wire(unittest.TestCase):
+    def test_hpack_decodes_rfc_7541_examples(self):
+        # C.3.1, literal strings; C.4.1 to C.4.3, Huffman-coded, one dynamic table.
+        plain = Decoder().decode(bytes.fromhex("828684410f7777772e6578616d706c652e636f6d"))
+        self.assertEqual(plain[3], (b":authority", b"www.example.com"))
+        d = Decoder()
+        first = d.decode(bytes.fromhex("828684418cf1e3c2e5f23a6ba0ab90f4ff"))
+        self.assertEqual(first, [(b":method", b"GET"), (b":scheme", b"http"), (b":path", b"/"),
+                                 (b":authority", b"www.example.com")])
+        self.assertEqual(d.size, 57)
+        second = d.decode(bytes.fromhex("828684be5886a8eb10649cbf"))
+        self.assertEqual(second[-1], (b"cache-control", b"no-cache"))
+        third = d.decode(bytes.fromhex("828785bf408825a849e95ba97d7f8925a849e95bb8e8b4bf"))
+        self.assertEqual(third[-1], (b"custom-key", b"custom-value"))
+        self.assertEqual(third[2], (b":path", b"/index.html"))
+        self.assertEqual(d.size, 164)
+        # The encoder's size update evicts; an index past both tables is an error.
+        d.decode(b"\x20")
+        self.assertEqual((d.table, d.size), ([], 0))
+        with self.assertRaises(WireError):
+            d.decode(b"\xbe")
+        with self.assertRaises(WireError):
+            huffman_decode(b"\xf1\x00")
+
+    def test_a_header_block_is_held_until_whole(self):
+        half = Half(client=True)
+        stream = PREFACE + SETTINGS + request_headers(ROLLBACK, 1, split=True)
+        units = half.feed(stream[:len(PREFACE) + len(SETTINGS) + 12])
+        self.assertEqual([u[2] for u in units], [None, None])
+        self.assertEqual(bytes(half.pending), stream[len(PREFACE) + len(SETTINGS):][:12])
+        (raw, sid, headers), = half.feed(stream[len(PREFACE) + len(SETTINGS) + 12:])
+        self.assertEqual((raw, sid, method(headers)), (request_headers(ROLLBACK, 1, True), 1,
+                                                       "Rollback"))
+        self.assertEqual(bytes(half.pending), b"")
+        with self.assertRaises(WireError):
+            Half(client=True).feed(b"GET / HTTP/1.1\r\n\r\n" + bytes(16))
+
+    def test_a_lost_rollback_never_reaches_the_emulator_and_rpcs_are_timed(self):
+        async def scenario():
+            received = []
+
+            async def emulator(reader, writer):
+                got = bytearray()
+                try:
+                    while data := await read_or_cut(reader, 65536):
+                        got += data
+                        if COMMIT in got and not writer.is_closing():
+                            answer = b"\x88" + literal(b"grpc-status", b"10")
+                            writer.write(frame(0x1, 0x5, 1, answer))
+                finally:
+                    received.append(bytes(got))
+                    writer.close()
+            upstream = await asyncio.start_server(emulator, "127.0.0.1", 0)
+            log = FaultLog()
+            proxy = await TcpFaultProxy("t", upstream.sockets[0].getsockname()[1], log).start()
+
+            async def call(path):
+                reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+                writer.write(PREFACE + SETTINGS + request_headers(path, 1))
+                await writer.drain()
+                answer = await asyncio.wait_for(read_or_cut(reader, 65536), 5)
+                writer.close()
+                return answer
+            proxy.lose_rollbacks(0.0)
+            self.assertEqual(await call(ROLLBACK), b"")
+            self.assertEqual(len(await call(COMMIT)), 9 + 1 + 16)
+            proxy.close()
+            upstream.close()
+            await asyncio.sleep(0.05)
+            return received, log, proxy
+        received, log, proxy = run(scenario())
+        # Everything before the Rollback's headers went through; nothing of them.
+        self.assertEqual(sorted(received), [PREFACE + SETTINGS,
+                                            PREFACE + SETTINGS + request_headers(COMMIT, 1)])
+        self.assertEqual(log.fired, {"firestore_lost_rollback": 1, "firestore_rollbacks_cut": 1})
+        self.assertEqual(proxy.wire_errors, [])
+        figure, every = lock_wait([proxy])
+        self.assertEqual((figure["commitsTimed"], figure["commitsAborted"]), (1, 1))
+        self.assertLess(figure["longestCommitMs"], 1000)
+        self.assertEqual(every["statuses"], {"Commit 10": 1})
+
+    def test_a_client_that_leaves_cuts_its_instance_s_request(self):
+        async def scenario():
+            cut = asyncio.Event()
+
+            async def instance(reader, writer):
+                await read_message(reader)
+                # Cut with RST: read as an error or an end.
+                self.assertEqual(await read_or_cut(reader, 1), b"")
+                cut.set()
+            server = await asyncio.start_server(instance, "127.0.0.1", 0)
+
+            class Up:
+                up = True
+                port = server.sockets[0].getsockname()[1]
+            log = FaultLog()
+            balancer = await Balancer([Up()], log).start()
+            reader, writer = await asyncio.open_connection("127.0.0.1", balancer.port)
+            writer.write(b"POST / HTTP/1.1\r\nContent-Length: 0\r\n\r\n")
+            await writer.drain()
+            await asyncio.sleep(0.1)
+            writer.close()
+            await asyncio.wait_for(cut.wait(), 5)
+            balancer.close()
+            server.close()
+            return log
+        self.assertEqual(run(scenario()).fired, {"client_disconnect": 1})

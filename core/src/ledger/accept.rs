@@ -178,7 +178,7 @@ impl Accept {
         })
     }
 
-    /// The accept of the charge flow (docs/ledger.md, "The charge flow"): `plan`, priced
+    /// The accept of the charge flow (docs/flows/ledger-charge.md): `plan`, priced
     /// after a replay by `intent` found no reservation, is created as [`Accept::new`]
     /// would; a reservation found instead (another worker accepted the command between
     /// that replay and this commit, or wins the commit) is judged by the business tuple

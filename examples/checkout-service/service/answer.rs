@@ -1,12 +1,13 @@
 //! What a checkout request answers: the status, the exact body, the headers, and
 //! what its log line says. Every body is a fixed shape; the only value that is not a
 //! fixed code is a success's `charge`, the stored envelope's canonical text, so a
-//! replay answers the first answer's bytes.
+//! replay answers the first answer's bytes (and says so: `Idempotent-Replayed: true`).
 
 use axum::body::Body;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
 use command_journal::JournalError;
+use command_journal_http::IDEMPOTENT_REPLAYED;
 use serde_json::{Value, json};
 
 /// `Retry-After` while another worker holds the lease, or Firestore is unavailable.
@@ -34,6 +35,21 @@ pub struct Answer {
     pub command_key_hash: Option<String>,
     /// Whether the provider was called (a POST or a lookup).
     pub provider_called: bool,
+    /// The journal's stored outcome, answered again: `Idempotent-Replayed: true`.
+    pub replayed: bool,
+}
+
+/// What a request's log line says of its answer, carried in the response's
+/// extensions from wherever the answer was made (the handler, or the
+/// `Idempotency-Key` layer in front of it).
+#[derive(Debug, Clone)]
+pub struct Logged {
+    /// A fixed code naming how the request ended.
+    pub outcome: &'static str,
+    /// The command key hash, once the command is known.
+    pub command_key_hash: Option<String>,
+    /// Whether the provider was called (a POST or a lookup).
+    pub provider_called: bool,
 }
 
 impl Answer {
@@ -48,6 +64,7 @@ impl Answer {
             outcome,
             command_key_hash: None,
             provider_called: false,
+            replayed: false,
         }
     }
 
@@ -144,22 +161,14 @@ impl Answer {
         }
     }
 
-    /// The log line's severity: ERROR for a failure on the service's side, WARNING
-    /// for a 503, INFO otherwise.
-    pub fn severity(&self) -> super::logging::Severity {
-        use super::logging::Severity;
-        if self.status == StatusCode::SERVICE_UNAVAILABLE {
-            Severity::Warning
-        } else if self.status.is_server_error() {
-            Severity::Error
-        } else {
-            Severity::Info
-        }
-    }
-
-    /// The HTTP response.
+    /// The HTTP response, with what its log line says in its extensions ([`Logged`]).
     pub fn into_response(self) -> Response {
         let mut response = Response::new(Body::from(self.body));
+        response.extensions_mut().insert(Logged {
+            outcome: self.outcome,
+            command_key_hash: self.command_key_hash,
+            provider_called: self.provider_called,
+        });
         *response.status_mut() = self.status;
         let headers = response.headers_mut();
         headers.insert(
@@ -175,6 +184,22 @@ impl Answer {
         if self.close {
             headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
         }
+        if self.replayed {
+            headers.insert(IDEMPOTENT_REPLAYED, HeaderValue::from_static("true"));
+        }
         response
+    }
+}
+
+/// The log line's severity of an answer of `status`: ERROR for a failure on the
+/// service's side, WARNING for a 503, INFO otherwise.
+pub fn severity(status: StatusCode) -> super::logging::Severity {
+    use super::logging::Severity;
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        Severity::Warning
+    } else if status.is_server_error() {
+        Severity::Error
+    } else {
+        Severity::Info
     }
 }

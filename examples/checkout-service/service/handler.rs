@@ -2,18 +2,21 @@
 //!
 //! A checkout is the journal command `checkout` (endpoint schema version 1) of the
 //! verified caller (scope kind `member`), sent to the provider through
-//! `Journal::execute` with the plan from the environment ([`run_command`]). Responses
-//! carry fixed statuses and codes only, and a success the stored charge envelope:
-//! never a raw id, a hash or a payload value.
+//! `Journal::execute_marked` with the plan from the environment ([`run_command`]).
+//! Responses carry fixed statuses and codes only, and a success the stored charge
+//! envelope: never a raw id, a hash or a payload value.
 //!
 //! The token is checked before the body is read (an unauthenticated body is never
 //! read, and the connection closes after the 401); the body must then arrive within
-//! the body timeout (else 408) and is parsed strictly: a duplicate key at any depth
-//! is a 400, as in `command_journal::strict_json`. Every request leaves one line
+//! the body timeout (else 408). A request with an `Idempotency-Key` header then runs
+//! through command-journal-http's layer ([`super::keyed`]): the key names the command,
+//! the body is its payload. One without runs the body form, kept for one release:
+//! `{"commandId", "payload"}` parsed strictly (a duplicate key at any depth is a 400,
+//! as in `command_journal::strict_json`). Every request leaves one line
 //! ([`super::request_log`]), refused ones (404, 405, 408, 413, ...) included, and
 //! its latency covers the body read.
 
-use super::answer::Answer;
+use super::answer::{Answer, Logged, severity};
 use super::auth::{AuthError, KeySource, Verifier};
 use super::backend::Backend;
 use super::config::Config;
@@ -25,14 +28,17 @@ use super::request_log::{
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use command_journal::identity::Environment;
+use command_journal::identity::{CommandType, Environment};
+use command_journal::sends::Executed;
 use command_journal::strict_json::{self, ObjectError};
 use command_journal::{
     CommandInput, CommandRequest, Execution, Journal, JournalError, RetryPolicy,
 };
+use command_journal_http::{IDEMPOTENCY_KEY, IdempotencyLayer, MAX_BODY_LIMIT};
 use http_body_util::{BodyExt as _, LengthLimitError, Limited};
 use metrics_exporter_prometheus::PrometheusHandle;
 use serde_json::{Value, json};
@@ -56,6 +62,8 @@ pub struct App {
     environment: Environment,
     body_timeout: Duration,
     max_checkouts: usize,
+    /// The `Idempotency-Key` layer of the header form, for provider handlers.
+    keyed: IdempotencyLayer,
 }
 
 impl std::fmt::Debug for App {
@@ -84,8 +92,14 @@ impl App {
             deadline: Some(config.firestore_deadline),
             ..journal.retry_policy()
         };
+        let journal = journal.with_retry_policy(policy);
+        let command_type =
+            CommandType::parse(COMMAND_TYPE).map_err(|_| "the command type is not valid")?;
+        let keyed = IdempotencyLayer::new(journal.clone(), config.environment, command_type)
+            .body_limit(MAX_BODY_LIMIT)
+            .provider_handlers();
         Ok(Self {
-            journal: journal.with_retry_policy(policy),
+            journal,
             verifier: Verifier::new(&config.project, config.auth_emulator, keys),
             provider: Backend::new(config).ok_or("the HTTP client could not be built")?,
             metrics,
@@ -93,6 +107,7 @@ impl App {
             environment: config.environment,
             body_timeout: config.http.body_timeout,
             max_checkouts: config.http.max_requests,
+            keyed,
         })
     }
 
@@ -101,6 +116,11 @@ impl App {
     /// `/healthz` and `/metrics` are never queued behind them.
     pub fn router(self: Arc<Self>) -> Router {
         let slots = tower::limit::ConcurrencyLimitLayer::new(self.max_checkouts);
+        let keyed = super::keyed::router(self.clone(), self.keyed.clone());
+        let checkout = move |State(app): State<Arc<App>>, request: Request| {
+            let keyed = keyed.clone();
+            async move { checkout(app, keyed, request).await }
+        };
         Router::new()
             .route(
                 CHECKOUTS,
@@ -225,7 +245,7 @@ fn reply(status: StatusCode, body: Value) -> Response {
 /// (and its connection with it) drops only the wait for the answer, never the work,
 /// so a provider's answer is recorded, logged and counted whether or not anyone still
 /// waits for it.
-async fn checkout(State(app): State<Arc<App>>, request: Request) -> Response {
+async fn checkout(app: Arc<App>, keyed: Router, request: Request) -> Response {
     let started = Instant::now();
     let work = tokio::spawn(async move {
         let (parts, body) = request.into_parts();
@@ -235,21 +255,32 @@ async fn checkout(State(app): State<Arc<App>>, request: Request) -> Response {
                 .get("x-cloud-trace-context")
                 .and_then(|v| v.to_str().ok()),
         );
-        let answer = handle(&app, &parts.headers, body).await;
+        let response = match handle(&app, &parts, body).await {
+            Handled::Answered(answer) => answer.into_response(),
+            Handled::Keyed(bytes, caller) => {
+                super::keyed::checkout(keyed, &parts, bytes, caller).await
+            }
+        };
+        let logged = response.extensions().get::<Logged>().cloned();
+        let logged = logged.unwrap_or(Logged {
+            outcome: "internal",
+            command_key_hash: None,
+            provider_called: false,
+        });
         let line = RequestLine {
             method: "POST",
             route: CHECKOUTS,
-            status: answer.status.as_u16(),
+            status: response.status().as_u16(),
             latency: elapsed(&parts.extensions, started),
-            outcome: answer.outcome,
-            command_key_hash: answer.command_key_hash.clone(),
-            provider_called: answer.provider_called,
+            outcome: logged.outcome,
+            command_key_hash: logged.command_key_hash,
+            provider_called: logged.provider_called,
         };
-        line.log(&app.logger, answer.severity(), trace.as_ref());
-        answer
+        line.log(&app.logger, severity(response.status()), trace.as_ref());
+        response
     });
     match work.await {
-        Ok(answer) => answer.into_response(),
+        Ok(response) => response,
         // The task panicked: nothing more is known than that.
         Err(_) => reply(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -285,13 +316,23 @@ async fn read_body(app: &App, body: Body) -> Result<Bytes, Answer> {
     }
 }
 
-async fn handle(app: &App, headers: &HeaderMap, body: Body) -> Answer {
+/// How [`handle`] ends: an answer, or a request of the header form, authenticated
+/// and read, for the layer.
+enum Handled {
+    Answered(Answer),
+    Keyed(Bytes, String),
+}
+
+async fn handle(app: &App, parts: &Parts, body: Body) -> Handled {
+    let headers = &parts.headers;
     let authorization = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
     let caller = match app.verifier.verify(authorization).await {
         Ok(caller) => caller,
-        Err(AuthError::KeysUnavailable) => return Answer::retry("keys_unavailable", 5),
+        Err(AuthError::KeysUnavailable) => {
+            return Handled::Answered(Answer::retry("keys_unavailable", 5));
+        }
         Err(error) => {
             let mut answer = Answer::new(
                 StatusCode::UNAUTHORIZED,
@@ -299,28 +340,36 @@ async fn handle(app: &App, headers: &HeaderMap, body: Body) -> Answer {
                 error.code(),
             );
             answer.unauthenticated = true;
-            return answer;
+            return Handled::Answered(answer);
         }
     };
     if !is_json(headers) {
-        return Answer::new(
+        return Handled::Answered(Answer::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             json!({"error": "unsupported_media_type"}),
             "unsupported_media_type",
-        );
+        ));
     }
     let body = match read_body(app, body).await {
         Ok(body) => body,
-        Err(answer) => return answer,
+        Err(answer) => return Handled::Answered(answer),
     };
-    let (command_id, payload) = match parse_body(&body) {
+    if headers.contains_key(IDEMPOTENCY_KEY) {
+        return Handled::Keyed(body, caller.caller_id().to_owned());
+    }
+    Handled::Answered(body_form(app, caller.caller_id(), &body).await)
+}
+
+/// The body form: `{"commandId", "payload"}` of the verified `caller_id`.
+async fn body_form(app: &App, caller_id: &str, body: &[u8]) -> Answer {
+    let (command_id, payload) = match parse_body(body) {
         Ok(parts) => parts,
         Err(field) => return Answer::invalid(field),
     };
     let command = match CommandInput::new(CommandRequest {
         environment: app.environment.as_str(),
         caller_scope_kind: "member",
-        caller_id: caller.caller_id(),
+        caller_id,
         command_id: &command_id,
         command_type: COMMAND_TYPE,
         endpoint_schema_version: ENDPOINT_SCHEMA_VERSION,
@@ -378,8 +427,8 @@ fn parse_body(body: &[u8]) -> Result<(String, Value), &'static str> {
 /// With Stripe, a payload that makes no PaymentIntent (its `amount`, `currency` or
 /// `paymentMethod`) is refused before the journal sees it. Everything else (the lease,
 /// the permit before the POST, the fence, the cutoff, the lookup, a second attempt,
-/// the stored result on a replay) is the journal's.
-async fn run_command(app: &App, command: &CommandInput, payload: &Value) -> Answer {
+/// the stored result on a replay, marked as one) is the journal's.
+pub(super) async fn run_command(app: &App, command: &CommandInput, payload: &Value) -> Answer {
     let charged = super::plant::charged(payload);
     let payload = charged.as_ref();
     let plan = match app.provider.plan(payload) {
@@ -393,24 +442,26 @@ async fn run_command(app: &App, command: &CommandInput, payload: &Value) -> Answ
     match &app.provider {
         Backend::Charges(charges, _) => {
             let provider = RequestProvider::new(charges, payload);
-            let execution = app.journal.execute(command, &plan, &provider).await;
+            let execution = app.journal.execute_marked(command, &plan, &provider).await;
             answer(execution, provider.called(), provider.ambiguity())
         }
         Backend::Stripe(stripe) => {
             let provider = stripe.payment(payload);
-            let execution = app.journal.execute(command, &plan, &provider).await;
+            let execution = app.journal.execute_marked(command, &plan, &provider).await;
             answer(execution, provider.called(), provider.code())
         }
     }
 }
 
 /// The answer of an execution, whose provider was `called` or not, and whose last
-/// send stayed unknown for `ambiguity` (a fixed code), if it did.
+/// send stayed unknown for `ambiguity` (a fixed code), if it did; a replay says so.
 fn answer(
-    execution: Result<Execution, JournalError>,
+    execution: Result<Executed, JournalError>,
     called: bool,
     ambiguity: Option<&'static str>,
 ) -> Answer {
+    let replayed = matches!(&execution, Ok(executed) if executed.replayed);
+    let execution = execution.map(|executed| executed.execution);
     let mut answer = match execution {
         // Sent (or looked up) now, or a replay of the stored answer.
         Ok(Execution::Succeeded(envelope)) => Answer::charged(
@@ -431,5 +482,6 @@ fn answer(
         Err(error) => Answer::journal_error(error),
     };
     answer.provider_called = called;
+    answer.replayed = replayed;
     answer
 }

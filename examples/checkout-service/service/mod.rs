@@ -11,6 +11,7 @@ pub mod clock;
 pub mod config;
 pub mod handler;
 pub mod key_cache;
+pub mod keyed;
 pub mod logging;
 pub mod metrics;
 pub mod plant;

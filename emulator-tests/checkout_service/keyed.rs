@@ -1,0 +1,261 @@
+//! The header form of a checkout, on command-journal-http's layer: the command id from
+//! `Idempotency-Key`, the body the payload; a replay marked `Idempotent-Replayed: true`
+//! (in the body form too); the layer's own refusals as problem details; a body naming
+//! a `commandId` besides the key refused; a command bound to the form it was made in.
+
+use super::stub_provider::Action;
+use super::{
+    COMMAND_ID, Options, UID, command_id, commerce_documents, payload, send_documents,
+    start_service, succeeded,
+};
+use command_journal::identity::OperationSlug;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+
+const KEY_CANARY: &str = "CANARYorder-17";
+
+#[tokio::test]
+async fn checkout_keyed_charges_once_and_marks_its_replays() {
+    let service = start_service(Options::default()).await;
+    let first = service.keyed(COMMAND_ID, &payload()).await;
+    assert_eq!(first.status, 200, "{}", first.text);
+    assert!(!first.replayed, "a first answer is no replay");
+    assert_eq!(first.content_type, "application/json");
+    assert_eq!(first.body, succeeded(&service.first_charge()));
+    let again = service.keyed(COMMAND_ID, &payload()).await;
+    assert_eq!((again.status, again.replayed), (200, true));
+    assert_eq!(
+        again.text, first.text,
+        "the replay is the first answer's bytes"
+    );
+
+    // One POST, under the provider key of the layer's command: the key's command id,
+    // the verified caller, the payload {"body", "method", "target"}.
+    let command = service.keyed_command(COMMAND_ID, &payload());
+    let charge = OperationSlug::parse("charge").expect("slug");
+    let posts = service.stub.posts();
+    assert_eq!(posts.len(), 1);
+    assert_eq!(
+        posts[0].key.as_deref(),
+        Some(
+            command
+                .identity()
+                .provider_idempotency_key(&charge)
+                .as_str()
+        )
+    );
+    // The key is the command id itself: the command key hash is the body form's
+    // for the same id; only the payload's fingerprint differs.
+    let hash = command.identity().command_key_hash().to_string();
+    let body_form = service.command(COMMAND_ID, &payload());
+    assert_eq!(body_form.identity().command_key_hash().to_string(), hash);
+    assert_eq!(posts[0].body, payload(), "the body is the charge's payload");
+    let mut expected = commerce_documents(3);
+    expected.extend(send_documents(2));
+    expected.push("checkoutRequests/H/results/current".to_owned());
+    expected.sort();
+    assert_eq!(service.document_kinds().await, expected);
+    assert!(
+        service
+            .documents()
+            .await
+            .iter()
+            .all(|(name, _)| name.contains(&hash))
+    );
+
+    // A key that is no UUID derives one: a command of its own, charged once.
+    let derived = service.keyed(KEY_CANARY, &payload()).await;
+    assert_eq!((derived.status, derived.replayed), (200, false));
+    let derived_again = service.keyed(KEY_CANARY, &payload()).await;
+    assert_eq!((derived_again.status, derived_again.replayed), (200, true));
+    assert_eq!(derived_again.text, derived.text);
+    assert_eq!(service.stub.posts().len(), 2);
+
+    // The body form marks its replays as well.
+    let body = json!({"commandId": command_id(2), "payload": payload()});
+    let token = service.token(UID);
+    let old = service.send(service.post(Some(&token), &body)).await;
+    let old_again = service.send(service.post(Some(&token), &body)).await;
+    assert_eq!((old.status, old.replayed), (200, false));
+    assert_eq!((old_again.status, old_again.replayed), (200, true));
+    assert_eq!(old_again.text, old.text);
+    service.assert_verifies_clean(3).await;
+
+    let outcomes: Vec<String> = checkout_lines(&service.lines())
+        .iter()
+        .map(|line| line["outcome"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            "succeeded",
+            "replayed",
+            "succeeded",
+            "replayed",
+            "succeeded",
+            "replayed"
+        ]
+    );
+    service.assert_no_leak(&[KEY_CANARY, &token]).await;
+}
+
+#[tokio::test]
+async fn checkout_keyed_refusals_write_nothing() {
+    let service = start_service(Options::default()).await;
+    let token = service.token(UID);
+    let url = format!("{}/v1/checkouts", service.url);
+    let keyed = |key: &str, body: String| {
+        service
+            .http
+            .post(&url)
+            .bearer_auth(&token)
+            .header("content-type", "application/json")
+            .header("idempotency-key", key)
+            .body(body)
+    };
+    let text = payload().to_string();
+
+    // The layer's own: a bare token (not a String), an empty String, two keys.
+    for key in [COMMAND_ID.to_owned(), "\"\"".to_owned()] {
+        let answer = service.send(keyed(&key, text.clone())).await;
+        assert_problem(&answer, 400, "idempotency_key_malformed");
+    }
+    let two = keyed(&format!("\"{COMMAND_ID}\""), text.clone())
+        .header("idempotency-key", format!("\"{}\"", command_id(3)));
+    assert_problem(&service.send(two).await, 400, "idempotency_key_malformed");
+    // A duplicate key at any depth.
+    let duplicate = r#"{"amountCents":1,"note":{"a":1,"a":2}}"#.to_owned();
+    let answer = service
+        .send(keyed(&format!("\"{COMMAND_ID}\""), duplicate))
+        .await;
+    assert_problem(&answer, 400, "body_malformed");
+    // Over the layer's 60 KiB (the service reads up to 64 KiB).
+    let big = json!({"blob": "x".repeat(61 * 1024)}).to_string();
+    let answer = service.send(keyed(&format!("\"{COMMAND_ID}\""), big)).await;
+    assert_problem(&answer, 413, "body_too_large");
+    // Two command ids, the key's and the body's: refused, whichever would win.
+    let both = json!({"commandId": COMMAND_ID, "payload": payload()});
+    let answer = service.keyed(COMMAND_ID, &both).await;
+    assert_eq!(
+        (answer.status, answer.body),
+        (400, json!({"error": "invalid_input", "field": "commandId"}))
+    );
+    // No token: the service's 401, before the body or the key is read.
+    let anonymous = service
+        .http
+        .post(&url)
+        .header("content-type", "application/json")
+        .header("idempotency-key", format!("\"{COMMAND_ID}\""))
+        .body(text.clone());
+    let answer = service.send(anonymous).await;
+    assert_eq!(
+        (answer.status, answer.body),
+        (401, json!({"error": "unauthenticated"}))
+    );
+    assert!(service.documents().await.is_empty());
+    assert!(service.stub.posts().is_empty());
+
+    let outcomes: Vec<String> = checkout_lines(&service.lines())
+        .iter()
+        .map(|line| line["outcome"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            "idempotency_key_malformed",
+            "idempotency_key_malformed",
+            "idempotency_key_malformed",
+            "body_malformed",
+            "body_too_large",
+            "invalid_input",
+            "token_missing"
+        ]
+    );
+    service.assert_no_leak(&[&token]).await;
+}
+
+#[tokio::test]
+async fn checkout_keyed_conflicts_and_forms() {
+    let service = start_service(Options::default()).await;
+    assert_eq!(service.keyed(COMMAND_ID, &payload()).await.status, 200);
+    // The key with another payload.
+    let changed = service
+        .keyed(COMMAND_ID, &json!({"sku": "CANARYchanged"}))
+        .await;
+    assert_eq!(
+        (changed.status, changed.body),
+        (422, json!({"error": "command_conflict"}))
+    );
+    // A command stays in the form it was made in: the same id and payload in the
+    // other form is another payload (the layer's wraps the body), 422 both ways.
+    let token = service.token(UID);
+    let body_form = json!({"commandId": COMMAND_ID, "payload": payload()});
+    let answer = service.send(service.post(Some(&token), &body_form)).await;
+    assert_eq!(answer.status, 422);
+    let id = command_id(4);
+    let body_form = json!({"commandId": id, "payload": payload()});
+    assert_eq!(
+        service
+            .send(service.post(Some(&token), &body_form))
+            .await
+            .status,
+        200
+    );
+    assert_eq!(service.keyed(&id, &payload()).await.status, 422);
+    assert_eq!(service.stub.posts().len(), 2);
+    service.assert_verifies_clean(2).await;
+    service.assert_no_leak(&["CANARYchanged", &token]).await;
+}
+
+#[tokio::test]
+async fn checkout_keyed_retry_in_flight_is_409() {
+    // The stub holds the one POST: whichever request meets the held lease answers
+    // 409 while the other's POST is held, then the other answers 200.
+    let service = Arc::new(
+        start_service(Options {
+            gated: true,
+            script: vec![Action::Charge],
+            ..Options::default()
+        })
+        .await,
+    );
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    for _ in 0..2 {
+        let service = Arc::clone(&service);
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            let _ = tx.send(service.keyed(COMMAND_ID, &payload()).await);
+        });
+    }
+    let wait = Duration::from_secs(60);
+    let busy = tokio::time::timeout(wait, rx.recv()).await.expect("answer");
+    let busy = busy.expect("a sender is alive");
+    assert_eq!(
+        (busy.status, busy.retry_after, busy.body, busy.replayed),
+        (409, Some(2), json!({"status": "in_progress"}), false)
+    );
+    service.stub.release(1);
+    let done = tokio::time::timeout(wait, rx.recv()).await.expect("answer");
+    let done = done.expect("a sender is alive");
+    assert_eq!((done.status, done.replayed), (200, false));
+    assert_eq!(service.stub.posts().len(), 1);
+}
+
+/// The `checkout` lines of a service's log, parsed.
+fn checkout_lines(lines: &[String]) -> Vec<Value> {
+    lines
+        .iter()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|line| line["message"] == "checkout")
+        .collect()
+}
+
+/// `answer` is the layer's problem `code` with `status`.
+fn assert_problem(answer: &super::Answer, status: u16, code: &str) {
+    assert_eq!(answer.status, status, "{}", answer.text);
+    assert_eq!(answer.content_type, "application/problem+json");
+    assert_eq!(answer.body["code"], json!(code));
+    assert_eq!(answer.body["status"], json!(status));
+    assert!(!answer.replayed);
+}
