@@ -46,6 +46,7 @@
 //! | | `NotFound` otherwise | [`Settled::NotFound`] |
 //! | | unknown | [`Settled::Unavailable`] |
 //! | taking the lease | acquired | as above, under it |
+//! | | busy, the evidence the sender's own charge | `record_late_charge` when its attempt moved on ([`Settled::LateCharge`]); [`Settled::InProgress`] for the attempt the running holder settles |
 //! | | busy | [`Settled::InProgress`] |
 //! | | terminal | [`Settled::Ended`] |
 //! | `reconcile_send` | terminal | [`Settled::Succeeded`] with the evidence's envelope, or [`Settled::Declined`] |
@@ -186,6 +187,18 @@ impl Held {
         let seconds = remaining.as_secs() + u64::from(remaining.subsec_nanos() > 0);
         Duration::from_secs(seconds.max(1))
     }
+}
+
+/// Why the settle program offers a success as a late charge (`record_late_charge`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Late {
+    /// The command ended so, as the lease taken to record it answered.
+    Ended(TerminalOutput),
+    /// The reconciliation refused it (`terminal_conflict`, `attempt_mismatch`).
+    Refused,
+    /// Another holder's lease runs: late only if its attempt moved on; a charge for
+    /// the attempt that holder settles is its own (`attempt_mismatch`: in progress).
+    WhileRunning,
 }
 
 /// What the settle program did with its evidence.

@@ -12,7 +12,9 @@
 //! outcome unknown, fence already sent it, lease runs -> the same permit (read-only,
 //!                                                    even at an earlier-captured time)
 //! sending or ambiguous, a later fence             -> re-send: same attempt and key
+//! attempt absent, a late charge of it recorded  -> send_cutoff_passed (anyone): no new key
 //! attempt absent (proven: see `absence`)         -> open attempt n + 1, new key and cutoff
+//!                                                    (the late charge's absence asserted)
 //! ```
 //!
 //! Every permit states its lease's expiry: the request must not be sent at or after
@@ -22,6 +24,7 @@ use super::attempt::{self, AttemptState, SendAttempt};
 use super::attempt_number::AttemptNumber;
 use super::bound_plan::{self, BoundPlan};
 use super::event::SendEventType;
+use super::late;
 use super::load::{self, Context, SendState, Sends};
 use super::mutation::{active, held, next_revision, record};
 use super::output::{BeginSendOutput, SendPermit};
@@ -197,12 +200,25 @@ impl BeginSend {
                 Ok(Decision::Mutate(writes, BeginSendOutput::Permitted(permit)))
             }
             AttemptState::Absent => {
+                // A charge found for the absent attempt's key (a late charge): its
+                // absence was wrong, and a new key would charge the customer again.
+                // Nothing is sent any more; a person settles it (`pending` lists it).
+                // Its absence is proven by the commit that opens the next attempt, so a
+                // late charge recorded meanwhile and the next key never both land.
+                let late = late::path(hash, attempt.attempt);
+                if !snapshot.was_read(&late) {
+                    return Err(Halt::Read(vec![late]));
+                }
+                if snapshot.get(&late).is_some() {
+                    return Err(Halt::Reject(JournalError::SendCutoffPassed));
+                }
                 // Proven absent: the only way to a new attempt, with a new key.
                 let Some(next) = attempt.attempt.next() else {
                     return Err(Halt::Reject(JournalError::RevisionOverflow));
                 };
                 let after = self.opened(next, next_revision(Some(&attempt))?)?;
-                let writes = record(hash, Some(&attempt), &after, SendEventType::Opened);
+                let mut writes = record(hash, Some(&attempt), &after, SendEventType::Opened);
+                writes.push(Write::AssertAbsent { path: late });
                 let permit = self.permit(&after, lifecycle);
                 Ok(Decision::Mutate(writes, BeginSendOutput::Permitted(permit)))
             }

@@ -262,8 +262,15 @@ impl Transition for Record {
         }
     }
 
+    /// A reconciled absence reads its attempt's late charge too (none can exist for an
+    /// open attempt), so that what the commit leaves known lets the next attempt's
+    /// permit be planned with the late charge's absence proven.
     fn paths(&self) -> Vec<String> {
-        load::first_read(self.call.command())
+        let mut paths = load::first_read(self.call.command());
+        if self.mode == Mode::Reconciliation && self.finding == Closing::Absent {
+            paths.push(super::late::path(self.call.hash(), self.attempt));
+        }
+        paths
     }
 
     fn decide(&self, snapshot: &Snapshot) -> Decision<SendOutcomeOutput> {

@@ -5,7 +5,7 @@
 use super::op::{SettleOp, SettleOutput};
 use super::open::{Open, caller_open, job_open};
 use super::registered::RegisteredIdentity;
-use super::{Held, LOOKUP_DEADLINE, Settled, Source, lease_lost};
+use super::{Held, LOOKUP_DEADLINE, Late, Settled, Source, lease_lost};
 use crate::call::{Answered, Next, Now, Program, Run};
 use crate::digest::Digest;
 use crate::error::JournalError;
@@ -92,9 +92,8 @@ enum State {
         evidence: ProviderAnswer,
         on_lost: OnLost,
     },
-    /// `record_late_charge` of a success is in flight: the command ended (`Some`, as
-    /// the lease taken answered) or the reconciliation refused it (`None`).
-    LateCharging { ended: Option<TerminalOutput> },
+    /// `record_late_charge` of a success is in flight, for the reason `late`.
+    LateCharging { late: Late },
     /// The program answered.
     Done,
 }
@@ -442,7 +441,7 @@ impl Settle {
         now: Now,
     ) -> Then {
         match lease {
-            LeaseOutput::Busy => done(Settled::InProgress),
+            LeaseOutput::Busy => self.busy(attempt, evidence, now),
             LeaseOutput::Succeeded => self.ended(attempt, evidence, TerminalOutput::Succeeded, now),
             LeaseOutput::FailedFinal => {
                 self.ended(attempt, evidence, TerminalOutput::FailedFinal, now)
@@ -528,7 +527,7 @@ impl Settle {
             Err(JournalError::TerminalConflict | JournalError::AttemptMismatch)
                 if evidence.charged() =>
             {
-                self.late(attempt, &evidence, None, now)
+                self.late(attempt, &evidence, Late::Refused, now)
             }
             Err(error) => Err(error),
         }
@@ -588,7 +587,7 @@ impl Program for Settle {
                 },
                 Answered::Ran(ran),
             ) => self.reconciled(attempt, evidence, on_lost, recorded(ran), now),
-            (State::LateCharging { ended }, Answered::Ran(ran)) => self.charged_late(ended, ran),
+            (State::LateCharging { late }, Answered::Ran(ran)) => self.charged_late(late, ran),
             _ => Err(out_of_turn()),
         }
     }

@@ -434,10 +434,12 @@ fn a_taken_lease_is_taken_only_for_evidence_and_an_absence_confirmed_under_it() 
         &[ProviderAnswer::NotFound, ProviderAnswer::NotFound],
     );
     assert_eq!((result, asked), (Ok(Settled::Absent), 2));
+    // The absence's commit reads its attempt's late charge (what lets the next
+    // attempt's permit prove there is none), which the status read did not.
     assert_eq!(
         trace.steps,
         [
-            "read", "lookup", "read", "commit", "read", "lookup", "planned"
+            "read", "lookup", "read", "commit", "read", "lookup", "read", "commit"
         ]
     );
     // A lookup that finds nothing provable takes no lease and writes nothing.
@@ -555,4 +557,91 @@ fn a_program_answered_out_of_turn_ends_with_an_internal_error() {
         ),
         Err(JournalError::Internal { .. })
     ));
+}
+
+#[test]
+fn a_senders_charge_for_an_attempt_moved_on_is_recorded_late_while_another_holds_the_lease() {
+    // The sender of attempt 1 pauses past its lease with a charge in hand; attempt 1 is
+    // proven absent meanwhile and another holder opens attempt 2 under a new key.
+    let mut store = Store::new();
+    let (owner, lease) = client_permitted(&mut store, T0);
+    let (result, _, _) = settle_at(
+        &mut store,
+        job(Source::Lookup),
+        T0 + 400 * SEC,
+        &[ProviderAnswer::NotFound, ProviderAnswer::NotFound],
+    );
+    assert_eq!(result, Ok(Settled::Absent));
+    client_permitted(&mut store, T0 + 470 * SEC);
+    let send = state(&mut store, T0 + 471 * SEC).send.expect("send");
+    assert_eq!((send.attempt.get(), send.state), (2, AttemptState::Sending));
+    // The charge for attempt 1's key heard now, while attempt 2's holder runs: the
+    // command can no longer take it, and no one else holds it (attempt 1 is never
+    // looked up again): recorded as a late charge, not dropped.
+    let late = crate::sends::late::path(&hash(), AttemptNumber::FIRST);
+    let sent = Source::Sent {
+        attempt: AttemptNumber::FIRST,
+        answer: ProviderAnswer::Succeeded(envelope()),
+    };
+    let (result, _, _) = settle_at(&mut store, under(&owner, lease, sent), T0 + 472 * SEC, &[]);
+    assert_eq!(result, Ok(Settled::LateCharge(None)));
+    assert!(store.get(&late).is_some(), "the late charge is recorded");
+    // A charge for the attempt the running holder is settling is its own to record:
+    // nothing late, in progress.
+    let before = store.documents();
+    let sent = Source::Sent {
+        attempt: AttemptNumber::new(2).expect("two"),
+        answer: ProviderAnswer::Succeeded(envelope()),
+    };
+    let (result, _, _) = settle_at(&mut store, under(&owner, lease, sent), T0 + 473 * SEC, &[]);
+    assert_eq!(result, Ok(Settled::InProgress));
+    assert_eq!(store.documents(), before, "nothing written");
+}
+
+#[test]
+fn no_next_key_is_issued_for_an_attempt_the_provider_charged_after_its_absence() {
+    // The sender of attempt 1 pauses past its lease with a charge in hand; attempt 1 is
+    // proven absent meanwhile, and no attempt 2 is open yet.
+    let mut store = Store::new();
+    let (owner, lease) = client_permitted(&mut store, T0);
+    let (result, _, _) = settle_at(
+        &mut store,
+        job(Source::Lookup),
+        T0 + 400 * SEC,
+        &[ProviderAnswer::NotFound, ProviderAnswer::NotFound],
+    );
+    assert_eq!(result, Ok(Settled::Absent));
+    let sent = Source::Sent {
+        attempt: AttemptNumber::FIRST,
+        answer: ProviderAnswer::Succeeded(envelope()),
+    };
+    let (result, _, _) = settle_at(&mut store, under(&owner, lease, sent), T0 + 470 * SEC, &[]);
+    assert_eq!(result, Ok(Settled::LateCharge(None)));
+    assert!(
+        store
+            .get(&crate::sends::late::path(&hash(), AttemptNumber::FIRST))
+            .is_some()
+    );
+    // The journal knows the customer was charged under attempt 1's key: the next
+    // holder is refused a permit for attempt 2 (a second charge), nothing written.
+    let owner = input()
+        .lease_owner(&identity(), &fresh_lease())
+        .expect("owner");
+    let now = T0 + 540 * SEC;
+    let started = run(
+        &mut store,
+        Start::new(identity(), owner.clone(), at(now)),
+        now,
+    );
+    let lease = Held::of(started.expect("start").lease, Now::unstepped(at(now))).expect("lease");
+    let before = store.documents();
+    let call = LeaseCall::new(identity(), owner, at(now));
+    let began = run(&mut store, BeginSend::new(call, lease.fence, plan()), now);
+    assert_eq!(began, Err(JournalError::SendCutoffPassed));
+    assert_eq!(store.documents(), before, "no attempt 2");
+    let send = state(&mut store, now).send.expect("send");
+    assert_eq!(
+        (send.attempt, send.state),
+        (AttemptNumber::FIRST, AttemptState::Absent)
+    );
 }

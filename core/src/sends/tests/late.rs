@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::sends::late::{self, LateCharge};
+use crate::transaction::Decision;
 use Op::{Acquire as Acq, Begin, LateCharge as Late, Outcome, Reconcile as Rec};
 
 const TK: i64 = PROVABLE + SEC;
@@ -22,13 +23,14 @@ fn a_charge_of_an_attempt_proven_absent_is_recorded_once() {
             (Late(1, 0, T0 + SEC), mismatch, 0),
             (Acq(1, PROVABLE), "acquired 2", 2),
             (Rec(1, 2, 1, Absent, PROVABLE), "send_absent 1", 2),
-            // Proven absent, and yet charged: recorded, whatever comes next.
-            (Late(1, 0, PROVABLE + 1), "late attempt_absent", 1),
-            (Late(1, 0, PROVABLE + 2), "late again attempt_absent", 0),
-            (Late(1, 1, PROVABLE + 2), conflict, 0),
             (Begin(1, 2, TK), "permit 2 false", 2),
+            // Proven absent, and yet charged (heard once attempt 2 was sent): recorded,
+            // whatever comes next.
+            (Late(1, 0, TK + 1), "late attempt_absent", 1),
+            (Late(1, 0, TK + 2), "late again attempt_absent", 0),
+            (Late(1, 1, TK + 2), conflict, 0),
             (
-                Outcome(1, 2, 2, succeeded(1), TK + 1),
+                Outcome(1, 2, 2, succeeded(1), TK + 2),
                 "terminal_succeeded",
                 4,
             ),
@@ -44,7 +46,7 @@ fn a_charge_of_an_attempt_proven_absent_is_recorded_once() {
     let doc = store.get(&late::path(&h, nth(1))).expect("the late charge");
     let parsed = LateCharge::parse(&h, nth(1), doc).expect("parses");
     assert_eq!(parsed.commitment, commitment(0));
-    assert_eq!(parsed.recorded_at, at(PROVABLE + 1));
+    assert_eq!(parsed.recorded_at, at(TK + 1));
     assert_eq!(&parsed.encode(), doc);
 }
 
@@ -115,4 +117,48 @@ fn a_late_charge_document_is_read_strictly() {
     for bad in ["1", "0000", "00001", "000a"] {
         assert_eq!(late::parse_id(bad), None, "{bad}");
     }
+}
+
+#[test]
+fn no_next_attempt_opens_beside_a_late_charge_of_the_absent_one() {
+    let absent = || {
+        case(
+            "absent, then charged",
+            &[
+                (Begin(0, 1, T0), "permit 1 false", 4),
+                (Acq(1, PROVABLE), "acquired 2", 2),
+                (Rec(1, 2, 1, Absent, PROVABLE), "send_absent 1", 2),
+            ],
+        )
+    };
+    // Recorded first: no permit for attempt 2 (a second charge), nothing written.
+    let mut store = absent();
+    assert_eq!(
+        apply(&mut store, &Late(1, 0, PROVABLE + 1)),
+        ("late attempt_absent".to_owned(), 1)
+    );
+    let before = store.clone();
+    assert_eq!(
+        apply(&mut store, &Begin(1, 2, TK)),
+        (JournalError::SendCutoffPassed.code().to_owned(), 0)
+    );
+    assert_eq!(store, before);
+    // Decided on a read made before the late charge, attempt 2's permit commits only
+    // while the late charge is still absent: never both.
+    let mut store = absent();
+    let begin = BeginSend::new(call(1, TK), FenceEpoch::stored(2), plan(0));
+    let decided = store.attempt(&begin);
+    assert!(matches!(
+        decided.decision,
+        Decision::Mutate(_, BeginSendOutput::Permitted(_))
+    ));
+    assert_eq!(
+        apply(&mut store, &Late(1, 0, TK)),
+        ("late attempt_absent".to_owned(), 1)
+    );
+    assert!(
+        !store.commit(&decided),
+        "the permit's commit lost its proof"
+    );
+    assert_eq!(store.answer(&begin), Err(JournalError::SendCutoffPassed));
 }
