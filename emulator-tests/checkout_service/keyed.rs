@@ -5,15 +5,19 @@
 
 use super::stub_provider::Action;
 use super::{
-    COMMAND_ID, Options, UID, command_id, commerce_documents, payload, send_documents,
-    start_service, succeeded,
+    COMMAND_ID, Options, PAYLOAD_NOTE, PAYLOAD_SKU, UID, command_id, commerce_documents, payload,
+    send_documents, start_service, succeeded,
 };
+use chrono::TimeDelta;
 use command_journal::identity::OperationSlug;
+use command_journal::time::ManualClock;
+use command_journal::{Clock as _, Journal, LeaseId, LeaseOutput};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
 
 const KEY_CANARY: &str = "CANARYorder-17";
+const OTHER_UID: &str = "CANARYuid2Other";
 
 #[tokio::test]
 async fn checkout_keyed_charges_once_and_marks_its_replays() {
@@ -258,4 +262,220 @@ fn assert_problem(answer: &super::Answer, status: u16, code: &str) {
     assert_eq!(answer.body["code"], json!(code));
     assert_eq!(answer.body["status"], json!(status));
     assert!(!answer.replayed);
+}
+
+#[tokio::test]
+async fn checkout_keyed_reordered_retry_after_a_503_and_another_callers_key() {
+    // The first send is answered 503 (nothing charged, nothing stored); the retry,
+    // once the lease has expired, carries the same body reordered and respaced: the
+    // same command (RFC 8785 canonical payload), re-sent under the same provider
+    // key, a first answer (not marked); only the answer after it is a replay.
+    let service = start_service(Options {
+        script: vec![Action::Status(503)],
+        ..Options::default()
+    })
+    .await;
+    let url = format!("{}/v1/checkouts", service.url);
+    let raw = |uid: &str, key: &str, body: &str| {
+        service
+            .http
+            .post(&url)
+            .bearer_auth(service.token(uid))
+            .header("content-type", "application/json")
+            .header("idempotency-key", key)
+            .body(body.to_owned())
+    };
+    let key = format!("\"{KEY_CANARY}\"");
+    let compact = payload().to_string();
+    let spaced = format!(
+        "{{ \"sku\" : \"{PAYLOAD_SKU}\",\n \"note\":\"{PAYLOAD_NOTE}\" , \"amountCents\" : 1250 }}"
+    );
+    let first = service.send(raw(UID, &key, &compact)).await;
+    assert_eq!(
+        (first.status, first.retry_after, first.replayed),
+        (503, Some(60), false)
+    );
+    service.clock.advance(TimeDelta::seconds(61));
+    let retried = service.send(raw(UID, &key, &spaced)).await;
+    assert_eq!(
+        (retried.status, retried.replayed),
+        (200, false),
+        "{}",
+        retried.text
+    );
+    assert_eq!(retried.body, succeeded(&service.first_charge()));
+    let again = service.send(raw(UID, &key, &spaced)).await;
+    assert_eq!((again.status, again.replayed), (200, true));
+    assert_eq!(again.text, retried.text);
+    let posts = service.stub.posts();
+    assert_eq!(posts.len(), 2, "one re-send, under the same key");
+    assert_eq!(posts[0].key, posts[1].key);
+
+    // Another caller's request under the same key is its own command: charged once
+    // under its own provider key, its own charge, never the first caller's answer.
+    let other = service.send(raw(OTHER_UID, &key, &compact)).await;
+    assert_eq!(
+        (other.status, other.replayed),
+        (200, false),
+        "{}",
+        other.text
+    );
+    assert_ne!(other.text, retried.text);
+    let other_again = service.send(raw(OTHER_UID, &key, &spaced)).await;
+    assert_eq!((other_again.status, other_again.replayed), (200, true));
+    assert_eq!(other_again.text, other.text);
+    let posts = service.stub.posts();
+    assert_eq!(posts.len(), 3);
+    assert_ne!(posts[2].key, posts[0].key);
+    assert_eq!(service.stub.charges().len(), 2);
+    // And the first caller's command is still its own.
+    let mine = service.send(raw(UID, &key, &compact)).await;
+    assert_eq!((mine.status, mine.replayed), (200, true));
+    assert_eq!(mine.text, retried.text);
+    service.assert_verifies_clean(2).await;
+    let token = service.token(OTHER_UID);
+    service
+        .assert_no_leak(&[KEY_CANARY, OTHER_UID, &token])
+        .await;
+}
+
+#[tokio::test]
+async fn checkout_keyed_odd_keys_and_bodies() {
+    let service = start_service(Options::default()).await;
+    let token = service.token(UID);
+    let url = format!("{}/v1/checkouts", service.url);
+    let raw = |key: reqwest::header::HeaderValue, body: &str| {
+        service
+            .http
+            .post(&url)
+            .bearer_auth(&token)
+            .header("content-type", "application/json")
+            .header("idempotency-key", key)
+            .body(body.to_owned())
+    };
+    let text = payload().to_string();
+    let value = |bytes: &[u8]| reqwest::header::HeaderValue::from_bytes(bytes).expect("value");
+    let long = format!("\"{}\"", "~".repeat(256));
+    let malformed: Vec<Vec<u8>> = vec![
+        br#""CANARYq\"uote""#.to_vec(),
+        br#""CANARYback\\slash""#.to_vec(),
+        br#""CANARY space""#.to_vec(),
+        b"\"CANARY\xc3\xa9\"".to_vec(),
+        long.into_bytes(),
+        br#""CANARYparam";a=1"#.to_vec(),
+        br#""CANARYa", "CANARYb""#.to_vec(),
+        b":Q0FOQVJZ:".to_vec(),
+        b"?1".to_vec(),
+        b"12345".to_vec(),
+        b"".to_vec(),
+        b"\"CANARYopen".to_vec(),
+    ];
+    for key in &malformed {
+        let answer = service.send(raw(value(key), &text)).await;
+        assert_problem(&answer, 400, "idempotency_key_malformed");
+    }
+    // A body that is no JSON at all is the layer's body_malformed (as a key given
+    // twice is); an empty one is no payload.
+    let quoted = value(b"\"CANARYbody\"");
+    let answer = service.send(raw(quoted.clone(), "CANARYnot json")).await;
+    assert_problem(&answer, 400, "body_malformed");
+    let answer = service.send(raw(quoted.clone(), "")).await;
+    assert_eq!(
+        (answer.status, answer.body),
+        (400, json!({"error": "invalid_input", "field": "payload"}))
+    );
+    assert!(service.documents().await.is_empty());
+    assert!(service.stub.posts().is_empty());
+
+    // The longest key is accepted; spaces around the String are no part of it.
+    let longest = format!("\"{}\"", "~".repeat(255));
+    let answer = service.send(raw(value(longest.as_bytes()), &text)).await;
+    assert_eq!(
+        (answer.status, answer.replayed),
+        (200, false),
+        "{}",
+        answer.text
+    );
+    let answer = service.send(raw(quoted.clone(), &text)).await;
+    assert_eq!((answer.status, answer.replayed), (200, false));
+    let padded = service.send(raw(value(b"  \"CANARYbody\" "), &text)).await;
+    assert_eq!((padded.status, padded.replayed), (200, true));
+    assert_eq!(padded.text, answer.text);
+    assert_eq!(service.stub.posts().len(), 2);
+    let canaries = [
+        "CANARYq",
+        "CANARYback",
+        "CANARY space",
+        "CANARYparam",
+        "CANARYa",
+        "CANARYb",
+        "Q0FOQVJZ",
+        "CANARYopen",
+        "CANARYbody",
+        "CANARYnot json",
+    ];
+    let mut extra = canaries.to_vec();
+    extra.push(&token);
+    service.assert_no_leak(&extra).await;
+}
+
+#[tokio::test]
+async fn checkout_keyed_holder_taken_over_during_its_post_records_nothing() {
+    // The stub holds the header form's POST; another holder, 61 s ahead, takes the
+    // lease over; the held request then answers 409 and records nothing, and the
+    // retry after it re-sends under the same key: one charge, its first answer
+    // unmarked.
+    let service = Arc::new(
+        start_service(Options {
+            gated: true,
+            ..Options::default()
+        })
+        .await,
+    );
+    let id = command_id(6);
+    let arrived = service.stub.arrived.notified();
+    let held = {
+        let service = Arc::clone(&service);
+        let id = id.clone();
+        tokio::spawn(async move { service.keyed(&id, &payload()).await })
+    };
+    tokio::time::timeout(Duration::from_secs(60), arrived)
+        .await
+        .expect("the checkout reaches the provider");
+    let ahead = ManualClock::new(service.clock.now() + TimeDelta::seconds(61));
+    let other = Journal::new(service.connection.clone()).with_clock(Arc::new(ahead));
+    let lease = LeaseId::parse(&crate::support::uuid(0x51, 6)).expect("lease id");
+    let command = service.keyed_command(&id, &payload());
+    let taken = other
+        .acquire_lease(&command, &lease)
+        .await
+        .expect("takeover");
+    assert!(matches!(taken, LeaseOutput::Acquired { .. }), "{taken:?}");
+    let before = service.documents().await;
+    service.stub.release(1);
+    let answer = held.await.expect("the held checkout");
+    assert_eq!(
+        (answer.status, answer.body, answer.replayed),
+        (409, json!({"status": "in_progress"}), false)
+    );
+    assert_eq!(service.documents().await, before);
+    // The other holder's lease expires too: the retry takes it and re-sends.
+    service.clock.advance(TimeDelta::seconds(130));
+    service.stub.release(1);
+    let retry = service.keyed(&id, &payload()).await;
+    assert_eq!(
+        (retry.status, retry.replayed),
+        (200, false),
+        "{}",
+        retry.text
+    );
+    let again = service.keyed(&id, &payload()).await;
+    assert_eq!((again.status, again.replayed), (200, true));
+    assert_eq!(again.text, retry.text);
+    assert_eq!(service.stub.charges().len(), 1, "the provider charged once");
+    let posts = service.stub.posts();
+    assert_eq!(posts.len(), 2);
+    assert_eq!(posts[0].key, posts[1].key);
+    service.assert_verifies_clean(1).await;
+    service.assert_no_leak(&[]).await;
 }
