@@ -222,6 +222,11 @@ const EXPECTED: &[(&str, &str)] = &[
         "a whole number from 0 to the key range count minus one",
     ),
     ("fingerprint", "64 lowercase hex characters"),
+    (
+        "providerIdempotencyKey",
+        "the provider idempotency key of an attempt of this command, derived from its \
+         stored plan (identity prints it for an attempt)",
+    ),
 ];
 
 /// The fixed rule `field` must follow, for every field name an `invalid_input` error

@@ -15,7 +15,11 @@
 //!
 //! It takes its evidence from a [`Source`]: the holder's own send ([`Source::Sent`]),
 //! the provider's lookup by the attempt's key ([`Source::Lookup`]), or an answer given
-//! to it ([`Source::Given`]). It runs under a lease its caller holds
+//! to it with the provider idempotency key the evidence names ([`Source::Given`]): the
+//! attempt an answer is about is always proven from the journal's own records (the
+//! sender's permit, the stored plan's key of the attempt the status shows, or the
+//! attempt whose key, derived from the stored plan, is the key named), never taken
+//! from whoever hands the answer over. It runs under a lease its caller holds
 //! ([`Settle::under`]: `execute` past the cutoff, or after a replayed unknown, or
 //! with its send's answer) or under a lease it takes itself ([`Settle::taking`]: the
 //! recovery of a command known by its key hash). `execute` and recovery both run it;
@@ -37,10 +41,14 @@
 //! | status (a caller's, its plan checked first) | the attempt needs reconciliation, enough lease left | look its key up (the stored plan's) |
 //! | | too little lease left | [`Settled::LeaseEnding`] |
 //! | | anything else | [`Settled::InProgress`] |
-//! | status (a job's, by key hash) | not leased | [`Settled::Ended`] |
+//! | status (a job's lookup, by key hash) | not leased | [`Settled::Ended`] |
 //! | | no attempt, or the attempt proven absent | [`Settled::NothingOpen`] |
 //! | | the plan's account not the job's | [`Settled::OtherAccount`] |
 //! | | the attempt's outcome unknown | look its key up |
+//! | status (an answer given) | the key the open attempt's | as a lookup's answer (below), never an absence |
+//! | | an earlier attempt's, or the current one recorded absent, or any once the command ended: a charge | `record_late_charge` under that attempt ([`Settled::LateCharge`]; the command's own charge: [`Settled::Ended`]) |
+//! | | the same, anything else | [`Settled::NothingOpen`], or [`Settled::Ended`] |
+//! | | no attempt's of this command | `invalid_input` on `providerIdempotencyKey`, nothing written |
 //! | lookup (or the answer given) | a charge or a refusal | under a lease: `reconcile_send`; before any: take the lease |
 //! | | `NotFound`, started at or after `absenceProvableFrom` (a job: at the plan's own account, its lookups as durable as the plan's) | under the lease: `reconcile_send`; before any: take the lease, then read the status and look up again under it |
 //! | | `NotFound` otherwise | [`Settled::NotFound`] |
@@ -59,6 +67,7 @@
 //! the status read, once before a taken lease and once under it, so every run ends
 //! within its table.
 
+mod given;
 pub(crate) mod op;
 mod open;
 mod program;
@@ -66,6 +75,7 @@ pub(crate) mod registered;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use given::Given;
 pub(crate) use op::{SettleOp, SettleOutput};
 pub(crate) use program::Settle;
 
@@ -101,11 +111,16 @@ pub(crate) enum Source {
     },
     /// The provider's lookup of the open attempt's key, derived from the stored plan.
     Lookup,
-    /// An answer given to the program about the open attempt (a retrieve by id, an
-    /// event, a backfill): evidence like a lookup's, never an absence. The entry those
-    /// sources land on; until they do, only the tests give answers.
+    /// An answer given to the program (a retrieve by id, an event, a backfill) with
+    /// the provider idempotency key the evidence names: the attempt it is about is the
+    /// one whose key, derived from the stored plan, that is (never the giver's word).
+    /// The open attempt's: evidence like a lookup's, never an absence; an earlier
+    /// attempt's, or any once the command ended: a charge recorded late, anything
+    /// else nothing written; no attempt's: refused (the `given` module's table). The
+    /// entry those sources land on; until they do, only the tests give answers.
+    /// `Debug` never shows the key.
     #[cfg_attr(not(test), allow(dead_code))]
-    Given(ProviderAnswer),
+    Given(Given),
 }
 
 /// Whether `error` says the lease a write was made under is no longer held.
@@ -192,13 +207,17 @@ impl Held {
 /// Why the settle program offers a success as a late charge (`record_late_charge`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Late {
-    /// The command ended so, as the lease taken to record it answered.
+    /// The command ended so, as the lease taken to record it (or the status read of
+    /// an answer given) answered.
     Ended(TerminalOutput),
     /// The reconciliation refused it (`terminal_conflict`, `attempt_mismatch`).
     Refused,
     /// Another holder's lease runs: late only if its attempt moved on; a charge for
     /// the attempt that holder settles is its own (`attempt_mismatch`: in progress).
     WhileRunning,
+    /// The answer given names an attempt recorded absent, or one a later attempt
+    /// followed (as the status read showed).
+    MovedOn,
 }
 
 /// What the settle program did with its evidence.
@@ -224,7 +243,7 @@ pub(crate) enum Settled {
     /// Nothing written: the command is not leased (it ended, or was never leased).
     Ended(CommandState),
     /// Nothing written: no attempt is open (none was sent, or the last one was proven
-    /// absent).
+    /// absent), or the answer given is no charge and names an attempt no longer open.
     NothingOpen,
     /// Nothing asked or written: the plan sends to another provider account than the
     /// one the job declared.
@@ -234,8 +253,9 @@ pub(crate) enum Settled {
     LeaseEnding,
     /// The success the evidence carried is recorded as a late charge (a charge its
     /// command ended, or its attempt moved on, without): `Some`, the command had ended
-    /// so, as the lease taken to record it answered; `None`, the reconciliation
-    /// refused it (`terminal_conflict`, `attempt_mismatch`).
+    /// so, as the lease taken to record it (or the status read of an answer given)
+    /// answered; `None`, the reconciliation refused it (`terminal_conflict`,
+    /// `attempt_mismatch`), or the answer given names an attempt that moved on.
     LateCharge(Option<TerminalOutput>),
 }
 

@@ -2,6 +2,7 @@
 //! what the next step needs, and the transition from each answer (the table in
 //! [`crate::settle`]).
 
+use super::given::Given;
 use super::op::{SettleOp, SettleOutput};
 use super::open::{Open, caller_open, job_open};
 use super::registered::RegisteredIdentity;
@@ -21,6 +22,7 @@ use crate::start::Start;
 use crate::time::Timestamp;
 use std::time::Duration;
 
+mod given;
 mod late;
 
 /// Who settles, and what it knows of the command.
@@ -70,7 +72,7 @@ enum State {
     /// the answer given to the program, when it asks the provider nothing.
     Reading {
         under: Option<Held>,
-        given: Option<ProviderAnswer>,
+        given: Option<Given>,
     },
     /// The provider's lookup is in flight; its "not found" proves the absence only
     /// when `proves_absence`.
@@ -201,7 +203,7 @@ impl Settle {
                 "settle: a send's answer without a held lease",
             )),
             (Source::Lookup, under) => self.read(under, None, now),
-            (Source::Given(answer), under) => self.read(under, Some(answer), now),
+            (Source::Given(given), under) => self.read(under, Some(given), now),
         }
     }
 
@@ -282,7 +284,7 @@ impl Settle {
 
     /// The status read, under `under` (or before any lease), to learn the open
     /// attempt; `given`: the answer given, asking the provider nothing.
-    fn read(&mut self, under: Option<Held>, given: Option<ProviderAnswer>, now: Now) -> Then {
+    fn read(&mut self, under: Option<Held>, given: Option<Given>, now: Now) -> Then {
         let run = match &self.holder {
             // A call of its own, as `send_status` is: what the call knows is neither
             // planned from nor replaced by it.
@@ -306,13 +308,15 @@ impl Settle {
     fn status(
         &mut self,
         under: Option<Held>,
-        given: Option<ProviderAnswer>,
+        given: Option<Given>,
         output: SettleOutput,
         now: Now,
     ) -> Then {
-        let asks = given.is_none();
+        if let Some(given) = given {
+            return self.given(under, given, output, now);
+        }
         let open = match (&mut self.holder, output) {
-            (Holder::Caller { .. }, SettleOutput::Status(status)) => caller_open(status, asks),
+            (Holder::Caller { .. }, SettleOutput::Status(status)) => caller_open(status, true),
             (
                 Holder::Job {
                     account, identity, ..
@@ -328,11 +332,6 @@ impl Settle {
             Ok(open) => open,
             Err(settled) => return done(settled),
         };
-        if let Some(answer) = given {
-            // An answer given proves no absence: only a lookup made under the lease
-            // does.
-            return self.weigh(under, open.attempt, false, answer, now);
-        }
         // The lookup starts after this instant: its "not found" proves the absence
         // only if the absence was provable already.
         let proves_absence =

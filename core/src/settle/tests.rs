@@ -29,17 +29,22 @@ fn at(micros: i64) -> Timestamp {
     Timestamp::from_micros(micros).expect("time")
 }
 
-fn input() -> CommandInput {
-    CommandInput::new(CommandRequest {
+fn request() -> CommandRequest<'static> {
+    static PAYLOAD: std::sync::LazyLock<serde_json::Value> =
+        std::sync::LazyLock::new(|| json!({"sku": "CANARYsku"}));
+    CommandRequest {
         environment: "test",
         caller_scope_kind: "member",
         caller_id: "CANARYcaller",
         command_id: "ca1a0000-c0de-4bad-8eed-00000000ca1e",
         command_type: "checkout",
         endpoint_schema_version: 1,
-        payload: &json!({"sku": "CANARYsku"}),
-    })
-    .expect("valid command")
+        payload: &PAYLOAD,
+    }
+}
+
+fn input() -> CommandInput {
+    CommandInput::new(request()).expect("valid command")
 }
 
 fn identity() -> CommandIdentity {
@@ -151,6 +156,20 @@ fn settle_at(
         _ => None,
     });
     (result, trace, asked)
+}
+
+/// The provider idempotency key of attempt `n`, as the stored plan derives it.
+fn key(n: i64) -> String {
+    let attempt = AttemptNumber::new(n).expect("attempt");
+    crate::sends::plan::attempt_key(&identity(), plan().operation(), attempt)
+}
+
+/// `answer` given with the key of attempt `n`.
+fn given_as(n: i64, answer: ProviderAnswer) -> Source {
+    Source::Given(Given {
+        key: key(n),
+        answer,
+    })
 }
 
 /// The settle program under the caller's `lease` from `source`.
@@ -395,7 +414,7 @@ fn under_the_lease_an_answer_given_is_recorded_whenever_it_arrives_but_proves_no
     // Before the cutoff, no lookup asked: the charge given is recorded.
     let mut store = Store::new();
     let (owner, lease) = client_permitted(&mut store, T0);
-    let given = Source::Given(ProviderAnswer::Succeeded(envelope()));
+    let given = given_as(1, ProviderAnswer::Succeeded(envelope()));
     let (result, trace, asked) = settle_at(&mut store, under(&owner, lease, given), T0 + SEC, &[]);
     assert_eq!(result, Ok(Settled::Succeeded(Some(envelope()))));
     assert_eq!(asked, 0);
@@ -412,7 +431,7 @@ fn under_the_lease_an_answer_given_is_recorded_whenever_it_arrives_but_proves_no
         let before = store.documents();
         let (result, _, asked) = settle_at(
             &mut store,
-            under(&owner, lease, Source::Given(given.clone())),
+            under(&owner, lease, given_as(1, given.clone())),
             CUTOFF + 401 * SEC,
             &[],
         );
@@ -463,7 +482,7 @@ fn a_taken_lease_records_an_answer_given_with_the_same_fence_and_proofs() {
     // reconciliation planned from the takeover's read, nothing asked of the provider.
     let mut store = Store::new();
     client_permitted(&mut store, T0);
-    let given = Source::Given(ProviderAnswer::Succeeded(envelope()));
+    let given = given_as(1, ProviderAnswer::Succeeded(envelope()));
     let (result, trace, asked) = settle_at(&mut store, job(given), T0 + 61 * SEC, &[]);
     assert_eq!(
         (result, asked),
@@ -476,7 +495,7 @@ fn a_taken_lease_records_an_answer_given_with_the_same_fence_and_proofs() {
     );
     // Given to the job again: the command has ended, nothing written.
     let before = store.documents();
-    let given = Source::Given(ProviderAnswer::Succeeded(envelope()));
+    let given = given_as(1, ProviderAnswer::Succeeded(envelope()));
     let (result, _, _) = settle_at(&mut store, job(given), T0 + 63 * SEC, &[]);
     assert_eq!(result, Ok(Settled::Ended(CommandState::Succeeded)));
     assert_eq!(store.documents(), before);
@@ -488,12 +507,12 @@ fn a_taken_lease_refuses_what_it_cannot_prove() {
     let mut store = Store::new();
     client_permitted(&mut store, T0);
     let before = store.documents();
-    let given = Source::Given(ProviderAnswer::Declined);
+    let given = given_as(1, ProviderAnswer::Declined);
     let (result, _, _) = settle_at(&mut store, job(given), T0 + 30 * SEC, &[]);
     assert_eq!(result, Ok(Settled::InProgress));
     assert_eq!(store.documents(), before);
     // A "not found" given proves no absence, however late.
-    let given = Source::Given(ProviderAnswer::NotFound);
+    let given = given_as(1, ProviderAnswer::NotFound);
     let (result, trace, _) = settle_at(&mut store, job(given), T0 + 400 * SEC, &[]);
     assert_eq!(result, Ok(Settled::NotFound));
     assert_eq!(trace.steps, ["read"], "no lease taken");
@@ -644,4 +663,206 @@ fn no_next_key_is_issued_for_an_attempt_the_provider_charged_after_its_absence()
         (send.attempt, send.state),
         (AttemptNumber::FIRST, AttemptState::Absent)
     );
+}
+
+/// Attempt 1 sent at `T0` and proven absent by a job at `T0 + 400 s`.
+fn first_attempt_absent(store: &mut Store) {
+    client_permitted(store, T0);
+    let (result, _, _) = settle_at(
+        store,
+        job(Source::Lookup),
+        T0 + 400 * SEC,
+        &[ProviderAnswer::NotFound, ProviderAnswer::NotFound],
+    );
+    assert_eq!(result, Ok(Settled::Absent));
+}
+
+fn late_charge(store: &Store, n: i64) -> bool {
+    let attempt = AttemptNumber::new(n).expect("attempt");
+    store
+        .get(&crate::sends::late::path(&hash(), attempt))
+        .is_some()
+}
+
+#[test]
+fn an_earlier_attempts_charge_given_while_the_next_is_open_is_late_never_its_success() {
+    let mut store = Store::new();
+    first_attempt_absent(&mut store);
+    let (owner, lease) = client_permitted(&mut store, T0 + 470 * SEC);
+    // Attempt 1's charge, given to a job and to attempt 2's holder: a late charge under
+    // attempt 1, attempt 2 left open.
+    let charge = || given_as(1, ProviderAnswer::Succeeded(envelope()));
+    let (result, trace, asked) = settle_at(&mut store, job(charge()), T0 + 471 * SEC, &[]);
+    assert_eq!((result, asked), (Ok(Settled::LateCharge(None)), 0));
+    assert_eq!(
+        trace.began,
+        ["journal.recover", "journal.record_late_charge"]
+    );
+    assert!(late_charge(&store, 1), "attempt 1's late charge");
+    let before = store.documents();
+    let settle = under(&owner, lease, charge());
+    let (result, _, _) = settle_at(&mut store, settle, T0 + 472 * SEC, &[]);
+    assert_eq!(result, Ok(Settled::LateCharge(None)), "recorded already");
+    assert_eq!(store.documents(), before, "nothing written twice");
+    let send = state(&mut store, T0 + 473 * SEC).send.expect("send");
+    assert_eq!((send.attempt.get(), send.state), (2, AttemptState::Sending));
+    // Attempt 2's own charge is then its success, not refused.
+    let own = given_as(2, ProviderAnswer::Succeeded(envelope()));
+    let (result, _, _) = settle_at(&mut store, under(&owner, lease, own), T0 + 474 * SEC, &[]);
+    assert_eq!(result, Ok(Settled::Succeeded(Some(envelope()))));
+    let after = state(&mut store, T0 + 475 * SEC);
+    assert_eq!(after.command.state, CommandState::Succeeded);
+    assert!(
+        !late_charge(&store, 2),
+        "attempt 2's charge is the command's own"
+    );
+}
+
+#[test]
+fn a_charge_given_for_the_current_attempt_recorded_absent_is_recorded_late() {
+    // No attempt is open: a job and a caller both met "nothing open" before.
+    let mut store = Store::new();
+    first_attempt_absent(&mut store);
+    let charge = given_as(1, ProviderAnswer::Succeeded(envelope()));
+    let (result, _, _) = settle_at(&mut store, job(charge), T0 + 470 * SEC, &[]);
+    assert_eq!(result, Ok(Settled::LateCharge(None)));
+    assert!(late_charge(&store, 1));
+    let send = state(&mut store, T0 + 471 * SEC).send.expect("send");
+    assert_eq!(
+        (send.attempt, send.state),
+        (AttemptNumber::FIRST, AttemptState::Absent)
+    );
+    // A caller's lease over the same command: the same late charge, written once.
+    let (owner, lease) = client_leased(&mut store, T0 + 480 * SEC);
+    let before = store.documents();
+    let charge = given_as(1, ProviderAnswer::Succeeded(envelope()));
+    let (result, _, _) = settle_at(
+        &mut store,
+        under(&owner, lease, charge),
+        T0 + 481 * SEC,
+        &[],
+    );
+    assert_eq!(result, Ok(Settled::LateCharge(None)));
+    assert_eq!(store.documents(), before);
+}
+
+#[test]
+fn a_charge_given_after_the_command_ended_without_it_is_recorded_late() {
+    let mut store = Store::new();
+    let (owner, lease) = client_permitted(&mut store, T0);
+    let sent = Source::Sent {
+        attempt: AttemptNumber::FIRST,
+        answer: ProviderAnswer::Declined,
+    };
+    let (result, _, _) = settle_at(&mut store, under(&owner, lease, sent), T0 + SEC, &[]);
+    assert_eq!(result, Ok(Settled::Declined));
+    // A refusal given again writes nothing.
+    let before = store.documents();
+    let declined = given_as(1, ProviderAnswer::Declined);
+    let (result, _, _) = settle_at(&mut store, job(declined), T0 + 100 * SEC, &[]);
+    assert_eq!(result, Ok(Settled::Ended(CommandState::FailedFinal)));
+    assert_eq!(store.documents(), before);
+    // A charge for the declined attempt's key: recorded late, the command as it ended.
+    let charge = given_as(1, ProviderAnswer::Succeeded(envelope()));
+    let (result, _, _) = settle_at(&mut store, job(charge), T0 + 101 * SEC, &[]);
+    assert_eq!(
+        result,
+        Ok(Settled::LateCharge(Some(TerminalOutput::FailedFinal)))
+    );
+    assert!(late_charge(&store, 1));
+    assert_eq!(
+        state(&mut store, T0 + 102 * SEC).command.state,
+        CommandState::FailedFinal
+    );
+}
+
+#[test]
+fn a_key_of_no_attempt_of_the_command_is_refused_without_writing() {
+    let refused = Err(JournalError::invalid("providerIdempotencyKey"));
+    let other_operation = {
+        let operation = crate::identity::OperationSlug::parse("refund").expect("slug");
+        crate::sends::plan::attempt_key(&identity(), &operation, AttemptNumber::FIRST)
+    };
+    let other_command = {
+        let other = CommandInput::new(CommandRequest {
+            command_id: "ca1a0000-c0de-4bad-8eed-00000000ca1f",
+            ..request()
+        })
+        .expect("valid command");
+        crate::sends::plan::attempt_key(&other.identity(), plan().operation(), AttemptNumber::FIRST)
+    };
+    let mut store = Store::new();
+    let (owner, lease) = client_permitted(&mut store, T0);
+    let before = store.documents();
+    // A later attempt's key, another operation's, another command's, none at all.
+    for key in [key(2), other_operation, other_command, String::new()] {
+        let given = || {
+            Source::Given(Given {
+                key: key.clone(),
+                answer: ProviderAnswer::Succeeded(envelope()),
+            })
+        };
+        let (result, _, _) = settle_at(&mut store, job(given()), T0 + 61 * SEC, &[]);
+        assert_eq!(result, refused);
+        let (result, _, _) = settle_at(&mut store, under(&owner, lease, given()), T0 + SEC, &[]);
+        assert_eq!(result, refused);
+        assert_eq!(store.documents(), before, "nothing written");
+    }
+    // No plan bound yet: no attempt has a key.
+    let mut store = Store::new();
+    let owner = input()
+        .lease_owner(&identity(), &fresh_lease())
+        .expect("owner");
+    run(&mut store, Start::new(identity(), owner, at(T0)), T0).expect("start");
+    let before = store.documents();
+    let charge = given_as(1, ProviderAnswer::Succeeded(envelope()));
+    let (result, _, _) = settle_at(&mut store, job(charge), T0 + 61 * SEC, &[]);
+    assert_eq!(result, refused);
+    assert_eq!(store.documents(), before);
+}
+
+#[test]
+fn other_answers_for_an_attempt_no_longer_open_write_nothing() {
+    let answers = [
+        ProviderAnswer::Declined,
+        ProviderAnswer::NotFound,
+        ProviderAnswer::Unknown,
+    ];
+    // Attempt 1 recorded absent, then attempt 2 open.
+    let mut store = Store::new();
+    first_attempt_absent(&mut store);
+    let before = store.documents();
+    for answer in answers.clone() {
+        let given = given_as(1, answer.clone());
+        let (result, _, _) = settle_at(&mut store, job(given), T0 + 401 * SEC, &[]);
+        assert_eq!(result, Ok(Settled::NothingOpen), "{answer:?}");
+    }
+    assert_eq!(store.documents(), before);
+    let (owner, lease) = client_permitted(&mut store, T0 + 470 * SEC);
+    let before = store.documents();
+    for answer in answers {
+        let given = || given_as(1, answer.clone());
+        let (result, _, _) = settle_at(&mut store, job(given()), T0 + 471 * SEC, &[]);
+        assert_eq!(result, Ok(Settled::NothingOpen), "{answer:?}");
+        let settle = under(&owner, lease, given());
+        let (result, _, _) = settle_at(&mut store, settle, T0 + 472 * SEC, &[]);
+        assert_eq!(result, Ok(Settled::NothingOpen), "{answer:?}");
+    }
+    assert_eq!(store.documents(), before);
+    assert!(!late_charge(&store, 1));
+}
+
+#[test]
+fn the_debug_of_an_answer_given_never_shows_its_key() {
+    let canary = "cj1-CANARYkey";
+    let source = Source::Given(Given {
+        key: canary.to_owned(),
+        answer: ProviderAnswer::Declined,
+    });
+    let shown = format!("{source:?} {:?}", job(source.clone()));
+    assert!(!shown.contains("CANARY"), "{shown}");
+    assert!(shown.contains("Declined"), "{shown}");
+    let derived = key(1);
+    let shown = format!("{:?}", job(given_as(1, ProviderAnswer::Declined)));
+    assert!(!shown.contains(&derived), "{shown}");
 }

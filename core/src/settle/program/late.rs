@@ -77,7 +77,7 @@ impl Settle {
     ) -> Then {
         let ended = match late {
             Late::Ended(ended) => Some(ended),
-            Late::Refused | Late::WhileRunning => None,
+            Late::Refused | Late::WhileRunning | Late::MovedOn => None,
         };
         let output = match result {
             // The attempt the running holder settles: its charge to record.
