@@ -5,7 +5,7 @@
 //! [`settings`].
 
 use crate::identity::{CommandInput, LeaseId, TerminalReferenceFingerprint};
-use crate::runner::{Borrowed, Calling, Engine, Unrecorded};
+use crate::runner::{Calling, Engine, Unrecorded};
 use crate::sends::{
     AttemptNumber, BeginSendOutput, CommandStatus, ProviderPlan, SendOutcomeOutput,
 };
@@ -379,7 +379,7 @@ impl Journal {
     /// is the core's `tools`, not a service's API.
     #[doc(hidden)]
     pub async fn run_transition<T: Transition>(&self, op: &T) -> Result<T::Output, JournalError> {
-        self.engine.run(Unrecorded(Borrowed(op))).await
+        self.engine.run(Unrecorded(op)).await
     }
 
     /// A terminal transition (success with `reference`'s commitment, or final failure)

@@ -81,5 +81,5 @@ pub use concurrency::Concurrency;
 
 pub use counters::Stats;
 
-pub(crate) use engine::{Borrowed, Calling, Engine, Unrecorded};
+pub(crate) use engine::{Calling, Engine, Unrecorded};
 pub use policy::RetryPolicy;

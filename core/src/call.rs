@@ -46,6 +46,7 @@
 mod io;
 mod labels;
 mod program;
+mod quiet;
 mod run;
 #[cfg(test)]
 mod tests;
@@ -58,6 +59,7 @@ pub use labels::Labelled;
 pub(crate) use program::transitions;
 pub(crate) use program::{Answered, Next, Run};
 pub use program::{Program, Single};
+pub use quiet::{Quiet, Untold};
 
 use crate::attempt::Twice;
 use crate::error::JournalError;

@@ -31,7 +31,7 @@ pub mod call {
 
     pub use crate::call::{
         Call, CallOptions, CommitKind, Consistency, Input, Io, Labelled, Metric, Now, Program,
-        ReadAnswer, RetryCause, RpcFailure, Single, TransactionId,
+        Quiet, ReadAnswer, RetryCause, RpcFailure, Single, TransactionId, Untold,
     };
 }
 

@@ -10,9 +10,9 @@ use crate::identity::{CommandInput, LeaseId};
 use crate::time::{Clock, SystemClock, Timestamp};
 use command_journal_core::error::JournalError;
 use command_journal_core::sends::LookupRequest;
-use command_journal_core::tools::call::{Labelled, Program, Single};
+use command_journal_core::tools::call::{Labelled, Program, Quiet, Single, Untold};
 use command_journal_core::tools::lease::{CommandCall, LeaseCall};
-use command_journal_core::tools::transaction::{Decision, OperationName, Snapshot, Transition};
+use command_journal_core::tools::transaction::Transition;
 use command_journal_core::{Provider, ProviderAnswer, SendRequest};
 use std::sync::Arc;
 
@@ -187,69 +187,5 @@ impl Provider for Nowhere {
 
     async fn lookup(&self, _request: LookupRequest) -> ProviderAnswer {
         match *self {}
-    }
-}
-
-/// A tool's transition as the call machine runs it: its answer carries no metric
-/// label, since it records none.
-pub(crate) struct Quiet<T>(T);
-
-/// The answer of a [`Quiet`] transition.
-pub(crate) struct Untold<O>(O);
-
-impl<O> Labelled for Untold<O> {
-    fn label(&self) -> &'static str {
-        "tool"
-    }
-}
-
-impl<T: Transition> Transition for Quiet<T> {
-    type Output = Untold<T::Output>;
-
-    fn paths(&self) -> Vec<String> {
-        self.0.paths()
-    }
-
-    fn decide(&self, snapshot: &Snapshot) -> Decision<Self::Output> {
-        self.0.decide(snapshot).map(Untold)
-    }
-
-    fn name(&self) -> OperationName {
-        self.0.name()
-    }
-
-    fn blind_create(&self) -> bool {
-        self.0.blind_create()
-    }
-
-    fn first_read_unlocked(&self) -> bool {
-        self.0.first_read_unlocked()
-    }
-}
-
-/// A transition of the caller's own, run as borrowed.
-pub(crate) struct Borrowed<'a, T>(pub(crate) &'a T);
-
-impl<T: Transition> Transition for Borrowed<'_, T> {
-    type Output = T::Output;
-
-    fn paths(&self) -> Vec<String> {
-        self.0.paths()
-    }
-
-    fn decide(&self, snapshot: &Snapshot) -> Decision<T::Output> {
-        self.0.decide(snapshot)
-    }
-
-    fn name(&self) -> OperationName {
-        self.0.name()
-    }
-
-    fn blind_create(&self) -> bool {
-        self.0.blind_create()
-    }
-
-    fn first_read_unlocked(&self) -> bool {
-        self.0.first_read_unlocked()
     }
 }

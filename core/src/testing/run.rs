@@ -43,12 +43,12 @@ use super::call::Driven;
 use super::store::Store;
 use crate::attempt::{GuardedWrite, ReadKind};
 use crate::call::{
-    Answered, CallOptions, CommitKind, Input, Io, Labelled, Next, Now, Program, Run, Single,
+    Answered, CallOptions, CommitKind, Input, Io, Next, Now, Program, Quiet, Run, Single, Untold,
 };
 use crate::error::JournalError;
 use crate::known::Known;
 use crate::time::Timestamp;
-use crate::transaction::{Decision, OperationName, Snapshot, Transition, Write};
+use crate::transaction::{Decision, Snapshot, Transition, Write};
 use std::collections::HashMap;
 use std::fmt::Debug;
 
@@ -178,7 +178,7 @@ impl Store {
         T: Transition,
         T::Output: Debug + PartialEq,
     {
-        let program = Reading(Some(Run::op(Lent(op)).reading(paths)));
+        let program = Reading(Some(Run::op(Quiet(op)).reading(paths)));
         let options = CallOptions {
             fast_paths: false,
             ..CallOptions::default()
@@ -209,8 +209,8 @@ impl Store {
             driven.handle(input);
         };
         let decision = match (result, guarded.is_empty()) {
-            (Ok(Unlabelled(output)), true) => Decision::Observe(output),
-            (Ok(Unlabelled(output)), false) => {
+            (Ok(Untold(output)), true) => Decision::Observe(output),
+            (Ok(Untold(output)), false) => {
                 Decision::Mutate(guarded.iter().map(|w| w.write.clone()).collect(), output)
             }
             (Err(error), true) => Decision::Reject(error),
@@ -257,7 +257,7 @@ impl Store {
 /// read and what its commit wrote, checked as it goes.
 struct Operation<'a, T: Transition> {
     op: &'a T,
-    driven: Driven<Single<Lent<'a, T>>>,
+    driven: Driven<Single<Quiet<&'a T>>>,
     follow_ups: Vec<Vec<String>>,
     writes: Vec<Write>,
     blind: bool,
@@ -268,9 +268,9 @@ struct Operation<'a, T: Transition> {
 /// Where a call of a race stopped before any commit landed.
 enum Parked<O> {
     /// At its first commit, not yet performed.
-    Commit(Io<Unlabelled<O>, u64>),
+    Commit(Io<Untold<O>, u64>),
     /// At its answer, having committed nothing.
-    Answered(Result<Unlabelled<O>, JournalError>),
+    Answered(Result<Untold<O>, JournalError>),
 }
 
 impl<'a, T> Operation<'a, T>
@@ -282,7 +282,7 @@ where
     fn new(op: &'a T) -> Self {
         Self {
             op,
-            driven: Driven::new(Single::new(Lent(op)), CallOptions::default()).strict(),
+            driven: Driven::new(Single::new(Quiet(op)), CallOptions::default()).strict(),
             follow_ups: Vec::new(),
             writes: Vec::new(),
             blind: false,
@@ -332,7 +332,7 @@ where
 
     /// Performs the I/O step `io` on `store` and hands its answer back; a decided
     /// commit may lose a precondition only when `contended`.
-    fn step(&mut self, store: &mut Store, io: &Io<Unlabelled<T::Output>, u64>, contended: bool) {
+    fn step(&mut self, store: &mut Store, io: &Io<Untold<T::Output>, u64>, contended: bool) {
         match io {
             Io::Read {
                 kind: ReadKind::First,
@@ -376,45 +376,6 @@ fn any_time() -> Now {
         at: Timestamp::from_micros(0).unwrap_or_else(|| unreachable!("the epoch is in range")),
         steady: std::time::Duration::ZERO,
         elapsed: std::time::Duration::ZERO,
-    }
-}
-
-/// The caller's transition, lent to a call: every method of [`Transition`] delegated,
-/// its answer wrapped so that the call machine can label it.
-struct Lent<'a, T>(&'a T);
-
-/// An answer of a lent transition, counted under no operation's outcome label (the
-/// helpers keep no metrics).
-#[derive(Debug, PartialEq)]
-struct Unlabelled<O>(O);
-
-impl<O> Labelled for Unlabelled<O> {
-    fn label(&self) -> &'static str {
-        "unlabelled"
-    }
-}
-
-impl<T: Transition> Transition for Lent<'_, T> {
-    type Output = Unlabelled<T::Output>;
-
-    fn paths(&self) -> Vec<String> {
-        self.0.paths()
-    }
-
-    fn decide(&self, snapshot: &Snapshot) -> Decision<Self::Output> {
-        self.0.decide(snapshot).map(Unlabelled)
-    }
-
-    fn name(&self) -> OperationName {
-        self.0.name()
-    }
-
-    fn blind_create(&self) -> bool {
-        self.0.blind_create()
-    }
-
-    fn first_read_unlocked(&self) -> bool {
-        self.0.first_read_unlocked()
     }
 }
 
