@@ -9,6 +9,7 @@
 //! object (`https://docs.stripe.com/api/checkout/sessions/object`, API version
 //! 2025-04-30.basil), each with the journal's key in its metadata.
 
+use command_journal::sends::{CustomerAction, Handoff};
 use command_journal::{ProviderAnswer, Timestamp};
 use command_journal_stripe::answer::{SendAnswer, send_result};
 use command_journal_stripe::intent::envelope;
@@ -636,10 +637,21 @@ fn a_sessions_current_state_settles_through_its_payment_intent() {
     );
     assert_eq!(
         settle_session(&session("open", "unpaid", Some(KEY))),
-        unknown
+        Settlement::Answer(ProviderAnswer::CustomerMustAct(CustomerAction::Open {
+            url: Handoff::new(PAGE_URL)
+        }))
     );
+    let mut no_page = session("open", "unpaid", Some(KEY));
+    no_page["url"] = json!("javascript:alert(1)");
+    assert_eq!(settle_session(&no_page), unknown);
+    no_page["url"] = Value::Null;
+    assert_eq!(settle_session(&no_page), unknown);
     assert_eq!(
         settle_session(&session("expired", "unpaid", Some(KEY))),
+        Settlement::Answer(ProviderAnswer::Closed)
+    );
+    assert_eq!(
+        settle_session(&session("expired", "unpaid", Some(OTHER_KEY))),
         unknown
     );
     assert_eq!(
@@ -705,7 +717,8 @@ async fn an_order_dependent_event_settles_from_what_came_after_it() {
         settle_by_id(&both, object, &key, &expected_charge()).await,
         sent_success()
     );
-    // An expired session read by id, or one whose intent cannot be read: unknown.
+    // An expired session read by id is closed (final: nothing paid, nothing payable);
+    // a complete one whose intent cannot be read is unknown.
     let expired = verified(
         "evt_e",
         "checkout.session.expired",
@@ -719,6 +732,11 @@ async fn an_order_dependent_event_settles_from_what_came_after_it() {
     else {
         panic!("read by id");
     };
+    let closed = objects(&[session("expired", "unpaid", Some(KEY))]);
+    assert_eq!(
+        settle_by_id(&closed, object.clone(), &key, &expected_charge()).await,
+        ProviderAnswer::Closed
+    );
     let only_session = objects(&[session("complete", "paid", Some(KEY))]);
     assert_eq!(
         settle_by_id(&only_session, object, &key, &expected_charge()).await,

@@ -12,8 +12,9 @@ use serde_json::{Map, Value};
 pub(crate) enum SessionState {
     /// `open`: the customer may still pay on the hosted page at `url` (when present).
     Open { url: Option<String> },
-    /// `expired`: "The checkout session has expired. No further processing will
-    /// occur": nothing was paid through it and nothing can be.
+    /// `expired`: "After it expires, a customer can't complete a Checkout Session"
+    /// (`https://docs.stripe.com/api/checkout/sessions/expire`): nothing was paid
+    /// through it and nothing can be.
     Expired,
     /// `complete`: the customer finished the hosted page; `payment_status` says
     /// whether the funds are available (`paid`) or still on the way (`unpaid`, a

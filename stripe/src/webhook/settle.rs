@@ -9,6 +9,7 @@ use super::session::{self, PaymentStatus, SessionState};
 use crate::answer;
 use crate::intent::Expected;
 use command_journal::ProviderAnswer;
+use command_journal::sends::{CustomerAction, Handoff};
 use command_journal::strict_json;
 use serde_json::{Map, Value};
 use std::future::Future;
@@ -43,9 +44,11 @@ pub trait ReadById {
 /// A PaymentIntent answers what the adapter's lookup answers for it (`succeeded`: a
 /// success with the same envelope; final without money moved: a decline; anything
 /// still open: unknown). A Checkout Session of the key answers from its `status`:
-/// `complete` reads on to its PaymentIntent; `open` and `expired` answer unknown (the
-/// customer may still pay; an expired one proves nothing absent here). Anything not
-/// this object, or not of this key, is unknown. Never [`ProviderAnswer::NotFound`].
+/// `complete` reads on to its PaymentIntent; `open` is
+/// [`ProviderAnswer::CustomerMustAct`] with its hosted page's URL (the customer may
+/// still pay); `expired` is [`ProviderAnswer::Closed`] (nothing paid, nothing payable
+/// any more). Anything not this object, or not of this key, is unknown. Never
+/// [`ProviderAnswer::NotFound`].
 pub fn settle(object: &ObjectRef, json: &str, key: &JournalKey, expected: &Expected) -> Settlement {
     let unknown = Settlement::Answer(ProviderAnswer::Unknown);
     let Ok(read) = strict_json::parse_object(json) else {
@@ -71,10 +74,18 @@ fn settle_session(session: &Map<String, Value>) -> Settlement {
             payment: PaymentStatus::Paid | PaymentStatus::Unpaid,
             intent: Some(intent),
         } => Settlement::ReadById(intent),
-        SessionState::Open { .. }
-        | SessionState::Expired
-        | SessionState::Complete { .. }
-        | SessionState::Unrecognised => Settlement::Answer(ProviderAnswer::Unknown),
+        // The customer may still pay on the hosted page: its URL goes to them only.
+        SessionState::Open { url: Some(url) } if url.starts_with("https://") => {
+            Settlement::Answer(ProviderAnswer::CustomerMustAct(CustomerAction::Open {
+                url: Handoff::new(url),
+            }))
+        }
+        // "After it expires, a customer can't complete a Checkout Session": nothing was
+        // paid through it and nothing can be, read by id.
+        SessionState::Expired => Settlement::Answer(ProviderAnswer::Closed),
+        SessionState::Open { .. } | SessionState::Complete { .. } | SessionState::Unrecognised => {
+            Settlement::Answer(ProviderAnswer::Unknown)
+        }
     }
 }
 
