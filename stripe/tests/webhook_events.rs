@@ -341,6 +341,31 @@ fn a_succeeded_event_carries_the_adapters_envelope_and_never_an_absence() {
 }
 
 #[test]
+fn a_succeeded_event_is_checked_against_the_plan_through_settle() {
+    let key = key();
+    let event = verified(
+        "evt_ok",
+        "payment_intent.succeeded",
+        false,
+        &intent("succeeded", Some(KEY)),
+    );
+    let Classified::Ours { object, .. } = classify(&event, false) else {
+        panic!("ours");
+    };
+    let json = event.object().get();
+    assert_eq!(
+        settle(&object, json, &key, &expected_charge()),
+        Settlement::Answer(sent_success())
+    );
+    let other =
+        Charge::from_parameters(&json!({"amount": 1250, "currency": "usd"})).expect("charge");
+    assert_eq!(
+        settle(&object, json, &key, &Expected::of(&other)),
+        Settlement::Answer(ProviderAnswer::Unknown)
+    );
+}
+
+#[test]
 fn a_succeeded_event_whose_intent_says_otherwise_is_read_by_id() {
     for state in ["processing", "canceled"] {
         let event = verified(
