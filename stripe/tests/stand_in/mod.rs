@@ -341,6 +341,11 @@ impl StandIn {
         self.state().settle_session(id, succeeded)
     }
 
+    /// Every body that was off Stripe's schemas so far.
+    pub fn schema_failures(&self) -> Vec<String> {
+        self.inner.validator.failures()
+    }
+
     /// Asserts that every body passed the schemas, and that some were checked.
     pub fn assert_schemas_held(&self) {
         let failures = self.inner.validator.failures();
