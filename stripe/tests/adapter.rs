@@ -62,6 +62,7 @@ fn request(key: &str, parameters: &Value) -> SendRequest {
         deadline: Duration::from_secs(10),
         attempt: AttemptNumber::FIRST,
         resend: false,
+        act_by: command_journal::Timestamp::from_micros(1_900_000_000_000_000).expect("a time"),
     }
 }
 
