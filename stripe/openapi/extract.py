@@ -35,10 +35,16 @@ SESSION_FORM = {
 SESSION = {
     name: None
     for name in [
-        "amount_total", "cancel_url", "currency", "expires_at", "id", "livemode",
+        "amount_total", "automatic_tax", "cancel_url", "currency", "expires_at", "id", "livemode",
         "metadata", "mode", "object", "payment_intent", "payment_method_types",
-        "payment_status", "status", "success_url", "url",
+        "payment_status", "shipping_options", "status", "success_url", "url",
     ]
+}
+# The components the kept properties name, cut the same way (a shipping option's
+# `shipping_rate` names the whole shipping rate tree: the stand-in answers none).
+COMPONENTS = {
+    "payment_pages_checkout_session_automatic_tax": None,
+    "payment_pages_checkout_session_shipping_option": {"shipping_amount": None},
 }
 OPERATIONS = [
     ("/v1/checkout/sessions", "post"),
@@ -83,7 +89,9 @@ def main(path):
             form["schema"] = cut(form["schema"], SESSION_FORM)
             form["encoding"] = {k: v for k, v in form["encoding"].items() if k in SESSION_FORM}
         paths.setdefault(route, {})[method] = operation
-    session = cut(spec["components"]["schemas"]["checkout.session"], SESSION)
+    schemas = {"checkout.session": cut(spec["components"]["schemas"]["checkout.session"], SESSION)}
+    for name, keep in COMPONENTS.items():
+        schemas[name] = cut(spec["components"]["schemas"][name], keep)
     document = {
         "openapi": "3.0.0",
         "info": {
@@ -92,7 +100,7 @@ def main(path):
             "x-source": f"github.com/stripe/openapi {COMMIT} openapi/spec3.yaml",
         },
         "paths": paths,
-        "components": {"schemas": {"checkout.session": session}},
+        "components": {"schemas": schemas},
     }
     json.dump(document, sys.stdout, indent=2, sort_keys=True)
     sys.stdout.write("\n")

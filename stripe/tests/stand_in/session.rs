@@ -45,6 +45,7 @@ impl Session {
             "id": self.id,
             "object": "checkout.session",
             "amount_total": self.amount,
+            "automatic_tax": {"enabled": false, "status": null},
             "cancel_url": self.cancel_url,
             "currency": self.currency,
             "expires_at": self.expires_at,
@@ -54,6 +55,7 @@ impl Session {
             "payment_intent": self.payment_intent,
             "payment_method_types": ["card"],
             "payment_status": self.payment_status,
+            "shipping_options": [],
             "status": self.status,
             "success_url": self.success_url,
             // "This value is only present when the session is active."
