@@ -19,6 +19,7 @@ pub(crate) mod bound_plan;
 pub(crate) mod close;
 pub(crate) mod event;
 pub(crate) mod guard;
+pub(crate) mod key_index;
 pub(crate) mod late;
 pub(crate) mod load;
 pub(crate) mod lookup;
