@@ -170,8 +170,8 @@ impl Stripe {
         }
     }
 
-    /// `GET /v1/payment_intents/{id}` of a session's intent, for a `complete` and
-    /// `unpaid` session (a delayed method): `None` when it cannot be read.
+    /// `GET /v1/payment_intents/{id}` of a `complete` session's intent: `None` when it
+    /// cannot be read.
     async fn session_intent(
         &self,
         session: &Map<String, Value>,
@@ -191,9 +191,8 @@ impl Stripe {
         key: &str,
         deadline: Duration,
     ) -> RetrieveAnswer {
-        let delayed = session.get("status").and_then(Value::as_str) == Some("complete")
-            && session.get("payment_status").and_then(Value::as_str) == Some("unpaid");
-        let intent = if delayed {
+        let complete = session.get("status").and_then(Value::as_str) == Some("complete");
+        let intent = if complete {
             self.session_intent(session, key, deadline).await
         } else {
             None

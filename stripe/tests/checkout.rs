@@ -183,9 +183,10 @@ async fn a_session_paid_at_once_is_the_payment_on_return() {
             .await,
     ] {
         match answer {
+            // The envelope is its PaymentIntent's, as a PaymentIntents payment's.
             ProviderAnswer::Succeeded(envelope) => assert_eq!(
                 envelope.value(),
-                &json!({"id": id, "amount": 4200, "currency": "eur", "status": "paid"})
+                &json!({"id": "pi_CANARYstandin00000001", "amount": 4200, "currency": "eur", "status": "succeeded"})
             ),
             other => panic!("{other:?}"),
         }
@@ -445,9 +446,15 @@ async fn every_session_status_maps_as_the_table_says() {
     let processing = json!({"object": "payment_intent", "status": "processing"})
         .as_object()
         .cloned();
-    let rows: [(&str, &str, Option<&Object>, &str); 7] = [
+    let succeeded = json!({"object": "payment_intent", "status": "succeeded", "id": "pi_1",
+        "amount": 4200, "currency": "eur"})
+    .as_object()
+    .cloned();
+    let rows: [(&str, &str, Option<&Object>, &str); 9] = [
         ("open", "unpaid", None, "customer_must_act"),
-        ("complete", "paid", None, "succeeded"),
+        ("complete", "paid", succeeded.as_ref(), "succeeded"),
+        ("complete", "paid", None, "paid_intent"),
+        ("complete", "unpaid", succeeded.as_ref(), "succeeded"),
         ("complete", "unpaid", processing.as_ref(), "unpaid"),
         ("complete", "unpaid", refused.as_ref(), "declined"),
         (
@@ -480,7 +487,7 @@ async fn every_session_status_maps_as_the_table_says() {
         Some(&other)
     ));
     assert!(matches!(
-        session::current(&session("complete", "paid"), None),
+        session::current(&session("complete", "paid"), succeeded.as_ref()),
         RetrieveAnswer::Succeeded(_)
     ));
 }
