@@ -107,7 +107,7 @@ impl Stripe {
     /// `POST /v1/checkout/sessions/{id}/expire`: the expired session, or
     /// `provider_unexpected_state` when it is no longer `open` ("Returns an error if
     /// the Checkout Session has already expired or isn't in an expireable state":
-    /// https://docs.stripe.com/api/checkout/sessions/expire).
+    /// `https://docs.stripe.com/api/checkout/sessions/expire`).
     async fn expire_session(
         &self,
         id: &str,
@@ -282,7 +282,7 @@ impl Checkout<'_> {
                 Err(code) => RetrieveAnswer::Unknown(code),
             },
             // Stripe validates before it executes: a 400 made nothing and stored
-            // nothing (https://docs.stripe.com/api/idempotent_requests), and these
+            // nothing (`https://docs.stripe.com/api/idempotent_requests`), and these
             // parameters stay refused. A replayed 400 is the first request's.
             400 => match error_type(&answered.body) {
                 Some("invalid_request_error") => RetrieveAnswer::Declined("invalid_request"),

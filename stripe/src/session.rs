@@ -1,7 +1,7 @@
 //! A Checkout Session as evidence: what one is made from (the plan's amount and
 //! currency, the configured pages, the customer's deadline), whose it is, and what its
-//! status says (https://docs.stripe.com/api/checkout/sessions/object,
-//! https://docs.stripe.com/checkout/fulfillment).
+//! status says (`https://docs.stripe.com/api/checkout/sessions/object`,
+//! `https://docs.stripe.com/checkout/fulfillment`).
 
 use crate::answer::RetrieveAnswer;
 use crate::charge::Charge;
@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 use std::fmt;
 
 /// The earliest `expires_at` Stripe takes: "between 30 minutes and 24 hours after the
-/// current time" (https://docs.stripe.com/payments/checkout/managing-limited-inventory),
+/// current time" (`https://docs.stripe.com/payments/checkout/managing-limited-inventory`),
 /// and a minute for the clocks.
 pub const MIN_EXPIRY_SECONDS: i64 = 30 * 60 + 60;
 /// The latest, a minute inside Stripe's 24 hours.
@@ -160,7 +160,7 @@ pub fn current(
         },
         // A delayed method: the payment is not final until
         // `checkout.session.async_payment_succeeded` or `..._failed`
-        // (https://docs.stripe.com/checkout/fulfillment). Its intent tells which.
+        // (`https://docs.stripe.com/checkout/fulfillment`). Its intent tells which.
         (Some("complete"), Some("unpaid")) => match paid_by {
             Some(IntentState::Succeeded(fields)) => RetrieveAnswer::Succeeded(fields),
             Some(IntentState::Refused) => RetrieveAnswer::Declined("declined"),
@@ -173,7 +173,7 @@ pub fn current(
             RetrieveAnswer::Unknown("no_payment_required")
         }
         // "After it expires, a customer can't complete a Checkout Session"
-        // (https://docs.stripe.com/api/checkout/sessions/expire): closed, nothing
+        // (`https://docs.stripe.com/api/checkout/sessions/expire`): closed, nothing
         // charged (its intent canceled, if one was made).
         (Some("expired"), _) => RetrieveAnswer::Closed,
         _ => RetrieveAnswer::Unknown("unknown_status"),
