@@ -71,7 +71,11 @@ impl Stripe {
     }
 
     /// The Checkout provider of a recovery job: retrieves (the plan's parameters
-    /// come with each request) and lookups by key alone, never a send.
+    /// come with each request) and lookups by key alone, never a send. Its retrieve
+    /// may replay the key's create: a session charges nothing until the customer pays
+    /// on its page, and since API version 2022-08-01 an open session has no
+    /// PaymentIntent the lookup could find, so the replay is how a recovery job reads
+    /// an open or expired session before the cutoff.
     pub fn checkout_recovery(&self, pages: &CheckoutPages) -> Checkout<'_> {
         Checkout {
             stripe: self,
