@@ -542,3 +542,27 @@ async fn no_url_or_secret_is_in_any_output() {
     }
     assert!(CheckoutPages::new("http://127.0.0.1:8080/ok", "http://localhost/no", "Order").is_ok());
 }
+
+#[tokio::test]
+async fn the_client_reads_an_object_by_id_for_the_webhook_settlement() {
+    use command_journal_stripe::webhook::{ObjectKind, ObjectRef, ReadById};
+    let stand_in = StandIn::start().await;
+    let stripe = stripe(&stand_in, LookupMethod::Search);
+    stripe
+        .checkout(&parameters(), &pages())
+        .send(send_request(&key(13), false, ACT_BY))
+        .await;
+    let id = session_id(&stand_in);
+    let session = ObjectRef::new(ObjectKind::CheckoutSession, &id).expect("a ref");
+    let read: Value =
+        serde_json::from_str(&stripe.read(&session).await.expect("read")).expect("json");
+    assert_eq!(read["status"], json!("open"));
+    let intent =
+        ObjectRef::new(ObjectKind::PaymentIntent, "pi_CANARYstandin00000001").expect("a ref");
+    let read: Value =
+        serde_json::from_str(&stripe.read(&intent).await.expect("read")).expect("json");
+    assert_eq!(read["metadata"]["journal_key"], json!(key(13)));
+    let missing = ObjectRef::new(ObjectKind::PaymentIntent, "pi_missing").expect("a ref");
+    assert_eq!(stripe.read(&missing).await, None, "a 404 is no body");
+    stand_in.assert_schemas_held();
+}
