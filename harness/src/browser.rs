@@ -96,15 +96,9 @@ impl Browser {
         };
         let (browser, mut handler) =
             chromiumoxide::Browser::connect_with_config(address, config).await?;
-        let handler = tokio::spawn(async move {
-            while let Some(event) = handler.next().await {
-                if event.is_err() {
-                    // A message the driver cannot read ends nothing; a closed socket
-                    // ends the stream.
-                    continue;
-                }
-            }
-        });
+        // Serves the connection until the socket closes; a message the driver cannot
+        // read ends nothing (the command waiting for it times out).
+        let handler = tokio::spawn(async move { while handler.next().await.is_some() {} });
         let page = match browser.new_page("about:blank").await {
             Ok(page) => page,
             Err(error) => {
