@@ -234,6 +234,10 @@ async fn webhook_forged_stale_or_unsigned_is_400_and_writes_nothing() {
     let body = serde_json::to_vec(&succeeded_event).expect("json");
     let unsigned = stand_in::events::deliver_signed(&url, "", body.clone()).await;
     let malformed = stand_in::events::deliver_signed(&url, "t=1,v1=zz", body).await;
+    // Over 256 KiB: refused before the signature is even read.
+    let large = vec![b' '; 300 * 1024];
+    let too_large = stand_in::events::deliver_signed(&url, "t=1,v1=00", large).await;
+    assert_eq!(too_large, 400);
     assert_eq!([forged, stale, unsigned, malformed], [400, 400, 400, 400]);
     assert_eq!(service.documents().await, documents, "nothing written");
     for (code, count) in [
@@ -241,6 +245,7 @@ async fn webhook_forged_stale_or_unsigned_is_400_and_writes_nothing() {
         ("webhook_timestamp_too_old", 1),
         ("webhook_signature_missing", 1),
         ("webhook_signature_malformed", 1),
+        ("webhook_body_too_large", 1),
     ] {
         let counted = service
             .sample(
