@@ -10,8 +10,10 @@
 //! [`TerminalReferenceFingerprint`], [`ResultEnvelope`]) and outputs
 //! ([`RegistrationOutput`], [`StartOutput`], [`LeaseOutput`], [`TerminalOutput`],
 //! [`StatusOutput`] and its [`CommandState`]); the one-call protocol ([`Provider`],
-//! [`SendRequest`], [`ProviderAnswer`], [`Execution`], [`ProviderPlan`], and the
-//! lookup's [`sends::LookupRequest`]); [`JournalError`];
+//! [`SendRequest`], [`ProviderAnswer`], [`Execution`], [`ProviderPlan`], the
+//! lookup's [`sends::LookupRequest`], the retrieve's [`sends::RetrieveRequest`], and the
+//! customer's [`sends::CustomerAction`] with its [`sends::ActionName`] and
+//! [`sends::Handoff`]); [`JournalError`];
 //! [`Clock`] and [`Timestamp`]; and [`verify()`]. The rest is in public modules:
 //! [`evidence`] (evidence given from outside, such as a provider's event, and what
 //! recording it did), [`identity`] (each validated input and its limits, and

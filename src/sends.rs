@@ -10,7 +10,7 @@
 
 pub use command_journal_core::Executed;
 pub use command_journal_core::sends::{
-    AttemptNumber, AttemptState, BeginSendOutput, CommandStatus, LookupRequest, ProviderAccount,
-    ProviderLookup, ProviderMode, ProviderPlan, ProviderPlanRequest, SendOutcomeOutput, SendPermit,
-    SendStatus,
+    ActionName, AttemptNumber, AttemptState, BeginSendOutput, CommandStatus, CustomerAction,
+    Handoff, LookupRequest, ProviderAccount, ProviderLookup, ProviderMode, ProviderPlan,
+    ProviderPlanRequest, RetrieveRequest, SendOutcomeOutput, SendPermit, SendStatus,
 };

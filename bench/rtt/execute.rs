@@ -86,6 +86,7 @@ async fn steps_once(journal: &Journal, provider: &AtOnce, tag: u16, n: u64) -> R
             deadline: std::time::Duration::from_secs(30),
             attempt: permit.attempt,
             resend: permit.resend,
+            act_by: permit.send_cutoff_at,
         })
         .await;
     journal

@@ -16,6 +16,7 @@ pub(crate) mod opening;
 pub(crate) mod program;
 
 use crate::envelope::ResultEnvelope;
+use crate::sends::customer::CustomerAction;
 use std::time::Duration;
 
 /// The answer of `Journal::execute`.
@@ -44,6 +45,9 @@ pub enum Execution {
     /// The cutoff has passed with the outcome unknown and the provider lookup was
     /// unavailable: nothing was written; retry later, and the lookup is asked again.
     PendingReconciliation,
+    /// The customer must act (3-D Secure, a hosted page): hand the action to the
+    /// customer's browser; the same command's next call (the return page's) settles it.
+    CustomerMustAct(CustomerAction),
 }
 
 /// The answer of `Journal::execute_marked`: the [`Execution`] `Journal::execute`

@@ -227,6 +227,10 @@ const EXPECTED: &[(&str, &str)] = &[
         "the provider idempotency key of an attempt of this command, derived from its \
          stored plan (identity prints it for an attempt)",
     ),
+    (
+        "nextAction",
+        "a provider's name of a next action: 1 to 64 of a-z, 0-9 and _",
+    ),
 ];
 
 /// The fixed rule `field` must follow, for every field name an `invalid_input` error

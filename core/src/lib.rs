@@ -74,5 +74,6 @@ pub use execute::{Executed, Execution};
 pub use fence::FenceEpoch;
 pub use lease::{CommandState, LeaseOutput, StatusOutput, TerminalOutput};
 pub use registration::{RegistrationOutcome, RegistrationOutput};
+pub use sends::customer::{ActionName, CustomerAction, Handoff};
 pub use sends::provider::{Provider, ProviderAnswer, SendRequest};
 pub use start::StartOutput;

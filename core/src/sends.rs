@@ -17,6 +17,7 @@ pub(crate) mod attempt_number;
 pub(crate) mod begin;
 pub(crate) mod bound_plan;
 pub(crate) mod close;
+pub(crate) mod customer;
 pub(crate) mod event;
 pub(crate) mod guard;
 pub(crate) mod key_index;
@@ -34,10 +35,11 @@ pub(crate) mod status;
 pub use account::ProviderAccount;
 pub use attempt::AttemptState;
 pub use attempt_number::AttemptNumber;
+pub use customer::{ActionName, CustomerAction, Handoff};
 pub use late::{LateChargeOutput, LateReason};
 pub use output::{BeginSendOutput, SendOutcomeOutput, SendPermit};
 pub use plan::{ProviderLookup, ProviderMode, ProviderPlan, ProviderPlanRequest};
-pub use provider::LookupRequest;
+pub use provider::{LookupRequest, RetrieveRequest};
 pub use status::{CommandStatus, SendStatus};
 
 #[cfg(test)]

@@ -364,6 +364,8 @@ fn send_text(result: &ProviderAnswer) -> String {
         ProviderAnswer::Indeterminate => "indeterminate".to_owned(),
         ProviderAnswer::SucceededWithReference(_) => "succeeded by reference".to_owned(),
         ProviderAnswer::NotFound => "not found".to_owned(),
+        ProviderAnswer::CustomerMustAct(_) => "customer must act".to_owned(),
+        ProviderAnswer::Closed => "closed".to_owned(),
     }
 }
 
@@ -374,8 +376,10 @@ fn lookup_text(result: &ProviderAnswer) -> String {
         ProviderAnswer::NotFound => "not found".to_owned(),
         ProviderAnswer::Unknown
         | ProviderAnswer::ReplayedUnknown
-        | ProviderAnswer::Indeterminate => "unavailable".to_owned(),
+        | ProviderAnswer::Indeterminate
+        | ProviderAnswer::CustomerMustAct(_) => "unavailable".to_owned(),
         ProviderAnswer::SucceededWithReference(_) => "found by reference".to_owned(),
+        ProviderAnswer::Closed => "closed".to_owned(),
     }
 }
 

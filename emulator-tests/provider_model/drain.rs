@@ -37,7 +37,9 @@ impl Run {
                 };
                 match self.drain_call(c, variant).await {
                     Execution::Succeeded(_) | Execution::Declined => {}
-                    Execution::InProgress | Execution::RetryLater { .. } => {
+                    Execution::InProgress
+                    | Execution::RetryLater { .. }
+                    | Execution::CustomerMustAct(_) => {
                         lock(&self.world).advance((LEASE + 1) * SECOND, "drain: past a lease");
                     }
                     Execution::PendingReconciliation => {

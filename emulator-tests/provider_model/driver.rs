@@ -130,6 +130,7 @@ pub(super) fn kind(result: &Result<Execution, JournalError>) -> &'static str {
         Ok(Execution::InProgress) => "in_progress",
         Ok(Execution::RetryLater { .. }) => "retry_later",
         Ok(Execution::PendingReconciliation) => "pending_reconciliation",
+        Ok(Execution::CustomerMustAct(_)) => "customer_must_act",
         Err(JournalError::PlanConflict) => "plan_conflict",
         Err(_) => "error",
     }

@@ -57,7 +57,11 @@ impl Run {
                     self.violation(c, "retry later beyond a lease");
                 }
             }
-            Ok(Execution::InProgress | Execution::PendingReconciliation) => {}
+            Ok(
+                Execution::InProgress
+                | Execution::PendingReconciliation
+                | Execution::CustomerMustAct(_),
+            ) => {}
             Err(JournalError::PlanConflict) => self.tally.plan_conflicts += 1,
             Err(error) => self.violation(c, &format!("execute failed: {error:?}")),
         }

@@ -651,8 +651,10 @@ pub(super) fn lookup_text(answer: &ProviderAnswer) -> &'static str {
         ProviderAnswer::NotFound => "NotFound",
         ProviderAnswer::Unknown
         | ProviderAnswer::ReplayedUnknown
-        | ProviderAnswer::Indeterminate => "Unavailable",
+        | ProviderAnswer::Indeterminate
+        | ProviderAnswer::CustomerMustAct(_) => "Unavailable",
         ProviderAnswer::SucceededWithReference(_) => "FoundWithReference",
+        ProviderAnswer::Closed => "Closed",
     }
 }
 
@@ -665,5 +667,7 @@ pub(super) fn send_text(answer: &ProviderAnswer) -> &'static str {
         ProviderAnswer::Indeterminate => "Indeterminate",
         ProviderAnswer::NotFound => "NotFound",
         ProviderAnswer::SucceededWithReference(_) => "SucceededWithReference",
+        ProviderAnswer::CustomerMustAct(_) => "CustomerMustAct",
+        ProviderAnswer::Closed => "Closed",
     }
 }

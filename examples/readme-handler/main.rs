@@ -48,6 +48,8 @@ async fn checkout(
         Execution::PendingReconciliation => {
             (202, Some(60), r#"{"status":"pending_reconciliation"}"#)
         }
+        // 3-D Secure or a hosted page: the browser acts on `action`, then calls again.
+        Execution::CustomerMustAct(_action) => (202, None, r#"{"status":"customer_must_act"}"#),
     };
     Ok((status, retry_after, body.to_owned()))
 }

@@ -9,6 +9,7 @@
 //! | `InProgress` | 409 | problem `in_progress` | `Retry-After: 2` |
 //! | `RetryLater { after }` | 503 | problem `retry_later` | `Retry-After: after` |
 //! | `PendingReconciliation` | 202 | `{"status":"pending_reconciliation"}` | `Retry-After: 60` |
+//! | `CustomerMustAct(action)` | 202 | `{"status":"customer_must_act","action":{"type":"confirm","clientSecret":…,"nextAction":…}}` or `{…,"action":{"type":"open","url":…}}` | `Cache-Control: no-store` |
 //! | an error | the problem table's | problem of its code | |
 //!
 //! A replay (`replayed`: the terminal outcome stored before this call) answers the same
@@ -25,7 +26,7 @@
 use crate::problem::{BUSY_RETRY_AFTER, Problem};
 use crate::replay::mark_replayed;
 use axum::body::Body;
-use command_journal::sends::Executed;
+use command_journal::sends::{CustomerAction, Executed};
 use command_journal::{Execution, JournalError};
 use http::{HeaderValue, Response, StatusCode, header};
 use std::time::Duration;
@@ -62,10 +63,33 @@ pub fn execution_response(answer: Result<Executed, JournalError>) -> Response<Bo
                 .insert(header::RETRY_AFTER, HeaderValue::from(PENDING_RETRY_AFTER));
             response
         }
+        Execution::CustomerMustAct(action) => customer_must_act(&action),
     };
     if executed.replayed {
         mark_replayed(&mut response);
     }
+    response
+}
+
+/// The 202 that hands the customer's action to the browser: never cached, since it
+/// carries the client secret or the hosted page's URL.
+fn customer_must_act(action: &CustomerAction) -> Response<Body> {
+    let action = match action {
+        CustomerAction::Confirm {
+            client_secret,
+            next_action,
+        } => serde_json::json!({
+            "type": "confirm",
+            "clientSecret": client_secret.expose(),
+            "nextAction": next_action.as_str(),
+        }),
+        CustomerAction::Open { url } => serde_json::json!({"type": "open", "url": url.expose()}),
+    };
+    let body = serde_json::json!({"status": "customer_must_act", "action": action});
+    let mut response = json(StatusCode::ACCEPTED, body.to_string());
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
 }
 

@@ -30,25 +30,35 @@
 //!
 //! [`webhook`] verifies Stripe's webhook signatures (the `Stripe-Signature` header over
 //! the raw body, a tolerance on the journal's clock, several endpoint secrets during a
-//! roll) and reads the event's envelope strictly.
+//! roll), reads the event's envelope strictly, and classifies each PaymentIntent and
+//! Checkout Session event in the journal's answers (`docs/events.md` gives the table).
 
 #![deny(missing_docs)]
 
 pub mod answer;
 pub mod charge;
+pub mod checkout;
 pub mod client;
 pub mod config;
+pub mod customer;
 pub mod error;
 pub mod intent;
 pub mod provider;
+pub mod read;
+pub mod retrieve;
 pub mod secret;
+pub mod session;
 pub mod webhook;
 
-pub use answer::{LookupAnswer, SendAnswer};
+pub use answer::{LookupAnswer, RetrieveAnswer, SendAnswer};
 pub use charge::{Charge, InvalidParameters};
+pub use checkout::Checkout;
 pub use client::{PlanTerms, Stripe};
 pub use config::{Account, LookupMethod, StripeConfig};
+pub use customer::CustomerStep;
 pub use error::ConfigError;
 pub use intent::Expected;
 pub use provider::Payment;
+pub use retrieve::Retrieval;
 pub use secret::SecretKey;
+pub use session::CheckoutPages;

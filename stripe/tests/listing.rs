@@ -54,6 +54,7 @@ fn request(key: &str, parameters: &Value, resend: bool) -> SendRequest {
         deadline: Duration::from_secs(10),
         attempt: AttemptNumber::FIRST,
         resend,
+        act_by: command_journal::Timestamp::from_micros(1_900_000_000_000_000).expect("a time"),
     }
 }
 

@@ -143,6 +143,7 @@ impl Labelled for Execution {
             Self::InProgress => "in_progress",
             Self::RetryLater { .. } => "retry_later",
             Self::PendingReconciliation => "pending_reconciliation",
+            Self::CustomerMustAct(_) => "customer_must_act",
         }
     }
 }
@@ -330,6 +331,7 @@ impl ExecuteProgram {
                         deadline,
                         attempt: permit.attempt,
                         resend: permit.resend,
+                        act_by: permit.send_cutoff_at,
                     }),
                 ),
                 // The permit stands: the next holder re-sends it with the same key.

@@ -13,6 +13,8 @@
 //! | `Unknown` | timeout, 5xx, lost connection | failed or inconclusive | the attempt kept open (`ambiguous`) | — (`invalid_input`) |
 //! | `ReplayedUnknown` | the key's stored unknown answer, replayed (Stripe's stored 5xx, `Idempotent-Replayed: true`) | — (as `Unknown`) | the attempt kept open, never re-sent (`replayed_unknown`): looked up at once; indeterminate | — (`invalid_input`) |
 //! | `Indeterminate` | an answer the provider documents as indeterminate (Stripe's 500) | — (as `Unknown`) | the attempt kept open, never re-sent (`indeterminate`): looked up at once; indeterminate | — (`invalid_input`) |
+//! | `CustomerMustAct(action)` | the customer must act (3-D Secure, a hosted page) | — (as `Unknown`) | as `Unknown` | — (`invalid_input`) |
+//! | `Closed` | — (as `Unknown`) | — (as `Unknown`) | as `Unknown` | — (`invalid_input`) |
 //!
 //! An attempt whose provider answered `ReplayedUnknown` or `Indeterminate` is
 //! *indeterminate*: the provider may still complete it later, so no "not found"
@@ -20,9 +22,11 @@
 //! (`crate::sends::absence`); only its final state settles it.
 
 use super::attempt_number::AttemptNumber;
+use super::customer::CustomerAction;
 use crate::digest::Digest;
 use crate::envelope::ResultEnvelope;
 use crate::identity::{CommandIdentity, TerminalReferenceFingerprint};
+use crate::time::Timestamp;
 use serde_json::Value;
 use std::future::Future;
 use std::time::Duration;
@@ -63,6 +67,17 @@ pub trait Provider: Send + Sync {
     /// Asks the provider what it holds for `request.key`, answering within
     /// `request.deadline`.
     fn lookup(&self, request: LookupRequest) -> impl Future<Output = ProviderAnswer> + Send;
+
+    /// Reads the provider's object for `request.key` by its id, for its CURRENT state
+    /// (a replay of the send is the first answer's state), and cancels it first when
+    /// `request.cancel`. Answers Succeeded, Declined, CustomerMustAct, Closed or Unknown.
+    ///
+    /// The default answers `Unknown`: a provider that never answers `CustomerMustAct`
+    /// need not write it.
+    fn retrieve(&self, request: RetrieveRequest) -> impl Future<Output = ProviderAnswer> + Send {
+        let _ = request;
+        async { ProviderAnswer::Unknown }
+    }
 }
 
 /// A provider by reference is the same provider.
@@ -73,6 +88,10 @@ impl<P: Provider + ?Sized> Provider for &P {
 
     fn lookup(&self, request: LookupRequest) -> impl Future<Output = ProviderAnswer> + Send {
         (**self).lookup(request)
+    }
+
+    fn retrieve(&self, request: RetrieveRequest) -> impl Future<Output = ProviderAnswer> + Send {
+        (**self).retrieve(request)
     }
 }
 
@@ -93,6 +112,9 @@ pub struct SendRequest {
     pub attempt: AttemptNumber,
     /// Whether an earlier holder already sent this attempt with this key.
     pub resend: bool,
+    /// The instant the customer must have acted by, identical on every re-send of the
+    /// key (a hosted page's `expires_at`); never after the attempt's stored cutoff.
+    pub act_by: Timestamp,
 }
 
 impl std::fmt::Debug for SendRequest {
@@ -100,6 +122,41 @@ impl std::fmt::Debug for SendRequest {
         f.debug_struct("SendRequest")
             .field("attempt", &self.attempt.get())
             .field("resend", &self.resend)
+            .field("deadline", &self.deadline)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One retrieve of an attempt's object. `Debug` shows attempt, replayable, cancel and
+/// deadline only.
+#[derive(Clone, PartialEq, Eq)]
+pub struct RetrieveRequest {
+    /// The attempt's provider idempotency key.
+    pub key: String,
+    /// The plan's parameters (what a re-send of the key must repeat byte for byte).
+    pub parameters: Value,
+    /// The attempt number.
+    pub attempt: AttemptNumber,
+    /// Whether the key may still be re-sent to learn the object's id (before the
+    /// attempt's stored cutoff, decided by the journal, never the adapter's clock);
+    /// otherwise the adapter finds the object through its durable lookup.
+    pub replayable: bool,
+    /// Cancel the object if it is still open (the customer's window has passed, decided
+    /// by the journal from its records), then answer its final state.
+    pub cancel: bool,
+    /// The instant the customer must have acted by (also on [`SendRequest`], identical
+    /// on every re-send of the key): a hosted page's `expires_at`.
+    pub act_by: Timestamp,
+    /// Answer within this time.
+    pub deadline: Duration,
+}
+
+impl std::fmt::Debug for RetrieveRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RetrieveRequest")
+            .field("attempt", &self.attempt.get())
+            .field("replayable", &self.replayable)
+            .field("cancel", &self.cancel)
             .field("deadline", &self.deadline)
             .finish_non_exhaustive()
     }
@@ -160,6 +217,14 @@ pub enum ProviderAnswer {
     /// absence of it is ever proven. Only a send answers it; from a lookup it is read
     /// as [`ProviderAnswer::Unknown`].
     Indeterminate,
+    /// The provider waits for the customer (3-D Secure, a hosted page): nothing is
+    /// charged yet and the customer may still pay. The action goes to the caller only.
+    CustomerMustAct(CustomerAction),
+    /// The provider's object for the key reached a final state with nothing charged and
+    /// nothing chargeable any more under the key (a canceled PaymentIntent, an expired
+    /// Checkout Session), read by id. The only evidence that proves an attempt that
+    /// waited for the customer absent.
+    Closed,
 }
 
 /// What recording an answer closes the attempt with: the answer bound to the command
@@ -190,7 +255,12 @@ impl ProviderAnswer {
             Self::Succeeded(_) | Self::SucceededWithReference(_) | Self::Declined => {
                 Some(self.clone())
             }
-            Self::NotFound | Self::Unknown | Self::ReplayedUnknown | Self::Indeterminate => None,
+            Self::NotFound
+            | Self::Unknown
+            | Self::ReplayedUnknown
+            | Self::Indeterminate
+            | Self::CustomerMustAct(_)
+            | Self::Closed => None,
         }
     }
 
@@ -227,7 +297,7 @@ impl ProviderAnswer {
             }
             Self::Declined => Closing::Declined,
             Self::NotFound => Closing::Absent,
-            Self::Unknown => Closing::Ambiguous,
+            Self::Unknown | Self::CustomerMustAct(_) | Self::Closed => Closing::Ambiguous,
             Self::ReplayedUnknown => Closing::ReplayedUnknown,
             Self::Indeterminate => Closing::Indeterminate,
         };

@@ -479,6 +479,9 @@ fn answer(
             Answer::retry(ambiguity.unwrap_or("lease_too_short"), after.as_secs())
         }
         Ok(Execution::PendingReconciliation) => Answer::pending_reconciliation(),
+        // The service answers its browser's action once its flow takes one from its
+        // configuration; until then the next call asks the provider again.
+        Ok(Execution::CustomerMustAct(_)) => Answer::pending_reconciliation(),
         Err(error) => Answer::journal_error(error),
     };
     answer.provider_called = called;

@@ -4,6 +4,7 @@
 use crate::envelope::ResultEnvelope;
 use crate::sends::AttemptNumber;
 use crate::sends::provider::{LookupRequest, ProviderAnswer, SendRequest};
+use crate::time::Timestamp;
 use serde_json::json;
 use std::time::Duration;
 
@@ -16,6 +17,7 @@ fn a_request_never_prints_its_key_or_parameters() {
         deadline: Duration::from_secs(5),
         attempt: AttemptNumber::new(2).unwrap(),
         resend: true,
+        act_by: Timestamp::from_micros(1_000_000).unwrap(),
     };
     let printed = format!("{request:?}");
     assert!(!printed.contains("CANARY"), "{printed}");
