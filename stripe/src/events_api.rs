@@ -1,7 +1,7 @@
 //! The Events API's list (`GET /v1/events`), from which a job backfills the events its
 //! webhook endpoint missed.
 //!
-//! "List events, going back up to 30 days", newest first, filtered by `types[]` and
+//! Stripe lists events going back up to 30 days, newest first, filtered by `types[]` and
 //! `created`, paged by `limit` (at most 100) and `starting_after`
 //! (<https://docs.stripe.com/api/events/list>). An event read there comes over the
 //! client's own authenticated call rather than a signature; it is read by the same

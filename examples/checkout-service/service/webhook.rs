@@ -7,12 +7,12 @@
 //! timestamp within 300 s of the journal's clock). A verified event is then taken as
 //! evidence ([`super::webhook_event::take`]).
 //!
-//! Stripe asks an endpoint to "quickly return a successful status code (2xx) prior to
-//! any complex logic that could cause a timeout", retries an event whose delivery was
-//! not answered with a 2xx "for up to three days with an exponential back off" in live
-//! mode, does not order events and may deliver one more than once
-//! (<https://docs.stripe.com/webhooks>). It publishes no exact timeout, so the whole
-//! request is bounded by [`WEBHOOK_DEADLINE`] (10 s), well inside any a delivery
+//! Stripe's webhook page (<https://docs.stripe.com/webhooks>) asks an endpoint to
+//! answer with a 2xx quickly, before any work that could time out; says that it
+//! retries an event not answered with a 2xx for up to three days with exponential
+//! back-off in live mode (a few times over hours in a sandbox), that it does not order
+//! events, and that one may arrive more than once. It publishes no exact timeout, so
+//! the whole request is bounded by [`WEBHOOK_DEADLINE`] (10 s), well inside any a delivery
 //! waits; the work is one or two reads by id and one journal transaction.
 //!
 //! | the request | answer | why |
@@ -20,7 +20,7 @@
 //! | recorded, duplicate, unknown object, not ours, a type not read, nothing to record | 200 `{"received": true}` | final: a retry would change nothing, so Stripe must stop retrying |
 //! | unsigned, forged, stale, malformed, too large | 400 `{"error": <code>}` | never Stripe's: nothing is written, no retry helps; logged without its body |
 //! | body not within the body timeout | 408 | the request never arrived whole |
-//! | the journal or a read by id did not answer in time | 503 `{"error": <code>}` | Stripe retries it later: the same event then settles or is a duplicate |
+//! | the journal or a read by id did not answer in time, or a call in flight holds the command's lease | 503 `{"error": <code>}` | Stripe retries it later: the same event then settles or is a duplicate |
 //!
 //! Every request leaves one line (`route` `/webhooks/stripe`, a fixed outcome code,
 //! never the body, the signature, a key or an id) and is counted
