@@ -5,7 +5,7 @@ line's `result` and `report.json`."""
 import json
 import os
 
-from . import oracle
+from . import oracle, settlement
 from .deployment import PROJECT, SETTLE
 from .plants import caught
 from .tally import RpcTimes, Tally
@@ -100,6 +100,8 @@ def build(soak, population):
     journal = oracle.journal_state(soak.emulator.port, PROJECT, checkouts)
     counts, findings = oracle.check(checkouts, ledger, journal)
     values = oracle.canaries(checkouts, ledger, population.tokens, soak.account)
+    if getattr(soak, "webhooks", None) is not None:
+        values.add(soak.webhooks.secret)
     soak.log(f"journal read: {len(journal)} commands")
     raw, examples = oracle.scan_logs(soak.logs, values)
     soak.log("logs scanned")
@@ -162,7 +164,15 @@ def build(soak, population):
         "pending": by_reason.sorted(),
         "lockWait": lock,
     }
+    webhooks = getattr(soak, "webhooks", None)
+    if webhooks is not None:
+        hooks, hook_findings = webhooks.findings(journal)
+        result.update(hooks)
+        findings += hook_findings
     result["failures"] = oracle.failures(result, require_coverage=not soak.args.no_faults)
+    if webhooks is not None:
+        result["failures"] += [k for k in hooks if result[k]]
+    result["settlement"] = settlement.figure(events, getattr(soak, "jumps", []))
     errors = soak.errors + population.harness_errors
     result["harnessErrors"] = len(errors)
     result["plant"] = soak.args.plant
@@ -180,6 +190,7 @@ def build(soak, population):
              "jobs": [{k: j[k] for k in ("run", "task", "tasks", "final", "exit", "outcomes")}
                       for j in soak.jobs],
              "rpcs": rpcs, "ledger": ledger, "seed": soak.args.seed,
+             "events": webhooks.summary() if webhooks is not None else None,
              "checkouts": [{"index": c.index, "hash": c.hash, "targeted": c.gone,
                             "answers": [[round(a.sent - soak.t0, 2), round(a.answered - soak.t0, 2),
                                          a.status, a.phase] for a in c.answers],

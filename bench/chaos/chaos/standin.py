@@ -34,6 +34,17 @@ key's first use to past the cutoff plus 5 minutes (the late phase). It keeps the
 whose lookup it answered with nothing (`empty_lookups`): the coverage of lookups
 inside the settle window counts only those.
 
+With events (`with_events`, the soak's `--events`; `chaos/events.py`) it also makes
+Stripe's events for what it does, each charge being a PaymentIntent (`intent`):
+`payment_intent.created` and then `payment_intent.succeeded` or, for a decline,
+`payment_intent.payment_failed`; it answers `GET /v1/events` and a PaymentIntent read
+by id (`GET /v1/payment_intents/{id}`); and it rolls stored 500s forward, as Stripe's
+engineers complete a failed request's mutation during an incident's remediation
+(https://docs.stripe.com/error-low-level, "Server errors"): a stored 500 that charged
+nothing is completed, with a fraction `roll_forward`, `roll_forward_after` seconds of
+its clock later (`roll_forward_due`; `tick` completes what is due): its charge then
+exists, its lookups find it, its event is sent, and the key still replays its 500.
+
 Keys under a targeted injection (`exempt`) draw none of the random faults: the
 injection decides what happens to them (`proxies.ProviderFront.target`).
 
@@ -50,6 +61,7 @@ import time
 import urllib.parse
 
 from .deployment import CUTOFF, OFFSETS_MS
+from .events import intent_of
 
 DECLINE_MODULUS = 50
 DECLINE_REMAINDER = 13
@@ -70,7 +82,10 @@ class Faults:
 
     def __init__(self, stored_5xx=0.0, stored_5xx_charged=0.5, rate_limited=0.0,
                  lookup_503=0.0, lookup_lag=0.0, lookup_lag_max=0.0,
-                 latency=0.0, latency_max=0.0):
+                 latency=0.0, latency_max=0.0, roll_forward=0.0,
+                 roll_forward_after=(0.0, 0.0)):
+        self.roll_forward = roll_forward
+        self.roll_forward_after = roll_forward_after
         self.stored_5xx = stored_5xx
         self.stored_5xx_charged = stored_5xx_charged
         self.rate_limited = rate_limited
@@ -101,6 +116,39 @@ class StandIn:
         self.resent_after_window = set()
         self.empty_lookups = set()
         self.received = {}
+        self.events = None
+        self.delivery = None
+        self.intents = {}
+        self.roll_forward_due = []
+        self.rolled_forward = {}
+
+    def with_events(self, log, delivery):
+        """Makes an event of everything it does into `log` (`events.EventLog`) and
+        hands each to `delivery` (`events.Delivery`)."""
+        self.events = log
+        self.delivery = delivery
+        return self
+
+    def unix(self):
+        """The provider's wall clock, in Unix seconds (events' `created`, signatures'
+        `t`): the system's, plus the simulated time jump."""
+        return int(time.time() + self.sim_offset)
+
+    def _emit(self, kind, record, status):
+        if self.events is None:
+            return
+        obj = intent_of(record, status, record["created"])
+        self.delivery.publish(self.events.make(kind, obj, self.unix(), record["key"]))
+
+    def tick(self):
+        """Completes every roll-forward due by now: its charge and its event."""
+        now = self.now()
+        due = [r for r in self.roll_forward_due if r[0] <= now]
+        self.roll_forward_due = [r for r in self.roll_forward_due if r[0] > now]
+        for _, key, params in due:
+            self.count("stored_5xx_rolled_forward")
+            charge = self._charge(key, params, "succeeded")
+            self.rolled_forward[key] = charge["id"]
 
     def now(self):
         """The provider's clock: monotonic seconds, plus the simulated time jump of
@@ -138,9 +186,17 @@ class StandIn:
             self.count("lookup_lag")
         visible = self.now() + lag
         self.last_visible = max(self.last_visible, time.monotonic() + lag)
-        self.charges.append({"charge": charge, "key": key, "ref": params.get("ref"),
-                             "visible_at": visible})
-        self.by_key.setdefault(key, []).append(self.charges[-1])
+        record = {"charge": charge, "key": key, "ref": params.get("ref"),
+                  "visible_at": visible, "created": self.unix(),
+                  "intent": "pi_" + charge["id"][3:]}
+        self.charges.append(record)
+        self.by_key.setdefault(key, []).append(record)
+        self.intents[record["intent"]] = record
+        self._emit("payment_intent.created", record, "requires_confirmation")
+        if status == "succeeded":
+            self._emit("payment_intent.succeeded", record, "succeeded")
+        else:
+            self._emit("payment_intent.payment_failed", record, "requires_payment_method")
         return charge
 
     async def handle(self, method, target, headers, body, via=None):
@@ -152,6 +208,12 @@ class StandIn:
             path, _, query = target.partition("?")
             if method == "POST" and path == "/v1/charges":
                 return await self._post(headers.get("idempotency-key"), body)
+            if method == "GET" and path == "/v1/events" and self.events is not None:
+                status, answer = self.events.list(query, self.unix())
+                return status, {}, answer
+            if (method == "GET" and path.startswith("/v1/payment_intents/")
+                    and self.events is not None):
+                return self._retrieve(path[len("/v1/payment_intents/"):])
             if method == "GET" and path == "/v1/charges":
                 keys = urllib.parse.parse_qs(query).get("idempotency_key", [])
                 return await self._lookup(keys[0] if len(keys) == 1 else None)
@@ -211,6 +273,10 @@ class StandIn:
             self.count("stored_5xx_charged" if charged else "stored_5xx")
             if charged:
                 self._charge(key, params, "succeeded")
+            elif self.events is not None and self._chance(key, f.roll_forward):
+                low, high = f.roll_forward_after
+                self.roll_forward_due.append((self.now() + self.rng.uniform(low, high),
+                                              key, params))
             answer = (500, {"error": {"type": "api_error"}})
         else:
             answer = (200, self._charge(key, params, "succeeded"))
@@ -233,6 +299,16 @@ class StandIn:
         if not seen:
             self.empty_lookups.add(key)
         return 200, {}, {"object": "list", "data": seen}
+
+    def _retrieve(self, intent):
+        """A PaymentIntent read by id, as it is now."""
+        record = self.intents.get(intent)
+        if record is None:
+            return 404, {}, {"error": {"type": "invalid_request_error",
+                                       "code": "resource_missing"}}
+        status = ("succeeded" if record["charge"]["status"] == "succeeded"
+                  else "requires_payment_method")
+        return 200, {}, intent_of(record, status, record["created"])
 
     def ledger(self):
         """Every charge ever created, as the oracle reads it."""
