@@ -95,7 +95,11 @@ def parse(argv):
                    "binaries of `cargo test --all-features` (feature `plants`)")
     p.add_argument("--events", action="store_true",
                    help="the stand-in sends Stripe's events, signed, to /webhooks/stripe "
-                   "under their faults, and rolls stored 500s forward (chaos/webhooks.py)")
+                   "under their faults, and rolls stored 500s forward; the service then "
+                   "runs on Stripe (PROVIDER_NAME=stripe) against the stand-in's "
+                   "PaymentIntents API (chaos/webhooks.py, chaos/stripe_api.py)")
+    p.add_argument("--search-lag", type=int, default=60,
+                   help="with --events: seconds before a new intent shows in search")
     p.add_argument("--bin", default="target/release",
                    help="the directory of the command-journal and checkout-service binaries")
     p.add_argument("--run-dir", default=None)
@@ -148,7 +152,7 @@ class Soak:
     # -- set-up ----------------------------------------------------------------
 
     def base_env(self):
-        return {
+        env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "GOOGLE_CLOUD_PROJECT": PROJECT,
             "JOURNAL_ENVIRONMENT": "emulator",
@@ -166,6 +170,12 @@ class Soak:
             **({"CHAOS_PLANT": self.args.plant} if in_service(self.args.plant) else {}),
             **(self.webhooks.env() if self.webhooks is not None else {}),
         }
+        if self.webhooks is not None:
+            # Stripe's client binds its own plan terms (24 h keys, search, 300 s).
+            for name in ("PROVIDER_LOOKUP", "PROVIDER_KEY_RETENTION_SECONDS",
+                         "PROVIDER_LOOKUP_SETTLE_SECONDS"):
+                del env[name]
+        return env
 
     async def cli_run(self, args, stdin):
         """`command-journal ARGS --project P --emulator-host H` with `stdin`, straight
@@ -196,10 +206,12 @@ class Soak:
             # settle window (as in the incident of docs/flows/stored-500.md).
             provider_faults.roll_forward = 0.5
             provider_faults.roll_forward_after = (30.0, 600.0)
+            # Stripe's listing reads after write; its search lags (`--search-lag`).
+            provider_faults.lookup_lag = 0.0
         self.standin = StandIn(self.rngs[1], provider_faults, RETENTION, self.args.plant)
         if self.args.events:
             self.webhooks = Webhooks(self.standin, random.Random(f"events-{self.args.seed}"),
-                                     self.args.no_faults, self.faults)
+                                     self.args.no_faults, self.faults, self.args.search_lag)
         self.emulator = await Emulator(self.cli, self.logs).start()
         env = self.base_env()
         for slot in range(self.args.instances):
@@ -260,6 +272,8 @@ class Soak:
             "CLOUD_RUN_TASK_INDEX": str(index),
             "CLOUD_RUN_TASK_COUNT": str(tasks),
         })
+        if env.get("PROVIDER_NAME") == "stripe":
+            env["STRIPE_API_BASE"] = env.pop("PROVIDER_URL")
         if drawn:
             env["JOURNAL_CLOCK_OFFSET_MS"] = str(int(drawn))
         name = f"job-{'final' if final else 'run'}-{run}-{index}"

@@ -118,6 +118,7 @@ class StandIn:
         self.received = {}
         self.events = None
         self.delivery = None
+        self.api = None
         self.intents = {}
         self.roll_forward_due = []
         self.rolled_forward = {}
@@ -127,6 +128,12 @@ class StandIn:
         hands each to `delivery` (`events.Delivery`)."""
         self.events = log
         self.delivery = delivery
+        return self
+
+    def with_stripe(self, api):
+        """Answers Stripe's PaymentIntents API (`stripe_api.StripeApi`) instead of the
+        charges contract: its ledger's ids are then the intents'."""
+        self.api = api
         return self
 
     def unix(self):
@@ -206,6 +213,9 @@ class StandIn:
         self.in_flight += 1
         try:
             path, _, query = target.partition("?")
+            if self.api is not None:
+                answer = await self.api.handle(method, path, query, headers, body)
+                return answer or (404, {}, {"error": {"type": "invalid_request_error"}})
             if method == "POST" and path == "/v1/charges":
                 return await self._post(headers.get("idempotency-key"), body)
             if method == "GET" and path == "/v1/events" and self.events is not None:
@@ -213,7 +223,7 @@ class StandIn:
                 return status, {}, answer
             if (method == "GET" and path.startswith("/v1/payment_intents/")
                     and self.events is not None):
-                return self._retrieve(path[len("/v1/payment_intents/"):])
+                return self.retrieve(path[len("/v1/payment_intents/"):])
             if method == "GET" and path == "/v1/charges":
                 keys = urllib.parse.parse_qs(query).get("idempotency_key", [])
                 return await self._lookup(keys[0] if len(keys) == 1 else None)
@@ -226,6 +236,10 @@ class StandIn:
             params = json.loads(body)
         except ValueError:
             params = None
+        return await self.act(key, body, params)
+
+    async def act(self, key, body, params):
+        """One create under `key` with the request's `body` and its `params`."""
         if not key or not isinstance(params, dict):
             return 400, {}, {"error": {"type": "invalid_request_error"}}
         now = self.now()
@@ -268,6 +282,8 @@ class StandIn:
             charge = self._charge(key, params, "failed")
             answer = (402, {"error": {"type": "card_error", "code": "card_declined",
                                       "charge": charge["id"]}})
+            if self.api is not None:
+                answer = self.api.answer_declined(self.by_key[key][-1])
         elif self._chance(key, f.stored_5xx):
             charged = self.rng.random() < f.stored_5xx_charged
             self.count("stored_5xx_charged" if charged else "stored_5xx")
@@ -280,6 +296,8 @@ class StandIn:
             answer = (500, {"error": {"type": "api_error"}})
         else:
             answer = (200, self._charge(key, params, "succeeded"))
+            if self.api is not None:
+                answer = self.api.answer_ok(self.by_key[key][-1])
         # Kept from the first request on (set when the entry was made), as Stripe
         # counts a key's 24 hours from its first use.
         entry["answer"] = answer
@@ -288,8 +306,7 @@ class StandIn:
     async def _lookup(self, key):
         if key is None:
             return 400, {}, {"error": {"type": "invalid_request_error"}}
-        if self._chance(key, self.faults.lookup_503):
-            self.count("lookup_503")
+        if self.lookup_fault(key):
             return 503, {}, {"error": {"type": "api_error"}}
         entry = self.keys.get(key)
         seen = []
@@ -300,7 +317,14 @@ class StandIn:
             self.empty_lookups.add(key)
         return 200, {}, {"object": "list", "data": seen}
 
-    def _retrieve(self, intent):
+    def lookup_fault(self, key):
+        """Whether this lookup answers 503 (the `lookup_503` fault)."""
+        if self._chance(key, self.faults.lookup_503):
+            self.count("lookup_503")
+            return True
+        return False
+
+    def retrieve(self, intent):
         """A PaymentIntent read by id, as it is now."""
         record = self.intents.get(intent)
         if record is None:
@@ -312,6 +336,7 @@ class StandIn:
 
     def ledger(self):
         """Every charge ever created, as the oracle reads it."""
-        return [{"id": c["charge"]["id"], "key": c["key"], "ref": c["ref"],
+        return [{"id": c["intent"] if self.api is not None else c["charge"]["id"],
+                 "key": c["key"], "ref": c["ref"],
                  "amount": c["charge"]["amount"], "currency": c["charge"]["currency"],
                  "status": c["charge"]["status"]} for c in self.charges]

@@ -27,6 +27,7 @@ from .report import compare_statements
 from .standin import CUTOFF_SKEW, POST_KEY_WINDOW, Faults, StandIn
 from .tally import FaultLog
 from .tests_events import (Deliveries, EventsApi, RollForward, Settlement,  # noqa: F401
+                           StripeMode,
                            Signatures)
 
 COMMAND_ID = "c0ffee00-ca4a-4e11-8a5e-0000deadbe01"

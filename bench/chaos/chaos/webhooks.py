@@ -24,6 +24,7 @@ import asyncio
 
 from .events import FORGED_PREFIX, Delivery, DeliveryFaults, EventLog
 from .httpio import call
+from .stripe_api import StripeApi
 
 PATH = "/webhooks/stripe"
 FINDINGS = ("forgedEventsAccepted", "genuineEventsRefused", "forgedEventsRecorded",
@@ -41,8 +42,11 @@ def fault_mix(no_faults):
 class Webhooks:
     """The run's event delivery, wired to the stand-in and the balancer."""
 
-    def __init__(self, standin, rng, no_faults, counts):
+    def __init__(self, standin, rng, no_faults, counts, search_lag=60):
         self.secret = "whsec_chaos" + "".join(rng.choice("0123456789abcdef") for _ in range(24))
+        self.secret_key = "sk_test_chaos" + "".join(rng.choice("0123456789abcdef")
+                                                    for _ in range(24))
+        standin.with_stripe(StripeApi(standin, self.secret_key, search_lag))
         self.port = None
         self.log = EventLog(rng)
         self.delivery = Delivery(rng, fault_mix(no_faults), [self.secret], standin.unix,
@@ -54,7 +58,8 @@ class Webhooks:
 
     def env(self):
         """What every service process is given."""
-        return {"STRIPE_WEBHOOK_SECRET": self.secret}
+        return {"PROVIDER_NAME": "stripe", "STRIPE_SECRET_KEY": self.secret_key,
+                "STRIPE_WEBHOOK_SECRET": self.secret}
 
     def start(self, port):
         """Delivers to the balancer at `port`; completes roll-forwards once a second."""
