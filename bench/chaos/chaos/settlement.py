@@ -6,7 +6,7 @@ learn what the provider did: a lost or slow answer, a stored 500); its settlemen
 the command's first later event that knows the outcome: `provider_send_succeeded` or
 `provider_send_declined` (a re-send's replayed answer), or
 `provider_send_reconciled_succeeded` or `provider_send_reconciled_declined` (a lookup's
-evidence, or an event's). Both are timed by Firestore's commit time (`createTime`, this
+evidence, or an event's), or `provider_send_reconciled_absent` (proven absent). Both are timed by Firestore's commit time (`createTime`, this
 machine's clock); a settlement committed after the soak's clock jump has the jumped
 simulated time added (`jumps`: `[(real time, seconds added from then on)]`), so that
 an ambiguity left for the late phase or the final recovery counts the hours it waited.
@@ -18,7 +18,8 @@ from .oracle import _seconds_of
 AMBIGUOUS = ("provider_send_ambiguous", "provider_send_replayed_unknown",
              "provider_send_indeterminate")
 SETTLED = ("provider_send_succeeded", "provider_send_declined",
-           "provider_send_reconciled_succeeded", "provider_send_reconciled_declined")
+           "provider_send_reconciled_succeeded", "provider_send_reconciled_declined",
+           "provider_send_reconciled_absent")
 
 
 def _simulated(at, jumps):
