@@ -98,8 +98,12 @@ def parse(argv):
                    "under their faults, and rolls stored 500s forward; the service then "
                    "runs on Stripe (PROVIDER_NAME=stripe) against the stand-in's "
                    "PaymentIntents API (chaos/webhooks.py, chaos/stripe_api.py)")
+    p.add_argument("--stripe", action="store_true",
+                   help="as --events without any event: the service on Stripe, stored 500s "
+                   "rolled forward, settled by lookups alone")
     p.add_argument("--search-lag", type=int, default=60,
-                   help="with --events: seconds before a new intent shows in search")
+                   help="with --stripe or --events: seconds before a new intent shows in "
+                   "search")
     p.add_argument("--bin", default="target/release",
                    help="the directory of the command-journal and checkout-service binaries")
     p.add_argument("--run-dir", default=None)
@@ -201,7 +205,8 @@ class Soak:
 
     async def start(self):
         provider_faults, self.front_faults, self.rates, self.offsets = self.fault_mix()
-        if self.args.events and not self.args.no_faults:
+        stripe = self.args.events or self.args.stripe
+        if stripe and not self.args.no_faults:
             # Stripe completes a stored 500's mutation minutes later, or past the
             # settle window (as in the incident of docs/flows/stored-500.md).
             provider_faults.roll_forward = 0.5
@@ -209,9 +214,10 @@ class Soak:
             # Stripe's listing reads after write; its search lags (`--search-lag`).
             provider_faults.lookup_lag = 0.0
         self.standin = StandIn(self.rngs[1], provider_faults, RETENTION, self.args.plant)
-        if self.args.events:
+        if stripe:
             self.webhooks = Webhooks(self.standin, random.Random(f"events-{self.args.seed}"),
-                                     self.args.no_faults, self.faults, self.args.search_lag)
+                                     self.args.no_faults, self.faults, self.args.search_lag,
+                                     deliver=self.args.events)
         self.emulator = await Emulator(self.cli, self.logs).start()
         env = self.base_env()
         for slot in range(self.args.instances):

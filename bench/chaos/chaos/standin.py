@@ -34,16 +34,18 @@ key's first use to past the cutoff plus 5 minutes (the late phase). It keeps the
 whose lookup it answered with nothing (`empty_lookups`): the coverage of lookups
 inside the settle window counts only those.
 
-With events (`with_events`, the soak's `--events`; `chaos/events.py`) it also makes
+With events (`with_events`, the soak's `--events`; `chaos/events.py`) it makes
 Stripe's events for what it does, each charge being a PaymentIntent (`intent`):
 `payment_intent.created` and then `payment_intent.succeeded` or, for a decline,
 `payment_intent.payment_failed`; it answers `GET /v1/events` and a PaymentIntent read
-by id (`GET /v1/payment_intents/{id}`); and it rolls stored 500s forward, as Stripe's
+by id (`GET /v1/payment_intents/{id}`). With `roll_forward` (the soak's `--stripe` and
+`--events`) it rolls stored 500s forward, as Stripe's
 engineers complete a failed request's mutation during an incident's remediation
 (https://docs.stripe.com/error-low-level, "Server errors"): a stored 500 that charged
 nothing is completed, with a fraction `roll_forward`, `roll_forward_after` seconds of
 its clock later (`roll_forward_due`; `tick` completes what is due): its charge then
-exists, its lookups find it, its event is sent, and the key still replays its 500.
+exists, its lookups find it, its event (if any) is sent, and the key still replays
+its 500.
 
 Keys under a targeted injection (`exempt`) draw none of the random faults: the
 injection decides what happens to them (`proxies.ProviderFront.target`).
@@ -289,7 +291,7 @@ class StandIn:
             self.count("stored_5xx_charged" if charged else "stored_5xx")
             if charged:
                 self._charge(key, params, "succeeded")
-            elif self.events is not None and self._chance(key, f.roll_forward):
+            elif f.roll_forward and self._chance(key, f.roll_forward):
                 low, high = f.roll_forward_after
                 self.roll_forward_due.append((self.now() + self.rng.uniform(low, high),
                                               key, params))

@@ -1,6 +1,9 @@
-"""The soak's events (`--events`): the stand-in's events delivered, signed and under
-their faults (`events.py`), to the balancer's `POST /webhooks/stripe`, and what the
-oracle requires of them.
+"""The soak on Stripe (`--stripe`: the service runs with `PROVIDER_NAME=stripe` against
+the stand-in's PaymentIntents API, `stripe_api.py`, and stored 500s roll forward:
+lookups alone) and its events (`--events`, the same and more: the stand-in's events
+delivered, signed and under their faults, `events.py`, to the balancer's
+`POST /webhooks/stripe`, listed at `GET /v1/events`), and what the oracle requires of
+them.
 
 The endpoint's secret is drawn per run (a `whsec_` canary the log scan looks for) and
 given to every service process as `STRIPE_WEBHOOK_SECRET`. Deliveries go through the
@@ -42,24 +45,29 @@ def fault_mix(no_faults):
 class Webhooks:
     """The run's event delivery, wired to the stand-in and the balancer."""
 
-    def __init__(self, standin, rng, no_faults, counts, search_lag=60):
+    def __init__(self, standin, rng, no_faults, counts, search_lag=60, deliver=True):
         self.secret = "whsec_chaos" + "".join(rng.choice("0123456789abcdef") for _ in range(24))
         self.secret_key = "sk_test_chaos" + "".join(rng.choice("0123456789abcdef")
                                                     for _ in range(24))
         standin.with_stripe(StripeApi(standin, self.secret_key, search_lag))
+        self.deliver = deliver
         self.port = None
         self.log = EventLog(rng)
         self.delivery = Delivery(rng, fault_mix(no_faults), [self.secret], standin.unix,
                                  self._send, standin.counts)
-        self.standin = standin.with_events(self.log, self.delivery)
+        self.standin = standin
+        if deliver:
+            standin.with_events(self.log, self.delivery)
         self.counts = counts
         self.running = True
         self.ticker = None
 
     def env(self):
         """What every service process is given."""
-        return {"PROVIDER_NAME": "stripe", "STRIPE_SECRET_KEY": self.secret_key,
-                "STRIPE_WEBHOOK_SECRET": self.secret}
+        env = {"PROVIDER_NAME": "stripe", "STRIPE_SECRET_KEY": self.secret_key}
+        if self.deliver:
+            env["STRIPE_WEBHOOK_SECRET"] = self.secret
+        return env
 
     def start(self, port):
         """Delivers to the balancer at `port`; completes roll-forwards once a second."""
@@ -95,7 +103,9 @@ class Webhooks:
 
     def findings(self, journal):
         """`(counts by FINDINGS key, examples)`; `journal` as `oracle.journal_state`
-        reads it (each command's stored envelope, if any)."""
+        reads it (each command's stored envelope, if any). None without deliveries."""
+        if not self.deliver:
+            return {}, []
         d = self.delivery
         recorded = [h for h, state in journal.items()
                     if FORGED_PREFIX in str(state)]
