@@ -55,3 +55,11 @@ fn the_readme_handler_links_and_exits_at_once() {
     let output = run(env!("CARGO_BIN_EXE_readme-handler"), &[]);
     assert!(output.status.success(), "{output:?}");
 }
+
+#[test]
+fn the_stripe_stand_in_refuses_an_unknown_option() {
+    let output = run(env!("CARGO_BIN_EXE_stripe-stand-in"), &["--colour", "red"]);
+    assert_refused(&output, "usage: stripe-stand-in [--port N]");
+    let output = run(env!("CARGO_BIN_EXE_stripe-stand-in"), &["--port", "http"]);
+    assert_refused(&output, "stripe-stand-in: --port: a port number");
+}

@@ -117,9 +117,8 @@ pub(crate) enum Source {
     /// The open attempt's: evidence like a lookup's, never an absence; an earlier
     /// attempt's, or any once the command ended: a charge recorded late, anything
     /// else nothing written; no attempt's: refused (the `given` module's table). The
-    /// entry those sources land on; until they do, only the tests give answers.
-    /// `Debug` never shows the key.
-    #[cfg_attr(not(test), allow(dead_code))]
+    /// entry those sources land on: recording evidence (`crate::evidence`) gives its
+    /// answers here. `Debug` never shows the key.
     Given(Given),
 }
 

@@ -63,6 +63,17 @@ pub mod envelope {
     }
 }
 
+pub mod evidence {
+    //! Evidence given from outside, as a program of the call machine.
+
+    pub mod program {
+        //! Recording one piece of evidence: the key index read, then the settle
+        //! program from the answer given.
+
+        pub use crate::evidence::program::{EvidenceOp, EvidenceOutput, EvidenceProgram};
+    }
+}
+
 pub mod execute {
     //! The whole send protocol behind one call.
 
@@ -219,6 +230,13 @@ pub mod sends {
         //! journal.
 
         pub use crate::sends::guard::Guarded;
+    }
+
+    pub mod key_index {
+        //! `providerKeys/{digest of the key}`: the index that finds an attempt's command
+        //! from its provider idempotency key alone.
+
+        pub use crate::sends::key_index::{COLLECTION, KeyIndex, id, path};
     }
 
     pub mod late {

@@ -3,7 +3,9 @@
 //! body), then in the journal's ([`send_result`], [`lookup_result`]). The package's
 //! `README.md` gives the table; each row is tested against the stand-in.
 
-use crate::intent::{Expected, IntentState, state};
+use crate::customer::CustomerStep;
+use crate::intent::{Expected, IntentState, customer_step, state};
+use command_journal::sends::{ActionName, CustomerAction, Handoff};
 use command_journal::strict_json;
 use command_journal::{ProviderAnswer, ResultEnvelope};
 use reqwest::StatusCode;
@@ -24,6 +26,14 @@ pub enum SendAnswer {
     /// connection, a 409 for a request with the key still executing, a 429, a 502 to
     /// 599 answered fresh, an intent still `processing` or `requires_action`, …).
     Unknown(&'static str),
+    /// A `requires_action` intent of this request, answered fresh: the customer must
+    /// authenticate (3-D Secure) in the browser, with the intent's client secret.
+    CustomerMustAct(CustomerStep),
+    /// A 200 of an open intent of this request (`processing`, `requires_action`, ...)
+    /// replayed under the key (`Idempotent-Replayed: true`): the first answer's state,
+    /// stale. The intent's id, to read its current state by at once
+    /// ([`Stripe::retrieve_by_id`](crate::Stripe::retrieve_by_id)); never re-sent.
+    ReplayedOpen(String),
     /// A 500 answered fresh: Stripe documents its result as indeterminate (it may
     /// complete the request later, during an incident's remediation) and stores it
     /// under the key, so a re-send only hears it again. Only the intent's final state,
@@ -47,6 +57,8 @@ impl SendAnswer {
     pub fn code(&self) -> &'static str {
         match self {
             Self::Succeeded(_) => "succeeded",
+            Self::CustomerMustAct(_) => "customer_must_act",
+            Self::ReplayedOpen(_) => "provider_replayed_open",
             Self::ReplayedUnknown => "provider_replayed_5xx",
             Self::Indeterminate => "provider_500",
             Self::Declined(code)
@@ -65,6 +77,8 @@ impl fmt::Debug for SendAnswer {
             Self::Succeeded(_) => f.write_str("Succeeded(<redacted>)"),
             Self::Declined(code) => f.debug_tuple("Declined").field(code).finish(),
             Self::Unknown(code) => f.debug_tuple("Unknown").field(code).finish(),
+            Self::CustomerMustAct(step) => f.debug_tuple("CustomerMustAct").field(step).finish(),
+            Self::ReplayedOpen(_) => f.write_str("ReplayedOpen(<redacted>)"),
             Self::ReplayedUnknown => f.write_str("ReplayedUnknown"),
             Self::Indeterminate => f.write_str("Indeterminate"),
             Self::Configuration(code) => f.debug_tuple("Configuration").field(code).finish(),
@@ -104,13 +118,96 @@ pub fn send_result(answer: SendAnswer) -> ProviderAnswer {
         SendAnswer::Succeeded(fields) => ResultEnvelope::new(&Value::Object(fields))
             .map_or(ProviderAnswer::Unknown, ProviderAnswer::Succeeded),
         SendAnswer::Declined(_) => ProviderAnswer::Declined,
-        SendAnswer::Unknown(_) | SendAnswer::Configuration(_) | SendAnswer::Defect(_) => {
-            ProviderAnswer::Unknown
-        }
+        SendAnswer::Unknown(_)
+        | SendAnswer::Configuration(_)
+        | SendAnswer::Defect(_)
+        | SendAnswer::ReplayedOpen(_) => ProviderAnswer::Unknown,
+        SendAnswer::CustomerMustAct(step) => customer_result(step),
         // The key can no longer tell: the journal looks it up at once, never re-sends,
         // and never takes a "not found" for an absence (Stripe may still complete it).
         SendAnswer::ReplayedUnknown => ProviderAnswer::ReplayedUnknown,
         SendAnswer::Indeterminate => ProviderAnswer::Indeterminate,
+    }
+}
+
+/// The journal's answer for a retrieve.
+pub fn retrieve_result(answer: RetrieveAnswer) -> ProviderAnswer {
+    match answer {
+        RetrieveAnswer::Succeeded(fields) => ResultEnvelope::new(&Value::Object(fields))
+            .map_or(ProviderAnswer::Unknown, ProviderAnswer::Succeeded),
+        RetrieveAnswer::Declined(_) => ProviderAnswer::Declined,
+        RetrieveAnswer::CustomerMustAct(step) => customer_result(step),
+        RetrieveAnswer::Closed => closed_result(),
+        RetrieveAnswer::Unknown(_) => ProviderAnswer::Unknown,
+    }
+}
+
+/// The journal's "the customer must act": the secret or the page wrapped as a
+/// `Handoff`, never shown. A next action whose name is not of the journal's alphabet
+/// is unknown (the step cannot be handed over as Stripe named it).
+fn customer_result(step: CustomerStep) -> ProviderAnswer {
+    let action = match step {
+        CustomerStep::Confirm {
+            client_secret,
+            next_action,
+        } => match ActionName::new(&next_action) {
+            Ok(next_action) => CustomerAction::Confirm {
+                client_secret: Handoff::new(client_secret),
+                next_action,
+            },
+            Err(_) => return ProviderAnswer::Unknown,
+        },
+        CustomerStep::Open { url } => CustomerAction::Open {
+            url: Handoff::new(url),
+        },
+    };
+    ProviderAnswer::CustomerMustAct(action)
+}
+
+/// The journal's "closed with nothing charged": a final state read by id.
+fn closed_result() -> ProviderAnswer {
+    ProviderAnswer::Closed
+}
+
+/// What one retrieve of an attempt's object found, read by id (its current state).
+/// `Debug` shows no field of the object.
+#[derive(Clone, PartialEq)]
+pub enum RetrieveAnswer {
+    /// A `succeeded` intent (a `paid` session) of this request: the envelope's fields.
+    Succeeded(Map<String, Value>),
+    /// Final, nothing charged, a refusal: an intent canceled after its confirmation
+    /// was refused (a failed 3-D Secure challenge, a decline); the code says which.
+    Declined(&'static str),
+    /// The customer may still pay: a `requires_action` intent, an `open` session.
+    CustomerMustAct(CustomerStep),
+    /// Final, nothing charged and nothing chargeable under the key any more: an
+    /// intent canceled with no refused confirmation, an `expired` session.
+    Closed,
+    /// Nothing final is known; the fixed code says why.
+    Unknown(&'static str),
+}
+
+impl RetrieveAnswer {
+    /// A fixed code naming the answer, for a log line.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Succeeded(_) => "succeeded",
+            Self::CustomerMustAct(_) => "customer_must_act",
+            Self::Closed => "closed",
+            Self::Declined(code) | Self::Unknown(code) => code,
+        }
+    }
+}
+
+impl fmt::Debug for RetrieveAnswer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Succeeded(_) => f.write_str("Succeeded(<redacted>)"),
+            Self::Declined(code) => f.debug_tuple("Declined").field(code).finish(),
+            Self::CustomerMustAct(step) => f.debug_tuple("CustomerMustAct").field(step).finish(),
+            Self::Closed => f.write_str("Closed"),
+            Self::Unknown(code) => f.debug_tuple("Unknown").field(code).finish(),
+        }
     }
 }
 
@@ -125,6 +222,14 @@ pub fn lookup_result(answer: LookupAnswer) -> ProviderAnswer {
     }
 }
 
+/// Whether an answer is Stripe's replay of a key's stored one
+/// (`Idempotent-Replayed: true`).
+pub fn replayed(headers: &HeaderMap) -> bool {
+    headers
+        .get("idempotent-replayed")
+        .is_some_and(|value| value.as_bytes().eq_ignore_ascii_case(b"true"))
+}
+
 /// A create-and-confirm's answer under `key`, for the request `expected` describes.
 pub fn classify_send(
     status: StatusCode,
@@ -133,14 +238,22 @@ pub fn classify_send(
     key: &str,
     expected: &Expected,
 ) -> SendAnswer {
-    let replayed = headers
-        .get("idempotent-replayed")
-        .is_some_and(|value| value.as_bytes().eq_ignore_ascii_case(b"true"));
+    let replayed = replayed(headers);
     match status.as_u16() {
         200 => match strict_json::parse_object(body) {
             Ok(intent) if expected.owns(&intent, key) => match state(&intent) {
                 IntentState::Succeeded(fields) => SendAnswer::Succeeded(fields),
                 IntentState::Refused => SendAnswer::Declined("declined"),
+                // The first answer's state, stored: only a read by id tells the
+                // current one (https://docs.stripe.com/api/idempotent_requests).
+                IntentState::Open(status) if replayed => match intent.get("id") {
+                    Some(Value::String(id)) => SendAnswer::ReplayedOpen(id.clone()),
+                    _ => SendAnswer::Unknown(status),
+                },
+                IntentState::Open("requires_action") => customer_step(&intent).map_or(
+                    SendAnswer::Unknown("requires_action"),
+                    SendAnswer::CustomerMustAct,
+                ),
                 IntentState::Open(status) => SendAnswer::Unknown(status),
             },
             Ok(intent)

@@ -11,7 +11,7 @@ use command_journal::time::SystemClock;
 use command_journal::{Clock, JournalError, ProviderAccount, ProviderPlan, ProviderPlanRequest};
 use reqwest::header::{AUTHORIZATION, HeaderValue};
 use reqwest::{Method, RequestBuilder, Url};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,6 +22,10 @@ pub const PROVIDER: &str = "stripe";
 pub const OPERATION: &str = "charge";
 /// The plan's endpoint.
 pub const ENDPOINT: &str = "POST /v1/payment_intents";
+/// The operation of a Checkout plan ([`Stripe::checkout_plan`]).
+pub const OPERATION_CHECKOUT: &str = "checkout";
+/// The endpoint of a Checkout plan.
+pub const ENDPOINT_CHECKOUT: &str = "POST /v1/checkout/sessions";
 /// How long Stripe keeps an idempotency key: the plan's retention (an 18 h cutoff).
 pub const KEY_RETENTION_SECONDS: i64 = 86_400;
 /// The plan's settle window: Stripe's search shows a new intent after about a minute
@@ -39,6 +43,20 @@ pub const SEARCH_CONFIRM_WINDOW_SECONDS: i64 = 3 * 3_600;
 /// The pages of 100 intents one listing reads at most; past them it answers
 /// unavailable (never "not found").
 pub const MAX_LIST_PAGES: usize = 50;
+
+/// One HTTP answer: its status, headers and body.
+pub(crate) struct Answered {
+    pub(crate) status: reqwest::StatusCode,
+    pub(crate) headers: reqwest::header::HeaderMap,
+    pub(crate) body: String,
+}
+
+impl Answered {
+    /// Whether Stripe replayed it (`Idempotent-Replayed: true`).
+    pub(crate) fn replayed(&self) -> bool {
+        answer::replayed(&self.headers)
+    }
+}
 
 /// What every plan of a [`Stripe`] client binds besides the payment itself: Stripe's
 /// key retention, the client's lookup and the settle window its lookups need. A
@@ -98,6 +116,11 @@ impl Stripe {
         self
     }
 
+    /// This client's clock, in Unix seconds (a session's `expires_at` clamp).
+    pub(crate) fn now_seconds(&self) -> i64 {
+        self.clock.now().timestamp()
+    }
+
     /// `test` or `live`, by the secret key.
     pub fn mode(&self) -> &'static str {
         self.config.secret_key.mode()
@@ -151,7 +174,7 @@ impl Stripe {
         )
     }
 
-    fn request(&self, method: Method, path: &str) -> RequestBuilder {
+    pub(crate) fn request(&self, method: Method, path: &str) -> RequestBuilder {
         let mut url = self.base.clone();
         url.set_path(&format!("{}{path}", self.base.path().trim_end_matches('/')));
         let mut request = self
@@ -179,24 +202,63 @@ impl Stripe {
         if !journal_key(key) {
             return SendAnswer::Unknown("provider_key");
         }
-        let sent = self
-            .request(Method::POST, "/v1/payment_intents")
-            .header("Idempotency-Key", sensitive(key))
-            .form(&charge.form(key))
-            .timeout(deadline.min(self.config.timeout))
-            .send()
-            .await;
-        let response = match sent {
+        let form = charge.form(key);
+        match self
+            .call(
+                Method::POST,
+                "/v1/payment_intents",
+                Some(key),
+                Some(&form),
+                deadline,
+            )
+            .await
+        {
+            Ok(answered) => answer::classify_send(
+                answered.status,
+                &answered.headers,
+                &answered.body,
+                key,
+                &Expected::of(charge),
+            ),
+            Err(code) => SendAnswer::Unknown(code),
+        }
+    }
+
+    /// One request to `path`: a `POST` carries `form` (and `key` as its
+    /// `Idempotency-Key`), bounded by `deadline` and the configured timeout. The fixed
+    /// code `provider_timeout` or `provider_unreachable` when no answer came.
+    pub(crate) async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        key: Option<&str>,
+        form: Option<&[(&'static str, String)]>,
+        deadline: Duration,
+    ) -> Result<Answered, &'static str> {
+        let mut request = self
+            .request(method, path)
+            .timeout(deadline.min(self.config.timeout));
+        if let Some(key) = key {
+            request = request.header("Idempotency-Key", sensitive(key));
+        }
+        if let Some(form) = form {
+            request = request.form(form);
+        }
+        let response = match request.send().await {
             Ok(response) => response,
-            Err(error) if error.is_timeout() => return SendAnswer::Unknown("provider_timeout"),
-            Err(_) => return SendAnswer::Unknown("provider_unreachable"),
+            Err(error) if error.is_timeout() => return Err("provider_timeout"),
+            Err(_) => return Err("provider_unreachable"),
         };
         let status = response.status();
         let headers = response.headers().clone();
         match response.text().await {
-            Ok(body) => answer::classify_send(status, &headers, &body, key, &Expected::of(charge)),
-            Err(error) if error.is_timeout() => SendAnswer::Unknown("provider_timeout"),
-            Err(_) => SendAnswer::Unknown("provider_unreachable"),
+            Ok(body) => Ok(Answered {
+                status,
+                headers,
+                body,
+            }),
+            Err(error) if error.is_timeout() => Err("provider_timeout"),
+            Err(_) => Err("provider_unreachable"),
         }
     }
 
@@ -241,6 +303,19 @@ impl Stripe {
     /// The intents created in the last `window` seconds (by this client's clock) that
     /// carry `key`, every page, as evidence.
     async fn list(&self, key: &str, expected: &Expected, window: i64) -> LookupAnswer {
+        match self.listed(key, window).await {
+            Ok(found) => answer::evidence(&found, key, expected),
+            Err(code) => LookupAnswer::Unavailable(code),
+        }
+    }
+
+    /// The intents created in the last `window` seconds (by this client's clock) that
+    /// carry `key`, every page; the fixed code of why not.
+    pub(crate) async fn listed(
+        &self,
+        key: &str,
+        window: i64,
+    ) -> Result<Vec<Map<String, Value>>, &'static str> {
         let since = (self.clock.now().timestamp() - window).to_string();
         let mut found = Vec::new();
         let mut after: Option<String> = None;
@@ -256,11 +331,11 @@ impl Stripe {
                 .await;
             let body = match read(sent).await {
                 Ok((status, body)) if status == reqwest::StatusCode::OK => body,
-                Ok(_) => return LookupAnswer::Unavailable("lookup_status"),
-                Err(code) => return LookupAnswer::Unavailable(code),
+                Ok(_) => return Err("lookup_status"),
+                Err(code) => return Err(code),
             };
             let Some((intents, has_more)) = answer::page(&body, "list") else {
-                return LookupAnswer::Unavailable("lookup_body");
+                return Err("lookup_body");
             };
             after = intents
                 .last()
@@ -269,19 +344,57 @@ impl Stripe {
                 .map(str::to_owned);
             found.extend(answer::keyed(intents, key));
             if !has_more {
-                return answer::evidence(&found, key, expected);
+                return Ok(found);
             }
             if after.is_none() {
-                return LookupAnswer::Unavailable("lookup_body");
+                return Err("lookup_body");
             }
         }
-        LookupAnswer::Unavailable("lookup_too_many")
+        Err("lookup_too_many")
+    }
+
+    /// The intents Stripe's search finds carrying `key` (one page of ten); the fixed
+    /// code of why not. For an intent made long ago (past the key's cutoff), which
+    /// the search shows by then.
+    pub(crate) async fn searched(
+        &self,
+        key: &str,
+    ) -> Result<Vec<Map<String, Value>>, &'static str> {
+        let query = format!("metadata['journal_key']:'{key}'");
+        let sent = self
+            .request(Method::GET, "/v1/payment_intents/search")
+            .query(&[("query", query.as_str()), ("limit", "10")])
+            .send()
+            .await;
+        match read(sent).await {
+            Ok((status, body)) if status == reqwest::StatusCode::OK => {
+                match answer::page(&body, "search_result") {
+                    Some((_, true)) => Err("lookup_several"),
+                    Some((intents, false)) => Ok(answer::keyed(intents, key)),
+                    None => Err("lookup_body"),
+                }
+            }
+            Ok((status, _)) if status == reqwest::StatusCode::BAD_REQUEST => {
+                Err("search_unavailable")
+            }
+            Ok(_) => Err("lookup_status"),
+            Err(code) => Err(code),
+        }
+    }
+
+    /// The intents carrying `key` by this client's lookup method (search, or the
+    /// listing of the last day and an hour).
+    pub(crate) async fn located(&self, key: &str) -> Result<Vec<Map<String, Value>>, &'static str> {
+        match self.config.lookup {
+            LookupMethod::Search => self.searched(key).await,
+            LookupMethod::List => self.listed(key, LIST_WINDOW_SECONDS).await,
+        }
     }
 }
 
 /// Whether `key` has the shape of the journal's keys (`cj1-` and hex: non-empty, ASCII
 /// letters, digits and `-`), which a header and a search query carry as they are.
-fn journal_key(key: &str) -> bool {
+pub(crate) fn journal_key(key: &str) -> bool {
     !key.is_empty() && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
 }
 
@@ -289,14 +402,14 @@ fn journal_key(key: &str) -> bool {
 /// is checked before (`create_and_confirm`), and an account id is `acct_` and
 /// alphanumerics ([`StripeConfig`]'s check): a value no header can carry is never
 /// made here, and would be sent empty (Stripe refuses it: nothing is charged).
-fn sensitive(text: &str) -> HeaderValue {
+pub(crate) fn sensitive(text: &str) -> HeaderValue {
     let mut value = HeaderValue::from_str(text).unwrap_or_else(|_| HeaderValue::from_static(""));
     value.set_sensitive(true);
     value
 }
 
 /// A lookup's status and body, or the fixed code of why there is none.
-async fn read(
+pub(crate) async fn read(
     sent: Result<reqwest::Response, reqwest::Error>,
 ) -> Result<(reqwest::StatusCode, String), &'static str> {
     let response = match sent {

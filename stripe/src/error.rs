@@ -17,6 +17,10 @@ pub enum ConfigError {
     Timeout,
     /// The HTTP client could not be built.
     Client,
+    /// A Checkout success or cancel URL that is not an absolute `https` URL (or
+    /// `http` to a loopback host), or a product name that is not 1 to 250 printable
+    /// characters.
+    Pages,
 }
 
 impl fmt::Display for ConfigError {
@@ -28,6 +32,7 @@ impl fmt::Display for ConfigError {
             Self::Account => "the Stripe account is not an acct_ id",
             Self::Timeout => "the Stripe request timeout is zero",
             Self::Client => "the HTTP client could not be built",
+            Self::Pages => "the Checkout pages are not https URLs with a product name",
         })
     }
 }

@@ -2,6 +2,7 @@
 //! envelope a success stores.
 
 use crate::charge::Charge;
+use crate::customer::CustomerStep;
 use serde_json::{Map, Value};
 use std::fmt;
 
@@ -108,6 +109,26 @@ pub fn state(intent: &Map<String, Value>) -> IntentState {
         Some("requires_confirmation") => IntentState::Open("requires_confirmation"),
         _ => IntentState::Open("unknown_status"),
     }
+}
+
+/// What the customer must do for a `requires_action` intent: confirm with its
+/// `client_secret` the action `next_action.type` names ("If the payment requires
+/// additional actions, such as authenticating with 3D Secure, the PaymentIntent has a
+/// status of `requires_action`": https://docs.stripe.com/payments/paymentintents/lifecycle).
+/// `None` for another status, or without both fields.
+pub fn customer_step(intent: &Map<String, Value>) -> Option<CustomerStep> {
+    if intent.get("status").and_then(Value::as_str) != Some("requires_action") {
+        return None;
+    }
+    let client_secret = intent.get("client_secret").and_then(Value::as_str)?;
+    let next_action = intent
+        .get("next_action")
+        .and_then(|action| action.get("type"))
+        .and_then(Value::as_str)?;
+    Some(CustomerStep::Confirm {
+        client_secret: client_secret.to_owned(),
+        next_action: next_action.to_owned(),
+    })
 }
 
 /// Whether a JSON value has the type an envelope field needs.

@@ -37,19 +37,29 @@
 
 pub mod answer;
 pub mod charge;
+pub mod checkout;
 pub mod client;
 pub mod config;
+pub mod customer;
 pub mod error;
+pub mod events_api;
 pub mod intent;
 pub mod provider;
+pub mod retrieve;
 pub mod secret;
+pub mod session;
 pub mod webhook;
 
-pub use answer::{LookupAnswer, SendAnswer};
+pub use answer::{LookupAnswer, RetrieveAnswer, SendAnswer};
 pub use charge::{Charge, InvalidParameters};
+pub use checkout::Checkout;
 pub use client::{PlanTerms, Stripe};
 pub use config::{Account, LookupMethod, StripeConfig};
+pub use customer::CustomerStep;
 pub use error::ConfigError;
+pub use events_api::{EventsPage, EventsQuery};
 pub use intent::Expected;
 pub use provider::Payment;
+pub use retrieve::Retrieval;
 pub use secret::SecretKey;
+pub use session::CheckoutPages;

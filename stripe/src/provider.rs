@@ -2,11 +2,12 @@
 //! recovery job), noting for a log line whether Stripe was called and the code of the
 //! last send that did not succeed.
 
-use crate::answer::{self, SendAnswer};
+use crate::answer::{self, RetrieveAnswer, SendAnswer};
 use crate::charge::{Charge, InvalidParameters};
 use crate::client::Stripe;
 use crate::intent::Expected;
-use command_journal::sends::LookupRequest;
+use crate::retrieve::Retrieval;
+use command_journal::sends::{LookupRequest, RetrieveRequest};
 use command_journal::{Provider, ProviderAnswer, SendRequest};
 use serde_json::Value;
 use std::sync::Mutex;
@@ -121,6 +122,20 @@ impl Provider for Payment<'_> {
             SendAnswer::Succeeded(_) => None,
             other => Some(other.code()),
         });
+        if let SendAnswer::ReplayedOpen(id) = &sent {
+            // A replay of an open intent is the first answer's state: its current one
+            // is read by id at once, and the key is never sent again for it.
+            let expected = Expected::of(charge);
+            let now = self
+                .stripe
+                .retrieve_by_id(id, &request.key, &expected, request.deadline)
+                .await;
+            self.note(match &now {
+                RetrieveAnswer::Succeeded(_) => None,
+                other => Some(other.code()),
+            });
+            return answer::retrieve_result(now);
+        }
         answer::send_result(sent)
     }
 
@@ -136,5 +151,30 @@ impl Provider for Payment<'_> {
         };
         self.called.store(true, Ordering::Relaxed);
         answer::lookup_result(self.stripe.find(key, expected).await)
+    }
+
+    async fn retrieve(&self, request: RetrieveRequest) -> ProviderAnswer {
+        // The plan's parameters say what a re-send of the key repeats; a recovery job
+        // has them too. Parameters this version cannot read find the intent by the
+        // key alone, through the lookup (never a re-send of other bytes).
+        let charge = Charge::from_parameters(&request.parameters).ok();
+        let expected = charge
+            .as_ref()
+            .map_or_else(Expected::key_only, Expected::of);
+        let retrieval = Retrieval {
+            replayable: request.replayable && charge.is_some(),
+            cancel: request.cancel,
+            deadline: request.deadline,
+        };
+        self.called.store(true, Ordering::Relaxed);
+        let now = self
+            .stripe
+            .retrieve_intent(&request.key, charge.as_ref(), &expected, retrieval)
+            .await;
+        self.note(match &now {
+            RetrieveAnswer::Succeeded(_) => None,
+            other => Some(other.code()),
+        });
+        answer::retrieve_result(now)
     }
 }

@@ -5,7 +5,7 @@
 mod stand_in;
 
 use command_journal::sends::LookupRequest;
-use command_journal::sends::{AttemptNumber, ProviderLookup};
+use command_journal::sends::{AttemptNumber, CustomerAction, ProviderLookup};
 use command_journal::{Provider, ProviderAnswer, SendRequest};
 use command_journal_stripe::{
     Account, ConfigError, Expected, LookupAnswer, LookupMethod, SecretKey, SendAnswer, Stripe,
@@ -88,40 +88,66 @@ fn code(answer: &SendAnswer) -> (&'static str, &'static str) {
         SendAnswer::Indeterminate => "indeterminate",
         SendAnswer::Configuration(_) => "configuration",
         SendAnswer::Defect(_) => "defect",
+        SendAnswer::CustomerMustAct(_) => "customer_must_act",
+        SendAnswer::ReplayedOpen(_) => "replayed_open",
     };
     (kind, answer.code())
 }
 
 #[tokio::test]
 async fn every_intent_state_on_a_send_maps_as_the_table_says() {
-    // (payment method, kind, code, the journal's answer)
-    let table: [(&str, &str, &str, &str); 7] = [
-        ("pm_card_visa", "succeeded", "succeeded", "succeeded"),
-        ("pm_card_chargeDeclined", "declined", "declined", "declined"),
-        ("pm_standin_refused", "declined", "declined", "declined"),
-        ("pm_standin_canceled", "declined", "declined", "declined"),
+    // (payment method, the replay's kind and code, the journal's answer to the fresh
+    // send, the provider's code of it)
+    let table: [(&str, &str, &str, &str, Option<&str>); 7] = [
+        ("pm_card_visa", "succeeded", "succeeded", "succeeded", None),
+        (
+            "pm_card_chargeDeclined",
+            "declined",
+            "declined",
+            "declined",
+            Some("declined"),
+        ),
+        (
+            "pm_standin_refused",
+            "declined",
+            "declined",
+            "declined",
+            Some("declined"),
+        ),
+        (
+            "pm_standin_canceled",
+            "declined",
+            "declined",
+            "declined",
+            Some("declined"),
+        ),
+        // A fresh `requires_action` hands the customer the challenge; its replay is
+        // the first answer's state, read by id at once.
         (
             "pm_card_authenticationRequired",
-            "unknown",
-            "requires_action",
-            "ambiguous",
+            "replayed_open",
+            "provider_replayed_open",
+            "customer",
+            Some("customer_must_act"),
         ),
         (
             "pm_standin_processing",
-            "unknown",
-            "processing",
+            "replayed_open",
+            "provider_replayed_open",
             "ambiguous",
+            Some("processing"),
         ),
         (
             "pm_card_unknownToStripe",
             "declined",
             "invalid_request",
             "declined",
+            Some("invalid_request"),
         ),
     ];
     let stand_in = StandIn::start().await;
     let stripe = stripe(&stand_in);
-    for (n, (payment_method, kind, code_, result)) in table.into_iter().enumerate() {
+    for (n, (payment_method, kind, code_, result, noted)) in table.into_iter().enumerate() {
         let key = key(n as u64);
         let parameters = payload(payment_method);
         let provider = stripe.payment(&parameters);
@@ -139,14 +165,10 @@ async fn every_intent_state_on_a_send_maps_as_the_table_says() {
             }
             ProviderAnswer::Declined => "declined",
             ProviderAnswer::Unknown => "ambiguous",
-            other => panic!("a send answers no {other:?}"),
+            other => customer_or_panic(other),
         };
         assert_eq!(journal, result, "{payment_method}");
-        assert_eq!(
-            provider.code(),
-            (result != "succeeded").then_some(code_),
-            "{payment_method}"
-        );
+        assert_eq!(provider.code(), noted, "{payment_method}");
     }
     // One intent per key but for the refused request, and every replay replayed.
     assert_eq!(stand_in.intents().len(), 6);
@@ -154,6 +176,26 @@ async fn every_intent_state_on_a_send_maps_as_the_table_says() {
     assert_eq!(creates.len(), 14);
     assert!(creates.iter().skip(1).step_by(2).all(|seen| seen.replayed));
     stand_in.assert_schemas_held();
+}
+
+/// `customer` for the journal's "the customer must act"; a panic for any other answer
+/// a send cannot give.
+fn customer_or_panic(answer: ProviderAnswer) -> &'static str {
+    match answer {
+        ProviderAnswer::CustomerMustAct(CustomerAction::Confirm {
+            client_secret,
+            next_action,
+        }) => {
+            assert!(
+                client_secret
+                    .expose()
+                    .ends_with("_secret_CANARYclientSecret")
+            );
+            assert_eq!(next_action.as_str(), "use_stripe_sdk");
+            "customer"
+        }
+        other => panic!("a send answers no {other:?}"),
+    }
 }
 
 #[tokio::test]

@@ -1,16 +1,59 @@
-//! A Stripe stand-in for tests: a loopback HTTP server answering
-//! `POST /v1/payment_intents`, `GET /v1/payment_intents` and
-//! `GET /v1/payment_intents/search` with Stripe's documented semantics ([`state`]),
-//! every request and answer body validated against Stripe's OpenAPI description
-//! ([`schema`]), on a clock the test moves.
+//! A Stripe stand-in for tests and for a local run: a loopback HTTP server answering
+//! PaymentIntents (`POST /v1/payment_intents`, `GET /v1/payment_intents`,
+//! `GET /v1/payment_intents/search`, `GET /v1/payment_intents/{id}`,
+//! `POST /v1/payment_intents/{id}/cancel`) and Checkout Sessions
+//! (`POST`/`GET /v1/checkout/sessions`, `GET /v1/checkout/sessions/{id}`,
+//! `POST /v1/checkout/sessions/{id}/expire`) with Stripe's documented semantics
+//! ([`state`], [`session`]), every request and answer body validated against Stripe's
+//! OpenAPI description ([`schema`]), on a clock the test moves.
 //!
 //! Faults are injected for the next new keys ([`Fault`]), a create can be held while
 //! executing (to meet a concurrent request with the same key), and every request is
 //! recorded with the headers that matter.
+//!
+//! # The customer's pages
+//!
+//! The stand-in serves, in place of Stripe's, the two pages a customer's browser
+//! opens ([`pages`]): plain HTML, a little script, stable element ids. Each page's
+//! `<body>` has `data-done="false"`, set to `"true"` once a button's answer came back;
+//! `#status` shows the object's status (then the answer's).
+//!
+//! - **3-D Secure challenge**: `GET {base}/stand-in/authenticate?client_secret=<the
+//!   intent's client secret>[&return_url=<url>]`, for an intent in `requires_action`
+//!   (a create-and-confirm with `pm_card_authenticationRequired`). Buttons
+//!   `#authenticate-pass` (the intent becomes `succeeded`) and `#authenticate-fail`
+//!   (it goes back to `requires_payment_method` with `last_payment_error.code`
+//!   `payment_intent_authentication_failure`); then the browser goes to `return_url`
+//!   if given. Abandoning it is leaving it: the intent stays `requires_action`. The
+//!   buttons are absent once the intent no longer waits. Its script posts
+//!   `client_secret`, `outcome=pass|fail` and `return_url` to
+//!   `POST {base}/stand-in/authenticate` (answer `{"status", "redirect"}`, 409 when
+//!   no intent waits under the secret), which a test may call itself.
+//! - **Hosted Checkout page**: a session's `url`, `{base}/stand-in/checkout/{id}`, while
+//!   it is `open`. `#amount` and `#currency` show what is paid; `#pay-card` pays at
+//!   once (the session `complete` and `paid`, its intent `succeeded`); `#pay-delayed`
+//!   pays by a delayed method (`complete` and `unpaid`, its intent `processing`);
+//!   either then sends the browser to the session's `success_url` with
+//!   `{CHECKOUT_SESSION_ID}` replaced by the id. `#cancel` is a link to its
+//!   `cancel_url` (the session stays `open`). The buttons are absent once the session is
+//!   not open (`#status` says `complete` or `expired`). Its script posts
+//!   `outcome=card|delayed` to `POST {base}/stand-in/checkout/{id}` (answer
+//!   `{"status", "redirect"}`, 409 when not open). A delayed payment settles by
+//!   `POST {base}/stand-in/checkout/{id}/settle` with `outcome=succeeded` (the session
+//!   `paid`, its intent `succeeded`) or `outcome=failed` (the session stays `complete`
+//!   and `unpaid`, its intent back in `requires_payment_method` with an error).
+//!   A session expires at its `expires_at` on the stand-in's clock (its intent is
+//!   canceled then).
+//!
+//! The pages and their `POST`s need no secret key: the browser holds none.
 
 #![allow(dead_code)]
 
+pub mod events;
+pub mod pages;
+pub mod routes;
 pub mod schema;
+pub mod session;
 pub mod state;
 
 use axum::Router;
@@ -107,9 +150,35 @@ impl StandIn {
         .await
     }
 
+    /// A stand-in on `address` (a local run: `127.0.0.1:12111`) reading `clock`.
+    pub async fn listen(address: &str, clock: Clock) -> std::io::Result<Self> {
+        let listener = tokio::net::TcpListener::bind(address).await?;
+        Ok(Self::serve_on(
+            listener,
+            clock,
+            Arc::new(AtomicI64::new(0)),
+            Vec::new(),
+        ))
+    }
+
     async fn serve(clock: Clock, manual: Arc<AtomicI64>, accounts: Vec<String>) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind the stand-in");
+        Self::serve_on(listener, clock, manual, accounts)
+    }
+
+    fn serve_on(
+        listener: tokio::net::TcpListener,
+        clock: Clock,
+        manual: Arc<AtomicI64>,
+        accounts: Vec<String>,
+    ) -> Self {
+        let url = format!("http://{}", listener.local_addr().expect("its address"));
+        let mut state = State::new();
+        state.base = url.clone();
         let inner = Arc::new(Inner {
-            state: Mutex::new(State::new()),
+            state: Mutex::new(state),
             seen: Mutex::new(Vec::new()),
             validator: Validator::new(),
             clock,
@@ -122,11 +191,31 @@ impl StandIn {
         let router = Router::new()
             .route("/v1/payment_intents", post(create).get(list))
             .route("/v1/payment_intents/search", get(search))
+            .route("/v1/events", get(events::list))
+            .route("/v1/payment_intents/{id}", get(routes::retrieve_intent))
+            .route(
+                "/v1/payment_intents/{id}/cancel",
+                post(routes::cancel_intent),
+            )
+            .route(
+                "/v1/checkout/sessions",
+                post(routes::create_session).get(routes::list_sessions),
+            )
+            .route("/v1/checkout/sessions/{id}", get(routes::retrieve_session))
+            .route(
+                "/v1/checkout/sessions/{id}/expire",
+                post(routes::expire_session),
+            )
+            .route(
+                "/stand-in/authenticate",
+                get(pages::challenge).post(pages::authenticate),
+            )
+            .route(
+                "/stand-in/checkout/{id}",
+                get(pages::hosted).post(pages::pay),
+            )
+            .route("/stand-in/checkout/{id}/settle", post(pages::settle))
             .with_state(Arc::clone(&inner));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind the stand-in");
-        let url = format!("http://{}", listener.local_addr().expect("its address"));
         tokio::spawn(async move { axum::serve(listener, router).await });
         Self { inner, manual, url }
     }
@@ -211,12 +300,52 @@ impl StandIn {
             .clone()
     }
 
-    /// The creates received (every `POST`).
+    /// The creates of an intent received (every `POST /v1/payment_intents`).
     pub fn creates(&self) -> Vec<Seen> {
         self.seen()
             .into_iter()
-            .filter(|s| s.method == "POST")
+            .filter(|s| s.method == "POST" && s.path == "/v1/payment_intents")
             .collect()
+    }
+
+    /// Every request to `path` with `method`.
+    pub fn requests(&self, method: &str, path: &str) -> Vec<Seen> {
+        self.seen()
+            .into_iter()
+            .filter(|s| s.method == method && s.path == path)
+            .collect()
+    }
+
+    /// Every session made, oldest first, as Stripe would answer it now.
+    pub fn sessions(&self) -> Vec<Value> {
+        let now = self.now();
+        let mut state = self.state();
+        state.catch_up(now);
+        state.sessions.iter().map(session::Session::json).collect()
+    }
+
+    /// The customer answers the challenge of the intent whose client secret is
+    /// `client_secret` (what the challenge page's buttons do): its status then, or
+    /// `None` if no intent waits under it.
+    pub fn authenticate(&self, client_secret: &str, passed: bool) -> Option<&'static str> {
+        self.state().authenticate(client_secret, passed)
+    }
+
+    /// The customer pays the open session `id` on its hosted page (what its buttons
+    /// do): the redirect to its success URL, or `None` if it is not open.
+    pub fn pay(&self, id: &str, payment: session::Payment) -> Option<String> {
+        let now = self.now();
+        self.state().pay_session(now, id, payment)
+    }
+
+    /// A delayed payment of the session `id` settles ([`state::State::settle_session`]).
+    pub fn settle(&self, id: &str, succeeded: bool) -> bool {
+        self.state().settle_session(id, succeeded)
+    }
+
+    /// Every body that was off Stripe's schemas so far.
+    pub fn schema_failures(&self) -> Vec<String> {
+        self.inner.validator.failures()
     }
 
     /// Asserts that every body passed the schemas, and that some were checked.

@@ -3,8 +3,9 @@
 //! (by path, method and status: `200`, else `default`) is validated, and every failure
 //! is kept for the test to assert on.
 //!
-//! The description is `stripe/openapi/payment_intents.json` (OpenAPI 3.0), or Stripe's
-//! full `spec3.json` named by `STRIPE_OPENAPI`. OpenAPI 3.0 schemas are not quite JSON
+//! The description is `stripe/openapi/payment_intents.json` and
+//! `stripe/openapi/checkout_sessions.json` (OpenAPI 3.0, read as one document), or
+//! Stripe's full `spec3.json` named by `STRIPE_OPENAPI`. OpenAPI 3.0 schemas are not quite JSON
 //! Schema; before validating (as draft 2020-12) they are adapted:
 //!
 //! - `nullable: true` becomes `anyOf: [the schema, {"type": "null"}]`;
@@ -20,6 +21,7 @@ use serde_json::{Map, Value, json};
 use std::sync::Mutex;
 
 const SUBSET: &str = include_str!("../../openapi/payment_intents.json");
+const CHECKOUT: &str = include_str!("../../openapi/checkout_sessions.json");
 const LOCATION: &str = "http://stand-in.invalid/openapi.json";
 
 /// What is validated: a request's body or query, or an answer.
@@ -37,6 +39,50 @@ pub enum Body {
     Listed(u16),
     /// An answer of `GET /v1/payment_intents/search`.
     Searched(u16),
+    /// `GET /v1/payment_intents/{intent}`'s query.
+    IntentQuery,
+    /// An answer of `GET /v1/payment_intents/{intent}`.
+    IntentRetrieved(u16),
+    /// `POST /v1/payment_intents/{intent}/cancel`'s form.
+    CancelForm,
+    /// An answer of `POST /v1/payment_intents/{intent}/cancel`.
+    IntentCanceled(u16),
+    /// `POST /v1/checkout/sessions`'s form.
+    SessionForm,
+    /// An answer of `POST /v1/checkout/sessions`.
+    SessionCreated(u16),
+    /// `GET /v1/checkout/sessions`'s query.
+    SessionListQuery,
+    /// An answer of `GET /v1/checkout/sessions`.
+    SessionListed(u16),
+    /// `GET /v1/checkout/sessions/{session}`'s query.
+    SessionQuery,
+    /// An answer of `GET /v1/checkout/sessions/{session}`.
+    SessionRetrieved(u16),
+    /// `POST /v1/checkout/sessions/{session}/expire`'s form.
+    ExpireForm,
+    /// An answer of `POST /v1/checkout/sessions/{session}/expire`.
+    SessionExpired(u16),
+}
+
+/// The vendored subsets as one document: the paths and schemas of both.
+fn subset() -> Value {
+    let mut document: Value = serde_json::from_str(SUBSET).expect("the vendored description");
+    let checkout: Value = serde_json::from_str(CHECKOUT).expect("the vendored description");
+    for part in ["paths", "components/schemas"] {
+        let pointer = format!("/{part}");
+        let from = checkout
+            .pointer(&pointer)
+            .and_then(Value::as_object)
+            .cloned();
+        let into = document
+            .pointer_mut(&pointer)
+            .and_then(Value::as_object_mut);
+        if let (Some(from), Some(into)) = (from, into) {
+            into.extend(from);
+        }
+    }
+    document
 }
 
 /// The compiled schemas and what they found.
@@ -101,14 +147,23 @@ impl Validator {
         let mut document: Value = match std::env::var("STRIPE_OPENAPI") {
             Ok(path) => serde_json::from_slice(&std::fs::read(path).expect("STRIPE_OPENAPI"))
                 .expect("STRIPE_OPENAPI is JSON"),
-            Err(_) => serde_json::from_str(SUBSET).expect("the vendored description"),
+            Err(_) => subset(),
         };
         let create = operation("/v1/payment_intents", "post");
         let list = operation("/v1/payment_intents", "get");
         let search = operation("/v1/payment_intents/search", "get");
+        let intent = operation("/v1/payment_intents/{intent}", "get");
+        let cancel = operation("/v1/payment_intents/{intent}/cancel", "post");
+        let sessions = operation("/v1/checkout/sessions", "post");
+        let session_list = operation("/v1/checkout/sessions", "get");
+        let session = operation("/v1/checkout/sessions/{session}", "get");
+        let expire = operation("/v1/checkout/sessions/{session}/expire", "post");
         let queries = json!({
             "list": query_schema(&document, &list),
             "search": query_schema(&document, &search),
+            "intent": query_schema(&document, &intent),
+            "sessions": query_schema(&document, &session_list),
+            "session": query_schema(&document, &session),
         });
         document["x-stand-in-queries"] = queries;
         let document = adapt(&document);
@@ -116,18 +171,33 @@ impl Validator {
             let key = if status == 200 { "200" } else { "default" };
             format!("{pointer}/responses/{key}/content/application~1json/schema")
         };
+        let form = |pointer: &str| {
+            format!("{pointer}/requestBody/content/application~1x-www-form-urlencoded/schema")
+        };
         let mut targets = vec![
-            (
-                Body::CreateForm,
-                format!("{create}/requestBody/content/application~1x-www-form-urlencoded/schema"),
-            ),
+            (Body::CreateForm, form(&create)),
             (Body::ListQuery, "/x-stand-in-queries/list".to_owned()),
             (Body::SearchQuery, "/x-stand-in-queries/search".to_owned()),
+            (Body::IntentQuery, "/x-stand-in-queries/intent".to_owned()),
+            (Body::CancelForm, form(&cancel)),
+            (Body::SessionForm, form(&sessions)),
+            (
+                Body::SessionListQuery,
+                "/x-stand-in-queries/sessions".to_owned(),
+            ),
+            (Body::SessionQuery, "/x-stand-in-queries/session".to_owned()),
+            (Body::ExpireForm, form(&expire)),
         ];
         for status in [200, 400, 401, 402, 403, 404, 409, 429, 500, 503] {
             targets.push((Body::Created(status), answer(&create, status)));
             targets.push((Body::Listed(status), answer(&list, status)));
             targets.push((Body::Searched(status), answer(&search, status)));
+            targets.push((Body::IntentRetrieved(status), answer(&intent, status)));
+            targets.push((Body::IntentCanceled(status), answer(&cancel, status)));
+            targets.push((Body::SessionCreated(status), answer(&sessions, status)));
+            targets.push((Body::SessionListed(status), answer(&session_list, status)));
+            targets.push((Body::SessionRetrieved(status), answer(&session, status)));
+            targets.push((Body::SessionExpired(status), answer(&expire, status)));
         }
         let mut compiler = Compiler::new();
         compiler.set_default_draft(Draft::V2020_12);
@@ -190,7 +260,8 @@ impl Validator {
 /// `metadata[journal_key]=k` is `{"metadata": {"journal_key": "k"}}`,
 /// `payment_method_types[0]=card` is `{"payment_method_types": ["card"]}`. Values of
 /// decimal digits are integers and `true` / `false` booleans (a form has no types; the
-/// schema says which fields are which), but under `metadata`, whose values are strings.
+/// schema says which fields are which), but under a `metadata` (at any depth) and in
+/// the text fields (URLs, names), whose values are strings.
 pub fn form_object(encoded: &[u8]) -> Value {
     let mut object = Value::Object(Map::new());
     for (name, value) in form_urlencoded::parse(encoded) {
@@ -199,7 +270,13 @@ pub fn form_object(encoded: &[u8]) -> Value {
         let path: Vec<String> = std::iter::once(root.clone())
             .chain(segments.map(str::to_owned))
             .collect();
-        let typed = if root == "metadata" {
+        let text = path.iter().any(|segment| {
+            matches!(
+                segment.as_str(),
+                "metadata" | "name" | "success_url" | "cancel_url" | "client_secret"
+            )
+        });
+        let typed = if text {
             Value::String(value.into_owned())
         } else if let Ok(number) = value.parse::<i64>() {
             Value::from(number)

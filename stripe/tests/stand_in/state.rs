@@ -92,34 +92,46 @@ pub struct Intent {
     pub id: String,
     pub amount: i64,
     pub currency: String,
-    pub behaviour: Behaviour,
-    pub payment_method: String,
+    /// Its status now (a challenge, a cancel or a hosted page moves it).
+    pub status: &'static str,
+    /// The error of its last refused confirmation (`last_payment_error`).
+    pub last_payment_error: Option<Value>,
+    /// When it was canceled, and why.
+    pub canceled: Option<(i64, Option<String>)>,
+    pub payment_method: Option<String>,
     pub metadata: serde_json::Map<String, Value>,
     pub created: i64,
     /// The Connect account it was made on (`None`: the key's own).
     pub account: Option<String>,
+    /// The Checkout Session it pays, if any (Stripe refuses to cancel such an intent).
+    pub session: Option<String>,
 }
 
 impl Intent {
+    /// The client secret Stripe hands out with it (a canary, so that a test finds it
+    /// in any output it must not reach).
+    pub fn client_secret(&self) -> String {
+        format!("{}_secret_CANARYclientSecret", self.id)
+    }
+
     /// The intent as Stripe answers it.
     pub fn json(&self) -> Value {
-        let status = self.behaviour.status();
-        let refused = matches!(self.behaviour, Behaviour::Declines | Behaviour::Refused);
+        let status = self.status;
         json!({
             "id": self.id,
             "object": "payment_intent",
             "amount": self.amount,
             "amount_capturable": 0,
             "amount_received": if status == "succeeded" { self.amount } else { 0 },
-            "canceled_at": if status == "canceled" { Some(self.created) } else { None },
-            "cancellation_reason": if status == "canceled" { Some("automatic") } else { None },
+            "canceled_at": self.canceled.as_ref().map(|(at, _)| *at),
+            "cancellation_reason": self.canceled.as_ref().and_then(|(_, why)| why.clone()),
             "capture_method": "automatic",
-            "client_secret": format!("{}_secret_CANARYclientSecret", self.id),
+            "client_secret": self.client_secret(),
             "confirmation_method": "automatic",
             "created": self.created,
             "currency": self.currency,
             "description": null,
-            "last_payment_error": if refused { Some(card_declined()) } else { None },
+            "last_payment_error": self.last_payment_error,
             "livemode": false,
             "metadata": self.metadata,
             "next_action": if status == "requires_action" {
@@ -134,12 +146,25 @@ impl Intent {
     }
 }
 
-fn card_declined() -> Value {
+/// The error of a refused card (`pm_card_chargeDeclined`).
+pub fn card_declined() -> Value {
     json!({
         "type": "card_error",
         "code": "card_declined",
         "decline_code": "generic_decline",
         "message": "Your card was declined.",
+    })
+}
+
+/// The error a failed 3-D Secure challenge leaves on the intent: "If the customer
+/// fails authentication, the PaymentIntent's status returns to
+/// `requires_payment_method`" with this code
+/// (`https://docs.stripe.com/payments/3d-secure/authentication-flow`).
+pub fn authentication_failed() -> Value {
+    json!({
+        "type": "card_error",
+        "code": "payment_intent_authentication_failure",
+        "message": "We are unable to authenticate your payment method. Please choose a different payment method and try again.",
     })
 }
 
@@ -161,13 +186,40 @@ pub struct Answer {
 }
 
 impl Answer {
-    fn new(status: u16, body: Value) -> Self {
+    /// A fresh answer.
+    pub fn new(status: u16, body: Value) -> Self {
         Self {
             status,
             body,
             replayed: false,
         }
     }
+}
+
+/// An idempotency key's place: the account and the key.
+pub type Slot = (Option<String>, String);
+
+/// A `404 resource_missing` for an object of `kind`.
+pub fn missing(kind: &str) -> Answer {
+    let mut body = error(
+        "invalid_request_error",
+        Some("resource_missing"),
+        &format!("No such {kind}."),
+    );
+    body["error"]["param"] = json!("id");
+    Answer::new(404, body)
+}
+
+/// A `400` for an operation the object's status does not allow.
+pub fn unexpected_state(message: &str, status: &str) -> Answer {
+    Answer::new(
+        400,
+        error(
+            "invalid_request_error",
+            Some("payment_intent_unexpected_state"),
+            &message.replace("{}", status),
+        ),
+    )
 }
 
 /// An idempotency key's entry.
@@ -204,16 +256,22 @@ pub enum Admission {
 #[derive(Debug, Default)]
 pub struct State {
     pub intents: Vec<Intent>,
-    keys: HashMap<(Option<String>, String), Entry>,
+    keys: HashMap<Slot, Entry>,
     /// Faults for the next new keys, in order.
     pub faults: Vec<Fault>,
     /// Seconds before a new intent shows in search results.
     pub search_lag: i64,
     /// Search answers 400, as in a region without it.
     pub search_unavailable: bool,
-    next_id: u64,
+    pub next_id: u64,
+    /// Every Checkout Session made, oldest first.
+    pub sessions: Vec<super::session::Session>,
+    /// The stand-in's base URL, for a session's hosted page.
+    pub base: String,
     /// The pending fault of each key admitted with one.
-    pending: HashMap<(Option<String>, String), Fault>,
+    pub pending: HashMap<Slot, Fault>,
+    /// The events seen so far (`super::events`).
+    pub events: super::events::Events,
     /// Stored 500s to roll forward: when, on which account, with which parameters.
     roll_forward: Vec<(i64, Option<String>, Value)>,
 }
@@ -236,6 +294,7 @@ impl State {
         for (at, account, parameters) in due {
             let _ = self.create(at, account.as_deref(), &parameters);
         }
+        self.expire_due(now);
     }
 
     /// The idempotency layer in front of a create under `key` with `parameters`.
@@ -343,6 +402,13 @@ impl State {
                 }
                 _ => self.create(now, account, parameters),
             };
+        self.finish(slot, &answer);
+        answer
+    }
+
+    /// Stores `answer` as the first answer of `slot`'s key, now that its execution
+    /// ran.
+    pub fn finish(&mut self, slot: Option<Slot>, answer: &Answer) {
         if let Some(slot) = slot
             && let Some(Entry::Executing {
                 parameters,
@@ -358,7 +424,77 @@ impl State {
                 },
             );
         }
-        answer
+    }
+
+    /// Forgets `slot`'s executing key: its request failed validation, and "no
+    /// idempotent result is saved" (`https://docs.stripe.com/api/idempotent_requests`).
+    pub fn forget(&mut self, slot: Option<Slot>) {
+        if let Some(slot) = slot {
+            self.pending.remove(&slot);
+            self.keys.remove(&slot);
+        }
+    }
+
+    /// The intent `id` of `account`.
+    pub fn intent_mut(&mut self, account: Option<&str>, id: &str) -> Option<&mut Intent> {
+        self.intents
+            .iter_mut()
+            .find(|intent| intent.id == id && intent.account.as_deref() == account)
+    }
+
+    /// `POST /v1/payment_intents/{id}/cancel`: "A PaymentIntent object can be canceled
+    /// when it is in one of these statuses: `requires_payment_method`,
+    /// `requires_capture`, `requires_confirmation`, `requires_action` or, in rare cases,
+    /// `processing`" (never here), and "You cannot cancel the PaymentIntent for a
+    /// Checkout Session" (`https://docs.stripe.com/api/payment_intents/cancel`).
+    pub fn cancel_intent(
+        &mut self,
+        now: i64,
+        account: Option<&str>,
+        id: &str,
+        reason: Option<&str>,
+    ) -> Answer {
+        self.catch_up(now);
+        let Some(intent) = self.intent_mut(account, id) else {
+            return missing("payment_intent");
+        };
+        let cancelable = matches!(
+            intent.status,
+            "requires_payment_method"
+                | "requires_capture"
+                | "requires_confirmation"
+                | "requires_action"
+        );
+        if !cancelable || intent.session.is_some() {
+            return unexpected_state(
+                "You cannot cancel this PaymentIntent because it has a status of {}.",
+                intent.status,
+            );
+        }
+        intent.status = "canceled";
+        intent.canceled = Some((now, reason.map(str::to_owned)));
+        Answer::new(200, intent.json())
+    }
+
+    /// The customer's answer to the 3-D Secure challenge of the intent whose client
+    /// secret is `client_secret`: passed, it succeeds; failed, it goes back to
+    /// `requires_payment_method` with `payment_intent_authentication_failure`. `None`
+    /// when no intent waits for a challenge under that secret.
+    pub fn authenticate(&mut self, client_secret: &str, passed: bool) -> Option<&'static str> {
+        let intent = self
+            .intents
+            .iter_mut()
+            .find(|intent| intent.client_secret() == client_secret)?;
+        if intent.status != "requires_action" {
+            return None;
+        }
+        if passed {
+            intent.status = "succeeded";
+        } else {
+            intent.status = "requires_payment_method";
+            intent.last_payment_error = Some(authentication_failed());
+        }
+        Some(intent.status)
     }
 
     /// Creates and confirms an intent of `parameters` (already validated for shape).
@@ -374,6 +510,7 @@ impl State {
             return Answer::new(400, body);
         };
         self.next_id += 1;
+        let refused = matches!(behaviour, Behaviour::Declines | Behaviour::Refused);
         let intent = Intent {
             id: format!("{INTENT_PREFIX}{:08}", self.next_id),
             amount: parameters["amount"].as_i64().unwrap_or_default(),
@@ -381,14 +518,18 @@ impl State {
                 .as_str()
                 .unwrap_or_default()
                 .to_owned(),
-            behaviour,
-            payment_method: payment_method.to_owned(),
+            status: behaviour.status(),
+            last_payment_error: refused.then(card_declined),
+            canceled: (behaviour == Behaviour::Canceled)
+                .then(|| (now, Some("automatic".to_owned()))),
+            payment_method: Some(payment_method.to_owned()),
             metadata: parameters["metadata"]
                 .as_object()
                 .cloned()
                 .unwrap_or_default(),
             created: now,
             account: account.map(str::to_owned),
+            session: None,
         };
         let body = intent.json();
         self.intents.push(intent);
