@@ -15,6 +15,7 @@ from the same pages as the crate's own stand-in (`stripe/tests/stand_in/`):
   the stand-in's `lookup_503`.
 - `GET /v1/payment_intents?created[gte]=&limit=&starting_after=` lists, newest first,
   every intent at once (read after write); `GET /v1/payment_intents/{id}` reads one.
+- `GET /v1/events` lists `log` (`events.EventLog`: empty when no event is made).
 - Every request needs `Authorization: Bearer <the run's secret key>` (401 otherwise).
 """
 
@@ -49,8 +50,9 @@ def intent_now(record):
 class StripeApi:
     """The routes above, over `standin` (a `standin.StandIn`)."""
 
-    def __init__(self, standin, secret_key, search_lag=DEFAULT_SEARCH_LAG):
+    def __init__(self, standin, secret_key, log, search_lag=DEFAULT_SEARCH_LAG):
         self.standin = standin
+        self.log = log
         self.secret_key = secret_key
         self.search_lag = search_lag
 
@@ -84,8 +86,8 @@ class StripeApi:
             return self._list(form(query))
         if path.startswith("/v1/payment_intents/"):
             return s.retrieve(path[len("/v1/payment_intents/"):])
-        if path == "/v1/events" and s.events is not None:
-            status, answer = s.events.list(query, s.unix())
+        if path == "/v1/events":
+            status, answer = self.log.list(query, s.unix())
             return status, {}, answer
         return None
 

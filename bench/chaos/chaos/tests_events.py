@@ -310,6 +310,17 @@ class StripeMode(unittest.TestCase):
         self.assertEqual(get("/v1/events?limit=100")[2]["data"][0]["type"],
                          "payment_intent.payment_failed")
 
+    def test_lookups_alone_list_no_event(self):
+        s = StandIn(random.Random(1), Faults(), 86_400)
+        hooks = Webhooks(s, random.Random(4), True, None, deliver=False)
+        auth = {"authorization": "Bearer " + hooks.secret_key}
+        body = b"amount=1250&currency=eur&confirm=true&metadata%5Bjournal_key%5D=cj1-a"
+        self.assertEqual(run(s.handle("POST", "/v1/payment_intents",
+                                      {**auth, "idempotency-key": "cj1-a"}, body))[0], 200)
+        self.assertEqual(run(s.handle("GET", "/v1/events", auth, b""))[2]["data"], [])
+        self.assertNotIn("STRIPE_WEBHOOK_SECRET", hooks.env())
+        self.assertEqual(hooks.findings({}), ({}, []))
+
 
 def audit(command, kind, at):
     return ({"commandKeyHash": {"stringValue": command}, "eventType": {"stringValue": kind}},

@@ -49,10 +49,10 @@ class Webhooks:
         self.secret = "whsec_chaos" + "".join(rng.choice("0123456789abcdef") for _ in range(24))
         self.secret_key = "sk_test_chaos" + "".join(rng.choice("0123456789abcdef")
                                                     for _ in range(24))
-        standin.with_stripe(StripeApi(standin, self.secret_key, search_lag))
+        self.log = EventLog(rng)
+        standin.with_stripe(StripeApi(standin, self.secret_key, self.log, search_lag))
         self.deliver = deliver
         self.port = None
-        self.log = EventLog(rng)
         self.delivery = Delivery(rng, fault_mix(no_faults), [self.secret], standin.unix,
                                  self._send, standin.counts)
         self.standin = standin
