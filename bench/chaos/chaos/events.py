@@ -186,6 +186,7 @@ class Delivery:
         self.forged_accepted = []
         self.forged_sent = 0
         self.forged_intents = set()
+        self.first = True
 
     def _count(self, kind):
         self.counts[kind] = self.counts.get(kind, 0) + 1
@@ -196,11 +197,13 @@ class Delivery:
         task.add_done_callback(self.tasks.discard)
 
     def publish(self, entry):
-        """Plans the deliveries of one new event (`EventLog.make`'s entry)."""
+        """Plans the deliveries of one new event (`EventLog.make`'s entry). The first
+        event of a run with forgeries gets one of each, so that every run has them."""
         f, rng = self.faults, self.rng
-        if rng.random() < f.forge_signature:
+        first, self.first = self.first, False
+        if rng.random() < f.forge_signature or (first and f.forge_signature):
             self._spawn(self._forged_signature(entry))
-        if rng.random() < f.forge_stale:
+        if rng.random() < f.forge_stale or (first and f.forge_stale):
             self._spawn(self._forged_stale(entry))
         if rng.random() < f.drop:
             self._count("event_dropped")

@@ -38,7 +38,7 @@ from .clients import Behaviour, Population
 from .faults import Chaos, Rates, RecoverySchedule
 from .fleet import Emulator, Instance, kill_children, run_process
 from .identity import identity_input
-from .plants import PLANTS, in_service
+from .plants import EVENT_PLANTS, PLANTS, in_service
 from .proxies import Balancer, FrontFaults, ProviderFront, TcpFaultProxy
 from .standin import Faults, StandIn
 from .tally import FaultLog, Tally
@@ -111,6 +111,8 @@ def parse(argv):
     for name, value in (SHORT if args.short else QUICK if args.quick else DEFAULTS).items():
         if getattr(args, name) is None:
             setattr(args, name, value)
+    if args.plant in EVENT_PLANTS:
+        args.events = True
     if args.kills is None:
         args.kills = max(6, args.checkouts // 80)
     if args.no_faults:
