@@ -409,6 +409,9 @@ class Soak:
                 await population.client(c, lambda: deadline, patient=True, late=True)
         await asyncio.gather(*(one(c) for c in returning))
         self.late_clients = len(returning)
+        if self.webhooks is not None:
+            # Every create done (and its events made) before the last deliveries.
+            await self.settle_provider()
         if self.webhooks is not None and not await self.webhooks.stop(60.0):
             self.log("events still undelivered after 60 s")
         await asyncio.gather(*(i.stop() for i in self.instances))
