@@ -367,4 +367,11 @@ pub mod verify {
 
         pub use crate::verify::checkpoints::check;
     }
+
+    pub mod provider_keys {
+        //! The provider keys' index (`providerKeys/{digest of the key}`), each
+        //! document held to its command.
+
+        pub use crate::verify::provider_keys::*;
+    }
 }

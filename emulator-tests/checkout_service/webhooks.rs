@@ -108,9 +108,22 @@ async fn webhook_a_signed_succeeded_settles_an_ambiguous_attempt_with_no_lookup(
     // Stripe completed it: its events are delivered, signed.
     let seen = stand_in.seen().len();
     let before = lookups(&stand_in);
-    let started = Instant::now();
     let delivered = stand_in
-        .deliver_new(&endpoint(&service), WEBHOOK_SECRET, &[])
+        .deliver_new(
+            &endpoint(&service),
+            WEBHOOK_SECRET,
+            &["payment_intent.succeeded"],
+        )
+        .await;
+    let succeeded_event = stand_in.events()[1].clone();
+    let started = Instant::now();
+    let settling = stand_in
+        .deliver(
+            &endpoint(&service),
+            WEBHOOK_SECRET,
+            &succeeded_event,
+            stand_in.now(),
+        )
         .await;
     let settled_in = started.elapsed();
     let kinds: Vec<Value> = stand_in
@@ -130,9 +143,13 @@ async fn webhook_a_signed_succeeded_settles_an_ambiguous_attempt_with_no_lookup(
             .iter()
             .map(|(_, status)| *status)
             .collect::<Vec<_>>(),
-        [200, 200]
+        [200],
+        "payment_intent.created: nothing to record"
     );
-    eprintln!("delivery to settled command: {settled_in:?} (both events, in-process)");
+    assert_eq!(settling, 200);
+    // Printed for docs/webhooks.md: from the delivery's POST to its 200, the command
+    // settled (the emulator, in-process).
+    eprintln!("payment_intent.succeeded delivered to settled command: {settled_in:?}");
     assert_eq!(lookups(&stand_in), before, "no lookup");
     assert_eq!(stand_in.seen().len(), seen, "not even a read by id");
     assert_eq!(
@@ -151,7 +168,6 @@ async fn webhook_a_signed_succeeded_settles_an_ambiguous_attempt_with_no_lookup(
     assert_eq!(stand_in.seen().len(), seen, "answered by the journal alone");
     // The same event again writes nothing.
     let documents = service.documents().await;
-    let succeeded_event = stand_in.events()[1].clone();
     let again = stand_in
         .deliver(
             &endpoint(&service),
@@ -391,4 +407,55 @@ async fn webhook_backfill_settles_an_attempt_whose_event_was_dropped() {
     assert_eq!(paid.body, succeeded(&envelope(&stand_in, 0)));
     assert_eq!(stand_in.intents().len(), 1, "one charge");
     service.assert_verifies_clean(1).await;
+}
+
+/// `STRIPE_WEBHOOK_SECRET` is checked at start-up: 1 to 4 distinct `whsec_` secrets
+/// with `PROVIDER_NAME=stripe`, no endpoint when unset; every refusal names the
+/// variable and never echoes a secret.
+#[test]
+fn webhook_secrets_are_checked_at_start_up_and_never_echoed() {
+    use super::service::config::Config;
+    use super::service::webhook::WebhookSettings;
+    let settings = |provider: &str, secret: Option<&str>| {
+        let mut env: std::collections::HashMap<&str, String> = super::PLAN_ENV
+            .iter()
+            .map(|(name, value)| (*name, (*value).to_owned()))
+            .collect();
+        env.extend([
+            ("GOOGLE_CLOUD_PROJECT", "demo-webhooks".to_owned()),
+            ("FIRESTORE_EMULATOR_HOST", "127.0.0.1:1".to_owned()),
+            ("JOURNAL_ENVIRONMENT", "emulator".to_owned()),
+            ("PROVIDER_URL", "http://127.0.0.1:1".to_owned()),
+            ("STRIPE_API_BASE", "http://127.0.0.1:1".to_owned()),
+            ("PROVIDER_NAME", provider.to_owned()),
+        ]);
+        if provider == "stripe" {
+            env.insert("STRIPE_SECRET_KEY", SECRET.to_owned());
+        }
+        if let Some(secret) = secret {
+            env.insert("STRIPE_WEBHOOK_SECRET", secret.to_owned());
+        }
+        let config = Config::from_lookup(|name| env.get(name).cloned()).expect("config");
+        WebhookSettings::from_lookup(|name| env.get(name).cloned(), &config)
+    };
+    assert!(matches!(settings("stripe", None), Ok(None)));
+    assert!(matches!(settings("stripe", Some("")), Ok(None)));
+    let both = format!("{WEBHOOK_SECRET},{OLD_WEBHOOK_SECRET}");
+    let accepted = settings("stripe", Some(&both)).expect("a roll's two secrets");
+    let shown = format!("{accepted:?}");
+    assert!(!shown.contains("CANARY"), "{shown}");
+    let repeated = format!("{WEBHOOK_SECRET},{WEBHOOK_SECRET}");
+    let spaced = format!("{WEBHOOK_SECRET}, {OLD_WEBHOOK_SECRET}");
+    for (provider, secret) in [
+        ("stripe", "whsec_CANARY-bad"),
+        ("stripe", "sk_test_CANARYnotAWebhookSecret"),
+        ("stripe", repeated.as_str()),
+        ("stripe", spaced.as_str()),
+        ("stub", WEBHOOK_SECRET),
+    ] {
+        let error = settings(provider, Some(secret)).expect_err(secret);
+        assert_eq!(error.variable, "STRIPE_WEBHOOK_SECRET");
+        let shown = format!("{error} {error:?}");
+        assert!(!shown.contains("CANARY"), "{shown}");
+    }
 }

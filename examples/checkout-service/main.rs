@@ -9,7 +9,11 @@
 //!
 //! `checkout-service recover` runs the recovery job instead (`service::recovery`):
 //! with the same configuration, it settles every checkout whose charge outcome is
-//! unknown from the provider's evidence, then exits.
+//! unknown from the provider's evidence, then exits. On Stripe it first backfills the
+//! events of its window from the Events API (`service::event_backfill`).
+//!
+//! With `STRIPE_WEBHOOK_SECRET` set, the service also takes Stripe's signed events at
+//! `POST /webhooks/stripe` (`service::webhook`, docs/webhooks.md).
 
 mod service;
 

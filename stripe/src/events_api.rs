@@ -1,6 +1,5 @@
-//! The client's reads behind events: an object read by id for its current state (the
-//! [`ReadById`] a webhook endpoint settles through), and the Events API's list
-//! (`GET /v1/events`), from which a job backfills the events its endpoint missed.
+//! The Events API's list (`GET /v1/events`), from which a job backfills the events its
+//! webhook endpoint missed.
 //!
 //! "List events, going back up to 30 days", newest first, filtered by `types[]` and
 //! `created`, paged by `limit` (at most 100) and `starting_after`
@@ -9,7 +8,7 @@
 //! strict parser as a signed one ([`VerifiedEvent`]).
 
 use crate::client::{Stripe, read};
-use crate::webhook::{ObjectKind, ObjectRef, ReadById, VerifiedEvent};
+use crate::webhook::VerifiedEvent;
 use reqwest::Method;
 use serde_json::value::RawValue;
 use std::collections::BTreeMap;
@@ -35,19 +34,6 @@ pub struct EventsQuery<'a> {
     pub created_gte: i64,
     /// `starting_after`: the id of the last event of the previous page.
     pub starting_after: Option<&'a str>,
-}
-
-impl ReadById for Stripe {
-    async fn read(&self, object: &ObjectRef) -> Option<String> {
-        let path = match object.kind() {
-            ObjectKind::PaymentIntent => format!("/v1/payment_intents/{}", object.id()),
-            ObjectKind::CheckoutSession => format!("/v1/checkout/sessions/{}", object.id()),
-        };
-        match read(self.request(Method::GET, &path).send().await).await {
-            Ok((status, body)) if status == reqwest::StatusCode::OK => Some(body),
-            _ => None,
-        }
-    }
 }
 
 impl Stripe {

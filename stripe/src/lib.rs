@@ -45,6 +45,7 @@ pub mod error;
 pub mod events_api;
 pub mod intent;
 pub mod provider;
+pub mod read;
 pub mod retrieve;
 pub mod secret;
 pub mod session;
