@@ -22,11 +22,13 @@
 //! from whoever hands the answer over. It runs under a lease its caller holds
 //! ([`Settle::under`]: `execute` past the cutoff, or after a replayed unknown, or
 //! with its send's answer) or under a lease it takes itself ([`Settle::taking`]: the
-//! recovery of a command known by its key hash). `execute` and recovery both run it;
-//! what comes next adds a source or an answer here, never another path: reading the
-//! provider's object by id is a `Retrieve` source beside `Lookup`; an event or a
-//! backfill is `Given` under a lease the program takes, with the same fence and
-//! commit proofs as recovery's; an answer "the customer must act" is a variant of
+//! recovery of a command known by its key hash, and evidence given from outside).
+//! `execute`, recovery and recording evidence (`crate::evidence`: a provider's event,
+//! found through the key index, is `Given` under a lease the program takes, with the
+//! same fence and commit proofs as recovery's) all run it; what comes next adds a
+//! source or an answer here, never another path: reading the provider's object by id
+//! is a `Retrieve` source beside `Lookup`; a backfill of events is `Given` as an event
+//! is; an answer "the customer must act" is a variant of
 //! [`ProviderAnswer`] that keeps the attempt waiting; a window only the provider's
 //! evidence ends is a rule of the status the program reads.
 //!
@@ -45,7 +47,7 @@
 //! | | no attempt, or the attempt proven absent | [`Settled::NothingOpen`] |
 //! | | the plan's account not the job's | [`Settled::OtherAccount`] |
 //! | | the attempt's outcome unknown | look its key up |
-//! | status (an answer given) | the key the open attempt's | as a lookup's answer (below), never an absence |
+//! | status (an answer given: `record_evidence`, the key found through the key index) | the key the open attempt's | as a lookup's answer (below), never an absence |
 //! | | an earlier attempt's, or the current one recorded absent, or any once the command ended: a charge | `record_late_charge` under that attempt ([`Settled::LateCharge`]; the command's own charge: [`Settled::Ended`]) |
 //! | | the same, anything else | [`Settled::NothingOpen`], or [`Settled::Ended`] |
 //! | | no attempt's of this command | `invalid_input` on `providerIdempotencyKey`, nothing written |

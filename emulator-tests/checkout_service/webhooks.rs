@@ -234,6 +234,10 @@ async fn webhook_forged_stale_or_unsigned_is_400_and_writes_nothing() {
     let body = serde_json::to_vec(&succeeded_event).expect("json");
     let unsigned = stand_in::events::deliver_signed(&url, "", body.clone()).await;
     let malformed = stand_in::events::deliver_signed(&url, "t=1,v1=zz", body).await;
+    // Over 256 KiB: refused before the signature is even read.
+    let large = vec![b' '; 300 * 1024];
+    let too_large = stand_in::events::deliver_signed(&url, "t=1,v1=00", large).await;
+    assert_eq!(too_large, 400);
     assert_eq!([forged, stale, unsigned, malformed], [400, 400, 400, 400]);
     assert_eq!(service.documents().await, documents, "nothing written");
     for (code, count) in [
@@ -241,6 +245,7 @@ async fn webhook_forged_stale_or_unsigned_is_400_and_writes_nothing() {
         ("webhook_timestamp_too_old", 1),
         ("webhook_signature_missing", 1),
         ("webhook_signature_malformed", 1),
+        ("webhook_body_too_large", 1),
     ] {
         let counted = service
             .sample(
@@ -458,4 +463,45 @@ fn webhook_secrets_are_checked_at_start_up_and_never_echoed() {
         let shown = format!("{error} {error:?}");
         assert!(!shown.contains("CANARY"), "{shown}");
     }
+}
+
+/// An event that arrives while the client's call still holds the command's lease:
+/// 503, nothing written (Stripe delivers it again); once the lease has run out, the
+/// same event settles the command.
+#[tokio::test]
+async fn webhook_an_event_during_the_clients_lease_is_503_and_settles_later() {
+    let stand_in = StandIn::start().await;
+    let service = service_with_webhooks(&stand_in).await;
+    stand_in.fault(Fault::StoredServerErrorRolledForward { after: 1 });
+    let id = command_id(950);
+    let first = service.checkout(&id, &payment("pm_card_visa")).await;
+    assert_eq!(first.status, 202);
+    advance(&service, &stand_in, 2);
+    let succeeded_event = stand_in.events().last().expect("an event").clone();
+    assert_eq!(succeeded_event["type"], "payment_intent.succeeded");
+    let documents = service.documents().await;
+    let url = endpoint(&service);
+    let held = stand_in
+        .deliver(&url, WEBHOOK_SECRET, &succeeded_event, stand_in.now())
+        .await;
+    assert_eq!(held, 503, "the client's lease runs");
+    assert_eq!(service.documents().await, documents, "nothing written");
+    advance(&service, &stand_in, 61);
+    let retried = stand_in
+        .deliver(&url, WEBHOOK_SECRET, &succeeded_event, stand_in.now())
+        .await;
+    assert_eq!(retried, 200);
+    assert_eq!(
+        service
+            .sample(
+                "checkout_service_webhooks_recorded_total",
+                &[("result", "recorded")]
+            )
+            .await,
+        1
+    );
+    let paid = service.checkout(&id, &payment("pm_card_visa")).await;
+    assert_eq!(paid.body, succeeded(&envelope(&stand_in, 0)));
+    assert_eq!(stand_in.intents().len(), 1, "one charge");
+    service.assert_verifies_clean(1).await;
 }

@@ -3,7 +3,7 @@
 //!
 //! "List events, going back up to 30 days", newest first, filtered by `types[]` and
 //! `created`, paged by `limit` (at most 100) and `starting_after`
-//! (https://docs.stripe.com/api/events/list). An event read there comes over the
+//! (<https://docs.stripe.com/api/events/list>). An event read there comes over the
 //! client's own authenticated call rather than a signature; it is read by the same
 //! strict parser as a signed one ([`VerifiedEvent`]).
 

@@ -421,3 +421,59 @@ fn evidence_never_shows_its_key() {
     assert!(!shown.contains(&"c".repeat(64)), "{shown}");
     assert!(shown.contains("Declined"), "{shown}");
 }
+
+#[test]
+fn an_index_found_before_its_attempt_opened_refuses_the_permit_and_writes_nothing() {
+    // A stray index document where attempt 1's will be: the first send is refused.
+    let mut store = Store::new();
+    let owner = input()
+        .lease_owner(&identity(), &fresh_lease())
+        .expect("owner");
+    let started = run(
+        &mut store,
+        Start::new(identity(), owner.clone(), at(T0)),
+        T0,
+    );
+    let crate::lease::LeaseOutput::Acquired { fence_epoch, .. } = started.expect("start").lease
+    else {
+        panic!("not acquired");
+    };
+    let stray = KeyIndex {
+        command_key_hash: hash(),
+        attempt: AttemptNumber::FIRST,
+    };
+    store.insert(key_index::path(&key(1)), stray.encode());
+    let before = store.documents();
+    let call = LeaseCall::new(identity(), owner, at(T0));
+    let begin = run(&mut store, BeginSend::new(call, fence_epoch, plan()), T0);
+    assert_eq!(begin.map_err(|e| e.code()), Err("journal_corrupt"));
+    assert_eq!(store.documents(), before);
+    // And where attempt 2's will be: the next attempt is refused too.
+    let mut store = Store::new();
+    first_attempt_absent(&mut store);
+    let stray = KeyIndex {
+        command_key_hash: hash(),
+        attempt: AttemptNumber::new(2).expect("attempt"),
+    };
+    store.insert(key_index::path(&key(2)), stray.encode());
+    let before = store.documents();
+    let owner = input()
+        .lease_owner(&identity(), &fresh_lease())
+        .expect("owner");
+    let now = T0 + 470 * SEC;
+    let started = run(
+        &mut store,
+        Start::new(identity(), owner.clone(), at(now)),
+        now,
+    );
+    let crate::lease::LeaseOutput::Acquired { fence_epoch, .. } = started.expect("start").lease
+    else {
+        panic!("not acquired");
+    };
+    let after_start = store.documents();
+    assert_ne!(after_start, before, "the takeover");
+    let call = LeaseCall::new(identity(), owner, at(now));
+    let begin = run(&mut store, BeginSend::new(call, fence_epoch, plan()), now);
+    assert_eq!(begin.map_err(|e| e.code()), Err("journal_corrupt"));
+    assert_eq!(store.documents(), after_start);
+}

@@ -7,7 +7,7 @@
 //! Each run lists `GET /v1/events` for the event types the classification reads
 //! (`types[]`), created in the last `RECOVERY_EVENTS_SECONDS` (default 86400, at most
 //! 2592000: Stripe lists events "going back up to 30 days",
-//! https://docs.stripe.com/api/events/list), newest first, paging with
+//! <https://docs.stripe.com/api/events/list>), newest first, paging with
 //! `starting_after`. It keeps no checkpoint: an event taken twice writes nothing the
 //! second time, so a window that overlaps the last run's only costs reads; schedule the
 //! job more often than the window is long.

@@ -11,7 +11,7 @@
 //! any complex logic that could cause a timeout", retries an event whose delivery was
 //! not answered with a 2xx "for up to three days with an exponential back off" in live
 //! mode, does not order events and may deliver one more than once
-//! (https://docs.stripe.com/webhooks). It publishes no exact timeout, so the whole
+//! (<https://docs.stripe.com/webhooks>). It publishes no exact timeout, so the whole
 //! request is bounded by [`WEBHOOK_DEADLINE`] (10 s), well inside any a delivery
 //! waits; the work is one or two reads by id and one journal transaction.
 //!

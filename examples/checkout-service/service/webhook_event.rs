@@ -2,7 +2,7 @@
 //! signed or the recovery job read it from the Events API: classified from its object
 //! (`command_journal_stripe::webhook::classify`, the table of the Stripe package's
 //! `docs/events.md`), the object read by id where its meaning depends on order
-//! (Stripe does not order its events: https://docs.stripe.com/webhooks), and the
+//! (Stripe does not order its events: <https://docs.stripe.com/webhooks>), and the
 //! answer recorded through the journal's evidence call, with no client, under the
 //! journal's own lease and the one settle program.
 //!

@@ -544,6 +544,14 @@ pub const ENTRIES: &[Entry] = &[
          range's start, which only costs lookups.",
     ),
     finding(
+        "late_charge_mismatch",
+        "A late charge (`lateCharges/{attempt}`: a charge its command ended without) that \
+         fails its strict codec, was rewritten, has no root or send record, names an \
+         attempt after the current one, or gives a reason the attempt's recorded state \
+         contradicts.",
+        INVESTIGATE,
+    ),
+    finding(
         "provider_key_mismatch",
         "A provider key index document (`providerKeys/{digest of the key}`) that fails \
          its strict codec, was rewritten, names no command that opened an attempt, or \
@@ -552,13 +560,5 @@ pub const ENTRIES: &[Entry] = &[
         "Evidence naming that key (a provider's event) fails on it (`journal_corrupt`) \
          and writes nothing; the command still settles by its client's retry or a \
          recovery's lookup. Find who wrote it.",
-    ),
-    finding(
-        "late_charge_mismatch",
-        "A late charge (`lateCharges/{attempt}`: a charge its command ended without) that \
-         fails its strict codec, was rewritten, has no root or send record, names an \
-         attempt after the current one, or gives a reason the attempt's recorded state \
-         contradicts.",
-        INVESTIGATE,
     ),
 ];
