@@ -16,7 +16,7 @@
 //! |---|---|---|
 //! | not of the journal's form (`cj1-` and 64 lowercase hex), or no index document | any | nothing read beyond the index, nothing written: [`EvidenceOutcome::UnknownObject`] (another integration's object) |
 //! | the open attempt's, its lease expired | a charge or a final refusal | the lease taken over, recorded as the command's success (its envelope stored, replayed to the client) or final failure: `Succeeded`, `Declined` |
-//! | | a "not found", or no verdict (`Unknown`, a replayed unknown, an indeterminate answer) | nothing written, no lease taken: `NotFound`, `Inconclusive` (evidence never proves an absence) |
+//! | | a "not found", or no verdict (`Unknown`, a replayed unknown, an indeterminate answer; `CustomerMustAct` and `Closed` until the core weighs the customer's answers) | nothing written, no lease taken: `NotFound`, `Inconclusive` (evidence never proves an absence) |
 //! | the open attempt's, another holder's lease running | any | nothing written: `InProgress` (given again once the lease has ended, it settles) |
 //! | an earlier attempt's, or the current one recorded absent | a charge | recorded as a late charge (listed for a person): `LateCharge` |
 //! | | anything else | nothing written: `NothingOpen` |

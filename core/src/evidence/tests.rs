@@ -345,6 +345,15 @@ fn evidence_never_proves_an_absence_nor_settles_on_no_verdict() {
             EvidenceOutcome::Inconclusive,
         ),
         (ProviderAnswer::Indeterminate, EvidenceOutcome::Inconclusive),
+        // Until the core weighs the customer's answers, a closed object proves no
+        // absence here, and a waiting one settles nothing.
+        (ProviderAnswer::Closed, EvidenceOutcome::Inconclusive),
+        (
+            ProviderAnswer::CustomerMustAct(crate::sends::CustomerAction::Open {
+                url: crate::sends::Handoff::new("https://pay.example/CANARYpage"),
+            }),
+            EvidenceOutcome::Inconclusive,
+        ),
     ] {
         // Long past the settle window, when a lookup's "not found" would prove it.
         let (result, trace) = record(&mut store, given(1, answer.clone()), T0 + 4000 * SEC);

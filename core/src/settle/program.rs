@@ -384,9 +384,13 @@ impl Settle {
             // Looked up before the absence was provable (the charge may not be
             // visible yet), or never provable: nothing is written.
             ProviderAnswer::NotFound => return done(Settled::NotFound),
+            // No verdict: and, until the core weighs the customer's answers, neither
+            // one waiting for the customer nor a closed object (never an absence).
             ProviderAnswer::Unknown
             | ProviderAnswer::ReplayedUnknown
-            | ProviderAnswer::Indeterminate => {
+            | ProviderAnswer::Indeterminate
+            | ProviderAnswer::CustomerMustAct(_)
+            | ProviderAnswer::Closed => {
                 return done(Settled::Unavailable);
             }
             found => found,

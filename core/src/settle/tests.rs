@@ -869,3 +869,27 @@ fn the_debug_of_an_answer_given_never_shows_its_key() {
     let shown = format!("{:?}", job(given_as(1, ProviderAnswer::Declined)));
     assert!(!shown.contains(&derived), "{shown}");
 }
+
+#[test]
+fn a_customers_answer_or_a_closed_object_is_no_verdict_until_the_core_weighs_them() {
+    // Looked up by a job, long past the settle window, or given: nothing written, no
+    // lease taken, never an absence.
+    for answer in [
+        ProviderAnswer::Closed,
+        ProviderAnswer::CustomerMustAct(crate::sends::CustomerAction::Open {
+            url: crate::sends::Handoff::new("https://pay.example/CANARYpage"),
+        }),
+    ] {
+        let mut store = Store::new();
+        client_permitted(&mut store, T0);
+        let before = store.documents();
+        let looked_up = [answer.clone(), answer.clone()];
+        let (result, trace, asked) =
+            settle_at(&mut store, job(Source::Lookup), T0 + 400 * SEC, &looked_up);
+        assert_eq!((result, asked), (Ok(Settled::Unavailable), 1), "{answer:?}");
+        assert_eq!(trace.steps, ["read", "lookup"], "{answer:?}");
+        let (result, _, _) = settle_at(&mut store, job(given_as(1, answer)), T0 + 400 * SEC, &[]);
+        assert_eq!(result, Ok(Settled::Unavailable));
+        assert_eq!(store.documents(), before);
+    }
+}
