@@ -268,4 +268,8 @@ fn checkout_plant_is_refused_outside_emulator_mode_and_unknown_names() {
     let payload = json!({"amount": 1250, "currency": "eur"});
     assert_eq!(*plant::charged(&payload), payload);
     assert_eq!(plant::looked(Looked::NotFound), Looked::NotFound);
+    // Verified at the journal's clock, whatever time the header signs.
+    let now = command_journal::Timestamp::from_micros(1_893_456_000_000_000).expect("a time");
+    assert_eq!(plant::verified_at(Some("t=1,v1=00"), now), now);
+    assert_eq!(plant::verified_at(None, now), now);
 }

@@ -143,6 +143,8 @@ class Instance:
             "FIRESTORE_EMULATOR_HOST": f"127.0.0.1:{self.fs_proxy.port}",
             "PROVIDER_URL": f"http://127.0.0.1:{self.front.port}",
         })
+        if env.get("PROVIDER_NAME") == "stripe":
+            env["STRIPE_API_BASE"] = env.pop("PROVIDER_URL")
         if drawn:
             env["JOURNAL_CLOCK_OFFSET_MS"] = str(drawn)
         base = os.path.join(self.logdir, f"instance-{self.slot}-{self.incarnation}")

@@ -21,6 +21,9 @@ PLANTS = {
                          "an absence is provable at the lease's end, without the settle window"),
     "lookup_found_as_pending": ("service", "finalRecovery",
                                 "a lookup takes every charge it finds for a pending one"),
+    "webhook_any_timestamp": ("service", "forgedEventsAccepted",
+                              "the webhook endpoint verifies a signature at its own "
+                              "timestamp: a stale capture replayed is taken"),
     "post_key_window_60s": ("provider", "doubleCharges",
                             "the provider honours a POST key for 60 s only"),
     "forget_early": ("provider", "doubleCharges",
@@ -32,6 +35,10 @@ def in_service(name):
     """Whether the plant is the service's or the journal's (read from `CHAOS_PLANT`
     by the service's plants build), rather than the stand-in's."""
     return name is not None and PLANTS[name][0] != "provider"
+
+
+# Plants only Stripe's events can show: a run planted with one runs with `--events`.
+EVENT_PLANTS = ("webhook_any_timestamp",)
 
 
 def caught(name, failed):

@@ -5,8 +5,8 @@ line's `result` and `report.json`."""
 import json
 import os
 
-from . import oracle
-from .deployment import PROJECT, SETTLE
+from . import oracle, settlement
+from .deployment import PROJECT, SETTLE, STRIPE_SETTLE
 from .plants import caught
 from .tally import RpcTimes, Tally
 
@@ -97,15 +97,24 @@ def lock_wait(proxies):
 def build(soak, population):
     ledger = soak.standin.ledger()
     checkouts = population.checkouts
+    # Stripe's form carries no checkout reference: an intent is its key's checkout's.
+    refs = {k: c.payload["ref"] for c in checkouts for k in c.keys}
+    for x in ledger:
+        if x["ref"] is None:
+            x["ref"] = refs.get(x["key"])
+    webhooks = getattr(soak, "webhooks", None)
+    settle = SETTLE if webhooks is None else STRIPE_SETTLE
     journal = oracle.journal_state(soak.emulator.port, PROJECT, checkouts)
     counts, findings = oracle.check(checkouts, ledger, journal)
     values = oracle.canaries(checkouts, ledger, population.tokens, soak.account)
+    if webhooks is not None:
+        values.update({webhooks.secret, webhooks.secret_key})
     soak.log(f"journal read: {len(journal)} commands")
     raw, examples = oracle.scan_logs(soak.logs, values)
     soak.log("logs scanned")
     events = oracle.audit_events(soak.emulator.port, PROJECT)
     stale, stale_examples, taken_over = oracle.stale_fence_writes(events)
-    early, early_findings = oracle.absences_before_settled(events, SETTLE)
+    early, early_findings = oracle.absences_before_settled(events, settle)
     leaseless, leaseless_findings = oracle.absences_without_lease(events)
     mismatches, mismatch_findings = oracle.ledger_mismatches(checkouts, ledger)
     unsettled, unsettled_findings = oracle.unsettled_attempts(
@@ -162,7 +171,14 @@ def build(soak, population):
         "pending": by_reason.sorted(),
         "lockWait": lock,
     }
+    if webhooks is not None:
+        hooks, hook_findings = webhooks.findings(journal)
+        result.update(hooks)
+        findings += hook_findings
     result["failures"] = oracle.failures(result, require_coverage=not soak.args.no_faults)
+    if webhooks is not None:
+        result["failures"] += [k for k in hooks if result[k]]
+    result["settlement"] = settlement.figure(events, getattr(soak, "jumps", []))
     errors = soak.errors + population.harness_errors
     result["harnessErrors"] = len(errors)
     result["plant"] = soak.args.plant
@@ -180,6 +196,7 @@ def build(soak, population):
              "jobs": [{k: j[k] for k in ("run", "task", "tasks", "final", "exit", "outcomes")}
                       for j in soak.jobs],
              "rpcs": rpcs, "ledger": ledger, "seed": soak.args.seed,
+             "events": webhooks.summary() if webhooks is not None else None,
              "checkouts": [{"index": c.index, "hash": c.hash, "targeted": c.gone,
                             "answers": [[round(a.sent - soak.t0, 2), round(a.answered - soak.t0, 2),
                                          a.status, a.phase] for a in c.answers],

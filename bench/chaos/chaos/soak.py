@@ -38,11 +38,12 @@ from .clients import Behaviour, Population
 from .faults import Chaos, Rates, RecoverySchedule
 from .fleet import Emulator, Instance, kill_children, run_process
 from .identity import identity_input
-from .plants import PLANTS, in_service
+from .plants import EVENT_PLANTS, PLANTS, in_service
 from .proxies import Balancer, FrontFaults, ProviderFront, TcpFaultProxy
 from .standin import Faults, StandIn
 from .tally import FaultLog, Tally
 from .targets import TWIN_AHEAD_MS, Injections
+from .webhooks import Webhooks
 
 EXIT_HOLDS, EXIT_FAILS, EXIT_HARNESS = 0, 1, 3
 # Lost rollbacks per second per Firestore proxy, in transaction mode.
@@ -92,6 +93,17 @@ def parse(argv):
                    help="a planted defect the oracle must catch with its own reason "
                    "(chaos/plants.py); the service's and the journal's need the debug "
                    "binaries of `cargo test --all-features` (feature `plants`)")
+    p.add_argument("--events", action="store_true",
+                   help="the stand-in sends Stripe's events, signed, to /webhooks/stripe "
+                   "under their faults, and rolls stored 500s forward; the service then "
+                   "runs on Stripe (PROVIDER_NAME=stripe) against the stand-in's "
+                   "PaymentIntents API (chaos/webhooks.py, chaos/stripe_api.py)")
+    p.add_argument("--stripe", action="store_true",
+                   help="as --events without any event: the service on Stripe, stored 500s "
+                   "rolled forward, settled by lookups alone")
+    p.add_argument("--search-lag", type=int, default=60,
+                   help="with --stripe or --events: seconds before a new intent shows in "
+                   "search")
     p.add_argument("--bin", default="target/release",
                    help="the directory of the command-journal and checkout-service binaries")
     p.add_argument("--run-dir", default=None)
@@ -99,6 +111,8 @@ def parse(argv):
     for name, value in (SHORT if args.short else QUICK if args.quick else DEFAULTS).items():
         if getattr(args, name) is None:
             setattr(args, name, value)
+    if args.plant in EVENT_PLANTS:
+        args.events = True
     if args.kills is None:
         args.kills = max(6, args.checkouts // 80)
     if args.no_faults:
@@ -138,11 +152,13 @@ class Soak:
         self.emulator = None
         self.transactions = args.journal_concurrency == "transaction"
         self.t0 = time.monotonic()
+        self.webhooks = None
+        self.jumps = []
 
     # -- set-up ----------------------------------------------------------------
 
     def base_env(self):
-        return {
+        env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "GOOGLE_CLOUD_PROJECT": PROJECT,
             "JOURNAL_ENVIRONMENT": "emulator",
@@ -158,7 +174,14 @@ class Soak:
             "FIRESTORE_DEADLINE_MS": "8000",
             "JOURNAL_CONCURRENCY": self.args.journal_concurrency,
             **({"CHAOS_PLANT": self.args.plant} if in_service(self.args.plant) else {}),
+            **(self.webhooks.env() if self.webhooks is not None else {}),
         }
+        if self.webhooks is not None:
+            # Stripe's client binds its own plan terms (24 h keys, search, 300 s).
+            for name in ("PROVIDER_LOOKUP", "PROVIDER_KEY_RETENTION_SECONDS",
+                         "PROVIDER_LOOKUP_SETTLE_SECONDS"):
+                del env[name]
+        return env
 
     async def cli_run(self, args, stdin):
         """`command-journal ARGS --project P --emulator-host H` with `stdin`, straight
@@ -184,7 +207,19 @@ class Soak:
 
     async def start(self):
         provider_faults, self.front_faults, self.rates, self.offsets = self.fault_mix()
+        stripe = self.args.events or self.args.stripe
+        if stripe and not self.args.no_faults:
+            # Stripe completes a stored 500's mutation minutes later, or past the
+            # settle window (as in the incident of docs/flows/stored-500.md).
+            provider_faults.roll_forward = 0.5
+            provider_faults.roll_forward_after = (30.0, 600.0)
+            # Stripe's listing reads after write; its search lags (`--search-lag`).
+            provider_faults.lookup_lag = 0.0
         self.standin = StandIn(self.rngs[1], provider_faults, RETENTION, self.args.plant)
+        if stripe:
+            self.webhooks = Webhooks(self.standin, random.Random(f"events-{self.args.seed}"),
+                                     self.args.no_faults, self.faults, self.args.search_lag,
+                                     deliver=self.args.events)
         self.emulator = await Emulator(self.cli, self.logs).start()
         env = self.base_env()
         for slot in range(self.args.instances):
@@ -198,6 +233,8 @@ class Soak:
         self.clean_front = await ProviderFront("provider-final", self.standin, self.rngs[2],
                                                FrontFaults(), self.faults).start()
         self.balancer = await Balancer(self.instances, self.faults).start()
+        if self.webhooks is not None:
+            self.webhooks.start(self.balancer.port)
         starts = [i.start(self.draw_offset()) for i in self.instances]
         if not self.args.no_faults:
             starts += [self.start_twin("base", 0), self.start_twin("ahead", TWIN_AHEAD_MS)]
@@ -243,6 +280,8 @@ class Soak:
             "CLOUD_RUN_TASK_INDEX": str(index),
             "CLOUD_RUN_TASK_COUNT": str(tasks),
         })
+        if env.get("PROVIDER_NAME") == "stripe":
+            env["STRIPE_API_BASE"] = env.pop("PROVIDER_URL")
         if drawn:
             env["JOURNAL_CLOCK_OFFSET_MS"] = str(int(drawn))
         name = f"job-{'final' if final else 'run'}-{run}-{index}"
@@ -341,6 +380,7 @@ class Soak:
     async def late_phase(self, population):
         """The fleet `LATE_JUMP` s later; some clients come back."""
         self.standin.advance(LATE_JUMP)
+        self.jumps.append((time.time(), LATE_JUMP))
         for proxy in [i.fs_proxy for i in self.instances]:
             proxy.release()
         for front in [i.front for i in self.instances]:
@@ -348,6 +388,8 @@ class Soak:
         population.phase = "late"
         await asyncio.gather(*(i.start(self.draw_offset(), jump_ms=LATE_JUMP * 1000)
                                for i in self.instances))
+        if self.webhooks is not None:
+            self.webhooks.jumped()
         rng = self.rngs[6]
         returning = []
         for c in population.checkouts:
@@ -367,6 +409,11 @@ class Soak:
                 await population.client(c, lambda: deadline, patient=True, late=True)
         await asyncio.gather(*(one(c) for c in returning))
         self.late_clients = len(returning)
+        if self.webhooks is not None:
+            # Every create done (and its events made) before the last deliveries.
+            await self.settle_provider()
+        if self.webhooks is not None and not await self.webhooks.stop(60.0):
+            self.log("events still undelivered after 60 s")
         await asyncio.gather(*(i.stop() for i in self.instances))
 
     async def final_phase(self):
@@ -376,6 +423,7 @@ class Soak:
         offset = (LATE_JUMP + FINAL_EXTRA) * 1000
         # Its clock when it starts: every absence provable by then, it must record.
         self.final_job_at = time.time() + offset / 1000
+        self.jumps.append((time.time(), FINAL_EXTRA))
         await self.run_job(1, 0, 1, 0, None, final=True, jump_ms=offset)
         # Past the leases the final run took itself (a command it recorded absent stays
         # leased by it for a minute): then everything unsettled is listed.

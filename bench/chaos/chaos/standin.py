@@ -34,6 +34,19 @@ key's first use to past the cutoff plus 5 minutes (the late phase). It keeps the
 whose lookup it answered with nothing (`empty_lookups`): the coverage of lookups
 inside the settle window counts only those.
 
+With events (`with_events`, the soak's `--events`; `chaos/events.py`) it makes
+Stripe's events for what it does, each charge being a PaymentIntent (`intent`):
+`payment_intent.created` and then `payment_intent.succeeded` or, for a decline,
+`payment_intent.payment_failed`; it answers `GET /v1/events` and a PaymentIntent read
+by id (`GET /v1/payment_intents/{id}`). With `roll_forward` (the soak's `--stripe` and
+`--events`) it rolls stored 500s forward, as Stripe's
+engineers complete a failed request's mutation during an incident's remediation
+(https://docs.stripe.com/error-low-level, "Server errors"): a stored 500 that charged
+nothing is completed, with a fraction `roll_forward`, `roll_forward_after` seconds of
+its clock later (`roll_forward_due`; `tick` completes what is due): its charge then
+exists, its lookups find it, its event (if any) is sent, and the key still replays
+its 500.
+
 Keys under a targeted injection (`exempt`) draw none of the random faults: the
 injection decides what happens to them (`proxies.ProviderFront.target`).
 
@@ -50,6 +63,7 @@ import time
 import urllib.parse
 
 from .deployment import CUTOFF, OFFSETS_MS
+from .events import intent_of
 
 DECLINE_MODULUS = 50
 DECLINE_REMAINDER = 13
@@ -70,7 +84,10 @@ class Faults:
 
     def __init__(self, stored_5xx=0.0, stored_5xx_charged=0.5, rate_limited=0.0,
                  lookup_503=0.0, lookup_lag=0.0, lookup_lag_max=0.0,
-                 latency=0.0, latency_max=0.0):
+                 latency=0.0, latency_max=0.0, roll_forward=0.0,
+                 roll_forward_after=(0.0, 0.0)):
+        self.roll_forward = roll_forward
+        self.roll_forward_after = roll_forward_after
         self.stored_5xx = stored_5xx
         self.stored_5xx_charged = stored_5xx_charged
         self.rate_limited = rate_limited
@@ -101,6 +118,51 @@ class StandIn:
         self.resent_after_window = set()
         self.empty_lookups = set()
         self.received = {}
+        self.events = None
+        self.delivery = None
+        self.api = None
+        self.intents = {}
+        self.roll_forward_due = []
+        self.rolled_forward = {}
+
+    def with_events(self, log, delivery):
+        """Makes an event of everything it does into `log` (`events.EventLog`) and
+        hands each to `delivery` (`events.Delivery`)."""
+        self.events = log
+        self.delivery = delivery
+        return self
+
+    def with_stripe(self, api):
+        """Answers Stripe's PaymentIntents API (`stripe_api.StripeApi`) instead of the
+        charges contract: its ledger's ids are then the intents'."""
+        self.api = api
+        return self
+
+    def unix(self):
+        """The provider's wall clock, in Unix seconds (events' `created`, signatures'
+        `t`): the system's, plus the simulated time jump."""
+        return int(time.time() + self.sim_offset)
+
+    def _emit(self, kind, record, status):
+        if self.events is None:
+            return
+        # A targeted injection decides what happens to its key: no event of it is made
+        # (neither delivered nor listed), so that recovery's lookup settles it.
+        if record["key"] in self.exempt:
+            self.count("event_withheld_for_injection")
+            return
+        obj = intent_of(record, status, record["created"])
+        self.delivery.publish(self.events.make(kind, obj, self.unix(), record["key"]))
+
+    def tick(self):
+        """Completes every roll-forward due by now: its charge and its event."""
+        now = self.now()
+        due = [r for r in self.roll_forward_due if r[0] <= now]
+        self.roll_forward_due = [r for r in self.roll_forward_due if r[0] > now]
+        for _, key, params in due:
+            self.count("stored_5xx_rolled_forward")
+            charge = self._charge(key, params, "succeeded")
+            self.rolled_forward[key] = charge["id"]
 
     def now(self):
         """The provider's clock: monotonic seconds, plus the simulated time jump of
@@ -138,9 +200,17 @@ class StandIn:
             self.count("lookup_lag")
         visible = self.now() + lag
         self.last_visible = max(self.last_visible, time.monotonic() + lag)
-        self.charges.append({"charge": charge, "key": key, "ref": params.get("ref"),
-                             "visible_at": visible})
-        self.by_key.setdefault(key, []).append(self.charges[-1])
+        record = {"charge": charge, "key": key, "ref": params.get("ref"),
+                  "visible_at": visible, "created": self.unix(),
+                  "intent": "pi_" + charge["id"][3:]}
+        self.charges.append(record)
+        self.by_key.setdefault(key, []).append(record)
+        self.intents[record["intent"]] = record
+        self._emit("payment_intent.created", record, "requires_confirmation")
+        if status == "succeeded":
+            self._emit("payment_intent.succeeded", record, "succeeded")
+        else:
+            self._emit("payment_intent.payment_failed", record, "requires_payment_method")
         return charge
 
     async def handle(self, method, target, headers, body, via=None):
@@ -150,8 +220,17 @@ class StandIn:
         self.in_flight += 1
         try:
             path, _, query = target.partition("?")
+            if self.api is not None:
+                answer = await self.api.handle(method, path, query, headers, body)
+                return answer or (404, {}, {"error": {"type": "invalid_request_error"}})
             if method == "POST" and path == "/v1/charges":
                 return await self._post(headers.get("idempotency-key"), body)
+            if method == "GET" and path == "/v1/events" and self.events is not None:
+                status, answer = self.events.list(query, self.unix())
+                return status, {}, answer
+            if (method == "GET" and path.startswith("/v1/payment_intents/")
+                    and self.events is not None):
+                return self.retrieve(path[len("/v1/payment_intents/"):])
             if method == "GET" and path == "/v1/charges":
                 keys = urllib.parse.parse_qs(query).get("idempotency_key", [])
                 return await self._lookup(keys[0] if len(keys) == 1 else None)
@@ -164,6 +243,10 @@ class StandIn:
             params = json.loads(body)
         except ValueError:
             params = None
+        return await self.act(key, body, params)
+
+    async def act(self, key, body, params):
+        """One create under `key` with the request's `body` and its `params`."""
         if not key or not isinstance(params, dict):
             return 400, {}, {"error": {"type": "invalid_request_error"}}
         now = self.now()
@@ -206,14 +289,22 @@ class StandIn:
             charge = self._charge(key, params, "failed")
             answer = (402, {"error": {"type": "card_error", "code": "card_declined",
                                       "charge": charge["id"]}})
+            if self.api is not None:
+                answer = self.api.answer_declined(self.by_key[key][-1])
         elif self._chance(key, f.stored_5xx):
             charged = self.rng.random() < f.stored_5xx_charged
             self.count("stored_5xx_charged" if charged else "stored_5xx")
             if charged:
                 self._charge(key, params, "succeeded")
+            elif f.roll_forward and self._chance(key, f.roll_forward):
+                low, high = f.roll_forward_after
+                self.roll_forward_due.append((self.now() + self.rng.uniform(low, high),
+                                              key, params))
             answer = (500, {"error": {"type": "api_error"}})
         else:
             answer = (200, self._charge(key, params, "succeeded"))
+            if self.api is not None:
+                answer = self.api.answer_ok(self.by_key[key][-1])
         # Kept from the first request on (set when the entry was made), as Stripe
         # counts a key's 24 hours from its first use.
         entry["answer"] = answer
@@ -222,8 +313,7 @@ class StandIn:
     async def _lookup(self, key):
         if key is None:
             return 400, {}, {"error": {"type": "invalid_request_error"}}
-        if self._chance(key, self.faults.lookup_503):
-            self.count("lookup_503")
+        if self.lookup_fault(key):
             return 503, {}, {"error": {"type": "api_error"}}
         entry = self.keys.get(key)
         seen = []
@@ -234,8 +324,26 @@ class StandIn:
             self.empty_lookups.add(key)
         return 200, {}, {"object": "list", "data": seen}
 
+    def lookup_fault(self, key):
+        """Whether this lookup answers 503 (the `lookup_503` fault)."""
+        if self._chance(key, self.faults.lookup_503):
+            self.count("lookup_503")
+            return True
+        return False
+
+    def retrieve(self, intent):
+        """A PaymentIntent read by id, as it is now."""
+        record = self.intents.get(intent)
+        if record is None:
+            return 404, {}, {"error": {"type": "invalid_request_error",
+                                       "code": "resource_missing"}}
+        status = ("succeeded" if record["charge"]["status"] == "succeeded"
+                  else "requires_payment_method")
+        return 200, {}, intent_of(record, status, record["created"])
+
     def ledger(self):
         """Every charge ever created, as the oracle reads it."""
-        return [{"id": c["charge"]["id"], "key": c["key"], "ref": c["ref"],
+        return [{"id": c["intent"] if self.api is not None else c["charge"]["id"],
+                 "key": c["key"], "ref": c["ref"],
                  "amount": c["charge"]["amount"], "currency": c["charge"]["currency"],
                  "status": c["charge"]["status"]} for c in self.charges]

@@ -9,17 +9,19 @@
 //! |---|---|
 //! | `overcharge` | every checkout charges its payload's `amount + 1` |
 //! | `lookup_found_as_pending` | a lookup takes every charge it finds for a pending one |
+//! | `webhook_any_timestamp` | the webhook endpoint verifies a signature at the time it signs, not the clock's: a stale capture replayed is taken |
 //! | `no_lease_proof`, `no_settle_window`, `recovery_skips_ambiguous` | the journal's (`command_journal::plants`) |
 
 use super::config::ConfigError;
 use super::provider::Looked;
+use command_journal::Timestamp;
 use command_journal::identity::Environment;
 use serde_json::Value;
 use std::borrow::Cow;
 
 #[cfg(feature = "plants")]
 mod planted {
-    use super::{ConfigError, Cow, Environment, Looked, Value};
+    use super::{ConfigError, Cow, Environment, Looked, Timestamp, Value};
     use command_journal::plants;
     use std::sync::OnceLock;
 
@@ -33,6 +35,8 @@ mod planted {
         Overcharge,
         /// A lookup's found charge is taken for a pending one (nothing concluded).
         LookupFoundAsPending,
+        /// The webhook endpoint verifies a signature at its own timestamp.
+        WebhookAnyTimestamp,
         /// A defect of the journal.
         Journal(plants::Plant),
     }
@@ -43,6 +47,7 @@ mod planted {
             match name {
                 "overcharge" => Some(Self::Overcharge),
                 "lookup_found_as_pending" => Some(Self::LookupFoundAsPending),
+                "webhook_any_timestamp" => Some(Self::WebhookAnyTimestamp),
                 other => plants::Plant::parse(other).map(Self::Journal),
             }
         }
@@ -52,6 +57,7 @@ mod planted {
             match self {
                 Self::Overcharge => "overcharge",
                 Self::LookupFoundAsPending => "lookup_found_as_pending",
+                Self::WebhookAnyTimestamp => "webhook_any_timestamp",
                 Self::Journal(plant) => plant.as_str(),
             }
         }
@@ -113,10 +119,25 @@ mod planted {
             other => other,
         }
     }
+
+    /// The time a delivery signed by `header` is verified at: the header's own `t`
+    /// (so that no timestamp is ever too old) when `webhook_any_timestamp` is
+    /// planted, else `now`.
+    pub fn verified_at(header: Option<&str>, now: Timestamp) -> Timestamp {
+        if !planted(Plant::WebhookAnyTimestamp) {
+            return now;
+        }
+        header
+            .and_then(|h| h.split(',').find_map(|element| element.strip_prefix("t=")))
+            .and_then(|t| t.parse::<i64>().ok())
+            .and_then(|seconds| seconds.checked_mul(1_000_000))
+            .and_then(Timestamp::from_micros)
+            .unwrap_or(now)
+    }
 }
 
 #[cfg(feature = "plants")]
-pub use planted::{charged, install_from, looked};
+pub use planted::{charged, install_from, looked, verified_at};
 
 /// Plants the defect `CHAOS_PLANT` names, in a plants build (feature `plants`); its
 /// name, `None` when none is planted. A build without the feature plants nothing and
@@ -143,4 +164,10 @@ pub fn charged(payload: &Value) -> Cow<'_, Value> {
 #[cfg(not(feature = "plants"))]
 pub fn looked(looked: Looked) -> Looked {
     looked
+}
+
+/// The time a delivery is verified at: `now`, the journal's clock.
+#[cfg(not(feature = "plants"))]
+pub fn verified_at(_header: Option<&str>, now: Timestamp) -> Timestamp {
+    now
 }

@@ -201,7 +201,8 @@ async fn handle(hooks: &Webhooks, signature: Option<&str>, body: Body) -> Answer
         Ok(now) => now,
         Err(_) => return unavailable("journal_clock"),
     };
-    let event = match hooks.verifier.verify(signature, &bytes, now) {
+    let at = super::plant::verified_at(signature, now);
+    let event = match hooks.verifier.verify(signature, &bytes, at) {
         Ok(event) => event,
         Err(refusal) => {
             return refused(Answered {
