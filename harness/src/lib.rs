@@ -4,7 +4,9 @@
 //! - [`emulator`]: starts (or reuses) the official Firestore emulator, one JVM per
 //!   process tied to it, each test isolated in a project of its own;
 //! - [`rules_testing`]: a security-rules test harness, what
-//!   `@firebase/rules-unit-testing` offers, in Rust, with the journal's denial matrix.
+//!   `@firebase/rules-unit-testing` offers, in Rust, with the journal's denial matrix;
+//! - `browser` (feature `browser`): headless Chromium for the pages a customer's
+//!   browser completes, driven through the DevTools protocol.
 //!
 //! ```no_run
 //! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
@@ -24,6 +26,8 @@
 
 #![deny(missing_docs)]
 
+#[cfg(feature = "browser")]
+pub mod browser;
 pub mod emulator;
 pub mod rules_testing;
 
