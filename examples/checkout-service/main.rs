@@ -139,7 +139,9 @@ async fn recover(config: Config, settings: JobSettings, plant: Option<&str>) -> 
         Backend::Charges(charges, _) => {
             service::recovery::run(&journal, charges, &settings, &logger).await
         }
-        Backend::Stripe(stripe) => {
+        // A Checkout session's PaymentIntent carries the attempt's key too: the job
+        // finds it by the same search.
+        Backend::Stripe(stripe) | Backend::Checkout(stripe, _) => {
             let provider = stripe.recovery();
             service::recovery::run_with(&journal, &provider, &settings, &logger).await
         }
@@ -192,6 +194,7 @@ async fn run(config: Config, plant: Option<&str>) -> ExitCode {
     fields.insert("environment".into(), json!(config.environment.as_str()));
     fields.insert("unsignedTokensAccepted".into(), json!(config.auth_emulator));
     fields.insert("concurrency".into(), json!(config.concurrency.as_str()));
+    fields.insert("flow".into(), json!(config.flow.as_str()));
     fields.extend(stated_fields);
     logger.log(Severity::Info, "listening", None, fields);
 
