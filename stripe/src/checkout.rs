@@ -24,6 +24,7 @@ pub struct Checkout<'a> {
     stripe: &'a Stripe,
     charge: Result<Charge, InvalidParameters>,
     pages: CheckoutPages,
+    recovery: bool,
     code: Mutex<Option<&'static str>>,
 }
 
@@ -64,6 +65,21 @@ impl Stripe {
             stripe: self,
             charge: Charge::from_parameters(parameters),
             pages: pages.clone(),
+            recovery: false,
+            code: Mutex::new(None),
+        }
+    }
+
+    /// The Checkout provider of a recovery job: retrieves (the plan's parameters
+    /// come with each request) and lookups by key alone, never a send.
+    pub fn checkout_recovery(&self, pages: &CheckoutPages) -> Checkout<'_> {
+        Checkout {
+            stripe: self,
+            charge: Err(InvalidParameters {
+                field: "parameters",
+            }),
+            pages: pages.clone(),
+            recovery: true,
             code: Mutex::new(None),
         }
     }
@@ -74,7 +90,7 @@ impl Stripe {
         &self,
         id: &str,
         key: &str,
-        charge: &Charge,
+        charge: Option<&Charge>,
         deadline: Duration,
     ) -> Result<Map<String, Value>, &'static str> {
         if !object_id(id) {
@@ -96,7 +112,7 @@ impl Stripe {
         &self,
         id: &str,
         key: &str,
-        charge: &Charge,
+        charge: Option<&Charge>,
         deadline: Duration,
     ) -> Result<Map<String, Value>, &'static str> {
         let path = format!("/v1/checkout/sessions/{id}/expire");
@@ -115,7 +131,7 @@ impl Stripe {
     async fn session_by_intent(
         &self,
         key: &str,
-        charge: &Charge,
+        charge: Option<&Charge>,
         deadline: Duration,
     ) -> Result<Map<String, Value>, &'static str> {
         let intents = self.located(key).await?;
@@ -147,7 +163,7 @@ impl Stripe {
             return Err("lookup_body");
         };
         match sessions.as_slice() {
-            [session] if session::owns(session, key, Some(charge)) => Ok(session.clone()),
+            [session] if session::owns(session, key, charge) => Ok(session.clone()),
             [_] => Err("lookup_mismatch"),
             [] => Err("lookup_not_found"),
             _ => Err("lookup_several"),
@@ -187,9 +203,13 @@ impl Stripe {
 }
 
 /// A body that is a session of this request.
-fn owned(body: &str, key: &str, charge: &Charge) -> Result<Map<String, Value>, &'static str> {
+fn owned(
+    body: &str,
+    key: &str,
+    charge: Option<&Charge>,
+) -> Result<Map<String, Value>, &'static str> {
     let session = strict_json::parse_object(body).map_err(|_| "provider_receipt")?;
-    if session::owns(&session, key, Some(charge)) {
+    if session::owns(&session, key, charge) {
         Ok(session)
     } else {
         Err("provider_mismatch")
@@ -245,12 +265,16 @@ impl Checkout<'_> {
         };
         let replayed = answered.replayed();
         match answered.status.as_u16() {
-            200 => match owned(&answered.body, key, charge) {
+            200 => match owned(&answered.body, key, Some(charge)) {
                 Ok(session) if replayed => {
                     let Some(id) = session.get("id").and_then(Value::as_str) else {
                         return RetrieveAnswer::Unknown("provider_receipt");
                     };
-                    match self.stripe.session_by_id(id, key, charge, deadline).await {
+                    match self
+                        .stripe
+                        .session_by_id(id, key, Some(charge), deadline)
+                        .await
+                    {
                         Ok(now) => self.stripe.session_answer(&now, key, deadline).await,
                         Err(code) => RetrieveAnswer::Unknown(code),
                     }
@@ -279,6 +303,40 @@ impl Checkout<'_> {
         }
     }
 
+    /// The key's session, named by a replay of its create (the same key and form),
+    /// then read by id for its current state.
+    async fn replayed_session(
+        &self,
+        key: &str,
+        charge: &Charge,
+        act_by: i64,
+        deadline: Duration,
+    ) -> Result<Map<String, Value>, &'static str> {
+        let expires_at = session::expires_at(act_by, self.stripe.now_seconds(), true);
+        let form = session::form(charge, &self.pages, key, expires_at);
+        let answered = self
+            .stripe
+            .call(
+                Method::POST,
+                "/v1/checkout/sessions",
+                Some(key),
+                Some(&form),
+                deadline,
+            )
+            .await?;
+        if answered.status != reqwest::StatusCode::OK {
+            return Err("retrieve_replay");
+        }
+        let first = owned(&answered.body, key, Some(charge))?;
+        let id = first
+            .get("id")
+            .and_then(Value::as_str)
+            .ok_or("provider_receipt")?;
+        self.stripe
+            .session_by_id(id, key, Some(charge), deadline)
+            .await
+    }
+
     /// The key's session read by id (learned by a replay of the create before the
     /// cutoff, or through its intent after), expired first when `cancel` and still
     /// open.
@@ -291,39 +349,24 @@ impl Checkout<'_> {
         cancel: bool,
         deadline: Duration,
     ) -> RetrieveAnswer {
-        let session = if replayable {
-            if !journal_key(key) {
-                return RetrieveAnswer::Unknown("provider_key");
-            }
-            let expires_at = session::expires_at(act_by, self.stripe.now_seconds(), true);
-            let form = session::form(charge, &self.pages, key, expires_at);
-            let answered = match self
-                .stripe
-                .call(
-                    Method::POST,
-                    "/v1/checkout/sessions",
-                    Some(key),
-                    Some(&form),
-                    deadline,
-                )
-                .await
-            {
-                Ok(answered) => answered,
-                Err(code) => return RetrieveAnswer::Unknown(code),
-            };
-            if answered.status != reqwest::StatusCode::OK {
-                return RetrieveAnswer::Unknown("retrieve_replay");
-            }
-            let first = match owned(&answered.body, key, charge) {
-                Ok(first) => first,
-                Err(code) => return RetrieveAnswer::Unknown(code),
-            };
-            let Some(id) = first.get("id").and_then(Value::as_str) else {
-                return RetrieveAnswer::Unknown("provider_receipt");
-            };
-            self.stripe.session_by_id(id, key, charge, deadline).await
+        if !journal_key(key) {
+            return RetrieveAnswer::Unknown("provider_key");
+        }
+        let by_replay = if replayable {
+            self.replayed_session(key, charge, act_by, deadline).await
         } else {
-            self.stripe.session_by_intent(key, charge, deadline).await
+            Err("retrieve_not_replayable")
+        };
+        // A replay that names no session (a first send clamped its `expires_at`, so
+        // this form is another's: `idempotency_error`) falls back to the session's
+        // intent, as after the cutoff.
+        let session = match by_replay {
+            Ok(session) => Ok(session),
+            Err(_) => {
+                self.stripe
+                    .session_by_intent(key, Some(charge), deadline)
+                    .await
+            }
         };
         let session = match session {
             Ok(session) => session,
@@ -336,11 +379,19 @@ impl Checkout<'_> {
         let Some(id) = session.get("id").and_then(Value::as_str) else {
             return RetrieveAnswer::Unknown("provider_receipt");
         };
-        match self.stripe.expire_session(id, key, charge, deadline).await {
+        match self
+            .stripe
+            .expire_session(id, key, Some(charge), deadline)
+            .await
+        {
             Ok(expired) => self.stripe.session_answer(&expired, key, deadline).await,
             // Completed meanwhile: read it again and answer that, never open.
             Err("provider_unexpected_state") => {
-                match self.stripe.session_by_id(id, key, charge, deadline).await {
+                match self
+                    .stripe
+                    .session_by_id(id, key, Some(charge), deadline)
+                    .await
+                {
                     Ok(now) => match self.stripe.session_answer(&now, key, deadline).await {
                         RetrieveAnswer::CustomerMustAct(_) => RetrieveAnswer::Unknown("open"),
                         other => other,
@@ -365,6 +416,10 @@ fn error_type(body: &str) -> Option<&'static str> {
 
 impl Provider for Checkout<'_> {
     async fn send(&self, request: SendRequest) -> ProviderAnswer {
+        if self.recovery {
+            // `Journal::recover` never sends.
+            return ProviderAnswer::Unknown;
+        }
         let charge = match &self.charge {
             Ok(charge) => charge,
             Err(_) if request.resend => {
@@ -394,9 +449,8 @@ impl Provider for Checkout<'_> {
         // The key's PaymentIntent, and the session it pays: a success or a final
         // refusal is evidence; "not found" never is (a session's intent may not
         // exist until the customer pays).
-        let Ok(charge) = &self.charge else {
-            return ProviderAnswer::Unknown;
-        };
+        // A recovery job knows the key alone.
+        let charge = self.charge.as_ref().ok();
         let answer = match self
             .stripe
             .session_by_intent(&request.key, charge, request.deadline)
@@ -420,14 +474,16 @@ impl Provider for Checkout<'_> {
     }
 
     async fn retrieve(&self, request: RetrieveRequest) -> ProviderAnswer {
-        let Ok(charge) = &self.charge else {
+        // The plan's parameters, as the request carries them: a recovery job's
+        // provider serves every command.
+        let Ok(charge) = Charge::from_parameters(&request.parameters) else {
             self.note(Some("invalid_parameters"));
             return ProviderAnswer::Unknown;
         };
         let answer = self
             .current(
                 &request.key,
-                charge,
+                &charge,
                 request.act_by.seconds(),
                 request.replayable,
                 request.cancel,

@@ -30,7 +30,8 @@
 //!
 //! [`webhook`] verifies Stripe's webhook signatures (the `Stripe-Signature` header over
 //! the raw body, a tolerance on the journal's clock, several endpoint secrets during a
-//! roll) and reads the event's envelope strictly.
+//! roll), reads the event's envelope strictly, and classifies each PaymentIntent and
+//! Checkout Session event in the journal's answers (`docs/events.md` gives the table).
 
 #![deny(missing_docs)]
 

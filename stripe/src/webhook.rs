@@ -6,6 +6,12 @@
 //! What passes is a [`VerifiedEvent`], read strictly; anything else is a
 //! [`Refusal`] with a fixed code. The package's `README.md` cites Stripe's page.
 //!
+//! A verified event is then [`classify`]d, from its `data.object` alone: the journal's
+//! key in the object's metadata (none: another integration's object, acknowledged and
+//! counted) and what the event proves: a success, "read the object by id and
+//! [`settle`] from its current state" (Stripe does not order its events), or nothing.
+//! The package's `docs/events.md` gives every event type with the Stripe page of each.
+//!
 //! ```
 //! use command_journal::Timestamp;
 //! use command_journal_stripe::webhook::{Refusal, Verifier, WebhookSecrets};
@@ -20,14 +26,23 @@
 //! # }
 //! ```
 
+mod classify;
 mod event;
+mod key;
+mod object;
 mod refusal;
 mod secret;
+mod session;
+mod settle;
 mod signature;
 
+pub use classify::{Classified, Evidence, Ignored, classify, event_types};
 pub use event::VerifiedEvent;
+pub use key::JournalKey;
+pub use object::{ObjectKind, ObjectRef};
 pub use refusal::Refusal;
 pub use secret::{MAX_SECRETS, SecretError, WebhookSecret, WebhookSecrets};
+pub use settle::{MAX_READS, ReadById, Settlement, settle, settle_by_id};
 pub use signature::{MAX_HEADER_BYTES, MAX_V1_SIGNATURES};
 
 use command_journal::Timestamp;

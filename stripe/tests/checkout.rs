@@ -333,6 +333,42 @@ async fn after_the_key_is_forgotten_the_session_is_found_by_its_intent() {
 }
 
 #[tokio::test]
+async fn a_recovery_job_retrieves_with_the_plans_parameters_and_never_sends() {
+    let stand_in = StandIn::start().await;
+    let stripe = stripe(&stand_in, LookupMethod::Search);
+    let key = key(12);
+    stripe
+        .checkout(&parameters(), &pages())
+        .send(send_request(&key, false, ACT_BY))
+        .await;
+    let recovery = stripe.checkout_recovery(&pages());
+    assert_eq!(
+        recovery.send(send_request(&key, true, ACT_BY)).await,
+        ProviderAnswer::Unknown
+    );
+    assert_eq!(
+        stand_in.requests("POST", "/v1/checkout/sessions").len(),
+        1,
+        "no send"
+    );
+    assert!(matches!(
+        recovery.retrieve(retrieve_request(&key, true, false)).await,
+        ProviderAnswer::CustomerMustAct(_)
+    ));
+    stand_in.pay(&session_id(&stand_in), Payment::Card);
+    stand_in.advance(61);
+    let lookup = LookupRequest {
+        key: key.clone(),
+        deadline: Duration::from_secs(10),
+    };
+    assert!(matches!(
+        recovery.lookup(lookup).await,
+        ProviderAnswer::Succeeded(_)
+    ));
+    stand_in.assert_schemas_held();
+}
+
+#[tokio::test]
 async fn a_lookup_never_answers_not_found() {
     let stand_in = StandIn::start().await;
     let stripe = stripe(&stand_in, LookupMethod::Search);

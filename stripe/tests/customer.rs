@@ -308,3 +308,38 @@ async fn no_client_secret_is_in_any_debug_or_code() {
         assert!(!output.contains("pi_CANARY"), "an intent id in {output}");
     }
 }
+
+#[test]
+fn nothing_in_the_adapter_logs() {
+    // The client secret and the hosted page's URL pass through the adapter's memory
+    // only: no line of it writes to a log, stdout or stderr.
+    fn walk(dir: &std::path::Path, found: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).expect("the sources").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, found);
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).expect("a source");
+            for marker in [
+                "tracing::",
+                "log::",
+                "println!",
+                "eprintln!",
+                "print!(",
+                "eprint!(",
+                "dbg!(",
+            ] {
+                if text.contains(marker) {
+                    found.push(format!("{}: {marker}", path.display()));
+                }
+            }
+        }
+    }
+    let mut found = Vec::new();
+    walk(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &mut found,
+    );
+    assert!(found.is_empty(), "the adapter logs: {found:?}");
+}

@@ -1,0 +1,121 @@
+//! Settling from an object's current state, read by id: the step after an event
+//! whose meaning depends on order ([`Evidence::ReadById`](super::Evidence)). A
+//! PaymentIntent is read by the adapter's own mapping (the one its lookups use); a
+//! Checkout Session by its status, down to the PaymentIntent that carries its payment.
+
+use super::key::JournalKey;
+use super::object::{ObjectKind, ObjectRef};
+use super::session::{self, PaymentStatus, SessionState};
+use crate::answer;
+use crate::intent::Expected;
+use command_journal::ProviderAnswer;
+use command_journal::sends::{CustomerAction, Handoff};
+use command_journal::strict_json;
+use serde_json::{Map, Value};
+use std::future::Future;
+
+/// How many objects one settlement reads at most: a session, then its PaymentIntent.
+pub const MAX_READS: usize = 2;
+
+/// What an object's current state settles.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Settlement {
+    /// The journal's answer for the key.
+    Answer(ProviderAnswer),
+    /// The answer rests on another object: read it by id and settle from it (a
+    /// complete session's PaymentIntent).
+    ReadById(ObjectRef),
+}
+
+/// Reads one Stripe object by id for its current state (`GET /v1/payment_intents/{id}`
+/// or `GET /v1/checkout/sessions/{id}`, with the journal's API key and version). The
+/// webhook endpoint implements it over its HTTP client; the adapter's client offers
+/// no such read yet.
+pub trait ReadById {
+    /// The object's JSON body as Stripe answered it with a 200; `None` for anything
+    /// else (a timeout, a 404, a 5xx): the settlement is then unknown.
+    fn read(&self, object: &ObjectRef) -> impl Future<Output = Option<String>> + Send;
+}
+
+/// Settles `key` from the current state of `object`, given as the body `json` its
+/// read by id answered. `expected` is what the object must show to be this request's
+/// ([`Expected::of`] the plan's parameters, or [`Expected::key_only`]).
+///
+/// A PaymentIntent answers what the adapter's lookup answers for it (`succeeded`: a
+/// success with the same envelope; final without money moved: a decline; anything
+/// still open: unknown). A Checkout Session of the key answers from its `status`:
+/// `complete` reads on to its PaymentIntent; `open` is
+/// [`ProviderAnswer::CustomerMustAct`] with its hosted page's URL (the customer may
+/// still pay); `expired` is [`ProviderAnswer::Closed`] (nothing paid, nothing payable
+/// any more). Anything not this object, or not of this key, is unknown. Never
+/// [`ProviderAnswer::NotFound`].
+pub fn settle(object: &ObjectRef, json: &str, key: &JournalKey, expected: &Expected) -> Settlement {
+    let unknown = Settlement::Answer(ProviderAnswer::Unknown);
+    let Ok(read) = strict_json::parse_object(json) else {
+        return unknown;
+    };
+    if ObjectRef::of(object.kind(), &read).as_ref() != Some(object) {
+        return unknown;
+    }
+    match object.kind() {
+        ObjectKind::PaymentIntent => {
+            let found = answer::evidence(std::slice::from_ref(&read), key.as_str(), expected);
+            Settlement::Answer(answer::lookup_result(found))
+        }
+        ObjectKind::CheckoutSession if keyed(&read, key) => settle_session(&read),
+        ObjectKind::CheckoutSession => unknown,
+    }
+}
+
+/// A session's answer, from its state.
+fn settle_session(session: &Map<String, Value>) -> Settlement {
+    match session::state(session) {
+        SessionState::Complete {
+            payment: PaymentStatus::Paid | PaymentStatus::Unpaid,
+            intent: Some(intent),
+        } => Settlement::ReadById(intent),
+        // The customer may still pay on the hosted page: its URL goes to them only.
+        SessionState::Open { url: Some(url) } if url.starts_with("https://") => {
+            Settlement::Answer(ProviderAnswer::CustomerMustAct(CustomerAction::Open {
+                url: Handoff::new(url),
+            }))
+        }
+        // "After it expires, a customer can't complete a Checkout Session": nothing was
+        // paid through it and nothing can be, read by id.
+        SessionState::Expired => Settlement::Answer(ProviderAnswer::Closed),
+        SessionState::Open { .. } | SessionState::Complete { .. } | SessionState::Unrecognised => {
+            Settlement::Answer(ProviderAnswer::Unknown)
+        }
+    }
+}
+
+/// Whether `object`'s `metadata.journal_key` is `key`.
+fn keyed(object: &Map<String, Value>, key: &JournalKey) -> bool {
+    object
+        .get("metadata")
+        .and_then(|metadata| metadata.get("journal_key"))
+        .and_then(Value::as_str)
+        == Some(key.as_str())
+}
+
+/// Reads `object` by id through `reader` and settles `key` from it, following a
+/// session to its PaymentIntent: at most [`MAX_READS`] reads; a failed read, or a
+/// chain longer than that, is unknown.
+pub async fn settle_by_id(
+    reader: &impl ReadById,
+    object: ObjectRef,
+    key: &JournalKey,
+    expected: &Expected,
+) -> ProviderAnswer {
+    let mut next = object;
+    for _ in 0..MAX_READS {
+        let Some(json) = reader.read(&next).await else {
+            return ProviderAnswer::Unknown;
+        };
+        match settle(&next, &json, key, expected) {
+            Settlement::Answer(answer) => return answer,
+            Settlement::ReadById(object) => next = object,
+        }
+    }
+    ProviderAnswer::Unknown
+}
