@@ -101,6 +101,14 @@ fn stated(config: &Config, journal: &Journal, plant: Option<&str>) -> Option<Map
     Some(fields)
 }
 
+/// The journal's clock, which the provider's client reads too (a Checkout Session's
+/// `expires_at` is clamped against it): the system clock, moved by
+/// `JOURNAL_CLOCK_OFFSET_MS` in emulator mode as the journal's is.
+fn journal_clock(config: &Config) -> Arc<dyn command_journal::Clock> {
+    let offset = config.clock_offset.unwrap_or_default();
+    Arc::new(service::clock::OffsetClock::new(offset))
+}
+
 /// The recovery job: one run over every pending checkout, then exit.
 async fn recover(config: Config, settings: JobSettings, plant: Option<&str>) -> ExitCode {
     let logger = Logger::stdout(&config.project);
@@ -118,6 +126,7 @@ async fn recover(config: Config, settings: JobSettings, plant: Option<&str>) -> 
     let Some(backend) = Backend::new(&config) else {
         return fail("start-up error: the HTTP client could not be built");
     };
+    let backend = backend.with_clock(journal_clock(&config));
     let journal = service::clock::with_offset(Journal::new(connection), config.clock_offset)
         .with_concurrency(config.concurrency);
     let policy = command_journal::RetryPolicy {
@@ -139,10 +148,12 @@ async fn recover(config: Config, settings: JobSettings, plant: Option<&str>) -> 
         Backend::Charges(charges, _) => {
             service::recovery::run(&journal, charges, &settings, &logger).await
         }
-        // A Checkout session's PaymentIntent carries the attempt's key too: the job
-        // finds it by the same search.
-        Backend::Stripe(stripe) | Backend::Checkout(stripe, _) => {
+        Backend::Stripe(stripe) => {
             let provider = stripe.recovery();
+            service::recovery::run_with(&journal, &provider, &settings, &logger).await
+        }
+        Backend::Checkout(stripe, pages) => {
+            let provider = stripe.checkout_recovery(pages);
             service::recovery::run_with(&journal, &provider, &settings, &logger).await
         }
     };
@@ -174,7 +185,7 @@ async fn run(config: Config, plant: Option<&str>) -> ExitCode {
     let stated_fields = stated(&config, &journal, plant).unwrap_or_default();
     let reaper = journal.clone();
     let app = match App::new(&config, journal, keys, logger.clone(), metrics) {
-        Ok(app) => Arc::new(app),
+        Ok(app) => Arc::new(app.with_provider_clock(journal_clock(&config))),
         Err(_) => return fail("start-up error: the HTTP client could not be built"),
     };
     let listener = match tokio::net::TcpListener::bind((config.bind_address, config.port)).await {

@@ -8,9 +8,10 @@
 use super::config::{Config, PlanSettings};
 use super::flow::Flow;
 use super::provider::{self, Charges};
-use command_journal::{JournalError, ProviderAccount, ProviderPlan};
+use command_journal::{Clock, JournalError, ProviderAccount, ProviderPlan};
 use command_journal_stripe::{CheckoutPages, Stripe};
 use serde_json::Value;
+use std::sync::Arc;
 
 /// The HTTP client of the configured provider.
 #[derive(Debug, Clone)]
@@ -38,6 +39,17 @@ impl Backend {
             (None, _) => Charges::new(config.charges_url(), config.provider_timeout)
                 .ok()
                 .map(|charges| Self::Charges(charges, config.plan.clone())),
+        }
+    }
+
+    /// The same client, a Stripe client reading `clock` (a Checkout Session's
+    /// `expires_at`, a listing's window): a test's, whose journal runs on the Stripe
+    /// stand-in's clock. A deployment keeps the system clock, as its journal does.
+    pub fn with_clock(self, clock: Arc<dyn Clock>) -> Self {
+        match self {
+            Self::Charges(..) => self,
+            Self::Stripe(stripe) => Self::Stripe(stripe.with_clock(clock)),
+            Self::Checkout(stripe, pages) => Self::Checkout(stripe.with_clock(clock), pages),
         }
     }
 

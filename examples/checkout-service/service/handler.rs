@@ -112,6 +112,12 @@ impl App {
         })
     }
 
+    /// The same service, its provider's client reading `clock` ([`Backend::with_clock`]).
+    pub fn with_provider_clock(mut self, clock: Arc<dyn command_journal::Clock>) -> Self {
+        self.provider = self.provider.with_clock(clock);
+        self
+    }
+
     /// The routes; a wrong method (405) or path (404) is answered and logged here.
     /// At most `HTTP_MAX_REQUESTS` checkouts run at once (more wait for a slot);
     /// `/healthz` and `/metrics` are never queued behind them.
