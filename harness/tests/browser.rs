@@ -81,6 +81,8 @@ async fn fills_clicks_follows_the_navigation_and_leaves_no_process() -> TestResu
     };
     let group = browser.pid();
     browser.open(&format!("{base}/form")).await?;
+    // A second fill replaces the first.
+    browser.fill("#name", "Charles Babbage").await?;
     browser.fill("#name", "Ada Lovelace").await?;
     browser.click("#pay").await?;
     let url = browser
@@ -116,6 +118,11 @@ async fn a_url_never_reached_times_out() -> TestResult {
         return Ok(());
     };
     browser.open(&format!("{base}/form")).await?;
+    // A URL already reached answers at once.
+    let here = browser
+        .wait_for_url_prefix(&format!("{base}/form"), WAIT)
+        .await?;
+    assert_eq!(here, format!("{base}/form"));
     let waited = browser
         .wait_for_url(|url| url.ends_with("/never"), Duration::from_millis(500))
         .await;

@@ -245,7 +245,7 @@ pub fn classify_send(
                 IntentState::Succeeded(fields) => SendAnswer::Succeeded(fields),
                 IntentState::Refused => SendAnswer::Declined("declined"),
                 // The first answer's state, stored: only a read by id tells the
-                // current one (https://docs.stripe.com/api/idempotent_requests).
+                // current one (`https://docs.stripe.com/api/idempotent_requests`).
                 IntentState::Open(status) if replayed => match intent.get("id") {
                     Some(Value::String(id)) => SendAnswer::ReplayedOpen(id.clone()),
                     _ => SendAnswer::Unknown(status),

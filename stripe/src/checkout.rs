@@ -71,7 +71,11 @@ impl Stripe {
     }
 
     /// The Checkout provider of a recovery job: retrieves (the plan's parameters
-    /// come with each request) and lookups by key alone, never a send.
+    /// come with each request) and lookups by key alone, never a send. Its retrieve
+    /// may replay the key's create: a session charges nothing until the customer pays
+    /// on its page, and since API version 2022-08-01 an open session has no
+    /// PaymentIntent the lookup could find, so the replay is how a recovery job reads
+    /// an open or expired session before the cutoff.
     pub fn checkout_recovery(&self, pages: &CheckoutPages) -> Checkout<'_> {
         Checkout {
             stripe: self,
@@ -107,7 +111,7 @@ impl Stripe {
     /// `POST /v1/checkout/sessions/{id}/expire`: the expired session, or
     /// `provider_unexpected_state` when it is no longer `open` ("Returns an error if
     /// the Checkout Session has already expired or isn't in an expireable state":
-    /// https://docs.stripe.com/api/checkout/sessions/expire).
+    /// `https://docs.stripe.com/api/checkout/sessions/expire`).
     async fn expire_session(
         &self,
         id: &str,
@@ -170,8 +174,8 @@ impl Stripe {
         }
     }
 
-    /// `GET /v1/payment_intents/{id}` of a session's intent, for a `complete` and
-    /// `unpaid` session (a delayed method): `None` when it cannot be read.
+    /// `GET /v1/payment_intents/{id}` of a `complete` session's intent: `None` when it
+    /// cannot be read.
     async fn session_intent(
         &self,
         session: &Map<String, Value>,
@@ -191,9 +195,8 @@ impl Stripe {
         key: &str,
         deadline: Duration,
     ) -> RetrieveAnswer {
-        let delayed = session.get("status").and_then(Value::as_str) == Some("complete")
-            && session.get("payment_status").and_then(Value::as_str) == Some("unpaid");
-        let intent = if delayed {
+        let complete = session.get("status").and_then(Value::as_str) == Some("complete");
+        let intent = if complete {
             self.session_intent(session, key, deadline).await
         } else {
             None
@@ -283,7 +286,7 @@ impl Checkout<'_> {
                 Err(code) => RetrieveAnswer::Unknown(code),
             },
             // Stripe validates before it executes: a 400 made nothing and stored
-            // nothing (https://docs.stripe.com/api/idempotent_requests), and these
+            // nothing (`https://docs.stripe.com/api/idempotent_requests`), and these
             // parameters stay refused. A replayed 400 is the first request's.
             400 => match error_type(&answered.body) {
                 Some("invalid_request_error") => RetrieveAnswer::Declined("invalid_request"),

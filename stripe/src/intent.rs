@@ -114,7 +114,7 @@ pub fn state(intent: &Map<String, Value>) -> IntentState {
 /// What the customer must do for a `requires_action` intent: confirm with its
 /// `client_secret` the action `next_action.type` names ("If the payment requires
 /// additional actions, such as authenticating with 3D Secure, the PaymentIntent has a
-/// status of `requires_action`": https://docs.stripe.com/payments/paymentintents/lifecycle).
+/// status of `requires_action`": `https://docs.stripe.com/payments/paymentintents/lifecycle`).
 /// `None` for another status, or without both fields.
 pub fn customer_step(intent: &Map<String, Value>) -> Option<CustomerStep> {
     if intent.get("status").and_then(Value::as_str) != Some("requires_action") {

@@ -44,6 +44,7 @@ pub mod customer;
 pub mod error;
 pub mod intent;
 pub mod provider;
+pub mod read;
 pub mod retrieve;
 pub mod secret;
 pub mod session;

@@ -161,8 +161,11 @@ impl Provider for Payment<'_> {
         let expected = charge
             .as_ref()
             .map_or_else(Expected::key_only, Expected::of);
+        // A re-send of a create-and-confirm may charge (if the first never ran): a
+        // recovery job, which never sends, finds the intent through the lookup.
+        let sends = matches!(self.role, Role::Request(..));
         let retrieval = Retrieval {
-            replayable: request.replayable && charge.is_some(),
+            replayable: request.replayable && charge.is_some() && sends,
             cancel: request.cancel,
             deadline: request.deadline,
         };

@@ -3,7 +3,7 @@
 //! replayed answer of an open one are settled. The id is never stored: it is learned
 //! from the key, by a re-send of the same key and form before the key's cutoff
 //! (Stripe replays the stored answer, which names the intent:
-//! https://docs.stripe.com/api/idempotent_requests), or through the lookup after it.
+//! `https://docs.stripe.com/api/idempotent_requests`), or through the lookup after it.
 
 use crate::answer::RetrieveAnswer;
 use crate::charge::Charge;
@@ -41,7 +41,7 @@ impl Stripe {
     /// A refused confirmation left in `requires_payment_method` (a failed 3-D Secure
     /// challenge, a decline after it) is canceled too: the customer holds the client
     /// secret and "the payment can be retried" on the same intent
-    /// (https://docs.stripe.com/payments/paymentintents/lifecycle), so only its
+    /// (`https://docs.stripe.com/payments/paymentintents/lifecycle`), so only its
     /// cancellation makes the refusal final; it then answers declined.
     pub async fn retrieve_intent(
         &self,
@@ -234,7 +234,7 @@ impl Stripe {
     /// `POST /v1/payment_intents/{id}/cancel`: the canceled intent, or
     /// `provider_unexpected_state` when its status no longer allows it ("Returns an
     /// error if the PaymentIntent is already canceled or isn't in a cancelable state":
-    /// https://docs.stripe.com/api/payment_intents/cancel).
+    /// `https://docs.stripe.com/api/payment_intents/cancel`).
     async fn cancel_intent(
         &self,
         id: &str,
@@ -273,7 +273,7 @@ fn current(intent: &Map<String, Value>) -> RetrieveAnswer {
         IntentState::Succeeded(fields) => RetrieveAnswer::Succeeded(fields),
         // "Once canceled, no additional charges will be made by the PaymentIntent
         // and any operations on the PaymentIntent will fail with an error"
-        // (https://docs.stripe.com/api/payment_intents/cancel): final. After a refused
+        // (`https://docs.stripe.com/api/payment_intents/cancel`): final. After a refused
         // confirmation, the refusal; otherwise closed with nothing charged.
         IntentState::Refused
             if intent.get("status").and_then(Value::as_str) == Some("canceled") =>

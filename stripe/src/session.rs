@@ -1,18 +1,18 @@
 //! A Checkout Session as evidence: what one is made from (the plan's amount and
 //! currency, the configured pages, the customer's deadline), whose it is, and what its
-//! status says (https://docs.stripe.com/api/checkout/sessions/object,
-//! https://docs.stripe.com/checkout/fulfillment).
+//! status says (`https://docs.stripe.com/api/checkout/sessions/object`,
+//! `https://docs.stripe.com/checkout/fulfillment`).
 
 use crate::answer::RetrieveAnswer;
 use crate::charge::Charge;
 use crate::customer::CustomerStep;
 use crate::error::ConfigError;
-use crate::intent::envelope;
+use crate::intent::IntentState;
 use serde_json::{Map, Value};
 use std::fmt;
 
 /// The earliest `expires_at` Stripe takes: "between 30 minutes and 24 hours after the
-/// current time" (https://docs.stripe.com/payments/checkout/managing-limited-inventory),
+/// current time" (`https://docs.stripe.com/payments/checkout/managing-limited-inventory`),
 /// and a minute for the clocks.
 pub const MIN_EXPIRY_SECONDS: i64 = 30 * 60 + 60;
 /// The latest, a minute inside Stripe's 24 hours.
@@ -132,14 +132,15 @@ pub fn owns(session: &Map<String, Value>, key: &str, charge: Option<&Charge>) ->
         && charged
 }
 
-/// What a session of this request, read by id, answers now. A `complete` session
-/// whose payment is `unpaid` (a delayed method) is decided by its PaymentIntent,
-/// which the caller reads: `intent` (`None`: not read).
+/// What a session of this request, read by id, answers now. A `complete` session is
+/// decided with its PaymentIntent, which the caller reads by id: `intent` (`None`: not
+/// read, or none named).
 pub fn current(
     session: &Map<String, Value>,
     intent: Option<&Map<String, Value>>,
 ) -> RetrieveAnswer {
     let text = |field: &str| session.get(field).and_then(Value::as_str);
+    let paid_by = intent.map(crate::intent::state);
     match (text("status"), text("payment_status")) {
         // "The Checkout Session is still in progress": the customer may still pay on
         // its page.
@@ -150,40 +151,31 @@ pub fn current(
             None => RetrieveAnswer::Unknown("open"),
         },
         // Paid: "You can use this value to decide when to fulfill your customer's
-        // order" (payment_status); the envelope is the session's.
-        (Some("complete"), Some("paid")) => session_envelope(session).map_or(
-            RetrieveAnswer::Unknown("receipt"),
-            RetrieveAnswer::Succeeded,
-        ),
+        // order" (payment_status). The envelope is its PaymentIntent's, the same as
+        // a PaymentIntents payment's and an event's (`webhook::settle`): `id`,
+        // `amount`, `currency`, `status`.
+        (Some("complete"), Some("paid")) => match paid_by {
+            Some(IntentState::Succeeded(fields)) => RetrieveAnswer::Succeeded(fields),
+            _ => RetrieveAnswer::Unknown("paid_intent"),
+        },
         // A delayed method: the payment is not final until
         // `checkout.session.async_payment_succeeded` or `..._failed`
-        // (https://docs.stripe.com/checkout/fulfillment). Its intent tells which.
-        (Some("complete"), Some("unpaid")) => match intent.map(crate::intent::state) {
-            Some(crate::intent::IntentState::Refused) => RetrieveAnswer::Declined("declined"),
+        // (`https://docs.stripe.com/checkout/fulfillment`). Its intent tells which.
+        (Some("complete"), Some("unpaid")) => match paid_by {
+            Some(IntentState::Succeeded(fields)) => RetrieveAnswer::Succeeded(fields),
+            Some(IntentState::Refused) => RetrieveAnswer::Declined("declined"),
             _ => RetrieveAnswer::Unknown("unpaid"),
         },
         // Nothing to pay at completion, where the line item is the plan's amount (at
-        // least 1): "the payment is delayed to a future date" or nothing is due. No
-        // money moved, and the session is complete, not expired: never a success,
-        // never closed. A person settles it.
+        // least 1): nothing is due now. No money moved, and the session is complete,
+        // not expired: never a success, never closed. A person settles it.
         (Some("complete"), Some("no_payment_required")) => {
             RetrieveAnswer::Unknown("no_payment_required")
         }
         // "After it expires, a customer can't complete a Checkout Session"
-        // (https://docs.stripe.com/api/checkout/sessions/expire): closed, nothing
+        // (`https://docs.stripe.com/api/checkout/sessions/expire`): closed, nothing
         // charged (its intent canceled, if one was made).
         (Some("expired"), _) => RetrieveAnswer::Closed,
         _ => RetrieveAnswer::Unknown("unknown_status"),
     }
-}
-
-/// The envelope of a paid session: its `id`, `amount` (`amount_total`), `currency`
-/// and `status` (`paid`); no URL, no customer detail.
-fn session_envelope(session: &Map<String, Value>) -> Option<Map<String, Value>> {
-    let mut shaped = Map::new();
-    shaped.insert("id".into(), session.get("id")?.clone());
-    shaped.insert("amount".into(), session.get("amount_total")?.clone());
-    shaped.insert("currency".into(), session.get("currency")?.clone());
-    shaped.insert("status".into(), Value::String("paid".into()));
-    envelope(&shaped)
 }

@@ -183,9 +183,10 @@ async fn a_session_paid_at_once_is_the_payment_on_return() {
             .await,
     ] {
         match answer {
+            // The envelope is its PaymentIntent's, as a PaymentIntents payment's.
             ProviderAnswer::Succeeded(envelope) => assert_eq!(
                 envelope.value(),
-                &json!({"id": id, "amount": 4200, "currency": "eur", "status": "paid"})
+                &json!({"id": "pi_CANARYstandin00000001", "amount": 4200, "currency": "eur", "status": "succeeded"})
             ),
             other => panic!("{other:?}"),
         }
@@ -445,9 +446,15 @@ async fn every_session_status_maps_as_the_table_says() {
     let processing = json!({"object": "payment_intent", "status": "processing"})
         .as_object()
         .cloned();
-    let rows: [(&str, &str, Option<&Object>, &str); 7] = [
+    let succeeded = json!({"object": "payment_intent", "status": "succeeded", "id": "pi_1",
+        "amount": 4200, "currency": "eur"})
+    .as_object()
+    .cloned();
+    let rows: [(&str, &str, Option<&Object>, &str); 9] = [
         ("open", "unpaid", None, "customer_must_act"),
-        ("complete", "paid", None, "succeeded"),
+        ("complete", "paid", succeeded.as_ref(), "succeeded"),
+        ("complete", "paid", None, "paid_intent"),
+        ("complete", "unpaid", succeeded.as_ref(), "succeeded"),
         ("complete", "unpaid", processing.as_ref(), "unpaid"),
         ("complete", "unpaid", refused.as_ref(), "declined"),
         (
@@ -480,7 +487,7 @@ async fn every_session_status_maps_as_the_table_says() {
         Some(&other)
     ));
     assert!(matches!(
-        session::current(&session("complete", "paid"), None),
+        session::current(&session("complete", "paid"), succeeded.as_ref()),
         RetrieveAnswer::Succeeded(_)
     ));
 }
@@ -534,4 +541,28 @@ async fn no_url_or_secret_is_in_any_output() {
         );
     }
     assert!(CheckoutPages::new("http://127.0.0.1:8080/ok", "http://localhost/no", "Order").is_ok());
+}
+
+#[tokio::test]
+async fn the_client_reads_an_object_by_id_for_the_webhook_settlement() {
+    use command_journal_stripe::webhook::{ObjectKind, ObjectRef, ReadById};
+    let stand_in = StandIn::start().await;
+    let stripe = stripe(&stand_in, LookupMethod::Search);
+    stripe
+        .checkout(&parameters(), &pages())
+        .send(send_request(&key(13), false, ACT_BY))
+        .await;
+    let id = session_id(&stand_in);
+    let session = ObjectRef::new(ObjectKind::CheckoutSession, &id).expect("a ref");
+    let read: Value =
+        serde_json::from_str(&stripe.read(&session).await.expect("read")).expect("json");
+    assert_eq!(read["status"], json!("open"));
+    let intent =
+        ObjectRef::new(ObjectKind::PaymentIntent, "pi_CANARYstandin00000001").expect("a ref");
+    let read: Value =
+        serde_json::from_str(&stripe.read(&intent).await.expect("read")).expect("json");
+    assert_eq!(read["metadata"]["journal_key"], json!(key(13)));
+    let missing = ObjectRef::new(ObjectKind::PaymentIntent, "pi_missing").expect("a ref");
+    assert_eq!(stripe.read(&missing).await, None, "a 404 is no body");
+    stand_in.assert_schemas_held();
 }

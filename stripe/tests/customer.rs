@@ -343,3 +343,39 @@ fn nothing_in_the_adapter_logs() {
     );
     assert!(found.is_empty(), "the adapter logs: {found:?}");
 }
+
+#[tokio::test]
+async fn a_recovery_jobs_retrieve_never_resends_the_key() {
+    use command_journal::Provider;
+    use command_journal::sends::{AttemptNumber, RetrieveRequest};
+    let stand_in = StandIn::start().await;
+    let stripe = stripe(&stand_in, LookupMethod::Search);
+    let key = key(9);
+    let secret = challenged(&stripe, &key).await;
+    stand_in.advance(61); // the search shows the intent
+    stand_in.authenticate(&secret, true);
+    let request = RetrieveRequest {
+        key: key.clone(),
+        parameters: payload("pm_card_authenticationRequired"),
+        attempt: AttemptNumber::FIRST,
+        replayable: true,
+        cancel: false,
+        act_by: command_journal::Timestamp::from_micros(1_900_000_000_000_000).expect("a time"),
+        deadline: Duration::from_secs(10),
+    };
+    let answer = stripe.recovery().retrieve(request.clone()).await;
+    assert!(
+        matches!(answer, command_journal::ProviderAnswer::Succeeded(_)),
+        "{answer:?}"
+    );
+    assert_eq!(stand_in.creates().len(), 1, "a recovery job sent the key");
+    // The payment's own provider may replay it.
+    let parameters = payload("pm_card_authenticationRequired");
+    let answer = stripe.payment(&parameters).retrieve(request).await;
+    assert!(
+        matches!(answer, command_journal::ProviderAnswer::Succeeded(_)),
+        "{answer:?}"
+    );
+    assert_eq!(stand_in.creates().len(), 2);
+    stand_in.assert_schemas_held();
+}

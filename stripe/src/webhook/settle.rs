@@ -29,8 +29,7 @@ pub enum Settlement {
 
 /// Reads one Stripe object by id for its current state (`GET /v1/payment_intents/{id}`
 /// or `GET /v1/checkout/sessions/{id}`, with the journal's API key and version). The
-/// webhook endpoint implements it over its HTTP client; the adapter's client offers
-/// no such read yet.
+/// adapter's client implements it ([`Stripe`](crate::Stripe), `crate::read`).
 pub trait ReadById {
     /// The object's JSON body as Stripe answered it with a 200; `None` for anything
     /// else (a timeout, a 404, a 5xx): the settlement is then unknown.
