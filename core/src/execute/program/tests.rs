@@ -1216,6 +1216,7 @@ fn a_replay_the_journal_refuses_to_record_is_looked_up_or_left_to_the_holder() {
 
 mod clocks;
 mod customer;
+mod customer_model;
 mod late;
 
 #[test]
