@@ -7,7 +7,7 @@
 //!   charge (or 402); exactly one intent.
 //! - Checkout (`CHECKOUT_FLOW=checkout`): every retry answers the same hosted page's
 //!   URL; Chromium pays on it and lands on the success page; the return call answers
-//!   200 with the session's envelope; a session left to expire ends 402, nothing
+//!   200 with its PaymentIntent's envelope; a session left to expire ends 402, nothing
 //!   charged; exactly one session either way.
 //! - The action's secret and URL reach the browser's answer only: no log line, metrics
 //!   line or stored document holds them.
@@ -135,12 +135,18 @@ fn intent_envelope(stand_in: &StandIn, at: usize) -> Value {
     })
 }
 
-/// The journal's documents after a payment that waited for the customer once and was
-/// then settled on the customer's return (two calls that took the lease, a send and a
-/// retrieve).
-fn settled_after_the_customer() -> Vec<String> {
-    let mut expected = commerce_documents(5);
+/// The journal's documents after a payment that waited for the customer and was then
+/// settled on the customer's return, after `calls` calls of the command that took the
+/// lease (the send, recorded as awaiting the customer; the retries, each answered from
+/// a read by id; the return, which settled it): the command's creation, one lease per
+/// call and its end; the permit, the wait and the outcome; the stored charge when
+/// `charged`.
+fn settled_after_the_customer(calls: u32, charged: bool) -> Vec<String> {
+    let mut expected = commerce_documents(calls + 2);
     expected.extend(send_documents(3));
+    if charged {
+        expected.push("checkoutRequests/H/results/current".to_owned());
+    }
     expected.sort();
     expected
 }
@@ -206,7 +212,10 @@ async fn a_3d_secure_challenge_passed_in_chromium_is_charged_once_on_the_return(
         3,
         "the first send and two replays of its key"
     );
-    assert_eq!(service.document_kinds().await, settled_after_the_customer());
+    assert_eq!(
+        service.document_kinds().await,
+        settled_after_the_customer(3, true)
+    );
     service.assert_verifies_clean(1).await;
     stand_in.assert_schemas_held();
 }
@@ -255,7 +264,10 @@ async fn a_3d_secure_challenge_failed_in_chromium_ends_declined_in_the_header_fo
     assert_eq!(intents.len(), 1, "exactly one intent");
     assert_ne!(intents[0]["status"], "succeeded");
     assert_eq!(intents[0]["amount_received"], 0, "nothing charged");
-    assert_eq!(service.document_kinds().await, settled_after_the_customer());
+    assert_eq!(
+        service.document_kinds().await,
+        settled_after_the_customer(2, false)
+    );
     service.assert_verifies_clean(1).await;
     stand_in.assert_schemas_held();
 }
@@ -298,9 +310,11 @@ async fn a_checkout_paid_in_chromium_answers_the_same_page_until_the_return_char
     assert_eq!(back, format!("{pages}/return?session={session_id}"));
     let paid = service.checkout(&id, &order()).await;
     assert_eq!(paid.status, 200, "{}", paid.text);
+    // The charge is the session's PaymentIntent, as a lookup or an event finds it.
+    let intent = session["payment_intent"].as_str().expect("its intent");
     assert_eq!(
         paid.body,
-        succeeded(&json!({"id": session_id, "amount": 1250, "currency": "eur", "status": "paid"}))
+        succeeded(&json!({"id": intent, "amount": 1250, "currency": "eur", "status": "succeeded"}))
     );
     let replay = service.checkout(&id, &order()).await;
     assert_eq!(
@@ -318,7 +332,10 @@ async fn a_checkout_paid_in_chromium_answers_the_same_page_until_the_return_char
         0,
         "no intent of the service's own"
     );
-    assert_eq!(service.document_kinds().await, settled_after_the_customer());
+    assert_eq!(
+        service.document_kinds().await,
+        settled_after_the_customer(4, true)
+    );
     service.assert_verifies_clean(1).await;
     stand_in.assert_schemas_held();
 }
@@ -374,7 +391,10 @@ async fn a_checkout_left_to_expire_ends_with_nothing_charged() {
             .all(|intent| intent["amount_received"] == 0),
         "nothing charged"
     );
-    assert_eq!(service.document_kinds().await, settled_after_the_customer());
+    assert_eq!(
+        service.document_kinds().await,
+        settled_after_the_customer(2, false)
+    );
     service.assert_verifies_clean(1).await;
     stand_in.assert_schemas_held();
 }
