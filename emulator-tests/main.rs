@@ -17,6 +17,7 @@ mod cli;
 mod cli_docs;
 mod cli_help;
 mod cli_operator;
+mod customer;
 mod databases;
 mod differential;
 mod downstream;

@@ -220,6 +220,16 @@ where
                         }
                         None => self.done(Err(JournalError::unavailable(None, 0, true))),
                     },
+                    Ok(Next::Retrieve(mut retrieve)) => {
+                        match self.left(now.elapsed, retrieve.deadline) {
+                            Some(deadline) => {
+                                retrieve.deadline = deadline;
+                                self.state = State::Provider;
+                                return Io::Retrieve(retrieve);
+                            }
+                            None => self.done(Err(JournalError::unavailable(None, 0, true))),
+                        }
+                    }
                     Ok(Next::Run(run)) => self.begin(run, now),
                 },
                 State::Running(current) => {
@@ -251,6 +261,9 @@ where
             }
             (State::Provider, Input::LookedUp(answer)) => {
                 self.state = State::Ask(Answered::LookedUp(answer));
+            }
+            (State::Provider, Input::Retrieved(answer)) => {
+                self.state = State::Ask(Answered::Retrieved(answer));
             }
             (State::Running(mut current), input) => {
                 let step = current.running.handle(input);
@@ -301,6 +314,7 @@ where
             | Io::Rollback(_)
             | Io::Send(_)
             | Io::Lookup(_)
+            | Io::Retrieve(_)
             | Io::Done(_) => None,
         }
     }
@@ -427,7 +441,10 @@ where
                             name,
                             outcome: error.code(),
                         }),
-                        Answered::Nothing | Answered::Sent(_) | Answered::LookedUp(_) => {}
+                        Answered::Nothing
+                        | Answered::Sent(_)
+                        | Answered::LookedUp(_)
+                        | Answered::Retrieved(_) => {}
                     }
                 }
                 let error = match &answered {

@@ -106,7 +106,8 @@ pub enum EvidenceOutcome {
     /// Nothing written: the evidence says the provider holds nothing for the key,
     /// which proves no absence from outside.
     NotFound,
-    /// Nothing written: the evidence tells no outcome (unknown, indeterminate).
+    /// Nothing written: the evidence tells no outcome (unknown, indeterminate, or the
+    /// customer must still act).
     Inconclusive,
     /// Nothing written: the command's plan sends to another provider account than
     /// the one declared.

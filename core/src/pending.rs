@@ -48,20 +48,27 @@ pub enum Unblock {
     /// no "not found" ever does, so no new key is issued (`docs/providers.md`,
     /// "Indeterminate answers"). A person if it never comes.
     FinalEvidence,
+    /// The attempt waits for the customer (`awaiting_customer`: 3-D Secure, a hosted
+    /// page): the customer's return, or the provider's object read by id (a charge, a
+    /// refusal, or its final state with nothing charged), settles it; no "not found"
+    /// ever does, so no new key is issued while the customer may still pay.
+    Customer,
 }
 
 impl Unblock {
     /// Every reason, in declaration order.
-    pub const ALL: [Self; 5] = [
+    pub const ALL: [Self; 6] = [
         Self::Retry,
         Self::ResendOrEvidence,
         Self::Evidence,
         Self::EvidenceOrPerson,
         Self::FinalEvidence,
+        Self::Customer,
     ];
 
     /// The serialized name: `retry`, `resend_or_evidence`, `evidence`,
-    /// `evidence_or_person` or `final_evidence` (also the metrics' `reason` label).
+    /// `evidence_or_person`, `final_evidence` or `customer` (also the metrics'
+    /// `reason` label).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Retry => "retry",
@@ -69,6 +76,7 @@ impl Unblock {
             Self::Evidence => "evidence",
             Self::EvidenceOrPerson => "evidence_or_person",
             Self::FinalEvidence => "final_evidence",
+            Self::Customer => "customer",
         }
     }
 }
@@ -79,7 +87,8 @@ impl Unblock {
 pub struct PendingSend {
     /// The current attempt.
     pub attempt: AttemptNumber,
-    /// `sending`, `ambiguous`, `replayed_unknown`, `indeterminate` or `absent`.
+    /// `sending`, `ambiguous`, `replayed_unknown`, `indeterminate`,
+    /// `awaiting_customer` or `absent`.
     pub state: AttemptState,
     /// The attempt's stored cutoff, `{"seconds": S, "nanoseconds": N}`.
     #[serde(serialize_with = "seconds_nanos")]

@@ -118,6 +118,10 @@ pub enum Recovered {
     /// or its attempt moved on, without it: recorded as a late charge
     /// (`lateCharges`), listed for a person (a refund).
     LateCharge,
+    /// The attempt waits for its customer, and the provider's object read by id says
+    /// the customer may still act: nothing written, left listed (never re-sent, never
+    /// a new key).
+    AwaitingCustomer,
 }
 
 impl Recovered {
@@ -134,11 +138,12 @@ impl Recovered {
             Self::Absent => "absent",
             Self::OtherAccount => "other_account",
             Self::LateCharge => "late_charge",
+            Self::AwaitingCustomer => "awaiting_customer",
         }
     }
 
     /// Every outcome, in declaration order.
-    pub const ALL: [Self; 10] = [
+    pub const ALL: [Self; 11] = [
         Self::Succeeded,
         Self::Declined,
         Self::AlreadySettled,
@@ -149,6 +154,7 @@ impl Recovered {
         Self::Absent,
         Self::OtherAccount,
         Self::LateCharge,
+        Self::AwaitingCustomer,
     ];
 
     /// Whether the command left the pending list by this recovery (or before it):

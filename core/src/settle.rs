@@ -12,6 +12,7 @@
 //! | a `NotFound` that proves nothing, or any answer given as a `NotFound` | nothing written: [`Settled::NotFound`] |
 //! | nothing (`Unknown`, `ReplayedUnknown` from a lookup) | nothing written: [`Settled::Unavailable`] |
 //! | the sender's own unknown answer | recorded as still open: [`Settled::Open`] (a replayed one is looked up at once instead) |
+//! | the sender's own `CustomerMustAct(action)` | recorded as `awaiting_customer`, never re-sent: [`Settled::AwaitingCustomer`] with the action (never stored) |
 //!
 //! It takes its evidence from a [`Source`]: the holder's own send ([`Source::Sent`]),
 //! the provider's lookup by the attempt's key ([`Source::Lookup`]), or an answer given
@@ -26,26 +27,32 @@
 //! `execute`, recovery and recording evidence (`crate::evidence`: a provider's event,
 //! found through the key index, is `Given` under a lease the program takes, with the
 //! same fence and commit proofs as recovery's) all run it; what comes next adds a
-//! source or an answer here, never another path: reading the provider's object by id
-//! is a `Retrieve` source beside `Lookup`; a backfill of events is `Given` as an event
-//! is; an answer "the customer must act" is a variant of
-//! [`ProviderAnswer`] that keeps the attempt waiting; a window only the provider's
-//! evidence ends is a rule of the status the program reads.
+//! source or an answer here, never another path: a backfill of events is `Given` as
+//! an event is. An attempt that waits for its customer (`awaiting_customer`) is never
+//! looked up: the status read that would look it up reads its object by id instead
+//! (`Provider::retrieve`, the `retrieve` step), so the journal's own record, never the
+//! caller, decides which question is asked; its answers enter here like a lookup's
+//! (the table of `program/retrieve.rs`), and only its `Closed` proves such an attempt
+//! over.
 //!
 //! | step | answer | next |
 //! |---|---|---|
 //! | `record_send_outcome` (sent) | terminal | [`Settled::Succeeded`] with the envelope sent, or [`Settled::Declined`] |
 //! | | ambiguous, the answer a replayed unknown | read the status, then look the key up (below) |
 //! | | ambiguous | [`Settled::Open`] |
+//! | | awaiting the customer (the answer `CustomerMustAct`) | [`Settled::AwaitingCustomer`] with the answer's action |
 //! | | `unavailable`, the call's deadline passed | that error: nothing written, the permit stands (the next call re-sends with the key) |
 //! | | refused, the answer a success or decline | `reconcile_send` with it (it is evidence whenever it arrives) |
 //! | | `send_cutoff_passed` | read the status, then look the key up |
-//! | status (a caller's, its plan checked first) | the attempt needs reconciliation, enough lease left | look its key up (the stored plan's) |
+//! | | awaiting the customer, the send a re-send (its answer the provider's replay) | read the status, then read the object by id (below) |
+//! | status (a caller's, its plan checked first) | the attempt awaits its customer, enough lease left | read its object by id (`retrieve`: replayable before the stored cutoff, cancelled from it) |
+//! | | the attempt needs reconciliation, enough lease left | look its key up (the stored plan's) |
 //! | | too little lease left | [`Settled::LeaseEnding`] |
 //! | | anything else | [`Settled::InProgress`] |
 //! | status (a job's lookup, by key hash) | not leased | [`Settled::Ended`] |
 //! | | no attempt, or the attempt proven absent | [`Settled::NothingOpen`] |
 //! | | the plan's account not the job's | [`Settled::OtherAccount`] |
+//! | | the attempt awaits its customer | read its object by id (never replayable, never cancelled: no lease) |
 //! | | the attempt's outcome unknown | look its key up |
 //! | status (an answer given: `record_evidence`, the key found through the key index) | the key the open attempt's | as a lookup's answer (below), never an absence |
 //! | | an earlier attempt's, or the current one recorded absent, or any once the command ended: a charge | `record_late_charge` under that attempt ([`Settled::LateCharge`]; the command's own charge: [`Settled::Ended`]) |
@@ -54,7 +61,11 @@
 //! | lookup (or the answer given) | a charge or a refusal | under a lease: `reconcile_send`; before any: take the lease |
 //! | | `NotFound`, started at or after `absenceProvableFrom` (a job: at the plan's own account, its lookups as durable as the plan's) | under the lease: `reconcile_send`; before any: take the lease, then read the status and look up again under it |
 //! | | `NotFound` otherwise | [`Settled::NotFound`] |
-//! | | unknown | [`Settled::Unavailable`] |
+//! | | unknown (a lookup's "the customer must act" or "closed" too) | [`Settled::Unavailable`] |
+//! | retrieve by id | a charge or a refusal | as a lookup's evidence |
+//! | | `Closed` | under a lease: `reconcile_send` (the command's final failure, nothing charged; `absence_not_provable` unless the attempt still waits: [`Settled::Unavailable`]); before any: take the lease |
+//! | | `CustomerMustAct(action)` | [`Settled::AwaitingCustomer`] with the action, nothing written |
+//! | | unknown, `NotFound` | [`Settled::Unavailable`] |
 //! | taking the lease | acquired | as above, under it |
 //! | | busy, the evidence the sender's own charge | `record_late_charge` when its attempt moved on ([`Settled::LateCharge`]); [`Settled::InProgress`] for the attempt the running holder settles |
 //! | | busy | [`Settled::InProgress`] |
@@ -86,6 +97,7 @@ use crate::document::lifecycle::LEASE_SECONDS;
 use crate::envelope::ResultEnvelope;
 use crate::fence::FenceEpoch;
 use crate::lease::{CommandState, LeaseOutput, TerminalOutput};
+use crate::sends::customer::CustomerAction;
 use crate::sends::provider::ProviderAnswer;
 use crate::time::Timestamp;
 use std::time::Duration;
@@ -110,6 +122,9 @@ pub(crate) enum Source {
         attempt: crate::sends::AttemptNumber,
         /// What the provider answered (a `NotFound` is taken as `Unknown`).
         answer: ProviderAnswer,
+        /// Whether the send was a re-send of the key by a later holder: its answer is
+        /// then the provider's replay of the first one.
+        resend: bool,
     },
     /// The provider's lookup of the open attempt's key, derived from the stored plan.
     Lookup,
@@ -234,6 +249,10 @@ pub(crate) enum Settled {
     /// The sender's unknown answer is recorded: the attempt stays open, to be re-sent
     /// with the same key before its cutoff.
     Open,
+    /// The sender's answer "the customer must act" is recorded (`awaiting_customer`):
+    /// the attempt waits for the customer, never re-sent; the action goes to the
+    /// caller, never stored.
+    AwaitingCustomer(CustomerAction),
     /// Nothing written: the provider holds nothing for the key, and that proves no
     /// absence (yet, at this account, or from this source).
     NotFound,
@@ -267,6 +286,7 @@ impl Labelled for Settled {
             Self::Declined => "declined",
             Self::Absent => "absent",
             Self::Open => "open",
+            Self::AwaitingCustomer(_) => "awaiting_customer",
             Self::NotFound => "not_found",
             Self::Unavailable => "unavailable",
             Self::InProgress => "in_progress",

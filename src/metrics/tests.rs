@@ -316,6 +316,7 @@ fn a_listing_sets_every_reason_and_a_recovery_counts_its_outcome() {
             waiting(2, Unblock::Evidence),
             waiting(3, Unblock::Retry),
             waiting(4, Unblock::FinalEvidence),
+            waiting(5, Unblock::Customer),
         ]);
         recovery("succeeded");
         recovery("succeeded");
@@ -333,6 +334,7 @@ fn a_listing_sets_every_reason_and_a_recovery_counts_its_outcome() {
             0,
         ),
         (key(PENDING_COMMANDS, &[("reason", "final_evidence")]), 1),
+        (key(PENDING_COMMANDS, &[("reason", "customer")]), 1),
         (key(RECOVERIES_TOTAL, &[("outcome", "succeeded")]), 2),
         (key(RECOVERIES_TOTAL, &[("outcome", "journal_corrupt")]), 1),
     ]

@@ -14,7 +14,7 @@ use command_journal_core::ProviderAnswer;
 use command_journal_core::error::JournalError;
 use command_journal_core::identity::Digest;
 use command_journal_core::recovery::Recovered;
-use command_journal_core::sends::LookupRequest;
+use command_journal_core::sends::{LookupRequest, RetrieveRequest};
 use command_journal_core::tools::recovery::checkpoint::{CheckpointRead, CheckpointRecord};
 use command_journal_core::tools::recovery::program::RecoveryProgram;
 use command_journal_core::tools::recovery::recovery_owner;
@@ -217,7 +217,8 @@ impl Drop for Asking<'_> {
     }
 }
 
-/// The job's provider: its lookups counted in the run's tally as they answer.
+/// The job's provider: its lookups (and reads by id) counted in the run's tally as
+/// they answer.
 struct Counted<'a, P> {
     provider: &'a P,
     tally: &'a Tally,
@@ -233,6 +234,14 @@ impl<P: Provider> Provider for Counted<'_, P> {
         let found = self.provider.lookup(request).await;
         asking.answered(&found);
         found
+    }
+
+    /// A read by id is the job's question to the provider too: counted as a lookup.
+    async fn retrieve(&self, request: RetrieveRequest) -> ProviderAnswer {
+        let asking = self.tally.asking();
+        let read = self.provider.retrieve(request).await;
+        asking.answered(&read);
+        read
     }
 }
 

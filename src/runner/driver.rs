@@ -155,6 +155,18 @@ impl<'a> Driver<'a> {
                         .unwrap_or(ProviderAnswer::Unknown);
                     Input::LookedUp(found)
                 }
+                Io::Retrieve(request) => {
+                    let Some(provider) = provider else {
+                        return Err(JournalError::internal("driver: no provider to call"));
+                    };
+                    // The key and what it may do come from the stored records.
+                    let deadline = request.deadline;
+                    let read = tokio::time::timeout(deadline, provider.retrieve(request))
+                        .instrument(span)
+                        .await
+                        .unwrap_or(ProviderAnswer::Unknown);
+                    Input::Retrieved(read)
+                }
                 io => {
                     let Some(session) = frames.last().and_then(|f| f.session.as_ref()) else {
                         return Err(JournalError::internal("driver: I/O outside a transition"));
@@ -270,9 +282,12 @@ async fn store<O>(
             }
             Input::Waited
         }
-        Io::Began(_) | Io::Ended { .. } | Io::Send(_) | Io::Lookup(_) | Io::Done(_) => {
-            Input::DeadlinePassed
-        }
+        Io::Began(_)
+        | Io::Ended { .. }
+        | Io::Send(_)
+        | Io::Lookup(_)
+        | Io::Retrieve(_)
+        | Io::Done(_) => Input::DeadlinePassed,
     }
 }
 

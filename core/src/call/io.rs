@@ -4,7 +4,7 @@
 
 use crate::attempt::{Found, GuardedWrite, ReadKind};
 use crate::error::{GrpcCode, JournalError};
-use crate::sends::provider::{LookupRequest, ProviderAnswer, SendRequest};
+use crate::sends::provider::{LookupRequest, ProviderAnswer, RetrieveRequest, SendRequest};
 use crate::time::Timestamp;
 use crate::transaction::{CommitTime, OperationName};
 use std::collections::HashMap;
@@ -224,6 +224,8 @@ pub enum Io<O, V> {
     Send(SendRequest),
     /// Call the provider's lookup; answer with [`Input::LookedUp`].
     Lookup(LookupRequest),
+    /// Call the provider's retrieve by id; answer with [`Input::Retrieved`].
+    Retrieve(RetrieveRequest),
     /// The call's answer. The machine is done.
     Done(Result<O, JournalError>),
 }
@@ -251,4 +253,6 @@ pub enum Input<V> {
     Sent(ProviderAnswer),
     /// The provider answered the lookup (an answer not in time is `Unknown`).
     LookedUp(ProviderAnswer),
+    /// The provider answered the retrieve (an answer not in time is `Unknown`).
+    Retrieved(ProviderAnswer),
 }

@@ -88,6 +88,7 @@ impl Labelled for SendOutcomeOutput {
         match self {
             Self::Terminal(outcome) => outcome.label(),
             Self::Ambiguous { .. } => "ambiguous",
+            Self::AwaitingCustomer { .. } => "awaiting_customer",
             Self::Absent { .. } => "absent",
         }
     }

@@ -5,7 +5,7 @@
 
 use super::io::Now;
 use crate::error::JournalError;
-use crate::sends::provider::{LookupRequest, ProviderAnswer, SendRequest};
+use crate::sends::provider::{LookupRequest, ProviderAnswer, RetrieveRequest, SendRequest};
 use crate::transaction::{OperationName, Transition};
 
 /// What the step before answered.
@@ -21,6 +21,8 @@ pub enum Answered<Op: Transition> {
     Sent(ProviderAnswer),
     /// The provider answered the lookup.
     LookedUp(ProviderAnswer),
+    /// The provider answered the retrieve by id.
+    Retrieved(ProviderAnswer),
 }
 
 /// A transition to run, and how.
@@ -102,6 +104,8 @@ pub enum Next<Op, O> {
     Send(SendRequest),
     /// Call the provider's lookup.
     Lookup(LookupRequest),
+    /// Call the provider's retrieve by id.
+    Retrieve(RetrieveRequest),
     /// The call's answer.
     Done(O),
 }
@@ -186,9 +190,12 @@ impl<T: Transition> Program for Single<T> {
                 )),
             },
             Answered::Ran(result) => result.map(Next::Done),
-            Answered::Chained(..) | Answered::Sent(_) | Answered::LookedUp(_) => Err(
-                JournalError::internal("call: a single transition answered out of turn"),
-            ),
+            Answered::Chained(..)
+            | Answered::Sent(_)
+            | Answered::LookedUp(_)
+            | Answered::Retrieved(_) => Err(JournalError::internal(
+                "call: a single transition answered out of turn",
+            )),
         }
     }
 }

@@ -112,7 +112,7 @@ impl EvidenceProgram {
         let next = match settle.next(last, now).map_err(indexed_error)? {
             Next::Done(settled) => return outcome(settled).map(Next::Done),
             Next::Run(run) => Next::Run(run.map(|op| EvidenceOp::Settle(Box::new(op)))),
-            Next::Lookup(_) | Next::Send(_) => {
+            Next::Lookup(_) | Next::Send(_) | Next::Retrieve(_) => {
                 return Err(JournalError::internal(
                     "evidence: the provider asked for an answer given",
                 ));
@@ -134,6 +134,8 @@ fn outcome(settled: Settled) -> Result<EvidenceOutcome, JournalError> {
         Settled::InProgress => EvidenceOutcome::InProgress,
         Settled::NotFound => EvidenceOutcome::NotFound,
         Settled::Unavailable => EvidenceOutcome::Inconclusive,
+        // The customer must (still) act: the object is open, nothing is written.
+        Settled::AwaitingCustomer(_) => EvidenceOutcome::Inconclusive,
         Settled::OtherAccount => EvidenceOutcome::OtherAccount,
         Settled::Absent | Settled::Open | Settled::LeaseEnding => {
             return Err(JournalError::internal(

@@ -172,6 +172,7 @@ enum State {
         lease: Held,
         round: Round,
         attempt: AttemptNumber,
+        resend: bool,
     },
     /// The settle program runs under `lease`.
     Settling {
@@ -324,6 +325,7 @@ impl ExecuteProgram {
                         lease,
                         round,
                         attempt: permit.attempt,
+                        resend: permit.resend,
                     },
                     Next::Send(SendRequest {
                         key: permit.provider_idempotency_key,
@@ -380,6 +382,7 @@ impl ExecuteProgram {
             Next::Done(settled) => return self.settled(lease, round, settled, now),
             Next::Run(run) => Next::Run(run.map(ExecuteOp::Settle)),
             Next::Lookup(request) => Next::Lookup(request),
+            Next::Retrieve(request) => Next::Retrieve(request),
             Next::Send(_) => return Err(JournalError::internal("execute: settling sent")),
         };
         self.go(
@@ -415,6 +418,9 @@ impl ExecuteProgram {
             Settled::Open | Settled::LeaseEnding => self.done(Execution::RetryLater {
                 after: lease.retry_after(now),
             }),
+            // The action goes to the caller only; the next call reads the provider's
+            // object (the attempt is never re-sent blindly).
+            Settled::AwaitingCustomer(action) => self.done(Execution::CustomerMustAct(action)),
             Settled::NotFound | Settled::Unavailable => self.done(Execution::PendingReconciliation),
             Settled::InProgress => self.done(Execution::InProgress),
             // A charge this call held, recorded late: the command's own answer, as a
@@ -447,6 +453,7 @@ fn to_settle(last: Answered<ExecuteOp>) -> Result<Answered<SettleOp>, JournalErr
         Answered::Ran(Ok(ExecuteOutput::Settle(output))) => Answered::Ran(Ok(output)),
         Answered::Ran(Err(error)) => Answered::Ran(Err(error)),
         Answered::LookedUp(answer) => Answered::LookedUp(answer),
+        Answered::Retrieved(answer) => Answered::Retrieved(answer),
         Answered::Nothing | Answered::Ran(Ok(_)) | Answered::Chained(..) | Answered::Sent(_) => {
             return Err(out_of_turn());
         }
@@ -491,9 +498,17 @@ impl Program for ExecuteProgram {
                     lease,
                     round,
                     attempt,
+                    resend,
                 },
                 Answered::Sent(answer),
-            ) => self.settle(lease, round, Source::Sent { attempt, answer }, now),
+            ) => {
+                let source = Source::Sent {
+                    attempt,
+                    answer,
+                    resend,
+                };
+                self.settle(lease, round, source, now)
+            }
             (
                 State::Settling {
                     lease,

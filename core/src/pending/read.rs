@@ -52,6 +52,8 @@ impl PendingRead {
                 let provable = absence::provable_from(&state.plan, a, self.now);
                 let unblocked_by = match a.state {
                     AttemptState::Absent => Unblock::Retry,
+                    // The customer may still pay: their return or the object by id.
+                    AttemptState::AwaitingCustomer => Unblock::Customer,
                     // The provider may still complete it: its final state alone.
                     state if state.indeterminate() => Unblock::FinalEvidence,
                     AttemptState::Sending | AttemptState::Ambiguous

@@ -193,7 +193,17 @@ fn an_indeterminate_attempt_waits_for_its_final_state_never_for_a_resend_or_an_a
             AttemptState::ReplayedUnknown,
         ),
         (ProviderAnswer::Indeterminate, AttemptState::Indeterminate),
+        (
+            ProviderAnswer::CustomerMustAct(crate::sends::CustomerAction::Open {
+                url: crate::sends::Handoff::new("https://pay.example/CANARY"),
+            }),
+            AttemptState::AwaitingCustomer,
+        ),
     ] {
+        let (reason, named) = match state {
+            AttemptState::AwaitingCustomer => (Unblock::Customer, "customer"),
+            _ => (Unblock::FinalEvidence, "final_evidence"),
+        };
         let mut store = Store::new();
         let lease = fresh_lease();
         let fence = started(&mut store, &lease);
@@ -219,13 +229,14 @@ fn an_indeterminate_attempt_waits_for_its_final_state_never_for_a_resend_or_an_a
             let waiting = pending_at(&mut store, now).expect("pending");
             let send = waiting.send.clone().expect("a send");
             assert_eq!((send.attempt, send.state), (AttemptNumber::FIRST, state));
-            assert_eq!(waiting.unblocked_by, Unblock::FinalEvidence);
+            assert_eq!(waiting.unblocked_by, reason);
             assert_eq!(send.absence_provable_from, None);
             let text = serde_json::to_string(&waiting).expect("json");
             assert!(
-                text.contains("\"unblockedBy\":\"final_evidence\""),
+                text.contains(&format!("\"unblockedBy\":\"{named}\"")),
                 "{text}"
             );
+            assert!(!text.contains("CANARY"), "{text}");
         }
     }
 }

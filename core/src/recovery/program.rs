@@ -41,6 +41,8 @@ fn recovered(settled: Settled) -> Result<Recovered, JournalError> {
         Settled::NothingOpen => Recovered::NothingToLookUp,
         Settled::OtherAccount => Recovered::OtherAccount,
         Settled::LateCharge(_) => Recovered::LateCharge,
+        // The action is the customer's: a job hands it to no one.
+        Settled::AwaitingCustomer(_) => Recovered::AwaitingCustomer,
         Settled::Open | Settled::LeaseEnding => {
             return Err(JournalError::internal(
                 "recover: a sender's answer without a send",
@@ -76,6 +78,7 @@ impl Program for RecoveryProgram {
             Next::Done(settled) => Next::Done(recovered(settled)?),
             Next::Run(run) => Next::Run(run),
             Next::Lookup(request) => Next::Lookup(request),
+            Next::Retrieve(request) => Next::Retrieve(request),
             Next::Send(_) => return Err(JournalError::internal("recover: a send")),
         })
     }

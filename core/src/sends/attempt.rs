@@ -2,12 +2,14 @@
 //! provider attempt, replaced by every send mutation. Earlier attempts live on only
 //! in the audit chain (`auditEvents/provider_send_…`).
 //!
-//! Three versions are read: `sendSchemaVersion` 1 (13 fields); 2, which adds
+//! Four versions are read: `sendSchemaVersion` 1 (13 fields); 2, which adds
 //! `resultStored` (true exactly when the attempt succeeded with a result envelope,
-//! stored in `results/current` by the same commit); and 3, version 2's fields for an
-//! attempt in the state `indeterminate`, which versions 1 and 2 do not know. Every
-//! write is version 3 for that state and version 2 for every other ([`version_of`]),
-//! so every document an earlier library could write stays byte for byte what it was.
+//! stored in `results/current` by the same commit); 3, version 2's fields for an
+//! attempt in the state `indeterminate`, which versions 1 and 2 do not know; and 4,
+//! version 2's fields for an attempt in the state `awaiting_customer`, which versions 1
+//! to 3 do not know. Every write is version 3 or 4 for those states and version 2 for
+//! every other ([`version_of`]), so every document an earlier library could write
+//! stays byte for byte what it was.
 
 use super::attempt_number::AttemptNumber;
 use super::reverted::{Rule, reverted};
@@ -25,13 +27,16 @@ pub(crate) const KIND: &str = "malformed provider send document";
 pub(crate) const VERSION: i64 = 2;
 /// The version of a document holding an `indeterminate` attempt.
 pub(crate) const VERSION_INDETERMINATE: i64 = 3;
+/// The version of a document holding an `awaiting_customer` attempt.
+pub(crate) const VERSION_AWAITING_CUSTOMER: i64 = 4;
 
-/// The version a write of an attempt in `state` uses: 3 exactly for `indeterminate`.
+/// The version a write of an attempt in `state` uses: 3 exactly for `indeterminate`,
+/// 4 exactly for `awaiting_customer`.
 pub(crate) fn version_of(state: AttemptState) -> i64 {
-    if state == AttemptState::Indeterminate {
-        VERSION_INDETERMINATE
-    } else {
-        VERSION
+    match state {
+        AttemptState::Indeterminate => VERSION_INDETERMINATE,
+        AttemptState::AwaitingCustomer => VERSION_AWAITING_CUSTOMER,
+        _ => VERSION,
     }
 }
 
@@ -85,6 +90,12 @@ pub enum AttemptState {
     /// once, and no absence of it is ever proven: only the provider's final state (a
     /// success or a decline for the key) settles it. Stored in version 3 only.
     Indeterminate,
+    /// The provider answered that the customer must act (3-D Secure, a hosted page):
+    /// nothing is charged yet and the customer may still pay. Never re-sent blindly,
+    /// and no lookup's "not found" proves it absent: only the provider's object read
+    /// by id (a charge, a refusal, or its final state with nothing charged) settles
+    /// it. Stored in version 4 only.
+    AwaitingCustomer,
     /// Reconciliation proved the provider has no object for the attempt's key.
     Absent,
     /// The provider succeeded; the command succeeded in the same commit.
@@ -101,6 +112,7 @@ impl AttemptState {
             Self::Ambiguous => "ambiguous",
             Self::ReplayedUnknown => "replayed_unknown",
             Self::Indeterminate => "indeterminate",
+            Self::AwaitingCustomer => "awaiting_customer",
             Self::Absent => "absent",
             Self::Succeeded => "succeeded",
             Self::Declined => "declined",
@@ -114,6 +126,7 @@ impl AttemptState {
             "ambiguous" => Some(Self::Ambiguous),
             "replayed_unknown" => Some(Self::ReplayedUnknown),
             "indeterminate" => Some(Self::Indeterminate),
+            "awaiting_customer" => Some(Self::AwaitingCustomer),
             "absent" => Some(Self::Absent),
             "succeeded" => Some(Self::Succeeded),
             "declined" => Some(Self::Declined),
@@ -122,18 +135,26 @@ impl AttemptState {
     }
 
     /// Whether the provider outcome of the attempt is unknown (`sending`,
-    /// `ambiguous`, `replayed_unknown`, `indeterminate`).
+    /// `ambiguous`, `replayed_unknown`, `indeterminate`, `awaiting_customer`).
     pub fn outcome_unknown(self) -> bool {
         matches!(
             self,
-            Self::Sending | Self::Ambiguous | Self::ReplayedUnknown | Self::Indeterminate
+            Self::Sending
+                | Self::Ambiguous
+                | Self::ReplayedUnknown
+                | Self::Indeterminate
+                | Self::AwaitingCustomer
         )
     }
 
     /// Whether the provider may still complete the attempt after any lookup's "not
-    /// found" (`replayed_unknown`, `indeterminate`): no absence of it is provable.
+    /// found" (`replayed_unknown`, `indeterminate`, `awaiting_customer`): no absence of
+    /// it is provable from a lookup.
     pub fn indeterminate(self) -> bool {
-        matches!(self, Self::ReplayedUnknown | Self::Indeterminate)
+        matches!(
+            self,
+            Self::ReplayedUnknown | Self::Indeterminate | Self::AwaitingCustomer
+        )
     }
 
     /// Whether a later holder may re-send the attempt's key before its cutoff
@@ -146,7 +167,7 @@ impl AttemptState {
     /// Whether only a lookup can settle the attempt now, whatever the cutoff: its
     /// key replays a stored unknown, or the provider stored an indeterminate answer.
     pub(crate) fn key_cannot_tell(self) -> bool {
-        self == Self::Indeterminate
+        matches!(self, Self::Indeterminate | Self::AwaitingCustomer)
             || (self == Self::ReplayedUnknown && !reverted(Rule::ReplayedLookedUp))
     }
 }
@@ -227,7 +248,7 @@ impl SendAttempt {
         let expected: &[&str] = if current { &FIELDS } else { FIELDS_V1 };
         let f = Strict::new(map, expected, KIND)?;
         let version = if current {
-            f.int_in("sendSchemaVersion", VERSION..=VERSION_INDETERMINATE)?
+            f.int_in("sendSchemaVersion", VERSION..=VERSION_AWAITING_CUSTOMER)?
         } else {
             f.int_in("sendSchemaVersion", 1..=1)?
         };
@@ -269,9 +290,12 @@ impl SendAttempt {
         if !attempt.relations_hold() {
             return Err(f.corrupt("relations"));
         }
-        // Version 3 holds exactly an indeterminate attempt, which no earlier version
-        // may hold.
-        if (version == VERSION_INDETERMINATE) != (attempt.state == AttemptState::Indeterminate) {
+        // Version 3 holds exactly an indeterminate attempt and version 4 exactly an
+        // attempt awaiting the customer, which no earlier version may hold.
+        if version >= VERSION_INDETERMINATE && version != version_of(attempt.state) {
+            return Err(f.corrupt("sendSchemaVersion"));
+        }
+        if version < VERSION_INDETERMINATE && version_of(attempt.state) >= VERSION_INDETERMINATE {
             return Err(f.corrupt("sendSchemaVersion"));
         }
         Ok(attempt)
@@ -312,7 +336,8 @@ impl SendAttempt {
                 let source_fits = match state {
                     AttemptState::Ambiguous
                     | AttemptState::ReplayedUnknown
-                    | AttemptState::Indeterminate => o.source == OutcomeSource::ProviderAnswer,
+                    | AttemptState::Indeterminate
+                    | AttemptState::AwaitingCustomer => o.source == OutcomeSource::ProviderAnswer,
                     AttemptState::Absent => o.source == OutcomeSource::Reconciliation,
                     _ => true,
                 };

@@ -275,7 +275,8 @@ impl BeginSend {
             AttemptState::Sending
             | AttemptState::Ambiguous
             | AttemptState::ReplayedUnknown
-            | AttemptState::Indeterminate => Err(Halt::Reject(JournalError::SendCutoffPassed)),
+            | AttemptState::Indeterminate
+            | AttemptState::AwaitingCustomer => Err(Halt::Reject(JournalError::SendCutoffPassed)),
             AttemptState::Succeeded | AttemptState::Declined => Err(Halt::Reject(
                 JournalError::corrupt("provider send record disagrees with the lifecycle"),
             )),

@@ -19,10 +19,11 @@ impl Closing {
     fn state(&self) -> AttemptState {
         match self {
             Self::Succeeded(_) => AttemptState::Succeeded,
-            Self::Declined => AttemptState::Declined,
+            Self::Declined | Self::Closed => AttemptState::Declined,
             Self::Ambiguous => AttemptState::Ambiguous,
             Self::ReplayedUnknown => AttemptState::ReplayedUnknown,
             Self::Indeterminate => AttemptState::Indeterminate,
+            Self::AwaitingCustomer => AttemptState::AwaitingCustomer,
             Self::Absent => AttemptState::Absent,
         }
     }
@@ -34,10 +35,14 @@ impl Closing {
             (Self::Succeeded(_), OutcomeSource::Reconciliation) => {
                 SendEventType::ReconciledSucceeded
             }
-            (Self::Declined, OutcomeSource::Reconciliation) => SendEventType::ReconciledDeclined,
+            (Self::Declined | Self::Closed, OutcomeSource::Reconciliation) => {
+                SendEventType::ReconciledDeclined
+            }
+            (Self::Closed, OutcomeSource::ProviderAnswer) => SendEventType::Declined,
             (Self::Ambiguous, _) => SendEventType::Ambiguous,
             (Self::ReplayedUnknown, _) => SendEventType::ReplayedUnknown,
             (Self::Indeterminate, _) => SendEventType::Indeterminate,
+            (Self::AwaitingCustomer, _) => SendEventType::AwaitingCustomer,
             (Self::Absent, _) => SendEventType::ReconciledAbsent,
         }
     }
@@ -46,10 +51,13 @@ impl Closing {
     pub(crate) fn output(&self, attempt: AttemptNumber) -> SendOutcomeOutput {
         match self {
             Self::Succeeded(_) => SendOutcomeOutput::Terminal(TerminalOutput::Succeeded),
-            Self::Declined => SendOutcomeOutput::Terminal(TerminalOutput::FailedFinal),
+            Self::Declined | Self::Closed => {
+                SendOutcomeOutput::Terminal(TerminalOutput::FailedFinal)
+            }
             Self::Ambiguous | Self::ReplayedUnknown | Self::Indeterminate => {
                 SendOutcomeOutput::Ambiguous { attempt }
             }
+            Self::AwaitingCustomer => SendOutcomeOutput::AwaitingCustomer { attempt },
             Self::Absent => SendOutcomeOutput::Absent { attempt },
         }
     }
@@ -66,7 +74,7 @@ pub(crate) fn closed_retry(
         (AttemptState::Succeeded, Closing::Succeeded(commitment)) => {
             lifecycle.terminal_commitment.as_ref() == Some(commitment)
         }
-        (AttemptState::Declined, Closing::Declined) => true,
+        (AttemptState::Declined, Closing::Declined | Closing::Closed) => true,
         _ => false,
     };
     if same {
@@ -113,10 +121,13 @@ pub(crate) fn record_finding(
             )?
             .0
         }
-        Closing::Declined => end_command(call, fence, TerminalRequest::Fail, snapshot)?.0,
+        Closing::Declined | Closing::Closed => {
+            end_command(call, fence, TerminalRequest::Fail, snapshot)?.0
+        }
         Closing::Ambiguous
         | Closing::ReplayedUnknown
         | Closing::Indeterminate
+        | Closing::AwaitingCustomer
         | Closing::Absent => Vec::new(),
     };
     writes.extend(record(

@@ -1,7 +1,9 @@
 //! `auditEvents/provider_send_{commandKeyHash}_{sendRevision:010}`: one deterministic
 //! event per send mutation, audit schema version 3, aggregate `provider_send`; version
 //! 4, the same fields, exactly for an event that names the state `indeterminate` (as
-//! its `fromState` or `toState`), which version 3 does not know. B2B's
+//! its `fromState` or `toState`), which version 3 does not know; version 5, the same
+//! fields, exactly for an event that names the state `awaiting_customer`, which
+//! versions 3 and 4 do not know (no event names both: no transition joins them). B2B's
 //! `commerce_command` events (versions 1 and 2) are untouched; a send that ends the
 //! command also writes B2B's own terminal event in the same commit.
 
@@ -69,6 +71,8 @@ pub(crate) enum SendEventType {
     ReplayedUnknown,
     /// The sender heard an answer the provider documents as indeterminate.
     Indeterminate,
+    /// The sender heard that the customer must act: the attempt waits for them.
+    AwaitingCustomer,
     /// The sender recorded success (with B2B's `command_succeeded`).
     Succeeded,
     /// The sender recorded a final refusal (with B2B's `command_failed_final`).
@@ -90,6 +94,7 @@ impl SendEventType {
             Self::Ambiguous => "provider_send_ambiguous",
             Self::ReplayedUnknown => "provider_send_replayed_unknown",
             Self::Indeterminate => "provider_send_indeterminate",
+            Self::AwaitingCustomer => "provider_send_awaiting_customer",
             Self::Succeeded => "provider_send_succeeded",
             Self::Declined => "provider_send_declined",
             Self::ReconciledSucceeded => "provider_send_reconciled_succeeded",
@@ -105,6 +110,7 @@ impl SendEventType {
             Self::Ambiguous,
             Self::ReplayedUnknown,
             Self::Indeterminate,
+            Self::AwaitingCustomer,
             Self::Succeeded,
             Self::Declined,
             Self::ReconciledSucceeded,
@@ -123,6 +129,7 @@ impl SendEventType {
             Self::Ambiguous => AttemptState::Ambiguous,
             Self::ReplayedUnknown => AttemptState::ReplayedUnknown,
             Self::Indeterminate => AttemptState::Indeterminate,
+            Self::AwaitingCustomer => AttemptState::AwaitingCustomer,
             Self::Succeeded | Self::ReconciledSucceeded => AttemptState::Succeeded,
             Self::Declined | Self::ReconciledDeclined => AttemptState::Declined,
             Self::ReconciledAbsent => AttemptState::Absent,
@@ -135,7 +142,7 @@ impl SendEventType {
             Self::Opened if attempt == AttemptNumber::FIRST => from.is_none(),
             Self::Opened => from == Some(AttemptState::Absent),
             Self::Ambiguous => from == Some(AttemptState::Sending),
-            Self::ReplayedUnknown | Self::Indeterminate => {
+            Self::ReplayedUnknown | Self::Indeterminate | Self::AwaitingCustomer => {
                 from.is_some_and(AttemptState::resendable)
             }
             Self::Resent => from.is_some_and(AttemptState::resendable),
@@ -166,10 +173,13 @@ pub(crate) struct SendEvent {
 }
 
 /// The audit schema version of a send event from `from` to `to`: 4 exactly when
-/// either is `indeterminate`, else 3.
+/// either is `indeterminate`, 5 exactly when either is `awaiting_customer`, else 3.
 fn version_of(from: Option<AttemptState>, to: AttemptState) -> i64 {
-    let names = |state: AttemptState| state == AttemptState::Indeterminate;
-    if from.is_some_and(names) || names(to) {
+    let names = |named: AttemptState| move |state: AttemptState| state == named;
+    let either = |named| from.is_some_and(names(named)) || names(named)(to);
+    if either(AttemptState::AwaitingCustomer) {
+        5
+    } else if either(AttemptState::Indeterminate) {
         4
     } else {
         3
@@ -180,7 +190,7 @@ impl SendEvent {
     /// Parses strictly; `document_id` is the id the event was read under.
     pub(crate) fn parse(document_id: &str, map: &FieldMap) -> Result<Self, JournalError> {
         let f = Strict::new(map, &FIELDS, KIND)?;
-        let version = f.int_in("auditSchemaVersion", 3..=4)?;
+        let version = f.int_in("auditSchemaVersion", 3..=5)?;
         f.string_eq("aggregateType", "provider_send")?;
         let command_key_hash = f.digest("commandKeyHash")?;
         let send_revision = f.int_in("sendRevision", 1..=MAX_REVISION)?;

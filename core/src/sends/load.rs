@@ -264,6 +264,7 @@ pub(crate) fn partners(attempt: &SendAttempt, event: &SendEvent) -> bool {
         SendEventType::Ambiguous
         | SendEventType::ReplayedUnknown
         | SendEventType::Indeterminate
+        | SendEventType::AwaitingCustomer
         | SendEventType::Succeeded
         | SendEventType::Declined => source == Some(OutcomeSource::ProviderAnswer),
         SendEventType::ReconciledSucceeded

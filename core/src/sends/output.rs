@@ -45,6 +45,12 @@ pub enum SendOutcomeOutput {
         /// The attempt.
         attempt: AttemptNumber,
     },
+    /// The provider waits for the customer (`send_awaiting_customer`): the attempt
+    /// stays open and is never re-sent; the provider's object settles it.
+    AwaitingCustomer {
+        /// The attempt.
+        attempt: AttemptNumber,
+    },
     /// The provider has no object for the attempt's key (`send_absent`): the next
     /// `begin_send` opens a new attempt with a new key.
     Absent {
@@ -81,12 +87,14 @@ impl Serialize for BeginSendOutput {
 }
 
 /// B2B's terminal output shape, or
-/// `{"journalSchemaVersion":1,"outcome":"send_ambiguous"|"send_absent","attempt":N}`.
+/// `{"journalSchemaVersion":1,"outcome":"send_ambiguous"|"send_awaiting_customer"|
+/// "send_absent","attempt":N}`.
 impl Serialize for SendOutcomeOutput {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let (outcome, attempt) = match self {
             Self::Terminal(terminal) => return terminal.serialize(serializer),
             Self::Ambiguous { attempt } => ("send_ambiguous", attempt),
+            Self::AwaitingCustomer { attempt } => ("send_awaiting_customer", attempt),
             Self::Absent { attempt } => ("send_absent", attempt),
         };
         let mut s = serializer.serialize_struct("SendOutcomeOutput", 3)?;

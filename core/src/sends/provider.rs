@@ -13,8 +13,8 @@
 //! | `Unknown` | timeout, 5xx, lost connection | failed or inconclusive | the attempt kept open (`ambiguous`) | — (`invalid_input`) |
 //! | `ReplayedUnknown` | the key's stored unknown answer, replayed (Stripe's stored 5xx, `Idempotent-Replayed: true`) | — (as `Unknown`) | the attempt kept open, never re-sent (`replayed_unknown`): looked up at once; indeterminate | — (`invalid_input`) |
 //! | `Indeterminate` | an answer the provider documents as indeterminate (Stripe's 500) | — (as `Unknown`) | the attempt kept open, never re-sent (`indeterminate`): looked up at once; indeterminate | — (`invalid_input`) |
-//! | `CustomerMustAct(action)` | the customer must act (3-D Secure, a hosted page) | — (as `Unknown`) | as `Unknown` | — (`invalid_input`) |
-//! | `Closed` | — (as `Unknown`) | — (as `Unknown`) | as `Unknown` | — (`invalid_input`) |
+//! | `CustomerMustAct(action)` | the customer must act (3-D Secure, a hosted page) | — (as `Unknown`) | the attempt kept open, never re-sent (`awaiting_customer`); the action goes to the caller, never stored | — (`invalid_input`) |
+//! | `Closed` | — (as `Unknown`) | — (as `Unknown`; a retrieve by id: its object closed with nothing charged) | as `Unknown` | of an attempt awaiting the customer only: final failure, nothing charged (else `absence_not_provable`) |
 //!
 //! An attempt whose provider answered `ReplayedUnknown` or `Indeterminate` is
 //! *indeterminate*: the provider may still complete it later, so no "not found"
@@ -243,8 +243,15 @@ pub(crate) enum Closing {
     /// Still unknown, answered as indeterminate by the provider
     /// (`record_send_outcome` only).
     Indeterminate,
+    /// Still unknown: the provider waits for the customer (`record_send_outcome`
+    /// only).
+    AwaitingCustomer,
     /// The provider has no object for the key (`reconcile_send` only).
     Absent,
+    /// The provider's object for the key, read by id, reached a final state with
+    /// nothing charged (`reconcile_send` only, of an attempt awaiting the customer):
+    /// the command fails for good with nothing charged, as after a decline.
+    Closed,
 }
 
 impl ProviderAnswer {
@@ -297,7 +304,9 @@ impl ProviderAnswer {
             }
             Self::Declined => Closing::Declined,
             Self::NotFound => Closing::Absent,
-            Self::Unknown | Self::CustomerMustAct(_) | Self::Closed => Closing::Ambiguous,
+            Self::Unknown => Closing::Ambiguous,
+            Self::Closed => Closing::Closed,
+            Self::CustomerMustAct(_) => Closing::AwaitingCustomer,
             Self::ReplayedUnknown => Closing::ReplayedUnknown,
             Self::Indeterminate => Closing::Indeterminate,
         };

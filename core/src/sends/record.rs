@@ -15,11 +15,14 @@
 //! attempt absent                                 -> attempt_mismatch
 //! open, the caller's fence did not send it last  -> attempt_mismatch
 //! ambiguous, unknown again                       -> ambiguous (read-only)
-//! replayed_unknown or indeterminate, any unknown -> ambiguous (read-only)
+//! replayed_unknown or indeterminate, any unknown -> ambiguous (read-only; a must-act
+//!                                                   too)
 //! open + any unknown, now ≥ sendCutoffAt         -> send_cutoff_passed
 //! sending + unknown                              -> ambiguous
 //! sending or ambiguous + replayed unknown        -> replayed_unknown (never re-sent)
 //! sending or ambiguous + indeterminate           -> indeterminate (never re-sent)
+//! sending or ambiguous + the customer must act   -> awaiting_customer (never re-sent)
+//! awaiting_customer, any unknown or must act     -> awaiting_customer (read-only)
 //! a reconciliation:
 //! attempt absent, not found again                -> absent (read-only)
 //! attempt absent, succeeded / declined           -> attempt_mismatch
@@ -27,6 +30,9 @@
 //!                                                   never for replayed_unknown or
 //!                                                   indeterminate: `absence`)
 //! open + not found, provable                     -> absent: the next begin_send opens n + 1
+//! awaiting_customer + closed (read by id)        -> declined + B2B final failure, one
+//!                                                   commit: nothing charged
+//! any other open state + closed                  -> absence_not_provable
 //! ```
 //!
 //! The cutoff stops sending, not the recording of an answer: a success or decline is
@@ -98,13 +104,18 @@ impl Record {
                 Mode::Reconciliation,
                 ProviderAnswer::Unknown
                 | ProviderAnswer::ReplayedUnknown
-                | ProviderAnswer::Indeterminate,
+                | ProviderAnswer::Indeterminate
+                | ProviderAnswer::CustomerMustAct(_),
             ) => {
                 return Err(JournalError::invalid("evidence"));
             }
             _ => {}
         }
-        let (finding, envelope) = answer.closing(call.identity());
+        let (finding, envelope) = match (mode, answer) {
+            // A send's "closed" tells nothing of the send: as an unknown.
+            (Mode::Outcome, ProviderAnswer::Closed) => (Closing::Ambiguous, None),
+            _ => answer.closing(call.identity()),
+        };
         let (hash, now) = (call.hash().clone(), call.now());
         let op = Self::new(call, fence, attempt, finding, plan, mode);
         Ok(WithResult::optional(op, &hash, now, envelope))
@@ -193,7 +204,8 @@ impl Record {
             AttemptState::Sending
             | AttemptState::Ambiguous
             | AttemptState::ReplayedUnknown
-            | AttemptState::Indeterminate => {}
+            | AttemptState::Indeterminate
+            | AttemptState::AwaitingCustomer => {}
         }
         let now = call.now();
         if sender {
@@ -205,11 +217,16 @@ impl Record {
             // may still complete it).
             let unknown = matches!(
                 self.finding,
-                Closing::Ambiguous | Closing::ReplayedUnknown | Closing::Indeterminate
+                Closing::Ambiguous
+                    | Closing::ReplayedUnknown
+                    | Closing::Indeterminate
+                    | Closing::AwaitingCustomer
             );
             let kept = match attempt.state {
                 AttemptState::Ambiguous => self.finding == Closing::Ambiguous,
-                AttemptState::ReplayedUnknown | AttemptState::Indeterminate => unknown,
+                AttemptState::ReplayedUnknown
+                | AttemptState::Indeterminate
+                | AttemptState::AwaitingCustomer => unknown,
                 _ => false,
             };
             if kept {
@@ -226,6 +243,13 @@ impl Record {
         }
         if !sender && self.finding == Closing::Absent {
             absence::check(&state.plan, attempt, now).map_err(Halt::Reject)?;
+        }
+        // Only an attempt that waits for its customer is proven closed by its object's
+        // final state read by id; no other attempt's absence is proven so.
+        if self.finding == Closing::Closed && attempt.state != AttemptState::AwaitingCustomer {
+            return Err(Halt::Reject(JournalError::AbsenceNotProvable {
+                provable_from: None,
+            }));
         }
         let source = if sender {
             OutcomeSource::ProviderAnswer

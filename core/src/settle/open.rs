@@ -14,6 +14,10 @@ use crate::time::Timestamp;
 pub(super) struct Open {
     pub(super) attempt: AttemptNumber,
     pub(super) key: String,
+    /// Its stored state: one that waits for the customer is read by id.
+    pub(super) state: AttemptState,
+    /// Its stored cutoff.
+    pub(super) send_cutoff_at: Timestamp,
     /// From when its "not found" proves an absence, for this holder; `None`: never.
     pub(super) provable_from: Option<Timestamp>,
 }
@@ -27,6 +31,8 @@ pub(super) fn caller_open(status: CommandStatus, asks: bool) -> Result<Open, Set
             Ok(Open {
                 attempt: send.attempt,
                 key: send.key,
+                state: send.state,
+                send_cutoff_at: send.send_cutoff_at,
                 provable_from: send.absence_provable_from,
             })
         }
@@ -56,7 +62,8 @@ pub(super) fn job_open(
         AttemptState::Sending
         | AttemptState::Ambiguous
         | AttemptState::ReplayedUnknown
-        | AttemptState::Indeterminate => {}
+        | AttemptState::Indeterminate
+        | AttemptState::AwaitingCustomer => {}
         AttemptState::Absent => return Ok(Err(Settled::NothingOpen)),
         AttemptState::Succeeded | AttemptState::Declined => {
             return Err(JournalError::internal(
@@ -77,6 +84,8 @@ pub(super) fn job_open(
     Ok(Ok(Open {
         attempt: send.attempt,
         key: send.key,
+        state: send.state,
+        send_cutoff_at: send.send_cutoff_at,
         provable_from: send.absence_provable_from.filter(|_| proves),
     }))
 }

@@ -17,13 +17,15 @@ use crate::sends::provider::{LookupRequest, ProviderAnswer};
 use crate::sends::record::{Mode, Record};
 use crate::sends::reverted::{Rule, reverted};
 use crate::sends::status::SendStatusRead;
-use crate::sends::{AttemptNumber, ProviderAccount, ProviderPlan, SendOutcomeOutput};
+use crate::sends::{AttemptNumber, AttemptState, ProviderAccount, ProviderPlan, SendOutcomeOutput};
 use crate::start::Start;
 use crate::time::Timestamp;
 use std::time::Duration;
 
 mod given;
 mod late;
+mod retrieve;
+mod sent;
 
 /// Who settles, and what it knows of the command.
 #[derive(Debug, Clone)]
@@ -67,12 +69,18 @@ enum State {
         lease: Held,
         attempt: AttemptNumber,
         answer: ProviderAnswer,
+        resend: bool,
     },
     /// The status read is in flight, under `under` (or before any lease); `given`:
     /// the answer given to the program, when it asks the provider nothing.
     Reading {
         under: Option<Held>,
         given: Option<Given>,
+    },
+    /// The provider's read by id of an attempt awaiting the customer is in flight.
+    Retrieving {
+        under: Option<Held>,
+        attempt: AttemptNumber,
     },
     /// The provider's lookup is in flight; its "not found" proves the absence only
     /// when `proves_absence`.
@@ -191,94 +199,26 @@ impl Settle {
     /// The first step, from `source`.
     fn begin(&mut self, source: Source, under: Option<Held>, now: Now) -> Then {
         match (source, under) {
-            (Source::Sent { attempt, answer }, Some(lease)) => {
+            (
+                Source::Sent {
+                    attempt,
+                    answer,
+                    resend,
+                },
+                Some(lease),
+            ) => {
                 // A send cannot prove an absence: its "not found" tells nothing.
                 let answer = match answer {
                     ProviderAnswer::NotFound => ProviderAnswer::Unknown,
                     other => other,
                 };
-                self.record(lease, attempt, answer, now)
+                self.record(lease, attempt, answer, resend, now)
             }
             (Source::Sent { .. }, None) => Err(JournalError::internal(
                 "settle: a send's answer without a held lease",
             )),
             (Source::Lookup, under) => self.read(under, None, now),
             (Source::Given(given), under) => self.read(under, Some(given), now),
-        }
-    }
-
-    /// `record_send_outcome` of the sender's own `answer` on `attempt`.
-    fn record(
-        &mut self,
-        lease: Held,
-        attempt: AttemptNumber,
-        answer: ProviderAnswer,
-        now: Now,
-    ) -> Then {
-        let Holder::Caller { plan, .. } = &self.holder else {
-            return Err(JournalError::internal("settle: a job records no send"));
-        };
-        let plan = Some(plan.clone());
-        match Record::prepare(
-            self.call(now.at)?,
-            lease.fence,
-            attempt,
-            &answer,
-            plan,
-            Mode::Outcome,
-        ) {
-            Ok(op) => self.go(
-                State::Recording {
-                    lease,
-                    attempt,
-                    answer,
-                },
-                Next::Run(Run::op(SettleOp::Record(Box::new(op)))),
-            ),
-            Err(error) => self.recorded(lease, attempt, answer, Err(error), now),
-        }
-    }
-
-    /// What recording the sender's own answer answered.
-    fn recorded(
-        &mut self,
-        lease: Held,
-        attempt: AttemptNumber,
-        answer: ProviderAnswer,
-        result: Result<SendOutcomeOutput, JournalError>,
-        now: Now,
-    ) -> Then {
-        match result {
-            Ok(SendOutcomeOutput::Terminal(TerminalOutput::Succeeded)) => {
-                done(Settled::Succeeded(answer.envelope().cloned()))
-            }
-            Ok(SendOutcomeOutput::Terminal(TerminalOutput::FailedFinal)) => done(Settled::Declined),
-            // The key can no longer tell (a replay of its stored unknown answer, or an
-            // answer the provider documents as indeterminate): look it up now, under
-            // the same lease, instead of waiting for a re-send or the cutoff.
-            Ok(SendOutcomeOutput::Ambiguous { .. })
-                if answer == ProviderAnswer::Indeterminate
-                    || (answer == ProviderAnswer::ReplayedUnknown
-                        && !reverted(Rule::ReplayedLookedUp)) =>
-            {
-                self.read(Some(lease), None, now)
-            }
-            Ok(SendOutcomeOutput::Ambiguous { .. }) => done(Settled::Open),
-            Ok(SendOutcomeOutput::Absent { .. }) => Err(JournalError::internal(
-                "settle: a send outcome recorded absence",
-            )),
-            // The call's deadline passed before the answer was recorded: it starts
-            // nothing more. The permit stands: the next call re-sends under the same
-            // key and records what the provider answers it.
-            Err(error @ JournalError::Unavailable { deadline: true, .. }) => Err(error),
-            // The answer is evidence whenever it arrives: where recording it as the
-            // sender's outcome is refused, offer it to reconciliation.
-            Err(_) if answer.evidence().is_some() => {
-                self.reconcile(lease, attempt, answer, OnLost::TakeAgain, now)
-            }
-            Err(JournalError::SendCutoffPassed) => self.read(Some(lease), None, now),
-            Err(error) if lease_lost(&error) => done(Settled::InProgress),
-            Err(error) => Err(error),
         }
     }
 
@@ -345,6 +285,10 @@ impl Settle {
             }
             _ => LOOKUP_DEADLINE,
         };
+        // An attempt that waits for its customer is read by id, never looked up.
+        if open.state == AttemptState::AwaitingCustomer {
+            return self.retrieve(under, open, deadline, now);
+        }
         self.ask(under, open, proves_absence, deadline)
     }
 
@@ -384,9 +328,13 @@ impl Settle {
             // Looked up before the absence was provable (the charge may not be
             // visible yet), or never provable: nothing is written.
             ProviderAnswer::NotFound => return done(Settled::NotFound),
+            // "The customer must act" or a closed object, from a lookup, tells no
+            // charge, refusal or absence: only a retrieve by id weighs them.
             ProviderAnswer::Unknown
             | ProviderAnswer::ReplayedUnknown
-            | ProviderAnswer::Indeterminate => {
+            | ProviderAnswer::Indeterminate
+            | ProviderAnswer::CustomerMustAct(_)
+            | ProviderAnswer::Closed => {
                 return done(Settled::Unavailable);
             }
             found => found,
@@ -509,9 +457,13 @@ impl Settle {
             }
             Ok(SendOutcomeOutput::Terminal(TerminalOutput::FailedFinal)) => done(Settled::Declined),
             Ok(SendOutcomeOutput::Absent { .. }) if absence => done(Settled::Absent),
-            Ok(SendOutcomeOutput::Absent { .. } | SendOutcomeOutput::Ambiguous { .. }) => Err(
-                JournalError::internal("settle: evidence recorded as another outcome"),
-            ),
+            Ok(
+                SendOutcomeOutput::Absent { .. }
+                | SendOutcomeOutput::Ambiguous { .. }
+                | SendOutcomeOutput::AwaitingCustomer { .. },
+            ) => Err(JournalError::internal(
+                "settle: evidence recorded as another outcome",
+            )),
             // The lease ran out before the answer only this holder has was recorded:
             // take a lease once more and record it then.
             Err(error) if lease_lost(&error) && on_lost == OnLost::TakeAgain => {
@@ -520,6 +472,10 @@ impl Settle {
             // Provable when the lookup started, not any more at the commit (a later
             // permit, or the provider's retention ran out meanwhile): nothing written.
             Err(JournalError::AbsenceNotProvable { .. }) if absence => done(Settled::NotFound),
+            // A closed object proves only an attempt that still waits for its customer.
+            Err(JournalError::AbsenceNotProvable { .. }) if evidence == ProviderAnswer::Closed => {
+                done(Settled::Unavailable)
+            }
             Err(error) if lease_lost(&error) => done(Settled::InProgress),
             // The command ended, or its attempt moved on, without the charge offered:
             // recorded as a late charge, never dropped.
@@ -553,9 +509,10 @@ impl Program for Settle {
                     lease,
                     attempt,
                     answer,
+                    resend,
                 },
                 Answered::Ran(ran),
-            ) => self.recorded(lease, attempt, answer, recorded(ran), now),
+            ) => self.recorded(lease, attempt, answer, resend, recorded(ran), now),
             (State::Reading { under, given }, Answered::Ran(ran)) => {
                 self.status(under, given, ran?, now)
             }
@@ -567,6 +524,9 @@ impl Program for Settle {
                 },
                 Answered::LookedUp(answer),
             ) => self.weigh(under, attempt, proves_absence, answer, now),
+            (State::Retrieving { under, attempt }, Answered::Retrieved(answer)) => {
+                self.retrieved(under, attempt, answer, now)
+            }
             (
                 State::Taking {
                     attempt,

@@ -201,6 +201,7 @@ fn under_the_lease_the_senders_evidence_is_recorded_with_its_envelope() {
         let mut store = Store::new();
         let (owner, lease) = client_permitted(&mut store, T0);
         let sent = Source::Sent {
+            resend: false,
             attempt: AttemptNumber::FIRST,
             answer: answer.clone(),
         };
@@ -218,6 +219,7 @@ fn under_the_lease_the_senders_unknown_is_kept_open_and_a_replay_looked_up_at_on
     let mut store = Store::new();
     let (owner, lease) = client_permitted(&mut store, T0);
     let sent = |answer| Source::Sent {
+        resend: false,
         attempt: AttemptNumber::FIRST,
         answer,
     };
@@ -269,6 +271,7 @@ fn under_the_lease_an_unknown_past_the_cutoff_is_looked_up_and_a_charge_recorded
         client_permitted(&mut store, CUTOFF - 30 * SEC)
     };
     let sent = Source::Sent {
+        resend: false,
         attempt: AttemptNumber::FIRST,
         answer: ProviderAnswer::Unknown,
     };
@@ -297,6 +300,7 @@ fn under_a_lease_lost_the_senders_evidence_is_recorded_under_one_more() {
     let mut store = Store::new();
     let (owner, lease) = client_permitted(&mut store, T0);
     let sent = Source::Sent {
+        resend: false,
         attempt: AttemptNumber::FIRST,
         answer: ProviderAnswer::Succeeded(envelope()),
     };
@@ -527,6 +531,7 @@ fn a_taken_lease_refuses_what_it_cannot_prove() {
     assert_eq!(store.documents(), before);
     // A job never sends: a send's answer is refused before anything is read.
     let sent = Source::Sent {
+        resend: false,
         attempt: AttemptNumber::FIRST,
         answer: ProviderAnswer::Succeeded(envelope()),
     };
@@ -600,6 +605,7 @@ fn a_senders_charge_for_an_attempt_moved_on_is_recorded_late_while_another_holds
     // looked up again): recorded as a late charge, not dropped.
     let late = crate::sends::late::path(&hash(), AttemptNumber::FIRST);
     let sent = Source::Sent {
+        resend: false,
         attempt: AttemptNumber::FIRST,
         answer: ProviderAnswer::Succeeded(envelope()),
     };
@@ -610,6 +616,7 @@ fn a_senders_charge_for_an_attempt_moved_on_is_recorded_late_while_another_holds
     // nothing late, in progress.
     let before = store.documents();
     let sent = Source::Sent {
+        resend: false,
         attempt: AttemptNumber::new(2).expect("two"),
         answer: ProviderAnswer::Succeeded(envelope()),
     };
@@ -632,6 +639,7 @@ fn no_next_key_is_issued_for_an_attempt_the_provider_charged_after_its_absence()
     );
     assert_eq!(result, Ok(Settled::Absent));
     let sent = Source::Sent {
+        resend: false,
         attempt: AttemptNumber::FIRST,
         answer: ProviderAnswer::Succeeded(envelope()),
     };
@@ -752,6 +760,7 @@ fn a_charge_given_after_the_command_ended_without_it_is_recorded_late() {
     let mut store = Store::new();
     let (owner, lease) = client_permitted(&mut store, T0);
     let sent = Source::Sent {
+        resend: false,
         attempt: AttemptNumber::FIRST,
         answer: ProviderAnswer::Declined,
     };

@@ -110,6 +110,7 @@ where
                 Io::Retry { .. } => "retry",
                 Io::Send(_) => "send",
                 Io::Lookup(_) => "lookup",
+                Io::Retrieve(_) => "retrieve",
             };
             self.trace.steps.push(step);
             return io;
@@ -145,6 +146,7 @@ where
             Io::Retry { .. } => Input::Waited,
             Io::Send(_) => Input::Sent(ProviderAnswer::Unknown),
             Io::Lookup(_) => Input::LookedUp(ProviderAnswer::Unknown),
+            Io::Retrieve(_) => Input::Retrieved(ProviderAnswer::Unknown),
             Io::Began(_) | Io::Ended { .. } | Io::Done(_) => {
                 unreachable!("a notification or an answer is not an I/O step")
             }

@@ -216,6 +216,10 @@ pub enum AttentionCode {
     /// settles the command, and no new key is issued for it; a person if that never
     /// comes.
     IndeterminateSend,
+    /// An attempt that waits for its customer (`awaiting_customer`: 3-D Secure, a
+    /// hosted page): the customer's return, or the provider's object read by id,
+    /// settles it, and no new key is issued while the customer may still pay.
+    AwaitingCustomer,
     /// A charge its command ended without (`lateCharges/{attempt}`: the attempt was
     /// recorded absent or declined): money moved for no settled command; a person
     /// refunds it.
@@ -227,6 +231,7 @@ impl AttentionCode {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::IndeterminateSend => "indeterminate_send",
+            Self::AwaitingCustomer => "awaiting_customer",
             Self::LateCharge => "late_charge",
         }
     }

@@ -236,20 +236,22 @@ fn replay(
                     SendEventType::Ambiguous
                     | SendEventType::ReplayedUnknown
                     | SendEventType::Indeterminate
+                    | SendEventType::AwaitingCustomer
                     | SendEventType::Succeeded
                     | SendEventType::Declined => Some(OutcomeSource::ProviderAnswer),
                     SendEventType::Resent | SendEventType::Opened => None,
                     _ => Some(OutcomeSource::Reconciliation),
                 };
-                // Permits and a sender's `ambiguous`, `replayed_unknown` or
-                // `indeterminate` come before the cutoff; a sender's success or
-                // decline, and reconciliation, may follow it.
+                // Permits and a sender's `ambiguous`, `replayed_unknown`,
+                // `indeterminate` or `awaiting_customer` come before the cutoff; a
+                // sender's success or decline, and reconciliation, may follow it.
                 let before_cutoff = matches!(
                     kind,
                     SendEventType::Resent
                         | SendEventType::Ambiguous
                         | SendEventType::ReplayedUnknown
                         | SendEventType::Indeterminate
+                        | SendEventType::AwaitingCustomer
                 );
                 if before_cutoff && event.occurred_at >= previous.send_cutoff_at {
                     out.push(at(C::SendCutoffMismatch, path));

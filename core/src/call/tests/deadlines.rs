@@ -76,6 +76,7 @@ impl Driver {
             Io::Retry { .. } => ("retry", SECOND / 2),
             Io::Send(send) => ("send", send.deadline.min(self.provider.0)),
             Io::Lookup(lookup) => ("lookup", lookup.deadline),
+            Io::Retrieve(retrieve) => ("retrieve", retrieve.deadline),
             Io::Began(_) | Io::Ended { .. } | Io::Done(_) => return None,
         };
         self.steps.borrow_mut().push((name, start));

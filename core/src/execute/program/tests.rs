@@ -88,6 +88,14 @@ enum Asked {
         key: String,
         deadline: Duration,
     },
+    /// The provider's object read by id.
+    Retrieve {
+        key: String,
+        replayable: bool,
+        cancel: bool,
+        act_by: Timestamp,
+        deadline: Duration,
+    },
     /// `reconcile_send` of the evidence.
     Reconcile {
         fence: crate::fence::FenceEpoch,
@@ -115,7 +123,16 @@ fn answer_of(finding: &Closing, envelope: Option<&ResultEnvelope>) -> ProviderAn
         (Closing::Ambiguous, _) => ProviderAnswer::Unknown,
         (Closing::ReplayedUnknown, _) => ProviderAnswer::ReplayedUnknown,
         (Closing::Indeterminate, _) => ProviderAnswer::Indeterminate,
+        (Closing::AwaitingCustomer, _) => ProviderAnswer::CustomerMustAct(action()),
         (Closing::Absent, _) => ProviderAnswer::NotFound,
+        (Closing::Closed, _) => ProviderAnswer::Closed,
+    }
+}
+
+/// The action the tests' provider hands over: a hosted page whose address is a canary.
+fn action() -> crate::sends::CustomerAction {
+    crate::sends::CustomerAction::Open {
+        url: crate::sends::Handoff::new("https://pay.example/CANARYsession"),
     }
 }
 
@@ -137,6 +154,13 @@ fn asked(next: Next<ExecuteOp, Executed>) -> Asked {
         },
         Next::Lookup(request) => Asked::Lookup {
             key: request.key,
+            deadline: request.deadline,
+        },
+        Next::Retrieve(request) => Asked::Retrieve {
+            key: request.key,
+            replayable: request.replayable,
+            cancel: request.cancel,
+            act_by: request.act_by,
             deadline: request.deadline,
         },
         Next::Run(run) => match run.op {
@@ -1191,6 +1215,8 @@ fn a_replay_the_journal_refuses_to_record_is_looked_up_or_left_to_the_holder() {
 }
 
 mod clocks;
+mod customer;
+mod customer_model;
 mod late;
 
 #[test]

@@ -174,6 +174,7 @@ fn attempt_states_serialize_as_their_stored_names() {
         AttemptState::Ambiguous,
         AttemptState::ReplayedUnknown,
         AttemptState::Indeterminate,
+        AttemptState::AwaitingCustomer,
         AttemptState::Absent,
         AttemptState::Succeeded,
         AttemptState::Declined,

@@ -7,6 +7,7 @@
 //! documents the step writes.
 
 mod codecs;
+mod customer;
 mod late;
 mod model;
 mod opening;
@@ -199,6 +200,9 @@ fn outcome_summary(o: &SendOutcomeOutput) -> String {
         SendOutcomeOutput::Terminal(t) => terminal(*t),
         SendOutcomeOutput::Ambiguous { attempt } => format!("send_ambiguous {attempt}"),
         SendOutcomeOutput::Absent { attempt } => format!("send_absent {attempt}"),
+        SendOutcomeOutput::AwaitingCustomer { attempt } => {
+            format!("send_awaiting_customer {attempt}")
+        }
     }
 }
 

@@ -432,6 +432,9 @@ fn outcome_summary(answer: &Result<SendOutcomeOutput, JournalError>) -> String {
         Ok(SendOutcomeOutput::Terminal(t)) => format!("{t:?}").to_lowercase(),
         Ok(SendOutcomeOutput::Ambiguous { attempt }) => format!("ambiguous {attempt}"),
         Ok(SendOutcomeOutput::Absent { attempt }) => format!("absent {attempt}"),
+        Ok(SendOutcomeOutput::AwaitingCustomer { attempt }) => {
+            format!("awaiting_customer {attempt}")
+        }
         Err(error) => error.code().to_owned(),
     }
 }

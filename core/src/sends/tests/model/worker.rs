@@ -167,6 +167,9 @@ pub(super) fn op_of(op: &ExecuteOp, open: bool) -> Op {
                 (Closing::Succeeded(_), None) => panic!("a success without its result"),
                 // The model's provider answers a stored 5xx's sender with a timeout.
                 (Closing::Indeterminate, _) => panic!("the model hears no fresh 500"),
+                (Closing::AwaitingCustomer | Closing::Closed, _) => {
+                    panic!("the model's customer never has to act")
+                }
             };
             match mode {
                 Mode::Outcome => Op::Record {
@@ -273,6 +276,7 @@ impl Call {
                 Fed::Asked
             }
             Next::Send(request) => Fed::Sent(request.key),
+            Next::Retrieve(_) => panic!("the model's customer never has to act"),
         };
         self.answered = true;
         self.fingerprint = self.fingerprint();

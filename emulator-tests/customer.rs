@@ -1,0 +1,325 @@
+//! The customer in the loop against the emulator, with a scripted provider (no
+//! Stripe): a send answered "the customer must act" hands the action to the caller
+//! and records `awaiting_customer`; the customer's return reads the object by id
+//! (never a re-send, never a second key) and its answer settles the command: paid,
+//! a failed challenge (declined), abandoned (cancelled, then closed: nothing charged).
+//! The action's secret and URL are canaries: no stored document shows them.
+
+use super::send_randomized::assert_verified;
+use super::support::{self, command, list};
+use chrono::{DateTime, TimeDelta, Utc};
+use command_journal::sends::{
+    ActionName, AttemptNumber, CustomerAction, Handoff, LookupRequest, RetrieveRequest,
+};
+use command_journal::time::ManualClock;
+use command_journal::{
+    CommandInput, Connection, Execution, Journal, Provider, ProviderAnswer, ProviderPlan,
+    ProviderPlanRequest, ResultEnvelope, SendRequest, Timestamp,
+};
+use serde_json::json;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+const SECRET: &str = "pi_CANARYsecret_CANARYclient";
+const URL: &str = "https://pay.example/CANARYsession";
+const PAST_CUTOFF: TimeDelta = TimeDelta::seconds(64_801);
+const PAST_LEASE: TimeDelta = TimeDelta::seconds(61);
+
+fn plan() -> ProviderPlan {
+    ProviderPlan::new(ProviderPlanRequest {
+        provider: "stub",
+        account: "acct_customer",
+        mode: "test",
+        api_version: "2026-01-01",
+        operation: "charge",
+        endpoint: "POST /v1/payment_intents",
+        parameters: &json!({"amount": 1250, "currency": "eur"}),
+        key_retention_seconds: 86_400,
+    })
+    .expect("valid plan")
+}
+
+fn confirm() -> CustomerAction {
+    CustomerAction::Confirm {
+        client_secret: Handoff::new(SECRET),
+        next_action: ActionName::new("use_stripe_sdk").expect("name"),
+    }
+}
+
+fn open() -> CustomerAction {
+    CustomerAction::Open {
+        url: Handoff::new(URL),
+    }
+}
+
+fn charge(id: &str) -> ResultEnvelope {
+    ResultEnvelope::new(&json!({"id": id, "amount": 1250, "status": "succeeded"}))
+        .expect("envelope")
+}
+
+/// One provider call as the stub saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Call {
+    Send {
+        key: String,
+        resend: bool,
+        act_by: Timestamp,
+    },
+    Retrieve {
+        key: String,
+        replayable: bool,
+        cancel: bool,
+        act_by: Timestamp,
+    },
+}
+
+/// A provider answering from scripts and recording every call; it never looks up.
+#[derive(Default)]
+struct Scripted {
+    sends: Mutex<VecDeque<ProviderAnswer>>,
+    retrieves: Mutex<VecDeque<ProviderAnswer>>,
+    calls: Mutex<Vec<Call>>,
+}
+
+impl Scripted {
+    fn new(sends: Vec<ProviderAnswer>, retrieves: Vec<ProviderAnswer>) -> Self {
+        Self {
+            sends: Mutex::new(sends.into()),
+            retrieves: Mutex::new(retrieves.into()),
+            ..Self::default()
+        }
+    }
+
+    fn calls(&self) -> Vec<Call> {
+        self.calls.lock().expect("calls").clone()
+    }
+}
+
+impl Provider for Scripted {
+    async fn send(&self, request: SendRequest) -> ProviderAnswer {
+        self.calls.lock().expect("calls").push(Call::Send {
+            key: request.key,
+            resend: request.resend,
+            act_by: request.act_by,
+        });
+        let next = self.sends.lock().expect("sends").pop_front();
+        next.expect("an unscripted send")
+    }
+
+    async fn lookup(&self, _request: LookupRequest) -> ProviderAnswer {
+        panic!("an attempt that waits for its customer is never looked up")
+    }
+
+    async fn retrieve(&self, request: RetrieveRequest) -> ProviderAnswer {
+        assert_eq!(
+            request.parameters,
+            json!({"amount": 1250, "currency": "eur"})
+        );
+        self.calls.lock().expect("calls").push(Call::Retrieve {
+            key: request.key,
+            replayable: request.replayable,
+            cancel: request.cancel,
+            act_by: request.act_by,
+        });
+        let next = self.retrieves.lock().expect("retrieves").pop_front();
+        next.expect("an unscripted retrieve")
+    }
+}
+
+struct Fixture {
+    connection: Connection,
+    clock: Arc<ManualClock>,
+    journal: Journal,
+    command: CommandInput,
+}
+
+fn start() -> DateTime<Utc> {
+    DateTime::from_timestamp(1_920_000_000, 0).expect("time")
+}
+
+async fn fixture(n: u64) -> Fixture {
+    let connection = support::fresh_connection().await;
+    let clock = Arc::new(ManualClock::new(start()));
+    let journal = support::clocked_journal(connection.clone(), clock.clone());
+    let command = command(n, json!({"order": format!("customer-{n}")}));
+    Fixture {
+        connection,
+        clock,
+        journal,
+        command,
+    }
+}
+
+impl Fixture {
+    async fn execute(&self, provider: &Scripted) -> Execution {
+        let answer = self.journal.execute(&self.command, &plan(), provider).await;
+        let shown = format!("{answer:?}");
+        assert!(!shown.contains("CANARY"), "{shown}");
+        answer.expect("execute")
+    }
+
+    fn key(&self) -> String {
+        let operation = command_journal::identity::OperationSlug::parse("charge").expect("slug");
+        self.command.identity().provider_idempotency_key(&operation)
+    }
+
+    /// The attempt's stored cutoff: 18 h after its first send, at the start.
+    fn cutoff(&self) -> Timestamp {
+        Timestamp::from_datetime(start() + TimeDelta::seconds(64_800)).expect("time")
+    }
+
+    /// Every stored document, whole: none shows the secret or the URL.
+    async fn assert_no_handoff(&self) {
+        let mut texts = Vec::new();
+        for collection in ["checkoutRequests", "auditEvents"] {
+            for document in list(&self.connection, "", collection).await {
+                texts.push(format!("{document:?}"));
+            }
+        }
+        for root in list(&self.connection, "", "checkoutRequests").await {
+            let relative = root
+                .name
+                .rsplit_once("/documents/")
+                .map(|(_, path)| path.to_owned())
+                .expect("relative path");
+            for collection in ["lifecycle", "providerSends", "results"] {
+                for document in list(&self.connection, &relative, collection).await {
+                    texts.push(format!("{document:?}"));
+                }
+            }
+        }
+        assert!(texts.len() >= 6, "{} documents", texts.len());
+        for text in texts {
+            assert!(!text.contains("CANARY"), "{text}");
+        }
+        let status = self
+            .journal
+            .send_status(&self.command)
+            .await
+            .expect("status");
+        assert!(!format!("{status:?}").contains("CANARY"));
+    }
+}
+
+fn sent(f: &Fixture) -> Call {
+    Call::Send {
+        key: f.key(),
+        resend: false,
+        act_by: f.cutoff(),
+    }
+}
+
+fn retrieved(f: &Fixture, replayable: bool, cancel: bool) -> Call {
+    Call::Retrieve {
+        key: f.key(),
+        replayable,
+        cancel,
+        act_by: f.cutoff(),
+    }
+}
+
+#[tokio::test]
+async fn must_act_then_paid_on_the_customers_return() {
+    let f = fixture(1).await;
+    let provider = Scripted::new(
+        vec![ProviderAnswer::CustomerMustAct(confirm())],
+        vec![
+            ProviderAnswer::CustomerMustAct(confirm()),
+            ProviderAnswer::Succeeded(charge("pi_paid")),
+        ],
+    );
+    assert_eq!(
+        f.execute(&provider).await,
+        Execution::CustomerMustAct(confirm())
+    );
+    let status = f.journal.send_status(&f.command).await.expect("status");
+    let send = status.send.expect("a send");
+    assert_eq!(send.state.as_str(), "awaiting_customer");
+    assert!(send.needs_reconciliation && send.absence_provable_from.is_none());
+    f.assert_no_handoff().await;
+    // A second tab, once the first call's lease has run out: the same action, read
+    // by id, nothing re-sent.
+    f.clock.advance(PAST_LEASE);
+    assert_eq!(
+        f.execute(&provider).await,
+        Execution::CustomerMustAct(confirm())
+    );
+    // The customer has confirmed: the return settles the payment.
+    f.clock.advance(PAST_LEASE);
+    let paid = f.execute(&provider).await;
+    assert_eq!(paid, Execution::Succeeded(charge("pi_paid")));
+    f.clock.advance(PAST_LEASE);
+    assert_eq!(f.execute(&provider).await, paid);
+    assert_eq!(
+        provider.calls(),
+        vec![
+            sent(&f),
+            retrieved(&f, true, false),
+            retrieved(&f, true, false)
+        ]
+    );
+    f.assert_no_handoff().await;
+    assert_verified(&f.connection).await;
+}
+
+#[tokio::test]
+async fn a_failed_challenge_ends_declined() {
+    let f = fixture(2).await;
+    let provider = Scripted::new(
+        vec![ProviderAnswer::CustomerMustAct(open())],
+        vec![ProviderAnswer::Declined],
+    );
+    assert_eq!(
+        f.execute(&provider).await,
+        Execution::CustomerMustAct(open())
+    );
+    f.clock.advance(PAST_LEASE);
+    assert_eq!(f.execute(&provider).await, Execution::Declined);
+    f.clock.advance(PAST_LEASE);
+    assert_eq!(f.execute(&provider).await, Execution::Declined);
+    assert_eq!(provider.calls(), vec![sent(&f), retrieved(&f, true, false)]);
+    f.assert_no_handoff().await;
+    assert_verified(&f.connection).await;
+}
+
+/// Abandoned: no second key while the customer could still pay (an unknown read
+/// writes nothing, before and after the cutoff); from the end of the window the
+/// read cancels the object, and its closed state ends the command with nothing
+/// charged.
+#[tokio::test]
+async fn abandoned_is_cancelled_then_closed_with_nothing_charged_and_one_key() {
+    let f = fixture(3).await;
+    let provider = Scripted::new(
+        vec![ProviderAnswer::CustomerMustAct(open())],
+        vec![
+            ProviderAnswer::Unknown,
+            ProviderAnswer::Unknown,
+            ProviderAnswer::Closed,
+        ],
+    );
+    assert_eq!(
+        f.execute(&provider).await,
+        Execution::CustomerMustAct(open())
+    );
+    f.clock.advance(TimeDelta::seconds(3_600));
+    assert_eq!(f.execute(&provider).await, Execution::PendingReconciliation);
+    f.clock.advance(PAST_CUTOFF);
+    assert_eq!(f.execute(&provider).await, Execution::PendingReconciliation);
+    f.clock.advance(PAST_LEASE);
+    assert_eq!(f.execute(&provider).await, Execution::Declined);
+    f.clock.advance(PAST_LEASE);
+    assert_eq!(f.execute(&provider).await, Execution::Declined);
+    assert_eq!(
+        provider.calls(),
+        vec![
+            sent(&f),
+            retrieved(&f, true, false),
+            retrieved(&f, false, true),
+            retrieved(&f, false, true),
+        ]
+    );
+    let attempt = f.journal.send_status(&f.command).await.expect("status");
+    assert_eq!(attempt.send.expect("a send").attempt, AttemptNumber::FIRST);
+    f.assert_no_handoff().await;
+    assert_verified(&f.connection).await;
+}
