@@ -242,7 +242,7 @@ async fn the_send_layer_is_billed_exactly_its_documents_and_proofs() {
     measure(
         &journal,
         "begin_send (first)",
-        pick((4, 8, 4, 0, 2), (4, 8, 4, 0, 2)),
+        pick((4, 9, 5, 0, 2), (4, 9, 5, 0, 2)),
         async {
             permitted(
                 journal
@@ -286,7 +286,7 @@ async fn the_send_layer_is_billed_exactly_its_documents_and_proofs() {
     measure(
         &journal,
         "begin_send (re-send after a takeover)",
-        pick((9, 3, 3, 0, 2), (9, 3, 2, 0, 2)),
+        pick((10, 3, 3, 0, 2), (10, 3, 2, 0, 2)),
         async {
             permitted(
                 journal

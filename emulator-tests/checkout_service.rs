@@ -26,6 +26,7 @@ mod sends;
 mod shutdown;
 mod stripe;
 mod tokens;
+mod webhooks;
 
 use super::support::{self, list};
 use chrono::Utc;
@@ -274,6 +275,13 @@ async fn start_service(options: Options) -> Service {
         }),
     );
     let logger_for_server = logger.clone();
+    let webhooks =
+        service::webhook::WebhookSettings::from_lookup(|name| env.get(name).cloned(), &config)
+            .expect("webhook settings")
+            .map(|settings| {
+                service::webhook::Webhooks::new(settings, &config, journal.clone(), logger.clone())
+                    .expect("webhooks")
+            });
     let app = App::new(&config, journal, keys.clone(), logger, thread_recorder())
         .expect("app")
         .with_provider_clock(clock.clone());
@@ -281,7 +289,10 @@ async fn start_service(options: Options) -> Service {
         .await
         .expect("bind service");
     let url = format!("http://{}", listener.local_addr().expect("addr"));
-    let router = Arc::new(app).router();
+    let mut router = Arc::new(app).router();
+    if let Some(webhooks) = webhooks {
+        router = router.merge(Arc::new(webhooks).router());
+    }
     tokio::spawn(service::server::serve(
         listener,
         router,

@@ -23,6 +23,7 @@ mod differential;
 mod downstream;
 mod dropped;
 mod errors;
+mod evidence;
 mod execute;
 mod faults;
 // Runs its own transition through `Journal::run_transition`.

@@ -179,11 +179,16 @@ pub async fn list(connection: &Connection, parent: &str, collection_id: &str) ->
 }
 
 /// Every journal document of the project (roots, audit events, lifecycles, send
-/// documents, results) as `(name, update time)`, sorted: two equal listings mean
+/// documents, results, late charges, the provider keys' index) as `(name, update time)`, sorted: two equal listings mean
 /// nothing was written in between.
 pub async fn documents(connection: &Connection) -> Vec<(String, String)> {
     let mut all = Vec::new();
-    for collection in ["checkoutRequests", "auditEvents", "recoveryCheckpoints"] {
+    for collection in [
+        "checkoutRequests",
+        "auditEvents",
+        "recoveryCheckpoints",
+        "providerKeys",
+    ] {
         for document in list(connection, "", collection).await {
             all.push((document.name.clone(), format!("{:?}", document.update_time)));
         }
@@ -194,7 +199,7 @@ pub async fn documents(connection: &Connection) -> Vec<(String, String)> {
             .rsplit_once("/documents/")
             .map(|(_, path)| path.to_owned())
             .expect("relative path");
-        for collection in ["lifecycle", "providerSends", "results"] {
+        for collection in ["lifecycle", "providerSends", "results", "lateCharges"] {
             for document in list(connection, &relative, collection).await {
                 all.push((document.name.clone(), format!("{:?}", document.update_time)));
             }

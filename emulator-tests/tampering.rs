@@ -240,10 +240,21 @@ impl Owner {
         }
     }
 
-    /// Whether `path` is one of this owner's documents (or below one).
+    /// Whether `path` is one of this owner's documents (or below one): a command's
+    /// own, or the index of its attempt 1's key (`providerKeys/{digest of the key}`).
     fn owns(&self, path: &str) -> bool {
         let id = match self {
-            Self::Command(cmd) => cmd.identity().command_key_hash().to_string(),
+            Self::Command(cmd) => {
+                let key = command_journal_core::tools::sends::plan::attempt_key(
+                    &cmd.identity(),
+                    plan().operation(),
+                    AttemptNumber::FIRST,
+                );
+                if path == command_journal_core::tools::sends::key_index::path(&key) {
+                    return true;
+                }
+                cmd.identity().command_key_hash().to_string()
+            }
             Self::Ledger(key) => key.reservation_id().to_string(),
         };
         path.contains(&id)

@@ -326,6 +326,7 @@ async fn coverage_names_the_protected_blocks_a_run_never_evaluated() {
         "match /ledgerReservations/{reservation=**}",
         "match /ledgerTransactions/{transaction=**}",
         "match /recoveryCheckpoints/{checkpoint=**}",
+        "match /providerKeys/{providerKey=**}",
     ] {
         assert!(
             unevaluated.contains(block),
@@ -350,6 +351,7 @@ fn the_journal_blocks_are_marked_for_pasting_and_guard_every_protected_collectio
         "match /ledgerReservations/{",
         "match /ledgerTransactions/{",
         "match /recoveryCheckpoints/{",
+        "match /providerKeys/{",
     ] {
         assert!(
             blocks.contains(collection),

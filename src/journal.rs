@@ -201,6 +201,30 @@ impl Journal {
         crate::recovery::job::recover(&self.engine, provider, options, on_progress).await
     }
 
+    /// Records one piece of evidence given from outside (a provider's event, its
+    /// signature verified by the provider's adapter first), with no client and no
+    /// client's lease: the key index finds the command the evidence's provider
+    /// idempotency key belongs to (no raw value), and the one settle program records
+    /// the answer given under a lease it takes itself as a recovery holder, with the
+    /// same takeover, fence and commit proofs as recovery's. A charge is the command's
+    /// success (its result stored and replayed to the client's next call) or, for a
+    /// command that ended or an attempt that moved on without it, a late charge; a
+    /// final refusal its failure; a "not found" or an answer with no verdict writes
+    /// nothing, and evidence never proves an absence. Never calls the provider. A key
+    /// the journal does not know is [`EvidenceOutcome::UnknownObject`](crate::evidence::EvidenceOutcome::UnknownObject)
+    /// (acknowledged, counted under `record_evidence`), not an error; a command whose
+    /// lease another holder runs is `InProgress`, nothing written (give it again
+    /// later). The same evidence twice, or evidence in any order, writes nothing twice.
+    /// An index document the journal cannot hold to its command is `journal_corrupt`,
+    /// nothing written.
+    pub async fn record_evidence(
+        &self,
+        evidence: crate::evidence::Evidence,
+        options: &crate::evidence::EvidenceOptions,
+    ) -> Result<crate::evidence::EvidenceOutcome, JournalError> {
+        crate::evidence::record(&self.engine, evidence, options).await
+    }
+
     /// The command's redacted state, revision and fence, validating every document
     /// it reads; writes nothing.
     pub async fn status(&self, command: &CommandInput) -> Result<StatusOutput, JournalError> {

@@ -15,7 +15,8 @@
 //! customer's [`sends::CustomerAction`] with its [`sends::ActionName`] and
 //! [`sends::Handoff`]); [`JournalError`];
 //! [`Clock`] and [`Timestamp`]; and [`verify()`]. The rest is in public modules:
-//! [`identity`] (each validated input and its limits, and
+//! [`evidence`] (evidence given from outside, such as a provider's event, and what
+//! recording it did), [`identity`] (each validated input and its limits, and
 //! [`generate_lease_id`](identity::generate_lease_id)), [`sends`] (the send layer's
 //! step-by-step calls and their [`AttemptNumber`](sends::AttemptNumber)), [`ledger`],
 //! [`verify`](mod@verify) (the report and its finding codes), [`error`] and
@@ -51,6 +52,7 @@
 
 pub mod connection;
 mod credentials;
+pub mod evidence;
 mod grpc;
 pub mod identity;
 mod journal;

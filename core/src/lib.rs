@@ -33,6 +33,7 @@
 #![cfg_attr(not(test), deny(unreachable_pub))]
 
 pub mod error;
+pub mod evidence;
 pub mod expected;
 pub mod identity;
 pub mod ledger;

@@ -20,6 +20,7 @@ pub(crate) mod close;
 pub(crate) mod customer;
 pub(crate) mod event;
 pub(crate) mod guard;
+pub(crate) mod key_index;
 pub(crate) mod late;
 pub(crate) mod load;
 pub(crate) mod lookup;

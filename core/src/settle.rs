@@ -23,15 +23,17 @@
 //! from whoever hands the answer over. It runs under a lease its caller holds
 //! ([`Settle::under`]: `execute` past the cutoff, or after a replayed unknown, or
 //! with its send's answer) or under a lease it takes itself ([`Settle::taking`]: the
-//! recovery of a command known by its key hash). `execute` and recovery both run it;
-//! what comes next adds a source or an answer here, never another path: an event or a
-//! backfill is `Given` under a lease the program takes, with the same fence and
-//! commit proofs as recovery's. An attempt that waits for its customer
-//! (`awaiting_customer`) is never looked up: the status read that would look it up
-//! reads its object by id instead (`Provider::retrieve`, the `retrieve` step), so the
-//! journal's own record, never the caller, decides which question is asked; its
-//! answers enter here like a lookup's (the table of `program/retrieve.rs`), and only
-//! its `Closed` proves such an attempt over.
+//! recovery of a command known by its key hash, and evidence given from outside).
+//! `execute`, recovery and recording evidence (`crate::evidence`: a provider's event,
+//! found through the key index, is `Given` under a lease the program takes, with the
+//! same fence and commit proofs as recovery's) all run it; what comes next adds a
+//! source or an answer here, never another path: a backfill of events is `Given` as
+//! an event is. An attempt that waits for its customer (`awaiting_customer`) is never
+//! looked up: the status read that would look it up reads its object by id instead
+//! (`Provider::retrieve`, the `retrieve` step), so the journal's own record, never the
+//! caller, decides which question is asked; its answers enter here like a lookup's
+//! (the table of `program/retrieve.rs`), and only its `Closed` proves such an attempt
+//! over.
 //!
 //! | step | answer | next |
 //! |---|---|---|
@@ -52,7 +54,7 @@
 //! | | the plan's account not the job's | [`Settled::OtherAccount`] |
 //! | | the attempt awaits its customer | read its object by id (never replayable, never cancelled: no lease) |
 //! | | the attempt's outcome unknown | look its key up |
-//! | status (an answer given) | the key the open attempt's | as a lookup's answer (below), never an absence |
+//! | status (an answer given: `record_evidence`, the key found through the key index) | the key the open attempt's | as a lookup's answer (below), never an absence |
 //! | | an earlier attempt's, or the current one recorded absent, or any once the command ended: a charge | `record_late_charge` under that attempt ([`Settled::LateCharge`]; the command's own charge: [`Settled::Ended`]) |
 //! | | the same, anything else | [`Settled::NothingOpen`], or [`Settled::Ended`] |
 //! | | no attempt's of this command | `invalid_input` on `providerIdempotencyKey`, nothing written |
@@ -132,9 +134,8 @@ pub(crate) enum Source {
     /// The open attempt's: evidence like a lookup's, never an absence; an earlier
     /// attempt's, or any once the command ended: a charge recorded late, anything
     /// else nothing written; no attempt's: refused (the `given` module's table). The
-    /// entry those sources land on; until they do, only the tests give answers.
-    /// `Debug` never shows the key.
-    #[cfg_attr(not(test), allow(dead_code))]
+    /// entry those sources land on: recording evidence (`crate::evidence`) gives its
+    /// answers here. `Debug` never shows the key.
     Given(Given),
 }
 

@@ -63,6 +63,17 @@ pub mod envelope {
     }
 }
 
+pub mod evidence {
+    //! Evidence given from outside, as a program of the call machine.
+
+    pub mod program {
+        //! Recording one piece of evidence: the key index read, then the settle
+        //! program from the answer given.
+
+        pub use crate::evidence::program::{EvidenceOp, EvidenceOutput, EvidenceProgram};
+    }
+}
+
 pub mod execute {
     //! The whole send protocol behind one call.
 
@@ -221,6 +232,13 @@ pub mod sends {
         pub use crate::sends::guard::Guarded;
     }
 
+    pub mod key_index {
+        //! `providerKeys/{digest of the key}`: the index that finds an attempt's command
+        //! from its provider idempotency key alone.
+
+        pub use crate::sends::key_index::{COLLECTION, KeyIndex, id, path};
+    }
+
     pub mod late {
         //! `checkoutRequests/{commandKeyHash}/lateCharges/{attempt:04}`: a charge its
         //! command ended without, as `pending` lists it, and its record.
@@ -348,5 +366,12 @@ pub mod verify {
         //! checked on its own.
 
         pub use crate::verify::checkpoints::check;
+    }
+
+    pub mod provider_keys {
+        //! The provider keys' index (`providerKeys/{digest of the key}`), each
+        //! document held to its command.
+
+        pub use crate::verify::provider_keys::*;
     }
 }

@@ -62,6 +62,10 @@ pub enum OperationName {
     /// `journal.record_late_charge`: a charge its command ended without, recorded for
     /// a person (`execute` and recovery, when evidence arrives too late).
     RecordLateCharge,
+    /// `journal.record_evidence`: one piece of evidence given from outside (a
+    /// provider's event), recorded under a lease the call takes itself (its key index
+    /// read, and its transitions traced under their own names inside it).
+    RecordEvidence,
 }
 
 impl OperationName {
@@ -85,12 +89,13 @@ impl OperationName {
             Self::Pending => "journal.pending",
             Self::Recover => "journal.recover",
             Self::RecordLateCharge => "journal.record_late_charge",
+            Self::RecordEvidence => "journal.record_evidence",
         }
     }
 
     /// Every operation, in the order above: span names, metric labels and the CLI's
     /// subcommand words are derived by walking it.
-    pub const ALL: [Self; 17] = [
+    pub const ALL: [Self; 18] = [
         Self::Register,
         Self::Acquire,
         Self::Start,
@@ -108,6 +113,7 @@ impl OperationName {
         Self::Pending,
         Self::Recover,
         Self::RecordLateCharge,
+        Self::RecordEvidence,
     ];
 
     /// The words of the `command-journal` subcommand that runs this operation on one
@@ -115,7 +121,8 @@ impl OperationName {
     /// for `result` and `execute`, which the CLI does not offer (`execute` needs a
     /// provider), for `pending`, whose subcommand lists commands and reads none, and
     /// for `record_late_charge`, which only `execute` and recovery record (from a
-    /// provider's evidence, never an operator's word).
+    /// provider's evidence, never an operator's word), and for `record_evidence`,
+    /// which a provider's verified event drives.
     pub fn command_words(&self) -> Option<&'static str> {
         Some(match self {
             Self::Register => "register",
@@ -134,7 +141,8 @@ impl OperationName {
             | Self::Execute
             | Self::Pending
             | Self::Recover
-            | Self::RecordLateCharge => return None,
+            | Self::RecordLateCharge
+            | Self::RecordEvidence => return None,
         })
     }
 
@@ -370,6 +378,7 @@ mod operation_tests {
                 OperationName::Pending => 14,
                 OperationName::Recover => 15,
                 OperationName::RecordLateCharge => 16,
+                OperationName::RecordEvidence => 17,
             };
             assert_eq!(OperationName::ALL[index], op);
         }

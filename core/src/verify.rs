@@ -17,6 +17,7 @@ pub(crate) mod ledger;
 #[cfg(test)]
 pub(crate) mod ledger_scan;
 pub(crate) mod pending_index;
+pub(crate) mod provider_keys;
 pub(crate) mod ranges;
 pub(crate) mod report;
 pub(crate) mod results;

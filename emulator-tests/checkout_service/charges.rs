@@ -94,6 +94,7 @@ async fn checkout_24_concurrent_identical_requests_call_the_provider_once() {
     let mut expected = commerce_documents(3);
     expected.extend(send_documents(2));
     expected.push("checkoutRequests/H/results/current".to_owned());
+    expected.push("providerKeys/H".to_owned());
     expected.sort();
     assert_eq!(service.document_kinds().await, expected);
     let start = |outcome| [("operation", "start"), ("outcome", outcome)];
@@ -180,6 +181,7 @@ async fn checkout_provider_503_then_takeover_after_expiry_reuses_the_key() {
     let mut expected = commerce_documents(4);
     expected.extend(send_documents(4));
     expected.push("checkoutRequests/H/results/current".to_owned());
+    expected.push("providerKeys/H".to_owned());
     expected.sort();
     assert_eq!(service.document_kinds().await, expected);
     service.assert_verifies_clean(1).await;

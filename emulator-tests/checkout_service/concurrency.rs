@@ -30,6 +30,7 @@ async fn checkout_in_transaction_mode_charges_once_and_replays_byte_for_byte() {
     let mut expected = commerce_documents(3);
     expected.extend(send_documents(2));
     expected.push("checkoutRequests/H/results/current".to_owned());
+    expected.push("providerKeys/H".to_owned());
     expected.sort();
     assert_eq!(service.document_kinds().await, expected);
     let ops = "command_journal_operations_total";

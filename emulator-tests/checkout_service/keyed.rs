@@ -58,14 +58,16 @@ async fn checkout_keyed_charges_once_and_marks_its_replays() {
     let mut expected = commerce_documents(3);
     expected.extend(send_documents(2));
     expected.push("checkoutRequests/H/results/current".to_owned());
+    expected.push("providerKeys/H".to_owned());
     expected.sort();
     assert_eq!(service.document_kinds().await, expected);
+    // Every document is this command's: its own, or its key's index naming it.
     assert!(
         service
             .documents()
             .await
             .iter()
-            .all(|(name, _)| name.contains(&hash))
+            .all(|(name, _)| { name.contains(&hash) || name.contains("/providerKeys/") })
     );
 
     // A key that is no UUID derives one: a command of its own, charged once.

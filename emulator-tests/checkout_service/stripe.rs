@@ -16,7 +16,7 @@ use stand_in::{Fault, SECRET, StandIn};
 pub const INTENT_PREFIX: &str = stand_in::state::INTENT_PREFIX;
 
 /// A checkout's payload: what Stripe is sent, and what it never is.
-fn payment(payment_method: &str) -> Value {
+pub(super) fn payment(payment_method: &str) -> Value {
     json!({
         "sku": PAYLOAD_SKU,
         "note": PAYLOAD_NOTE,
@@ -40,6 +40,15 @@ async fn service_on(stand_in: &StandIn) -> Service {
         ..Options::default()
     })
     .await
+}
+
+/// A Stripe client of the service's configuration at `stand_in` (the recovery job's).
+pub(super) fn client_on(stand_in: &StandIn) -> command_journal_stripe::Stripe {
+    let key = command_journal_stripe::SecretKey::new(SECRET).expect("the stand-in's key");
+    let account = command_journal_stripe::Account::Own("acct_CANARYaccount".to_owned());
+    let mut config = command_journal_stripe::StripeConfig::new(key, "2026-01-01", account);
+    config.api_base = stand_in.url().to_owned();
+    command_journal_stripe::Stripe::new(config).expect("a client")
 }
 
 /// Moves the journal's and the stand-in's clocks together.

@@ -128,13 +128,13 @@ async fn execute_a_new_command_is_two_rpcs_and_a_replay_two_on_the_wire() {
     let cases = [
         (
             Concurrency::Preconditions,
-            ((2, 2, 0, 1, 1, 0), "0 (0 + 0) / 12 / 5"),
-            ((2, 1, 1, 1, 0, 1), "12 (10 + 2) / 0 / 0"),
+            ((2, 2, 0, 1, 1, 0), "0 (0 + 0) / 13 / 5"),
+            ((2, 1, 1, 1, 0, 1), "13 (11 + 2) / 0 / 0"),
         ),
         (
             Concurrency::Transaction,
-            ((4, 2, 2, 0, 0, 0), "24 (7 + 17) / 12 / 0"),
-            ((2, 0, 1, 0, 0, 0), "12 (10 + 2) / 0 / 0"),
+            ((4, 2, 2, 0, 0, 0), "25 (7 + 18) / 13 / 0"),
+            ((2, 0, 1, 0, 0, 0), "13 (11 + 2) / 0 / 0"),
         ),
     ];
     for (n, (mode, (new, new_billed), (replay, replay_billed))) in cases.into_iter().enumerate() {

@@ -9,7 +9,11 @@
 //!
 //! `checkout-service recover` runs the recovery job instead (`service::recovery`):
 //! with the same configuration, it settles every checkout whose charge outcome is
-//! unknown from the provider's evidence, then exits.
+//! unknown from the provider's evidence, then exits. On Stripe it first backfills the
+//! events of its window from the Events API (`service::event_backfill`).
+//!
+//! With `STRIPE_WEBHOOK_SECRET` set, the service also takes Stripe's signed events at
+//! `POST /webhooks/stripe` (`service::webhook`, docs/webhooks.md).
 
 mod service;
 
@@ -25,6 +29,7 @@ use service::logging::{Logger, Severity, TracingLayer};
 use service::recovery::JobSettings;
 use service::server;
 use service::shutdown;
+use service::webhook::{WebhookSettings, Webhooks};
 use std::process::ExitCode;
 use std::sync::Arc;
 use tracing_subscriber::layer::SubscriberExt as _;
@@ -34,20 +39,26 @@ use tracing_subscriber::util::SubscriberInitExt as _;
 enum Mode {
     /// Serve checkouts (no argument).
     Serve,
-    /// Run the recovery job once (`recover`).
-    Recover(JobSettings),
+    /// Run the recovery job once (`recover`), backfilling Stripe's events of the
+    /// window first.
+    Recover(JobSettings, i64),
 }
 
 fn main() -> ExitCode {
     let mode = match std::env::args().nth(1).as_deref() {
         None => Mode::Serve,
-        Some("recover") => match JobSettings::from_lookup(|name| std::env::var(name).ok()) {
-            Ok(settings) => Mode::Recover(settings),
-            Err(error) => {
-                eprintln!("{error}");
-                return ExitCode::from(1);
+        Some("recover") => {
+            match JobSettings::from_lookup(|name| std::env::var(name).ok()).and_then(|settings| {
+                let window = service::event_backfill::window(|name| std::env::var(name).ok())?;
+                Ok((settings, window))
+            }) {
+                Ok((settings, window)) => Mode::Recover(settings, window),
+                Err(error) => {
+                    eprintln!("{error}");
+                    return ExitCode::from(1);
+                }
             }
-        },
+        }
         Some(_) => {
             eprintln!("usage: checkout-service [recover]");
             return ExitCode::from(2);
@@ -55,6 +66,14 @@ fn main() -> ExitCode {
     };
     let config = match Config::from_env() {
         Ok(config) => config,
+        Err(error) => {
+            eprintln!("{error}");
+            return ExitCode::from(1);
+        }
+    };
+    // Validated at start-up, never printed (its error names the variable only).
+    let webhooks = match WebhookSettings::from_lookup(|name| std::env::var(name).ok(), &config) {
+        Ok(webhooks) => webhooks,
         Err(error) => {
             eprintln!("{error}");
             return ExitCode::from(1);
@@ -79,8 +98,10 @@ fn main() -> ExitCode {
         }
     };
     match mode {
-        Mode::Serve => runtime.block_on(run(config, plant)),
-        Mode::Recover(settings) => runtime.block_on(recover(config, settings, plant)),
+        Mode::Serve => runtime.block_on(run(config, webhooks, plant)),
+        Mode::Recover(settings, window) => {
+            runtime.block_on(recover(config, settings, window, plant))
+        }
     }
 }
 
@@ -110,7 +131,12 @@ fn journal_clock(config: &Config) -> Arc<dyn command_journal::Clock> {
 }
 
 /// The recovery job: one run over every pending checkout, then exit.
-async fn recover(config: Config, settings: JobSettings, plant: Option<&str>) -> ExitCode {
+async fn recover(
+    config: Config,
+    settings: JobSettings,
+    window: i64,
+    plant: Option<&str>,
+) -> ExitCode {
     let logger = Logger::stdout(&config.project);
     let _ = tracing_subscriber::registry()
         .with(TracingLayer(logger.clone()))
@@ -144,11 +170,20 @@ async fn recover(config: Config, settings: JobSettings, plant: Option<&str>) -> 
         Ok(account) => Some(account),
         Err(_) => return fail("start-up error: the provider account is invalid"),
     };
+    let mut backfilled = true;
     let report = match &backend {
         Backend::Charges(charges, _) => {
             service::recovery::run(&journal, charges, &settings, &logger).await
         }
         Backend::Stripe(stripe) => {
+            // The events first: what one settles costs no lookup.
+            let Ok(now) = journal.now() else {
+                return fail("start-up error: the journal's clock could not be read");
+            };
+            let events =
+                service::event_backfill::run(&journal, stripe, now.seconds(), window, &logger)
+                    .await;
+            backfilled = events.clean();
             let provider = stripe.recovery();
             service::recovery::run_with(&journal, &provider, &settings, &logger).await
         }
@@ -159,10 +194,14 @@ async fn recover(config: Config, settings: JobSettings, plant: Option<&str>) -> 
     };
     // A rollback the job could not deliver is the reaper's: let it finish first.
     let _ = tokio::time::timeout(shutdown::REAPING, journal.reaped()).await;
-    ExitCode::from(service::recovery::exit_status(report.as_ref()))
+    match service::recovery::exit_status(report.as_ref()) {
+        // Events left untaken fail a run that was otherwise clean.
+        0 if !backfilled => ExitCode::from(1),
+        status => ExitCode::from(status),
+    }
 }
 
-async fn run(config: Config, plant: Option<&str>) -> ExitCode {
+async fn run(config: Config, webhooks: Option<WebhookSettings>, plant: Option<&str>) -> ExitCode {
     let logger = Logger::stdout(&config.project);
     let _ = tracing_subscriber::registry()
         .with(TracingLayer(logger.clone()))
@@ -184,6 +223,13 @@ async fn run(config: Config, plant: Option<&str>) -> ExitCode {
     };
     let stated_fields = stated(&config, &journal, plant).unwrap_or_default();
     let reaper = journal.clone();
+    let webhooks = match webhooks {
+        None => None,
+        Some(settings) => match Webhooks::new(settings, &config, journal.clone(), logger.clone()) {
+            Some(webhooks) => Some(Arc::new(webhooks)),
+            None => return fail("start-up error: the Stripe client could not be built"),
+        },
+    };
     let app = match App::new(&config, journal, keys, logger.clone(), metrics) {
         Ok(app) => Arc::new(app.with_provider_clock(journal_clock(&config))),
         Err(_) => return fail("start-up error: the HTTP client could not be built"),
@@ -206,12 +252,17 @@ async fn run(config: Config, plant: Option<&str>) -> ExitCode {
     fields.insert("unsignedTokensAccepted".into(), json!(config.auth_emulator));
     fields.insert("concurrency".into(), json!(config.concurrency.as_str()));
     fields.insert("flow".into(), json!(config.flow.as_str()));
+    fields.insert("stripeWebhooks".into(), json!(webhooks.is_some()));
     fields.extend(stated_fields);
     logger.log(Severity::Info, "listening", None, fields);
 
+    let router = match webhooks {
+        Some(webhooks) => app.router().merge(webhooks.router()),
+        None => app.router(),
+    };
     let served = server::serve(
         listener,
-        app.router(),
+        router,
         config.http,
         logger.clone(),
         shutdown::signal(),

@@ -10,6 +10,10 @@
 //! service's `STRIPE_SECRET_KEY`), and serves on 127.0.0.1 until interrupted; it
 //! then prints every body that was off Stripe's schemas, if any. `--port 0` picks a
 //! free port.
+//!
+//! `--forward-to URL --webhook-secret whsec_…` also delivers its events to `URL`
+//! every second, each signed with the secret as Stripe signs them, the way
+//! `stripe listen --forward-to` does (docs/webhooks.md).
 
 #[path = "../../stripe/tests/stand_in/mod.rs"]
 mod stand_in;
@@ -17,28 +21,44 @@ mod stand_in;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-/// The port from the arguments (`--port N`, 12111 unless given).
-fn port(mut args: impl Iterator<Item = String>) -> Result<u16, String> {
+/// What the arguments ask for.
+struct Options {
+    /// `--port N`, 12111 unless given.
+    port: u16,
+    /// `--forward-to URL` and `--webhook-secret whsec_…`, given together.
+    forward: Option<(String, String)>,
+}
+
+/// The options from the arguments.
+fn options(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
     let mut port = 12_111;
+    let (mut to, mut secret) = (None, None);
     while let Some(flag) = args.next() {
+        let mut value = || args.next().ok_or(format!("{flag} needs a value"));
         match flag.as_str() {
-            "--port" => {
-                let value = args.next().ok_or("--port needs a value")?;
-                port = value.parse().map_err(|_| "--port: a port number")?;
-            }
+            "--port" => port = value()?.parse().map_err(|_| "--port: a port number")?,
+            "--forward-to" => to = Some(value()?),
+            "--webhook-secret" => secret = Some(value()?),
             _ => return Err(format!("unknown option {flag}")),
         }
     }
-    Ok(port)
+    let forward = match (to, secret) {
+        (None, None) => None,
+        (Some(to), Some(secret)) => Some((to, secret)),
+        _ => return Err("--forward-to and --webhook-secret go together".to_owned()),
+    };
+    Ok(Options { port, forward })
 }
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
-    let port = match port(std::env::args().skip(1)) {
-        Ok(port) => port,
+    let Options { port, forward } = match options(std::env::args().skip(1)) {
+        Ok(options) => options,
         Err(message) => {
             eprintln!("stripe-stand-in: {message}");
-            eprintln!("usage: stripe-stand-in [--port N]");
+            eprintln!(
+                "usage: stripe-stand-in [--port N] [--forward-to URL --webhook-secret whsec_...]"
+            );
             return ExitCode::from(2);
         }
     };
@@ -52,6 +72,18 @@ async fn main() -> ExitCode {
     };
     println!("stripe stand-in listening on {}", stand_in.url());
     println!("secret key it accepts: {}", stand_in::SECRET);
+    if let Some((to, secret)) = forward {
+        println!("forwarding events to {to}");
+        let forwarding = stand_in.clone();
+        tokio::spawn(async move {
+            loop {
+                for (id, status) in forwarding.deliver_new(&to, &secret, &[]).await {
+                    println!("event {id} delivered: {status}");
+                }
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            }
+        });
+    }
     let _ = tokio::signal::ctrl_c().await;
     let failures = stand_in.schema_failures();
     for failure in &failures {

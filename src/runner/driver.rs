@@ -475,6 +475,7 @@ pub(crate) fn operation_span(name: OperationName, mode: Concurrency) -> tracing:
         O::Pending => span!("journal.pending"),
         O::Recover => span!("journal.recover"),
         O::RecordLateCharge => span!("journal.record_late_charge"),
+        O::RecordEvidence => span!("journal.record_evidence"),
     }
 }
 

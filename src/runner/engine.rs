@@ -108,6 +108,16 @@ impl<P: Program, Q: Provider> Calling<P, Q> {
     }
 }
 
+impl<P: Program> Calling<P, Nowhere> {
+    /// `program`, which reaches no provider (evidence given to it, never asked).
+    pub(crate) fn without(program: P) -> Self {
+        Self {
+            program,
+            provider: None,
+        }
+    }
+}
+
 /// What the one driver runs ([`Engine::run`]).
 pub(crate) trait IntoCall {
     /// The program.

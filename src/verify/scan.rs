@@ -259,6 +259,89 @@ async fn checkpoints(
     Ok(())
 }
 
+/// The provider keys' index and anything stored below it (read in the first range
+/// only, each document held to its command).
+const PROVIDER_KEYS: Source = Source::subtree(
+    command_journal_core::tools::sends::key_index::COLLECTION,
+    classify_stray,
+);
+
+/// The provider keys' index at the range's read time: each document checked, then
+/// held to its command's root, bound plan and send record, read at the same time.
+async fn provider_keys(
+    connection: &Connection,
+    db: &FirestoreDb,
+    documents: &str,
+    read_time: &prost_types::Timestamp,
+    report: &mut VerifyReport,
+) -> Result<(), JournalError> {
+    use command_journal_core::tools::verify::provider_keys::{check, check_command};
+    let query = between(
+        db,
+        documents,
+        None,
+        Some(PROVIDER_KEYS.first()),
+        Some(PROVIDER_KEYS.after()),
+    )
+    .order(|o| o.fields([o.field("__name__").asc()]));
+    let stream = query
+        .stream_query_with_errors()
+        .await
+        .map_err(|error| crate::runner::retry::firestore_error(&error))?;
+    let mut stream = std::pin::pin!(stream);
+    let prefix = format!("{documents}/");
+    let mut indexed = Vec::new();
+    while let Some(document) = stream
+        .try_next()
+        .await
+        .map_err(|error| crate::runner::retry::firestore_error(&error))?
+    {
+        report.scanned.provider_keys += 1;
+        let time = |t: Option<prost_types::Timestamp>| {
+            t.map_or_else(Default::default, |t| {
+                command_journal_core::tools::verify::stored::WriteTime {
+                    seconds: t.seconds,
+                    nanos: t.nanos,
+                }
+            })
+        };
+        let doc = command_journal_core::tools::verify::stored::StoredDoc {
+            path: document
+                .name
+                .strip_prefix(&prefix)
+                .unwrap_or(&document.name)
+                .to_owned(),
+            fields: crate::wire::fields_from_wire(document.fields),
+            created: time(document.create_time),
+            updated: time(document.update_time),
+        };
+        match check(&doc) {
+            Ok(found) => indexed.push(found),
+            Err(findings) => report.record(findings),
+        }
+    }
+    let paths = indexed
+        .iter()
+        .flat_map(|found| found.command_paths())
+        .collect::<std::collections::BTreeSet<_>>();
+    let read: std::collections::HashMap<String, _> = reads::read_at(connection, &paths, read_time)
+        .await?
+        .into_iter()
+        .map(|document| {
+            let path = document
+                .name
+                .strip_prefix(&prefix)
+                .unwrap_or(&document.name)
+                .to_owned();
+            (path, crate::wire::fields_from_wire(document.fields))
+        })
+        .collect();
+    for found in &indexed {
+        report.record(check_command(found, |path| read.get(path)));
+    }
+    Ok(())
+}
+
 /// The documents the scans below read, counted with one COUNT aggregation per name
 /// range.
 pub(super) async fn count(connection: &Connection) -> Result<u64, JournalError> {
@@ -269,7 +352,7 @@ pub(super) async fn count(connection: &Connection) -> Result<u64, JournalError> 
     };
     let sources = SOURCES
         .into_iter()
-        .chain([&CHECKPOINTS])
+        .chain([&CHECKPOINTS, &PROVIDER_KEYS])
         .map(Some)
         .chain([None]);
     let mut total = 0;
@@ -421,7 +504,8 @@ pub(super) async fn run(
     let mut cross = CrossChecks::default();
     let mut tally = Tally::new(progress);
     for bounds in bounds(ranges) {
-        let read_time = as_jiff(&reads::server_read_time(connection).await?)?;
+        let server_time = reads::server_read_time(connection).await?;
+        let read_time = as_jiff(&server_time)?;
         let db = connection
             .db()
             .clone_with_consistency_selector(FirestoreConsistencySelector::ReadTime(read_time));
@@ -433,6 +517,7 @@ pub(super) async fn run(
             )
             .await?;
             checkpoints(&db, &documents, &mut report).await?;
+            provider_keys(connection, &db, &documents, &server_time, &mut report).await?;
         }
         let heads = [
             head(&db, &documents, Some(&COMMANDS), &bounds).await?,

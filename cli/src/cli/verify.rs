@@ -156,7 +156,7 @@ impl Progress {
 }
 
 /// The scanned counts by collection, as their documents are named.
-fn per_collection(scanned: &Scanned) -> [(&'static str, u64); 6] {
+fn per_collection(scanned: &Scanned) -> [(&'static str, u64); 7] {
     [
         ("checkoutRequests", scanned.checkout_requests),
         ("checkoutRequests/*/lifecycle", scanned.lifecycles),
@@ -164,5 +164,6 @@ fn per_collection(scanned: &Scanned) -> [(&'static str, u64); 6] {
         ("ledgerReservations", scanned.ledger_reservations),
         ("ledgerTransactions", scanned.ledger_transactions),
         ("recoveryCheckpoints", scanned.recovery_checkpoints),
+        ("providerKeys", scanned.provider_keys),
     ]
 }

@@ -19,7 +19,7 @@ use super::Execution;
 use crate::call::Now;
 use crate::error::JournalError;
 use crate::lease::{LeaseCall, LeaseOutput};
-use crate::sends::begin::BeginSend;
+use crate::sends::begin::{BeginSend, first_index};
 use crate::sends::load::first_read;
 use crate::sends::plan::ProviderPlan;
 use crate::settle::Held;
@@ -106,9 +106,12 @@ impl Opening {
         self.start.clone()
     }
 
-    /// Everything the opening reads.
+    /// Everything the opening reads: `begin_send`'s first read, attempt 1's key index
+    /// included.
     pub(crate) fn paths(&self) -> Vec<String> {
-        first_read(self.call.command())
+        let mut paths = first_read(self.call.command());
+        paths.push(first_index(self.call.identity(), &self.plan));
+        paths
     }
 }
 

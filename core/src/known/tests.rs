@@ -80,7 +80,11 @@ type Chained = Planned<(StartOutput, BeginSendOutput), u64>;
 
 fn chained(lease: &LeaseId, now: Timestamp) -> Chained {
     let holder = call(lease, now);
-    let paths = first_read(holder.command());
+    let mut paths = first_read(holder.command());
+    paths.push(crate::sends::begin::first_index(
+        holder.identity(),
+        &provider_plan(),
+    ));
     chain(&start(lease, now), &paths, |out| {
         Some(BeginSend::new(holder.clone(), fence(out)?, provider_plan()))
     })
@@ -474,7 +478,11 @@ fn a_stale_known_state_never_re_sends_a_key_that_replayed_an_unknown() {
     // B's clock runs 61 s ahead: it starts, reading everything `begin_send` reads.
     let b = fresh_lease();
     let tb = at(T0 + LEASE + 1_000_000);
-    let paths = first_read(call(&b, tb).command());
+    let mut paths = first_read(call(&b, tb).command());
+    paths.push(crate::sends::begin::first_index(
+        call(&b, tb).identity(),
+        &provider_plan(),
+    ));
     let taking = store.attempt_reading(&start(&b, tb), paths);
     let Decision::Mutate(_, started) = &taking.decision else {
         panic!("{:?}", taking.decision);

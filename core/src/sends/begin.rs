@@ -17,6 +17,10 @@
 //!                                                    (the late charge's absence asserted)
 //! ```
 //!
+//! Every commit that opens an attempt (1, or n + 1) also creates the attempt key's
+//! index document (`key_index`), so that evidence naming only the key finds its
+//! command; a re-send opens nothing and writes no index.
+//!
 //! Every permit states its lease's expiry: the request must not be sent at or after
 //! it, which is what lets a later absence be proven (`absence`).
 
@@ -24,6 +28,7 @@ use super::attempt::{self, AttemptState, SendAttempt};
 use super::attempt_number::AttemptNumber;
 use super::bound_plan::{self, BoundPlan};
 use super::event::SendEventType;
+use super::key_index::{self, KeyIndex};
 use super::late;
 use super::load::{self, Context, SendState, Sends};
 use super::mutation::{active, held, next_revision, record};
@@ -33,8 +38,19 @@ use super::reverted::{Rule, reverted};
 use crate::document::lifecycle::{self, Lifecycle, LifecycleState};
 use crate::error::JournalError;
 use crate::fence::FenceEpoch;
+use crate::identity::CommandIdentity;
 use crate::lease::{LeaseCall, TerminalOutput};
 use crate::transaction::{Decision, Halt, OperationName, Snapshot, Transition, Write};
+
+/// The index document of attempt 1's key under `plan` for the command `identity`,
+/// read with `begin_send`'s first read: the first send creates it.
+pub(crate) fn first_index(identity: &CommandIdentity, plan: &ProviderPlan) -> String {
+    key_index::path(&attempt_key(
+        identity,
+        plan.operation(),
+        AttemptNumber::FIRST,
+    ))
+}
 
 /// A prepared `begin_send` by the holder in `call` at `fence` for `plan`.
 #[derive(Debug, Clone)]
@@ -156,6 +172,14 @@ impl BeginSend {
         active(lifecycle, now)?;
         let hash = call.hash();
         let Sends::Bound(state) = sends else {
+            if snapshot
+                .get(&first_index(self.call.identity(), &self.plan))
+                .is_some()
+            {
+                return Err(Halt::Reject(JournalError::corrupt(
+                    "a provider key index before its attempt opened",
+                )));
+            }
             // First send: bind the plan and open attempt 1. The lifecycle is rewritten
             // unchanged so that the commit is conditioned on it as read (a takeover or
             // terminal transition in between makes it fail). The write changes nothing,
@@ -176,6 +200,11 @@ impl BeginSend {
             ];
             writes.extend(record(hash, None, &after, SendEventType::Opened));
             let permit = self.permit(&after, lifecycle);
+            writes.push(KeyIndex::create(
+                hash,
+                after.attempt,
+                &permit.provider_idempotency_key,
+            ));
             return Ok(Decision::Mutate(writes, BeginSendOutput::Permitted(permit)));
         };
         let SendState { attempt, .. } = *state;
@@ -206,20 +235,39 @@ impl BeginSend {
                 // Its absence is proven by the commit that opens the next attempt, so a
                 // late charge recorded meanwhile and the next key never both land.
                 let late = late::path(hash, attempt.attempt);
-                if !snapshot.was_read(&late) {
-                    return Err(Halt::Read(vec![late]));
-                }
-                if snapshot.get(&late).is_some() {
-                    return Err(Halt::Reject(JournalError::SendCutoffPassed));
-                }
                 // Proven absent: the only way to a new attempt, with a new key.
                 let Some(next) = attempt.attempt.next() else {
                     return Err(Halt::Reject(JournalError::RevisionOverflow));
                 };
+                // The next key's index document is created with the attempt: read
+                // (absent) with the late charge.
+                let index =
+                    key_index::path(&attempt_key(call.identity(), self.plan.operation(), next));
+                let unread: Vec<String> = [&late, &index]
+                    .into_iter()
+                    .filter(|path| !snapshot.was_read(path))
+                    .cloned()
+                    .collect();
+                if !unread.is_empty() {
+                    return Err(Halt::Read(unread));
+                }
+                if snapshot.get(&late).is_some() {
+                    return Err(Halt::Reject(JournalError::SendCutoffPassed));
+                }
+                if snapshot.get(&index).is_some() {
+                    return Err(Halt::Reject(JournalError::corrupt(
+                        "a provider key index before its attempt opened",
+                    )));
+                }
                 let after = self.opened(next, next_revision(Some(&attempt))?)?;
                 let mut writes = record(hash, Some(&attempt), &after, SendEventType::Opened);
                 writes.push(Write::AssertAbsent { path: late });
                 let permit = self.permit(&after, lifecycle);
+                writes.push(KeyIndex::create(
+                    hash,
+                    after.attempt,
+                    &permit.provider_idempotency_key,
+                ));
                 Ok(Decision::Mutate(writes, BeginSendOutput::Permitted(permit)))
             }
             // A closed attempt under a leased lifecycle was refused by the loader.
@@ -244,7 +292,9 @@ impl Transition for BeginSend {
     }
 
     fn paths(&self) -> Vec<String> {
-        load::first_read(self.call.command())
+        let mut paths = load::first_read(self.call.command());
+        paths.push(first_index(self.call.identity(), &self.plan));
+        paths
     }
 
     fn decide(&self, snapshot: &Snapshot) -> Decision<BeginSendOutput> {

@@ -287,12 +287,21 @@ impl Transition for Record {
     }
 
     /// A reconciled absence reads its attempt's late charge too (none can exist for an
-    /// open attempt), so that what the commit leaves known lets the next attempt's
-    /// permit be planned with the late charge's absence proven.
+    /// open attempt), and, for a caller that holds the plan, everything the next
+    /// permit reads: `begin_send`'s first read (attempt 1's key index with it) and the
+    /// next attempt's key index (none exists before that attempt opens), so that what
+    /// the commit leaves known lets the next attempt's permit be planned with every
+    /// absence proven.
     fn paths(&self) -> Vec<String> {
         let mut paths = load::first_read(self.call.command());
         if self.mode == Mode::Reconciliation && self.finding == Closing::Absent {
             paths.push(super::late::path(self.call.hash(), self.attempt));
+            if let (Some(plan), Some(next)) = (&self.plan, self.attempt.next()) {
+                let identity = self.call.identity();
+                paths.push(super::begin::first_index(identity, plan));
+                let key = super::plan::attempt_key(identity, plan.operation(), next);
+                paths.push(super::key_index::path(&key));
+            }
         }
         paths
     }

@@ -10,6 +10,7 @@
 //! | any attempt's, the command ended | a charge | a late charge under that attempt ([`Late::Ended`]; the command's own charge answers [`Settled::Ended`]) |
 //! | | anything else | nothing written: [`Settled::Ended`] |
 //! | no attempt's (another command's, a later attempt's, none bound) | any | refused, nothing written: `invalid_input` on `providerIdempotencyKey` |
+//! | an attempt's other than the one the key index names (found through the index) | any | `journal_corrupt`, nothing written |
 
 use super::{Late, Settled};
 use crate::error::JournalError;
@@ -28,6 +29,9 @@ pub(crate) struct Given {
     pub(crate) key: String,
     /// What the provider holds for it.
     pub(crate) answer: ProviderAnswer,
+    /// The attempt the key index names for the key, when it was found through it:
+    /// the attempt proven from the stored plan must be that one.
+    pub(crate) indexed: Option<AttemptNumber>,
 }
 
 impl std::fmt::Debug for Given {
@@ -74,6 +78,11 @@ pub(super) fn named(
         .filter_map(|n| AttemptNumber::new(n).ok())
         .find(|&n| attempt_key(identity, operation, n) == given.key)
         .ok_or_else(refused)?;
+    if given.indexed.is_some_and(|indexed| indexed != attempt) {
+        return Err(JournalError::corrupt(
+            "a provider key index names another attempt than its key's",
+        ));
+    }
     let ended = match status.command.state {
         CommandState::Succeeded => Some(TerminalOutput::Succeeded),
         CommandState::FailedFinal => Some(TerminalOutput::FailedFinal),

@@ -24,7 +24,7 @@ use crate::transaction::{Decision, OperationName, Snapshot, Transition};
 /// root, so a reader that knows only the key hash operates on the command as
 /// registered. `root` comes from a strict parse, checked against its revision-1
 /// audit event before the identity is used.
-fn registered(root: &RootDocument) -> CommandIdentity {
+pub(crate) fn registered(root: &RootDocument) -> CommandIdentity {
     CommandIdentity {
         command_key_hash: root.command_key_hash.clone(),
         payload_fingerprint: root.payload_fingerprint.clone(),

@@ -169,6 +169,7 @@ fn given_as(n: i64, answer: ProviderAnswer) -> Source {
     Source::Given(Given {
         key: key(n),
         answer,
+        indexed: None,
     })
 }
 
@@ -809,6 +810,7 @@ fn a_key_of_no_attempt_of_the_command_is_refused_without_writing() {
             Source::Given(Given {
                 key: key.clone(),
                 answer: ProviderAnswer::Succeeded(envelope()),
+                indexed: None,
             })
         };
         let (result, _, _) = settle_at(&mut store, job(given()), T0 + 61 * SEC, &[]);
@@ -867,6 +869,7 @@ fn the_debug_of_an_answer_given_never_shows_its_key() {
     let source = Source::Given(Given {
         key: canary.to_owned(),
         answer: ProviderAnswer::Declined,
+        indexed: None,
     });
     let shown = format!("{source:?} {:?}", job(source.clone()));
     assert!(!shown.contains("CANARY"), "{shown}");

@@ -142,6 +142,11 @@ pub enum FindingCode {
     /// one, or gives a reason its attempt's recorded state contradicts (an attempt
     /// still open, or succeeded).
     LateChargeMismatch,
+    /// A provider key index document (`providerKeys/{digest of the key}`) that fails
+    /// its strict codec, was rewritten, names no command that opened an attempt, or
+    /// whose command's stored plan does not derive, at the attempt it names (one
+    /// opened already), the key whose digest is its id.
+    ProviderKeyMismatch,
 }
 
 impl FindingCode {
@@ -196,6 +201,7 @@ impl FindingCode {
             Self::PendingIndexMismatch => "pending_index_mismatch",
             Self::MalformedRecoveryCheckpoint => "malformed_recovery_checkpoint",
             Self::LateChargeMismatch => "late_charge_mismatch",
+            Self::ProviderKeyMismatch => "provider_key_mismatch",
         }
     }
 }
@@ -267,6 +273,14 @@ pub struct Scanned {
     pub ledger_transactions: u64,
     /// `recoveryCheckpoints`: one per key range a recovery job keeps a checkpoint of.
     pub recovery_checkpoints: u64,
+    /// `providerKeys`: one per attempt opened since the key index exists (left out of
+    /// the JSON while zero, so that a journal without any reads as before).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub provider_keys: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Scanned {
@@ -278,6 +292,7 @@ impl Scanned {
             + self.ledger_reservations
             + self.ledger_transactions
             + self.recovery_checkpoints
+            + self.provider_keys
     }
 }
 

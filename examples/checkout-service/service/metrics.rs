@@ -45,6 +45,7 @@ pub fn install(recorder: PrometheusRecorder) -> Option<PrometheusHandle> {
 /// recorder installed now.
 pub fn describe() {
     command_journal::metrics::describe_metrics();
+    super::webhook_metrics::describe();
     metrics::describe_counter!(
         REQUESTS_TOTAL,
         "HTTP requests by route, status and outcome (a fixed code)."

@@ -38,7 +38,7 @@ impl Target {
 
 /// Every journal path the matrix covers (the send layer's, then the result
 /// envelope's, then the recovery checkpoints', last).
-pub const TARGETS: [Target; 12] = [
+pub const TARGETS: [Target; 13] = [
     Target {
         template: "checkoutRequests/{k}",
         groups: &["checkoutRequests"],
@@ -82,6 +82,10 @@ pub const TARGETS: [Target; 12] = [
     Target {
         template: "recoveryCheckpoints/{k}",
         groups: &["recoveryCheckpoints"],
+    },
+    Target {
+        template: "providerKeys/{k}",
+        groups: &["providerKeys"],
     },
     Target {
         template: "ledgerTransactions/{k}/corrections/current",

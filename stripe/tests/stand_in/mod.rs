@@ -49,6 +49,7 @@
 
 #![allow(dead_code)]
 
+pub mod events;
 pub mod pages;
 pub mod routes;
 pub mod schema;
@@ -190,6 +191,7 @@ impl StandIn {
         let router = Router::new()
             .route("/v1/payment_intents", post(create).get(list))
             .route("/v1/payment_intents/search", get(search))
+            .route("/v1/events", get(events::list))
             .route("/v1/payment_intents/{id}", get(routes::retrieve_intent))
             .route(
                 "/v1/payment_intents/{id}/cancel",

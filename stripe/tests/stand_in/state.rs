@@ -270,6 +270,8 @@ pub struct State {
     pub base: String,
     /// The pending fault of each key admitted with one.
     pub pending: HashMap<Slot, Fault>,
+    /// The events seen so far (`super::events`).
+    pub events: super::events::Events,
     /// Stored 500s to roll forward: when, on which account, with which parameters.
     roll_forward: Vec<(i64, Option<String>, Value)>,
 }

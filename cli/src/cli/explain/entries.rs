@@ -551,4 +551,14 @@ pub const ENTRIES: &[Entry] = &[
          contradicts.",
         INVESTIGATE,
     ),
+    finding(
+        "provider_key_mismatch",
+        "A provider key index document (`providerKeys/{digest of the key}`) that fails \
+         its strict codec, was rewritten, names no command that opened an attempt, or \
+         whose command's stored plan does not derive, at the attempt it names, the key \
+         whose digest is its id.",
+        "Evidence naming that key (a provider's event) fails on it (`journal_corrupt`) \
+         and writes nothing; the command still settles by its client's retry or a \
+         recovery's lookup. Find who wrote it.",
+    ),
 ];

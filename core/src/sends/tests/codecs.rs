@@ -15,7 +15,7 @@ fn written() -> Store {
     case(
         "codecs",
         &[
-            (Op::Begin(0, 1, T0), "permit 1 false", 4),
+            (Op::Begin(0, 1, T0), "permit 1 false", 5),
             (
                 Op::Outcome(0, 1, 1, Ambiguous, T0 + 1),
                 "send_ambiguous 1",
@@ -120,7 +120,7 @@ fn an_indeterminate_attempt_is_version_3_and_its_events_version_4_exactly() {
     let store = case(
         "indeterminate codecs",
         &[
-            (Op::Begin(0, 1, T0), "permit 1 false", 4),
+            (Op::Begin(0, 1, T0), "permit 1 false", 5),
             (
                 Op::Outcome(0, 1, 1, Indeterminate, T0 + SEC),
                 "send_ambiguous 1",

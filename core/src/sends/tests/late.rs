@@ -18,12 +18,12 @@ fn a_charge_of_an_attempt_proven_absent_is_recorded_once() {
         &[
             // No plan bound: nothing sent, nothing of this command's.
             (Late(1, 0, T0), mismatch, 0),
-            (Begin(0, 1, T0), "permit 1 false", 4),
+            (Begin(0, 1, T0), "permit 1 false", 5),
             // Attempt 1 is open: its charge is its outcome (reconcile it), not late.
             (Late(1, 0, T0 + SEC), mismatch, 0),
             (Acq(1, PROVABLE), "acquired 2", 2),
             (Rec(1, 2, 1, Absent, PROVABLE), "send_absent 1", 2),
-            (Begin(1, 2, TK), "permit 2 false", 2),
+            (Begin(1, 2, TK), "permit 2 false", 3),
             // Proven absent, and yet charged (heard once attempt 2 was sent): recorded,
             // whatever comes next.
             (Late(1, 0, TK + 1), "late attempt_absent", 1),
@@ -55,7 +55,7 @@ fn a_charge_of_a_declined_attempt_or_an_earlier_one_is_recorded() {
     case(
         "declined",
         &[
-            (Begin(0, 1, T0), "permit 1 false", 4),
+            (Begin(0, 1, T0), "permit 1 false", 5),
             (
                 Outcome(0, 1, 1, Declined, T0 + SEC),
                 "terminal_failed_final",
@@ -67,10 +67,10 @@ fn a_charge_of_a_declined_attempt_or_an_earlier_one_is_recorded() {
     case(
         "an earlier attempt, the later one still open",
         &[
-            (Begin(0, 1, T0), "permit 1 false", 4),
+            (Begin(0, 1, T0), "permit 1 false", 5),
             (Acq(1, PROVABLE), "acquired 2", 2),
             (Rec(1, 2, 1, Absent, PROVABLE), "send_absent 1", 2),
-            (Begin(1, 2, TK), "permit 2 false", 2),
+            (Begin(1, 2, TK), "permit 2 false", 3),
             (Late(1, 0, TK + 1), "late attempt_absent", 1),
             (Late(2, 0, TK + 1), JournalError::AttemptMismatch.code(), 0),
         ],
@@ -82,7 +82,7 @@ fn a_late_charge_document_is_read_strictly() {
     let store = case(
         "declined",
         &[
-            (Begin(0, 1, T0), "permit 1 false", 4),
+            (Begin(0, 1, T0), "permit 1 false", 5),
             (
                 Outcome(0, 1, 1, Declined, T0 + SEC),
                 "terminal_failed_final",
@@ -125,7 +125,7 @@ fn no_next_attempt_opens_beside_a_late_charge_of_the_absent_one() {
         case(
             "absent, then charged",
             &[
-                (Begin(0, 1, T0), "permit 1 false", 4),
+                (Begin(0, 1, T0), "permit 1 false", 5),
                 (Acq(1, PROVABLE), "acquired 2", 2),
                 (Rec(1, 2, 1, Absent, PROVABLE), "send_absent 1", 2),
             ],

@@ -74,8 +74,9 @@ fn same_both_ways(before: &Store, holder: usize, now: i64, which: u8) -> (String
 fn a_new_command_opens_its_lease_and_permit_in_one_commit() {
     let (answer, writes) = same_both_ways(&Store::new(), 0, T0, 0);
     assert_eq!(answer, "acquired 1 permit 1 false");
-    // The root, its two events, the lifecycle; the plan, the send record, its event.
-    assert_eq!(writes, 7);
+    // The root, its two events, the lifecycle; the plan, the send record, its event,
+    // the key's index.
+    assert_eq!(writes, 8);
 }
 
 #[test]

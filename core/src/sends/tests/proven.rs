@@ -41,7 +41,7 @@ fn an_absence_is_refused_while_the_senders_request_may_be_in_flight() {
     let store = case(
         "the sender's own lease",
         &[
-            (Begin(0, 1, T0), "permit 1 false", 4),
+            (Begin(0, 1, T0), "permit 1 false", 5),
             // The same holder, lease active: its own POST may still be processed.
             (Rec(0, 1, 1, Absent, T0 + SEC), &code, 0),
             (Begin(0, 1, T0 + 2 * SEC), "permit 1 false", 0),
@@ -77,10 +77,10 @@ fn a_provable_absence_still_opens_the_next_attempt_under_a_new_key() {
     let store = case(
         "provable",
         &[
-            (Begin(0, 1, T0), "permit 1 false", 4),
+            (Begin(0, 1, T0), "permit 1 false", 5),
             (Acq(1, PROVABLE - SEC), "acquired 2", 2),
             (Rec(1, 2, 1, Absent, PROVABLE), "send_absent 1", 2),
-            (Begin(1, 2, PROVABLE + 1), "permit 2 false", 2),
+            (Begin(1, 2, PROVABLE + 1), "permit 2 false", 3),
         ],
     );
     assert_eq!(send_counts(&store), (2, 3));
@@ -88,7 +88,7 @@ fn a_provable_absence_still_opens_the_next_attempt_under_a_new_key() {
     case(
         "after a re-send",
         &[
-            (Begin(0, 1, T0), "permit 1 false", 4),
+            (Begin(0, 1, T0), "permit 1 false", 5),
             (Acq(1, T0 + 61 * SEC), "acquired 2", 2),
             (Begin(1, 2, T0 + 70 * SEC), "permit 1 true", 2),
             (Acq(2, T0 + 350 * SEC), "acquired 3", 2),
@@ -110,7 +110,7 @@ fn a_key_store_absence_is_refused_once_the_key_may_be_forgotten() {
     case(
         "key store",
         &[
-            (Begin(0, 1, T0), "permit 1 false", 4),
+            (Begin(0, 1, T0), "permit 1 false", 5),
             (Acq(1, FORGOTTEN - SEC), "acquired 2", 2),
             (Rec(1, 2, 1, Absent, FORGOTTEN), &never, 0),
             (
@@ -197,7 +197,7 @@ fn another_plan_is_a_conflict_before_any_cutoff_or_state_rule() {
     let store = case(
         "plan first",
         &[
-            (Begin(0, 1, T0), "permit 1 false", 4),
+            (Begin(0, 1, T0), "permit 1 false", 5),
             (
                 OutcomeOther(0, 1, 1, succeeded(0), t1()),
                 "plan_conflict",
@@ -236,7 +236,7 @@ fn the_senders_answer_is_evidence_after_the_cutoff() {
     case(
         "a re-send answered after the cutoff",
         &[
-            (Begin(0, 1, T0), "permit 1 false", 4),
+            (Begin(0, 1, T0), "permit 1 false", 5),
             (Acq(1, late), "acquired 2", 2),
             (Begin(1, 2, CUTOFF - SEC), "permit 1 true", 2),
             (
@@ -250,7 +250,7 @@ fn the_senders_answer_is_evidence_after_the_cutoff() {
     case(
         "only the sender, only while its lease runs",
         &[
-            (Begin(0, 1, T0), "permit 1 false", 4),
+            (Begin(0, 1, T0), "permit 1 false", 5),
             (Acq(1, late), "acquired 2", 2),
             (Begin(1, 2, CUTOFF - SEC), "permit 1 true", 2),
             (

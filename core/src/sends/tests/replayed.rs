@@ -26,7 +26,7 @@ fn a_replayed_unknown_is_never_re_sent_nor_proven_absent_and_only_its_final_stat
     let store = case(
         "replayed unknown",
         &[
-            (Begin(0, 1, T0), "permit 1 false", 4),
+            (Begin(0, 1, T0), "permit 1 false", 5),
             (
                 Outcome(0, 1, 1, ReplayedUnknown, T0 + SEC),
                 "send_ambiguous 1",
@@ -103,7 +103,7 @@ fn an_indeterminate_answer_is_kept_open_never_re_sent_nor_proven_absent() {
     };
     let mut store = leased();
     for (op, answer, writes) in [
-        (Begin(0, 1, T0), "permit 1 false", 4),
+        (Begin(0, 1, T0), "permit 1 false", 5),
         (
             Outcome(0, 1, 1, Indeterminate, T0 + SEC),
             "send_ambiguous 1",
@@ -175,7 +175,7 @@ fn an_indeterminate_answer_is_kept_open_never_re_sent_nor_proven_absent() {
     case(
         "re-sent, then indeterminate",
         &[
-            (Begin(0, 1, T0), "permit 1 false", 4),
+            (Begin(0, 1, T0), "permit 1 false", 5),
             (Outcome(0, 1, 1, Ambiguous, T0 + SEC), "send_ambiguous 1", 2),
             (Acq(1, tk), "acquired 2", 2),
             (Begin(1, 2, tk), "permit 1 true", 2),
@@ -213,7 +213,7 @@ fn evidence_for_a_replayed_unknown_settles_it_whenever_it_arrives() {
     case(
         "found",
         &[
-            (Begin(0, 1, T0), "permit 1 false", 4),
+            (Begin(0, 1, T0), "permit 1 false", 5),
             (
                 Outcome(0, 1, 1, ReplayedUnknown, T0 + SEC),
                 "send_ambiguous 1",
@@ -230,7 +230,7 @@ fn evidence_for_a_replayed_unknown_settles_it_whenever_it_arrives() {
     case(
         "the sender's success",
         &[
-            (Begin(0, 1, T0), "permit 1 false", 4),
+            (Begin(0, 1, T0), "permit 1 false", 5),
             (Outcome(0, 1, 1, Ambiguous, T0 + SEC), "send_ambiguous 1", 2),
             (
                 Outcome(0, 1, 1, ReplayedUnknown, T0 + 2 * SEC),
@@ -251,7 +251,7 @@ fn a_replayed_unknown_past_the_cutoff_is_refused_as_any_unknown() {
     case(
         "past the cutoff",
         &[
-            (Begin(0, 1, T0), "permit 1 false", 4),
+            (Begin(0, 1, T0), "permit 1 false", 5),
             (Acq(1, CUTOFF - 30 * SEC), "acquired 2", 2),
             (Begin(1, 2, CUTOFF - SEC), "permit 1 true", 2),
             (
@@ -328,7 +328,7 @@ fn a_replay_heard_after_a_re_send_is_recorded_by_its_latest_sender_only() {
     case(
         "re-sent, then replayed",
         &[
-            (Begin(0, 1, T0), "permit 1 false", 4),
+            (Begin(0, 1, T0), "permit 1 false", 5),
             (Outcome(0, 1, 1, Ambiguous, T0 + SEC), "send_ambiguous 1", 2),
             (Acq(1, tk), "acquired 2", 2),
             (Begin(1, 2, tk), "permit 1 true", 2),

@@ -19,7 +19,7 @@ fn no_plan_bound() {
             (Outcome(0, 1, 1, Ambiguous, T1), "attempt_mismatch", 0),
             (Rec(0, 1, 1, Absent, T1), "attempt_mismatch", 0),
             // plan + unchanged lifecycle + send record + opened event
-            (Begin(0, 1, T1), "permit 1 false", 4),
+            (Begin(0, 1, T1), "permit 1 false", 5),
             (Begin(0, 1, T1 + 5), "permit 1 false", 0),
             // An earlier-captured retry of the same holder recovers, as with the lease.
             (Begin(0, 1, T1 - 5), "permit 1 false", 0),
@@ -54,7 +54,7 @@ fn sending() {
     let store = case(
         "sending",
         &[
-            (Begin(0, 1, T1), "permit 1 false", 4),
+            (Begin(0, 1, T1), "permit 1 false", 5),
             (Complete(0, 1, T1), "send_outcome_required", 0),
             (Fail(0, 1, T1), "send_outcome_required", 0),
             (Outcome(0, 1, 2, Ambiguous, T1), "attempt_mismatch", 0),
@@ -77,7 +77,7 @@ fn sending_then_succeeded_or_declined() {
     let store = case(
         "succeeded",
         &[
-            (Begin(0, 1, T1), "permit 1 false", 4),
+            (Begin(0, 1, T1), "permit 1 false", 5),
             // lifecycle + command_succeeded + send record + event, one commit
             (
                 Outcome(0, 1, 1, succeeded(0), T1 + 1),
@@ -107,7 +107,7 @@ fn sending_then_succeeded_or_declined() {
     case(
         "declined",
         &[
-            (Begin(0, 1, T1), "permit 1 false", 4),
+            (Begin(0, 1, T1), "permit 1 false", 5),
             (
                 Outcome(0, 1, 1, Declined, T1 + 1),
                 "terminal_failed_final",
@@ -134,7 +134,7 @@ fn ambiguous() {
     case(
         "ambiguous",
         &[
-            (Begin(0, 1, T1), "permit 1 false", 4),
+            (Begin(0, 1, T1), "permit 1 false", 5),
             (Outcome(0, 1, 1, Ambiguous, T1), "send_ambiguous 1", 2),
             (Outcome(0, 1, 1, Ambiguous, T1 + 9), "send_ambiguous 1", 0),
             // The same fence again: the same permit, no write.
@@ -153,7 +153,7 @@ fn takeover_resend() {
     let store = case(
         "resend",
         &[
-            (Begin(0, 1, T1), "permit 1 false", 4),
+            (Begin(0, 1, T1), "permit 1 false", 5),
             (Outcome(0, 1, 1, Ambiguous, T1), "send_ambiguous 1", 2),
             (Acq(1, TK), "acquired 2", 2),
             (Begin(0, 1, TK), "lease_not_held", 0),
@@ -179,7 +179,7 @@ fn cutoff_boundary_to_the_microsecond() {
     case(
         "before the cutoff",
         &[
-            (Begin(0, 1, T0), "permit 1 false", 4),
+            (Begin(0, 1, T0), "permit 1 false", 5),
             (Acq(1, late), "acquired 2", 2),
             (Begin(1, 2, CUTOFF - 1), "permit 1 true", 2),
             (
@@ -192,7 +192,7 @@ fn cutoff_boundary_to_the_microsecond() {
     case(
         "at the cutoff",
         &[
-            (Begin(0, 1, T0), "permit 1 false", 4),
+            (Begin(0, 1, T0), "permit 1 false", 5),
             (Acq(1, late), "acquired 2", 2),
             (Begin(1, 2, CUTOFF), "send_cutoff_passed", 0),
             // Every caller, the expired first holder and a stranger included.
@@ -207,7 +207,7 @@ fn cutoff_boundary_to_the_microsecond() {
     case(
         "the sender at the cutoff",
         &[
-            (Begin(0, 1, T0), "permit 1 false", 4),
+            (Begin(0, 1, T0), "permit 1 false", 5),
             (Acq(1, late), "acquired 2", 2),
             (Begin(1, 2, late + SEC), "permit 1 true", 2),
             (Begin(1, 2, CUTOFF), "send_cutoff_passed", 0),
@@ -229,7 +229,7 @@ fn cutoff_boundary_to_the_microsecond() {
     case(
         "a decline after the cutoff, by the sender",
         &[
-            (Begin(0, 1, T0), "permit 1 false", 4),
+            (Begin(0, 1, T0), "permit 1 false", 5),
             (Acq(1, late), "acquired 2", 2),
             (Begin(1, 2, late + SEC), "permit 1 true", 2),
             (
@@ -242,7 +242,7 @@ fn cutoff_boundary_to_the_microsecond() {
     case(
         "after the cutoff, reconciliation moves it too",
         &[
-            (Begin(0, 1, T0), "permit 1 false", 4),
+            (Begin(0, 1, T0), "permit 1 false", 5),
             (Acq(1, late), "acquired 2", 2),
             (Rec(1, 2, 1, succeeded(0), CUTOFF), "terminal_succeeded", 4),
         ],
@@ -255,7 +255,7 @@ fn reconciliation_and_proven_safe_advancement() {
     let store = case(
         "absent",
         &[
-            (Begin(0, 1, T0), "permit 1 false", 4),
+            (Begin(0, 1, T0), "permit 1 false", 5),
             (Outcome(0, 1, 1, Ambiguous, T0 + 1), "send_ambiguous 1", 2),
             (Acq(1, late), "acquired 2", 2),
             (Status(late), STATUS_NEEDS_RECONCILIATION, 0),
@@ -273,7 +273,7 @@ fn reconciliation_and_proven_safe_advancement() {
             (Complete(1, 2, late + 2), "send_outcome_required", 0),
             (BeginOther(1, 2, late + 3), "plan_conflict", 0),
             // Only now: attempt 2, a new key and its own cutoff.
-            (Begin(1, 2, late + 3), "permit 2 false", 2),
+            (Begin(1, 2, late + 3), "permit 2 false", 3),
             (Begin(1, 2, late + 4), "permit 2 false", 0),
             (Rec(1, 2, 1, Absent, late + 4), "attempt_mismatch", 0),
             (
@@ -287,7 +287,7 @@ fn reconciliation_and_proven_safe_advancement() {
     case(
         "reconciled before the cutoff",
         &[
-            (Begin(0, 1, T0), "permit 1 false", 4),
+            (Begin(0, 1, T0), "permit 1 false", 5),
             (Rec(0, 1, 1, Declined, T0 + 1), "terminal_failed_final", 4),
             (Rec(0, 1, 1, Declined, T0 + 2), "terminal_failed_final", 0),
             (
@@ -307,7 +307,7 @@ fn status_shows_the_send_state() {
         "status",
         &[
             (Status(T0), STATUS_LEASED_NO_SEND, 0),
-            (Begin(0, 1, T0), "permit 1 false", 4),
+            (Begin(0, 1, T0), "permit 1 false", 5),
             (Status(T0 + 1), STATUS_SENDING, 0),
         ],
     );

@@ -27,7 +27,6 @@ use crate::error::JournalError;
 use crate::execute::opening::Opening;
 use crate::fence::FenceEpoch;
 use crate::known::{self, Known};
-use crate::sends::load::first_read;
 use crate::sends::reverted::reverted_bits;
 use crate::start::{Start, StartOutput};
 use crate::testing::{Store, WriteResults};
@@ -230,10 +229,10 @@ fn open(caller: Caller) -> Chain {
     let now = at(micros(caller.now));
     let call = caller.call();
     let start = Start::new(identity(), owner(caller.owner), now);
-    let paths = first_read(call.command());
     let plan = provider_plan(caller.plan).clone();
     // The opening's one rule: the permit its lease lets it take.
     let opening = Opening::new(start.clone(), call, plan);
+    let paths = opening.paths();
     let planned =
         known::chain::<_, _, u64, _>(&start, &paths, |out: &StartOutput| opening.permit(out))?;
     let (started, began) = planned.output;

@@ -15,7 +15,6 @@ use crate::lease::{CommandCall, LeaseCall};
 use crate::sends::AttemptNumber;
 use crate::sends::begin::BeginSend;
 use crate::sends::late::{LateChargeOutput, RecordLateCharge};
-use crate::sends::load::first_read;
 use crate::sends::provider::Closing;
 use crate::sends::record::Record;
 use crate::sends::status::SendStatusRead;
@@ -170,7 +169,10 @@ pub(super) fn visit<V: Visit>(caller: Caller, op: Op, visitor: V) -> V::Out {
         Op::Start | Op::Open => {
             let start = Start::new(identity(), owner(caller.owner), now);
             let paths = match op {
-                Op::Open => first_read(caller.call().command()),
+                Op::Open => {
+                    crate::execute::opening::Opening::new(start.clone(), caller.call(), plan)
+                        .paths()
+                }
                 _ => start.paths(),
             };
             visitor.visit(&start, paths, Output::Started)

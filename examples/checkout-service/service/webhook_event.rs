@@ -1,0 +1,137 @@
+//! One Stripe event taken as evidence, the same way whether the endpoint received it
+//! signed or the recovery job read it from the Events API: classified from its object
+//! (`command_journal_stripe::webhook::classify`, the table of the Stripe package's
+//! `docs/events.md`), the object read by id where its meaning depends on order
+//! (Stripe does not order its events: <https://docs.stripe.com/webhooks>), and the
+//! answer recorded through the journal's evidence call, with no client, under the
+//! journal's own lease and the one settle program.
+//!
+//! Never an absence: an event that proves nothing is acknowledged and counted, and no
+//! answer but a success or a final one is ever recorded from it.
+
+use command_journal::evidence::{self, EvidenceOptions, EvidenceOutcome};
+use command_journal::{Journal, ProviderAnswer};
+use command_journal_stripe::Stripe;
+use command_journal_stripe::intent::Expected;
+use command_journal_stripe::webhook::{
+    Classified, Evidence, JournalKey, MAX_READS, ObjectRef, ReadById, Settlement, VerifiedEvent,
+    classify, settle,
+};
+
+/// How one event ended. Every case but [`Taken::Unavailable`] is final: Stripe need not
+/// deliver it again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Taken {
+    /// The evidence was recorded: the command's answer is settled from it.
+    Recorded,
+    /// The charge was recorded as a late charge (its command ended, or its attempt
+    /// moved on, without it): listed by `pending` and `verify` for a person.
+    LateCharge,
+    /// The journal held this evidence already (the same event again, or another
+    /// event, a lookup or the client's own call settled it first): nothing written.
+    Duplicate,
+    /// A key of the journal's form that names no attempt the journal holds:
+    /// acknowledged and counted, nothing written.
+    UnknownObject,
+    /// Nothing to record; the fixed code says why (not ours, a type not read, a state
+    /// on the way, an object whose current state settles nothing yet).
+    Ignored(&'static str),
+    /// The journal, or Stripe's read by id, did not answer: the event must come again
+    /// (Stripe retries a delivery answered with a 5xx). The fixed code says which.
+    Unavailable(&'static str),
+}
+
+impl Taken {
+    /// The fixed code of a log line and a metric label.
+    pub fn code(self) -> &'static str {
+        match self {
+            Self::Recorded => "recorded",
+            Self::LateCharge => "late_charge",
+            Self::Duplicate => "duplicate",
+            Self::UnknownObject => "unknown_object",
+            Self::Ignored(code) | Self::Unavailable(code) => code,
+        }
+    }
+}
+
+/// Takes `event` for a journal whose Stripe key runs in live mode when `livemode`:
+/// classifies it, reads its object by id through `stripe` where the classification
+/// says so, and records a success or a final answer through `journal`.
+pub async fn take(
+    journal: &Journal,
+    stripe: &Stripe,
+    event: &VerifiedEvent,
+    livemode: bool,
+) -> Taken {
+    let (key, evidence) = match classify(event, livemode) {
+        Classified::Ignored(ignored) => return Taken::Ignored(ignored.code()),
+        Classified::Ours { key, evidence, .. } => (key, evidence),
+    };
+    let answer = match evidence {
+        Evidence::Nothing => return Taken::Ignored("webhook_state_on_the_way"),
+        Evidence::Proves(answer) => answer,
+        Evidence::ReadById(object, _) => match current(stripe, object, &key).await {
+            Some(answer) => answer,
+            None => return Taken::Unavailable("stripe_unavailable"),
+        },
+    };
+    match answer {
+        ProviderAnswer::Succeeded(_) | ProviderAnswer::Declined | ProviderAnswer::Closed => {
+            record(journal, stripe, &key, answer).await
+        }
+        ProviderAnswer::CustomerMustAct(_) => Taken::Ignored("webhook_customer_must_act"),
+        // Never from an event (no absence, no send's answer); a failed read by id is
+        // Unknown: Stripe's retry, or the job's next run, reads it again.
+        ProviderAnswer::Unknown
+        | ProviderAnswer::NotFound
+        | ProviderAnswer::ReplayedUnknown
+        | ProviderAnswer::Indeterminate
+        | ProviderAnswer::SucceededWithReference(_) => Taken::Ignored("webhook_unsettled"),
+    }
+}
+
+/// The answer `object`'s current state settles for `key`, read by id (a session, then
+/// its PaymentIntent: at most `MAX_READS` reads); `None` when a read failed. The key
+/// alone is checked, as a recovery lookup does: the endpoint holds no plan's
+/// parameters, and the settle program proves the attempt from the stored plan.
+async fn current(stripe: &Stripe, object: ObjectRef, key: &JournalKey) -> Option<ProviderAnswer> {
+    let mut next = object;
+    for _ in 0..MAX_READS {
+        let json = stripe.read(&next).await?;
+        match settle(&next, &json, key, &Expected::key_only()) {
+            Settlement::Answer(answer) => return Some(answer),
+            Settlement::ReadById(object) => next = object,
+        }
+    }
+    Some(ProviderAnswer::Unknown)
+}
+
+/// Records `answer` for `key` through the journal's evidence call
+/// (`Journal::record_evidence`), declaring the service's own Stripe account: a
+/// command bound to another writes nothing.
+async fn record(
+    journal: &Journal,
+    stripe: &Stripe,
+    key: &JournalKey,
+    answer: ProviderAnswer,
+) -> Taken {
+    let options = EvidenceOptions {
+        account: stripe.account().ok(),
+    };
+    let evidence = evidence::Evidence::new(key.as_str(), answer);
+    match journal.record_evidence(evidence, &options).await {
+        Ok(EvidenceOutcome::Succeeded | EvidenceOutcome::Declined) => Taken::Recorded,
+        Ok(EvidenceOutcome::LateCharge) => Taken::LateCharge,
+        Ok(EvidenceOutcome::AlreadySettled) => Taken::Duplicate,
+        Ok(EvidenceOutcome::UnknownObject) => Taken::UnknownObject,
+        Ok(EvidenceOutcome::NothingOpen) => Taken::Ignored("evidence_nothing_open"),
+        Ok(EvidenceOutcome::NotFound | EvidenceOutcome::Inconclusive) => {
+            Taken::Ignored("evidence_inconclusive")
+        }
+        Ok(EvidenceOutcome::OtherAccount) => Taken::Ignored("evidence_other_account"),
+        // The client's call (or a recovery) holds the command: nothing written, and
+        // the same event later settles it. Stripe retries a 503.
+        Ok(EvidenceOutcome::InProgress) => Taken::Unavailable("evidence_in_progress"),
+        Err(error) => Taken::Unavailable(error.code()),
+    }
+}
