@@ -139,11 +139,12 @@ fn intent_envelope(stand_in: &StandIn, at: usize) -> Value {
 /// settled on the customer's return, after `calls` calls of the command that took the
 /// lease (the send, recorded as awaiting the customer; the retries, each answered from
 /// a read by id; the return, which settled it): the command's creation, one lease per
-/// call and its end; the permit, the wait and the outcome; the stored charge when
-/// `charged`.
+/// call and its end; the permit, the wait and the outcome; the attempt's key index;
+/// the stored charge when `charged`.
 fn settled_after_the_customer(calls: u32, charged: bool) -> Vec<String> {
     let mut expected = commerce_documents(calls + 2);
     expected.extend(send_documents(3));
+    expected.push("providerKeys/H".to_owned());
     if charged {
         expected.push("checkoutRequests/H/results/current".to_owned());
     }
