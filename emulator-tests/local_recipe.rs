@@ -322,10 +322,10 @@ fn customer_in_the_loop(
         assert!(listening.contains("\"flow\""), "{listening}");
     }
     let secure = run_block(&blocks[3], assignments, adapt, path);
-    assert_eq!(secure.len(), 3, "{secure:?}");
+    assert_eq!(secure.len(), 4, "{secure:?}");
     let hosted = run_block(&blocks[4], assignments, adapt, path);
-    assert_eq!(hosted.len(), 4, "{hosted:?}");
-    let report = &json_lines(&hosted[3])[0];
+    assert_eq!(hosted.len(), 5, "{hosted:?}");
+    let report = &json_lines(&hosted[4])[0];
     assert_eq!(report["clean"], true, "{report}");
     assert_eq!(
         report["scanned"]["lifecycles"], 4,

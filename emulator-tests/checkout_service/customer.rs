@@ -34,6 +34,15 @@ const RETURN_WITHIN: Duration = Duration::from_secs(30);
 /// What a challenge or a session is paid with (a card that asks for 3-D Secure).
 const AUTHENTICATED: &str = "pm_card_authenticationRequired";
 
+/// The lease the last call took runs out (the service's and the stand-in's clocks
+/// move 61 s on). The journal does not yet end a lease when it answers the customer's
+/// action, so a call of the same command within that lease is told 409 `in_progress`
+/// (retry after its `Retry-After`); the return page retries until then.
+fn lease_runs_out(service: &Service, stand_in: &StandIn) {
+    service.clock.advance(TimeDelta::seconds(61));
+    stand_in.advance(61);
+}
+
 /// A 3-D Secure payment's payload.
 fn payment(payment_method: &str) -> Value {
     json!({
@@ -181,7 +190,11 @@ async fn a_3d_secure_challenge_passed_in_chromium_is_charged_once_on_the_return(
         action(&first),
         &json!({"type": "confirm", "clientSecret": secret, "nextAction": "use_stripe_sdk"})
     );
+    // Within the first call's lease, the same command is in progress.
+    let early = service.checkout(&id, &body).await;
+    assert_eq!(early.status, 409, "{}", early.text);
     // A lost answer, a second tab: the same action, asked of Stripe again.
+    lease_runs_out(&service, &stand_in);
     let again = service.checkout(&id, &body).await;
     assert_eq!(again.text, first.text);
     // The customer's browser: Stripe.js's challenge, here the stand-in's page.
@@ -198,6 +211,7 @@ async fn a_3d_secure_challenge_passed_in_chromium_is_charged_once_on_the_return(
         .await
         .expect("back on the return page");
     // The return page's call: the same command again.
+    lease_runs_out(&service, &stand_in);
     let paid = service.checkout(&id, &body).await;
     assert_eq!(paid.status, 200, "{}", paid.text);
     assert_eq!(paid.body, succeeded(&intent_envelope(&stand_in, 0)));
@@ -249,6 +263,7 @@ async fn a_3d_secure_challenge_failed_in_chromium_ends_declined_in_the_header_fo
         .wait_for_url_prefix(&format!("{pages}/return"), RETURN_WITHIN)
         .await
         .expect("back on the return page");
+    lease_runs_out(&service, &stand_in);
     let declined = service.keyed(&key, &body).await;
     assert_eq!(
         (declined.status, &declined.body),
@@ -296,6 +311,7 @@ async fn a_checkout_paid_in_chromium_answers_the_same_page_until_the_return_char
     assert_eq!(action(&first), &json!({"type": "open", "url": url}));
     // Every retry while the customer pays: the same page.
     for _ in 0..2 {
+        lease_runs_out(&service, &stand_in);
         let again = service.checkout(&id, &order()).await;
         assert_eq!(again.text, first.text);
     }
@@ -309,6 +325,7 @@ async fn a_checkout_paid_in_chromium_answers_the_same_page_until_the_return_char
         .expect("back on the success page");
     let session_id = session["id"].as_str().expect("an id");
     assert_eq!(back, format!("{pages}/return?session={session_id}"));
+    lease_runs_out(&service, &stand_in);
     let paid = service.checkout(&id, &order()).await;
     assert_eq!(paid.status, 200, "{}", paid.text);
     // The charge is the session's PaymentIntent, as a lookup or an event finds it.
