@@ -16,6 +16,8 @@ mod stub_provider;
 mod charges;
 mod concurrency;
 mod configuration;
+mod customer;
+mod flow;
 mod hardening;
 mod keyed;
 mod recovery;
@@ -280,7 +282,9 @@ async fn start_service(options: Options) -> Service {
                 service::webhook::Webhooks::new(settings, &config, journal.clone(), logger.clone())
                     .expect("webhooks")
             });
-    let app = App::new(&config, journal, keys.clone(), logger, thread_recorder()).expect("app");
+    let app = App::new(&config, journal, keys.clone(), logger, thread_recorder())
+        .expect("app")
+        .with_provider_clock(clock.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind service");
@@ -654,6 +658,20 @@ fn assert_no_secrets(lines: &[String], bodies: &[String], extra: &[&str], refere
     for body in bodies {
         let scanned = match serde_json::from_str::<Value>(body) {
             Ok(Value::Object(mut object)) => {
+                // The customer's action is the browser's: its secret or URL is checked
+                // to reach nothing else (`customer.rs`).
+                if object.get("status") == Some(&json!("customer_must_act")) {
+                    let action = object.remove("action").unwrap_or_default();
+                    let mut keys: Vec<&str> = action
+                        .as_object()
+                        .map(|a| a.keys().map(String::as_str).collect())
+                        .unwrap_or_default();
+                    keys.sort_unstable();
+                    assert!(
+                        keys == ["clientSecret", "nextAction", "type"] || keys == ["type", "url"],
+                        "{body}"
+                    );
+                }
                 if let Some(charge) = object.remove("charge") {
                     let fields = charge.as_object().expect("charge is an object");
                     assert!(

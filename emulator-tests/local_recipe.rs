@@ -3,6 +3,9 @@
 //! the emulator from the CLI, the stub provider and the checkout service, then the
 //! requests, and the abandoned checkout settled by the recovery job and replayed, each
 //! answer checked. The recovery part waits out a real lease (60 s), as the recipe does.
+//! Then the customer in the loop: the Stripe stand-in, a service on each flow (ports
+//! 12111, 8082 and 8083 freed the same way), a 3-D Secure payment and a Checkout
+//! payment through the stand-in's pages' own posts, and the journal verified.
 
 use serde_json::{Value, json};
 use std::io::{BufRead as _, BufReader};
@@ -125,7 +128,7 @@ fn run_block(
         let stdout = run(assignments, &line, path);
         if let Some(exact) = comment
             .as_deref()
-            .and_then(|c| serde_json::from_str::<Value>(c).ok())
+            .and_then(|c| serde_json::from_str::<Value>(&adapt(c)).ok())
         {
             assert_eq!(
                 serde_json::from_str::<Value>(&stdout).expect("JSON"),
@@ -156,17 +159,22 @@ fn the_local_service_recipe_works_as_written() {
     let blocks = sh_blocks(docs);
     assert_eq!(
         blocks.len(),
-        6,
-        "build, emulator, stub, service, requests, recovery"
+        11,
+        "build, emulator, stub, service, requests, recovery, stand-in, two services, \
+         3-D Secure, Checkout"
     );
     // The build: the binaries `cargo test` built stand in for its release binaries.
     assert_eq!(blocks[0], [("cargo build --release".to_owned(), None)]);
     let (emulator, stub, service) = (free_port(), free_port(), free_port());
+    let (stand_in, confirming, hosted) = (free_port(), free_port(), free_port());
     let bin = std::path::Path::new(CLI).parent().expect("bin dir");
     let adapt = |line: &str| {
         line.replace("8080", &emulator.to_string())
             .replace("9090", &stub.to_string())
             .replace("8081", &service.to_string())
+            .replace("12111", &stand_in.to_string())
+            .replace("8082", &confirming.to_string())
+            .replace("8083", &hosted.to_string())
             .replace("target/release/", &format!("{}/", bin.display()))
     };
     assert_eq!(
@@ -278,5 +286,49 @@ fn the_local_service_recipe_works_as_written() {
         calls["lookups"],
         json!([posts[1]["idempotencyKey"]]),
         "the job looked the lost charge's key up, once: {calls}"
+    );
+
+    customer_in_the_loop(&blocks[6..], &mut running, &mut assignments, &adapt, &path);
+}
+
+/// The recipe's last five blocks: the Stripe stand-in, a service on each flow, a 3-D
+/// Secure payment and a Checkout payment (each answer checked against its comment by
+/// [`run_block`]), and the journal verified.
+fn customer_in_the_loop(
+    blocks: &[Vec<(String, Option<String>)>],
+    running: &mut Running,
+    assignments: &mut Vec<String>,
+    adapt: &dyn Fn(&str) -> String,
+    path: &str,
+) {
+    assert_eq!(
+        example("stripe-stand-in").parent(),
+        example("checkout-service").parent()
+    );
+    let (child, mut out) = start(&adapt(&blocks[0][0].0), path);
+    running.0.push(child);
+    let said = out.next().expect("a line").expect("utf-8");
+    assert!(
+        said.starts_with("stripe stand-in listening on http://127.0.0.1:"),
+        "{said}"
+    );
+    for block in &blocks[1..3] {
+        let (child, out) = start(&adapt(&block[0].0), path);
+        running.0.push(child);
+        let listening = out
+            .map(|line| line.expect("utf-8"))
+            .find(|line| line.contains("\"listening\""))
+            .expect("the service's listening line");
+        assert!(listening.contains("\"flow\""), "{listening}");
+    }
+    let secure = run_block(&blocks[3], assignments, adapt, path);
+    assert_eq!(secure.len(), 4, "{secure:?}");
+    let hosted = run_block(&blocks[4], assignments, adapt, path);
+    assert_eq!(hosted.len(), 5, "{hosted:?}");
+    let report = &json_lines(&hosted[4])[0];
+    assert_eq!(report["clean"], true, "{report}");
+    assert_eq!(
+        report["scanned"]["lifecycles"], 4,
+        "four commands: {report}"
     );
 }

@@ -177,6 +177,11 @@ fn the_readme_handler_and_the_service_answer_with_one_table() {
             r#"| 202 | `{"status":"pending_reconciliation"}` | `60` |"#,
         ),
         (
+            r#"(202, None, r#"{"status":"customer_must_act""#,
+            r#"json!({"status": "customer_must_act", "action": action})"#,
+            r#"| 202 | `{"status":"customer_must_act","action":{"type":"confirm","clientSecret":"…","nextAction":"…"}}` or `{"status":"customer_must_act","action":{"type":"open","url":"…"}}`"#,
+        ),
+        (
             r#"{{"status":"succeeded","charge":{}}}"#,
             r#"{{"status":"succeeded","charge":{canonical}}}"#,
             r#"| 200 | `{"status":"succeeded","charge":{…}}`"#,

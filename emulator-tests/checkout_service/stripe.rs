@@ -122,14 +122,15 @@ async fn checkout_on_stripe_a_declined_card_fails_for_good() {
     assert_eq!(replay.text, declined.text);
     assert_eq!(stand_in.creates().len(), 1);
     assert_eq!(stand_in.intents()[0]["status"], "requires_payment_method");
-    // 3-D Secure needed: unknown, never a success or a decline.
+    // 3-D Secure needed: the customer must act, never a success or a decline
+    // (`customer.rs` completes the challenge).
     let id = command_id(711);
     let waiting = service
         .checkout(&id, &payment("pm_card_authenticationRequired"))
         .await;
     assert_eq!(
-        (waiting.status, &waiting.body),
-        (503, &json!({"status": "retry"}))
+        (waiting.status, &waiting.body["status"]),
+        (202, &json!("customer_must_act"))
     );
     stand_in.assert_schemas_held();
     service

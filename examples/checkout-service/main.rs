@@ -122,6 +122,14 @@ fn stated(config: &Config, journal: &Journal, plant: Option<&str>) -> Option<Map
     Some(fields)
 }
 
+/// The journal's clock, which the provider's client reads too (a Checkout Session's
+/// `expires_at` is clamped against it): the system clock, moved by
+/// `JOURNAL_CLOCK_OFFSET_MS` in emulator mode as the journal's is.
+fn journal_clock(config: &Config) -> Arc<dyn command_journal::Clock> {
+    let offset = config.clock_offset.unwrap_or_default();
+    Arc::new(service::clock::OffsetClock::new(offset))
+}
+
 /// The recovery job: one run over every pending checkout, then exit.
 async fn recover(
     config: Config,
@@ -144,6 +152,7 @@ async fn recover(
     let Some(backend) = Backend::new(&config) else {
         return fail("start-up error: the HTTP client could not be built");
     };
+    let backend = backend.with_clock(journal_clock(&config));
     let journal = service::clock::with_offset(Journal::new(connection), config.clock_offset)
         .with_concurrency(config.concurrency);
     let policy = command_journal::RetryPolicy {
@@ -176,6 +185,10 @@ async fn recover(
                     .await;
             backfilled = events.clean();
             let provider = stripe.recovery();
+            service::recovery::run_with(&journal, &provider, &settings, &logger).await
+        }
+        Backend::Checkout(stripe, pages) => {
+            let provider = stripe.checkout_recovery(pages);
             service::recovery::run_with(&journal, &provider, &settings, &logger).await
         }
     };
@@ -218,7 +231,7 @@ async fn run(config: Config, webhooks: Option<WebhookSettings>, plant: Option<&s
         },
     };
     let app = match App::new(&config, journal, keys, logger.clone(), metrics) {
-        Ok(app) => Arc::new(app),
+        Ok(app) => Arc::new(app.with_provider_clock(journal_clock(&config))),
         Err(_) => return fail("start-up error: the HTTP client could not be built"),
     };
     let listener = match tokio::net::TcpListener::bind((config.bind_address, config.port)).await {
@@ -238,6 +251,7 @@ async fn run(config: Config, webhooks: Option<WebhookSettings>, plant: Option<&s
     fields.insert("environment".into(), json!(config.environment.as_str()));
     fields.insert("unsignedTokensAccepted".into(), json!(config.auth_emulator));
     fields.insert("concurrency".into(), json!(config.concurrency.as_str()));
+    fields.insert("flow".into(), json!(config.flow.as_str()));
     fields.insert("stripeWebhooks".into(), json!(webhooks.is_some()));
     fields.extend(stated_fields);
     logger.log(Severity::Info, "listening", None, fields);

@@ -2,11 +2,15 @@
 //! what its log line says. Every body is a fixed shape; the only value that is not a
 //! fixed code is a success's `charge`, the stored envelope's canonical text, so a
 //! replay answers the first answer's bytes (and says so: `Idempotent-Replayed: true`).
+//! The one exception is "the customer must act": its body carries the client secret
+//! or the hosted page's URL, for the customer's browser only (`Cache-Control:
+//! no-store`; the log line and the metrics carry its fixed outcome only).
 
 use axum::body::Body;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
 use command_journal::JournalError;
+use command_journal::sends::CustomerAction;
 use command_journal_http::IDEMPOTENT_REPLAYED;
 use serde_json::{Value, json};
 
@@ -37,6 +41,8 @@ pub struct Answer {
     pub provider_called: bool,
     /// The journal's stored outcome, answered again: `Idempotent-Replayed: true`.
     pub replayed: bool,
+    /// Answer with `Cache-Control: no-store` (the body holds the customer's action).
+    pub no_store: bool,
 }
 
 /// What a request's log line says of its answer, carried in the response's
@@ -65,6 +71,7 @@ impl Answer {
             command_key_hash: None,
             provider_called: false,
             replayed: false,
+            no_store: false,
         }
     }
 
@@ -121,6 +128,32 @@ impl Answer {
             "pending_reconciliation",
         );
         answer.retry_after = Some(PENDING_RETRY_AFTER);
+        answer
+    }
+
+    /// 202 `{"status":"customer_must_act","action":{"type":"confirm","clientSecret",
+    /// "nextAction"}}` (confirm with Stripe.js) or `{…,"action":{"type":"open","url"}}`
+    /// (open the hosted page), `Cache-Control: no-store`. Never stored: every retry
+    /// asks the provider again, and the customer's return (the same command's next
+    /// call) answers the payment's outcome.
+    pub fn customer_must_act(action: &CustomerAction) -> Self {
+        let action = match action {
+            CustomerAction::Confirm {
+                client_secret,
+                next_action,
+            } => json!({
+                "type": "confirm",
+                "clientSecret": client_secret.expose(),
+                "nextAction": next_action.as_str(),
+            }),
+            CustomerAction::Open { url } => json!({"type": "open", "url": url.expose()}),
+        };
+        let mut answer = Self::new(
+            StatusCode::ACCEPTED,
+            json!({"status": "customer_must_act", "action": action}),
+            "customer_must_act",
+        );
+        answer.no_store = true;
         answer
     }
 
@@ -183,6 +216,9 @@ impl Answer {
         }
         if self.close {
             headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
+        if self.no_store {
+            headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         }
         if self.replayed {
             headers.insert(IDEMPOTENT_REPLAYED, HeaderValue::from_static("true"));

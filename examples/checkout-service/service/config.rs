@@ -173,6 +173,8 @@ pub struct Config {
     /// `JOURNAL_CONCURRENCY`: how the journal keeps a decision consistent with what it
     /// read, `preconditions` (the default) or `transaction` (Firestore transactions).
     pub concurrency: Concurrency,
+    /// `CHECKOUT_FLOW` and its pages (`service::flow`): PaymentIntents or Checkout.
+    pub flow: super::flow::Flow,
 }
 
 /// A setting that stops start-up: names the variable, never its value.
@@ -328,6 +330,7 @@ impl Config {
         } else {
             None
         };
+        let flow = super::flow::Flow::from_lookup(&get, stripe.is_some())?;
         let clock_offset = clock_offset(&get, environment)?;
         let concurrency = match get("JOURNAL_CONCURRENCY") {
             None => Concurrency::default(),
@@ -354,6 +357,7 @@ impl Config {
             plan,
             clock_offset,
             concurrency,
+            flow,
         })
     }
 }

@@ -19,6 +19,7 @@
 use super::answer::{Answer, Logged, severity};
 use super::auth::{AuthError, KeySource, Verifier};
 use super::backend::Backend;
+use super::called::Called;
 use super::config::Config;
 use super::logging::{Logger, Severity};
 use super::provider::RequestProvider;
@@ -109,6 +110,12 @@ impl App {
             max_checkouts: config.http.max_requests,
             keyed,
         })
+    }
+
+    /// The same service, its provider's client reading `clock` ([`Backend::with_clock`]).
+    pub fn with_provider_clock(mut self, clock: Arc<dyn command_journal::Clock>) -> Self {
+        self.provider = self.provider.with_clock(clock);
+        self
     }
 
     /// The routes; a wrong method (405) or path (404) is answered and logged here.
@@ -450,6 +457,11 @@ pub(super) async fn run_command(app: &App, command: &CommandInput, payload: &Val
             let execution = app.journal.execute_marked(command, &plan, &provider).await;
             answer(execution, provider.called(), provider.code())
         }
+        Backend::Checkout(stripe, pages) => {
+            let provider = Called::new(stripe.checkout(payload, pages));
+            let execution = app.journal.execute_marked(command, &plan, &provider).await;
+            answer(execution, provider.called(), provider.inner().code())
+        }
     }
 }
 
@@ -479,9 +491,8 @@ fn answer(
             Answer::retry(ambiguity.unwrap_or("lease_too_short"), after.as_secs())
         }
         Ok(Execution::PendingReconciliation) => Answer::pending_reconciliation(),
-        // The service answers its browser's action once its flow takes one from its
-        // configuration; until then the next call asks the provider again.
-        Ok(Execution::CustomerMustAct(_)) => Answer::pending_reconciliation(),
+        // The customer's browser confirms or pays; the return page's call settles it.
+        Ok(Execution::CustomerMustAct(action)) => Answer::customer_must_act(&action),
         Err(error) => Answer::journal_error(error),
     };
     answer.provider_called = called;

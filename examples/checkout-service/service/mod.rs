@@ -6,10 +6,12 @@
 pub mod answer;
 pub mod auth;
 pub mod backend;
+pub mod called;
 pub mod caller_id;
 pub mod clock;
 pub mod config;
 pub mod event_backfill;
+pub mod flow;
 pub mod handler;
 pub mod key_cache;
 pub mod keyed;
