@@ -242,22 +242,16 @@ async fn checkpoints(
         .map_err(|error| crate::runner::retry::firestore_error(&error))?
     {
         report.scanned.recovery_checkpoints += 1;
-        let path = document
-            .name
-            .strip_prefix(&prefix)
-            .unwrap_or(&document.name);
-        let doc = command_journal_core::tools::verify::stored::StoredDoc {
-            path: path.to_owned(),
-            fields: crate::wire::fields_from_wire(document.fields),
-            created: Default::default(),
-            updated: Default::default(),
-        };
         report.record(command_journal_core::tools::verify::checkpoints::check(
-            &doc,
+            &stored_doc(document, &prefix),
         ));
     }
     Ok(())
 }
+
+/// How many index documents verify holds to their commands at a time: its memory
+/// stays bounded however many attempts the journal holds.
+const PROVIDER_KEYS_AT_ONCE: usize = 300;
 
 /// The provider keys' index and anything stored below it (read in the first range
 /// only, each document held to its command).
@@ -275,7 +269,7 @@ async fn provider_keys(
     read_time: &prost_types::Timestamp,
     report: &mut VerifyReport,
 ) -> Result<(), JournalError> {
-    use command_journal_core::tools::verify::provider_keys::{check, check_command};
+    use command_journal_core::tools::verify::provider_keys::check;
     let query = between(
         db,
         documents,
@@ -297,29 +291,28 @@ async fn provider_keys(
         .map_err(|error| crate::runner::retry::firestore_error(&error))?
     {
         report.scanned.provider_keys += 1;
-        let time = |t: Option<prost_types::Timestamp>| {
-            t.map_or_else(Default::default, |t| {
-                command_journal_core::tools::verify::stored::WriteTime {
-                    seconds: t.seconds,
-                    nanos: t.nanos,
-                }
-            })
-        };
-        let doc = command_journal_core::tools::verify::stored::StoredDoc {
-            path: document
-                .name
-                .strip_prefix(&prefix)
-                .unwrap_or(&document.name)
-                .to_owned(),
-            fields: crate::wire::fields_from_wire(document.fields),
-            created: time(document.create_time),
-            updated: time(document.update_time),
-        };
-        match check(&doc) {
+        match check(&stored_doc(document, &prefix)) {
             Ok(found) => indexed.push(found),
             Err(findings) => report.record(findings),
         }
+        if indexed.len() == PROVIDER_KEYS_AT_ONCE {
+            held_to_commands(connection, &indexed, read_time, &prefix, report).await?;
+            indexed.clear();
+        }
     }
+    held_to_commands(connection, &indexed, read_time, &prefix, report).await
+}
+
+/// Holds each index document of `indexed` to its command's documents, read at
+/// `read_time`.
+async fn held_to_commands(
+    connection: &Connection,
+    indexed: &[command_journal_core::tools::verify::provider_keys::Indexed],
+    read_time: &prost_types::Timestamp,
+    prefix: &str,
+    report: &mut VerifyReport,
+) -> Result<(), JournalError> {
+    use command_journal_core::tools::verify::provider_keys::check_command;
     let paths = indexed
         .iter()
         .flat_map(|found| found.command_paths())
@@ -330,16 +323,42 @@ async fn provider_keys(
         .map(|document| {
             let path = document
                 .name
-                .strip_prefix(&prefix)
+                .strip_prefix(prefix)
                 .unwrap_or(&document.name)
                 .to_owned();
             (path, crate::wire::fields_from_wire(document.fields))
         })
         .collect();
-    for found in &indexed {
+    for found in indexed {
         report.record(check_command(found, |path| read.get(path)));
     }
     Ok(())
+}
+
+/// A scanned document as the core's checks read it: its path below `prefix`, its
+/// fields and its write times.
+fn stored_doc(
+    document: Document,
+    prefix: &str,
+) -> command_journal_core::tools::verify::stored::StoredDoc {
+    let time = |t: Option<prost_types::Timestamp>| {
+        t.map_or_else(Default::default, |t| {
+            command_journal_core::tools::verify::stored::WriteTime {
+                seconds: t.seconds,
+                nanos: t.nanos,
+            }
+        })
+    };
+    command_journal_core::tools::verify::stored::StoredDoc {
+        path: document
+            .name
+            .strip_prefix(prefix)
+            .unwrap_or(&document.name)
+            .to_owned(),
+        fields: crate::wire::fields_from_wire(document.fields),
+        created: time(document.create_time),
+        updated: time(document.update_time),
+    }
 }
 
 /// The documents the scans below read, counted with one COUNT aggregation per name
