@@ -586,9 +586,12 @@ fn an_intents_current_state_settles_as_the_adapters_lookup_reads_it() {
             settle_intent(&intent("succeeded", Some(KEY)), &expected),
             answer(sent_success())
         );
+        // A refused confirmation the customer may still retry on the same intent: the
+        // lookup reads it as a decline (no customer acts on a looked-up attempt), an
+        // event never makes it final.
         assert_eq!(
             settle_intent(&intent("requires_payment_method", Some(KEY)), &expected),
-            answer(ProviderAnswer::Declined)
+            answer(ProviderAnswer::Unknown)
         );
         assert_eq!(
             settle_intent(&intent("canceled", Some(KEY)), &expected),
@@ -709,10 +712,11 @@ async fn an_order_dependent_event_settles_from_what_came_after_it() {
         settle_by_id(&now_paid, object.clone(), &key, &expected_charge()).await,
         sent_success()
     );
+    // Still refused, the customer may still retry: nothing final.
     let still_refused = objects(&[intent("requires_payment_method", Some(KEY))]);
     assert_eq!(
         settle_by_id(&still_refused, object.clone(), &key, &expected_charge()).await,
-        ProviderAnswer::Declined
+        ProviderAnswer::Unknown
     );
     // A read that fails is unknown.
     assert_eq!(
@@ -860,4 +864,36 @@ async fn no_customer_value_appears_in_debug_or_codes() {
             assert!(!text.contains(canary), "{canary} in {text}");
         }
     }
+}
+
+/// A `payment_intent.payment_failed` read by id while the customer can still retry on
+/// the same intent (a failed 3-D Secure challenge with the client secret in the
+/// browser; a declined card on a Checkout page that stays open) is no final refusal.
+#[test]
+fn a_refused_confirmation_the_customer_can_still_retry_is_no_decline() {
+    let key_text = format!("cj1-{}", "ab".repeat(32));
+    let key = JournalKey::parse(&key_text).expect("key");
+    let object = ObjectRef::new(ObjectKind::PaymentIntent, "pi_retryable1").expect("ref");
+    let intent = |status: &str| {
+        serde_json::json!({
+            "id": "pi_retryable1",
+            "object": "payment_intent",
+            "amount": 1000,
+            "currency": "eur",
+            "status": status,
+            "last_payment_error": {"type": "card_error", "code": "card_declined"},
+            "metadata": {"journal_key": key_text},
+        })
+        .to_string()
+    };
+    let open = settle(
+        &object,
+        &intent("requires_payment_method"),
+        &key,
+        &Expected::key_only(),
+    );
+    assert_eq!(open, Settlement::Answer(ProviderAnswer::Unknown));
+    // Canceled after the refusal: final, a decline.
+    let canceled = settle(&object, &intent("canceled"), &key, &Expected::key_only());
+    assert_eq!(canceled, Settlement::Answer(ProviderAnswer::Declined));
 }

@@ -41,8 +41,8 @@ pub trait ReadById {
 /// ([`Expected::of`] the plan's parameters, or [`Expected::key_only`]).
 ///
 /// A PaymentIntent answers what the adapter's lookup answers for it (`succeeded`: a
-/// success with the same envelope; final without money moved: a decline; anything
-/// still open: unknown). A Checkout Session of the key answers from its `status`:
+/// success with the same envelope; canceled: a decline; anything still open, a
+/// refused confirmation the customer may retry included: unknown). A Checkout Session of the key answers from its `status`:
 /// `complete` reads on to its PaymentIntent; `open` is
 /// [`ProviderAnswer::CustomerMustAct`] with its hosted page's URL (the customer may
 /// still pay); `expired` is [`ProviderAnswer::Closed`] (nothing paid, nothing payable
@@ -57,6 +57,18 @@ pub fn settle(object: &ObjectRef, json: &str, key: &JournalKey, expected: &Expec
         return unknown;
     }
     match object.kind() {
+        // "If the payment attempt fails (for example due to a decline), the
+        // PaymentIntent's status returns to requires_payment_method so that the payment
+        // can be retried" (https://docs.stripe.com/payments/paymentintents/lifecycle):
+        // a customer who holds the client secret (3-D Secure) or an open Checkout page
+        // may still pay on it, so an event never makes that refusal final. Only the
+        // journal's own cancel, then a read by id (`Provider::retrieve`), or a lookup of
+        // an attempt no customer acts on, does.
+        ObjectKind::PaymentIntent
+            if read.get("status").and_then(Value::as_str) == Some("requires_payment_method") =>
+        {
+            unknown
+        }
         ObjectKind::PaymentIntent => {
             let found = answer::evidence(std::slice::from_ref(&read), key.as_str(), expected);
             Settlement::Answer(answer::lookup_result(found))
