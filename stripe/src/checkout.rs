@@ -346,7 +346,7 @@ impl Checkout<'_> {
     async fn current(
         &self,
         key: &str,
-        charge: &Charge,
+        charge: Option<&Charge>,
         act_by: i64,
         replayable: bool,
         cancel: bool,
@@ -355,21 +355,18 @@ impl Checkout<'_> {
         if !journal_key(key) {
             return RetrieveAnswer::Unknown("provider_key");
         }
-        let by_replay = if replayable {
-            self.replayed_session(key, charge, act_by, deadline).await
-        } else {
-            Err("retrieve_not_replayable")
+        let by_replay = match charge {
+            Some(charge) if replayable => {
+                self.replayed_session(key, charge, act_by, deadline).await
+            }
+            _ => Err("retrieve_not_replayable"),
         };
         // A replay that names no session (a first send clamped its `expires_at`, so
         // this form is another's: `idempotency_error`) falls back to the session's
         // intent, as after the cutoff.
         let session = match by_replay {
             Ok(session) => Ok(session),
-            Err(_) => {
-                self.stripe
-                    .session_by_intent(key, Some(charge), deadline)
-                    .await
-            }
+            Err(_) => self.stripe.session_by_intent(key, charge, deadline).await,
         };
         let session = match session {
             Ok(session) => session,
@@ -382,19 +379,11 @@ impl Checkout<'_> {
         let Some(id) = session.get("id").and_then(Value::as_str) else {
             return RetrieveAnswer::Unknown("provider_receipt");
         };
-        match self
-            .stripe
-            .expire_session(id, key, Some(charge), deadline)
-            .await
-        {
+        match self.stripe.expire_session(id, key, charge, deadline).await {
             Ok(expired) => self.stripe.session_answer(&expired, key, deadline).await,
             // Completed meanwhile: read it again and answer that, never open.
             Err("provider_unexpected_state") => {
-                match self
-                    .stripe
-                    .session_by_id(id, key, Some(charge), deadline)
-                    .await
-                {
+                match self.stripe.session_by_id(id, key, charge, deadline).await {
                     Ok(now) => match self.stripe.session_answer(&now, key, deadline).await {
                         RetrieveAnswer::CustomerMustAct(_) => RetrieveAnswer::Unknown("open"),
                         other => other,
@@ -477,16 +466,23 @@ impl Provider for Checkout<'_> {
     }
 
     async fn retrieve(&self, request: RetrieveRequest) -> ProviderAnswer {
-        // The plan's parameters, as the request carries them: a recovery job's
-        // provider serves every command.
-        let Ok(charge) = Charge::from_parameters(&request.parameters) else {
-            self.note(Some("invalid_parameters"));
-            return ProviderAnswer::Unknown;
+        // The plan's parameters, as the request carries them (a recovery job's
+        // provider serves every command): without them (a job's read, which carries
+        // none) the session is found through its intent by the key alone.
+        let charge = match &request.parameters {
+            Value::Null => None,
+            parameters => match Charge::from_parameters(parameters) {
+                Ok(charge) => Some(charge),
+                Err(_) => {
+                    self.note(Some("invalid_parameters"));
+                    return ProviderAnswer::Unknown;
+                }
+            },
         };
         let answer = self
             .current(
                 &request.key,
-                &charge,
+                charge.as_ref(),
                 request.act_by.seconds(),
                 request.replayable,
                 request.cancel,

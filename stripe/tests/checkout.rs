@@ -566,3 +566,38 @@ async fn the_client_reads_an_object_by_id_for_the_webhook_settlement() {
     assert_eq!(stripe.read(&missing).await, None, "a 404 is no body");
     stand_in.assert_schemas_held();
 }
+
+/// The recovery job's read of an attempt that waits for its customer carries no
+/// parameters and may neither replay nor cancel (`RetrieveRequest` with
+/// `parameters: null`): a customer who paid on the hosted page and closed the tab
+/// before the return page is still settled, the session found through its intent.
+#[tokio::test]
+async fn the_recovery_job_reads_a_paid_session_its_customer_never_returned_from() {
+    let stand_in = StandIn::start().await;
+    let stripe = stripe(&stand_in, LookupMethod::Search);
+    let provider = stripe.checkout(&parameters(), &pages());
+    let key = key(77);
+    provider.send(send_request(&key, false, ACT_BY)).await;
+    let id = session_id(&stand_in);
+    assert!(stand_in.pay(&id, Payment::Card).is_some(), "paid");
+    stand_in.advance(61); // the search shows the session's intent
+    let recovery = stripe.checkout_recovery(&pages());
+    let job = RetrieveRequest {
+        parameters: Value::Null,
+        ..retrieve_request(&key, false, false)
+    };
+    let answer = recovery.retrieve(job).await;
+    assert!(
+        matches!(answer, ProviderAnswer::Succeeded(_)),
+        "a paid session, read by the recovery job: {answer:?} (code {:?})",
+        recovery.code()
+    );
+    // Parameters that are no charge are still refused.
+    let bad = RetrieveRequest {
+        parameters: serde_json::json!({"amount": "x"}),
+        ..retrieve_request(&key, false, false)
+    };
+    assert_eq!(recovery.retrieve(bad).await, ProviderAnswer::Unknown);
+    assert_eq!(recovery.code(), Some("invalid_parameters"));
+    stand_in.assert_schemas_held();
+}
