@@ -357,6 +357,8 @@ impl Journal {
     ///     Execution::InProgress | Execution::PendingReconciliation => println!("later"),
     ///     Execution::RetryLater { after } => println!("retry in {after:?}"),
     ///     Execution::SucceededWithoutResult => println!("succeeded"),
+    ///     // The client secret or the page's URL: for the customer's browser only.
+    ///     Execution::CustomerMustAct(_action) => println!("the customer must act"),
     /// }
     /// # Ok(()) }
     /// ```
