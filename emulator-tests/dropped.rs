@@ -184,6 +184,10 @@ async fn case(connection: &Connection, mode: Concurrency, row: Row, wakes: usize
         .await
         .is_some();
     let where_ = format!("{mode:?} {row:?}, dropped at await point {wakes}");
+    // The dropped call's transaction, if it opened one, is rolled back in the
+    // background: wait for that (a read still running that opened one included), so
+    // the next commit meets whatever the rollback left.
+    caller.reaped().await;
     let before = holder.stats();
     if taking {
         // The next holder: a clock a lease later, so that it takes over whatever

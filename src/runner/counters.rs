@@ -23,7 +23,10 @@ pub struct Counters {
     abandoned: AtomicU64,
     /// Transactions the background reaper is still ending.
     reaping: AtomicU64,
-    /// Woken whenever `reaping` falls to zero.
+    /// Transaction-opening reads still running as their own task: each may yet hand
+    /// the transaction it opened to the reaper (its caller gone).
+    opening: AtomicU64,
+    /// Woken whenever `reaping` or `opening` falls to zero.
     reaper_idle: Notify,
 }
 
@@ -181,13 +184,29 @@ impl Counters {
         }
     }
 
-    /// Resolves once the reaper holds no transaction.
+    /// One more transaction-opening read runs as its own task.
+    pub(super) fn opening_began(&self) {
+        self.opening.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// A transaction-opening read's task ended: its transaction, if any, was handed
+    /// over (to its caller, or to the reaper) before this.
+    pub(super) fn opening_ended(&self) {
+        if self.opening.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.reaper_idle.notify_waiters();
+        }
+    }
+
+    /// Resolves once the reaper holds no transaction and no transaction-opening read
+    /// still runs that could hand it one.
     pub(crate) async fn reaped(&self) {
         loop {
             let idle = self.reaper_idle.notified();
             let mut idle = std::pin::pin!(idle);
             idle.as_mut().enable();
-            if self.reaping.load(Ordering::Acquire) == 0 {
+            if self.opening.load(Ordering::Acquire) == 0
+                && self.reaping.load(Ordering::Acquire) == 0
+            {
                 return;
             }
             idle.await;
@@ -276,7 +295,14 @@ mod tests {
         counters.reap_ended();
         tokio::task::yield_now().await;
         assert!(!waiting.is_finished(), "one still in hand");
+        counters.opening_began();
         counters.reap_ended();
+        tokio::task::yield_now().await;
+        assert!(
+            !waiting.is_finished(),
+            "a transaction-opening read still runs"
+        );
+        counters.opening_ended();
         tokio::time::timeout(std::time::Duration::from_secs(10), waiting)
             .await
             .expect("resolved")

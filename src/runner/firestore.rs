@@ -167,6 +167,7 @@ impl Session<'_> {
         let (sender, receiver) = tokio::sync::oneshot::channel();
         let raw = self.raw.clone();
         let reaper = self.reaper.clone();
+        let opening = reaper.opening();
         tokio::spawn(async move {
             let mut open = None;
             let read = stream(raw, request, prefix, |id| open = Some(reaper.own(id)));
@@ -174,6 +175,9 @@ impl Session<'_> {
             // A failed or stalled read drops its transaction here; an answer nobody
             // receives drops it with the channel.
             let _ = sender.send(answered.map(|read| read.map(|batch| (batch, open))));
+            // Counted until now: whatever it opened is in its caller's or the reaper's
+            // hands.
+            drop(opening);
         });
         match receiver.await {
             Ok(Ok(answer)) => Some(answer),

@@ -101,6 +101,16 @@ impl Reaper {
         }
     }
 
+    /// Counts a transaction-opening read's task as running until the guard drops, so
+    /// that `Journal::reaped` also waits for a transaction such a task may still hand
+    /// over. Drop the guard after the task has handed its transaction on.
+    pub(super) fn opening(&self) -> Opening {
+        self.counters.opening_began();
+        Opening {
+            counters: Arc::clone(&self.counters),
+        }
+    }
+
     /// Takes ownership of transaction `id`, the moment it exists.
     pub(super) fn own(&self, id: Vec<u8>) -> Open {
         Open {
@@ -239,6 +249,17 @@ impl Drop for Reaping {
             abandoned(&self.counters, self.cause, why);
         }
         self.counters.reap_ended();
+    }
+}
+
+/// A transaction-opening read's task, counted while it runs ([`Reaper::opening`]).
+pub(super) struct Opening {
+    counters: Arc<Counters>,
+}
+
+impl Drop for Opening {
+    fn drop(&mut self) {
+        self.counters.opening_ended();
     }
 }
 
