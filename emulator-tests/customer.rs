@@ -2,7 +2,8 @@
 //! Stripe): a send answered "the customer must act" hands the action to the caller
 //! and records `awaiting_customer`; the customer's return reads the object by id
 //! (never a re-send, never a second key) and its answer settles the command: paid,
-//! a failed challenge (declined), abandoned (cancelled, then closed: nothing charged).
+//! a failed challenge (declined), abandoned (cancelled, then closed: nothing charged),
+//! by the customer's late return or by the recovery job once the window ended.
 //! The action's secret and URL are canaries: no stored document shows them.
 
 use super::send_randomized::assert_verified;
@@ -111,10 +112,16 @@ impl Provider for Scripted {
     }
 
     async fn retrieve(&self, request: RetrieveRequest) -> ProviderAnswer {
-        assert_eq!(
-            request.parameters,
-            json!({"amount": 1250, "currency": "eur"})
-        );
+        // A caller's read carries the plan's parameters; a recovery job's none (it
+        // holds only the key hash), and it never replays the key.
+        if request.parameters.is_null() {
+            assert!(!request.replayable, "a job's read replayable");
+        } else {
+            assert_eq!(
+                request.parameters,
+                json!({"amount": 1250, "currency": "eur"})
+            );
+        }
         self.calls.lock().expect("calls").push(Call::Retrieve {
             key: request.key,
             replayable: request.replayable,
@@ -318,6 +325,60 @@ async fn abandoned_is_cancelled_then_closed_with_nothing_charged_and_one_key() {
             retrieved(&f, false, true),
         ]
     );
+    let attempt = f.journal.send_status(&f.command).await.expect("status");
+    assert_eq!(attempt.send.expect("a send").attempt, AttemptNumber::FIRST);
+    f.assert_no_handoff().await;
+    assert_verified(&f.connection).await;
+}
+
+/// Abandoned, and the customer never returns: the recovery job reads the object by
+/// id without a lease (never cancelling) while the window runs, and once it ended it
+/// takes the lease and cancels: the closed object ends the command with nothing
+/// charged, one key, and the client's late call is told declined.
+#[tokio::test]
+async fn abandoned_is_cancelled_by_the_recovery_job_once_the_window_ended() {
+    use command_journal::ProviderAccount;
+    use command_journal::recovery::{RecoverOptions, Recovered};
+    let f = fixture(4).await;
+    let provider = Scripted::new(
+        vec![ProviderAnswer::CustomerMustAct(confirm())],
+        vec![
+            ProviderAnswer::CustomerMustAct(confirm()),
+            ProviderAnswer::Closed,
+        ],
+    );
+    assert_eq!(
+        f.execute(&provider).await,
+        Execution::CustomerMustAct(confirm())
+    );
+    let options = RecoverOptions {
+        account: Some(ProviderAccount::new("stub", "acct_customer", "test").expect("account")),
+        ..RecoverOptions::default()
+    };
+    let recover = || async {
+        f.journal
+            .recover(&provider, &options, |_| {})
+            .await
+            .expect("recover")
+    };
+    f.clock.advance(TimeDelta::seconds(3_600));
+    let before = support::documents(&f.connection).await;
+    assert_eq!(recover().await.count(Recovered::AwaitingCustomer), 1);
+    assert_eq!(
+        support::documents(&f.connection).await,
+        before,
+        "a job wrote while the customer could still act"
+    );
+    f.clock.advance(PAST_CUTOFF);
+    assert_eq!(recover().await.count(Recovered::Declined), 1);
+    assert_eq!(f.execute(&provider).await, Execution::Declined);
+    let job = |cancel| Call::Retrieve {
+        key: f.key(),
+        replayable: false,
+        cancel,
+        act_by: f.cutoff(),
+    };
+    assert_eq!(provider.calls(), vec![sent(&f), job(false), job(true)]);
     let attempt = f.journal.send_status(&f.command).await.expect("status");
     assert_eq!(attempt.send.expect("a send").attempt, AttemptNumber::FIRST);
     f.assert_no_handoff().await;

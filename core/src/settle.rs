@@ -52,7 +52,8 @@
 //! | status (a job's lookup, by key hash) | not leased | [`Settled::Ended`] |
 //! | | no attempt, or the attempt proven absent | [`Settled::NothingOpen`] |
 //! | | the plan's account not the job's | [`Settled::OtherAccount`] |
-//! | | the attempt awaits its customer | read its object by id (never replayable, never cancelled: no lease) |
+//! | | the attempt awaits its customer, its window (the stored cutoff) not yet passed | read its object by id (never replayable, never cancelled: no lease) |
+//! | | the attempt awaits its customer, its window passed | take the lease, then read the status again and the object by id under it (cancelled: the customer abandoned it) |
 //! | | the attempt's outcome unknown | look its key up |
 //! | status (an answer given: `record_evidence`, the key found through the key index) | the key the open attempt's | as a lookup's answer (below), never an absence |
 //! | | an earlier attempt's, or the current one recorded absent, or any once the command ended: a charge | `record_late_charge` under that attempt ([`Settled::LateCharge`]; the command's own charge: [`Settled::Ended`]) |

@@ -1060,3 +1060,111 @@ fn the_tally_counts_unavailable_exactly_the_lookups_the_protocol_ends_unavailabl
         );
     }
 }
+
+/// A customer who never came back: before the customer's window (the attempt's stored
+/// cutoff) ends, a job only reads the object by id (no lease taken, no cancel, nothing
+/// written while the object waits; a closed one, closed by the provider or the
+/// customer, is recorded under a lease taken then); once the window ended, the job takes the lease first and reads under it with
+/// `cancel`, so the payment the customer abandoned ends by itself: the closed object
+/// fails the command with nothing charged; an object still waiting (the cancel did not
+/// take) leaves it waiting, under the job's lease.
+#[test]
+fn a_job_cancels_an_abandoned_customers_object_only_under_a_lease_once_its_window_ended() {
+    use crate::sends::customer::{ActionName, CustomerAction, Handoff};
+    use crate::sends::provider::Closing;
+    let action = || {
+        ProviderAnswer::CustomerMustAct(CustomerAction::Confirm {
+            client_secret: Handoff::new("pi_1_secret_canary"),
+            next_action: ActionName::new("use_stripe_sdk").expect("name"),
+        })
+    };
+    let cutoff = {
+        let mut store = Store::new();
+        client_heard(&mut store, Closing::AwaitingCustomer);
+        let send = state(&mut store, T0 + SEC).send.expect("send");
+        assert_eq!(send.state, AttemptState::AwaitingCustomer);
+        send.send_cutoff_at
+    };
+    let micros = |t: Timestamp| t.micros();
+    // (when, the read's answer, the outcome, cancel asked, the fence while reading,
+    // the command's state after)
+    let cases = [
+        (
+            T0 + 61 * SEC,
+            action(),
+            Recovered::AwaitingCustomer,
+            false,
+            1,
+            CommandState::Leased,
+        ),
+        (
+            micros(cutoff) - 1,
+            ProviderAnswer::Closed,
+            Recovered::Declined,
+            false,
+            1,
+            CommandState::FailedFinal,
+        ),
+        (
+            micros(cutoff),
+            ProviderAnswer::Closed,
+            Recovered::Declined,
+            true,
+            2,
+            CommandState::FailedFinal,
+        ),
+        (
+            micros(cutoff),
+            action(),
+            Recovered::AwaitingCustomer,
+            true,
+            2,
+            CommandState::Leased,
+        ),
+        (
+            micros(cutoff) + 3_600 * SEC,
+            ProviderAnswer::Succeeded(envelope()),
+            Recovered::Succeeded,
+            true,
+            2,
+            CommandState::Succeeded,
+        ),
+    ];
+    for (now, answer, outcome, cancel, fence_reading, after) in cases {
+        let mut store = Store::new();
+        let key = client_heard(&mut store, Closing::AwaitingCustomer);
+        let before = store.documents();
+        let mut provider = Provider::answering(Vec::new());
+        let mut asked = Vec::new();
+        let (recovered, _) = traced(
+            &mut store,
+            &mut provider,
+            Some(account()),
+            &[now],
+            |store, io| {
+                let Io::Retrieve(request) = io else {
+                    return None;
+                };
+                let fence = state(store, now).command.fence_epoch.map(FenceEpoch::get);
+                asked.push((
+                    request.key.clone(),
+                    request.replayable,
+                    request.cancel,
+                    fence,
+                ));
+                Some(Input::Retrieved(answer.clone()))
+            },
+        );
+        let case = format!("at {now}, {answer:?}");
+        assert_eq!(recovered, Ok(outcome), "{case}");
+        assert!(
+            provider.asked.is_empty(),
+            "{case}: a waiting attempt was looked up"
+        );
+        assert_eq!(asked, [(key, false, cancel, Some(fence_reading))], "{case}");
+        assert_eq!(state(&mut store, now).command.state, after, "{case}");
+        if outcome == Recovered::AwaitingCustomer && !cancel {
+            assert_eq!(store.documents(), before, "{case}: wrote without evidence");
+        }
+    }
+}

@@ -285,8 +285,15 @@ impl Settle {
             }
             _ => LOOKUP_DEADLINE,
         };
-        // An attempt that waits for its customer is read by id, never looked up.
+        // An attempt that waits for its customer is read by id, never looked up. Past
+        // the customer's window a job cancels the object, a mutation at the provider
+        // made only under a lease: it takes the lease first (no evidence in hand, so
+        // it reads the status again under it).
         if open.state == AttemptState::AwaitingCustomer {
+            let job = matches!(self.holder, Holder::Job { .. });
+            if job && under.is_none() && now.at >= open.send_cutoff_at {
+                return self.take(open.attempt, ProviderAnswer::NotFound, now);
+            }
             return self.retrieve(under, open, deadline, now);
         }
         self.ask(under, open, proves_absence, deadline)
@@ -398,7 +405,8 @@ impl Settle {
                 match evidence {
                     // Looked up before the lease, a "not found" may have missed a
                     // re-send made since: confirm it under the lease, where no permit
-                    // can be given.
+                    // can be given. (A job past a waiting customer's window takes the
+                    // lease so, too: to read the object by id under it, and cancel.)
                     ProviderAnswer::NotFound => self.read(Some(lease), None, now),
                     evidence => self.reconcile(lease, attempt, evidence, OnLost::LeaveIt, now),
                 }

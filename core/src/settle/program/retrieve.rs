@@ -12,8 +12,9 @@
 //! The request says what the journal's records allow: `replayable` (the key may be
 //! re-sent to learn the object's id) before the attempt's stored cutoff and only for a
 //! caller that holds the plan's parameters; `cancel` once the customer's window has
-//! passed, only for a caller under its lease (a cancel is a mutation at the
-//! provider). The window ends at `act_by`, the attempt's stored cutoff (the same
+//! passed, only under a lease (a cancel is a mutation at the provider): a caller's, or
+//! the one a recovery job takes for it, so that a payment its customer abandoned ends
+//! by itself. The window ends at `act_by`, the attempt's stored cutoff (the same
 //! instant every send of the key carried).
 
 use super::{Holder, OnLost, Settle, State, Then, done};
@@ -27,7 +28,7 @@ use std::time::Duration;
 
 impl Settle {
     /// Reads `open`'s object by id, within `deadline`, under `under` (or before any
-    /// lease, a job's: it never cancels).
+    /// lease, a job's before the customer's window ended: it never cancels).
     pub(super) fn retrieve(
         &mut self,
         under: Option<Held>,
@@ -49,7 +50,7 @@ impl Settle {
             parameters,
             attempt: open.attempt,
             replayable: caller && now.at < open.send_cutoff_at,
-            cancel: caller && under.is_some() && now.at >= act_by,
+            cancel: under.is_some() && now.at >= act_by,
             act_by,
             deadline,
         };
