@@ -285,7 +285,7 @@ fn every_event_type_classifies_as_its_row() {
         "the table is complete"
     );
     for (n, (event_type, object, expected)) in events.into_iter().enumerate() {
-        let event = verified(&format!("evt_{n}"), event_type, false, &object);
+        let event = verified(&format!("evt_CANARYevent{n}"), event_type, false, &object);
         assert_eq!(classify(&event, false), expected, "{event_type}");
     }
 }
@@ -834,7 +834,7 @@ async fn no_customer_value_appears_in_debug_or_codes() {
     ];
     let mut shown = Vec::new();
     for (n, (event_type, object, _)) in every_event().into_iter().enumerate() {
-        let event = verified(&format!("evt_{n}"), event_type, false, &object);
+        let event = verified(&format!("evt_CANARYevent{n}"), event_type, false, &object);
         let classified = classify(&event, false);
         shown.push(format!("{event:?} {classified:?} {classified:#?}"));
         if let Classified::Ours {
