@@ -16,7 +16,8 @@
 //! |---|---|---|
 //! | not of the journal's form (`cj1-` and 64 lowercase hex), or no index document | any | nothing read beyond the index, nothing written: [`EvidenceOutcome::UnknownObject`] (another integration's object) |
 //! | the open attempt's, its lease expired | a charge or a final refusal | the lease taken over, recorded as the command's success (its envelope stored, replayed to the client) or final failure: `Succeeded`, `Declined` |
-//! | | a "not found", or no verdict (`Unknown`, a replayed unknown, an indeterminate answer; `CustomerMustAct` and `Closed` until the core weighs the customer's answers) | nothing written, no lease taken: `NotFound`, `Inconclusive` (evidence never proves an absence) |
+//! | | `Closed` read by id just now ([`Evidence::read_by_id`]), the attempt awaiting its customer, its lease expired | the lease taken over, recorded as the command's final failure, nothing charged (the retrieve's rule): `Declined` |
+//! | | a "not found", or no verdict (`Unknown`, a replayed unknown, an indeterminate answer; `CustomerMustAct`; a `Closed` not read by id, read too long ago, or about an attempt that does not wait for its customer) | nothing written, no lease taken: `NotFound`, `Inconclusive` (evidence never proves an absence) |
 //! | the open attempt's, another holder's lease running | any | nothing written: `InProgress` (given again once the lease has ended, it settles) |
 //! | an earlier attempt's, or the current one recorded absent | a charge | recorded as a late charge (listed for a person): `LateCharge` |
 //! | | anything else | nothing written: `NothingOpen` |
@@ -36,36 +37,67 @@ mod tests;
 
 use crate::call::Labelled;
 use crate::sends::provider::ProviderAnswer;
+use crate::time::Timestamp;
 use serde::Serialize;
 
-/// One piece of evidence: the provider idempotency key the provider's object names
-/// and what the provider holds for it. `Debug` shows the answer, never the key.
+/// How long a read by id stays "just now": one lease. A [`Evidence::read_by_id`] read
+/// earlier than this before the record's captured time, or after it, is weighed as
+/// any answer given.
+pub const READ_BY_ID_FRESH_SECONDS: i64 = crate::document::lifecycle::LEASE_SECONDS;
+
+/// One piece of evidence: the provider idempotency key the provider's object names,
+/// what the provider holds for it, and, when the adapter read the object by id for
+/// it, when. `Debug` shows the answer and that time, never the key.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Evidence {
     key: String,
     answer: ProviderAnswer,
+    read_at: Option<Timestamp>,
 }
 
 impl std::fmt::Debug for Evidence {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Evidence")
             .field("answer", &self.answer)
+            .field("read_at", &self.read_at)
             .finish_non_exhaustive()
     }
 }
 
 impl Evidence {
-    /// `answer`, about the object that carries the provider idempotency key `key`.
+    /// `answer`, about the object that carries the provider idempotency key `key`, as
+    /// something other than a read by id tells it (an event's body, a backfill's): a
+    /// `Closed` or `CustomerMustAct` so given is inconclusive.
     pub fn new(key: impl Into<String>, answer: ProviderAnswer) -> Self {
         Self {
             key: key.into(),
             answer,
+            read_at: None,
+        }
+    }
+
+    /// `answer`, the object's current state as the provider's adapter read it **by
+    /// id** (read after write: never a search, never an event's snapshot), at or after
+    /// `at` on the journal's clock (take `at` before the read). Weighed as a
+    /// retrieve's answer: a `Closed` ends an attempt that waits for its customer (its
+    /// final failure, nothing charged) when read within
+    /// [`READ_BY_ID_FRESH_SECONDS`] before the record, and not after it.
+    pub fn read_by_id(key: impl Into<String>, answer: ProviderAnswer, at: Timestamp) -> Self {
+        Self {
+            key: key.into(),
+            answer,
+            read_at: Some(at),
         }
     }
 
     /// What the provider holds for the key.
     pub fn answer(&self) -> &ProviderAnswer {
         &self.answer
+    }
+
+    /// When the object was read by id for this answer, if it was.
+    pub fn read_at(&self) -> Option<Timestamp> {
+        self.read_at
     }
 
     /// The key, for the index's digest and the settle program only.

@@ -55,7 +55,8 @@
 //! | | the attempt awaits its customer, its window (the stored cutoff) not yet passed | read its object by id (never replayable, never cancelled: no lease) |
 //! | | the attempt awaits its customer, its window passed | take the lease, then read the status again and the object by id under it (cancelled: the customer abandoned it) |
 //! | | the attempt's outcome unknown | look its key up |
-//! | status (an answer given: `record_evidence`, the key found through the key index) | the key the open attempt's | as a lookup's answer (below), never an absence |
+//! | status (an answer given: `record_evidence`, the key found through the key index) | the key the open attempt's, awaiting its customer, the answer a `Closed` read by id just now (`Evidence::read_by_id`) | as a retrieve's `Closed` (below) |
+//! | | the key the open attempt's | as a lookup's answer (below), never an absence |
 //! | | an earlier attempt's, or the current one recorded absent, or any once the command ended: a charge | `record_late_charge` under that attempt ([`Settled::LateCharge`]; the command's own charge: [`Settled::Ended`]) |
 //! | | the same, anything else | [`Settled::NothingOpen`], or [`Settled::Ended`] |
 //! | | no attempt's of this command | `invalid_input` on `providerIdempotencyKey`, nothing written |

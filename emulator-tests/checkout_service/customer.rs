@@ -7,8 +7,9 @@
 //!   charge (or 402); exactly one intent.
 //! - Checkout (`CHECKOUT_FLOW=checkout`): every retry answers the same hosted page's
 //!   URL; Chromium pays on it and lands on the success page; the return call answers
-//!   200 with its PaymentIntent's envelope; a session left to expire ends 402, nothing
-//!   charged; exactly one session either way.
+//!   200 with its PaymentIntent's envelope; a session left to expire is pending on
+//!   return (no intent to find it by) and ends 402 by its `checkout.session.expired`
+//!   event, nothing charged; exactly one session either way.
 //! - The action's secret and URL reach the browser's answer only: no log line, metrics
 //!   line or stored document holds them.
 //!
@@ -27,6 +28,9 @@ use chrono::TimeDelta;
 use command_journal_emulator::browser::Browser;
 use serde_json::{Value, json};
 use std::time::Duration;
+
+/// The webhook endpoint's signing secret, where a test serves it.
+const WEBHOOK_SECRET: &str = "whsec_CANARYcustomerWebhook4Zr";
 
 /// How long the browser may take to come back from a page.
 const RETURN_WITHIN: Duration = Duration::from_secs(30);
@@ -328,8 +332,11 @@ async fn a_checkout_paid_in_chromium_answers_the_same_page_until_the_return_char
     lease_runs_out(&service, &stand_in);
     let paid = service.checkout(&id, &order()).await;
     assert_eq!(paid.status, 200, "{}", paid.text);
-    // The charge is the session's PaymentIntent, as a lookup or an event finds it.
-    let intent = session["payment_intent"].as_str().expect("its intent");
+    // The charge is the session's PaymentIntent, made when the customer paid (an open
+    // session has none), as a lookup or an event finds it.
+    assert_eq!(session["payment_intent"], Value::Null);
+    let paid_session = stand_in.sessions()[0].clone();
+    let intent = paid_session["payment_intent"].as_str().expect("its intent");
     assert_eq!(
         paid.body,
         succeeded(&json!({"id": intent, "amount": 1250, "currency": "eur", "status": "succeeded"}))
@@ -365,7 +372,9 @@ async fn a_checkout_left_to_expire_ends_with_nothing_charged() {
     };
     let stand_in = StandIn::start().await;
     let pages = merchant_pages().await;
-    let service = service_on(&stand_in, checkout_flow(&pages)).await;
+    let mut flow = checkout_flow(&pages);
+    flow.push(("STRIPE_WEBHOOK_SECRET", WEBHOOK_SECRET.to_owned()));
+    let service = service_on(&stand_in, flow).await;
     let id = command_id(830);
     let first = service.checkout(&id, &order()).await;
     assert_eq!(
@@ -387,6 +396,30 @@ async fn a_checkout_left_to_expire_ends_with_nothing_charged() {
     // A customer who comes back to the page finds nothing to pay.
     browser.open(&url).await.expect("the hosted page");
     assert_eq!(browser.text("#status").await.expect("status"), "expired");
+    // Past `act_by` (the key's cutoff) the return call cannot replay the key, and an
+    // unpaid session has no PaymentIntent to find it by: pending, nothing written.
+    lease_runs_out(&service, &stand_in);
+    let pending = service.checkout(&id, &order()).await;
+    assert_eq!(
+        (pending.status, &pending.body),
+        (202, &json!({"status": "pending_reconciliation"})),
+        "{}",
+        pending.text
+    );
+    // Its `checkout.session.expired`, delivered signed once the return call's lease
+    // has run out (503 before: Stripe delivers it again), ends it: the session read by
+    // id, expired.
+    lease_runs_out(&service, &stand_in);
+    let expired = stand_in
+        .events()
+        .into_iter()
+        .find(|event| event["type"] == "checkout.session.expired")
+        .expect("the expiry event");
+    let url = format!("{}/webhooks/stripe", service.url);
+    let delivered = stand_in
+        .deliver(&url, WEBHOOK_SECRET, &expired, stand_in.now())
+        .await;
+    assert_eq!(delivered, 200);
     let closed = service.checkout(&id, &order()).await;
     assert_eq!(
         (closed.status, &closed.body),
@@ -409,9 +442,10 @@ async fn a_checkout_left_to_expire_ends_with_nothing_charged() {
             .all(|intent| intent["amount_received"] == 0),
         "nothing charged"
     );
+    // Leased three times: the first call, the pending return, the event's takeover.
     assert_eq!(
         service.document_kinds().await,
-        settled_after_the_customer(2, false)
+        settled_after_the_customer(3, false)
     );
     service.assert_verifies_clean(1).await;
     stand_in.assert_schemas_held();

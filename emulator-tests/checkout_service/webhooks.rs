@@ -20,18 +20,28 @@ const OLD_WEBHOOK_SECRET: &str = "whsec_CANARYoldSecret55z";
 /// The service on Stripe at `stand_in` with its webhook endpoint, its journal's clock
 /// at the stand-in's time.
 async fn service_with_webhooks(stand_in: &StandIn) -> Service {
+    service_with_webhooks_and(stand_in, Vec::new()).await
+}
+
+/// The same, with the settings `more` (a flow's).
+async fn service_with_webhooks_and(
+    stand_in: &StandIn,
+    more: Vec<(&'static str, String)>,
+) -> Service {
     let now = chrono::DateTime::from_timestamp(stand_in.now(), 0).expect("a time");
+    let mut env = vec![
+        ("PROVIDER_NAME", "stripe".to_owned()),
+        ("STRIPE_SECRET_KEY", SECRET.to_owned()),
+        ("STRIPE_API_BASE", stand_in.url().to_owned()),
+        ("PROVIDER_TIMEOUT_MS", "2000".to_owned()),
+        (
+            "STRIPE_WEBHOOK_SECRET",
+            format!("{WEBHOOK_SECRET},{OLD_WEBHOOK_SECRET}"),
+        ),
+    ];
+    env.extend(more);
     start_service(Options {
-        env: vec![
-            ("PROVIDER_NAME", "stripe".to_owned()),
-            ("STRIPE_SECRET_KEY", SECRET.to_owned()),
-            ("STRIPE_API_BASE", stand_in.url().to_owned()),
-            ("PROVIDER_TIMEOUT_MS", "2000".to_owned()),
-            (
-                "STRIPE_WEBHOOK_SECRET",
-                format!("{WEBHOOK_SECRET},{OLD_WEBHOOK_SECRET}"),
-            ),
-        ],
+        env,
         now: Some(now),
         ..Options::default()
     })
@@ -209,6 +219,92 @@ async fn webhook_a_signed_succeeded_settles_an_ambiguous_attempt_with_no_lookup(
             INTENT_PREFIX,
         ])
         .await;
+}
+
+/// A Checkout command left to expire: nobody pays, nobody calls again. Its signed
+/// `checkout.session.expired`, the session read by id (`settle_by_id`: a `Closed`
+/// read by id just now), ends it: failed finally, nothing charged, no lookup; the same
+/// event again writes nothing; the client's next call is 402 from the journal alone.
+#[tokio::test]
+async fn webhook_an_expired_checkout_session_ends_its_command_with_nothing_charged() {
+    let stand_in = StandIn::start().await;
+    let pages = "http://127.0.0.1:9";
+    let service = service_with_webhooks_and(
+        &stand_in,
+        vec![
+            ("CHECKOUT_FLOW", "checkout".to_owned()),
+            ("CHECKOUT_SUCCESS_URL", format!("{pages}/return")),
+            ("CHECKOUT_CANCEL_URL", format!("{pages}/cancel")),
+        ],
+    )
+    .await;
+    let order = json!({"amount": 1250, "currency": "eur"});
+    let id = command_id(930);
+    let first = service.checkout(&id, &order).await;
+    assert_eq!(
+        (first.status, &first.body["status"]),
+        (202, &json!("customer_must_act")),
+        "{}",
+        first.text
+    );
+    let session = stand_in.sessions()[0].clone();
+    assert_eq!(session["payment_intent"], Value::Null, "unpaid: no intent");
+    let expires_at = session["expires_at"].as_i64().expect("expires_at");
+    advance(&service, &stand_in, expires_at - stand_in.now() + 1);
+    let expired = stand_in
+        .events()
+        .into_iter()
+        .find(|event| event["type"] == "checkout.session.expired")
+        .expect("the session's expiry event");
+    let (seen, before) = (stand_in.seen().len(), lookups(&stand_in));
+    let url = endpoint(&service);
+    let delivered = stand_in
+        .deliver(&url, WEBHOOK_SECRET, &expired, stand_in.now())
+        .await;
+    assert_eq!(delivered, 200);
+    assert_eq!(lookups(&stand_in), before, "no lookup");
+    let reads = stand_in.seen().len() - seen;
+    assert_eq!(reads, 1, "one read by id: the session");
+    let recorded = |result: &'static str| {
+        let service = &service;
+        async move {
+            service
+                .sample(
+                    "checkout_service_webhooks_recorded_total",
+                    &[("result", result)],
+                )
+                .await
+        }
+    };
+    assert_eq!(recorded("recorded").await, 1);
+    // The same event again writes nothing.
+    let documents = service.documents().await;
+    let again = stand_in
+        .deliver(&url, WEBHOOK_SECRET, &expired, stand_in.now())
+        .await;
+    assert_eq!(again, 200);
+    assert_eq!(
+        service.documents().await,
+        documents,
+        "the duplicate wrote nothing"
+    );
+    assert_eq!(recorded("duplicate").await, 1);
+    // The client's next call: failed, from the journal alone.
+    let seen = stand_in.seen().len();
+    let closed = service.checkout(&id, &order).await;
+    assert_eq!(
+        (closed.status, &closed.body),
+        (402, &json!({"status": "failed"})),
+        "{}",
+        closed.text
+    );
+    assert_eq!(stand_in.seen().len(), seen, "Stripe not asked");
+    assert_eq!(lookups(&stand_in), before, "no lookup, ever");
+    assert_eq!(stand_in.sessions().len(), 1, "no second session");
+    assert!(stand_in.intents().is_empty(), "nothing charged");
+    assert!(service.pending().await.is_empty());
+    service.assert_verifies_clean(1).await;
+    stand_in.assert_schemas_held();
 }
 
 /// A forged signature (another secret), a stale one (signed 301 s ago), an unsigned

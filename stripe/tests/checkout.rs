@@ -154,6 +154,15 @@ async fn a_send_makes_one_session_and_every_retry_answers_its_page() {
             "payment_intent_data": {"metadata": {"journal_key": key}},
         })
     );
+    // An open session has no PaymentIntent until its customer pays (Stripe's API
+    // since 2022-08-01); its intent carries the key once made.
+    assert_eq!(stand_in.sessions()[0]["payment_intent"], Value::Null);
+    assert!(stand_in.intents().is_empty());
+    assert!(
+        stand_in
+            .pay(&session_id(&stand_in), Payment::Card)
+            .is_some()
+    );
     assert_eq!(stand_in.intents()[0]["metadata"]["journal_key"], json!(key));
     assert_eq!(provider.code(), Some("customer_must_act"));
     stand_in.assert_schemas_held();
@@ -269,7 +278,10 @@ async fn a_session_expires_at_its_deadline_and_is_closed() {
         None,
         "an expired session takes no payment"
     );
-    assert_eq!(stand_in.intents()[0]["status"], json!("canceled"));
+    assert!(
+        stand_in.intents().is_empty(),
+        "never paid: no intent ever made"
+    );
     // The same key re-sent replays the first answer; read by id, still closed.
     assert_eq!(
         provider.send(send_request(&key, true, ACT_BY)).await,
@@ -382,14 +394,27 @@ async fn a_lookup_never_answers_not_found() {
     // No session for the key: unknown, never an absence.
     assert_eq!(provider.lookup(lookup(7)).await, ProviderAnswer::Unknown);
     assert_eq!(provider.code(), Some("lookup_not_found"));
-    // An open session: pending; an expired one: closed is the retrieve's to say.
+    // An open session, then an expired one: no intent carries the key (one is made
+    // only when the customer pays), and no intent proves no session: unknown, never
+    // an absence; closed is the retrieve's (by id) to say.
     provider.send(send_request(&key(8), false, ACT_BY)).await;
     stand_in.advance(120);
     assert_eq!(provider.lookup(lookup(8)).await, ProviderAnswer::Unknown);
-    assert_eq!(provider.code(), Some("lookup_pending"));
+    assert_eq!(provider.code(), Some("lookup_not_found"));
     stand_in.advance(3 * 3_600);
+    assert_eq!(stand_in.sessions()[0]["status"], json!("expired"));
     assert_eq!(provider.lookup(lookup(8)).await, ProviderAnswer::Unknown);
-    assert_eq!(provider.code(), Some("lookup_closed"));
+    assert_eq!(provider.code(), Some("lookup_not_found"));
+    // A session paid by a delayed method, its intent processing: not final.
+    provider.send(send_request(&key(9), false, ACT_BY)).await;
+    let paying = stand_in.sessions()[1]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    assert!(stand_in.pay(&paying, Payment::Delayed).is_some());
+    stand_in.advance(120);
+    assert_eq!(provider.lookup(lookup(9)).await, ProviderAnswer::Unknown);
+    assert_eq!(provider.code(), Some("unpaid"));
     stand_in.assert_schemas_held();
 }
 
@@ -557,8 +582,18 @@ async fn the_client_reads_an_object_by_id_for_the_webhook_settlement() {
     let read: Value =
         serde_json::from_str(&stripe.read(&session).await.expect("read")).expect("json");
     assert_eq!(read["status"], json!("open"));
-    let intent =
-        ObjectRef::new(ObjectKind::PaymentIntent, "pi_CANARYstandin00000001").expect("a ref");
+    assert_eq!(
+        read["payment_intent"],
+        Value::Null,
+        "no intent before payment"
+    );
+    assert!(stand_in.pay(&id, Payment::Card).is_some());
+    let read: Value =
+        serde_json::from_str(&stripe.read(&session).await.expect("read")).expect("json");
+    let made = read["payment_intent"]
+        .as_str()
+        .expect("its intent, once paid");
+    let intent = ObjectRef::new(ObjectKind::PaymentIntent, made).expect("a ref");
     let read: Value =
         serde_json::from_str(&stripe.read(&intent).await.expect("read")).expect("json");
     assert_eq!(read["metadata"]["journal_key"], json!(key(13)));

@@ -285,7 +285,7 @@ fn every_event_type_classifies_as_its_row() {
         "the table is complete"
     );
     for (n, (event_type, object, expected)) in events.into_iter().enumerate() {
-        let event = verified(&format!("evt_{n}"), event_type, false, &object);
+        let event = verified(&format!("evt_CANARYevent{n}"), event_type, false, &object);
         assert_eq!(classify(&event, false), expected, "{event_type}");
     }
 }
@@ -555,6 +555,16 @@ impl ReadById for Objects {
     }
 }
 
+/// `answer`, as the adapter read it by id at the test's time `T`: the evidence the
+/// journal records with that provenance.
+fn by_id(answer: ProviderAnswer) -> Option<command_journal::evidence::Evidence> {
+    Some(command_journal::evidence::Evidence::read_by_id(
+        KEY,
+        answer,
+        at(T),
+    ))
+}
+
 fn objects(list: &[Value]) -> Objects {
     Objects(
         list.iter()
@@ -709,19 +719,26 @@ async fn an_order_dependent_event_settles_from_what_came_after_it() {
     };
     let now_paid = objects(&[intent("succeeded", Some(KEY))]);
     assert_eq!(
-        settle_by_id(&now_paid, object.clone(), &key, &expected_charge()).await,
-        sent_success()
+        settle_by_id(&now_paid, object.clone(), &key, &expected_charge(), at(T)).await,
+        by_id(sent_success())
     );
     // Still refused, the customer may still retry: nothing final.
     let still_refused = objects(&[intent("requires_payment_method", Some(KEY))]);
     assert_eq!(
-        settle_by_id(&still_refused, object.clone(), &key, &expected_charge()).await,
-        ProviderAnswer::Unknown
+        settle_by_id(
+            &still_refused,
+            object.clone(),
+            &key,
+            &expected_charge(),
+            at(T)
+        )
+        .await,
+        by_id(ProviderAnswer::Unknown)
     );
-    // A read that fails is unknown.
+    // A read that fails tells nothing: read again later.
     assert_eq!(
-        settle_by_id(&objects(&[]), object, &key, &expected_charge()).await,
-        ProviderAnswer::Unknown
+        settle_by_id(&objects(&[]), object, &key, &expected_charge(), at(T)).await,
+        None
     );
 
     // A paid session: its PaymentIntent, read by id, is the success.
@@ -743,11 +760,13 @@ async fn an_order_dependent_event_settles_from_what_came_after_it() {
         intent("succeeded", Some(KEY)),
     ]);
     assert_eq!(
-        settle_by_id(&both, object, &key, &expected_charge()).await,
-        sent_success()
+        settle_by_id(&both, object, &key, &expected_charge(), at(T)).await,
+        by_id(sent_success())
     );
-    // An expired session read by id is closed (final: nothing paid, nothing payable);
-    // a complete one whose intent cannot be read is unknown.
+    // An expired session read by id is closed (final: nothing paid, nothing payable),
+    // and says it was read by id (the journal weighs such a `Closed` for an attempt
+    // awaiting its customer); a complete one whose intent cannot be read tells
+    // nothing yet (read again later).
     let expired = verified(
         "evt_e",
         "checkout.session.expired",
@@ -763,13 +782,13 @@ async fn an_order_dependent_event_settles_from_what_came_after_it() {
     };
     let closed = objects(&[session("expired", "unpaid", Some(KEY))]);
     assert_eq!(
-        settle_by_id(&closed, object.clone(), &key, &expected_charge()).await,
-        ProviderAnswer::Closed
+        settle_by_id(&closed, object.clone(), &key, &expected_charge(), at(T)).await,
+        by_id(ProviderAnswer::Closed)
     );
     let only_session = objects(&[session("complete", "paid", Some(KEY))]);
     assert_eq!(
-        settle_by_id(&only_session, object, &key, &expected_charge()).await,
-        ProviderAnswer::Unknown
+        settle_by_id(&only_session, object, &key, &expected_charge(), at(T)).await,
+        None
     );
 }
 
@@ -815,7 +834,7 @@ async fn no_customer_value_appears_in_debug_or_codes() {
     ];
     let mut shown = Vec::new();
     for (n, (event_type, object, _)) in every_event().into_iter().enumerate() {
-        let event = verified(&format!("evt_{n}"), event_type, false, &object);
+        let event = verified(&format!("evt_CANARYevent{n}"), event_type, false, &object);
         let classified = classify(&event, false);
         shown.push(format!("{event:?} {classified:?} {classified:#?}"));
         if let Classified::Ours {
@@ -857,7 +876,7 @@ async fn no_customer_value_appears_in_debug_or_codes() {
     ]);
     shown.push(format!(
         "{:?}",
-        settle_by_id(&all, session_ref(), &key, &Expected::key_only()).await
+        settle_by_id(&all, session_ref(), &key, &Expected::key_only(), at(T)).await
     ));
     for text in shown {
         for canary in canaries {

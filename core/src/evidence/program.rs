@@ -97,6 +97,7 @@ impl EvidenceProgram {
             key: evidence.key().to_owned(),
             answer: evidence.answer().clone(),
             indexed: Some(index.attempt),
+            read_at: evidence.read_at(),
         };
         let settle = Settle::taking(
             index.command_key_hash,

@@ -105,6 +105,34 @@ fn key(n: i64) -> String {
 
 /// A client takes the lease at `now` and is permitted to send the current attempt.
 fn client_permitted(store: &mut Store, now: i64) {
+    client_sends(store, now);
+}
+
+/// A client sends attempt 1 at `now` and hears that the customer must act (a hosted
+/// page): the attempt waits for its customer.
+fn client_awaiting(store: &mut Store, now: i64) {
+    let (call, fence) = client_sends(store, now);
+    let action = crate::sends::CustomerAction::Open {
+        url: crate::sends::Handoff::new("https://pay.example/CANARYpage"),
+    };
+    let answer = ProviderAnswer::CustomerMustAct(action);
+    let record = crate::sends::record::Record::prepare(
+        call,
+        fence,
+        AttemptNumber::FIRST,
+        &answer,
+        Some(plan()),
+        crate::sends::record::Mode::Outcome,
+    )
+    .expect("prepared");
+    run(store, record, now + SEC).expect("recorded");
+    let send = state(store, now + 2 * SEC).send.expect("send");
+    assert_eq!(send.state, AttemptState::AwaitingCustomer);
+}
+
+/// A client takes the lease at `now` and is permitted to send the current attempt:
+/// its call and fence.
+fn client_sends(store: &mut Store, now: i64) -> (LeaseCall, crate::fence::FenceEpoch) {
     let owner = input()
         .lease_owner(&identity(), &fresh_lease())
         .expect("owner");
@@ -113,10 +141,17 @@ fn client_permitted(store: &mut Store, now: i64) {
         panic!("{started:?}");
     };
     let call = LeaseCall::new(identity(), owner, at(now));
-    match run(store, BeginSend::new(call, fence_epoch, plan()), now).expect("begin") {
+    match run(
+        store,
+        BeginSend::new(call.clone(), fence_epoch, plan()),
+        now,
+    )
+    .expect("begin")
+    {
         BeginSendOutput::Permitted(_) => {}
         other => panic!("{other:?}"),
     }
+    (call, fence_epoch)
 }
 
 /// Attempt 1 sent, proven absent by a job past its settle window.
@@ -345,8 +380,8 @@ fn evidence_never_proves_an_absence_nor_settles_on_no_verdict() {
             EvidenceOutcome::Inconclusive,
         ),
         (ProviderAnswer::Indeterminate, EvidenceOutcome::Inconclusive),
-        // Until the core weighs the customer's answers, a closed object proves no
-        // absence here, and a waiting one settles nothing.
+        // A closed object proves nothing of an attempt that does not wait for its
+        // customer, and a waiting one settles nothing.
         (ProviderAnswer::Closed, EvidenceOutcome::Inconclusive),
         (
             ProviderAnswer::CustomerMustAct(crate::sends::CustomerAction::Open {
@@ -485,4 +520,68 @@ fn an_index_found_before_its_attempt_opened_refuses_the_permit_and_writes_nothin
     let begin = run(&mut store, BeginSend::new(call, fence_epoch, plan()), now);
     assert_eq!(begin.map_err(|e| e.code()), Err("journal_corrupt"));
     assert_eq!(store.documents(), after_start);
+}
+
+#[test]
+fn a_closed_object_read_by_id_just_now_ends_an_attempt_awaiting_its_customer() {
+    let mut store = Store::new();
+    client_awaiting(&mut store, T0);
+    let now = T0 + 4000 * SEC;
+    let closed_at = |read: i64| Evidence::read_by_id(key(1), ProviderAnswer::Closed, at(read));
+    // Refused, nothing written, no lease taken: a `Closed` from an event's body, read
+    // by id too long ago (more than a lease) or later than the record, or a waiting
+    // answer read by id.
+    let before = store.documents();
+    let waiting = ProviderAnswer::CustomerMustAct(crate::sends::CustomerAction::Open {
+        url: crate::sends::Handoff::new("https://pay.example/CANARYpage"),
+    });
+    for evidence in [
+        given(1, ProviderAnswer::Closed),
+        closed_at(now - super::READ_BY_ID_FRESH_SECONDS * SEC - 1),
+        closed_at(now + 1),
+        Evidence::read_by_id(key(1), waiting, at(now)),
+    ] {
+        let shown = format!("{evidence:?}");
+        let (result, trace) = record(&mut store, evidence, now);
+        assert_eq!(result, Ok(EvidenceOutcome::Inconclusive), "{shown}");
+        assert_eq!(trace.steps, ["read", "read"], "{shown}");
+    }
+    assert_eq!(store.documents(), before);
+    // Read by id within the lease before the record: the lease taken over, the
+    // command's final failure, nothing charged; the provider never asked.
+    let evidence = closed_at(now - super::READ_BY_ID_FRESH_SECONDS * SEC);
+    assert!(
+        !format!("{evidence:?}").contains(&key(1)[4..]),
+        "no key shown"
+    );
+    let (result, trace) = record(&mut store, evidence.clone(), now);
+    assert_eq!(result, Ok(EvidenceOutcome::Declined));
+    assert_eq!(trace.steps, ["read", "read", "read", "commit", "planned"]);
+    let status = state(&mut store, now + SEC);
+    assert_eq!(status.command.state, CommandState::FailedFinal);
+    assert_eq!(
+        status.send.map(|send| send.state),
+        Some(AttemptState::Declined)
+    );
+    assert!(store.get(&crate::envelope::stored::path(&hash())).is_none());
+    // The same event again writes nothing.
+    let before = store.documents();
+    let (result, _) = record(&mut store, evidence, now + 2 * SEC);
+    assert_eq!(result, Ok(EvidenceOutcome::AlreadySettled));
+    assert_eq!(store.documents(), before);
+}
+
+#[test]
+fn a_closed_object_read_by_id_proves_nothing_of_an_attempt_not_awaiting_its_customer() {
+    let mut store = Store::new();
+    client_permitted(&mut store, T0);
+    let before = store.documents();
+    let now = T0 + 4000 * SEC;
+    let evidence = Evidence::read_by_id(key(1), ProviderAnswer::Closed, at(now));
+    let (result, trace) = record(&mut store, evidence, now);
+    assert_eq!(result, Ok(EvidenceOutcome::Inconclusive));
+    assert_eq!(trace.steps, ["read", "read"]);
+    assert_eq!(store.documents(), before);
+    let send = state(&mut store, now + SEC).send.expect("send");
+    assert_eq!(send.state, AttemptState::Sending, "never closed");
 }

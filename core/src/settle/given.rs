@@ -5,6 +5,7 @@
 //! | the key the evidence names | the answer | what it does |
 //! |---|---|---|
 //! | the current attempt's, its outcome unknown, the command leased | any | weighed as a lookup's evidence ([`Named::Open`]), never an absence |
+//! | the current attempt's, awaiting its customer, the command leased | `Closed` read by id just now ([`Given::closed_by_id`]) | weighed as a retrieve's: the command's final failure, nothing charged |
 //! | an earlier attempt's, or the current one recorded absent | a charge | a late charge under that attempt ([`Named::Late`], [`Late::MovedOn`]) |
 //! | | anything else | nothing written: [`Settled::NothingOpen`] |
 //! | any attempt's, the command ended | a charge | a late charge under that attempt ([`Late::Ended`]; the command's own charge answers [`Settled::Ended`]) |
@@ -14,11 +15,13 @@
 
 use super::{Late, Settled};
 use crate::error::JournalError;
+use crate::evidence::READ_BY_ID_FRESH_SECONDS;
 use crate::identity::{CommandIdentity, OperationSlug};
 use crate::lease::{CommandState, TerminalOutput};
 use crate::sends::plan::attempt_key;
 use crate::sends::provider::ProviderAnswer;
 use crate::sends::{AttemptNumber, AttemptState, CommandStatus};
+use crate::time::Timestamp;
 
 /// An answer given to the settle program with the provider idempotency key the
 /// evidence names (what the provider's object carries). `Debug` shows the answer,
@@ -32,12 +35,31 @@ pub(crate) struct Given {
     /// The attempt the key index names for the key, when it was found through it:
     /// the attempt proven from the stored plan must be that one.
     pub(crate) indexed: Option<AttemptNumber>,
+    /// When the provider's adapter read the object by id for this answer (on the
+    /// journal's clock), if it did: a fresh `Closed` so read ends an attempt that
+    /// waits for its customer, as a retrieve's does ([`Given::closed_by_id`]).
+    pub(crate) read_at: Option<Timestamp>,
+}
+
+impl Given {
+    /// Whether the answer is `Closed`, read by id at most
+    /// [`READ_BY_ID_FRESH_SECONDS`] before `now` and not after it: the object's
+    /// own final state, seen just now, as a retrieve by id sees it.
+    pub(crate) fn closed_by_id(&self, now: Timestamp) -> bool {
+        let fresh = self.read_at.is_some_and(|at| {
+            at <= now
+                && now.micros().saturating_sub(at.micros())
+                    <= READ_BY_ID_FRESH_SECONDS.saturating_mul(1_000_000)
+        });
+        self.answer == ProviderAnswer::Closed && fresh
+    }
 }
 
 impl std::fmt::Debug for Given {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Given")
             .field("answer", &self.answer)
+            .field("read_at", &self.read_at)
             .finish_non_exhaustive()
     }
 }

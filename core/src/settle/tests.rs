@@ -170,6 +170,7 @@ fn given_as(n: i64, answer: ProviderAnswer) -> Source {
         key: key(n),
         answer,
         indexed: None,
+        read_at: None,
     })
 }
 
@@ -811,6 +812,7 @@ fn a_key_of_no_attempt_of_the_command_is_refused_without_writing() {
                 key: key.clone(),
                 answer: ProviderAnswer::Succeeded(envelope()),
                 indexed: None,
+                read_at: None,
             })
         };
         let (result, _, _) = settle_at(&mut store, job(given()), T0 + 61 * SEC, &[]);
@@ -870,6 +872,7 @@ fn the_debug_of_an_answer_given_never_shows_its_key() {
         key: canary.to_owned(),
         answer: ProviderAnswer::Declined,
         indexed: None,
+        read_at: None,
     });
     let shown = format!("{source:?} {:?}", job(source.clone()));
     assert!(!shown.contains("CANARY"), "{shown}");

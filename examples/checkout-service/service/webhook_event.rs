@@ -14,8 +14,7 @@ use command_journal::{Journal, ProviderAnswer};
 use command_journal_stripe::Stripe;
 use command_journal_stripe::intent::Expected;
 use command_journal_stripe::webhook::{
-    Classified, Evidence, JournalKey, MAX_READS, ObjectRef, ReadById, Settlement, VerifiedEvent,
-    classify, settle,
+    Classified, Evidence, VerifiedEvent, classify, settle_by_id,
 };
 
 /// How one event ended. Every case but [`Taken::Unavailable`] is final: Stripe need not
@@ -67,21 +66,31 @@ pub async fn take(
         Classified::Ignored(ignored) => return Taken::Ignored(ignored.code()),
         Classified::Ours { key, evidence, .. } => (key, evidence),
     };
-    let answer = match evidence {
+    let evidence = match evidence {
         Evidence::Nothing => return Taken::Ignored("webhook_state_on_the_way"),
-        Evidence::Proves(answer) => answer,
-        Evidence::ReadById(object, _) => match current(stripe, object, &key).await {
-            Some(answer) => answer,
-            None => return Taken::Unavailable("stripe_unavailable"),
-        },
+        Evidence::Proves(answer) => evidence::Evidence::new(key.as_str(), answer),
+        // Read by id (a session, then its PaymentIntent), the key alone checked, as a
+        // recovery lookup does: the endpoint holds no plan's parameters, and the
+        // settle program proves the attempt from the stored plan. The journal's time
+        // before the read marks it read by id just now.
+        Evidence::ReadById(object, _) => {
+            let Ok(at) = journal.now() else {
+                return Taken::Unavailable("journal_clock");
+            };
+            match settle_by_id(stripe, object, &key, &Expected::key_only(), at).await {
+                Some(evidence) => evidence,
+                None => return Taken::Unavailable("stripe_unavailable"),
+            }
+        }
     };
-    match answer {
+    match evidence.answer() {
         ProviderAnswer::Succeeded(_) | ProviderAnswer::Declined | ProviderAnswer::Closed => {
-            record(journal, stripe, &key, answer).await
+            record(journal, stripe, evidence).await
         }
         ProviderAnswer::CustomerMustAct(_) => Taken::Ignored("webhook_customer_must_act"),
-        // Never from an event (no absence, no send's answer); a failed read by id is
-        // Unknown: Stripe's retry, or the job's next run, reads it again.
+        // Never from an event (no absence, no send's answer); an object whose state
+        // settles nothing yet: Stripe's next event, or the job's next run, reads it
+        // again.
         ProviderAnswer::Unknown
         | ProviderAnswer::NotFound
         | ProviderAnswer::ReplayedUnknown
@@ -90,35 +99,15 @@ pub async fn take(
     }
 }
 
-/// The answer `object`'s current state settles for `key`, read by id (a session, then
-/// its PaymentIntent: at most `MAX_READS` reads); `None` when a read failed. The key
-/// alone is checked, as a recovery lookup does: the endpoint holds no plan's
-/// parameters, and the settle program proves the attempt from the stored plan.
-async fn current(stripe: &Stripe, object: ObjectRef, key: &JournalKey) -> Option<ProviderAnswer> {
-    let mut next = object;
-    for _ in 0..MAX_READS {
-        let json = stripe.read(&next).await?;
-        match settle(&next, &json, key, &Expected::key_only()) {
-            Settlement::Answer(answer) => return Some(answer),
-            Settlement::ReadById(object) => next = object,
-        }
-    }
-    Some(ProviderAnswer::Unknown)
-}
-
-/// Records `answer` for `key` through the journal's evidence call
+/// Records `evidence` through the journal's evidence call
 /// (`Journal::record_evidence`), declaring the service's own Stripe account: a
-/// command bound to another writes nothing.
-async fn record(
-    journal: &Journal,
-    stripe: &Stripe,
-    key: &JournalKey,
-    answer: ProviderAnswer,
-) -> Taken {
+/// command bound to another writes nothing. A `Closed` read by id just now ends an
+/// attempt awaiting its customer (an expired Checkout Session: the command's final
+/// failure, nothing charged); any other `Closed` is inconclusive.
+async fn record(journal: &Journal, stripe: &Stripe, evidence: evidence::Evidence) -> Taken {
     let options = EvidenceOptions {
         account: stripe.account().ok(),
     };
-    let evidence = evidence::Evidence::new(key.as_str(), answer);
     match journal.record_evidence(evidence, &options).await {
         Ok(EvidenceOutcome::Succeeded | EvidenceOutcome::Declined) => Taken::Recorded,
         Ok(EvidenceOutcome::LateCharge) => Taken::LateCharge,

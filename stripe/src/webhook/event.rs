@@ -13,7 +13,9 @@ const MAX_ID_BYTES: usize = 255;
 
 /// A Stripe event whose signature was verified: its envelope, and the API resource it
 /// is about (`data.object`) as the exact JSON text Stripe signed, never re-serialised.
-/// `Debug` shows the envelope without the resource (it holds a customer's data).
+/// `Debug` shows the envelope without its id (an `evt_` id names one event in Stripe,
+/// as an object id does, and stays out of logs) and without the resource (it holds a
+/// customer's data): the type, creation time, mode and API version.
 #[derive(Clone)]
 pub struct VerifiedEvent {
     id: String,
@@ -27,7 +29,6 @@ pub struct VerifiedEvent {
 impl fmt::Debug for VerifiedEvent {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("VerifiedEvent")
-            .field("id", &self.id)
             .field("event_type", &self.event_type)
             .field("created", &self.created)
             .field("livemode", &self.livemode)

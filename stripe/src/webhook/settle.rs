@@ -8,9 +8,10 @@ use super::object::{ObjectKind, ObjectRef};
 use super::session::{self, PaymentStatus, SessionState};
 use crate::answer;
 use crate::intent::Expected;
-use command_journal::ProviderAnswer;
+use command_journal::evidence::Evidence;
 use command_journal::sends::{CustomerAction, Handoff};
 use command_journal::strict_json;
+use command_journal::{ProviderAnswer, Timestamp};
 use serde_json::{Map, Value};
 use std::future::Future;
 
@@ -110,23 +111,33 @@ fn keyed(object: &Map<String, Value>, key: &JournalKey) -> bool {
 }
 
 /// Reads `object` by id through `reader` and settles `key` from it, following a
-/// session to its PaymentIntent: at most [`MAX_READS`] reads; a failed read, or a
-/// chain longer than that, is unknown.
+/// session to its PaymentIntent: at most [`MAX_READS`] reads; a chain longer than
+/// that is unknown; `None` when a read failed (a timeout, a 5xx: read again later).
+/// `at` is the journal's time taken before the first read: the answer is evidence
+/// read by id at or after it
+/// ([`Evidence::read_by_id`](command_journal::evidence::Evidence::read_by_id)), so a
+/// `Closed` (an expired session) ends an attempt awaiting its customer when recorded
+/// within a lease of `at`, where a `Closed` from an event's body would not.
 pub async fn settle_by_id(
     reader: &impl ReadById,
     object: ObjectRef,
     key: &JournalKey,
     expected: &Expected,
-) -> ProviderAnswer {
+    at: Timestamp,
+) -> Option<Evidence> {
     let mut next = object;
     for _ in 0..MAX_READS {
-        let Some(json) = reader.read(&next).await else {
-            return ProviderAnswer::Unknown;
-        };
+        let json = reader.read(&next).await?;
         match settle(&next, &json, key, expected) {
-            Settlement::Answer(answer) => return answer,
+            Settlement::Answer(answer) => {
+                return Some(Evidence::read_by_id(key.as_str(), answer, at));
+            }
             Settlement::ReadById(object) => next = object,
         }
     }
-    ProviderAnswer::Unknown
+    Some(Evidence::read_by_id(
+        key.as_str(),
+        ProviderAnswer::Unknown,
+        at,
+    ))
 }

@@ -1,11 +1,14 @@
 //! Checkout Sessions as the stand-in holds them, with Stripe's documented semantics
 //! (`https://docs.stripe.com/api/checkout/sessions/object`,
 //! `https://docs.stripe.com/checkout/fulfillment`): a session in `payment` mode made
-//! `open` with its PaymentIntent (as API version 2020-08-27 makes it, carrying
-//! `payment_intent_data[metadata]`); paid on its hosted page at once (`complete`,
-//! `paid`) or with a delayed method (`complete`, `unpaid`, its intent `processing`,
-//! settled later); `expired` at its `expires_at` or by `expire`, its intent canceled
-//! then.
+//! `open` with **no** PaymentIntent (`payment_intent` null): since API version
+//! 2022-08-01 "a PaymentIntent is no longer created during Checkout Session creation
+//! in payment mode. Instead, a PaymentIntent is created when the Session is confirmed"
+//! (`https://docs.stripe.com/changelog/2022-08-01/deferred-paymentintent-checkout-session`);
+//! its intent made (carrying `payment_intent_data[metadata]`) when the customer pays
+//! on its hosted page, at once (`complete`, `paid`) or with a delayed method
+//! (`complete`, `unpaid`, its intent `processing`, settled later); `expired` at its
+//! `expires_at` or by `expire`, with no intent (an unpaid session never had one).
 
 use super::state::{Answer, Intent, State, error, missing, unexpected_state};
 use serde_json::{Map, Value, json};
@@ -32,7 +35,10 @@ pub struct Session {
     pub status: &'static str,
     /// `paid`, `unpaid` or `no_payment_required`.
     pub payment_status: &'static str,
-    pub payment_intent: String,
+    /// `None` until the customer pays (made then, as API version 2022-08-01 does).
+    pub payment_intent: Option<String>,
+    /// The `payment_intent_data[metadata]` its intent is made with.
+    pub intent_metadata: Map<String, Value>,
     pub account: Option<String>,
     /// Its hosted page.
     pub url: String,
@@ -117,29 +123,13 @@ impl State {
         Ok(())
     }
 
-    /// Creates an `open` session of a checked `form`, and its intent.
+    /// Creates an `open` session of a checked `form`, with no intent yet.
     pub fn create_session(&mut self, now: i64, account: Option<&str>, form: &Value) -> Answer {
         let price = &form["line_items"][0]["price_data"];
         let amount = price["unit_amount"].as_i64().unwrap_or_default();
         let currency = price["currency"].as_str().unwrap_or_default().to_owned();
         self.next_id += 1;
         let id = format!("{SESSION_PREFIX}{:08}", self.next_id);
-        let intent = Intent {
-            id: format!("{}{:08}", super::state::INTENT_PREFIX, self.next_id),
-            amount,
-            currency: currency.clone(),
-            status: "requires_payment_method",
-            last_payment_error: None,
-            canceled: None,
-            payment_method: None,
-            metadata: form["payment_intent_data"]["metadata"]
-                .as_object()
-                .cloned()
-                .unwrap_or_default(),
-            created: now,
-            account: account.map(str::to_owned),
-            session: Some(id.clone()),
-        };
         let session = Session {
             url: format!("{}/stand-in/checkout/{id}", self.base),
             id,
@@ -154,13 +144,43 @@ impl State {
             created: now,
             status: "open",
             payment_status: "unpaid",
-            payment_intent: intent.id.clone(),
+            payment_intent: None,
+            intent_metadata: form["payment_intent_data"]["metadata"]
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
             account: account.map(str::to_owned),
         };
         let body = session.json();
-        self.intents.push(intent);
         self.sessions.push(session);
         Answer::new(200, body)
+    }
+
+    /// The intent of the session `id`, made now as the customer confirms its page
+    /// (its id: the session's number, as every stand-in id is numbered).
+    fn confirm_intent(&mut self, now: i64, id: &str) -> Option<String> {
+        let session = self.session_mut(None, id)?;
+        let number = id
+            .strip_prefix(SESSION_PREFIX)
+            .unwrap_or_default()
+            .to_owned();
+        let intent = Intent {
+            id: format!("{}{number}", super::state::INTENT_PREFIX),
+            amount: session.amount,
+            currency: session.currency.clone(),
+            status: "requires_payment_method",
+            last_payment_error: None,
+            canceled: None,
+            payment_method: None,
+            metadata: session.intent_metadata.clone(),
+            created: now,
+            account: session.account.clone(),
+            session: Some(session.id.clone()),
+        };
+        session.payment_intent = Some(intent.id.clone());
+        let made = intent.id.clone();
+        self.intents.push(intent);
+        Some(made)
     }
 
     /// The session `id` of `account` (`None`: any account, for the hosted page).
@@ -205,7 +225,11 @@ impl State {
         session.status = "expired";
         let body = session.json();
         let intent = session.payment_intent.clone();
-        if let Some(intent) = self.intents.iter_mut().find(|i| i.id == intent) {
+        if let Some(intent) = self
+            .intents
+            .iter_mut()
+            .find(|i| Some(&i.id) == intent.as_ref())
+        {
             intent.status = "canceled";
             intent.canceled = Some((now, Some("abandoned".to_owned())));
         }
@@ -231,7 +255,7 @@ impl State {
             .sessions
             .iter()
             .filter(|s| s.account.as_deref() == account)
-            .filter(|s| intent.is_none_or(|intent| s.payment_intent == intent))
+            .filter(|s| intent.is_none_or(|intent| s.payment_intent.as_deref() == Some(intent)))
             .map(Session::json)
             .collect();
         found.reverse();
@@ -254,8 +278,12 @@ impl State {
         let redirect = session
             .success_url
             .replace("{CHECKOUT_SESSION_ID}", &session.id);
-        let intent = session.payment_intent.clone();
-        if let Some(intent) = self.intents.iter_mut().find(|i| i.id == intent) {
+        let intent = self.confirm_intent(now, id);
+        if let Some(intent) = self
+            .intents
+            .iter_mut()
+            .find(|i| Some(&i.id) == intent.as_ref())
+        {
             intent.payment_method = Some("pm_standin_checkout".to_owned());
             intent.status = match payment {
                 Payment::Card => "succeeded",
@@ -280,7 +308,11 @@ impl State {
             session.payment_status = "paid";
         }
         let intent = session.payment_intent.clone();
-        let Some(intent) = self.intents.iter_mut().find(|i| i.id == intent) else {
+        let Some(intent) = self
+            .intents
+            .iter_mut()
+            .find(|i| Some(&i.id) == intent.as_ref())
+        else {
             return false;
         };
         if succeeded {

@@ -1,11 +1,14 @@
 //! The settle program's step for an answer given: the status read shows which attempt
 //! the key the evidence names is about (the table in [`crate::settle::given`]), and
 //! the answer is weighed for the open attempt, recorded late for an attempt that can
-//! no longer take it, or writes nothing.
+//! no longer take it, or writes nothing. A `Closed` read by id just now, of an attempt
+//! that waits for its customer, is weighed as a retrieve's `Closed`; any other given
+//! `Closed` as a lookup's (nothing written).
 
 use super::{Holder, Settle, Then, done, out_of_turn};
 use crate::call::Now;
 use crate::error::JournalError;
+use crate::sends::AttemptState;
 use crate::sends::provider::ProviderAnswer;
 use crate::settle::given::{Given, Named, named};
 use crate::settle::op::SettleOutput;
@@ -60,6 +63,12 @@ impl Settle {
             return Err(JournalError::internal(
                 "settle: the attempt named is not the one open",
             ));
+        }
+        // The object's own final state, read by id just now, of an attempt that waits
+        // for its customer: weighed as a retrieve's `Closed` (the final failure,
+        // nothing charged; `reconcile_send` proves the attempt still waits).
+        if open.state == AttemptState::AwaitingCustomer && given.closed_by_id(now.at) {
+            return self.retrieved(under, attempt, given.answer, now);
         }
         // An answer given proves no absence: only a lookup made under the lease does.
         self.weigh(under, attempt, false, given.answer, now)
