@@ -8,8 +8,9 @@
 //!   send), twice (a second tab's act on an object no longer open changes nothing:
 //!   counted), or never (an abandoned object, one in three): paid (the ledger's
 //!   charge, the command's one), or the challenge failed (a refusal).
-//! - An object still open at its `act_by` (the instant every send of its key carried,
-//!   the same on each) expires: closed, nothing charged.
+//! - An object still open `EXPIRY_LAG` after its `act_by` (the instant every send of
+//!   its key carried, the same on each) expires: closed, nothing charged. Until then
+//!   a call from `act_by` on cancels it.
 //! - `retrieve` reads the object by id at once: its current state, cancelled first when
 //!   the journal asks (`cancel`), and its answer sometimes lost. A read that may
 //!   re-send the key (`replayable`) is made only before the key's cutoff, and a job's
@@ -28,6 +29,8 @@ use command_journal::{ProviderAnswer, ResultEnvelope};
 
 /// One command in this many (20%) meets a provider that waits for its customer.
 pub(super) const CUSTOMER_EVERY: usize = 5;
+/// How long after its `act_by` an open object expires by itself (µs).
+const EXPIRY_LAG: i64 = 300 * SECOND;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum ObjectState {
@@ -123,12 +126,12 @@ impl World {
         }
     }
 
-    /// Every object still open at or past its `act_by` expires.
+    /// Every object still open `EXPIRY_LAG` past its `act_by` expires.
     pub(super) fn expire_objects(&mut self) {
         let now = self.now();
         for i in 0..self.objects.len() {
             let object = &self.objects[i];
-            if object.state == ObjectState::Open && now >= object.act_by {
+            if object.state == ObjectState::Open && now >= object.act_by + EXPIRY_LAG {
                 let command = object.command;
                 self.objects[i].state = ObjectState::Expired;
                 self.declined.insert(command);
