@@ -25,6 +25,10 @@
 //!   (`Unknown`), every later request with the key while it is retained hears the
 //!   replay (`ReplayedUnknown`) and charges nothing, and the lookup shows the charge,
 //!   if one was made, after the index lag;
+//! - it waits for the customer for one command in five (`customer`): a new key leaves
+//!   an object the customer pays late, pays twice (the second act changes nothing),
+//!   fails, or abandons until it expires at its `act_by`; a read by id answers its
+//!   current state at once, cancels it when asked, and is sometimes lost;
 //! - it is sometimes reached with a misconfigured plan (another account or another
 //!   operation, as a bad deploy of `PROVIDER_*` gives).
 //!
@@ -80,12 +84,14 @@
 //! makes the same choices only as long as it sees the same events.
 //!
 //! The parts: `plans` (the deployments and commands), `world` (the provider's
-//! requests, key store, index and ledger) with `instants` (the boundaries the clock
+//! requests, key store, index and ledger) with `customer` (the objects that wait for
+//! a customer) and `instants` (the boundaries the clock
 //! jumps to), `provider` (what one call talks to), `driver` (generations, rounds,
 //! moods, jumps) with `answers` (how a parked call is answered), `recovery`, `drain`,
 //! and `oracle` (every answer and every drained command against the ledger).
 
 mod answers;
+mod customer;
 mod drain;
 mod driver;
 mod instants;
@@ -326,6 +332,43 @@ async fn provider_model_execute_never_charges_a_command_twice() {
         r.settled_found,
         r.settled_next_attempt,
         r.settle_max_seconds,
+    );
+    let k = &world.customers;
+    println!(
+        "provider model customer: objects={} paid={} failed={} cancelled={} expired={} \
+         open={} acts_ignored={} retrieves={} (cancelling {}, lost {}) handed={}",
+        k.objects,
+        k.paid,
+        k.failed,
+        k.cancelled,
+        k.expired,
+        k.objects - k.paid - k.failed - k.cancelled - k.expired,
+        k.acts_ignored,
+        k.retrieves,
+        k.retrieves_cancelling,
+        k.retrieves_lost,
+        t.answers.get("customer_must_act").copied().unwrap_or(0),
+    );
+    // At most one paid object per command, and every paid object is one of the
+    // ledger's charges.
+    for c in 0..run.commands.len() {
+        assert!(world.paid_objects(c) <= 1, "c{c}: two paid objects");
+    }
+    assert!(k.paid <= p.charges, "a paid object beyond the ledger");
+    // The customer's path is exercised: an object made, handed over and read by id
+    // (the default seed's short form meets one); and, once enough commands met one,
+    // objects paid, failed and closed (cancelled or expired).
+    let handed = t.answers.get("customer_must_act").copied().unwrap_or(0);
+    assert!(
+        k.objects > 0 && handed > 0 && k.retrieves > 0,
+        "the customer's path was not reached in {} calls: {k:?} (a short run of another \
+         seed may meet none: give it more calls with CJ_OPERATIONS)",
+        t.calls
+    );
+    assert!(
+        k.objects < 20 || (k.paid > 0 && k.failed > 0 && k.cancelled + k.expired > 0),
+        "{} objects, not every ending reached: {k:?}",
+        k.objects
     );
     // The stored-5xx path is exercised: a sender heard a replay and the journal
     // recorded it; and, once enough commands met one, some settled before their

@@ -35,12 +35,21 @@ impl Run {
                     Some(send) => self.bound(c, send.plan_fingerprint.as_str()),
                     None => Variant::Right,
                 };
+                let act_by = status
+                    .send
+                    .as_ref()
+                    .map(|send| send.send_cutoff_at.micros());
                 match self.drain_call(c, variant).await {
                     Execution::Succeeded(_) | Execution::Declined => {}
-                    Execution::InProgress
-                    | Execution::RetryLater { .. }
-                    | Execution::CustomerMustAct(_) => {
+                    Execution::InProgress | Execution::RetryLater { .. } => {
                         lock(&self.world).advance((LEASE + 1) * SECOND, "drain: past a lease");
+                    }
+                    // Abandoned: to the end of the customer's window (the attempt's
+                    // cutoff), from which the next call cancels the object.
+                    Execution::CustomerMustAct(_) => {
+                        let now = self.now();
+                        let wait = act_by.map_or(0, |at| at - now).max((LEASE + 1) * SECOND);
+                        lock(&self.world).advance(wait, "drain: to the customer's act_by");
                     }
                     Execution::PendingReconciliation => {
                         let status = self

@@ -6,7 +6,7 @@ use super::plans::Variant;
 use super::world::World;
 use super::{LEASE, MARGIN, SECOND, lock, micros};
 use command_journal::recovery::{LOOKUP_DEADLINE, Recovery};
-use command_journal::sends::LookupRequest;
+use command_journal::sends::{LookupRequest, RetrieveRequest};
 use command_journal::{Execution, JournalError, Provider, ProviderAnswer, SendRequest};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -137,5 +137,20 @@ impl Provider for SimProvider {
             return ProviderAnswer::Unknown;
         }
         answer.await.unwrap_or(ProviderAnswer::Unknown)
+    }
+
+    /// Answered at once (never parked), lost sometimes but in the drain.
+    async fn retrieve(&self, request: RetrieveRequest) -> ProviderAnswer {
+        let command = match &self.keys {
+            None => self.command,
+            Some(keys) => match keys.get(request.key.as_str()) {
+                Some(&command) => command,
+                None => lock(&self.world)
+                    .violation(self.command, "a recovery job read a key of no command"),
+            },
+        };
+        let job = self.keys.is_some();
+        let lossy = self.tx.is_some();
+        lock(&self.world).retrieve(command, self.variant, job, &request, lossy)
     }
 }

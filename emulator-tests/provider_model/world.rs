@@ -2,6 +2,7 @@
 //! lagging lookup index and its ledger, the run's oracle. Every method runs under the
 //! world's lock, at the manual clock's time.
 
+use super::customer::{CustomerTally, Object, action};
 use super::plans::Variant;
 use super::provider::SimProvider;
 use super::replays::Replay;
@@ -24,6 +25,8 @@ pub(super) enum Outcome {
     /// executing), after making the charge at this index, or before charging
     /// (`None`); replayed to every later request with the key while it is retained.
     StoredError(Option<usize>),
+    /// An object that waits for the customer, at this index of the objects.
+    Customer(usize),
 }
 
 impl Outcome {
@@ -31,7 +34,7 @@ impl Outcome {
     pub(super) fn charge(self) -> Option<usize> {
         match self {
             Self::Charged(index) | Self::StoredError(Some(index)) => Some(index),
-            Self::Declined | Self::StoredError(None) => None,
+            Self::Declined | Self::StoredError(None) | Self::Customer(_) => None,
         }
     }
 
@@ -69,6 +72,8 @@ pub(super) struct Request {
     /// Processed as a replay of the key's stored 5xx: its sender hears
     /// `ReplayedUnknown` (the request that stored it heard a fresh 500, `Unknown`).
     pub(super) replay: bool,
+    /// The end of the customer's window the request carried.
+    pub(super) act_by: i64,
 }
 
 /// What the provider's key store holds for `(account, key)`.
@@ -147,6 +152,9 @@ pub(super) struct World {
     /// Percent of requests lost on the way (the generation's mood).
     pub(super) lost: u32,
     pub(super) tally: ProviderTally,
+    /// The objects that wait or waited for a customer (`customer`).
+    pub(super) objects: Vec<Object>,
+    pub(super) customers: CustomerTally,
 }
 
 impl World {
@@ -173,6 +181,8 @@ impl World {
             log: Vec::new(),
             lost: 20,
             tally: ProviderTally::default(),
+            objects: Vec::new(),
+            customers: CustomerTally::default(),
         }
     }
 
@@ -286,6 +296,7 @@ impl World {
             state,
             sender_left: false,
             replay: false,
+            act_by: request.act_by.micros(),
         });
         if state == State::Pending {
             self.pending.insert(id);
@@ -423,6 +434,7 @@ impl World {
             self.first_seen.get(&slot).copied().unwrap_or(sent_at)
         };
         let outcome = match self.stores_error(id) {
+            _ if self.waits_for_customer(id) => self.open_object(id),
             Some(true) => {
                 self.tally.stored_errors_charged += 1;
                 Outcome::StoredError(Some(self.charge(id)))
@@ -467,7 +479,7 @@ impl World {
     }
 
     /// The charge request `id` makes: a new entry in the ledger, the command's one.
-    fn charge(&mut self, id: usize) -> usize {
+    pub(super) fn charge(&mut self, id: usize) -> usize {
         let r = &self.requests[id];
         let (command, account, key) = (r.command, r.account, r.key.clone());
         if let Some(&earlier) = self.charge_of.get(&command) {
@@ -526,6 +538,7 @@ impl World {
                 ProviderAnswer::Succeeded(self.charges[index].envelope.clone())
             }
             State::Processed(Outcome::Declined) => ProviderAnswer::Declined,
+            State::Processed(Outcome::Customer(_)) => ProviderAnswer::CustomerMustAct(action()),
             State::Processed(Outcome::StoredError(_)) if r.replay => {
                 ProviderAnswer::ReplayedUnknown
             }
@@ -564,6 +577,10 @@ impl World {
                 self.tally.lookups_not_visible_yet += 1;
                 (ProviderAnswer::NotFound, "not visible yet")
             }
+            Some(Entry {
+                outcome: Outcome::Customer(i),
+                ..
+            }) => self.object_found(*i),
             Some(entry) => match entry.outcome.charge() {
                 Some(index) => {
                     if matches!(entry.outcome, Outcome::StoredError(_)) {
@@ -612,6 +629,7 @@ impl World {
             }
         }
         self.clock.advance(TimeDelta::microseconds(delta));
+        self.expire_objects();
         let text = format!("{why}: clock +{:.3}s", delta as f64 / SECOND as f64);
         self.note(None, text);
     }
@@ -619,6 +637,7 @@ impl World {
     /// The provider works through its queue: some pending requests are processed now,
     /// or lost.
     pub(super) fn work(&mut self) {
+        self.customer_acts();
         let ids: Vec<usize> = self.pending.iter().copied().collect();
         for id in ids {
             if self.rng.u32(..100) < 20 {

@@ -43,6 +43,12 @@ pub(crate) enum Rule {
     /// applied), the checker finds attempt 2 charged beside a charge the provider
     /// rolled forward under attempt 1's key.
     IndeterminateNeverAbsent = 256,
+    /// A read by id of an attempt that waits for its customer may re-send the key (to
+    /// learn the object's id) only before the attempt's stored cutoff, while the
+    /// provider still keeps the key. Reverted (replayable whenever the caller holds
+    /// the plan), the checker finds a re-send past the key's retention making a second
+    /// object, closed in the first one's place while the first is still paid.
+    ReplayBeforeCutoff = 512,
 }
 
 #[cfg(test)]

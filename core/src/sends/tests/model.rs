@@ -15,7 +15,10 @@
 //! retention), each worker's own clock ahead of it by a fixed skew, workers that crash
 //! or lose an answer, one worker that may be deployed with another plan, and a
 //! provider that processes a request late, answers lookups from an index that lags and
-//! forgets keys after the retention (`provider`).
+//! forgets keys after the retention (`provider`); in the customer's mode, one whose
+//! every new key leaves an object that waits for the customer, who pays it, fails its
+//! challenge or never acts, at any instant, and which the provider reads by id and
+//! cancels as asked (`objects`, checked in `customer`).
 //!
 //! Journal operations run as production runs them in preconditions mode
 //! (`system::Mode`; `driver`): a call keeps what its own last read or commit left
@@ -43,15 +46,17 @@
 //! | action | what happens |
 //! |---|---|
 //! | `Call(w, plan)` | worker `w` starts an `execute` call (a fresh lease id) with that plan, and performs its `start` (in preconditions mode: plans the opening chain) |
-//! | `Step(w)` | worker `w` performs the step its program asked for at its clock's time: a journal operation (in preconditions mode: its commit planned from what the call knows, or read and decided, is put in flight; an answer without a commit is given at once), or a lookup; a permitted send is put on the wire at once |
+//! | `Step(w)` | worker `w` performs the step its program asked for at its clock's time: a journal operation (in preconditions mode: its commit planned from what the call knows, or read and decided, is put in flight; an answer without a commit is given at once), a lookup, or a read of the attempt's object by id (replayable and cancelling as the program asks); a permitted send is put on the wire at once |
+//! | `Lost(w)` | worker `w`'s read by id is made (a cancel it asks for done), and its answer lost |
 //! | `Commit(w)` | worker `w`'s commit in flight reaches the journal: it lands if its preconditions hold now (checked: its fence, and a read now), or is refused and the operation reads, decides and commits at once |
 //! | `Answer(w)` | the provider's success reaches worker `w`, before its send deadline |
 //! | `Timeout(w)` | worker `w`'s send ends without an answer (timeout, lost response) |
 //! | `Yield(w)` | worker `w`, holding an answer or a lookup's evidence, pauses until the clock moves |
 //! | `Crash(w)` | worker `w` dies holding an answer or a lookup's evidence: its call is gone, its request stays on the wire |
-//! | `Process(i)` | the provider processes request `i` on the wire: a charge, or the replay of a retained key |
+//! | `Process(i)` | the provider processes request `i` on the wire: a charge (with a customer: an open object, the sender told the customer must act), or the replay of a retained key |
 //! | `Drop(i)` | request `i` never reaches the provider |
-//! | `CatchUp(key)` | the provider's lookup index catches up with `key`'s charge |
+//! | `CatchUp(key)` | the provider's lookup index catches up with `key`'s charge (or object) |
+//! | `Pay(i)`, `Fail(i)` | the customer pays object `i`, or fails its challenge, while it is open (a second tab's act on an object no longer open changes nothing) |
 //! | `Tick` | the clock moves to the next instant, once every request and charge whose settle window ends by then is settled |
 //!
 //! One worker runs at a time within an instant, until it waits for the provider or
@@ -62,10 +67,12 @@
 mod binding;
 mod canon;
 mod clocks;
+mod customer;
 mod driver;
 mod fences;
 mod journal;
 mod memory;
+mod objects;
 mod ops;
 mod provider;
 mod replays;

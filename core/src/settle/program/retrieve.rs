@@ -22,6 +22,7 @@ use crate::call::{Next, Now};
 use crate::error::JournalError;
 use crate::sends::AttemptNumber;
 use crate::sends::provider::{ProviderAnswer, RetrieveRequest};
+use crate::sends::reverted::{Rule, reverted};
 use crate::settle::open::Open;
 use crate::settle::{Held, Settled};
 use std::time::Duration;
@@ -49,7 +50,8 @@ impl Settle {
             key: open.key,
             parameters,
             attempt: open.attempt,
-            replayable: caller && now.at < open.send_cutoff_at,
+            replayable: caller
+                && (now.at < open.send_cutoff_at || reverted(Rule::ReplayBeforeCutoff)),
             cancel: under.is_some() && now.at >= act_by,
             act_by,
             deadline,

@@ -52,6 +52,10 @@ pub(super) enum Carried {
     Ambiguous,
     ReplayedUnknown,
     Absent,
+    /// The customer must act (the sender's answer).
+    AwaitingCustomer,
+    /// The object closed with nothing charged (a read by id).
+    Closed,
 }
 
 /// One journal operation of `Journal::execute`'s driver.
@@ -240,5 +244,7 @@ fn finding(identity: &CommandIdentity, carried: Carried) -> (Closing, Option<Res
         Carried::Ambiguous => (Closing::Ambiguous, None),
         Carried::ReplayedUnknown => (Closing::ReplayedUnknown, None),
         Carried::Absent => (Closing::Absent, None),
+        Carried::AwaitingCustomer => (Closing::AwaitingCustomer, None),
+        Carried::Closed => (Closing::Closed, None),
     }
 }

@@ -19,9 +19,16 @@
 //!   documents no horizon): the charge is made then, under the key, and indexed within
 //!   the settle window.
 //!
+//! - With a customer (`Bounds::customer`), as a 3-D Secure PaymentIntent or a hosted
+//!   page is: processing a new key charges nothing but leaves an object that waits
+//!   for the customer (`customer`), and its sender hears "the customer must act"; a
+//!   request with a key it holds replays that first answer, whatever the object's
+//!   state now (Stripe replays the stored 200).
+//!
 //! The clock may not pass a settle deadline that is still open: the contract is an
 //! assumption of the model, and every reachable state obeys it.
 
+use super::objects::{Found, Object, ObjectState};
 use super::world::{KeyId, RETENTION};
 use std::collections::BTreeMap;
 
@@ -37,12 +44,15 @@ pub(super) struct Request {
 }
 
 /// What a request's sender hears once the provider processed it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(super) enum Heard {
     /// The charge under the key (made now, or the original's replay).
     Success,
     /// The key's stored unknown answer, replayed: no charge made now.
     ReplayedUnknown,
+    /// "The customer must act": the object made now, or the replay of the answer that
+    /// made it.
+    CustomerMustAct,
 }
 
 /// A key the provider holds.
@@ -69,9 +79,23 @@ pub(super) struct Provider {
     keys: BTreeMap<KeyId, Held>,
     /// Charges made under each key: the ledger, which never forgets.
     charges: BTreeMap<KeyId, u8>,
+    /// Whether a new key's request leaves an object that waits for the customer.
+    pub(super) customer: bool,
+    /// The objects that wait or waited for the customer, in the order they were made
+    /// (a key's current object is its last).
+    pub(super) objects: Vec<Object>,
 }
 
 impl Provider {
+    /// A provider that has processed nothing; with `customer`, its new keys' objects
+    /// wait for the customer.
+    pub(super) fn new(customer: bool) -> Self {
+        Self {
+            customer,
+            ..Self::default()
+        }
+    }
+
     /// The requests on the wire, in a fixed order.
     pub(super) fn wire(&self) -> &[Request] {
         &self.wire
@@ -81,7 +105,7 @@ impl Provider {
     pub(super) fn lagging(&self) -> impl Iterator<Item = KeyId> + '_ {
         self.keys
             .iter()
-            .filter(|(_, held)| held.charged && !held.indexed)
+            .filter(|(_, held)| self.shows(held) && !held.indexed)
             .map(|(key, _)| *key)
     }
 
@@ -106,17 +130,43 @@ impl Provider {
     /// what it hears.
     pub(super) fn process(&mut self, i: usize, now: i64) -> Option<(usize, Heard)> {
         let request = self.wire.remove(i);
+        let first = match self.customer {
+            true => Heard::CustomerMustAct,
+            false => Heard::Success,
+        };
         let heard = match self.keys.get(&request.key) {
             Some(held) if now < held.first_seen + RETENTION && held.stored_error => {
                 Heard::ReplayedUnknown
             }
-            Some(held) if now < held.first_seen + RETENTION => Heard::Success,
+            Some(held) if now < held.first_seen + RETENTION => first,
             _ => {
-                self.hold(&request, now, true, false);
-                Heard::Success
+                self.create(request.key, request.settle_by, now);
+                first
             }
         };
         request.sender.map(|w| (w, heard))
+    }
+
+    /// Processes a new request with `key` at `now`, to be indexed by `settle_by`: a
+    /// charge, or with a customer an object that waits for them.
+    pub(super) fn create(&mut self, key: KeyId, settle_by: i64, now: i64) {
+        let request = Request {
+            key,
+            settle_by,
+            sender: None,
+        };
+        self.hold(&request, now, !self.customer, false);
+        if self.customer {
+            self.objects.push(Object {
+                key,
+                state: ObjectState::Open,
+            });
+        }
+    }
+
+    /// Whether the lookup index shows `held` once caught up: its charge, or its object.
+    fn shows(&self, held: &Held) -> bool {
+        held.charged || self.customer
     }
 
     /// Processes request `i`, a key it does not retain, at `now` into a 5xx it stores
@@ -160,6 +210,17 @@ impl Provider {
         }
     }
 
+    /// Adds a charge under `key` to the ledger.
+    pub(super) fn charge(&mut self, key: KeyId) {
+        *self.charges.entry(key).or_default() += 1;
+    }
+
+    /// Whether the index shows `key` (its charge or its object), retained or not: what
+    /// a durable lookup finds an object's id by.
+    pub(super) fn indexed(&self, key: KeyId) -> bool {
+        self.keys.get(&key).is_some_and(|held| held.indexed)
+    }
+
     /// Request `i` never reaches the provider.
     pub(super) fn lose(&mut self, i: usize) {
         self.wire.remove(i);
@@ -172,11 +233,17 @@ impl Provider {
         }
     }
 
-    /// Whether the lookup of `key` at `now` finds a charge.
-    pub(super) fn lookup(&self, key: KeyId, now: i64) -> bool {
-        self.keys
-            .get(&key)
-            .is_some_and(|held| held.charged && held.indexed && now < held.first_seen + RETENTION)
+    /// What the lookup of `key` at `now` finds: what the index shows, while the key is
+    /// retained.
+    pub(super) fn lookup(&self, key: KeyId, now: i64) -> Found {
+        let shown = self.keys.get(&key).is_some_and(|held| {
+            self.shows(held) && held.indexed && now < held.first_seen + RETENTION
+        });
+        match (shown, self.object(key)) {
+            (false, _) => Found::Nothing,
+            (true, None) => Found::Charge,
+            (true, Some(object)) => object.state.found(),
+        }
     }
 
     /// No worker waits for an answer from `worker`'s requests any more.
@@ -196,7 +263,7 @@ impl Provider {
         let index = self
             .keys
             .values()
-            .all(|held| !held.charged || held.indexed || held.settle_by > t);
+            .all(|held| !self.shows(held) || held.indexed || held.settle_by > t);
         wire && index
     }
 

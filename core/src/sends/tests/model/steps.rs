@@ -4,6 +4,7 @@
 
 use super::super::identity;
 use super::canon::Ranks;
+use super::objects::{self, Found};
 use super::ops::{Caller, Carried, Op, Output};
 use super::provider::Heard;
 use super::system::{Action, Bounds, Mode, State};
@@ -35,16 +36,28 @@ impl State {
             Action::Call(w, choice) => self.start_call(w, choice, bounds),
             Action::Step(w) => self.step(w, bounds),
             Action::Answer(w) => {
-                let Phase::Sending { key, replayed, .. } = self.call(w).phase else {
+                let Phase::Sending {
+                    key,
+                    heard: Some(heard),
+                    ..
+                } = self.call(w).phase
+                else {
                     panic!("an answer to a worker that is not sending");
                 };
-                let (answer, did) = if replayed {
-                    self.seen.replayed_unknown = true;
-                    let did = "the provider's answer: a stored 5xx, replayed".to_owned();
-                    (ProviderAnswer::ReplayedUnknown, did)
-                } else {
-                    let did = format!("the provider's answer: success ({key:?})");
-                    (ProviderAnswer::Succeeded(key.envelope()), did)
+                let (answer, did) = match heard {
+                    Heard::ReplayedUnknown => {
+                        self.seen.replayed_unknown = true;
+                        let did = "the provider's answer: a stored 5xx, replayed".to_owned();
+                        (ProviderAnswer::ReplayedUnknown, did)
+                    }
+                    Heard::Success => {
+                        let did = format!("the provider's answer: success ({key:?})");
+                        (ProviderAnswer::Succeeded(key.envelope()), did)
+                    }
+                    Heard::CustomerMustAct => {
+                        let did = format!("the provider's answer: the customer must act ({key:?})");
+                        (ProviderAnswer::CustomerMustAct(objects::action()), did)
+                    }
                 };
                 self.feed(w, Answered::Sent(answer), did, bounds);
             }
@@ -56,17 +69,18 @@ impl State {
             Action::Crash(w) => self.end(w, "crashed"),
             Action::Commit(w) => self.land(w, bounds),
             Action::Process(i) => {
+                let open = self.provider.open().next().is_some();
+                let made = self.provider.objects.len();
                 if let Some((w, heard)) = self.provider.process(i, global)
-                    && let Phase::Sending {
-                        answered, replayed, ..
-                    } = &mut self.call_mut(w).phase
+                    && let Phase::Sending { heard: slot, .. } = &mut self.call_mut(w).phase
                 {
-                    match heard {
-                        Heard::Success => *answered = true,
-                        Heard::ReplayedUnknown => *replayed = true,
-                    }
+                    *slot = Some(heard);
                 }
+                self.seen.new_key_beside_open |= open && self.provider.objects.len() > made;
             }
+            Action::Pay(i) => self.provider.pay(i),
+            Action::Fail(i) => self.provider.fail(i),
+            Action::Lost(w) => self.retrieve(w, true, bounds),
             Action::StoreError(i, charged) => self.provider.store_error(i, global, charged),
             Action::Drop(i) => self.provider.lose(i),
             Action::RollForward(key) => {
@@ -127,6 +141,8 @@ impl State {
             Action::Process(_)
             | Action::StoreError(..)
             | Action::Drop(_)
+            | Action::Pay(_)
+            | Action::Fail(_)
             | Action::RollForward(_) => {
                 format!("charges {}", self.provider.charges())
             }
@@ -199,7 +215,50 @@ impl State {
                 let (answer, did) = self.lookup(choice, &key, global);
                 self.feed(w, Answered::LookedUp(answer), did, bounds);
             }
+            Asked::Retrieve { .. } => self.retrieve(w, false, bounds),
         }
+    }
+
+    /// Worker `w`'s read by id of the object its program asked for, at the global
+    /// instant; `lost`: made, but its answer lost on the way back.
+    fn retrieve(&mut self, w: usize, lost: bool, bounds: &Bounds) {
+        let Asked::Retrieve {
+            key,
+            replayable,
+            cancel,
+        } = self.call(w).asked().clone()
+        else {
+            panic!("a read by id the program did not ask for");
+        };
+        let global = bounds.instants[self.clock];
+        let key = KeyId::of(&key);
+        let (open, made) = (
+            self.provider.open().next().is_some(),
+            self.provider.objects.len(),
+        );
+        // A re-send of a forgotten key is a new request, processed now.
+        let answer = self
+            .provider
+            .retrieve(key, replayable, cancel, global, global + SETTLE);
+        self.seen.new_key_beside_open |= open && self.provider.objects.len() > made;
+        let how = match (replayable, cancel) {
+            (true, true) => " (replayable, cancel)",
+            (true, false) => " (replayable)",
+            (false, true) => " (cancel)",
+            (false, false) => "",
+        };
+        let heard = match &answer {
+            ProviderAnswer::CustomerMustAct(_) => "the customer must act".to_owned(),
+            other => format!("{other:?}").to_lowercase(),
+        };
+        let (answer, did) = match lost {
+            true => (
+                ProviderAnswer::Unknown,
+                format!("retrieve{how}: {heard}, lost"),
+            ),
+            false => (answer, format!("retrieve{how}: {heard}")),
+        };
+        self.feed(w, Answered::Retrieved(answer), did, bounds);
     }
 
     /// Gives worker `w`'s program `output`, the answer of `op`, as the
@@ -241,14 +300,19 @@ impl State {
             }
             Output::Outcome(answer) => {
                 self.note_success(&answer);
+                self.note_failure(op, &answer);
                 let did = match op {
                     Op::Record { carried, .. } => {
                         // Presented now: the answer comes as the commit reaches the
                         // journal.
                         let latest = bounds.instants[self.clock] + bounds.max_skew();
                         let active = self.call(w).lease_end().is_some_and(|end| latest < end);
-                        let evidence =
-                            !matches!(carried, Carried::Ambiguous | Carried::ReplayedUnknown);
+                        let evidence = !matches!(
+                            carried,
+                            Carried::Ambiguous
+                                | Carried::ReplayedUnknown
+                                | Carried::AwaitingCustomer
+                        );
                         if evidence && active && answer.is_err() {
                             self.seen.refused_answer = true;
                         }
@@ -326,6 +390,28 @@ impl State {
         }
     }
 
+    /// Notes a command that ended a final failure on a refusal or a closed object.
+    fn note_failure(&mut self, op: Op, answer: &Result<SendOutcomeOutput, JournalError>) {
+        let Ok(SendOutcomeOutput::Terminal(TerminalOutput::FailedFinal)) = answer else {
+            return;
+        };
+        match op {
+            Op::Reconcile {
+                carried: Carried::Closed,
+                ..
+            } => self.seen.closed = true,
+            Op::Record {
+                carried: Carried::Declined,
+                ..
+            }
+            | Op::Reconcile {
+                carried: Carried::Declined,
+                ..
+            } => self.seen.declined = true,
+            _ => {}
+        }
+    }
+
     /// The provider's lookup, and what it did. The key is the one the status derived
     /// from the stored plan; with `PlanFirst` reverted, the old driver's: derived from
     /// the call's own plan, whichever plan is stored.
@@ -340,11 +426,20 @@ impl State {
         } else {
             asked
         };
-        if self.provider.lookup(key, now) {
-            let did = format!("lookup: found ({key:?})");
-            (ProviderAnswer::Succeeded(key.envelope()), did)
-        } else {
-            (ProviderAnswer::NotFound, "lookup: not found".to_owned())
+        match self.provider.lookup(key, now) {
+            Found::Charge => {
+                let did = format!("lookup: found ({key:?})");
+                (ProviderAnswer::Succeeded(key.envelope()), did)
+            }
+            Found::Refusal => (
+                ProviderAnswer::Declined,
+                format!("lookup: refused ({key:?})"),
+            ),
+            Found::Pending => (
+                ProviderAnswer::Unknown,
+                format!("lookup: pending ({key:?})"),
+            ),
+            Found::Nothing => (ProviderAnswer::NotFound, "lookup: not found".to_owned()),
         }
     }
 
@@ -373,9 +468,15 @@ impl State {
         if let Answered::Ran(Err(error)) = &answer {
             self.note_error(Some(error));
         }
+        let retrieved = matches!(answer, Answered::Retrieved(_));
         self.workers[w].did = did.clone();
         match self.call_mut(w).feed(answer, now) {
-            Ok(Fed::Done) => self.end(w, &did),
+            Ok(Fed::Done(execution)) => {
+                let handed = execution == "customer_must_act";
+                self.seen.handed |= handed;
+                self.seen.handed_again |= handed && retrieved;
+                self.end(w, &did);
+            }
             Ok(Fed::Sent(key)) => self.put_on_wire(w, &key, bounds),
             Ok(Fed::Asked) => {}
             Err(error) => {
@@ -391,13 +492,13 @@ impl State {
         let permit = call.permit().expect("a send follows a permit");
         let (deadline, settle_by) = deadlines(permit, SEND_MARGIN, SETTLE, bounds.skew(w));
         let key = KeyId::of(key);
+        self.seen.new_key_beside_open |= self.provider.open_beside(key);
         self.provider.send(key, settle_by, w);
         self.workers[w].did = format!("{}; sends {key:?}", self.workers[w].did);
         self.call_mut(w).phase = Phase::Sending {
             key,
             deadline,
-            answered: false,
-            replayed: false,
+            heard: None,
         };
     }
 }

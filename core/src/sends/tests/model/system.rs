@@ -3,7 +3,7 @@
 
 use super::journal::Journal;
 use super::provider::Provider;
-use super::worker::{Phase, Turn, Worker};
+use super::worker::{Asked, Phase, Turn, Worker};
 use super::world::{INSTANTS, KeyId, PlanChoice, WIDE};
 use crate::sends::AttemptNumber;
 use crate::sends::reverted::{Rule, with_reverted};
@@ -68,6 +68,9 @@ pub(super) struct Bounds {
     /// Whether the provider may store a 5xx for a new key (and replay it), as Stripe
     /// does (`provider`).
     pub stored_errors: bool,
+    /// Whether a new key's request leaves an object that waits for the customer, who
+    /// may pay it, fail it, or never act (`customer`).
+    pub customer: bool,
 }
 
 impl Bounds {
@@ -117,6 +120,7 @@ impl Bounds {
             skews,
             mode: Mode::from_env(mode),
             stored_errors: std::env::var("CJ_MODEL_STORED_ERRORS").is_ok_and(|v| v == "1"),
+            customer: false,
         }
     }
 
@@ -177,17 +181,31 @@ pub(super) struct Seen {
     pub rolled_forward: bool,
     /// A late charge was recorded (a charge its command ended without).
     pub late_charge: bool,
+    /// A request under a new key was sent while an object of another key could still
+    /// be paid.
+    pub new_key_beside_open: bool,
+    /// The command ended a final failure on a `Closed` object (nothing charged).
+    pub closed: bool,
+    /// A call answered "the customer must act".
+    pub handed: bool,
+    /// A call answered "the customer must act" from a read by id (a return, a second
+    /// tab).
+    pub handed_again: bool,
+    /// The command ended a final failure on a refusal.
+    pub declined: bool,
 }
 
 impl Seen {
     /// What an `always` property refutes.
-    fn refuted(&self) -> [bool; 5] {
+    fn refuted(&self) -> [bool; 7] {
         [
             self.refused_answer,
             self.broken,
             self.stale_write,
             self.unlike_read,
             self.late_charge,
+            self.new_key_beside_open,
+            self.closed,
         ]
     }
 }
@@ -233,6 +251,12 @@ pub(super) enum Action {
     /// The provider rolls a stored 5xx that charged nothing forward: the charge now.
     RollForward(KeyId),
     CatchUp(KeyId),
+    /// The customer pays object `i` (`customer`).
+    Pay(usize),
+    /// The customer fails object `i`'s challenge.
+    Fail(usize),
+    /// Worker `w`'s read by id is made, and its answer lost.
+    Lost(usize),
     Yield(usize),
     /// Worker `w`'s commit in flight lands, or is refused.
     Commit(usize),
@@ -249,8 +273,11 @@ impl Action {
             | Self::Timeout(w)
             | Self::Crash(w)
             | Self::Yield(w)
+            | Self::Lost(w)
             | Self::Commit(w) => Some(*w),
-            Self::Process(_)
+            Self::Pay(_)
+            | Self::Fail(_)
+            | Self::Process(_)
             | Self::StoreError(..)
             | Self::Drop(_)
             | Self::RollForward(_)
@@ -274,7 +301,7 @@ impl Model for SendModel {
         vec![State {
             clock: 0,
             journal: Journal::default(),
-            provider: Provider::default(),
+            provider: Provider::new(self.bounds.customer),
             workers: vec![Worker::default(); self.bounds.workers],
             seen: Seen::default(),
         }]
@@ -303,6 +330,9 @@ impl Model for SendModel {
             actions.extend(state.provider.unrolled().map(Action::RollForward));
         }
         actions.extend(state.provider.lagging().map(Action::CatchUp));
+        for i in state.provider.open() {
+            actions.extend([Action::Pay(i), Action::Fail(i)]);
+        }
         let next = self.bounds.instants.get(state.clock + 1);
         if next.is_some_and(|t| state.provider.settled_before(*t)) {
             actions.push(Action::Tick);
@@ -337,6 +367,29 @@ impl Model for SendModel {
                 "every commit lands as a fresh read decides",
                 |_, s: &State| !s.seen.unlike_read,
             ),
+            Property::always(
+                "never a new key while an earlier object could still be paid",
+                |_, s: &State| !s.seen.new_key_beside_open,
+            ),
+            Property::always(
+                "a closed object ends the command with nothing charged",
+                |_, s: &State| !(s.seen.closed && s.provider.charges() > 0),
+            ),
+            Property::sometimes("the customer is handed the action", |_, s: &State| {
+                s.seen.handed
+            }),
+            Property::sometimes("the customer is handed the action again", |_, s: &State| {
+                s.seen.handed_again
+            }),
+            Property::sometimes("a paid object settles the command", |_, s: &State| {
+                s.seen.succeeded && s.provider.customer
+            }),
+            Property::sometimes("a failed challenge ends declined", |_, s: &State| {
+                s.seen.declined && s.provider.customer
+            }),
+            Property::sometimes("an abandoned object ends closed", |_, s: &State| {
+                s.seen.closed
+            }),
             Property::sometimes("a planned commit lands", |_, s: &State| {
                 s.seen.planned_landed
             }),
@@ -393,6 +446,9 @@ impl SendModel {
         match call.phase {
             Phase::Ready => {
                 out.push(Action::Step(w));
+                if matches!(call.asked(), Asked::Retrieve { .. }) {
+                    out.push(Action::Lost(w));
+                }
                 // A call pauses (time passes) or dies only holding an answer or a
                 // lookup's evidence it has not had recorded: elsewhere a pause is a
                 // later call, and a crash a call that ended (a crash mid-send is a
@@ -405,12 +461,9 @@ impl SendModel {
                 }
             }
             Phase::Sending {
-                deadline,
-                answered,
-                replayed,
-                ..
+                deadline, heard, ..
             } => {
-                if (answered || replayed) && self.bounds.now(state.clock, w) < deadline {
+                if heard.is_some() && self.bounds.now(state.clock, w) < deadline {
                     out.push(Action::Answer(w));
                 }
                 out.push(Action::Timeout(w));

@@ -7,8 +7,9 @@
 use super::super::{at, identity, owner};
 use super::memory::{Flight, Memory};
 use super::ops::{Carried, Op};
+use super::provider::Heard;
 use super::world::{KeyId, PlanChoice, micros, plan, seconds};
-use crate::call::{Answered, Concurrency, Next, Now, Program};
+use crate::call::{Answered, Concurrency, Labelled, Next, Now, Program};
 use crate::error::JournalError;
 use crate::execute::program::{ExecuteOp, ExecuteProgram};
 use crate::lease::LeaseOutput;
@@ -21,11 +22,17 @@ use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 
 /// What the program asked for next, as the model performs it: a journal operation
-/// (and whether the call keeps what it leaves known), or a lookup of a key.
+/// (and whether the call keeps what it leaves known), a lookup of a key, or a read of
+/// its object by id.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(super) enum Asked {
     Op(Op, bool),
     Lookup(String),
+    Retrieve {
+        key: String,
+        replayable: bool,
+        cancel: bool,
+    },
 }
 
 /// Where a call stands between actions.
@@ -34,13 +41,11 @@ pub(super) enum Phase {
     /// The program's next step is due.
     Ready,
     /// The request with `key` is on the wire; the driver waits for the answer until
-    /// `deadline` (seconds); `answered` once the provider has processed it into a
-    /// success, `replayed` into the replay of the key's stored 5xx.
+    /// `deadline` (seconds); `heard`: what the provider processed it into, once it has.
     Sending {
         key: KeyId,
         deadline: i64,
-        answered: bool,
-        replayed: bool,
+        heard: Option<Heard>,
     },
     /// A journal operation's commit is in flight (`Call::flight`): it lands or is
     /// refused at a later action.
@@ -167,9 +172,8 @@ pub(super) fn op_of(op: &ExecuteOp, open: bool) -> Op {
                 (Closing::Succeeded(_), None) => panic!("a success without its result"),
                 // The model's provider answers a stored 5xx's sender with a timeout.
                 (Closing::Indeterminate, _) => panic!("the model hears no fresh 500"),
-                (Closing::AwaitingCustomer | Closing::Closed, _) => {
-                    panic!("the model's customer never has to act")
-                }
+                (Closing::AwaitingCustomer, _) => Carried::AwaitingCustomer,
+                (Closing::Closed, _) => Carried::Closed,
             };
             match mode {
                 Mode::Outcome => Op::Record {
@@ -197,12 +201,12 @@ pub(super) fn op_of(op: &ExecuteOp, open: bool) -> Op {
 
 /// What the program did after an answer: asked for a step, sent, or ended.
 pub(super) enum Fed {
-    /// Asked for a journal operation or a lookup (now `Call::asked`).
+    /// Asked for a journal operation, a lookup or a read by id (now `Call::asked`).
     Asked,
     /// Sent `key` under the permit just given.
     Sent(String),
-    /// Ended with its execution.
-    Done,
+    /// Ended with its execution (its label).
+    Done(&'static str),
 }
 
 impl Call {
@@ -266,7 +270,7 @@ impl Call {
     ) -> Result<Fed, JournalError> {
         self.note(&answer, now);
         let fed = match self.program.next(answer, Now::unstepped(at(micros(now))))? {
-            Next::Done(_) => return Ok(Fed::Done),
+            Next::Done(executed) => return Ok(Fed::Done(executed.label())),
             Next::Run(run) => {
                 self.asked = Asked::Op(op_of(&run.op, false), run.keep);
                 Fed::Asked
@@ -276,7 +280,14 @@ impl Call {
                 Fed::Asked
             }
             Next::Send(request) => Fed::Sent(request.key),
-            Next::Retrieve(_) => panic!("the model's customer never has to act"),
+            Next::Retrieve(request) => {
+                self.asked = Asked::Retrieve {
+                    key: request.key,
+                    replayable: request.replayable,
+                    cancel: request.cancel,
+                };
+                Fed::Asked
+            }
         };
         self.answered = true;
         self.fingerprint = self.fingerprint();
@@ -310,7 +321,8 @@ impl Call {
                 self.held = Some(KeyId::of_envelope(envelope));
                 self.holding = true;
             }
-            Answered::LookedUp(ProviderAnswer::Succeeded(envelope)) => {
+            Answered::LookedUp(ProviderAnswer::Succeeded(envelope))
+            | Answered::Retrieved(ProviderAnswer::Succeeded(envelope)) => {
                 self.held = Some(KeyId::of_envelope(envelope));
             }
             _ => {}
