@@ -64,7 +64,15 @@ pub mod envelope {
 }
 
 pub mod evidence {
-    //! Evidence given from outside, as a program of the call machine.
+    //! Evidence given from outside, as a program of the call machine, and the
+    //! checkpoints of the jobs that list it.
+
+    pub mod checkpoint {
+        //! `evidenceCheckpoints/{digest of the feed's name}`: its collection, its read
+        //! and its forward-only advance.
+
+        pub use crate::evidence::checkpoint::{COLLECTION, CheckpointAdvance, CheckpointRead};
+    }
 
     pub mod program {
         //! Recording one piece of evidence: the key index read, then the settle
