@@ -370,10 +370,11 @@ pub mod verify {
     }
 
     pub mod checkpoints {
-        //! The recovery checkpoints (`recoveryCheckpoints/{index}-of-{count}`), each
-        //! checked on its own.
+        //! The recovery checkpoints (`recoveryCheckpoints/{index}-of-{count}`) and the
+        //! evidence checkpoints (`evidenceCheckpoints/{digest}`), each checked on its
+        //! own.
 
-        pub use crate::verify::checkpoints::check;
+        pub use crate::verify::checkpoints::{check, check_evidence};
     }
 
     pub mod provider_keys {
