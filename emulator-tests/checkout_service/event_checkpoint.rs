@@ -4,8 +4,8 @@
 //! checkpoint, is settled by the backfill; the next run lists from the advanced
 //! checkpoint (its pages counted, its `created[gte]` read back); an event whose
 //! command's lease still runs holds the checkpoint back at it until a run takes it;
-//! a malformed checkpoint refuses the run (no listing, nothing written); one older
-//! than Stripe's 30 days is clamped.
+//! a malformed checkpoint refuses the run (no listing, nothing written) and `verify`
+//! reports it; one older than Stripe's 30 days is clamped.
 
 use super::service::event_backfill::{self, Backfill, DEFAULT_WINDOW_SECONDS};
 use super::stripe::payment;
@@ -262,6 +262,15 @@ async fn checkpoint_malformed_refuses_the_run_and_an_old_one_is_clamped() {
         "no listing"
     );
     assert_eq!(service.documents().await, documents, "nothing written");
+    let report = command_journal::verify(&service.connection, &mut |_| {})
+        .await
+        .expect("verify");
+    assert_eq!(report.scanned.evidence_checkpoints, 1);
+    let codes: Vec<&str> = report.findings.iter().map(|f| f.code.as_str()).collect();
+    assert!(
+        codes.contains(&"malformed_evidence_checkpoint"),
+        "{codes:?}"
+    );
 
     // Valid again, but 40 days back: clamped to the 30 days Stripe lists.
     let mut old = fields;
