@@ -235,7 +235,8 @@ fn the_window_starts_at_the_checkpoint_or_the_default_and_is_clamped_to_retentio
 #[test]
 fn a_run_proves_the_newest_item_or_holds_back_at_the_oldest_not_taken() {
     // One-line cases: items (created, taken) in listing order, finished, resume point.
-    let cases: [(&[(i64, bool)], bool, Option<i64>); 7] = [
+    type Case<'a> = (&'a [(i64, bool)], bool, Option<i64>);
+    let cases: [Case<'_>; 7] = [
         (&[], true, None),
         (&[(500, true), (400, true), (300, true)], true, Some(400)),
         (&[(500, true), (400, false), (300, true)], true, Some(300)),
