@@ -18,7 +18,9 @@
 use crate::runner::{Calling, Engine, Unrecorded};
 use crate::sends::ProviderAccount;
 use command_journal_core::error::JournalError;
-use command_journal_core::tools::evidence::checkpoint::{CheckpointAdvance, CheckpointRead};
+use command_journal_core::tools::evidence::checkpoint::{
+    EvidenceCheckpointAdvance, EvidenceCheckpointRead,
+};
 use command_journal_core::tools::evidence::program::EvidenceProgram;
 
 pub use command_journal_core::evidence::{
@@ -53,7 +55,9 @@ pub(crate) async fn checkpoint(
     feed: &str,
 ) -> Result<Option<EvidenceCheckpoint>, JournalError> {
     let feed = command_journal_core::evidence::Feed::new(feed)?;
-    engine.run(Unrecorded(CheckpointRead::new(feed))).await
+    engine
+        .run(Unrecorded(EvidenceCheckpointRead::new(feed)))
+        .await
 }
 
 /// Advances the checkpoint of the feed named `feed` to `list_from`, as
@@ -65,6 +69,6 @@ pub(crate) async fn advance_checkpoint(
     list_from: i64,
 ) -> Result<Advance, JournalError> {
     let feed = command_journal_core::evidence::Feed::new(feed)?;
-    let op = CheckpointAdvance::new(feed, list_from, engine.now()?);
+    let op = EvidenceCheckpointAdvance::new(feed, list_from, engine.now()?);
     engine.run(Unrecorded(op)).await
 }

@@ -71,7 +71,9 @@ pub mod evidence {
         //! `evidenceCheckpoints/{digest of the feed's name}`: its collection, its read
         //! and its forward-only advance.
 
-        pub use crate::evidence::checkpoint::{COLLECTION, CheckpointAdvance, CheckpointRead};
+        pub use crate::evidence::checkpoint::{
+            COLLECTION, EvidenceCheckpointAdvance, EvidenceCheckpointRead,
+        };
     }
 
     pub mod program {

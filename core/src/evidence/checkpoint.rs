@@ -11,7 +11,7 @@
 //! and types, version 1, `listFrom` no later than `recordedAt`; anything else is
 //! `journal_corrupt` and nothing is written) and checked by `verify`.
 //!
-//! **Advancing.** [`CheckpointAdvance`] moves `listFrom` forward only: a value at or
+//! **Advancing.** [`EvidenceCheckpointAdvance`] moves `listFrom` forward only: a value at or
 //! before the stored one writes nothing ([`Advance::Kept`]). It is a `Create` where
 //! there is none and a `Replace` under the update time read otherwise, so a job that
 //! advanced meanwhile makes the commit's precondition fail; the runner reads again
@@ -133,18 +133,18 @@ fn stored(feed: &Feed, snapshot: &Snapshot) -> Result<Option<EvidenceCheckpoint>
 
 /// A prepared read of one feed's checkpoint: `None` when there is none.
 #[derive(Debug, Clone)]
-pub struct CheckpointRead {
+pub struct EvidenceCheckpointRead {
     feed: Feed,
 }
 
-impl CheckpointRead {
+impl EvidenceCheckpointRead {
     /// Prepares the read of `feed`'s checkpoint.
     pub fn new(feed: Feed) -> Self {
         Self { feed }
     }
 }
 
-impl Transition for CheckpointRead {
+impl Transition for EvidenceCheckpointRead {
     type Output = Option<EvidenceCheckpoint>;
 
     fn name(&self) -> OperationName {
@@ -187,13 +187,13 @@ impl Advance {
 /// `now`. A point after `now` is `invalid_input` (`listFrom`): no run can have taken
 /// what was not yet created.
 #[derive(Debug, Clone)]
-pub struct CheckpointAdvance {
+pub struct EvidenceCheckpointAdvance {
     feed: Feed,
     list_from: i64,
     now: Timestamp,
 }
 
-impl CheckpointAdvance {
+impl EvidenceCheckpointAdvance {
     /// Prepares the advance of `feed`'s checkpoint to `list_from` at `now`.
     pub fn new(feed: Feed, list_from: i64, now: Timestamp) -> Self {
         Self {
@@ -204,7 +204,7 @@ impl CheckpointAdvance {
     }
 }
 
-impl Transition for CheckpointAdvance {
+impl Transition for EvidenceCheckpointAdvance {
     type Output = Advance;
 
     fn name(&self) -> OperationName {

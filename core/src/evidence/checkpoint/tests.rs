@@ -22,12 +22,12 @@ fn path() -> String {
     format!("{COLLECTION}/{}", feed().id())
 }
 
-fn advance(to: i64, now: i64) -> CheckpointAdvance {
-    CheckpointAdvance::new(feed(), to, at(now))
+fn advance(to: i64, now: i64) -> EvidenceCheckpointAdvance {
+    EvidenceCheckpointAdvance::new(feed(), to, at(now))
 }
 
 fn read(store: &mut Store) -> Result<Option<EvidenceCheckpoint>, JournalError> {
-    store.answer(&CheckpointRead::new(feed()))
+    store.answer(&EvidenceCheckpointRead::new(feed()))
 }
 
 #[test]
