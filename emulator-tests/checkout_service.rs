@@ -17,6 +17,7 @@ mod charges;
 mod concurrency;
 mod configuration;
 mod customer;
+mod event_checkpoint;
 mod flow;
 mod hardening;
 mod keyed;

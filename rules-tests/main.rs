@@ -327,6 +327,7 @@ async fn coverage_names_the_protected_blocks_a_run_never_evaluated() {
         "match /ledgerTransactions/{transaction=**}",
         "match /recoveryCheckpoints/{checkpoint=**}",
         "match /providerKeys/{providerKey=**}",
+        "match /evidenceCheckpoints/{evidenceCheckpoint=**}",
     ] {
         assert!(
             unevaluated.contains(block),
@@ -352,6 +353,7 @@ fn the_journal_blocks_are_marked_for_pasting_and_guard_every_protected_collectio
         "match /ledgerTransactions/{",
         "match /recoveryCheckpoints/{",
         "match /providerKeys/{",
+        "match /evidenceCheckpoints/{",
     ] {
         assert!(
             blocks.contains(collection),

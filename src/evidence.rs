@@ -6,13 +6,26 @@
 //! attempt that opens) finds its command, and the one settle program records it under
 //! a lease it takes itself as a recovery holder. `docs/flows/events.md` gives the
 //! flow and every outcome.
+//!
+//! A job that lists a provider's evidence by creation time (a backfill from Stripe's
+//! Events API) keeps where it got to in an evidence checkpoint
+//! (`evidenceCheckpoints/{digest of the feed's name}`):
+//! [`Journal::evidence_checkpoint`](crate::Journal::evidence_checkpoint) reads it,
+//! [`window`] says where the run lists from, [`ListingProgress`] tallies what the run
+//! took, and [`Journal::advance_evidence_checkpoint`](crate::Journal::advance_evidence_checkpoint)
+//! moves it forward only (`docs/documents.md`, `docs/webhooks.md`).
 
-use crate::runner::{Calling, Engine};
+use crate::runner::{Calling, Engine, Unrecorded};
 use crate::sends::ProviderAccount;
 use command_journal_core::error::JournalError;
+use command_journal_core::tools::evidence::checkpoint::{
+    EvidenceCheckpointAdvance, EvidenceCheckpointRead,
+};
 use command_journal_core::tools::evidence::program::EvidenceProgram;
 
-pub use command_journal_core::evidence::{Evidence, EvidenceOutcome};
+pub use command_journal_core::evidence::{
+    Advance, Evidence, EvidenceCheckpoint, EvidenceOutcome, ListingProgress, Window, window,
+};
 
 /// How evidence is recorded.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -33,4 +46,29 @@ pub(crate) async fn record(
 ) -> Result<EvidenceOutcome, JournalError> {
     let program = EvidenceProgram::new(evidence, engine.new_lease(), options.account.clone());
     engine.run(Calling::without(program)).await
+}
+
+/// The checkpoint of the feed named `feed`, as
+/// [`Journal::evidence_checkpoint`](crate::Journal::evidence_checkpoint) says.
+pub(crate) async fn checkpoint(
+    engine: &Engine,
+    feed: &str,
+) -> Result<Option<EvidenceCheckpoint>, JournalError> {
+    let feed = command_journal_core::evidence::Feed::new(feed)?;
+    engine
+        .run(Unrecorded(EvidenceCheckpointRead::new(feed)))
+        .await
+}
+
+/// Advances the checkpoint of the feed named `feed` to `list_from`, as
+/// [`Journal::advance_evidence_checkpoint`](crate::Journal::advance_evidence_checkpoint)
+/// says.
+pub(crate) async fn advance_checkpoint(
+    engine: &Engine,
+    feed: &str,
+    list_from: i64,
+) -> Result<Advance, JournalError> {
+    let feed = command_journal_core::evidence::Feed::new(feed)?;
+    let op = EvidenceCheckpointAdvance::new(feed, list_from, engine.now()?);
+    engine.run(Unrecorded(op)).await
 }

@@ -225,6 +225,32 @@ impl Journal {
         crate::evidence::record(&self.engine, evidence, options).await
     }
 
+    /// The evidence checkpoint of the feed named `feed` (1 to 256 characters of
+    /// `A-Z a-z 0-9 _ - . :`, such as the provider, account and mode a backfill job
+    /// reads; stored only as its digest): `None` when no run advanced it yet. Parsed
+    /// strictly: a malformed document is `journal_corrupt`. Writes nothing.
+    pub async fn evidence_checkpoint(
+        &self,
+        feed: &str,
+    ) -> Result<Option<crate::evidence::EvidenceCheckpoint>, JournalError> {
+        crate::evidence::checkpoint(&self.engine, feed).await
+    }
+
+    /// Advances the evidence checkpoint of the feed named `feed` to `list_from` (a Unix
+    /// second: the next run lists the items created at or after it), forward only: a
+    /// point at or before the stored one writes nothing (`Kept`); a run that advanced
+    /// it meanwhile is never undone (the commit is conditional on the document as
+    /// read, and decided again when it moved). A point after the journal's time is
+    /// `invalid_input` (`listFrom`); a malformed checkpoint is `journal_corrupt`,
+    /// nothing written.
+    pub async fn advance_evidence_checkpoint(
+        &self,
+        feed: &str,
+        list_from: i64,
+    ) -> Result<crate::evidence::Advance, JournalError> {
+        crate::evidence::advance_checkpoint(&self.engine, feed, list_from).await
+    }
+
     /// The command's redacted state, revision and fence, validating every document
     /// it reads; writes nothing.
     pub async fn status(&self, command: &CommandInput) -> Result<StatusOutput, JournalError> {

@@ -30,10 +30,15 @@
 //! finds the command ended (its own charge: nothing; a charge it ended without: the
 //! late charge already recorded) or the attempt no longer open.
 
+pub(crate) mod checkpoint;
 mod index_read;
 pub(crate) mod program;
 #[cfg(test)]
 mod tests;
+
+pub use checkpoint::{
+    Advance, EvidenceCheckpoint, Feed, ListingProgress, MAX_FEED_BYTES, Window, window,
+};
 
 use crate::call::Labelled;
 use crate::sends::provider::ProviderAnswer;

@@ -197,6 +197,14 @@ const EXPECTED: &[(&str, &str)] = &[
          terminalReferenceFingerprint and result)",
     ),
     (
+        "feed",
+        "an evidence feed's name: 1 to 256 characters of A-Z, a-z, 0-9, _, -, . and :",
+    ),
+    (
+        "listFrom",
+        "a Unix second from 0 to the journal's time: where the feed's next run lists from",
+    ),
+    (
         "evidence",
         "one of succeeded, declined, not_found (succeeded with exactly one of \
          terminalReferenceFingerprint and result)",

@@ -64,7 +64,17 @@ pub mod envelope {
 }
 
 pub mod evidence {
-    //! Evidence given from outside, as a program of the call machine.
+    //! Evidence given from outside, as a program of the call machine, and the
+    //! checkpoints of the jobs that list it.
+
+    pub mod checkpoint {
+        //! `evidenceCheckpoints/{digest of the feed's name}`: its collection, its read
+        //! and its forward-only advance.
+
+        pub use crate::evidence::checkpoint::{
+            COLLECTION, EvidenceCheckpointAdvance, EvidenceCheckpointRead,
+        };
+    }
 
     pub mod program {
         //! Recording one piece of evidence: the key index read, then the settle
@@ -362,10 +372,11 @@ pub mod verify {
     }
 
     pub mod checkpoints {
-        //! The recovery checkpoints (`recoveryCheckpoints/{index}-of-{count}`), each
-        //! checked on its own.
+        //! The recovery checkpoints (`recoveryCheckpoints/{index}-of-{count}`) and the
+        //! evidence checkpoints (`evidenceCheckpoints/{digest}`), each checked on its
+        //! own.
 
-        pub use crate::verify::checkpoints::check;
+        pub use crate::verify::checkpoints::{check, check_evidence};
     }
 
     pub mod provider_keys {

@@ -19,7 +19,7 @@ const OLD_WEBHOOK_SECRET: &str = "whsec_CANARYoldSecret55z";
 
 /// The service on Stripe at `stand_in` with its webhook endpoint, its journal's clock
 /// at the stand-in's time.
-async fn service_with_webhooks(stand_in: &StandIn) -> Service {
+pub(super) async fn service_with_webhooks(stand_in: &StandIn) -> Service {
     service_with_webhooks_and(stand_in, Vec::new()).await
 }
 
@@ -49,13 +49,13 @@ async fn service_with_webhooks_and(
 }
 
 /// Moves the journal's and the stand-in's clocks together.
-fn advance(service: &Service, stand_in: &StandIn, seconds: i64) {
+pub(super) fn advance(service: &Service, stand_in: &StandIn, seconds: i64) {
     service.clock.advance(TimeDelta::seconds(seconds));
     stand_in.advance(seconds);
 }
 
 /// A logger whose lines go nowhere (the job's summary line).
-fn quiet(service: &Service) -> super::service::logging::Logger {
+pub(super) fn quiet(service: &Service) -> super::service::logging::Logger {
     super::service::logging::Logger::with_sink(&service.project, std::sync::Arc::new(|_: &str| {}))
 }
 
@@ -64,13 +64,13 @@ fn endpoint(service: &Service) -> String {
 }
 
 /// The lookups the stand-in answered: every listing and search of intents.
-fn lookups(stand_in: &StandIn) -> usize {
+pub(super) fn lookups(stand_in: &StandIn) -> usize {
     stand_in.requests("GET", "/v1/payment_intents").len()
         + stand_in.requests("GET", "/v1/payment_intents/search").len()
 }
 
 /// The envelope of the stand-in's intent `at`.
-fn envelope(stand_in: &StandIn, at: usize) -> Value {
+pub(super) fn envelope(stand_in: &StandIn, at: usize) -> Value {
     let intent = &stand_in.intents()[at];
     json!({
         "id": intent["id"],

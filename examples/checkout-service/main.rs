@@ -10,7 +10,7 @@
 //! `checkout-service recover` runs the recovery job instead (`service::recovery`):
 //! with the same configuration, it settles every checkout whose charge outcome is
 //! unknown from the provider's evidence, then exits. On Stripe it first backfills the
-//! events of its window from the Events API (`service::event_backfill`).
+//! events since its checkpoint from the Events API (`service::event_backfill`).
 //!
 //! With `STRIPE_WEBHOOK_SECRET` set, the service also takes Stripe's signed events at
 //! `POST /webhooks/stripe` (`service::webhook`, docs/webhooks.md).
@@ -184,6 +184,11 @@ async fn recover(
                 service::event_backfill::run(&journal, stripe, now.seconds(), window, &logger)
                     .await;
             backfilled = events.clean();
+            // A checkpoint the journal cannot read (malformed): the job refuses,
+            // writing nothing, its lookups included.
+            if events.from.is_none() {
+                return ExitCode::from(1);
+            }
             let provider = stripe.recovery();
             service::recovery::run_with(&journal, &provider, &settings, &logger).await
         }

@@ -216,35 +216,50 @@ const CHECKPOINTS: Source = Source::subtree(
     classify_stray,
 );
 
-/// The recovery checkpoints' subtree at the range's read time, each document checked.
+/// The evidence checkpoints and anything stored below them (read in the first range
+/// only, each document checked on its own).
+const EVIDENCE_CHECKPOINTS: Source = Source::subtree(
+    command_journal_core::tools::evidence::checkpoint::COLLECTION,
+    classify_stray,
+);
+
+/// The recovery and evidence checkpoints' subtrees at the range's read time, each
+/// document checked.
 async fn checkpoints(
     db: &FirestoreDb,
     documents: &str,
     report: &mut VerifyReport,
 ) -> Result<(), JournalError> {
-    let query = between(
-        db,
-        documents,
-        None,
-        Some(CHECKPOINTS.first()),
-        Some(CHECKPOINTS.after()),
-    )
-    .order(|o| o.fields([o.field("__name__").asc()]));
-    let stream = query
-        .stream_query_with_errors()
-        .await
-        .map_err(|error| crate::runner::retry::firestore_error(&error))?;
-    let mut stream = std::pin::pin!(stream);
-    let prefix = format!("{documents}/");
-    while let Some(document) = stream
-        .try_next()
-        .await
-        .map_err(|error| crate::runner::retry::firestore_error(&error))?
-    {
-        report.scanned.recovery_checkpoints += 1;
-        report.record(command_journal_core::tools::verify::checkpoints::check(
-            &stored_doc(document, &prefix),
-        ));
+    use command_journal_core::tools::verify::checkpoints::{check, check_evidence};
+    for (source, evidence) in [(&CHECKPOINTS, false), (&EVIDENCE_CHECKPOINTS, true)] {
+        let query = between(
+            db,
+            documents,
+            None,
+            Some(source.first()),
+            Some(source.after()),
+        )
+        .order(|o| o.fields([o.field("__name__").asc()]));
+        let stream = query
+            .stream_query_with_errors()
+            .await
+            .map_err(|error| crate::runner::retry::firestore_error(&error))?;
+        let mut stream = std::pin::pin!(stream);
+        let prefix = format!("{documents}/");
+        while let Some(document) = stream
+            .try_next()
+            .await
+            .map_err(|error| crate::runner::retry::firestore_error(&error))?
+        {
+            let doc = stored_doc(document, &prefix);
+            if evidence {
+                report.scanned.evidence_checkpoints += 1;
+                report.record(check_evidence(&doc));
+            } else {
+                report.scanned.recovery_checkpoints += 1;
+                report.record(check(&doc));
+            }
+        }
     }
     Ok(())
 }

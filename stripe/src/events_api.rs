@@ -16,6 +16,23 @@ use std::collections::BTreeMap;
 /// The most events one page holds (`limit`'s maximum).
 pub const EVENTS_PAGE_LIMIT: usize = 100;
 
+/// How far back Stripe lists events: "List events, going back up to 30 days"
+/// (<https://docs.stripe.com/api/events/list>). A backfill never asks further back.
+pub const EVENTS_RETENTION_SECONDS: i64 = 30 * 86_400;
+
+/// How far before the point a backfill proved its checkpoint is set, so that no event
+/// is skipped. An event's `created` is "measured in seconds since the Unix epoch"
+/// (<https://docs.stripe.com/api/events/object>), and a list answers "in reverse
+/// chronological order, meaning the most recently created object is the first one"
+/// (<https://docs.stripe.com/pagination>), with no order among the events of one
+/// second; nor does Stripe promise that an event is listed the moment it is created,
+/// or that its clock and the journal's agree. So a checkpoint is never the second
+/// after the last event taken but that event's own second, five minutes back: an
+/// event of that second listed late, or one made a little before it and listed after
+/// it, is read again. Taken again, an event writes nothing (the journal's evidence is
+/// recorded once); the overlap costs a run at most five minutes of events re-read.
+pub const EVENTS_OVERLAP_SECONDS: i64 = 300;
+
 /// One page of `GET /v1/events`: the events, newest first, and whether more follow.
 #[derive(Debug, Clone)]
 pub struct EventsPage {
@@ -37,6 +54,17 @@ pub struct EventsQuery<'a> {
 }
 
 impl Stripe {
+    /// The name of this client's event feed for an evidence checkpoint
+    /// (`Journal::evidence_checkpoint`): `stripe-events`, the account and the mode.
+    /// The journal stores only its digest.
+    pub fn events_feed(&self) -> String {
+        format!(
+            "stripe-events:{}:{}",
+            self.config().account.id(),
+            self.mode()
+        )
+    }
+
     /// One page of `GET /v1/events` for `query`, [`EVENTS_PAGE_LIMIT`] events at most;
     /// the fixed code of why not (`events_status`: not a 200; `events_body`: not a
     /// list of events this package reads; else the lookup's transport codes). An

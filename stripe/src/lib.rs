@@ -58,7 +58,7 @@ pub use client::{PlanTerms, Stripe};
 pub use config::{Account, LookupMethod, StripeConfig};
 pub use customer::CustomerStep;
 pub use error::ConfigError;
-pub use events_api::{EventsPage, EventsQuery};
+pub use events_api::{EVENTS_OVERLAP_SECONDS, EVENTS_RETENTION_SECONDS, EventsPage, EventsQuery};
 pub use intent::Expected;
 pub use provider::Payment;
 pub use retrieve::Retrieval;

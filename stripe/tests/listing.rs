@@ -245,3 +245,55 @@ async fn a_refused_payloads_own_lookup_finds_its_charge_by_the_key() {
         "the charged key answered {looked:?} to the request's own lookup"
     );
 }
+
+/// The stand-in's `GET /v1/events` as Stripe documents it: newest first ("reverse
+/// chronological order", <https://docs.stripe.com/pagination>), none created before
+/// `created[gte]` (<https://docs.stripe.com/api/events/list>), an event of the very
+/// second `created[gte]` names included; a backfill's checkpoint rests on both.
+#[tokio::test]
+async fn the_events_list_is_newest_first_and_honours_created_gte() {
+    let stand_in = StandIn::start().await;
+    let stripe = own(&stand_in, LookupMethod::Search);
+    let charge = Charge::from_parameters(&payload("pm_card_visa")).expect("charge");
+    let start = stand_in.now();
+    for n in 0..3 {
+        stripe
+            .create_and_confirm(&key(900 + n), &charge, Duration::from_secs(10))
+            .await;
+        // A look: the intent's events are made now.
+        stand_in.events();
+        stand_in.advance(1_000);
+    }
+    let types = ["payment_intent.created", "payment_intent.succeeded"];
+    let list = |gte: i64| {
+        let stripe = stripe.clone();
+        async move {
+            let query = command_journal_stripe::EventsQuery {
+                types: &types,
+                created_gte: gte,
+                starting_after: None,
+            };
+            let page = stripe.events_page(&query).await.expect("a page");
+            assert!(!page.has_more);
+            page.events
+                .iter()
+                .map(|e| (e.created(), e.event_type().to_owned()))
+                .collect::<Vec<_>>()
+        }
+    };
+    let all = list(start).await;
+    assert_eq!(all.len(), 6, "{all:?}");
+    assert!(all.windows(2).all(|w| w[0].0 >= w[1].0), "{all:?}");
+    // Within one second, the later event first.
+    assert_eq!(
+        all[0],
+        (start + 2_000, "payment_intent.succeeded".to_owned())
+    );
+    assert_eq!(all[1], (start + 2_000, "payment_intent.created".to_owned()));
+    let since = list(start + 1_000).await;
+    assert_eq!(since, all[..4]);
+    assert_eq!(list(start + 1_001).await, all[..2]);
+    assert!(list(start + 2_001).await.is_empty());
+    let queries = stand_in.requests("GET", "/v1/events");
+    assert_eq!(queries.len(), 4);
+}

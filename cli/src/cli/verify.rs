@@ -156,7 +156,7 @@ impl Progress {
 }
 
 /// The scanned counts by collection, as their documents are named.
-fn per_collection(scanned: &Scanned) -> [(&'static str, u64); 7] {
+fn per_collection(scanned: &Scanned) -> [(&'static str, u64); 8] {
     [
         ("checkoutRequests", scanned.checkout_requests),
         ("checkoutRequests/*/lifecycle", scanned.lifecycles),
@@ -165,5 +165,6 @@ fn per_collection(scanned: &Scanned) -> [(&'static str, u64); 7] {
         ("ledgerTransactions", scanned.ledger_transactions),
         ("recoveryCheckpoints", scanned.recovery_checkpoints),
         ("providerKeys", scanned.provider_keys),
+        ("evidenceCheckpoints", scanned.evidence_checkpoints),
     ]
 }

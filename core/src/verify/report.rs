@@ -137,6 +137,9 @@ pub enum FindingCode {
     /// id, or its position lies outside the range (every recovery run of the range
     /// would fail on it).
     MalformedRecoveryCheckpoint,
+    /// An evidence checkpoint (`evidenceCheckpoints/{digest of the feed's name}`) that
+    /// fails its strict codec (every backfill run of its feed would fail on it).
+    MalformedEvidenceCheckpoint,
     /// A late charge (`lateCharges/{attempt}`) that fails its strict codec, was
     /// rewritten, has no root or no send record, names an attempt after the current
     /// one, or gives a reason its attempt's recorded state contradicts (an attempt
@@ -200,6 +203,7 @@ impl FindingCode {
             Self::ResultCommitmentMismatch => "result_commitment_mismatch",
             Self::PendingIndexMismatch => "pending_index_mismatch",
             Self::MalformedRecoveryCheckpoint => "malformed_recovery_checkpoint",
+            Self::MalformedEvidenceCheckpoint => "malformed_evidence_checkpoint",
             Self::LateChargeMismatch => "late_charge_mismatch",
             Self::ProviderKeyMismatch => "provider_key_mismatch",
         }
@@ -277,6 +281,10 @@ pub struct Scanned {
     /// the JSON while zero, so that a journal without any reads as before).
     #[serde(skip_serializing_if = "is_zero")]
     pub provider_keys: u64,
+    /// `evidenceCheckpoints`: one per feed a backfill job keeps a checkpoint of (left
+    /// out of the JSON while zero).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub evidence_checkpoints: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -293,6 +301,7 @@ impl Scanned {
             + self.ledger_transactions
             + self.recovery_checkpoints
             + self.provider_keys
+            + self.evidence_checkpoints
     }
 }
 

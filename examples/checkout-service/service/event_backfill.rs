@@ -5,30 +5,43 @@
 //! settles costs no lookup.
 //!
 //! Each run lists `GET /v1/events` for the event types the classification reads
-//! (`types[]`), created in the last `RECOVERY_EVENTS_SECONDS` (default 86400, at most
-//! 2592000: Stripe lists events going back up to 30 days,
-//! <https://docs.stripe.com/api/events/list>), newest first, paging with
-//! `starting_after`. It keeps no checkpoint: an event taken twice writes nothing the
-//! second time, so a window that overlaps the last run's only costs reads; schedule the
-//! job more often than the window is long.
+//! (`types[]`), created at or after its window's start, newest first, paging with
+//! `starting_after` (<https://docs.stripe.com/api/events/list>). The window starts at
+//! the feed's evidence checkpoint (`Journal::evidence_checkpoint`, the document
+//! `evidenceCheckpoints/{digest of "stripe-events:{account}:{mode}"}`), or, before
+//! the first run that advanced it, `RECOVERY_EVENTS_SECONDS` back (default 86400);
+//! never further back than the 30 days Stripe lists events
+//! ([`EVENTS_RETENTION_SECONDS`]): an older checkpoint is clamped, counted in the
+//! summary line (`clamped`) and logged without ids.
+//!
+//! After a run whose listing reached its end, the checkpoint advances (forward only)
+//! to the `created` second of the oldest event not taken (the journal or Stripe's
+//! read by id did not answer, or the command's lease was held: the next run takes it
+//! again), else of the newest event listed, minus [`EVENTS_OVERLAP_SECONDS`]. A
+//! listing that stopped short, or listed nothing, leaves it as it was. A checkpoint
+//! the journal cannot read (malformed: `journal_corrupt`) fails the run before any
+//! listing: nothing is taken, nothing written.
 
 use super::config::ConfigError;
 use super::logging::{Logger, Severity};
 use super::webhook_event::{Taken, take};
 use command_journal::Journal;
+use command_journal::evidence::{Advance, ListingProgress, window as listing_window};
 use command_journal_stripe::webhook::event_types;
-use command_journal_stripe::{EventsQuery, Stripe};
+use command_journal_stripe::{
+    EVENTS_OVERLAP_SECONDS, EVENTS_RETENTION_SECONDS, EventsQuery, Stripe,
+};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 
-/// The variable of the window, in seconds.
+/// The variable of the window before the first checkpoint, in seconds.
 pub const WINDOW_VARIABLE: &str = "RECOVERY_EVENTS_SECONDS";
 /// The default window: a day.
 pub const DEFAULT_WINDOW_SECONDS: i64 = 86_400;
 /// The longest window: the 30 days Stripe keeps events listable.
 pub const MAX_WINDOW_SECONDS: i64 = 30 * 86_400;
-/// The most pages one run reads (100 events each); more fails the run, which then
-/// names the window as too long for its schedule.
+/// The most pages one run reads (100 events each); more fails the run (the
+/// checkpoint stays), which then names the window as too long for its schedule.
 pub const MAX_PAGES: usize = 200;
 
 /// The window of `RECOVERY_EVENTS_SECONDS` through `get`: whole seconds from 1 to
@@ -51,77 +64,110 @@ pub fn window(get: impl Fn(&str) -> Option<String>) -> Result<i64, ConfigError> 
 /// What one backfill did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Backfill {
+    /// The Unix second the listing started at (`created[gte]`); `None` when the
+    /// checkpoint could not be read.
+    pub from: Option<i64>,
+    /// Whether the window started at the feed's checkpoint (else
+    /// `RECOVERY_EVENTS_SECONDS` back).
+    pub from_checkpoint: bool,
+    /// Whether the checkpoint lay further back than Stripe lists events and was
+    /// clamped to 30 days back.
+    pub clamped: bool,
     /// Events listed.
     pub listed: usize,
     /// Events taken, by outcome code.
     pub outcomes: BTreeMap<&'static str, usize>,
     /// Events the journal or Stripe's read by id did not answer for.
     pub unavailable: usize,
-    /// Why the listing stopped short, if it did (a fixed code).
+    /// Why the run stopped short, if it did (a fixed code: the checkpoint's read, the
+    /// listing).
     pub error: Option<&'static str>,
+    /// Where the checkpoint was advanced to, and what advancing did (`None`: the run
+    /// proved no point); the fixed code of why not, when it failed.
+    pub checkpoint: Option<(i64, Result<Advance, &'static str>)>,
 }
 
 impl Backfill {
-    /// Whether every event listed was taken, and the listing reached its end.
+    /// Whether every event listed was taken, the listing reached its end, and the
+    /// checkpoint was read and, where the run proved a point, advanced.
     pub fn clean(&self) -> bool {
-        self.error.is_none() && self.unavailable == 0
+        self.error.is_none()
+            && self.unavailable == 0
+            && !matches!(self.checkpoint, Some((_, Err(_))))
     }
 
-    /// The summary line's fields.
+    /// The summary line's fields (seconds and codes, never an id).
     pub fn fields(&self) -> Map<String, Value> {
         let mut fields = Map::new();
+        fields.insert("from".into(), json!(self.from));
+        fields.insert("fromCheckpoint".into(), json!(self.from_checkpoint));
+        fields.insert("clamped".into(), json!(usize::from(self.clamped)));
         fields.insert("listed".into(), json!(self.listed));
         fields.insert("outcomes".into(), json!(self.outcomes));
         fields.insert("unavailable".into(), json!(self.unavailable));
         fields.insert("error".into(), json!(self.error));
+        let (to, advance) = match &self.checkpoint {
+            None => (None, Value::Null),
+            Some((to, Ok(advance))) => (Some(*to), json!(advance.as_str())),
+            Some((to, Err(code))) => (Some(*to), json!(code)),
+        };
+        fields.insert("checkpointTo".into(), json!(to));
+        fields.insert("checkpoint".into(), advance);
         fields
     }
 }
 
-/// Lists the events of the last `window` seconds (before `now`, the journal's time in
-/// Unix seconds) and takes each through `journal`, logging a summary line.
+/// Reads the feed's checkpoint, lists the events of the window it gives (before
+/// `now`, the journal's time in Unix seconds; `default_window` seconds back without
+/// a checkpoint), takes each through `journal`, advances the checkpoint as far as the
+/// run proved, and logs a summary line.
 pub async fn run(
     journal: &Journal,
     stripe: &Stripe,
     now: i64,
-    window: i64,
+    default_window: i64,
     logger: &Logger,
 ) -> Backfill {
-    let types: Vec<&str> = event_types().collect();
-    let livemode = stripe.mode() == "live";
     let mut report = Backfill::default();
-    let mut after: Option<String> = None;
-    let mut pages = 0;
-    loop {
-        if pages == MAX_PAGES {
-            report.error = Some("events_too_many");
-            break;
+    let feed = stripe.events_feed();
+    let checkpoint = match journal.evidence_checkpoint(&feed).await {
+        Ok(checkpoint) => checkpoint,
+        Err(error) => {
+            report.error = Some(error.code());
+            logger.log(Severity::Error, "events backfilled", None, report.fields());
+            return report;
         }
-        pages += 1;
-        let query = EventsQuery {
-            types: &types,
-            created_gte: now - window,
-            starting_after: after.as_deref(),
-        };
-        let page = match stripe.events_page(&query).await {
-            Ok(page) => page,
-            Err(code) => {
-                report.error = Some(code);
-                break;
-            }
-        };
-        report.listed += page.events.len();
-        // Newest first on the page; taken oldest first, as they happened.
-        for event in page.events.iter().rev() {
-            let taken = take(journal, stripe, event, livemode).await;
-            *report.outcomes.entry(taken.code()).or_default() += 1;
-            // An unavailable one is left for the next run: its window still holds it.
-            report.unavailable += usize::from(matches!(taken, Taken::Unavailable(_)));
-        }
-        after = page.events.last().map(|event| event.id().to_owned());
-        if !page.has_more || after.is_none() {
-            break;
-        }
+    };
+    let window = listing_window(
+        checkpoint.as_ref(),
+        now,
+        default_window,
+        EVENTS_RETENTION_SECONDS,
+    );
+    report.from = Some(window.from);
+    report.from_checkpoint = checkpoint.is_some();
+    report.clamped = window.clamped;
+    if window.clamped {
+        let mut fields = Map::new();
+        fields.insert("from".into(), json!(window.from));
+        fields.insert("checkpoint".into(), json!(checkpoint.map(|c| c.list_from)));
+        logger.log(
+            Severity::Warning,
+            "events checkpoint older than Stripe lists events: clamped",
+            None,
+            fields,
+        );
+    }
+    let progress = list_and_take(journal, stripe, window.from, &mut report).await;
+    if let Some(to) = progress.resume_from(EVENTS_OVERLAP_SECONDS) {
+        // Never past the journal's time (a Stripe clock ahead of it): a point further
+        // back only reads more again.
+        let to = to.min(now);
+        let advanced = journal
+            .advance_evidence_checkpoint(&feed, to)
+            .await
+            .map_err(|error| error.code());
+        report.checkpoint = Some((to, advanced));
     }
     let severity = if report.clean() {
         Severity::Info
@@ -130,4 +176,54 @@ pub async fn run(
     };
     logger.log(severity, "events backfilled", None, report.fields());
     report
+}
+
+/// Lists every event created at or after `from` and takes each, oldest of a page
+/// first, counting into `report`: the run's tally, finished when the listing reached
+/// its end.
+async fn list_and_take(
+    journal: &Journal,
+    stripe: &Stripe,
+    from: i64,
+    report: &mut Backfill,
+) -> ListingProgress {
+    let types: Vec<&str> = event_types().collect();
+    let livemode = stripe.mode() == "live";
+    let mut progress = ListingProgress::default();
+    let mut after: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        if pages == MAX_PAGES {
+            report.error = Some("events_too_many");
+            return progress;
+        }
+        pages += 1;
+        let query = EventsQuery {
+            types: &types,
+            created_gte: from,
+            starting_after: after.as_deref(),
+        };
+        let page = match stripe.events_page(&query).await {
+            Ok(page) => page,
+            Err(code) => {
+                report.error = Some(code);
+                return progress;
+            }
+        };
+        report.listed += page.events.len();
+        // Newest first on the page; taken oldest first, as they happened.
+        for event in page.events.iter().rev() {
+            let taken = take(journal, stripe, event, livemode).await;
+            *report.outcomes.entry(taken.code()).or_default() += 1;
+            // An unavailable one holds the checkpoint back: the next run takes it.
+            let open = matches!(taken, Taken::Unavailable(_));
+            report.unavailable += usize::from(open);
+            progress.listed(event.created(), !open);
+        }
+        after = page.events.last().map(|event| event.id().to_owned());
+        if !page.has_more || after.is_none() {
+            progress.finished();
+            return progress;
+        }
+    }
 }

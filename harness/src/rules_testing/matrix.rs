@@ -37,8 +37,9 @@ impl Target {
 }
 
 /// Every journal path the matrix covers (the send layer's, then the result
-/// envelope's, then the recovery checkpoints', last).
-pub const TARGETS: [Target; 13] = [
+/// envelope's, then the recovery checkpoints', the provider keys', the correction
+/// bounds' and the evidence checkpoints', last).
+pub const TARGETS: [Target; 14] = [
     Target {
         template: "checkoutRequests/{k}",
         groups: &["checkoutRequests"],
@@ -90,6 +91,10 @@ pub const TARGETS: [Target; 13] = [
     Target {
         template: "ledgerTransactions/{k}/corrections/current",
         groups: &["corrections", "current"],
+    },
+    Target {
+        template: "evidenceCheckpoints/{k}",
+        groups: &["evidenceCheckpoints"],
     },
 ];
 

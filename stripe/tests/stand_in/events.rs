@@ -229,6 +229,9 @@ pub(super) async fn list(
         .filter(|e| e["created"].as_i64().unwrap_or(0) >= since)
         .filter(|e| types.is_empty() || types.contains(&e["type"].as_str().unwrap_or_default()))
         .collect();
+    // Reverse chronological order by `created` (the log is oldest first already; the
+    // sort is stable, so events of one second keep the newest first).
+    events.sort_by_key(|e| std::cmp::Reverse(e["created"].as_i64().unwrap_or(0)));
     if let Some(after) = get("starting_after") {
         let from = events
             .iter()

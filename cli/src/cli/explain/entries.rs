@@ -544,6 +544,15 @@ pub const ENTRIES: &[Entry] = &[
          range's start, which only costs lookups.",
     ),
     finding(
+        "malformed_evidence_checkpoint",
+        "An evidence checkpoint (`evidenceCheckpoints/{digest of the feed's name}`) that \
+         fails its strict codec: a field added, missing or of another type, or a \
+         `listFrom` after its `recordedAt`.",
+        "Every backfill run of that feed refuses on it (`journal_corrupt`, exit 1) and \
+         takes no event: find who wrote it; deleting it makes the next run list its \
+         default window again, which only costs reads.",
+    ),
+    finding(
         "late_charge_mismatch",
         "A late charge (`lateCharges/{attempt}`: a charge its command ended without) that \
          fails its strict codec, was rewritten, has no root or send record, names an \
