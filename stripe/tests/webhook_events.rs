@@ -11,8 +11,9 @@
 
 use command_journal::sends::{CustomerAction, Handoff};
 use command_journal::{ProviderAnswer, Timestamp};
-use command_journal_stripe::answer::{SendAnswer, send_result};
+use command_journal_stripe::answer::{SendAnswer, retrieve_result, send_result};
 use command_journal_stripe::intent::envelope;
+use command_journal_stripe::session;
 use command_journal_stripe::webhook::{
     Classified, Evidence, Ignored, JournalKey, ObjectKind, ObjectRef, ReadById, Refusal,
     Settlement, VerifiedEvent, Verifier, WebhookSecret, WebhookSecrets, classify, event_types,
@@ -790,6 +791,125 @@ async fn an_order_dependent_event_settles_from_what_came_after_it() {
         settle_by_id(&only_session, object, &key, &expected_charge(), at(T)).await,
         None
     );
+}
+
+/// An expired session whose customer began to pay names a PaymentIntent: read by id,
+/// it decides, by the one session mapping the adapter's retrieve uses too
+/// (`session::current`): `succeeded` is the payment, `processing` or
+/// `requires_capture` (still on its way, funds held) and a refusal are unknown, and
+/// `canceled` is closed, not declined (the lookup mapping's reading of a canceled
+/// intent alone). With no intent, closed; an intent that cannot be read, nothing yet.
+#[tokio::test]
+async fn an_expired_session_with_an_intent_is_decided_by_its_intent() {
+    let key = key();
+    let mut expired = session("expired", "unpaid", Some(KEY));
+    expired["payment_intent"] = json!(INTENT);
+    assert_eq!(
+        settle(
+            &session_ref(),
+            &expired.to_string(),
+            &key,
+            &expected_charge()
+        ),
+        Settlement::ReadById(intent_ref())
+    );
+    for (status, answer) in [
+        ("succeeded", sent_success()),
+        ("processing", ProviderAnswer::Unknown),
+        ("requires_capture", ProviderAnswer::Unknown),
+        ("requires_payment_method", ProviderAnswer::Unknown),
+        ("canceled", ProviderAnswer::Closed),
+    ] {
+        let intent = intent(status, Some(KEY));
+        let both = objects(&[expired.clone(), intent.clone()]);
+        assert_eq!(
+            settle_by_id(&both, session_ref(), &key, &expected_charge(), at(T)).await,
+            by_id(answer.clone()),
+            "{status}"
+        );
+        // The adapter's retrieve maps the same objects the same way.
+        let adapter = session::current(expired.as_object().expect("session"), intent.as_object());
+        assert_eq!(retrieve_result(adapter), answer, "{status}");
+    }
+    // Another request's intent is none of this one's: unknown.
+    let foreign = objects(&[expired.clone(), intent("canceled", Some(OTHER_KEY))]);
+    assert_eq!(
+        settle_by_id(&foreign, session_ref(), &key, &expected_charge(), at(T)).await,
+        by_id(ProviderAnswer::Unknown)
+    );
+    assert_eq!(
+        settle_by_id(
+            &objects(&[expired.clone()]),
+            session_ref(),
+            &key,
+            &expected_charge(),
+            at(T)
+        )
+        .await,
+        None
+    );
+    let unpaid = session("expired", "unpaid", Some(KEY));
+    assert_eq!(
+        settle_by_id(
+            &objects(std::slice::from_ref(&unpaid)),
+            session_ref(),
+            &key,
+            &expected_charge(),
+            at(T)
+        )
+        .await,
+        by_id(ProviderAnswer::Closed)
+    );
+    assert_eq!(
+        retrieve_result(session::current(unpaid.as_object().expect("session"), None)),
+        ProviderAnswer::Closed
+    );
+}
+
+/// The webhook's settlement and the adapter's retrieve read every session state
+/// through one mapping: the same answer for the same session and intent.
+#[tokio::test]
+async fn the_webhook_and_the_adapter_read_a_session_alike() {
+    let key = key();
+    for (status, payment, intent_status) in [
+        ("open", "unpaid", None),
+        ("complete", "paid", Some("succeeded")),
+        ("complete", "paid", Some("processing")),
+        ("complete", "unpaid", Some("processing")),
+        ("complete", "unpaid", Some("succeeded")),
+        ("complete", "unpaid", Some("canceled")),
+        ("complete", "no_payment_required", None),
+        ("expired", "unpaid", None),
+    ] {
+        let session_json = session(status, payment, Some(KEY));
+        let intent_json = intent_status.map(|status| intent(status, Some(KEY)));
+        let adapter = retrieve_result(session::current(
+            session_json.as_object().expect("session"),
+            intent_json.as_ref().and_then(Value::as_object),
+        ));
+        let label = format!("{status} {payment} {intent_status:?}");
+        match settle(
+            &session_ref(),
+            &session_json.to_string(),
+            &key,
+            &Expected::key_only(),
+        ) {
+            Settlement::Answer(answer) => assert_eq!(answer, adapter, "{label}"),
+            Settlement::ReadById(_) => {
+                let mut both = vec![session_json.clone()];
+                both.extend(intent_json.clone());
+                let read = settle_by_id(
+                    &objects(&both),
+                    session_ref(),
+                    &key,
+                    &Expected::key_only(),
+                    at(T),
+                )
+                .await;
+                assert_eq!(read, by_id(adapter), "{label}");
+            }
+        }
+    }
 }
 
 #[test]

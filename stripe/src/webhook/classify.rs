@@ -7,9 +7,9 @@
 use super::event::VerifiedEvent;
 use super::key::JournalKey;
 use super::object::{ObjectKind, ObjectRef};
-use super::session::{self, PaymentStatus, SessionState};
 use crate::answer::{self, LookupAnswer};
 use crate::intent::Expected;
+use crate::session::{self, PaymentStatus, SessionState};
 use command_journal::ProviderAnswer;
 use command_journal::strict_json;
 use serde_json::{Map, Value};
