@@ -515,6 +515,40 @@ fn an_event_of_the_other_mode_is_ignored_and_the_same_mode_still_counts() {
     assert_eq!(classify(&test_event, false), expected);
 }
 
+/// An event of a connected account (its top-level `account`, as Stripe sends a
+/// platform's Connect endpoint) is not this account's: acknowledged under its own code
+/// and never evidence, even when its object carries a key of the journal's form and
+/// the right mode; the same event without `account` still counts.
+#[test]
+fn an_event_of_a_connected_account_is_ignored_under_its_own_code() {
+    let object = intent("succeeded", Some(KEY));
+    let mut body: Value = serde_json::from_slice(&event_body(
+        "evt_c",
+        "payment_intent.succeeded",
+        false,
+        &object,
+    ))
+    .expect("json");
+    body["account"] = json!("acct_CANARYconnected");
+    let bytes = serde_json::to_vec(&body).expect("json");
+    let connected = verifier()
+        .verify(Some(&header(&bytes)), &bytes, at(T))
+        .expect("verified");
+    assert!(connected.from_connect_account());
+    assert_eq!(
+        classify(&connected, false),
+        Classified::Ignored(Ignored::ConnectAccount)
+    );
+    assert_eq!(Ignored::ConnectAccount.code(), "webhook_connect_account");
+    assert!(!format!("{connected:?}").contains("acct_CANARYconnected"));
+    let own = verified("evt_o", "payment_intent.succeeded", false, &object);
+    assert!(!own.from_connect_account());
+    assert_eq!(
+        classify(&own, false),
+        ours(Evidence::Proves(sent_success()), intent_ref())
+    );
+}
+
 #[test]
 fn duplicated_and_reordered_events_classify_the_same() {
     let events: Vec<VerifiedEvent> = every_event()
@@ -972,6 +1006,7 @@ async fn no_customer_value_appears_in_debug_or_codes() {
         Ignored::ObjectUnexpected,
         Ignored::NotOurs,
         Ignored::KeyInvalid,
+        Ignored::ConnectAccount,
     ] {
         shown.push(format!("{ignored:?} {}", ignored.code()));
     }
