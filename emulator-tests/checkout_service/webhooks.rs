@@ -601,3 +601,26 @@ async fn webhook_an_event_during_the_clients_lease_is_503_and_settles_later() {
     assert_eq!(stand_in.intents().len(), 1, "one charge");
     service.assert_verifies_clean(1).await;
 }
+
+/// A journal error recording an event: `invalid_input` is refused under its own code
+/// (400 `evidence_invalid_input`), never a corrupt journal nor a 503 to wait out; a
+/// corrupt document or an unavailable journal is still a 503 Stripe retries.
+#[test]
+fn webhook_an_invalid_input_is_refused_under_its_own_code() {
+    use super::service::webhook_event::{Taken, taken_error};
+    use command_journal::JournalError;
+    assert_eq!(
+        taken_error(&JournalError::invalid("providerAnswer")),
+        Taken::Refused("evidence_invalid_input")
+    );
+    assert_eq!(
+        taken_error(&JournalError::corrupt(
+            "a provider key index names no registered command"
+        )),
+        Taken::Unavailable("journal_corrupt")
+    );
+    assert_eq!(
+        taken_error(&JournalError::NotRegistered),
+        Taken::Unavailable("not_registered")
+    );
+}

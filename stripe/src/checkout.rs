@@ -174,33 +174,35 @@ impl Stripe {
         }
     }
 
-    /// `GET /v1/payment_intents/{id}` of a `complete` session's intent: `None` when it
-    /// cannot be read.
+    /// `GET /v1/payment_intents/{id}` of the intent a session's answer rests on
+    /// ([`session::intent_to_read`]: a complete session's, an expired one's): `None`
+    /// when there is none, or it cannot be read.
     async fn session_intent(
         &self,
         session: &Map<String, Value>,
         key: &str,
         deadline: Duration,
     ) -> Option<Map<String, Value>> {
-        let id = session.get("payment_intent").and_then(Value::as_str)?;
-        self.intent_by_id(id, key, &crate::intent::Expected::key_only(), deadline)
-            .await
-            .ok()
+        let intent = session::intent_to_read(session)?;
+        self.intent_by_id(
+            intent.id(),
+            key,
+            &crate::intent::Expected::key_only(),
+            deadline,
+        )
+        .await
+        .ok()
     }
 
-    /// What the current `session` answers, its intent read where it decides.
+    /// What the current `session` answers ([`session::current`]), the intent it rests
+    /// on read by id first.
     async fn session_answer(
         &self,
         session: &Map<String, Value>,
         key: &str,
         deadline: Duration,
     ) -> RetrieveAnswer {
-        let complete = session.get("status").and_then(Value::as_str) == Some("complete");
-        let intent = if complete {
-            self.session_intent(session, key, deadline).await
-        } else {
-            None
-        };
+        let intent = self.session_intent(session, key, deadline).await;
         session::current(session, intent.as_ref())
     }
 }

@@ -39,10 +39,15 @@ impl Stripe {
     /// when `retrieval.cancel` and it is still open.
     ///
     /// A refused confirmation left in `requires_payment_method` (a failed 3-D Secure
-    /// challenge, a decline after it) is canceled too: the customer holds the client
+    /// challenge, a decline after it) is not final: the customer holds the client
     /// secret and "the payment can be retried" on the same intent
-    /// (`https://docs.stripe.com/payments/paymentintents/lifecycle`), so only its
-    /// cancellation makes the refusal final; it then answers declined.
+    /// (`https://docs.stripe.com/payments/paymentintents/lifecycle`; the failed
+    /// challenge's own error, `payment_intent_authentication_failure`, invites "a new
+    /// PaymentMethod to attempt to fulfill this PaymentIntent again":
+    /// `https://docs.stripe.com/error-codes#payment-intent-authentication-failure`).
+    /// It answers unknown until the journal asks to cancel (`retrieval.cancel`: under
+    /// its lease, from `act_by` on); canceled then, it answers declined. The adapter
+    /// never cancels on its own.
     pub async fn retrieve_intent(
         &self,
         key: &str,
@@ -112,16 +117,15 @@ impl Stripe {
     ) -> RetrieveAnswer {
         let refused = matches!(intent.get("last_payment_error"), Some(Value::Object(_)));
         let status = intent.get("status").and_then(Value::as_str).unwrap_or("");
-        let cancel = match status {
-            // The customer may still confirm it (with another payment method, as
-            // the failed challenge's message invites): cancel it to make the refusal
-            // final.
-            "requires_payment_method" if refused => true,
-            "requires_action" | "requires_payment_method" | "requires_confirmation" => {
-                retrieval.cancel
-            }
-            _ => false,
-        };
+        // Only when the journal asks: the customer may still confirm an open intent
+        // (a refused one too, with another payment method, as the failed challenge's
+        // message invites), so a cancel is the journal's decision that the window
+        // ended, never the adapter's.
+        let cancel = retrieval.cancel
+            && matches!(
+                status,
+                "requires_action" | "requires_payment_method" | "requires_confirmation"
+            );
         if !cancel {
             return current(&intent);
         }

@@ -8,6 +8,7 @@ use crate::charge::Charge;
 use crate::customer::CustomerStep;
 use crate::error::ConfigError;
 use crate::intent::IntentState;
+use crate::webhook::{ObjectKind, ObjectRef};
 use serde_json::{Map, Value};
 use std::fmt;
 
@@ -43,15 +44,9 @@ impl CheckoutPages {
         cancel_url: &str,
         product_name: &str,
     ) -> Result<Self, ConfigError> {
-        let url = |text: &str| {
-            reqwest::Url::parse(text).is_ok_and(|url| {
-                let loopback = matches!(url.host_str(), Some("localhost" | "127.0.0.1" | "[::1]"));
-                url.scheme() == "https" || (url.scheme() == "http" && loopback)
-            }) && text.len() <= 5_000
-        };
         let named = (1..=250).contains(&product_name.chars().count())
             && !product_name.chars().any(char::is_control);
-        if !(url(success_url) && url(cancel_url) && named) {
+        if !(page_url(success_url) && page_url(cancel_url) && named) {
             return Err(ConfigError::Pages);
         }
         Ok(Self {
@@ -132,36 +127,136 @@ pub fn owns(session: &Map<String, Value>, key: &str, charge: Option<&Charge>) ->
         && charged
 }
 
-/// What a session of this request, read by id, answers now. A `complete` session is
-/// decided with its PaymentIntent, which the caller reads by id: `intent` (`None`: not
-/// read, or none named).
+/// What a Checkout Session says. No variant holds a field of the session but the
+/// hosted page's URL of an open one (handed to the customer only) and the id of its
+/// PaymentIntent.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) enum SessionState {
+    /// `open`: "The Checkout Session is still in progress": the customer may still pay
+    /// on the hosted page at `url` (when present).
+    Open { url: Option<String> },
+    /// `expired`: "After it expires, a customer can't complete a Checkout Session"
+    /// (`https://docs.stripe.com/api/checkout/sessions/expire`); its PaymentIntent, if
+    /// the customer began to pay, says whether anything was paid through it.
+    Expired { intent: Option<ObjectRef> },
+    /// `complete`: the customer finished the hosted page; `payment_status` says
+    /// whether the funds are available (`paid`) or still on the way (`unpaid`, a
+    /// delayed method), and the session's `payment_intent` carries the payment.
+    Complete {
+        payment: PaymentStatus,
+        intent: Option<ObjectRef>,
+    },
+    /// Any other status (Stripe may add one): nothing is concluded from it.
+    Unrecognised,
+}
+
+/// A complete session's `payment_status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PaymentStatus {
+    /// `paid`: "The payment funds are available in your account."
+    Paid,
+    /// `unpaid`: the funds are not yet available (a delayed method is processing, or
+    /// it failed: `checkout.session.async_payment_failed`).
+    Unpaid,
+    /// `no_payment_required`: the journal never makes such a session (its amount is
+    /// positive), so nothing is concluded from it.
+    NoPaymentRequired,
+    /// Any other value.
+    Other,
+}
+
+/// The state of `session` (a `checkout.session` object).
+pub(crate) fn state(session: &Map<String, Value>) -> SessionState {
+    match session.get("status").and_then(Value::as_str) {
+        Some("open") => SessionState::Open {
+            url: session
+                .get("url")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        },
+        Some("expired") => SessionState::Expired {
+            intent: intent_of(session),
+        },
+        Some("complete") => SessionState::Complete {
+            payment: match session.get("payment_status").and_then(Value::as_str) {
+                Some("paid") => PaymentStatus::Paid,
+                Some("unpaid") => PaymentStatus::Unpaid,
+                Some("no_payment_required") => PaymentStatus::NoPaymentRequired,
+                _ => PaymentStatus::Other,
+            },
+            intent: intent_of(session),
+        },
+        _ => SessionState::Unrecognised,
+    }
+}
+
+/// The session's `payment_intent`: an id (as events and a plain retrieve render it) or
+/// the expanded object's `id`; `None` when null, absent or not a PaymentIntent id.
+pub(crate) fn intent_of(session: &Map<String, Value>) -> Option<ObjectRef> {
+    let id = match session.get("payment_intent")? {
+        Value::String(id) => id.as_str(),
+        Value::Object(intent) => intent.get("id").and_then(Value::as_str)?,
+        _ => return None,
+    };
+    ObjectRef::new(ObjectKind::PaymentIntent, id)
+}
+
+/// The PaymentIntent whose current state [`current`] needs to answer for `session`:
+/// a `complete` session's (paid or unpaid), and an `expired` session's when it names
+/// one (the customer began to pay before it expired). The caller reads it by id.
+pub fn intent_to_read(session: &Map<String, Value>) -> Option<ObjectRef> {
+    match state(session) {
+        SessionState::Complete {
+            payment: PaymentStatus::Paid | PaymentStatus::Unpaid,
+            intent,
+        }
+        | SessionState::Expired { intent } => intent,
+        _ => None,
+    }
+}
+
+/// What a session of this request, read by id, answers now: the one mapping of a
+/// Checkout Session's status, which the adapter's retrieve and lookup and the
+/// webhook's settlement (`webhook::settle`, `webhook::settle_by_id`) all use.
+/// `intent` is the PaymentIntent [`intent_to_read`] names, read by id and of this
+/// request (`None`: not read, none named, or not this request's).
+///
+/// An `expired` session that names no PaymentIntent is closed: nothing was paid and
+/// nothing can be. One that names one is decided by it: the session's payment may
+/// have gone through before it expired, or may still be on its way (a delayed
+/// method), so only its intent `canceled` closes it; `succeeded` is the payment, and
+/// any other state, or none read, is unknown.
 pub fn current(
     session: &Map<String, Value>,
     intent: Option<&Map<String, Value>>,
 ) -> RetrieveAnswer {
-    let text = |field: &str| session.get(field).and_then(Value::as_str);
     let paid_by = intent.map(crate::intent::state);
-    match (text("status"), text("payment_status")) {
+    match state(session) {
         // "The Checkout Session is still in progress": the customer may still pay on
-        // its page.
-        (Some("open"), _) => match text("url") {
-            Some(url) => RetrieveAnswer::CustomerMustAct(CustomerStep::Open {
-                url: url.to_owned(),
-            }),
-            None => RetrieveAnswer::Unknown("open"),
-        },
+        // its page, whose URL goes to them only.
+        SessionState::Open { url: Some(url) } if page_url(&url) => {
+            RetrieveAnswer::CustomerMustAct(CustomerStep::Open { url })
+        }
+        SessionState::Open { .. } => RetrieveAnswer::Unknown("open"),
         // Paid: "You can use this value to decide when to fulfill your customer's
         // order" (payment_status). The envelope is its PaymentIntent's, the same as
-        // a PaymentIntents payment's and an event's (`webhook::settle`): `id`,
-        // `amount`, `currency`, `status`.
-        (Some("complete"), Some("paid")) => match paid_by {
+        // a PaymentIntents payment's and an event's: `id`, `amount`, `currency`,
+        // `status`.
+        SessionState::Complete {
+            payment: PaymentStatus::Paid,
+            ..
+        } => match paid_by {
             Some(IntentState::Succeeded(fields)) => RetrieveAnswer::Succeeded(fields),
             _ => RetrieveAnswer::Unknown("paid_intent"),
         },
         // A delayed method: the payment is not final until
         // `checkout.session.async_payment_succeeded` or `..._failed`
-        // (`https://docs.stripe.com/checkout/fulfillment`). Its intent tells which.
-        (Some("complete"), Some("unpaid")) => match paid_by {
+        // (`https://docs.stripe.com/checkout/fulfillment`). Its intent tells which;
+        // the session is complete, so no customer can pay on it again.
+        SessionState::Complete {
+            payment: PaymentStatus::Unpaid,
+            ..
+        } => match paid_by {
             Some(IntentState::Succeeded(fields)) => RetrieveAnswer::Succeeded(fields),
             Some(IntentState::Refused) => RetrieveAnswer::Declined("declined"),
             _ => RetrieveAnswer::Unknown("unpaid"),
@@ -169,13 +264,42 @@ pub fn current(
         // Nothing to pay at completion, where the line item is the plan's amount (at
         // least 1): nothing is due now. No money moved, and the session is complete,
         // not expired: never a success, never closed. A person settles it.
-        (Some("complete"), Some("no_payment_required")) => {
-            RetrieveAnswer::Unknown("no_payment_required")
-        }
+        SessionState::Complete {
+            payment: PaymentStatus::NoPaymentRequired,
+            ..
+        } => RetrieveAnswer::Unknown("no_payment_required"),
         // "After it expires, a customer can't complete a Checkout Session"
-        // (`https://docs.stripe.com/api/checkout/sessions/expire`): closed, nothing
-        // charged (its intent canceled, if one was made).
-        (Some("expired"), _) => RetrieveAnswer::Closed,
-        _ => RetrieveAnswer::Unknown("unknown_status"),
+        // (`https://docs.stripe.com/api/checkout/sessions/expire`): with no intent,
+        // closed, nothing charged.
+        SessionState::Expired { intent: None } => RetrieveAnswer::Closed,
+        // Its intent decides: "After it's canceled, no additional charges are made by
+        // the PaymentIntent" (`https://docs.stripe.com/api/payment_intents/cancel`,
+        // which also says a Checkout Session's intent is ended by expiring the session):
+        // closed; `succeeded`, the payment; `processing` (a delayed method on its way),
+        // `requires_capture` (funds held) or anything else: not final.
+        SessionState::Expired { intent: Some(_) } => match intent {
+            Some(intent) if intent.get("status").and_then(Value::as_str) == Some("canceled") => {
+                RetrieveAnswer::Closed
+            }
+            _ => match paid_by {
+                Some(IntentState::Succeeded(fields)) => RetrieveAnswer::Succeeded(fields),
+                Some(IntentState::Open(status)) => RetrieveAnswer::Unknown(status),
+                _ => RetrieveAnswer::Unknown("expired_intent"),
+            },
+        },
+        SessionState::Complete {
+            payment: PaymentStatus::Other,
+            ..
+        }
+        | SessionState::Unrecognised => RetrieveAnswer::Unknown("unknown_status"),
     }
+}
+
+/// Whether `text` is a page a customer may be sent to: an absolute `https` URL, or
+/// `http` to a loopback host (a local run), at most 5,000 bytes.
+fn page_url(text: &str) -> bool {
+    reqwest::Url::parse(text).is_ok_and(|url| {
+        let loopback = matches!(url.host_str(), Some("localhost" | "127.0.0.1" | "[::1]"));
+        url.scheme() == "https" || (url.scheme() == "http" && loopback)
+    }) && text.len() <= 5_000
 }

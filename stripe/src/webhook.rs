@@ -32,7 +32,6 @@ mod key;
 mod object;
 mod refusal;
 mod secret;
-mod session;
 mod settle;
 mod signature;
 

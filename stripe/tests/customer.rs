@@ -1,6 +1,7 @@
 //! The customer in the loop, for PaymentIntents, against the Stripe stand-in: a card
 //! that asks for 3-D Secure hands the customer its challenge; the challenge passed,
-//! failed or abandoned (and canceled) is read by id; a replayed 200 of an open intent
+//! failed (still payable with another card until the journal asks to cancel) or
+//! abandoned (canceled when asked) is read by id; a replayed 200 of an open intent
 //! is read by id at once, never re-sent; after Stripe forgets the key the lookup finds
 //! the intent; and no client secret reaches any output.
 
@@ -121,8 +122,12 @@ async fn a_passed_challenge_is_read_by_id_as_the_payment() {
     stand_in.assert_schemas_held();
 }
 
+/// A failed challenge leaves the intent in `requires_payment_method` with its error,
+/// and the customer, who holds the client secret, may still pay on it with another
+/// card: unless the journal asks to cancel, the adapter answers unknown and cancels
+/// nothing, and the customer's second card is the payment.
 #[tokio::test]
-async fn a_failed_challenge_is_canceled_and_declined() {
+async fn a_failed_challenge_stays_payable_until_the_journal_asks_to_cancel() {
     let stand_in = StandIn::start().await;
     let stripe = stripe(&stand_in, LookupMethod::Search);
     let key = key(2);
@@ -131,23 +136,62 @@ async fn a_failed_challenge_is_canceled_and_declined() {
         stand_in.authenticate(&secret, false),
         Some("requires_payment_method")
     );
-    // The customer could still confirm it with another card: the adapter cancels it,
-    // and only then is the refusal final.
+    for replayable in [true, false] {
+        stand_in.advance(61);
+        assert_eq!(
+            retrieve(&stripe, &key, retrieval(replayable, false)).await,
+            RetrieveAnswer::Unknown("requires_payment_method")
+        );
+    }
     assert_eq!(
-        retrieve(&stripe, &key, retrieval(true, false)).await,
+        status(&stand_in),
+        ("requires_payment_method".to_owned(), Value::Null)
+    );
+    let cancel = "/v1/payment_intents/pi_CANARYstandin00000001/cancel";
+    assert!(
+        stand_in.requests("POST", cancel).is_empty(),
+        "no cancel asked"
+    );
+    // The customer picks another card on the same intent: the payment.
+    assert_eq!(stand_in.confirm_again(&secret), Some("succeeded"));
+    match retrieve(&stripe, &key, retrieval(true, false)).await {
+        RetrieveAnswer::Succeeded(fields) => assert_eq!(fields["status"], "succeeded"),
+        other => panic!("{other:?}"),
+    }
+    assert!(stand_in.requests("POST", cancel).is_empty());
+    assert_eq!(stand_in.intents().len(), 1);
+    stand_in.assert_schemas_held();
+}
+
+/// A failed challenge the customer never retries: once the journal asks (its window
+/// ended), the adapter cancels the intent and the refusal is final, declined; read
+/// again, declined without a second cancel.
+#[tokio::test]
+async fn a_failed_challenge_is_canceled_and_declined_when_asked() {
+    let stand_in = StandIn::start().await;
+    let stripe = stripe(&stand_in, LookupMethod::Search);
+    let key = key(12);
+    let secret = challenged(&stripe, &key).await;
+    assert_eq!(
+        stand_in.authenticate(&secret, false),
+        Some("requires_payment_method")
+    );
+    assert_eq!(
+        retrieve(&stripe, &key, retrieval(true, true)).await,
         RetrieveAnswer::Declined("declined")
     );
     assert_eq!(status(&stand_in), ("canceled".to_owned(), Value::Null));
     assert_eq!(
-        stand_in.authenticate(&secret, true),
+        stand_in.confirm_again(&secret),
         None,
-        "no challenge waits any more"
+        "nothing can be paid on it any more"
     );
-    // Read again: canceled after a refusal, declined; no second cancel.
-    assert_eq!(
-        retrieve(&stripe, &key, retrieval(true, false)).await,
-        RetrieveAnswer::Declined("declined")
-    );
+    for cancel in [true, false] {
+        assert_eq!(
+            retrieve(&stripe, &key, retrieval(true, cancel)).await,
+            RetrieveAnswer::Declined("declined")
+        );
+    }
     let cancels = stand_in.requests(
         "POST",
         "/v1/payment_intents/pi_CANARYstandin00000001/cancel",

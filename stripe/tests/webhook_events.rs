@@ -11,8 +11,9 @@
 
 use command_journal::sends::{CustomerAction, Handoff};
 use command_journal::{ProviderAnswer, Timestamp};
-use command_journal_stripe::answer::{SendAnswer, send_result};
+use command_journal_stripe::answer::{SendAnswer, retrieve_result, send_result};
 use command_journal_stripe::intent::envelope;
+use command_journal_stripe::session;
 use command_journal_stripe::webhook::{
     Classified, Evidence, Ignored, JournalKey, ObjectKind, ObjectRef, ReadById, Refusal,
     Settlement, VerifiedEvent, Verifier, WebhookSecret, WebhookSecrets, classify, event_types,
@@ -514,6 +515,40 @@ fn an_event_of_the_other_mode_is_ignored_and_the_same_mode_still_counts() {
     assert_eq!(classify(&test_event, false), expected);
 }
 
+/// An event of a connected account (its top-level `account`, as Stripe sends a
+/// platform's Connect endpoint) is not this account's: acknowledged under its own code
+/// and never evidence, even when its object carries a key of the journal's form and
+/// the right mode; the same event without `account` still counts.
+#[test]
+fn an_event_of_a_connected_account_is_ignored_under_its_own_code() {
+    let object = intent("succeeded", Some(KEY));
+    let mut body: Value = serde_json::from_slice(&event_body(
+        "evt_c",
+        "payment_intent.succeeded",
+        false,
+        &object,
+    ))
+    .expect("json");
+    body["account"] = json!("acct_CANARYconnected");
+    let bytes = serde_json::to_vec(&body).expect("json");
+    let connected = verifier()
+        .verify(Some(&header(&bytes)), &bytes, at(T))
+        .expect("verified");
+    assert!(connected.from_connect_account());
+    assert_eq!(
+        classify(&connected, false),
+        Classified::Ignored(Ignored::ConnectAccount)
+    );
+    assert_eq!(Ignored::ConnectAccount.code(), "webhook_connect_account");
+    assert!(!format!("{connected:?}").contains("acct_CANARYconnected"));
+    let own = verified("evt_o", "payment_intent.succeeded", false, &object);
+    assert!(!own.from_connect_account());
+    assert_eq!(
+        classify(&own, false),
+        ours(Evidence::Proves(sent_success()), intent_ref())
+    );
+}
+
 #[test]
 fn duplicated_and_reordered_events_classify_the_same() {
     let events: Vec<VerifiedEvent> = every_event()
@@ -792,6 +827,125 @@ async fn an_order_dependent_event_settles_from_what_came_after_it() {
     );
 }
 
+/// An expired session whose customer began to pay names a PaymentIntent: read by id,
+/// it decides, by the one session mapping the adapter's retrieve uses too
+/// (`session::current`): `succeeded` is the payment, `processing` or
+/// `requires_capture` (still on its way, funds held) and a refusal are unknown, and
+/// `canceled` is closed, not declined (the lookup mapping's reading of a canceled
+/// intent alone). With no intent, closed; an intent that cannot be read, nothing yet.
+#[tokio::test]
+async fn an_expired_session_with_an_intent_is_decided_by_its_intent() {
+    let key = key();
+    let mut expired = session("expired", "unpaid", Some(KEY));
+    expired["payment_intent"] = json!(INTENT);
+    assert_eq!(
+        settle(
+            &session_ref(),
+            &expired.to_string(),
+            &key,
+            &expected_charge()
+        ),
+        Settlement::ReadById(intent_ref())
+    );
+    for (status, answer) in [
+        ("succeeded", sent_success()),
+        ("processing", ProviderAnswer::Unknown),
+        ("requires_capture", ProviderAnswer::Unknown),
+        ("requires_payment_method", ProviderAnswer::Unknown),
+        ("canceled", ProviderAnswer::Closed),
+    ] {
+        let intent = intent(status, Some(KEY));
+        let both = objects(&[expired.clone(), intent.clone()]);
+        assert_eq!(
+            settle_by_id(&both, session_ref(), &key, &expected_charge(), at(T)).await,
+            by_id(answer.clone()),
+            "{status}"
+        );
+        // The adapter's retrieve maps the same objects the same way.
+        let adapter = session::current(expired.as_object().expect("session"), intent.as_object());
+        assert_eq!(retrieve_result(adapter), answer, "{status}");
+    }
+    // Another request's intent is none of this one's: unknown.
+    let foreign = objects(&[expired.clone(), intent("canceled", Some(OTHER_KEY))]);
+    assert_eq!(
+        settle_by_id(&foreign, session_ref(), &key, &expected_charge(), at(T)).await,
+        by_id(ProviderAnswer::Unknown)
+    );
+    assert_eq!(
+        settle_by_id(
+            &objects(&[expired.clone()]),
+            session_ref(),
+            &key,
+            &expected_charge(),
+            at(T)
+        )
+        .await,
+        None
+    );
+    let unpaid = session("expired", "unpaid", Some(KEY));
+    assert_eq!(
+        settle_by_id(
+            &objects(std::slice::from_ref(&unpaid)),
+            session_ref(),
+            &key,
+            &expected_charge(),
+            at(T)
+        )
+        .await,
+        by_id(ProviderAnswer::Closed)
+    );
+    assert_eq!(
+        retrieve_result(session::current(unpaid.as_object().expect("session"), None)),
+        ProviderAnswer::Closed
+    );
+}
+
+/// The webhook's settlement and the adapter's retrieve read every session state
+/// through one mapping: the same answer for the same session and intent.
+#[tokio::test]
+async fn the_webhook_and_the_adapter_read_a_session_alike() {
+    let key = key();
+    for (status, payment, intent_status) in [
+        ("open", "unpaid", None),
+        ("complete", "paid", Some("succeeded")),
+        ("complete", "paid", Some("processing")),
+        ("complete", "unpaid", Some("processing")),
+        ("complete", "unpaid", Some("succeeded")),
+        ("complete", "unpaid", Some("canceled")),
+        ("complete", "no_payment_required", None),
+        ("expired", "unpaid", None),
+    ] {
+        let session_json = session(status, payment, Some(KEY));
+        let intent_json = intent_status.map(|status| intent(status, Some(KEY)));
+        let adapter = retrieve_result(session::current(
+            session_json.as_object().expect("session"),
+            intent_json.as_ref().and_then(Value::as_object),
+        ));
+        let label = format!("{status} {payment} {intent_status:?}");
+        match settle(
+            &session_ref(),
+            &session_json.to_string(),
+            &key,
+            &Expected::key_only(),
+        ) {
+            Settlement::Answer(answer) => assert_eq!(answer, adapter, "{label}"),
+            Settlement::ReadById(_) => {
+                let mut both = vec![session_json.clone()];
+                both.extend(intent_json.clone());
+                let read = settle_by_id(
+                    &objects(&both),
+                    session_ref(),
+                    &key,
+                    &Expected::key_only(),
+                    at(T),
+                )
+                .await;
+                assert_eq!(read, by_id(adapter), "{label}");
+            }
+        }
+    }
+}
+
 #[test]
 fn a_forged_body_never_reaches_classify() {
     let object = intent("succeeded", Some(KEY));
@@ -852,6 +1006,7 @@ async fn no_customer_value_appears_in_debug_or_codes() {
         Ignored::ObjectUnexpected,
         Ignored::NotOurs,
         Ignored::KeyInvalid,
+        Ignored::ConnectAccount,
     ] {
         shown.push(format!("{ignored:?} {}", ignored.code()));
     }

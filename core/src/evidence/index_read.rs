@@ -40,18 +40,20 @@ impl Transition for KeyIndexRead {
     }
 }
 
-/// What a journal error means about the index document that led to it.
+/// What a journal error means about the index document that led to it: a command
+/// that is not registered, or whose stored plan derives no attempt's key equal to the
+/// key (the settle program's `invalid_input` on `providerIdempotencyKey`), is a wrong
+/// index (`journal_corrupt`). Any other error keeps its own kind: another
+/// `invalid_input` is about the input, never the index.
 pub(super) fn indexed_error(error: JournalError) -> JournalError {
     match error {
-        // The index names a command that is not registered, or whose stored plan
-        // derives no attempt's key equal to the key: the index is wrong, never the
-        // giver's evidence.
+        // The index is wrong, never the giver's evidence.
         JournalError::NotRegistered => {
             JournalError::corrupt("a provider key index names no registered command")
         }
-        JournalError::InvalidInput { .. } => {
-            JournalError::corrupt("a provider key index names a command without that key")
-        }
+        JournalError::InvalidInput {
+            field: "providerIdempotencyKey",
+        } => JournalError::corrupt("a provider key index names a command without that key"),
         other => other,
     }
 }

@@ -585,3 +585,27 @@ fn a_closed_object_read_by_id_proves_nothing_of_an_attempt_not_awaiting_its_cust
     let send = state(&mut store, now + SEC).send.expect("send");
     assert_eq!(send.state, AttemptState::Sending, "never closed");
 }
+
+/// Only what the index itself got wrong is a corrupt index: a command not registered,
+/// or one whose plan derives no attempt's key equal to the key. Any other
+/// `invalid_input` from the settle program keeps its kind and field (a caller answers
+/// it with its own code), and other errors pass through as they are.
+#[test]
+fn only_an_index_naming_the_wrong_command_is_reported_corrupt() {
+    use super::index_read::indexed_error;
+    let corrupt = |error: &JournalError| matches!(error, JournalError::JournalCorrupt { .. });
+    assert!(corrupt(&indexed_error(JournalError::NotRegistered)));
+    assert!(corrupt(&indexed_error(JournalError::invalid(
+        "providerIdempotencyKey"
+    ))));
+    for field in ["leaseId", "providerAnswer", "payload"] {
+        assert_eq!(
+            indexed_error(JournalError::invalid(field)),
+            JournalError::invalid(field)
+        );
+    }
+    assert_eq!(
+        indexed_error(JournalError::CommandConflict),
+        JournalError::CommandConflict
+    );
+}

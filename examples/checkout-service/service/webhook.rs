@@ -213,7 +213,10 @@ async fn handle(hooks: &Webhooks, signature: Option<&str>, body: Body) -> Answer
     };
     counted::verified();
     let taken = take(&hooks.journal, &hooks.stripe, &event, hooks.livemode).await;
-    counted::taken(taken.code());
+    // A refusal is counted with the refused requests, below.
+    if !matches!(taken, Taken::Refused(_)) {
+        counted::taken(taken.code());
+    }
     if matches!(taken, Taken::Recorded | Taken::LateCharge)
         && let Ok(now) = hooks.journal.now()
     {
@@ -221,6 +224,10 @@ async fn handle(hooks: &Webhooks, signature: Option<&str>, body: Body) -> Answer
     }
     match taken {
         Taken::Unavailable(code) => unavailable(code),
+        Taken::Refused(code) => refused(Answered {
+            status: StatusCode::BAD_REQUEST,
+            code,
+        }),
         taken => Answered {
             status: StatusCode::OK,
             code: taken.code(),

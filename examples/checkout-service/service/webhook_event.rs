@@ -10,7 +10,7 @@
 //! answer but a success or a final one is ever recorded from it.
 
 use command_journal::evidence::{self, EvidenceOptions, EvidenceOutcome};
-use command_journal::{Journal, ProviderAnswer};
+use command_journal::{Journal, JournalError, ProviderAnswer};
 use command_journal_stripe::Stripe;
 use command_journal_stripe::intent::Expected;
 use command_journal_stripe::webhook::{
@@ -38,6 +38,10 @@ pub enum Taken {
     /// The journal, or Stripe's read by id, did not answer: the event must come again
     /// (Stripe retries a delivery answered with a 5xx). The fixed code says which.
     Unavailable(&'static str),
+    /// The journal refused the evidence as input it can never take
+    /// (`invalid_input`): nothing written, answered 400 under this code, never as a
+    /// corrupt journal nor as a pause to wait out.
+    Refused(&'static str),
 }
 
 impl Taken {
@@ -48,7 +52,7 @@ impl Taken {
             Self::LateCharge => "late_charge",
             Self::Duplicate => "duplicate",
             Self::UnknownObject => "unknown_object",
-            Self::Ignored(code) | Self::Unavailable(code) => code,
+            Self::Ignored(code) | Self::Unavailable(code) | Self::Refused(code) => code,
         }
     }
 }
@@ -121,6 +125,16 @@ async fn record(journal: &Journal, stripe: &Stripe, evidence: evidence::Evidence
         // The client's call (or a recovery) holds the command: nothing written, and
         // the same event later settles it. Stripe retries a 503.
         Ok(EvidenceOutcome::InProgress) => Taken::Unavailable("evidence_in_progress"),
-        Err(error) => Taken::Unavailable(error.code()),
+        Err(error) => taken_error(&error),
+    }
+}
+
+/// What a journal error recording evidence makes of the event: input it can never
+/// take is refused under its own code; anything else (the journal unavailable, a
+/// corrupt document) waits for Stripe's next delivery.
+pub fn taken_error(error: &JournalError) -> Taken {
+    match error {
+        JournalError::InvalidInput { .. } => Taken::Refused("evidence_invalid_input"),
+        other => Taken::Unavailable(other.code()),
     }
 }

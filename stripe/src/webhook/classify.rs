@@ -7,9 +7,9 @@
 use super::event::VerifiedEvent;
 use super::key::JournalKey;
 use super::object::{ObjectKind, ObjectRef};
-use super::session::{self, PaymentStatus, SessionState};
 use crate::answer::{self, LookupAnswer};
 use crate::intent::Expected;
+use crate::session::{self, PaymentStatus, SessionState};
 use command_journal::ProviderAnswer;
 use command_journal::strict_json;
 use serde_json::{Map, Value};
@@ -146,6 +146,11 @@ pub enum Ignored {
     NotOurs,
     /// `metadata.journal_key` is not of the journal's form: never one the journal made.
     KeyInvalid,
+    /// The event carries a Connect `account`: activity on a connected account, not
+    /// this account's ("Connect webhooks are for activity on any connected account":
+    /// `https://docs.stripe.com/connect/webhooks`); never recorded, whatever its object
+    /// says.
+    ConnectAccount,
 }
 
 impl Ignored {
@@ -157,6 +162,7 @@ impl Ignored {
             Self::ObjectUnexpected => "webhook_object_unexpected",
             Self::NotOurs => "webhook_not_ours",
             Self::KeyInvalid => "webhook_key_invalid",
+            Self::ConnectAccount => "webhook_connect_account",
         }
     }
 }
@@ -168,6 +174,11 @@ pub fn classify(event: &VerifiedEvent, livemode: bool) -> Classified {
     let Some((_, kind, rule)) = RULES.iter().find(|(t, _, _)| *t == event.event_type()) else {
         return Classified::Ignored(Ignored::TypeUnhandled);
     };
+    // Another account's activity: its objects are not the journal's, even one that
+    // carries a key of the journal's form.
+    if event.from_connect_account() {
+        return Classified::Ignored(Ignored::ConnectAccount);
+    }
     if event.livemode() != livemode {
         return Classified::Ignored(Ignored::OtherMode);
     }

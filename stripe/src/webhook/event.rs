@@ -23,6 +23,7 @@ pub struct VerifiedEvent {
     created: i64,
     livemode: bool,
     api_version: Option<String>,
+    connect: bool,
     object: Box<RawValue>,
 }
 
@@ -33,6 +34,7 @@ impl fmt::Debug for VerifiedEvent {
             .field("created", &self.created)
             .field("livemode", &self.livemode)
             .field("api_version", &self.api_version)
+            .field("connect", &self.connect)
             .finish_non_exhaustive()
     }
 }
@@ -62,6 +64,14 @@ impl VerifiedEvent {
     /// `null`).
     pub fn api_version(&self) -> Option<&str> {
         self.api_version.as_deref()
+    }
+
+    /// Whether the event carries a top-level `account`: an event of a connected
+    /// account, which Stripe sends to a platform's Connect endpoints
+    /// (`https://docs.stripe.com/connect/webhooks`), never one of this account's own
+    /// objects. The account id itself is not kept.
+    pub fn from_connect_account(&self) -> bool {
+        self.connect
     }
 
     /// `data.object`: the resource as the exact JSON text of the signed body.
@@ -113,6 +123,7 @@ impl VerifiedEvent {
             created,
             livemode,
             api_version,
+            connect: event.contains_key("account"),
             object: raw_object(text).ok_or(malformed)?,
         })
     }

@@ -5,11 +5,10 @@
 
 use super::key::JournalKey;
 use super::object::{ObjectKind, ObjectRef};
-use super::session::{self, PaymentStatus, SessionState};
 use crate::answer;
 use crate::intent::Expected;
+use crate::session;
 use command_journal::evidence::Evidence;
-use command_journal::sends::{CustomerAction, Handoff};
 use command_journal::strict_json;
 use command_journal::{ProviderAnswer, Timestamp};
 use serde_json::{Map, Value};
@@ -43,12 +42,14 @@ pub trait ReadById {
 ///
 /// A PaymentIntent answers what the adapter's lookup answers for it (`succeeded`: a
 /// success with the same envelope; canceled: a decline; anything still open, a
-/// refused confirmation the customer may retry included: unknown). A Checkout Session of the key answers from its `status`:
-/// `complete` reads on to its PaymentIntent; `open` is
+/// refused confirmation the customer may retry included: unknown). A Checkout Session
+/// of the key answers as the adapter's retrieve reads it ([`session::current`]): a
+/// `complete` one, and an `expired` one that names a PaymentIntent, read on to it
+/// ([`Settlement::ReadById`], which [`settle_by_id`] follows); `open` is
 /// [`ProviderAnswer::CustomerMustAct`] with its hosted page's URL (the customer may
-/// still pay); `expired` is [`ProviderAnswer::Closed`] (nothing paid, nothing payable
-/// any more). Anything not this object, or not of this key, is unknown. Never
-/// [`ProviderAnswer::NotFound`].
+/// still pay); `expired` with no intent is [`ProviderAnswer::Closed`] (nothing paid,
+/// nothing payable any more). Anything not this object, or not of this key, is
+/// unknown. Never [`ProviderAnswer::NotFound`].
 pub fn settle(object: &ObjectRef, json: &str, key: &JournalKey, expected: &Expected) -> Settlement {
     let unknown = Settlement::Answer(ProviderAnswer::Unknown);
     let Ok(read) = strict_json::parse_object(json) else {
@@ -79,25 +80,12 @@ pub fn settle(object: &ObjectRef, json: &str, key: &JournalKey, expected: &Expec
     }
 }
 
-/// A session's answer, from its state.
+/// A session's answer from its state, the adapter's own mapping
+/// ([`session::current`]), or the PaymentIntent it rests on, to read by id first.
 fn settle_session(session: &Map<String, Value>) -> Settlement {
-    match session::state(session) {
-        SessionState::Complete {
-            payment: PaymentStatus::Paid | PaymentStatus::Unpaid,
-            intent: Some(intent),
-        } => Settlement::ReadById(intent),
-        // The customer may still pay on the hosted page: its URL goes to them only.
-        SessionState::Open { url: Some(url) } if url.starts_with("https://") => {
-            Settlement::Answer(ProviderAnswer::CustomerMustAct(CustomerAction::Open {
-                url: Handoff::new(url),
-            }))
-        }
-        // "After it expires, a customer can't complete a Checkout Session": nothing was
-        // paid through it and nothing can be, read by id.
-        SessionState::Expired => Settlement::Answer(ProviderAnswer::Closed),
-        SessionState::Open { .. } | SessionState::Complete { .. } | SessionState::Unrecognised => {
-            Settlement::Answer(ProviderAnswer::Unknown)
-        }
+    match session::intent_to_read(session) {
+        Some(intent) => Settlement::ReadById(intent),
+        None => Settlement::Answer(answer::retrieve_result(session::current(session, None))),
     }
 }
 
@@ -110,9 +98,14 @@ fn keyed(object: &Map<String, Value>, key: &JournalKey) -> bool {
         == Some(key.as_str())
 }
 
-/// Reads `object` by id through `reader` and settles `key` from it, following a
-/// session to its PaymentIntent: at most [`MAX_READS`] reads; a chain longer than
-/// that is unknown; `None` when a read failed (a timeout, a 5xx: read again later).
+/// Reads `object` by id through `reader` and settles `key` from it: a PaymentIntent
+/// by the adapter's lookup mapping ([`settle`]); a Checkout Session by the adapter's
+/// session mapping ([`session::current`], the same as a retrieve's), reading on to the
+/// PaymentIntent it rests on (a complete session's, an expired one's that names one):
+/// at most [`MAX_READS`] reads; `None` when a read failed (a timeout, a 5xx: read
+/// again later). So an expired session whose intent `succeeded` is the payment, one
+/// whose intent is canceled or that names none is closed, and one whose intent is
+/// still on its way (`processing`, `requires_capture`) is unknown.
 /// `at` is the journal's time taken before the first read: the answer is evidence
 /// read by id at or after it
 /// ([`Evidence::read_by_id`](command_journal::evidence::Evidence::read_by_id)), so a
@@ -125,19 +118,25 @@ pub async fn settle_by_id(
     expected: &Expected,
     at: Timestamp,
 ) -> Option<Evidence> {
-    let mut next = object;
-    for _ in 0..MAX_READS {
-        let json = reader.read(&next).await?;
-        match settle(&next, &json, key, expected) {
-            Settlement::Answer(answer) => {
-                return Some(Evidence::read_by_id(key.as_str(), answer, at));
+    let json = reader.read(&object).await?;
+    let answer = match settle(&object, &json, key, expected) {
+        Settlement::Answer(answer) => answer,
+        // Only a session reads on: its intent, then the session's own mapping with it.
+        Settlement::ReadById(intent) => {
+            let intent_json = reader.read(&intent).await?;
+            let intent_read = strict_json::parse_object(&intent_json)
+                .ok()
+                .filter(|read| {
+                    ObjectRef::of(ObjectKind::PaymentIntent, read).as_ref() == Some(&intent)
+                })
+                .filter(|read| expected.owns(read, key.as_str()));
+            match strict_json::parse_object(&json) {
+                Ok(session) => {
+                    answer::retrieve_result(session::current(&session, intent_read.as_ref()))
+                }
+                Err(_) => ProviderAnswer::Unknown,
             }
-            Settlement::ReadById(object) => next = object,
         }
-    }
-    Some(Evidence::read_by_id(
-        key.as_str(),
-        ProviderAnswer::Unknown,
-        at,
-    ))
+    };
+    Some(Evidence::read_by_id(key.as_str(), answer, at))
 }

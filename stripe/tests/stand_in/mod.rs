@@ -331,6 +331,14 @@ impl StandIn {
         self.state().authenticate(client_secret, passed)
     }
 
+    /// The customer confirms the refused intent whose client secret is
+    /// `client_secret` again with another card (what Stripe.js does for a customer who
+    /// picks another payment method after a failed challenge): its status then, or
+    /// `None` if no refused intent waits under it.
+    pub fn confirm_again(&self, client_secret: &str) -> Option<&'static str> {
+        self.state().confirm_again(client_secret)
+    }
+
     /// The customer pays the open session `id` on its hosted page (what its buttons
     /// do): the redirect to its success URL, or `None` if it is not open.
     pub fn pay(&self, id: &str, payment: session::Payment) -> Option<String> {

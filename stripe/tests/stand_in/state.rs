@@ -497,6 +497,29 @@ impl State {
         Some(intent.status)
     }
 
+    /// The customer confirms again, with another card that needs no authentication,
+    /// the intent whose client secret is `client_secret` after its confirmation was
+    /// refused (back in `requires_payment_method` with a `last_payment_error`), as
+    /// Stripe.js's `confirmCardPayment(clientSecret, {payment_method})` does: "If the
+    /// payment attempt fails (for example due to a decline), the PaymentIntent's status
+    /// returns to `requires_payment_method` so that the payment can be retried"
+    /// (https://docs.stripe.com/payments/paymentintents/lifecycle). It succeeds, and
+    /// the error of the refused confirmation is cleared. `None` when no refused intent
+    /// waits under that secret (a canceled one cannot be confirmed).
+    pub fn confirm_again(&mut self, client_secret: &str) -> Option<&'static str> {
+        let intent = self
+            .intents
+            .iter_mut()
+            .find(|intent| intent.client_secret() == client_secret)?;
+        if intent.status != "requires_payment_method" || intent.last_payment_error.is_none() {
+            return None;
+        }
+        intent.status = "succeeded";
+        intent.last_payment_error = None;
+        intent.payment_method = Some("pm_card_visa".to_owned());
+        Some(intent.status)
+    }
+
     /// Creates and confirms an intent of `parameters` (already validated for shape).
     fn create(&mut self, now: i64, account: Option<&str>, parameters: &Value) -> Answer {
         let payment_method = parameters["payment_method"].as_str().unwrap_or_default();
