@@ -3,10 +3,8 @@
 //!
 //! - 3-D Secure (`CHECKOUT_FLOW=payment_intents`): the first call answers the action
 //!   (202 `customer_must_act`, the intent's client secret), a retry the same; Chromium
-//!   passes the stand-in's challenge and the return call answers 200 with the charge;
-//!   or fails it, and the return call answers 202 (the customer may still pay on the
-//!   intent with another card) until a call past `act_by` cancels it: 402, nothing
-//!   charged; exactly one intent.
+//!   passes (or fails) the stand-in's challenge; the return call answers 200 with the
+//!   charge (or 402); exactly one intent.
 //! - Checkout (`CHECKOUT_FLOW=checkout`): every retry answers the same hosted page's
 //!   URL; Chromium pays on it and lands on the success page; the return call answers
 //!   200 with its PaymentIntent's envelope; a session left to expire is pending on
@@ -36,9 +34,6 @@ const WEBHOOK_SECRET: &str = "whsec_CANARYcustomerWebhook4Zr";
 
 /// How long the browser may take to come back from a page.
 const RETURN_WITHIN: Duration = Duration::from_secs(30);
-
-/// Past a PaymentIntent attempt's `act_by` (its key's 18 h cutoff) and the last lease.
-const PAST_ACT_BY: TimeDelta = TimeDelta::hours(19);
 
 /// What a challenge or a session is paid with (a card that asks for 3-D Secure).
 const AUTHENTICATED: &str = "pm_card_authenticationRequired";
@@ -245,7 +240,7 @@ async fn a_3d_secure_challenge_passed_in_chromium_is_charged_once_on_the_return(
 }
 
 #[tokio::test]
-async fn a_3d_secure_challenge_failed_in_chromium_waits_until_act_by_then_ends_declined() {
+async fn a_3d_secure_challenge_failed_in_chromium_ends_declined_in_the_header_form() {
     let Some(browser) = browser().await else {
         return;
     };
@@ -272,22 +267,10 @@ async fn a_3d_secure_challenge_failed_in_chromium_waits_until_act_by_then_ends_d
         .wait_for_url_prefix(&format!("{pages}/return"), RETURN_WITHIN)
         .await
         .expect("back on the return page");
-    // The return page's call, before `act_by`: the intent is back in
-    // `requires_payment_method` and the customer, who holds its client secret, may
-    // still pay on it with another card, so nothing ends and nothing is canceled.
+    // The return page's call, under its lease: the intent is back in
+    // `requires_payment_method` (the customer could retry on it with another card);
+    // the customer's return ends it: canceled, a final decline, nothing charged.
     lease_runs_out(&service, &stand_in);
-    let pending = service.keyed(&key, &body).await;
-    assert_eq!(
-        (pending.status, &pending.body),
-        (202, &json!({"status": "pending_reconciliation"})),
-        "{}",
-        pending.text
-    );
-    assert_eq!(stand_in.intents()[0]["status"], "requires_payment_method");
-    // Past `act_by` (the key's cutoff), the call under its lease cancels the intent:
-    // the refusal is final, declined, nothing charged.
-    service.clock.advance(PAST_ACT_BY);
-    stand_in.advance(PAST_ACT_BY.num_seconds());
     let declined = service.keyed(&key, &body).await;
     assert_eq!(
         (declined.status, &declined.body),
@@ -307,7 +290,7 @@ async fn a_3d_secure_challenge_failed_in_chromium_waits_until_act_by_then_ends_d
     assert_eq!(intents[0]["amount_received"], 0, "nothing charged");
     assert_eq!(
         service.document_kinds().await,
-        settled_after_the_customer(3, false)
+        settled_after_the_customer(2, false)
     );
     service.assert_verifies_clean(1).await;
     stand_in.assert_schemas_held();

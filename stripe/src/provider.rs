@@ -167,6 +167,7 @@ impl Provider for Payment<'_> {
         let retrieval = Retrieval {
             replayable: request.replayable && charge.is_some() && sends,
             cancel: request.cancel,
+            end_refusal: request.end_refusal,
             deadline: request.deadline,
         };
         self.called.store(true, Ordering::Relaxed);

@@ -22,6 +22,10 @@ pub struct Retrieval {
     pub replayable: bool,
     /// Cancel the intent if it is still open, then answer its final state.
     pub cancel: bool,
+    /// End an intent the customer's last try left refused (back in
+    /// `requires_payment_method` with a `last_payment_error`): cancel it, then answer
+    /// its refusal. The journal asks it under a lease only (`RetrieveRequest::end_refusal`).
+    pub end_refusal: bool,
     /// The bound on each request.
     pub deadline: Duration,
 }
@@ -99,6 +103,7 @@ impl Stripe {
                 let retrieval = Retrieval {
                     replayable: true,
                     cancel: false,
+                    end_refusal: false,
                     deadline,
                 };
                 self.settle(intent, key, expected, retrieval).await
@@ -119,13 +124,15 @@ impl Stripe {
         let status = intent.get("status").and_then(Value::as_str).unwrap_or("");
         // Only when the journal asks: the customer may still confirm an open intent
         // (a refused one too, with another payment method, as the failed challenge's
-        // message invites), so a cancel is the journal's decision that the window
-        // ended, never the adapter's.
-        let cancel = retrieval.cancel
-            && matches!(
-                status,
-                "requires_action" | "requires_payment_method" | "requires_confirmation"
-            );
+        // message invites), so a cancel is the journal's decision, never the
+        // adapter's: the window ended (`cancel`), or a read under its lease (the
+        // customer's return) ends a refusal (`end_refusal`).
+        let open = matches!(
+            status,
+            "requires_action" | "requires_payment_method" | "requires_confirmation"
+        );
+        let ends_refusal = retrieval.end_refusal && refused && status == "requires_payment_method";
+        let cancel = open && (retrieval.cancel || ends_refusal);
         if !cancel {
             return current(&intent);
         }

@@ -84,6 +84,7 @@ fn retrieve_request(key: &str, replayable: bool, cancel: bool) -> RetrieveReques
         attempt: AttemptNumber::FIRST,
         replayable,
         cancel,
+        end_refusal: false,
         act_by: at(ACT_BY),
         deadline: Duration::from_secs(10),
     }

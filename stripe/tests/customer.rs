@@ -42,11 +42,23 @@ fn charge() -> Charge {
     Charge::from_parameters(&payload("pm_card_authenticationRequired")).expect("charge")
 }
 
+/// A read as a job makes it without a lease (`end_refusal` false): see
+/// [`under_lease`] for a caller's return.
 fn retrieval(replayable: bool, cancel: bool) -> Retrieval {
     Retrieval {
         replayable,
         cancel,
+        end_refusal: false,
         deadline: Duration::from_secs(10),
+    }
+}
+
+/// A read under the journal's lease before the window ended (the customer's return):
+/// a refusal may be ended, nothing open is canceled.
+fn under_lease() -> Retrieval {
+    Retrieval {
+        end_refusal: true,
+        ..retrieval(true, false)
     }
 }
 
@@ -160,6 +172,49 @@ async fn a_failed_challenge_stays_payable_until_the_journal_asks_to_cancel() {
     }
     assert!(stand_in.requests("POST", cancel).is_empty());
     assert_eq!(stand_in.intents().len(), 1);
+    stand_in.assert_schemas_held();
+}
+
+/// The customer's return after a failed challenge, a read under the journal's lease:
+/// the refused intent is canceled and the answer is a final decline (the return page
+/// tells the customer); an intent still waiting for its challenge is never canceled
+/// by such a read (only a refusal is ended before the window ends).
+#[tokio::test]
+async fn a_failed_challenge_is_declined_on_the_customers_return_under_a_lease() {
+    let stand_in = StandIn::start().await;
+    let stripe = stripe(&stand_in, LookupMethod::Search);
+    let waiting = key(13);
+    challenged(&stripe, &waiting).await;
+    assert!(matches!(
+        retrieve(&stripe, &waiting, under_lease()).await,
+        RetrieveAnswer::CustomerMustAct(_)
+    ));
+    let key = key(14);
+    let secret = challenged(&stripe, &key).await;
+    assert_eq!(
+        stand_in.authenticate(&secret, false),
+        Some("requires_payment_method")
+    );
+    assert_eq!(
+        retrieve(&stripe, &key, under_lease()).await,
+        RetrieveAnswer::Declined("declined")
+    );
+    let states: Vec<Value> = stand_in
+        .intents()
+        .iter()
+        .map(|intent| intent["status"].clone())
+        .collect();
+    assert_eq!(states, ["requires_action", "canceled"]);
+    let cancels = stand_in.requests(
+        "POST",
+        "/v1/payment_intents/pi_CANARYstandin00000002/cancel",
+    );
+    assert_eq!(cancels.len(), 1, "the refused intent canceled once");
+    assert_eq!(
+        stand_in.confirm_again(&secret),
+        None,
+        "nothing payable on it"
+    );
     stand_in.assert_schemas_held();
 }
 
@@ -404,6 +459,7 @@ async fn a_recovery_jobs_retrieve_never_resends_the_key() {
         attempt: AttemptNumber::FIRST,
         replayable: true,
         cancel: false,
+        end_refusal: false,
         act_by: command_journal::Timestamp::from_micros(1_900_000_000_000_000).expect("a time"),
         deadline: Duration::from_secs(10),
     };

@@ -144,6 +144,12 @@ pub struct RetrieveRequest {
     /// Cancel the object if it is still open (the customer's window has passed, decided
     /// by the journal from its records), then answer its final state.
     pub cancel: bool,
+    /// Whether the read is made under a lease the journal holds (a caller's return, a
+    /// job past the window): an object the customer's last try left refused (a failed
+    /// 3-D Secure challenge, which the customer could retry with another card) may then
+    /// be ended, canceled so that its refusal is final. A job's read without a lease
+    /// never ends it: the customer stays free to retry.
+    pub end_refusal: bool,
     /// The instant the customer must have acted by (also on [`SendRequest`], identical
     /// on every re-send of the key): a hosted page's `expires_at`.
     pub act_by: Timestamp,
@@ -157,6 +163,7 @@ impl std::fmt::Debug for RetrieveRequest {
             .field("attempt", &self.attempt.get())
             .field("replayable", &self.replayable)
             .field("cancel", &self.cancel)
+            .field("end_refusal", &self.end_refusal)
             .field("deadline", &self.deadline)
             .finish_non_exhaustive()
     }

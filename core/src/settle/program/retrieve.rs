@@ -15,7 +15,9 @@
 //! passed, only under a lease (a cancel is a mutation at the provider): a caller's, or
 //! the one a recovery job takes for it, so that a payment its customer abandoned ends
 //! by itself. The window ends at `act_by`, the attempt's stored cutoff (the same
-//! instant every send of the key carried).
+//! instant every send of the key carried). `end_refusal` under any lease: the
+//! customer's return after a failed challenge ends the refused object (declined),
+//! where a job's read without a lease leaves the customer free to retry on it.
 
 use super::{Holder, OnLost, Settle, State, Then, done};
 use crate::call::{Next, Now};
@@ -53,6 +55,7 @@ impl Settle {
             replayable: caller
                 && (now.at < open.send_cutoff_at || reverted(Rule::ReplayBeforeCutoff)),
             cancel: under.is_some() && now.at >= act_by,
+            end_refusal: under.is_some(),
             act_by,
             deadline,
         };
