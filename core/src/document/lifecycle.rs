@@ -158,7 +158,9 @@ impl Lifecycle {
         let created_fits = if self.fence_epoch == FenceEpoch::FIRST {
             self.created_at == self.lease_acquired_at
         } else {
-            self.created_at < self.lease_acquired_at
+            // Equal only when the first holder released at the instant it acquired
+            // and the takeover came at that instant too.
+            self.created_at <= self.lease_acquired_at
         };
         let by_state = match self.state {
             LifecycleState::Leased => {

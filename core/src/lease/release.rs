@@ -61,6 +61,12 @@ impl Release {
         Self { call, fence }
     }
 
+    /// The fence it releases.
+    #[cfg(test)]
+    pub(crate) fn fence(&self) -> FenceEpoch {
+        self.fence
+    }
+
     fn record_path(&self) -> String {
         release::path(self.call.hash(), self.fence)
     }
