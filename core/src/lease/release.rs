@@ -10,8 +10,8 @@
 //! release record (`exists: false`) in one commit. The revision chain gains no event:
 //! the record is the release's audit record. Anything else writes nothing.
 
-use super::call::Loaded;
-use super::{LeaseCall, Lifecycle, LifecycleState, lifecycle};
+use super::call::{LeaseCall, Loaded};
+use crate::document::lifecycle::{self, Lifecycle, LifecycleState};
 use crate::document::release::{self, LeaseRelease};
 use crate::error::JournalError;
 use crate::fence::FenceEpoch;

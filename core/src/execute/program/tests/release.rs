@@ -103,7 +103,7 @@ fn every_non_terminal_ending_under_a_lease_releases_it_then_answers() {
         let corrupt = JournalError::corrupt("a released lifecycle without its release record");
         assert_eq!(
             program
-                .next(Answered::Ran(Err(corrupt.clone())), Now::unstepped(at(21)))
+                .next(Answered::Ran(Err(corrupt)), Now::unstepped(at(21)))
                 .map(asked),
             Err(corrupt)
         );
