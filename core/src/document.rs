@@ -10,6 +10,7 @@
 pub mod audit;
 pub mod fields;
 pub mod lifecycle;
+pub mod release;
 pub mod root;
 pub mod value;
 

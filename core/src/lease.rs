@@ -15,6 +15,8 @@
 //! leased + expired (any holder, same included)  -> leased, fence + 1, revision + 1
 //! leased + exact active holder/fence + success  -> succeeded, revision + 1
 //! leased + exact active holder/fence + failure  -> failed_final, revision + 1
+//! leased + exact active holder/fence + release  -> leased, released (v2), no event
+//! released + acquire (any holder)               -> leased, fence + 1, revision + 1
 //! terminal + exact terminal retry               -> same terminal (read-only)
 //! terminal + acquire                            -> terminal observation (read-only)
 //! stale / conflicting / malformed / overflow    -> reject (read-only)
@@ -34,11 +36,13 @@ use crate::transaction::{Decision, Halt, Snapshot, Transition, Write};
 
 mod call;
 mod output;
+mod release;
 
 pub(crate) use call::Loaded;
 pub use call::{CommandCall, LeaseCall};
 pub(crate) use call::{first_read_of, partners};
 pub use output::{CommandState, LeaseOutput, StatusOutput, TerminalOutput};
+pub use release::{Release, ReleaseOutput};
 
 /// What a terminal call asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,6 +105,7 @@ impl Acquire {
                 created_at: now,
                 updated_at: now,
                 terminal_commitment: None,
+                released: false,
             };
             let writes = vec![
                 Write::Create {
@@ -127,9 +132,11 @@ impl Acquire {
             LifecycleState::FailedFinal => return Ok(Decision::Observe(LeaseOutput::FailedFinal)),
             LifecycleState::Leased => {}
         }
-        // An earlier-captured time only observes: it never takes over.
+        // An earlier-captured time only observes: it never takes over. A released lease
+        // (`leaseExpiresAt == updatedAt`) is expired from its release on.
         if now < current.updated_at || now < current.lease_expires_at {
-            return Ok(Decision::Observe(if same_holder {
+            // A released lease is no one's: not even its holder's to keep.
+            return Ok(Decision::Observe(if same_holder && !current.released {
                 held
             } else {
                 LeaseOutput::Busy
@@ -153,6 +160,7 @@ impl Acquire {
             lease_expires_at: expires,
             updated_at: now,
             terminal_commitment: None,
+            released: false,
             ..current
         };
         let writes = vec![
@@ -246,6 +254,10 @@ impl Terminal {
             return Ok(Decision::Observe(self.output()));
         }
         let now = call.now();
+        // A released lease is expired from its release on, whatever the clock.
+        if current.released {
+            return Err(Halt::Reject(JournalError::LeaseExpired));
+        }
         // An earlier-captured time never finalizes.
         if now < current.updated_at {
             return Err(Halt::Reject(JournalError::ClockRegression));

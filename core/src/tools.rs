@@ -39,7 +39,7 @@ pub mod document {
     //! The strict codecs of the stored documents: one module per document type, the typed
     //! field maps and the value type.
 
-    pub use crate::document::{audit, fields, lifecycle, root, value};
+    pub use crate::document::{audit, fields, lifecycle, release, root, value};
 }
 
 pub mod envelope {
@@ -95,11 +95,12 @@ pub mod execute {
 }
 
 pub mod lease {
-    //! The lease transitions: acquire, terminal, status, and what one call of a command
+    //! The lease transitions: acquire, terminal, release, status, and what one call of a command
     //! knows.
 
     pub use crate::lease::{
-        Acquire, CommandCall, LeaseCall, StatusRead, Terminal, TerminalRequest,
+        Acquire, CommandCall, LeaseCall, Release, ReleaseOutput, StatusRead, Terminal,
+        TerminalRequest,
     };
 }
 

@@ -66,6 +66,9 @@ pub enum OperationName {
     /// provider's event), recorded under a lease the call takes itself (its key index
     /// read, and its transitions traced under their own names inside it).
     RecordEvidence,
+    /// `journal.release_lease`: a holder giving its lease up before it expires
+    /// (`execute` and `record_evidence`, when they end without a terminal outcome).
+    ReleaseLease,
 }
 
 impl OperationName {
@@ -90,12 +93,13 @@ impl OperationName {
             Self::Recover => "journal.recover",
             Self::RecordLateCharge => "journal.record_late_charge",
             Self::RecordEvidence => "journal.record_evidence",
+            Self::ReleaseLease => "journal.release_lease",
         }
     }
 
     /// Every operation, in the order above: span names, metric labels and the CLI's
     /// subcommand words are derived by walking it.
-    pub const ALL: [Self; 18] = [
+    pub const ALL: [Self; 19] = [
         Self::Register,
         Self::Acquire,
         Self::Start,
@@ -114,6 +118,7 @@ impl OperationName {
         Self::Recover,
         Self::RecordLateCharge,
         Self::RecordEvidence,
+        Self::ReleaseLease,
     ];
 
     /// The words of the `command-journal` subcommand that runs this operation on one
@@ -122,7 +127,8 @@ impl OperationName {
     /// provider), for `pending`, whose subcommand lists commands and reads none, and
     /// for `record_late_charge`, which only `execute` and recovery record (from a
     /// provider's evidence, never an operator's word), and for `record_evidence`,
-    /// which a provider's verified event drives.
+    /// which a provider's verified event drives, and for `release_lease`, which only
+    /// `execute` and `record_evidence` run, on a lease they took themselves.
     pub fn command_words(&self) -> Option<&'static str> {
         Some(match self {
             Self::Register => "register",
@@ -142,7 +148,8 @@ impl OperationName {
             | Self::Pending
             | Self::Recover
             | Self::RecordLateCharge
-            | Self::RecordEvidence => return None,
+            | Self::RecordEvidence
+            | Self::ReleaseLease => return None,
         })
     }
 
@@ -379,6 +386,7 @@ mod operation_tests {
                 OperationName::Recover => 15,
                 OperationName::RecordLateCharge => 16,
                 OperationName::RecordEvidence => 17,
+                OperationName::ReleaseLease => 18,
             };
             assert_eq!(OperationName::ALL[index], op);
         }

@@ -19,6 +19,7 @@ pub(crate) mod ledger_scan;
 pub(crate) mod pending_index;
 pub(crate) mod provider_keys;
 pub(crate) mod ranges;
+pub(crate) mod releases;
 pub(crate) mod report;
 pub(crate) mod results;
 pub(crate) mod sends;

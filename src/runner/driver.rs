@@ -476,6 +476,7 @@ pub(crate) fn operation_span(name: OperationName, mode: Concurrency) -> tracing:
         O::Recover => span!("journal.recover"),
         O::RecordLateCharge => span!("journal.record_late_charge"),
         O::RecordEvidence => span!("journal.record_evidence"),
+        O::ReleaseLease => span!("journal.release_lease"),
     }
 }
 

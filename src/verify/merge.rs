@@ -215,6 +215,7 @@ pub(super) async fn commands(
                 Part::Result => docs.result = Some(doc),
                 Part::SendEvent(revision) => docs.send_events.push((revision, doc)),
                 Part::LateCharge(attempt) => docs.late_charges.push((attempt, doc)),
+                Part::Release(fence) => docs.releases.push((fence, doc)),
                 Part::Reservation | Part::Effect | Part::Correction => {}
             }
         }

@@ -3,7 +3,7 @@
 
 use super::io::Metric;
 use crate::envelope::ResultEnvelope;
-use crate::lease::{LeaseOutput, StatusOutput, TerminalOutput};
+use crate::lease::{LeaseOutput, ReleaseOutput, StatusOutput, TerminalOutput};
 use crate::ledger::{LedgerOutcome, LedgerReplay};
 use crate::pending::PendingCommand;
 use crate::registration::{RegistrationOutcome, RegistrationOutput};
@@ -43,6 +43,12 @@ impl Labelled for LeaseOutput {
             Self::Busy => "busy",
             Self::Succeeded | Self::FailedFinal => "replayed",
         }
+    }
+}
+
+impl Labelled for ReleaseOutput {
+    fn label(&self) -> &'static str {
+        ReleaseOutput::label(*self)
     }
 }
 

@@ -465,6 +465,8 @@ fn a_permit_committed_with_the_start_follows_the_lease_at_the_starts_time() {
             [
                 metric(OperationName::Start, "acquired"),
                 metric(OperationName::BeginSend, "permitted"),
+                // The lease given up before the answer.
+                metric(OperationName::ReleaseLease, "released"),
                 metric(OperationName::Execute, "retry_later"),
             ],
             "{mode:?}"

@@ -1,5 +1,10 @@
 //! `checkoutRequests/{commandKeyHash}/lifecycle/current`: the mutable lease and
 //! terminal state, kept apart from the immutable root.
+//!
+//! Version 1 is every state seed 000 defines. Version 2 (the same 12 fields) is a
+//! released lease: state `leased`, the holder of its fence gave the lease up at
+//! `updatedAt`, which is also its `leaseExpiresAt`; its release record
+//! (`super::release`) holds the same instant.
 
 use super::MAX_REVISION;
 use super::fields::{self, FieldMap, Strict};
@@ -90,13 +95,16 @@ pub struct Lifecycle {
     pub updated_at: Timestamp,
     /// The success commitment (`business_record_digest` kind); `None` unless succeeded.
     pub terminal_commitment: Option<Digest>,
+    /// Version 2: the holder of this fence released the lease at `updated_at`
+    /// (`== lease_expires_at`, before `lease_acquired_at + 60 s`); always `leased`.
+    pub released: bool,
 }
 
 impl Lifecycle {
     /// Parses strictly; `hash` is the command the document was read under.
     pub fn parse(hash: &Digest, map: &FieldMap) -> Result<Self, JournalError> {
         let f = Strict::new(map, &FIELDS, KIND)?;
-        f.int_in("lifecycleSchemaVersion", 1..=1)?;
+        let version = f.int_in("lifecycleSchemaVersion", 1..=2)?;
         let command_key_hash = f.digest("commandKeyHash")?;
         if &command_key_hash != hash {
             return Err(f.corrupt("commandKeyHash"));
@@ -124,6 +132,7 @@ impl Lifecycle {
             created_at: f.timestamp("createdAt")?,
             updated_at: f.timestamp("updatedAt")?,
             terminal_commitment,
+            released: version == 2,
         };
         if kind.is_some() != lifecycle.terminal_commitment.is_some() {
             return Err(f.corrupt("terminalCommitmentKind"));
@@ -137,17 +146,27 @@ impl Lifecycle {
     /// The state-specific invariants (`docs/documents.md`, lifecycle), plus the exact
     /// revision/fence arithmetic and the fixed lease duration.
     fn relations_hold(&self) -> bool {
-        let expiry_fixed =
-            self.lease_acquired_at.plus_seconds(LEASE_SECONDS) == Some(self.lease_expires_at);
+        let granted = self.granted_until();
+        let expiry_fixed = if self.released {
+            // Released at `updatedAt`, within the lease it was granted.
+            self.state == LifecycleState::Leased
+                && self.lease_expires_at == self.updated_at
+                && granted.is_some_and(|granted| self.updated_at < granted)
+        } else {
+            granted == Some(self.lease_expires_at)
+        };
         let created_fits = if self.fence_epoch == FenceEpoch::FIRST {
             self.created_at == self.lease_acquired_at
         } else {
-            self.created_at < self.lease_acquired_at
+            // Equal only when the first holder released at the instant it acquired
+            // and the takeover came at that instant too.
+            self.created_at <= self.lease_acquired_at
         };
         let by_state = match self.state {
             LifecycleState::Leased => {
                 self.terminal_commitment.is_none()
-                    && self.updated_at == self.lease_acquired_at
+                    && (self.updated_at == self.lease_acquired_at
+                        || (self.released && self.lease_acquired_at <= self.updated_at))
                     && self.command_revision == self.fence_epoch.get() + 1
             }
             LifecycleState::Succeeded | LifecycleState::FailedFinal => {
@@ -160,14 +179,28 @@ impl Lifecycle {
         expiry_fixed && created_fits && by_state
     }
 
-    /// The exact stored field map.
+    /// The expiry the lease was granted with (`leaseAcquiredAt + 60 s`): the one its
+    /// acquisition or takeover event carries, released or not.
+    pub fn granted_until(&self) -> Option<Timestamp> {
+        self.lease_acquired_at.plus_seconds(LEASE_SECONDS)
+    }
+
+    /// When the holder released the lease: `Some(updatedAt)` for version 2 only.
+    pub fn released_at(&self) -> Option<Timestamp> {
+        self.released.then_some(self.updated_at)
+    }
+
+    /// The exact stored field map (version 2 when released, else version 1).
     pub fn encode(&self) -> FieldMap {
         let kind = self
             .terminal_commitment
             .as_ref()
             .map(|_| "business_record_digest");
         fields::map([
-            ("lifecycleSchemaVersion", fields::int(1)),
+            (
+                "lifecycleSchemaVersion",
+                fields::int(if self.released { 2 } else { 1 }),
+            ),
             (
                 "commandKeyHash",
                 fields::string(self.command_key_hash.as_str()),

@@ -1,13 +1,17 @@
 //! Recording one piece of evidence as a [`Program`] of the call machine: the key
 //! index read (a tool's read: no metric, not kept), then the settle program from the
 //! answer given, under a lease it takes itself as a recovery holder, its answer told
-//! as an [`EvidenceOutcome`] (the table in [`crate::evidence`]).
+//! as an [`EvidenceOutcome`] (the table in [`crate::evidence`]). A lease it took and
+//! ends without settling the command with (a read that proved nothing, a customer
+//! who must still act) is released before it answers (`release_lease`), whatever the
+//! release answers, unless the journal is corrupt.
 
 use super::index_read::{KeyIndexRead, indexed_error};
 use super::{Evidence, EvidenceOutcome};
 use crate::call::{Answered, Labelled, Next, Now, Program, Run};
 use crate::error::JournalError;
 use crate::identity::LeaseId;
+use crate::lease::{Release, ReleaseOutput};
 use crate::recovery::owner::recovery_owner;
 use crate::sends::ProviderAccount;
 use crate::sends::key_index::KeyIndex;
@@ -21,6 +25,8 @@ pub enum EvidenceOp {
     Index(KeyIndexRead),
     /// A transition of the settle program.
     Settle(Box<SettleOp>),
+    /// `release_lease` of the lease taken, before a non-settling answer.
+    Release(Release),
 }
 
 /// What a transition of recording evidence answered.
@@ -30,11 +36,14 @@ pub enum EvidenceOutput {
     Index(Option<KeyIndex>),
     /// What the settle program's transition answered.
     Settle(SettleOutput),
+    /// What the release answered.
+    Released(ReleaseOutput),
 }
 
 crate::call::transitions!(EvidenceOp => EvidenceOutput {
     Index => EvidenceOutput::Index,
     Settle => EvidenceOutput::Settle,
+    Release => EvidenceOutput::Released,
 });
 
 impl Labelled for EvidenceOutput {
@@ -43,6 +52,7 @@ impl Labelled for EvidenceOutput {
             // A tool's read: never recorded.
             Self::Index(_) => "read",
             Self::Settle(output) => output.label(),
+            Self::Released(output) => output.label(),
         }
     }
 }
@@ -56,6 +66,8 @@ enum State {
     Indexing(Evidence),
     /// The settle program runs.
     Settling(Box<Settle>),
+    /// The release of the lease taken is in flight; then the outcome.
+    Releasing(EvidenceOutcome),
     /// The program answered.
     Done,
 }
@@ -111,7 +123,27 @@ impl EvidenceProgram {
     /// The settle program's next step after `last`, or the outcome once it settled.
     fn settling(&mut self, mut settle: Box<Settle>, last: Answered<SettleOp>, now: Now) -> Then {
         let next = match settle.next(last, now).map_err(indexed_error)? {
-            Next::Done(settled) => return outcome(settled).map(Next::Done),
+            Next::Done(settled) => {
+                let release = match settled {
+                    // Settled, ended, or the lease lost: nothing of this call's to give up.
+                    Settled::Succeeded(_)
+                    | Settled::Declined
+                    | Settled::LateCharge(_)
+                    | Settled::Ended(_)
+                    | Settled::InProgress => None,
+                    _ => settle.release_taken(now.at),
+                };
+                let outcome = outcome(settled)?;
+                return Ok(match release {
+                    Some(op) => {
+                        self.state = State::Releasing(outcome);
+                        let mut run = Run::op(EvidenceOp::Release(op)).fresh();
+                        run.keep = false;
+                        Next::Run(run)
+                    }
+                    None => Next::Done(outcome),
+                });
+            }
             Next::Run(run) => Next::Run(run.map(|op| EvidenceOp::Settle(Box::new(op)))),
             Next::Lookup(_) | Next::Send(_) | Next::Retrieve(_) => {
                 return Err(JournalError::internal(
@@ -179,9 +211,16 @@ impl Program for EvidenceProgram {
             }
             (State::Indexing(evidence), Answered::Ran(ran)) => match ran? {
                 EvidenceOutput::Index(index) => self.indexed(evidence, index, now),
-                EvidenceOutput::Settle(_) => Err(out_of_turn()),
+                EvidenceOutput::Settle(_) | EvidenceOutput::Released(_) => Err(out_of_turn()),
             },
             (State::Settling(settle), last) => self.settling(settle, to_settle(last)?, now),
+            // The outcome whatever the release answered, but a corrupt journal.
+            (State::Releasing(outcome), Answered::Ran(ran)) => match ran {
+                Ok(EvidenceOutput::Released(_)) => Ok(Next::Done(outcome)),
+                Err(error @ JournalError::JournalCorrupt { .. }) => Err(error),
+                Err(_) => Ok(Next::Done(outcome)),
+                Ok(_) => Err(out_of_turn()),
+            },
             _ => Err(out_of_turn()),
         }
     }

@@ -51,7 +51,9 @@ use crate::envelope::ResultEnvelope;
 use crate::envelope::read::ResultRead;
 use crate::error::JournalError;
 use crate::identity::CommandIdentity;
-use crate::lease::{CommandCall, CommandState, LeaseCall, LeaseOutput, TerminalOutput};
+use crate::lease::{
+    CommandCall, CommandState, LeaseCall, LeaseOutput, Release, ReleaseOutput, TerminalOutput,
+};
 use crate::sends::begin::BeginSend;
 use crate::sends::plan::ProviderPlan;
 use crate::sends::provider::SendRequest;
@@ -74,6 +76,8 @@ pub enum ExecuteOp {
     Settle(SettleOp),
     /// `result`.
     Result(ResultRead),
+    /// `release_lease`, before a non-terminal answer ([`leave`]).
+    Release(Release),
 }
 
 /// What a transition of an `execute` call answered.
@@ -89,6 +93,8 @@ pub enum ExecuteOutput {
     Settle(SettleOutput),
     /// The stored result.
     Result(Option<ResultEnvelope>),
+    /// What the release answered.
+    Released(ReleaseOutput),
 }
 
 crate::call::transitions!(ExecuteOp => ExecuteOutput {
@@ -97,6 +103,7 @@ crate::call::transitions!(ExecuteOp => ExecuteOutput {
     BeginSend => ExecuteOutput::BeganSend,
     Settle => ExecuteOutput::Settle,
     Result => ExecuteOutput::Result,
+    Release => ExecuteOutput::Released,
 });
 
 impl Labelled for ExecuteOutput {
@@ -106,6 +113,7 @@ impl Labelled for ExecuteOutput {
             Self::BeganSend(output) => output.label(),
             Self::Settle(output) => output.label(),
             Self::Result(output) => output.label(),
+            Self::Released(output) => output.label(),
         }
     }
 
@@ -182,6 +190,8 @@ enum State {
     },
     /// The stored result's read is in flight.
     Fetching,
+    /// The release of the call's lease is in flight; `execution` is the answer after.
+    Releasing { execution: Execution },
     /// The call answered.
     Done,
 }
@@ -200,6 +210,8 @@ pub struct ExecuteProgram {
     /// A start, a permit or a settling found the command ended by someone else: the
     /// call's terminal answer is one the journal had stored before it (a replay).
     stored_before: bool,
+    /// What its release needs to know ([`leave`]).
+    leaving: leave::Leaving,
 }
 
 impl std::fmt::Debug for ExecuteProgram {
@@ -238,6 +250,7 @@ impl ExecuteProgram {
             fast_paths,
             state: State::New,
             stored_before: false,
+            leaving: leave::Leaving::default(),
         })
     }
 
@@ -294,10 +307,15 @@ impl ExecuteProgram {
             started.lease,
             LeaseOutput::Succeeded | LeaseOutput::FailedFinal
         );
-        match after_start(started.lease, at, now) {
-            AfterStart::Permit(lease) => self.permit(lease, Round::First, now),
-            AfterStart::Fetch => self.fetch(now),
-            AfterStart::Answer(execution) => self.done(execution),
+        match (
+            after_start(started.lease, at, now),
+            Held::of(started.lease, at),
+        ) {
+            (AfterStart::Permit(lease), _) => self.permit(lease, Round::First, now),
+            (AfterStart::Fetch, _) => self.fetch(now),
+            // Acquired with too little lease left to send: given up at once.
+            (AfterStart::Answer(execution), Some(lease)) => self.leave(lease, execution, now),
+            (AfterStart::Answer(execution), None) => self.done(execution),
         }
     }
 
@@ -337,9 +355,13 @@ impl ExecuteProgram {
                     }),
                 ),
                 // The permit stands: the next holder re-sends it with the same key.
-                None => self.done(Execution::RetryLater {
-                    after: lease.retry_after(now),
-                }),
+                None => self.leave(
+                    lease,
+                    Execution::RetryLater {
+                        after: lease.retry_after(now),
+                    },
+                    now,
+                ),
             },
             Ok(BeginSendOutput::Terminal(TerminalOutput::Succeeded)) => {
                 self.stored_before = true;
@@ -379,7 +401,10 @@ impl ExecuteProgram {
         now: Now,
     ) -> Then {
         let next = match settle.next(last, now)? {
-            Next::Done(settled) => return self.settled(lease, round, settled, now),
+            Next::Done(settled) => {
+                self.leaving.retaken = settle.lease_taken().map(|taken| taken.fence);
+                return self.settled(lease, round, settled, now);
+            }
             Next::Run(run) => Next::Run(run.map(ExecuteOp::Settle)),
             Next::Lookup(request) => Next::Lookup(request),
             Next::Retrieve(request) => Next::Retrieve(request),
@@ -415,13 +440,21 @@ impl ExecuteProgram {
                     "execute: a second absence in one call",
                 )),
             },
-            Settled::Open | Settled::LeaseEnding => self.done(Execution::RetryLater {
-                after: lease.retry_after(now),
-            }),
+            Settled::Open | Settled::LeaseEnding => self.leave(
+                lease,
+                Execution::RetryLater {
+                    after: lease.retry_after(now),
+                },
+                now,
+            ),
             // The action goes to the caller only; the next call reads the provider's
             // object (the attempt is never re-sent blindly).
-            Settled::AwaitingCustomer(action) => self.done(Execution::CustomerMustAct(action)),
-            Settled::NotFound | Settled::Unavailable => self.done(Execution::PendingReconciliation),
+            Settled::AwaitingCustomer(action) => {
+                self.leave(lease, Execution::CustomerMustAct(action), now)
+            }
+            Settled::NotFound | Settled::Unavailable => {
+                self.leave(lease, Execution::PendingReconciliation, now)
+            }
             Settled::InProgress => self.done(Execution::InProgress),
             // A charge this call held, recorded late: the command's own answer, as a
             // start would have answered it, or, refused by the reconciliation, in
@@ -502,6 +535,7 @@ impl Program for ExecuteProgram {
                 },
                 Answered::Sent(answer),
             ) => {
+                self.leaving.sent(&answer);
                 let source = Source::Sent {
                     attempt,
                     answer,
@@ -517,6 +551,7 @@ impl Program for ExecuteProgram {
                 },
                 last,
             ) => self.settling(lease, round, settle, to_settle(last)?, now),
+            (State::Releasing { execution }, Answered::Ran(ran)) => self.left(execution, ran),
             (State::Fetching, Answered::Ran(ran)) => match ran? {
                 O::Result(Some(envelope)) => self.done(Execution::Succeeded(envelope)),
                 O::Result(None) => self.done(Execution::SucceededWithoutResult),
@@ -557,5 +592,6 @@ impl ExecuteProgram {
     }
 }
 
+mod leave;
 #[cfg(test)]
 mod tests;

@@ -244,12 +244,18 @@ pub(crate) fn partners(root: &RootDocument, current: &Lifecycle, event: &Transit
         LifecycleState::Succeeded => EventType::Succeeded,
         LifecycleState::FailedFinal => EventType::FailedFinal,
     };
+    // A released lease's event is its acquisition's: the expiry it was granted, at
+    // the time it was acquired.
+    let (expires, occurred) = match current.released {
+        true => (current.granted_until(), current.lease_acquired_at),
+        false => (Some(current.lease_expires_at), current.updated_at),
+    };
     event.event_type == expected_type
         && event.command_key_hash == current.command_key_hash
         && event.environment == root.environment
         && event.caller_scope_kind == root.caller_scope_kind
         && event.command_type == root.command_type
         && event.fence_epoch == current.fence_epoch
-        && event.lease_expires_at == current.lease_expires_at
-        && event.occurred_at == current.updated_at
+        && Some(event.lease_expires_at) == expires
+        && event.occurred_at == occurred
 }

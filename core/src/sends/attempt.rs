@@ -320,8 +320,10 @@ impl SendAttempt {
     /// `docs/providers.md`, "providerSends/current": the document's own invariants.
     fn relations_hold(&self) -> bool {
         let resend_fits = if self.resent() {
+            // Equal times only when the sender released its lease at the permit's
+            // instant and the next holder took it over and re-sent at that instant.
             self.last_sent_fence_epoch > self.first_sent_fence_epoch
-                && self.last_sent_at > self.first_sent_at
+                && self.last_sent_at >= self.first_sent_at
         } else {
             self.last_sent_at == self.first_sent_at
         };

@@ -163,6 +163,7 @@ impl BeginSend {
         if let Sends::Bound(state) = &sends
             && state.attempt.state.outcome_unknown()
             && state.attempt.last_sent_fence_epoch == self.fence
+            && !lifecycle.released
             && now < lifecycle.lease_expires_at
         {
             return Ok(Decision::Observe(BeginSendOutput::Permitted(

@@ -30,9 +30,14 @@ pub(crate) fn held<'a>(
     Ok(lifecycle)
 }
 
-/// A mutation needs the lease active at `now`: `clock_regression` before the last
-/// transition, `lease_expired` at or after the expiry.
+/// A mutation needs the lease active at `now`: `lease_expired` once released,
+/// `clock_regression` before the last transition, `lease_expired` at or after the
+/// expiry.
 pub(crate) fn active(lifecycle: &Lifecycle, now: Timestamp) -> Result<(), Halt> {
+    // A released lease is expired from its release on, whatever the caller's clock.
+    if lifecycle.released {
+        return Err(Halt::Reject(JournalError::LeaseExpired));
+    }
     if now < lifecycle.updated_at {
         return Err(Halt::Reject(JournalError::ClockRegression));
     }

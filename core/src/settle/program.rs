@@ -11,7 +11,7 @@ use crate::call::{Answered, Next, Now, Program, Run};
 use crate::digest::Digest;
 use crate::error::JournalError;
 use crate::identity::CommandIdentity;
-use crate::lease::{Acquire, CommandCall, LeaseCall, LeaseOutput, TerminalOutput};
+use crate::lease::{Acquire, CommandCall, LeaseCall, LeaseOutput, Release, TerminalOutput};
 use crate::sends::load::first_read;
 use crate::sends::provider::{LookupRequest, ProviderAnswer};
 use crate::sends::record::{Mode, Record};
@@ -113,6 +113,9 @@ enum State {
 pub(crate) struct Settle {
     holder: Holder,
     state: State,
+    /// The lease the program took itself to record evidence (a job's, or a caller's
+    /// taken again), once taken.
+    taken: Option<Held>,
 }
 
 fn out_of_turn() -> JournalError {
@@ -146,6 +149,7 @@ impl Settle {
                 source,
                 under: Some(lease),
             },
+            taken: None,
         }
     }
 
@@ -170,7 +174,22 @@ impl Settle {
                 source,
                 under: None,
             },
+            taken: None,
         }
+    }
+
+    /// The lease the program took itself, if it took one.
+    pub(crate) fn lease_taken(&self) -> Option<Held> {
+        self.taken
+    }
+
+    /// The release, at `now`, of the lease the program took itself, if it took one:
+    /// what a job runs when it ends without settling the command (`release_lease`),
+    /// so that the next holder need not wait the lease out.
+    pub(crate) fn release_taken(&self, now: Timestamp) -> Option<Release> {
+        let lease = self.taken?;
+        let call = self.call(now).ok()?;
+        Some(Release::new(call, lease.fence))
     }
 
     /// The lease call of this holder at `now`.
@@ -402,6 +421,7 @@ impl Settle {
             }
             LeaseOutput::Acquired { .. } => {
                 let lease = Held::of(lease, at).ok_or(out_of_turn())?;
+                self.taken = Some(lease);
                 match evidence {
                     // Looked up before the lease, a "not found" may have missed a
                     // re-send made since: confirm it under the lease, where no permit

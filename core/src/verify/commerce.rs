@@ -34,7 +34,11 @@ pub fn check_command(hash: &Digest, docs: &CommandDocs) -> Vec<Finding> {
             out.push(finding(FindingCode::UnexpectedDocument, &doc.path));
         }
     }
+    let releases = super::releases::parsed(hash, docs, &mut out);
     if docs.root.is_none() {
+        for (_, doc) in &docs.releases {
+            out.push(finding(FindingCode::ReleaseMismatch, &doc.path));
+        }
         if let Some(doc) = lifecycle_doc {
             out.push(finding(FindingCode::OrphanLifecycle, &doc.path));
         }
@@ -156,8 +160,15 @@ pub fn check_command(hash: &Digest, docs: &CommandDocs) -> Vec<Finding> {
             lifecycle_unknown,
         ));
     }
+    if root.is_some() {
+        let parsed: Vec<&TransitionEvent> =
+            events.iter().filter_map(|(_, _, e)| e.as_ref()).collect();
+        out.extend(super::releases::check_releases(
+            hash, docs, &releases, &parsed, current,
+        ));
+    }
     if let Some(root) = &root {
-        check_chain(root, &events, &mut out);
+        check_chain(root, &events, &releases, &mut out);
         if let (Some(lifecycle), Some(doc)) = (&lifecycle, lifecycle_doc) {
             check_history(root, lifecycle, &events, &doc.path, &mut out);
         }
@@ -197,6 +208,7 @@ fn check_send_layer(
 fn check_chain(
     root: &RootDocument,
     events: &[(i64, &StoredDoc, Option<TransitionEvent>)],
+    releases: &super::releases::Releases<'_>,
     out: &mut Vec<Finding>,
 ) {
     let mut previous: Option<&TransitionEvent> = None;
@@ -258,7 +270,10 @@ fn check_chain(
                     .occurred_at
                     .plus_seconds(LEASE_SECONDS)
                     .unwrap_or(prev.lease_expires_at);
-                if after_expiry && !terminal_seen && event.occurred_at < expired_at {
+                // Unless the previous holder released its lease by then.
+                let released =
+                    super::releases::released_by(releases, prev.fence_epoch, event.occurred_at);
+                if after_expiry && !terminal_seen && event.occurred_at < expired_at && !released {
                     found(FindingCode::OverlappingLease);
                 }
                 if adjacent && terminal && event.lease_expires_at != prev.lease_expires_at {
@@ -294,7 +309,7 @@ fn check_history(
     let leased = at(lifecycle.fence_epoch.get() + 1).is_none_or(|acquired| {
         acquired.fence_epoch == lifecycle.fence_epoch
             && acquired.occurred_at == lifecycle.lease_acquired_at
-            && acquired.lease_expires_at == lifecycle.lease_expires_at
+            && Some(acquired.lease_expires_at) == lifecycle.granted_until()
     });
     if !created || !leased {
         out.push(finding(FindingCode::LifecycleHistoryMismatch, path));

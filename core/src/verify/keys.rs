@@ -29,6 +29,8 @@ pub enum Part {
     Correction,
     /// `checkoutRequests/{hash}/lateCharges/{attempt:04}`: this attempt's late charge.
     LateCharge(crate::sends::AttemptNumber),
+    /// `checkoutRequests/{hash}/leaseReleases/{fence:010}`: this fence's release.
+    Release(crate::fence::FenceEpoch),
 }
 
 /// How a scanned document sorts into the merge.
@@ -103,6 +105,19 @@ pub fn classify_command_tree(doc: StoredDoc) -> Keyed {
                 Digest::parse(id)
                     .zip(attempt)
                     .map(|(hash, n)| (hash, Part::LateCharge(n)))
+            }
+            Some(
+                [
+                    root::COLLECTION,
+                    id,
+                    crate::document::release::COLLECTION,
+                    fence,
+                ],
+            ) => {
+                let fence = crate::document::release::parse_id(fence);
+                Digest::parse(id)
+                    .zip(fence)
+                    .map(|(hash, fence)| (hash, Part::Release(fence)))
             }
             _ => None,
         },

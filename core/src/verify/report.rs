@@ -150,6 +150,16 @@ pub enum FindingCode {
     /// whose command's stored plan does not derive, at the attempt it names (one
     /// opened already), the key whose digest is its id.
     ProviderKeyMismatch,
+    /// A lease release record (`leaseReleases/{fence}`) that fails its strict codec,
+    /// was rewritten, has no registration, or whose fence has no acquisition or
+    /// takeover it was released within (`acquiredAt <= releasedAt < acquiredAt +
+    /// 60 s`); or a lifecycle that disagrees with the records: released (version 2)
+    /// without its fence's record, at another time, or not in the record's commit;
+    /// or still holding a fence that was released.
+    ReleaseMismatch,
+    /// A terminal event by a fence that released its lease, or a send event by it
+    /// after its release (on the journal's time or the commit times).
+    WriteAfterRelease,
 }
 
 impl FindingCode {
@@ -206,6 +216,8 @@ impl FindingCode {
             Self::MalformedEvidenceCheckpoint => "malformed_evidence_checkpoint",
             Self::LateChargeMismatch => "late_charge_mismatch",
             Self::ProviderKeyMismatch => "provider_key_mismatch",
+            Self::ReleaseMismatch => "release_mismatch",
+            Self::WriteAfterRelease => "write_after_release",
         }
     }
 }

@@ -62,4 +62,6 @@ pub struct CommandDocs {
     pub result: Option<StoredDoc>,
     /// `lateCharges/{attempt:04}`, with their attempts, in attempt order.
     pub late_charges: Vec<(crate::sends::AttemptNumber, StoredDoc)>,
+    /// `leaseReleases/{fence:010}`, with their fences, in fence order.
+    pub releases: Vec<(crate::fence::FenceEpoch, StoredDoc)>,
 }

@@ -74,7 +74,9 @@ pub fn check_command(
     }
     if let Some((doc, lifecycle)) = lifecycle {
         let created = event(2).is_none_or(|first| first.created == doc.created);
-        let updated = event(lifecycle.command_revision).is_none_or(|e| e.created == doc.updated);
+        // A released lifecycle's last write is its release's (`releases`).
+        let updated = lifecycle.released
+            || event(lifecycle.command_revision).is_none_or(|e| e.created == doc.updated);
         if !created || !updated {
             out.push(finding(FindingCode::CommitTimeMismatch, doc));
         }

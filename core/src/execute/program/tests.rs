@@ -1,7 +1,6 @@
 //! The call's table, row by row, and whole paths through it: the program fed each
-//! answer (what its transitions and the provider answered) at its time, as the call
-//! machine feeds it, and what it asks for next. The settle program's own rows run here
-//! under the held lease; its runs over the store are in `crate::settle`'s tests.
+//! answer at its time, as the call machine feeds it, and what it asks for next. The
+//! settle program's rows run here under the held lease; over the store in `settle`.
 
 use super::*;
 use crate::lease::StatusOutput;
@@ -108,6 +107,9 @@ enum Asked {
         attempt: AttemptNumber,
         commitment: crate::digest::Digest,
     },
+    /// `release_lease` at this fence; the call's answer after it (`release.rs`).
+    Release(crate::fence::FenceEpoch),
+    Left(crate::fence::FenceEpoch, Execution),
     /// The call's answer, this call's own.
     Done(Execution),
     /// The call's answer, a terminal outcome the journal had stored before it.
@@ -193,6 +195,7 @@ fn asked(next: Next<ExecuteOp, Executed>) -> Asked {
                     },
                 }
             }
+            ExecuteOp::Release(op) => Asked::Release(op.fence()),
             other => panic!("an execute call runs no {other:?}"),
         },
     }
@@ -295,6 +298,7 @@ fn run_on(begun: Now, answers: Vec<(Heard, Now)>) -> Vec<Result<Asked, JournalEr
     let mut steps = Vec::new();
     for (answer, now) in answers {
         let step = program.next(answer, now).map(asked);
+        let step = release::answered(&mut program, step, now);
         let ended = step.is_err() || matches!(step, Ok(Asked::Done(_) | Asked::Replayed(_)));
         steps.push(step);
         if ended {
@@ -462,17 +466,23 @@ fn too_little_lease_left_sends_nothing() {
     )]);
     assert_eq!(
         answers[0],
-        Ok(Asked::Done(Execution::RetryLater {
-            after: Duration::from_secs(11)
-        }))
+        Ok(Asked::Left(
+            fence(),
+            Execution::RetryLater {
+                after: Duration::from_secs(11)
+            }
+        ))
     );
     // After the permit: the permit stands, nothing is sent.
     let answers = run(vec![(acquired(), at(0)), (permit(1, false), at(50))]);
     assert_eq!(
         answers[1],
-        Ok(Asked::Done(Execution::RetryLater {
-            after: Duration::from_secs(10)
-        }))
+        Ok(Asked::Left(
+            fence(),
+            Execution::RetryLater {
+                after: Duration::from_secs(10)
+            }
+        ))
     );
     // Exactly at the bound, 1 s, the send starts.
     let answers = run(vec![(acquired(), at(0)), (permit(1, false), at(49))]);
@@ -563,9 +573,7 @@ fn a_permit_decided_with_the_start_goes_on_from_the_permit() {
                 Some(Ok(permitted.clone())),
             ))),
             at(50),
-            Ok(Asked::Done(Execution::RetryLater {
-                after: Duration::from_secs(10),
-            })),
+            Ok(Asked::Release(fence())),
         ),
         // The permit refused beside the lease it followed: the refusal is the answer.
         (
@@ -743,7 +751,7 @@ fn past_the_cutoff_an_unavailable_lookup_writes_nothing() {
             status(1, AttemptState::Ambiguous, true),
             Answered::LookedUp(ProviderAnswer::Unknown),
         ])[3],
-        Asked::Done(Execution::PendingReconciliation)
+        Asked::Left(fence(), Execution::PendingReconciliation)
     );
 }
 
@@ -756,9 +764,12 @@ fn past_the_cutoff_too_little_lease_left_to_look_up_retries_later() {
     ]);
     assert_eq!(
         answers[2],
-        Ok(Asked::Done(Execution::RetryLater {
-            after: Duration::from_secs(10)
-        }))
+        Ok(Asked::Left(
+            fence(),
+            Execution::RetryLater {
+                after: Duration::from_secs(10)
+            }
+        ))
     );
 }
 
@@ -890,7 +901,7 @@ fn an_absence_not_yet_provable_is_pending_reconciliation() {
                 Answered::LookedUp(ProviderAnswer::NotFound),
                 recorded(Err(JournalError::AbsenceNotProvable { provable_from })),
             ])[4],
-            Asked::Done(Execution::PendingReconciliation)
+            Asked::Left(fence(), Execution::PendingReconciliation)
         );
     }
 }
@@ -1008,7 +1019,7 @@ fn a_not_found_from_a_lookup_started_before_the_absence_was_provable_writes_noth
                 status_at(from),
                 Answered::LookedUp(ProviderAnswer::NotFound),
             ])[3],
-            Asked::Done(Execution::PendingReconciliation),
+            Asked::Left(fence(), Execution::PendingReconciliation),
             "{from:?}"
         );
     }
@@ -1107,7 +1118,7 @@ fn a_replayed_unknown_not_found_before_its_absence_is_provable_is_pending() {
     assert_eq!(answers[3], Ok(Asked::Status));
     assert_eq!(
         answers[5],
-        Ok(Asked::Done(Execution::PendingReconciliation))
+        Ok(Asked::Left(fence(), Execution::PendingReconciliation))
     );
 }
 
@@ -1138,7 +1149,7 @@ fn after_a_replay_a_lookup_that_replays_or_fails_proves_nothing() {
     ] {
         let got = replayed_then(vec![Answered::LookedUp(found.clone())]);
         let expected = match next {
-            None => Asked::Done(Execution::PendingReconciliation),
+            None => Asked::Left(fence(), Execution::PendingReconciliation),
             Some(evidence) => Asked::Reconcile {
                 fence: fence(),
                 attempt: nth(1),
@@ -1218,6 +1229,7 @@ mod clocks;
 mod customer;
 mod customer_model;
 mod late;
+mod release;
 
 #[test]
 fn a_terminal_outcome_this_call_did_not_record_is_a_replay() {

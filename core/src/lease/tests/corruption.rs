@@ -145,7 +145,6 @@ fn lifecycle_semantic_matrix_is_corrupt() {
         "terminal hash without kind", first: "terminalCommitmentHash" = commitment_hash.clone();
         "terminal kind without hash", first: "terminalCommitmentKind" = kind.clone();
         "terminal commitment while leased", first: "terminalCommitmentKind" = kind.clone(), "terminalCommitmentHash" = commitment_hash.clone();
-        "takeover created == acquired", second: "createdAt" = ts(second.acquired);
         "takeover created after acquired", second: "createdAt" = ts(second.acquired + 1);
         "succeeded without commitment", succeeded: "terminalCommitmentKind" = fields::null(), "terminalCommitmentHash" = fields::null();
         "succeeded hash without kind", succeeded: "terminalCommitmentKind" = fields::null();

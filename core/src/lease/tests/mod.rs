@@ -13,6 +13,7 @@ mod follow_up;
 mod outputs;
 mod property;
 mod races;
+mod release;
 mod terminal;
 
 use super::*;

@@ -489,3 +489,5 @@ fn across_a_gap_a_takeover_still_waits_for_the_last_known_lease() {
         ]
     );
 }
+
+mod releases;

@@ -37,6 +37,7 @@ fn codes(edit: fn(&mut CommandDocs)) -> Vec<(FindingCode, String)> {
         created_at: zero,
         updated_at: zero,
         terminal_commitment: None,
+        released: false,
     };
     edit(&mut docs);
     let current = docs.lifecycles.first().cloned();

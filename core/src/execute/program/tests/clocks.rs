@@ -73,9 +73,12 @@ fn a_wall_clock_step_never_lengthens_a_deadline_derived_from_the_lease() {
                 key: "key-1".to_owned(),
                 deadline: Duration::from_secs_f64(seconds),
             },
-            Err(after) => Asked::Done(Execution::RetryLater {
-                after: Duration::from_secs(after),
-            }),
+            Err(after) => Asked::Left(
+                fence(),
+                Execution::RetryLater {
+                    after: Duration::from_secs(after),
+                },
+            ),
         };
         assert_eq!(got[1], Ok(expected), "{case}");
     }
@@ -205,9 +208,12 @@ fn a_retry_after_promises_no_takeover_before_the_lease_expires_on_either_reading
     );
     assert_eq!(
         got[1],
-        Ok(Asked::Done(Execution::RetryLater {
-            after: Duration::from_secs(11)
-        }))
+        Ok(Asked::Left(
+            fence(),
+            Execution::RetryLater {
+                after: Duration::from_secs(11)
+            }
+        ))
     );
 }
 

@@ -20,7 +20,7 @@ fn a_must_act_is_recorded_and_its_action_handed_to_the_caller() {
                 attempt: nth(1),
                 outcome: ProviderAnswer::CustomerMustAct(action()),
             },
-            Asked::Done(Execution::CustomerMustAct(action())),
+            Asked::Left(fence(), Execution::CustomerMustAct(action())),
         ]
     );
 }
@@ -125,7 +125,7 @@ fn a_read_that_says_the_customer_may_still_act_hands_the_action_over() {
         asked[2..],
         [
             retrieve(cutoff, true, false),
-            Asked::Done(Execution::CustomerMustAct(action())),
+            Asked::Left(fence(), Execution::CustomerMustAct(action())),
         ]
     );
     for heard in [ProviderAnswer::Unknown, ProviderAnswer::NotFound] {
@@ -137,7 +137,7 @@ fn a_read_that_says_the_customer_may_still_act_hands_the_action_over() {
         ]);
         assert_eq!(
             asked[3],
-            Asked::Done(Execution::PendingReconciliation),
+            Asked::Left(fence(), Execution::PendingReconciliation),
             "{heard:?}"
         );
     }
@@ -190,7 +190,7 @@ fn a_lookups_must_act_or_closed_proves_nothing() {
         ]);
         assert_eq!(
             asked[3],
-            Asked::Done(Execution::PendingReconciliation),
+            Asked::Left(fence(), Execution::PendingReconciliation),
             "{heard:?}"
         );
     }

@@ -173,7 +173,7 @@ fn an_indeterminate_answer_is_recorded_then_looked_up_at_once() {
         let got = indeterminate(vec![Answered::LookedUp(nothing.clone())]);
         assert_eq!(
             got[5],
-            Asked::Done(Execution::PendingReconciliation),
+            Asked::Left(fence(), Execution::PendingReconciliation),
             "{nothing:?}"
         );
     }

@@ -78,6 +78,7 @@ fn machine(op: &ExecuteOp, first_read: Option<Vec<String>>) -> Built {
         ExecuteOp::Settle(SettleOp::Status(status)) => (format!("{status:?}"), status.paths()),
         ExecuteOp::Result(result) => (format!("{result:?}"), result.paths()),
         ExecuteOp::Settle(SettleOp::LateCharge(late)) => (format!("{late:?}"), late.paths()),
+        ExecuteOp::Release(release) => (format!("{release:?}"), release.paths()),
         other => panic!("the model runs no {other:?}"),
     };
     Built {
@@ -201,6 +202,7 @@ fn names(ops: &[Op]) -> Vec<&'static str> {
             Op::Status => "status",
             Op::Result => "result",
             Op::LateCharge { .. } => "record_late_charge",
+            Op::Release { .. } => "release_lease",
         })
         .collect()
 }
@@ -225,6 +227,7 @@ fn a_new_command_charged_declined_or_unknown_is_the_machines_opening_send_and_re
         assert_eq!(result, Ok(answer), "{sent:?}");
         // The opening chained with its permit (one blind commit), then the record
         // planned from it.
+        // An unanswered send keeps its lease: no release.
         assert_eq!(names(&ops), ["start", "record"], "{sent:?}");
         assert_eq!(steps, ["blind", "send", "planned"], "{sent:?}");
     }

@@ -11,7 +11,7 @@ use crate::envelope::record::WithResult;
 use crate::error::JournalError;
 use crate::fence::FenceEpoch;
 use crate::identity::CommandIdentity;
-use crate::lease::{CommandCall, LeaseCall};
+use crate::lease::{CommandCall, LeaseCall, Release, ReleaseOutput};
 use crate::sends::AttemptNumber;
 use crate::sends::begin::BeginSend;
 use crate::sends::late::{LateChargeOutput, RecordLateCharge};
@@ -87,6 +87,8 @@ pub(super) enum Op {
     Result,
     /// `record_late_charge` of the charge under `key` for `attempt`.
     LateCharge { attempt: AttemptNumber, key: KeyId },
+    /// `release_lease` of the fence, before a non-terminal answer.
+    Release { fence: FenceEpoch },
 }
 
 impl Op {
@@ -95,7 +97,8 @@ impl Op {
         match self {
             Self::BeginSend { fence }
             | Self::Record { fence, .. }
-            | Self::Reconcile { fence, .. } => Some(*fence),
+            | Self::Reconcile { fence, .. }
+            | Self::Release { fence } => Some(*fence),
             Self::Start | Self::Open | Self::Status | Self::Result | Self::LateCharge { .. } => {
                 None
             }
@@ -116,6 +119,10 @@ impl Op {
                 plan: PlanChoice::Right,
                 ..caller
             },
+            Self::Release { .. } => Caller {
+                plan: PlanChoice::Right,
+                ..caller
+            },
             Self::BeginSend { .. } | Self::Record { .. } | Self::Reconcile { .. } => caller,
         }
     }
@@ -132,6 +139,7 @@ pub(super) enum Output {
     Status(Result<CommandStatus, JournalError>),
     Result(Result<Option<ResultEnvelope>, JournalError>),
     LateCharge(Result<LateChargeOutput, JournalError>),
+    Released(Result<ReleaseOutput, JournalError>),
 }
 
 impl Output {
@@ -145,6 +153,7 @@ impl Output {
             Self::Status(r) => r.is_ok(),
             Self::Result(r) => r.is_ok(),
             Self::LateCharge(r) => r.is_ok(),
+            Self::Released(r) => r.is_ok(),
         }
     }
 }
@@ -228,6 +237,10 @@ pub(super) fn visit<V: Visit>(caller: Caller, op: Op, visitor: V) -> V::Out {
             let commitment = identity().terminal_commitment(&key.envelope().reference());
             let op = RecordLateCharge::new(caller.reader(), attempt, commitment);
             visitor.visit(&op, op.paths(), Output::LateCharge)
+        }
+        Op::Release { fence } => {
+            let op = Release::new(caller.call(), fence);
+            visitor.visit(&op, op.paths(), Output::Released)
         }
     }
 }

@@ -204,7 +204,10 @@ impl State {
         match call.asked().clone() {
             // Reads (and a late charge) of their own: nothing to plan, and nothing kept
             // known.
-            Asked::Op(op @ (Op::Status | Op::Result | Op::LateCharge { .. }), _) => {
+            Asked::Op(
+                op @ (Op::Status | Op::Result | Op::LateCharge { .. } | Op::Release { .. }),
+                _,
+            ) => {
                 let caller = self.caller(w, bounds);
                 let (output, _) = self.journal.run(caller, op);
                 self.answered(w, op, output, bounds);
@@ -348,6 +351,13 @@ impl State {
                 let charged =
                     answer.map(|output| ExecuteOutput::Settle(SettleOutput::LateCharge(output)));
                 (Answered::Ran(charged), did)
+            }
+            Output::Released(answer) => {
+                let did = match &answer {
+                    Ok(output) => format!("release: {}", output.label()),
+                    Err(error) => format!("release: {}", error.code()),
+                };
+                (Answered::Ran(answer.map(ExecuteOutput::Released)), did)
             }
             Output::Result(read) => {
                 // The call ends with the stored result: nothing after it to model.

@@ -195,6 +195,9 @@ pub(super) fn op_of(op: &ExecuteOp, open: bool) -> Op {
                 key: KeyId::of_commitment(commitment),
             }
         }
+        ExecuteOp::Release(release) => Op::Release {
+            fence: release.fence(),
+        },
         other => panic!("the model runs execute in preconditions mode, not {other:?}"),
     }
 }
