@@ -179,7 +179,7 @@ pub async fn list(connection: &Connection, parent: &str, collection_id: &str) ->
 }
 
 /// Every journal document of the project (roots, audit events, lifecycles, send
-/// documents, results, late charges, the provider keys' index, the evidence checkpoints) as `(name, update time)`, sorted: two equal listings mean
+/// documents, results, late charges, lease releases, the provider keys' index, the evidence checkpoints) as `(name, update time)`, sorted: two equal listings mean
 /// nothing was written in between.
 pub async fn documents(connection: &Connection) -> Vec<(String, String)> {
     let mut all = Vec::new();
@@ -200,7 +200,13 @@ pub async fn documents(connection: &Connection) -> Vec<(String, String)> {
             .rsplit_once("/documents/")
             .map(|(_, path)| path.to_owned())
             .expect("relative path");
-        for collection in ["lifecycle", "providerSends", "results", "lateCharges"] {
+        for collection in [
+            "lifecycle",
+            "providerSends",
+            "results",
+            "lateCharges",
+            "leaseReleases",
+        ] {
             for document in list(connection, &relative, collection).await {
                 all.push((document.name.clone(), format!("{:?}", document.update_time)));
             }

@@ -6,6 +6,7 @@ use crate::document::MAX_REVISION;
 use crate::document::audit::{self, RegistrationEvent, TransitionEvent};
 use crate::document::fields::FieldMap;
 use crate::document::lifecycle::{self, Lifecycle};
+use crate::document::release::{self as release_record, LeaseRelease};
 use crate::document::root::{self, RootDocument};
 use crate::document::value::ValueType;
 use crate::document::value::{ArrayValue, MapValue, Value};
@@ -15,7 +16,8 @@ use crate::identity::{
     CommandIdentity, CommandInput, CommandRequest, LeaseId, TerminalReferenceFingerprint,
 };
 use crate::lease::{
-    Acquire, LeaseCall, LeaseOutput, StatusRead, Terminal, TerminalOutput, TerminalRequest,
+    Acquire, LeaseCall, LeaseOutput, Release, ReleaseOutput, StatusRead, Terminal, TerminalOutput,
+    TerminalRequest,
 };
 use crate::registration::{Registration, RegistrationOutcome};
 use crate::start::Start;
@@ -51,6 +53,8 @@ const FIELD_NAMES: &[&str] = &[
     "updatedAt",
     "terminalCommitmentKind",
     "terminalCommitmentHash",
+    "leaseReleaseSchemaVersion",
+    "releasedAt",
     "",
     "fenceepoch",
     "commandRevision ",
@@ -173,10 +177,11 @@ impl Fixture {
     /// Every path a decide function reads or a corruption writes.
     fn path(&self, input: &mut Bytes) -> String {
         let hash = self.hash();
-        match input.below(4) {
+        match input.below(5) {
             0 => root::path(hash),
             1 => lifecycle::path(hash),
             2 => audit::path(hash, input.below(4) as i64 + 1),
+            3 => release_record::path(hash, FenceEpoch::stored(input.below(4) as i64 + 1)),
             _ => audit::path(hash, (input.below(MAX_PATH_REVISION as usize) as i64) + 1),
         }
     }
@@ -350,7 +355,7 @@ fn operation(fixture: &Fixture, input: &mut Bytes, store: &mut Store) {
     let now = fixture.time(input);
     let owner = input.pick(&fixture.owners).clone();
     let call = LeaseCall::new(fixture.identity.clone(), owner.clone(), now);
-    match input.below(5) {
+    match input.below(6) {
         0 => {
             let op = Registration::new(fixture.identity.clone(), now);
             if let Some(Mutation {
@@ -419,6 +424,23 @@ fn operation(fixture: &Fixture, input: &mut Bytes, store: &mut Store) {
                     }
                     _ => panic!("a terminal call answered another outcome than it wrote"),
                 }
+                apply(fixture, store, &attempt, &writes);
+            }
+        }
+        4 => {
+            let fence = FenceEpoch::stored(i64::from(input.u8() % 6));
+            let op = Release::new(call, fence);
+            if let Some(Mutation {
+                attempt,
+                writes,
+                output,
+            }) = decide(&op, store)
+            {
+                assert_eq!(output, ReleaseOutput::Released, "wrote without releasing");
+                let written = written_lifecycle(fixture, &writes);
+                assert_eq!(written.fence_epoch, fence, "released another fence");
+                assert_eq!(written.lease_owner_fingerprint, owner);
+                assert_eq!(written.lease_expires_at, now, "released at another time");
                 apply(fixture, store, &attempt, &writes);
             }
         }
@@ -537,6 +559,12 @@ fn parse_at(fixture: &Fixture, path: &str, fields: &FieldMap) -> Result<(), Jour
     if path == audit::path(hash, 1) {
         return RegistrationEvent::parse(&audit::id(hash, 1), fields).map(|_| ());
     }
+    for fence in 1..=5 {
+        let fence = FenceEpoch::stored(fence);
+        if path == release_record::path(hash, fence) {
+            return LeaseRelease::parse(hash, &release_record::id(fence), fields).map(|_| ());
+        }
+    }
     for revision in 2..=MAX_PATH_REVISION + 1 {
         if path == audit::path(hash, revision) {
             return TransitionEvent::parse(&audit::id(hash, revision), fields).map(|_| ());
@@ -552,6 +580,7 @@ fn parse_every_document(fixture: &Fixture, store: &Store) {
         for hash in hashes {
             let _ = RootDocument::parse(hash.as_str(), fields);
             let _ = Lifecycle::parse(hash, fields);
+            let _ = LeaseRelease::parse(hash, &release_record::id(FenceEpoch::FIRST), fields);
             for revision in [1, 2, 3, 7] {
                 let id = audit::id(hash, revision);
                 let _ = RegistrationEvent::parse(&id, fields);

@@ -39,7 +39,7 @@ impl Target {
 /// Every journal path the matrix covers (the send layer's, then the result
 /// envelope's, then the recovery checkpoints', the provider keys', the correction
 /// bounds' and the evidence checkpoints', last).
-pub const TARGETS: [Target; 14] = [
+pub const TARGETS: [Target; 15] = [
     Target {
         template: "checkoutRequests/{k}",
         groups: &["checkoutRequests"],
@@ -95,6 +95,10 @@ pub const TARGETS: [Target; 14] = [
     Target {
         template: "evidenceCheckpoints/{k}",
         groups: &["evidenceCheckpoints"],
+    },
+    Target {
+        template: "checkoutRequests/{k}/leaseReleases/0000000001",
+        groups: &["leaseReleases"],
     },
 ];
 
