@@ -384,3 +384,59 @@ async fn abandoned_is_cancelled_by_the_recovery_job_once_the_window_ended() {
     f.assert_no_handoff().await;
     assert_verified(&f.connection).await;
 }
+
+/// Once the window ended, a job whose cancel did not take (the object still waits
+/// for its customer) answers `awaiting_customer` and releases the lease it took: the
+/// caller's next call at that same instant takes it over (not `InProgress`) and its
+/// own read with cancel settles the command.
+#[tokio::test]
+async fn a_jobs_cancel_that_did_not_take_leaves_the_lease_released() {
+    use command_journal::ProviderAccount;
+    use command_journal::recovery::{RecoverOptions, Recovered};
+    let f = fixture(5).await;
+    let provider = Scripted::new(
+        vec![ProviderAnswer::CustomerMustAct(confirm())],
+        vec![
+            ProviderAnswer::CustomerMustAct(confirm()),
+            ProviderAnswer::Closed,
+        ],
+    );
+    assert_eq!(
+        f.execute(&provider).await,
+        Execution::CustomerMustAct(confirm())
+    );
+    let options = RecoverOptions {
+        account: Some(ProviderAccount::new("stub", "acct_customer", "test").expect("account")),
+        ..RecoverOptions::default()
+    };
+    f.clock.advance(PAST_CUTOFF);
+    let run = f
+        .journal
+        .recover(&provider, &options, |_| {})
+        .await
+        .expect("recover");
+    assert_eq!(run.count(Recovered::AwaitingCustomer), 1);
+    let root = format!(
+        "checkoutRequests/{}",
+        f.command.identity().command_key_hash()
+    );
+    // The caller's call released fence 1 before it answered, the job fence 2.
+    let released: Vec<String> = list(&f.connection, &root, "leaseReleases")
+        .await
+        .into_iter()
+        .filter_map(|d| d.name.rsplit('/').next().map(str::to_owned))
+        .collect();
+    assert_eq!(released, ["0000000001", "0000000002"]);
+    // No clock moved: the job's released lease is taken over at once.
+    assert_eq!(f.execute(&provider).await, Execution::Declined);
+    assert_eq!(
+        provider.calls(),
+        vec![
+            sent(&f),
+            retrieved(&f, false, true),
+            retrieved(&f, false, true)
+        ]
+    );
+    f.assert_no_handoff().await;
+    assert_verified(&f.connection).await;
+}
