@@ -138,7 +138,7 @@ fn a_job_that_took_no_lease_or_settled_releases_nothing() {
         |_, _| None,
     );
     assert_eq!(recovered, Ok(Recovered::LookupUnavailable));
-    assert!(!trace.began.iter().any(|b| *b == "journal.release_lease"));
+    assert!(!trace.began.contains(&"journal.release_lease"));
     // A charge found: the command succeeded under the job's lease, nothing to give up.
     let mut store = Store::new();
     crashed_mid_send(&mut store);
@@ -151,7 +151,7 @@ fn a_job_that_took_no_lease_or_settled_releases_nothing() {
         |_, _| None,
     );
     assert_eq!(recovered, Ok(Recovered::Succeeded));
-    assert!(!trace.began.iter().any(|b| *b == "journal.release_lease"));
+    assert!(!trace.began.contains(&"journal.release_lease"));
     assert_eq!(store.count(release::COLLECTION), 0);
 }
 
