@@ -24,7 +24,6 @@ use std::sync::{Arc, Mutex};
 const SECRET: &str = "pi_CANARYsecret_CANARYclient";
 const URL: &str = "https://pay.example/CANARYsession";
 const PAST_CUTOFF: TimeDelta = TimeDelta::seconds(64_801);
-const PAST_LEASE: TimeDelta = TimeDelta::seconds(61);
 
 fn plan() -> ProviderPlan {
     ProviderPlan::new(ProviderPlanRequest {
@@ -244,18 +243,15 @@ async fn must_act_then_paid_on_the_customers_return() {
     assert_eq!(send.state.as_str(), "awaiting_customer");
     assert!(send.needs_reconciliation && send.absence_provable_from.is_none());
     f.assert_no_handoff().await;
-    // A second tab, once the first call's lease has run out: the same action, read
+    // A second tab at once (the first call released its lease): the same action, read
     // by id, nothing re-sent.
-    f.clock.advance(PAST_LEASE);
     assert_eq!(
         f.execute(&provider).await,
         Execution::CustomerMustAct(confirm())
     );
     // The customer has confirmed: the return settles the payment.
-    f.clock.advance(PAST_LEASE);
     let paid = f.execute(&provider).await;
     assert_eq!(paid, Execution::Succeeded(charge("pi_paid")));
-    f.clock.advance(PAST_LEASE);
     assert_eq!(f.execute(&provider).await, paid);
     assert_eq!(
         provider.calls(),
@@ -280,9 +276,7 @@ async fn a_failed_challenge_ends_declined() {
         f.execute(&provider).await,
         Execution::CustomerMustAct(open())
     );
-    f.clock.advance(PAST_LEASE);
     assert_eq!(f.execute(&provider).await, Execution::Declined);
-    f.clock.advance(PAST_LEASE);
     assert_eq!(f.execute(&provider).await, Execution::Declined);
     assert_eq!(provider.calls(), vec![sent(&f), retrieved(&f, true, false)]);
     f.assert_no_handoff().await;
@@ -312,9 +306,7 @@ async fn abandoned_is_cancelled_then_closed_with_nothing_charged_and_one_key() {
     assert_eq!(f.execute(&provider).await, Execution::PendingReconciliation);
     f.clock.advance(PAST_CUTOFF);
     assert_eq!(f.execute(&provider).await, Execution::PendingReconciliation);
-    f.clock.advance(PAST_LEASE);
     assert_eq!(f.execute(&provider).await, Execution::Declined);
-    f.clock.advance(PAST_LEASE);
     assert_eq!(f.execute(&provider).await, Execution::Declined);
     assert_eq!(
         provider.calls(),
@@ -381,6 +373,62 @@ async fn abandoned_is_cancelled_by_the_recovery_job_once_the_window_ended() {
     assert_eq!(provider.calls(), vec![sent(&f), job(false), job(true)]);
     let attempt = f.journal.send_status(&f.command).await.expect("status");
     assert_eq!(attempt.send.expect("a send").attempt, AttemptNumber::FIRST);
+    f.assert_no_handoff().await;
+    assert_verified(&f.connection).await;
+}
+
+/// Once the window ended, a job whose cancel did not take (the object still waits
+/// for its customer) answers `awaiting_customer` and releases the lease it took: the
+/// caller's next call at that same instant takes it over (not `InProgress`) and its
+/// own read with cancel settles the command.
+#[tokio::test]
+async fn a_jobs_cancel_that_did_not_take_leaves_the_lease_released() {
+    use command_journal::ProviderAccount;
+    use command_journal::recovery::{RecoverOptions, Recovered};
+    let f = fixture(5).await;
+    let provider = Scripted::new(
+        vec![ProviderAnswer::CustomerMustAct(confirm())],
+        vec![
+            ProviderAnswer::CustomerMustAct(confirm()),
+            ProviderAnswer::Closed,
+        ],
+    );
+    assert_eq!(
+        f.execute(&provider).await,
+        Execution::CustomerMustAct(confirm())
+    );
+    let options = RecoverOptions {
+        account: Some(ProviderAccount::new("stub", "acct_customer", "test").expect("account")),
+        ..RecoverOptions::default()
+    };
+    f.clock.advance(PAST_CUTOFF);
+    let run = f
+        .journal
+        .recover(&provider, &options, |_| {})
+        .await
+        .expect("recover");
+    assert_eq!(run.count(Recovered::AwaitingCustomer), 1);
+    let root = format!(
+        "checkoutRequests/{}",
+        f.command.identity().command_key_hash()
+    );
+    // The caller's call released fence 1 before it answered, the job fence 2.
+    let released: Vec<String> = list(&f.connection, &root, "leaseReleases")
+        .await
+        .into_iter()
+        .filter_map(|d| d.name.rsplit('/').next().map(str::to_owned))
+        .collect();
+    assert_eq!(released, ["0000000001", "0000000002"]);
+    // No clock moved: the job's released lease is taken over at once.
+    assert_eq!(f.execute(&provider).await, Execution::Declined);
+    assert_eq!(
+        provider.calls(),
+        vec![
+            sent(&f),
+            retrieved(&f, false, true),
+            retrieved(&f, false, true)
+        ]
+    );
     f.assert_no_handoff().await;
     assert_verified(&f.connection).await;
 }

@@ -39,6 +39,7 @@ mod proxy;
 mod randomized;
 mod recovery;
 mod registration;
+mod release;
 mod results;
 mod send_faults;
 mod send_randomized;

@@ -281,6 +281,23 @@ pub(crate) enum Settled {
     LateCharge(Option<TerminalOutput>),
 }
 
+impl Settled {
+    /// Whether a program that took its own lease gives it up before it answers this
+    /// (`release_lease`): every ending that leaves the command leased, unsettled, to
+    /// its next holder. Not a settled or ended command, nor a lease another holder
+    /// runs or that this one lost: nothing of the program's to give up.
+    pub(crate) fn leaves_lease(&self) -> bool {
+        !matches!(
+            self,
+            Self::Succeeded(_)
+                | Self::Declined
+                | Self::LateCharge(_)
+                | Self::Ended(_)
+                | Self::InProgress
+        )
+    }
+}
+
 impl Labelled for Settled {
     fn label(&self) -> &'static str {
         match self {

@@ -192,7 +192,7 @@ pub mod recovery {
     pub mod program {
         //! The recovery of one command as a program of the call machine.
 
-        pub use crate::recovery::program::RecoveryProgram;
+        pub use crate::recovery::program::{RecoveryOp, RecoveryOutput, RecoveryProgram};
     }
 
     pub mod schedule {

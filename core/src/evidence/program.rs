@@ -124,15 +124,10 @@ impl EvidenceProgram {
     fn settling(&mut self, mut settle: Box<Settle>, last: Answered<SettleOp>, now: Now) -> Then {
         let next = match settle.next(last, now).map_err(indexed_error)? {
             Next::Done(settled) => {
-                let release = match settled {
-                    // Settled, ended, or the lease lost: nothing of this call's to give up.
-                    Settled::Succeeded(_)
-                    | Settled::Declined
-                    | Settled::LateCharge(_)
-                    | Settled::Ended(_)
-                    | Settled::InProgress => None,
-                    _ => settle.release_taken(now.at),
-                };
+                let release = settled
+                    .leaves_lease()
+                    .then(|| settle.release_taken(now.at))
+                    .flatten();
                 let outcome = outcome(settled)?;
                 return Ok(match release {
                     Some(op) => {

@@ -751,13 +751,18 @@ fn an_absence_provable_at_the_first_lookup_but_not_under_the_lease_writes_nothin
         Ok(Recovered::NotFound)
     );
     assert_eq!(provider.asked.len(), 2);
-    // The takeover is written (the lease was taken to confirm it), the absence not.
+    // The takeover is written (the lease was taken to confirm it) and its release
+    // (the record beside the released lifecycle), the absence not.
     let send = state(&mut store, T0 + retention + SEC).send.expect("send");
     assert_eq!(
         (send.attempt, send.state),
         (AttemptNumber::FIRST, AttemptState::Sending)
     );
-    assert_eq!(store.documents().len(), before.len() + 1);
+    assert_eq!(store.documents().len(), before.len() + 2);
+    assert!(store.contains_key(&crate::document::release::path(
+        &hash(),
+        FenceEpoch::new(2).expect("fence")
+    )));
     assert!(store.contains_key(&audit::path(&hash(), 3)));
     assert!(!store.contains_key(&audit::path(&hash(), 4)));
 }
@@ -840,7 +845,8 @@ fn an_absence_refused_at_the_commit_is_a_not_found() {
             "journal.recover",
             "journal.acquire",
             "journal.recover",
-            "journal.reconcile_send"
+            "journal.reconcile_send",
+            "journal.release_lease"
         ]
     );
     let send = state(&mut store, T0 + retention).send.expect("send");
@@ -1168,3 +1174,5 @@ fn a_job_cancels_an_abandoned_customers_object_only_under_a_lease_once_its_windo
         }
     }
 }
+
+mod release;
