@@ -161,7 +161,7 @@ async fn checkpoint_backfill_settles_an_event_older_than_the_default_window() {
     service.assert_verifies_clean(2).await;
 }
 
-/// An event whose command's lease still runs (the client's call holds it) is not
+/// An event whose command's lease still runs (the client's retry holds it) is not
 /// taken: the checkpoint advances only to it, not to the newer event taken after it,
 /// and the run fails; once the lease has run out, the next run takes it from there.
 #[tokio::test]
@@ -176,14 +176,26 @@ async fn checkpoint_an_event_in_progress_holds_the_checkpoint_back() {
         Some((t0 - EVENTS_OVERLAP_SECONDS, Ok(Advance::Advanced)))
     );
 
-    // 1,000 s later a stored 500 that Stripe completes at once; the client's lease
-    // (60 s) still runs when its events are made and listed.
+    // 1,000 s later a stored 500 that Stripe completes at once. The call that heard
+    // it released its lease on answering 202; the client's retry is in flight, its
+    // lease (60 s) held, when the events are made and listed.
     advance(&service, &stand_in, 1_000);
     stand_in.fault(Fault::StoredServerErrorRolledForward { after: 1 });
     let id = command_id(971);
     assert_eq!(
         service.checkout(&id, &payment("pm_card_visa")).await.status,
         202
+    );
+    let retry = support::clocked_journal(service.connection.clone(), service.clock.clone());
+    let lease = command_journal::LeaseId::parse("00000000-0000-4000-8000-0000000009a1")
+        .expect("a lease id");
+    let holding = retry
+        .acquire_lease(&service.command(&id, &payment("pm_card_visa")), &lease)
+        .await
+        .expect("the retry's lease");
+    assert!(
+        matches!(holding, command_journal::LeaseOutput::Acquired { .. }),
+        "{holding:?}"
     );
     advance(&service, &stand_in, 2);
     stand_in.events();
