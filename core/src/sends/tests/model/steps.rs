@@ -478,11 +478,11 @@ impl State {
         if let Answered::Ran(Err(error)) = &answer {
             self.note_error(Some(error));
         }
-        let retrieved = matches!(answer, Answered::Retrieved(_));
         self.workers[w].did = did.clone();
         match self.call_mut(w).feed(answer, now) {
             Ok(Fed::Done(execution)) => {
                 let handed = execution == "customer_must_act";
+                let retrieved = self.call(w).retrieved();
                 self.seen.handed |= handed;
                 self.seen.handed_again |= handed && retrieved;
                 self.end(w, &did);

@@ -82,6 +82,10 @@ pub(super) struct Call {
     held: Option<KeyId>,
     /// Whether the last answer was the provider's success to the call's send.
     holding: bool,
+    /// Whether the provider read the call's object by id (an observation for the
+    /// model's examples: the call's answer after it, its lease released first, is
+    /// the action handed again; not part of the call's key).
+    retrieved: bool,
     fingerprint: u64,
 }
 
@@ -239,6 +243,7 @@ impl Call {
             lease_end: None,
             held: None,
             holding: false,
+            retrieved: false,
             fingerprint: 0,
         };
         call.fingerprint = call.fingerprint();
@@ -310,6 +315,7 @@ impl Call {
         };
         self.permit = None;
         self.holding = false;
+        self.retrieved |= matches!(answer, Answered::Retrieved(_));
         match answer {
             Answered::Ran(Ok(O::Started(started)))
             | Answered::Ran(Ok(O::Opened(started, _)))
@@ -337,6 +343,11 @@ impl Call {
             }
             _ => None,
         };
+    }
+
+    /// Whether the provider read the call's object by id.
+    pub(super) fn retrieved(&self) -> bool {
+        self.retrieved
     }
 
     /// The permit the last answer gave, if it gave one.
