@@ -13,6 +13,7 @@ mod service;
 #[path = "../examples/stub-provider/stub.rs"]
 mod stub_provider;
 
+mod adversary;
 mod charges;
 mod concurrency;
 mod configuration;
