@@ -544,6 +544,22 @@ pub const ENTRIES: &[Entry] = &[
          range's start, which only costs lookups.",
     ),
     finding(
+        "release_mismatch",
+        "A lease release record (`leaseReleases/{fence}`) that fails its strict codec, was \
+         rewritten, has no registration, or was released outside its fence's lease; or a \
+         lifecycle that disagrees with the records (released without its record, at \
+         another time, not in its commit; or still holding a released fence).",
+        "The next lease operation on the command fails closed (`journal_corrupt`) where it \
+         reads the disagreement; find who wrote or deleted the document.",
+    ),
+    finding(
+        "write_after_release",
+        "A terminal event by a fence that released its lease, or a send event by it after \
+         its release.",
+        "The journal refuses every such write: find who wrote the event; reconcile the \
+         command with the provider before trusting its outcome.",
+    ),
+    finding(
         "malformed_evidence_checkpoint",
         "An evidence checkpoint (`evidenceCheckpoints/{digest of the feed's name}`) that \
          fails its strict codec: a field added, missing or of another type, or a \
