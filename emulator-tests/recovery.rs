@@ -620,10 +620,16 @@ async fn recovery_records_a_proven_absence_and_the_clients_retry_charges_once() 
         .filter(|(k, v)| after.get(*k) != Some(*v))
         .map(|(k, _)| k)
         .collect();
-    // The takeover's and the absence's events; the lifecycle and the send record.
-    assert_eq!(new.len(), 2, "{new:?}");
+    // The takeover's and the absence's events, and the job's release of the lease it
+    // took (the command is not finished: its client's retry takes it over at once);
+    // the lifecycle and the send record.
+    assert_eq!(new.len(), 3, "{new:?}");
     assert!(new.iter().any(|k| k.contains("_0000000003")), "{new:?}");
     assert!(new.iter().any(|k| k.contains("provider_send_")), "{new:?}");
+    assert!(
+        new.iter().any(|k| k.ends_with("/leaseReleases/0000000002")),
+        "{new:?}"
+    );
     let mut changed: Vec<&str> = changed
         .iter()
         .filter_map(|k| k.split(hash.as_str()).nth(1))
