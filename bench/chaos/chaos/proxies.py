@@ -60,14 +60,18 @@ class _Conn:
 
 
 class _Hold:
-    """One stall or partition: until when it holds, and whether it held anything."""
+    """One stall or partition: until when it holds, and whether it held anything. A
+    stall drawn while no bytes pass is armed (`until` None, `seconds` its length): its
+    window begins with the next bytes, so that it holds some and fires however idle
+    the proxy was when it was drawn."""
 
-    __slots__ = ("until", "kind", "fired")
+    __slots__ = ("until", "kind", "fired", "seconds")
 
-    def __init__(self, until, kind):
+    def __init__(self, until, kind, seconds=None):
         self.until = until
         self.kind = kind
         self.fired = False
+        self.seconds = seconds
 
 
 class TcpFaultProxy:
@@ -174,6 +178,9 @@ class TcpFaultProxy:
     async def _hold(self):
         while True:
             now = time.monotonic()
+            for hold in self.holds:
+                if hold.until is None:
+                    hold.until = now + hold.seconds
             self.holds = [h for h in self.holds if h.until > now]
             if not self.holds:
                 return
@@ -229,10 +236,11 @@ class TcpFaultProxy:
             conn.abort()
 
     def stall(self, seconds):
-        """Holds every byte, both ways, for `seconds` (fired once it holds some)."""
+        """Holds every byte, both ways, for `seconds` from the next bytes that pass
+        (fired once it holds some)."""
         self.counts.draw("firestore_stall")
         self.holds_begun += 1
-        self.holds.append(_Hold(time.monotonic() + seconds, "firestore_stall"))
+        self.holds.append(_Hold(None, "firestore_stall", seconds))
 
     def reset(self):
         """Aborts every open connection with RST (fired when it cut one)."""
