@@ -67,7 +67,11 @@ class Chaos:
             await asyncio.sleep(TICK)
             for proxy in proxies:
                 if rng.random() < r.fs_stall * TICK:
-                    proxy.stall(rng.uniform(0.2, 5.0))
+                    seconds = rng.uniform(0.2, 5.0)
+                    # Drawn only on a proxy something talks through (a killed
+                    # instance's has no connection left), so that it can fire.
+                    if proxy.conns:
+                        proxy.stall(seconds)
                 if rng.random() < r.fs_reset * TICK:
                     proxy.reset()
                 if rng.random() < r.fs_lost_answer * TICK:
