@@ -61,7 +61,8 @@
 //! `Declined` answer is a command the provider declined and never charged;
 //! `plan_conflict` only for a plan other than the bound one; after the drain every
 //! command is terminal as the ledger says, or its `send_status` explains why not (the
-//! outcome is unknown past the cutoff and the key may have been forgotten: it waits for
+//! outcome is unknown past the cutoff and the key may have been forgotten, or the
+//! provider answered the attempt as indeterminate and holds no charge: it waits for
 //! evidence or an operator). Once the journal is seen to hold an attempt
 //! `replayed_unknown`, its key never reaches the provider again. `verify` is clean at
 //! the end. The replay path is reached: a sender heard a replay and the journal
@@ -254,7 +255,7 @@ async fn provider_model_execute_never_charges_a_command_twice() {
     println!(
         "provider model seed={seed} execute_calls={} drain_calls={} rounds={} generations={} \
          commands={} charges={} second_charges=0 declines={} terminal_succeeded={} \
-         terminal_failed={} pending_forgotten={} (with a charge: {}) never_sent={} \
+         terminal_failed={} pending_forgotten={} (with a charge: {}; indeterminate before retention: {}) never_sent={} \
          attempt_2_plus_commands={} max_attempt={} wrong_plan_bound={} plan_conflicts={} \
          answers={:?} sends={} resends={} sends_attempt_2_plus={} processed={} \
          processed_after_sender_left={} deduplicated={} dropped={} forced_by_clock={} \
@@ -274,6 +275,7 @@ async fn provider_model_execute_never_charges_a_command_twice() {
         t.failed,
         t.pending_forgotten,
         t.pending_forgotten_charged,
+        t.pending_indeterminate,
         t.never_sent,
         t.commands_with_attempt_2,
         t.max_attempt,

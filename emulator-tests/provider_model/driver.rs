@@ -100,6 +100,8 @@ pub(super) struct Tally {
     pub(super) failed: u64,
     pub(super) pending_forgotten: u64,
     pub(super) pending_forgotten_charged: u64,
+    /// Left open before the key's retention: an indeterminate attempt, waiting for evidence.
+    pub(super) pending_indeterminate: u64,
     pub(super) never_sent: u64,
     pub(super) max_attempt: i64,
     pub(super) commands_with_attempt_2: u64,

@@ -5,7 +5,7 @@ use super::driver::{Run, kind};
 use super::plans::{VARIANTS, Variant};
 use super::world::{Request, State};
 use super::{CUTOFF, LEASE, RETENTION, SECOND, lock};
-use command_journal::sends::CommandStatus;
+use command_journal::sends::{AttemptState, CommandStatus};
 use command_journal::{Execution, JournalError, ResultEnvelope};
 use std::time::Duration;
 
@@ -161,18 +161,36 @@ impl Run {
                         // the cutoff, once the provider may have forgotten the key,
                         // so that no lookup can prove an absence: it waits for
                         // evidence or an operator.
+                        // Or an attempt the provider answered as indeterminate (a
+                        // stored 5xx, fresh or replayed), which no lookup's "not
+                        // found" ends at any time (the roll-forward rule): with the
+                        // drain's truthful lookups, it holds no charge.
                         let open = send.state.outcome_unknown();
                         let forgotten_from =
                             send.send_cutoff_at.micros() + (RETENTION - CUTOFF) * SECOND;
+                        let indeterminate = matches!(
+                            send.state,
+                            AttemptState::ReplayedUnknown | AttemptState::Indeterminate
+                        );
+                        if indeterminate && now < forgotten_from && charge.is_some() {
+                            world.violation(
+                                c,
+                                "an indeterminate attempt left open although the provider \
+                                 holds its charge",
+                            );
+                        }
                         if !(open
                             && send.needs_reconciliation
                             && send.absence_provable_from.is_none()
-                            && now >= forgotten_from)
+                            && (now >= forgotten_from || indeterminate))
                         {
                             world.violation(
                                 c,
                                 &format!("left unexplained after the drain: {send:?}"),
                             );
+                        }
+                        if now < forgotten_from {
+                            self.tally.pending_indeterminate += 1;
                         }
                         self.tally.pending_forgotten += 1;
                         if charge.is_some() {
