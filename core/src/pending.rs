@@ -39,8 +39,9 @@ pub enum Unblock {
     /// settles it (a "not found" from `absenceProvableFrom` on).
     Evidence,
     /// An attempt's outcome is unknown past its cutoff and no absence can be proven
-    /// any more (the provider may have forgotten the key): a success or a decline
-    /// found at the provider settles it, otherwise a person.
+    /// (the provider may have forgotten the key, or the plan's lookup is
+    /// `final_state`): a success or a decline found at the provider settles it,
+    /// otherwise a person.
     EvidenceOrPerson,
     /// The provider answered the attempt as indeterminate (`replayed_unknown`,
     /// `indeterminate`: Stripe's stored 500) and may still complete it: only its final

@@ -1,6 +1,5 @@
 //! Adversarial attacks on the Stripe flows (issues 55 and 56), written as tests of
-//! the behaviour the contract promises. A test that fails on main is marked
-//! `#[ignore = "adversary finding: ..."]` and asserts the correct behaviour.
+//! the behaviour the contract promises, kept once fixed.
 
 use super::service::recovery::{self, JobSettings};
 use super::stripe::payment;
@@ -23,9 +22,10 @@ fn journal(service: &Service) -> Journal {
 /// (<https://docs.stripe.com/error-low-level>). The recovery job's lookup at
 /// lastSentAt + 60 s + 300 s finds nothing and records the attempt absent, and the
 /// client's next call opens attempt 2 under a new key: two charges for one command.
-/// The contract: one key, one charge.
+/// The contract: one key, one charge, the customer told the payment is pending until
+/// Stripe completes it and 200 after (the plan's lookup is `final_state`: no lookup
+/// proves the unanswered attempt absent).
 #[tokio::test]
-#[ignore = "adversary finding: a lost-answer stored 500 is proven absent by the recovery job's lookup; attempt 2 and Stripe's roll-forward charge twice"]
 async fn adversary_a_stored_500_whose_answer_was_lost_is_never_proven_absent_by_the_job() {
     let stand_in = StandIn::start().await;
     let service = service_with_webhooks(&stand_in).await;
@@ -82,6 +82,22 @@ async fn adversary_a_stored_500_whose_answer_was_lost_is_never_proven_absent_by_
         (0, 1, 1),
         "the job recorded {absent} absent; the retry answered {} {}; keys {keys:?}; intents {intents:?}",
         again.status,
+        again.text
+    );
+    assert_ne!(again.status, 200, "nothing charged yet: {}", again.text);
+    assert_ne!(again.status, 402, "not declined: {}", again.text);
+    let settled = service.checkout(&id, &payment("pm_card_visa")).await;
+    assert_eq!(settled.status, 200, "{}", settled.text);
+    let creates = stand_in.creates().len();
+    let again = service.checkout(&id, &payment("pm_card_visa")).await;
+    assert_eq!(
+        (
+            again.status,
+            stand_in.creates().len(),
+            stand_in.intents().len()
+        ),
+        (200, creates, 1),
+        "{}",
         again.text
     );
 }

@@ -352,7 +352,8 @@ fn checkout_on_stripe_configuration_names_the_variable() {
     let ok = config(&[]).expect("valid");
     assert_eq!(ok.provider_url.as_str(), "https://api.stripe.com/");
     // The plan is the Stripe client's own (`Stripe::plan`), its lookup the client's
-    // (search: durable) with no PROVIDER_LOOKUP set.
+    // (final_state: Stripe may complete what it never answered) with no
+    // PROVIDER_LOOKUP set; the job declares what the search reads (durable).
     let backend = super::service::backend::Backend::new(&ok).expect("a client");
     let payload = json!({"amount": 1250, "currency": "eur", "paymentMethod": "pm_card_visa"});
     let plan = backend.plan(&payload).expect("plan");
@@ -363,7 +364,7 @@ fn checkout_on_stripe_configuration_names_the_variable() {
     assert_eq!(plan, stripe_client.plan(&payload).expect("Stripe's plan"));
     assert_eq!(
         (plan.lookup(), plan.lookup_settle_seconds()),
-        (ProviderLookup::Durable, 300)
+        (ProviderLookup::FinalState, 300)
     );
     let account = backend.account().expect("account");
     assert_eq!(account.lookup(), Some(ProviderLookup::Durable));
@@ -426,11 +427,10 @@ fn checkout_on_stripe_configuration_names_the_variable() {
     let local =
         config(&[("STRIPE_API_BASE", Some("https://stripe.internal/base"))]).expect("valid");
     assert_eq!(local.provider_url.as_str(), "https://stripe.internal/base");
-    // The client's own figures, set as a deployment of the earlier documentation
-    // did, still pass.
+    // The client's own figures, set explicitly, pass.
     let careful = config(&[
         ("PROVIDER_KEY_RETENTION_SECONDS", Some("86400")),
-        ("PROVIDER_LOOKUP", Some("durable")),
+        ("PROVIDER_LOOKUP", Some("final_state")),
         ("PROVIDER_LOOKUP_SETTLE_SECONDS", Some("300")),
     ])
     .expect("the client's own figures");
@@ -440,6 +440,11 @@ fn checkout_on_stripe_configuration_names_the_variable() {
             careful.plan.lookup,
             careful.plan.lookup_settle_seconds
         ),
-        (86_400, ProviderLookup::Durable, 300)
+        (86_400, ProviderLookup::FinalState, 300)
     );
+    // A deployment of the earlier documentation (`PROVIDER_LOOKUP=durable`) is
+    // refused at start, naming the variable: a durable plan would let a lookup prove
+    // an unanswered attempt absent, which Stripe may still complete.
+    let earlier = config(&[("PROVIDER_LOOKUP", Some("durable"))]).expect_err("refused");
+    assert_eq!(earlier.variable, "PROVIDER_LOOKUP");
 }

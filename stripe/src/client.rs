@@ -65,8 +65,8 @@ impl Answered {
 pub struct PlanTerms {
     /// How long Stripe keeps an idempotency key ([`KEY_RETENTION_SECONDS`]).
     pub key_retention_seconds: i64,
-    /// What the client's lookup reads ([`LookupMethod::plan_lookup`]): `durable` for
-    /// search, `key_store` for the listing.
+    /// The plans' lookup ([`LookupMethod::plan_lookup`]): `final_state`, since Stripe
+    /// may complete a request it never answered, so no lookup proves an absence.
     pub lookup: ProviderLookup,
     /// How long a new intent may take to show in a lookup
     /// ([`LOOKUP_SETTLE_SECONDS`]).
@@ -170,7 +170,7 @@ impl Stripe {
     pub fn account(&self) -> Result<ProviderAccount, JournalError> {
         Ok(
             ProviderAccount::new(PROVIDER, self.config.account.id(), self.mode())?
-                .with_lookup(self.config.lookup.plan_lookup()),
+                .with_lookup(self.config.lookup.reads()),
         )
     }
 

@@ -54,7 +54,7 @@ impl Account {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LookupMethod {
     /// `GET /v1/payment_intents/search?query=metadata['journal_key']:'<key>'`: Stripe's
-    /// own records, kept after the key is forgotten (the plan's lookup is `durable`),
+    /// own records, kept after the key is forgotten (it reads `durable` records),
     /// and eventually consistent: a "not found" is confirmed by a listing (read after
     /// write) of the last three hours
     /// ([`SEARCH_CONFIRM_WINDOW_SECONDS`](crate::client::SEARCH_CONFIRM_WINDOW_SECONDS)),
@@ -65,15 +65,29 @@ pub enum LookupMethod {
     Search,
     /// Where search is not offered: `GET /v1/payment_intents?created[gte]=…` over the
     /// last day and an hour, every page, filtered on `metadata.journal_key`. Read after
-    /// write, but only as far back as the window, so the plan's lookup is `key_store`
-    /// with Stripe's 24 h retention: the journal accepts its "not found" only while
-    /// the window still covers the attempt's first send.
+    /// write, but only as far back as the window (it reads the `key_store` span of
+    /// Stripe's 24 h retention).
     List,
 }
 
 impl LookupMethod {
-    /// The plan's `lookup` for this method.
+    /// The plan's `lookup` for this method: `final_state` for both. Stripe may still
+    /// complete a request it never answered (a 500 is indeterminate, and its incident
+    /// remediation may roll the request forward: <https://docs.stripe.com/error-low-level>),
+    /// and a request whose answer was lost may have met one, so no lookup's "not
+    /// found" proves an attempt absent, however far back it reads: a re-send of the
+    /// key (answered), the object's final state, or an event ends the attempt.
     pub fn plan_lookup(self) -> ProviderLookup {
+        match self {
+            Self::Search | Self::List => ProviderLookup::FinalState,
+        }
+    }
+
+    /// What this method's lookups read, as a recovery job declares it: `durable` for
+    /// the search, `key_store` for the listing (it sees no further back than Stripe
+    /// keeps a key), so that a listing job proves no absence for a plan a search
+    /// client bound with a `durable` lookup before plans were `final_state`.
+    pub fn reads(self) -> ProviderLookup {
         match self {
             Self::Search => ProviderLookup::Durable,
             Self::List => ProviderLookup::KeyStore,

@@ -616,7 +616,8 @@ async fn the_listing_reads_after_write_across_pages_and_within_its_window() {
         .count();
     assert_eq!(lists, 6, "two pages each");
     // The window is the retention and an hour: an older intent is not listed (the
-    // plan's key_store lookup keeps the journal from taking that "not found").
+    // plan's final_state lookup keeps the journal from taking any "not found", and
+    // the job declares what the listing reads: the key store).
     stand_in.advance(86_400 + 3_601);
     assert_eq!(
         stripe.find(&key(0), &expected("x")).await,
@@ -627,7 +628,11 @@ async fn the_listing_reads_after_write_across_pages_and_within_its_window() {
             .plan(&payload("pm_card_visa"))
             .expect("plan")
             .lookup(),
-        ProviderLookup::KeyStore
+        ProviderLookup::FinalState
+    );
+    assert_eq!(
+        stripe.account().expect("account").lookup(),
+        Some(ProviderLookup::KeyStore)
     );
     stand_in.assert_schemas_held();
 }
@@ -646,20 +651,22 @@ async fn the_plan_is_the_clients_and_its_account_the_recovery_jobs() {
     let stand_in = StandIn::start().await;
     let stripe = stripe(&stand_in);
     let plan = stripe.plan(&payload("pm_card_visa")).expect("plan");
-    assert_eq!(plan.lookup(), ProviderLookup::Durable);
+    // Stripe may complete a request it never answered: no lookup proves an absence.
+    assert_eq!(plan.lookup(), ProviderLookup::FinalState);
     let account = stripe.account().expect("account");
     let same = command_journal::ProviderAccount::new("stripe", ACCOUNT, "test").expect("account");
     assert_eq!(account, same.clone().with_lookup(ProviderLookup::Durable));
     assert_eq!(plan.provider_account(), same);
     assert!(account.lookup_covers(plan.lookup()));
     // A listing client's job declares a key-store lookup: its "not found" proves no
-    // absence for this search client's plan.
+    // absence for a plan a search client bound as `durable` (before plans were
+    // `final_state`).
     let mut config = stripe.config().clone();
     config.lookup = LookupMethod::List;
     let listing = Stripe::new(config).expect("client");
     let listing = listing.account().expect("account");
     assert_eq!(listing.lookup(), Some(ProviderLookup::KeyStore));
-    assert!(!listing.lookup_covers(plan.lookup()));
+    assert!(!listing.lookup_covers(ProviderLookup::Durable));
     assert_eq!(stripe.mode(), "test");
     assert_eq!(SecretKey::new("rk_live_abc").expect("key").mode(), "live");
 }

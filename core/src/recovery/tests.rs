@@ -619,8 +619,9 @@ fn a_not_found_that_proves_nothing_writes_nothing() {
 
 #[test]
 fn a_key_store_lookup_proves_no_absence_for_a_durable_plan() {
-    use crate::sends::ProviderLookup::{Durable, KeyStore};
+    use crate::sends::ProviderLookup::{Durable, FinalState, KeyStore};
     let durable = plan().with_lookup(Durable, 300).expect("fits");
+    let final_state = plan().with_lookup(FinalState, 300).expect("fits");
     // (the plan's lookup, what the job declares its lookups answer from, how late,
     // the outcome)
     let cases = [
@@ -634,11 +635,18 @@ fn a_key_store_lookup_proves_no_absence_for_a_durable_plan() {
         // A durable lookup covers a key-store plan, within its retention.
         (KeyStore, Some(Durable), 400, Recovered::Absent),
         (KeyStore, Some(KeyStore), 400, Recovered::Absent),
+        // A plan whose provider may still complete what it never answered (Stripe's):
+        // no lookup proves the unanswered attempt absent, whatever the job declares
+        // and however late; its lookups still ask (a charge found settles it).
+        (FinalState, None, 400, Recovered::NotFound),
+        (FinalState, Some(Durable), 30 * 3600, Recovered::NotFound),
+        (FinalState, Some(FinalState), 400, Recovered::NotFound),
     ];
     for (bound, declared, late, expected) in cases {
         let mut store = Store::new();
         let bound_plan = match bound {
             Durable => durable.clone(),
+            FinalState => final_state.clone(),
             KeyStore => plan(),
         };
         let key = client_sends(&mut store, &bound_plan, T0);

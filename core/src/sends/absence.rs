@@ -10,6 +10,7 @@
 //!
 //! indeterminate (replayed_unknown, indeterminate)
 //!                                      -> absence_not_provable { none }: only evidence ends it
+//! lookup final_state (any attempt)     -> absence_not_provable { none }: only evidence ends it
 //! now < provable from                  -> absence_not_provable { provableFrom }
 //! now ≥ forgotten from (key_store)     -> absence_not_provable { none }: evidence or an operator
 //! otherwise                            -> provable: the attempt may be recorded absent
@@ -32,6 +33,16 @@
 //! no longer complete the request (the key's 24 h retention bounds the cached answer,
 //! not the remediation), so there is none here: the attempt waits for that evidence,
 //! or a person ([`Unblock::FinalEvidence`](crate::pending::Unblock::FinalEvidence)).
+//!
+//! A plan whose lookup is `final_state` (every Stripe plan) extends this to every
+//! attempt: a request whose answer never arrived (a timeout, a dropped connection:
+//! `sending` or `ambiguous`) may have met exactly such a 500 at Stripe, stored for the
+//! key and rolled forward later, and the journal cannot tell it from a request that
+//! never arrived. Stripe's advice for a request without an answer is to repeat it
+//! with the same key (`https://docs.stripe.com/api/idempotent_requests`: "if a
+//! connection error occurs, you can safely repeat the request without risk of creating
+//! a second object"), and that re-send's answer (a result, a decline, or the stored
+//! 500 replayed) is what ends the not knowing; a lookup's "not found" never does.
 //!
 //! A provider's success or decline is evidence at any time; only an absence needs this.
 
@@ -86,6 +97,9 @@ pub(crate) fn window(
     if sent.indeterminate && !reverted(Rule::IndeterminateNeverAbsent) {
         return None;
     }
+    if plan.lookup == ProviderLookup::FinalState && !reverted(Rule::UnansweredNeverAbsent) {
+        return None;
+    }
     let settle = if reverted(Rule::SettleWindow) {
         0
     } else {
@@ -96,7 +110,7 @@ pub(crate) fn window(
         .plus_seconds(LEASE_SECONDS)?
         .plus_seconds(settle)?;
     let until = match plan.lookup {
-        ProviderLookup::Durable => None,
+        ProviderLookup::Durable | ProviderLookup::FinalState => None,
         ProviderLookup::KeyStore => Some(
             sent.first_sent_at
                 .plus_seconds(plan.key_retention_seconds)?,

@@ -43,7 +43,7 @@ pub use crate::sends::lookup::ProviderLookup;
 /// plus the settle window fit in the quarter of the retention after the cutoff).
 pub(crate) fn settle_fits(lookup: ProviderLookup, settle_seconds: i64, retention: i64) -> bool {
     (0..=MAX_LOOKUP_SETTLE_SECONDS).contains(&settle_seconds)
-        && (lookup == ProviderLookup::Durable
+        && (lookup != ProviderLookup::KeyStore
             || LEASE_SECONDS + settle_seconds <= retention - cutoff_seconds(retention))
 }
 

@@ -49,6 +49,12 @@ pub(crate) enum Rule {
     /// the plan), the checker finds a re-send past the key's retention making a second
     /// object, closed in the first one's place while the first is still paid.
     ReplayBeforeCutoff = 512,
+    /// Under a plan whose lookup is `final_state` (a provider that may complete a
+    /// request it never answered), no absence of any attempt is ever proven by a
+    /// lookup. Reverted (the usual window applied to an attempt whose stored 500 its
+    /// sender never heard), the checker finds attempt 2 charged beside the first
+    /// request rolled forward.
+    UnansweredNeverAbsent = 1024,
 }
 
 #[cfg(test)]

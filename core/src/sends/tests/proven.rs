@@ -192,6 +192,84 @@ fn a_key_store_absence_is_refused_once_the_key_may_be_forgotten() {
     );
 }
 
+/// The same plan as plan 0 with a `final_state` lookup (Stripe's).
+fn final_state() -> ProviderPlan {
+    plan(0)
+        .with_lookup(ProviderLookup::FinalState, 0)
+        .expect("final_state plan")
+}
+
+#[test]
+fn a_final_state_plan_proves_no_absence_of_an_unanswered_attempt_ever() {
+    // Sent, unanswered (`sending`), then taken over: at the instant a durable plan's
+    // absence is provable, a day later, and forty days later, "not found" is refused
+    // with no instant (nothing but evidence ends it), and nothing is written.
+    for late in [60 * SEC, 86_400 * SEC, 40 * 86_400 * SEC] {
+        let mut store = leased();
+        store
+            .answer(&BeginSend::new(
+                call(0, T0),
+                FenceEpoch::stored(1),
+                final_state(),
+            ))
+            .expect("permit");
+        store
+            .answer(&Acquire::new(call(1, T0 + late)))
+            .expect("acquired");
+        let before = store.documents();
+        let absent = Record::reconciliation(
+            call(1, T0 + late + SEC),
+            FenceEpoch::stored(2),
+            AttemptNumber::FIRST,
+            Absent,
+            final_state(),
+        );
+        assert_eq!(
+            store.answer(&absent),
+            Err(JournalError::AbsenceNotProvable {
+                provable_from: None
+            }),
+            "{late}"
+        );
+        assert_eq!(store.documents(), before, "{late}: nothing written");
+        // A charge found by the lookup, or a decline, is still evidence.
+        let found = Record::reconciliation(
+            call(1, T0 + late + 2 * SEC),
+            FenceEpoch::stored(2),
+            AttemptNumber::FIRST,
+            Declined,
+            final_state(),
+        );
+        assert!(store.answer(&found).is_ok(), "{late}: a decline recorded");
+    }
+    // The same sequence under a durable plan is an absence (the case that must still
+    // pass): the rule is the plan's, never the caller's.
+    let mut store = leased();
+    store
+        .answer(&BeginSend::new(
+            call(0, T0),
+            FenceEpoch::stored(1),
+            durable(),
+        ))
+        .expect("permit");
+    store
+        .answer(&Acquire::new(call(1, T0 + 60 * SEC)))
+        .expect("acquired");
+    let absent = Record::reconciliation(
+        call(1, T0 + 61 * SEC),
+        FenceEpoch::stored(2),
+        AttemptNumber::FIRST,
+        Absent,
+        durable(),
+    );
+    assert_eq!(
+        store.answer(&absent),
+        Ok(SendOutcomeOutput::Absent {
+            attempt: AttemptNumber::FIRST
+        })
+    );
+}
+
 #[test]
 fn another_plan_is_a_conflict_before_any_cutoff_or_state_rule() {
     let store = case(

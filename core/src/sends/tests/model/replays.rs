@@ -130,3 +130,60 @@ fn a_replayed_unknown_under_skewed_clocks_writes_nothing_under_a_superseded_fenc
         assert!(run.found.contains_key(example), "never: {example}");
     }
 }
+
+/// Attempt 1 first sent at 0 s, its stored 500 (having charged nothing) never heard
+/// by its sender (a timeout: `ambiguous`); the next calls come only at the cutoff,
+/// when the key is no longer re-sent and only a lookup can answer, and its "not found"
+/// would prove an ordinary attempt absent. The plans' lookup is `final_state`
+/// (Stripe's).
+fn unanswered_past_the_cutoff(mode: Mode) -> Bounds {
+    Bounds {
+        instants: vec![0, super::world::CUTOFF],
+        misconfigured: false,
+        stored_errors: true,
+        final_state: true,
+        ..Bounds::from_env_with(mode, &[])
+    }
+}
+
+/// Under a `final_state` plan no lookup proves the unanswered attempt absent: the
+/// stored 500 rolled forward settles the command under its one key, and attempt 2 is
+/// never charged beside it.
+#[test]
+fn an_unanswered_stored_500_past_its_cutoff_is_never_proven_absent_under_a_final_state_plan() {
+    let run = check_at(unanswered_past_the_cutoff(Mode::Atomic), &[], None);
+    holds(&run);
+    assert!(
+        run.found
+            .contains_key("a charge rolled forward after a stored 5xx settles"),
+        "never: the roll-forward settles"
+    );
+    assert!(!run.found.contains_key(SECOND_KEY), "reached: {SECOND_KEY}");
+    assert!(
+        !run.found.contains_key("a second attempt"),
+        "reached: a second attempt"
+    );
+}
+
+/// The same with the rule reverted (the usual absence window applied to the
+/// unanswered attempt): the checker finds the double charge the adversary found in
+/// the checkout service, attempt 1 recorded absent on a lookup past the cutoff,
+/// attempt 2 charged, and the stored 500 rolled forward.
+#[test]
+fn with_unanswered_never_absent_reverted_a_lost_stored_500_charges_twice() {
+    let run = check_at(
+        unanswered_past_the_cutoff(Mode::Atomic),
+        &[Rule::UnansweredNeverAbsent],
+        Some(ONE_CHARGE),
+    );
+    let path = run.path(ONE_CHARGE);
+    assert!(
+        path.iter().any(|t| t.note.contains("reconcile: absent 1")),
+        "attempt 1 recorded absent"
+    );
+    assert!(
+        path.iter()
+            .any(|t| matches!(t.action, super::system::Action::RollForward(_))),
+        "the stored 500 rolled forward"
+    );
+}

@@ -4,7 +4,7 @@
 use super::journal::Journal;
 use super::provider::Provider;
 use super::worker::{Asked, Phase, Turn, Worker};
-use super::world::{INSTANTS, KeyId, PlanChoice, WIDE};
+use super::world::{INSTANTS, KeyId, PlanChoice, WIDE, with_final_state};
 use crate::sends::AttemptNumber;
 use crate::sends::reverted::{Rule, with_reverted};
 use stateright::{Model, Property};
@@ -71,6 +71,9 @@ pub(super) struct Bounds {
     /// Whether a new key's request leaves an object that waits for the customer, who
     /// may pay it, fail it, or never act (`customer`).
     pub customer: bool,
+    /// Whether the plans' lookup is `final_state` (Stripe's: no lookup proves an
+    /// absence) rather than `key_store`.
+    pub final_state: bool,
 }
 
 impl Bounds {
@@ -121,6 +124,7 @@ impl Bounds {
             mode: Mode::from_env(mode),
             stored_errors: std::env::var("CJ_MODEL_STORED_ERRORS").is_ok_and(|v| v == "1"),
             customer: false,
+            final_state: false,
         }
     }
 
@@ -341,7 +345,9 @@ impl Model for SendModel {
 
     fn next_state(&self, last: &State, action: Action) -> Option<State> {
         let mut state = last.clone();
-        with_reverted(&self.reverted, || state.apply(action, &self.bounds));
+        with_final_state(self.bounds.final_state, || {
+            with_reverted(&self.reverted, || state.apply(action, &self.bounds))
+        });
         Some(state)
     }
 

@@ -59,7 +59,7 @@ pub(super) enum PlanChoice {
     Other,
 }
 
-fn build(operation: &str) -> ProviderPlan {
+fn build(operation: &str, lookup: ProviderLookup) -> ProviderPlan {
     ProviderPlan::new(ProviderPlanRequest {
         provider: "stripe",
         account: "acct_model",
@@ -71,16 +71,43 @@ fn build(operation: &str) -> ProviderPlan {
         key_retention_seconds: RETENTION,
     })
     .expect("valid model plan")
-    .with_lookup(ProviderLookup::KeyStore, SETTLE)
+    .with_lookup(lookup, SETTLE)
     .expect("valid settle window")
 }
 
-static PLANS: LazyLock<[ProviderPlan; 2]> =
-    LazyLock::new(|| [build("charge"), build("charge_other")]);
+/// The plans with a `key_store` lookup, then with a `final_state` one (Stripe's).
+static PLANS: LazyLock<[ProviderPlan; 4]> = LazyLock::new(|| {
+    [
+        build("charge", ProviderLookup::KeyStore),
+        build("charge_other", ProviderLookup::KeyStore),
+        build("charge", ProviderLookup::FinalState),
+        build("charge_other", ProviderLookup::FinalState),
+    ]
+});
+
+thread_local! {
+    /// Whether this thread's transitions bind plans with a `final_state` lookup
+    /// ([`with_final_state`]).
+    static FINAL_STATE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with the plans' lookup `final_state` (`on`) or `key_store`: the keys are
+/// the same (a key does not depend on the lookup), only the absence rule differs.
+pub(super) fn with_final_state<T>(on: bool, f: impl FnOnce() -> T) -> T {
+    let before = FINAL_STATE.with(|flag| flag.replace(on));
+    let out = f();
+    FINAL_STATE.with(|flag| flag.set(before));
+    out
+}
 
 /// The plan a call with `choice` carries.
 pub(super) fn plan(choice: PlanChoice) -> &'static ProviderPlan {
-    &PLANS[choice as usize]
+    let offset = if FINAL_STATE.with(std::cell::Cell::get) {
+        2
+    } else {
+        0
+    };
+    &PLANS[choice as usize + offset]
 }
 
 /// A provider key the model knows: a plan's key of one attempt.
