@@ -1183,4 +1183,5 @@ fn a_job_cancels_an_abandoned_customers_object_only_under_a_lease_once_its_windo
     }
 }
 
+mod adversary;
 mod release;

@@ -6,6 +6,7 @@
 //! (`permit <attempt> <resend>`, an outcome, or an error code) and the number of
 //! documents the step writes.
 
+mod adversary;
 mod codecs;
 mod customer;
 mod late;
