@@ -112,7 +112,7 @@ async fn adversary_a_stored_500_whose_answer_was_lost_is_never_proven_absent_by_
 /// word, then its answer; here the intent's state is the word, and the customer must
 /// be asked to act.
 #[tokio::test]
-#[ignore = "adversary finding: a rolled-forward intent that requires action is never handed to the customer (stripe/src/answer.rs:372 maps a requires_action intent found by a lookup to lookup_pending; no read by id for an indeterminate attempt)"]
+#[ignore = "adversary finding: a rolled-forward intent that requires action is never handed to the customer (stripe/src/answer.rs:379 maps a requires_action intent found by a lookup to lookup_pending; no read by id for an indeterminate attempt)"]
 async fn adversary_a_rolled_forward_3ds_payment_is_handed_to_the_customer() {
     let stand_in = StandIn::start().await;
     let service = service_with_webhooks(&stand_in).await;
