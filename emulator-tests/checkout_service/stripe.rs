@@ -353,7 +353,7 @@ fn checkout_on_stripe_configuration_names_the_variable() {
     assert_eq!(ok.provider_url.as_str(), "https://api.stripe.com/");
     // The plan is the Stripe client's own (`Stripe::plan`), its lookup the client's
     // (final_state: Stripe may complete what it never answered) with no
-    // PROVIDER_LOOKUP set; the job declares what the search reads (durable).
+    // PROVIDER_LOOKUP set; the job declares final_state too (it proves no absence).
     let backend = super::service::backend::Backend::new(&ok).expect("a client");
     let payload = json!({"amount": 1250, "currency": "eur", "paymentMethod": "pm_card_visa"});
     let plan = backend.plan(&payload).expect("plan");
@@ -367,8 +367,8 @@ fn checkout_on_stripe_configuration_names_the_variable() {
         (ProviderLookup::FinalState, 300)
     );
     let account = backend.account().expect("account");
-    assert_eq!(account.lookup(), Some(ProviderLookup::Durable));
-    assert!(account.lookup_covers(plan.lookup()));
+    assert_eq!(account.lookup(), Some(ProviderLookup::FinalState));
+    assert!(!account.lookup_covers(plan.lookup()));
     assert_eq!(
         backend.plan(&json!({"amount": 5})),
         Err(command_journal::JournalError::invalid("parameters"))

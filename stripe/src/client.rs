@@ -164,13 +164,13 @@ impl Stripe {
     }
 
     /// Where this client's requests go and what its lookups answer from, as a
-    /// recovery job declares it: a [`LookupMethod::List`] client sees no further back
-    /// than Stripe keeps a key, so its "not found" proves no absence for a plan bound
-    /// by a [`LookupMethod::Search`] client.
+    /// recovery job declares it: `final_state`, so that its "not found" proves no
+    /// absence of any plan, a plan bound `durable` or `key_store` before Stripe plans
+    /// were `final_state` included (Stripe may complete a request it never answered).
     pub fn account(&self) -> Result<ProviderAccount, JournalError> {
         Ok(
             ProviderAccount::new(PROVIDER, self.config.account.id(), self.mode())?
-                .with_lookup(self.config.lookup.reads()),
+                .with_lookup(ProviderLookup::FinalState),
         )
     }
 

@@ -82,17 +82,6 @@ impl LookupMethod {
             Self::Search | Self::List => ProviderLookup::FinalState,
         }
     }
-
-    /// What this method's lookups read, as a recovery job declares it: `durable` for
-    /// the search, `key_store` for the listing (it sees no further back than Stripe
-    /// keeps a key), so that a listing job proves no absence for a plan a search
-    /// client bound with a `durable` lookup before plans were `final_state`.
-    pub fn reads(self) -> ProviderLookup {
-        match self {
-            Self::Search => ProviderLookup::Durable,
-            Self::List => ProviderLookup::KeyStore,
-        }
-    }
 }
 
 /// A client's settings. `Debug` shows the base URL, the API version, the mode and the

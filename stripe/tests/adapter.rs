@@ -632,7 +632,7 @@ async fn the_listing_reads_after_write_across_pages_and_within_its_window() {
     );
     assert_eq!(
         stripe.account().expect("account").lookup(),
-        Some(ProviderLookup::KeyStore)
+        Some(ProviderLookup::FinalState)
     );
     stand_in.assert_schemas_held();
 }
@@ -655,18 +655,20 @@ async fn the_plan_is_the_clients_and_its_account_the_recovery_jobs() {
     assert_eq!(plan.lookup(), ProviderLookup::FinalState);
     let account = stripe.account().expect("account");
     let same = command_journal::ProviderAccount::new("stripe", ACCOUNT, "test").expect("account");
-    assert_eq!(account, same.clone().with_lookup(ProviderLookup::Durable));
+    // The job declares `final_state`: its "not found" proves no absence of any plan,
+    // one bound `durable` before plans were `final_state` included.
+    assert_eq!(
+        account,
+        same.clone().with_lookup(ProviderLookup::FinalState)
+    );
     assert_eq!(plan.provider_account(), same);
-    assert!(account.lookup_covers(plan.lookup()));
-    // A listing client's job declares a key-store lookup: its "not found" proves no
-    // absence for a plan a search client bound as `durable` (before plans were
-    // `final_state`).
+    assert!(!account.lookup_covers(plan.lookup()));
+    assert!(!account.lookup_covers(ProviderLookup::Durable));
     let mut config = stripe.config().clone();
     config.lookup = LookupMethod::List;
     let listing = Stripe::new(config).expect("client");
     let listing = listing.account().expect("account");
-    assert_eq!(listing.lookup(), Some(ProviderLookup::KeyStore));
-    assert!(!listing.lookup_covers(ProviderLookup::Durable));
+    assert_eq!(listing.lookup(), Some(ProviderLookup::FinalState));
     assert_eq!(stripe.mode(), "test");
     assert_eq!(SecretKey::new("rk_live_abc").expect("key").mode(), "live");
 }

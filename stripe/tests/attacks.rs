@@ -479,11 +479,10 @@ async fn a_resend_this_version_cannot_make_is_never_a_decline() {
 /// for the search, `key_store` for the listing) is still in flight at the upgrade, and
 /// its unanswered attempt may have met a stored 500 that Stripe rolls forward
 /// (<https://docs.stripe.com/error-low-level>), exactly as a `final_state` plan's.
-/// Today the job declares what its method reads (`LookupMethod::reads`), which covers
-/// those plans, so the job records them absent and any instance of the previous
-/// release still serving opens attempt 2 under a new key.
+/// The job declares `final_state`, which covers no plan: else it would record them
+/// absent, and any instance of the previous release still serving would open
+/// attempt 2 under a new key.
 #[test]
-#[ignore = "adversary finding: Stripe::account declares the lookup its method reads (durable, key_store), which ProviderAccount::lookup_covers takes to prove absences of plans bound before final_state (stripe/src/client.rs:173, core/src/sends/account.rs:119)"]
 fn adversary_a_stripe_job_proves_no_absence_of_any_plan_a_stripe_client_bound() {
     use command_journal::sends::ProviderLookup;
     for method in [LookupMethod::Search, LookupMethod::List] {

@@ -115,11 +115,15 @@ impl ProviderAccount {
 
     /// Whether a "not found" of these lookups can prove an absence under a plan whose
     /// lookup is `plan`: not when they see only the key store while the plan counts
-    /// on a durable lookup.
+    /// on a durable lookup, and never when they ask a provider that may still
+    /// complete a request it never answered (declared `final_state`: a Stripe job),
+    /// whatever the plan bound (a plan bound `durable` before its client's plans were
+    /// `final_state` included).
     pub fn lookup_covers(&self, plan: ProviderLookup) -> bool {
         !matches!(
             (self.lookup, plan),
             (Some(ProviderLookup::KeyStore), ProviderLookup::Durable)
+                | (Some(ProviderLookup::FinalState), _)
         )
     }
 

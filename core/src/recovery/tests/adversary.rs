@@ -103,8 +103,8 @@ fn adversary_a_plan_bound_durable_before_the_change_conflicts_with_the_new_clien
     assert_eq!(store.documents(), before, "nothing written");
 }
 
-/// The same command, the recovery job of the new release running (Stripe's search
-/// job declares `durable`): its "not found" 400 s after the send proves the attempt
+/// The same command, the recovery job of the new release running (a job that
+/// declared `durable`, as Stripe's search job did): its "not found" 400 s after the send proves the attempt
 /// absent under the stored `durable` plan, the very rule the change withdrew for
 /// Stripe (a request whose answer was lost may have met a stored 500 that Stripe
 /// rolls forward). Any instance of the previous release still serving (a rolling
@@ -112,7 +112,6 @@ fn adversary_a_plan_bound_durable_before_the_change_conflicts_with_the_new_clien
 /// Stripe lookup's "not found" proves any Stripe attempt absent, whatever the plan
 /// bound; a job whose lookups answer as `final_state` must cover no plan.
 #[test]
-#[ignore = "adversary finding: a job that declares final_state lookups still proves a durable plan's attempt absent (ProviderAccount::lookup_covers, core/src/sends/account.rs:119; Stripe::account declares durable, stripe/src/config.rs reads())"]
 fn adversary_a_final_state_job_proves_no_absence_of_a_plan_bound_durable_before() {
     let declared = FinalState;
     let mut store = Store::new();
@@ -131,8 +130,9 @@ fn adversary_a_final_state_job_proves_no_absence_of_a_plan_bound_durable_before(
     assert_eq!(store.documents(), before, "nothing written");
 }
 
-/// What the job of the new release does today with the same command (the finding
-/// above, as it stands): the search job proves the `durable` attempt absent.
+/// The case that must still pass: a job that declares `durable` lookups (another
+/// provider's, one that never completes what it did not answer) still proves a
+/// `durable` plan's attempt absent; only a `final_state` declaration covers nothing.
 #[test]
 fn adversary_the_search_job_still_proves_a_durable_plans_attempt_absent() {
     let mut store = Store::new();
