@@ -79,6 +79,15 @@ pub enum JournalError {
     /// outcome but reconciliation moves it. Final for automation.
     #[error("the send cutoff has passed: the attempt needs reconciliation")]
     SendCutoffPassed,
+    /// Another holder sent the attempt last, and its request may still be on its way
+    /// to the provider until the lease it was sent under would have ended
+    /// (`lastSentAt + 60 s`, even when that lease was released sooner): the key is
+    /// re-sent only from `from`. Nothing was written; retry from then.
+    #[error("an earlier request for the attempt may still be in flight: re-send later")]
+    ResendNotYet {
+        /// The instant from which a re-send of the key is permitted.
+        from: crate::time::Timestamp,
+    },
     /// The command is bound to a different provider plan.
     #[error("the command is bound to a different provider plan")]
     PlanConflict,
@@ -283,6 +292,7 @@ impl JournalError {
             Self::ReversalExceedsOriginal => "reversal_exceeds_original",
             Self::ObsoleteMultiEffectFingerprint => "obsolete_multi_effect_fingerprint",
             Self::SendCutoffPassed => "send_cutoff_passed",
+            Self::ResendNotYet { .. } => "resend_not_yet",
             Self::PlanConflict => "plan_conflict",
             Self::SendOutcomeRequired => "send_outcome_required",
             Self::AttemptMismatch => "attempt_mismatch",

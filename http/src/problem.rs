@@ -121,6 +121,11 @@ pub const JOURNAL_PROBLEMS: &[ProblemType] = &[
         "The payment's outcome is unknown and needs reconciliation",
     ),
     row(
+        "resend_not_yet",
+        503,
+        "An earlier request for the payment may still be on its way: retry shortly",
+    ),
+    row(
         "plan_conflict",
         409,
         "The command is bound to another provider plan",

@@ -227,6 +227,9 @@ pub fn error_line(error: &JournalError) -> Value {
         JournalError::AbsenceNotProvable { provable_from } => {
             line["provableFrom"] = json!(provable_from.map(crate::time::SecondsNanos));
         }
+        JournalError::ResendNotYet { from } => {
+            line["resendFrom"] = json!(crate::time::SecondsNanos(*from));
+        }
         _ => {}
     }
     if error.class() != ErrorClass::Refused {

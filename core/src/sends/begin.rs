@@ -35,7 +35,7 @@ use super::mutation::{active, held, next_revision, record};
 use super::output::{BeginSendOutput, SendPermit};
 use super::plan::{ProviderPlan, attempt_key, send_cutoff_at};
 use super::reverted::{Rule, reverted};
-use crate::document::lifecycle::{self, Lifecycle, LifecycleState};
+use crate::document::lifecycle::{self, LEASE_SECONDS, Lifecycle, LifecycleState};
 use crate::error::JournalError;
 use crate::fence::FenceEpoch;
 use crate::identity::CommandIdentity;
@@ -214,8 +214,18 @@ impl BeginSend {
         }
         match attempt.state {
             state if state.resendable() => {
-                // (The fence that sent it last was answered above.) A later holder after a takeover, before the cutoff: re-send the same
-                // attempt with the same key, recording which fence re-sent and when.
+                // (The fence that sent it last was answered above.) A later holder
+                // after a takeover, before the cutoff: re-send the same attempt with
+                // the same key, recording which fence re-sent and when; but not while
+                // the last sender's request may still be on its way, until the lease
+                // it was sent under would have ended (a released lease ends sooner).
+                let from = attempt
+                    .last_sent_at
+                    .plus_seconds(LEASE_SECONDS)
+                    .ok_or(Halt::Reject(JournalError::RevisionOverflow))?;
+                if now < from && !reverted(Rule::ResendAfterSendersLease) {
+                    return Err(Halt::Reject(JournalError::ResendNotYet { from }));
+                }
                 let after = SendAttempt {
                     send_revision: next_revision(Some(&attempt))?,
                     state: AttemptState::Sending,

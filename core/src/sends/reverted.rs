@@ -55,6 +55,10 @@ pub(crate) enum Rule {
     /// sender never heard), the checker finds attempt 2 charged beside the first
     /// request rolled forward.
     UnansweredNeverAbsent = 1024,
+    /// Another holder re-sends an attempt's key only once the lease its last sender
+    /// held would have ended (`lastSentAt + 60 s`), however soon that lease was
+    /// released: the last request may still be on its way until then.
+    ResendAfterSendersLease = 2048,
 }
 
 #[cfg(test)]

@@ -148,6 +148,17 @@ pub const ENTRIES: &[Entry] = &[
          reconcile`.",
     ),
     error(
+        "resend_not_yet",
+        "refused",
+        Exit::Refused,
+        "Another holder sent the attempt last and its request may still be on its way to \
+         the provider until the lease it was sent under would have ended (`lastSentAt` + \
+         60 s, even when that lease was released sooner): no re-send of the key before \
+         `resendFrom`. Nothing was written.",
+        "Retry at or after `resendFrom` (the same key is re-sent then); a provider's \
+         answer for the key may settle the command sooner.",
+    ),
+    error(
         "plan_conflict",
         "refused",
         Exit::Refused,

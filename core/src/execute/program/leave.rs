@@ -3,10 +3,11 @@
 //! first (`release_lease`, one more fenced transaction: a read and a commit), so that
 //! the command's next caller (the customer's return, a provider's event, the recovery
 //! job) takes it over at once rather than after its 60 s. A call whose send went
-//! unanswered (`Unknown`: a timeout, a dropped connection) keeps its lease instead:
-//! its request may still be on its way to the provider until the lease ends (the
-//! deadline is within it), and an immediate takeover could re-send the same key
-//! meanwhile. The call's answer does not
+//! unanswered (`Unknown`: a timeout, a dropped connection) releases it too: its
+//! request may still be on its way to the provider until the lease would have ended,
+//! so `begin_send` permits no other holder to re-send the key before `lastSentAt +
+//! 60 s` (`resend_not_yet`), while a provider's event or the recovery job may record
+//! the key's answer at once. The call's answer does not
 //! depend on the release: a lease lost meanwhile, a refused or contended commit, or
 //! any error but a corrupt journal leaves the answer as it was (the lease then simply
 //! expires); a corrupt document is `journal_corrupt`, as everywhere.
@@ -17,7 +18,6 @@ use crate::error::JournalError;
 use crate::execute::Execution;
 use crate::fence::FenceEpoch;
 use crate::lease::Release;
-use crate::sends::provider::ProviderAnswer;
 use crate::settle::Held;
 
 /// What a call's release needs to know of the call.
@@ -26,25 +26,12 @@ pub(super) struct Leaving {
     /// The fence of a lease the settle program took again (its first one lost): the
     /// one the release gives up.
     pub(super) retaken: Option<FenceEpoch>,
-    /// A send of this call went unanswered: its request may still be in flight.
-    in_flight: bool,
-}
-
-impl Leaving {
-    /// The provider answered a send of this call `answer`.
-    pub(super) fn sent(&mut self, answer: &ProviderAnswer) {
-        self.in_flight |= *answer == ProviderAnswer::Unknown;
-    }
 }
 
 impl ExecuteProgram {
     /// Releases `lease`, then answers `execution`. `RetryLater.after` stays the
     /// lease's remaining time (conservative: a takeover may come sooner).
     pub(super) fn leave(&mut self, lease: Held, execution: Execution, now: Now) -> Then {
-        if self.leaving.in_flight {
-            // Kept until it expires: a request of this call may still be in flight.
-            return self.done(execution);
-        }
         let fence = self.leaving.retaken.unwrap_or(lease.fence);
         let op = Release::new(self.call(now.at), fence);
         let mut run = Run::op(ExecuteOp::Release(op)).fresh();

@@ -409,11 +409,17 @@ fn ambiguous_send_is_recorded_then_retried_after_the_lease() {
             outcome: ProviderAnswer::Unknown,
         })
     );
+    // Released at once (an event or the job may record the key's answer), the
+    // retry-after still the lease's remaining time: no other holder re-sends the key
+    // before `lastSentAt + 60 s` (`resend_not_yet`).
     assert_eq!(
         answers[3],
-        Ok(Asked::Done(Execution::RetryLater {
-            after: Duration::from_secs(39)
-        }))
+        Ok(Asked::Left(
+            fence(),
+            Execution::RetryLater {
+                after: Duration::from_secs(39)
+            }
+        ))
     );
 }
 

@@ -16,6 +16,7 @@ mod proven;
 mod provider;
 mod races;
 mod replayed;
+mod resend_after_release;
 mod retries;
 mod tables;
 

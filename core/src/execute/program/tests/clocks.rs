@@ -159,9 +159,12 @@ fn a_wall_clock_stepped_back_lengthens_no_lookup_and_no_retry_after_comes_early(
     );
     assert_eq!(
         retried.last(),
-        Some(&Ok(Asked::Done(Execution::RetryLater {
-            after: Duration::from_secs(160)
-        })))
+        Some(&Ok(Asked::Left(
+            fence(),
+            Execution::RetryLater {
+                after: Duration::from_secs(160)
+            }
+        )))
     );
 }
 
@@ -191,9 +194,12 @@ fn a_retry_after_promises_no_takeover_before_the_lease_expires_on_either_reading
         );
         assert_eq!(
             got.last(),
-            Some(&Ok(Asked::Done(Execution::RetryLater {
-                after: Duration::from_secs(after)
-            }))),
+            Some(&Ok(Asked::Left(
+                fence(),
+                Execution::RetryLater {
+                    after: Duration::from_secs(after)
+                }
+            ))),
             "{case}"
         );
     }

@@ -177,7 +177,8 @@ fn an_indeterminate_answer_is_recorded_then_looked_up_at_once() {
             "{nothing:?}"
         );
     }
-    // An ordinary unknown answer still waits for the lease (then a re-send).
+    // An ordinary unknown answer is retried later (a re-send, once the lease it was
+    // sent under would have ended), its lease released meanwhile.
     let got = steps(vec![
         acquired(),
         permit(1, false),
@@ -185,7 +186,7 @@ fn an_indeterminate_answer_is_recorded_then_looked_up_at_once() {
         recorded(Ok(SendOutcomeOutput::Ambiguous { attempt: nth(1) })),
     ]);
     assert!(
-        matches!(got[3], Asked::Done(Execution::RetryLater { .. })),
+        matches!(got[3], Asked::Left(_, Execution::RetryLater { .. })),
         "{got:?}"
     );
 }

@@ -169,8 +169,10 @@ fn a_call_without_a_lease_or_with_a_terminal_answer_releases_nothing() {
 }
 
 #[test]
-fn a_call_whose_send_went_unanswered_keeps_its_lease_until_it_expires() {
-    // Its request may still be in flight: no takeover may re-send the key meanwhile.
+fn a_call_whose_send_went_unanswered_releases_its_lease_and_a_resend_not_yet_is_retried() {
+    // Its request may still be in flight: released all the same (an event or the
+    // job may record the key's answer at once), since `begin_send` refuses any other
+    // holder's re-send of the key until the lease it was sent under would have ended.
     assert_eq!(
         steps(vec![
             acquired(),
@@ -179,9 +181,29 @@ fn a_call_whose_send_went_unanswered_keeps_its_lease_until_it_expires() {
             recorded(Ok(SendOutcomeOutput::Ambiguous { attempt: nth(1) })),
         ])
         .last(),
-        Some(&Asked::Done(Execution::RetryLater {
-            after: Duration::from_secs(60)
-        }))
+        Some(&Asked::Left(
+            fence(),
+            Execution::RetryLater {
+                after: Duration::from_secs(60)
+            }
+        ))
+    );
+    // The next caller takes the released lease over at once and is refused the
+    // re-send: it answers retry-later for the time left to `resendFrom`, rounded up,
+    // and releases again.
+    let from = Timestamp::from_micros(at(42).micros() + 1).expect("in range");
+    assert_eq!(
+        steps(vec![
+            acquired(),
+            began(Err(JournalError::ResendNotYet { from }))
+        ])
+        .last(),
+        Some(&Asked::Left(
+            fence(),
+            Execution::RetryLater {
+                after: Duration::from_secs(43)
+            }
+        ))
     );
     // A stored 5xx replayed is an answer: nothing in flight, the lease given up.
     assert_eq!(
