@@ -17,6 +17,7 @@ mod races;
 mod replayed;
 mod retries;
 mod tables;
+mod window;
 
 use super::begin::BeginSend;
 use super::guard::Guarded;
