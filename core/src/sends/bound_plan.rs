@@ -16,7 +16,8 @@ use super::account::ProviderAccount;
 use super::attempt::SendAttempt;
 use super::plan::{
     DEFAULT_LOOKUP_SETTLE_SECONDS, MAX_KEY_RETENTION_SECONDS, MIN_KEY_RETENTION_SECONDS,
-    PLAN_VERSION, PLAN_VERSION_WINDOW, ProviderLookup, ProviderMode, ProviderPlan, settle_fits,
+    PLAN_VERSION, PLAN_VERSION_WINDOW, ProviderLookup, ProviderMode, ProviderPlan, cutoff_seconds,
+    settle_fits,
 };
 use super::window::{act_by, window_fits};
 use crate::digest::Digest;
@@ -135,7 +136,7 @@ impl BoundPlan {
         };
         let customer_window_seconds = if version == 4 {
             let window = f.int("customerWindowSeconds")?;
-            if !window_fits(window, key_retention_seconds) {
+            if !window_fits(window, cutoff_seconds(key_retention_seconds)) {
                 return Err(f.corrupt("customerWindowSeconds"));
             }
             Some(window)

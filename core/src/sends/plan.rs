@@ -195,7 +195,7 @@ impl ProviderPlan {
     /// on `customerWindowSeconds` under 60 or over the cutoff span
     /// `retention − retention / 4` (64,800 s for a day's retention).
     pub fn with_customer_window(mut self, seconds: i64) -> Result<Self, JournalError> {
-        if !window_fits(seconds, self.key_retention_seconds) {
+        if !window_fits(seconds, cutoff_seconds(self.key_retention_seconds)) {
             return Err(JournalError::invalid("customerWindowSeconds"));
         }
         self.customer_window_seconds = Some(seconds);

@@ -8,18 +8,17 @@
 //! act_by = sendCutoffAt                       (no window bound)
 //! ```
 
-use super::plan::cutoff_seconds;
 use crate::time::Timestamp;
 
 /// The shortest customer window a plan binds, in seconds (one minute, a lease).
 pub const MIN_CUSTOMER_WINDOW_SECONDS: i64 = 60;
 
-/// Whether `window` seconds is a customer window a plan with key retention
-/// `retention` may bind: at least [`MIN_CUSTOMER_WINDOW_SECONDS`], at most the cutoff
-/// span `retention − retention / 4` (the key may be re-sent with the same
-/// `act_by` until then).
-pub(crate) fn window_fits(window: i64, retention: i64) -> bool {
-    (MIN_CUSTOMER_WINDOW_SECONDS..=cutoff_seconds(retention)).contains(&window)
+/// Whether `window` seconds is a customer window a plan whose cutoff span (seconds
+/// from an attempt's first send to its cutoff, `retention − retention / 4`) is
+/// `cutoff_span` may bind: at least [`MIN_CUSTOMER_WINDOW_SECONDS`], at most the span
+/// (the key may be re-sent with the same `act_by` until then).
+pub(crate) fn window_fits(window: i64, cutoff_span: i64) -> bool {
+    (MIN_CUSTOMER_WINDOW_SECONDS..=cutoff_span).contains(&window)
 }
 
 /// The instant the customer must have acted by for an attempt first sent at
@@ -65,12 +64,12 @@ mod tests {
 
     #[test]
     fn the_window_fits_from_a_minute_to_the_cutoff_span() {
-        assert!(!window_fits(59, 86_400));
-        assert!(window_fits(60, 86_400));
-        assert!(window_fits(64_800, 86_400));
-        assert!(!window_fits(64_801, 86_400));
-        assert!(!window_fits(-1, 86_400));
-        assert!(window_fits(2_700, 3_600));
-        assert!(!window_fits(2_701, 3_600));
+        assert!(!window_fits(59, 64_800));
+        assert!(window_fits(60, 64_800));
+        assert!(window_fits(64_800, 64_800));
+        assert!(!window_fits(64_801, 64_800));
+        assert!(!window_fits(-1, 64_800));
+        assert!(window_fits(2_700, 2_700));
+        assert!(!window_fits(2_701, 2_700));
     }
 }
