@@ -29,6 +29,7 @@ mod shutdown;
 mod stripe;
 mod tokens;
 mod webhooks;
+mod window;
 
 use super::support::{self, list};
 use chrono::Utc;

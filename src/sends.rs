@@ -11,6 +11,7 @@
 pub use command_journal_core::Executed;
 pub use command_journal_core::sends::{
     ActionName, AttemptNumber, AttemptState, BeginSendOutput, CommandStatus, CustomerAction,
-    Handoff, LookupRequest, ProviderAccount, ProviderLookup, ProviderMode, ProviderPlan,
-    ProviderPlanRequest, RetrieveRequest, SendOutcomeOutput, SendPermit, SendStatus,
+    Handoff, LookupRequest, MIN_CUSTOMER_WINDOW_SECONDS, ProviderAccount, ProviderLookup,
+    ProviderMode, ProviderPlan, ProviderPlanRequest, RetrieveRequest, SendOutcomeOutput,
+    SendPermit, SendStatus, act_by,
 };

@@ -11,6 +11,8 @@ crate's other independent implementation). Implements docs/identity.md,
     version "2", commandKeyHash, provider, account, mode, apiVersion, operation,
     endpoint, canonical parameters, str(keyRetentionSeconds), lookup ("key_store" when
     absent), str(lookupSettleSeconds) (300 when absent)
+  * with customerWindowSeconds (plan version 3): the version-2 parts under version
+    "3", then str(customerWindowSeconds); without it, exactly version 2
   * planFingerprintV1 (plans bound before version 2) = the same frame under version
     "1" without the last two parts
   * accountFingerprint (plan documents of version 3) = digest of domain
@@ -81,6 +83,18 @@ PLANS = [
         },
         "attempts": [2],
     },
+    {
+        "name": "stripe_checkout_customer_window_1h",
+        "plan": {
+            "provider": "stripe", "account": "acct_1Nv0FGQ9RKHgCVdK", "mode": "test",
+            "apiVersion": "2024-06-20", "operation": "checkout",
+            "endpoint": "POST /v1/checkout/sessions",
+            "parameters": {"amount": 1250, "currency": "usd"},
+            "keyRetentionSeconds": 86400, "lookup": "final_state", "lookupSettleSeconds": 300,
+            "customerWindowSeconds": 3600,
+        },
+        "attempts": [1, 2],
+    },
 ]
 
 
@@ -97,7 +111,11 @@ def plan_fingerprint_v1(ckh, plan):
 def plan_fingerprint(ckh, plan):
     parts = plan_parts(ckh, plan) + [plan.get("lookup", "key_store"),
                                      str(plan.get("lookupSettleSeconds", 300))]
-    data = frame(["command-journal.provider-plan", "2"] + parts)
+    version = "2"
+    if "customerWindowSeconds" in plan:
+        version = "3"
+        parts.append(str(plan["customerWindowSeconds"]))
+    data = frame(["command-journal.provider-plan", version] + parts)
     return hashlib.sha256(data).hexdigest()
 
 

@@ -114,7 +114,8 @@ const EXPECTED: &[(&str, &str)] = &[
         "ledger: a fingerprint input object: {family, fingerprintVersion, effects, intent} or \
          {family: internal_transfer, fingerprintVersion, transfer}; send begin: an object \
          {provider, account, mode, apiVersion, operation, endpoint, parameters, \
-         keyRetentionSeconds, optional lookup and lookupSettleSeconds} and no other key \
+         keyRetentionSeconds, optional lookup, lookupSettleSeconds and \
+         customerWindowSeconds} and no other key \
          (the same object for send outcome, send reconcile and identity)",
     ),
     (
@@ -185,6 +186,12 @@ const EXPECTED: &[(&str, &str)] = &[
         "an integer from 0 to 86400 (default 300): the time the provider's lookup needs \
          to see a charge; with lookup key_store, 60 plus it at most a quarter of \
          keyRetentionSeconds",
+    ),
+    (
+        "customerWindowSeconds",
+        "an integer from 60 to keyRetentionSeconds minus a quarter of it (integer \
+         division): how long a customer the provider waits for may act after the \
+         attempt's first send (unset: until the attempt's cutoff)",
     ),
     (
         "attempt",

@@ -31,6 +31,7 @@ pub(crate) mod provider;
 pub(crate) mod record;
 pub(crate) mod reverted;
 pub(crate) mod status;
+pub(crate) mod window;
 
 pub use account::ProviderAccount;
 pub use attempt::AttemptState;
@@ -41,6 +42,7 @@ pub use output::{BeginSendOutput, SendOutcomeOutput, SendPermit};
 pub use plan::{ProviderLookup, ProviderMode, ProviderPlan, ProviderPlanRequest};
 pub use provider::{LookupRequest, RetrieveRequest};
 pub use status::{CommandStatus, SendStatus};
+pub use window::{MIN_CUSTOMER_WINDOW_SECONDS, act_by};
 
 #[cfg(test)]
 pub(crate) mod tests;

@@ -148,3 +148,48 @@ fn checkout_flow_is_payment_intents_unless_told_and_checkout_needs_both_pages() 
         );
     }
 }
+
+/// `CUSTOMER_WINDOW_SECONDS`: unset, no window; set, on the Stripe client's
+/// configuration (bound into every plan); refused, naming it and never its value, out
+/// of 60 to 64800, under 1800 with Checkout, or without Stripe.
+#[test]
+fn the_customer_window_is_a_whole_number_of_seconds_on_stripe_only() {
+    let window = |config: Config| config.stripe.expect("stripe").customer_window_seconds;
+    assert_eq!(window(config(&[]).expect("valid")), None);
+    assert_eq!(
+        window(config(&[("CUSTOMER_WINDOW_SECONDS", Some(" 3600 "))]).expect("an hour")),
+        Some(3_600)
+    );
+    assert_eq!(
+        window(config(&[("CUSTOMER_WINDOW_SECONDS", Some("60"))]).expect("a minute")),
+        Some(60)
+    );
+    let checkout = |seconds: &'static str| {
+        config(&[
+            ("CHECKOUT_FLOW", Some("checkout")),
+            ("CHECKOUT_SUCCESS_URL", Some(SUCCESS)),
+            ("CHECKOUT_CANCEL_URL", Some(CANCEL)),
+            ("CUSTOMER_WINDOW_SECONDS", Some(seconds)),
+        ])
+    };
+    assert_eq!(window(checkout("1800").expect("30 minutes")), Some(1_800));
+    for refused in [
+        checkout("1799"),
+        config(&[("CUSTOMER_WINDOW_SECONDS", Some("59"))]),
+        config(&[("CUSTOMER_WINDOW_SECONDS", Some("64801"))]),
+        config(&[("CUSTOMER_WINDOW_SECONDS", Some("1h"))]),
+        config(&[("CUSTOMER_WINDOW_SECONDS", Some("-3600"))]),
+        config(&[
+            ("PROVIDER_NAME", Some("stub")),
+            ("PROVIDER_URL", Some("https://stub.example")),
+            ("CUSTOMER_WINDOW_SECONDS", Some("3600")),
+        ]),
+    ] {
+        let (variable, text) = refused.expect_err("refused");
+        assert_eq!(variable, "CUSTOMER_WINDOW_SECONDS", "{text}");
+        assert!(
+            !text.contains("1799") && !text.contains("64801") && !text.contains("1h"),
+            "{text}"
+        );
+    }
+}

@@ -191,6 +191,7 @@ fn send_answers_map_to_fixed_outcomes() {
             resend,
             provider_idempotency_key: "cj1-CANARYkey".to_owned(),
             send_cutoff_at: at(T0),
+            act_by: at(T0),
             lease_expires_at: at(T0),
         })
     };

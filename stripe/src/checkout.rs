@@ -41,11 +41,17 @@ impl Stripe {
     /// operation `checkout` and endpoint `POST /v1/checkout/sessions`. Its lookup
     /// (the key's PaymentIntent, by search) never answers "not found": a session's
     /// intent may not exist until the customer pays, so only a session read by id
-    /// (expired) proves an attempt absent.
+    /// (expired) proves an attempt absent. The client's customer window, when
+    /// configured, is bound too: the session's `expires_at` is its end. A window under
+    /// 1,800 s ([`StripeConfig::check_checkout`](crate::StripeConfig::check_checkout))
+    /// is `invalid_input` on `customerWindowSeconds`, before anything is bound.
     pub fn checkout_plan(&self, parameters: &Value) -> Result<ProviderPlan, JournalError> {
         Charge::from_parameters(parameters).map_err(|_| JournalError::invalid("parameters"))?;
+        self.config()
+            .check_checkout()
+            .map_err(|_| JournalError::invalid("customerWindowSeconds"))?;
         let terms = self.terms();
-        ProviderPlan::new(ProviderPlanRequest {
+        terms.bind(ProviderPlan::new(ProviderPlanRequest {
             provider: PROVIDER,
             account: self.config().account.id(),
             mode: self.mode(),
@@ -54,8 +60,7 @@ impl Stripe {
             endpoint: ENDPOINT_CHECKOUT,
             parameters,
             key_retention_seconds: terms.key_retention_seconds,
-        })?
-        .with_lookup(terms.lookup, terms.lookup_settle_seconds)
+        })?)
     }
 
     /// The provider of one Checkout payment of `parameters` (the plan's), its hosted

@@ -71,6 +71,20 @@ pub struct PlanTerms {
     /// How long a new intent may take to show in a lookup
     /// ([`LOOKUP_SETTLE_SECONDS`]).
     pub lookup_settle_seconds: i64,
+    /// The customer's window, seconds after an attempt's first send
+    /// ([`StripeConfig::customer_window_seconds`]); `None`: until the cutoff.
+    pub customer_window_seconds: Option<i64>,
+}
+
+impl PlanTerms {
+    /// `plan` with these terms' lookup, settle window and customer window.
+    pub(crate) fn bind(&self, plan: ProviderPlan) -> Result<ProviderPlan, JournalError> {
+        let plan = plan.with_lookup(self.lookup, self.lookup_settle_seconds)?;
+        match self.customer_window_seconds {
+            Some(seconds) => plan.with_customer_window(seconds),
+            None => Ok(plan),
+        }
+    }
 }
 
 /// A Stripe client for one account: the plan it binds and the provider it drives.
@@ -137,20 +151,22 @@ impl Stripe {
             key_retention_seconds: KEY_RETENTION_SECONDS,
             lookup: self.config.lookup.plan_lookup(),
             lookup_settle_seconds: LOOKUP_SETTLE_SECONDS,
+            customer_window_seconds: self.config.customer_window_seconds,
         }
     }
 
     /// The plan of a payment of `parameters`: provider `stripe`, this account, mode
     /// and API version, operation `charge`, endpoint `POST /v1/payment_intents`, and
     /// this client's [`terms`](Self::terms): a 24 h key retention, the lookup of its
-    /// method with a 300 s settle window.
+    /// method with a 300 s settle window, and its customer window when configured (a
+    /// 3-D Secure intent its customer abandoned is canceled at its end).
     ///
     /// Parameters no intent can be made from ([`Charge::from_parameters`]) are
     /// `invalid_input` on `parameters`, before anything is bound.
     pub fn plan(&self, parameters: &Value) -> Result<ProviderPlan, JournalError> {
         Charge::from_parameters(parameters).map_err(|_| JournalError::invalid("parameters"))?;
         let terms = self.terms();
-        ProviderPlan::new(ProviderPlanRequest {
+        terms.bind(ProviderPlan::new(ProviderPlanRequest {
             provider: PROVIDER,
             account: self.config.account.id(),
             mode: self.mode(),
@@ -159,8 +175,7 @@ impl Stripe {
             endpoint: ENDPOINT,
             parameters,
             key_retention_seconds: terms.key_retention_seconds,
-        })?
-        .with_lookup(terms.lookup, terms.lookup_settle_seconds)
+        })?)
     }
 
     /// Where this client's requests go and what its lookups answer from, as a

@@ -12,6 +12,16 @@ use crate::secret::SecretKey;
 pub const DEFAULT_API_BASE: &str = "https://api.stripe.com";
 /// The bound on one request when [`StripeConfig::new`] sets none.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// The shortest customer window a client takes: a minute (the journal's own minimum).
+pub const MIN_CUSTOMER_WINDOW_SECONDS: i64 = command_journal::sends::MIN_CUSTOMER_WINDOW_SECONDS;
+/// The longest: the cutoff span of Stripe's 24 h key retention (18 h), after which the
+/// key is never re-sent.
+pub const MAX_CUSTOMER_WINDOW_SECONDS: i64 = 64_800;
+/// The shortest customer window a Checkout client takes: a session's `expires_at`
+/// "must be between 30 minutes and 24 hours after the current time"
+/// (<https://docs.stripe.com/api/checkout/sessions/create>, `expires_at`;
+/// <https://docs.stripe.com/payments/checkout/managing-limited-inventory>).
+pub const MIN_CHECKOUT_WINDOW_SECONDS: i64 = 1_800;
 
 /// Whose PaymentIntents these are. The id is the plan's `account` either way.
 #[derive(Clone, PartialEq, Eq)]
@@ -101,6 +111,15 @@ pub struct StripeConfig {
     pub lookup: LookupMethod,
     /// The bound on one request (a send's also by the journal's deadline).
     pub timeout: Duration,
+    /// The customer's window in seconds, bound into every plan of the client
+    /// (`customerWindowSeconds`): a customer asked to act (a 3-D Secure challenge, a
+    /// Checkout page) has this long after the attempt's first send, then the journal
+    /// cancels the intent or expires the session. `None` (the default): until the
+    /// attempt's cutoff, 18 h. [`MIN_CUSTOMER_WINDOW_SECONDS`] to
+    /// [`MAX_CUSTOMER_WINDOW_SECONDS`] ([`ConfigError::CustomerWindow`] otherwise); a
+    /// Checkout client's at least [`MIN_CHECKOUT_WINDOW_SECONDS`]
+    /// ([`ConfigError::CheckoutWindow`]).
+    pub customer_window_seconds: Option<i64>,
 }
 
 impl fmt::Debug for StripeConfig {
@@ -110,12 +129,14 @@ impl fmt::Debug for StripeConfig {
             .field("api_version", &self.api_version)
             .field("mode", &self.secret_key.mode())
             .field("lookup", &self.lookup)
+            .field("customer_window_seconds", &self.customer_window_seconds)
             .finish_non_exhaustive()
     }
 }
 
 impl StripeConfig {
-    /// Stripe's own API, search lookups and a 30 s bound on each request.
+    /// Stripe's own API, search lookups, a 30 s bound on each request and no customer
+    /// window (the customer may act until the attempt's cutoff).
     pub fn new(secret_key: SecretKey, api_version: &str, account: Account) -> Self {
         Self {
             secret_key,
@@ -124,6 +145,19 @@ impl StripeConfig {
             account,
             lookup: LookupMethod::Search,
             timeout: DEFAULT_TIMEOUT,
+            customer_window_seconds: None,
+        }
+    }
+
+    /// Whether a Checkout Session may be made under this configuration: a customer
+    /// window under [`MIN_CHECKOUT_WINDOW_SECONDS`] is [`ConfigError::CheckoutWindow`]
+    /// (Stripe refuses an `expires_at` sooner than 30 minutes after the create).
+    pub fn check_checkout(&self) -> Result<(), ConfigError> {
+        match self.customer_window_seconds {
+            Some(window) if window < MIN_CHECKOUT_WINDOW_SECONDS => {
+                Err(ConfigError::CheckoutWindow)
+            }
+            _ => Ok(()),
         }
     }
 
@@ -138,6 +172,13 @@ impl StripeConfig {
         }
         if self.timeout.is_zero() {
             return Err(ConfigError::Timeout);
+        }
+        let window = MIN_CUSTOMER_WINDOW_SECONDS..=MAX_CUSTOMER_WINDOW_SECONDS;
+        if self
+            .customer_window_seconds
+            .is_some_and(|seconds| !window.contains(&seconds))
+        {
+            return Err(ConfigError::CustomerWindow);
         }
         let url = reqwest::Url::parse(&self.api_base).map_err(|_| ConfigError::ApiBase)?;
         // The secret key travels in every request's header: in clear text only to this

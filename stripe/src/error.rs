@@ -21,6 +21,12 @@ pub enum ConfigError {
     /// `http` to a loopback host), or a product name that is not 1 to 250 printable
     /// characters.
     Pages,
+    /// A customer window under 60 s or over 64,800 s (the cutoff span of Stripe's
+    /// 24 h key retention).
+    CustomerWindow,
+    /// A Checkout client's customer window under 1,800 s: Stripe takes a session's
+    /// `expires_at` no sooner than 30 minutes after its create.
+    CheckoutWindow,
 }
 
 impl fmt::Display for ConfigError {
@@ -33,6 +39,8 @@ impl fmt::Display for ConfigError {
             Self::Timeout => "the Stripe request timeout is zero",
             Self::Client => "the HTTP client could not be built",
             Self::Pages => "the Checkout pages are not https URLs with a product name",
+            Self::CustomerWindow => "the customer window is not 60 to 64800 seconds",
+            Self::CheckoutWindow => "the Checkout customer window is under 1800 seconds",
         })
     }
 }

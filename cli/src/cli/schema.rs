@@ -331,8 +331,10 @@ impl Subject {
                  outcome. At or after sendCutoffAt with the outcome unknown: send_cutoff_passed \
                  (exit 3), do not send, reconcile. plan keys: provider, account, mode, \
                  apiVersion, operation, endpoint, parameters, keyRetentionSeconds (required), \
-                 lookup (key_store | durable, default key_store) and lookupSettleSeconds \
-                 (default 300)."
+                 lookup (key_store | durable, default key_store), lookupSettleSeconds \
+                 (default 300) and customerWindowSeconds (optional: the customer must act \
+                 by firstSentAt plus it, the permit's actBy, printed when before \
+                 sendCutoffAt)."
             }
             Self::ProviderAnswer => {
                 "After the provider answered the send of `send begin`'s attempt, by the holder \

@@ -35,9 +35,10 @@ impl SendAction {
     }
 }
 
-/// The keys of the `plan` object, in the order they are validated (the last two
-/// optional: `lookup` defaults to `key_store`, `lookupSettleSeconds` to 300).
-pub const PLAN_KEYS: [&str; 10] = [
+/// The keys of the `plan` object, in the order they are validated (the last three
+/// optional: `lookup` defaults to `key_store`, `lookupSettleSeconds` to 300, and
+/// without `customerWindowSeconds` the customer's window ends at the cutoff).
+pub const PLAN_KEYS: [&str; 11] = [
     "provider",
     "account",
     "mode",
@@ -48,6 +49,7 @@ pub const PLAN_KEYS: [&str; 10] = [
     "keyRetentionSeconds",
     "lookup",
     "lookupSettleSeconds",
+    "customerWindowSeconds",
 ];
 
 /// Validates the `plan` object of `send begin`, `send outcome`, `send reconcile` and
@@ -91,7 +93,15 @@ pub(crate) fn plan(value: &Value) -> Result<ProviderPlan, JournalError> {
             .as_i64()
             .ok_or(JournalError::invalid("lookupSettleSeconds"))?,
     };
-    ProviderPlan::new(request)?.with_lookup(lookup, settle)
+    let plan = ProviderPlan::new(request)?.with_lookup(lookup, settle)?;
+    match map.get("customerWindowSeconds") {
+        None => Ok(plan),
+        Some(value) => plan.with_customer_window(
+            value
+                .as_i64()
+                .ok_or(JournalError::invalid("customerWindowSeconds"))?,
+        ),
+    }
 }
 
 /// A success's answer: exactly one of `terminalReferenceFingerprint` (a bare

@@ -351,7 +351,7 @@ impl ExecuteProgram {
                         deadline,
                         attempt: permit.attempt,
                         resend: permit.resend,
-                        act_by: permit.send_cutoff_at,
+                        act_by: permit.act_by,
                     }),
                 ),
                 // The permit stands: the next holder re-sends it with the same key.

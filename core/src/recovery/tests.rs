@@ -332,6 +332,15 @@ fn client_heard_a_replay(store: &mut Store) -> String {
 /// A client that started at `T0`, was permitted attempt 1 and recorded `heard`, an
 /// unknown outcome: the key's.
 fn client_heard(store: &mut Store, heard: crate::sends::provider::Closing) -> String {
+    client_heard_under(store, heard, &plan())
+}
+
+/// [`client_heard`] under `plan`.
+fn client_heard_under(
+    store: &mut Store,
+    heard: crate::sends::provider::Closing,
+    plan: &ProviderPlan,
+) -> String {
     let input = input();
     let identity = input.identity();
     let lease = fresh_lease();
@@ -344,7 +353,7 @@ fn client_heard(store: &mut Store, heard: crate::sends::provider::Closing) -> St
     };
     let call = LeaseCall::new(identity.clone(), owner.clone(), at(T0));
     let BeginSendOutput::Permitted(permit) = store
-        .answer(&BeginSend::new(call, fence_epoch, plan()))
+        .answer(&BeginSend::new(call, fence_epoch, plan.clone()))
         .expect("begin_send")
     else {
         panic!("no permit");
@@ -356,7 +365,7 @@ fn client_heard(store: &mut Store, heard: crate::sends::provider::Closing) -> St
             fence_epoch,
             AttemptNumber::FIRST,
             heard,
-            plan(),
+            plan.clone(),
         ))
         .expect("recorded");
     permit.provider_idempotency_key
@@ -1185,3 +1194,4 @@ fn a_job_cancels_an_abandoned_customers_object_only_under_a_lease_once_its_windo
 
 mod adversary;
 mod release;
+mod window;

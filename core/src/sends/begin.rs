@@ -73,7 +73,8 @@ impl BeginSend {
         self.fence
     }
 
-    fn permit(&self, attempt: &SendAttempt, lifecycle: &Lifecycle) -> SendPermit {
+    /// The permit of `attempt` under the bound `plan` (its customer window).
+    fn permit(&self, attempt: &SendAttempt, lifecycle: &Lifecycle, plan: &BoundPlan) -> SendPermit {
         SendPermit {
             lease_expires_at: lifecycle.lease_expires_at,
             attempt: attempt.attempt,
@@ -84,6 +85,7 @@ impl BeginSend {
                 attempt.attempt,
             ),
             send_cutoff_at: attempt.send_cutoff_at,
+            act_by: plan.act_by(attempt),
         }
     }
 
@@ -166,9 +168,11 @@ impl BeginSend {
             && !lifecycle.released
             && now < lifecycle.lease_expires_at
         {
-            return Ok(Decision::Observe(BeginSendOutput::Permitted(
-                self.permit(&state.attempt, lifecycle),
-            )));
+            return Ok(Decision::Observe(BeginSendOutput::Permitted(self.permit(
+                &state.attempt,
+                lifecycle,
+                &state.plan,
+            ))));
         }
         active(lifecycle, now)?;
         let hash = call.hash();
@@ -200,7 +204,7 @@ impl BeginSend {
                 },
             ];
             writes.extend(record(hash, None, &after, SendEventType::Opened));
-            let permit = self.permit(&after, lifecycle);
+            let permit = self.permit(&after, lifecycle, &bound);
             writes.push(KeyIndex::create(
                 hash,
                 after.attempt,
@@ -208,7 +212,7 @@ impl BeginSend {
             ));
             return Ok(Decision::Mutate(writes, BeginSendOutput::Permitted(permit)));
         };
-        let SendState { attempt, .. } = *state;
+        let SendState { attempt, plan, .. } = *state;
         if now < attempt.updated_at() {
             return Err(Halt::Reject(JournalError::ClockRegression));
         }
@@ -236,7 +240,7 @@ impl BeginSend {
                     ..attempt.clone()
                 };
                 let writes = record(hash, Some(&attempt), &after, SendEventType::Resent);
-                let permit = self.permit(&after, lifecycle);
+                let permit = self.permit(&after, lifecycle, &plan);
                 Ok(Decision::Mutate(writes, BeginSendOutput::Permitted(permit)))
             }
             AttemptState::Absent => {
@@ -273,7 +277,7 @@ impl BeginSend {
                 let after = self.opened(next, next_revision(Some(&attempt))?)?;
                 let mut writes = record(hash, Some(&attempt), &after, SendEventType::Opened);
                 writes.push(Write::AssertAbsent { path: late });
-                let permit = self.permit(&after, lifecycle);
+                let permit = self.permit(&after, lifecycle, &plan);
                 writes.push(KeyIndex::create(
                     hash,
                     after.attempt,

@@ -3,18 +3,23 @@
 //! fingerprint and its non-secret parts only: no account, API version, endpoint or
 //! parameters (the account only inside its command-bound `accountFingerprint`).
 //!
-//! Three versions are read: `sendSchemaVersion` 1 (plan version 1, bound before the
+//! Four versions are read: `sendSchemaVersion` 1 (plan version 1, bound before the
 //! lookup fields existed: a `key_store` lookup with the default settle window), 2
-//! (with `lookup` and `lookupSettleSeconds`) and 3 (every plan bound now: version 2's
-//! fields and `accountFingerprint`, which lets a recovery job prove it asks the
-//! plan's account). Only 3 is written; versions 2 and 3 share plan version 2's
-//! fingerprint frame.
+//! (with `lookup` and `lookupSettleSeconds`), 3 (every plan bound now without a
+//! customer window: version 2's fields and `accountFingerprint`, which lets a recovery
+//! job prove it asks the plan's account) and 4 (a plan that binds a customer window:
+//! version 3's fields and `customerWindowSeconds`, its range checked again on read).
+//! Only 3 and 4 are written; versions 2 and 3 share plan version 2's fingerprint
+//! frame, version 4 has plan version 3's (with the window).
 
 use super::account::ProviderAccount;
+use super::attempt::SendAttempt;
 use super::plan::{
     DEFAULT_LOOKUP_SETTLE_SECONDS, MAX_KEY_RETENTION_SECONDS, MIN_KEY_RETENTION_SECONDS,
-    ProviderLookup, ProviderMode, ProviderPlan, settle_fits,
+    PLAN_VERSION, PLAN_VERSION_WINDOW, ProviderLookup, ProviderMode, ProviderPlan, cutoff_seconds,
+    settle_fits,
 };
+use super::window::{act_by, window_fits};
 use crate::digest::Digest;
 use crate::document::fields::{self, FieldMap, Strict};
 use crate::error::JournalError;
@@ -24,10 +29,13 @@ use crate::time::Timestamp;
 
 /// The `journal_corrupt` reason of a malformed plan document.
 pub(crate) const KIND: &str = "malformed provider plan document";
-/// The `sendSchemaVersion` of every plan document written now.
+/// The `sendSchemaVersion` of a plan document written now without a customer window.
 pub(crate) const VERSION: i64 = 3;
-/// The fields of a version-3 plan document: version 2's and `accountFingerprint`.
-pub const FIELDS: [&str; 12] = [
+/// The `sendSchemaVersion` of a plan document written now with a customer window.
+pub(crate) const VERSION_WINDOW: i64 = 4;
+/// The fields of a version-4 plan document: version 3's and `customerWindowSeconds`
+/// (every field a plan document may hold).
+pub const FIELDS: [&str; 13] = [
     "sendSchemaVersion",
     "commandKeyHash",
     "planFingerprint",
@@ -40,11 +48,14 @@ pub const FIELDS: [&str; 12] = [
     "lookup",
     "lookupSettleSeconds",
     "accountFingerprint",
+    "customerWindowSeconds",
 ];
+/// The fields of a version-3 plan document: version 2's and `accountFingerprint`.
+pub(crate) const FIELDS_V3: &[&str] = FIELDS.split_at(FIELDS.len() - 1).0;
 /// The fields of a version-2 plan document: version 1's and the lookup's two.
-pub(crate) const FIELDS_V2: &[&str] = FIELDS.split_at(FIELDS.len() - 1).0;
+pub(crate) const FIELDS_V2: &[&str] = FIELDS.split_at(FIELDS.len() - 2).0;
 /// The fields of a version-1 plan document: version 2's without the lookup's two.
-pub(crate) const FIELDS_V1: &[&str] = FIELDS.split_at(FIELDS.len() - 3).0;
+pub(crate) const FIELDS_V1: &[&str] = FIELDS.split_at(FIELDS.len() - 4).0;
 
 /// The plan document's path relative to the documents root.
 pub(crate) fn path(hash: &Digest) -> String {
@@ -57,7 +68,7 @@ pub(crate) fn path(hash: &Digest) -> String {
 /// A parsed plan document.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BoundPlan {
-    /// The document version: 1, 2 or 3 (`sendSchemaVersion`).
+    /// The document version: 1, 2, 3 or 4 (`sendSchemaVersion`).
     pub version: i64,
     /// Equals the parent root's id.
     pub command_key_hash: Digest,
@@ -82,13 +93,17 @@ pub struct BoundPlan {
     /// The command-bound fingerprint of the plan's provider, account and mode
     /// ([`ProviderAccount::fingerprint`]); `None` for plans bound before version 3.
     pub account_fingerprint: Option<Digest>,
+    /// The customer's window, seconds after an attempt's first send (version 4);
+    /// `None`: the window ends at the attempt's cutoff.
+    pub customer_window_seconds: Option<i64>,
 }
 
 impl BoundPlan {
     /// Parses strictly; `hash` is the command the document was read under.
     pub fn parse(hash: &Digest, map: &FieldMap) -> Result<Self, JournalError> {
         let (version, expected): (i64, &[&str]) = match map.len() {
-            n if n == FIELDS.len() => (3, &FIELDS),
+            n if n == FIELDS.len() => (4, &FIELDS),
+            n if n == FIELDS_V3.len() => (3, FIELDS_V3),
             n if n == FIELDS_V2.len() => (2, FIELDS_V2),
             _ => (1, FIELDS_V1),
         };
@@ -119,6 +134,15 @@ impl BoundPlan {
         } else {
             (ProviderLookup::KeyStore, DEFAULT_LOOKUP_SETTLE_SECONDS)
         };
+        let customer_window_seconds = if version == 4 {
+            let window = f.int("customerWindowSeconds")?;
+            if !window_fits(window, cutoff_seconds(key_retention_seconds)) {
+                return Err(f.corrupt("customerWindowSeconds"));
+            }
+            Some(window)
+        } else {
+            None
+        };
         Ok(Self {
             version,
             command_key_hash,
@@ -131,11 +155,12 @@ impl BoundPlan {
             lookup_settle_seconds,
             bound_at: f.timestamp("boundAt")?,
             bound_fence_epoch: f.fence("boundFenceEpoch")?,
-            account_fingerprint: if version == 3 {
+            account_fingerprint: if version >= 3 {
                 Some(f.digest("accountFingerprint")?)
             } else {
                 None
             },
+            customer_window_seconds,
         })
     }
 
@@ -147,8 +172,13 @@ impl BoundPlan {
         fence: FenceEpoch,
     ) -> Self {
         let hash = identity.command_key_hash();
+        let window = plan.customer_window_seconds();
         Self {
-            version: VERSION,
+            version: if window.is_some() {
+                VERSION_WINDOW
+            } else {
+                VERSION
+            },
             command_key_hash: hash.clone(),
             plan_fingerprint: plan.fingerprint(identity),
             provider: plan.provider().to_owned(),
@@ -160,17 +190,39 @@ impl BoundPlan {
             bound_at,
             bound_fence_epoch: fence,
             account_fingerprint: Some(plan.provider_account().fingerprint(hash)),
+            customer_window_seconds: window,
+        }
+    }
+
+    /// The plan version whose fingerprint frame this document's version stores.
+    fn plan_version(&self) -> i64 {
+        match self.version {
+            1 => 1,
+            4 => PLAN_VERSION_WINDOW,
+            _ => PLAN_VERSION,
         }
     }
 
     /// Whether `plan` is the plan bound here: its fingerprint under this document's
-    /// plan version, for a version-1 plan also the lookup that version implied, and
-    /// for a version-3 plan its account fingerprint.
+    /// plan version, for a version-1 plan also the lookup that version implied, for a
+    /// version-3 or 4 plan its account fingerprint, and the same customer window (or
+    /// none on both).
     pub fn is(&self, plan: &ProviderPlan, identity: &CommandIdentity) -> bool {
-        plan.fingerprint_v(identity, self.version) == self.plan_fingerprint
+        plan.fingerprint_v(identity, self.plan_version()) == self.plan_fingerprint
             && plan.lookup() == self.lookup
             && plan.lookup_settle_seconds() == self.lookup_settle_seconds
+            && plan.customer_window_seconds() == self.customer_window_seconds
             && self.is_account(&plan.provider_account()) != Some(false)
+    }
+
+    /// The instant the customer of `attempt` must have acted by under this plan's
+    /// window ([`act_by`](super::window::act_by) of the stored attempt).
+    pub(crate) fn act_by(&self, attempt: &SendAttempt) -> Timestamp {
+        act_by(
+            attempt.first_sent_at,
+            attempt.send_cutoff_at,
+            self.customer_window_seconds,
+        )
     }
 
     /// Whether `account` is the account the plan sends to: `None` for a plan bound
@@ -215,6 +267,9 @@ impl BoundPlan {
                 "accountFingerprint".to_owned(),
                 fields::string(account.as_str()),
             );
+        }
+        if let Some(window) = self.customer_window_seconds {
+            map.insert("customerWindowSeconds".to_owned(), fields::int(window));
         }
         map
     }

@@ -20,6 +20,11 @@ pub struct SendPermit {
     pub provider_idempotency_key: String,
     /// The stored cutoff: from this instant on no permit is issued for the attempt.
     pub send_cutoff_at: Timestamp,
+    /// The instant the customer must have acted by (`act_by` of the stored plan's
+    /// window and the attempt): the cutoff when the plan binds no window, and the
+    /// same instant on every permit of the attempt. Serialized as `actBy` only when
+    /// it is before the cutoff, so a plan without a window prints what it printed.
+    pub act_by: Timestamp,
     /// The expiry of the lease this permit was issued under: the request must not be
     /// sent at or after it (a request still in flight then is one the journal counts
     /// on having reached the provider within the plan's settle window).
@@ -61,16 +66,22 @@ pub enum SendOutcomeOutput {
 
 /// `{"journalSchemaVersion":1,"outcome":"send_permitted","attempt":N,"resend":B,
 /// "providerIdempotencyKey":"cj1-…","sendCutoffAt":{"seconds":S,"nanoseconds":N},
-/// "leaseExpiresAt":{"seconds":S,"nanoseconds":N}}`.
+/// "leaseExpiresAt":{"seconds":S,"nanoseconds":N}}`, with
+/// `"actBy":{"seconds":S,"nanoseconds":N}` after `sendCutoffAt` when the customer's
+/// window ends before the cutoff.
 impl Serialize for SendPermit {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut s = serializer.serialize_struct("SendPermit", 7)?;
+        let windowed = self.act_by < self.send_cutoff_at;
+        let mut s = serializer.serialize_struct("SendPermit", 7 + usize::from(windowed))?;
         s.serialize_field("journalSchemaVersion", &1)?;
         s.serialize_field("outcome", "send_permitted")?;
         s.serialize_field("attempt", &self.attempt)?;
         s.serialize_field("resend", &self.resend)?;
         s.serialize_field("providerIdempotencyKey", &self.provider_idempotency_key)?;
         s.serialize_field("sendCutoffAt", &SecondsNanos(self.send_cutoff_at))?;
+        if windowed {
+            s.serialize_field("actBy", &SecondsNanos(self.act_by))?;
+        }
         s.serialize_field("leaseExpiresAt", &SecondsNanos(self.lease_expires_at))?;
         s.end()
     }

@@ -8,6 +8,7 @@
 pub use super::account::ProviderMode;
 use super::account::{ProviderAccount, checked_account};
 use super::attempt_number::AttemptNumber;
+use super::window::window_fits;
 use crate::digest::{Digest, frame_digest};
 use crate::document::lifecycle::LEASE_SECONDS;
 use crate::error::JournalError;
@@ -24,9 +25,13 @@ pub(crate) const MAX_KEY_RETENTION_SECONDS: i64 = 2_592_000;
 pub const DEFAULT_LOOKUP_SETTLE_SECONDS: i64 = 300;
 /// Largest accepted `lookupSettleSeconds` (one day).
 pub(crate) const MAX_LOOKUP_SETTLE_SECONDS: i64 = 86_400;
-/// The plan version new plans are fingerprinted and stored under: version 2 adds the
-/// lookup's durability and settle window. Version 1 plans stay readable.
+/// The plan version new plans without a customer window are fingerprinted under:
+/// version 2 adds the lookup's durability and settle window. Version 1 plans stay
+/// readable.
 pub(crate) const PLAN_VERSION: i64 = 2;
+/// The plan version of a plan that binds a customer window: version 2's frame and the
+/// window.
+pub(crate) const PLAN_VERSION_WINDOW: i64 = 3;
 /// Longest endpoint text (`METHOD /path`), in bytes.
 const MAX_ENDPOINT_BYTES: usize = 512;
 /// Longest API version text, in characters.
@@ -90,6 +95,7 @@ pub struct ProviderPlan {
     key_retention_seconds: i64,
     lookup: ProviderLookup,
     lookup_settle_seconds: i64,
+    customer_window_seconds: Option<i64>,
 }
 
 impl fmt::Debug for ProviderPlan {
@@ -178,7 +184,27 @@ impl ProviderPlan {
             key_retention_seconds: retention,
             lookup: ProviderLookup::KeyStore,
             lookup_settle_seconds: DEFAULT_LOOKUP_SETTLE_SECONDS,
+            customer_window_seconds: None,
         })
+    }
+
+    /// The same plan with the customer's window: an attempt that waits for its
+    /// customer (a 3-D Secure challenge, a hosted page) is theirs for `seconds` after
+    /// its first send, then its object is canceled (`act_by`, the earlier of that end
+    /// and the attempt's cutoff). Unset, the window ends at the cutoff. `invalid_input`
+    /// on `customerWindowSeconds` under 60 or over the cutoff span
+    /// `retention − retention / 4` (64,800 s for a day's retention).
+    pub fn with_customer_window(mut self, seconds: i64) -> Result<Self, JournalError> {
+        if !window_fits(seconds, cutoff_seconds(self.key_retention_seconds)) {
+            return Err(JournalError::invalid("customerWindowSeconds"));
+        }
+        self.customer_window_seconds = Some(seconds);
+        Ok(self)
+    }
+
+    /// The customer's window in seconds, if the plan sets one (stored when set).
+    pub fn customer_window_seconds(&self) -> Option<i64> {
+        self.customer_window_seconds
     }
 
     /// The same plan with the provider's lookup durability and settle window (the
@@ -241,18 +267,25 @@ impl ProviderPlan {
         &self.parameters
     }
 
-    /// `planFingerprint` under the current plan version (2):
-    /// domain `command-journal.provider-plan`, version 2, then `commandKeyHash`,
-    /// provider, account, mode, API version, operation, endpoint, canonical
-    /// parameters, the key retention, the lookup (`key_store` | `durable`) and the
-    /// settle window (integers as decimal text). Bound to the command, so the same
-    /// plan under another command has an unrelated fingerprint.
+    /// `planFingerprint` under the current plan version: without a customer window,
+    /// version 2: domain `command-journal.provider-plan`, version 2, then
+    /// `commandKeyHash`, provider, account, mode, API version, operation, endpoint,
+    /// canonical parameters, the key retention, the lookup (`key_store` | `durable` |
+    /// `final_state`) and the settle window (integers as decimal text); with one,
+    /// version 3: the same parts under version 3, then the window. Bound to the
+    /// command, so the same plan under another command has an unrelated fingerprint.
     pub fn fingerprint(&self, identity: &CommandIdentity) -> Digest {
-        self.fingerprint_v(identity, PLAN_VERSION)
+        let version = match self.customer_window_seconds {
+            Some(_) => PLAN_VERSION_WINDOW,
+            None => PLAN_VERSION,
+        };
+        self.fingerprint_v(identity, version)
     }
 
     /// The fingerprint under plan version `version`: 1 is the frame above without the
-    /// lookup and settle parts (plans bound before version 2), anything else 2.
+    /// lookup and settle parts (plans bound before version 2), 3 the frame with the
+    /// customer window (its window, or none: then no plan version 3 document can
+    /// match), anything else 2.
     pub(crate) fn fingerprint_v(&self, identity: &CommandIdentity, version: i64) -> Digest {
         let retention = self.key_retention_seconds.to_string();
         let settle = self.lookup_settle_seconds.to_string();
@@ -272,7 +305,14 @@ impl ProviderPlan {
         }
         parts.push(self.lookup.as_str().as_bytes());
         parts.push(settle.as_bytes());
-        frame_digest("command-journal.provider-plan", 2, &parts)
+        if version != PLAN_VERSION_WINDOW {
+            return frame_digest("command-journal.provider-plan", 2, &parts);
+        }
+        let window = self
+            .customer_window_seconds
+            .map_or_else(String::new, |seconds| seconds.to_string());
+        parts.push(window.as_bytes());
+        frame_digest("command-journal.provider-plan", 3, &parts)
     }
 }
 

@@ -41,6 +41,11 @@ pub struct SendStatus {
     /// forgotten the key: evidence or an operator settles it).
     #[serde(serialize_with = "nullable_seconds_nanos")]
     pub absence_provable_from: Option<Timestamp>,
+    /// The instant the attempt's customer must have acted by: `act_by` of the stored
+    /// plan's customer window and the stored attempt (the cutoff without a window).
+    /// Not serialized: `status` prints what it printed.
+    #[serde(skip)]
+    pub act_by: Timestamp,
     /// The current attempt's provider key, derived from the stored plan's operation
     /// (what a lookup asks for). Never serialized.
     #[serde(skip)]
@@ -132,6 +137,7 @@ impl SendStatusRead {
                     attempt: a.attempt,
                     state: a.state,
                     send_cutoff_at: a.send_cutoff_at,
+                    act_by: state.plan.act_by(a),
                     needs_reconciliation: open
                         && (now >= a.send_cutoff_at || a.state.key_cannot_tell()),
                     absence_provable_from: provable_from.filter(|_| open),

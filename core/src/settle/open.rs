@@ -18,6 +18,8 @@ pub(super) struct Open {
     pub(super) state: AttemptState,
     /// Its stored cutoff.
     pub(super) send_cutoff_at: Timestamp,
+    /// The end of its customer's window (`act_by` of the stored plan and attempt).
+    pub(super) act_by: Timestamp,
     /// From when its "not found" proves an absence, for this holder; `None`: never.
     pub(super) provable_from: Option<Timestamp>,
 }
@@ -33,6 +35,7 @@ pub(super) fn caller_open(status: CommandStatus, asks: bool) -> Result<Open, Set
                 key: send.key,
                 state: send.state,
                 send_cutoff_at: send.send_cutoff_at,
+                act_by: send.act_by,
                 provable_from: send.absence_provable_from,
             })
         }
@@ -86,6 +89,7 @@ pub(super) fn job_open(
         key: send.key,
         state: send.state,
         send_cutoff_at: send.send_cutoff_at,
+        act_by: send.act_by,
         provable_from: send.absence_provable_from.filter(|_| proves),
     }))
 }

@@ -310,7 +310,7 @@ impl Settle {
         // it reads the status again under it).
         if open.state == AttemptState::AwaitingCustomer {
             let job = matches!(self.holder, Holder::Job { .. });
-            if job && under.is_none() && now.at >= open.send_cutoff_at {
+            if job && under.is_none() && now.at >= open.act_by {
                 return self.take(open.attempt, ProviderAnswer::NotFound, now);
             }
             return self.retrieve(under, open, deadline, now);

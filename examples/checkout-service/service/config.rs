@@ -331,6 +331,7 @@ impl Config {
             None
         };
         let flow = super::flow::Flow::from_lookup(&get, stripe.is_some())?;
+        let stripe = super::flow::customer_window(&get, stripe, &flow)?;
         let clock_offset = clock_offset(&get, environment)?;
         let concurrency = match get("JOURNAL_CONCURRENCY") {
             None => Concurrency::default(),

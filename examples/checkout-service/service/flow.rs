@@ -7,12 +7,16 @@
 //! | `CHECKOUT_SUCCESS_URL` | with `checkout`, required: where the hosted page sends the customer after paying (Stripe fills in `{CHECKOUT_SESSION_ID}`); `https`, or `http` to a loopback host |
 //! | `CHECKOUT_CANCEL_URL` | with `checkout`, required: where its cancel link goes; the same rule |
 //! | `CHECKOUT_PRODUCT_NAME` | with `checkout`: the line item's name the hosted page shows, 1 to 250 characters; `Checkout` when unset |
+//! | `CUSTOMER_WINDOW_SECONDS` | with `PROVIDER_NAME=stripe`: how long a customer asked to act (3-D Secure, the hosted page) has after the attempt's first send, 60 to 64800 (at least 1800 with `checkout`, Stripe's shortest session); bound into every plan; unset: until the attempt's cutoff (18 h) |
 //!
 //! The pages' URLs are the merchant's own pages, not a customer's: they are never
 //! logged either (`Debug` shows none).
 
 use super::config::ConfigError;
-use command_journal_stripe::CheckoutPages;
+use command_journal_stripe::config::{
+    MAX_CUSTOMER_WINDOW_SECONDS, MIN_CHECKOUT_WINDOW_SECONDS, MIN_CUSTOMER_WINDOW_SECONDS,
+};
+use command_journal_stripe::{CheckoutPages, StripeConfig};
 
 /// `CHECKOUT_FLOW` when unset.
 pub const PAYMENT_INTENTS: &str = "payment_intents";
@@ -104,4 +108,39 @@ impl Flow {
             Self::Checkout(_) => CHECKOUT,
         }
     }
+}
+
+/// `CUSTOMER_WINDOW_SECONDS` (empty values unset already) set on the Stripe client's
+/// configuration `stripe` (`None` without `PROVIDER_NAME=stripe`, where it is
+/// refused): a whole number of seconds from 60 to 64,800, at least 1,800 with
+/// `flow` Checkout. Unset: the configuration as it is (no window).
+pub fn customer_window(
+    get: &impl Fn(&str) -> Option<String>,
+    stripe: Option<StripeConfig>,
+    flow: &Flow,
+) -> Result<Option<StripeConfig>, ConfigError> {
+    const VARIABLE: &str = "CUSTOMER_WINDOW_SECONDS";
+    let refuse = |problem: &'static str| ConfigError {
+        variable: VARIABLE,
+        problem,
+    };
+    let Some(text) = get(VARIABLE) else {
+        return Ok(stripe);
+    };
+    let Some(mut config) = stripe else {
+        return Err(refuse("is only accepted with PROVIDER_NAME=stripe"));
+    };
+    let seconds = text
+        .trim()
+        .parse::<i64>()
+        .ok()
+        .filter(|s| (MIN_CUSTOMER_WINDOW_SECONDS..=MAX_CUSTOMER_WINDOW_SECONDS).contains(s))
+        .ok_or(refuse("must be a whole number of seconds from 60 to 64800"))?;
+    if matches!(flow, Flow::Checkout(_)) && seconds < MIN_CHECKOUT_WINDOW_SECONDS {
+        return Err(refuse(
+            "must be at least 1800 with CHECKOUT_FLOW=checkout (a Checkout Session lives 30 minutes at least)",
+        ));
+    }
+    config.customer_window_seconds = Some(seconds);
+    Ok(Some(config))
 }

@@ -248,6 +248,7 @@ fn permit(attempt: i64, resend: bool) -> Heard {
         resend,
         provider_idempotency_key: format!("key-{attempt}"),
         send_cutoff_at: at(86_400),
+        act_by: at(86_400),
         lease_expires_at: at(60),
     })))
 }
@@ -257,6 +258,7 @@ fn send_status(attempt: i64, state: AttemptState, needs_reconciliation: bool) ->
         attempt: nth(attempt),
         state,
         send_cutoff_at: at(-1),
+        act_by: at(-1),
         needs_reconciliation,
         absence_provable_from: needs_reconciliation.then(|| at(-1)),
         plan_fingerprint: crate::digest::frame_digest("plan", 1, &[]),
@@ -561,6 +563,7 @@ fn a_permit_decided_with_the_start_goes_on_from_the_permit() {
         resend: false,
         provider_idempotency_key: "key-1".to_owned(),
         send_cutoff_at: at(86_400),
+        act_by: at(86_400),
         lease_expires_at: at(60),
     });
     let cases: [(Heard, Timestamp, Result<Asked, JournalError>); 3] = [

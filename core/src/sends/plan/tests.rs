@@ -33,6 +33,10 @@ fn plan_of(value: &Value) -> Result<ProviderPlan, JournalError> {
         key_retention_seconds: value["keyRetentionSeconds"].as_i64().unwrap_or(0),
     })?
     .with_lookup(lookup, settle)
+    .and_then(|plan| match value["customerWindowSeconds"].as_i64() {
+        Some(window) => plan.with_customer_window(window),
+        None => Ok(plan),
+    })
 }
 
 fn base() -> Value {
@@ -269,4 +273,69 @@ fn fingerprint_binds_every_part_and_the_command() {
     let mut reordered = base();
     reordered["parameters"] = json!({"currency": "usd", "amount": 1250});
     assert_eq!(plan_of(&reordered).expect("valid").fingerprint(&a), seen[0]);
+}
+
+/// The customer's window: hashed only when set (the same plan without one keeps its
+/// version-2 fingerprint byte for byte), and every window another fingerprint.
+#[test]
+fn a_customer_window_changes_the_fingerprint_only_when_set() {
+    let identity = command(&json!({
+        "environment": "test", "callerScopeKind": "member", "callerId": "m",
+        "commandId": "3f2504e0-4f89-41d3-9a0c-0305e82c3301", "commandType": "checkout",
+        "endpointSchemaVersion": 1, "payload": {},
+    }))
+    .identity();
+    let unset = plan_of(&base()).expect("valid");
+    assert_eq!(unset.customer_window_seconds(), None);
+    assert_eq!(
+        unset.fingerprint(&identity),
+        unset.fingerprint_v(&identity, PLAN_VERSION),
+        "unset: the version-2 frame"
+    );
+    let hour = unset.clone().with_customer_window(3_600).expect("fits");
+    let two = unset.clone().with_customer_window(7_200).expect("fits");
+    assert_eq!(hour.customer_window_seconds(), Some(3_600));
+    assert_ne!(hour.fingerprint(&identity), unset.fingerprint(&identity));
+    assert_ne!(hour.fingerprint(&identity), two.fingerprint(&identity));
+    // The window is no part of the older frames, and the account is unchanged.
+    assert_eq!(
+        hour.fingerprint_v(&identity, PLAN_VERSION),
+        unset.fingerprint(&identity)
+    );
+    assert_eq!(hour.provider_account(), unset.provider_account());
+}
+
+/// `customerWindowSeconds`: 60 to the cutoff span, the first value refused named.
+#[test]
+fn the_customer_window_is_a_minute_to_the_cutoff_span() {
+    let day = plan_of(&base()).expect("valid");
+    for (window, ok) in [
+        (i64::MIN, false),
+        (-60, false),
+        (0, false),
+        (59, false),
+        (60, true),
+        (1_800, true),
+        (64_800, true),
+        (64_801, false),
+        (86_400, false),
+    ] {
+        let result = day.clone().with_customer_window(window);
+        match result {
+            Ok(plan) => {
+                assert!(ok, "{window} accepted");
+                assert_eq!(plan.customer_window_seconds(), Some(window));
+            }
+            Err(error) => {
+                assert!(!ok, "{window} refused");
+                assert_eq!(error, JournalError::invalid("customerWindowSeconds"));
+            }
+        }
+    }
+    // The span follows the plan's retention: an hour's retention allows 2,700 s.
+    let mut hour = base();
+    hour["keyRetentionSeconds"] = json!(3_600);
+    let hour = plan_of(&hour).expect("valid");
+    assert!(hour.clone().with_customer_window(2_700).is_ok());
+    assert!(hour.with_customer_window(2_701).is_err());
 }

@@ -19,6 +19,7 @@ mod replayed;
 mod resend_after_release;
 mod retries;
 mod tables;
+mod window;
 
 use super::begin::BeginSend;
 use super::guard::Guarded;

@@ -533,7 +533,7 @@ fn plans_of_version_three_prove_their_account_and_only_theirs() {
     use crate::sends::bound_plan::BoundPlan;
     let bound = BoundPlan::bind(&plan(0), &identity(), at(T0), FenceEpoch::FIRST);
     let fields = bound.encode();
-    assert_eq!(fields.len(), bound_plan::FIELDS.len());
+    assert_eq!(fields.len(), bound_plan::FIELDS_V3.len());
     let parsed = BoundPlan::parse(&hash(), &fields).expect("a version-3 plan parses");
     assert_eq!(parsed, bound);
     let mine = plan(0).provider_account();
@@ -562,9 +562,9 @@ fn plans_of_version_three_prove_their_account_and_only_theirs() {
     tampered.account_fingerprint = Some(another);
     assert!(!tampered.is(&plan(0), &identity()));
     // Every field is required and typed.
-    for name in bound_plan::FIELDS {
+    for name in bound_plan::FIELDS_V3 {
         let mut missing = fields.clone();
-        missing.remove(name);
+        missing.remove(*name);
         assert!(BoundPlan::parse(&hash(), &missing).is_err(), "{name}");
     }
     let mut bad = fields.clone();

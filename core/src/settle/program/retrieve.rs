@@ -14,8 +14,9 @@
 //! caller that holds the plan's parameters; `cancel` once the customer's window has
 //! passed, only under a lease (a cancel is a mutation at the provider): a caller's, or
 //! the one a recovery job takes for it, so that a payment its customer abandoned ends
-//! by itself. The window ends at `act_by`, the attempt's stored cutoff (the same
-//! instant every send of the key carried). `end_refusal` under any lease: the
+//! by itself. The window ends at `act_by`, the earlier of the attempt's stored cutoff
+//! and the end of the stored plan's customer window (the same instant every send of
+//! the key carried). `end_refusal` under any lease: the
 //! customer's return after a failed challenge ends the refused object (declined),
 //! where a job's read without a lease leaves the customer free to retry on it.
 
@@ -39,7 +40,7 @@ impl Settle {
         deadline: Duration,
         now: Now,
     ) -> Then {
-        let act_by = open.send_cutoff_at;
+        let act_by = open.act_by;
         let (parameters, caller) = match &self.holder {
             Holder::Caller { plan, .. } => (
                 serde_json::from_str(plan.canonical_parameters())

@@ -102,6 +102,7 @@ fn a_permit_decided_with_the_start_is_measured_from_the_start_s_reading() {
             resend: false,
             provider_idempotency_key: "key-1".to_owned(),
             send_cutoff_at: at(86_400),
+            act_by: at(86_400),
             lease_expires_at: at(60),
         })),
     );

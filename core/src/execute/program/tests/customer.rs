@@ -43,6 +43,7 @@ fn waiting(cutoff: Timestamp) -> Heard {
     status_of(Some(SendStatus {
         absence_provable_from: None,
         send_cutoff_at: cutoff,
+        act_by: cutoff,
         ..send_status(1, AttemptState::AwaitingCustomer, true)
     }))
 }
@@ -205,4 +206,54 @@ fn the_action_never_shows_in_debug() {
         ProviderAnswer::CustomerMustAct(action())
     );
     assert!(!shown.contains("CANARY"), "{shown}");
+}
+
+/// A plan's customer window ends before the stored cutoff: the send carries the
+/// permit's `act_by` (the window's end), not the cutoff.
+#[test]
+fn the_send_asks_the_customer_to_act_by_the_permits_act_by() {
+    let mut program = program();
+    let now = Now::unstepped(at(0));
+    assert!(program.next(Answered::Nothing, now).is_ok());
+    assert!(program.next(acquired(), now).is_ok());
+    let windowed = began(Ok(BeginSendOutput::Permitted(SendPermit {
+        attempt: nth(1),
+        resend: false,
+        provider_idempotency_key: "key-1".to_owned(),
+        send_cutoff_at: at(86_400),
+        act_by: at(3_600),
+        lease_expires_at: at(60),
+    })));
+    match program.next(windowed, now) {
+        Ok(Next::Send(request)) => assert_eq!(request.act_by, at(3_600)),
+        other => panic!("expected a send, got {other:?}"),
+    }
+}
+
+/// The customer's return after the window ended but before the cutoff: the key may
+/// still be replayed, and the object is cancelled (the window is the status's
+/// `act_by`, not the cutoff); a microsecond before its end, it is not.
+#[test]
+fn a_return_past_the_window_but_before_the_cutoff_cancels() {
+    let cutoff = at(86_400);
+    for (act_by, cancel) in [(at(0), true), (at(1), false)] {
+        let status = status_of(Some(SendStatus {
+            absence_provable_from: None,
+            send_cutoff_at: cutoff,
+            act_by,
+            ..send_status(1, AttemptState::AwaitingCustomer, true)
+        }));
+        let asked = steps(vec![acquired(), cutoff_passed(), status]);
+        assert_eq!(
+            asked[2],
+            Asked::Retrieve {
+                key: "stored-key-1".to_owned(),
+                replayable: true,
+                cancel,
+                act_by,
+                deadline: Duration::from_secs(50),
+            },
+            "act_by {act_by:?}"
+        );
+    }
 }
