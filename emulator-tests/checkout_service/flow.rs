@@ -151,7 +151,7 @@ fn checkout_flow_is_payment_intents_unless_told_and_checkout_needs_both_pages() 
 
 /// `CUSTOMER_WINDOW_SECONDS`: unset, no window; set, on the Stripe client's
 /// configuration (bound into every plan); refused, naming it and never its value, out
-/// of 60 to 64800, under 1800 with Checkout, or without Stripe.
+/// of 60 to 64800, under 1920 with Checkout, or without Stripe.
 #[test]
 fn the_customer_window_is_a_whole_number_of_seconds_on_stripe_only() {
     let window = |config: Config| config.stripe.expect("stripe").customer_window_seconds;
@@ -172,9 +172,9 @@ fn the_customer_window_is_a_whole_number_of_seconds_on_stripe_only() {
             ("CUSTOMER_WINDOW_SECONDS", Some(seconds)),
         ])
     };
-    assert_eq!(window(checkout("1800").expect("30 minutes")), Some(1_800));
+    assert_eq!(window(checkout("1920").expect("32 minutes")), Some(1_920));
     for refused in [
-        checkout("1799"),
+        checkout("1919"),
         config(&[("CUSTOMER_WINDOW_SECONDS", Some("59"))]),
         config(&[("CUSTOMER_WINDOW_SECONDS", Some("64801"))]),
         config(&[("CUSTOMER_WINDOW_SECONDS", Some("1h"))]),

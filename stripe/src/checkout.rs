@@ -43,7 +43,7 @@ impl Stripe {
     /// intent may not exist until the customer pays, so only a session read by id
     /// (expired) proves an attempt absent. The client's customer window, when
     /// configured, is bound too: the session's `expires_at` is its end. A window under
-    /// 1,800 s ([`StripeConfig::check_checkout`](crate::StripeConfig::check_checkout))
+    /// 1,920 s ([`StripeConfig::check_checkout`](crate::StripeConfig::check_checkout))
     /// is `invalid_input` on `customerWindowSeconds`, before anything is bound.
     pub fn checkout_plan(&self, parameters: &Value) -> Result<ProviderPlan, JournalError> {
         Charge::from_parameters(parameters).map_err(|_| JournalError::invalid("parameters"))?;

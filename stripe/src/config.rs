@@ -20,8 +20,12 @@ pub const MAX_CUSTOMER_WINDOW_SECONDS: i64 = 64_800;
 /// The shortest customer window a Checkout client takes: a session's `expires_at`
 /// "must be between 30 minutes and 24 hours after the current time"
 /// (<https://docs.stripe.com/api/checkout/sessions/create>, `expires_at`;
-/// <https://docs.stripe.com/payments/checkout/managing-limited-inventory>).
-pub const MIN_CHECKOUT_WINDOW_SECONDS: i64 = 1_800;
+/// <https://docs.stripe.com/payments/checkout/managing-limited-inventory>), and the
+/// adapter keeps a first send's `expires_at` at least 31 minutes out (a minute for the
+/// clocks); 32 minutes, so that a send made within its lease (a minute) of the
+/// attempt's first permit never needs that clamp and every re-send of the key carries
+/// the same `expires_at` (another would be Stripe's `idempotency_error`).
+pub const MIN_CHECKOUT_WINDOW_SECONDS: i64 = 1_920;
 
 /// Whose PaymentIntents these are. The id is the plan's `account` either way.
 #[derive(Clone, PartialEq, Eq)]

@@ -24,7 +24,7 @@ pub enum ConfigError {
     /// A customer window under 60 s or over 64,800 s (the cutoff span of Stripe's
     /// 24 h key retention).
     CustomerWindow,
-    /// A Checkout client's customer window under 1,800 s: Stripe takes a session's
+    /// A Checkout client's customer window under 1,920 s: Stripe takes a session's
     /// `expires_at` no sooner than 30 minutes after its create.
     CheckoutWindow,
 }
@@ -40,7 +40,7 @@ impl fmt::Display for ConfigError {
             Self::Client => "the HTTP client could not be built",
             Self::Pages => "the Checkout pages are not https URLs with a product name",
             Self::CustomerWindow => "the customer window is not 60 to 64800 seconds",
-            Self::CheckoutWindow => "the Checkout customer window is under 1800 seconds",
+            Self::CheckoutWindow => "the Checkout customer window is under 1920 seconds",
         })
     }
 }

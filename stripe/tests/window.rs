@@ -104,9 +104,9 @@ fn both_plans_bind_the_window_and_only_when_configured() {
 }
 
 #[test]
-fn a_checkout_window_under_thirty_minutes_is_refused() {
-    assert_eq!(MIN_CHECKOUT_WINDOW_SECONDS, 1_800);
-    let short = Stripe::new(config(Some(1_799))).expect("a PaymentIntents client takes it");
+fn a_checkout_window_under_thirty_two_minutes_is_refused() {
+    assert_eq!(MIN_CHECKOUT_WINDOW_SECONDS, 1_920);
+    let short = Stripe::new(config(Some(1_919))).expect("a PaymentIntents client takes it");
     assert_eq!(
         short.config().check_checkout(),
         Err(ConfigError::CheckoutWindow)
@@ -121,16 +121,16 @@ fn a_checkout_window_under_thirty_minutes_is_refused() {
             .plan(&parameters())
             .expect("plan")
             .customer_window_seconds(),
-        Some(1_799)
+        Some(1_919)
     );
-    let edge = Stripe::new(config(Some(1_800))).expect("client");
+    let edge = Stripe::new(config(Some(1_920))).expect("client");
     assert_eq!(edge.config().check_checkout(), Ok(()));
     assert!(edge.checkout_plan(&parameters()).is_ok());
     assert_eq!(config(None).check_checkout(), Ok(()));
     assert!(
         ConfigError::CheckoutWindow
             .to_string()
-            .contains("under 1800")
+            .contains("under 1920")
     );
 }
 

@@ -7,7 +7,7 @@
 //! | `CHECKOUT_SUCCESS_URL` | with `checkout`, required: where the hosted page sends the customer after paying (Stripe fills in `{CHECKOUT_SESSION_ID}`); `https`, or `http` to a loopback host |
 //! | `CHECKOUT_CANCEL_URL` | with `checkout`, required: where its cancel link goes; the same rule |
 //! | `CHECKOUT_PRODUCT_NAME` | with `checkout`: the line item's name the hosted page shows, 1 to 250 characters; `Checkout` when unset |
-//! | `CUSTOMER_WINDOW_SECONDS` | with `PROVIDER_NAME=stripe`: how long a customer asked to act (3-D Secure, the hosted page) has after the attempt's first send, 60 to 64800 (at least 1800 with `checkout`, Stripe's shortest session); bound into every plan; unset: until the attempt's cutoff (18 h) |
+//! | `CUSTOMER_WINDOW_SECONDS` | with `PROVIDER_NAME=stripe`: how long a customer asked to act (3-D Secure, the hosted page) has after the attempt's first send, 60 to 64800 (at least 1920 with `checkout`, Stripe's shortest session); bound into every plan; unset: until the attempt's cutoff (18 h) |
 //!
 //! The pages' URLs are the merchant's own pages, not a customer's: they are never
 //! logged either (`Debug` shows none).
@@ -112,7 +112,7 @@ impl Flow {
 
 /// `CUSTOMER_WINDOW_SECONDS` (empty values unset already) set on the Stripe client's
 /// configuration `stripe` (`None` without `PROVIDER_NAME=stripe`, where it is
-/// refused): a whole number of seconds from 60 to 64,800, at least 1,800 with
+/// refused): a whole number of seconds from 60 to 64,800, at least 1,920 with
 /// `flow` Checkout. Unset: the configuration as it is (no window).
 pub fn customer_window(
     get: &impl Fn(&str) -> Option<String>,
@@ -138,7 +138,7 @@ pub fn customer_window(
         .ok_or(refuse("must be a whole number of seconds from 60 to 64800"))?;
     if matches!(flow, Flow::Checkout(_)) && seconds < MIN_CHECKOUT_WINDOW_SECONDS {
         return Err(refuse(
-            "must be at least 1800 with CHECKOUT_FLOW=checkout (a Checkout Session lives 30 minutes at least)",
+            "must be at least 1920 with CHECKOUT_FLOW=checkout (a Checkout Session lives 30 minutes at least, and a send may come a minute after the attempt opened)",
         ));
     }
     config.customer_window_seconds = Some(seconds);
