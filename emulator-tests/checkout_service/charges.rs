@@ -146,9 +146,15 @@ async fn checkout_provider_503_then_takeover_after_expiry_reuses_the_key() {
         "retry once the lease has expired"
     );
 
-    // Before expiry another attempt finds the lease busy and does not call.
+    // The first call released its lease (an event or the job may settle the key at
+    // once). Before the first request can no longer be in flight (its send + 60 s),
+    // another attempt takes the lease over but is refused the re-send: retry, with
+    // the time left, and no call to the provider.
     let early = service.checkout(&id, &payload()).await;
-    assert_eq!(early.status, 409);
+    assert_eq!(
+        (early.status, &early.body, early.retry_after),
+        (503, &json!({"status": "retry"}), Some(60))
+    );
     assert_eq!(service.stub.posts().len(), 1);
 
     service.clock.advance(TimeDelta::seconds(61));
@@ -173,12 +179,15 @@ async fn checkout_provider_503_then_takeover_after_expiry_reuses_the_key() {
         .expect("status");
     assert_eq!(
         (status.state.as_str(), status.fence_epoch),
-        ("succeeded", Some(crate::support::fence_at(2)))
+        ("succeeded", Some(crate::support::fence_at(3)))
     );
     // The commerce documents (root, lifecycle, audits: registered, leased, taken
-    // over, succeeded), the send layer's (plan, send record, events: opened,
-    // ambiguous, re-sent, succeeded) and the stored charge.
-    let mut expected = commerce_documents(4);
+    // over twice, succeeded; the releases of fences 1 and 2), the send layer's (plan,
+    // send record, events: opened, ambiguous, re-sent, succeeded) and the stored
+    // charge.
+    let mut expected = commerce_documents(5);
+    expected
+        .extend([1, 2].map(|fence: u32| format!("checkoutRequests/H/leaseReleases/{fence:010}")));
     expected.extend(send_documents(4));
     expected.push("checkoutRequests/H/results/current".to_owned());
     expected.push("providerKeys/H".to_owned());

@@ -592,9 +592,10 @@ async fn recover_at_offset(project: &str, stub_url: &str, offset_ms: &str) -> (i
 }
 
 #[tokio::test]
-async fn checkout_binary_on_an_offset_clock_recovers_as_if_later() {
+async fn checkout_binary_on_an_offset_clock_recovers_as_if_earlier_or_later() {
     // The provider charges and holds its answer past the service's 500 ms timeout:
-    // the client gets 503, the command stays leased with its outcome unknown.
+    // the client gets 503, the command's outcome unknown, its lease released at once
+    // (the job may settle it at once).
     let stub = Stub::new(Action::Lose, CHARGE_PREFIX).hanging_for(Duration::from_secs(3));
     let (stub, stub_url) = start_stub(stub).await;
     let service = start_service(Options {
@@ -607,16 +608,17 @@ async fn checkout_binary_on_an_offset_clock_recovers_as_if_later() {
     let lost = service.checkout(&id, &priced()).await;
     assert_eq!(lost.status, 503, "{:?}", lost.body);
 
-    // On the system clock the lease still runs for about a minute: nothing is listed.
-    let (exit, summary) = recover_at_offset(&service.project, &stub_url, "0").await;
+    // A job whose clock runs 61 s behind sees the lease as it stood before its
+    // release (still running for about a minute): nothing is listed.
+    let (exit, summary) = recover_at_offset(&service.project, &stub_url, "-61000").await;
     assert_eq!(
         (exit, summary["listed"].as_u64()),
         (0, Some(0)),
         "{summary}"
     );
-    // 61 s ahead the lease has expired: the job lists the command and settles it from
-    // the charge its lookup finds.
-    let (exit, summary) = recover_at_offset(&service.project, &stub_url, "61000").await;
+    // On the system clock the lease was released: the job lists the command and
+    // settles it from the charge its lookup finds.
+    let (exit, summary) = recover_at_offset(&service.project, &stub_url, "0").await;
     assert_eq!(exit, 0, "{summary}");
     assert_eq!(summary["listed"].as_u64(), Some(1), "{summary}");
     assert_eq!(

@@ -92,9 +92,10 @@ async fn checkout_canary_scan_over_every_log_line_and_body() {
             .header("x-cloud-trace-context", format!("{trace_id}/12345;o=1"))
     };
     let body = json!({"commandId": COMMAND_ID, "payload": payload()});
-    // 503 (provider down), 409 (busy), then after expiry 402 (declined), then 402.
+    // 503 (provider down), 503 (its request may still be in flight: no re-send
+    // yet), then once it cannot be, 402 (declined), then 402.
     assert_eq!(service.send(traced(&body)).await.status, 503);
-    assert_eq!(service.send(traced(&body)).await.status, 409);
+    assert_eq!(service.send(traced(&body)).await.status, 503);
     service.clock.advance(TimeDelta::seconds(61));
     assert_eq!(service.send(traced(&body)).await.status, 402);
     assert_eq!(service.send(traced(&body)).await.status, 402);
@@ -127,7 +128,7 @@ async fn checkout_canary_scan_over_every_log_line_and_body() {
             .iter()
             .map(|l| l["severity"].as_str().unwrap_or(""))
             .collect::<Vec<_>>(),
-        ["WARNING", "INFO", "INFO", "INFO", "INFO", "INFO", "INFO"]
+        ["WARNING", "WARNING", "INFO", "INFO", "INFO", "INFO", "INFO"]
     );
     service.assert_no_leak(&["CANARYchanged", &token]).await;
 }

@@ -81,10 +81,15 @@ async fn checkout_ambiguous_send_is_resent_with_the_same_key_before_the_cutoff()
         "the lost POST made the charge"
     );
 
-    // The lease is still held by the lost request's attempt: busy, no POST.
+    // The lost request may still be in flight: the lease was released, but no
+    // other holder re-sends its key before its send + 60 s: retry later, no POST.
     let busy = service.checkout(&id, &priced()).await;
-    assert_eq!(busy.status, 409);
+    assert_eq!(
+        (busy.status, &busy.body, busy.retry_after),
+        (503, &json!({"status": "retry"}), Some(60))
+    );
     assert_eq!(service.stub.posts().len(), 1);
+    assert_eq!(service.operations("begin_send", "resend_not_yet").await, 1);
 
     service.clock.advance(TimeDelta::seconds(61));
     let retried = service.checkout(&id, &priced()).await;
@@ -104,7 +109,8 @@ async fn checkout_ambiguous_send_is_resent_with_the_same_key_before_the_cutoff()
         "no lookup before the cutoff"
     );
     assert_eq!(service.operations("begin_send", "resent").await, 1);
-    assert_eq!(service.operations("start", "recovered").await, 1);
+    // Two takeovers of a released lease: the early retry's and the re-sender's.
+    assert_eq!(service.operations("start", "recovered").await, 2);
     let status = service
         .journal()
         .send_status(&service.priced_command(&id))
