@@ -175,3 +175,55 @@ async fn a_sessions_expires_at_is_the_windows_end() {
     );
     assert_eq!(stand_in.sessions()[0]["expires_at"], json!(START + WINDOW));
 }
+
+/// Adversary (pinned, documented in `session::expires_at`): with Checkout's shortest
+/// window (1,920 s), a first send lost on the way (it never reached Stripe) and a
+/// re-send permitted at `lastSentAt + 60 s` still fits Stripe's 30 minutes, but a
+/// re-send a few minutes later (a customer who retries after the `Retry-After`) does
+/// not: Stripe refuses its `expires_at` with a 400 and the journal records the
+/// command's final refusal, nothing charged and no session ever shown. The window's
+/// slack for a re-send is `window − 1,860 s`.
+#[tokio::test]
+async fn adversary_a_late_resend_under_the_shortest_checkout_window_is_a_final_refusal() {
+    let stand_in = StandIn::start().await;
+    let mut config = config(Some(MIN_CHECKOUT_WINDOW_SECONDS));
+    config.api_base = stand_in.url().to_owned();
+    config.timeout = Duration::from_secs(10);
+    config.lookup = LookupMethod::Search;
+    let clock = Arc::new(StandInClock(stand_in.clone()));
+    let stripe = Stripe::new(config).expect("client").with_clock(clock);
+    let pages = CheckoutPages::new(
+        "https://shop.example/ok?session={CHECKOUT_SESSION_ID}",
+        "https://shop.example/no",
+        "Order",
+    )
+    .expect("pages");
+    let first_sent = Timestamp::from_micros(START * 1_000_000).expect("a time");
+    let cutoff = first_sent.plus_seconds(64_800).expect("a time");
+    let end = act_by(first_sent, cutoff, Some(MIN_CHECKOUT_WINDOW_SECONDS));
+    let provider = stripe.checkout(&parameters(), &pages);
+    let resend = |key: u64| SendRequest {
+        key: format!("cj1-{key:064x}"),
+        parameters: parameters(),
+        deadline: Duration::from_secs(10),
+        attempt: AttemptNumber::FIRST,
+        resend: true,
+        act_by: end,
+    };
+    // The earliest re-send another holder is permitted: still 31 minutes ahead.
+    stand_in.advance(60);
+    let answer = provider.send(resend(8)).await;
+    assert!(
+        matches!(answer, ProviderAnswer::CustomerMustAct(_)),
+        "{answer:?}"
+    );
+    // Five minutes after the first send: refused, a final refusal.
+    stand_in.advance(240);
+    let answer = provider.send(resend(9)).await;
+    assert_eq!(answer, ProviderAnswer::Declined);
+    assert_eq!(
+        stand_in.sessions().len(),
+        1,
+        "the late re-send made nothing"
+    );
+}

@@ -618,4 +618,5 @@ fn a_second_start_keeps_nothing_and_the_reconciliation_after_it_reads() {
     );
 }
 
+mod adversary_release;
 mod deadlines;
