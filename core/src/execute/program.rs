@@ -374,18 +374,7 @@ impl ExecuteProgram {
             // Nothing may be sent any more: the provider is asked instead.
             Err(JournalError::SendCutoffPassed) => self.settle(lease, round, Source::Lookup, now),
             // The last sender's request may still be on its way: retry once it cannot.
-            Err(JournalError::ResendNotYet { from }) => {
-                let left =
-                    u64::try_from(from.micros().saturating_sub(now.at.micros())).unwrap_or(0);
-                let seconds = left.div_ceil(1_000_000).max(1);
-                self.leave(
-                    lease,
-                    Execution::RetryLater {
-                        after: std::time::Duration::from_secs(seconds),
-                    },
-                    now,
-                )
-            }
+            Err(JournalError::ResendNotYet { from }) => self.leave_until(lease, from, now),
             Err(error) if lease_lost(&error) => self.done(Execution::InProgress),
             Err(error) => Err(error),
         }

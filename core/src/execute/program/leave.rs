@@ -19,6 +19,8 @@ use crate::execute::Execution;
 use crate::fence::FenceEpoch;
 use crate::lease::Release;
 use crate::settle::Held;
+use crate::time::Timestamp;
+use std::time::Duration;
 
 /// What a call's release needs to know of the call.
 #[derive(Debug, Clone, Copy, Default)]
@@ -37,6 +39,15 @@ impl ExecuteProgram {
         let mut run = Run::op(ExecuteOp::Release(op)).fresh();
         run.keep = false;
         self.go(State::Releasing { execution }, Next::Run(run))
+    }
+
+    /// Releases `lease` after `begin_send` refused a re-send of the key until `from`
+    /// (the last sender's request may still be on its way): retry once it cannot,
+    /// the time left rounded up to whole seconds.
+    pub(super) fn leave_until(&mut self, lease: Held, from: Timestamp, now: Now) -> Then {
+        let left = u64::try_from(from.micros().saturating_sub(now.at.micros())).unwrap_or(0);
+        let after = Duration::from_secs(left.div_ceil(1_000_000).max(1));
+        self.leave(lease, Execution::RetryLater { after }, now)
     }
 
     /// The release answered `ran`: the call answers `execution` whatever it was,
