@@ -93,6 +93,7 @@ async fn checkpoint_backfill_settles_an_event_older_than_the_default_window() {
     let service = service_with_webhooks(&stand_in).await;
     let t0 = stand_in.now();
     paid_now(&service, &stand_in, 960).await;
+    let first_at = stand_in.requests("GET", "/v1/events").len();
     let first = backfill(&service, &stand_in).await;
     assert!(first.clean(), "{first:?}");
     assert_eq!(
@@ -125,6 +126,7 @@ async fn checkpoint_backfill_settles_an_event_older_than_the_default_window() {
     );
 
     let before = lookups(&stand_in);
+    let second_at = stand_in.requests("GET", "/v1/events").len();
     let second = backfill(&service, &stand_in).await;
     assert!(second.clean(), "{second:?}");
     assert_eq!(
@@ -140,13 +142,17 @@ async fn checkpoint_backfill_settles_an_event_older_than_the_default_window() {
     // The next run: one page, from the advanced checkpoint; the events of the first
     // checkout are behind it. Nothing written.
     let documents = service.documents().await;
+    let third_at = stand_in.requests("GET", "/v1/events").len();
     let third = backfill(&service, &stand_in).await;
     assert!(third.clean(), "{third:?}");
     assert_eq!(third.listed, 2, "{third:?}");
     assert_eq!(third.outcomes.get("duplicate"), Some(&1), "{third:?}");
     assert_eq!(third.checkpoint, Some((advanced, Ok(Advance::Kept))));
+    // Each run's first listing starts at its window's start (the later slices of a
+    // run follow it).
+    let listed = listed_from(&stand_in);
     assert_eq!(
-        listed_from(&stand_in),
+        [listed[first_at], listed[second_at], listed[third_at]],
         [t0 - DEFAULT_WINDOW_SECONDS, at_t0, advanced]
     );
     assert_eq!(
@@ -204,6 +210,7 @@ async fn checkpoint_an_event_in_progress_holds_the_checkpoint_back() {
     advance(&service, &stand_in, 20);
     paid_now(&service, &stand_in, 972).await;
 
+    let second_at = stand_in.requests("GET", "/v1/events").len();
     let second = backfill(&service, &stand_in).await;
     assert_eq!(second.listed, 6);
     assert_eq!(second.unavailable, 1, "{second:?}");
@@ -213,14 +220,16 @@ async fn checkpoint_an_event_in_progress_holds_the_checkpoint_back() {
     assert_eq!(second.checkpoint, Some((back, Ok(Advance::Advanced))));
 
     advance(&service, &stand_in, 61);
+    let third_at = stand_in.requests("GET", "/v1/events").len();
     let third = backfill(&service, &stand_in).await;
     assert!(third.clean(), "{third:?}");
     assert_eq!(third.listed, 4, "from the held-back point: {third:?}");
     assert_eq!(third.outcomes.get("recorded"), Some(&1), "{third:?}");
     let newest = t0 + 1_022 - EVENTS_OVERLAP_SECONDS;
     assert_eq!(third.checkpoint, Some((newest, Ok(Advance::Advanced))));
+    let listed = listed_from(&stand_in);
     assert_eq!(
-        listed_from(&stand_in)[1..],
+        [listed[second_at], listed[third_at]],
         [t0 - EVENTS_OVERLAP_SECONDS, back]
     );
 
@@ -294,10 +303,60 @@ async fn checkpoint_malformed_refuses_the_run_and_an_old_one_is_clamped() {
     assert!(clamped.clamped);
     assert_eq!(clamped.from, Some(now - EVENTS_RETENTION_SECONDS));
     assert_eq!(clamped.fields()["clamped"], 1);
+    // Its first listing starts there; the quiet 30 days take a few doubling slices.
     assert_eq!(
-        listed_from(&stand_in).last(),
+        listed_from(&stand_in).get(pages),
         Some(&(now - EVENTS_RETENTION_SECONDS))
     );
     assert_eq!(clamped.outcomes.get("recorded"), Some(&1), "{clamped:?}");
     service.assert_verifies_clean(2).await;
+}
+
+/// A window with more events than one run reads is gone through over runs, never
+/// stuck: with a budget of 4 pages (standing in for `MAX_PAGES`) and two bursts of
+/// 120 events 1,000 s apart, the first run lists the first burst's slice to its end,
+/// an empty slice, and the start of the second burst, and proves the empty slice's
+/// end (Stripe's clock seen past it); the second run goes through the second burst.
+/// A single listing of the window (the earlier backfill) would fail every run.
+#[tokio::test]
+async fn checkpoint_a_window_longer_than_a_run_reads_is_gone_through_over_runs() {
+    let stand_in = StandIn::start().await;
+    let service = service_with_webhooks(&stand_in).await;
+    let t0 = stand_in.now();
+    for n in 0..60 {
+        paid_now(&service, &stand_in, 2_000 + n).await;
+    }
+    advance(&service, &stand_in, 1_000);
+    for n in 0..60 {
+        paid_now(&service, &stand_in, 3_000 + n).await;
+    }
+    advance(&service, &stand_in, 10);
+    let run = || async {
+        let journal = journal(&service);
+        let now = journal.now().expect("now").seconds();
+        let stripe = super::stripe::client_on(&stand_in);
+        event_backfill::run_paged(&journal, &stripe, (now, 1_200), 4, &quiet(&service)).await
+    };
+    let first = run().await;
+    assert!(first.clean(), "{first:?}");
+    assert!(first.more, "{first:?}");
+    assert_eq!(first.from, Some(t0 - 190));
+    assert_eq!(
+        first.listed, 220,
+        "the first burst, then a page of the second"
+    );
+    assert_eq!(
+        first.checkpoint,
+        Some((t0 + 710 - EVENTS_OVERLAP_SECONDS, Ok(Advance::Advanced)))
+    );
+    let second = run().await;
+    assert!(second.clean(), "{second:?}");
+    assert!(!second.more, "{second:?}");
+    assert_eq!(second.from, Some(t0 + 410));
+    assert_eq!(second.listed, 120);
+    assert_eq!(
+        second.checkpoint,
+        Some((t0 + 1_000 - EVENTS_OVERLAP_SECONDS, Ok(Advance::Advanced)))
+    );
+    service.assert_verifies_clean(120).await;
 }

@@ -49,6 +49,9 @@ pub struct EventsQuery<'a> {
     pub types: &'a [&'a str],
     /// `created[gte]`: events created at or after this Unix time.
     pub created_gte: i64,
+    /// `created[lt]`: events created before this Unix time, if given (a slice of
+    /// the window, so that a run can go through a long one slice by slice).
+    pub created_lt: Option<i64>,
     /// `starting_after`: the id of the last event of the previous page.
     pub starting_after: Option<&'a str>,
 }
@@ -77,6 +80,9 @@ impl Stripe {
             .map(|kind| ("types[]", (*kind).to_owned()))
             .collect();
         form.push(("created[gte]", query.created_gte.to_string()));
+        if let Some(lt) = query.created_lt {
+            form.push(("created[lt]", lt.to_string()));
+        }
         form.push(("limit", EVENTS_PAGE_LIMIT.to_string()));
         if let Some(after) = query.starting_after {
             form.push(("starting_after", after.to_owned()));

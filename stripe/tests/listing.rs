@@ -251,7 +251,7 @@ async fn a_refused_payloads_own_lookup_finds_its_charge_by_the_key() {
 /// `created[gte]` (<https://docs.stripe.com/api/events/list>), an event of the very
 /// second `created[gte]` names included; a backfill's checkpoint rests on both.
 #[tokio::test]
-async fn the_events_list_is_newest_first_and_honours_created_gte() {
+async fn the_events_list_is_newest_first_and_honours_created_gte_and_lt() {
     let stand_in = StandIn::start().await;
     let stripe = own(&stand_in, LookupMethod::Search);
     let charge = Charge::from_parameters(&payload("pm_card_visa")).expect("charge");
@@ -265,12 +265,13 @@ async fn the_events_list_is_newest_first_and_honours_created_gte() {
         stand_in.advance(1_000);
     }
     let types = ["payment_intent.created", "payment_intent.succeeded"];
-    let list = |gte: i64| {
+    let slice = |gte: i64, lt: Option<i64>| {
         let stripe = stripe.clone();
         async move {
             let query = command_journal_stripe::EventsQuery {
                 types: &types,
                 created_gte: gte,
+                created_lt: lt,
                 starting_after: None,
             };
             let page = stripe.events_page(&query).await.expect("a page");
@@ -281,6 +282,7 @@ async fn the_events_list_is_newest_first_and_honours_created_gte() {
                 .collect::<Vec<_>>()
         }
     };
+    let list = |gte: i64| slice(gte, None);
     let all = list(start).await;
     assert_eq!(all.len(), 6, "{all:?}");
     assert!(all.windows(2).all(|w| w[0].0 >= w[1].0), "{all:?}");
@@ -294,6 +296,11 @@ async fn the_events_list_is_newest_first_and_honours_created_gte() {
     assert_eq!(since, all[..4]);
     assert_eq!(list(start + 1_001).await, all[..2]);
     assert!(list(start + 2_001).await.is_empty());
+    // `created[lt]` cuts a slice: before that second, the second itself excluded.
+    assert_eq!(slice(start, Some(start + 2_000)).await, all[2..]);
+    assert_eq!(slice(start, Some(start + 1_001)).await, all[2..]);
+    assert_eq!(slice(start, Some(start + 1_000)).await, all[4..]);
+    assert!(slice(start + 1, Some(start + 1_000)).await.is_empty());
     let queries = stand_in.requests("GET", "/v1/events");
-    assert_eq!(queries.len(), 4);
+    assert_eq!(queries.len(), 8);
 }

@@ -183,7 +183,8 @@ pub async fn deliver_signed(url: &str, header: &str, body: Vec<u8>) -> u16 {
 }
 
 /// `GET /v1/events`: the events newest first, of `types[]` when given, created at or
-/// after `created[gte]`, after `starting_after`, `limit` (10, at most 100) a page.
+/// after `created[gte]` and before `created[lt]`, after `starting_after`, `limit`
+/// (10, at most 100) a page.
 pub(super) async fn list(
     Shared(inner): Shared<Arc<Inner>>,
     headers: HeaderMap,
@@ -206,7 +207,7 @@ pub(super) async fn list(
         .collect();
     let query = json!({
         "types": types,
-        "created": {"gte": get("created[gte]")},
+        "created": {"gte": get("created[gte]"), "lt": get("created[lt]")},
         "limit": get("limit"),
         "starting_after": get("starting_after"),
     });
@@ -218,6 +219,9 @@ pub(super) async fn list(
     let since = get("created[gte]")
         .and_then(|t| t.parse::<i64>().ok())
         .unwrap_or(i64::MIN);
+    let before = get("created[lt]")
+        .and_then(|t| t.parse::<i64>().ok())
+        .unwrap_or(i64::MAX);
     let limit = get("limit")
         .and_then(|l| l.parse::<usize>().ok())
         .unwrap_or(10)
@@ -227,6 +231,7 @@ pub(super) async fn list(
         .into_iter()
         .rev()
         .filter(|e| e["created"].as_i64().unwrap_or(0) >= since)
+        .filter(|e| e["created"].as_i64().unwrap_or(0) < before)
         .filter(|e| types.is_empty() || types.contains(&e["type"].as_str().unwrap_or_default()))
         .collect();
     // Reverse chronological order by `created` (the log is oldest first already; the
